@@ -1,0 +1,319 @@
+//! Online intra-rank compression: folds one rank's calls into nested loops as they arrive.
+//!
+//! After each call the compressor looks at the tail of its node list (at most
+//! [`Compressor::window`] nodes back) for two things, greedily, as ScalaTrace's online loop
+//! detection does: the tail completing one more iteration of a loop just before it, and the tail
+//! repeating the nodes just before it (which becomes a new loop of two iterations). Folding can
+//! cascade, which is how nested loops (PRSDs) form. Values that differ between iterations
+//! become elastic [`Val`]s; nothing is dropped, so memory is bounded by the compressed size and
+//! irregular streams simply stay long.
+
+use crate::op::Op;
+use crate::path::PathTemplate;
+use crate::ranks::RankSet;
+use crate::timing::Timing;
+use crate::trace::{Event, Loop, Node, NodeKind, RawEvent, Trace, event_skey, loop_skey};
+use crate::value::{Elastic, Val};
+
+/// Default look-back window, in nodes: the largest loop body (after inner folding) detected.
+pub const DEFAULT_WINDOW: usize = 64;
+
+#[derive(Debug, Clone)]
+struct CEvent {
+    op: Op,
+    sig: u64,
+    path: Option<PathTemplate>,
+    params: Vec<Val<i64>>,
+    timing: Timing,
+    children: Vec<CNode>,
+}
+
+#[derive(Debug, Clone)]
+struct CLoop {
+    iters: Val<i64>,
+    body: Vec<CNode>,
+}
+
+#[derive(Debug, Clone)]
+enum CKind {
+    Event(CEvent),
+    Loop(CLoop),
+}
+
+#[derive(Debug, Clone)]
+struct CNode {
+    skey: u64,
+    kind: CKind,
+}
+
+/// Compresses one rank's calls online.
+#[derive(Debug, Clone)]
+pub struct Compressor {
+    rank: u32,
+    window: usize,
+    items: Vec<CNode>,
+    /// Per item: structural key and, for loops, the body length (0 for events). Kept apart from
+    /// `items` so the tail scans touch a few cache lines.
+    meta: Vec<(u64, usize)>,
+    events: u64,
+}
+
+impl Compressor {
+    /// A compressor for `rank` with the default window.
+    pub fn new(rank: u32) -> Compressor {
+        Compressor::with_window(rank, DEFAULT_WINDOW)
+    }
+
+    /// A compressor that looks back at most `window` nodes.
+    pub fn with_window(rank: u32, window: usize) -> Compressor {
+        Compressor {
+            rank,
+            window: window.max(1),
+            items: Vec::new(),
+            meta: Vec::new(),
+            events: 0,
+        }
+    }
+
+    /// Number of calls pushed so far (children included).
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Number of top-level nodes held now: the compressed size.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Adds one call.
+    pub fn push(&mut self, ev: &RawEvent) {
+        let node = self.convert(ev);
+        self.push_node(node);
+    }
+
+    fn convert(&mut self, ev: &RawEvent) -> CNode {
+        self.events += 1;
+        let mut params: Vec<Val<i64>> = ev.params.iter().map(|&v| Val::Const(v)).collect();
+        let path = ev.path.as_ref().map(|p| {
+            let (t, fields) = PathTemplate::parse(p);
+            params.extend(fields.into_iter().map(Val::Const));
+            t
+        });
+        let children = if ev.children.is_empty() {
+            Vec::new()
+        } else {
+            let mut sub = Compressor::with_window(self.rank, self.window);
+            for c in &ev.children {
+                sub.push(c);
+            }
+            self.events += sub.events;
+            sub.items
+        };
+        let skey = event_skey(
+            ev.op,
+            ev.sig,
+            path.as_ref().map(|p| p.0.as_str()),
+            params.len(),
+            children.iter().map(|c| c.skey),
+        );
+        CNode {
+            skey,
+            kind: CKind::Event(CEvent {
+                op: ev.op,
+                sig: ev.sig,
+                path,
+                params,
+                timing: Timing::one(ev.gap_ns, ev.dur_ns, self.rank),
+                children,
+            }),
+        }
+    }
+
+    fn push_node(&mut self, node: CNode) {
+        let body_len = match &node.kind {
+            CKind::Loop(l) => l.body.len(),
+            CKind::Event(_) => 0,
+        };
+        self.meta.push((node.skey, body_len));
+        self.items.push(node);
+        while self.try_extend() || self.try_fold() {}
+    }
+
+    /// The tail is one more iteration of the loop just before it.
+    fn try_extend(&mut self) -> bool {
+        let n = self.items.len();
+        for b in 1..=self.window.min(n.saturating_sub(1)) {
+            let p = n - 1 - b;
+            if self.meta[p].1 != b {
+                continue;
+            }
+            let CKind::Loop(l) = &self.items[p].kind else {
+                continue;
+            };
+            if !l
+                .body
+                .iter()
+                .zip(&self.meta[p + 1..])
+                .all(|(x, m)| x.skey == m.0)
+            {
+                continue;
+            }
+            let tail: Vec<CNode> = self.items.drain(p + 1..).collect();
+            self.meta.truncate(p + 1);
+            let CKind::Loop(l) = &mut self.items[p].kind else {
+                unreachable!()
+            };
+            let Val::Const(cnt) = l.iters else {
+                unreachable!("a top-level loop's count is a constant")
+            };
+            for (x, c) in l.body.iter_mut().zip(tail) {
+                extend_node(x, cnt as u64, c, 0);
+            }
+            l.iters = Val::Const(cnt + 1);
+            return true;
+        }
+        false
+    }
+
+    /// The tail repeats the nodes just before it: fold both into a loop of two iterations.
+    fn try_fold(&mut self) -> bool {
+        let n = self.items.len();
+        let last = match self.meta.last() {
+            Some(m) => m.0,
+            None => return false,
+        };
+        for w in 1..=self.window.min(n / 2) {
+            if self.meta[n - 1 - w].0 != last {
+                continue;
+            }
+            if !(0..w).all(|k| self.meta[n - 2 * w + k].0 == self.meta[n - w + k].0) {
+                continue;
+            }
+            let second: Vec<CNode> = self.items.drain(n - w..).collect();
+            let first: Vec<CNode> = self.items.drain(n - 2 * w..).collect();
+            self.meta.truncate(n - 2 * w);
+            let body: Vec<CNode> = first
+                .into_iter()
+                .zip(second)
+                .map(|(a, b)| wrap_node(a, b, 0))
+                .collect();
+            let skey = loop_skey(body.iter().map(|c| c.skey));
+            self.push_node_raw(CNode {
+                skey,
+                kind: CKind::Loop(CLoop {
+                    iters: Val::Const(2),
+                    body,
+                }),
+            });
+            return true;
+        }
+        false
+    }
+
+    fn push_node_raw(&mut self, node: CNode) {
+        let body_len = match &node.kind {
+            CKind::Loop(l) => l.body.len(),
+            CKind::Event(_) => 0,
+        };
+        self.meta.push((node.skey, body_len));
+        self.items.push(node);
+    }
+
+    /// The compressed trace of this rank.
+    pub fn finish(&self) -> Trace {
+        Trace {
+            nodes: self.items.iter().map(|c| to_node(c, self.rank)).collect(),
+        }
+    }
+}
+
+/// Merges `b` into `a` as the second iteration of a new outer loop; values range over `inner`
+/// loops below it.
+fn wrap_node(a: CNode, b: CNode, inner: usize) -> CNode {
+    let kind = match (a.kind, b.kind) {
+        (CKind::Event(mut ea), CKind::Event(eb)) => {
+            ea.params = ea
+                .params
+                .into_iter()
+                .zip(eb.params)
+                .map(|(x, y)| Val::wrap2(x, y, inner))
+                .collect();
+            ea.timing.merge(&eb.timing);
+            ea.children = ea
+                .children
+                .into_iter()
+                .zip(eb.children)
+                .map(|(x, y)| wrap_node(x, y, inner))
+                .collect();
+            CKind::Event(ea)
+        }
+        (CKind::Loop(la), CKind::Loop(lb)) => CKind::Loop(CLoop {
+            iters: Val::wrap2(la.iters, lb.iters, inner),
+            body: la
+                .body
+                .into_iter()
+                .zip(lb.body)
+                .map(|(x, y)| wrap_node(x, y, inner + 1))
+                .collect(),
+        }),
+        _ => unreachable!("equal structural keys imply equal kinds"),
+    };
+    CNode { skey: a.skey, kind }
+}
+
+/// Appends `c` as iteration `n` of the outer loop that `a` is already folded into.
+fn extend_node(a: &mut CNode, n: u64, c: CNode, inner: usize) {
+    match (&mut a.kind, c.kind) {
+        (CKind::Event(ea), CKind::Event(ec)) => {
+            for (x, y) in ea.params.iter_mut().zip(ec.params) {
+                x.extend(n, y, inner);
+            }
+            ea.timing.merge(&ec.timing);
+            for (x, y) in ea.children.iter_mut().zip(ec.children) {
+                extend_node(x, n, y, inner);
+            }
+        }
+        (CKind::Loop(la), CKind::Loop(lc)) => {
+            la.iters.extend(n, lc.iters, inner);
+            for (x, y) in la.body.iter_mut().zip(lc.body) {
+                extend_node(x, n, y, inner + 1);
+            }
+        }
+        _ => unreachable!("equal structural keys imply equal kinds"),
+    }
+}
+
+fn to_node(c: &CNode, rank: u32) -> Node {
+    let kind = match &c.kind {
+        CKind::Event(e) => NodeKind::Event(Event {
+            op: e.op,
+            sig: e.sig,
+            path: e.path.clone(),
+            params: e.params.iter().map(|v| Elastic::single(rank, v)).collect(),
+            timing: e.timing.clone(),
+            children: e.children.iter().map(|x| to_node(x, rank)).collect(),
+        }),
+        CKind::Loop(l) => NodeKind::Loop(Loop {
+            iters: Elastic::single(rank, &l.iters),
+            body: l.body.iter().map(|x| to_node(x, rank)).collect(),
+        }),
+    };
+    Node {
+        ranks: RankSet::single(rank),
+        kind,
+    }
+}
+
+/// Compresses a whole call list of one rank.
+pub fn compress(rank: u32, events: &[RawEvent]) -> Trace {
+    let mut c = Compressor::new(rank);
+    for e in events {
+        c.push(e);
+    }
+    c.finish()
+}

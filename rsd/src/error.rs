@@ -1,0 +1,72 @@
+//! Errors of the `rsd` crate.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong reading, writing or merging traces.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RsdError {
+    /// The file does not start with the iotrex magic bytes.
+    #[error("{path}: not an iotrex trace (bad magic bytes {found:02x?})")]
+    BadMagic {
+        /// The file.
+        path: PathBuf,
+        /// What it starts with instead.
+        found: Vec<u8>,
+    },
+    /// The file was written by a newer iotrex.
+    #[error(
+        "{path}: trace format version {found} is newer than this iotrex reads (up to {supported}); upgrade iotrex"
+    )]
+    NewerVersion {
+        /// The file.
+        path: PathBuf,
+        /// Its version.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// The file ends early.
+    #[error("{path}: truncated trace: expected {expected} bytes, found {found}")]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Bytes the header announces.
+        expected: u64,
+        /// Bytes present.
+        found: u64,
+    },
+    /// Bytes follow the end of the trace.
+    #[error("{path}: {extra} bytes of trailing garbage after the trace")]
+    TrailingGarbage {
+        /// The file.
+        path: PathBuf,
+        /// Number of extra bytes.
+        extra: u64,
+    },
+    /// The body does not match its checksum or does not decode.
+    #[error("{path}: corrupt trace body: {detail}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The trace could not be encoded.
+    #[error("cannot encode trace: {0}")]
+    Encode(String),
+    /// Reading or writing the file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Two traces given to merge share a rank.
+    #[error("cannot merge traces that both contain rank {rank}")]
+    OverlappingRanks {
+        /// A rank in both.
+        rank: u32,
+    },
+}

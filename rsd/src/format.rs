@@ -1,0 +1,306 @@
+//! The `.iotrex` file format. This module is the only code that knows the bytes.
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  magic  "IOTREX\0\x1a"
+//!      8     4  format version, u32 little-endian (this build writes FORMAT_VERSION)
+//!     12     4  reserved, 0
+//!     16     8  body length in bytes, u64 little-endian
+//!     24     8  xxh64 (seed 0) of the body, u64 little-endian
+//!     32     …  body: MessagePack (rmp-serde, struct-as-array) of TraceFile
+//! ```
+//!
+//! The reader checks each of these in order and refuses with an error naming the file and the
+//! problem. The checksum catches corruption before the decoder sees it, and the decoder is
+//! still safe on arbitrary bytes (fuzzed in `tests/format_fuzz.rs`).
+
+use crate::error::RsdError;
+use crate::op::Layer;
+use crate::trace::{Node, NodeKind, Trace};
+use crate::value::{Elastic, MAX_DEPTH, Val};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The magic bytes every trace starts with.
+pub const MAGIC: [u8; 8] = *b"IOTREX\0\x1a";
+/// The format version this build writes and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Size of the fixed header before the body.
+pub const PREFIX_LEN: usize = 32;
+
+/// What a trace says about the run that produced it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Version of the tool that wrote the file.
+    pub tool_version: String,
+    /// Number of ranks in the run.
+    pub nranks: u32,
+    /// The traced command line.
+    pub command: Vec<String>,
+    /// Layers that were traced.
+    pub layers: Vec<Layer>,
+    /// Clock used for timing, e.g. `CLOCK_MONOTONIC`.
+    pub clock: String,
+    /// Wall time from `MPI_Init` to `MPI_Finalize` (or process start to exit), ns, max over ranks.
+    pub wall_ns: u64,
+    /// Set when something was not recorded: a rank died, a limit was hit, the tracer disabled
+    /// itself.
+    pub incomplete: bool,
+    /// Why the trace is incomplete, or other notes from the producer.
+    pub notes: Vec<String>,
+}
+
+impl Header {
+    /// A header for a complete trace of `nranks` ranks, written by this crate's version.
+    pub fn new(nranks: u32) -> Header {
+        Header {
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            nranks,
+            command: Vec::new(),
+            layers: Layer::ALL.to_vec(),
+            clock: "CLOCK_MONOTONIC".to_string(),
+            wall_ns: 0,
+            incomplete: false,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// A whole trace file: header and trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceFile {
+    /// Metadata.
+    pub header: Header,
+    /// The compressed trace.
+    pub trace: Trace,
+}
+
+fn xxh64(bytes: &[u8]) -> u64 {
+    twox_hash::XxHash64::oneshot(0, bytes)
+}
+
+impl TraceFile {
+    /// Encodes the file to bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, RsdError> {
+        let body = rmp_serde::to_vec(self).map_err(|e| RsdError::Encode(e.to_string()))?;
+        let mut out = Vec::with_capacity(PREFIX_LEN + body.len());
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&xxh64(&body).to_le_bytes());
+        out.extend_from_slice(&body);
+        Ok(out)
+    }
+
+    /// Decodes bytes read from `path` (used only in error messages).
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<TraceFile, RsdError> {
+        let p = || path.to_path_buf();
+        let head = &bytes[..bytes.len().min(8)];
+        if head != &MAGIC[..head.len()] || bytes.is_empty() {
+            return Err(RsdError::BadMagic {
+                path: p(),
+                found: head.to_vec(),
+            });
+        }
+        if bytes.len() < PREFIX_LEN {
+            return Err(RsdError::Truncated {
+                path: p(),
+                expected: PREFIX_LEN as u64,
+                found: bytes.len() as u64,
+            });
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
+        let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
+        let version = u32_at(8);
+        if version > FORMAT_VERSION {
+            return Err(RsdError::NewerVersion {
+                path: p(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        if version == 0 {
+            return Err(RsdError::Corrupt {
+                path: p(),
+                detail: "format version 0 does not exist".into(),
+            });
+        }
+        let body_len = u64_at(16);
+        let expected = (PREFIX_LEN as u64).saturating_add(body_len);
+        let found = bytes.len() as u64;
+        if found < expected {
+            return Err(RsdError::Truncated {
+                path: p(),
+                expected,
+                found,
+            });
+        }
+        if found > expected {
+            return Err(RsdError::TrailingGarbage {
+                path: p(),
+                extra: found - expected,
+            });
+        }
+        let body = &bytes[PREFIX_LEN..];
+        let sum = xxh64(body);
+        if sum != u64_at(24) {
+            return Err(RsdError::Corrupt {
+                path: p(),
+                detail: format!(
+                    "checksum mismatch (stored {:016x}, computed {sum:016x})",
+                    u64_at(24)
+                ),
+            });
+        }
+        Self::decode_body(body, path)
+    }
+
+    /// Decodes and validates a body without the prefix checks. Public so the fuzz test can feed
+    /// it arbitrary bytes past the checksum.
+    pub fn decode_body(body: &[u8], path: &Path) -> Result<TraceFile, RsdError> {
+        let mut de = rmp_serde::Deserializer::from_read_ref(body);
+        let tf: TraceFile = Deserialize::deserialize(&mut de).map_err(|e| RsdError::Corrupt {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+        tf.validate().map_err(|detail| RsdError::Corrupt {
+            path: path.to_path_buf(),
+            detail,
+        })?;
+        Ok(tf)
+    }
+
+    /// Checks what the decoder cannot: nesting depth, value shapes, rank ranges.
+    fn validate(&self) -> Result<(), String> {
+        fn val_ok<T>(v: &Val<T>, depth: usize) -> Result<(), String> {
+            if depth > MAX_DEPTH {
+                return Err("values nested too deeply".into());
+            }
+            match v {
+                Val::Seq(items) | Val::Cycle(items) => {
+                    if items.is_empty() {
+                        return Err("empty value vector".into());
+                    }
+                    items.iter().try_for_each(|i| val_ok(i, depth + 1))
+                }
+                _ => Ok(()),
+            }
+        }
+        fn elastic_ok(e: &Elastic, depth: usize) -> Result<(), String> {
+            for g in &e.groups {
+                if g.ranks
+                    .runs
+                    .iter()
+                    .any(|r| r.dims.is_empty() || r.dims.len() > 8)
+                {
+                    return Err("malformed rank list".into());
+                }
+                val_ok(&g.val, depth)?;
+            }
+            Ok(())
+        }
+        fn nodes_ok(nodes: &[Node], depth: usize) -> Result<(), String> {
+            if depth > MAX_DEPTH {
+                return Err("loops nested too deeply".into());
+            }
+            for n in nodes {
+                if n.ranks
+                    .runs
+                    .iter()
+                    .any(|r| r.dims.is_empty() || r.dims.len() > 8)
+                {
+                    return Err("malformed rank list".into());
+                }
+                match &n.kind {
+                    NodeKind::Event(e) => {
+                        if e.nfields() != e.path.as_ref().map_or(0, |p| p.nfields()) {
+                            return Err(format!(
+                                "{}: path has more fields than parameters",
+                                e.op.name()
+                            ));
+                        }
+                        e.params.iter().try_for_each(|p| elastic_ok(p, depth))?;
+                        nodes_ok(&e.children, depth + 1)?;
+                    }
+                    NodeKind::Loop(l) => {
+                        elastic_ok(&l.iters, depth)?;
+                        nodes_ok(&l.body, depth + 1)?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        nodes_ok(&self.trace.nodes, 0)
+    }
+
+    /// Writes the file atomically (a temporary file renamed into place), so a crash never leaves
+    /// a half-written trace under the final name.
+    pub fn write(&self, path: &Path) -> Result<u64, RsdError> {
+        let bytes = self.to_bytes()?;
+        let io = |source| RsdError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        std::fs::write(&tmp, &bytes).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)?;
+        Ok(bytes.len() as u64)
+    }
+
+    /// Reads and validates a trace file.
+    pub fn read(path: &Path) -> Result<TraceFile, RsdError> {
+        let bytes = std::fs::read(path).map_err(|source| RsdError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_bytes(&bytes, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        let tf = TraceFile {
+            header: Header::new(4),
+            trace: crate::synth::spmd(4, 10),
+        };
+        tf.to_bytes().unwrap()
+    }
+
+    #[test]
+    fn roundtrip() {
+        let b = sample();
+        let tf = TraceFile::from_bytes(&b, Path::new("x")).unwrap();
+        assert_eq!(tf.to_bytes().unwrap(), b);
+    }
+
+    #[test]
+    fn refusals_name_the_problem() {
+        let b = sample();
+        let p = Path::new("t.iotrex");
+        let msg = |bytes: &[u8]| TraceFile::from_bytes(bytes, p).unwrap_err().to_string();
+        assert!(msg(b"hello world, not a trace at all").contains("bad magic"));
+        assert!(msg(b"").contains("bad magic"));
+        let mut newer = b.clone();
+        newer[8..12].copy_from_slice(&7u32.to_le_bytes());
+        assert!(msg(&newer).contains("version 7 is newer"));
+        assert!(msg(&b[..b.len() - 3]).contains("truncated"));
+        assert!(msg(&b[..20]).contains("truncated"));
+        let mut extra = b.clone();
+        extra.extend_from_slice(b"junk");
+        assert!(msg(&extra).contains("4 bytes of trailing garbage"));
+        let mut flipped = b.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0x55;
+        assert!(msg(&flipped).contains("checksum mismatch"));
+        assert!(
+            msg(&b[..4]).starts_with("t.iotrex: truncated"),
+            "{}",
+            msg(&b[..4])
+        );
+    }
+}

@@ -1,0 +1,41 @@
+//! The iotrex trace model and everything that touches it without MPI.
+//!
+//! - [`op`]: the traced operations and their parameters.
+//! - [`value`]: elastic values over loop iterations ([`Val`]) and ranks ([`Elastic`], [`RankFn`]).
+//! - [`ranks`]: PRSD rank sets.
+//! - [`timing`]: mergeable timing statistics.
+//! - [`path`]: path templates with integer fields.
+//! - [`trace`]: events, loops, the trace, and expansion of one rank.
+//! - [`compress`]: the online per-rank compressor.
+//! - [`merge`]: merging traces of disjoint rank sets (Myers alignment, radix tree).
+//! - [`format`]: the `.iotrex` file format, the only code that knows its bytes.
+//! - [`stats`]: per-layer and per-rank totals.
+//! - [`synth`]: synthetic traces for tests, benchmarks and the demo.
+//!
+//! The invariant everything here keeps: expanding a trace for rank `r` gives back exactly
+//! rank `r`'s calls with every recorded parameter; only timing is summarised.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod compress;
+pub mod error;
+pub mod format;
+pub mod merge;
+pub mod op;
+pub mod path;
+pub mod ranks;
+pub mod stats;
+pub mod synth;
+pub mod timing;
+pub mod trace;
+pub mod value;
+
+pub use compress::Compressor;
+pub use error::RsdError;
+pub use format::{FORMAT_VERSION, Header, TraceFile};
+pub use merge::{merge, merge_tree};
+pub use op::{Layer, Op};
+pub use ranks::RankSet;
+pub use trace::{FlatEvent, RawEvent, Trace};
+pub use value::{Elastic, RankFn, Val};

@@ -1,0 +1,131 @@
+//! Totals over a trace: calls and bytes per layer and op, per-rank totals, files touched.
+//!
+//! Counts and bytes come from expanding every rank, so they are exact; time comes from the
+//! events' merged timing statistics.
+
+use crate::op::{Layer, Op};
+use crate::trace::{FlatEvent, Node, NodeKind, Trace};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Totals for one operation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct OpTotals {
+    /// Number of calls over all ranks.
+    pub count: u64,
+    /// File bytes moved over all ranks.
+    pub bytes: u64,
+    /// Time inside the calls over all ranks, ns.
+    pub time_ns: f64,
+}
+
+/// Min, mean and max of a per-rank quantity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Spread {
+    /// Smallest value and its rank.
+    pub min: (u64, u32),
+    /// Mean over ranks.
+    pub mean: f64,
+    /// Largest value and its rank.
+    pub max: (u64, u32),
+}
+
+/// What `iotrex stats` reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Summary {
+    /// Ranks present in the trace.
+    pub ranks: u64,
+    /// Totals per (layer, op).
+    pub ops: BTreeMap<(Layer, Op), OpTotals>,
+    /// Calls per rank.
+    pub rank_calls: Spread,
+    /// File bytes per rank.
+    pub rank_bytes: Spread,
+    /// Paths named by any call.
+    pub files: BTreeSet<String>,
+    /// Nodes in the compressed trace (events and loops, all levels).
+    pub nodes: u64,
+}
+
+impl Summary {
+    /// Totals per layer: (calls, bytes).
+    pub fn per_layer(&self) -> BTreeMap<Layer, (u64, u64)> {
+        let mut m = BTreeMap::new();
+        for ((l, _), t) in &self.ops {
+            let e = m.entry(*l).or_insert((0, 0));
+            e.0 += t.count;
+            e.1 += t.bytes;
+        }
+        m
+    }
+}
+
+fn spread(v: &[(u64, u32)]) -> Spread {
+    if v.is_empty() {
+        return Spread::default();
+    }
+    let min = *v.iter().min_by_key(|x| (x.0, x.1)).expect("non-empty");
+    let max = *v
+        .iter()
+        .max_by_key(|x| (x.0, std::cmp::Reverse(x.1)))
+        .expect("non-empty");
+    Spread {
+        min,
+        mean: v.iter().map(|x| x.0 as f64).sum::<f64>() / v.len() as f64,
+        max,
+    }
+}
+
+fn count_nodes(nodes: &[Node], out: &mut BTreeMap<(Layer, Op), OpTotals>) -> u64 {
+    let mut n = 0;
+    for node in nodes {
+        n += 1;
+        match &node.kind {
+            NodeKind::Event(e) => {
+                out.entry((e.op.layer(), e.op)).or_default().time_ns += e.timing.dur.total();
+                n += count_nodes(&e.children, out);
+            }
+            NodeKind::Loop(l) => n += count_nodes(&l.body, out),
+        }
+    }
+    n
+}
+
+/// Computes the summary of a trace.
+pub fn summarize(trace: &Trace) -> Summary {
+    let mut s = Summary::default();
+    s.nodes = count_nodes(&trace.nodes, &mut s.ops);
+    let ranks = trace.ranks();
+    s.ranks = ranks.len();
+    let mut calls = Vec::new();
+    let mut bytes = Vec::new();
+    ranks.for_each(|r| {
+        let (mut c, mut b) = (0u64, 0u64);
+        trace.expand_with(r, &mut |e| {
+            tally(e, &mut s, &mut c, &mut b);
+            true
+        });
+        calls.push((c, r));
+        bytes.push((b, r));
+    });
+    s.rank_calls = spread(&calls);
+    s.rank_bytes = spread(&bytes);
+    s
+}
+
+fn tally(e: &FlatEvent, s: &mut Summary, calls: &mut u64, bytes: &mut u64) {
+    let t = s.ops.entry((e.op.layer(), e.op)).or_default();
+    let b = e.op.data_bytes(&e.params);
+    t.count += 1;
+    t.bytes += b;
+    *calls += 1;
+    *bytes += b;
+    if let Some(p) = &e.path {
+        if !s.files.contains(p) {
+            s.files.insert(p.clone());
+        }
+    }
+    for c in &e.children {
+        tally(c, s, calls, bytes);
+    }
+}

@@ -1,0 +1,90 @@
+//! Synthetic traces of a typical SPMD I/O program, for tests, benchmarks and the demo.
+//!
+//! Each rank: `MPI_Init`; a file per process written in a loop (`out/file_<rank>`, 8 KiB per
+//! iteration); a shared file written collectively, segmented by rank, where rank 0 aggregates
+//! one POSIX write per call as OMPIO and ROMIO do; a barrier; rank 0 alone writes a log with
+//! stdio; `MPI_Finalize`. Timing is pseudo-random but deterministic.
+
+use crate::compress::Compressor;
+use crate::merge::merge_tree;
+use crate::op::Op;
+use crate::trace::{RawEvent, Trace};
+
+/// Bytes per POSIX write in the file-per-process phase.
+pub const SMALL: i64 = 8192;
+/// Bytes per rank per collective write.
+pub const BLOCK: i64 = 1 << 20;
+/// Iterations of the collective phase.
+pub const COLLECTIVE_ITERS: u64 = 3;
+
+fn ev(op: Op, site: u64, params: Vec<i64>, t: &mut u64) -> RawEvent {
+    // xorshift for reproducible, varied timing.
+    *t ^= *t << 13;
+    *t ^= *t >> 7;
+    *t ^= *t << 17;
+    let mut e = RawEvent::new(op, 0x5157_0000 + site, params);
+    e.gap_ns = 1_000 + *t % 5_000;
+    e.dur_ns = 200 + (*t >> 20) % 2_000;
+    e
+}
+
+/// Calls `f` with each call of `rank` in the synthetic program, without storing them.
+pub fn for_each_event(rank: u32, nranks: u32, iters: u64, f: &mut dyn FnMut(&RawEvent)) {
+    let r = rank as i64;
+    let n = nranks as i64;
+    let mut t = 0x9e37_79b9_7f4a_7c15 ^ (rank as u64 + 1);
+    f(&ev(Op::Init, 1, vec![], &mut t));
+    let mut open = ev(Op::Open, 2, vec![0o1101, 0o644, 3], &mut t);
+    open.path = Some(format!("out/file_{rank}"));
+    f(&open);
+    for i in 0..iters as i64 {
+        f(&ev(Op::Pwrite, 3, vec![3, SMALL, i * SMALL, SMALL], &mut t));
+    }
+    f(&ev(Op::Close, 4, vec![3], &mut t));
+    let mut fo = ev(Op::FileOpen, 5, vec![1, 37, 0], &mut t);
+    fo.path = Some("out/shared.dat".into());
+    f(&fo);
+    for i in 0..COLLECTIVE_ITERS as i64 {
+        let off = (i * n + r) * BLOCK;
+        let mut w = ev(Op::FileWriteAtAll, 6, vec![0, off, BLOCK, 1, BLOCK], &mut t);
+        if rank == 0 {
+            w.children.push(ev(
+                Op::Pwrite,
+                7,
+                vec![4, n * BLOCK, i * n * BLOCK, n * BLOCK],
+                &mut t,
+            ));
+        }
+        f(&w);
+    }
+    f(&ev(Op::FileClose, 8, vec![0], &mut t));
+    f(&ev(Op::Barrier, 9, vec![1], &mut t));
+    if rank == 0 {
+        let mut fo = ev(Op::Fopen, 10, vec![1, 5], &mut t);
+        fo.path = Some("out/log.txt".into());
+        f(&fo);
+        f(&ev(Op::Fwrite, 11, vec![5, 1, 64, 64], &mut t));
+        f(&ev(Op::Fclose, 12, vec![5], &mut t));
+    }
+    f(&ev(Op::Finalize, 13, vec![], &mut t));
+}
+
+/// All calls of `rank`, in order.
+pub fn events(rank: u32, nranks: u32, iters: u64) -> Vec<RawEvent> {
+    let mut v = Vec::new();
+    for_each_event(rank, nranks, iters, &mut |e| v.push(e.clone()));
+    v
+}
+
+/// The compressed trace of one rank.
+pub fn rank_trace(rank: u32, nranks: u32, iters: u64) -> Trace {
+    let mut c = Compressor::new(rank);
+    for_each_event(rank, nranks, iters, &mut |e| c.push(e));
+    c.finish()
+}
+
+/// The merged trace of all ranks, through a binary radix tree of merges.
+pub fn spmd(nranks: u32, iters: u64) -> Trace {
+    let traces = (0..nranks).map(|r| rank_trace(r, nranks, iters)).collect();
+    merge_tree(traces).expect("synthetic ranks are disjoint")
+}

@@ -1,0 +1,197 @@
+//! Timing statistics that merge exactly across iterations and ranks.
+//!
+//! Each event keeps the compute gap before it and its own duration as count, min, max (with the
+//! ranks where they occurred), sum and sum of squared deviations (Chan et al.'s pairwise update,
+//! so merging never averages averages), plus log-scale histogram bins.
+
+use serde::{Deserialize, Serialize};
+
+/// Number of histogram bins. Bin `b` holds values in `[4^b, 4^(b+1))` ns; bin 0 also holds 0
+/// and the last bin everything from ~4.3 s up.
+pub const BINS: usize = 16;
+
+/// Statistics of one timed quantity, in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Number of samples.
+    pub count: u64,
+    /// Smallest sample.
+    pub min: u64,
+    /// Largest sample.
+    pub max: u64,
+    /// Rank where the smallest sample was seen.
+    pub min_rank: u32,
+    /// Rank where the largest sample was seen.
+    pub max_rank: u32,
+    /// Mean of the samples.
+    pub mean: f64,
+    /// Sum of squared deviations from the mean (variance = m2 / count).
+    pub m2: f64,
+    /// Log-4 histogram of the samples.
+    pub bins: [u64; BINS],
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            count: 0,
+            min: u64::MAX,
+            max: 0,
+            min_rank: 0,
+            max_rank: 0,
+            mean: 0.0,
+            m2: 0.0,
+            bins: [0; BINS],
+        }
+    }
+}
+
+/// The histogram bin of a value in ns.
+pub fn bin_of(ns: u64) -> usize {
+    if ns == 0 {
+        return 0;
+    }
+    ((63 - ns.leading_zeros() as usize) / 2).min(BINS - 1)
+}
+
+impl Stats {
+    /// Statistics of a single sample.
+    pub fn one(ns: u64, rank: u32) -> Stats {
+        let mut s = Stats::default();
+        s.add(ns, rank);
+        s
+    }
+
+    /// Adds one sample (Welford's update).
+    pub fn add(&mut self, ns: u64, rank: u32) {
+        self.count += 1;
+        if ns < self.min {
+            self.min = ns;
+            self.min_rank = rank;
+        }
+        if ns > self.max || self.count == 1 {
+            self.max = ns;
+            self.max_rank = rank;
+        }
+        let x = ns as f64;
+        let d = x - self.mean;
+        self.mean += d / self.count as f64;
+        self.m2 += d * (x - self.mean);
+        self.bins[bin_of(ns)] += 1;
+    }
+
+    /// Folds another set of samples in (Chan's parallel update). Ties on min/max keep the
+    /// lower rank so the result does not depend on merge order.
+    pub fn merge(&mut self, o: &Stats) {
+        if o.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = o.clone();
+            return;
+        }
+        if o.min < self.min || (o.min == self.min && o.min_rank < self.min_rank) {
+            self.min = o.min;
+            self.min_rank = o.min_rank;
+        }
+        if o.max > self.max || (o.max == self.max && o.max_rank < self.max_rank) {
+            self.max = o.max;
+            self.max_rank = o.max_rank;
+        }
+        let n = (self.count + o.count) as f64;
+        let d = o.mean - self.mean;
+        self.mean += d * o.count as f64 / n;
+        self.m2 += o.m2 + d * d * self.count as f64 * o.count as f64 / n;
+        self.count += o.count;
+        for (a, b) in self.bins.iter_mut().zip(o.bins.iter()) {
+            *a += b;
+        }
+    }
+
+    /// Population variance.
+    pub fn variance(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.m2 / self.count as f64
+        }
+    }
+
+    /// Total of all samples, in ns.
+    pub fn total(&self) -> f64 {
+        self.mean * self.count as f64
+    }
+}
+
+/// The timing of one event: the compute gap before it and its duration.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Timing {
+    /// Time from the end of the previous traced call to the start of this one.
+    pub gap: Stats,
+    /// Time spent inside the call.
+    pub dur: Stats,
+}
+
+impl Timing {
+    /// Timing of one call.
+    pub fn one(gap_ns: u64, dur_ns: u64, rank: u32) -> Timing {
+        Timing {
+            gap: Stats::one(gap_ns, rank),
+            dur: Stats::one(dur_ns, rank),
+        }
+    }
+
+    /// Folds another event's timing in.
+    pub fn merge(&mut self, o: &Timing) {
+        self.gap.merge(&o.gap);
+        self.dur.merge(&o.dur);
+    }
+}
+
+/// Formats nanoseconds with a readable unit: `12.1us`, `3.40ms`.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0}ns")
+    } else if ns < 1e6 {
+        format!("{:.1}us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2}ms", ns / 1e6)
+    } else {
+        format!("{:.3}s", ns / 1e9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn merge_equals_sequential(xs in proptest::collection::vec(0u64..10_000_000, 1..50), split in 0usize..50) {
+            let split = split.min(xs.len());
+            let mut all = Stats::default();
+            for (i, &x) in xs.iter().enumerate() { all.add(x, i as u32); }
+            let (mut a, mut b) = (Stats::default(), Stats::default());
+            for (i, &x) in xs[..split].iter().enumerate() { a.add(x, i as u32); }
+            for (i, &x) in xs[split..].iter().enumerate() { b.add(x, (i + split) as u32); }
+            a.merge(&b);
+            prop_assert_eq!(a.count, all.count);
+            prop_assert_eq!(a.min, all.min);
+            prop_assert_eq!(a.max, all.max);
+            prop_assert_eq!(a.bins, all.bins);
+            prop_assert!((a.mean - all.mean).abs() <= 1e-6 * all.mean.abs().max(1.0));
+            prop_assert!((a.variance() - all.variance()).abs() <= 1e-6 * all.variance().max(1.0));
+        }
+    }
+
+    #[test]
+    fn bins() {
+        assert_eq!(bin_of(0), 0);
+        assert_eq!(bin_of(3), 0);
+        assert_eq!(bin_of(4), 1);
+        assert_eq!(bin_of(1_000), 4);
+        assert_eq!(bin_of(u64::MAX), BINS - 1);
+        assert_eq!(fmt_ns(12_100.0), "12.1us");
+    }
+}

@@ -1,0 +1,276 @@
+//! The compressed trace of a whole run: nodes (events and loops) with rank sets, and expansion
+//! back to one rank's exact call sequence.
+
+use crate::op::Op;
+use crate::path::PathTemplate;
+use crate::ranks::RankSet;
+use crate::timing::Timing;
+use crate::value::Elastic;
+use serde::{Deserialize, Serialize};
+use std::hash::Hasher;
+use twox_hash::XxHash64;
+
+/// One call as the tracer sees it, before compression.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RawEvent {
+    /// The operation.
+    pub op: Op,
+    /// Call-site signature (hash of the return-address stack as module/offset pairs).
+    pub sig: u64,
+    /// The concrete path, for calls that name a file.
+    pub path: Option<String>,
+    /// Parameters in [`Op::schema`] order, then any array parameters.
+    pub params: Vec<i64>,
+    /// Compute gap before the call, ns.
+    pub gap_ns: u64,
+    /// Duration of the call, ns.
+    pub dur_ns: u64,
+    /// POSIX calls made inside this (MPI-IO) call.
+    pub children: Vec<RawEvent>,
+}
+
+impl RawEvent {
+    /// A call with no path, no children and zero timing.
+    pub fn new(op: Op, sig: u64, params: Vec<i64>) -> RawEvent {
+        RawEvent {
+            op,
+            sig,
+            path: None,
+            params,
+            gap_ns: 0,
+            dur_ns: 0,
+            children: Vec::new(),
+        }
+    }
+
+    /// This call without timing, as expansion gives it back.
+    pub fn flat(&self) -> FlatEvent {
+        FlatEvent {
+            op: self.op,
+            sig: self.sig,
+            path: self.path.clone(),
+            params: self.params.clone(),
+            children: self.children.iter().map(RawEvent::flat).collect(),
+        }
+    }
+}
+
+/// One call of one rank as expansion gives it back: everything but timing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlatEvent {
+    /// The operation.
+    pub op: Op,
+    /// Call-site signature.
+    pub sig: u64,
+    /// The concrete path.
+    pub path: Option<String>,
+    /// Parameters, path fields excluded.
+    pub params: Vec<i64>,
+    /// Nested POSIX calls.
+    pub children: Vec<FlatEvent>,
+}
+
+/// A traced call with elastic parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The operation.
+    pub op: Op,
+    /// Call-site signature.
+    pub sig: u64,
+    /// Path template, for calls that name a file; its fields are the last parameters.
+    pub path: Option<PathTemplate>,
+    /// Parameters, then path fields.
+    pub params: Vec<Elastic>,
+    /// Gap and duration statistics over every occurrence on every rank.
+    pub timing: Timing,
+    /// Nested POSIX calls, as a node list whose values range over the same loops as the event.
+    pub children: Vec<Node>,
+}
+
+impl Event {
+    /// Number of path fields at the end of `params`.
+    pub fn nfields(&self) -> usize {
+        self.path
+            .as_ref()
+            .map_or(0, |p| p.nfields())
+            .min(self.params.len())
+    }
+}
+
+/// A loop: `iters` repetitions of `body`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Loop {
+    /// Iteration count, elastic over ranks and the enclosing loops.
+    pub iters: Elastic,
+    /// The repeated nodes.
+    pub body: Vec<Node>,
+}
+
+/// An event or a loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum NodeKind {
+    /// One call.
+    Event(Event),
+    /// A loop (an RSD; nested loops make a PRSD).
+    Loop(Loop),
+}
+
+/// A node and the ranks that execute it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    /// Ranks that execute this node.
+    pub ranks: RankSet,
+    /// What it is.
+    pub kind: NodeKind,
+}
+
+const TAG_LOOP: u64 = 0x4c4f_4f50;
+
+/// Hashes the structure of a per-rank or merged event: what must be equal for two events to
+/// be folded into one loop or merged across ranks. Values are not part of it.
+pub(crate) fn event_skey(
+    op: Op,
+    sig: u64,
+    path: Option<&str>,
+    nparams: usize,
+    children: impl Iterator<Item = u64>,
+) -> u64 {
+    let mut h = XxHash64::with_seed(0x10_7e_c5);
+    h.write_u32(op as u32);
+    h.write_u64(sig);
+    match path {
+        Some(p) => {
+            h.write_u8(1);
+            h.write(p.as_bytes());
+            h.write_u8(0xff);
+        }
+        None => h.write_u8(0),
+    }
+    h.write_usize(nparams);
+    for c in children {
+        h.write_u64(c);
+    }
+    h.finish()
+}
+
+/// Hashes a loop's structure from its body's keys; the iteration count is not part of it.
+pub(crate) fn loop_skey(body: impl Iterator<Item = u64>) -> u64 {
+    let mut h = XxHash64::with_seed(TAG_LOOP);
+    for c in body {
+        h.write_u64(c);
+    }
+    h.write_u64(TAG_LOOP);
+    h.finish()
+}
+
+impl Node {
+    /// The structural key of this node (see [`event_skey`]).
+    pub fn skey(&self) -> u64 {
+        match &self.kind {
+            NodeKind::Event(e) => event_skey(
+                e.op,
+                e.sig,
+                e.path.as_ref().map(|p| p.0.as_str()),
+                e.params.len(),
+                e.children.iter().map(Node::skey),
+            ),
+            NodeKind::Loop(l) => loop_skey(l.body.iter().map(Node::skey)),
+        }
+    }
+}
+
+/// A compressed trace: the node list of all ranks.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Trace {
+    /// Top-level nodes in program order.
+    pub nodes: Vec<Node>,
+}
+
+/// Expansion stops at this many events per call of [`Trace::expand`], so a corrupt iteration
+/// count cannot exhaust memory. Use [`Trace::expand_with`] to stream larger traces.
+pub const EXPAND_LIMIT: usize = 50_000_000;
+
+impl Trace {
+    /// Calls `f` with every event of `rank`, in order, with its iteration indices. Stops early
+    /// when `f` returns `false`. Memory stays proportional to the trace, not the event count.
+    pub fn expand_with(&self, rank: u32, f: &mut dyn FnMut(&FlatEvent) -> bool) {
+        let mut idx = Vec::new();
+        walk(&self.nodes, rank, &mut idx, f);
+    }
+
+    /// The exact call sequence of `rank` (timing aside), up to [`EXPAND_LIMIT`] events.
+    pub fn expand(&self, rank: u32) -> Vec<FlatEvent> {
+        let mut out = Vec::new();
+        self.expand_with(rank, &mut |e| {
+            out.push(e.clone());
+            out.len() < EXPAND_LIMIT
+        });
+        out
+    }
+
+    /// All ranks that appear in the trace.
+    pub fn ranks(&self) -> RankSet {
+        self.nodes
+            .iter()
+            .fold(RankSet::default(), |acc, n| acc.union(&n.ranks))
+    }
+}
+
+/// Evaluates an event for `rank` at iteration indices `idx`.
+pub fn flatten_event(e: &Event, rank: u32, idx: &mut Vec<u64>) -> FlatEvent {
+    let vals: Vec<i64> = e
+        .params
+        .iter()
+        .map(|p| p.eval(rank, idx).unwrap_or(0))
+        .collect();
+    let nf = e.nfields();
+    let (params, fields) = vals.split_at(vals.len() - nf);
+    let mut children = Vec::new();
+    walk(&e.children, rank, idx, &mut |c| {
+        children.push(c.clone());
+        true
+    });
+    FlatEvent {
+        op: e.op,
+        sig: e.sig,
+        path: e.path.as_ref().map(|p| p.render(fields)),
+        params: params.to_vec(),
+        children,
+    }
+}
+
+fn walk(
+    nodes: &[Node],
+    rank: u32,
+    idx: &mut Vec<u64>,
+    f: &mut dyn FnMut(&FlatEvent) -> bool,
+) -> bool {
+    for n in nodes {
+        if !n.ranks.contains(rank) {
+            continue;
+        }
+        match &n.kind {
+            NodeKind::Event(e) => {
+                if !f(&flatten_event(e, rank, idx)) {
+                    return false;
+                }
+            }
+            NodeKind::Loop(l) => {
+                if idx.len() >= crate::value::MAX_DEPTH {
+                    return false;
+                }
+                let iters = l.iters.eval(rank, idx).unwrap_or(0).max(0) as u64;
+                idx.push(0);
+                for i in 0..iters {
+                    *idx.last_mut().expect("pushed") = i;
+                    if !walk(&l.body, rank, idx, f) {
+                        idx.pop();
+                        return false;
+                    }
+                }
+                idx.pop();
+            }
+        }
+    }
+    true
+}

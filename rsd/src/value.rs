@@ -1,0 +1,661 @@
+//! Elastic values: lossless functions of loop iteration indices and of the rank.
+//!
+//! Inside one rank, a parameter of an event nested in loops is a [`Val`] over the iteration
+//! indices of its enclosing loops (outermost first): a constant, an affine function of the
+//! indices (an arithmetic sequence per loop), a periodic vector or an explicit vector over the
+//! outermost loop. Across ranks, the leaves of a `Val` become [`RankFn`]s (`a*rank + b`, blocks
+//! `rank/k`, `rank%k`), grouped by rank set in an [`Elastic`]. Nothing is approximated: a value
+//! that fits no compact form is kept explicitly.
+
+use crate::ranks::RankSet;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A value as a function of the enclosing loops' iteration indices (outermost first).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Val<T> {
+    /// The same value in every iteration.
+    Const(T),
+    /// `base + Σ strides[d] * i_d`, one stride per enclosing loop, outermost first.
+    Lin {
+        /// Value at iteration (0, 0, ...).
+        base: T,
+        /// Increment per iteration of each enclosing loop.
+        strides: Vec<T>,
+    },
+    /// Explicit values over the outermost loop; each element is a value over the inner loops.
+    Seq(Vec<Val<T>>),
+    /// Periodic over the outermost loop: iteration `i` takes element `i % len`.
+    Cycle(Vec<Val<T>>),
+}
+
+/// Guards recursion on values read from files: deeper nesting than this is corrupt.
+pub const MAX_DEPTH: usize = 64;
+
+impl<T: Clone> Val<T> {
+    /// The numeric leaves in a fixed order (depth first).
+    pub fn leaves(&self, out: &mut Vec<T>) {
+        match self {
+            Val::Const(x) => out.push(x.clone()),
+            Val::Lin { base, strides } => {
+                out.push(base.clone());
+                out.extend(strides.iter().cloned());
+            }
+            Val::Seq(v) | Val::Cycle(v) => v.iter().for_each(|e| e.leaves(out)),
+        }
+    }
+
+    /// The same shape with every leaf mapped.
+    pub fn map<U>(&self, f: &mut impl FnMut(&T) -> U) -> Val<U> {
+        match self {
+            Val::Const(x) => Val::Const(f(x)),
+            Val::Lin { base, strides } => Val::Lin {
+                base: f(base),
+                strides: strides.iter().map(&mut *f).collect(),
+            },
+            Val::Seq(v) => Val::Seq(v.iter().map(|e| e.map(f)).collect()),
+            Val::Cycle(v) => Val::Cycle(v.iter().map(|e| e.map(f)).collect()),
+        }
+    }
+
+    /// Rebuilds a value of this shape from leaves in [`Val::leaves`] order.
+    pub fn with_leaves<U: Clone>(&self, leaves: &mut impl Iterator<Item = U>) -> Option<Val<U>> {
+        Some(match self {
+            Val::Const(_) => Val::Const(leaves.next()?),
+            Val::Lin { strides, .. } => Val::Lin {
+                base: leaves.next()?,
+                strides: strides
+                    .iter()
+                    .map(|_| leaves.next())
+                    .collect::<Option<_>>()?,
+            },
+            Val::Seq(v) => Val::Seq(
+                v.iter()
+                    .map(|e| e.with_leaves(leaves))
+                    .collect::<Option<_>>()?,
+            ),
+            Val::Cycle(v) => Val::Cycle(
+                v.iter()
+                    .map(|e| e.with_leaves(leaves))
+                    .collect::<Option<_>>()?,
+            ),
+        })
+    }
+
+    /// Whether two values have the same shape (same variants and lengths, any leaves).
+    pub fn same_shape<U>(&self, other: &Val<U>) -> bool {
+        match (self, other) {
+            (Val::Const(_), Val::Const(_)) => true,
+            (Val::Lin { strides: a, .. }, Val::Lin { strides: b, .. }) => a.len() == b.len(),
+            (Val::Seq(a), Val::Seq(b)) | (Val::Cycle(a), Val::Cycle(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_shape(y))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Val<i64> {
+    /// The value at the given iteration indices (outermost first). Indices beyond what the
+    /// value depends on are ignored; missing ones count as 0. Wrapping arithmetic keeps a corrupt
+    /// file from panicking; well-formed traces never wrap.
+    pub fn eval(&self, idx: &[u64]) -> i64 {
+        match self {
+            Val::Const(x) => *x,
+            Val::Lin { base, strides } => strides.iter().zip(idx).fold(*base, |acc, (s, &i)| {
+                acc.wrapping_add(s.wrapping_mul(i as i64))
+            }),
+            Val::Seq(v) => match (idx.first(), v.is_empty()) {
+                (_, true) => 0,
+                (Some(&i), false) => v[(i as usize).min(v.len() - 1)].eval(&idx[1..]),
+                (None, false) => v[0].eval(&[]),
+            },
+            Val::Cycle(v) => match (idx.first(), v.is_empty()) {
+                (_, true) => 0,
+                (Some(&i), false) => v[(i % v.len() as u64) as usize].eval(&idx[1..]),
+                (None, false) => v[0].eval(&[]),
+            },
+        }
+    }
+
+    /// `(base, strides)` if the value is affine in the indices; `inner` is the number of loops
+    /// the value ranges over, so a constant gets that many zero strides.
+    fn lin_parts(&self, inner: usize) -> Option<(i64, Vec<i64>)> {
+        match self {
+            Val::Const(x) => Some((*x, vec![0; inner])),
+            Val::Lin { base, strides } if strides.len() == inner => Some((*base, strides.clone())),
+            _ => None,
+        }
+    }
+
+    /// Builds the value over one more (outer) loop that ran twice, taking `a` then `b`.
+    /// Both range over `inner` loops.
+    pub fn wrap2(a: Val<i64>, b: Val<i64>, inner: usize) -> Val<i64> {
+        if a == b {
+            return match a {
+                Val::Const(_) => a,
+                Val::Lin { base, mut strides } => {
+                    strides.insert(0, 0);
+                    Val::Lin { base, strides }
+                }
+                other => Val::Cycle(vec![other]),
+            };
+        }
+        if let (Some((ba, sa)), Some((bb, sb))) = (a.lin_parts(inner), b.lin_parts(inner)) {
+            if sa == sb {
+                if let Some(d) = bb.checked_sub(ba) {
+                    let mut strides = sa;
+                    strides.insert(0, d);
+                    return Val::Lin { base: ba, strides };
+                }
+            }
+        }
+        Val::Seq(vec![a, b])
+    }
+
+    /// The element of the outermost loop at iteration `i` (a value over the inner loops).
+    fn nth_outer(&self, i: u64, inner: usize) -> Val<i64> {
+        match self {
+            Val::Const(x) => Val::Const(*x),
+            Val::Lin { base, strides } => {
+                let b =
+                    base.wrapping_add(strides.first().copied().unwrap_or(0).wrapping_mul(i as i64));
+                let rest = strides.get(1..).unwrap_or(&[]).to_vec();
+                if rest.iter().all(|&s| s == 0) {
+                    Val::Const(b)
+                } else {
+                    debug_assert_eq!(rest.len(), inner);
+                    Val::Lin {
+                        base: b,
+                        strides: rest,
+                    }
+                }
+            }
+            Val::Seq(v) => v[(i as usize).min(v.len() - 1)].clone(),
+            Val::Cycle(v) => v[(i % v.len() as u64) as usize].clone(),
+        }
+    }
+
+    /// Appends iteration `n` (0-based; the loop has run `n` times so far) with value `c` over
+    /// `inner` loops. Stays compact when `c` continues the pattern, else becomes explicit.
+    pub fn extend(&mut self, n: u64, c: Val<i64>, inner: usize) {
+        let fits = match &*self {
+            Val::Const(x) => matches!(&c, Val::Const(y) if y == x),
+            Val::Lin { base, strides } if strides.len() == inner + 1 => {
+                // Compared in place: this runs once per parameter per event in a steady loop,
+                // so it must not allocate.
+                let next = strides[0]
+                    .checked_mul(n as i64)
+                    .and_then(|d| base.checked_add(d));
+                match &c {
+                    Val::Const(y) => strides[1..].iter().all(|&s| s == 0) && next == Some(*y),
+                    Val::Lin {
+                        base: bc,
+                        strides: sc,
+                    } => sc[..] == strides[1..] && next == Some(*bc),
+                    _ => false,
+                }
+            }
+            Val::Lin { .. } => false,
+            Val::Cycle(v) => v[(n % v.len() as u64) as usize] == c,
+            Val::Seq(_) => false,
+        };
+        if fits {
+            return;
+        }
+        if let Val::Seq(v) = self {
+            v.push(c);
+            // Two equal halves make a period: [a b a b] -> cycle [a b]. Checked only at
+            // lengths that are twice a small period, so it costs nothing in the steady state.
+            let len = v.len();
+            if len % 2 == 0 && len <= 32 && v[..len / 2] == v[len / 2..] {
+                let half = v[..len / 2].to_vec();
+                *self = Val::Cycle(half);
+            }
+            return;
+        }
+        if n == 1 {
+            let first = self.nth_outer(0, inner);
+            *self = Val::wrap2(first, c, inner);
+            return;
+        }
+        let mut v: Vec<Val<i64>> = (0..n).map(|i| self.nth_outer(i, inner)).collect();
+        v.push(c);
+        *self = Val::Seq(v);
+    }
+}
+
+/// A function of the rank, exact over the integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RankFn {
+    /// The same for every rank.
+    Const(i64),
+    /// `a * rank + b`.
+    Affine {
+        /// Coefficient of the rank.
+        a: i64,
+        /// Constant term.
+        b: i64,
+    },
+    /// `a * (rank / k) + b`: one value per block of `k` ranks.
+    Div {
+        /// Coefficient of the block index.
+        a: i64,
+        /// Block size.
+        k: i64,
+        /// Constant term.
+        b: i64,
+    },
+    /// `a * (rank % k) + b`: repeats every `k` ranks.
+    Mod {
+        /// Coefficient of the position in the period.
+        a: i64,
+        /// Period.
+        k: i64,
+        /// Constant term.
+        b: i64,
+    },
+}
+
+impl RankFn {
+    /// The value at `rank`. Wrapping and a zero-divisor guard keep corrupt files from panicking.
+    pub fn eval(&self, rank: u32) -> i64 {
+        let r = rank as i64;
+        match *self {
+            RankFn::Const(c) => c,
+            RankFn::Affine { a, b } => a.wrapping_mul(r).wrapping_add(b),
+            RankFn::Div { a, k, b } => a.wrapping_mul(r / k.max(1)).wrapping_add(b),
+            RankFn::Mod { a, k, b } => a.wrapping_mul(r % k.max(1)).wrapping_add(b),
+        }
+    }
+
+    /// The canonical function through all points (ranks strictly increasing), if one of the
+    /// forms fits exactly. Forms are tried in a fixed order and their coefficients derived from
+    /// a prefix of the data, so the answer depends only on the points.
+    pub fn fit(ranks: &[u32], vals: &[i64]) -> Option<RankFn> {
+        let n = ranks.len();
+        if n == 0 {
+            return None;
+        }
+        if vals.iter().all(|&v| v == vals[0]) {
+            return Some(RankFn::Const(vals[0]));
+        }
+        let check = |f: RankFn| ranks.iter().zip(vals).all(|(&r, &v)| f.eval(r) == v);
+        if let Some(f) = fit_affine(ranks[0], vals[0], ranks[1], vals[1]) {
+            if check(f) {
+                return Some(f);
+            }
+        }
+        // Blocks: the first two change points are block boundaries, when each falls between
+        // consecutive ranks.
+        let changes: Vec<usize> = (0..n - 1)
+            .filter(|&i| vals[i + 1] != vals[i])
+            .take(2)
+            .collect();
+        if changes.len() == 2 && changes.iter().all(|&i| ranks[i + 1] == ranks[i] + 1) {
+            let k = (ranks[changes[1] + 1] - ranks[changes[0] + 1]) as i64;
+            let a = vals[changes[0] + 1].wrapping_sub(vals[changes[0]]);
+            if k >= 2 {
+                let f = RankFn::Div {
+                    a,
+                    k,
+                    b: vals[0].wrapping_sub(a.wrapping_mul(ranks[0] as i64 / k)),
+                };
+                if check(f) {
+                    return Some(f);
+                }
+            }
+        }
+        // Periods: the ranks where the value falls back are multiples of the period.
+        let drops: Vec<usize> = (1..n).filter(|&i| vals[i] < vals[i - 1]).take(2).collect();
+        let k = match drops.as_slice() {
+            [a, b, ..] => (ranks[*b] - ranks[*a]) as i64,
+            [a] if ranks[0] == 0 => ranks[*a] as i64,
+            _ => 0,
+        };
+        if k >= 2 && n >= 2 {
+            let (r0, r1) = (ranks[0] as i64 % k, ranks[1] as i64 % k);
+            if r1 > r0 && (vals[1] - vals[0]) % (r1 - r0) == 0 {
+                let a = (vals[1] - vals[0]) / (r1 - r0);
+                let f = RankFn::Mod {
+                    a,
+                    k,
+                    b: vals[0].wrapping_sub(a.wrapping_mul(r0)),
+                };
+                if check(f) {
+                    return Some(f);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The line through two points, if its slope is an integer.
+pub fn fit_affine(r0: u32, v0: i64, r1: u32, v1: i64) -> Option<RankFn> {
+    let dr = r1 as i64 - r0 as i64;
+    let dv = v1.checked_sub(v0)?;
+    if dr == 0 || dv % dr != 0 {
+        return None;
+    }
+    let a = dv / dr;
+    if a == 0 {
+        return Some(RankFn::Const(v0));
+    }
+    Some(RankFn::Affine {
+        a,
+        b: v0.checked_sub(a.checked_mul(r0 as i64)?)?,
+    })
+}
+
+/// One rank set and the value its ranks share (with rank-dependent leaves).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Group {
+    /// The ranks this group covers.
+    pub ranks: RankSet,
+    /// Their value.
+    pub val: Val<RankFn>,
+}
+
+/// A parameter across ranks and iterations: groups of ranks with disjoint rank sets.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Elastic {
+    /// The groups, ordered by first rank.
+    pub groups: Vec<Group>,
+}
+
+impl Elastic {
+    /// The value of one rank that holds `v`.
+    pub fn single(rank: u32, v: &Val<i64>) -> Elastic {
+        Elastic {
+            groups: vec![Group {
+                ranks: RankSet::single(rank),
+                val: v.map(&mut |&x| RankFn::Const(x)),
+            }],
+        }
+    }
+
+    /// The per-rank value of `rank`, if the rank is covered.
+    pub fn for_rank(&self, rank: u32) -> Option<Val<i64>> {
+        self.groups
+            .iter()
+            .find(|g| g.ranks.contains(rank))
+            .map(|g| g.val.map(&mut |f| f.eval(rank)))
+    }
+
+    /// The value at `rank` and iteration indices `idx`.
+    pub fn eval(&self, rank: u32, idx: &[u64]) -> Option<i64> {
+        self.for_rank(rank).map(|v| v.eval(idx))
+    }
+
+    /// Merges the values of two disjoint rank sets into the canonical form of their union.
+    pub fn merge(&self, other: &Elastic) -> Elastic {
+        if let ([a], [b]) = (self.groups.as_slice(), other.groups.as_slice()) {
+            if a.val == b.val {
+                // The same function fits both sides, so it fits the union; canonical because
+                // the forms' coefficients come from the data (see RankFn::fit).
+                return Elastic {
+                    groups: vec![Group {
+                        ranks: a.ranks.union(&b.ranks),
+                        val: a.val.clone(),
+                    }],
+                };
+            }
+        }
+        let mut pts: Vec<(u32, Val<i64>)> = Vec::new();
+        for g in self.groups.iter().chain(&other.groups) {
+            g.ranks
+                .for_each(|r| pts.push((r, g.val.map(&mut |f| f.eval(r)))));
+        }
+        pts.sort_by_key(|p| p.0);
+        pts.dedup_by_key(|p| p.0);
+        Elastic::canonical(&pts)
+    }
+
+    /// The canonical form of per-rank values (ranks strictly increasing).
+    ///
+    /// Ranks are cut into blocks of equal shape. Within a block, if every leaf fits one
+    /// [`RankFn`], the block is one group. Otherwise it is cut greedily into runs where every
+    /// leaf is affine in the rank, so `(rank+1) % n` patterns stay two groups.
+    pub fn canonical(pts: &[(u32, Val<i64>)]) -> Elastic {
+        let mut groups = Vec::new();
+        let mut i = 0;
+        while i < pts.len() {
+            let mut j = i + 1;
+            while j < pts.len() && pts[j].1.same_shape(&pts[i].1) {
+                j += 1;
+            }
+            canonical_block(&pts[i..j], &mut groups);
+            i = j;
+        }
+        Elastic { groups }
+    }
+}
+
+fn canonical_block(pts: &[(u32, Val<i64>)], groups: &mut Vec<Group>) {
+    let ranks: Vec<u32> = pts.iter().map(|p| p.0).collect();
+    let leaves: Vec<Vec<i64>> = pts
+        .iter()
+        .map(|p| {
+            let mut l = Vec::new();
+            p.1.leaves(&mut l);
+            l
+        })
+        .collect();
+    let nleaves = leaves[0].len();
+    let column =
+        |k: usize, a: usize, b: usize| -> Vec<i64> { leaves[a..b].iter().map(|l| l[k]).collect() };
+    let whole: Option<Vec<RankFn>> = (0..nleaves)
+        .map(|k| RankFn::fit(&ranks, &column(k, 0, pts.len())))
+        .collect();
+    if let Some(fns) = whole {
+        groups.push(Group {
+            ranks: RankSet::from_sorted(&ranks),
+            val: pts[0]
+                .1
+                .with_leaves(&mut fns.into_iter())
+                .expect("same shape"),
+        });
+        return;
+    }
+    let mut s = 0;
+    while s < pts.len() {
+        let mut e = s + 1;
+        let fns: Option<Vec<RankFn>> = if s + 1 < pts.len() {
+            (0..nleaves)
+                .map(|k| fit_affine(ranks[s], leaves[s][k], ranks[s + 1], leaves[s + 1][k]))
+                .collect()
+        } else {
+            None
+        };
+        let fns = match fns {
+            Some(f) => {
+                e = s + 2;
+                while e < pts.len() && (0..nleaves).all(|k| f[k].eval(ranks[e]) == leaves[e][k]) {
+                    e += 1;
+                }
+                f
+            }
+            None => leaves[s].iter().map(|&v| RankFn::Const(v)).collect(),
+        };
+        groups.push(Group {
+            ranks: RankSet::from_sorted(&ranks[s..e]),
+            val: pts[s]
+                .1
+                .with_leaves(&mut fns.into_iter())
+                .expect("same shape"),
+        });
+        s = e;
+    }
+}
+
+impl fmt::Display for RankFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let term = |f: &mut fmt::Formatter<'_>, a: i64, x: &str, b: i64| -> fmt::Result {
+            match a {
+                1 => write!(f, "{x}")?,
+                -1 => write!(f, "-{x}")?,
+                _ => write!(f, "{a}*{x}")?,
+            }
+            match b {
+                0 => Ok(()),
+                b if b > 0 => write!(f, " + {b}"),
+                b => write!(f, " - {}", b.unsigned_abs()),
+            }
+        };
+        match *self {
+            RankFn::Const(c) => write!(f, "{c}"),
+            RankFn::Affine { a, b } => term(f, a, "rank", b),
+            RankFn::Div { a, k, b } => term(f, a, &format!("(rank/{k})"), b),
+            RankFn::Mod { a, k, b } => term(f, a, &format!("(rank%{k})"), b),
+        }
+    }
+}
+
+/// Loop index names used when printing, outermost first.
+pub const INDEX_NAMES: [&str; 8] = ["i", "j", "k", "l", "m", "p", "q", "s"];
+
+fn index_name(d: usize) -> String {
+    INDEX_NAMES
+        .get(d)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| format!("i{d}"))
+}
+
+impl<T: fmt::Display + Clone + PartialEq> Val<T> {
+    /// Renders the value with loop indices named from `depth0` (the number of enclosing loops
+    /// already consumed by Seq/Cycle nesting).
+    pub fn render(&self, depth0: usize) -> String {
+        match self {
+            Val::Const(x) => x.to_string(),
+            Val::Lin { base, strides } => {
+                let mut s = String::new();
+                for (d, st) in strides.iter().enumerate() {
+                    let t = st.to_string();
+                    if t == "0" {
+                        continue;
+                    }
+                    if !s.is_empty() {
+                        s.push_str(" + ");
+                    }
+                    let name = index_name(depth0 + d);
+                    if t == "1" {
+                        s.push_str(&name);
+                    } else if t.contains(' ') {
+                        s.push_str(&format!("({t})*{name}"));
+                    } else {
+                        s.push_str(&format!("{t}*{name}"));
+                    }
+                }
+                let b = base.to_string();
+                if s.is_empty() {
+                    b
+                } else if b == "0" {
+                    s
+                } else if b.contains(' ') {
+                    format!("({b}) + {s}")
+                } else {
+                    format!("{b} + {s}")
+                }
+            }
+            Val::Seq(v) | Val::Cycle(v) => {
+                let kind = if matches!(self, Val::Seq(_)) {
+                    ""
+                } else {
+                    "cycle"
+                };
+                let items: Vec<String> = v.iter().map(|e| e.render(depth0 + 1)).collect();
+                let name = index_name(depth0);
+                if items.len() > 8 {
+                    format!(
+                        "{kind}[{}, ... {} values][{name}]",
+                        items[..4].join(", "),
+                        items.len()
+                    )
+                } else {
+                    format!("{kind}[{}][{name}]", items.join(", "))
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Elastic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let [g] = self.groups.as_slice() {
+            return write!(f, "{}", g.val.render(0));
+        }
+        write!(f, "{{")?;
+        for (i, g) in self.groups.iter().enumerate() {
+            if i > 0 {
+                write!(f, "; ")?;
+            }
+            write!(f, "{}: {}", g.ranks, g.val.render(0))?;
+        }
+        write!(f, "}}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seq_to_val(values: &[i64]) -> Val<i64> {
+        let mut v = Val::Const(values[0]);
+        for (n, &x) in values.iter().enumerate().skip(1) {
+            v.extend(n as u64, Val::Const(x), 0);
+        }
+        v
+    }
+
+    #[test]
+    fn arithmetic_and_periodic() {
+        assert_eq!(seq_to_val(&[5, 5, 5]), Val::Const(5));
+        assert_eq!(
+            seq_to_val(&[0, 8, 16, 24]),
+            Val::Lin {
+                base: 0,
+                strides: vec![8]
+            }
+        );
+        let v = seq_to_val(&[1, 7, 1, 7, 1, 7]);
+        assert!(matches!(v, Val::Cycle(ref c) if c.len() == 2), "{v:?}");
+        let irregular = [3, 1, 4, 1, 5, 9, 2, 6];
+        let v = seq_to_val(&irregular);
+        for (i, &x) in irregular.iter().enumerate() {
+            assert_eq!(v.eval(&[i as u64]), x);
+        }
+    }
+
+    #[test]
+    fn rank_fits() {
+        let r: Vec<u32> = (0..16).collect();
+        let f = |g: &dyn Fn(i64) -> i64| r.iter().map(|&x| g(x as i64)).collect::<Vec<_>>();
+        assert_eq!(
+            RankFn::fit(&r, &f(&|x| 4096 * x + 7)),
+            Some(RankFn::Affine { a: 4096, b: 7 })
+        );
+        assert_eq!(
+            RankFn::fit(&r, &f(&|x| x / 4)),
+            Some(RankFn::Div { a: 1, k: 4, b: 0 })
+        );
+        assert_eq!(
+            RankFn::fit(&r, &f(&|x| 3 * (x % 4) + 1)),
+            Some(RankFn::Mod { a: 3, k: 4, b: 1 })
+        );
+        assert_eq!(RankFn::fit(&r, &f(&|x| x * x)), None);
+    }
+
+    #[test]
+    fn neighbour_pattern_is_two_groups() {
+        let n = 64u32;
+        let pts: Vec<(u32, Val<i64>)> = (0..n)
+            .map(|r| (r, Val::Const((((r + 1) % n) as i64) * 1024)))
+            .collect();
+        let e = Elastic::canonical(&pts);
+        assert_eq!(e.groups.len(), 2, "{e}");
+        for r in 0..n {
+            assert_eq!(e.eval(r, &[]), Some((((r + 1) % n) as i64) * 1024));
+        }
+    }
+}

@@ -1,0 +1,2 @@
+//! The `iotrex` command-line tool (under construction).
+fn main() {}
