@@ -25,6 +25,7 @@ pub mod merge;
 pub mod op;
 pub mod path;
 pub mod ranks;
+pub mod show;
 pub mod stats;
 pub mod synth;
 pub mod timing;

@@ -1,0 +1,720 @@
+//! Human-readable and JSON-ready views of a trace, for `iotrex show`, `stats` and `expand`.
+//!
+//! Text views write to any [`std::fmt::Write`] / [`std::io::Write`] so the CLI only picks the
+//! destination. JSON views are plain [`Serialize`] structs: this crate does not depend on a JSON
+//! library, the CLI serialises them.
+//!
+//! Values are printed as functions of `rank` and of the enclosing loops' indices, named `i`
+//! (outermost), `j`, `k`, ... as in [`crate::value::INDEX_NAMES`]: `offset = 1048576*rank +
+//! 65536*i`. The rendering here puts the constant term last and never parenthesises a rank term
+//! inside a sum, which [`Val::render`] does for mixed forms.
+
+use crate::format::{FORMAT_VERSION, Header, TraceFile};
+use crate::op::{Layer, Op};
+use crate::stats::{Spread, Summary};
+use crate::timing::{Stats, Timing, fmt_ns};
+use crate::trace::{Event, FlatEvent, Node, NodeKind, Trace};
+use crate::value::{Elastic, INDEX_NAMES, RankFn, Val};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use std::fmt::Write as _;
+
+/// Indentation per nesting level.
+const INDENT: &str = "  ";
+/// Explicit value vectors longer than this print their first few elements only; `--json` has
+/// them all.
+const MAX_ITEMS: usize = 8;
+
+fn index_name(d: usize) -> String {
+    INDEX_NAMES
+        .get(d)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| format!("i{d}"))
+}
+
+/// `a*x`, with `x` and `-x` for unit coefficients; `None` for a zero coefficient.
+fn coef(a: i64, x: &str) -> Option<String> {
+    match a {
+        0 => None,
+        1 => Some(x.to_string()),
+        -1 => Some(format!("-{x}")),
+        _ => Some(format!("{a}*{x}")),
+    }
+}
+
+/// The rank-dependent term of a rank function and its constant.
+fn rank_term(f: &RankFn) -> (Option<String>, i64) {
+    match *f {
+        RankFn::Const(c) => (None, c),
+        RankFn::Affine { a, b } => (coef(a, "rank"), b),
+        RankFn::Div { a, k, b } => (coef(a, &format!("(rank/{k})")), b),
+        RankFn::Mod { a, k, b } => (coef(a, &format!("(rank%{k})")), b),
+    }
+}
+
+/// Joins terms with ` + ` / ` - ` and appends the constant last (alone if there is no term).
+fn join_terms(terms: &[String], constant: i64) -> String {
+    let mut s = String::new();
+    for t in terms {
+        if s.is_empty() {
+            s.push_str(t);
+        } else if let Some(rest) = t.strip_prefix('-') {
+            let _ = write!(s, " - {rest}");
+        } else {
+            let _ = write!(s, " + {t}");
+        }
+    }
+    if s.is_empty() {
+        return constant.to_string();
+    }
+    match constant {
+        0 => {}
+        c if c > 0 => {
+            let _ = write!(s, " + {c}");
+        }
+        c => {
+            let _ = write!(s, " - {}", c.unsigned_abs());
+        }
+    }
+    s
+}
+
+/// Renders a value over ranks and loop indices; `depth0` is the index of the first loop it
+/// ranges over (Seq/Cycle elements range over the loops inside).
+pub fn render_val(v: &Val<RankFn>, depth0: usize) -> String {
+    match v {
+        Val::Const(f) => {
+            let (t, c) = rank_term(f);
+            join_terms(&t.into_iter().collect::<Vec<_>>(), c)
+        }
+        Val::Lin { base, strides } => {
+            let (bt, c) = rank_term(base);
+            let mut terms: Vec<String> = bt.into_iter().collect();
+            for (d, st) in strides.iter().enumerate() {
+                let name = index_name(depth0 + d);
+                match rank_term(st) {
+                    (None, k) => terms.extend(coef(k, &name)),
+                    // A stride that depends on the rank: the whole stride times the index.
+                    (Some(_), _) => terms.push(format!("({})*{name}", render_rankfn(st))),
+                }
+            }
+            join_terms(&terms, c)
+        }
+        Val::Seq(items) | Val::Cycle(items) => {
+            let kind = if matches!(v, Val::Cycle(_)) {
+                "cycle"
+            } else {
+                ""
+            };
+            let shown: Vec<String> = items
+                .iter()
+                .take(if items.len() > MAX_ITEMS {
+                    4
+                } else {
+                    MAX_ITEMS
+                })
+                .map(|e| render_val(e, depth0 + 1))
+                .collect();
+            let name = index_name(depth0);
+            if items.len() > MAX_ITEMS {
+                format!(
+                    "{kind}[{}, ... {} values][{name}]",
+                    shown.join(", "),
+                    items.len()
+                )
+            } else {
+                format!("{kind}[{}][{name}]", shown.join(", "))
+            }
+        }
+    }
+}
+
+fn render_rankfn(f: &RankFn) -> String {
+    let (t, c) = rank_term(f);
+    join_terms(&t.into_iter().collect::<Vec<_>>(), c)
+}
+
+/// Renders an elastic value: one expression when all ranks share it, else
+/// `{0: 3; 1-7: 4}` (rank set, then the value of those ranks).
+pub fn render_elastic(e: &Elastic) -> String {
+    match e.groups.as_slice() {
+        [] => "none".to_string(),
+        [g] => render_val(&g.val, 0),
+        gs => {
+            let parts: Vec<String> = gs
+                .iter()
+                .map(|g| format!("{}: {}", g.ranks, render_val(&g.val, 0)))
+                .collect();
+            format!("{{{}}}", parts.join("; "))
+        }
+    }
+}
+
+/// `mean 12.1us [min 10.0 max 40.2]`: min and max in the unit [`fmt_ns`] picked for the mean.
+pub fn render_stats(s: &Stats) -> String {
+    if s.count == 0 {
+        return "no samples".to_string();
+    }
+    let mean = fmt_ns(s.mean);
+    let unit_start = mean
+        .find(|c: char| c.is_ascii_alphabetic())
+        .unwrap_or(mean.len());
+    let (num, unit) = mean.split_at(unit_start);
+    let decimals = num.split_once('.').map_or(0, |(_, d)| d.len());
+    let div = match unit {
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => 1.0,
+    };
+    format!(
+        "mean {mean} [min {:.decimals$} max {:.decimals$}]",
+        s.min as f64 / div,
+        s.max as f64 / div
+    )
+}
+
+/// Timing of an event: call count, duration and the compute gap before it.
+pub fn render_timing(t: &Timing) -> String {
+    format!(
+        "calls {}, dur {}, gap {}",
+        t.dur.count,
+        render_stats(&t.dur),
+        render_stats(&t.gap)
+    )
+}
+
+/// Writes the header block of `iotrex show`.
+pub fn render_header(h: &Header, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "iotrex trace, format version {FORMAT_VERSION}, written by iotrex {}",
+        h.tool_version
+    );
+    let _ = writeln!(out, "{INDENT}ranks      {}", h.nranks);
+    let cmd = if h.command.is_empty() {
+        "(not recorded)".to_string()
+    } else {
+        h.command.join(" ")
+    };
+    let _ = writeln!(out, "{INDENT}command    {cmd}");
+    let layers: Vec<&str> = h.layers.iter().map(|l| l.name()).collect();
+    let _ = writeln!(out, "{INDENT}layers     {}", layers.join(", "));
+    let _ = writeln!(out, "{INDENT}clock      {}", h.clock);
+    let _ = writeln!(out, "{INDENT}wall time  {}", fmt_ns(h.wall_ns as f64));
+    let _ = writeln!(
+        out,
+        "{INDENT}complete   {}",
+        if h.incomplete {
+            "NO: this trace is incomplete"
+        } else {
+            "yes"
+        }
+    );
+    for n in &h.notes {
+        let _ = writeln!(out, "{INDENT}note       {n}");
+    }
+}
+
+/// The path of an event: template plus the values of its fields, `out/file_%d [rank]`.
+fn render_path(e: &Event) -> Option<String> {
+    let t = e.path.as_ref()?;
+    let nf = e.nfields();
+    if nf == 0 {
+        return Some(t.0.clone());
+    }
+    let fields: Vec<String> = e.params[e.params.len() - nf..]
+        .iter()
+        .map(render_elastic)
+        .collect();
+    Some(format!("{} [{}]", t.0, fields.join(", ")))
+}
+
+/// One event as `op path  name = value, ...  | timing`.
+pub fn render_event(e: &Event) -> String {
+    let mut s = e.op.name().to_string();
+    if let Some(p) = render_path(e) {
+        let _ = write!(s, " {p}");
+    }
+    let nf = e.nfields();
+    let n = e.params.len();
+    let params: Vec<String> = e.params[..n - nf]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{} = {}", e.op.param_name(i, n, nf), render_elastic(v)))
+        .collect();
+    if !params.is_empty() {
+        let _ = write!(s, "  {}", params.join(", "));
+    }
+    let _ = write!(s, "  | {}", render_timing(&e.timing));
+    s
+}
+
+/// Writes nodes one per line, nested ones indented. A node's rank set is shown at the top
+/// level and wherever it differs from its parent's, so uniform SPMD bodies stay uncluttered.
+pub fn render_nodes(
+    nodes: &[Node],
+    parent: Option<&crate::ranks::RankSet>,
+    depth: usize,
+    out: &mut String,
+) {
+    for n in nodes {
+        let pad = INDENT.repeat(depth);
+        let ranks = match parent {
+            Some(p) if *p == n.ranks => String::new(),
+            _ => format!("ranks {}  ", n.ranks),
+        };
+        match &n.kind {
+            NodeKind::Event(e) => {
+                let _ = writeln!(out, "{pad}{ranks}{}", render_event(e));
+                render_nodes(&e.children, Some(&n.ranks), depth + 1, out);
+            }
+            NodeKind::Loop(l) => {
+                let _ = writeln!(out, "{pad}{ranks}loop x{} {{", render_elastic(&l.iters));
+                render_nodes(&l.body, Some(&n.ranks), depth + 1, out);
+                let _ = writeln!(out, "{pad}}}");
+            }
+        }
+    }
+}
+
+/// The whole text of `iotrex show`: header, a legend line, then the nodes.
+pub fn render_trace_file(tf: &TraceFile) -> String {
+    let mut out = String::new();
+    render_header(&tf.header, &mut out);
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "# values are functions of rank and the enclosing loops' indices i (outermost), j, k, ..."
+    );
+    render_nodes(&tf.trace.nodes, None, 0, &mut out);
+    out
+}
+
+/// What `iotrex show --json` prints.
+#[derive(Debug, Serialize)]
+pub struct ShowJson<'a> {
+    /// The format version the file was read as.
+    pub format_version: u32,
+    /// Header and trace, as stored.
+    #[serde(flatten)]
+    pub file: &'a TraceFile,
+}
+
+impl<'a> ShowJson<'a> {
+    /// The JSON view of a trace file.
+    pub fn new(file: &'a TraceFile) -> Self {
+        ShowJson {
+            format_version: FORMAT_VERSION,
+            file,
+        }
+    }
+}
+
+/// Parameters with their names, serialised as a map that keeps schema order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedParams(pub Vec<(String, i64)>);
+
+impl Serialize for NamedParams {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// One expanded call with named parameters, for `iotrex expand --json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallView {
+    /// The layer name (`MPIIO`, `MPI`, `POSIX`, `STDIO`).
+    pub layer: &'static str,
+    /// The C name of the call.
+    pub op: &'static str,
+    /// Call-site signature.
+    pub sig: u64,
+    /// The concrete path, for calls that name a file.
+    pub path: Option<String>,
+    /// Parameters by name, in schema order.
+    pub params: NamedParams,
+    /// Nested POSIX calls.
+    pub children: Vec<CallView>,
+}
+
+/// The parameters of a flat call with their names.
+pub fn named_params(e: &FlatEvent) -> Vec<(String, i64)> {
+    let n = e.params.len();
+    e.params
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (e.op.param_name(i, n, 0), v))
+        .collect()
+}
+
+impl CallView {
+    /// The view of one expanded call.
+    pub fn new(e: &FlatEvent) -> CallView {
+        CallView {
+            layer: e.op.layer().name(),
+            op: e.op.name(),
+            sig: e.sig,
+            path: e.path.clone(),
+            params: NamedParams(named_params(e)),
+            children: e.children.iter().map(CallView::new).collect(),
+        }
+    }
+}
+
+/// Writes one expanded call per line, `op path name=value ...`, children indented below.
+pub fn write_call(
+    e: &FlatEvent,
+    depth: usize,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    let mut line = INDENT.repeat(depth);
+    line.push_str(e.op.name());
+    if let Some(p) = &e.path {
+        let _ = write!(line, " {p}");
+    }
+    for (k, v) in named_params(e) {
+        let _ = write!(line, " {k}={v}");
+    }
+    writeln!(out, "{line}")?;
+    for c in &e.children {
+        write_call(c, depth + 1, out)?;
+    }
+    Ok(())
+}
+
+/// Streams the text form of `iotrex expand` for `rank`; returns the number of top-level calls.
+/// Stops at the first write error (a closed pipe, say) and returns it.
+pub fn write_expand(
+    trace: &Trace,
+    rank: u32,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<u64> {
+    let mut n = 0u64;
+    let mut err = None;
+    trace.expand_with(rank, &mut |e| match write_call(e, 0, out) {
+        Ok(()) => {
+            n += 1;
+            true
+        }
+        Err(x) => {
+            err = Some(x);
+            false
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(n),
+    }
+}
+
+/// Totals of one layer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LayerRow {
+    /// Layer name.
+    pub layer: &'static str,
+    /// Calls over all ranks.
+    pub calls: u64,
+    /// File bytes over all ranks.
+    pub bytes: u64,
+}
+
+/// Totals of one operation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpRow {
+    /// Layer name.
+    pub layer: &'static str,
+    /// C name of the call.
+    pub op: &'static str,
+    /// Calls over all ranks.
+    pub calls: u64,
+    /// File bytes over all ranks.
+    pub bytes: u64,
+    /// Time inside the calls over all ranks, ns.
+    pub time_ns: f64,
+}
+
+/// Min, mean and max of a per-rank quantity, with the ranks of the extremes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpreadRow {
+    /// Smallest value.
+    pub min: u64,
+    /// Rank with the smallest value.
+    pub min_rank: u32,
+    /// Mean over ranks.
+    pub mean: f64,
+    /// Largest value.
+    pub max: u64,
+    /// Rank with the largest value.
+    pub max_rank: u32,
+}
+
+impl From<&Spread> for SpreadRow {
+    fn from(s: &Spread) -> Self {
+        SpreadRow {
+            min: s.min.0,
+            min_rank: s.min.1,
+            mean: s.mean,
+            max: s.max.0,
+            max_rank: s.max.1,
+        }
+    }
+}
+
+/// What `iotrex stats` reports, in a shape JSON can hold ([`Summary`] keys maps by tuples).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatsView {
+    /// Size of the trace file in bytes.
+    pub file_bytes: u64,
+    /// Nodes in the compressed trace.
+    pub nodes: u64,
+    /// Ranks present in the trace.
+    pub ranks: u64,
+    /// Totals per layer, in [`Layer::ALL`] order, layers without calls left out.
+    pub layers: Vec<LayerRow>,
+    /// Totals per operation, grouped by layer.
+    pub ops: Vec<OpRow>,
+    /// Calls per rank.
+    pub rank_calls: SpreadRow,
+    /// File bytes per rank.
+    pub rank_bytes: SpreadRow,
+    /// Paths named by any call, sorted.
+    pub files: Vec<String>,
+}
+
+impl StatsView {
+    /// Builds the view from a summary and the trace file's size.
+    pub fn new(s: &Summary, file_bytes: u64) -> StatsView {
+        let per_layer = s.per_layer();
+        StatsView {
+            file_bytes,
+            nodes: s.nodes,
+            ranks: s.ranks,
+            layers: Layer::ALL
+                .iter()
+                .filter_map(|l| {
+                    per_layer.get(l).map(|&(calls, bytes)| LayerRow {
+                        layer: l.name(),
+                        calls,
+                        bytes,
+                    })
+                })
+                .collect(),
+            ops: s
+                .ops
+                .iter()
+                .map(|(&(l, op), t): (&(Layer, Op), _)| OpRow {
+                    layer: l.name(),
+                    op: op.name(),
+                    calls: t.count,
+                    bytes: t.bytes,
+                    time_ns: t.time_ns,
+                })
+                .collect(),
+            rank_calls: (&s.rank_calls).into(),
+            rank_bytes: (&s.rank_bytes).into(),
+            files: s.files.iter().cloned().collect(),
+        }
+    }
+}
+
+/// Bytes exactly, with a binary-unit approximation for large values: `3145728 (3.0 MiB)`.
+pub fn fmt_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if b < 1024 {
+        return b.to_string();
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{b} ({v:.1} {})", UNITS[u])
+}
+
+/// Files listed by the text form of `iotrex stats`; `--json` lists all.
+const MAX_FILES_SHOWN: usize = 20;
+
+/// The text of `iotrex stats`.
+pub fn render_stats_view(v: &StatsView) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "trace: {} bytes, {} nodes, {} ranks",
+        v.file_bytes, v.nodes, v.ranks
+    );
+    out.push('\n');
+    let _ = writeln!(out, "{:<8} {:>12}  bytes", "layer", "calls");
+    for l in &v.layers {
+        let _ = writeln!(
+            out,
+            "{:<8} {:>12}  {}",
+            l.layer,
+            l.calls,
+            fmt_bytes(l.bytes)
+        );
+    }
+    out.push('\n');
+    let w = v.ops.iter().map(|o| o.op.len()).max().unwrap_or(2).max(2);
+    let _ = writeln!(
+        out,
+        "{:<8} {:<w$} {:>12}  {:<24} time",
+        "layer", "op", "calls", "bytes"
+    );
+    for o in &v.ops {
+        let _ = writeln!(
+            out,
+            "{:<8} {:<w$} {:>12}  {:<24} {}",
+            o.layer,
+            o.op,
+            o.calls,
+            fmt_bytes(o.bytes),
+            fmt_ns(o.time_ns)
+        );
+    }
+    out.push('\n');
+    let _ = writeln!(out, "per rank   min                  mean          max");
+    for (name, s) in [("calls", &v.rank_calls), ("bytes", &v.rank_bytes)] {
+        let _ = writeln!(
+            out,
+            "{name:<10} {:<20} {:<13.1} {} (rank {})",
+            format!("{} (rank {})", s.min, s.min_rank),
+            s.mean,
+            s.max,
+            s.max_rank
+        );
+    }
+    out.push('\n');
+    let _ = writeln!(out, "files touched: {}", v.files.len());
+    for f in v.files.iter().take(MAX_FILES_SHOWN) {
+        let _ = writeln!(out, "{INDENT}{f}");
+    }
+    if v.files.len() > MAX_FILES_SHOWN {
+        let _ = writeln!(
+            out,
+            "{INDENT}... and {} more (--json lists all)",
+            v.files.len() - MAX_FILES_SHOWN
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ranks::RankSet;
+    use crate::value::Group;
+
+    fn one(val: Val<RankFn>) -> Elastic {
+        Elastic {
+            groups: vec![Group {
+                ranks: RankSet::all(64),
+                val,
+            }],
+        }
+    }
+
+    #[test]
+    fn mixed_forms_read_naturally() {
+        let v = one(Val::Lin {
+            base: RankFn::Affine { a: 1048576, b: 0 },
+            strides: vec![RankFn::Const(65536)],
+        });
+        assert_eq!(render_elastic(&v), "1048576*rank + 65536*i");
+        let v = one(Val::Lin {
+            base: RankFn::Affine { a: 1048576, b: 5 },
+            strides: vec![RankFn::Const(0), RankFn::Const(-8)],
+        });
+        assert_eq!(render_elastic(&v), "1048576*rank - 8*j + 5");
+        let v = one(Val::Lin {
+            base: RankFn::Const(0),
+            strides: vec![RankFn::Affine { a: 2, b: 1 }],
+        });
+        assert_eq!(render_elastic(&v), "(2*rank + 1)*i");
+        let v = one(Val::Const(RankFn::Mod { a: 1, k: 4, b: -3 }));
+        assert_eq!(render_elastic(&v), "(rank%4) - 3");
+        let v = one(Val::Cycle(vec![
+            Val::Const(RankFn::Const(1)),
+            Val::Lin {
+                base: RankFn::Const(0),
+                strides: vec![RankFn::Const(4)],
+            },
+        ]));
+        assert_eq!(render_elastic(&v), "cycle[1, 4*j][i]");
+    }
+
+    #[test]
+    fn groups_and_iteration_counts() {
+        let e = Elastic {
+            groups: vec![
+                Group {
+                    ranks: RankSet::single(0),
+                    val: Val::Const(RankFn::Const(3)),
+                },
+                Group {
+                    ranks: RankSet::from_sorted(&[1, 2, 3, 4, 5, 6, 7]),
+                    val: Val::Const(RankFn::Const(4)),
+                },
+            ],
+        };
+        assert_eq!(render_elastic(&e), "{0: 3; 1-7: 4}");
+    }
+
+    #[test]
+    fn timing_uses_the_mean_unit() {
+        let mut s = Stats::default();
+        for (ns, r) in [(10_000, 0), (40_200, 1), (12_100, 2), (12_100, 3)] {
+            s.add(ns, r);
+        }
+        // mean (10000 + 40200 + 12100 + 12100) / 4 = 18600
+        assert_eq!(render_stats(&s), "mean 18.6us [min 10.0 max 40.2]");
+        assert_eq!(render_stats(&Stats::default()), "no samples");
+    }
+
+    #[test]
+    fn show_synthetic_trace() {
+        let tf = TraceFile {
+            header: Header::new(4),
+            trace: crate::synth::spmd(4, 10),
+        };
+        let text = render_trace_file(&tf);
+        assert!(text.contains("ranks      4"), "{text}");
+        assert!(text.contains("loop x10 {"), "{text}");
+        assert!(text.contains("open out/file_%d [rank]"), "{text}");
+        assert!(text.contains("offset = 8192*i"), "{text}");
+        assert!(text.contains("offset = 1048576*rank + 4194304*i"), "{text}");
+        // Rank 0 alone aggregates, so its collective loop is apart from ranks 1-3, and its
+        // pwrite child is indented under the collective write without repeating the ranks.
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| *l == "ranks 0  loop x3 {")
+            .expect(&text);
+        assert!(lines[at + 1].starts_with("  MPI_File_write_at_all  fh = 0, offset = 4194304*i"));
+        assert!(lines[at + 2].starts_with("    pwrite  fd = 4, count = 4194304"));
+        assert!(text.contains("ranks 1-3  loop x3 {"), "{text}");
+    }
+
+    #[test]
+    fn expand_lines() {
+        let t = crate::synth::spmd(2, 3);
+        let mut out = Vec::new();
+        let n = write_expand(&t, 1, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(n as usize, crate::synth::events(1, 2, 3).len());
+        assert!(
+            text.lines()
+                .any(|l| l == "pwrite fd=3 count=8192 offset=16384 ret=8192"),
+            "{text}"
+        );
+        assert!(
+            text.contains("open out/file_1 flags=577 mode=420 fd=3"),
+            "{text}"
+        );
+    }
+}
