@@ -1,1 +1,62 @@
-fn main() {}
+//! Criterion benchmarks for the Foundation targets:
+//! - compression throughput on a regular nested-loop stream (target ≤ 100 ns/event);
+//! - merging 65,536 one-rank traces of one SPMD pattern through a binary radix tree (≤ 1 s).
+//!
+//! The size table (ranks × iterations) is printed by the `size_table` bench.
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use rsd::trace::RawEvent;
+use rsd::{Compressor, Op, merge_tree, synth};
+use std::hint::black_box;
+use std::time::Duration;
+
+/// A timestep loop: each step writes 4 blocks at advancing offsets, seeks, and syncs.
+fn nested_stream(steps: i64) -> Vec<RawEvent> {
+    let mut v = Vec::new();
+    for s in 0..steps {
+        for b in 0..4 {
+            let mut e = RawEvent::new(Op::Pwrite, 1, vec![3, 65536, (s * 4 + b) * 65536, 65536]);
+            e.gap_ns = 900 + (s as u64 * 7 + b as u64) % 200;
+            e.dur_ns = 3000 + (s as u64 * 13) % 500;
+            v.push(e);
+        }
+        v.push(RawEvent::new(Op::Lseek, 2, vec![3, 0, 1, (s + 1) * 4 * 65536]));
+        v.push(RawEvent::new(Op::Fsync, 3, vec![3]));
+    }
+    v
+}
+
+fn compress(c: &mut Criterion) {
+    let evs = nested_stream(20_000);
+    let mut g = c.benchmark_group("compress");
+    g.throughput(Throughput::Elements(evs.len() as u64));
+    g.bench_function("nested_loop_stream", |b| {
+        b.iter(|| {
+            let mut cmp = Compressor::new(0);
+            for e in &evs {
+                cmp.push(e);
+            }
+            assert_eq!(cmp.len(), 1);
+            black_box(cmp.finish())
+        })
+    });
+    g.finish();
+}
+
+fn merge(c: &mut Criterion) {
+    const N: u32 = 65_536;
+    let one: Vec<_> = (0..N).map(|r| synth::rank_trace(r, N, 10)).collect();
+    let mut g = c.benchmark_group("merge");
+    g.sample_size(10).measurement_time(Duration::from_secs(20));
+    g.bench_function("radix_tree_65536_ranks", |b| {
+        b.iter_batched(
+            || one.clone(),
+            |traces| black_box(merge_tree(traces).unwrap()),
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(benches, compress, merge);
+criterion_main!(benches);

@@ -28,7 +28,38 @@ pub struct Stats {
     /// Sum of squared deviations from the mean (variance = m2 / count).
     pub m2: f64,
     /// Log-4 histogram of the samples.
+    #[serde(with = "sparse_bins")]
     pub bins: [u64; BINS],
+}
+
+/// Writes only the non-zero bins as (bin, count) pairs: most events fill two or three bins, and
+/// every stored count widens as rank and iteration counts grow, which would make the file
+/// grow with the run.
+mod sparse_bins {
+    use super::BINS;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(bins: &[u64; BINS], s: S) -> Result<S::Ok, S::Error> {
+        let pairs: Vec<(u8, u64)> = bins
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c != 0)
+            .map(|(i, c)| (i as u8, *c))
+            .collect();
+        pairs.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u64; BINS], D::Error> {
+        let pairs: Vec<(u8, u64)> = Vec::deserialize(d)?;
+        let mut bins = [0u64; BINS];
+        for (i, c) in pairs {
+            match bins.get_mut(i as usize) {
+                Some(b) => *b = c,
+                None => return Err(serde::de::Error::custom(format!("histogram bin {i} out of range"))),
+            }
+        }
+        Ok(bins)
+    }
 }
 
 impl Default for Stats {

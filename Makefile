@@ -1,0 +1,41 @@
+# iotrex: `make demo` runs the pipeline on the bundled data; `make test` runs every test.
+# Both install missing system packages first and build in release mode.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# MPI runs as root on CI and dev machines, on 2 cores: allow it and allow oversubscription.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+export OMPI_MCA_rmaps_base_oversubscribe := 1
+export CARGO_TERM_COLOR := never
+
+CARGO ?= cargo
+
+.PHONY: help deps build test lint bench demo clean-demo
+
+help:
+	@echo "make demo   - install deps, build (release), run the pipeline on the bundled data"
+	@echo "make test   - install deps, build (release), fmt + clippy + every test"
+	@echo "make bench  - criterion benchmarks and size tables (figures printed)"
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	$(CARGO) build --release --workspace
+
+lint: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+
+test: lint build
+	$(CARGO) test --release --workspace
+
+bench: build
+	$(CARGO) bench -p rsd
+
+demo: build
+	@bash scripts/demo.sh
+
+clean-demo:
+	rm -rf demo-out

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the system packages iotrex needs, only if they are missing: Open MPI (mpicc,
+# mpirun, headers), libclang + clang (bindgen for mpi-sys), pkg-config. Idempotent and quiet
+# when everything is there, so `make test` and `make demo` can call it every time.
+set -euo pipefail
+
+missing=()
+command -v mpicc >/dev/null 2>&1 || missing+=(openmpi-bin libopenmpi-dev)
+command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+command -v clang >/dev/null 2>&1 || missing+=(clang)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+# De-duplicate while keeping order.
+pkgs=$(printf '%s\n' "${missing[@]}" | awk '!seen[$0]++' | tr '\n' ' ')
+echo "install-deps: installing missing packages: $pkgs"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-deps: need root (or sudo) to apt-get install: $pkgs" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+echo "install-deps: done"
