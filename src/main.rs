@@ -1,2 +1,345 @@
-//! The `iotrex` command-line tool (under construction).
-fn main() {}
+//! The `iotrex` command-line tool.
+//!
+//! It only dispatches: parse the arguments, call a library (`rsd` for now), print, and map the
+//! error to an exit status. Rendering lives in `rsd::show` so other front ends get the same text.
+//!
+//! Exit status: 0 on success, 1 when an input cannot be read or is not a valid trace, 2 for bad
+//! arguments (including a rank that is not in the trace).
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use rsd::show::{self, CallView, ShowJson, StatsView};
+use rsd::{FORMAT_VERSION, Header, RsdError, TraceFile};
+use serde::Serialize;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::LazyLock;
+
+/// `--version` names the trace format too, since that decides which files this build reads.
+static VERSION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} (trace format version {FORMAT_VERSION})",
+        env!("CARGO_PKG_VERSION")
+    )
+});
+
+const TOP_HELP: &str = "\
+Examples:
+  iotrex synth --ranks 4 --iters 10 -o demo.iotrex
+  iotrex show demo.iotrex
+  iotrex stats --json demo.iotrex
+  iotrex expand demo.iotrex --rank 2
+
+Exit status: 0 success, 1 unreadable or invalid input, 2 bad arguments.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "iotrex",
+    version = VERSION.as_str(),
+    about = "HPC I/O tracing and extrapolation: inspect compressed .iotrex traces",
+    long_about = "iotrex reads compressed traces of the I/O and MPI calls of a parallel run \
+                  (.iotrex files, one per run, nearly constant in size whatever the rank or loop \
+                  count) and shows, summarises or expands them.",
+    after_help = TOP_HELP
+)]
+struct Cli {
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Print a trace as indented text, one line per event.
+    #[command(
+        long_about = "Print the header, then the compressed trace as indented text, one line per \
+                      event: loops as `loop x100 { ... }`, rank sets as `ranks 0-63`, parameters as \
+                      functions of `rank` and the loop indices i (outermost), j, k..., paths as a \
+                      template and its fields, and timing as mean [min max]. \
+                      With --json, print the header and the trace exactly as stored.",
+        after_help = "Example:\n  iotrex show app.64.iotrex\n  iotrex show --json app.64.iotrex | jq .header"
+    )]
+    Show(FileArg),
+    /// Print call counts and bytes per layer and op, per-rank totals and files touched.
+    #[command(
+        long_about = "Print calls and file bytes per layer and per operation, the min/mean/max \
+                      calls and bytes per rank (with the ranks of the extremes), the files touched, \
+                      and the trace file's size and node count. Counts and bytes come from \
+                      expanding every rank, so they are exact.",
+        after_help = "Example:\n  iotrex stats app.64.iotrex\n  iotrex stats --json app.64.iotrex | jq .rank_bytes"
+    )]
+    Stats(FileArg),
+    /// Print the flat call list of one rank.
+    #[command(
+        long_about = "Expand the compressed trace for one rank and print its calls in order, one \
+                      per line: the call, its path and its named parameters, with POSIX calls made \
+                      inside an MPI-IO call indented below it. Timing is not part of the output.",
+        after_help = "Example:\n  iotrex expand app.64.iotrex --rank 0 | head\n  iotrex expand --json app.64.iotrex --rank 63 | jq '.calls | length'"
+    )]
+    Expand(ExpandArgs),
+    /// Write the trace of a synthetic SPMD program (for demos and tests).
+    #[command(
+        long_about = "Write the merged trace of rsd's synthetic SPMD program: MPI_Init; a file per \
+                      process written with `--iters` pwrites of 8 KiB; a shared file written \
+                      collectively in 3 iterations of 1 MiB per rank, aggregated by rank 0; a \
+                      barrier; a log written by rank 0 with stdio; MPI_Finalize.",
+        after_help = "Example:\n  iotrex synth --ranks 64 --iters 100 -o spmd.iotrex"
+    )]
+    Synth(SynthArgs),
+}
+
+#[derive(Debug, Args)]
+struct FileArg {
+    /// The trace file (.iotrex).
+    file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct ExpandArgs {
+    /// The trace file (.iotrex).
+    file: PathBuf,
+    /// The rank whose calls to print.
+    #[arg(long, short)]
+    rank: u32,
+}
+
+#[derive(Debug, Args)]
+struct SynthArgs {
+    /// Number of ranks.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
+    ranks: u32,
+    /// Iterations of the file-per-process write loop.
+    #[arg(long)]
+    iters: u64,
+    /// Where to write the trace.
+    #[arg(long, short)]
+    output: PathBuf,
+}
+
+/// A bad argument: exit status 2, like clap's own usage errors.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+fn read(path: &Path) -> Result<TraceFile> {
+    Ok(TraceFile::read(path)?)
+}
+
+fn print_json(value: &impl Serialize) -> Result<()> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, value).map_err(io::Error::from)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn print_text(text: &str) -> Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn cmd_show(a: &FileArg, json: bool) -> Result<()> {
+    let tf = read(&a.file)?;
+    if json {
+        print_json(&ShowJson::new(&tf))
+    } else {
+        print_text(&show::render_trace_file(&tf))
+    }
+}
+
+fn cmd_stats(a: &FileArg, json: bool) -> Result<()> {
+    let tf = read(&a.file)?;
+    let size = std::fs::metadata(&a.file)
+        .with_context(|| format!("{}: cannot read file size", a.file.display()))?
+        .len();
+    let view = StatsView::new(&rsd::stats::summarize(&tf.trace), size);
+    if json {
+        print_json(&view)
+    } else {
+        print_text(&show::render_stats_view(&view))
+    }
+}
+
+fn cmd_expand(a: &ExpandArgs, json: bool) -> Result<()> {
+    let tf = read(&a.file)?;
+    let ranks = tf.trace.ranks();
+    if !ranks.contains(a.rank) {
+        return Err(Usage(format!(
+            "rank {} is not in the trace (--rank {}; {} has ranks {ranks})",
+            a.rank,
+            a.rank,
+            a.file.display()
+        ))
+        .into());
+    }
+    let mut out = BufWriter::new(io::stdout().lock());
+    if json {
+        // Streamed: a rank can have far more calls than fit comfortably in memory as JSON.
+        write!(out, "{{\"rank\":{},\"calls\":[", a.rank)?;
+        let mut first = true;
+        let mut err = None;
+        tf.trace.expand_with(a.rank, &mut |e| {
+            let sep = if first { "\n" } else { ",\n" };
+            first = false;
+            let r = out.write_all(sep.as_bytes()).and_then(|()| {
+                serde_json::to_writer(&mut out, &CallView::new(e)).map_err(io::Error::from)
+            });
+            match r {
+                Ok(()) => true,
+                Err(x) => {
+                    err = Some(x);
+                    false
+                }
+            }
+        });
+        if let Some(e) = err {
+            return Err(e.into());
+        }
+        writeln!(out, "\n]}}")?;
+    } else {
+        show::write_expand(&tf.trace, a.rank, &mut out)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct SynthReport<'a> {
+    file: &'a Path,
+    bytes: u64,
+    ranks: u32,
+    iters: u64,
+}
+
+fn cmd_synth(a: &SynthArgs, json: bool) -> Result<()> {
+    let mut header = Header::new(a.ranks);
+    // The producing command, so a fixture says where it came from; no application was traced.
+    header.command = vec![
+        "iotrex".into(),
+        "synth".into(),
+        "--ranks".into(),
+        a.ranks.to_string(),
+        "--iters".into(),
+        a.iters.to_string(),
+    ];
+    header.clock = "synthetic".into();
+    header
+        .notes
+        .push("synthetic SPMD program (rsd::synth::spmd); timing is pseudo-random".into());
+    let tf = TraceFile {
+        header,
+        trace: rsd::synth::spmd(a.ranks, a.iters),
+    };
+    let bytes = tf.write(&a.output)?;
+    let report = SynthReport {
+        file: &a.output,
+        bytes,
+        ranks: a.ranks,
+        iters: a.iters,
+    };
+    if json {
+        print_json(&report)
+    } else {
+        print_text(&format!(
+            "wrote {}: {bytes} bytes, {} ranks, {} iterations\n",
+            a.output.display(),
+            a.ranks,
+            a.iters
+        ))
+    }
+}
+
+fn run(cli: &Cli) -> Result<()> {
+    match &cli.cmd {
+        Cmd::Show(a) => cmd_show(a, cli.json),
+        Cmd::Stats(a) => cmd_stats(a, cli.json),
+        Cmd::Expand(a) => cmd_expand(a, cli.json),
+        Cmd::Synth(a) => cmd_synth(a, cli.json),
+    }
+}
+
+/// A suggestion for what to do about an error, where there is a useful one.
+fn hint(e: &anyhow::Error) -> Option<String> {
+    if let Some(Usage(_)) = e.downcast_ref::<Usage>() {
+        return Some("`iotrex stats FILE` lists the ranks of a trace".into());
+    }
+    match e.downcast_ref::<RsdError>()? {
+        RsdError::BadMagic { .. } => {
+            Some("iotrex reads .iotrex files written by the iotrex tracer or `iotrex synth`".into())
+        }
+        RsdError::Truncated { .. } => Some(
+            "the file was cut short: an incomplete copy, or the run died while writing it".into(),
+        ),
+        RsdError::Corrupt { .. } => {
+            Some("the file was damaged after it was written; re-copy or re-trace it".into())
+        }
+        RsdError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+            Some("check the path".into())
+        }
+        _ => None,
+    }
+}
+
+/// The error and its causes, each cause left out when the message before already says it (rsd's
+/// I/O errors print their OS error and also return it as their source).
+fn message(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        // `iotrex expand big.iotrex --rank 0 | head` is normal use, not an error.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", message(&e));
+            if let Some(h) = hint(&e) {
+                eprintln!("hint: {h}");
+            }
+            if e.downcast_ref::<Usage>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+}
