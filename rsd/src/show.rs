@@ -201,7 +201,13 @@ pub fn render_header(h: &Header, out: &mut String) {
     let layers: Vec<&str> = h.layers.iter().map(|l| l.name()).collect();
     let _ = writeln!(out, "{INDENT}layers     {}", layers.join(", "));
     let _ = writeln!(out, "{INDENT}clock      {}", h.clock);
-    let _ = writeln!(out, "{INDENT}wall time  {}", fmt_ns(h.wall_ns as f64));
+    // 0 is what producers without a clock (synthetic traces) write.
+    let wall = if h.wall_ns == 0 {
+        "(not recorded)".to_string()
+    } else {
+        fmt_ns(h.wall_ns as f64)
+    };
+    let _ = writeln!(out, "{INDENT}wall time  {wall}");
     let _ = writeln!(
         out,
         "{INDENT}complete   {}",
