@@ -313,9 +313,23 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// Stack of the thread that does the work. Decoding recurses once per nesting level of the file
+/// before rsd's own checks can refuse it; unoptimised builds need several MiB for hostile input
+/// that release builds refuse within the default 2 MiB. Only touched pages cost memory.
+const WORK_STACK: usize = 64 << 20;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
+    let result = std::thread::Builder::new()
+        .name("iotrex".into())
+        .stack_size(WORK_STACK)
+        .spawn(move || run(&cli))
+        .map_err(anyhow::Error::from)
+        .and_then(|worker| match worker.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        });
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         // `iotrex expand big.iotrex --rank 0 | head` is normal use, not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
