@@ -429,3 +429,95 @@ fn output_dir_missing_is_an_error_naming_it() {
     let err = fails(&["synth", "--ranks", "2", "--iters", "1", "-o", s(&p)], 1);
     assert!(err.contains("no/such/dir/x.iotrex"), "{err}");
 }
+
+#[test]
+fn closed_pipe_is_not_an_error() {
+    // `iotrex expand big.iotrex --rank 0 | head -1`: the reader goes away long before the end.
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let p = synth(dir.path(), 2, 100_000);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iotrex"))
+        .args(["expand", s(&p), "--rank", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "MPI_Init\n");
+    // The pipe's read end is dropped here; the rest of the ~4 MB cannot be written.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}: {err}", out.status);
+    assert!(err.is_empty(), "{err}");
+}
+
+/// A trace with `depth` loops nested around one barrier, written through rsd (valid checksum).
+fn nested_trace(dir: &Path, depth: usize) -> PathBuf {
+    use rsd::trace::{Event, Loop, Node, NodeKind};
+    use rsd::value::Group;
+    use rsd::{Elastic, Header, Op, RankFn, RankSet, Trace, TraceFile, Val};
+    let p = dir.join(format!("nested{depth}.iotrex"));
+    let path = p.clone();
+    // Built, encoded and dropped on a big stack: each of those recurses per level.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let two = Elastic {
+                groups: vec![Group {
+                    ranks: RankSet::all(1),
+                    val: Val::Const(RankFn::Const(2)),
+                }],
+            };
+            let mut node = Node {
+                ranks: RankSet::all(1),
+                kind: NodeKind::Event(Event {
+                    op: Op::Barrier,
+                    sig: 1,
+                    path: None,
+                    params: vec![two.clone()],
+                    timing: Default::default(),
+                    children: vec![],
+                }),
+            };
+            for _ in 0..depth {
+                node = Node {
+                    ranks: RankSet::all(1),
+                    kind: NodeKind::Loop(Loop {
+                        iters: two.clone(),
+                        body: vec![node],
+                    }),
+                };
+            }
+            let tf = TraceFile {
+                header: Header::new(1),
+                trace: Trace { nodes: vec![node] },
+            };
+            tf.write(&path).expect("write nested trace");
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    p
+}
+
+#[test]
+fn deeply_nested_files_are_refused_without_crashing() {
+    let dir = tempfile::tempdir().unwrap();
+    // Valid nesting still works.
+    let ok_file = nested_trace(dir.path(), 5);
+    let out = ok(&["expand", s(&ok_file), "--rank", "0"]);
+    assert_eq!(out.lines().count(), 32, "{out}");
+    // Deeper than the model allows (64): refused by validation, or by the decoder's own
+    // depth limit, as a clean error rather than a stack overflow.
+    for (depth, what) in [(100, "nested too deeply"), (2000, "depth limit")] {
+        let f = nested_trace(dir.path(), depth);
+        for cmd in ["show", "stats"] {
+            let err = fails(&[cmd, s(&f)], 1);
+            assert!(err.contains(s(&f)) && err.contains(what), "{depth}: {err}");
+        }
+    }
+}
