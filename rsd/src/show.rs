@@ -11,6 +11,7 @@
 
 use crate::format::{FORMAT_VERSION, Header, TraceFile};
 use crate::op::{Layer, Op};
+use crate::path::PathTemplate;
 use crate::stats::{Spread, Summary};
 use crate::timing::{Stats, Timing, fmt_ns};
 use crate::trace::{Event, FlatEvent, Node, NodeKind, Trace};
@@ -543,7 +544,7 @@ pub fn fmt_bytes(b: u64) -> String {
     format!("{b} ({v:.1} {})", UNITS[u])
 }
 
-/// Files listed by the text form of `iotrex stats`; `--json` lists all.
+/// File name patterns listed by the text form of `iotrex stats`; `--json` lists every file.
 const MAX_FILES_SHOWN: usize = 20;
 
 /// The text of `iotrex stats`.
@@ -597,15 +598,32 @@ pub fn render_stats_view(v: &StatsView) -> String {
     }
     out.push('\n');
     let _ = writeln!(out, "files touched: {}", v.files.len());
-    for f in v.files.iter().take(MAX_FILES_SHOWN) {
-        let _ = writeln!(out, "{INDENT}{f}");
+    // File-per-process runs name thousands of files of one pattern: list patterns, not files.
+    let mut by_template: std::collections::BTreeMap<String, Vec<(Vec<i64>, &str)>> =
+        Default::default();
+    for f in &v.files {
+        let (t, fields) = PathTemplate::parse(f);
+        by_template.entry(t.0).or_default().push((fields, f));
     }
-    if v.files.len() > MAX_FILES_SHOWN {
-        let _ = writeln!(
-            out,
-            "{INDENT}... and {} more (--json lists all)",
-            v.files.len() - MAX_FILES_SHOWN
-        );
+    for (i, (t, mut files)) in by_template.into_iter().enumerate() {
+        if i == MAX_FILES_SHOWN {
+            let _ = writeln!(out, "{INDENT}... (--json lists every file)");
+            break;
+        }
+        files.sort();
+        match files.as_slice() {
+            [(_, f)] => {
+                let _ = writeln!(out, "{INDENT}{f}");
+            }
+            [(_, first), .., (_, last)] => {
+                let _ = writeln!(
+                    out,
+                    "{INDENT}{t}  ({} files, {first} .. {last})",
+                    files.len()
+                );
+            }
+            [] => {}
+        }
     }
     out
 }
@@ -704,6 +722,21 @@ mod tests {
         assert!(lines[at + 1].starts_with("  MPI_File_write_at_all  fh = 0, offset = 4194304*i"));
         assert!(lines[at + 2].starts_with("    pwrite  fd = 4, count = 4194304"));
         assert!(text.contains("ranks 1-3  loop x3 {"), "{text}");
+    }
+
+    #[test]
+    fn stats_text_groups_files_by_pattern() {
+        let t = crate::synth::spmd(12, 2);
+        let v = StatsView::new(&crate::stats::summarize(&t), 1234);
+        assert_eq!(v.files.len(), 14);
+        let text = render_stats_view(&v);
+        assert!(text.contains("files touched: 14"), "{text}");
+        assert!(
+            text.contains("out/file_%d  (12 files, out/file_0 .. out/file_11)"),
+            "{text}"
+        );
+        assert!(text.contains("\n  out/shared.dat\n"), "{text}");
+        assert!(text.starts_with("trace: 1234 bytes, "), "{text}");
     }
 
     #[test]
