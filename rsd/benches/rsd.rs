@@ -20,7 +20,11 @@ fn nested_stream(steps: i64) -> Vec<RawEvent> {
             e.dur_ns = 3000 + (s as u64 * 13) % 500;
             v.push(e);
         }
-        v.push(RawEvent::new(Op::Lseek, 2, vec![3, 0, 1, (s + 1) * 4 * 65536]));
+        v.push(RawEvent::new(
+            Op::Lseek,
+            2,
+            vec![3, 0, 1, (s + 1) * 4 * 65536],
+        ));
         v.push(RawEvent::new(Op::Fsync, 3, vec![3]));
     }
     v

@@ -6,7 +6,10 @@ use std::time::Instant;
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument that is not ours just skips the table.
-    if std::env::args().skip(1).any(|a| !a.starts_with('-') && a != "size_table") {
+    if std::env::args()
+        .skip(1)
+        .any(|a| !a.starts_with('-') && a != "size_table")
+    {
         return;
     }
     let ranks = [1u32, 16, 256, 4096, 65_536];

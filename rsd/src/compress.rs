@@ -11,7 +11,7 @@
 use crate::op::Op;
 use crate::path::PathTemplate;
 use crate::ranks::RankSet;
-use crate::timing::Timing;
+use crate::timing::{Stats, Timing};
 use crate::trace::{Event, Loop, Node, NodeKind, RawEvent, Trace, event_skey, loop_skey};
 use crate::value::{Elastic, Val};
 
@@ -24,8 +24,50 @@ struct CEvent {
     sig: u64,
     path: Option<PathTemplate>,
     params: Vec<Val<i64>>,
-    timing: Timing,
+    timing: Acc,
     children: Vec<CNode>,
+}
+
+/// Timing of a node under construction. A fresh call has one sample and stays 16 bytes, so
+/// pushing it and moving it around is cheap; full statistics are allocated only once the
+/// node absorbs a second sample, which then costs one Welford update per call.
+#[derive(Debug, Clone)]
+enum Acc {
+    One { gap: u64, dur: u64 },
+    Many(Box<Timing>),
+}
+
+impl Acc {
+    fn make_many(&mut self, rank: u32) -> &mut Timing {
+        if let Acc::One { gap, dur } = *self {
+            *self = Acc::Many(Box::new(Timing::one(gap, dur, rank)));
+        }
+        match self {
+            Acc::Many(t) => t,
+            Acc::One { .. } => unreachable!("converted above"),
+        }
+    }
+
+    fn absorb(&mut self, other: Acc, rank: u32) {
+        let t = self.make_many(rank);
+        match other {
+            Acc::One { gap, dur } => {
+                t.gap.add(gap, rank);
+                t.dur.add(dur, rank);
+            }
+            Acc::Many(o) => t.merge(&o),
+        }
+    }
+
+    fn timing(&self, rank: u32) -> Timing {
+        match self {
+            Acc::One { gap, dur } => Timing {
+                gap: Stats::one(*gap, rank),
+                dur: Stats::one(*dur, rank),
+            },
+            Acc::Many(t) => (**t).clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +88,9 @@ struct CNode {
     kind: CKind,
 }
 
+/// How many emptied parameter vectors a compressor keeps for reuse.
+const SPARE_MAX: usize = 256;
+
 /// Compresses one rank's calls online.
 #[derive(Debug, Clone)]
 pub struct Compressor {
@@ -56,6 +101,8 @@ pub struct Compressor {
     /// `items` so the tail scans touch a few cache lines.
     meta: Vec<(u64, usize)>,
     events: u64,
+    /// Emptied parameter vectors, reused by the next calls.
+    spare: Vec<Vec<Val<i64>>>,
 }
 
 impl Compressor {
@@ -72,6 +119,7 @@ impl Compressor {
             items: Vec::new(),
             meta: Vec::new(),
             events: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -98,7 +146,8 @@ impl Compressor {
 
     fn convert(&mut self, ev: &RawEvent) -> CNode {
         self.events += 1;
-        let mut params: Vec<Val<i64>> = ev.params.iter().map(|&v| Val::Const(v)).collect();
+        let mut params = self.spare.pop().unwrap_or_default();
+        params.extend(ev.params.iter().map(|&v| Val::Const(v)));
         let path = ev.path.as_ref().map(|p| {
             let (t, fields) = PathTemplate::parse(p);
             params.extend(fields.into_iter().map(Val::Const));
@@ -128,7 +177,10 @@ impl Compressor {
                 sig: ev.sig,
                 path,
                 params,
-                timing: Timing::one(ev.gap_ns, ev.dur_ns, self.rank),
+                timing: Acc::One {
+                    gap: ev.gap_ns,
+                    dur: ev.dur_ns,
+                },
                 children,
             }),
         }
@@ -163,18 +215,31 @@ impl Compressor {
             {
                 continue;
             }
-            let tail: Vec<CNode> = self.items.drain(p + 1..).collect();
+            let rank = self.rank;
             self.meta.truncate(p + 1);
-            let CKind::Loop(l) = &mut self.items[p].kind else {
+            // Move the tail into the loop in place: draining into a new Vec would allocate
+            // and copy once per completed iteration.
+            let (head, tail) = self.items.split_at_mut(p + 1);
+            let CKind::Loop(l) = &mut head[p].kind else {
                 unreachable!()
             };
             let Val::Const(cnt) = l.iters else {
                 unreachable!("a top-level loop's count is a constant")
             };
-            for (x, c) in l.body.iter_mut().zip(tail) {
-                extend_node(x, cnt as u64, c, 0);
+            for (x, c) in l.body.iter_mut().zip(tail.iter_mut()) {
+                extend_node(x, cnt as u64, c, 0, rank);
             }
             l.iters = Val::Const(cnt + 1);
+            // Keep the emptied parameter vectors: the next calls reuse them instead of
+            // allocating, which is most of the per-call cost otherwise.
+            for node in self.items.drain(p + 1..) {
+                if let CKind::Event(e) = node.kind
+                    && self.spare.len() < SPARE_MAX
+                    && e.params.capacity() > 0
+                {
+                    self.spare.push(e.params);
+                }
+            }
             return true;
         }
         false
@@ -200,7 +265,7 @@ impl Compressor {
             let body: Vec<CNode> = first
                 .into_iter()
                 .zip(second)
-                .map(|(a, b)| wrap_node(a, b, 0))
+                .map(|(a, b)| wrap_node(a, b, 0, self.rank))
                 .collect();
             let skey = loop_skey(body.iter().map(|c| c.skey));
             self.push_node_raw(CNode {
@@ -234,7 +299,7 @@ impl Compressor {
 
 /// Merges `b` into `a` as the second iteration of a new outer loop; values range over `inner`
 /// loops below it.
-fn wrap_node(a: CNode, b: CNode, inner: usize) -> CNode {
+fn wrap_node(a: CNode, b: CNode, inner: usize, rank: u32) -> CNode {
     let kind = match (a.kind, b.kind) {
         (CKind::Event(mut ea), CKind::Event(eb)) => {
             ea.params = ea
@@ -243,12 +308,12 @@ fn wrap_node(a: CNode, b: CNode, inner: usize) -> CNode {
                 .zip(eb.params)
                 .map(|(x, y)| Val::wrap2(x, y, inner))
                 .collect();
-            ea.timing.merge(&eb.timing);
+            ea.timing.absorb(eb.timing, rank);
             ea.children = ea
                 .children
                 .into_iter()
                 .zip(eb.children)
-                .map(|(x, y)| wrap_node(x, y, inner))
+                .map(|(x, y)| wrap_node(x, y, inner, rank))
                 .collect();
             CKind::Event(ea)
         }
@@ -258,7 +323,7 @@ fn wrap_node(a: CNode, b: CNode, inner: usize) -> CNode {
                 .body
                 .into_iter()
                 .zip(lb.body)
-                .map(|(x, y)| wrap_node(x, y, inner + 1))
+                .map(|(x, y)| wrap_node(x, y, inner + 1, rank))
                 .collect(),
         }),
         _ => unreachable!("equal structural keys imply equal kinds"),
@@ -266,22 +331,25 @@ fn wrap_node(a: CNode, b: CNode, inner: usize) -> CNode {
     CNode { skey: a.skey, kind }
 }
 
-/// Appends `c` as iteration `n` of the outer loop that `a` is already folded into.
-fn extend_node(a: &mut CNode, n: u64, c: CNode, inner: usize) {
-    match (&mut a.kind, c.kind) {
+/// Appends `c` as iteration `n` of the outer loop that `a` is already folded into. `c`'s
+/// values are moved out, leaving its allocations for the caller to reuse.
+fn extend_node(a: &mut CNode, n: u64, c: &mut CNode, inner: usize, rank: u32) {
+    match (&mut a.kind, &mut c.kind) {
         (CKind::Event(ea), CKind::Event(ec)) => {
-            for (x, y) in ea.params.iter_mut().zip(ec.params) {
+            for (x, y) in ea.params.iter_mut().zip(ec.params.drain(..)) {
                 x.extend(n, y, inner);
             }
-            ea.timing.merge(&ec.timing);
-            for (x, y) in ea.children.iter_mut().zip(ec.children) {
-                extend_node(x, n, y, inner);
+            let t = std::mem::replace(&mut ec.timing, Acc::One { gap: 0, dur: 0 });
+            ea.timing.absorb(t, rank);
+            for (x, y) in ea.children.iter_mut().zip(ec.children.iter_mut()) {
+                extend_node(x, n, y, inner, rank);
             }
         }
         (CKind::Loop(la), CKind::Loop(lc)) => {
-            la.iters.extend(n, lc.iters, inner);
-            for (x, y) in la.body.iter_mut().zip(lc.body) {
-                extend_node(x, n, y, inner + 1);
+            la.iters
+                .extend(n, std::mem::replace(&mut lc.iters, Val::Const(0)), inner);
+            for (x, y) in la.body.iter_mut().zip(lc.body.iter_mut()) {
+                extend_node(x, n, y, inner + 1, rank);
             }
         }
         _ => unreachable!("equal structural keys imply equal kinds"),
@@ -295,7 +363,7 @@ fn to_node(c: &CNode, rank: u32) -> Node {
             sig: e.sig,
             path: e.path.clone(),
             params: e.params.iter().map(|v| Elastic::single(rank, v)).collect(),
-            timing: e.timing.clone(),
+            timing: e.timing.timing(rank),
             children: e.children.iter().map(|x| to_node(x, rank)).collect(),
         }),
         CKind::Loop(l) => NodeKind::Loop(Loop {

@@ -53,7 +53,7 @@ impl Prsd {
             if s == 0 {
                 return off == 0 && c > 0;
             }
-            return off % s as u64 == 0 && off / (s as u64) < (c as u64);
+            return off.is_multiple_of(s as u64) && off / (s as u64) < (c as u64);
         }
         (0..c as u64).any(|i| self.contains_from(r, base + i * s as u64, d - 1))
     }

@@ -725,6 +725,28 @@ mod tests {
     }
 
     #[test]
+    fn header_flags_incomplete_traces() {
+        let mut h = Header::new(8);
+        h.incomplete = true;
+        h.wall_ns = 3_400_000;
+        h.command = vec!["./ior".into(), "-w".into()];
+        h.notes = vec!["rank 5 died before MPI_Finalize".into()];
+        let mut out = String::new();
+        render_header(&h, &mut out);
+        assert!(out.contains("ranks      8\n"), "{out}");
+        assert!(out.contains("command    ./ior -w\n"), "{out}");
+        assert!(out.contains("wall time  3.40ms\n"), "{out}");
+        assert!(
+            out.contains("complete   NO: this trace is incomplete\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("note       rank 5 died before MPI_Finalize\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn stats_text_groups_files_by_pattern() {
         let t = crate::synth::spmd(12, 2);
         let v = StatsView::new(&crate::stats::summarize(&t), 1234);

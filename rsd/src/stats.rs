@@ -120,10 +120,10 @@ fn tally(e: &FlatEvent, s: &mut Summary, calls: &mut u64, bytes: &mut u64) {
     t.bytes += b;
     *calls += 1;
     *bytes += b;
-    if let Some(p) = &e.path {
-        if !s.files.contains(p) {
-            s.files.insert(p.clone());
-        }
+    if let Some(p) = &e.path
+        && !s.files.contains(p)
+    {
+        s.files.insert(p.clone());
     }
     for c in &e.children {
         tally(c, s, calls, bytes);

@@ -55,7 +55,11 @@ mod sparse_bins {
         for (i, c) in pairs {
             match bins.get_mut(i as usize) {
                 Some(b) => *b = c,
-                None => return Err(serde::de::Error::custom(format!("histogram bin {i} out of range"))),
+                None => {
+                    return Err(serde::de::Error::custom(format!(
+                        "histogram bin {i} out of range"
+                    )));
+                }
             }
         }
         Ok(bins)

@@ -7,7 +7,6 @@ use crate::ranks::RankSet;
 use crate::timing::Timing;
 use crate::value::Elastic;
 use serde::{Deserialize, Serialize};
-use std::hash::Hasher;
 use twox_hash::XxHash64;
 
 /// One call as the tracer sees it, before compression.
@@ -107,6 +106,9 @@ pub struct Loop {
 }
 
 /// An event or a loop.
+// Events are most nodes and are built once then walked, so boxing them would add an
+// allocation per node for no gain.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum NodeKind {
     /// One call.
@@ -135,32 +137,34 @@ pub(crate) fn event_skey(
     nparams: usize,
     children: impl Iterator<Item = u64>,
 ) -> u64 {
-    let mut h = XxHash64::with_seed(0x10_7e_c5);
-    h.write_u32(op as u32);
-    h.write_u64(sig);
-    match path {
-        Some(p) => {
-            h.write_u8(1);
-            h.write(p.as_bytes());
-            h.write_u8(0xff);
-        }
-        None => h.write_u8(0),
-    }
-    h.write_usize(nparams);
+    // A multiply-xorshift mix of a few words: this runs once per traced call, where a streaming
+    // hasher costs more than the rest of the compressor. Paths go through xxh64 first.
+    let mut h = mix(0x10_7e_c5, op as u64);
+    h = mix(h, sig);
+    h = mix(
+        h,
+        path.map_or(0, |p| XxHash64::oneshot(1, p.as_bytes()) | 1),
+    );
+    h = mix(h, nparams as u64);
     for c in children {
-        h.write_u64(c);
+        h = mix(h, c);
     }
-    h.finish()
+    mix(h, 0xe7e7)
 }
 
 /// Hashes a loop's structure from its body's keys; the iteration count is not part of it.
 pub(crate) fn loop_skey(body: impl Iterator<Item = u64>) -> u64 {
-    let mut h = XxHash64::with_seed(TAG_LOOP);
+    let mut h = TAG_LOOP;
     for c in body {
-        h.write_u64(c);
+        h = mix(h, c);
     }
-    h.write_u64(TAG_LOOP);
-    h.finish()
+    mix(h, TAG_LOOP)
+}
+
+#[inline]
+fn mix(h: u64, x: u64) -> u64 {
+    let v = (h ^ x.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    v ^ (v >> 29)
 }
 
 impl Node {

@@ -118,16 +118,6 @@ impl Val<i64> {
         }
     }
 
-    /// `(base, strides)` if the value is affine in the indices; `inner` is the number of loops
-    /// the value ranges over, so a constant gets that many zero strides.
-    fn lin_parts(&self, inner: usize) -> Option<(i64, Vec<i64>)> {
-        match self {
-            Val::Const(x) => Some((*x, vec![0; inner])),
-            Val::Lin { base, strides } if strides.len() == inner => Some((*base, strides.clone())),
-            _ => None,
-        }
-    }
-
     /// Builds the value over one more (outer) loop that ran twice, taking `a` then `b`.
     /// Both range over `inner` loops.
     pub fn wrap2(a: Val<i64>, b: Val<i64>, inner: usize) -> Val<i64> {
@@ -141,13 +131,31 @@ impl Val<i64> {
                 other => Val::Cycle(vec![other]),
             };
         }
-        if let (Some((ba, sa)), Some((bb, sb))) = (a.lin_parts(inner), b.lin_parts(inner)) {
-            if sa == sb {
-                if let Some(d) = bb.checked_sub(ba) {
-                    let mut strides = sa;
-                    strides.insert(0, d);
-                    return Val::Lin { base: ba, strides };
+        // Affine in the inner loops with the same strides on both sides: one more stride.
+        // Compared in place, without building the (base, strides) pairs.
+        fn parts(v: &Val<i64>, inner: usize) -> Option<(i64, Option<&[i64]>)> {
+            match v {
+                Val::Const(x) => Some((*x, None)),
+                Val::Lin { base, strides } if strides.len() == inner => {
+                    Some((*base, Some(strides)))
                 }
+                _ => None,
+            }
+        }
+        if let (Some((ba, sa)), Some((bb, sb))) = (parts(&a, inner), parts(&b, inner)) {
+            let zero = |s: Option<&[i64]>| s.is_none_or(|s| s.iter().all(|&x| x == 0));
+            let same = match (sa, sb) {
+                (Some(x), Some(y)) => x == y,
+                (x, y) => zero(x) && zero(y),
+            };
+            if same && let Some(d) = bb.checked_sub(ba) {
+                let mut strides = Vec::with_capacity(inner + 1);
+                strides.push(d);
+                match sa {
+                    Some(s) => strides.extend_from_slice(s),
+                    None => strides.resize(inner + 1, 0),
+                }
+                return Val::Lin { base: ba, strides };
             }
         }
         Val::Seq(vec![a, b])
@@ -281,10 +289,10 @@ impl RankFn {
             return Some(RankFn::Const(vals[0]));
         }
         let check = |f: RankFn| ranks.iter().zip(vals).all(|(&r, &v)| f.eval(r) == v);
-        if let Some(f) = fit_affine(ranks[0], vals[0], ranks[1], vals[1]) {
-            if check(f) {
-                return Some(f);
-            }
+        if let Some(f) = fit_affine(ranks[0], vals[0], ranks[1], vals[1])
+            && check(f)
+        {
+            return Some(f);
         }
         // Blocks: the first two change points are block boundaries, when each falls between
         // consecutive ranks.
@@ -390,17 +398,17 @@ impl Elastic {
 
     /// Merges the values of two disjoint rank sets into the canonical form of their union.
     pub fn merge(&self, other: &Elastic) -> Elastic {
-        if let ([a], [b]) = (self.groups.as_slice(), other.groups.as_slice()) {
-            if a.val == b.val {
-                // The same function fits both sides, so it fits the union; canonical because
-                // the forms' coefficients come from the data (see RankFn::fit).
-                return Elastic {
-                    groups: vec![Group {
-                        ranks: a.ranks.union(&b.ranks),
-                        val: a.val.clone(),
-                    }],
-                };
-            }
+        if let ([a], [b]) = (self.groups.as_slice(), other.groups.as_slice())
+            && a.val == b.val
+        {
+            // The same function fits both sides, so it fits the union; canonical because
+            // the forms' coefficients come from the data (see RankFn::fit).
+            return Elastic {
+                groups: vec![Group {
+                    ranks: a.ranks.union(&b.ranks),
+                    val: a.val.clone(),
+                }],
+            };
         }
         let mut pts: Vec<(u32, Val<i64>)> = Vec::new();
         for g in self.groups.iter().chain(&other.groups) {

@@ -43,7 +43,15 @@ enum ParamGen {
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
-    prop::sample::select(vec![Op::Pwrite, Op::Pread, Op::FileWriteAt, Op::Barrier, Op::Send, Op::Fwrite, Op::Open])
+    prop::sample::select(vec![
+        Op::Pwrite,
+        Op::Pread,
+        Op::FileWriteAt,
+        Op::Barrier,
+        Op::Send,
+        Op::Fwrite,
+        Op::Open,
+    ])
 }
 
 fn param_strategy() -> impl Strategy<Value = ParamGen> {
@@ -56,8 +64,20 @@ fn param_strategy() -> impl Strategy<Value = ParamGen> {
 }
 
 fn stmt_strategy() -> impl Strategy<Value = Stmt> {
-    let call = (op_strategy(), 0u64..6, prop::collection::vec(param_strategy(), 0..4), prop::option::of(0u8..3), any::<bool>())
-        .prop_map(|(op, site, params, path, child)| Stmt::Call { op, site, params, path, child });
+    let call = (
+        op_strategy(),
+        0u64..6,
+        prop::collection::vec(param_strategy(), 0..4),
+        prop::option::of(0u8..3),
+        any::<bool>(),
+    )
+        .prop_map(|(op, site, params, path, child)| Stmt::Call {
+            op,
+            site,
+            params,
+            path,
+            child,
+        });
     call.prop_recursive(3, 24, 4, |inner| {
         (
             prop_oneof![
@@ -81,7 +101,13 @@ fn mix(x: u64) -> u64 {
 fn run(stmts: &[Stmt], rank: u32, idx: &mut Vec<u64>, counter: &mut u64, out: &mut Vec<RawEvent>) {
     for s in stmts {
         match s {
-            Stmt::Call { op, site, params, path, child } => {
+            Stmt::Call {
+                op,
+                site,
+                params,
+                path,
+                child,
+            } => {
                 let i = idx.last().copied().unwrap_or(0) as i64;
                 let j = idx.iter().rev().nth(1).copied().unwrap_or(0) as i64;
                 *counter += 1;
@@ -91,7 +117,9 @@ fn run(stmts: &[Stmt], rank: u32, idx: &mut Vec<u64>, counter: &mut u64, out: &m
                         ParamGen::Const(c) => *c,
                         ParamGen::Affine(a, b, c) => a * rank as i64 + b * i + c * j,
                         ParamGen::Periodic(v) => v[i as usize % v.len()],
-                        ParamGen::Random(seed) => (mix(seed ^ *counter ^ ((rank as u64) << 40)) % 1000) as i64,
+                        ParamGen::Random(seed) => {
+                            (mix(seed ^ *counter ^ ((rank as u64) << 40)) % 1000) as i64
+                        }
                     })
                     .collect();
                 let mut e = RawEvent::new(*op, *site, vals);
@@ -102,9 +130,17 @@ fn run(stmts: &[Stmt], rank: u32, idx: &mut Vec<u64>, counter: &mut u64, out: &m
                     1 => format!("out/data.{:08}", i),
                     _ => "shared.dat".to_string(),
                 });
-                if *child && rank % 2 == 0 {
-                    e.children.push(RawEvent::new(Op::Pwrite, 99, vec![3, 4096 * (rank as i64 + 1), i * 4096, 4096]));
-                    e.children.push(RawEvent::new(Op::Pwrite, 99, vec![3, 4096 * (rank as i64 + 1), i * 4096 + 4096, 4096]));
+                if *child && rank.is_multiple_of(2) {
+                    e.children.push(RawEvent::new(
+                        Op::Pwrite,
+                        99,
+                        vec![3, 4096 * (rank as i64 + 1), i * 4096, 4096],
+                    ));
+                    e.children.push(RawEvent::new(
+                        Op::Pwrite,
+                        99,
+                        vec![3, 4096 * (rank as i64 + 1), i * 4096 + 4096, 4096],
+                    ));
                 }
                 out.push(e);
             }
@@ -198,16 +234,31 @@ fn million_iteration_loop_is_constant_size() {
     }
     assert_eq!(c.len(), 1);
     let t = c.finish();
-    let small = compress(0, &(0..10i64).map(|i| RawEvent::new(Op::Pwrite, 1, vec![3, 8, i * 8, 8])).collect::<Vec<_>>(), 64);
+    let small = compress(
+        0,
+        &(0..10i64)
+            .map(|i| RawEvent::new(Op::Pwrite, 1, vec![3, 8, i * 8, 8]))
+            .collect::<Vec<_>>(),
+        64,
+    );
     let size = |t: &Trace| rmp_size(t);
     // Only integer widths grow: the iteration count and the timing counters (count and one
     // histogram bin, for gap and duration), each at most 4 bytes wider in MessagePack.
     let (big, small) = (size(&t), size(&small));
-    assert!(big >= small && big - small <= 5 * 4, "10 iterations: {small} B, 10^6 iterations: {big} B");
+    assert!(
+        big >= small && big - small <= 5 * 4,
+        "10 iterations: {small} B, 10^6 iterations: {big} B"
+    );
     assert_eq!(t.expand(0).len(), 1_000_000);
     assert_eq!(t.expand(0)[999_999].params[2], 999_999 * 8);
 }
 
 fn rmp_size(t: &Trace) -> usize {
-    TraceFile { header: rsd::Header::new(1), trace: t.clone() }.to_bytes().unwrap().len()
+    TraceFile {
+        header: rsd::Header::new(1),
+        trace: t.clone(),
+    }
+    .to_bytes()
+    .unwrap()
+    .len()
 }
