@@ -272,9 +272,6 @@ fn run(cli: &Cli) -> Result<()> {
 
 /// A suggestion for what to do about an error, where there is a useful one.
 fn hint(e: &anyhow::Error) -> Option<String> {
-    if let Some(Usage(_)) = e.downcast_ref::<Usage>() {
-        return Some("`iotrex stats FILE` lists the ranks of a trace".into());
-    }
     match e.downcast_ref::<RsdError>()? {
         RsdError::BadMagic { .. } => {
             Some("iotrex reads .iotrex files written by the iotrex tracer or `iotrex synth`".into())
