@@ -1,3 +1,382 @@
-//! Turns a trace into CODES workloads (recorder text or iolang).
+//! Turns an iotrex trace into workloads the CODES storage and network simulator
+//! (codes-org/codes, on ROSS) reads unmodified, and reads such workloads back.
 //!
-//! Not built yet: see issue "CODES bridge". Placeholder crate.
+//! CODES simulates POSIX-level operations, so [`export`] writes the *POSIX view* of each rank
+//! (see the crate README for the full mapping): POSIX and stdio calls directly, MPI-IO calls as
+//! the POSIX calls nested in them, barriers as barriers, and everything else as delays of the
+//! recorded mean duration. Two formats:
+//!
+//! - [`Format::Recorder`]: `DIR/log.<rank>` in the text syntax of CODES'
+//!   `recorder_io_workload` method (at most 2048 operations per rank);
+//! - [`Format::Iolang`]: `DIR/meta.txt` plus `DIR/rank<R>.kernel`, straight-line kernels in
+//!   CODES' I/O language for `iolang_workload` (no cap).
+//!
+//! Export streams rank by rank, so memory does not grow with the rank count. [`codes_stats`]
+//! loads an export with the same semantics as CODES' loaders and returns what
+//! `codes-workload-dump -s` prints, so exports can be checked without a CODES build.
+//!
+//! File ids are Bob Jenkins' lookup3 `hashlittle2` of the path, as the recorder loader computes
+//! them ([`hash`]).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod hash;
+pub mod iolang;
+pub mod recorder;
+mod size;
+pub mod stats;
+mod view;
+mod walk;
+
+pub use error::CodesError;
+pub use recorder::RECORDER_MAX_OPS;
+pub use size::parse_size;
+pub use stats::{CodesStats, OpCounts};
+
+use rsd::{Layer, TraceFile};
+use serde::Serialize;
+use std::io::Write as _;
+use std::path::Path;
+
+/// The workload format to write or read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `DIR/log.<rank>` for CODES' `recorder_io_workload`.
+    #[default]
+    Recorder,
+    /// `DIR/meta.txt` and `DIR/rank<R>.kernel` for CODES' `iolang_workload`.
+    Iolang,
+}
+
+impl Format {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Recorder => "recorder",
+            Format::Iolang => "iolang",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = CodesError;
+    fn from_str(s: &str) -> Result<Format, CodesError> {
+        match s {
+            "recorder" => Ok(Format::Recorder),
+            "iolang" => Ok(Format::Iolang),
+            _ => Err(CodesError::BadFormat {
+                input: s.to_string(),
+            }),
+        }
+    }
+}
+
+/// How to export.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportOptions {
+    /// Output format (`--format`).
+    pub format: Format,
+    /// Split reads and writes larger than this into pieces of at most this many bytes
+    /// (`--max-blocksize`); `None` splits nothing.
+    pub max_blocksize: Option<u64>,
+    /// Write into an existing non-empty directory (`--force`). Earlier export files of the
+    /// chosen format there (`log.N`, or `meta.txt` and `rankN.kernel`) are removed first, so a
+    /// smaller export does not leave extra ranks behind; other files are left alone.
+    pub force: bool,
+    /// Refuse a trace whose events do not cover exactly ranks `0..header.nranks`
+    /// (`--nranks-check`).
+    pub nranks_check: bool,
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ExportReport {
+    /// The format written.
+    pub format: Format,
+    /// Ranks exported (the trace header's rank count).
+    pub ranks: u64,
+    /// Files written.
+    pub files: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Operations handed to CODES, summed over ranks; `codes_stats` on the export gives the
+    /// same counts.
+    pub counts: OpCounts,
+    /// The most operations any rank has.
+    pub max_ops_per_rank: u64,
+    /// Operations added by `--max-blocksize` splitting.
+    pub split_extra: u64,
+    /// Opens made up for descriptors used without a traced open.
+    pub synthesized_opens: u64,
+    /// Delay the format could not express (after a rank's last operation; in recorder also
+    /// carried gaps of 10 us or less that never added up), ns.
+    pub dropped_delay_ns: u64,
+    /// Things the user should know about the export.
+    pub warnings: Vec<String>,
+}
+
+/// Longest path CODES keeps for the workload directory or meta file (`MAX_NAME_LENGTH_WKLD`).
+const CODES_NAME_MAX: usize = 512;
+/// Longest `DIR/log.<rank>` the recorder loader's `trace_file_name[1024]` holds.
+const RECORDER_FILE_MAX: usize = 1024;
+
+/// Checks that CODES can name every file of the export: its fixed-size path buffers are what
+/// limits how many ranks (how many digits) a directory can take.
+fn check_capacity(dir: &Path, nranks: u32, format: Format) -> Result<(), CodesError> {
+    let d = dir.to_string_lossy().len();
+    let last = nranks - 1;
+    let too_many = |reason: String| CodesError::TooManyRanks {
+        dir: dir.to_path_buf(),
+        ranks: u64::from(nranks),
+        reason,
+    };
+    if nranks > i32::MAX as u32 {
+        return Err(too_many("CODES numbers ranks with a C int".into()));
+    }
+    match format {
+        Format::Recorder => {
+            // The directory goes into a 512-byte field; "DIR/log.<rank>" into 1024 bytes.
+            if d + 1 > CODES_NAME_MAX {
+                return Err(too_many(format!(
+                    "CODES holds the directory in {CODES_NAME_MAX} bytes and this path has {d}"
+                )));
+            }
+            let longest = d + "/log.".len() + last.to_string().len();
+            if longest + 1 > RECORDER_FILE_MAX {
+                return Err(too_many(format!(
+                    "log.{last} would need a {longest}-byte path and CODES holds {RECORDER_FILE_MAX}"
+                )));
+            }
+        }
+        Format::Iolang => {
+            let meta = d + 1 + iolang::META.len();
+            let kernel = d + 1 + iolang::kernel_name(last).len();
+            if meta.max(kernel) + 1 > CODES_NAME_MAX {
+                return Err(too_many(format!(
+                    "{} would need a {}-byte path and CODES holds {CODES_NAME_MAX}",
+                    iolang::kernel_name(last),
+                    meta.max(kernel)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn is_export_file(name: &str, format: Format) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match format {
+        Format::Recorder => name.strip_prefix("log.").is_some_and(digits),
+        Format::Iolang => {
+            name == iolang::META
+                || name
+                    .strip_prefix("rank")
+                    .and_then(|s| s.strip_suffix(".kernel"))
+                    .is_some_and(digits)
+        }
+    }
+}
+
+fn prepare_dir(dir: &Path, opts: &ExportOptions) -> Result<(), CodesError> {
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => {
+            return Err(CodesError::NotADirectory {
+                dir: dir.to_path_buf(),
+            });
+        }
+        Ok(_) => {
+            let rd = std::fs::read_dir(dir).map_err(|e| CodesError::io(dir, e))?;
+            let mut nonempty = false;
+            for ent in rd {
+                let ent = ent.map_err(|e| CodesError::io(dir, e))?;
+                nonempty = true;
+                if !opts.force {
+                    break;
+                }
+                let name = ent.file_name();
+                if is_export_file(&name.to_string_lossy(), opts.format) {
+                    let p = ent.path();
+                    std::fs::remove_file(&p).map_err(|e| CodesError::io(&p, e))?;
+                }
+            }
+            if nonempty && !opts.force {
+                return Err(CodesError::DirNotEmpty {
+                    dir: dir.to_path_buf(),
+                });
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(|e| CodesError::io(dir, e))?;
+        }
+        Err(e) => return Err(CodesError::io(dir, e)),
+    }
+    Ok(())
+}
+
+fn check_nranks(tf: &TraceFile) -> Result<(), CodesError> {
+    let n = tf.header.nranks;
+    let ranks = tf.trace.ranks();
+    let mismatch = |rank| CodesError::NranksMismatch {
+        header: n,
+        covered: ranks.len(),
+        rank,
+    };
+    if let Some(r) = (0..n).find(|&r| !ranks.contains(r)) {
+        return Err(mismatch(r));
+    }
+    if ranks.len() != u64::from(n) {
+        let extra = ranks.to_vec().into_iter().find(|&r| r >= n).unwrap_or(n);
+        return Err(mismatch(extra));
+    }
+    Ok(())
+}
+
+/// Exports `tf` to `dir` in `opts.format`.
+///
+/// Ranks are `0..tf.header.nranks`; a rank with no events still gets a file. The directory is
+/// created if missing; an existing non-empty one is refused unless `opts.force`. On error the
+/// directory may hold the ranks written so far.
+pub fn export(
+    tf: &TraceFile,
+    dir: &Path,
+    opts: &ExportOptions,
+) -> Result<ExportReport, CodesError> {
+    let nranks = tf.header.nranks;
+    if nranks == 0 {
+        return Err(CodesError::NoRanks);
+    }
+    check_capacity(dir, nranks, opts.format)?;
+    if opts.nranks_check {
+        check_nranks(tf)?;
+    }
+    prepare_dir(dir, opts)?;
+    let posix_traced = tf.header.layers.contains(&Layer::Posix);
+    let mut rep = ExportReport {
+        format: opts.format,
+        ranks: u64::from(nranks),
+        ..ExportReport::default()
+    };
+    if tf.header.incomplete {
+        rep.warnings.push(
+            "the trace is flagged incomplete (a rank died or a buffer limit was hit); the export covers what was recorded".into(),
+        );
+    }
+    let mut meta = match opts.format {
+        Format::Iolang => {
+            let p = dir.join(iolang::META);
+            let f = std::fs::File::create(&p).map_err(|e| CodesError::io(&p, e))?;
+            Some((std::io::BufWriter::new(f), p))
+        }
+        Format::Recorder => None,
+    };
+    let mut barriers = (u64::MAX, 0u64);
+    for rank in 0..nranks {
+        let mut mapper = view::Mapper::new(posix_traced, opts.max_blocksize);
+        let counts = match opts.format {
+            Format::Recorder => {
+                let mut sink = recorder::RecorderRank::new();
+                map_rank(tf, rank, &mut mapper, &mut sink)?;
+                let trailing = mapper.finish();
+                let counts = sink.counts.clone();
+                let (bytes, dropped) = sink.finish(rank, trailing, dir)?;
+                rep.bytes += bytes;
+                rep.dropped_delay_ns += dropped;
+                // finish() may add an idle rank's placeholder open and close.
+                let mut c = counts;
+                if c.opens == 0 {
+                    c.opens = 1;
+                    c.closes += 1;
+                    c.idle_ranks = 1;
+                }
+                c
+            }
+            Format::Iolang => {
+                let mut sink = iolang::IolangRank::create(dir, rank)?;
+                map_rank(tf, rank, &mut mapper, &mut sink)?;
+                let trailing = mapper.finish();
+                let mut counts = sink.counts.clone();
+                counts.delay_ns += trailing;
+                rep.bytes += sink.finish(trailing)?;
+                let (w, p) = meta.as_mut().expect("iolang has a meta file");
+                let line = format!("1 {rank} {rank} {}\n", iolang::kernel_name(rank));
+                rep.bytes += line.len() as u64;
+                w.write_all(line.as_bytes())
+                    .map_err(|e| CodesError::io(p.as_path(), e))?;
+                counts
+            }
+        };
+        rep.files += 1;
+        rep.max_ops_per_rank = rep.max_ops_per_rank.max(counts.ops());
+        rep.split_extra += mapper.split_extra;
+        rep.synthesized_opens += mapper.synthesized_opens;
+        barriers = (
+            barriers.0.min(counts.barriers),
+            barriers.1.max(counts.barriers),
+        );
+        rep.counts.add(&counts);
+    }
+    if let Some((mut w, p)) = meta {
+        w.flush().map_err(|e| CodesError::io(&p, e))?;
+        rep.files += 1;
+    }
+    if barriers.0 != barriers.1 {
+        rep.warnings.push(format!(
+            "ranks have between {} and {} barriers; CODES barriers span all ranks, so the simulation will hang at an unmatched one",
+            barriers.0, barriers.1
+        ));
+    }
+    if rep.synthesized_opens > 0 {
+        rep.warnings.push(format!(
+            "{} descriptors were used without a traced open; each got an open of iotrex_fd<N> (or iotrex_stream<N>) at first use",
+            rep.synthesized_opens
+        ));
+    }
+    Ok(rep)
+}
+
+fn map_rank(
+    tf: &TraceFile,
+    rank: u32,
+    mapper: &mut view::Mapper,
+    sink: &mut dyn view::Sink,
+) -> Result<(), CodesError> {
+    let mut err = None;
+    walk::for_each(&tf.trace, rank, &mut |ev| match mapper.event(&ev, sink) {
+        Ok(()) => true,
+        Err(e) => {
+            err = Some(e);
+            false
+        }
+    });
+    err.map_or(Ok(()), Err)
+}
+
+/// Reads the trace at `trace` and exports it; trace errors name the file.
+pub fn export_file(
+    trace: &Path,
+    dir: &Path,
+    opts: &ExportOptions,
+) -> Result<ExportReport, CodesError> {
+    let tf = TraceFile::read(trace)?;
+    export(&tf, dir, opts)
+}
+
+/// Loads an export the way CODES' loader for `format` does and returns what
+/// `codes-workload-dump -s` prints. `path` is the export directory (for iolang it may also be
+/// the meta file). Input CODES would crash on, hang on or reject is an error naming the file
+/// and line.
+pub fn codes_stats(path: &Path, format: Format) -> Result<CodesStats, CodesError> {
+    match format {
+        Format::Recorder => recorder::read_dir(path),
+        Format::Iolang => iolang::read(path),
+    }
+}

@@ -1,0 +1,955 @@
+//! The POSIX view of one rank: turns traced calls into the operations CODES simulates (open,
+//! close, read and write with explicit offsets, barrier) and the delays between them.
+//!
+//! The mapping (also in the README):
+//! - POSIX and stdio calls map directly; reads and writes without an offset get the tracked
+//!   file position (open, lseek, fseek, read/write results, `O_APPEND`).
+//! - An MPI-IO call with nested POSIX calls is exported as those calls. A POSIX call on a
+//!   descriptor the view has not seen opened, inside an MPI-IO call on handle `fh`, is taken to
+//!   act on `fh`'s file: MPI-IO libraries open the file internally, often untraced.
+//! - An MPI-IO call without nested calls: `MPI_File_open`/`close` become `open`/`close` on the
+//!   same rank. Data calls become the equivalent POSIX read/write only when the trace was taken
+//!   with POSIX tracing off; with it on, a childless data call moved no POSIX data on this rank
+//!   (collective buffering gave it to an aggregator), so it only takes time.
+//! - `MPI_Barrier` becomes a barrier, except on a communicator made by `MPI_Comm_split` (CODES
+//!   barriers span all ranks).
+//! - Everything else (other MPI calls, metadata calls such as `fsync` or `stat`, calls that
+//!   failed or moved no bytes) adds its mean duration to the delay before the next operation,
+//!   as does every compute gap. An exported operation's own duration stays its duration.
+//! - `max_blocksize` splits a read or write larger than it into consecutive operations.
+
+use crate::error::CodesError;
+use crate::hash::file_id;
+use crate::walk::Ev;
+use rsd::{Layer, Op};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// Linux open(2) flag values, as the tracer records them and as CODES tests `O_CREAT`.
+pub(crate) const O_WRONLY: i64 = 0o1;
+pub(crate) const O_RDWR: i64 = 0o2;
+pub(crate) const O_CREAT: i64 = 0o100;
+pub(crate) const O_EXCL: i64 = 0o200;
+pub(crate) const O_TRUNC: i64 = 0o1000;
+pub(crate) const O_APPEND: i64 = 0o2000;
+
+/// `MPI_MODE_*` bits (the same in Open MPI and MPICH).
+mod amode {
+    pub const CREATE: i64 = 1;
+    pub const WRONLY: i64 = 4;
+    pub const RDWR: i64 = 8;
+    pub const EXCL: i64 = 64;
+    pub const APPEND: i64 = 128;
+}
+
+/// The mode used for opens the view has to make up.
+const DEFAULT_MODE: i64 = 0o644;
+
+/// What one exported operation does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Open { path: String, flags: i64, mode: i64 },
+    Close,
+    Read { size: u64, offset: u64 },
+    Write { size: u64, offset: u64 },
+    Barrier,
+}
+
+/// One operation for CODES.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ViewOp {
+    pub kind: Kind,
+    /// The rank's descriptor for the file in the export (not the traced one).
+    pub fd: i32,
+    /// CODES' recorder file id of the (written) path.
+    pub file_id: u64,
+    /// Mean duration of the call, ns.
+    pub dur_ns: u64,
+}
+
+/// Where the view's operations go: a format writer, or a vector in tests.
+pub(crate) trait Sink {
+    /// `delay_ns` is the time to wait before `op` starts.
+    fn op(&mut self, delay_ns: u64, op: &ViewOp) -> Result<(), CodesError>;
+}
+
+impl Sink for Vec<(u64, ViewOp)> {
+    fn op(&mut self, delay_ns: u64, op: &ViewOp) -> Result<(), CodesError> {
+        self.push((delay_ns, op.clone()));
+        Ok(())
+    }
+}
+
+/// Which table a traced handle lives in: fds, stdio streams and `MPI_File`s are numbered apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Ns {
+    Fd,
+    Stream,
+    MpiFile,
+}
+
+#[derive(Debug)]
+struct Entry {
+    path: String,
+    file_id: u64,
+    fd: i32,
+    pos: u64,
+    append: bool,
+    /// Byte displacement of the MPI-IO file view; offsets of `*_at` calls count from it.
+    disp: u64,
+}
+
+/// Makes a path safe for a recorder line, where the loader splits on spaces, commas and `(`.
+/// Percent-encoding keeps distinct paths distinct (unlike replacing characters), and the
+/// written form is what both formats hash, so file ids agree between them.
+pub(crate) fn encode_path(p: &str) -> String {
+    if p.is_empty() {
+        return "%00".to_string();
+    }
+    let mut out = String::with_capacity(p.len());
+    for c in p.chars() {
+        match c {
+            ' ' | ',' | '(' | ')' | '%' => out.push_str(&format!("%{:02X}", c as u32)),
+            c if c.is_control() => {
+                let mut b = [0u8; 4];
+                for x in c.encode_utf8(&mut b).bytes() {
+                    out.push_str(&format!("%{x:02X}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// POSIX flags for an `fopen` mode. The tracer records the mode as a code:
+/// 0 `r`, 1 `w`, 2 `a`, 3 `r+`, 4 `w+`, 5 `a+`.
+fn fopen_flags(code: i64) -> i64 {
+    match code {
+        0 => 0,
+        1 => O_WRONLY | O_CREAT | O_TRUNC,
+        2 => O_WRONLY | O_CREAT | O_APPEND,
+        3 => O_RDWR,
+        4 => O_RDWR | O_CREAT | O_TRUNC,
+        5 => O_RDWR | O_CREAT | O_APPEND,
+        _ => O_RDWR | O_CREAT,
+    }
+}
+
+/// POSIX flags for an MPI-IO `amode`.
+fn amode_flags(a: i64) -> i64 {
+    let mut f = if a & amode::RDWR != 0 {
+        O_RDWR
+    } else if a & amode::WRONLY != 0 {
+        O_WRONLY
+    } else {
+        0
+    };
+    if a & amode::CREATE != 0 {
+        f |= O_CREAT;
+    }
+    if a & amode::EXCL != 0 {
+        f |= O_EXCL;
+    }
+    if a & amode::APPEND != 0 {
+        f |= O_APPEND;
+    }
+    f
+}
+
+/// Lowest-free descriptor allocation from 3, like the kernel: a descriptor is reused only after
+/// its close, which CODES' per-rank fd table requires.
+#[derive(Debug, Default)]
+struct Fds {
+    next: i32,
+    free: BTreeSet<i32>,
+}
+
+impl Fds {
+    fn alloc(&mut self) -> i32 {
+        if let Some(fd) = self.free.pop_first() {
+            return fd;
+        }
+        let fd = self.next.max(3);
+        self.next = fd + 1;
+        fd
+    }
+
+    fn release(&mut self, fd: i32) {
+        self.free.insert(fd);
+    }
+}
+
+/// Whence for lseek/fseek (0, 1, 2) and MPI_File_seek (600, 602, 604 in both MPIs).
+fn whence_kind(w: i64) -> Option<u8> {
+    match w {
+        0 | 600 => Some(0),
+        1 | 602 => Some(1),
+        2 | 604 => Some(2),
+        _ => None,
+    }
+}
+
+/// The per-rank mapping state.
+pub(crate) struct Mapper {
+    posix_traced: bool,
+    max_blocksize: Option<u64>,
+    pending: u64,
+    handles: HashMap<(Ns, i64), u64>,
+    entries: HashMap<u64, Entry>,
+    next_entry: u64,
+    /// Bytes this rank knows each file holds, for `O_APPEND` and `SEEK_END`. Other ranks'
+    /// writes are not visible here; that is the one approximation of offset tracking.
+    sizes: HashMap<String, u64>,
+    fds: Fds,
+    sub_comms: HashSet<i64>,
+    /// Entry most recently opened, so an `MPI_File_open` with nested calls can name its file.
+    last_opened: Option<u64>,
+    /// Opens made up for descriptors used without a traced open.
+    pub synthesized_opens: u64,
+    /// Extra operations created by splitting.
+    pub split_extra: u64,
+}
+
+impl Mapper {
+    pub fn new(posix_traced: bool, max_blocksize: Option<u64>) -> Mapper {
+        Mapper {
+            posix_traced,
+            max_blocksize: max_blocksize.filter(|&b| b > 0),
+            pending: 0,
+            handles: HashMap::new(),
+            entries: HashMap::new(),
+            next_entry: 0,
+            sizes: HashMap::new(),
+            fds: Fds::default(),
+            sub_comms: HashSet::new(),
+            last_opened: None,
+            synthesized_opens: 0,
+            split_extra: 0,
+        }
+    }
+
+    /// Maps one top-level call.
+    pub fn event(&mut self, ev: &Ev, sink: &mut dyn Sink) -> Result<(), CodesError> {
+        self.pending += ev.gap_ns;
+        match ev.op.layer() {
+            Layer::Posix | Layer::Stdio => self.posix(ev, None, sink),
+            Layer::MpiIo if !ev.children.is_empty() => self.mpiio_nested(ev, sink),
+            Layer::MpiIo => self.mpiio_alone(ev, sink),
+            Layer::Mpi => {
+                self.mpi(ev, sink)?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The delay left after the last operation (CODES' recorder loader cannot express it).
+    pub fn finish(&mut self) -> u64 {
+        std::mem::take(&mut self.pending)
+    }
+
+    fn delay(&mut self, ev: &Ev) -> Result<(), CodesError> {
+        self.pending += ev.dur_ns;
+        Ok(())
+    }
+
+    fn emit(
+        &mut self,
+        kind: Kind,
+        fd: i32,
+        fid: u64,
+        dur: u64,
+        sink: &mut dyn Sink,
+    ) -> Result<(), CodesError> {
+        let d = std::mem::take(&mut self.pending);
+        sink.op(
+            d,
+            &ViewOp {
+                kind,
+                fd,
+                file_id: fid,
+                dur_ns: dur,
+            },
+        )
+    }
+
+    fn mpi(&mut self, ev: &Ev, sink: &mut dyn Sink) -> Result<(), CodesError> {
+        match ev.op {
+            Op::Barrier if !self.sub_comms.contains(&ev.p("comm")) => {
+                // The barrier's own duration is waiting for other ranks, which the simulator
+                // reproduces by synchronising; counting it as a delay would wait twice.
+                self.emit(Kind::Barrier, -1, 0, 0, sink)
+            }
+            Op::CommSplit => {
+                self.sub_comms.insert(ev.p("newcomm"));
+                self.delay(ev)
+            }
+            Op::CommDup => {
+                if self.sub_comms.contains(&ev.p("comm")) {
+                    self.sub_comms.insert(ev.p("newcomm"));
+                }
+                self.delay(ev)
+            }
+            _ => self.delay(ev),
+        }
+    }
+
+    fn mpiio_nested(&mut self, ev: &Ev, sink: &mut dyn Sink) -> Result<(), CodesError> {
+        // Nested POSIX calls on unknown descriptors act on the MPI file's own entry.
+        let ctx = match ev.op {
+            Op::FileOpen | Op::FileDelete => None,
+            _ => ev
+                .param("fh")
+                .and_then(|fh| self.handles.get(&(Ns::MpiFile, fh)).copied())
+                .filter(|id| self.entries.contains_key(id)),
+        };
+        self.last_opened = None;
+        let mut inner = 0u64;
+        for c in &ev.children {
+            inner += c.gap_ns + c.dur_ns;
+            self.pending += c.gap_ns;
+            match c.op.layer() {
+                Layer::Posix | Layer::Stdio => self.posix(c, ctx, sink)?,
+                // MPI-IO libraries do not nest MPI calls that move data; keep their time.
+                _ => self.delay(c)?,
+            }
+        }
+        // The rest of the call's time (collective exchange, locking) is a delay.
+        self.pending += ev.dur_ns.saturating_sub(inner);
+        match ev.op {
+            Op::FileOpen => {
+                if let Some(id) = self.last_opened {
+                    self.handles.insert((Ns::MpiFile, ev.p("fh")), id);
+                }
+            }
+            Op::FileClose => {
+                self.handles.remove(&(Ns::MpiFile, ev.p("fh")));
+            }
+            Op::FileSetView => self.set_view(ev),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn set_view(&mut self, ev: &Ev) {
+        if let Some(e) = self.entry_mut(Ns::MpiFile, ev.p("fh")) {
+            e.disp = ev.p("disp").max(0) as u64;
+            // MPI_File_set_view resets the individual file pointer to the view's start.
+            e.pos = 0;
+        }
+    }
+
+    fn entry_mut(&mut self, ns: Ns, h: i64) -> Option<&mut Entry> {
+        let id = self.handles.get(&(ns, h))?;
+        self.entries.get_mut(id)
+    }
+
+    fn mpiio_alone(&mut self, ev: &Ev, sink: &mut dyn Sink) -> Result<(), CodesError> {
+        let fh = ev.p("fh");
+        match ev.op {
+            Op::FileOpen if fh >= 0 => {
+                let flags = amode_flags(ev.p("amode"));
+                let id = self.open(
+                    Ns::MpiFile,
+                    fh,
+                    ev.path.as_deref(),
+                    flags,
+                    DEFAULT_MODE,
+                    ev.dur_ns,
+                    sink,
+                )?;
+                if flags & O_APPEND != 0 {
+                    // MPI_MODE_APPEND puts the initial file pointers at the end of the file.
+                    let e = self.entries.get_mut(&id).expect("just opened");
+                    e.pos = self.sizes.get(&e.path).copied().unwrap_or(0);
+                    e.append = false;
+                }
+                Ok(())
+            }
+            Op::FileClose => self.close(Ns::MpiFile, fh, ev.dur_ns, sink),
+            Op::FileSeek => {
+                let (off, wh) = (ev.p("offset"), ev.p("whence"));
+                self.seek(Ns::MpiFile, fh, off, wh);
+                self.delay(ev)
+            }
+            Op::FileSetView => {
+                self.set_view(ev);
+                self.delay(ev)
+            }
+            Op::FileSetSize => {
+                if let Some(e) = self.entry_mut(Ns::MpiFile, fh) {
+                    let path = e.path.clone();
+                    self.sizes.insert(path, ev.p("size").max(0) as u64);
+                }
+                self.delay(ev)
+            }
+            op if op.dir() != rsd::op::Dir::None && !self.posix_traced => {
+                let bytes = op.data_bytes(&ev.params);
+                let id = self.lookup(Ns::MpiFile, fh, None, sink)?;
+                let e = &self.entries[&id];
+                let offset = match ev.param("offset") {
+                    Some(o) => e.disp + o.max(0) as u64,
+                    None => e.disp + e.pos,
+                };
+                if ev.param("offset").is_none() {
+                    self.entries.get_mut(&id).expect("looked up").pos += bytes;
+                }
+                self.io(
+                    op.dir() == rsd::op::Dir::Read,
+                    id,
+                    bytes,
+                    offset,
+                    ev.dur_ns,
+                    sink,
+                )
+            }
+            _ => self.delay(ev),
+        }
+    }
+
+    fn posix(&mut self, ev: &Ev, ctx: Option<u64>, sink: &mut dyn Sink) -> Result<(), CodesError> {
+        let bytes = ev.op.data_bytes(&ev.params);
+        match ev.op {
+            Op::Open | Op::Openat if ev.p("fd") >= 0 => {
+                let (flags, mode) = (ev.p("flags"), ev.p("mode"));
+                self.open(
+                    Ns::Fd,
+                    ev.p("fd"),
+                    ev.path.as_deref(),
+                    flags,
+                    mode,
+                    ev.dur_ns,
+                    sink,
+                )
+                .map(|_| ())
+            }
+            Op::Creat if ev.p("fd") >= 0 => {
+                let flags = O_WRONLY | O_CREAT | O_TRUNC;
+                self.open(
+                    Ns::Fd,
+                    ev.p("fd"),
+                    ev.path.as_deref(),
+                    flags,
+                    ev.p("mode"),
+                    ev.dur_ns,
+                    sink,
+                )
+                .map(|_| ())
+            }
+            Op::Fopen if ev.p("stream") >= 0 => {
+                let flags = fopen_flags(ev.p("mode"));
+                self.open(
+                    Ns::Stream,
+                    ev.p("stream"),
+                    ev.path.as_deref(),
+                    flags,
+                    DEFAULT_MODE,
+                    ev.dur_ns,
+                    sink,
+                )
+                .map(|_| ())
+            }
+            Op::Close => self.close(Ns::Fd, ev.p("fd"), ev.dur_ns, sink),
+            Op::Fclose => self.close(Ns::Stream, ev.p("stream"), ev.dur_ns, sink),
+            Op::Read
+            | Op::Readv
+            | Op::Write
+            | Op::Writev
+            | Op::Fread
+            | Op::Fwrite
+            | Op::Fprintf
+                if bytes > 0 =>
+            {
+                let ns = if ev.op.layer() == Layer::Stdio {
+                    Ns::Stream
+                } else {
+                    Ns::Fd
+                };
+                let h = if ns == Ns::Stream {
+                    ev.p("stream")
+                } else {
+                    ev.p("fd")
+                };
+                let read = ev.op.dir() == rsd::op::Dir::Read;
+                let id = self.lookup(ns, h, ctx, sink)?;
+                let e = self.entries.get_mut(&id).expect("looked up");
+                let offset = if !read && e.append {
+                    self.sizes.get(&e.path).copied().unwrap_or(0)
+                } else {
+                    e.pos
+                };
+                e.pos = offset + bytes;
+                self.io(read, id, bytes, offset, ev.dur_ns, sink)
+            }
+            Op::Pread | Op::Preadv | Op::Pwrite | Op::Pwritev if bytes > 0 => {
+                let id = self.lookup(Ns::Fd, ev.p("fd"), ctx, sink)?;
+                let read = ev.op.dir() == rsd::op::Dir::Read;
+                self.io(
+                    read,
+                    id,
+                    bytes,
+                    ev.p("offset").max(0) as u64,
+                    ev.dur_ns,
+                    sink,
+                )
+            }
+            Op::Lseek => {
+                // lseek's result is the new position, exact whatever the whence; a failed
+                // lseek (-1) leaves the position alone.
+                let ret = ev.p("ret");
+                if ret >= 0 {
+                    if let Some(e) = self.entry_mut(Ns::Fd, ev.p("fd")) {
+                        e.pos = ret as u64;
+                    }
+                }
+                self.delay(ev)
+            }
+            Op::Fseek => {
+                self.seek(Ns::Stream, ev.p("stream"), ev.p("offset"), ev.p("whence"));
+                self.delay(ev)
+            }
+            Op::Ftruncate => {
+                if let Some(e) = self.entry_mut(Ns::Fd, ev.p("fd")) {
+                    let path = e.path.clone();
+                    self.sizes.insert(path, ev.p("length").max(0) as u64);
+                }
+                self.delay(ev)
+            }
+            _ => self.delay(ev),
+        }
+    }
+
+    /// Moves a handle's position by whence, for calls that do not report the result.
+    fn seek(&mut self, ns: Ns, h: i64, offset: i64, whence: i64) {
+        let Some(id) = self.handles.get(&(ns, h)).copied() else {
+            return;
+        };
+        let Some(kind) = whence_kind(whence) else {
+            return;
+        };
+        let size = self
+            .entries
+            .get(&id)
+            .and_then(|e| self.sizes.get(&e.path).copied())
+            .unwrap_or(0);
+        if let Some(e) = self.entries.get_mut(&id) {
+            let base = match kind {
+                0 => 0,
+                1 => e.pos as i64,
+                _ => size as i64,
+            };
+            let p = base.saturating_add(offset);
+            // Seeking before the start fails (EINVAL) and leaves the position alone.
+            if p >= 0 {
+                e.pos = p as u64;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn open(
+        &mut self,
+        ns: Ns,
+        h: i64,
+        path: Option<&str>,
+        flags: i64,
+        mode: i64,
+        dur: u64,
+        sink: &mut dyn Sink,
+    ) -> Result<u64, CodesError> {
+        let path = match path {
+            Some(p) => encode_path(p),
+            None => format!("iotrex_{}{h}", ns_name(ns)),
+        };
+        if flags & O_TRUNC != 0 {
+            self.sizes.insert(path.clone(), 0);
+        }
+        let fd = self.fds.alloc();
+        let fid = file_id(&path);
+        let id = self.next_entry;
+        self.next_entry += 1;
+        self.entries.insert(
+            id,
+            Entry {
+                path: path.clone(),
+                file_id: fid,
+                fd,
+                pos: 0,
+                append: flags & O_APPEND != 0,
+                disp: 0,
+            },
+        );
+        self.handles.insert((ns, h), id);
+        self.last_opened = Some(id);
+        self.emit(Kind::Open { path, flags, mode }, fd, fid, dur, sink)?;
+        Ok(id)
+    }
+
+    fn close(&mut self, ns: Ns, h: i64, dur: u64, sink: &mut dyn Sink) -> Result<(), CodesError> {
+        let entry = self
+            .handles
+            .remove(&(ns, h))
+            .and_then(|id| self.entries.remove(&id));
+        match entry {
+            Some(e) => {
+                self.emit(Kind::Close, e.fd, e.file_id, dur, sink)?;
+                // Release after emitting, so the descriptor is reused only after its close.
+                self.fds.release(e.fd);
+                Ok(())
+            }
+            // Closing something never opened in the view: no file for CODES to close.
+            None => {
+                self.pending += dur;
+                Ok(())
+            }
+        }
+    }
+
+    /// The entry of a handle, or the enclosing MPI-IO call's entry, or a made-up open: CODES'
+    /// loader fails on a read, write or close of a descriptor it has not seen opened.
+    fn lookup(
+        &mut self,
+        ns: Ns,
+        h: i64,
+        ctx: Option<u64>,
+        sink: &mut dyn Sink,
+    ) -> Result<u64, CodesError> {
+        if let Some(id) = self.handles.get(&(ns, h)).copied() {
+            if self.entries.contains_key(&id) {
+                return Ok(id);
+            }
+        }
+        if let Some(id) = ctx.filter(|id| self.entries.contains_key(id)) {
+            self.handles.insert((ns, h), id);
+            return Ok(id);
+        }
+        self.synthesized_opens += 1;
+        self.open(ns, h, None, O_RDWR | O_CREAT, DEFAULT_MODE, 0, sink)
+    }
+
+    fn io(
+        &mut self,
+        read: bool,
+        id: u64,
+        size: u64,
+        offset: u64,
+        dur: u64,
+        sink: &mut dyn Sink,
+    ) -> Result<(), CodesError> {
+        let e = &self.entries[&id];
+        let (fd, fid) = (e.fd, e.file_id);
+        if !read {
+            let end = offset + size;
+            let s = self.sizes.entry(e.path.clone()).or_insert(0);
+            *s = (*s).max(end);
+        }
+        let bs = match self.max_blocksize {
+            Some(b) if size > b => b,
+            _ => size,
+        };
+        let chunks = size.div_ceil(bs);
+        self.split_extra += chunks - 1;
+        let mut dur_left = dur;
+        for i in 0..chunks {
+            let off = i * bs;
+            let sz = bs.min(size - off);
+            // Duration shared in proportion to bytes; the last chunk takes the rounding.
+            let d = if i + 1 == chunks {
+                dur_left
+            } else {
+                (u128::from(dur) * u128::from(sz) / u128::from(size)) as u64
+            };
+            dur_left -= d;
+            let kind = if read {
+                Kind::Read {
+                    size: sz,
+                    offset: offset + off,
+                }
+            } else {
+                Kind::Write {
+                    size: sz,
+                    offset: offset + off,
+                }
+            };
+            self.emit(kind, fd, fid, d, sink)?;
+        }
+        Ok(())
+    }
+}
+
+fn ns_name(ns: Ns) -> &'static str {
+    match ns {
+        Ns::Fd => "fd",
+        Ns::Stream => "stream",
+        Ns::MpiFile => "mpifile",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_path(mut e: Ev, p: &str) -> Ev {
+        e.path = Some(p.to_string());
+        e
+    }
+
+    fn timed(mut e: Ev, gap: u64, dur: u64) -> Ev {
+        e.gap_ns = gap;
+        e.dur_ns = dur;
+        e
+    }
+
+    fn run(posix: bool, bs: Option<u64>, evs: &[Ev]) -> (Vec<(u64, ViewOp)>, Mapper, u64) {
+        let mut m = Mapper::new(posix, bs);
+        let mut out = Vec::new();
+        for e in evs {
+            m.event(e, &mut out).unwrap();
+        }
+        let t = m.finish();
+        (out, m, t)
+    }
+
+    /// (read?, size, offset) of every data operation.
+    fn io_ops(out: &[(u64, ViewOp)]) -> Vec<(bool, u64, u64)> {
+        out.iter()
+            .filter_map(|(_, o)| match o.kind {
+                Kind::Read { size, offset } => Some((true, size, offset)),
+                Kind::Write { size, offset } => Some((false, size, offset)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn offsets_through_lseek_appends_and_partial_reads() {
+        let evs = vec![
+            with_path(Ev::new(Op::Open, vec![O_RDWR | O_CREAT, 0o644, 3]), "f"),
+            Ev::new(Op::Write, vec![3, 100, 100]),
+            Ev::new(Op::Write, vec![3, 50, 30]), // partial write: 30 bytes moved
+            Ev::new(Op::Lseek, vec![3, 10, 0, 10]), // SEEK_SET 10
+            Ev::new(Op::Read, vec![3, 64, 20]),  // partial read: 20 of 64
+            Ev::new(Op::Read, vec![3, 8, 8]),
+            Ev::new(Op::Lseek, vec![3, -5, 1, 33]), // SEEK_CUR -5 from 38
+            Ev::new(Op::Read, vec![3, 4, 4]),
+            Ev::new(Op::Lseek, vec![3, -10, 2, 120]), // SEEK_END -10 of 130
+            Ev::new(Op::Write, vec![3, 4, 4]),
+            Ev::new(Op::Lseek, vec![3, -1000, 0, -1]), // failed: position unchanged
+            Ev::new(Op::Write, vec![3, 6, 6]),
+            Ev::new(Op::Pwrite, vec![3, 16, 4096, 16]), // explicit offset, position kept
+            Ev::new(Op::Write, vec![3, 1, 1]),
+            Ev::new(Op::Read, vec![3, 100, 0]), // EOF: nothing moved, not exported
+            Ev::new(Op::Close, vec![3]),
+            with_path(Ev::new(Op::Open, vec![O_WRONLY | O_APPEND, 0, 3]), "f"),
+            Ev::new(Op::Write, vec![3, 7, 7]), // appends at 4112 (pwrite extended the file)
+            Ev::new(Op::Lseek, vec![3, 0, 0, 0]),
+            Ev::new(Op::Write, vec![3, 3, 3]), // O_APPEND ignores the seek
+            Ev::new(Op::Close, vec![3]),
+        ];
+        let (out, m, _) = run(true, None, &evs);
+        assert_eq!(
+            io_ops(&out),
+            vec![
+                (false, 100, 0),
+                (false, 30, 100),
+                (true, 20, 10),
+                (true, 8, 30),
+                (true, 4, 33),
+                (false, 4, 120),
+                (false, 6, 124),
+                (false, 16, 4096),
+                (false, 1, 130),
+                (false, 7, 4112),
+                (false, 3, 4119),
+            ]
+        );
+        assert_eq!(m.synthesized_opens, 0);
+        // Both opens got fd 3: the second only after the first was closed.
+        let fds: Vec<i32> = out
+            .iter()
+            .filter(|(_, o)| matches!(o.kind, Kind::Open { .. }))
+            .map(|(_, o)| o.fd)
+            .collect();
+        assert_eq!(fds, vec![3, 3]);
+    }
+
+    #[test]
+    fn stdio_positions_fseek_and_append_mode() {
+        let evs = vec![
+            with_path(Ev::new(Op::Fopen, vec![1, 5]), "log"), // "w"
+            Ev::new(Op::Fwrite, vec![5, 4, 10, 10]),          // 40 bytes
+            Ev::new(Op::Fprintf, vec![5, 12]),
+            Ev::new(Op::Fseek, vec![5, 8, 0]), // SEEK_SET 8
+            Ev::new(Op::Fwrite, vec![5, 1, 2, 2]),
+            Ev::new(Op::Fseek, vec![5, 4, 1]), // SEEK_CUR +4 -> 14
+            Ev::new(Op::Fwrite, vec![5, 1, 1, 1]),
+            Ev::new(Op::Fseek, vec![5, -2, 2]), // SEEK_END -2 of 52 -> 50
+            Ev::new(Op::Fread, vec![5, 1, 2, 2]),
+            Ev::new(Op::Fclose, vec![5]),
+            with_path(Ev::new(Op::Fopen, vec![2, 6]), "log"), // "a"
+            Ev::new(Op::Fprintf, vec![6, 5]),
+            Ev::new(Op::Fclose, vec![6]),
+        ];
+        let (out, _, _) = run(true, None, &evs);
+        assert_eq!(
+            io_ops(&out),
+            vec![
+                (false, 40, 0),
+                (false, 12, 40),
+                (false, 2, 8),
+                (false, 1, 14),
+                (true, 2, 50),
+                (false, 5, 52),
+            ]
+        );
+        match &out[0].1.kind {
+            Kind::Open { flags, .. } => assert_eq!(*flags, O_WRONLY | O_CREAT | O_TRUNC),
+            k => panic!("{k:?}"),
+        }
+    }
+
+    fn split_sizes(size: u64, bs: u64) -> Vec<(u64, u64)> {
+        let evs = vec![
+            with_path(Ev::new(Op::Open, vec![O_WRONLY | O_CREAT, 0o644, 3]), "f"),
+            timed(
+                Ev::new(Op::Pwrite, vec![3, size as i64, 1000, size as i64]),
+                50_000,
+                999,
+            ),
+        ];
+        let (out, m, _) = run(true, Some(bs), &evs);
+        let w: Vec<&(u64, ViewOp)> = out
+            .iter()
+            .filter(|(_, o)| matches!(o.kind, Kind::Write { .. }))
+            .collect();
+        assert_eq!(m.split_extra, w.len() as u64 - 1);
+        // The delay precedes the first piece only, and the pieces share the duration.
+        assert_eq!(w[0].0, 50_000);
+        assert!(w[1..].iter().all(|(d, _)| *d == 0));
+        assert_eq!(w.iter().map(|(_, o)| o.dur_ns).sum::<u64>(), 999);
+        w.iter()
+            .map(|(_, o)| match o.kind {
+                Kind::Write { size, offset } => (size, offset),
+                _ => unreachable!(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn splitting_at_the_boundaries() {
+        const S: u64 = 256 * 1024;
+        assert_eq!(split_sizes(S - 1, S), vec![(S - 1, 1000)]);
+        assert_eq!(split_sizes(S, S), vec![(S, 1000)]);
+        assert_eq!(split_sizes(S + 1, S), vec![(S, 1000), (1, 1000 + S)]);
+        let ten = split_sizes(10 * S + 3, S);
+        assert_eq!(ten.len(), 11);
+        for (i, (sz, off)) in ten.iter().enumerate() {
+            assert_eq!(*off, 1000 + i as u64 * S);
+            assert_eq!(*sz, if i == 10 { 3 } else { S });
+        }
+        assert_eq!(ten.iter().map(|x| x.0).sum::<u64>(), 10 * S + 3);
+        // Without the flag nothing is split.
+        let (out, _, _) = run(
+            true,
+            None,
+            &[
+                with_path(Ev::new(Op::Open, vec![O_CREAT, 0, 3]), "f"),
+                Ev::new(Op::Pwrite, vec![3, 1 << 40, 0, 1 << 40]),
+            ],
+        );
+        assert_eq!(io_ops(&out), vec![(false, 1 << 40, 0)]);
+    }
+
+    #[test]
+    fn mpiio_children_alias_the_file_and_childless_data_calls_depend_on_posix_tracing() {
+        let open = with_path(
+            timed(Ev::new(Op::FileOpen, vec![1, 37, 0]), 100, 10),
+            "shared",
+        );
+        let mut coll = timed(
+            Ev::new(Op::FileWriteAtAll, vec![0, 64, 8, 1, 8]),
+            200,
+            5_000,
+        );
+        let child = timed(Ev::new(Op::Pwrite, vec![4, 32, 0, 32]), 300, 700);
+        coll.children.push(child);
+        let lone = timed(
+            Ev::new(Op::FileWriteAtAll, vec![0, 128, 8, 1, 8]),
+            200,
+            4_000,
+        );
+        let seq = timed(Ev::new(Op::FileWrite, vec![0, 8, 1, 8]), 0, 0);
+        let close = timed(Ev::new(Op::FileClose, vec![0]), 0, 10);
+        let evs = [open, coll, lone.clone(), seq.clone(), close.clone()];
+
+        let (out, m, _) = run(true, None, &evs);
+        assert_eq!(m.synthesized_opens, 0);
+        // Aggregator's child write on the MPI file; the childless call moved nothing here.
+        assert_eq!(io_ops(&out), vec![(false, 32, 0)]);
+        assert_eq!(out[1].0, 200 + 300);
+        // Rest of the collective (5000 - 300 - 700) + lone (200 + 4000) + close's gap.
+        assert_eq!(out[2].0, 4_000 + 4_200 + 0);
+        assert!(matches!(out[2].1.kind, Kind::Close));
+        assert!(out.iter().all(|(_, o)| o.fd == out[0].1.fd));
+
+        // POSIX tracing off: childless data calls become pwrites at view offsets / positions.
+        let (out, _, _) = run(
+            false,
+            None,
+            &evs[..1]
+                .iter()
+                .cloned()
+                .chain([lone, seq.clone(), seq, close])
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(
+            io_ops(&out),
+            vec![(false, 8, 128), (false, 8, 0), (false, 8, 8)]
+        );
+    }
+
+    #[test]
+    fn barriers_delays_and_unknown_descriptors() {
+        let evs = vec![
+            timed(Ev::new(Op::Init, vec![]), 1_000, 2_000),
+            timed(Ev::new(Op::Allreduce, vec![1, 1, 1, 1, 8]), 500, 3_000),
+            timed(Ev::new(Op::Barrier, vec![1]), 700, 9_999),
+            timed(Ev::new(Op::CommSplit, vec![1, 0, 0, 7]), 0, 10),
+            timed(Ev::new(Op::Barrier, vec![7]), 0, 40), // sub-communicator: a delay
+            timed(Ev::new(Op::Write, vec![9, 10, 10]), 5, 1), // fd 9 never opened
+            timed(Ev::new(Op::Fsync, vec![9]), 0, 77),
+        ];
+        let (out, m, trailing) = run(true, None, &evs);
+        assert_eq!(
+            out[0],
+            (
+                1_000 + 2_000 + 500 + 3_000 + 700,
+                ViewOp {
+                    kind: Kind::Barrier,
+                    fd: -1,
+                    file_id: 0,
+                    dur_ns: 0
+                }
+            )
+        );
+        assert_eq!(m.synthesized_opens, 1);
+        match &out[1].1.kind {
+            Kind::Open { path, flags, .. } => {
+                assert_eq!(path, "iotrex_fd9");
+                assert!(flags & O_CREAT != 0);
+            }
+            k => panic!("{k:?}"),
+        }
+        assert_eq!(out[1].0, 10 + 40 + 5);
+        assert_eq!(io_ops(&out), vec![(false, 10, 0)]);
+        assert_eq!(trailing, 77);
+    }
+
+    #[test]
+    fn paths_are_encoded_injectively() {
+        assert_eq!(encode_path("a b,c(d)%e"), "a%20b%2Cc%28d%29%25e");
+        assert_eq!(encode_path("out/file_0"), "out/file_0");
+        assert_eq!(encode_path("x\ny"), "x%0Ay");
+        assert_ne!(encode_path("a b"), encode_path("a_b"));
+        assert_eq!(encode_path(""), "%00");
+    }
+}
