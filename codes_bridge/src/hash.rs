@@ -138,5 +138,8 @@ mod tests {
         assert_eq!(file_id("out/file_0"), u64::from(h1) + (u64::from(h2) << 32));
         assert_ne!(file_id("./a"), file_id("a"));
         assert!(iolang_file_id("out/file_0") < 1 << 63);
+        // Cross-checked against an independent lookup3 implementation.
+        assert_eq!(file_id("out/file_0"), 16_357_300_632_594_167_403);
+        assert_eq!(iolang_file_id("out/file_0"), 7_133_928_595_739_391_595);
     }
 }

@@ -7,9 +7,9 @@
 //!                1 1 1 rank1.kernel
 //! rank0.kernel:  r = getgrouprank -1;
 //!                sleep 3120;
-//!                open 5823372637717231233;
-//!                writeat 5823372637717231233, 8192, 0;
-//!                close 5823372637717231233;
+//!                open 7133928595739391595;
+//!                writeat 7133928595739391595, 8192, 0;
+//!                close 7133928595739391595;
 //!                sync 0;
 //!                exit 0;
 //! ```
@@ -44,7 +44,7 @@ pub(crate) struct IolangRank {
     w: BufWriter<File>,
     path: PathBuf,
     bytes: u64,
-    pub counts: OpCounts,
+    counts: OpCounts,
 }
 
 impl IolangRank {
@@ -69,15 +69,15 @@ impl IolangRank {
             .map_err(|e| CodesError::io(&self.path, e))
     }
 
-    /// Writes the trailing delay and `exit 0;`; returns the bytes written.
-    pub fn finish(mut self, trailing: u64) -> Result<u64, CodesError> {
+    /// Writes the trailing delay and `exit 0;`; returns the bytes written and the rank's counts.
+    pub fn finish(mut self, trailing: u64) -> Result<(u64, OpCounts), CodesError> {
         if trailing > 0 {
             self.counts.delay_ns += trailing;
             self.put(format_args!("sleep {trailing};"))?;
         }
         self.put(format_args!("exit 0;"))?;
         self.w.flush().map_err(|e| CodesError::io(&self.path, e))?;
-        Ok(self.bytes)
+        Ok((self.bytes, self.counts))
     }
 }
 

@@ -286,26 +286,16 @@ pub fn export(
                 let mut sink = recorder::RecorderRank::new();
                 map_rank(tf, rank, &mut mapper, &mut sink)?;
                 let trailing = mapper.finish();
-                let counts = sink.counts.clone();
-                let (bytes, dropped) = sink.finish(rank, trailing, dir)?;
+                let (bytes, dropped, counts) = sink.finish(rank, trailing, dir)?;
                 rep.bytes += bytes;
                 rep.dropped_delay_ns += dropped;
-                // finish() may add an idle rank's placeholder open and close.
-                let mut c = counts;
-                if c.opens == 0 {
-                    c.opens = 1;
-                    c.closes += 1;
-                    c.idle_ranks = 1;
-                }
-                c
+                counts
             }
             Format::Iolang => {
                 let mut sink = iolang::IolangRank::create(dir, rank)?;
                 map_rank(tf, rank, &mut mapper, &mut sink)?;
-                let trailing = mapper.finish();
-                let mut counts = sink.counts.clone();
-                counts.delay_ns += trailing;
-                rep.bytes += sink.finish(trailing)?;
+                let (bytes, counts) = sink.finish(mapper.finish())?;
+                rep.bytes += bytes;
                 let (w, p) = meta.as_mut().expect("iolang has a meta file");
                 let line = format!("1 {rank} {rank} {}\n", iolang::kernel_name(rank));
                 rep.bytes += line.len() as u64;

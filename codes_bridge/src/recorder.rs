@@ -54,7 +54,7 @@ pub(crate) struct RecorderRank {
     clock: u64,
     /// Delay not yet written because it is too short for the loader to keep.
     carry: u64,
-    pub counts: OpCounts,
+    counts: OpCounts,
 }
 
 impl RecorderRank {
@@ -82,13 +82,13 @@ impl RecorderRank {
     }
 
     /// Writes the log. `trailing` is the delay after the last operation, which the format
-    /// cannot express. Returns (bytes written, delay dropped in ns).
+    /// cannot express. Returns (bytes written, delay dropped in ns, the rank's counts).
     pub fn finish(
         mut self,
         rank: u32,
         trailing: u64,
         dir: &Path,
-    ) -> Result<(u64, u64), CodesError> {
+    ) -> Result<(u64, u64, OpCounts), CodesError> {
         if self.counts.opens == 0 {
             // The loader crashes on a log without an open (its fd table is never created).
             let _ = self.op(
@@ -111,7 +111,7 @@ impl RecorderRank {
         }
         let path = dir.join(format!("log.{rank}"));
         std::fs::write(&path, &self.buf).map_err(|e| CodesError::io(&path, e))?;
-        Ok((self.buf.len() as u64, self.carry + trailing))
+        Ok((self.buf.len() as u64, self.carry + trailing, self.counts))
     }
 }
 

@@ -496,10 +496,10 @@ impl Mapper {
                 // lseek's result is the new position, exact whatever the whence; a failed
                 // lseek (-1) leaves the position alone.
                 let ret = ev.p("ret");
-                if ret >= 0 {
-                    if let Some(e) = self.entry_mut(Ns::Fd, ev.p("fd")) {
-                        e.pos = ret as u64;
-                    }
+                if ret >= 0
+                    && let Some(e) = self.entry_mut(Ns::Fd, ev.p("fd"))
+                {
+                    e.pos = ret as u64;
                 }
                 self.delay(ev)
             }
@@ -613,10 +613,10 @@ impl Mapper {
         ctx: Option<u64>,
         sink: &mut dyn Sink,
     ) -> Result<u64, CodesError> {
-        if let Some(id) = self.handles.get(&(ns, h)).copied() {
-            if self.entries.contains_key(&id) {
-                return Ok(id);
-            }
+        if let Some(id) = self.handles.get(&(ns, h)).copied()
+            && self.entries.contains_key(&id)
+        {
+            return Ok(id);
         }
         if let Some(id) = ctx.filter(|id| self.entries.contains_key(id)) {
             self.handles.insert((ns, h), id);
@@ -887,7 +887,7 @@ mod tests {
         assert_eq!(io_ops(&out), vec![(false, 32, 0)]);
         assert_eq!(out[1].0, 200 + 300);
         // Rest of the collective (5000 - 300 - 700) + lone (200 + 4000) + close's gap.
-        assert_eq!(out[2].0, 4_000 + 4_200 + 0);
+        assert_eq!(out[2].0, 4_000 + 4_200);
         assert!(matches!(out[2].1.kind, Kind::Close));
         assert!(out.iter().all(|(_, o)| o.fd == out[0].1.fd));
 
