@@ -1,3 +1,163 @@
-//! The LD_PRELOAD tracer (`libiotrex_tracer.so`).
+//! The iotrex LD_PRELOAD tracer, `libiotrex_tracer.so`.
 //!
-//! Not built yet: see issue "Tracer". Placeholder crate.
+//! Preloaded into an unmodified, dynamically linked program (`mpirun -x LD_PRELOAD=...`), it
+//! interposes the MPI-IO and MPI calls (forwarding to `PMPI_*`), the POSIX file calls and the
+//! stdio calls (forwarding to the next definition, `dlsym(RTLD_NEXT)`). Each rank folds its calls
+//! online with [`rsd::Compressor`]; inside `MPI_Finalize` the ranks merge their traces over a
+//! radix tree on a private communicator and rank 0 writes one `.iotrex` file (`IOTREX_OUT`, or
+//! `./<exe>.<nranks>.iotrex`). A serial program writes its trace at exit.
+//!
+//! Environment: `IOTREX_OUT`, `IOTREX_STACK_DEPTH` (call-site frames, default 4, 0 = off),
+//! `IOTREX_RAW=1` (also write `<out>.rank<r>.jsonl`, one flat event per line, for tests),
+//! `IOTREX_MAX_NODES` (compressed nodes per rank before recording stops, flagged),
+//! `IOTREX_DISABLE=1` (pass everything through).
+//!
+//! Rules the code keeps: a thread-local re-entry guard ([`guard`]) makes the tracer's own
+//! work and everything inside MPI calls pass straight through; no std I/O or printing happens
+//! inside a hook on the application's path; panics are caught before they reach an `extern "C"`
+//! boundary and disable the tracer with one line on stderr; a forked child stops tracing.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod callsite;
+pub mod finalize;
+pub mod guard;
+pub mod mpi;
+pub mod paths;
+pub mod posix;
+pub(crate) mod real;
+pub mod state;
+pub mod stdio;
+
+use std::sync::atomic::Ordering;
+
+fn env_num<T: std::str::FromStr>(k: &str) -> Option<T> {
+    std::env::var(k).ok().and_then(|v| v.trim().parse().ok())
+}
+
+fn init() {
+    let _g = guard::Enter::new(guard::BUSY);
+    let r = std::panic::catch_unwind(|| {
+        // Our panics are reported by `disable` in one line; the default hook would print more,
+        // through std's stderr.
+        std::panic::set_hook(Box::new(|_| {}));
+        if std::env::var("IOTREX_DISABLE").is_ok_and(|v| v == "1") {
+            return;
+        }
+        let argv: Vec<String> = std::fs::read("/proc/self/cmdline")
+            .map(|b| {
+                b.split(|&c| c == 0)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| String::from_utf8_lossy(s).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let exe = std::fs::read_link("/proc/self/exe")
+            .ok()
+            .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "trace".to_string());
+        let env_rank = env_num("OMPI_COMM_WORLD_RANK")
+            .or_else(|| env_num("PMIX_RANK"))
+            .or_else(|| env_num("PMI_RANK"));
+        let env_size = env_num("OMPI_COMM_WORLD_SIZE").or_else(|| env_num("PMI_SIZE"));
+        let cfg = state::Config {
+            depth: env_num("IOTREX_STACK_DEPTH").unwrap_or(4),
+            raw: std::env::var("IOTREX_RAW").is_ok_and(|v| v == "1"),
+            out: std::env::var("IOTREX_OUT").ok(),
+            exe,
+            argv,
+            max_nodes: env_num("IOTREX_MAX_NODES").unwrap_or(1 << 20),
+            session_dirs: paths::session_dirs_from_env(),
+            env_rank,
+            env_size,
+        };
+        callsite::init(cfg.depth);
+        // SAFETY: registering a plain function as the fork-child handler; it only stores
+        // atomics, which is async-signal-safe.
+        unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
+        let st = state::State::new(cfg, state::now_ns());
+        match state::STATE.lock() {
+            Ok(mut g) => *g = Some(st),
+            Err(p) => *p.into_inner() = Some(st),
+        }
+        state::RECORDING.store(true, Ordering::SeqCst);
+    });
+    if r.is_err() {
+        state::say("tracer disabled: internal error at start-up");
+    }
+}
+
+extern "C" fn after_fork_child() {
+    state::FORKED.store(true, Ordering::SeqCst);
+    state::RECORDING.store(false, Ordering::SeqCst);
+}
+
+extern "C" fn ctor() {
+    init();
+}
+
+extern "C" fn dtor() {
+    let _g = guard::Enter::new(guard::BUSY);
+    if std::panic::catch_unwind(finalize::at_exit).is_err() {
+        state::say("internal error writing the trace at exit");
+    }
+}
+
+// Constructor and destructor of the shared object, without a ctor crate.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = ctor;
+
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static FINI: extern "C" fn() = dtor;
+
+/// Start routine and argument of a thread the MPI runtime creates.
+struct Start {
+    f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    arg: *mut libc::c_void,
+}
+
+extern "C" fn runtime_thread(p: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: `p` is the Box<Start> leaked by `pthread_create` below, handed over exactly once.
+    let s = unsafe { Box::from_raw(p as *mut Start) };
+    // Progress and event threads of the MPI runtime never trace.
+    guard::set_forever(guard::BUSY);
+    (s.f)(s.arg)
+}
+
+type PthreadCreate = unsafe extern "C" fn(
+    *mut libc::pthread_t,
+    *const libc::pthread_attr_t,
+    extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    *mut libc::c_void,
+) -> libc::c_int;
+
+/// Hook: `pthread_create`. Threads started while an MPI call runs (the runtime's progress
+/// threads, started inside `MPI_Init`) are marked so their I/O is never recorded.
+///
+/// # Safety
+/// Same contract as `pthread_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_create(
+    t: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    f: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    arg: *mut libc::c_void,
+) -> libc::c_int {
+    let Some(real) = real::real!("pthread_create", PthreadCreate) else {
+        return libc::ENOSYS;
+    };
+    if guard::mode() != guard::BUSY {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { real(t, attr, f, arg) };
+    }
+    let p = Box::into_raw(Box::new(Start { f, arg }));
+    // SAFETY: forwarding the caller's arguments with our start routine, which takes `p`.
+    let r = unsafe { real(t, attr, runtime_thread, p.cast()) };
+    if r != 0 {
+        // SAFETY: the thread was not created, so `p` was not handed over.
+        drop(unsafe { Box::from_raw(p) });
+    }
+    r
+}

@@ -1,0 +1,57 @@
+/* Each mini-app counts its own calls and bytes with these helpers and prints them after
+ * MPI_Finalize, one "COUNT <rank> <op> <calls> <bytes>" line per op, in a single write(2) so
+ * mpirun never splits a rank's block. Op names are the C names iotrex uses (rsd::Op::name). */
+#ifndef IOTREX_COUNT_H
+#define IOTREX_COUNT_H
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <time.h>
+
+#define MAX_OPS 64
+static struct {
+    const char *name;
+    long calls;
+    long long bytes;
+} counts[MAX_OPS];
+static int ncounts;
+
+static void count(const char *name, long long bytes) {
+    for (int i = 0; i < ncounts; i++) {
+        if (strcmp(counts[i].name, name) == 0) {
+            counts[i].calls++;
+            counts[i].bytes += bytes;
+            return;
+        }
+    }
+    if (ncounts < MAX_OPS) {
+        counts[ncounts].name = name;
+        counts[ncounts].calls = 1;
+        counts[ncounts].bytes = bytes;
+        ncounts++;
+    }
+}
+
+static void count_print(int rank) {
+    static char buf[16384];
+    int n = 0;
+    for (int i = 0; i < ncounts && n < (int)sizeof buf - 128; i++)
+        n += snprintf(buf + n, sizeof buf - n, "COUNT %d %s %ld %lld\n", rank, counts[i].name,
+                      counts[i].calls, counts[i].bytes);
+    ssize_t w = write(1, buf, n);
+    (void)w;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#define DIE(...)                                                                                   \
+    do {                                                                                           \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fprintf(stderr, "\n");                                                                     \
+        MPI_Abort(MPI_COMM_WORLD, 2);                                                              \
+    } while (0)
+#endif

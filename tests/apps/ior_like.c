@@ -1,0 +1,150 @@
+/* ior_like: an IOR-style benchmark.
+ *   -a posix|mpiio   API (default posix)
+ *   -F               file per process (default: one shared file)
+ *   -L seg|strided   segmented (AAAABBBB) or strided (ABABAB) layout (default seg)
+ *   -c               collective MPI-IO (default independent)
+ *   -t BYTES         transfer size (default 65536)
+ *   -b BYTES         block size per rank and segment (default 262144)
+ *   -s N             segment count (default 4)
+ *   -S               strong scaling: -b is the total per segment, each rank gets b/nranks
+ *   -R               read back from the neighbour (rank+1 mod n) after writing
+ *   -e               fsync (MPI_File_sync) after writing
+ *   -o PATH          file name (default /dev/shm/ior_like.dat); FPP adds .<rank, 8 digits>
+ *   -i N             repetitions of the whole write(/read) (default 1) */
+#include <mpi.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include "count.h"
+
+static int rank, n;
+static int mpiio, fpp, strided, coll, strong, readback, dofsync, reps = 1;
+static long xfer = 65536, block = 262144, segs = 4;
+static const char *opath = "/dev/shm/ior_like.dat";
+
+/* Offset of transfer i of segment s for rank r. */
+static long long offset_of(int r, long s, long i) {
+    long nx = block / xfer;
+    if (fpp) return s * block + i * xfer;
+    if (strided) return ((s * nx + i) * (long long)n + r) * xfer;
+    return (s * (long long)n + r) * block + i * xfer;
+}
+
+static void file_name(char *out, size_t len, int r) {
+    if (fpp)
+        snprintf(out, len, "%s.%08d", opath, r);
+    else
+        snprintf(out, len, "%s", opath);
+}
+
+static void posix_phase(char *buf, int writing, int target) {
+    char path[4096];
+    file_name(path, sizeof path, target);
+    int fd = writing ? open(path, O_CREAT | O_WRONLY, 0644) : open(path, O_RDONLY);
+    count("open", 0);
+    if (fd < 0) DIE("open %s failed", path);
+    long nx = block / xfer;
+    for (long s = 0; s < segs; s++)
+        for (long i = 0; i < nx; i++) {
+            long long off = offset_of(target, s, i);
+            if (writing) {
+                ssize_t w = pwrite(fd, buf, xfer, off);
+                count("pwrite", w);
+            } else {
+                ssize_t r = pread(fd, buf, xfer, off);
+                count("pread", r);
+            }
+        }
+    if (writing && dofsync) {
+        fsync(fd);
+        count("fsync", 0);
+    }
+    close(fd);
+    count("close", 0);
+}
+
+static void mpiio_phase(char *buf, int writing, int target) {
+    char path[4096];
+    file_name(path, sizeof path, target);
+    MPI_Comm comm = fpp ? MPI_COMM_SELF : MPI_COMM_WORLD;
+    MPI_File fh;
+    int amode = writing ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY;
+    if (MPI_File_open(comm, path, amode, MPI_INFO_NULL, &fh)) DIE("MPI_File_open %s", path);
+    count("MPI_File_open", 0);
+    long nx = block / xfer;
+    for (long s = 0; s < segs; s++)
+        for (long i = 0; i < nx; i++) {
+            MPI_Offset off = offset_of(target, s, i);
+            if (writing && coll) {
+                MPI_File_write_at_all(fh, off, buf, (int)xfer, MPI_BYTE, MPI_STATUS_IGNORE);
+                count("MPI_File_write_at_all", xfer);
+            } else if (writing) {
+                MPI_File_write_at(fh, off, buf, (int)xfer, MPI_BYTE, MPI_STATUS_IGNORE);
+                count("MPI_File_write_at", xfer);
+            } else if (coll) {
+                MPI_File_read_at_all(fh, off, buf, (int)xfer, MPI_BYTE, MPI_STATUS_IGNORE);
+                count("MPI_File_read_at_all", xfer);
+            } else {
+                MPI_File_read_at(fh, off, buf, (int)xfer, MPI_BYTE, MPI_STATUS_IGNORE);
+                count("MPI_File_read_at", xfer);
+            }
+        }
+    if (writing && dofsync) {
+        MPI_File_sync(fh);
+        count("MPI_File_sync", 0);
+    }
+    MPI_File_close(&fh);
+    count("MPI_File_close", 0);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    count("MPI_Init", 0);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int c;
+    while ((c = getopt(argc, argv, "a:FL:ct:b:s:SReo:i:")) != -1) {
+        switch (c) {
+        case 'a': mpiio = strcmp(optarg, "mpiio") == 0; break;
+        case 'F': fpp = 1; break;
+        case 'L': strided = strcmp(optarg, "strided") == 0; break;
+        case 'c': coll = 1; break;
+        case 't': xfer = atol(optarg); break;
+        case 'b': block = atol(optarg); break;
+        case 's': segs = atol(optarg); break;
+        case 'S': strong = 1; break;
+        case 'R': readback = 1; break;
+        case 'e': dofsync = 1; break;
+        case 'o': opath = optarg; break;
+        case 'i': reps = atoi(optarg); break;
+        default: DIE("ior_like: bad option");
+        }
+    }
+    if (strong) block /= n;
+    if (xfer <= 0 || block < xfer || block % xfer) DIE("ior_like: block must be a multiple of the transfer size");
+    char *buf = malloc(xfer);
+    memset(buf, 'A' + rank % 26, xfer);
+    for (int rep = 0; rep < reps; rep++) {
+        if (mpiio)
+            mpiio_phase(buf, 1, rank);
+        else
+            posix_phase(buf, 1, rank);
+        MPI_Barrier(MPI_COMM_WORLD);
+        count("MPI_Barrier", 0);
+        if (readback) {
+            int nb = (rank + 1) % n;
+            if (mpiio)
+                mpiio_phase(buf, 0, fpp ? nb : nb);
+            else
+                posix_phase(buf, 0, nb);
+            MPI_Barrier(MPI_COMM_WORLD);
+            count("MPI_Barrier", 0);
+        }
+    }
+    count("MPI_Finalize", 0);
+    MPI_Finalize();
+    count_print(rank);
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,1892 @@
+//! MPI wrappers. The application's `MPI_*` calls land here (this library is preloaded before
+//! libmpi) and are forwarded to `PMPI_*`, looked up at run time so that the library has no link
+//! dependency on MPI and serial programs load it too.
+//!
+//! Handles follow the Open MPI ABI: every handle is a pointer, and predefined handles are the
+//! addresses of `ompi_mpi_*` globals. That is checked at `MPI_Init`: if the loaded MPI is not
+//! Open MPI (MPICH's handles are integers), the tracer says so and only passes calls through,
+//! which is safe because forwarding a register-sized argument does not depend on its type.
+
+#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+
+use crate::callsite::signature;
+use crate::guard::{BUSY, Enter, IDLE, IN_MPIIO};
+use crate::posix::cpath;
+use crate::real::{lookup_global, real};
+use crate::state::{CHILDREN, Call, RECORDING, State, now_ns, record_parent, say, with_state};
+use libc::{c_char, c_int, c_void};
+use rsd::Op;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// An Open MPI handle (`MPI_Comm`, `MPI_Datatype`, `MPI_File`, ...): a pointer.
+pub type H = *mut c_void;
+/// `MPI_Offset`.
+pub type Offset = i64;
+/// `MPI_Aint`.
+pub type Aint = isize;
+
+const MPI_SUCCESS: c_int = 0;
+const MPI_ERR_OTHER: c_int = 16;
+/// Open MPI's `MPI_IN_PLACE`.
+const IN_PLACE: usize = 1;
+
+/// Predefined datatypes, in a fixed order that gives their ids (append only: the ids are in
+/// trace files).
+const TYPES: &[&str] = &[
+    "ompi_mpi_datatype_null\0",
+    "ompi_mpi_char\0",
+    "ompi_mpi_signed_char\0",
+    "ompi_mpi_unsigned_char\0",
+    "ompi_mpi_byte\0",
+    "ompi_mpi_short\0",
+    "ompi_mpi_unsigned_short\0",
+    "ompi_mpi_int\0",
+    "ompi_mpi_unsigned\0",
+    "ompi_mpi_long\0",
+    "ompi_mpi_unsigned_long\0",
+    "ompi_mpi_long_long_int\0",
+    "ompi_mpi_unsigned_long_long\0",
+    "ompi_mpi_float\0",
+    "ompi_mpi_double\0",
+    "ompi_mpi_long_double\0",
+    "ompi_mpi_wchar\0",
+    "ompi_mpi_packed\0",
+    "ompi_mpi_int8_t\0",
+    "ompi_mpi_uint8_t\0",
+    "ompi_mpi_int16_t\0",
+    "ompi_mpi_uint16_t\0",
+    "ompi_mpi_int32_t\0",
+    "ompi_mpi_uint32_t\0",
+    "ompi_mpi_int64_t\0",
+    "ompi_mpi_uint64_t\0",
+    "ompi_mpi_aint\0",
+    "ompi_mpi_offset\0",
+    "ompi_mpi_count\0",
+    "ompi_mpi_c_bool\0",
+    "ompi_mpi_c_float_complex\0",
+    "ompi_mpi_c_double_complex\0",
+    "ompi_mpi_c_long_double_complex\0",
+    "ompi_mpi_float_int\0",
+    "ompi_mpi_double_int\0",
+    "ompi_mpi_long_int\0",
+    "ompi_mpi_2int\0",
+    "ompi_mpi_short_int\0",
+    "ompi_mpi_longdbl_int\0",
+    "ompi_mpi_character\0",
+    "ompi_mpi_integer\0",
+    "ompi_mpi_real\0",
+    "ompi_mpi_dblprec\0",
+    "ompi_mpi_lb\0",
+    "ompi_mpi_ub\0",
+];
+
+/// Predefined reduction operations, in a fixed order that gives their ids (append only).
+const OPS: &[&str] = &[
+    "ompi_mpi_op_null\0",
+    "ompi_mpi_op_max\0",
+    "ompi_mpi_op_min\0",
+    "ompi_mpi_op_sum\0",
+    "ompi_mpi_op_prod\0",
+    "ompi_mpi_op_land\0",
+    "ompi_mpi_op_band\0",
+    "ompi_mpi_op_lor\0",
+    "ompi_mpi_op_bor\0",
+    "ompi_mpi_op_lxor\0",
+    "ompi_mpi_op_bxor\0",
+    "ompi_mpi_op_maxloc\0",
+    "ompi_mpi_op_minloc\0",
+    "ompi_mpi_op_replace\0",
+];
+
+/// Addresses of the predefined handles the tracer itself needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Globals {
+    /// `MPI_COMM_WORLD`.
+    pub world: usize,
+    /// `MPI_COMM_SELF`.
+    pub self_: usize,
+    /// `MPI_COMM_NULL`.
+    pub comm_null: usize,
+    /// `MPI_BYTE`.
+    pub byte: usize,
+    /// `MPI_DATATYPE_NULL`.
+    pub dt_null: usize,
+}
+
+static GLOBALS: OnceLock<Globals> = OnceLock::new();
+/// The tracer's own communicator, duplicated from `MPI_COMM_WORLD` at init; 0 until then.
+pub static TRACER_COMM: AtomicUsize = AtomicUsize::new(0);
+/// The loaded MPI is not the one this build understands: pass everything through.
+pub static WRONG_MPI: AtomicBool = AtomicBool::new(false);
+
+/// The predefined handles, once MPI is known to be Open MPI.
+pub fn globals() -> Option<Globals> {
+    GLOBALS.get().copied()
+}
+
+/// Checks that the loaded MPI is Open MPI and resolves its predefined handles.
+fn check_mpi() -> bool {
+    if WRONG_MPI.load(Ordering::Relaxed) {
+        return false;
+    }
+    if GLOBALS.get().is_some() {
+        return true;
+    }
+    let world = lookup_global("ompi_mpi_comm_world\0");
+    if world == 0 {
+        WRONG_MPI.store(true, Ordering::Relaxed);
+        let flavour = if lookup_global("MPICH_Calc_version\0") != 0
+            || lookup_global("MPIR_Init_thread\0") != 0
+        {
+            "MPICH (or a derivative)"
+        } else {
+            "an MPI other than Open MPI"
+        };
+        say(&format!(
+            "tracer disabled: libiotrex_tracer.so was built for Open MPI but the program runs with {flavour}; MPI calls pass through untraced"
+        ));
+        RECORDING.store(false, Ordering::SeqCst);
+        with_state(|st| {
+            st.incomplete = true;
+            st.notes
+                .push("tracer built for Open MPI, program uses another MPI".into());
+        });
+        return false;
+    }
+    let g = Globals {
+        world,
+        self_: lookup_global("ompi_mpi_comm_self\0"),
+        comm_null: lookup_global("ompi_mpi_comm_null\0"),
+        byte: lookup_global("ompi_mpi_byte\0"),
+        dt_null: lookup_global("ompi_mpi_datatype_null\0"),
+    };
+    let _ = GLOBALS.set(g);
+    true
+}
+
+type TypeSizeFn = unsafe extern "C" fn(H, *mut c_int) -> c_int;
+type CommRankFn = unsafe extern "C" fn(H, *mut c_int) -> c_int;
+
+/// Rank of the caller in `comm` (0 if MPI refuses).
+pub(crate) fn comm_rank(comm: H) -> i64 {
+    let Some(f) = real!("PMPI_Comm_rank", CommRankFn) else {
+        return 0;
+    };
+    let mut r = 0;
+    // SAFETY: `comm` came from the application's own call, which MPI will validate; `r` is a
+    // valid out-parameter.
+    unsafe { f(comm, &mut r) };
+    r as i64
+}
+
+/// Size of `comm` (0 if MPI refuses).
+pub(crate) fn comm_size(comm: H) -> i64 {
+    let Some(f) = real!("PMPI_Comm_size", CommRankFn) else {
+        return 0;
+    };
+    let mut r = 0;
+    // SAFETY: as in `comm_rank`.
+    unsafe { f(comm, &mut r) };
+    r as i64
+}
+
+impl State {
+    fn comm_id(&mut self, c: H) -> i64 {
+        match globals() {
+            Some(g) if c as usize == g.comm_null => -1,
+            _ => self.comms.id(c as usize),
+        }
+    }
+
+    /// A datatype's id, numbering types first seen here (built by calls not traced).
+    fn type_id(&mut self, t: H) -> i64 {
+        self.types.id(t as usize)
+    }
+
+    /// The size of a datatype in bytes, cached. Never asks MPI about a null handle, which
+    /// would raise an MPI error (fatal by default).
+    fn tsize(&mut self, t: H) -> i64 {
+        let h = t as usize;
+        if h == 0 || globals().is_some_and(|g| h == g.dt_null) {
+            return 0;
+        }
+        if let Some(&s) = self.type_sizes.get(&h) {
+            return s;
+        }
+        let Some(f) = real!("PMPI_Type_size", TypeSizeFn) else {
+            return 0;
+        };
+        let mut s = 0;
+        // SAFETY: `t` is a datatype the application passed to a call that succeeded, and `s`
+        // is a valid out-parameter.
+        let rc = unsafe { f(t, &mut s) };
+        let s = if rc == MPI_SUCCESS { s as i64 } else { 0 };
+        self.type_sizes.insert(h, s);
+        s
+    }
+
+    fn new_type(&mut self, r: c_int, t: *mut H) -> i64 {
+        if r != MPI_SUCCESS || t.is_null() {
+            return -1;
+        }
+        // SAFETY: MPI wrote the new handle through the application's non-null pointer.
+        let h = unsafe { *t } as usize;
+        self.types.forget(h);
+        self.type_sizes.remove(&h);
+        self.types.id(h)
+    }
+
+    fn new_comm(&mut self, r: c_int, c: *mut H) -> i64 {
+        if r != MPI_SUCCESS || c.is_null() {
+            return -1;
+        }
+        // SAFETY: MPI wrote the new handle through the application's non-null pointer.
+        let h = unsafe { *c } as usize;
+        if globals().is_some_and(|g| h == g.comm_null) {
+            return -1;
+        }
+        self.comms.forget(h);
+        self.comms.id(h)
+    }
+
+    fn op_id(&mut self, o: H) -> i64 {
+        self.ops.id(o as usize)
+    }
+
+    fn file_id(&self, f: H) -> i64 {
+        self.files.get(f as usize).unwrap_or(-1)
+    }
+
+    fn new_req(&mut self, r: c_int, q: *mut H) -> i64 {
+        if r != MPI_SUCCESS || q.is_null() {
+            return -1;
+        }
+        // SAFETY: MPI wrote the request through the application's non-null pointer.
+        self.reqs.insert(unsafe { *q } as usize)
+    }
+}
+
+/// Peers are stored relative to the caller; `MPI_ANY_SOURCE` (-1) and `MPI_PROC_NULL` (-2)
+/// become `i32::MIN - 1` and `i32::MIN - 2`, out of the range of any relative rank.
+fn rel_peer(comm: H, peer: c_int) -> i64 {
+    if peer < 0 {
+        return i32::MIN as i64 + peer as i64;
+    }
+    peer as i64 - comm_rank(comm)
+}
+
+fn sum_counts(counts: *const c_int, n: i64) -> i64 {
+    if counts.is_null() || n <= 0 {
+        return 0;
+    }
+    // SAFETY: MPI requires `counts` to hold one entry per rank of the communicator (n), and
+    // the call has just read them.
+    unsafe { std::slice::from_raw_parts(counts, n as usize) }
+        .iter()
+        .map(|&c| c as i64)
+        .sum()
+}
+
+fn ints(p: *const c_int, n: c_int) -> Vec<i64> {
+    if p.is_null() || n <= 0 {
+        return Vec::new();
+    }
+    // SAFETY: MPI requires the array to hold `n` entries, and the call has just read them.
+    unsafe { std::slice::from_raw_parts(p, n as usize) }
+        .iter()
+        .map(|&c| c as i64)
+        .collect()
+}
+
+/// Runs an MPI call and records it. In MPI-IO calls (`io`), POSIX calls made by the library
+/// become the event's children; in other calls they are not recorded.
+fn mpi_call(
+    op: Op,
+    io: bool,
+    call: impl FnOnce() -> c_int,
+    build: impl FnOnce(&mut State, c_int) -> Vec<i64>,
+) -> c_int {
+    mpi_call_path(op, io, None, call, build)
+}
+
+fn mpi_call_path(
+    op: Op,
+    io: bool,
+    path: Option<String>,
+    call: impl FnOnce() -> c_int,
+    build: impl FnOnce(&mut State, c_int) -> Vec<i64>,
+) -> c_int {
+    if crate::guard::mode() != IDLE || !RECORDING.load(Ordering::Relaxed) {
+        return call();
+    }
+    let g = Enter::new(BUSY);
+    let sig = signature();
+    let t0 = now_ns();
+    if io {
+        CHILDREN.with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut() {
+                c.0.clear();
+                c.1 = t0;
+            }
+        });
+        g.switch(IN_MPIIO);
+    }
+    let r = call();
+    let t1 = now_ns();
+    g.switch(BUSY);
+    let children = if io {
+        CHILDREN.with(|c| {
+            c.try_borrow_mut()
+                .map(|mut c| std::mem::take(&mut c.0))
+                .unwrap_or_default()
+        })
+    } else {
+        Vec::new()
+    };
+    record_parent(Call { op, sig, t0, t1 }, children, |st| {
+        Some((build(st, r), path))
+    });
+    r
+}
+
+macro_rules! pmpi {
+    ($name:literal, $ty:ty) => {
+        match real!($name, $ty) {
+            Some(f) => f,
+            None => {
+                say(concat!("cannot find ", $name, " in the loaded MPI library"));
+                return MPI_ERR_OTHER;
+            }
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Init and finalize.
+
+fn after_init(r: c_int) {
+    if r != MPI_SUCCESS || !check_mpi() {
+        return;
+    }
+    let Some(g) = globals() else { return };
+    let rank = comm_rank(g.world as H) as u32;
+    // The tracer's own communicator, so the finalize-time merge never matches an application
+    // message.
+    if let Some(dup) = real!("PMPI_Comm_dup", unsafe extern "C" fn(H, *mut H) -> c_int) {
+        let mut c: H = std::ptr::null_mut();
+        // SAFETY: MPI is initialised, `world` is MPI_COMM_WORLD and `c` a valid out-parameter.
+        if unsafe { dup(g.world as H, &mut c) } == MPI_SUCCESS {
+            TRACER_COMM.store(c as usize, Ordering::SeqCst);
+        }
+    }
+    with_state(|st| {
+        if st.rank != rank {
+            // Only possible when the launcher's environment did not name the rank; the events
+            // recorded so far carry the wrong rank, so say so.
+            if st.comp.events() > 0 {
+                st.incomplete = true;
+                st.notes.push(format!(
+                    "rank {rank}: {} calls before MPI_Init were recorded as rank {}",
+                    st.comp.events(),
+                    st.rank
+                ));
+            }
+            st.rank = rank;
+            st.comp = rsd::Compressor::new(rank);
+            if let Some(raw) = &mut st.raw {
+                raw.clear();
+            }
+        }
+        st.comms.fixed(g.world, 0);
+        if g.self_ != 0 {
+            st.comms.fixed(g.self_, 1);
+        }
+        for (i, name) in TYPES.iter().enumerate() {
+            let a = lookup_global(name);
+            if a != 0 {
+                st.types.fixed(a, i as i64);
+            }
+        }
+        for (i, name) in OPS.iter().enumerate() {
+            let a = lookup_global(name);
+            if a != 0 {
+                st.ops.fixed(a, i as i64);
+            }
+        }
+        st.mpi_initialized = true;
+        st.start_ns = now_ns();
+    });
+}
+
+fn init_common(op_call: impl FnOnce() -> c_int) -> c_int {
+    // Everything MPI_Init does (sockets, shared memory, the runtime's files and threads) runs
+    // in BUSY mode and is not recorded.
+    let g = Enter::new(BUSY);
+    let t0 = now_ns();
+    let r = op_call();
+    let t1 = now_ns();
+    after_init(r);
+    drop(g);
+    if RECORDING.load(Ordering::Relaxed) && crate::guard::mode() == IDLE {
+        let _g = Enter::new(BUSY);
+        let sig = signature();
+        record_parent(
+            Call {
+                op: Op::Init,
+                sig,
+                t0,
+                t1,
+            },
+            Vec::new(),
+            |_| Some((Vec::new(), None)),
+        );
+    }
+    r
+}
+
+/// Wrapper: `MPI_Init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    let f = pmpi!(
+        "PMPI_Init",
+        unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char) -> c_int
+    );
+    // SAFETY: forwarding the application's arguments.
+    init_common(|| unsafe { f(argc, argv) })
+}
+
+/// Wrapper: `MPI_Init_thread`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Init_thread",
+        unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char, c_int, *mut c_int) -> c_int
+    );
+    // SAFETY: forwarding the application's arguments.
+    init_common(|| unsafe { f(argc, argv, required, provided) })
+}
+
+/// Wrapper: `MPI_Finalize`. Merges every rank's trace and writes it, before `PMPI_Finalize`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    let f = pmpi!("PMPI_Finalize", unsafe extern "C" fn() -> c_int);
+    if crate::guard::mode() == IDLE && RECORDING.load(Ordering::Relaxed) {
+        let _g = Enter::new(BUSY);
+        let sig = signature();
+        let t = now_ns();
+        record_parent(
+            Call {
+                op: Op::Finalize,
+                sig,
+                t0: t,
+                t1: t,
+            },
+            Vec::new(),
+            |_| Some((Vec::new(), None)),
+        );
+    }
+    let comm = TRACER_COMM.swap(0, Ordering::SeqCst);
+    {
+        let _g = Enter::new(BUSY);
+        if comm != 0 && !WRONG_MPI.load(Ordering::Relaxed) {
+            crate::finalize::merge_and_write(comm as H);
+        }
+    }
+    let _g = Enter::new(BUSY);
+    // SAFETY: no arguments; the application asked for it.
+    unsafe { f() }
+}
+
+// ---------------------------------------------------------------------------------------------
+// MPI-IO.
+
+/// Wrapper: `MPI_File_open`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_open(
+    comm: H,
+    name: *const c_char,
+    amode: c_int,
+    info: H,
+    fh: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_File_open",
+        unsafe extern "C" fn(H, *const c_char, c_int, H, *mut H) -> c_int
+    );
+    mpi_call_path(
+        Op::FileOpen,
+        true,
+        cpath(name),
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(comm, name, amode, info, fh) },
+        |st, r| {
+            let c = st.comm_id(comm);
+            let id = if r == MPI_SUCCESS && !fh.is_null() {
+                // SAFETY: MPI wrote the handle through the application's non-null pointer.
+                st.files.insert(unsafe { *fh } as usize)
+            } else {
+                -1
+            };
+            vec![c, amode as i64, id]
+        },
+    )
+}
+
+/// Wrapper: `MPI_File_close`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_close(fh: *mut H) -> c_int {
+    let f = pmpi!("PMPI_File_close", unsafe extern "C" fn(*mut H) -> c_int);
+    // SAFETY: MPI requires a valid pointer to an open file handle; read it before it is reset.
+    let h = if fh.is_null() {
+        0
+    } else {
+        (unsafe { *fh }) as usize
+    };
+    mpi_call(
+        Op::FileClose,
+        true,
+        // SAFETY: forwarding the application's argument.
+        || unsafe { f(fh) },
+        |st, _| vec![st.files.remove(h).unwrap_or(-1)],
+    )
+}
+
+/// Wrapper: `MPI_File_delete`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_delete(name: *const c_char, info: H) -> c_int {
+    let f = pmpi!(
+        "PMPI_File_delete",
+        unsafe extern "C" fn(*const c_char, H) -> c_int
+    );
+    mpi_call_path(
+        Op::FileDelete,
+        true,
+        cpath(name),
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(name, info) },
+        |_, _| Vec::new(),
+    )
+}
+
+/// Wrapper: `MPI_File_set_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_set_size(fh: H, size: Offset) -> c_int {
+    let f = pmpi!(
+        "PMPI_File_set_size",
+        unsafe extern "C" fn(H, Offset) -> c_int
+    );
+    mpi_call(
+        Op::FileSetSize,
+        true,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(fh, size) },
+        |st, _| vec![st.file_id(fh), size],
+    )
+}
+
+/// Wrapper: `MPI_File_get_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_get_size(fh: H, size: *mut Offset) -> c_int {
+    let f = pmpi!(
+        "PMPI_File_get_size",
+        unsafe extern "C" fn(H, *mut Offset) -> c_int
+    );
+    mpi_call(
+        Op::FileGetSize,
+        true,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(fh, size) },
+        |st, r| {
+            let s = if r == MPI_SUCCESS && !size.is_null() {
+                // SAFETY: MPI wrote the size through the application's non-null pointer.
+                unsafe { *size }
+            } else {
+                -1
+            };
+            vec![st.file_id(fh), s]
+        },
+    )
+}
+
+/// Wrapper: `MPI_File_set_view`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_set_view(
+    fh: H,
+    disp: Offset,
+    etype: H,
+    filetype: H,
+    datarep: *const c_char,
+    info: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_File_set_view",
+        unsafe extern "C" fn(H, Offset, H, H, *const c_char, H) -> c_int
+    );
+    mpi_call(
+        Op::FileSetView,
+        true,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(fh, disp, etype, filetype, datarep, info) },
+        |st, _| {
+            vec![
+                st.file_id(fh),
+                disp,
+                st.type_id(etype),
+                st.type_id(filetype),
+            ]
+        },
+    )
+}
+
+/// Wrapper: `MPI_File_seek`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_seek(fh: H, off: Offset, whence: c_int) -> c_int {
+    let f = pmpi!(
+        "PMPI_File_seek",
+        unsafe extern "C" fn(H, Offset, c_int) -> c_int
+    );
+    mpi_call(
+        Op::FileSeek,
+        true,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(fh, off, whence) },
+        |st, _| vec![st.file_id(fh), off, whence as i64],
+    )
+}
+
+/// Wrapper: `MPI_File_sync`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_File_sync(fh: H) -> c_int {
+    let f = pmpi!("PMPI_File_sync", unsafe extern "C" fn(H) -> c_int);
+    mpi_call(
+        Op::FileSync,
+        true,
+        // SAFETY: forwarding the application's argument.
+        || unsafe { f(fh) },
+        |st, _| vec![st.file_id(fh)],
+    )
+}
+
+fn io_bytes(st: &mut State, r: c_int, count: c_int, dt: H) -> i64 {
+    if r == MPI_SUCCESS {
+        count as i64 * st.tsize(dt)
+    } else {
+        0
+    }
+}
+
+macro_rules! file_data {
+    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+        /// Wrapper: an MPI-IO data call with the individual or shared file pointer.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(fh: H, buf: $buf, count: c_int, dt: H, status: H) -> c_int {
+            let f = pmpi!($sym, unsafe extern "C" fn(H, $buf, c_int, H, H) -> c_int);
+            mpi_call(
+                $op,
+                true,
+                // SAFETY: forwarding the application's arguments.
+                || unsafe { f(fh, buf, count, dt, status) },
+                |st, r| {
+                    let b = io_bytes(st, r, count, dt);
+                    vec![st.file_id(fh), count as i64, st.type_id(dt), b]
+                },
+            )
+        }
+    };
+}
+file_data!(MPI_File_read, "PMPI_File_read", Op::FileRead, *mut c_void);
+file_data!(
+    MPI_File_read_all,
+    "PMPI_File_read_all",
+    Op::FileReadAll,
+    *mut c_void
+);
+file_data!(
+    MPI_File_read_shared,
+    "PMPI_File_read_shared",
+    Op::FileReadShared,
+    *mut c_void
+);
+file_data!(
+    MPI_File_read_ordered,
+    "PMPI_File_read_ordered",
+    Op::FileReadOrdered,
+    *mut c_void
+);
+file_data!(
+    MPI_File_write,
+    "PMPI_File_write",
+    Op::FileWrite,
+    *const c_void
+);
+file_data!(
+    MPI_File_write_all,
+    "PMPI_File_write_all",
+    Op::FileWriteAll,
+    *const c_void
+);
+file_data!(
+    MPI_File_write_shared,
+    "PMPI_File_write_shared",
+    Op::FileWriteShared,
+    *const c_void
+);
+file_data!(
+    MPI_File_write_ordered,
+    "PMPI_File_write_ordered",
+    Op::FileWriteOrdered,
+    *const c_void
+);
+
+macro_rules! file_data_at {
+    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+        /// Wrapper: an MPI-IO data call at an explicit offset.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            fh: H,
+            off: Offset,
+            buf: $buf,
+            count: c_int,
+            dt: H,
+            status: H,
+        ) -> c_int {
+            let f = pmpi!(
+                $sym,
+                unsafe extern "C" fn(H, Offset, $buf, c_int, H, H) -> c_int
+            );
+            mpi_call(
+                $op,
+                true,
+                // SAFETY: forwarding the application's arguments.
+                || unsafe { f(fh, off, buf, count, dt, status) },
+                |st, r| {
+                    let b = io_bytes(st, r, count, dt);
+                    vec![st.file_id(fh), off, count as i64, st.type_id(dt), b]
+                },
+            )
+        }
+    };
+}
+file_data_at!(
+    MPI_File_read_at,
+    "PMPI_File_read_at",
+    Op::FileReadAt,
+    *mut c_void
+);
+file_data_at!(
+    MPI_File_read_at_all,
+    "PMPI_File_read_at_all",
+    Op::FileReadAtAll,
+    *mut c_void
+);
+file_data_at!(
+    MPI_File_write_at,
+    "PMPI_File_write_at",
+    Op::FileWriteAt,
+    *const c_void
+);
+file_data_at!(
+    MPI_File_write_at_all,
+    "PMPI_File_write_at_all",
+    Op::FileWriteAtAll,
+    *const c_void
+);
+
+macro_rules! file_idata {
+    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+        /// Wrapper: a nonblocking MPI-IO data call.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            fh: H,
+            buf: $buf,
+            count: c_int,
+            dt: H,
+            req: *mut H,
+        ) -> c_int {
+            let f = pmpi!(
+                $sym,
+                unsafe extern "C" fn(H, $buf, c_int, H, *mut H) -> c_int
+            );
+            mpi_call(
+                $op,
+                true,
+                // SAFETY: forwarding the application's arguments.
+                || unsafe { f(fh, buf, count, dt, req) },
+                |st, r| {
+                    let b = io_bytes(st, r, count, dt);
+                    let q = st.new_req(r, req);
+                    vec![st.file_id(fh), count as i64, st.type_id(dt), b, q]
+                },
+            )
+        }
+    };
+}
+file_idata!(
+    MPI_File_iread,
+    "PMPI_File_iread",
+    Op::FileIread,
+    *mut c_void
+);
+file_idata!(
+    MPI_File_iread_all,
+    "PMPI_File_iread_all",
+    Op::FileIreadAll,
+    *mut c_void
+);
+file_idata!(
+    MPI_File_iread_shared,
+    "PMPI_File_iread_shared",
+    Op::FileIreadShared,
+    *mut c_void
+);
+file_idata!(
+    MPI_File_iwrite,
+    "PMPI_File_iwrite",
+    Op::FileIwrite,
+    *const c_void
+);
+file_idata!(
+    MPI_File_iwrite_all,
+    "PMPI_File_iwrite_all",
+    Op::FileIwriteAll,
+    *const c_void
+);
+file_idata!(
+    MPI_File_iwrite_shared,
+    "PMPI_File_iwrite_shared",
+    Op::FileIwriteShared,
+    *const c_void
+);
+
+macro_rules! file_idata_at {
+    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+        /// Wrapper: a nonblocking MPI-IO data call at an explicit offset.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            fh: H,
+            off: Offset,
+            buf: $buf,
+            count: c_int,
+            dt: H,
+            req: *mut H,
+        ) -> c_int {
+            let f = pmpi!(
+                $sym,
+                unsafe extern "C" fn(H, Offset, $buf, c_int, H, *mut H) -> c_int
+            );
+            mpi_call(
+                $op,
+                true,
+                // SAFETY: forwarding the application's arguments.
+                || unsafe { f(fh, off, buf, count, dt, req) },
+                |st, r| {
+                    let b = io_bytes(st, r, count, dt);
+                    let q = st.new_req(r, req);
+                    vec![st.file_id(fh), off, count as i64, st.type_id(dt), b, q]
+                },
+            )
+        }
+    };
+}
+file_idata_at!(
+    MPI_File_iread_at,
+    "PMPI_File_iread_at",
+    Op::FileIreadAt,
+    *mut c_void
+);
+file_idata_at!(
+    MPI_File_iwrite_at,
+    "PMPI_File_iwrite_at",
+    Op::FileIwriteAt,
+    *const c_void
+);
+
+// ---------------------------------------------------------------------------------------------
+// Collectives and point-to-point. `bytes` is what this rank sends (count times the size of the
+// send type), or receives for the receive-only side of a call.
+
+/// Wrapper: `MPI_Barrier`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Barrier(comm: H) -> c_int {
+    let f = pmpi!("PMPI_Barrier", unsafe extern "C" fn(H) -> c_int);
+    // SAFETY: forwarding the application's argument.
+    mpi_call(
+        Op::Barrier,
+        false,
+        || unsafe { f(comm) },
+        |st, _| vec![st.comm_id(comm)],
+    )
+}
+
+/// Wrapper: `MPI_Bcast`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Bcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: H,
+    root: c_int,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Bcast",
+        unsafe extern "C" fn(*mut c_void, c_int, H, c_int, H) -> c_int
+    );
+    mpi_call(
+        Op::Bcast,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(buf, count, dt, root, comm) },
+        |st, _| {
+            let b = count as i64 * st.tsize(dt);
+            vec![
+                count as i64,
+                st.type_id(dt),
+                root as i64,
+                st.comm_id(comm),
+                b,
+            ]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Reduce`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Reduce(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    count: c_int,
+    dt: H,
+    op: H,
+    root: c_int,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Reduce",
+        unsafe extern "C" fn(*const c_void, *mut c_void, c_int, H, H, c_int, H) -> c_int
+    );
+    mpi_call(
+        Op::Reduce,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(sbuf, rbuf, count, dt, op, root, comm) },
+        |st, _| {
+            let b = count as i64 * st.tsize(dt);
+            vec![
+                count as i64,
+                st.type_id(dt),
+                st.op_id(op),
+                root as i64,
+                st.comm_id(comm),
+                b,
+            ]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Allreduce`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Allreduce(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    count: c_int,
+    dt: H,
+    op: H,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Allreduce",
+        unsafe extern "C" fn(*const c_void, *mut c_void, c_int, H, H, H) -> c_int
+    );
+    mpi_call(
+        Op::Allreduce,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(sbuf, rbuf, count, dt, op, comm) },
+        |st, _| {
+            let b = count as i64 * st.tsize(dt);
+            vec![
+                count as i64,
+                st.type_id(dt),
+                st.op_id(op),
+                st.comm_id(comm),
+                b,
+            ]
+        },
+    )
+}
+
+/// Send arguments as recorded: with `MPI_IN_PLACE` the count and type are ignored by MPI (and
+/// may be garbage), so they are recorded as 0 and -1.
+fn send_args(st: &mut State, sbuf: *const c_void, scount: c_int, stype: H) -> (i64, i64, i64) {
+    if sbuf as usize == IN_PLACE {
+        (0, -1, 0)
+    } else {
+        let b = scount as i64 * st.tsize(stype);
+        (scount as i64, st.type_id(stype), b)
+    }
+}
+
+/// Wrapper: `MPI_Gather`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Gather(
+    sbuf: *const c_void,
+    scount: c_int,
+    stype: H,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rtype: H,
+    root: c_int,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Gather",
+        unsafe extern "C" fn(*const c_void, c_int, H, *mut c_void, c_int, H, c_int, H) -> c_int
+    );
+    mpi_call(
+        Op::Gather,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(sbuf, scount, stype, rbuf, rcount, rtype, root, comm) },
+        |st, _| {
+            let (sc, sty, b) = send_args(st, sbuf, scount, stype);
+            // Receive arguments matter only at the root.
+            let (rc, rty) = if comm_rank(comm) == root as i64 {
+                (rcount as i64, st.type_id(rtype))
+            } else {
+                (0, -1)
+            };
+            vec![sc, sty, rc, rty, root as i64, st.comm_id(comm), b]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Gatherv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Gatherv(
+    sbuf: *const c_void,
+    scount: c_int,
+    stype: H,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rtype: H,
+    root: c_int,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Gatherv",
+        unsafe extern "C" fn(
+            *const c_void,
+            c_int,
+            H,
+            *mut c_void,
+            *const c_int,
+            *const c_int,
+            H,
+            c_int,
+            H,
+        ) -> c_int
+    );
+    mpi_call(
+        Op::Gatherv,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe {
+            f(
+                sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm,
+            )
+        },
+        |st, _| {
+            let (sc, sty, b) = send_args(st, sbuf, scount, stype);
+            let (rb, rty) = if comm_rank(comm) == root as i64 {
+                let n = comm_size(comm);
+                (sum_counts(rcounts, n) * st.tsize(rtype), st.type_id(rtype))
+            } else {
+                (0, -1)
+            };
+            vec![sc, sty, rb, rty, root as i64, st.comm_id(comm), b]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Scatter`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Scatter(
+    sbuf: *const c_void,
+    scount: c_int,
+    stype: H,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rtype: H,
+    root: c_int,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Scatter",
+        unsafe extern "C" fn(*const c_void, c_int, H, *mut c_void, c_int, H, c_int, H) -> c_int
+    );
+    mpi_call(
+        Op::Scatter,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(sbuf, scount, stype, rbuf, rcount, rtype, root, comm) },
+        |st, _| {
+            let (sc, sty) = if comm_rank(comm) == root as i64 {
+                (scount as i64, st.type_id(stype))
+            } else {
+                (0, -1)
+            };
+            let (rc, rty, b) = if rbuf as usize == IN_PLACE {
+                (0, -1, 0)
+            } else {
+                (
+                    rcount as i64,
+                    st.type_id(rtype),
+                    rcount as i64 * st.tsize(rtype),
+                )
+            };
+            vec![sc, sty, rc, rty, root as i64, st.comm_id(comm), b]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Scatterv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Scatterv(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    stype: H,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rtype: H,
+    root: c_int,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Scatterv",
+        unsafe extern "C" fn(
+            *const c_void,
+            *const c_int,
+            *const c_int,
+            H,
+            *mut c_void,
+            c_int,
+            H,
+            c_int,
+            H,
+        ) -> c_int
+    );
+    mpi_call(
+        Op::Scatterv,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe {
+            f(
+                sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm,
+            )
+        },
+        |st, _| {
+            let (sb, sty) = if comm_rank(comm) == root as i64 {
+                let n = comm_size(comm);
+                (sum_counts(scounts, n) * st.tsize(stype), st.type_id(stype))
+            } else {
+                (0, -1)
+            };
+            let (rc, rty, b) = if rbuf as usize == IN_PLACE {
+                (0, -1, 0)
+            } else {
+                (
+                    rcount as i64,
+                    st.type_id(rtype),
+                    rcount as i64 * st.tsize(rtype),
+                )
+            };
+            vec![sb, sty, rc, rty, root as i64, st.comm_id(comm), b]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Allgather`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Allgather(
+    sbuf: *const c_void,
+    scount: c_int,
+    stype: H,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rtype: H,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Allgather",
+        unsafe extern "C" fn(*const c_void, c_int, H, *mut c_void, c_int, H, H) -> c_int
+    );
+    mpi_call(
+        Op::Allgather,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(sbuf, scount, stype, rbuf, rcount, rtype, comm) },
+        |st, _| {
+            let (sc, sty, b) = send_args(st, sbuf, scount, stype);
+            vec![
+                sc,
+                sty,
+                rcount as i64,
+                st.type_id(rtype),
+                st.comm_id(comm),
+                b,
+            ]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Allgatherv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Allgatherv(
+    sbuf: *const c_void,
+    scount: c_int,
+    stype: H,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rtype: H,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Allgatherv",
+        unsafe extern "C" fn(
+            *const c_void,
+            c_int,
+            H,
+            *mut c_void,
+            *const c_int,
+            *const c_int,
+            H,
+            H,
+        ) -> c_int
+    );
+    mpi_call(
+        Op::Allgatherv,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm) },
+        |st, _| {
+            let (sc, sty, b) = send_args(st, sbuf, scount, stype);
+            let n = comm_size(comm);
+            let rb = sum_counts(rcounts, n) * st.tsize(rtype);
+            vec![sc, sty, rb, st.type_id(rtype), st.comm_id(comm), b]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Alltoall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Alltoall(
+    sbuf: *const c_void,
+    scount: c_int,
+    stype: H,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rtype: H,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Alltoall",
+        unsafe extern "C" fn(*const c_void, c_int, H, *mut c_void, c_int, H, H) -> c_int
+    );
+    mpi_call(
+        Op::Alltoall,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(sbuf, scount, stype, rbuf, rcount, rtype, comm) },
+        |st, _| {
+            let (sc, sty, b) = send_args(st, sbuf, scount, stype);
+            let n = comm_size(comm);
+            vec![
+                sc,
+                sty,
+                rcount as i64,
+                st.type_id(rtype),
+                st.comm_id(comm),
+                b * n,
+            ]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Alltoallv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Alltoallv(
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stype: H,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtype: H,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Alltoallv",
+        unsafe extern "C" fn(
+            *const c_void,
+            *const c_int,
+            *const c_int,
+            H,
+            *mut c_void,
+            *const c_int,
+            *const c_int,
+            H,
+            H,
+        ) -> c_int
+    );
+    mpi_call(
+        Op::Alltoallv,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe {
+            f(
+                sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm,
+            )
+        },
+        |st, _| {
+            let n = comm_size(comm);
+            let (sb, sty) = if sbuf as usize == IN_PLACE {
+                (0, -1)
+            } else {
+                (sum_counts(scounts, n) * st.tsize(stype), st.type_id(stype))
+            };
+            let rb = sum_counts(rcounts, n) * st.tsize(rtype);
+            vec![sb, sty, rb, st.type_id(rtype), st.comm_id(comm), sb]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Send`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    dt: H,
+    dest: c_int,
+    tag: c_int,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Send",
+        unsafe extern "C" fn(*const c_void, c_int, H, c_int, c_int, H) -> c_int
+    );
+    mpi_call(
+        Op::Send,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(buf, count, dt, dest, tag, comm) },
+        |st, _| {
+            let b = count as i64 * st.tsize(dt);
+            vec![
+                count as i64,
+                st.type_id(dt),
+                rel_peer(comm, dest),
+                tag as i64,
+                st.comm_id(comm),
+                b,
+            ]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Recv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: H,
+    src: c_int,
+    tag: c_int,
+    comm: H,
+    status: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Recv",
+        unsafe extern "C" fn(*mut c_void, c_int, H, c_int, c_int, H, H) -> c_int
+    );
+    mpi_call(
+        Op::Recv,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(buf, count, dt, src, tag, comm, status) },
+        |st, _| {
+            let b = count as i64 * st.tsize(dt);
+            vec![
+                count as i64,
+                st.type_id(dt),
+                rel_peer(comm, src),
+                tag as i64,
+                st.comm_id(comm),
+                b,
+            ]
+        },
+    )
+}
+
+macro_rules! nonblocking_p2p {
+    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+        /// Wrapper: `MPI_Isend` / `MPI_Irecv`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            buf: $buf,
+            count: c_int,
+            dt: H,
+            peer: c_int,
+            tag: c_int,
+            comm: H,
+            req: *mut H,
+        ) -> c_int {
+            let f = pmpi!(
+                $sym,
+                unsafe extern "C" fn($buf, c_int, H, c_int, c_int, H, *mut H) -> c_int
+            );
+            mpi_call(
+                $op,
+                false,
+                // SAFETY: forwarding the application's arguments.
+                || unsafe { f(buf, count, dt, peer, tag, comm, req) },
+                |st, r| {
+                    let b = count as i64 * st.tsize(dt);
+                    let q = st.new_req(r, req);
+                    vec![
+                        count as i64,
+                        st.type_id(dt),
+                        rel_peer(comm, peer),
+                        tag as i64,
+                        st.comm_id(comm),
+                        b,
+                        q,
+                    ]
+                },
+            )
+        }
+    };
+}
+nonblocking_p2p!(MPI_Isend, "PMPI_Isend", Op::Isend, *const c_void);
+nonblocking_p2p!(MPI_Irecv, "PMPI_Irecv", Op::Irecv, *mut c_void);
+
+/// Wrapper: `MPI_Wait`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Wait(req: *mut H, status: H) -> c_int {
+    let f = pmpi!("PMPI_Wait", unsafe extern "C" fn(*mut H, H) -> c_int);
+    // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
+    let h = if req.is_null() {
+        0
+    } else {
+        (unsafe { *req }) as usize
+    };
+    mpi_call(
+        Op::Wait,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(req, status) },
+        |st, _| vec![st.reqs.remove(h).unwrap_or(-1)],
+    )
+}
+
+/// Wrapper: `MPI_Waitall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitall(count: c_int, reqs: *mut H, statuses: H) -> c_int {
+    let f = pmpi!(
+        "PMPI_Waitall",
+        unsafe extern "C" fn(c_int, *mut H, H) -> c_int
+    );
+    let hs: Vec<usize> = if reqs.is_null() || count <= 0 {
+        Vec::new()
+    } else {
+        // SAFETY: MPI requires `reqs` to hold `count` requests; read them before MPI resets them.
+        unsafe { std::slice::from_raw_parts(reqs, count as usize) }
+            .iter()
+            .map(|&h| h as usize)
+            .collect()
+    };
+    mpi_call(
+        Op::Waitall,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(count, reqs, statuses) },
+        |st, _| {
+            for h in hs {
+                st.reqs.remove(h);
+            }
+            vec![count as i64]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Sendrecv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sbuf: *const c_void,
+    scount: c_int,
+    stype: H,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rtype: H,
+    src: c_int,
+    rtag: c_int,
+    comm: H,
+    status: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Sendrecv",
+        unsafe extern "C" fn(
+            *const c_void,
+            c_int,
+            H,
+            c_int,
+            c_int,
+            *mut c_void,
+            c_int,
+            H,
+            c_int,
+            c_int,
+            H,
+            H,
+        ) -> c_int
+    );
+    mpi_call(
+        Op::Sendrecv,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe {
+            f(
+                sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, status,
+            )
+        },
+        |st, _| {
+            let b = scount as i64 * st.tsize(stype);
+            vec![
+                scount as i64,
+                st.type_id(stype),
+                rel_peer(comm, dest),
+                stag as i64,
+                rcount as i64,
+                st.type_id(rtype),
+                rel_peer(comm, src),
+                rtag as i64,
+                st.comm_id(comm),
+                b,
+            ]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Comm_dup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_dup(comm: H, newcomm: *mut H) -> c_int {
+    let f = pmpi!("PMPI_Comm_dup", unsafe extern "C" fn(H, *mut H) -> c_int);
+    mpi_call(
+        Op::CommDup,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(comm, newcomm) },
+        |st, r| {
+            let c = st.comm_id(comm);
+            vec![c, st.new_comm(r, newcomm)]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Comm_split`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_split(
+    comm: H,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Comm_split",
+        unsafe extern "C" fn(H, c_int, c_int, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::CommSplit,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(comm, color, key, newcomm) },
+        |st, r| {
+            let c = st.comm_id(comm);
+            vec![c, color as i64, key as i64, st.new_comm(r, newcomm)]
+        },
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Datatypes.
+
+/// Wrapper: `MPI_Type_contiguous`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, old: H, new: *mut H) -> c_int {
+    let f = pmpi!(
+        "PMPI_Type_contiguous",
+        unsafe extern "C" fn(c_int, H, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::TypeContiguous,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(count, old, new) },
+        |st, r| {
+            let o = st.type_id(old);
+            vec![count as i64, o, st.new_type(r, new)]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Type_vector`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_vector(
+    count: c_int,
+    bl: c_int,
+    stride: c_int,
+    old: H,
+    new: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Type_vector",
+        unsafe extern "C" fn(c_int, c_int, c_int, H, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::TypeVector,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(count, bl, stride, old, new) },
+        |st, r| {
+            let o = st.type_id(old);
+            vec![
+                count as i64,
+                bl as i64,
+                stride as i64,
+                o,
+                st.new_type(r, new),
+            ]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Type_create_hvector`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_create_hvector(
+    count: c_int,
+    bl: c_int,
+    stride: Aint,
+    old: H,
+    new: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Type_create_hvector",
+        unsafe extern "C" fn(c_int, c_int, Aint, H, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::TypeHvector,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(count, bl, stride, old, new) },
+        |st, r| {
+            let o = st.type_id(old);
+            vec![
+                count as i64,
+                bl as i64,
+                stride as i64,
+                o,
+                st.new_type(r, new),
+            ]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Type_indexed`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_indexed(
+    count: c_int,
+    bls: *const c_int,
+    displs: *const c_int,
+    old: H,
+    new: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Type_indexed",
+        unsafe extern "C" fn(c_int, *const c_int, *const c_int, H, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::TypeIndexed,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(count, bls, displs, old, new) },
+        |st, r| {
+            let o = st.type_id(old);
+            let mut v = vec![count as i64, o, st.new_type(r, new)];
+            v.extend(ints(bls, count));
+            v.extend(ints(displs, count));
+            v
+        },
+    )
+}
+
+/// Wrapper: `MPI_Type_create_subarray`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_create_subarray(
+    ndims: c_int,
+    sizes: *const c_int,
+    subsizes: *const c_int,
+    starts: *const c_int,
+    order: c_int,
+    old: H,
+    new: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Type_create_subarray",
+        unsafe extern "C" fn(
+            c_int,
+            *const c_int,
+            *const c_int,
+            *const c_int,
+            c_int,
+            H,
+            *mut H,
+        ) -> c_int
+    );
+    mpi_call(
+        Op::TypeCreateSubarray,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(ndims, sizes, subsizes, starts, order, old, new) },
+        |st, r| {
+            let o = st.type_id(old);
+            let mut v = vec![ndims as i64, order as i64, o, st.new_type(r, new)];
+            v.extend(ints(sizes, ndims));
+            v.extend(ints(subsizes, ndims));
+            v.extend(ints(starts, ndims));
+            v
+        },
+    )
+}
+
+/// Wrapper: `MPI_Type_create_struct`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_create_struct(
+    count: c_int,
+    bls: *const c_int,
+    displs: *const Aint,
+    types: *const H,
+    new: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Type_create_struct",
+        unsafe extern "C" fn(c_int, *const c_int, *const Aint, *const H, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::TypeCreateStruct,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(count, bls, displs, types, new) },
+        |st, r| {
+            let n = count.max(0) as usize;
+            let d: Vec<i64> = if displs.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: MPI requires `count` displacements, which the call has just read.
+                unsafe { std::slice::from_raw_parts(displs, n) }
+                    .iter()
+                    .map(|&x| x as i64)
+                    .collect()
+            };
+            let t: Vec<H> = if types.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: MPI requires `count` types, which the call has just read.
+                unsafe { std::slice::from_raw_parts(types, n) }.to_vec()
+            };
+            let t: Vec<i64> = t.into_iter().map(|h| st.type_id(h)).collect();
+            let mut v = vec![count as i64, st.new_type(r, new)];
+            v.extend(ints(bls, count));
+            v.extend(d);
+            v.extend(t);
+            v
+        },
+    )
+}
+
+/// Wrapper: `MPI_Type_create_resized`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_create_resized(
+    old: H,
+    lb: Aint,
+    extent: Aint,
+    new: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Type_create_resized",
+        unsafe extern "C" fn(H, Aint, Aint, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::TypeCreateResized,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(old, lb, extent, new) },
+        |st, r| {
+            let o = st.type_id(old);
+            vec![o, lb as i64, extent as i64, st.new_type(r, new)]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Type_commit`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_commit(dt: *mut H) -> c_int {
+    let f = pmpi!("PMPI_Type_commit", unsafe extern "C" fn(*mut H) -> c_int);
+    // SAFETY: MPI requires a valid pointer to a datatype handle.
+    let h = if dt.is_null() {
+        std::ptr::null_mut()
+    } else {
+        unsafe { *dt }
+    };
+    mpi_call(
+        Op::TypeCommit,
+        false,
+        // SAFETY: forwarding the application's argument.
+        || unsafe { f(dt) },
+        |st, _| vec![st.type_id(h)],
+    )
+}
+
+/// Wrapper: `MPI_Type_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_free(dt: *mut H) -> c_int {
+    let f = pmpi!("PMPI_Type_free", unsafe extern "C" fn(*mut H) -> c_int);
+    // SAFETY: MPI requires a valid pointer to a datatype handle; read it before MPI resets it.
+    let h = if dt.is_null() {
+        std::ptr::null_mut()
+    } else {
+        unsafe { *dt }
+    };
+    mpi_call(
+        Op::TypeFree,
+        false,
+        // SAFETY: forwarding the application's argument.
+        || unsafe { f(dt) },
+        |st, _| {
+            let id = st.type_id(h);
+            st.types.forget(h as usize);
+            st.type_sizes.remove(&(h as usize));
+            vec![id]
+        },
+    )
+}

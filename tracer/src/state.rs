@@ -1,0 +1,451 @@
+//! The process-wide tracer state: configuration, the rank's compressor, the symbolic handle
+//! tables, and the recording entry points every hook goes through.
+
+use crate::guard;
+use rsd::{Compressor, Op, RawEvent};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Set once the constructor has run and cleared when the tracer disables itself or the process
+/// forks: hooks record only while it is set.
+pub static RECORDING: AtomicBool = AtomicBool::new(false);
+/// Set in a forked child: it neither records nor writes a trace.
+pub static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// The state behind one lock. Hooks never hold it while calling into the dynamic loader (call
+/// sites are resolved outside it), so a hook running inside `dlopen` cannot deadlock.
+pub static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+/// Descriptors the application opened through a traced call, as a lock-free bitmap, so calls
+/// on every other descriptor (sockets, pipes, stdout, the MPI runtime's files) skip the lock.
+const FD_WORDS: usize = 1024;
+static FD_BITS: [AtomicU64; FD_WORDS] = [const { AtomicU64::new(0) }; FD_WORDS];
+
+/// Whether `fd` may be in the open-file table.
+#[inline]
+pub fn fd_traced(fd: i32) -> bool {
+    if fd < 0 {
+        return false;
+    }
+    let fd = fd as usize;
+    if fd >= FD_WORDS * 64 {
+        return true; // beyond the bitmap: let the table decide
+    }
+    FD_BITS[fd / 64].load(Ordering::Relaxed) & (1 << (fd % 64)) != 0
+}
+
+fn fd_mark(fd: i32, on: bool) {
+    if fd < 0 || fd as usize >= FD_WORDS * 64 {
+        return;
+    }
+    let fd = fd as usize;
+    if on {
+        FD_BITS[fd / 64].fetch_or(1 << (fd % 64), Ordering::Relaxed);
+    } else {
+        FD_BITS[fd / 64].fetch_and(!(1 << (fd % 64)), Ordering::Relaxed);
+    }
+}
+
+/// Options, read from the environment once at start-up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Frames of the call stack hashed into the call-site signature (`IOTREX_STACK_DEPTH`).
+    pub depth: usize,
+    /// Write the flat per-rank debug log (`IOTREX_RAW=1`).
+    pub raw: bool,
+    /// Output path (`IOTREX_OUT`).
+    pub out: Option<String>,
+    /// Executable name, for the default output path.
+    pub exe: String,
+    /// The command line.
+    pub argv: Vec<String>,
+    /// Compressed nodes held per rank before recording stops (`IOTREX_MAX_NODES`).
+    pub max_nodes: usize,
+    /// Session directories to normalise.
+    pub session_dirs: Vec<String>,
+    /// Rank from the launcher's environment, if any.
+    pub env_rank: Option<u32>,
+    /// Rank count from the launcher's environment, if any.
+    pub env_size: Option<u32>,
+}
+
+/// A table of open handles: a handle's symbolic id is its slot, the lowest free one, as the
+/// kernel does for descriptors, so ids are the same on every rank and in every iteration.
+#[derive(Debug, Default)]
+pub struct Table {
+    slots: Vec<Option<usize>>,
+    map: HashMap<usize, usize>,
+}
+
+impl Table {
+    /// Adds a handle (replacing a stale entry for the same handle) and returns its id.
+    pub fn insert(&mut self, h: usize) -> i64 {
+        self.remove(h);
+        let i = match self.slots.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        };
+        self.slots[i] = Some(h);
+        self.map.insert(h, i);
+        i as i64
+    }
+
+    /// The id of a handle.
+    pub fn get(&self, h: usize) -> Option<i64> {
+        self.map.get(&h).map(|&i| i as i64)
+    }
+
+    /// Removes a handle, returning the id it had.
+    pub fn remove(&mut self, h: usize) -> Option<i64> {
+        let i = self.map.remove(&h)?;
+        self.slots[i] = None;
+        Some(i as i64)
+    }
+}
+
+/// Symbolic ids for handles that are not slots (communicators, datatypes, reduction ops):
+/// predefined ones get fixed ids, new ones are numbered in creation order, which SPMD ranks share.
+#[derive(Debug, Default)]
+pub struct Ids {
+    map: HashMap<usize, i64>,
+    next: i64,
+}
+
+impl Ids {
+    /// Ids of handles seen for the first time start at `first`.
+    pub fn starting_at(first: i64) -> Ids {
+        Ids {
+            map: HashMap::new(),
+            next: first,
+        }
+    }
+
+    /// Gives `h` the fixed id `id`.
+    pub fn fixed(&mut self, h: usize, id: i64) {
+        self.map.insert(h, id);
+    }
+
+    /// The id of `h`, numbering it if new.
+    pub fn id(&mut self, h: usize) -> i64 {
+        if let Some(&i) = self.map.get(&h) {
+            return i;
+        }
+        let i = self.next;
+        self.next += 1;
+        self.map.insert(h, i);
+        i
+    }
+
+    /// Forgets `h` (freed handles can come back at the same address as a new object).
+    pub fn forget(&mut self, h: usize) {
+        self.map.remove(&h);
+    }
+}
+
+/// Everything recorded by this process.
+pub struct State {
+    /// Options.
+    pub cfg: Config,
+    /// This process's rank (from the environment until `MPI_Init` confirms it).
+    pub rank: u32,
+    /// The online compressor.
+    pub comp: Compressor,
+    /// The flat log of `IOTREX_RAW=1`.
+    pub raw: Option<Vec<RawEvent>>,
+    /// End of the last recorded call, ns on the monotonic clock.
+    pub last_end: u64,
+    /// When tracing started (constructor or `MPI_Init`).
+    pub start_ns: u64,
+    /// POSIX descriptors opened through traced calls.
+    pub fds: Table,
+    /// stdio streams opened through traced calls.
+    pub streams: Table,
+    /// MPI files.
+    pub files: Table,
+    /// Outstanding MPI requests.
+    pub reqs: Table,
+    /// Communicators.
+    pub comms: Ids,
+    /// Datatypes, with their sizes cached.
+    pub types: Ids,
+    /// Datatype sizes by handle.
+    pub type_sizes: HashMap<usize, i64>,
+    /// Reduction operations.
+    pub ops: Ids,
+    /// Why the trace is incomplete.
+    pub notes: Vec<String>,
+    /// Whether something was not recorded.
+    pub incomplete: bool,
+    /// `MPI_Init` returned.
+    pub mpi_initialized: bool,
+    /// The trace was handed over (finalize or exit).
+    pub done: bool,
+}
+
+impl State {
+    /// A fresh state.
+    pub fn new(cfg: Config, now: u64) -> State {
+        let rank = cfg.env_rank.unwrap_or(0);
+        State {
+            rank,
+            comp: Compressor::new(rank),
+            raw: cfg.raw.then(Vec::new),
+            last_end: now,
+            start_ns: now,
+            fds: Table::default(),
+            streams: Table::default(),
+            files: Table::default(),
+            reqs: Table::default(),
+            comms: Ids::starting_at(2),
+            types: Ids::starting_at(1000),
+            type_sizes: HashMap::new(),
+            ops: Ids::starting_at(100),
+            notes: Vec::new(),
+            incomplete: false,
+            mpi_initialized: false,
+            done: false,
+            cfg,
+        }
+    }
+
+    /// Adds a descriptor to the table.
+    pub fn fd_open(&mut self, fd: i32) -> i64 {
+        fd_mark(fd, true);
+        self.fds.insert(fd as usize)
+    }
+
+    /// Removes a descriptor from the table.
+    pub fn fd_close(&mut self, fd: i32) -> Option<i64> {
+        fd_mark(fd, false);
+        self.fds.remove(fd as usize)
+    }
+
+    /// The id of a traced descriptor.
+    pub fn fd(&self, fd: i32) -> Option<i64> {
+        if fd < 0 {
+            return None;
+        }
+        self.fds.get(fd as usize)
+    }
+
+    /// Applies the session-directory normalisation.
+    pub fn norm_path(&self, p: String) -> String {
+        crate::paths::normalize(&p, &self.cfg.session_dirs).unwrap_or(p)
+    }
+
+    /// Records a top-level call.
+    pub fn push(&mut self, ev: RawEvent) {
+        if self.done {
+            return;
+        }
+        if self.comp.len() >= self.cfg.max_nodes {
+            if !self.incomplete || !self.notes.iter().any(|n| n.contains("IOTREX_MAX_NODES")) {
+                self.incomplete = true;
+                self.notes.push(format!(
+                    "rank {}: compressed trace reached IOTREX_MAX_NODES={} nodes; later calls were not recorded",
+                    self.rank, self.cfg.max_nodes
+                ));
+            }
+            return;
+        }
+        if let Some(r) = &mut self.raw {
+            r.push(ev.clone());
+        }
+        self.comp.push(&ev);
+    }
+}
+
+/// Monotonic clock, ns.
+#[inline]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Writes one line to stderr with a raw syscall (no std I/O: we may be inside a `write` hook).
+pub fn say(msg: &str) {
+    let line = format!("iotrex: {msg}\n");
+    // SAFETY: the buffer is valid for its length; SYS_write on fd 2 has no other precondition.
+    unsafe {
+        libc::syscall(
+            libc::SYS_write,
+            2,
+            line.as_ptr() as *const libc::c_void,
+            line.len(),
+        )
+    };
+}
+
+/// Stops recording after an internal error: one line on stderr, and the trace is flagged.
+pub fn disable(why: &str) {
+    if RECORDING.swap(false, Ordering::SeqCst) {
+        say(&format!("tracer disabled: {why}"));
+    }
+    if let Ok(mut g) = STATE.try_lock()
+        && let Some(st) = g.as_mut()
+    {
+        st.incomplete = true;
+        st.notes
+            .push(format!("rank {}: tracer disabled: {why}", st.rank));
+    }
+}
+
+/// Runs `f` on the state under the lock. A panic inside is caught here (it must never cross
+/// the FFI boundary into the application) and disables the tracer.
+pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut g = match STATE.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        g.as_mut().map(f)
+    }));
+    match r {
+        Ok(v) => v,
+        Err(_) => {
+            STATE.clear_poison();
+            disable("internal error (panic) while recording");
+            None
+        }
+    }
+}
+
+/// Whether this thread should trace a call now, and if so whether it is a child.
+#[inline]
+pub fn traceable() -> Option<bool> {
+    let m = guard::mode();
+    if m == guard::BUSY || !RECORDING.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some(m == guard::IN_MPIIO)
+}
+
+thread_local! {
+    /// POSIX calls made inside the current MPI-IO call of this thread; each holds the time of
+    /// the end of the previous child, for the gaps.
+    pub static CHILDREN: std::cell::RefCell<(Vec<RawEvent>, u64)> =
+        const { std::cell::RefCell::new((Vec::new(), 0)) };
+}
+
+/// One finished call, ready to record.
+pub struct Call {
+    /// Operation.
+    pub op: Op,
+    /// Call-site signature.
+    pub sig: u64,
+    /// Start, ns.
+    pub t0: u64,
+    /// End, ns.
+    pub t1: u64,
+}
+
+/// Records `call` with what `build` derives from the state (`None`: not recorded), either as a
+/// top-level event or, when `child`, as a child of the running MPI-IO call.
+pub fn record(
+    call: Call,
+    child: bool,
+    build: impl FnOnce(&mut State) -> Option<(Vec<i64>, Option<String>)>,
+) {
+    let mut out = None;
+    with_state(|st| {
+        let (params, path) = build(st)?;
+        let path = path.map(|p| st.norm_path(p));
+        if child {
+            out = Some(RawEvent {
+                op: call.op,
+                sig: call.sig,
+                path,
+                params,
+                gap_ns: 0,
+                dur_ns: call.t1.saturating_sub(call.t0),
+                children: Vec::new(),
+            });
+        } else {
+            let gap = call.t0.saturating_sub(st.last_end);
+            st.last_end = call.t1;
+            st.push(RawEvent {
+                op: call.op,
+                sig: call.sig,
+                path,
+                params,
+                gap_ns: gap,
+                dur_ns: call.t1.saturating_sub(call.t0),
+                children: Vec::new(),
+            });
+        }
+        Some(())
+    });
+    if let Some(mut ev) = out {
+        CHILDREN.with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut() {
+                ev.gap_ns = call.t0.saturating_sub(c.1);
+                c.1 = call.t1;
+                c.0.push(ev);
+            }
+        });
+    }
+}
+
+/// Records a top-level call that carries children.
+pub fn record_parent(
+    call: Call,
+    children: Vec<RawEvent>,
+    build: impl FnOnce(&mut State) -> Option<(Vec<i64>, Option<String>)>,
+) {
+    with_state(|st| {
+        let (params, path) = build(st)?;
+        let path = path.map(|p| st.norm_path(p));
+        let gap = call.t0.saturating_sub(st.last_end);
+        st.last_end = call.t1;
+        st.push(RawEvent {
+            op: call.op,
+            sig: call.sig,
+            path,
+            params,
+            gap_ns: gap,
+            dur_ns: call.t1.saturating_sub(call.t0),
+            children,
+        });
+        Some(())
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_reuses_lowest_slot() {
+        let mut t = Table::default();
+        assert_eq!(t.insert(10), 0);
+        assert_eq!(t.insert(11), 1);
+        assert_eq!(t.insert(12), 2);
+        assert_eq!(t.remove(11), Some(1));
+        assert_eq!(t.insert(99), 1);
+        assert_eq!(t.get(12), Some(2));
+        // Re-inserting a live handle (a descriptor closed behind our back) frees its old slot.
+        assert_eq!(t.insert(10), 0);
+        assert_eq!(t.get(99), Some(1));
+    }
+
+    #[test]
+    fn ids_number_new_handles_in_order() {
+        let mut ids = Ids::starting_at(5);
+        ids.fixed(1, 0);
+        assert_eq!(ids.id(1), 0);
+        assert_eq!(ids.id(77), 5);
+        assert_eq!(ids.id(78), 6);
+        assert_eq!(ids.id(77), 5);
+        ids.forget(77);
+        assert_eq!(ids.id(77), 7);
+    }
+}
