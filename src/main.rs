@@ -282,7 +282,7 @@ fn hint(e: &anyhow::Error) -> Option<String> {
         RsdError::Corrupt { .. } => {
             Some("the file was damaged after it was written; re-copy or re-trace it".into())
         }
-        RsdError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+        RsdError::Io { error, .. } if error.kind() == io::ErrorKind::NotFound => {
             Some("check the path".into())
         }
         _ => None,

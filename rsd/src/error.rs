@@ -56,12 +56,14 @@ pub enum RsdError {
     #[error("cannot encode trace: {0}")]
     Encode(String),
     /// Reading or writing the file failed.
-    #[error("{path}: {source}")]
+    // The OS error is part of the message and deliberately not a `source()`, so printing the
+    // error chain does not repeat it.
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The OS error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Two traces given to merge share a rank.
     #[error("cannot merge traces that both contain rank {rank}")]

@@ -120,6 +120,12 @@ impl TraceFile {
                 supported: FORMAT_VERSION,
             });
         }
+        if u32_at(12) != 0 {
+            return Err(RsdError::Corrupt {
+                path: p(),
+                detail: format!("reserved header word is {:#x}, expected 0", u32_at(12)),
+            });
+        }
         if version == 0 {
             return Err(RsdError::Corrupt {
                 path: p(),
@@ -159,11 +165,25 @@ impl TraceFile {
     /// Decodes and validates a body without the prefix checks. Public so the fuzz test can feed
     /// it arbitrary bytes past the checksum.
     pub fn decode_body(body: &[u8], path: &Path) -> Result<TraceFile, RsdError> {
-        let mut de = rmp_serde::Deserializer::from_read_ref(body);
+        // A `&[u8]` reader advances over what was decoded, so what remains is trailing data.
+        let mut rest = body;
+        let mut de = rmp_serde::Deserializer::new(&mut rest);
+        // Each loop level nests about four MessagePack containers (node, kind, loop, body);
+        // refusing deeper input here keeps hostile files from overflowing the stack before
+        // validate() sees them.
+        de.set_max_depth(4 * MAX_DEPTH + 32);
         let tf: TraceFile = Deserialize::deserialize(&mut de).map_err(|e| RsdError::Corrupt {
             path: path.to_path_buf(),
             detail: e.to_string(),
         })?;
+        drop(de);
+        let rest = rest.len();
+        if rest != 0 {
+            return Err(RsdError::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!("{rest} bytes left over after the trace body"),
+            });
+        }
         tf.validate().map_err(|detail| RsdError::Corrupt {
             path: path.to_path_buf(),
             detail,
@@ -238,9 +258,9 @@ impl TraceFile {
     /// a half-written trace under the final name.
     pub fn write(&self, path: &Path) -> Result<u64, RsdError> {
         let bytes = self.to_bytes()?;
-        let io = |source| RsdError::Io {
+        let io = |error| RsdError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         };
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
@@ -251,9 +271,9 @@ impl TraceFile {
 
     /// Reads and validates a trace file.
     pub fn read(path: &Path) -> Result<TraceFile, RsdError> {
-        let bytes = std::fs::read(path).map_err(|source| RsdError::Io {
+        let bytes = std::fs::read(path).map_err(|error| RsdError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Self::from_bytes(&bytes, path)
     }

@@ -10,6 +10,7 @@
 //! - [`merge`]: merging traces of disjoint rank sets (Myers alignment, radix tree).
 //! - [`format`]: the `.iotrex` file format, the only code that knows its bytes.
 //! - [`stats`]: per-layer and per-rank totals.
+//! - [`show`]: readable text and JSON views for the CLI.
 //! - [`synth`]: synthetic traces for tests, benchmarks and the demo.
 //!
 //! The invariant everything here keeps: expanding a trace for rank `r` gives back exactly

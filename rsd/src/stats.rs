@@ -37,9 +37,9 @@ pub struct Summary {
     pub ranks: u64,
     /// Totals per (layer, op).
     pub ops: BTreeMap<(Layer, Op), OpTotals>,
-    /// Calls per rank.
+    /// Calls per rank, counting only calls the application made (not nested ones).
     pub rank_calls: Spread,
-    /// File bytes per rank.
+    /// File bytes per rank, counting only calls the application made (not nested ones).
     pub rank_bytes: Spread,
     /// Paths named by any call.
     pub files: BTreeSet<String>,
@@ -113,19 +113,28 @@ pub fn summarize(trace: &Trace) -> Summary {
     s
 }
 
+/// Per-layer totals count every call, nested ones included (that is each layer's view). The
+/// per-rank totals count only the calls the application made itself, so an MPI-IO write and
+/// the POSIX write the library issued for it are not counted twice.
 fn tally(e: &FlatEvent, s: &mut Summary, calls: &mut u64, bytes: &mut u64) {
+    tally_nested(e, s, calls, bytes, true)
+}
+
+fn tally_nested(e: &FlatEvent, s: &mut Summary, calls: &mut u64, bytes: &mut u64, top: bool) {
     let t = s.ops.entry((e.op.layer(), e.op)).or_default();
     let b = e.op.data_bytes(&e.params);
     t.count += 1;
     t.bytes += b;
-    *calls += 1;
-    *bytes += b;
+    if top {
+        *calls += 1;
+        *bytes += b;
+    }
     if let Some(p) = &e.path
         && !s.files.contains(p)
     {
         s.files.insert(p.clone());
     }
     for c in &e.children {
-        tally(c, s, calls, bytes);
+        tally_nested(c, s, calls, bytes, false);
     }
 }
