@@ -301,7 +301,9 @@ pub fn at_exit() {
             trace: p.trace,
         };
         write_trace(&rank_path(&out, st.rank, "iotrex"), &tf);
-    } else if st.cfg.env_size.is_none() {
+    } else if st.cfg.env_size.is_none() && st.comp.events() > 0 {
+        // A process that recorded nothing writes nothing: a preloaded wrapper (`timeout`,
+        // `env`) exits after the program it ran and must not overwrite that program's trace.
         let out = out_path(&st, 1);
         write_raw(&st, &out);
         let p = Payload {

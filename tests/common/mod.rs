@@ -1,0 +1,265 @@
+//! Helpers for the tracer's end-to-end tests: build the C mini-apps with mpicc, find the
+//! preload library, run `mpirun` (timeout-wrapped, oversubscribed) under it, and read back the
+//! trace, the IOTREX_RAW logs and the apps' own counts.
+
+#![allow(dead_code)]
+
+use rsd::{FlatEvent, TraceFile};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// mpirun runs one at a time: 16 ranks on 2 cores is already oversubscribed.
+static MPIRUN: Mutex<()> = Mutex::new(());
+static BUILD: Mutex<()> = Mutex::new(());
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
+}
+
+/// The preload library: target/release first, then target/debug.
+pub fn tracer_lib() -> PathBuf {
+    let t = target_dir();
+    for p in [
+        t.join("release/libiotrex_tracer.so"),
+        t.join("debug/libiotrex_tracer.so"),
+    ] {
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!(
+        "libiotrex_tracer.so not found under {}/{{release,debug}}: run `cargo build --release -p tracer` first",
+        t.display()
+    );
+}
+
+/// Builds `tests/apps/<name>.c` with mpicc into target/iotrex-apps (rebuilt when the source
+/// or count.h is newer).
+pub fn app(name: &str) -> PathBuf {
+    let _g = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = target_dir().join("iotrex-apps");
+    std::fs::create_dir_all(&dir).expect("create target/iotrex-apps");
+    let src = root().join("tests/apps").join(format!("{name}.c"));
+    let hdr = root().join("tests/apps/count.h");
+    let bin = dir.join(name);
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = match (mtime(&bin), mtime(&src), mtime(&hdr)) {
+        (Some(b), Some(s), Some(h)) => b > s && b > h,
+        _ => false,
+    };
+    if !fresh {
+        let tmp = dir.join(format!("{name}.tmp"));
+        let out = Command::new("mpicc")
+            .args(["-O1", "-g", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .output()
+            .expect("run mpicc (is Open MPI installed?)");
+        assert!(
+            out.status.success(),
+            "mpicc {} failed:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::rename(&tmp, &bin).expect("rename built app");
+    }
+    bin
+}
+
+/// A scratch directory in /dev/shm (tmpfs: fast, small runs only).
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("iotrex-test-")
+        .tempdir_in("/dev/shm")
+        .expect("create a scratch dir in /dev/shm")
+}
+
+/// One traced run.
+pub struct Run {
+    /// mpirun's output.
+    pub out: Output,
+    /// Where the trace was asked to go.
+    pub trace: PathBuf,
+}
+
+impl Run {
+    /// stdout as text.
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+
+    /// The trace file, read and validated.
+    pub fn read(&self) -> TraceFile {
+        TraceFile::read(&self.trace).unwrap_or_else(|e| {
+            panic!(
+                "cannot read the trace: {e}\nstdout:\n{}\nstderr:\n{}",
+                self.stdout(),
+                String::from_utf8_lossy(&self.out.stderr)
+            )
+        })
+    }
+
+    /// The IOTREX_RAW log of `rank`.
+    pub fn raw(&self, rank: u32) -> Vec<FlatEvent> {
+        let p = self.trace.with_file_name(format!(
+            "{}.rank{rank}.jsonl",
+            self.trace
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .trim_end_matches(".iotrex")
+        ));
+        let text = std::fs::read_to_string(&p)
+            .unwrap_or_else(|e| panic!("cannot read raw log {}: {e}", p.display()));
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("raw log line is a FlatEvent"))
+            .collect()
+    }
+}
+
+/// Options of a traced run.
+#[derive(Default, Clone)]
+pub struct Opts<'a> {
+    /// MPI-IO component (`ompio` or `romio321`); None = Open MPI's default.
+    pub io: Option<&'a str>,
+    /// Also write the IOTREX_RAW logs.
+    pub raw: bool,
+    /// Extra environment for the ranks.
+    pub env: Vec<(&'a str, String)>,
+}
+
+/// Runs `app args` on `np` ranks under the tracer, writing the trace to `trace`. Panics if
+/// mpirun fails or times out.
+pub fn mpirun(np: u32, app: &Path, args: &[String], trace: &Path, o: &Opts) -> Run {
+    let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Command::new("timeout");
+    c.args([
+        "-k",
+        "5",
+        "120",
+        "mpirun",
+        "-np",
+        &np.to_string(),
+        "--oversubscribe",
+    ]);
+    c.args(["--mca", "btl", "self,vader"]);
+    if let Some(io) = o.io {
+        c.args(["--mca", "io", io]);
+    }
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("LD_PRELOAD", "")
+        .env("IOTREX_OUT", trace)
+        .env("IOTREX_RAW", if o.raw { "1" } else { "0" })
+        .env("TRACER_LIB", tracer_lib());
+    c.args(["-x", &format!("LD_PRELOAD={}", tracer_lib().display())]);
+    c.args(["-x", "IOTREX_OUT", "-x", "IOTREX_RAW"]);
+    for (k, v) in &o.env {
+        c.env(k, v);
+        c.args(["-x", k]);
+    }
+    c.arg(app).args(args);
+    let _ = std::fs::remove_file(trace);
+    let out = c.output().expect("run timeout/mpirun");
+    assert!(
+        out.status.success(),
+        "mpirun -np {np} {} {:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        app.display(),
+        args,
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Run {
+        out,
+        trace: trace.to_path_buf(),
+    }
+}
+
+/// The apps' own counts, summed over ranks: op name -> (calls, bytes); and the ranks that
+/// reported.
+pub fn app_counts(stdout: &str) -> (BTreeMap<String, (u64, u64)>, usize) {
+    let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut ranks = std::collections::BTreeSet::new();
+    for l in stdout.lines().filter(|l| l.starts_with("COUNT ")) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(f.len(), 5, "malformed count line {l:?}");
+        ranks.insert(f[1].to_string());
+        let e = m.entry(f[2].to_string()).or_default();
+        e.0 += f[3].parse::<u64>().expect("calls");
+        e.1 += f[4].parse::<u64>().expect("bytes");
+    }
+    (m, ranks.len())
+}
+
+/// Counts of top-level calls (children excluded: those are the MPI library's own POSIX
+/// calls, which the app cannot count) over every rank of the trace: op name -> (calls, bytes).
+pub fn trace_counts(tf: &TraceFile) -> BTreeMap<String, (u64, u64)> {
+    let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    tf.trace.ranks().for_each(|r| {
+        tf.trace.expand_with(r, &mut |e| {
+            let x = m.entry(e.op.name().to_string()).or_default();
+            x.0 += 1;
+            x.1 += e.op.data_bytes(&e.params);
+            true
+        });
+    });
+    m
+}
+
+/// Asserts the trace's top-level counts equal the app's, op by op, and that every layer's
+/// totals in `rsd::stats` (children included) are at least the app's.
+pub fn assert_counts_match(run: &Run, np: u32) {
+    let tf = run.read();
+    assert!(
+        !tf.header.incomplete,
+        "trace flagged incomplete: {:?}",
+        tf.header.notes
+    );
+    assert_eq!(tf.header.nranks, np);
+    assert_eq!(tf.trace.ranks().len(), np as u64);
+    let (want, nr) = app_counts(&run.stdout());
+    assert_eq!(nr, np as usize, "every rank printed its counts");
+    let got = trace_counts(&tf);
+    // MPI calls carry no file bytes in rsd's accounting; the apps count 0 for them too.
+    assert_eq!(
+        got, want,
+        "trace counts (left) differ from the app's own (right)"
+    );
+    let s = rsd::stats::summarize(&tf.trace);
+    for ((_, op), t) in &s.ops {
+        let w = want.get(op.name()).copied().unwrap_or((0, 0));
+        assert!(
+            t.count >= w.0 && t.bytes >= w.1,
+            "{}: stats {:?} below the app's {:?}",
+            op.name(),
+            (t.count, t.bytes),
+            w
+        );
+    }
+}
+
+/// Asserts that expanding the trace for `rank` gives back the IOTREX_RAW log.
+pub fn assert_expand_matches_raw(run: &Run, rank: u32) {
+    let tf = run.read();
+    let exp = tf.trace.expand(rank);
+    let raw = run.raw(rank);
+    assert_eq!(exp.len(), raw.len(), "rank {rank}: event count");
+    for (i, (a, b)) in exp.iter().zip(&raw).enumerate() {
+        assert_eq!(a, b, "rank {rank}: event {i} differs");
+    }
+}
+
+/// Strings for an argument list.
+pub fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}

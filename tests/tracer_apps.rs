@@ -1,0 +1,157 @@
+//! End-to-end: every mini-app under a real `mpirun` with the preload tracer. The trace must
+//! exist and be complete, its call and byte counts must equal the app's own, and expanding a
+//! rank must give back that rank's IOTREX_RAW log exactly.
+//!
+//! Needs `cargo build --release -p tracer` first (the tests say so if the library is missing).
+
+mod common;
+use common::*;
+
+fn check(np: u32, app_name: &str, a: &[&str], io: Option<&str>, ranks: &[u32]) -> Run {
+    let dir = scratch();
+    let d = dir.path().to_string_lossy().to_string();
+    let a: Vec<String> = a.iter().map(|s| s.replace("{d}", &d)).collect();
+    let run = mpirun(
+        np,
+        &app(app_name),
+        &a,
+        &dir.path().join(format!("{app_name}.iotrex")),
+        &Opts {
+            io,
+            raw: true,
+            ..Opts::default()
+        },
+    );
+    assert_counts_match(&run, np);
+    for &r in ranks {
+        assert_expand_matches_raw(&run, r);
+    }
+    // Keep the run's files alive until the checks are done.
+    std::mem::forget(dir);
+    run
+}
+
+#[test]
+fn io_sample_4_and_8_ranks() {
+    for np in [4, 8] {
+        let run = check(
+            np,
+            "io_sample",
+            &["{d}", "20", "8192", "3", "131072"],
+            None,
+            &[0, 1, np - 1],
+        );
+        let tf = run.read();
+        // The POSIX N-to-N file name is one template with the rank as its field.
+        let s = rsd::stats::summarize(&tf.trace);
+        assert!(
+            s.files.iter().any(|f| f.ends_with("/file_3")),
+            "{:?}",
+            s.files
+        );
+        let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
+    }
+}
+
+#[test]
+fn ior_like_modes() {
+    let cases: &[(u32, &[&str])] = &[
+        // POSIX, shared file, segmented, fsync, read back from the neighbour.
+        (
+            4,
+            &[
+                "-a", "posix", "-L", "seg", "-t", "4096", "-b", "16384", "-s", "3", "-e", "-R",
+                "-o", "{d}/f",
+            ],
+        ),
+        // POSIX, file per process, strong scaling.
+        (
+            8,
+            &[
+                "-a", "posix", "-F", "-S", "-t", "4096", "-b", "65536", "-s", "2", "-o", "{d}/f",
+            ],
+        ),
+        // MPI-IO, shared file, strided, collective, read back.
+        (
+            4,
+            &[
+                "-a", "mpiio", "-L", "strided", "-c", "-t", "4096", "-b", "16384", "-s", "2", "-R",
+                "-e", "-o", "{d}/f",
+            ],
+        ),
+        // MPI-IO, file per process, independent, two repetitions.
+        (
+            4,
+            &[
+                "-a", "mpiio", "-F", "-t", "8192", "-b", "16384", "-s", "2", "-i", "2", "-R", "-o",
+                "{d}/f",
+            ],
+        ),
+    ];
+    for (np, a) in cases {
+        let run = check(*np, "ior_like", a, None, &[0, np - 1]);
+        let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
+    }
+}
+
+#[test]
+fn groups_aggregation() {
+    let run = check(8, "groups", &["{d}", "4", "5", "8192"], None, &[0, 3, 4]);
+    let tf = run.read();
+    let s = rsd::stats::summarize(&tf.trace);
+    assert!(
+        s.files.iter().any(|f| f.ends_with("/file_1")),
+        "{:?}",
+        s.files
+    );
+    let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
+}
+
+#[test]
+fn stdio_checkpoints_and_logs() {
+    let run = check(4, "stdio_app", &["{d}", "6", "16384", "30"], None, &[0, 2]);
+    let tf = run.read();
+    let layers = rsd::stats::summarize(&tf.trace).per_layer();
+    // 6 fwrite + 6 fread of 16 KiB on rank 0.
+    let (_, bytes) = layers[&rsd::Layer::Stdio];
+    assert!(bytes >= 2 * 6 * 16384, "stdio bytes {bytes}");
+    let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
+}
+
+#[test]
+fn comm_mix_counts_and_compute_gap() {
+    let compute_us = 20_000.0;
+    let run = check(
+        4,
+        "comm_mix",
+        &["{d}", "6", &compute_us.to_string(), "4096"],
+        None,
+        &[0, 3],
+    );
+    let tf = run.read();
+    // The barrier after the busy loop carries the compute gap. Its mean over iterations and
+    // ranks must be within 20% of the busy-loop length (the first iteration's gap also holds
+    // the set-up calls before the loop, a few microseconds).
+    let mut best = None;
+    fn walk(nodes: &[rsd::trace::Node], out: &mut Option<f64>) {
+        for n in nodes {
+            match &n.kind {
+                rsd::trace::NodeKind::Event(e) if e.op == rsd::Op::Barrier => {
+                    let m = e.timing.gap.mean;
+                    if out.is_none_or(|b| m > b) {
+                        *out = Some(m);
+                    }
+                }
+                rsd::trace::NodeKind::Loop(l) => walk(&l.body, out),
+                _ => {}
+            }
+        }
+    }
+    walk(&tf.trace.nodes, &mut best);
+    let gap_us = best.expect("a barrier in the trace") / 1000.0;
+    assert!(
+        (gap_us - compute_us).abs() <= 0.2 * compute_us,
+        "mean compute gap {gap_us:.0} us, busy loop {compute_us:.0} us"
+    );
+    let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
+}

@@ -1,0 +1,198 @@
+//! End-to-end invariants of the tracer under a real `mpirun`:
+//! - two runs of the same program give identical traces apart from timing, under OMPIO and
+//!   under ROMIO (the MPI library's own files, in its session directory, are normalised);
+//! - the trace size does not grow with the rank count (4 -> 16) or the iteration count
+//!   (10 -> 1000), within 10%;
+//! - a serial (non-MPI) program writes its trace at exit.
+//!
+//! Needs `cargo build --release -p tracer` first.
+
+mod common;
+use common::*;
+use rsd::TraceFile;
+use std::path::Path;
+
+/// Every rank's expansion (all parameters, paths, children, call sites; no timing).
+fn flat(tf: &TraceFile) -> Vec<Vec<rsd::FlatEvent>> {
+    (0..tf.header.nranks).map(|r| tf.trace.expand(r)).collect()
+}
+
+fn run_in(dir: &Path, np: u32, name: &str, a: &[&str], io: Option<&str>) -> Run {
+    // The same directory for both runs: the application's paths are part of the trace.
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).expect("create run dir");
+    let d = dir.to_string_lossy().to_string();
+    let a: Vec<String> = a.iter().map(|s| s.replace("{d}", &d)).collect();
+    let trace = dir.with_extension("iotrex");
+    mpirun(
+        np,
+        &app(name),
+        &a,
+        &trace,
+        &Opts {
+            io,
+            ..Opts::default()
+        },
+    )
+}
+
+fn deterministic(io: &str) {
+    let dir = Path::new("/dev/shm").join(format!("iotrex-det-{io}-{}", std::process::id()));
+    let a = ["{d}", "10", "4096", "3", "65536"];
+    let r1 = run_in(&dir, 4, "io_sample", &a, Some(io));
+    let t1 = r1.read();
+    let r2 = run_in(&dir, 4, "io_sample", &a, Some(io));
+    let t2 = r2.read();
+    assert!(!t1.header.incomplete && !t2.header.incomplete);
+    // MPI-IO calls made POSIX children, so the comparison covers the library's own files.
+    let children: usize = flat(&t1).iter().flatten().map(|e| e.children.len()).sum();
+    assert!(children > 0, "{io}: MPI-IO calls have POSIX children");
+    let (f1, f2) = (flat(&t1), flat(&t2));
+    for r in 0..4 {
+        assert_eq!(f1[r].len(), f2[r].len(), "{io}: rank {r} event count");
+        for (i, (a, b)) in f1[r].iter().zip(&f2[r]).enumerate() {
+            assert_eq!(a, b, "{io}: rank {r} event {i} differs between two runs");
+        }
+    }
+    let (s1, s2) = (
+        rsd::stats::summarize(&t1.trace),
+        rsd::stats::summarize(&t2.trace),
+    );
+    assert_eq!(s1.nodes, s2.nodes, "{io}: compressed structure differs");
+    assert_eq!(s1.files, s2.files, "{io}: files differ");
+    assert!(
+        s1.files.iter().all(|f| !f.contains("pid.")),
+        "{io}: session paths normalised: {:?}",
+        s1.files
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(dir.with_extension("iotrex"));
+}
+
+#[test]
+fn two_runs_identical_under_ompio() {
+    deterministic("ompio");
+}
+
+#[test]
+fn two_runs_identical_under_romio() {
+    deterministic("romio321");
+}
+
+fn size_of(np: u32, name: &str, a: &[&str], tag: &str) -> u64 {
+    let dir = Path::new("/dev/shm").join(format!("iotrex-size-{tag}-{}", std::process::id()));
+    let run = run_in(&dir, np, name, a, None);
+    let tf = run.read();
+    assert!(!tf.header.incomplete);
+    assert_eq!(tf.header.nranks, np);
+    let size = std::fs::metadata(&run.trace).expect("trace").len();
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&run.trace);
+    size
+}
+
+fn within(a: u64, b: u64, what: &str) {
+    let ratio = b as f64 / a as f64;
+    eprintln!("{what}: {a} -> {b} bytes (x{ratio:.3})");
+    assert!(
+        (0.9..=1.1).contains(&ratio),
+        "{what}: trace size {a} -> {b} bytes (x{ratio:.3}), not within 10%"
+    );
+}
+
+#[test]
+fn size_constant_in_ranks() {
+    let posix = [
+        "-a", "posix", "-t", "4096", "-b", "16384", "-s", "4", "-R", "-o", "{d}/f",
+    ];
+    within(
+        size_of(4, "ior_like", &posix, "p4"),
+        size_of(16, "ior_like", &posix, "p16"),
+        "ior_like POSIX shared, 4 -> 16 ranks",
+    );
+    let fpp = [
+        "-a", "posix", "-F", "-t", "4096", "-b", "16384", "-s", "4", "-R", "-o", "{d}/f",
+    ];
+    within(
+        size_of(4, "ior_like", &fpp, "f4"),
+        size_of(16, "ior_like", &fpp, "f16"),
+        "ior_like POSIX file per process, 4 -> 16 ranks",
+    );
+}
+
+#[test]
+fn size_constant_in_iterations() {
+    let a10 = ["{d}", "10", "4096", "2", "4096"];
+    let a1000 = ["{d}", "1000", "4096", "2", "4096"];
+    within(
+        size_of(4, "io_sample", &a10, "i10"),
+        size_of(4, "io_sample", &a1000, "i1000"),
+        "io_sample, 10 -> 1000 iterations",
+    );
+}
+
+#[test]
+fn serial_program_writes_at_exit() {
+    // A program with no MPI at all, run without mpirun: the trace is written at exit.
+    let dir = scratch();
+    let src = dir.path().join("serial.c");
+    std::fs::write(
+        &src,
+        r#"#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char buf[512] = {0};
+    int fd = open(argv[1], O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    for (int i = 0; i < 50; i++) pwrite(fd, buf, sizeof buf, (off_t)i * 512);
+    close(fd);
+    FILE *f = fopen(argv[2], "w");
+    for (int i = 0; i < 20; i++) fprintf(f, "line %d\n", i);
+    fclose(f);
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let bin = dir.path().join("serial");
+    let st = std::process::Command::new("cc")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .expect("cc");
+    assert!(st.success());
+    let trace = dir.path().join("serial.iotrex");
+    // Only the program is preloaded (through `env`), not `timeout`; the tracer also refuses
+    // to overwrite a trace from a process that recorded nothing, such as a wrapper.
+    let out = std::process::Command::new("timeout")
+        .arg("30")
+        .arg("env")
+        .arg(format!("LD_PRELOAD={}", tracer_lib().display()))
+        .arg(&bin)
+        .arg(dir.path().join("data"))
+        .arg(dir.path().join("log.txt"))
+        .env("IOTREX_OUT", &trace)
+        .env_remove("OMPI_COMM_WORLD_SIZE")
+        .output()
+        .expect("run serial program");
+    assert!(out.status.success(), "{out:?}");
+    let tf = TraceFile::read(&trace).expect("serial trace");
+    assert_eq!(tf.header.nranks, 1);
+    assert!(!tf.header.incomplete);
+    let c = trace_counts(&tf);
+    assert_eq!(c["pwrite"], (50, 50 * 512));
+    assert_eq!(c["open"].0, 1);
+    assert_eq!(c["close"].0, 1);
+    assert_eq!(c["fopen"].0, 1);
+    assert_eq!(c["fprintf"].0, 20);
+    assert_eq!(c["fclose"].0, 1);
+    let log = std::fs::read_to_string(dir.path().join("log.txt")).unwrap();
+    assert_eq!(
+        log.lines().count(),
+        20,
+        "the program's own output is intact"
+    );
+    // 50 pwrites fold into one loop: the trace stays small.
+    assert!(rsd::stats::summarize(&tf.trace).nodes < 12);
+}
