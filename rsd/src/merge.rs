@@ -6,7 +6,7 @@
 //! merge their values with [`Elastic::merge`], which keeps affine-in-rank values affine.
 
 use crate::error::RsdError;
-use crate::trace::{Event, Loop, Node, NodeKind, Trace};
+use crate::trace::{Node, NodeKind, Trace};
 
 /// Above this edit distance the alignment gives up and appends one list after the other, which
 /// is still exact (rank sets are disjoint) but less compact. It bounds the diff's memory.
@@ -24,21 +24,31 @@ pub fn merge(a: &Trace, b: &Trace) -> Result<Trace, RsdError> {
     if let Some(rank) = overlap {
         return Err(RsdError::OverlappingRanks { rank });
     }
-    Ok(Trace {
-        nodes: merge_lists(&a.nodes, &b.nodes),
-    })
+    let mut out = a.clone();
+    merge_lists(&mut out.nodes, &b.nodes);
+    Ok(out)
 }
 
 /// Merges many traces as a binary radix tree, the way the tracer does at `MPI_Finalize`:
 /// in round `k`, trace `i` absorbs trace `i + 2^k` when `i` is a multiple of `2^(k+1)`.
+/// Merges happen in place, so the common SPMD case allocates almost nothing per merge.
 pub fn merge_tree(mut traces: Vec<Trace>) -> Result<Trace, RsdError> {
+    // Disjointness checked once up front: the sizes of the parts must add up to the union.
+    let mut all = Vec::new();
+    for t in &traces {
+        t.ranks().for_each(|r| all.push(r));
+    }
+    all.sort_unstable();
+    if let Some(w) = all.windows(2).find(|w| w[0] == w[1]) {
+        return Err(RsdError::OverlappingRanks { rank: w[0] });
+    }
     let n = traces.len();
     let mut step = 1;
     while step < n {
         let mut i = 0;
         while i + step < n {
             let other = std::mem::take(&mut traces[i + step]);
-            traces[i] = merge(&traces[i], &other)?;
+            merge_lists(&mut traces[i].nodes, &other.nodes);
             i += 2 * step;
         }
         step *= 2;
@@ -46,64 +56,57 @@ pub fn merge_tree(mut traces: Vec<Trace>) -> Result<Trace, RsdError> {
     Ok(traces.into_iter().next().unwrap_or_default())
 }
 
-fn merge_lists(a: &[Node], b: &[Node]) -> Vec<Node> {
+fn merge_lists(a: &mut Vec<Node>, b: &[Node]) {
     let ka: Vec<u64> = a.iter().map(Node::skey).collect();
     let kb: Vec<u64> = b.iter().map(Node::skey).collect();
     if ka == kb {
-        return a.iter().zip(b).map(|(x, y)| merge_node(x, y)).collect();
+        for (x, y) in a.iter_mut().zip(b) {
+            merge_node(x, y);
+        }
+        return;
     }
-    match myers(&ka, &kb, MAX_EDIT_DISTANCE) {
+    let mut old: Vec<Option<Node>> = std::mem::take(a).into_iter().map(Some).collect();
+    let mut take = |i: usize| old[i].take().expect("each node of a is used once");
+    *a = match myers(&ka, &kb, MAX_EDIT_DISTANCE) {
         Some(script) => script
             .into_iter()
             .map(|e| match e {
-                Edit::Same(i, j) => merge_node(&a[i], &b[j]),
-                Edit::OnlyA(i) => a[i].clone(),
+                Edit::Same(i, j) => {
+                    let mut x = take(i);
+                    merge_node(&mut x, &b[j]);
+                    x
+                }
+                Edit::OnlyA(i) => take(i),
                 Edit::OnlyB(j) => b[j].clone(),
             })
             .collect(),
-        None => a.iter().chain(b).cloned().collect(),
-    }
+        None => (0..ka.len())
+            .map(&mut take)
+            .chain(b.iter().cloned())
+            .collect(),
+    };
 }
 
-/// Merges two nodes with equal structural keys.
-fn merge_node(x: &Node, y: &Node) -> Node {
-    let kind = match (&x.kind, &y.kind) {
+/// Merges `y` into `x`; both have equal structural keys.
+fn merge_node(x: &mut Node, y: &Node) {
+    x.ranks.union_with(&y.ranks);
+    match (&mut x.kind, &y.kind) {
         (NodeKind::Event(ex), NodeKind::Event(ey)) => {
-            let mut timing = ex.timing.clone();
-            timing.merge(&ey.timing);
-            NodeKind::Event(Event {
-                op: ex.op,
-                sig: ex.sig,
-                path: ex.path.clone(),
-                params: ex
-                    .params
-                    .iter()
-                    .zip(&ey.params)
-                    .map(|(p, q)| p.merge(q))
-                    .collect(),
-                timing,
-                children: ex
-                    .children
-                    .iter()
-                    .zip(&ey.children)
-                    .map(|(p, q)| merge_node(p, q))
-                    .collect(),
-            })
+            ex.timing.merge(&ey.timing);
+            for (p, q) in ex.params.iter_mut().zip(&ey.params) {
+                p.merge_with(q);
+            }
+            for (p, q) in ex.children.iter_mut().zip(&ey.children) {
+                merge_node(p, q);
+            }
         }
-        (NodeKind::Loop(lx), NodeKind::Loop(ly)) => NodeKind::Loop(Loop {
-            iters: lx.iters.merge(&ly.iters),
-            body: lx
-                .body
-                .iter()
-                .zip(&ly.body)
-                .map(|(p, q)| merge_node(p, q))
-                .collect(),
-        }),
+        (NodeKind::Loop(lx), NodeKind::Loop(ly)) => {
+            lx.iters.merge_with(&ly.iters);
+            for (p, q) in lx.body.iter_mut().zip(&ly.body) {
+                merge_node(p, q);
+            }
+        }
         _ => unreachable!("equal structural keys imply equal kinds"),
-    };
-    Node {
-        ranks: x.ranks.union(&y.ranks),
-        kind,
     }
 }
 

@@ -210,6 +210,16 @@ impl RankSet {
         }
     }
 
+    /// `self = self ∪ other`, in place when `other` continues a 1-D run of `self` (the radix
+    /// tree's common case), so no allocation happens.
+    pub fn union_with(&mut self, other: &RankSet) {
+        if let Some((_, c, s)) = join_1d(self, other) {
+            self.runs[0].dims[0] = (c, s);
+            return;
+        }
+        *self = self.union(other);
+    }
+
     /// The union of two sets. Adjacent 1-D runs of the same stride join in O(1), which is the
     /// common case of a radix-tree merge; anything else is re-encoded from the sorted ranks.
     pub fn union(&self, other: &RankSet) -> RankSet {
@@ -219,11 +229,13 @@ impl RankSet {
         if other.runs.is_empty() {
             return self.clone();
         }
-        if let Some(j) = join_1d(self, other) {
-            return j;
-        }
-        if let Some(j) = join_1d(other, self) {
-            return j;
+        if let Some((start, c, s)) = join_1d(self, other).or_else(|| join_1d(other, self)) {
+            return RankSet {
+                runs: vec![Prsd {
+                    start,
+                    dims: vec![(c, s)],
+                }],
+            };
         }
         let a = self.to_vec();
         let b = other.to_vec();
@@ -256,17 +268,15 @@ impl RankSet {
     }
 }
 
-/// `a ∪ b` when both are one 1-D run and `b` continues `a` with the same stride.
-fn join_1d(a: &RankSet, b: &RankSet) -> Option<RankSet> {
-    if a.runs.len() != 1 || b.runs.len() != 1 {
+/// `a ∪ b` as (start, count, stride) when both are one 1-D run and `b` continues `a` with the
+/// same stride. Allocation-free: it runs at every node of every merge.
+fn join_1d(a: &RankSet, b: &RankSet) -> Option<(u32, u32, u32)> {
+    let ([pa], [pb]) = (a.runs.as_slice(), b.runs.as_slice()) else {
         return None;
-    }
-    let (pa, pb) = (&a.runs[0], &b.runs[0]);
-    if pa.dims.len() != 1 || pb.dims.len() != 1 {
+    };
+    let (&[(ca, sa)], &[(cb, sb)]) = (pa.dims.as_slice(), pb.dims.as_slice()) else {
         return None;
-    }
-    let (ca, sa) = pa.dims[0];
-    let (cb, sb) = pb.dims[0];
+    };
     let last_a = pa.last();
     if (pb.start as u64) <= last_a {
         return None;
@@ -276,16 +286,11 @@ fn join_1d(a: &RankSet, b: &RankSet) -> Option<RankSet> {
         (true, true) if sa == sb && gap == sa as u64 => sa,
         (true, false) if gap == sa as u64 => sa,
         (false, true) if gap == sb as u64 => sb,
+        // Two singles make a two-element run, as from_sorted gives too.
         (false, false) => u32::try_from(gap).ok()?,
         _ => return None,
     };
-    // A two-element result from two singles is what from_sorted gives too.
-    Some(RankSet {
-        runs: vec![Prsd {
-            start: pa.start,
-            dims: vec![(ca + cb, stride)],
-        }],
-    })
+    Some((pa.start, ca.checked_add(cb)?, stride))
 }
 
 impl fmt::Display for Prsd {

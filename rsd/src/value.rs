@@ -396,6 +396,17 @@ impl Elastic {
         self.for_rank(rank).map(|v| v.eval(idx))
     }
 
+    /// `self = self.merge(other)`, in place when both sides are one group with the same value.
+    pub fn merge_with(&mut self, other: &Elastic) {
+        if let ([a], [b]) = (self.groups.as_mut_slice(), other.groups.as_slice()) {
+            if a.val == b.val {
+                a.ranks.union_with(&b.ranks);
+                return;
+            }
+        }
+        *self = self.merge(other);
+    }
+
     /// Merges the values of two disjoint rank sets into the canonical form of their union.
     pub fn merge(&self, other: &Elastic) -> Elastic {
         if let ([a], [b]) = (self.groups.as_slice(), other.groups.as_slice())
