@@ -32,8 +32,8 @@ fn check(np: u32, app_name: &str, a: &[&str], io: Option<&str>, ranks: &[u32]) -
 }
 
 #[test]
-fn io_sample_4_and_8_ranks() {
-    for np in [4, 8] {
+fn io_sample_4_8_12_16_ranks() {
+    for np in [4, 8, 12, 16] {
         let run = check(
             np,
             "io_sample",

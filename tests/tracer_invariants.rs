@@ -140,12 +140,23 @@ fn serial_program_writes_at_exit() {
         &src,
         r#"#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 int main(int argc, char **argv) {
     char buf[512] = {0};
     int fd = open(argv[1], O_CREAT | O_WRONLY | O_TRUNC, 0644);
     for (int i = 0; i < 50; i++) pwrite(fd, buf, sizeof buf, (off_t)i * 512);
     close(fd);
+    /* A forked child's I/O is not traced, and the child writes no trace at exit. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        int cfd = open(argv[1], O_WRONLY);
+        for (int i = 0; i < 7; i++) pwrite(cfd, buf, sizeof buf, 0);
+        close(cfd);
+        exit(0);
+    }
+    waitpid(pid, NULL, 0);
     FILE *f = fopen(argv[2], "w");
     for (int i = 0; i < 20; i++) fprintf(f, "line %d\n", i);
     fclose(f);
@@ -195,4 +206,38 @@ int main(int argc, char **argv) {
     );
     // 50 pwrites fold into one loop: the trace stays small.
     assert!(rsd::stats::summarize(&tf.trace).nodes < 12);
+}
+
+#[test]
+fn exit_without_finalize_leaves_per_rank_files() {
+    let dir = scratch();
+    let trace = dir.path().join("early.4.iotrex");
+    let run = mpirun_any(
+        4,
+        &app("early_exit"),
+        &args(&[&dir.path().to_string_lossy(), "10"]),
+        &trace,
+        &Opts::default(),
+    );
+    // Open MPI reports the missing MPI_Finalize with a failure status; what matters is that
+    // it did not hang (the timeout would give 124) and that every rank left its calls.
+    assert_ne!(run.out.status.code(), Some(124), "mpirun hung");
+    assert!(!trace.exists(), "no merged trace without MPI_Finalize");
+    for r in 0..4 {
+        let p = dir.path().join(format!("early.4.rank{r}.iotrex"));
+        let tf = TraceFile::read(&p).unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        assert!(tf.header.incomplete, "rank {r}: flagged incomplete");
+        assert!(
+            tf.header
+                .notes
+                .iter()
+                .any(|n| n.contains("without MPI_Finalize")),
+            "{:?}",
+            tf.header.notes
+        );
+        assert_eq!(tf.trace.ranks().to_vec(), vec![r]);
+        let c = trace_counts(&tf);
+        assert_eq!(c["pwrite"], (10, 10 * 1024), "rank {r}");
+        assert_eq!(c["MPI_Barrier"].0, 1, "rank {r}");
+    }
 }

@@ -139,6 +139,22 @@ pub struct Opts<'a> {
 /// Runs `app args` on `np` ranks under the tracer, writing the trace to `trace`. Panics if
 /// mpirun fails or times out.
 pub fn mpirun(np: u32, app: &Path, args: &[String], trace: &Path, o: &Opts) -> Run {
+    let run = mpirun_any(np, app, args, trace, o);
+    let out = &run.out;
+    assert!(
+        out.status.success(),
+        "mpirun -np {np} {} {:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        app.display(),
+        args,
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    run
+}
+
+/// As [`mpirun`], but returns whatever the exit status (124 means the timeout fired).
+pub fn mpirun_any(np: u32, app: &Path, args: &[String], trace: &Path, o: &Opts) -> Run {
     let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
     let mut c = Command::new("timeout");
     c.args([
@@ -170,15 +186,6 @@ pub fn mpirun(np: u32, app: &Path, args: &[String], trace: &Path, o: &Opts) -> R
     c.arg(app).args(args);
     let _ = std::fs::remove_file(trace);
     let out = c.output().expect("run timeout/mpirun");
-    assert!(
-        out.status.success(),
-        "mpirun -np {np} {} {:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        app.display(),
-        args,
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
     Run {
         out,
         trace: trace.to_path_buf(),
