@@ -398,11 +398,11 @@ impl Elastic {
 
     /// `self = self.merge(other)`, in place when both sides are one group with the same value.
     pub fn merge_with(&mut self, other: &Elastic) {
-        if let ([a], [b]) = (self.groups.as_mut_slice(), other.groups.as_slice()) {
-            if a.val == b.val {
-                a.ranks.union_with(&b.ranks);
-                return;
-            }
+        if let ([a], [b]) = (self.groups.as_mut_slice(), other.groups.as_slice())
+            && a.val == b.val
+        {
+            a.ranks.union_with(&b.ranks);
+            return;
         }
         *self = self.merge(other);
     }
