@@ -908,6 +908,39 @@ mod tests {
     }
 
     #[test]
+    fn mpiio_open_and_close_with_nested_calls_are_not_doubled() {
+        let mut open = with_path(Ev::new(Op::FileOpen, vec![1, 9, 2]), "s");
+        open.children.push(with_path(
+            Ev::new(Op::Open, vec![O_RDWR | O_CREAT, 0o644, 7]),
+            "s",
+        ));
+        let mut w = Ev::new(Op::FileWriteAt, vec![2, 0, 4, 1, 4]);
+        w.children.push(Ev::new(Op::Pwrite, vec![7, 4, 0, 4]));
+        // Childless read on the MPI handle: the file is known through the nested open.
+        let r = Ev::new(Op::FileReadAt, vec![2, 0, 4, 1, 4]);
+        let mut close = Ev::new(Op::FileClose, vec![2]);
+        close.children.push(Ev::new(Op::Close, vec![7]));
+        let (out, m, _) = run(false, None, &[open, w, r, close.clone()]);
+        let kinds: Vec<&Kind> = out.iter().map(|(_, o)| &o.kind).collect();
+        assert!(matches!(kinds[0], Kind::Open { path, .. } if path == "s"));
+        assert_eq!(
+            kinds[1..],
+            [
+                &Kind::Write { size: 4, offset: 0 },
+                &Kind::Read { size: 4, offset: 0 },
+                &Kind::Close
+            ]
+        );
+        assert!(out.iter().all(|(_, o)| o.fd == 3));
+        assert_eq!(m.synthesized_opens, 0);
+        // A second close of the same handle has nothing left to close.
+        let mut m2 = m;
+        let mut more = Vec::new();
+        m2.event(&close, &mut more).unwrap();
+        assert!(more.is_empty());
+    }
+
+    #[test]
     fn barriers_delays_and_unknown_descriptors() {
         let evs = vec![
             timed(Ev::new(Op::Init, vec![]), 1_000, 2_000),
