@@ -22,6 +22,9 @@ static SELF_BASE: AtomicUsize = AtomicUsize::new(0);
 static CACHE: Mutex<Option<HashMap<usize, (u64, u64)>>> = Mutex::new(None);
 
 const MAX_FRAMES: usize = 48;
+/// Upper bound on this library's frames above the application's call (with inlining, usually
+/// three or four).
+const OWN_FRAMES: usize = 6;
 
 fn fnv(h: u64, bytes: &[u8]) -> u64 {
     let mut h = h;
@@ -80,8 +83,11 @@ pub fn signature() -> u64 {
         return 0;
     }
     let mut buf = [std::ptr::null_mut(); MAX_FRAMES];
-    // SAFETY: the buffer holds MAX_FRAMES entries and we pass that size.
-    let n = unsafe { backtrace(buf.as_mut_ptr(), MAX_FRAMES as libc::c_int) }.max(0) as usize;
+    // Unwinding costs a few hundred ns per frame, so only ask for this library's own frames
+    // (at most OWN_FRAMES: signature, the hook helper, the hook) plus the frames hashed.
+    let want = (depth + OWN_FRAMES).min(MAX_FRAMES);
+    // SAFETY: the buffer holds MAX_FRAMES >= want entries.
+    let n = unsafe { backtrace(buf.as_mut_ptr(), want as libc::c_int) }.max(0) as usize;
     let me = SELF_BASE.load(Ordering::Relaxed);
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     let mut taken = 0;

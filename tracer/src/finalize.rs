@@ -183,6 +183,7 @@ fn recv_bytes(src: i64, comm: H, byte: H) -> Option<Vec<u8>> {
 /// whose tracer was disabled sends an empty, flagged trace), so the merge never hangs.
 pub fn merge_and_write(comm: H) {
     let Some(g) = mpi::globals() else { return };
+    let t_start = now_ns();
     let byte = g.byte as H;
     let rank = mpi::comm_rank(comm);
     let size = mpi::comm_size(comm);
@@ -270,6 +271,13 @@ pub fn merge_and_write(comm: H) {
             trace: payload.trace,
         };
         write_trace(out, &tf);
+        if st.cfg.verbose {
+            let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+            say(&format!(
+                "{size} ranks merged in {:.1} ms; trace {out} ({bytes} bytes)",
+                now_ns().saturating_sub(t_start) as f64 / 1e6
+            ));
+        }
     }
 }
 

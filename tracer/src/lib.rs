@@ -10,7 +10,8 @@
 //! Environment: `IOTREX_OUT`, `IOTREX_STACK_DEPTH` (call-site frames, default 4, 0 = off),
 //! `IOTREX_RAW=1` (also write `<out>.rank<r>.jsonl`, one flat event per line, for tests),
 //! `IOTREX_MAX_NODES` (compressed nodes per rank before recording stops, flagged),
-//! `IOTREX_DISABLE=1` (pass everything through).
+//! `IOTREX_DISABLE=1` (pass everything through), `IOTREX_VERBOSE=1` (rank 0 prints where the
+//! trace went, its size and the merge time).
 //!
 //! Rules the code keeps: a thread-local re-entry guard ([`guard`]) makes the tracer's own
 //! work and everything inside MPI calls pass straight through; no std I/O or printing happens
@@ -70,6 +71,7 @@ fn init() {
             session_dirs: paths::session_dirs_from_env(),
             env_rank,
             env_size,
+            verbose: std::env::var("IOTREX_VERBOSE").is_ok_and(|v| v == "1"),
         };
         callsite::init(cfg.depth);
         // SAFETY: registering a plain function as the fork-child handler; it only stores

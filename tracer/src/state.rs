@@ -68,6 +68,8 @@ pub struct Config {
     pub env_rank: Option<u32>,
     /// Rank count from the launcher's environment, if any.
     pub env_size: Option<u32>,
+    /// Print where the trace went, its size and the merge time (`IOTREX_VERBOSE=1`).
+    pub verbose: bool,
 }
 
 /// A table of open handles: a handle's symbolic id is its slot, the lowest free one, as the
