@@ -6,6 +6,8 @@
 //! Exit status: 0 on success, 1 when an input cannot be read or is not a valid trace, 2 for bad
 //! arguments (including a rank that is not in the trace).
 
+mod cmd_trace;
+
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use rsd::show::{self, CallView, ShowJson, StatsView};
@@ -89,6 +91,17 @@ enum Cmd {
         after_help = "Example:\n  iotrex synth --ranks 64 --iters 100 -o spmd.iotrex"
     )]
     Synth(SynthArgs),
+    /// Run a command with the tracer preloaded into its ranks and report the trace.
+    #[command(
+        long_about = "Run an unmodified program, or an MPI launcher line, with libiotrex_tracer.so \
+                      preloaded into the ranks only: `-x` for Open MPI's mpirun, `-genv` for \
+                      MPICH's, the environment for a plain program. Rank 0 writes one .iotrex file \
+                      at MPI_Finalize (a plain program at exit); iotrex then prints where it went, \
+                      its size and rank count. The exit status is the command's. With --env, print \
+                      the variables to export instead, for job scripts that launch ranks themselves.",
+        after_help = "Examples:\n  iotrex trace -o app.8.iotrex -- mpirun -np 8 ./app --size 1M\n  iotrex trace -o cp.iotrex -- cp big.dat /tmp/copy\n  iotrex trace --env -o app.iotrex >> job.sh"
+    )]
+    Trace(cmd_trace::TraceArgs),
 }
 
 #[derive(Debug, Args)]
@@ -118,6 +131,18 @@ struct SynthArgs {
     #[arg(long, short)]
     output: PathBuf,
 }
+
+/// The traced command failed: exit with its status, without an error message of our own.
+#[derive(Debug)]
+struct ChildExit(i32);
+
+impl std::fmt::Display for ChildExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the traced command exited with status {}", self.0)
+    }
+}
+
+impl std::error::Error for ChildExit {}
 
 /// A bad argument: exit status 2, like clap's own usage errors.
 #[derive(Debug)]
@@ -267,6 +292,13 @@ fn run(cli: &Cli) -> Result<()> {
         Cmd::Stats(a) => cmd_stats(a, cli.json),
         Cmd::Expand(a) => cmd_expand(a, cli.json),
         Cmd::Synth(a) => cmd_synth(a, cli.json),
+        Cmd::Trace(a) => {
+            let code = cmd_trace::run(a)?;
+            if code != 0 {
+                return Err(ChildExit(code).into());
+            }
+            Ok(())
+        }
     }
 }
 
@@ -330,6 +362,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // `iotrex expand big.iotrex --rank 0 | head` is normal use, not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<ChildExit>().is_some() => {
+            let code = e.downcast_ref::<ChildExit>().map_or(1, |c| c.0);
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        }
         Err(e) => {
             eprintln!("error: {}", message(&e));
             if let Some(h) = hint(&e) {

@@ -1,0 +1,264 @@
+//! `iotrex trace`: runs a command with the tracer preloaded into the ranks only.
+//!
+//! With an MPI launcher the library must reach the ranks, not the launcher itself (tracing
+//! `mpirun` would record its own I/O and, for a non-MPI launcher process, write a stray trace).
+//! Open MPI forwards variables with `-x NAME=VALUE`, MPICH's hydra with `-genv NAME VALUE`;
+//! anything else gets the variables in its environment.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+/// Arguments of `iotrex trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Where rank 0 writes the trace. Default: `./<exe>.<nranks>.iotrex` in the ranks' working
+    /// directory.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Return-address frames hashed into each call-site signature (0 turns signatures off).
+    #[arg(long, value_name = "N")]
+    pub stack_depth: Option<u32>,
+    /// Also write a flat per-rank log of every call (`<out>.rank<r>.jsonl`), for debugging.
+    #[arg(long)]
+    pub raw: bool,
+    /// The preload library. Default: `$IOTREX_TRACER_LIB`, else `libiotrex_tracer.so` next to
+    /// this `iotrex` binary.
+    #[arg(long, value_name = "PATH")]
+    pub lib: Option<PathBuf>,
+    /// Print the environment variables to set (as `export` lines) instead of running anything,
+    /// for job scripts that launch ranks themselves.
+    #[arg(long)]
+    pub env: bool,
+    /// The command to trace, after `--`: an MPI launcher line (`mpirun -np 8 ./app`) or a plain
+    /// program.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// Which launcher a command starts with, and so how variables reach the ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    /// Open MPI's mpirun/mpiexec: `-x NAME=VALUE`.
+    OpenMpi,
+    /// MPICH (hydra): `-genv NAME VALUE`.
+    Mpich,
+    /// Anything else: the variables go into the command's environment.
+    Plain,
+}
+
+const LAUNCHERS: &[&str] = &[
+    "mpirun",
+    "mpiexec",
+    "orterun",
+    "mpirun.openmpi",
+    "mpiexec.openmpi",
+    "mpirun.mpich",
+    "mpiexec.mpich",
+    "mpiexec.hydra",
+];
+
+/// Decides the launcher kind from the command's first word, asking the launcher itself
+/// (`--version`) which MPI it belongs to.
+pub fn detect(cmd0: &Path) -> Launcher {
+    let name = cmd0.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if !LAUNCHERS.contains(&name) {
+        return Launcher::Plain;
+    }
+    if name.ends_with(".openmpi") || name == "orterun" {
+        return Launcher::OpenMpi;
+    }
+    if name.ends_with(".mpich") || name.ends_with(".hydra") {
+        return Launcher::Mpich;
+    }
+    let out = Command::new("timeout")
+        .arg("20")
+        .arg(cmd0)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output();
+    let text = match out {
+        Ok(o) => format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(_) => String::new(),
+    };
+    if text.contains("Open MPI") || text.contains("OpenRTE") || text.contains("Open RTE") {
+        Launcher::OpenMpi
+    } else if text.contains("HYDRA") || text.contains("MPICH") {
+        Launcher::Mpich
+    } else {
+        // An unknown mpirun: environment variables are the only thing every launcher passes on.
+        Launcher::Plain
+    }
+}
+
+/// Finds the preload library and makes its path absolute.
+pub fn find_lib(explicit: Option<&Path>) -> Result<PathBuf> {
+    let candidate = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => match std::env::var_os("IOTREX_TRACER_LIB") {
+            Some(p) => PathBuf::from(p),
+            None => std::env::current_exe()
+                .context("cannot locate the iotrex binary to find libiotrex_tracer.so")?
+                .with_file_name("libiotrex_tracer.so"),
+        },
+    };
+    if !candidate.is_file() {
+        bail!(
+            "libiotrex_tracer.so not found at {} (--lib)\nhint: build it with `cargo build --release -p tracer`, or pass --lib PATH",
+            candidate.display()
+        );
+    }
+    std::path::absolute(&candidate)
+        .with_context(|| format!("cannot make {} absolute (--lib)", candidate.display()))
+}
+
+/// The variables the ranks need, in a fixed order.
+pub fn variables(a: &TraceArgs, lib: &Path) -> Result<Vec<(String, String)>> {
+    let mut v = vec![("LD_PRELOAD".to_string(), lib.display().to_string())];
+    if let Some(out) = &a.output {
+        // Absolute, because ranks may start in another directory than this command.
+        let abs = std::path::absolute(out)
+            .with_context(|| format!("cannot make {} absolute (--output)", out.display()))?;
+        v.push(("IOTREX_OUT".into(), abs.display().to_string()));
+    }
+    if let Some(d) = a.stack_depth {
+        v.push(("IOTREX_STACK_DEPTH".into(), d.to_string()));
+    }
+    if a.raw {
+        v.push(("IOTREX_RAW".into(), "1".into()));
+    }
+    Ok(v)
+}
+
+/// The command line to run: launcher flags inserted right after the launcher's name.
+pub fn command_line(cmd: &[OsString], kind: Launcher, vars: &[(String, String)]) -> Vec<OsString> {
+    let mut out = vec![cmd[0].clone()];
+    for (k, v) in vars {
+        match kind {
+            Launcher::OpenMpi => {
+                out.push("-x".into());
+                out.push(format!("{k}={v}").into());
+            }
+            Launcher::Mpich => {
+                out.push("-genv".into());
+                out.push(k.into());
+                out.push(v.into());
+            }
+            Launcher::Plain => {}
+        }
+    }
+    out.extend(cmd[1..].iter().cloned());
+    out
+}
+
+/// Runs `iotrex trace`; returns the exit status to use.
+pub fn run(a: &TraceArgs) -> Result<i32> {
+    let lib = find_lib(a.lib.as_deref())?;
+    let vars = variables(a, &lib)?;
+    if a.env {
+        for (k, v) in &vars {
+            println!("export {k}={}", shell_quote(v));
+        }
+        if let Some(c0) = a.command.first() {
+            let kind = detect(Path::new(c0));
+            let line = command_line(&a.command, kind, &vars);
+            let shown: Vec<String> = line
+                .iter()
+                .map(|s| shell_quote(&s.to_string_lossy()))
+                .collect();
+            println!("# {kind:?} launcher; run as:\n# {}", shown.join(" "));
+        }
+        return Ok(0);
+    }
+    if a.command.is_empty() {
+        bail!(
+            "no command to trace (COMMAND)\nhint: iotrex trace -o app.iotrex -- mpirun -np 8 ./app"
+        );
+    }
+    let kind = detect(Path::new(&a.command[0]));
+    let line = command_line(&a.command, kind, &vars);
+    let start = SystemTime::now();
+    let mut child = Command::new(&line[0]);
+    child.args(&line[1..]);
+    if kind == Launcher::Plain {
+        for (k, v) in &vars {
+            child.env(k, v);
+        }
+    }
+    let status = child.status().with_context(|| {
+        format!(
+            "cannot run {} (COMMAND)",
+            Path::new(&a.command[0]).display()
+        )
+    })?;
+    let code = status.code().unwrap_or(128 + 9);
+    match find_trace(a.output.as_deref(), start) {
+        Some(p) => {
+            let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            let what = match rsd::TraceFile::read(&p) {
+                Ok(tf) => format!(
+                    "{} ranks{}",
+                    tf.header.nranks,
+                    if tf.header.incomplete {
+                        ", INCOMPLETE"
+                    } else {
+                        ""
+                    }
+                ),
+                Err(e) => format!("unreadable: {e}"),
+            };
+            eprintln!("iotrex: trace {} ({size} bytes, {what})", p.display());
+        }
+        None => {
+            eprintln!(
+                "iotrex: no trace was written{}; the command exited with status {code}",
+                a.output
+                    .as_ref()
+                    .map(|o| format!(" to {}", o.display()))
+                    .unwrap_or_default()
+            );
+            if code == 0 {
+                return Ok(1);
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// The trace just written: `--output`, or the newest `*.iotrex` in the current directory
+/// modified since the run started.
+fn find_trace(out: Option<&Path>, since: SystemTime) -> Option<PathBuf> {
+    if let Some(o) = out {
+        return o.is_file().then(|| o.to_path_buf());
+    }
+    let since = since.checked_sub(Duration::from_secs(1)).unwrap_or(since);
+    std::fs::read_dir(".")
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "iotrex"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .filter(|(m, _)| *m >= since)
+        .max_by_key(|(m, _)| *m)
+        .map(|(_, p)| p)
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-=:+,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
