@@ -6,6 +6,7 @@
 //! Exit status: 0 on success, 1 when an input cannot be read or is not a valid trace, 2 for bad
 //! arguments (including a rank that is not in the trace).
 
+mod cmd_codes;
 mod cmd_trace;
 
 use anyhow::{Context, Result};
@@ -102,6 +103,19 @@ enum Cmd {
         after_help = "Examples:\n  iotrex trace -o app.8.iotrex -- mpirun -np 8 ./app --size 1M\n  iotrex trace -o cp.iotrex -- cp big.dat /tmp/copy\n  iotrex trace --env -o app.iotrex >> job.sh"
     )]
     Trace(cmd_trace::TraceArgs),
+    /// Export a trace to another tool's format.
+    #[command(subcommand)]
+    Export(cmd_codes::ExportCmd),
+    /// Read a CODES export back as CODES does and print its operation counts.
+    #[command(
+        long_about = "Read a CODES workload export (recorder or iolang) with the same semantics as \
+                      CODES' loaders (implicit barriers, the 10 us delay threshold, the 2048 \
+                      operation cap) and print the counts `codes-workload-dump -s` prints: \
+                      NUM_OPENS, NUM_CLOSES, NUM_BARRIERS, TOTAL_DELAY, NUM_READS, READ_SIZE, \
+                      NUM_WRITES, WRITE_SIZE.",
+        after_help = "Example:\n  iotrex codes-stats codes/\n  iotrex codes-stats --format iolang --json codes/"
+    )]
+    CodesStats(cmd_codes::CodesStatsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -292,6 +306,8 @@ fn run(cli: &Cli) -> Result<()> {
         Cmd::Stats(a) => cmd_stats(a, cli.json),
         Cmd::Expand(a) => cmd_expand(a, cli.json),
         Cmd::Synth(a) => cmd_synth(a, cli.json),
+        Cmd::Export(cmd_codes::ExportCmd::Codes(a)) => cmd_codes::export(a, cli.json),
+        Cmd::CodesStats(a) => cmd_codes::stats(a, cli.json),
         Cmd::Trace(a) => {
             let code = cmd_trace::run(a)?;
             if code != 0 {
