@@ -223,8 +223,17 @@ fn exit_without_finalize_leaves_per_rank_files() {
     // it did not hang (the timeout would give 124) and that every rank left its calls.
     assert_ne!(run.out.status.code(), Some(124), "mpirun hung");
     assert!(!trace.exists(), "no merged trace without MPI_Finalize");
+    // mpirun kills the other ranks once one exits without MPI_Finalize; a rank killed before
+    // its exit handler ran leaves nothing (the tracer does not write from signal handlers).
+    // The first rank to exit is never killed, so at least one file must exist, and every file
+    // that exists must be a complete record of its rank.
+    let mut found = 0;
     for r in 0..4 {
         let p = dir.path().join(format!("early.4.rank{r}.iotrex"));
+        if !p.exists() {
+            continue;
+        }
+        found += 1;
         let tf = TraceFile::read(&p).unwrap_or_else(|e| panic!("rank {r}: {e}"));
         assert!(tf.header.incomplete, "rank {r}: flagged incomplete");
         assert!(
@@ -240,4 +249,5 @@ fn exit_without_finalize_leaves_per_rank_files() {
         assert_eq!(c["pwrite"], (10, 10 * 1024), "rank {r}");
         assert_eq!(c["MPI_Barrier"].0, 1, "rank {r}");
     }
+    assert!(found >= 1, "no rank left its calls: {}", run.stdout());
 }

@@ -215,6 +215,21 @@ impl Compressor {
             {
                 continue;
             }
+            let Val::Const(cnt) = l.iters else {
+                unreachable!("a top-level loop's count is a constant")
+            };
+            // A loop whose values are all affine so far is not extended by an iteration that
+            // breaks them: the tail starts a new loop instead, and the two loops then fold into
+            // an outer one. That is how `for s { for i { write(s*S + i*I) } }` becomes two
+            // nested loops with affine offsets instead of one loop with an explicit vector.
+            if !l
+                .body
+                .iter()
+                .zip(&self.items[p + 1..])
+                .all(|(x, c)| keeps_regular(x, cnt as u64, c, 0))
+            {
+                continue;
+            }
             let rank = self.rank;
             self.meta.truncate(p + 1);
             // Move the tail into the loop in place: draining into a new Vec would allocate
@@ -222,9 +237,6 @@ impl Compressor {
             let (head, tail) = self.items.split_at_mut(p + 1);
             let CKind::Loop(l) = &mut head[p].kind else {
                 unreachable!()
-            };
-            let Val::Const(cnt) = l.iters else {
-                unreachable!("a top-level loop's count is a constant")
             };
             for (x, c) in l.body.iter_mut().zip(tail.iter_mut()) {
                 extend_node(x, cnt as u64, c, 0, rank);
@@ -294,6 +306,32 @@ impl Compressor {
         Trace {
             nodes: self.items.iter().map(|c| to_node(c, self.rank)).collect(),
         }
+    }
+}
+
+/// Whether appending `c` as iteration `n` leaves every value of `a` that is regular now
+/// (constant or affine) regular. Values that are already explicit or periodic do not count,
+/// nor do nested children.
+fn keeps_regular(a: &CNode, n: u64, c: &CNode, inner: usize) -> bool {
+    let ok = |v: &Val<i64>, w: &Val<i64>, inner| !v.is_regular() || v.continues(n, w, inner);
+    match (&a.kind, &c.kind) {
+        // Children (the library's calls inside an MPI-IO call) do not count: the application's
+        // own parameters decide its loop structure, and collective buffering makes the nested
+        // calls irregular in ways that say nothing about the application's loops.
+        (CKind::Event(ea), CKind::Event(ec)) => ea
+            .params
+            .iter()
+            .zip(&ec.params)
+            .all(|(v, w)| ok(v, w, inner)),
+        (CKind::Loop(la), CKind::Loop(lc)) => {
+            ok(&la.iters, &lc.iters, inner)
+                && la
+                    .body
+                    .iter()
+                    .zip(&lc.body)
+                    .all(|(x, y)| keeps_regular(x, n, y, inner + 1))
+        }
+        _ => false,
     }
 }
 

@@ -184,18 +184,18 @@ impl Val<i64> {
         }
     }
 
-    /// Appends iteration `n` (0-based; the loop has run `n` times so far) with value `c` over
-    /// `inner` loops. Stays compact when `c` continues the pattern, else becomes explicit.
-    pub fn extend(&mut self, n: u64, c: Val<i64>, inner: usize) {
-        let fits = match &*self {
-            Val::Const(x) => matches!(&c, Val::Const(y) if y == x),
+    /// Whether `c` as iteration `n` keeps this value as it is (a constant, the next step of an
+    /// affine sequence, or the next element of a cycle).
+    pub fn continues(&self, n: u64, c: &Val<i64>, inner: usize) -> bool {
+        match self {
+            Val::Const(x) => matches!(c, Val::Const(y) if y == x),
             Val::Lin { base, strides } if strides.len() == inner + 1 => {
                 // Compared in place: this runs once per parameter per event in a steady loop,
                 // so it must not allocate.
                 let next = strides[0]
                     .checked_mul(n as i64)
                     .and_then(|d| base.checked_add(d));
-                match &c {
+                match c {
                     Val::Const(y) => strides[1..].iter().all(|&s| s == 0) && next == Some(*y),
                     Val::Lin {
                         base: bc,
@@ -205,10 +205,20 @@ impl Val<i64> {
                 }
             }
             Val::Lin { .. } => false,
-            Val::Cycle(v) => v[(n % v.len() as u64) as usize] == c,
+            Val::Cycle(v) => v[(n % v.len() as u64) as usize] == *c,
             Val::Seq(_) => false,
-        };
-        if fits {
+        }
+    }
+
+    /// Whether the value is a constant or affine in the loop indices.
+    pub fn is_regular(&self) -> bool {
+        matches!(self, Val::Const(_) | Val::Lin { .. })
+    }
+
+    /// Appends iteration `n` (0-based; the loop has run `n` times so far) with value `c` over
+    /// `inner` loops. Stays compact when `c` continues the pattern, else becomes explicit.
+    pub fn extend(&mut self, n: u64, c: Val<i64>, inner: usize) {
+        if self.continues(n, &c, inner) {
             return;
         }
         if let Val::Seq(v) = self {
