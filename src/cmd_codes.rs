@@ -1,4 +1,5 @@
-//! `iotrex export codes` and `iotrex codes-stats`: the CLI side of `codes_bridge`.
+//! `iotrex export codes|chrome` and `iotrex codes-stats`: the CLI side of `codes_bridge` and
+//! `rsd::chrome`.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -22,6 +23,16 @@ pub enum ExportCmd {
         after_help = "Examples:\n  iotrex export codes app.64.iotrex -o codes/ --max-blocksize 256KiB\n  iotrex export codes app.4096.iotrex -o codes/ --format iolang --force\n  iotrex codes-stats codes/"
     )]
     Codes(ExportCodesArgs),
+    /// Write Chrome/Perfetto trace JSON: one process per rank, one span per call.
+    #[command(
+        long_about = "Write a Chrome/Perfetto `traceEvents` JSON file with one process per rank \
+                      and one complete span per call, with its arguments; nested POSIX calls \
+                      appear inside their MPI-IO call. The trace stores timing as statistics, so \
+                      the timeline is rebuilt from each call's mean compute gap and mean \
+                      duration. Output is capped by --max-events and says so when it is.",
+        after_help = "Example:\n  iotrex export chrome app.64.iotrex -o app.json --ranks 0-7\n  (then open app.json in ui.perfetto.dev)"
+    )]
+    Chrome(ExportChromeArgs),
 }
 
 /// Arguments of `iotrex export codes`.
@@ -114,6 +125,55 @@ pub fn stats(a: &CodesStatsArgs, json: bool) -> Result<()> {
         for w in &s.warnings {
             eprintln!("warning: {w}");
         }
+    }
+    Ok(())
+}
+
+/// Arguments of `iotrex export chrome`.
+#[derive(Debug, Args)]
+pub struct ExportChromeArgs {
+    /// The trace file (.iotrex).
+    pub trace: PathBuf,
+    /// Output JSON file.
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// Ranks to export, e.g. `0-7`, `0,63` or `0-62:2` (default: all).
+    #[arg(long, value_parser = parse_ranks)]
+    pub ranks: Option<rsd::RankSet>,
+    /// Stop after this many spans (calls, nested ones included); the output says it was capped.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_events: u64,
+}
+
+fn parse_ranks(s: &str) -> Result<rsd::RankSet, String> {
+    rsd::RankSet::parse(s)
+}
+
+/// Runs `iotrex export chrome`.
+pub fn export_chrome(a: &ExportChromeArgs, json: bool) -> Result<()> {
+    use anyhow::Context;
+    let tf = rsd::TraceFile::read(&a.trace)?;
+    let file = std::fs::File::create(&a.output)
+        .with_context(|| format!("cannot create {} (--output)", a.output.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    let rep = rsd::chrome::write_chrome(&tf.trace, a.ranks.as_ref(), a.max_events, &mut w)
+        .and_then(|r| std::io::Write::flush(&mut w).map(|()| r))
+        .with_context(|| format!("cannot write {} (--output)", a.output.display()))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rep)?);
+    } else {
+        println!(
+            "wrote {}: {} spans for {} ranks; open it in ui.perfetto.dev or chrome://tracing",
+            a.output.display(),
+            rep.spans,
+            rep.ranks
+        );
+    }
+    if rep.truncated {
+        eprintln!(
+            "warning: stopped at {} spans (--max-events); pass a larger --max-events or fewer --ranks for the rest",
+            a.max_events
+        );
     }
     Ok(())
 }

@@ -307,6 +307,7 @@ fn run(cli: &Cli) -> Result<()> {
         Cmd::Expand(a) => cmd_expand(a, cli.json),
         Cmd::Synth(a) => cmd_synth(a, cli.json),
         Cmd::Export(cmd_codes::ExportCmd::Codes(a)) => cmd_codes::export(a, cli.json),
+        Cmd::Export(cmd_codes::ExportCmd::Chrome(a)) => cmd_codes::export_chrome(a, cli.json),
         Cmd::CodesStats(a) => cmd_codes::stats(a, cli.json),
         Cmd::Trace(a) => {
             let code = cmd_trace::run(a)?;

@@ -119,3 +119,49 @@ fn refusals_name_the_input() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("bogus.iotrex"));
 }
+
+#[test]
+fn chrome_export_has_one_span_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("s.iotrex").display().to_string();
+    assert!(
+        iotrex(&["synth", "--ranks", "8", "--iters", "6", "-o", &trace])
+            .status
+            .success()
+    );
+    let out = dir.path().join("c.json").display().to_string();
+    let rep = json(&[
+        "--json", "export", "chrome", &trace, "-o", &out, "--ranks", "0-2,7",
+    ]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let spans: Vec<&Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    // Rank 0: 7 fixed calls + 6 pwrites + 3 collective writes each with a nested pwrite + 3
+    // stdio calls; the other ranks the same without the nested pwrites and stdio.
+    let per_other = 7 + 6 + 3;
+    let rank0 = per_other + 3 + 3;
+    assert_eq!(spans.len(), rank0 + 3 * per_other);
+    assert_eq!(rep["spans"], spans.len());
+    assert_eq!(spans.iter().filter(|e| e["pid"] == 7).count(), per_other);
+    assert!(
+        spans
+            .iter()
+            .all(|e| [0, 1, 2, 7].contains(&e["pid"].as_u64().unwrap()))
+    );
+    let capped = json(&[
+        "--json",
+        "export",
+        "chrome",
+        &trace,
+        "-o",
+        &out,
+        "--max-events",
+        "10",
+    ]);
+    assert_eq!(capped["truncated"], true);
+    assert_eq!(capped["spans"], 10);
+}

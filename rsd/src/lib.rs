@@ -11,6 +11,7 @@
 //! - [`format`]: the `.iotrex` file format, the only code that knows its bytes.
 //! - [`stats`]: per-layer and per-rank totals.
 //! - [`show`]: readable text and JSON views for the CLI.
+//! - [`chrome`]: Chrome/Perfetto `traceEvents` export.
 //! - [`synth`]: synthetic traces for tests, benchmarks and the demo.
 //!
 //! The invariant everything here keeps: expanding a trace for rank `r` gives back exactly
@@ -19,6 +20,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod chrome;
 pub mod compress;
 pub mod error;
 pub mod format;

@@ -174,6 +174,38 @@ impl RankSet {
         RankSet { runs }
     }
 
+    /// Parses a user's rank list: `0-7`, `3`, `0-62:2`, or several joined by commas.
+    pub fn parse(spec: &str) -> Result<RankSet, String> {
+        let mut ranks = Vec::new();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = || format!("bad rank list `{part}`: use forms like 0-7, 3 or 0-62:2");
+            let (range, step) = match part.split_once(':') {
+                Some((r, s)) => (r, s.parse::<u32>().map_err(|_| bad())?),
+                None => (part, 1),
+            };
+            let (a, b) = match range.split_once('-') {
+                Some((a, b)) => (
+                    a.parse::<u32>().map_err(|_| bad())?,
+                    b.parse::<u32>().map_err(|_| bad())?,
+                ),
+                None => {
+                    let a = range.parse::<u32>().map_err(|_| bad())?;
+                    (a, a)
+                }
+            };
+            if step == 0 || b < a || (b - a) / step > 1 << 24 {
+                return Err(bad());
+            }
+            ranks.extend((a..=b).step_by(step as usize));
+        }
+        if ranks.is_empty() {
+            return Err("empty rank list".into());
+        }
+        ranks.sort_unstable();
+        ranks.dedup();
+        Ok(RankSet::from_sorted(&ranks))
+    }
+
     /// Number of ranks.
     pub fn len(&self) -> u64 {
         self.runs.iter().map(Prsd::len).sum()
@@ -345,6 +377,18 @@ mod tests {
         assert_eq!(s.runs.len(), 1);
         assert_eq!(s.to_string(), "9-14 x6+8");
         assert_eq!(s.to_vec(), interior);
+    }
+
+    #[test]
+    fn parse_rank_lists() {
+        assert_eq!(RankSet::parse("0-7").unwrap(), RankSet::all(8));
+        assert_eq!(
+            RankSet::parse("0-6:2, 3").unwrap().to_vec(),
+            vec![0, 2, 3, 4, 6]
+        );
+        assert!(RankSet::parse("7-0").is_err());
+        assert!(RankSet::parse("a").unwrap_err().contains("`a`"));
+        assert!(RankSet::parse("").is_err());
     }
 
     #[test]

@@ -249,13 +249,29 @@ fn walk(
     idx: &mut Vec<u64>,
     f: &mut dyn FnMut(&FlatEvent) -> bool,
 ) -> bool {
+    visit(nodes, rank, idx, &mut |e, idx| {
+        f(&flatten_event(e, rank, idx))
+    })
+}
+
+/// Calls `f` with every event node `rank` executes, in order, with the iteration indices of
+/// its enclosing loops (outermost first). Nested children are not visited: call `visit` on
+/// `e.children` with the same indices for them. Consumers that need timing (the event's
+/// [`Timing`](crate::timing::Timing)) or lazy evaluation use this; [`flatten_event`] gives
+/// the call's values. Stops early when `f` returns `false`, and returns `false` then.
+pub fn visit(
+    nodes: &[Node],
+    rank: u32,
+    idx: &mut Vec<u64>,
+    f: &mut dyn FnMut(&Event, &mut Vec<u64>) -> bool,
+) -> bool {
     for n in nodes {
         if !n.ranks.contains(rank) {
             continue;
         }
         match &n.kind {
             NodeKind::Event(e) => {
-                if !f(&flatten_event(e, rank, idx)) {
+                if !f(e, idx) {
                     return false;
                 }
             }
@@ -267,7 +283,7 @@ fn walk(
                 idx.push(0);
                 for i in 0..iters {
                     *idx.last_mut().expect("pushed") = i;
-                    if !walk(&l.body, rank, idx, f) {
+                    if !visit(&l.body, rank, idx, f) {
                         idx.pop();
                         return false;
                     }
