@@ -83,9 +83,15 @@ fn path_op<T: Copy>(
     let Some(child) = traceable() else {
         return call();
     };
+    let p = cpath(path);
+    // Inside an MPI-IO call, the library probes and loads its own components (Open MPI stats
+    // every mca_io/fcoll/fbtl/sharedfp plugin on the first MPI_File_open). Those are the
+    // runtime's files, not the application's I/O, and only some ranks make them.
+    if child && p.as_deref().is_some_and(is_shared_library) {
+        return call();
+    }
     let _g = Enter::new(BUSY);
     let sig = signature();
-    let p = cpath(path);
     let t0 = now_ns();
     let r = call();
     let t1 = now_ns();
@@ -96,6 +102,20 @@ fn path_op<T: Copy>(
     });
     set_errno(e);
     r
+}
+
+/// `lib.so` or `lib.so.1.2`: a shared library.
+fn is_shared_library(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    match name.find(".so") {
+        Some(i) => {
+            let rest = &name[i + 3..];
+            rest.is_empty()
+                || (rest.starts_with('.')
+                    && rest[1..].chars().all(|c| c.is_ascii_digit() || c == '.'))
+        }
+        None => false,
+    }
 }
 
 fn creates(flags: c_int) -> bool {
@@ -647,3 +667,18 @@ xstat_hook!(__xstat, "__xstat");
 xstat_hook!(__xstat64, "__xstat64");
 xstat_hook!(__lxstat, "__lxstat");
 xstat_hook!(__lxstat64, "__lxstat64");
+
+#[cfg(test)]
+mod tests {
+    use super::is_shared_library;
+
+    #[test]
+    fn shared_libraries_are_recognised() {
+        assert!(is_shared_library(
+            "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_io_ompio.so"
+        ));
+        assert!(is_shared_library("libfoo.so.1.2"));
+        assert!(!is_shared_library("/data/results.sorted"));
+        assert!(!is_shared_library("/data/x.so.bak"));
+    }
+}
