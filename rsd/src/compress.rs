@@ -140,8 +140,55 @@ impl Compressor {
 
     /// Adds one call.
     pub fn push(&mut self, ev: &RawEvent) {
+        if self.push_fast(ev) {
+            return;
+        }
         let node = self.convert(ev);
         self.push_node(node);
+    }
+
+    /// The steady state of an innermost loop: the list ends with a loop whose body is this
+    /// very call, and every parameter continues its pattern. Then only the count and the
+    /// timing change, with no allocation; anything else takes the general path.
+    fn push_fast(&mut self, ev: &RawEvent) -> bool {
+        if ev.path.is_some() || !ev.children.is_empty() {
+            return false;
+        }
+        let Some(last) = self.items.last_mut() else {
+            return false;
+        };
+        let CKind::Loop(l) = &mut last.kind else {
+            return false;
+        };
+        let (Val::Const(cnt), [body]) = (&l.iters, l.body.as_mut_slice()) else {
+            return false;
+        };
+        let cnt = *cnt;
+        let CKind::Event(e) = &mut body.kind else {
+            return false;
+        };
+        if e.op != ev.op || e.sig != ev.sig || e.path.is_some() || !e.children.is_empty() {
+            return false;
+        }
+        if e.params.len() != ev.params.len()
+            || !e
+                .params
+                .iter()
+                .zip(&ev.params)
+                .all(|(v, &x)| v.continues_const(cnt as u64, x))
+        {
+            return false;
+        }
+        e.timing.absorb(
+            Acc::One {
+                gap: ev.gap_ns,
+                dur: ev.dur_ns,
+            },
+            self.rank,
+        );
+        l.iters = Val::Const(cnt + 1);
+        self.events += 1;
+        true
     }
 
     fn convert(&mut self, ev: &RawEvent) -> CNode {

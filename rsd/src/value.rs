@@ -210,6 +210,22 @@ impl Val<i64> {
         }
     }
 
+    /// [`Val::continues`] for a plain number over no inner loops, without building a value.
+    #[inline]
+    pub fn continues_const(&self, n: u64, x: i64) -> bool {
+        match self {
+            Val::Const(c) => *c == x,
+            Val::Lin { base, strides } if strides.len() == 1 => {
+                strides[0]
+                    .checked_mul(n as i64)
+                    .and_then(|d| base.checked_add(d))
+                    == Some(x)
+            }
+            Val::Cycle(v) => v[(n % v.len() as u64) as usize] == Val::Const(x),
+            _ => false,
+        }
+    }
+
     /// Whether the value is a constant or affine in the loop indices.
     pub fn is_regular(&self) -> bool {
         matches!(self, Val::Const(_) | Val::Lin { .. })
