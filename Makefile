@@ -33,6 +33,8 @@ test: lint build
 
 bench: build
 	$(CARGO) bench -p rsd
+	$(CARGO) bench -p codes_bridge
+	bash scripts/bench-tracer.sh
 
 demo: build
 	@bash scripts/demo.sh

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Tracer benchmarks (issue "Tracer"), printed as figures and ratios against untraced runs:
+#  1. per-call overhead: 10^6 pwrite of 8 B to /dev/shm, median of 5 runs, with and without
+#     the preload (call-site depth 0 and the default 4);
+#  2. wall-time overhead on ior_like at 16 ranks and io_sample at 8 ranks;
+#  3. finalize merge time and trace size at 4..64 ranks (IOTREX_VERBOSE reports the merge).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+LIB=$PWD/target/release/libiotrex_tracer.so
+[ -f "$LIB" ] || { echo "build first: cargo build --release -p tracer" >&2; exit 1; }
+W=$(mktemp -d /dev/shm/iotrex-bench.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+cc -O2 -o "$W/pwrite_loop" tracer/bench/pwrite_loop.c
+for a in ior_like io_sample; do mpicc -O2 -o "$W/$a" tests/apps/$a.c; done
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+per_call() { for _ in 1 2 3 4 5; do env "$@" "$W/pwrite_loop" 1000000 | awk '{print $1}'; done | median; }
+
+echo "== 1. per-call overhead (10^6 pwrite of 8 B, median of 5)"
+base=$(per_call IOTREX_UNUSED=1)
+d0=$(per_call LD_PRELOAD="$LIB" IOTREX_OUT="$W/p0.iotrex" IOTREX_STACK_DEPTH=0)
+d4=$(per_call LD_PRELOAD="$LIB" IOTREX_OUT="$W/p4.iotrex")
+awk -v b="$base" -v d0="$d0" -v d4="$d4" 'BEGIN {
+  printf "untraced            %7.1f ns/call\n", b
+  printf "traced, depth 0     %7.1f ns/call  (+%.1f ns, x%.2f)\n", d0, d0-b, d0/b
+  printf "traced, depth 4     %7.1f ns/call  (+%.1f ns, x%.2f)   target: +150 ns\n", d4, d4-b, d4/b }'
+
+wall() { # runs "$@" 3 times, prints the median wall time in ms
+  for _ in 1 2 3; do
+    s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(( (e - s) / 1000000 ))
+  done | median
+}
+run() { # np traced(0/1) app args...
+  local np=$1 traced=$2 app=$3; shift 3
+  if [ "$traced" = 1 ]; then
+    timeout 120 mpirun -np "$np" --mca btl self,vader -x LD_PRELOAD="$LIB" -x IOTREX_OUT="$W/t.iotrex" "$W/$app" "$@"
+  else
+    timeout 120 mpirun -np "$np" --mca btl self,vader "$W/$app" "$@"
+  fi
+}
+echo
+echo "== 2. wall-time overhead (median of 3, includes mpirun start-up)"
+for spec in "16 ior_like -a mpiio -c -t 65536 -b 262144 -s 4 -o $W/ior.dat" "8 io_sample $W 100 8192 3 1048576"; do
+  set -- $spec
+  u=$(wall run "$1" 0 "${@:2}"); t=$(wall run "$1" 1 "${@:2}")
+  awk -v u="$u" -v t="$t" -v n="$2 at $1 ranks" 'BEGIN { printf "%-22s untraced %6d ms, traced %6d ms  (%+.1f%%)   target: 5%%\n", n, u, t, (t-u)/u*100 }'
+done
+
+echo
+echo "== 3. finalize merge time and trace size (ior_like collective)"
+for np in 4 8 16 32 64; do
+  out=$(IOTREX_VERBOSE=1 timeout 120 mpirun -np $np --mca btl self,vader -x LD_PRELOAD="$LIB" -x IOTREX_OUT="$W/m$np.iotrex" -x IOTREX_VERBOSE \
+        "$W/ior_like" -a mpiio -c -t 65536 -b 131072 -s 2 -o "$W/ior.dat" 2>&1 | grep -i "merge" | head -1 || true)
+  printf "%3d ranks: %8d B   %s\n" "$np" "$(stat -c %s "$W/m$np.iotrex")" "$out"
+done
