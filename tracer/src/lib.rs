@@ -42,7 +42,9 @@ fn init() {
         // Our panics are reported by `disable` in one line; the default hook would print more,
         // through std's stderr.
         std::panic::set_hook(Box::new(|_| {}));
-        if std::env::var("IOTREX_DISABLE").is_ok_and(|v| v == "1") {
+        // The unit-test binary links this crate as an rlib, constructor included; tracing it
+        // would leave a trace file in the source tree after every `cargo test`.
+        if cfg!(test) || std::env::var("IOTREX_DISABLE").is_ok_and(|v| v == "1") {
             return;
         }
         let argv: Vec<String> = std::fs::read("/proc/self/cmdline")
