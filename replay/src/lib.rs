@@ -1,3 +1,207 @@
-//! Replays a trace with real I/O, under MPI or with threads in one process.
+//! Replays an iotrex trace with real I/O, under MPI (`iotrex-replay`) or with threads in one
+//! process (`iotrex replay --threads`).
 //!
-//! Not built yet: see issue "Replay". Placeholder crate.
+//! Each rank walks its own events lazily from the compressed trace ([`engine::RankEngine`]),
+//! so memory stays proportional to the trace, not to the event count. POSIX and stdio calls
+//! are issued through the OS with the recorded sizes, offsets, flags and whence; MPI and MPI-IO
+//! calls go to a [`engine::Runtime`]: [`threads::ThreadsRuntime`] here, real MPI in the
+//! `iotrex-replay` binary. Every path is re-rooted under `--root` ([`root::Root`]) and nothing
+//! is written outside it. Compute gaps and communication delays are waited out against
+//! absolute per-rank deadlines ([`clock`]), and each I/O call's lateness is recorded. The
+//! [`report::Report`] gives op counts and bytes per layer and op, which must equal
+//! `iotrex stats` of the same trace, and says where they do not.
+//!
+//! This library has no `unsafe`: the MPI glue, the only place that needs it, is in the binary.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod clock;
+pub mod engine;
+pub mod error;
+pub mod prep;
+pub mod report;
+pub mod root;
+pub mod threads;
+pub mod types;
+
+pub use engine::{CommMode, ComputeMode, LayerView, Options};
+pub use error::ReplayError;
+pub use report::Report;
+pub use root::Root;
+
+use rsd::TraceFile;
+use std::path::Path;
+use std::time::Instant;
+
+/// Reads a trace for replay, refusing an incomplete one unless `allow_incomplete`.
+pub fn load(path: &Path, allow_incomplete: bool) -> Result<TraceFile, ReplayError> {
+    let tf = TraceFile::read(path)?;
+    if tf.header.incomplete && !allow_incomplete {
+        let why = if tf.header.notes.is_empty() {
+            "no reason recorded".to_string()
+        } else {
+            tf.header.notes.join("; ")
+        };
+        return Err(ReplayError::Incomplete {
+            path: path.to_path_buf(),
+            why,
+        });
+    }
+    Ok(tf)
+}
+
+/// The number of ranks a trace replays on: its header's, or more if its events name more.
+pub fn nranks(tf: &TraceFile) -> u32 {
+    let mut max = 0;
+    tf.trace.ranks().for_each(|r| max = max.max(r + 1));
+    tf.header.nranks.max(max)
+}
+
+/// Stack of each rank thread: the walk recurses once per loop level (bounded by rsd), and
+/// small stacks let thousands of ranks run as threads.
+const RANK_STACK: usize = 512 << 10;
+
+/// Replays every rank of `tf` as a thread of this process.
+pub fn run_threads(tf: &TraceFile, root: &Root, opts: &Options) -> Result<Report, ReplayError> {
+    let n = nranks(tf);
+    let shared = threads::Shared::new(n);
+    let t0 = Instant::now();
+    let results: Vec<Result<report::RankStats, ReplayError>> = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for rank in 0..n {
+            let sh = shared.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("rank{rank}"))
+                .stack_size(RANK_STACK)
+                .spawn_scoped(s, move || {
+                    let rt = threads::ThreadsRuntime::new(rank, sh.clone());
+                    let r = engine::RankEngine::new(rank, opts, root, rt).run(&tf.trace.nodes);
+                    if r.is_err() {
+                        sh.abort.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    sh.finish(rank);
+                    r
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    shared
+                        .abort
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                    handles.push(s.spawn(move || {
+                        Err(ReplayError::Thread(format!(
+                            "cannot start the thread of rank {rank}: {e}"
+                        )))
+                    }));
+                    break;
+                }
+            }
+        }
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(ReplayError::Thread("a rank thread panicked".into())))
+            })
+            .collect()
+    });
+    let wall = t0.elapsed().as_nanos() as u64;
+    let mut stats = Vec::with_capacity(results.len());
+    for r in results {
+        stats.push(r?);
+    }
+    let summary = rsd::stats::summarize(&tf.trace);
+    Ok(Report::build(
+        "threads",
+        &stats,
+        wall,
+        tf.header.wall_ns,
+        &summary,
+    ))
+}
+
+/// Reads `trace`, checks `root`, optionally preps, and replays every rank as a thread.
+pub fn run_threads_file(
+    trace: &Path,
+    root: &Path,
+    opts: &Options,
+    prep: bool,
+    allow_incomplete: bool,
+) -> Result<Report, ReplayError> {
+    let tf = load(trace, allow_incomplete)?;
+    let root = Root::new(root)?;
+    if prep {
+        prep::prep(&tf.trace, &root)?;
+    }
+    run_threads(&tf, &root, opts)
+}
+
+/// Parses `--comm`.
+pub fn parse_comm(s: &str) -> Result<CommMode, ReplayError> {
+    match s {
+        "delay" => Ok(CommMode::Delay),
+        "real" => Ok(CommMode::Real),
+        "skip" => Ok(CommMode::Skip),
+        _ => Err(ReplayError::BadOption {
+            flag: "--comm",
+            why: format!("{s:?} is not one of delay, real, skip"),
+        }),
+    }
+}
+
+/// Parses `--compute`.
+pub fn parse_compute(s: &str) -> Result<ComputeMode, ReplayError> {
+    match s {
+        "mean" => Ok(ComputeMode::Mean),
+        "sample" => Ok(ComputeMode::Sample),
+        "none" => Ok(ComputeMode::None),
+        _ => Err(ReplayError::BadOption {
+            flag: "--compute",
+            why: format!("{s:?} is not one of mean, sample, none"),
+        }),
+    }
+}
+
+/// Parses `--layer`.
+pub fn parse_layer(s: &str) -> Result<LayerView, ReplayError> {
+    match s {
+        "app" => Ok(LayerView::App),
+        "posix" => Ok(LayerView::Posix),
+        _ => Err(ReplayError::BadOption {
+            flag: "--layer",
+            why: format!("{s:?} is not one of app, posix"),
+        }),
+    }
+}
+
+/// Parses `--time-scale`: a finite factor of at least 0.
+pub fn parse_scale(s: &str) -> Result<f64, ReplayError> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 0.0 => Ok(f),
+        _ => Err(ReplayError::BadOption {
+            flag: "--time-scale",
+            why: format!("{s:?} is not a finite number >= 0"),
+        }),
+    }
+}
+
+/// A suggestion for what to do about an error, where there is a useful one.
+pub fn hint(e: &ReplayError) -> Option<String> {
+    match e {
+        ReplayError::Trace(rsd::RsdError::BadMagic { .. }) => {
+            Some("iotrex-replay reads .iotrex files written by the tracer, `iotrex synth` or `iotrex extrap`".into())
+        }
+        ReplayError::Trace(rsd::RsdError::Corrupt { .. } | rsd::RsdError::Truncated { .. }) => {
+            Some("the trace is damaged; re-copy or re-trace it".into())
+        }
+        ReplayError::Trace(rsd::RsdError::Io { .. }) => Some("check the trace's path".into()),
+        ReplayError::RankCount { trace, running } => Some(format!(
+            "a trace replays on exactly its own rank count; to replay at {running} ranks, extrapolate the {trace}-rank trace (with others at more scales) with `iotrex extrap`"
+        )),
+        ReplayError::Root { .. } => Some("create the directory (mkdir -p) and check that you may write in it".into()),
+        ReplayError::Escape { .. } => Some("remove the symlink from the root, or use an empty root".into()),
+        ReplayError::Incomplete { .. } => Some("the counts of an incomplete trace will not match the application's".into()),
+        _ => None,
+    }
+}

@@ -1,0 +1,720 @@
+//! One rank's replay: walks the rank's events lazily with their timing, waits out compute gaps
+//! against absolute deadlines, issues POSIX and stdio calls through the OS, and hands MPI and
+//! MPI-IO calls to a [`Runtime`] (threads in one process, or real MPI).
+
+use crate::clock::wait_until;
+use crate::error::ReplayError;
+use crate::report::RankStats;
+use crate::root::Root;
+use crate::types::Types;
+use rsd::op::{Dir, Layer, Op};
+use rsd::timing::{Stats, Timing};
+use rsd::trace::{FlatEvent, Node, flatten_event, visit};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// What to do with MPI calls that move no file data (`--comm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CommMode {
+    /// Sleep for the recorded mean duration.
+    #[default]
+    Delay,
+    /// Issue the call for real (thread barriers and channels, or MPI).
+    Real,
+    /// Do nothing.
+    Skip,
+}
+
+/// How compute gaps are replayed (`--compute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ComputeMode {
+    /// The recorded mean gap.
+    #[default]
+    Mean,
+    /// A draw from the recorded histogram.
+    Sample,
+    /// No gaps: as fast as possible.
+    None,
+}
+
+/// Which view of the I/O is issued (`--layer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LayerView {
+    /// Application-level calls: MPI-IO calls are issued, their nested POSIX calls are not.
+    #[default]
+    App,
+    /// The POSIX view: MPI-IO calls are not issued, their nested POSIX calls are.
+    Posix,
+}
+
+/// Replay options shared by every rank.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Non-I/O MPI calls.
+    pub comm: CommMode,
+    /// Compute gaps.
+    pub compute: ComputeMode,
+    /// Factor applied to every delay.
+    pub time_scale: f64,
+    /// Which layer's calls are issued.
+    pub layer: LayerView,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            comm: CommMode::Delay,
+            compute: ComputeMode::Mean,
+            time_scale: 1.0,
+            layer: LayerView::App,
+        }
+    }
+}
+
+/// Deterministic write data: byte `i` of every write buffer is a fixed function of `i`, so the
+/// files a replay leaves are reproducible and compressible patterns do not flatter the storage.
+#[derive(Debug, Default)]
+pub struct Pattern {
+    buf: Vec<u8>,
+}
+
+impl Pattern {
+    /// The pattern byte at position `i`.
+    pub fn byte(i: usize) -> u8 {
+        let x = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (x >> 56) as u8 ^ (i as u8)
+    }
+
+    /// A buffer of at least `n` pattern bytes.
+    pub fn get(&mut self, n: usize) -> &[u8] {
+        if self.buf.len() < n {
+            let start = self.buf.len();
+            self.buf.extend((start..n).map(Pattern::byte));
+        }
+        &self.buf[..n]
+    }
+}
+
+/// The MPI side of a replay: MPI-IO calls and MPI calls.
+pub trait Runtime {
+    /// Issues an application-level MPI-IO call; `path` is the re-rooted path for calls that name
+    /// one. Returns the file bytes moved, or an error message.
+    fn mpiio(
+        &mut self,
+        e: &FlatEvent,
+        path: Option<&Path>,
+        types: &Types,
+        data: &mut Pattern,
+    ) -> Result<u64, String>;
+
+    /// Issues an MPI call for real (`--comm real`), or, with `bookkeeping_only`, only what
+    /// later calls depend on (communicator creation, which MPI-IO opens need).
+    fn mpi(&mut self, e: &FlatEvent, types: &Types, bookkeeping_only: bool) -> Result<(), String>;
+
+    /// Whether an unrecoverable error elsewhere means this rank should stop.
+    fn aborted(&self) -> bool {
+        false
+    }
+}
+
+/// A stdio stream: a file plus a write-behind buffer the size of glibc's default, so the
+/// calls that reach the file system are the ones stdio would make.
+#[derive(Debug)]
+struct Stream {
+    file: File,
+    buf: Vec<u8>,
+}
+
+const STDIO_BUF: usize = 4096;
+
+impl Stream {
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            self.file.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
+        if self.buf.len() + data.len() > STDIO_BUF {
+            self.flush()?;
+        }
+        if data.len() >= STDIO_BUF {
+            self.file.write_all(data)
+        } else {
+            self.buf.extend_from_slice(data);
+            Ok(())
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// Parameter `name` of an event, by its op's schema.
+pub fn param(e: &FlatEvent, name: &str) -> i64 {
+    e.op.schema()
+        .iter()
+        .position(|p| *p == name)
+        .and_then(|i| e.params.get(i).copied())
+        .unwrap_or(0)
+}
+
+/// Reads exactly `n` bytes or up to end of file; returns the count read.
+fn read_up_to(
+    mut f: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
+    buf: &mut [u8],
+) -> std::io::Result<u64> {
+    let mut got = 0;
+    while got < buf.len() {
+        match f(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got as u64)
+}
+
+/// One rank's replayer.
+pub struct RankEngine<'a, R: Runtime> {
+    rank: u32,
+    opts: &'a Options,
+    root: &'a Root,
+    rt: R,
+    fds: HashMap<i64, File>,
+    streams: HashMap<i64, Stream>,
+    /// Paths of open MPI files, for nested POSIX calls under `--layer posix` whose descriptor
+    /// the MPI library opened without the trace seeing it.
+    fh_paths: HashMap<i64, String>,
+    types: Types,
+    data: Pattern,
+    rbuf: Vec<u8>,
+    /// The planned issue time of the next call.
+    deadline: Instant,
+    start: Instant,
+    rng: u64,
+    /// Totals, filled as the rank goes.
+    pub stats: RankStats,
+    fatal: Option<ReplayError>,
+}
+
+impl<'a, R: Runtime> RankEngine<'a, R> {
+    /// A replayer for `rank`.
+    pub fn new(rank: u32, opts: &'a Options, root: &'a Root, rt: R) -> Self {
+        let now = Instant::now();
+        RankEngine {
+            rank,
+            opts,
+            root,
+            rt,
+            fds: HashMap::new(),
+            streams: HashMap::new(),
+            fh_paths: HashMap::new(),
+            types: Types::default(),
+            data: Pattern::default(),
+            rbuf: Vec::new(),
+            deadline: now,
+            start: now,
+            rng: 0x2545_f491_4f6c_dd1d ^ (u64::from(rank) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            stats: RankStats {
+                rank,
+                ..RankStats::default()
+            },
+            fatal: None,
+        }
+    }
+
+    /// The runtime, for the caller's own end-of-run work.
+    pub fn runtime(&mut self) -> &mut R {
+        &mut self.rt
+    }
+
+    /// Replays every event of this rank in `nodes`, in order, never holding more than one
+    /// event's expansion in memory. Returns the rank's totals.
+    pub fn run(self, nodes: &[Node]) -> Result<RankStats, ReplayError> {
+        self.run_with(nodes, |_| {})
+    }
+
+    /// As [`RankEngine::run`], calling `finish` on the runtime after the last event, inside
+    /// the timed run (the MPI runtime closes what the trace left open there).
+    pub fn run_with(
+        mut self,
+        nodes: &[Node],
+        finish: impl FnOnce(&mut R),
+    ) -> Result<RankStats, ReplayError> {
+        self.start = Instant::now();
+        self.deadline = self.start;
+        let mut idx = Vec::new();
+        let rank = self.rank;
+        visit(nodes, rank, &mut idx, &mut |e, idx| {
+            let flat = flatten_event(e, rank, idx);
+            self.step(&flat, &e.timing);
+            self.fatal.is_none() && !self.rt.aborted()
+        });
+        // Close what the trace left open, flushing stdio buffers, inside the timed run.
+        self.streams.clear();
+        self.fds.clear();
+        finish(&mut self.rt);
+        self.stats.time_ns = self.start.elapsed().as_nanos() as u64;
+        match self.fatal.take() {
+            Some(e) => Err(e),
+            None => Ok(self.stats),
+        }
+    }
+
+    fn scaled(&self, ns: f64) -> Duration {
+        Duration::from_nanos((ns * self.opts.time_scale).max(0.0) as u64)
+    }
+
+    fn next_rand(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    /// A draw from a timing histogram: a bin weighted by its count, then uniform inside the
+    /// bin clipped to the recorded min and max.
+    fn sample(&mut self, s: &Stats) -> f64 {
+        let total: u64 = s.bins.iter().sum();
+        if total == 0 || s.count == 0 {
+            return s.mean;
+        }
+        let mut pick = self.next_rand() % total;
+        let mut bin = 0;
+        for (b, c) in s.bins.iter().enumerate() {
+            if pick < *c {
+                bin = b;
+                break;
+            }
+            pick -= c;
+        }
+        let lo = if bin == 0 { 0 } else { 1u64 << (2 * bin) };
+        let hi = if bin + 1 >= s.bins.len() {
+            s.max
+        } else {
+            (1u64 << (2 * (bin + 1))) - 1
+        };
+        let (lo, hi) = (lo.max(s.min), hi.min(s.max).max(lo.max(s.min)));
+        let u = (self.next_rand() >> 11) as f64 / (1u64 << 53) as f64;
+        lo as f64 + u * (hi - lo) as f64
+    }
+
+    fn wait_gap(&mut self, t: &Timing) {
+        let gap = match self.opts.compute {
+            ComputeMode::None => return,
+            ComputeMode::Mean => t.gap.mean,
+            ComputeMode::Sample => self.sample(&t.gap),
+        };
+        self.deadline += self.scaled(gap);
+        let t0 = Instant::now();
+        wait_until(self.deadline);
+        self.stats.compute_ns += t0.elapsed().as_nanos() as u64;
+    }
+
+    fn step(&mut self, e: &FlatEvent, t: &Timing) {
+        self.wait_gap(t);
+        match e.op.layer() {
+            Layer::Posix | Layer::Stdio => {
+                self.timed_io(e.op, |s| s.posix(e));
+            }
+            Layer::MpiIo => match self.opts.layer {
+                LayerView::App => {
+                    self.timed_io(e.op, |s| s.mpiio(e));
+                    for c in &e.children {
+                        self.credit(c);
+                    }
+                }
+                LayerView::Posix => {
+                    self.track_fh(e);
+                    self.stats.count(e.op, e.op.data_bytes(&e.params), true);
+                    let parent = self.fh_paths.get(&param(e, "fh")).cloned();
+                    for c in &e.children {
+                        self.nested_posix(c, parent.as_deref());
+                    }
+                }
+            },
+            Layer::Mpi => self.mpi(e, t),
+        }
+    }
+
+    /// Counts a call without issuing it, with its own nested calls.
+    fn credit(&mut self, e: &FlatEvent) {
+        self.stats.count(e.op, e.op.data_bytes(&e.params), true);
+        for c in &e.children {
+            self.credit(c);
+        }
+    }
+
+    fn track_fh(&mut self, e: &FlatEvent) {
+        match e.op {
+            Op::FileOpen => {
+                if let Some(p) = &e.path {
+                    self.fh_paths.insert(param(e, "fh"), p.clone());
+                }
+            }
+            Op::FileClose => {
+                self.fh_paths.remove(&param(e, "fh"));
+            }
+            _ => {}
+        }
+    }
+
+    /// A POSIX call nested in an MPI-IO call, under `--layer posix`. Its descriptor may be one
+    /// the MPI library opened outside the trace: then it is opened on the MPI file's path.
+    fn nested_posix(&mut self, c: &FlatEvent, parent: Option<&str>) {
+        let fd = param(c, "fd");
+        let opens = matches!(c.op, Op::Open | Op::Openat | Op::Creat);
+        if !opens
+            && c.op.schema().first() == Some(&"fd")
+            && !self.fds.contains_key(&fd)
+            && let Some(p) = parent
+        {
+            match self.root.map(p, true) {
+                Ok(path) => {
+                    if let Ok(f) = OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create(true)
+                        .truncate(false)
+                        .open(&path)
+                    {
+                        self.fds.insert(fd, f);
+                    }
+                }
+                Err(err) => {
+                    self.fatal = Some(err);
+                    return;
+                }
+            }
+        }
+        self.timed_io(c.op, |s| s.posix(c));
+        for cc in &c.children {
+            self.nested_posix(cc, parent);
+        }
+    }
+
+    /// Runs one I/O call, recording its lateness against the deadline and its duration; the
+    /// deadline then moves on by the call's actual duration, so a slow file system delays
+    /// later calls as it would have delayed the application, while sleep errors do not add up.
+    fn timed_io(&mut self, op: Op, f: impl FnOnce(&mut Self) -> Result<u64, String>) {
+        let t0 = Instant::now();
+        if self.opts.compute != ComputeMode::None {
+            let late = t0.saturating_duration_since(self.deadline);
+            self.stats.lateness.add(late.as_nanos() as u64);
+        }
+        let r = f(self);
+        let t1 = Instant::now();
+        let dur = t1 - t0;
+        self.stats.io_ns += dur.as_nanos() as u64;
+        self.deadline = self.deadline.max(t0) + dur;
+        if self.opts.compute == ComputeMode::None {
+            self.deadline = t1;
+        }
+        match r {
+            Ok(bytes) => self.stats.count(op, bytes, false),
+            Err(msg) => {
+                // The call was issued and failed: it counts, with no bytes. A refused path
+                // stops the replay; other failures are reported.
+                self.stats.count(op, 0, false);
+                if self.fatal.is_none() {
+                    self.stats.fail(msg);
+                }
+            }
+        }
+    }
+
+    fn map_path(&mut self, e: &FlatEvent, create_parents: bool) -> Result<PathBuf, String> {
+        let traced = e.path.as_deref().unwrap_or("");
+        match self.root.map(traced, create_parents) {
+            Ok(p) => Ok(p),
+            Err(err) => {
+                let msg = err.to_string();
+                self.fatal = Some(err);
+                Err(msg)
+            }
+        }
+    }
+
+    fn fd(&mut self, e: &FlatEvent) -> Result<&mut File, String> {
+        let id = param(e, "fd");
+        self.fds.get_mut(&id).ok_or_else(|| {
+            format!(
+                "{}: descriptor {id} is not open (its open was not replayed)",
+                e.op.name()
+            )
+        })
+    }
+
+    fn stream(&mut self, e: &FlatEvent) -> Result<&mut Stream, String> {
+        let id = param(e, "stream");
+        self.streams.get_mut(&id).ok_or_else(|| {
+            format!(
+                "{}: stream {id} is not open (its fopen was not replayed)",
+                e.op.name()
+            )
+        })
+    }
+
+    fn mpiio(&mut self, e: &FlatEvent) -> Result<u64, String> {
+        self.track_fh(e);
+        let path = match &e.path {
+            Some(_) => Some(self.map_path(e, true)?),
+            None => None,
+        };
+        let n = self
+            .rt
+            .mpiio(e, path.as_deref(), &self.types, &mut self.data)
+            .map_err(|m| format!("{} {}: {m}", e.op.name(), e.path.as_deref().unwrap_or("")))?;
+        Ok(n)
+    }
+
+    fn mpi(&mut self, e: &FlatEvent, t: &Timing) {
+        self.types.track(e);
+        let t0 = Instant::now();
+        let creates_comm = matches!(e.op, Op::CommDup | Op::CommSplit);
+        match self.opts.comm {
+            CommMode::Real => {
+                if let Err(m) = self.rt.mpi(e, &self.types, false) {
+                    self.stats.fail(format!("{}: {m}", e.op.name()));
+                }
+            }
+            CommMode::Delay | CommMode::Skip => {
+                if creates_comm && let Err(m) = self.rt.mpi(e, &self.types, true) {
+                    self.stats.fail(format!("{}: {m}", e.op.name()));
+                }
+                if self.opts.comm == CommMode::Delay && !matches!(e.op, Op::Init | Op::Finalize) {
+                    self.deadline = self.deadline.max(t0) + self.scaled(t.dur.mean);
+                    wait_until(self.deadline);
+                }
+            }
+        }
+        let t1 = Instant::now();
+        if self.opts.comm == CommMode::Real || self.opts.compute == ComputeMode::None {
+            self.deadline = self.deadline.max(t0) + (t1 - t0);
+        }
+        self.stats.comm_ns += (t1 - t0).as_nanos() as u64;
+        self.stats.count(e.op, 0, false);
+    }
+
+    /// Issues a POSIX or stdio call. Returns the bytes it moved.
+    fn posix(&mut self, e: &FlatEvent) -> Result<u64, String> {
+        let op = e.op;
+        let io = |what: &str, err: std::io::Error| format!("{} {what}: {err}", op.name());
+        let size = |v: i64| v.max(0) as usize;
+        let bytes = match op {
+            Op::Open | Op::Openat | Op::Creat => {
+                let (flags, mode) = if op == Op::Creat {
+                    (
+                        libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+                        param(e, "mode"),
+                    )
+                } else {
+                    (param(e, "flags") as i32, param(e, "mode"))
+                };
+                let id = param(e, "fd");
+                if id < 0 {
+                    // The traced open failed: nothing to replay.
+                    return Ok(0);
+                }
+                let path = self.map_path(e, true)?;
+                let acc = flags & libc::O_ACCMODE;
+                // O_DIRECT needs aligned buffers the replay does not promise; the file was
+                // opened successfully in the trace, so it is created if it is missing (--prep
+                // gives it its recorded size).
+                let custom = (flags & !(libc::O_ACCMODE | libc::O_DIRECT)) | libc::O_CREAT;
+                let f = OpenOptions::new()
+                    .read(acc == libc::O_RDONLY || acc == libc::O_RDWR)
+                    .write(acc == libc::O_WRONLY || acc == libc::O_RDWR)
+                    .custom_flags(custom)
+                    .mode(if mode > 0 { mode as u32 } else { 0o644 })
+                    .open(&path)
+                    .map_err(|er| io(&path.display().to_string(), er))?;
+                self.fds.insert(id, f);
+                0
+            }
+            Op::Close => {
+                self.fds.remove(&param(e, "fd"));
+                0
+            }
+            Op::Write | Op::Writev => {
+                let n = size(param(e, "ret"));
+                let data = self.data.get(n).to_vec();
+                self.fd(e)?.write_all(&data).map_err(|er| io("", er))?;
+                n as u64
+            }
+            Op::Pwrite | Op::Pwritev => {
+                let n = size(param(e, "ret"));
+                let off = param(e, "offset").max(0) as u64;
+                let data = self.data.get(n).to_vec();
+                self.fd(e)?
+                    .write_all_at(&data, off)
+                    .map_err(|er| io("", er))?;
+                n as u64
+            }
+            Op::Read | Op::Readv => {
+                let n = size(param(e, "ret"));
+                let mut buf = std::mem::take(&mut self.rbuf);
+                buf.resize(n, 0);
+                let r = self
+                    .fd(e)
+                    .and_then(|f| read_up_to(|b| f.read(b), &mut buf).map_err(|er| io("", er)));
+                self.rbuf = buf;
+                r?
+            }
+            Op::Pread | Op::Preadv => {
+                let n = size(param(e, "ret"));
+                let off = param(e, "offset").max(0) as u64;
+                let mut buf = std::mem::take(&mut self.rbuf);
+                buf.resize(n, 0);
+                let r = self.fd(e).and_then(|f| {
+                    let mut pos = off;
+                    read_up_to(
+                        |b| {
+                            let k = f.read_at(b, pos)?;
+                            pos += k as u64;
+                            Ok(k)
+                        },
+                        &mut buf,
+                    )
+                    .map_err(|er| io("", er))
+                });
+                self.rbuf = buf;
+                r?
+            }
+            Op::Lseek => {
+                let off = param(e, "offset");
+                let from = match param(e, "whence") {
+                    0 => SeekFrom::Start(off.max(0) as u64),
+                    1 => SeekFrom::Current(off),
+                    2 => SeekFrom::End(off),
+                    // SEEK_DATA/SEEK_HOLE: go where the traced call went.
+                    _ => SeekFrom::Start(param(e, "ret").max(0) as u64),
+                };
+                self.fd(e)?.seek(from).map_err(|er| io("", er))?;
+                0
+            }
+            Op::Fsync => {
+                self.fd(e)?.sync_all().map_err(|er| io("", er))?;
+                0
+            }
+            Op::Fdatasync => {
+                self.fd(e)?.sync_data().map_err(|er| io("", er))?;
+                0
+            }
+            Op::Ftruncate => {
+                let len = param(e, "length").max(0) as u64;
+                self.fd(e)?.set_len(len).map_err(|er| io("", er))?;
+                0
+            }
+            // Metadata calls: their outcome (a file missing or not) is the file system's
+            // answer; it is not a replay failure.
+            Op::Unlink => {
+                let p = self.map_path(e, false)?;
+                let _ = std::fs::remove_file(p);
+                0
+            }
+            Op::Mkdir => {
+                let p = self.map_path(e, true)?;
+                let _ = std::fs::create_dir(p);
+                0
+            }
+            Op::Rmdir => {
+                let p = self.map_path(e, false)?;
+                let _ = std::fs::remove_dir(p);
+                0
+            }
+            Op::Stat | Op::Access => {
+                let p = self.map_path(e, false)?;
+                let _ = std::fs::metadata(p);
+                0
+            }
+            // fcntl's effect (locks, flags) is not recorded beyond its command.
+            Op::Fcntl => 0,
+            Op::Fopen => {
+                let bits = param(e, "mode");
+                let id = param(e, "stream");
+                if id < 0 {
+                    return Ok(0);
+                }
+                let path = self.map_path(e, true)?;
+                // Opened read-write whatever the mode: stdio checks the mode in user space, and
+                // a stream the trace shows writing is written. 'w' truncates, 'a' appends.
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(bits & 2 != 0)
+                    .custom_flags(if bits & 4 != 0 { libc::O_APPEND } else { 0 })
+                    .open(&path)
+                    .map_err(|er| io(&path.display().to_string(), er))?;
+                self.streams.insert(
+                    id,
+                    Stream {
+                        file: f,
+                        buf: Vec::new(),
+                    },
+                );
+                0
+            }
+            Op::Fclose => {
+                if let Some(mut s) = self.streams.remove(&param(e, "stream")) {
+                    s.flush().map_err(|er| io("", er))?;
+                }
+                0
+            }
+            Op::Fwrite | Op::Fprintf => {
+                let n = op.data_bytes(&e.params) as usize;
+                let data = self.data.get(n).to_vec();
+                self.stream(e)?.write(&data).map_err(|er| io("", er))?;
+                n as u64
+            }
+            Op::Fread => {
+                let n = op.data_bytes(&e.params) as usize;
+                let mut buf = std::mem::take(&mut self.rbuf);
+                buf.resize(n, 0);
+                let r = self.stream(e).and_then(|s| {
+                    s.flush().map_err(|er| io("", er))?;
+                    read_up_to(|b| s.file.read(b), &mut buf).map_err(|er| io("", er))
+                });
+                self.rbuf = buf;
+                r?
+            }
+            Op::Fseek => {
+                let off = param(e, "offset");
+                let from = match param(e, "whence") {
+                    1 => SeekFrom::Current(off),
+                    2 => SeekFrom::End(off),
+                    _ => SeekFrom::Start(off.max(0) as u64),
+                };
+                let s = self.stream(e)?;
+                s.flush().map_err(|er| io("", er))?;
+                s.file.seek(from).map_err(|er| io("", er))?;
+                0
+            }
+            Op::Fflush => {
+                self.stream(e)?.flush().map_err(|er| io("", er))?;
+                0
+            }
+            _ => 0,
+        };
+        if op.dir() == Dir::Read && bytes != op.data_bytes(&e.params) {
+            self.stats.fail(format!(
+                "{}: read {bytes} bytes, the trace recorded {} (the file is shorter: try --prep)",
+                op.name(),
+                op.data_bytes(&e.params)
+            ));
+        }
+        Ok(bytes)
+    }
+}

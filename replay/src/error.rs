@@ -1,0 +1,74 @@
+//! Errors of the `replay` crate. Each message names the flag or input at fault.
+
+use std::path::PathBuf;
+
+/// Everything that stops a replay.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// The trace could not be read or is not a valid trace.
+    #[error(transparent)]
+    Trace(#[from] rsd::RsdError),
+    /// The trace is flagged incomplete.
+    #[error(
+        "{path}: the trace is incomplete ({why}); replaying it would issue only part of the run's I/O (pass --allow-incomplete to replay it anyway)"
+    )]
+    Incomplete {
+        /// The trace file.
+        path: PathBuf,
+        /// The producer's notes.
+        why: String,
+    },
+    /// The replay runs on a different number of ranks than the trace has.
+    #[error(
+        "the trace has {trace} ranks but the replay runs {running} (mpirun -np {running}); run with -np {trace}, or extrapolate first: iotrex extrap ... --ranks {running}"
+    )]
+    RankCount {
+        /// Ranks in the trace header.
+        trace: u32,
+        /// Ranks in the replay.
+        running: u32,
+    },
+    /// The root directory is missing, not a directory or not writable.
+    #[error("--root {path}: {why}")]
+    Root {
+        /// The directory given.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A traced path would leave the root (through a symlink inside it).
+    #[error(
+        "--root {root}: traced path {traced:?} resolves to {resolved} outside the root (a symlink inside the root points out); refusing to touch it"
+    )]
+    Escape {
+        /// The root.
+        root: PathBuf,
+        /// The path as traced.
+        traced: String,
+        /// Where it would lead.
+        resolved: PathBuf,
+    },
+    /// A flag has a value that cannot be used.
+    #[error("{flag}: {why}")]
+    BadOption {
+        /// The flag.
+        flag: &'static str,
+        /// Why.
+        why: String,
+    },
+    /// Writing the JSON report failed.
+    #[error("--json {path}: {error}")]
+    Json {
+        /// The report file.
+        path: PathBuf,
+        /// The OS or encoding error.
+        error: String,
+    },
+    /// A thread of the replay could not be started or panicked.
+    #[error("--threads: {0}")]
+    Thread(String),
+    /// The MPI runtime refused a call.
+    #[error("MPI: {0}")]
+    Mpi(String),
+}

@@ -1,0 +1,556 @@
+//! The MPI runtime of `iotrex-replay`: MPI-IO and MPI calls issued through rsmpi's raw
+//! bindings (`mpi::ffi`), the only `unsafe` code of the replay.
+//!
+//! Data moves as `MPI_UINT8_T` counts of the recorded byte totals, and recorded file views are
+//! re-issued with a byte etype at the recorded displacement, offsets converted from the
+//! recorded etype to bytes; so contiguous views replay exactly. Noncontiguous filetypes are
+//! replayed as contiguous (their constructors are tracked for sizes only).
+
+#![allow(unsafe_code)]
+
+use mpi::ffi;
+use replay::engine::{Pattern, Runtime, param};
+use replay::types::Types;
+use rsd::op::{Dir, Op};
+use rsd::trace::FlatEvent;
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::os::raw::{c_int, c_void};
+use std::path::Path;
+
+/// Relative peers the tracer stores for `MPI_ANY_SOURCE` and `MPI_PROC_NULL`.
+const ANY_SOURCE: i64 = i32::MIN as i64 - 1;
+const PROC_NULL: i64 = i32::MIN as i64 - 2;
+
+/// Handles to MPI's predefined objects, read once.
+#[derive(Clone, Copy)]
+pub struct Predef {
+    pub world: ffi::MPI_Comm,
+    pub self_: ffi::MPI_Comm,
+    pub u8: ffi::MPI_Datatype,
+    pub info_null: ffi::MPI_Info,
+    pub bor: ffi::MPI_Op,
+    pub any_source: c_int,
+    pub any_tag: c_int,
+    pub proc_null: c_int,
+    pub undefined: c_int,
+}
+
+impl Predef {
+    pub fn get() -> Predef {
+        // SAFETY: these are constant globals of the rsmpi shim, initialised at load time; they
+        // are only read.
+        unsafe {
+            Predef {
+                world: ffi::RSMPI_COMM_WORLD,
+                self_: ffi::RSMPI_COMM_SELF,
+                u8: ffi::RSMPI_UINT8_T,
+                info_null: ffi::RSMPI_INFO_NULL,
+                bor: ffi::RSMPI_BOR,
+                any_source: ffi::RSMPI_ANY_SOURCE,
+                any_tag: ffi::RSMPI_ANY_TAG,
+                proc_null: ffi::RSMPI_PROC_NULL,
+                undefined: ffi::RSMPI_UNDEFINED,
+            }
+        }
+    }
+}
+
+fn check(rc: c_int, what: &str) -> Result<(), String> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!("{what} returned MPI error {rc}"))
+    }
+}
+
+struct MFile {
+    fh: ffi::MPI_File,
+    etype: i64,
+}
+
+/// A pending nonblocking send or receive and its buffer, kept alive until completion.
+struct Pending {
+    req: ffi::MPI_Request,
+    _buf: Vec<u8>,
+}
+
+/// The MPI runtime of one rank.
+pub struct MpiRuntime {
+    p: Predef,
+    comms: HashMap<i64, ffi::MPI_Comm>,
+    files: HashMap<i64, MFile>,
+    reqs: HashMap<i64, Pending>,
+    rbuf: Vec<u8>,
+}
+
+fn len(n: i64) -> c_int {
+    n.clamp(0, c_int::MAX as i64) as c_int
+}
+
+impl MpiRuntime {
+    pub fn new(p: Predef) -> MpiRuntime {
+        let mut comms = HashMap::new();
+        comms.insert(0, p.world);
+        comms.insert(1, p.self_);
+        MpiRuntime {
+            p,
+            comms,
+            files: HashMap::new(),
+            reqs: HashMap::new(),
+            rbuf: Vec::new(),
+        }
+    }
+
+    fn comm(&self, id: i64) -> Result<ffi::MPI_Comm, String> {
+        self.comms
+            .get(&id)
+            .copied()
+            .ok_or_else(|| format!("communicator {id} was not created by a replayed call"))
+    }
+
+    fn comm_rank(&self, c: ffi::MPI_Comm) -> i64 {
+        let mut r = 0;
+        // SAFETY: `c` is a valid communicator and `r` a valid out-parameter.
+        unsafe { ffi::MPI_Comm_rank(c, &mut r) };
+        r as i64
+    }
+
+    fn comm_size(&self, c: ffi::MPI_Comm) -> i64 {
+        let mut r = 0;
+        // SAFETY: as in `comm_rank`.
+        unsafe { ffi::MPI_Comm_size(c, &mut r) };
+        r as i64
+    }
+
+    fn peer(&self, c: ffi::MPI_Comm, rel: i64) -> c_int {
+        match rel {
+            ANY_SOURCE => self.p.any_source,
+            PROC_NULL => self.p.proc_null,
+            _ => (self.comm_rank(c) + rel) as c_int,
+        }
+    }
+
+    fn tag(&self, t: i64) -> c_int {
+        if t < 0 { self.p.any_tag } else { t as c_int }
+    }
+
+    fn wait(&mut self, id: Option<i64>) -> Result<(), String> {
+        let ids: Vec<i64> = match id {
+            Some(i) => vec![i],
+            None => self.reqs.keys().copied().collect(),
+        };
+        for i in ids {
+            if let Some(mut p) = self.reqs.remove(&i) {
+                // SAFETY: `p.req` is an active request whose buffer `p._buf` is still alive;
+                // the status is ignored.
+                let rc = unsafe { ffi::MPI_Wait(&mut p.req, std::ptr::null_mut()) };
+                check(rc, "MPI_Wait")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees what the replay opened and MPI still holds, before `MPI_Finalize`.
+    pub fn finish(&mut self) {
+        let _ = self.wait(None);
+        for (_, mut f) in self.files.drain() {
+            // SAFETY: `f.fh` is a file this runtime opened and did not close.
+            unsafe { ffi::MPI_File_close(&mut f.fh) };
+        }
+    }
+}
+
+type RwFn = unsafe extern "C" fn(
+    ffi::MPI_File,
+    *mut c_void,
+    c_int,
+    ffi::MPI_Datatype,
+    *mut ffi::MPI_Status,
+) -> c_int;
+type RwAtFn = unsafe extern "C" fn(
+    ffi::MPI_File,
+    ffi::MPI_Offset,
+    *mut c_void,
+    c_int,
+    ffi::MPI_Datatype,
+    *mut ffi::MPI_Status,
+) -> c_int;
+
+impl Runtime for MpiRuntime {
+    fn mpiio(
+        &mut self,
+        e: &FlatEvent,
+        path: Option<&Path>,
+        types: &Types,
+        data: &mut Pattern,
+    ) -> Result<u64, String> {
+        let op = e.op;
+        let id = param(e, "fh");
+        let p = self.p;
+        let cpath = |path: Option<&Path>| -> Result<CString, String> {
+            CString::new(path.ok_or("no path")?.as_os_str().as_encoded_bytes())
+                .map_err(|_| "path holds a NUL byte".to_string())
+        };
+        match op {
+            Op::FileOpen => {
+                let c = self.comm(param(e, "comm")).unwrap_or(p.self_);
+                let name = cpath(path)?;
+                let mut fh: ffi::MPI_File = std::ptr::null_mut();
+                // SAFETY: valid communicator, NUL-terminated path, predefined info, and a valid
+                // out-parameter for the handle.
+                let rc = unsafe {
+                    ffi::MPI_File_open(
+                        c,
+                        name.as_ptr(),
+                        param(e, "amode") as c_int,
+                        p.info_null,
+                        &mut fh,
+                    )
+                };
+                check(rc, "MPI_File_open")?;
+                if id >= 0 {
+                    self.files.insert(id, MFile { fh, etype: 4 });
+                } else {
+                    // SAFETY: `fh` was just opened.
+                    unsafe { ffi::MPI_File_close(&mut fh) };
+                }
+                return Ok(0);
+            }
+            Op::FileDelete => {
+                let name = cpath(path)?;
+                // SAFETY: NUL-terminated path and predefined info; a missing file is an error
+                // code (files default to MPI_ERRORS_RETURN), which is the file system's answer.
+                unsafe { ffi::MPI_File_delete(name.as_ptr(), p.info_null) };
+                return Ok(0);
+            }
+            _ => {}
+        }
+        let f = self.files.get_mut(&id).ok_or_else(|| {
+            format!("file handle {id} is not open (its MPI_File_open was not replayed)")
+        })?;
+        let es = types.size(f.etype).max(1);
+        let bytes = param(e, "bytes").max(0);
+        let fh = f.fh;
+        match op {
+            Op::FileClose => {
+                let mut f = self.files.remove(&id).expect("present");
+                // SAFETY: an open file handle, closed once.
+                check(unsafe { ffi::MPI_File_close(&mut f.fh) }, "MPI_File_close")?;
+                return Ok(0);
+            }
+            Op::FileSetSize => {
+                // SAFETY: an open file handle.
+                check(
+                    unsafe { ffi::MPI_File_set_size(fh, param(e, "size")) },
+                    "MPI_File_set_size",
+                )?;
+                return Ok(0);
+            }
+            Op::FileGetSize => {
+                let mut s = 0;
+                // SAFETY: an open file handle and a valid out-parameter.
+                check(
+                    unsafe { ffi::MPI_File_get_size(fh, &mut s) },
+                    "MPI_File_get_size",
+                )?;
+                return Ok(0);
+            }
+            Op::FileSetView => {
+                f.etype = param(e, "etype");
+                let native = c"native";
+                // SAFETY: an open file handle, predefined byte types and info, and a
+                // NUL-terminated data representation name.
+                let rc = unsafe {
+                    ffi::MPI_File_set_view(
+                        fh,
+                        param(e, "disp"),
+                        p.u8,
+                        p.u8,
+                        native.as_ptr(),
+                        p.info_null,
+                    )
+                };
+                check(rc, "MPI_File_set_view")?;
+                return Ok(0);
+            }
+            Op::FileSeek => {
+                // SAFETY: an open file handle; whence is the recorded MPI_SEEK_* value.
+                let rc = unsafe {
+                    ffi::MPI_File_seek(fh, param(e, "offset") * es, param(e, "whence") as c_int)
+                };
+                check(rc, "MPI_File_seek")?;
+                return Ok(0);
+            }
+            Op::FileSync => {
+                // SAFETY: an open file handle.
+                check(unsafe { ffi::MPI_File_sync(fh) }, "MPI_File_sync")?;
+                return Ok(0);
+            }
+            _ => {}
+        }
+        let n = len(bytes);
+        let write = op.dir() == Dir::Write;
+        let buf: *mut c_void = if write {
+            data.get(n as usize).as_ptr() as *mut c_void
+        } else {
+            self.rbuf.resize(n as usize, 0);
+            self.rbuf.as_mut_ptr() as *mut c_void
+        };
+        let off = param(e, "offset") * es;
+        let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::uninit();
+        let st = status.as_mut_ptr();
+        // MPI's write functions take `const void*`; the pointer is cast to share one signature
+        // with the reads, and MPI never writes through it.
+        let plain: Option<RwFn> = match op {
+            Op::FileRead => Some(ffi::MPI_File_read as RwFn),
+            Op::FileReadAll => Some(ffi::MPI_File_read_all as RwFn),
+            Op::FileReadShared => Some(ffi::MPI_File_read_shared as RwFn),
+            Op::FileReadOrdered => Some(ffi::MPI_File_read_ordered as RwFn),
+            _ => None,
+        };
+        let rc = if let Some(fun) = plain {
+            // SAFETY: an open file, a buffer of `n` bytes, the byte type and a status slot.
+            unsafe { fun(fh, buf, n, p.u8, st) }
+        } else if matches!(op, Op::FileReadAt | Op::FileReadAtAll) {
+            let fun: RwAtFn = if op == Op::FileReadAt {
+                ffi::MPI_File_read_at
+            } else {
+                ffi::MPI_File_read_at_all
+            };
+            // SAFETY: as above, with the recorded offset in bytes.
+            unsafe { fun(fh, off, buf, n, p.u8, st) }
+        } else {
+            let cbuf = buf as *const c_void;
+            // SAFETY (every arm): an open file handle, a pattern buffer of `n` bytes that
+            // outlives the call (nonblocking calls are waited for at once, below), the byte
+            // type and a status or request slot.
+            unsafe {
+                match op {
+                    Op::FileWrite => ffi::MPI_File_write(fh, cbuf, n, p.u8, st),
+                    Op::FileWriteAll => ffi::MPI_File_write_all(fh, cbuf, n, p.u8, st),
+                    Op::FileWriteShared => ffi::MPI_File_write_shared(fh, cbuf, n, p.u8, st),
+                    Op::FileWriteOrdered => ffi::MPI_File_write_ordered(fh, cbuf, n, p.u8, st),
+                    Op::FileWriteAt => ffi::MPI_File_write_at(fh, off, cbuf, n, p.u8, st),
+                    Op::FileWriteAtAll => ffi::MPI_File_write_at_all(fh, off, cbuf, n, p.u8, st),
+                    _ => {
+                        // Nonblocking: issued, then completed at once so the buffer stays
+                        // valid; the trace's Wait then finds nothing pending.
+                        let mut req: ffi::MPI_Request = std::mem::zeroed();
+                        let rc = match op {
+                            Op::FileIread => ffi::MPI_File_iread(fh, buf, n, p.u8, &mut req),
+                            Op::FileIreadAt => {
+                                ffi::MPI_File_iread_at(fh, off, buf, n, p.u8, &mut req)
+                            }
+                            Op::FileIreadAll => ffi::MPI_File_iread_all(fh, buf, n, p.u8, &mut req),
+                            Op::FileIreadShared => {
+                                ffi::MPI_File_iread_shared(fh, buf, n, p.u8, &mut req)
+                            }
+                            Op::FileIwrite => ffi::MPI_File_iwrite(fh, cbuf, n, p.u8, &mut req),
+                            Op::FileIwriteAt => {
+                                ffi::MPI_File_iwrite_at(fh, off, cbuf, n, p.u8, &mut req)
+                            }
+                            Op::FileIwriteAll => {
+                                ffi::MPI_File_iwrite_all(fh, cbuf, n, p.u8, &mut req)
+                            }
+                            Op::FileIwriteShared => {
+                                ffi::MPI_File_iwrite_shared(fh, cbuf, n, p.u8, &mut req)
+                            }
+                            _ => return Ok(0),
+                        };
+                        if rc == 0 {
+                            ffi::MPI_Wait(&mut req, st)
+                        } else {
+                            rc
+                        }
+                    }
+                }
+            }
+        };
+        check(rc, op.name())?;
+        let mut got: c_int = n;
+        if !write {
+            // SAFETY: the call succeeded, so MPI filled the status.
+            unsafe { ffi::MPI_Get_count(st, p.u8, &mut got) };
+        }
+        Ok(got.max(0) as u64)
+    }
+
+    fn mpi(&mut self, e: &FlatEvent, types: &Types, bookkeeping_only: bool) -> Result<(), String> {
+        let op = e.op;
+        let p = self.p;
+        match op {
+            Op::CommDup | Op::CommSplit => {
+                let c = self.comm(param(e, "comm"))?;
+                let mut nc = p.self_;
+                let rc = if op == Op::CommDup {
+                    // SAFETY: a valid communicator and out-parameter.
+                    unsafe { ffi::MPI_Comm_dup(c, &mut nc) }
+                } else {
+                    let color = param(e, "color");
+                    let color = if color < 0 {
+                        p.undefined
+                    } else {
+                        color as c_int
+                    };
+                    // SAFETY: as above; every member of `c` makes this call in trace order.
+                    unsafe { ffi::MPI_Comm_split(c, color, param(e, "key") as c_int, &mut nc) }
+                };
+                check(rc, op.name())?;
+                let id = param(e, "newcomm");
+                if id >= 0 {
+                    self.comms.insert(id, nc);
+                }
+                return Ok(());
+            }
+            _ if bookkeeping_only => return Ok(()),
+            _ => {}
+        }
+        let tsize = |name: &str| types.size(param(e, name));
+        match op {
+            Op::Barrier => {
+                let c = self.comm(param(e, "comm"))?;
+                // SAFETY: a valid communicator.
+                check(unsafe { ffi::MPI_Barrier(c) }, "MPI_Barrier")
+            }
+            Op::Bcast => {
+                let c = self.comm(param(e, "comm"))?;
+                let n = len(param(e, "count") * tsize("datatype"));
+                self.rbuf.resize(n as usize, 0);
+                // SAFETY: a buffer of `n` bytes, the byte type, the recorded root, a valid comm.
+                let rc = unsafe {
+                    ffi::MPI_Bcast(
+                        self.rbuf.as_mut_ptr() as *mut c_void,
+                        n,
+                        p.u8,
+                        param(e, "root") as c_int,
+                        c,
+                    )
+                };
+                check(rc, "MPI_Bcast")
+            }
+            Op::Reduce | Op::Allreduce => {
+                let c = self.comm(param(e, "comm"))?;
+                let n = len(param(e, "count") * tsize("datatype"));
+                let send = vec![0u8; n as usize];
+                self.rbuf.resize(n as usize, 0);
+                let (s, r) = (
+                    send.as_ptr() as *const c_void,
+                    self.rbuf.as_mut_ptr() as *mut c_void,
+                );
+                // SAFETY: send and receive buffers of `n` bytes, the byte type with a bitwise
+                // reduction, a valid communicator.
+                let rc = unsafe {
+                    if op == Op::Reduce {
+                        ffi::MPI_Reduce(s, r, n, p.u8, p.bor, param(e, "root") as c_int, c)
+                    } else {
+                        ffi::MPI_Allreduce(s, r, n, p.u8, p.bor, c)
+                    }
+                };
+                check(rc, op.name())
+            }
+            Op::Gather | Op::Allgather | Op::Scatter | Op::Alltoall => {
+                let c = self.comm(param(e, "comm"))?;
+                let size = self.comm_size(c);
+                // Per-rank block: the send side for gathers, the receive side for scatters,
+                // which every rank knows (the root's other side is the block times the size).
+                let block = if op == Op::Scatter {
+                    param(e, "recvcount") * tsize("recvtype")
+                } else {
+                    param(e, "sendcount") * tsize("sendtype")
+                };
+                let b = len(block);
+                let send = vec![0u8; (block * size).max(0) as usize];
+                self.rbuf.resize((block * size).max(0) as usize, 0);
+                let (s, r) = (
+                    send.as_ptr() as *const c_void,
+                    self.rbuf.as_mut_ptr() as *mut c_void,
+                );
+                let root = param(e, "root") as c_int;
+                // SAFETY: buffers of `block * size` bytes on both sides, byte types, a valid
+                // communicator and the recorded root.
+                let rc = unsafe {
+                    match op {
+                        Op::Gather => ffi::MPI_Gather(s, b, p.u8, r, b, p.u8, root, c),
+                        Op::Allgather => ffi::MPI_Allgather(s, b, p.u8, r, b, p.u8, c),
+                        Op::Scatter => ffi::MPI_Scatter(s, b, p.u8, r, b, p.u8, root, c),
+                        _ => ffi::MPI_Alltoall(s, b, p.u8, r, b, p.u8, c),
+                    }
+                };
+                check(rc, op.name())
+            }
+            // Vector collectives record only totals, not per-rank counts: their
+            // synchronisation is replayed as a barrier.
+            Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv => {
+                let c = self.comm(param(e, "comm"))?;
+                // SAFETY: a valid communicator.
+                check(unsafe { ffi::MPI_Barrier(c) }, op.name())
+            }
+            Op::Send | Op::Isend | Op::Recv | Op::Irecv => {
+                let c = self.comm(param(e, "comm"))?;
+                let n = len(param(e, "count") * tsize("datatype"));
+                let peer = self.peer(c, param(e, "peer"));
+                let tag = self.tag(param(e, "tag"));
+                let mut buf = vec![0u8; n as usize];
+                let ptr = buf.as_mut_ptr() as *mut c_void;
+                // SAFETY (every arm): a buffer of `n` bytes kept alive until completion (held
+                // in `reqs` for the nonblocking calls), the byte type, a valid communicator.
+                unsafe {
+                    match op {
+                        Op::Send => check(ffi::MPI_Send(ptr, n, p.u8, peer, tag, c), "MPI_Send"),
+                        Op::Recv => check(
+                            ffi::MPI_Recv(ptr, n, p.u8, peer, tag, c, std::ptr::null_mut()),
+                            "MPI_Recv",
+                        ),
+                        _ => {
+                            let mut req: ffi::MPI_Request = std::mem::zeroed();
+                            let rc = if op == Op::Isend {
+                                ffi::MPI_Isend(ptr, n, p.u8, peer, tag, c, &mut req)
+                            } else {
+                                ffi::MPI_Irecv(ptr, n, p.u8, peer, tag, c, &mut req)
+                            };
+                            check(rc, op.name())?;
+                            self.reqs
+                                .insert(param(e, "request"), Pending { req, _buf: buf });
+                            Ok(())
+                        }
+                    }
+                }
+            }
+            Op::Sendrecv => {
+                let c = self.comm(param(e, "comm"))?;
+                let sn = len(param(e, "sendcount") * tsize("sendtype"));
+                let rn = len(param(e, "recvcount") * tsize("recvtype"));
+                let send = vec![0u8; sn as usize];
+                self.rbuf.resize(rn as usize, 0);
+                let (dest, src) = (
+                    self.peer(c, param(e, "dest")),
+                    self.peer(c, param(e, "source")),
+                );
+                let (st, rt) = (self.tag(param(e, "sendtag")), self.tag(param(e, "recvtag")));
+                // SAFETY: buffers of the given sizes, byte types, a valid communicator.
+                let rc = unsafe {
+                    ffi::MPI_Sendrecv(
+                        send.as_ptr() as *const c_void,
+                        sn,
+                        p.u8,
+                        dest,
+                        st,
+                        self.rbuf.as_mut_ptr() as *mut c_void,
+                        rn,
+                        p.u8,
+                        src,
+                        rt,
+                        c,
+                        std::ptr::null_mut(),
+                    )
+                };
+                check(rc, "MPI_Sendrecv")
+            }
+            Op::Wait => self.wait(Some(param(e, "request"))),
+            // The trace keeps only a Waitall's count: it completes every pending request.
+            Op::Waitall => self.wait(None),
+            _ => Ok(()),
+        }
+    }
+}

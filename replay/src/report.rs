@@ -1,0 +1,335 @@
+//! What a replay counts and reports: ops and bytes per layer and op, time split, lateness,
+//! and the comparison with the trace's own totals and wall time.
+
+use crate::clock::Lateness;
+use rsd::op::{Layer, Op};
+use rsd::timing::fmt_ns;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Count and bytes of one operation on one rank.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpCount {
+    /// Calls (issued plus credited).
+    pub count: u64,
+    /// File bytes moved.
+    pub bytes: u64,
+    /// Calls credited without being issued: POSIX calls nested in an MPI-IO call (the MPI-IO
+    /// call produces them), or MPI-IO calls under `--layer posix`.
+    pub credited: u64,
+}
+
+/// Everything one rank measured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RankStats {
+    /// The rank.
+    pub rank: u32,
+    /// Per-op totals.
+    pub ops: BTreeMap<Op, OpCount>,
+    /// Time from the rank's start to its last event, ns.
+    pub time_ns: u64,
+    /// Time inside I/O calls, ns.
+    pub io_ns: u64,
+    /// Time spent in compute gaps, ns.
+    pub compute_ns: u64,
+    /// Time in communication (real calls or their delays), ns.
+    pub comm_ns: u64,
+    /// Lateness of I/O calls against their planned issue time.
+    pub lateness: Lateness,
+    /// Calls that failed when replayed (the trace recorded them succeeding).
+    pub failed: u64,
+    /// The first few failures, for the report.
+    pub failures: Vec<String>,
+}
+
+/// How many failure messages a rank keeps.
+const KEEP_FAILURES: usize = 5;
+
+impl RankStats {
+    /// Counts one call.
+    pub fn count(&mut self, op: Op, bytes: u64, credited: bool) {
+        let c = self.ops.entry(op).or_default();
+        c.count += 1;
+        c.bytes += bytes;
+        if credited {
+            c.credited += 1;
+        }
+    }
+
+    /// Records a failed call.
+    pub fn fail(&mut self, msg: String) {
+        self.failed += 1;
+        if self.failures.len() < KEEP_FAILURES {
+            self.failures.push(msg);
+        }
+    }
+}
+
+/// One row of the per-op table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpRow {
+    /// Layer name.
+    pub layer: &'static str,
+    /// Call name.
+    pub op: &'static str,
+    /// Calls.
+    pub count: u64,
+    /// File bytes.
+    pub bytes: u64,
+    /// Calls credited, not issued.
+    pub credited: u64,
+    /// Calls and bytes in the trace (`iotrex stats`).
+    pub trace_count: u64,
+    /// Bytes in the trace.
+    pub trace_bytes: u64,
+}
+
+/// Min, mean and max over ranks, ns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Spread {
+    /// Smallest.
+    pub min: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Largest.
+    pub max: u64,
+}
+
+/// Lateness percentiles, ns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LatenessView {
+    /// I/O calls timed.
+    pub count: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Largest.
+    pub max: u64,
+    /// Shares issued within 10, 50 and 100 µs of their planned time.
+    pub within_10us: f64,
+    /// See `within_10us`.
+    pub within_50us: f64,
+    /// See `within_10us`.
+    pub within_100us: f64,
+}
+
+/// The replay's summary, printed by rank 0 and written with `--json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// `threads` or `mpi`.
+    pub mode: String,
+    /// Ranks replayed.
+    pub ranks: u32,
+    /// Wall time of the replay, ns.
+    pub wall_ns: u64,
+    /// Per-rank replay time.
+    pub rank_time: Spread,
+    /// Time in I/O, summed over ranks, ns.
+    pub io_ns: u64,
+    /// Time in compute gaps, summed over ranks, ns.
+    pub compute_ns: u64,
+    /// Time in communication, summed over ranks, ns.
+    pub comm_ns: u64,
+    /// Per layer and op.
+    pub ops: Vec<OpRow>,
+    /// Lateness of I/O calls.
+    pub lateness: LatenessView,
+    /// The traced run's wall time, ns (0 if the trace does not say).
+    pub traced_wall_ns: u64,
+    /// Replay wall time against the traced wall time, percent.
+    pub vs_traced_pct: Option<f64>,
+    /// Calls that failed when replayed.
+    pub failed: u64,
+    /// The first failures.
+    pub failures: Vec<String>,
+    /// Ops whose replayed count or bytes differ from the trace's.
+    pub mismatches: Vec<String>,
+}
+
+impl Report {
+    /// Builds the report from every rank's stats and the trace's own totals.
+    pub fn build(
+        mode: &str,
+        ranks: &[RankStats],
+        wall_ns: u64,
+        traced_wall_ns: u64,
+        trace: &rsd::stats::Summary,
+    ) -> Report {
+        let mut ops: BTreeMap<Op, OpCount> = BTreeMap::new();
+        let mut lat = Lateness::default();
+        let mut r = Report {
+            mode: mode.into(),
+            ranks: ranks.len() as u32,
+            wall_ns,
+            traced_wall_ns,
+            ..Report::default()
+        };
+        for s in ranks {
+            for (op, c) in &s.ops {
+                let t = ops.entry(*op).or_default();
+                t.count += c.count;
+                t.bytes += c.bytes;
+                t.credited += c.credited;
+            }
+            lat.merge(&s.lateness);
+            r.io_ns += s.io_ns;
+            r.compute_ns += s.compute_ns;
+            r.comm_ns += s.comm_ns;
+            r.failed += s.failed;
+            for f in &s.failures {
+                if r.failures.len() < 10 {
+                    r.failures.push(format!("rank {}: {f}", s.rank));
+                }
+            }
+        }
+        let times: Vec<u64> = ranks.iter().map(|s| s.time_ns).collect();
+        if !times.is_empty() {
+            r.rank_time = Spread {
+                min: *times.iter().min().expect("non-empty"),
+                mean: times.iter().sum::<u64>() as f64 / times.len() as f64,
+                max: *times.iter().max().expect("non-empty"),
+            };
+        }
+        let mut keys: Vec<(Layer, Op)> = ops.keys().map(|o| (o.layer(), *o)).collect();
+        keys.extend(trace.ops.keys().copied());
+        keys.sort();
+        keys.dedup();
+        for (layer, op) in keys {
+            let c = ops.get(&op).copied().unwrap_or_default();
+            let t = trace.ops.get(&(layer, op)).cloned().unwrap_or_default();
+            if c.count != t.count || c.bytes != t.bytes {
+                r.mismatches.push(format!(
+                    "{} {}: replayed {} calls / {} bytes, trace has {} / {}",
+                    layer.name(),
+                    op.name(),
+                    c.count,
+                    c.bytes,
+                    t.count,
+                    t.bytes
+                ));
+            }
+            r.ops.push(OpRow {
+                layer: layer.name(),
+                op: op.name(),
+                count: c.count,
+                bytes: c.bytes,
+                credited: c.credited,
+                trace_count: t.count,
+                trace_bytes: t.bytes,
+            });
+        }
+        let share = |n: u64| {
+            if lat.count == 0 {
+                0.0
+            } else {
+                n as f64 / lat.count as f64
+            }
+        };
+        r.lateness = LatenessView {
+            count: lat.count,
+            p50: lat.quantile(0.5),
+            p90: lat.quantile(0.9),
+            p99: lat.quantile(0.99),
+            max: lat.max,
+            within_10us: share(lat.within[0]),
+            within_50us: share(lat.within[1]),
+            within_100us: share(lat.within[2]),
+        };
+        if traced_wall_ns > 0 {
+            r.vs_traced_pct =
+                Some((wall_ns as f64 - traced_wall_ns as f64) / traced_wall_ns as f64 * 100.0);
+        }
+        r
+    }
+
+    /// The text summary.
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let f = |ns: u64| fmt_ns(ns as f64);
+        let _ = writeln!(
+            s,
+            "replay ({}, {} ranks): wall {}",
+            self.mode,
+            self.ranks,
+            f(self.wall_ns)
+        );
+        let _ = writeln!(
+            s,
+            "per-rank time: min {}  mean {}  max {}",
+            f(self.rank_time.min),
+            fmt_ns(self.rank_time.mean),
+            f(self.rank_time.max)
+        );
+        let _ = writeln!(
+            s,
+            "time in I/O {}  compute {}  comm {} (summed over ranks)",
+            f(self.io_ns),
+            f(self.compute_ns),
+            f(self.comm_ns)
+        );
+        let _ = writeln!(
+            s,
+            "{:<6} {:<26} {:>10} {:>14} {:>9}",
+            "layer", "op", "calls", "bytes", "credited"
+        );
+        for o in &self.ops {
+            let _ = writeln!(
+                s,
+                "{:<6} {:<26} {:>10} {:>14} {:>9}",
+                o.layer, o.op, o.count, o.bytes, o.credited
+            );
+        }
+        let l = &self.lateness;
+        if l.count > 0 {
+            let _ = writeln!(
+                s,
+                "lateness of {} I/O calls: p50 {}  p90 {}  p99 {}  max {}  (within 10us {:.1}%, 50us {:.1}%, 100us {:.1}%)",
+                l.count,
+                f(l.p50),
+                f(l.p90),
+                f(l.p99),
+                f(l.max),
+                l.within_10us * 100.0,
+                l.within_50us * 100.0,
+                l.within_100us * 100.0
+            );
+        } else {
+            let _ = writeln!(s, "lateness: not measured (--compute none)");
+        }
+        match self.vs_traced_pct {
+            Some(p) => {
+                let _ = writeln!(
+                    s,
+                    "replay vs traced time: {p:+.1}% ({} vs {})",
+                    f(self.wall_ns),
+                    f(self.traced_wall_ns)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "replay vs traced time: n/a (the trace records no wall time)"
+                );
+            }
+        }
+        if self.mismatches.is_empty() {
+            let _ = writeln!(s, "op counts and bytes equal the trace's");
+        } else {
+            let _ = writeln!(s, "MISMATCH against the trace:");
+            for m in &self.mismatches {
+                let _ = writeln!(s, "  {m}");
+            }
+        }
+        if self.failed > 0 {
+            let _ = writeln!(s, "{} calls failed when replayed:", self.failed);
+            for m in &self.failures {
+                let _ = writeln!(s, "  {m}");
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,582 @@
+//! `--threads`: every rank as a thread of one process, without MPI (the MPIOR way).
+//!
+//! Barriers and collectives become barriers over the threads of the communicator's ranks;
+//! point-to-point messages go through per-rank mailboxes (sends are eager, so a send never
+//! waits for its receive, as MPI allows for small messages); MPI-IO calls become the
+//! equivalent positioned I/O on the shared file, with collective calls synchronised over the
+//! file's communicator. Each rank is one OS thread with a small stack: thousands fit, and the
+//! order and synchronisation of every rank's calls are exactly those of the trace.
+
+use crate::engine::{Pattern, Runtime, param};
+use crate::types::Types;
+use rsd::op::Op;
+use rsd::trace::FlatEvent;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// How often a blocked thread checks whether the replay was aborted.
+const POLL: Duration = Duration::from_millis(50);
+
+/// State shared by every rank thread.
+pub struct Shared {
+    world: Arc<CommObj>,
+    next_uid: AtomicU64,
+    /// Communicators being created by dup/split, keyed by (parent uid, creation number).
+    creating: Mutex<HashMap<(u64, u64), Arc<Creation>>>,
+    /// Shared file pointers, by file.
+    shared_fps: Mutex<HashMap<PathBuf, Arc<AtomicU64>>>,
+    /// Set when a rank stops on an error or finishes: blocked ranks then give up instead of
+    /// waiting forever for it.
+    pub abort: AtomicBool,
+    finished: Vec<AtomicBool>,
+}
+
+impl Shared {
+    /// State for `nranks` rank threads.
+    pub fn new(nranks: u32) -> Arc<Shared> {
+        Arc::new(Shared {
+            world: Arc::new(CommObj::new(0, (0..nranks).collect())),
+            next_uid: AtomicU64::new(1),
+            creating: Mutex::new(HashMap::new()),
+            shared_fps: Mutex::new(HashMap::new()),
+            abort: AtomicBool::new(false),
+            finished: (0..nranks).map(|_| AtomicBool::new(false)).collect(),
+        })
+    }
+
+    /// Marks `rank` as done: a collective still waiting for it can never complete.
+    pub fn finish(&self, rank: u32) {
+        if let Some(f) = self.finished.get(rank as usize) {
+            f.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn check(&self, members: &[u32]) -> Result<(), String> {
+        if self.abort.load(Ordering::Relaxed) {
+            return Err("replay aborted by another rank's error".into());
+        }
+        for m in members {
+            if self.finished[*m as usize].load(Ordering::Relaxed) {
+                return Err(format!(
+                    "rank {m} finished without joining this call (the trace's ranks disagree)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Msg {
+    src: usize,
+    tag: i64,
+}
+
+#[derive(Default)]
+struct Mailbox {
+    q: Mutex<Vec<Msg>>,
+    cv: Condvar,
+}
+
+/// A communicator: its members (global ranks, in communicator-rank order), a reusable barrier
+/// and one mailbox per member.
+struct CommObj {
+    uid: u64,
+    members: Vec<u32>,
+    bar: Mutex<(usize, u64)>,
+    bar_cv: Condvar,
+    boxes: Vec<Mailbox>,
+}
+
+impl CommObj {
+    fn new(uid: u64, members: Vec<u32>) -> CommObj {
+        let boxes = members.iter().map(|_| Mailbox::default()).collect();
+        CommObj {
+            uid,
+            members,
+            bar: Mutex::new((0, 0)),
+            bar_cv: Condvar::new(),
+            boxes,
+        }
+    }
+
+    fn barrier(&self, sh: &Shared) -> Result<(), String> {
+        if self.members.len() <= 1 {
+            return Ok(());
+        }
+        let mut g = self.bar.lock().map_err(|_| "poisoned barrier")?;
+        let gen_ = g.1;
+        g.0 += 1;
+        if g.0 == self.members.len() {
+            g.0 = 0;
+            g.1 += 1;
+            self.bar_cv.notify_all();
+            return Ok(());
+        }
+        while g.1 == gen_ {
+            let (ng, _) = self
+                .bar_cv
+                .wait_timeout(g, POLL)
+                .map_err(|_| "poisoned barrier")?;
+            g = ng;
+            if g.1 == gen_ {
+                sh.check(&self.members)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&self, src: usize, dst: usize, tag: i64) -> Result<(), String> {
+        let b = self
+            .boxes
+            .get(dst)
+            .ok_or_else(|| format!("destination {dst} is not in the communicator"))?;
+        b.q.lock()
+            .map_err(|_| "poisoned mailbox")?
+            .push(Msg { src, tag });
+        b.cv.notify_all();
+        Ok(())
+    }
+
+    /// Waits for a message from `src` (None: any source) with `tag` (None: any tag).
+    fn recv(
+        &self,
+        sh: &Shared,
+        me: usize,
+        src: Option<usize>,
+        tag: Option<i64>,
+    ) -> Result<(), String> {
+        let b = &self.boxes[me];
+        let mut q = b.q.lock().map_err(|_| "poisoned mailbox")?;
+        loop {
+            if let Some(i) = q
+                .iter()
+                .position(|m| src.is_none_or(|s| s == m.src) && tag.is_none_or(|t| t == m.tag))
+            {
+                q.remove(i);
+                return Ok(());
+            }
+            let (nq, _) = b.cv.wait_timeout(q, POLL).map_err(|_| "poisoned mailbox")?;
+            q = nq;
+            sh.check(&[])?;
+            if let Some(s) = src
+                && sh.finished[self.members[s] as usize].load(Ordering::Relaxed)
+                && !q.iter().any(|m| m.src == s)
+            {
+                return Err(format!(
+                    "rank {} finished without sending this message",
+                    self.members[s]
+                ));
+            }
+        }
+    }
+}
+
+/// A communicator being created by dup or split: every member deposits its (color, key).
+struct Creation {
+    entries: Mutex<Vec<Option<(i64, i64)>>>,
+    made: Mutex<HashMap<i64, Arc<CommObj>>>,
+}
+
+/// `MPI_UNDEFINED` in Open MPI: a split color that joins no communicator.
+const UNDEFINED: i64 = -32766;
+/// Relative peers the tracer stores for `MPI_ANY_SOURCE` and `MPI_PROC_NULL`.
+const ANY_SOURCE: i64 = i32::MIN as i64 - 1;
+const PROC_NULL: i64 = i32::MIN as i64 - 2;
+
+struct MFile {
+    file: File,
+    path: PathBuf,
+    comm: (Arc<CommObj>, usize),
+    disp: i64,
+    etype: i64,
+    /// Individual file pointer, in etypes.
+    fp: i64,
+    shared: Arc<AtomicU64>,
+    delete_on_close: bool,
+}
+
+/// The threads runtime of one rank.
+pub struct ThreadsRuntime {
+    rank: u32,
+    sh: Arc<Shared>,
+    comms: HashMap<i64, (Arc<CommObj>, usize)>,
+    created: HashMap<u64, u64>,
+    files: HashMap<i64, MFile>,
+    /// Posted receives not yet completed: (request, communicator, source, tag).
+    pending: Vec<(i64, i64, Option<usize>, Option<i64>)>,
+    rbuf: Vec<u8>,
+}
+
+impl ThreadsRuntime {
+    /// The runtime of `rank`.
+    pub fn new(rank: u32, sh: Arc<Shared>) -> ThreadsRuntime {
+        let mut comms = HashMap::new();
+        comms.insert(0, (sh.world.clone(), rank as usize));
+        comms.insert(1, (Arc::new(CommObj::new(u64::MAX, vec![rank])), 0));
+        ThreadsRuntime {
+            rank,
+            sh,
+            comms,
+            created: HashMap::new(),
+            files: HashMap::new(),
+            pending: Vec::new(),
+            rbuf: Vec::new(),
+        }
+    }
+
+    fn comm(&self, id: i64) -> Result<(Arc<CommObj>, usize), String> {
+        self.comms
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| format!("communicator {id} was not created by a replayed call"))
+    }
+
+    fn create_comm(&mut self, parent: i64, color: i64, key: i64, newid: i64) -> Result<(), String> {
+        let (pc, me) = self.comm(parent)?;
+        let seq = self.created.entry(pc.uid).or_insert(0);
+        *seq += 1;
+        let slot_key = (pc.uid, *seq);
+        let slot = {
+            let mut m = self.sh.creating.lock().map_err(|_| "poisoned")?;
+            m.entry(slot_key)
+                .or_insert_with(|| {
+                    Arc::new(Creation {
+                        entries: Mutex::new(vec![None; pc.members.len()]),
+                        made: Mutex::new(HashMap::new()),
+                    })
+                })
+                .clone()
+        };
+        slot.entries.lock().map_err(|_| "poisoned")?[me] = Some((color, key));
+        pc.barrier(&self.sh)?;
+        if color != UNDEFINED && newid >= 0 {
+            let entries = slot.entries.lock().map_err(|_| "poisoned")?.clone();
+            let mut group: Vec<(i64, usize)> = entries
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| e.filter(|(c, _)| *c == color).map(|(_, k)| (k, i)))
+                .collect();
+            group.sort();
+            let members: Vec<u32> = group.iter().map(|(_, i)| pc.members[*i]).collect();
+            let my = group.iter().position(|(_, i)| *i == me).unwrap_or(0);
+            let obj = slot
+                .made
+                .lock()
+                .map_err(|_| "poisoned")?
+                .entry(color)
+                .or_insert_with(|| {
+                    Arc::new(CommObj::new(
+                        self.sh.next_uid.fetch_add(1, Ordering::SeqCst),
+                        members,
+                    ))
+                })
+                .clone();
+            self.comms.insert(newid, (obj, my));
+        }
+        // Second barrier: nobody reuses the slot before everyone has read it.
+        pc.barrier(&self.sh)?;
+        if me == 0 {
+            self.sh
+                .creating
+                .lock()
+                .map_err(|_| "poisoned")?
+                .remove(&slot_key);
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, which: Option<i64>) -> Result<(), String> {
+        let mut keep = Vec::new();
+        for (req, comm, src, tag) in std::mem::take(&mut self.pending) {
+            if which.is_none_or(|w| w == req) {
+                let (c, me) = self.comm(comm)?;
+                c.recv(&self.sh, me, src, tag)?;
+            } else {
+                keep.push((req, comm, src, tag));
+            }
+        }
+        self.pending = keep;
+        Ok(())
+    }
+
+    fn peer(me: usize, rel: i64, n: usize) -> Result<Option<usize>, String> {
+        if rel == ANY_SOURCE || rel == PROC_NULL {
+            return Ok(None);
+        }
+        let p = me as i64 + rel;
+        if p < 0 || p as usize >= n {
+            return Err(format!(
+                "peer {p} (relative {rel}) is outside the communicator"
+            ));
+        }
+        Ok(Some(p as usize))
+    }
+}
+
+fn fh_err(id: i64) -> String {
+    format!("file handle {id} is not open (its MPI_File_open was not replayed)")
+}
+
+impl Runtime for ThreadsRuntime {
+    fn mpiio(
+        &mut self,
+        e: &FlatEvent,
+        path: Option<&Path>,
+        types: &Types,
+        data: &mut Pattern,
+    ) -> Result<u64, String> {
+        let op = e.op;
+        let fh = param(e, "fh");
+        let collective = matches!(
+            op,
+            Op::FileOpen
+                | Op::FileClose
+                | Op::FileSetSize
+                | Op::FileSetView
+                | Op::FileReadAll
+                | Op::FileReadAtAll
+                | Op::FileReadOrdered
+                | Op::FileWriteAll
+                | Op::FileWriteAtAll
+                | Op::FileWriteOrdered
+                | Op::FileIreadAll
+                | Op::FileIwriteAll
+        );
+        if op == Op::FileOpen {
+            let comm = self
+                .comm(param(e, "comm"))
+                .unwrap_or_else(|_| self.comms[&1].clone());
+            comm.0.barrier(&self.sh)?;
+            if fh < 0 {
+                return Ok(0);
+            }
+            let amode = param(e, "amode");
+            let path = path.ok_or("no path")?.to_path_buf();
+            let file = OpenOptions::new()
+                .read(amode & 2 != 0 || amode & 8 != 0)
+                .write(amode & 4 != 0 || amode & 8 != 0)
+                .create(amode & 1 != 0 && amode & 2 == 0)
+                .open(&path)
+                .map_err(|er| format!("{}: {er}", path.display()))?;
+            let shared = self
+                .sh
+                .shared_fps
+                .lock()
+                .map_err(|_| "poisoned")?
+                .entry(path.clone())
+                .or_default()
+                .clone();
+            let fp = if amode & 128 != 0 {
+                file.metadata().map(|m| m.len() as i64).unwrap_or(0)
+            } else {
+                0
+            };
+            self.files.insert(
+                fh,
+                MFile {
+                    file,
+                    path,
+                    comm,
+                    disp: 0,
+                    etype: 4, // MPI_BYTE
+                    fp,
+                    shared,
+                    delete_on_close: amode & 16 != 0,
+                },
+            );
+            return Ok(0);
+        }
+        if op == Op::FileDelete {
+            if let Some(p) = path {
+                let _ = std::fs::remove_file(p);
+            }
+            return Ok(0);
+        }
+        if collective {
+            let c = self
+                .files
+                .get(&fh)
+                .ok_or_else(|| fh_err(fh))?
+                .comm
+                .0
+                .clone();
+            c.barrier(&self.sh)?;
+        }
+        let sh = self.sh.clone();
+        let f = self.files.get_mut(&fh).ok_or_else(|| fh_err(fh))?;
+        let es = types.size(f.etype).max(1);
+        let bytes = param(e, "bytes").max(0);
+        let (write, read) = (
+            op.dir() == rsd::op::Dir::Write,
+            op.dir() == rsd::op::Dir::Read,
+        );
+        let off = match op {
+            Op::FileClose => {
+                let f = self.files.remove(&fh).ok_or_else(|| fh_err(fh))?;
+                if f.delete_on_close && f.comm.1 == 0 {
+                    let _ = std::fs::remove_file(&f.path);
+                }
+                return Ok(0);
+            }
+            Op::FileSetSize => {
+                f.file
+                    .set_len(param(e, "size").max(0) as u64)
+                    .map_err(|er| er.to_string())?;
+                return Ok(0);
+            }
+            Op::FileGetSize => return Ok(0),
+            Op::FileSetView => {
+                f.disp = param(e, "disp");
+                f.etype = param(e, "etype");
+                f.fp = 0;
+                return Ok(0);
+            }
+            Op::FileSeek => {
+                let o = param(e, "offset");
+                f.fp = match param(e, "whence") {
+                    602 => f.fp + o,
+                    604 => {
+                        let len = f.file.metadata().map(|m| m.len() as i64).unwrap_or(0);
+                        (len - f.disp) / es + o
+                    }
+                    _ => o,
+                };
+                return Ok(0);
+            }
+            Op::FileSync => {
+                f.file.sync_all().map_err(|er| er.to_string())?;
+                return Ok(0);
+            }
+            Op::FileReadAt
+            | Op::FileReadAtAll
+            | Op::FileIreadAt
+            | Op::FileWriteAt
+            | Op::FileWriteAtAll
+            | Op::FileIwriteAt => f.disp + param(e, "offset") * es,
+            Op::FileReadShared
+            | Op::FileReadOrdered
+            | Op::FileIreadShared
+            | Op::FileWriteShared
+            | Op::FileWriteOrdered
+            | Op::FileIwriteShared => {
+                let units = f.shared.fetch_add((bytes / es) as u64, Ordering::SeqCst) as i64;
+                f.disp + units * es
+            }
+            _ if write || read => {
+                let o = f.disp + f.fp * es;
+                f.fp += bytes / es;
+                o
+            }
+            _ => return Ok(0),
+        };
+        drop(sh);
+        let off = off.max(0) as u64;
+        if write {
+            f.file
+                .write_all_at(data.get(bytes as usize), off)
+                .map_err(|er| er.to_string())?;
+            Ok(bytes as u64)
+        } else {
+            self.rbuf.resize(bytes as usize, 0);
+            let mut got = 0usize;
+            while got < self.rbuf.len() {
+                match f.file.read_at(&mut self.rbuf[got..], off + got as u64) {
+                    Ok(0) => break,
+                    Ok(k) => got += k,
+                    Err(er) => return Err(er.to_string()),
+                }
+            }
+            Ok(got as u64)
+        }
+    }
+
+    fn mpi(&mut self, e: &FlatEvent, _types: &Types, bookkeeping_only: bool) -> Result<(), String> {
+        let op = e.op;
+        match op {
+            Op::CommDup => {
+                return self.create_comm(
+                    param(e, "comm"),
+                    0,
+                    self.rank as i64,
+                    param(e, "newcomm"),
+                );
+            }
+            Op::CommSplit => {
+                return self.create_comm(
+                    param(e, "comm"),
+                    param(e, "color"),
+                    param(e, "key"),
+                    param(e, "newcomm"),
+                );
+            }
+            _ if bookkeeping_only => return Ok(()),
+            _ => {}
+        }
+        match op {
+            Op::Barrier
+            | Op::Bcast
+            | Op::Reduce
+            | Op::Allreduce
+            | Op::Gather
+            | Op::Gatherv
+            | Op::Scatter
+            | Op::Scatterv
+            | Op::Allgather
+            | Op::Allgatherv
+            | Op::Alltoall
+            | Op::Alltoallv => {
+                let (c, _) = self.comm(param(e, "comm"))?;
+                c.barrier(&self.sh)
+            }
+            Op::Send | Op::Isend => {
+                let (c, me) = self.comm(param(e, "comm"))?;
+                match Self::peer(me, param(e, "peer"), c.members.len())? {
+                    Some(d) => c.send(me, d, param(e, "tag")),
+                    None => Ok(()),
+                }
+            }
+            Op::Recv | Op::Irecv => {
+                let cid = param(e, "comm");
+                let (c, me) = self.comm(cid)?;
+                let rel = param(e, "peer");
+                if rel == PROC_NULL {
+                    return Ok(());
+                }
+                let src = Self::peer(me, rel, c.members.len())?;
+                let tag = Some(param(e, "tag")).filter(|t| *t >= 0);
+                if op == Op::Recv {
+                    c.recv(&self.sh, me, src, tag)
+                } else {
+                    self.pending.push((param(e, "request"), cid, src, tag));
+                    Ok(())
+                }
+            }
+            Op::Sendrecv => {
+                let (c, me) = self.comm(param(e, "comm"))?;
+                let n = c.members.len();
+                if let Some(d) = Self::peer(me, param(e, "dest"), n)? {
+                    c.send(me, d, param(e, "sendtag"))?;
+                }
+                if param(e, "source") == PROC_NULL {
+                    return Ok(());
+                }
+                let src = Self::peer(me, param(e, "source"), n)?;
+                let tag = Some(param(e, "recvtag")).filter(|t| *t >= 0);
+                c.recv(&self.sh, me, src, tag)
+            }
+            Op::Wait => self.complete(Some(param(e, "request"))),
+            // The trace keeps only the count of a Waitall: it completes every posted receive.
+            Op::Waitall => self.complete(None),
+            _ => Ok(()),
+        }
+    }
+
+    fn aborted(&self) -> bool {
+        self.sh.abort.load(Ordering::Relaxed)
+    }
+}
