@@ -1,13 +1,13 @@
 //! Streams one rank's calls together with each call's mean timing.
 //!
 //! `rsd::Trace::expand_with` gives the exact calls but no timing, and the CODES export needs the
-//! mean gap and duration of every call to place delays. This walker follows the same rules as
-//! rsd's (rank sets, elastic iteration counts, depth limit, path rendering) and is tested to
-//! yield exactly what `expand` yields, plus timing.
+//! mean gap and duration of every call to place delays. This walks with `rsd::trace::visit`,
+//! which hands over each event node (timing included) in order, and is tested to yield exactly
+//! what `expand` yields, plus timing.
 
 use rsd::Op;
 use rsd::timing::Stats;
-use rsd::trace::{Event, Node, NodeKind, Trace};
+use rsd::trace::{Event, Trace, visit};
 
 /// One call of one rank, with its mean timing in whole nanoseconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,65 +60,33 @@ fn mean_ns(s: &Stats) -> u64 {
     }
 }
 
+/// One event for `rank` at indices `idx`: rsd's flattening plus the event's mean timing, with
+/// the nested calls walked the same way so they carry their own timing.
 fn eval(e: &Event, rank: u32, idx: &mut Vec<u64>) -> Ev {
-    let vals: Vec<i64> = e
-        .params
-        .iter()
-        .map(|p| p.eval(rank, idx).unwrap_or(0))
-        .collect();
-    let nf = e.nfields();
-    let (params, fields) = vals.split_at(vals.len() - nf);
+    let mut flat = rsd::trace::flatten_event(e, rank, idx);
     let mut children = Vec::new();
-    walk(&e.children, rank, idx, &mut |c| {
-        children.push(c);
+    visit(&e.children, rank, idx, &mut |c, idx| {
+        children.push(eval(c, rank, idx));
         true
     });
     Ev {
         op: e.op,
-        path: e.path.as_ref().map(|p| p.render(fields)),
-        params: params.to_vec(),
+        path: flat.path.take(),
+        params: std::mem::take(&mut flat.params),
         gap_ns: mean_ns(&e.timing.gap),
         dur_ns: mean_ns(&e.timing.dur),
         children,
     }
 }
 
-fn walk(nodes: &[Node], rank: u32, idx: &mut Vec<u64>, f: &mut dyn FnMut(Ev) -> bool) -> bool {
-    for n in nodes {
-        if !n.ranks.contains(rank) {
-            continue;
-        }
-        match &n.kind {
-            NodeKind::Event(e) => {
-                if !f(eval(e, rank, idx)) {
-                    return false;
-                }
-            }
-            NodeKind::Loop(l) => {
-                // Same guard as rsd's walker, so a corrupt trace cannot recurse without bound.
-                if idx.len() >= rsd::value::MAX_DEPTH {
-                    return false;
-                }
-                let iters = l.iters.eval(rank, idx).unwrap_or(0).max(0) as u64;
-                idx.push(0);
-                for i in 0..iters {
-                    *idx.last_mut().expect("pushed") = i;
-                    if !walk(&l.body, rank, idx, f) {
-                        idx.pop();
-                        return false;
-                    }
-                }
-                idx.pop();
-            }
-        }
-    }
-    true
-}
-
 /// Calls `f` with every call of `rank` in order; stops early when `f` returns `false`.
+/// rsd's walker decides which nodes the rank runs and how often (rank sets, elastic
+/// iteration counts, depth limit).
 pub(crate) fn for_each(trace: &Trace, rank: u32, f: &mut dyn FnMut(Ev) -> bool) {
     let mut idx = Vec::new();
-    walk(&trace.nodes, rank, &mut idx, f);
+    visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
+        f(eval(e, rank, idx))
+    });
 }
 
 #[cfg(test)]
