@@ -7,6 +7,7 @@
 //! arguments (including a rank that is not in the trace).
 
 mod cmd_codes;
+mod cmd_replay;
 mod cmd_trace;
 
 use anyhow::{Context, Result};
@@ -116,6 +117,21 @@ enum Cmd {
         after_help = "Example:\n  iotrex codes-stats codes/\n  iotrex codes-stats --format iolang --json codes/"
     )]
     CodesStats(cmd_codes::CodesStatsArgs),
+    /// Replay a trace with real I/O, every rank a thread of this process.
+    #[command(
+        long_about = "Replay a trace with real I/O on this node, every rank as a thread and no \
+                      MPI (the MPIOR way): POSIX and stdio calls go through the OS with the \
+                      recorded sizes, offsets, flags and whence; MPI-IO calls become the same \
+                      positioned I/O on the shared file; barriers and collectives become thread \
+                      barriers and point-to-point calls channels (--comm real). Every path is \
+                      re-rooted under --root and nothing is written outside it. Compute gaps and \
+                      delays are waited out against absolute deadlines. The report gives wall \
+                      and per-rank time, time in I/O/compute/comm, op counts and bytes per layer \
+                      and op (checked against the trace's), lateness percentiles and replay vs \
+                      traced time. Under MPI, run `mpirun -np N iotrex-replay TRACE --root DIR`.",
+        after_help = "Example:\n  iotrex replay app.64.iotrex --threads --root /tmp/replay --comm real\n  mpirun -np 8 iotrex-replay app.8.iotrex --root /scratch/replay"
+    )]
+    Replay(cmd_replay::ReplayArgs),
 }
 
 #[derive(Debug, Args)]
@@ -309,6 +325,7 @@ fn run(cli: &Cli) -> Result<()> {
         Cmd::Export(cmd_codes::ExportCmd::Codes(a)) => cmd_codes::export(a, cli.json),
         Cmd::Export(cmd_codes::ExportCmd::Chrome(a)) => cmd_codes::export_chrome(a, cli.json),
         Cmd::CodesStats(a) => cmd_codes::stats(a, cli.json),
+        Cmd::Replay(a) => cmd_replay::run(a, cli.json),
         Cmd::Trace(a) => {
             let code = cmd_trace::run(a)?;
             if code != 0 {
@@ -321,6 +338,9 @@ fn run(cli: &Cli) -> Result<()> {
 
 /// A suggestion for what to do about an error, where there is a useful one.
 fn hint(e: &anyhow::Error) -> Option<String> {
+    if let Some(h) = cmd_replay::hint(e) {
+        return Some(h);
+    }
     match e.downcast_ref::<RsdError>()? {
         RsdError::BadMagic { .. } => {
             Some("iotrex reads .iotrex files written by the iotrex tracer or `iotrex synth`".into())

@@ -1,0 +1,91 @@
+//! `iotrex replay`: the CLI side of the `replay` crate, for replays with threads in one
+//! process. Under MPI, ranks run `iotrex-replay` (the replay crate's binary) instead.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+
+/// Arguments of `iotrex replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The trace file (.iotrex).
+    pub trace: PathBuf,
+    /// Directory every traced path is re-rooted under (must exist and be writable).
+    #[arg(long, value_name = "DIR")]
+    pub root: PathBuf,
+    /// Run every rank as a thread of this process, without MPI (required here; under MPI use
+    /// `mpirun -np N iotrex-replay`).
+    #[arg(long)]
+    pub threads: bool,
+    /// Non-I/O MPI calls: delay (sleep the recorded mean), real (thread barriers and
+    /// channels), or skip.
+    #[arg(long, default_value = "delay", value_parser = parse_comm)]
+    pub comm: replay::CommMode,
+    /// Compute gaps: mean (recorded mean), sample (drawn from the recorded histogram), none.
+    #[arg(long, default_value = "mean", value_parser = parse_compute)]
+    pub compute: replay::ComputeMode,
+    /// Multiply every delay by F.
+    #[arg(long, value_name = "F", default_value = "1", value_parser = parse_scale)]
+    pub time_scale: f64,
+    /// Issue application calls (app) or only the POSIX view (posix).
+    #[arg(long, default_value = "app", value_parser = parse_layer)]
+    pub layer: replay::LayerView,
+    /// First create the files the trace reads before writing, at the sizes its reads reach.
+    #[arg(long)]
+    pub prep: bool,
+    /// Replay a trace flagged incomplete.
+    #[arg(long)]
+    pub allow_incomplete: bool,
+    /// Also write the report as JSON to FILE.
+    #[arg(long = "json-out", value_name = "FILE")]
+    pub json_out: Option<PathBuf>,
+}
+
+fn parse_comm(s: &str) -> Result<replay::CommMode, String> {
+    replay::parse_comm(s).map_err(|e| e.to_string())
+}
+
+fn parse_compute(s: &str) -> Result<replay::ComputeMode, String> {
+    replay::parse_compute(s).map_err(|e| e.to_string())
+}
+
+fn parse_layer(s: &str) -> Result<replay::LayerView, String> {
+    replay::parse_layer(s).map_err(|e| e.to_string())
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    replay::parse_scale(s).map_err(|e| e.to_string())
+}
+
+/// Runs `iotrex replay`. Returns a hint for the error, if there is one, with the error.
+pub fn run(a: &ReplayArgs, json: bool) -> Result<()> {
+    if !a.threads {
+        anyhow::bail!(
+            "iotrex replay runs ranks as threads only (add --threads); under MPI run `mpirun -np N iotrex-replay {} --root {}`",
+            a.trace.display(),
+            a.root.display()
+        );
+    }
+    let opts = replay::Options {
+        comm: a.comm,
+        compute: a.compute,
+        time_scale: a.time_scale,
+        layer: a.layer,
+    };
+    let report =
+        replay::run_threads_file(&a.trace, &a.root, &opts, a.prep, a.allow_incomplete)?;
+    if let Some(p) = &a.json_out {
+        let s = serde_json::to_string_pretty(&report)?;
+        std::fs::write(p, s + "\n").with_context(|| format!("--json-out {}", p.display()))?;
+    }
+    if json {
+        crate::print_json(&report)
+    } else {
+        crate::print_text(&report.render())
+    }
+}
+
+/// A suggestion for a replay error.
+pub fn hint(e: &anyhow::Error) -> Option<String> {
+    replay::hint(e.downcast_ref::<replay::ReplayError>()?)
+}
