@@ -1,3 +1,177 @@
-//! Aligns traces taken at several rank counts and synthesizes the trace at another rank count.
+//! Extrapolation of iotrex traces to rank counts nobody has run, and comparison of traces.
 //!
-//! Not built yet: see issue "Extrapolation". Placeholder crate.
+//! [`extrapolate`] takes three or more traces of the same program at different rank counts.
+//! It aligns them node by node (same structural keys in the same order, recursively; the
+//! first node that differs is named in the refusal) and fits every numeric quantity against
+//! the rank count `n` with the exact models of the `models` crate:
+//! - each PRSD start, count and stride of every rank set (which ranks run a node, which ranks
+//!   share a parameter value);
+//! - each coefficient of each rank function (`a*rank + b`, `a*(rank/k) + b`, ...) of each leaf
+//!   of each elastic value, loop iteration counts included;
+//! - when a parameter's rank groups do not line up across scales, each per-rank value as a
+//!   function of `(n, rank)` (`((rank+1) % n) * b`, blocks, plugin models).
+//!
+//! Everything is exact: a quantity that fits no model, or that two models fit but predict
+//! differently at the target, refuses the whole extrapolation with an error naming the event,
+//! the parameter, the values at each scale and the models tried. Timing statistics are the
+//! only approximate quantities: they are fitted by least squares and `--explain` says which
+//! model each uses.
+//!
+//! [`diff::diff`] compares two traces for `iotrex diff`.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+// A refusal carries the event, parameter, values and models as text; it happens once per run
+// and ends it, so its size on the error path costs nothing worth boxing for.
+#![allow(clippy::result_large_err)]
+
+pub mod diff;
+pub mod error;
+mod fit;
+pub mod patterns;
+
+pub use error::ExtrapError;
+pub use models::{ModelSet, Plugin};
+
+use rsd::TraceFile;
+use rsd::trace::{Node, NodeKind};
+use serde::Serialize;
+
+/// One input trace and the name used for it in messages (its path).
+pub struct Input {
+    /// Name for messages.
+    pub name: String,
+    /// The trace.
+    pub file: TraceFile,
+}
+
+/// One varying quantity and the model chosen for it, for `--explain`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explain {
+    /// The event (op, call site, path).
+    pub event: String,
+    /// The parameter or quantity.
+    pub quantity: String,
+    /// The model in readable form.
+    pub model: String,
+}
+
+/// The result of an extrapolation.
+#[derive(Debug, Clone)]
+pub struct Extrapolated {
+    /// The trace at the target rank count.
+    pub file: TraceFile,
+    /// The input rank counts, increasing.
+    pub scales: Vec<u32>,
+    /// Every varying quantity and its model (exact models first, then timing fits).
+    pub explain: Vec<Explain>,
+}
+
+/// Describes a node for messages: op, call site and path of an event; a loop by its first
+/// event.
+pub fn describe_node(n: &Node) -> String {
+    match &n.kind {
+        NodeKind::Event(e) => {
+            let mut s = format!("{} (call site {:#x}", e.op.name(), e.sig);
+            if let Some(p) = &e.path {
+                s.push_str(&format!(", path {}", p.0));
+            }
+            s.push(')');
+            s
+        }
+        NodeKind::Loop(l) => match l.body.first() {
+            Some(b) => format!("loop around {}", describe_node(b)),
+            None => "empty loop".into(),
+        },
+    }
+}
+
+/// Extrapolates `inputs` (any order, at least three distinct rank counts) to `target` ranks.
+pub fn extrapolate(
+    inputs: &[Input],
+    target: u32,
+    models: &ModelSet,
+) -> Result<Extrapolated, ExtrapError> {
+    if inputs.len() < 3 {
+        return Err(ExtrapError::TooFewInputs {
+            count: inputs.len(),
+        });
+    }
+    if target == 0 {
+        return Err(ExtrapError::BadTarget {
+            target: 0,
+            why: "a run has at least one rank".into(),
+        });
+    }
+    let mut sorted: Vec<&Input> = inputs.iter().collect();
+    sorted.sort_by_key(|i| i.file.header.nranks);
+    for w in sorted.windows(2) {
+        if w[0].file.header.nranks == w[1].file.header.nranks {
+            return Err(ExtrapError::DuplicateScale {
+                nranks: w[0].file.header.nranks,
+                first: w[0].name.clone(),
+                second: w[1].name.clone(),
+            });
+        }
+    }
+    if let Some(i) = sorted.iter().find(|i| i.file.header.incomplete) {
+        return Err(ExtrapError::Incomplete {
+            input: i.name.clone(),
+            why: i.file.header.notes.join("; "),
+        });
+    }
+    let scales: Vec<u32> = sorted.iter().map(|i| i.file.header.nranks).collect();
+    let mut fitter = fit::Fitter {
+        ms: models,
+        scales: scales.iter().map(|&n| n as i64).collect(),
+        target: target as i64,
+        explain: Vec::new(),
+    };
+    let lists: Vec<&[Node]> = sorted
+        .iter()
+        .map(|i| i.file.trace.nodes.as_slice())
+        .collect();
+    let names: Vec<(String, u32)> = sorted
+        .iter()
+        .map(|i| (i.name.clone(), i.file.header.nranks))
+        .collect();
+    let nodes = fitter.nodes(&lists, &names, "the top level")?;
+    // Exact quantities first, timing after: the former are what a reader checks.
+    fitter
+        .explain
+        .sort_by_key(|e| e.quantity.contains("mean") && e.model.contains("fitness"));
+    let largest = &sorted[sorted.len() - 1].file;
+    let mut header = largest.header.clone();
+    header.nranks = target;
+    let walls: Vec<u64> = sorted.iter().map(|i| i.file.header.wall_ns).collect();
+    if walls.iter().all(|&w| w > 0) {
+        let ns: Vec<f64> = scales.iter().map(|&n| n as f64).collect();
+        let ys: Vec<f64> = walls.iter().map(|&w| w as f64).collect();
+        if let Some(f) = models::timing::fit_timing(&ns, &ys, target as f64) {
+            header.wall_ns = f.eval(target as f64).max(0.0).round() as u64;
+            fitter.explain.push(Explain {
+                event: "run".into(),
+                quantity: "wall time".into(),
+                model: f.to_string(),
+            });
+        }
+    } else {
+        header.wall_ns = 0;
+    }
+    let list = scales
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    header.notes.push(format!(
+        "extrapolated from {list} ranks to {target} by iotrex extrap; timing is fitted, not measured"
+    ));
+    Ok(Extrapolated {
+        file: TraceFile {
+            header,
+            trace: rsd::Trace { nodes },
+        },
+        scales,
+        explain: fitter.explain,
+    })
+}

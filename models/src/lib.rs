@@ -1,4 +1,58 @@
-//! Exact models for extrapolation (constant, linear, inverse, rank-modulo, ...), timing fits and the plugin ABI.
+//! Models for extrapolating traces across rank counts.
 //!
-//! Not built yet: see issue "Extrapolation". This crate is a placeholder so the workspace layout of
-//! ARCHITECTURE.md exists from the start.
+//! - [`rational`]: exact fractions and Gaussian elimination over them.
+//! - [`exact`]: the [`Model`] trait, the built-in exact models of the rank count `n`
+//!   (constant, linear, inverse `k/n`, inverse plus constant, floor and ceil of `K/n`, largest
+//!   power of two ≤ n and its remainder, log2 n) and of `(n, rank)` (`((rank+a) % n) * b`,
+//!   `rank/k` blocks, `rank%k`, affine in rank and n), and the guarded fit ([`fit_exact`]:
+//!   zero residual, fewer coefficients than observations, leave-one-scale-out).
+//! - [`timing`]: least-squares fits of timing statistics (the only approximate quantity).
+//! - [`plugin`]: the versioned C ABI for model plugins and its loader.
+//!
+//! Structure and parameters are never guessed: a model either reproduces every observation
+//! exactly or is not used, and a caller refuses when two surviving models disagree at the
+//! target. This crate knows nothing of traces; `extrap` maps trace quantities onto points.
+
+pub mod error;
+pub mod exact;
+pub mod plugin;
+pub mod rational;
+pub mod timing;
+
+pub use error::ModelError;
+pub use exact::{Agreement, Fitted, Model, Point, Vars, agree, fit_exact};
+pub use plugin::Plugin;
+pub use rational::Rat;
+
+/// The models an extrapolation may use: the built-ins, then those of any plugins.
+pub struct ModelSet {
+    /// Every model, built-ins first (so they win ties and name the simplest form).
+    pub models: Vec<Box<dyn Model>>,
+    /// Paths of the loaded plugins, for messages.
+    pub plugins: Vec<std::path::PathBuf>,
+}
+
+impl ModelSet {
+    /// The built-in models only.
+    pub fn builtin() -> ModelSet {
+        let mut models = exact::builtin_n_models();
+        models.extend(exact::builtin_rank_models());
+        ModelSet {
+            models,
+            plugins: Vec::new(),
+        }
+    }
+
+    /// Adds a loaded plugin's models after the built-ins.
+    pub fn add_plugin(&mut self, p: Plugin) {
+        self.plugins.push(p.path.clone());
+        for m in p.models {
+            self.models.push(Box::new(m));
+        }
+    }
+
+    /// Names of the models of kind `vars`, for refusal messages.
+    pub fn names(&self, vars: Vars) -> Vec<String> {
+        exact::names(&self.models, vars)
+    }
+}

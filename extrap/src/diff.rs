@@ -1,0 +1,416 @@
+//! Comparing two traces: structure and every recorded parameter, timing apart.
+//!
+//! The comparison walks both node trees in step, which is fast and independent of the rank
+//! count. Two traces can encode the same calls differently (a rank set split into other runs,
+//! a value written as two groups on one side and one on the other), so when the walk finds
+//! differences and both traces have at most [`DiffOptions::expand_limit`] ranks, every rank is
+//! expanded on both sides and the call sequences compared: equal sequences mean the traces are
+//! identical (the report says the representations differ). Larger traces are judged on the
+//! walk alone, which can only err towards "different".
+
+use crate::describe_node;
+use rsd::TraceFile;
+use rsd::trace::{FlatEvent, Node, NodeKind};
+use serde::Serialize;
+
+/// Options for [`diff`].
+#[derive(Debug, Clone)]
+pub struct DiffOptions {
+    /// Also compare timing.
+    pub timing: bool,
+    /// Keep at most this many differences in the report (all are counted).
+    pub max_shown: usize,
+    /// Expand and compare per rank when structures differ and both traces have at most this
+    /// many ranks.
+    pub expand_limit: u32,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions {
+            timing: false,
+            max_shown: 10,
+            expand_limit: 4096,
+        }
+    }
+}
+
+/// One difference.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    /// The event (op, call site, path) or `header`.
+    pub event: String,
+    /// The ranks concerned.
+    pub ranks: String,
+    /// The parameter, `ranks`, `loop count`, `structure` or a header field.
+    pub param: String,
+    /// The value in the first trace.
+    pub left: String,
+    /// The value in the second trace.
+    pub right: String,
+}
+
+/// Mean-time comparison of one event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventTiming {
+    /// The event.
+    pub event: String,
+    /// Its ranks in the first trace.
+    pub ranks: String,
+    /// Mean duration in the first trace, ns.
+    pub left_mean_ns: f64,
+    /// Mean duration in the second trace, ns.
+    pub right_mean_ns: f64,
+    /// `(right - left) / left`, in %.
+    pub dur_diff_pct: f64,
+    /// Same for the mean compute gap before the call.
+    pub gap_diff_pct: f64,
+}
+
+/// The timing part of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimingReport {
+    /// Per aligned event.
+    pub events: Vec<EventTiming>,
+    /// Wall time of each side from the headers, ns (0 when not recorded).
+    pub wall_ns: (u64, u64),
+    /// Difference in wall time, %, when both are recorded.
+    pub wall_diff_pct: Option<f64>,
+    /// Sum of compute gaps and durations of all top-level calls of all ranks, ns.
+    pub total_ns: (f64, f64),
+    /// Difference in that total, %.
+    pub total_diff_pct: f64,
+}
+
+/// The outcome of [`diff`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DiffReport {
+    /// Whether the traces record the same calls with the same parameters.
+    pub identical: bool,
+    /// `structure` (the tree walk decided) or `expansion` (per-rank call lists decided).
+    pub method: &'static str,
+    /// The number of differences found by the walk.
+    pub count: usize,
+    /// The first differences.
+    pub differences: Vec<Difference>,
+    /// Anything the reader should know about how the answer was reached.
+    pub note: Option<String>,
+    /// Timing comparison, with `--timing`.
+    pub timing: Option<TimingReport>,
+}
+
+struct Walk {
+    count: usize,
+    max: usize,
+    out: Vec<Difference>,
+}
+
+impl Walk {
+    fn push(&mut self, d: Difference) {
+        self.count += 1;
+        if self.out.len() < self.max {
+            self.out.push(d);
+        }
+    }
+
+    fn nodes(&mut self, a: &[Node], b: &[Node]) {
+        for i in 0..a.len().max(b.len()) {
+            let (x, y) = (a.get(i), b.get(i));
+            let (Some(x), Some(y)) = (x, y) else {
+                let d = |n: Option<&Node>| n.map_or("(nothing)".into(), describe_node);
+                self.push(Difference {
+                    event: d(x.or(y)),
+                    ranks: x.or(y).map_or(String::new(), |n| n.ranks.to_string()),
+                    param: "structure".into(),
+                    left: d(x),
+                    right: d(y),
+                });
+                return;
+            };
+            if x.skey() != y.skey() {
+                self.push(Difference {
+                    event: describe_node(x),
+                    ranks: x.ranks.to_string(),
+                    param: "structure".into(),
+                    left: describe_node(x),
+                    right: describe_node(y),
+                });
+                // Alignment is lost after a structural difference.
+                return;
+            }
+            let ev = describe_node(x);
+            if x.ranks != y.ranks {
+                self.push(Difference {
+                    event: ev.clone(),
+                    ranks: format!("{} / {}", x.ranks, y.ranks),
+                    param: "ranks".into(),
+                    left: x.ranks.to_string(),
+                    right: y.ranks.to_string(),
+                });
+            }
+            match (&x.kind, &y.kind) {
+                (NodeKind::Event(e), NodeKind::Event(f)) => {
+                    let (np, nf) = (e.params.len(), e.nfields());
+                    for (k, (p, q)) in e.params.iter().zip(&f.params).enumerate() {
+                        if p != q {
+                            self.push(Difference {
+                                event: ev.clone(),
+                                ranks: x.ranks.to_string(),
+                                param: e.op.param_name(k, np, nf),
+                                left: p.to_string(),
+                                right: q.to_string(),
+                            });
+                        }
+                    }
+                    self.nodes(&e.children, &f.children);
+                }
+                (NodeKind::Loop(l), NodeKind::Loop(m)) => {
+                    if l.iters != m.iters {
+                        self.push(Difference {
+                            event: ev.clone(),
+                            ranks: x.ranks.to_string(),
+                            param: "loop count".into(),
+                            left: l.iters.to_string(),
+                            right: m.iters.to_string(),
+                        });
+                    }
+                    self.nodes(&l.body, &m.body);
+                }
+                _ => unreachable!("equal structural keys imply equal kinds"),
+            }
+        }
+    }
+}
+
+fn flat_difference(r: u32, i: usize, x: Option<&FlatEvent>, y: Option<&FlatEvent>) -> Difference {
+    let name =
+        |e: Option<&FlatEvent>| e.map_or("(no call)".to_string(), |e| e.op.name().to_string());
+    let base = |param: &str, left: String, right: String| Difference {
+        event: format!("call #{i} ({})", name(x.or(y))),
+        ranks: r.to_string(),
+        param: param.into(),
+        left,
+        right,
+    };
+    match (x, y) {
+        (Some(x), Some(y)) => {
+            if x.op != y.op || x.sig != y.sig {
+                return base(
+                    "call",
+                    format!("{} (call site {:#x})", x.op.name(), x.sig),
+                    format!("{} (call site {:#x})", y.op.name(), y.sig),
+                );
+            }
+            if x.path != y.path {
+                return base("path", format!("{:?}", x.path), format!("{:?}", y.path));
+            }
+            let n = x.params.len();
+            for k in 0..n.max(y.params.len()) {
+                let (p, q) = (x.params.get(k), y.params.get(k));
+                if p != q {
+                    let show = |v: Option<&i64>| v.map_or("-".into(), i64::to_string);
+                    return base(&x.op.param_name(k, n, 0), show(p), show(q));
+                }
+            }
+            base(
+                "nested calls",
+                format!("{:?}", x.children.len()),
+                format!("{:?}", y.children.len()),
+            )
+        }
+        _ => base("call", name(x), name(y)),
+    }
+}
+
+/// Compares per rank; the first difference of each differing rank, up to `max`.
+fn expansion(a: &TraceFile, b: &TraceFile, max: usize) -> (usize, Vec<Difference>) {
+    let mut count = 0;
+    let mut out = Vec::new();
+    for r in 0..a.header.nranks {
+        let (x, y) = (a.trace.expand(r), b.trace.expand(r));
+        if x == y {
+            continue;
+        }
+        count += 1;
+        if out.len() < max {
+            let i = (0..x.len().max(y.len()))
+                .find(|&i| x.get(i) != y.get(i))
+                .unwrap_or(0);
+            out.push(flat_difference(r, i, x.get(i), y.get(i)));
+        }
+    }
+    (count, out)
+}
+
+fn pct(a: f64, b: f64) -> f64 {
+    if a == 0.0 {
+        if b == 0.0 { 0.0 } else { f64::INFINITY }
+    } else {
+        (b - a) / a * 100.0
+    }
+}
+
+fn timing_walk(
+    a: &[Node],
+    b: &[Node],
+    out: &mut Vec<EventTiming>,
+    totals: &mut (f64, f64),
+    top: bool,
+) {
+    for (x, y) in a.iter().zip(b) {
+        if x.skey() != y.skey() {
+            return;
+        }
+        match (&x.kind, &y.kind) {
+            (NodeKind::Event(e), NodeKind::Event(f)) => {
+                if top {
+                    totals.0 += e.timing.gap.total() + e.timing.dur.total();
+                    totals.1 += f.timing.gap.total() + f.timing.dur.total();
+                }
+                out.push(EventTiming {
+                    event: describe_node(x),
+                    ranks: x.ranks.to_string(),
+                    left_mean_ns: e.timing.dur.mean,
+                    right_mean_ns: f.timing.dur.mean,
+                    dur_diff_pct: pct(e.timing.dur.mean, f.timing.dur.mean),
+                    gap_diff_pct: pct(e.timing.gap.mean, f.timing.gap.mean),
+                });
+                // Nested calls are inside their parent's duration: not added to the total.
+                timing_walk(&e.children, &f.children, out, totals, false);
+            }
+            (NodeKind::Loop(l), NodeKind::Loop(m)) => {
+                timing_walk(&l.body, &m.body, out, totals, top)
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Compares `a` and `b`.
+pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
+    let mut w = Walk {
+        count: 0,
+        max: opts.max_shown,
+        out: Vec::new(),
+    };
+    if a.header.nranks != b.header.nranks {
+        w.push(Difference {
+            event: "header".into(),
+            ranks: String::new(),
+            param: "nranks".into(),
+            left: a.header.nranks.to_string(),
+            right: b.header.nranks.to_string(),
+        });
+    }
+    w.nodes(&a.trace.nodes, &b.trace.nodes);
+    let mut report = DiffReport {
+        identical: w.count == 0,
+        method: "structure",
+        count: w.count,
+        differences: w.out,
+        note: None,
+        timing: None,
+    };
+    let small = a.header.nranks <= opts.expand_limit && b.header.nranks <= opts.expand_limit;
+    if !report.identical && small && a.header.nranks == b.header.nranks {
+        let (n, first) = expansion(a, b, opts.max_shown);
+        if n == 0 {
+            report.note = Some(format!(
+                "the traces encode their calls differently ({} places) but every rank's calls \
+                 and parameters are identical",
+                report.count
+            ));
+            report.identical = true;
+            report.method = "expansion";
+            report.count = 0;
+            report.differences.clear();
+        } else {
+            report.note = Some(format!("{n} of {} ranks call differently", a.header.nranks));
+            let mut d = first;
+            d.append(&mut report.differences);
+            d.truncate(opts.max_shown);
+            report.differences = d;
+        }
+    }
+    if opts.timing {
+        let mut events = Vec::new();
+        let mut totals = (0.0, 0.0);
+        timing_walk(
+            &a.trace.nodes,
+            &b.trace.nodes,
+            &mut events,
+            &mut totals,
+            true,
+        );
+        let (wa, wb) = (a.header.wall_ns, b.header.wall_ns);
+        report.timing = Some(TimingReport {
+            events,
+            wall_ns: (wa, wb),
+            wall_diff_pct: (wa > 0 && wb > 0).then(|| pct(wa as f64, wb as f64)),
+            total_ns: totals,
+            total_diff_pct: pct(totals.0, totals.1),
+        });
+    }
+    report
+}
+
+/// The report as text, as `iotrex diff` prints it.
+pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    if r.identical {
+        let _ = writeln!(
+            s,
+            "identical: {left} and {right} record the same calls and parameters"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "different: {} difference(s) between {left} and {right}",
+            r.count.max(r.differences.len())
+        );
+        for d in &r.differences {
+            let _ = writeln!(s, "  {}  ranks {}  {}:", d.event, d.ranks, d.param);
+            let _ = writeln!(s, "    < {}", d.left);
+            let _ = writeln!(s, "    > {}", d.right);
+        }
+    }
+    if let Some(n) = &r.note {
+        let _ = writeln!(s, "note: {n}");
+    }
+    if let Some(t) = &r.timing {
+        let _ = writeln!(s, "timing (mean duration left -> right, difference):");
+        for e in &t.events {
+            let _ = writeln!(
+                s,
+                "  {:<60} {:>10} -> {:>10}  {:+.1}%  (gap {:+.1}%)",
+                format!("{} [{}]", e.event, e.ranks),
+                rsd::timing::fmt_ns(e.left_mean_ns),
+                rsd::timing::fmt_ns(e.right_mean_ns),
+                e.dur_diff_pct,
+                e.gap_diff_pct
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  total call+gap time: {} -> {}  {:+.1}%",
+            rsd::timing::fmt_ns(t.total_ns.0),
+            rsd::timing::fmt_ns(t.total_ns.1),
+            t.total_diff_pct
+        );
+        match t.wall_diff_pct {
+            Some(p) => {
+                let _ = writeln!(
+                    s,
+                    "  wall time: {} -> {}  {p:+.1}%",
+                    rsd::timing::fmt_ns(t.wall_ns.0 as f64),
+                    rsd::timing::fmt_ns(t.wall_ns.1 as f64)
+                );
+            }
+            None => {
+                let _ = writeln!(s, "  wall time: not recorded in both traces");
+            }
+        }
+    }
+    s
+}

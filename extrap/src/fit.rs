@@ -1,0 +1,737 @@
+//! The walk over aligned traces: every numeric quantity of every node is fitted against the
+//! rank count and evaluated at the target.
+
+use crate::error::ExtrapError;
+use crate::{Explain, describe_node};
+use models::ModelSet;
+use models::exact::{Agreement, Point, Vars, agree, fit_exact};
+use models::timing::fit_timing;
+use rsd::RankSet;
+use rsd::ranks::Prsd;
+use rsd::timing::{BINS, Stats, Timing};
+use rsd::trace::{Event, Loop, Node, NodeKind};
+use rsd::value::{Elastic, Group, RankFn, Val};
+
+/// Rank sets up to this size are rebuilt through `RankSet::from_sorted`, so the output is in
+/// the canonical form a real trace at that scale would have.
+const CANON_LIMIT: u64 = 1 << 16;
+/// Largest per-rank expansion of an input parameter for the per-rank models.
+const INPUT_EXPAND_LIMIT: u64 = 1 << 16;
+/// Largest target rank set a per-rank model is evaluated over.
+const TARGET_EXPAND_LIMIT: u64 = 1 << 24;
+
+/// Why one quantity could not be fitted (turned into [`ExtrapError::Refused`] with context).
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    detail: String,
+    values: String,
+    tried: String,
+}
+
+pub(crate) struct Fitter<'a> {
+    pub ms: &'a ModelSet,
+    pub scales: Vec<i64>,
+    pub target: i64,
+    pub explain: Vec<Explain>,
+}
+
+fn values_text<T: std::fmt::Display>(scales: &[i64], vals: &[T]) -> String {
+    scales
+        .iter()
+        .zip(vals)
+        .map(|(n, v)| {
+            let mut s = v.to_string();
+            if s.len() > 160 {
+                let cut = (0..=160)
+                    .rev()
+                    .find(|&i| s.is_char_boundary(i))
+                    .unwrap_or(0);
+                s.truncate(cut);
+                s.push_str("...");
+            }
+            format!("{s} at {n}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Fitter<'_> {
+    fn refuse(&self, event: &str, param: &str, f: Failure) -> ExtrapError {
+        let mut hint = format!(
+            "trace one more scale (e.g. {} ranks) so fewer models fit, or load a model plugin \
+             (--plugin lib.so) that expresses this pattern",
+            self.scales.last().copied().unwrap_or(16) * 2
+        );
+        if f.detail.contains("disagree") {
+            hint = format!(
+                "the inputs cannot tell these models apart at {} ranks; trace a scale that does \
+                 (for example {} ranks) or pick a target closer to the inputs",
+                self.target, self.target
+            );
+        }
+        ExtrapError::Refused {
+            event: event.to_string(),
+            param: param.to_string(),
+            detail: f.detail,
+            values: f.values,
+            tried: f.tried,
+            hint,
+        }
+    }
+
+    /// One integer per scale, fitted exactly as a function of n and evaluated at the target.
+    /// Returns the value and, when it varies, the model's readable form.
+    fn number(&self, ys: &[i64], what: &str) -> Result<(i64, Option<String>), Failure> {
+        if ys.iter().all(|&y| y == ys[0]) {
+            return Ok((ys[0], None));
+        }
+        let pts: Vec<Point> = self
+            .scales
+            .iter()
+            .zip(ys)
+            .map(|(&n, &y)| Point { n, rank: 0, y })
+            .collect();
+        let fits = fit_exact(&self.ms.models, Vars::N, &pts);
+        match agree(fits, |f| f.eval(self.target, 0)) {
+            Agreement::Agree(f, v) => Ok((v, Some(f.describe()))),
+            Agreement::Disagree { first, second } => Err(Failure {
+                detail: format!(
+                    "{what}: models disagree at {} ranks: {} gives {}, {} gives {}",
+                    self.target,
+                    first.0.describe(),
+                    first.1,
+                    second.0.describe(),
+                    second.1
+                ),
+                values: values_text(&self.scales, ys),
+                tried: self.ms.names(Vars::N).join(", "),
+            }),
+            Agreement::None => Err(Failure {
+                detail: format!("{what} fits no exact model of n"),
+                values: values_text(&self.scales, ys),
+                tried: self.ms.names(Vars::N).join(", "),
+            }),
+        }
+    }
+
+    fn shape_failure<T: std::fmt::Display>(&self, detail: String, vals: &[T]) -> Failure {
+        Failure {
+            detail,
+            values: values_text(&self.scales, vals),
+            tried: "none (the shape must match at every scale before values are fitted)".into(),
+        }
+    }
+
+    /// A rank set fitted run by run: each PRSD start, count and stride as a function of n.
+    fn rankset(
+        &self,
+        sets: &[&RankSet],
+        what: &str,
+        notes: &mut Vec<(String, String)>,
+    ) -> Result<RankSet, Failure> {
+        if sets.iter().all(|s| *s == sets[0]) {
+            return Ok(sets[0].clone());
+        }
+        let nruns: Vec<usize> = sets.iter().map(|s| s.runs.len()).collect();
+        if nruns.iter().any(|&k| k != nruns[0]) {
+            return Err(self.shape_failure(
+                format!("{what}: the number of PRSD runs differs between scales"),
+                sets,
+            ));
+        }
+        let mut runs = Vec::with_capacity(nruns[0]);
+        for j in 0..nruns[0] {
+            let ps: Vec<&Prsd> = sets.iter().map(|s| &s.runs[j]).collect();
+            if ps.iter().any(|p| p.dims.len() != ps[0].dims.len()) {
+                return Err(self.shape_failure(
+                    format!("{what}: run {j} has a different number of dimensions"),
+                    sets,
+                ));
+            }
+            let mut note = |q: String, m: Option<String>| {
+                if let Some(m) = m {
+                    notes.push((q, m));
+                }
+            };
+            let starts: Vec<i64> = ps.iter().map(|p| p.start as i64).collect();
+            let (start, m) = self.number(&starts, &format!("{what}: first rank of run {j}"))?;
+            note(format!("{what} run {j} start"), m);
+            let mut dims = Vec::with_capacity(ps[0].dims.len());
+            for d in 0..ps[0].dims.len() {
+                let cs: Vec<i64> = ps.iter().map(|p| p.dims[d].0 as i64).collect();
+                let ss: Vec<i64> = ps.iter().map(|p| p.dims[d].1 as i64).collect();
+                let (c, m) = self.number(&cs, &format!("{what}: count of run {j} dim {d}"))?;
+                note(format!("{what} run {j} count"), m);
+                let (s, m) = self.number(&ss, &format!("{what}: stride of run {j} dim {d}"))?;
+                note(format!("{what} run {j} stride"), m);
+                let (Ok(c), Ok(s)) = (u32::try_from(c), u32::try_from(s)) else {
+                    return Err(self.shape_failure(
+                        format!(
+                            "{what}: run {j} evaluates to count {c}, stride {s} at {} ranks",
+                            self.target
+                        ),
+                        sets,
+                    ));
+                };
+                if c == 0 {
+                    return Err(self.shape_failure(
+                        format!("{what}: run {j} would be empty at {} ranks", self.target),
+                        sets,
+                    ));
+                }
+                dims.push((c, if c == 1 { 0 } else { s }));
+            }
+            let Ok(start) = u32::try_from(start) else {
+                return Err(self.shape_failure(
+                    format!(
+                        "{what}: run {j} starts at rank {start} at {} ranks",
+                        self.target
+                    ),
+                    sets,
+                ));
+            };
+            runs.push(Prsd { start, dims });
+        }
+        let set = RankSet { runs };
+        let last = set.runs.iter().map(|p| {
+            p.dims
+                .iter()
+                .fold(p.start as u64, |a, &(c, s)| a + (c as u64 - 1) * s as u64)
+        });
+        if last.max().unwrap_or(0) >= self.target as u64 {
+            return Err(self.shape_failure(
+                format!(
+                    "{what}: the fitted rank set reaches beyond rank {}",
+                    self.target - 1
+                ),
+                sets,
+            ));
+        }
+        if set.len() <= CANON_LIMIT {
+            let mut v = set.to_vec();
+            let n = v.len();
+            v.sort_unstable();
+            v.dedup();
+            if v.len() != n {
+                return Err(self.shape_failure(
+                    format!("{what}: the fitted runs overlap at {} ranks", self.target),
+                    sets,
+                ));
+            }
+            return Ok(RankSet::from_sorted(&v));
+        }
+        Ok(set)
+    }
+
+    fn rankfn(
+        &self,
+        fs: &[RankFn],
+        what: &str,
+        notes: &mut Vec<(String, String)>,
+    ) -> Result<RankFn, Failure> {
+        if fs.iter().all(|f| *f == fs[0]) {
+            return Ok(fs[0]);
+        }
+        let variant = |f: &RankFn| std::mem::discriminant(f);
+        let lifted: Vec<RankFn> = if fs.iter().all(|f| variant(f) == variant(&fs[0])) {
+            fs.to_vec()
+        } else if fs
+            .iter()
+            .all(|f| matches!(f, RankFn::Const(_) | RankFn::Affine { .. }))
+        {
+            // A constant is an affine function with slope 0; the groups of a smaller run
+            // are sometimes constant where larger ones are affine.
+            fs.iter()
+                .map(|f| match *f {
+                    RankFn::Const(b) => RankFn::Affine { a: 0, b },
+                    x => x,
+                })
+                .collect()
+        } else {
+            return Err(self.shape_failure(
+                format!("{what}: the form of the rank function differs between scales"),
+                fs,
+            ));
+        };
+        let coef = |f: &RankFn| -> Vec<i64> {
+            match *f {
+                RankFn::Const(c) => vec![c],
+                RankFn::Affine { a, b } => vec![a, b],
+                RankFn::Div { a, k, b } | RankFn::Mod { a, k, b } => vec![a, k, b],
+            }
+        };
+        let cs: Vec<Vec<i64>> = lifted.iter().map(coef).collect();
+        let names: &[&str] = match lifted[0] {
+            RankFn::Const(_) => &["value"],
+            RankFn::Affine { .. } => &["rank coefficient", "constant term"],
+            _ => &["coefficient", "period", "constant term"],
+        };
+        let mut out = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            let ys: Vec<i64> = cs.iter().map(|c| c[i]).collect();
+            let q = format!("{what} {name}");
+            let (v, m) = self.number(&ys, &q)?;
+            if let Some(m) = m {
+                notes.push((q, m));
+            }
+            out.push(v);
+        }
+        let f = match lifted[0] {
+            RankFn::Const(_) => RankFn::Const(out[0]),
+            RankFn::Affine { .. } if out[0] == 0 => RankFn::Const(out[1]),
+            RankFn::Affine { .. } => RankFn::Affine {
+                a: out[0],
+                b: out[1],
+            },
+            _ if out[1] <= 0 => {
+                return Err(self.shape_failure(
+                    format!(
+                        "{what}: the period evaluates to {} at {} ranks",
+                        out[1], self.target
+                    ),
+                    fs,
+                ));
+            }
+            _ if out[0] == 0 => RankFn::Const(out[2]),
+            RankFn::Div { .. } => RankFn::Div {
+                a: out[0],
+                k: out[1],
+                b: out[2],
+            },
+            _ => RankFn::Mod {
+                a: out[0],
+                k: out[1],
+                b: out[2],
+            },
+        };
+        Ok(f)
+    }
+
+    /// The groups of an elastic value fitted one by one (same count, shapes and forms at every
+    /// scale).
+    fn elastic_groups(
+        &self,
+        els: &[&Elastic],
+        notes: &mut Vec<(String, String)>,
+    ) -> Result<Elastic, Failure> {
+        let counts: Vec<usize> = els.iter().map(|e| e.groups.len()).collect();
+        if counts.iter().any(|&c| c != counts[0]) {
+            return Err(self.shape_failure(
+                "the number of rank groups differs between scales".into(),
+                els,
+            ));
+        }
+        let mut groups = Vec::with_capacity(counts[0]);
+        for g in 0..counts[0] {
+            let gs: Vec<&Group> = els.iter().map(|e| &e.groups[g]).collect();
+            let what = format!("group {g}");
+            let ranks = self.rankset(
+                &gs.iter().map(|x| &x.ranks).collect::<Vec<_>>(),
+                &format!("{what} ranks"),
+                notes,
+            )?;
+            if gs.iter().any(|x| !x.val.same_shape(&gs[0].val)) {
+                return Err(self.shape_failure(
+                    format!(
+                        "{what}: the value's shape over the loop iterations differs between scales"
+                    ),
+                    els,
+                ));
+            }
+            let leaves: Vec<Vec<RankFn>> = gs
+                .iter()
+                .map(|x| {
+                    let mut l = Vec::new();
+                    x.val.leaves(&mut l);
+                    l
+                })
+                .collect();
+            let mut out = Vec::with_capacity(leaves[0].len());
+            for k in 0..leaves[0].len() {
+                let fs: Vec<RankFn> = leaves.iter().map(|l| l[k]).collect();
+                let lw = if leaves[0].len() == 1 {
+                    what.clone()
+                } else {
+                    format!("{what} leaf {k}")
+                };
+                out.push(self.rankfn(&fs, &lw, notes)?);
+            }
+            // A group of one rank is written with constants, as the compressor writes it.
+            if ranks.len() == 1 {
+                let r = ranks.first().unwrap_or(0);
+                out = out.iter().map(|f| RankFn::Const(f.eval(r))).collect();
+            }
+            let val = gs[0]
+                .val
+                .with_leaves(&mut out.into_iter())
+                .expect("leaf count taken from the same shape");
+            groups.push(Group { ranks, val });
+        }
+        Ok(Elastic { groups })
+    }
+
+    /// Per-rank points of an elastic value at every scale, as (leaf index → points) plus the
+    /// value shape. `None` when an input is too large to expand or shapes differ between ranks.
+    fn per_rank_points(&self, els: &[&Elastic]) -> Result<(Val<i64>, Vec<Vec<Point>>), Failure> {
+        let mut shape: Option<Val<i64>> = None;
+        let mut pts: Vec<Vec<Point>> = Vec::new();
+        for (e, &n) in els.iter().zip(&self.scales) {
+            for g in &e.groups {
+                if g.ranks.len() > INPUT_EXPAND_LIMIT {
+                    return Err(self.shape_failure(
+                        format!("too many ranks to fit per rank ({})", g.ranks.len()),
+                        els,
+                    ));
+                }
+                let mut bad = false;
+                g.ranks.for_each(|r| {
+                    let v = g.val.map(&mut |f| f.eval(r));
+                    let sh = shape.get_or_insert_with(|| v.clone());
+                    if !sh.same_shape(&v) {
+                        bad = true;
+                        return;
+                    }
+                    let mut l = Vec::new();
+                    v.leaves(&mut l);
+                    if pts.is_empty() {
+                        pts = vec![Vec::new(); l.len()];
+                    }
+                    for (k, y) in l.into_iter().enumerate() {
+                        pts[k].push(Point {
+                            n,
+                            rank: r as i64,
+                            y,
+                        });
+                    }
+                });
+                if bad {
+                    return Err(self.shape_failure(
+                        "the value's shape over the loop iterations differs between ranks".into(),
+                        els,
+                    ));
+                }
+            }
+        }
+        match shape {
+            Some(s) => Ok((s, pts)),
+            None => Err(self.shape_failure("no rank holds a value".into(), els)),
+        }
+    }
+
+    /// The fallback: each leaf of the per-rank value as a function of (n, rank), evaluated for
+    /// every target rank and re-encoded canonically.
+    fn elastic_per_rank(
+        &self,
+        els: &[&Elastic],
+        target_ranks: &RankSet,
+    ) -> Result<(Elastic, String), Failure> {
+        let (shape, pts) = self.per_rank_points(els)?;
+        if target_ranks.len() > TARGET_EXPAND_LIMIT {
+            return Err(self.shape_failure(
+                format!(
+                    "a per-rank model would have to list {} ranks",
+                    target_ranks.len()
+                ),
+                els,
+            ));
+        }
+        let ranks = target_ranks.to_vec();
+        let mut cols: Vec<Vec<i64>> = Vec::with_capacity(pts.len());
+        let mut descs = Vec::new();
+        for (k, p) in pts.iter().enumerate() {
+            if p.iter().all(|q| q.y == p[0].y) {
+                cols.push(vec![p[0].y; ranks.len()]);
+                continue;
+            }
+            let fits = fit_exact(&self.ms.models, Vars::NRank, p);
+            let at = |f: &models::Fitted| -> Option<Vec<i64>> {
+                ranks
+                    .iter()
+                    .map(|&r| f.eval(self.target, r as i64))
+                    .collect()
+            };
+            match agree(fits, at) {
+                Agreement::Agree(f, v) => {
+                    descs.push(if pts.len() == 1 {
+                        f.describe()
+                    } else {
+                        format!("leaf {k}: {}", f.describe())
+                    });
+                    cols.push(v);
+                }
+                Agreement::Disagree { first, second } => {
+                    return Err(Failure {
+                        detail: format!(
+                            "per-rank models disagree at {} ranks: {} and {}",
+                            self.target,
+                            first.0.describe(),
+                            second.0.describe()
+                        ),
+                        values: values_text(&self.scales, els),
+                        tried: self.ms.names(Vars::NRank).join(", "),
+                    });
+                }
+                Agreement::None => {
+                    return Err(Failure {
+                        detail: "no per-rank model fits".into(),
+                        values: values_text(&self.scales, els),
+                        tried: self.ms.names(Vars::NRank).join(", "),
+                    });
+                }
+            }
+        }
+        let vals: Vec<(u32, Val<i64>)> = ranks
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                let mut it = cols.iter().map(|c| c[i]);
+                (r, shape.with_leaves(&mut it).expect("same shape"))
+            })
+            .collect();
+        Ok((Elastic::canonical(&vals), descs.join("; ")))
+    }
+
+    /// A readable per-rank formula for an elastic value with several groups, when one of the
+    /// per-rank models covers it (e.g. `((rank+1) % n) * 1048576`).
+    fn per_rank_formula(&self, els: &[&Elastic]) -> Option<String> {
+        if els.iter().all(|e| e.groups.len() < 2) {
+            return None;
+        }
+        let (_, pts) = self.per_rank_points(els).ok()?;
+        if pts.len() != 1 || pts[0].len() > 4096 {
+            return None;
+        }
+        fit_exact(&self.ms.models, Vars::NRank, &pts[0])
+            .first()
+            .map(|f| f.describe())
+    }
+
+    fn elastic(
+        &mut self,
+        els: &[&Elastic],
+        target_ranks: &RankSet,
+        event: &str,
+        param: &str,
+    ) -> Result<Elastic, ExtrapError> {
+        if els.iter().all(|e| *e == els[0]) {
+            return Ok(els[0].clone());
+        }
+        let mut notes = Vec::new();
+        match self.elastic_groups(els, &mut notes) {
+            Ok(e) => {
+                match self.per_rank_formula(els) {
+                    Some(f) => self.note(event, param, f),
+                    None if notes.is_empty() => {}
+                    None => {
+                        let text = notes
+                            .iter()
+                            .map(|(q, m)| format!("{q} = {m}"))
+                            .collect::<Vec<_>>()
+                            .join("; ");
+                        self.note(event, param, format!("{e}  [{text}]"));
+                    }
+                }
+                Ok(e)
+            }
+            Err(first) => match self.elastic_per_rank(els, target_ranks) {
+                Ok((e, desc)) => {
+                    self.note(event, param, desc);
+                    Ok(e)
+                }
+                Err(second) => Err(self.refuse(
+                    event,
+                    param,
+                    Failure {
+                        detail: format!("{}; per rank: {}", first.detail, second.detail),
+                        values: first.values,
+                        tried: format!("{} (per rank: {})", first.tried, second.tried),
+                    },
+                )),
+            },
+        }
+    }
+
+    fn note(&mut self, event: &str, quantity: &str, model: String) {
+        self.explain.push(Explain {
+            event: event.to_string(),
+            quantity: quantity.to_string(),
+            model,
+        });
+    }
+
+    pub(crate) fn nodes(
+        &mut self,
+        lists: &[&[Node]],
+        inputs: &[(String, u32)],
+        parent: &str,
+    ) -> Result<Vec<Node>, ExtrapError> {
+        let longest = lists.iter().map(|l| l.len()).max().unwrap_or(0);
+        let mut out = Vec::with_capacity(longest);
+        for i in 0..longest {
+            let here: Vec<Option<&Node>> = lists.iter().map(|l| l.get(i)).collect();
+            let key0 = here[0].map(Node::skey);
+            if let Some(s) = here.iter().position(|n| n.map(Node::skey) != key0) {
+                let d =
+                    |n: Option<&Node>| n.map_or("the end of the list".to_string(), describe_node);
+                return Err(ExtrapError::StructureDiffers {
+                    position: format!("node {i} of {parent}"),
+                    left: d(here[0]),
+                    left_ranks: inputs[0].1,
+                    left_input: inputs[0].0.clone(),
+                    right: d(here[s]),
+                    right_ranks: inputs[s].1,
+                    right_input: inputs[s].0.clone(),
+                });
+            }
+            let ns: Vec<&Node> = here.into_iter().map(|n| n.expect("same key")).collect();
+            let desc = describe_node(ns[0]);
+            let mut notes = Vec::new();
+            let ranks = self
+                .rankset(
+                    &ns.iter().map(|n| &n.ranks).collect::<Vec<_>>(),
+                    "ranks",
+                    &mut notes,
+                )
+                .map_err(|f| self.refuse(&desc, "ranks", f))?;
+            if !notes.is_empty() {
+                let m = notes
+                    .iter()
+                    .map(|(q, m)| format!("{q} = {m}"))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                self.note(&desc, "ranks", format!("{ranks}  [{m}]"));
+            }
+            let kind = match &ns[0].kind {
+                NodeKind::Event(e0) => {
+                    let evs: Vec<&Event> = ns
+                        .iter()
+                        .map(|n| match &n.kind {
+                            NodeKind::Event(e) => e,
+                            NodeKind::Loop(_) => unreachable!("same structural key"),
+                        })
+                        .collect();
+                    let np = e0.params.len();
+                    let nf = e0.nfields();
+                    let mut params = Vec::with_capacity(np);
+                    for k in 0..np {
+                        let name = e0.op.param_name(k, np, nf);
+                        let els: Vec<&Elastic> = evs.iter().map(|e| &e.params[k]).collect();
+                        params.push(self.elastic(&els, &ranks, &desc, &name)?);
+                    }
+                    let kids: Vec<&[Node]> = evs.iter().map(|e| e.children.as_slice()).collect();
+                    let children = self.nodes(&kids, inputs, &desc)?;
+                    let timing =
+                        self.timing(&evs.iter().map(|e| &e.timing).collect::<Vec<_>>(), &desc);
+                    NodeKind::Event(Event {
+                        op: e0.op,
+                        sig: e0.sig,
+                        path: e0.path.clone(),
+                        params,
+                        timing,
+                        children,
+                    })
+                }
+                NodeKind::Loop(_) => {
+                    let ls: Vec<&Loop> = ns
+                        .iter()
+                        .map(|n| match &n.kind {
+                            NodeKind::Loop(l) => l,
+                            NodeKind::Event(_) => unreachable!("same structural key"),
+                        })
+                        .collect();
+                    let iters = self.elastic(
+                        &ls.iter().map(|l| &l.iters).collect::<Vec<_>>(),
+                        &ranks,
+                        &desc,
+                        "loop count",
+                    )?;
+                    let bodies: Vec<&[Node]> = ls.iter().map(|l| l.body.as_slice()).collect();
+                    let body = self.nodes(&bodies, inputs, &desc)?;
+                    NodeKind::Loop(Loop { iters, body })
+                }
+            };
+            out.push(Node { ranks, kind });
+        }
+        Ok(out)
+    }
+
+    fn timing(&mut self, ts: &[&Timing], event: &str) -> Timing {
+        let gap = self.stats(&ts.iter().map(|t| &t.gap).collect::<Vec<_>>(), event, "gap");
+        let dur = self.stats(
+            &ts.iter().map(|t| &t.dur).collect::<Vec<_>>(),
+            event,
+            "duration",
+        );
+        Timing { gap, dur }
+    }
+
+    fn fit_f64(&mut self, ys: &[f64], event: &str, what: &str, explain: bool) -> f64 {
+        let ns: Vec<f64> = self.scales.iter().map(|&n| n as f64).collect();
+        match fit_timing(&ns, ys, self.target as f64) {
+            Some(f) => {
+                if explain {
+                    self.note(event, what, f.to_string());
+                }
+                f.eval(self.target as f64).max(0.0)
+            }
+            None => ys.last().copied().unwrap_or(0.0),
+        }
+    }
+
+    /// Timing statistics at the target: the count exactly where a model fits (it follows the
+    /// structure: ranks times iterations), mean/min/max/std by least squares.
+    fn stats(&mut self, ss: &[&Stats], event: &str, what: &str) -> Stats {
+        if ss.iter().all(|s| s.count == 0) {
+            return Stats::default();
+        }
+        let counts: Vec<i64> = ss.iter().map(|s| s.count as i64).collect();
+        let count = match self.number(&counts, "count") {
+            Ok((c, _)) if c >= 0 => c as f64,
+            _ => {
+                let c: Vec<f64> = counts.iter().map(|&c| c as f64).collect();
+                self.fit_f64(&c, event, &format!("{what} count"), false)
+                    .round()
+            }
+        };
+        let col = |f: &dyn Fn(&Stats) -> f64| -> Vec<f64> { ss.iter().map(|s| f(s)).collect() };
+        let mean = self.fit_f64(&col(&|s| s.mean), event, &format!("{what} mean"), true);
+        let mut min = self.fit_f64(&col(&|s| s.min as f64), event, "", false);
+        let mut max = self.fit_f64(&col(&|s| s.max as f64), event, "", false);
+        let std = self.fit_f64(&col(&|s| s.variance().sqrt()), event, "", false);
+        min = min.min(mean);
+        max = max.max(mean);
+        let last = ss[ss.len() - 1];
+        let count_u = count as u64;
+        // Histogram: the largest input's shape scaled to the new count, rounding error put in
+        // the fullest bin so the bins still add up to the count.
+        let mut bins = [0u64; BINS];
+        if last.count > 0 {
+            let f = count / last.count as f64;
+            for (b, &c) in bins.iter_mut().zip(&last.bins) {
+                *b = (c as f64 * f).round() as u64;
+            }
+            let sum: u64 = bins.iter().sum();
+            let (imax, _) = bins
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, c)| **c)
+                .unwrap_or((0, &0));
+            if sum > count_u {
+                bins[imax] = bins[imax].saturating_sub(sum - count_u);
+            } else {
+                bins[imax] += count_u - sum;
+            }
+        }
+        let rank_ok = |r: u32| if (r as i64) < self.target { r } else { 0 };
+        Stats {
+            count: count_u,
+            min: min.round() as u64,
+            max: max.round() as u64,
+            min_rank: rank_ok(last.min_rank),
+            max_rank: rank_ok(last.max_rank),
+            mean,
+            m2: std * std * count,
+            bins,
+        }
+    }
+}

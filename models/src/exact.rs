@@ -1,0 +1,644 @@
+//! Exact models: functions of the rank count `n` (and, for per-rank models, of the rank) with
+//! rational coefficients that reproduce every observed value with zero residual.
+//!
+//! A [`Model`] proposes coefficient vectors that fit all points exactly; [`fit_exact`] then
+//! guards each proposal with leave-one-scale-out (where there are at least four scales, the
+//! model refitted without one scale must still predict it) and keeps only models with fewer
+//! coefficients than independent observations. Choosing between the survivors, and refusing
+//! when they disagree at the target, is the caller's job ([`agree`] helps).
+
+use crate::rational::{Rat, Solution, solve};
+
+/// One observation: the value `y` seen at rank count `n` (and `rank`, for per-rank models).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    /// Rank count of the run.
+    pub n: i64,
+    /// The rank (0 for quantities that do not depend on the rank).
+    pub rank: i64,
+    /// The observed value.
+    pub y: i64,
+}
+
+/// Whether a model is a function of `n` alone or of `(n, rank)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vars {
+    /// `f(n)`: PRSD starts, counts and strides, loop counts, rank-function coefficients.
+    N,
+    /// `f(n, rank)`: a parameter whose per-rank pattern the PRSD groups cannot express alike
+    /// at every scale.
+    NRank,
+}
+
+/// An exact model family.
+pub trait Model: Send + Sync {
+    /// Short name, e.g. `linear`.
+    fn name(&self) -> &str;
+    /// What the model is a function of.
+    fn vars(&self) -> Vars;
+    /// Number of coefficients.
+    fn nparams(&self) -> usize;
+    /// Every coefficient vector that reproduces all `pts` exactly (none when the model does
+    /// not fit; several when the data leave a discrete choice open, e.g. a block size).
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>>;
+    /// The value at `(n, rank)`, `None` when it is not an integer or overflows.
+    fn eval(&self, coeffs: &[Rat], n: i64, rank: i64) -> Option<i64>;
+    /// The fitted function in readable form, e.g. `960/n`.
+    fn describe(&self, coeffs: &[Rat]) -> String;
+}
+
+/// A model with its fitted coefficients.
+#[derive(Clone)]
+pub struct Fitted<'m> {
+    /// The model family.
+    pub model: &'m dyn Model,
+    /// Its coefficients.
+    pub coeffs: Vec<Rat>,
+}
+
+impl Fitted<'_> {
+    /// The value at `(n, rank)`.
+    pub fn eval(&self, n: i64, rank: i64) -> Option<i64> {
+        self.model.eval(&self.coeffs, n, rank)
+    }
+
+    /// Readable form.
+    pub fn describe(&self) -> String {
+        self.model.describe(&self.coeffs)
+    }
+}
+
+impl std::fmt::Debug for Fitted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.model.name(), self.describe())
+    }
+}
+
+type Term = fn(i64, i64) -> Option<Rat>;
+
+/// A model linear in its coefficients: `Σ c_j · term_j(n, rank)`, solved by exact Gaussian
+/// elimination. A parameterised family (a block size `k`, a rank shift `a`) is one `Basis` per
+/// choice, tried in turn by [`Search`].
+struct Basis {
+    name: &'static str,
+    vars: Vars,
+    terms: Vec<Term>,
+    show: fn(&[Rat]) -> String,
+}
+
+impl Basis {
+    fn row(&self, n: i64, rank: i64) -> Option<Vec<Rat>> {
+        self.terms.iter().map(|t| t(n, rank)).collect()
+    }
+}
+
+impl Model for Basis {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn vars(&self) -> Vars {
+        self.vars
+    }
+    fn nparams(&self) -> usize {
+        self.terms.len()
+    }
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
+        let Some(rows) = pts
+            .iter()
+            .map(|p| self.row(p.n, p.rank))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return vec![];
+        };
+        let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
+        match solve(&rows, &ys) {
+            Solution::Unique(c) => vec![c],
+            _ => vec![],
+        }
+    }
+    fn eval(&self, c: &[Rat], n: i64, rank: i64) -> Option<i64> {
+        let row = self.row(n, rank)?;
+        let mut acc = Rat::ZERO;
+        for (x, k) in row.iter().zip(c) {
+            acc = acc.checked_add(x.checked_mul(*k)?)?;
+        }
+        acc.to_i64()
+    }
+    fn describe(&self, c: &[Rat]) -> String {
+        (self.show)(c)
+    }
+}
+
+/// A family with one integer knob chosen by search (the `k` of `rank/k`, the `a` of
+/// `(rank+a) % n`): each knob value is its own linear model.
+struct Search {
+    name: &'static str,
+    nparams: usize,
+    /// Knob values to try given the points.
+    knobs: fn(&[Point]) -> std::ops::RangeInclusive<i64>,
+    /// Terms for a knob value; the knob is stored as the last coefficient.
+    terms: fn(i64, i64, i64) -> Option<Vec<Rat>>,
+    show: fn(&[Rat], i64) -> String,
+}
+
+impl Model for Search {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn vars(&self) -> Vars {
+        Vars::NRank
+    }
+    fn nparams(&self) -> usize {
+        self.nparams
+    }
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
+        let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
+        let mut out = Vec::new();
+        for k in (self.knobs)(pts) {
+            let Some(rows) = pts
+                .iter()
+                .map(|p| (self.terms)(k, p.n, p.rank))
+                .collect::<Option<Vec<_>>>()
+            else {
+                continue;
+            };
+            if let Solution::Unique(mut c) = solve(&rows, &ys) {
+                c.push(Rat::int(k));
+                out.push(c);
+            }
+        }
+        out
+    }
+    fn eval(&self, c: &[Rat], n: i64, rank: i64) -> Option<i64> {
+        let (k, c) = c.split_last()?;
+        let row = (self.terms)(k.to_i64()?, n, rank)?;
+        let mut acc = Rat::ZERO;
+        for (x, k) in row.iter().zip(c) {
+            acc = acc.checked_add(x.checked_mul(*k)?)?;
+        }
+        acc.to_i64()
+    }
+    fn describe(&self, c: &[Rat]) -> String {
+        match c.split_last() {
+            Some((k, rest)) => (self.show)(rest, k.to_i64().unwrap_or(0)),
+            None => String::new(),
+        }
+    }
+}
+
+/// `floor(K/n)` or `ceil(K/n)` for an unknown integer `K` (strong-scaling loop counts that do
+/// not divide evenly). Each observation bounds `K` to an interval; the proposals are the two
+/// ends of their intersection, so a caller that refuses on disagreement refuses when the data
+/// do not pin the value at the target down.
+struct RoundedInverse {
+    ceil: bool,
+}
+
+impl RoundedInverse {
+    fn bounds(&self, p: &Point) -> Option<(i128, i128)> {
+        let (y, n) = (p.y as i128, p.n as i128);
+        if n <= 0 {
+            return None;
+        }
+        Some(if self.ceil {
+            ((y - 1) * n + 1, y * n)
+        } else {
+            (y * n, y * n + n - 1)
+        })
+    }
+    fn apply(&self, k: i128, n: i64) -> Option<i64> {
+        if n <= 0 {
+            return None;
+        }
+        let n = n as i128;
+        let v = if self.ceil {
+            -((-k).div_euclid(n))
+        } else {
+            k.div_euclid(n)
+        };
+        i64::try_from(v).ok()
+    }
+}
+
+impl Model for RoundedInverse {
+    fn name(&self) -> &str {
+        if self.ceil { "ceil-div" } else { "floor-div" }
+    }
+    fn vars(&self) -> Vars {
+        Vars::N
+    }
+    fn nparams(&self) -> usize {
+        1
+    }
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
+        let mut lo = i128::MIN;
+        let mut hi = i128::MAX;
+        for p in pts {
+            let Some((a, b)) = self.bounds(p) else {
+                return vec![];
+            };
+            lo = lo.max(a);
+            hi = hi.min(b);
+        }
+        if lo > hi || lo == i128::MIN {
+            return vec![];
+        }
+        let to = |k: i128| i64::try_from(k).ok().map(Rat::int);
+        match (to(lo), to(hi)) {
+            (Some(a), Some(b)) if a == b => vec![vec![a]],
+            (Some(a), Some(b)) => vec![vec![a], vec![b]],
+            _ => vec![],
+        }
+    }
+    fn eval(&self, c: &[Rat], n: i64, _rank: i64) -> Option<i64> {
+        self.apply(c.first()?.to_i64()? as i128, n)
+    }
+    fn describe(&self, c: &[Rat]) -> String {
+        let k = c.first().copied().unwrap_or(Rat::ZERO);
+        if self.ceil {
+            format!("ceil({k}/n)")
+        } else {
+            format!("floor({k}/n)")
+        }
+    }
+}
+
+fn pow2_floor(n: i64) -> Option<i64> {
+    (n > 0).then(|| 1i64 << n.ilog2())
+}
+
+/// Renders `Σ c_j · name_j` readably, skipping zero terms.
+fn poly(c: &[Rat], names: &[&str]) -> String {
+    let mut s = String::new();
+    for (k, name) in c.iter().zip(names) {
+        if k.is_zero() {
+            continue;
+        }
+        let neg = *k < Rat::ZERO;
+        let abs = if neg {
+            Rat::ZERO.checked_sub(*k).unwrap_or(*k)
+        } else {
+            *k
+        };
+        if s.is_empty() {
+            if neg {
+                s.push('-');
+            }
+        } else {
+            s.push_str(if neg { " - " } else { " + " });
+        }
+        match (*name, abs == Rat::ONE) {
+            ("", _) => s.push_str(&abs.to_string()),
+            (x, true) => s.push_str(x),
+            (x, false) if x.starts_with('/') => {
+                s.push_str(&format!("{abs}{x}"));
+            }
+            (x, false) => {
+                if abs.den() != 1 {
+                    s.push_str(&format!("({abs})*{x}"));
+                } else {
+                    s.push_str(&format!("{abs}*{x}"));
+                }
+            }
+        }
+    }
+    if s.is_empty() { "0".into() } else { s }
+}
+
+fn r(v: i64) -> Option<Rat> {
+    Some(Rat::int(v))
+}
+
+/// The built-in models of the rank count, simplest first.
+pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
+    vec![
+        Box::new(Basis {
+            name: "constant",
+            vars: Vars::N,
+            terms: vec![|_, _| r(1)],
+            show: |c| poly(c, &[""]),
+        }),
+        Box::new(Basis {
+            name: "linear",
+            vars: Vars::N,
+            terms: vec![|n, _| r(n), |_, _| r(1)],
+            show: |c| poly(c, &["n", ""]),
+        }),
+        Box::new(Basis {
+            name: "inverse",
+            vars: Vars::N,
+            terms: vec![|n, _| Rat::new(1, n as i128)],
+            show: |c| poly(c, &["/n"]),
+        }),
+        Box::new(Basis {
+            name: "inverse+constant",
+            vars: Vars::N,
+            terms: vec![|n, _| Rat::new(1, n as i128), |_, _| r(1)],
+            show: |c| poly(c, &["/n", ""]),
+        }),
+        Box::new(RoundedInverse { ceil: false }),
+        Box::new(RoundedInverse { ceil: true }),
+        Box::new(Basis {
+            name: "pow2-floor",
+            vars: Vars::N,
+            terms: vec![|n, _| pow2_floor(n).map(Rat::int), |_, _| r(1)],
+            show: |c| poly(c, &["pow2floor(n)", ""]),
+        }),
+        Box::new(Basis {
+            name: "pow2-remainder",
+            vars: Vars::N,
+            terms: vec![|n, _| pow2_floor(n).map(|p| Rat::int(n - p)), |_, _| r(1)],
+            show: |c| poly(c, &["(n - pow2floor(n))", ""]),
+        }),
+        Box::new(Basis {
+            name: "log2",
+            vars: Vars::N,
+            terms: vec![
+                |n, _| (n > 0).then(|| Rat::int(n.ilog2() as i64)),
+                |_, _| r(1),
+            ],
+            show: |c| poly(c, &["log2(n)", ""]),
+        }),
+    ]
+}
+
+fn max_n(pts: &[Point]) -> i64 {
+    pts.iter().map(|p| p.n).max().unwrap_or(1)
+}
+
+fn min_n(pts: &[Point]) -> i64 {
+    pts.iter().map(|p| p.n).min().unwrap_or(1)
+}
+
+/// The built-in per-rank models, used when a parameter's rank groups do not line up across
+/// scales.
+pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
+    vec![
+        Box::new(Search {
+            name: "rank-modulo",
+            nparams: 3,
+            knobs: |p| 0..=min_n(p) - 1,
+            terms: |a, n, rank| (n > 0).then(|| vec![Rat::int((rank + a).rem_euclid(n)), Rat::ONE]),
+            show: |c, a| {
+                let inner = if a == 0 {
+                    "(rank % n)".to_string()
+                } else {
+                    format!("((rank+{a}) % n)")
+                };
+                // Written as the issue and the papers write it: `((rank+1) % n) * b`.
+                let (b, rest) = (c[0], &c[1..]);
+                let head = match b {
+                    b if b == Rat::ONE => inner,
+                    b if b.is_zero() => String::new(),
+                    b => format!("{inner} * {b}"),
+                };
+                match (head.is_empty(), rest.first().filter(|k| !k.is_zero())) {
+                    (true, _) => poly(rest, &[""]),
+                    (false, None) => head,
+                    (false, Some(k)) => format!("{head} + {k}"),
+                }
+            },
+        }),
+        Box::new(Search {
+            name: "rank-blocks",
+            nparams: 3,
+            knobs: |p| 2..=max_n(p),
+            terms: |k, _, rank| Some(vec![Rat::int(rank / k), Rat::ONE]),
+            show: |c, k| poly(c, &[&format!("(rank/{k})"), ""]),
+        }),
+        Box::new(Search {
+            name: "rank-cyclic",
+            nparams: 3,
+            knobs: |p| 2..=max_n(p),
+            terms: |k, _, rank| Some(vec![Rat::int(rank % k), Rat::ONE]),
+            show: |c, k| poly(c, &[&format!("(rank%{k})"), ""]),
+        }),
+        Box::new(Basis {
+            name: "rank-affine",
+            vars: Vars::NRank,
+            terms: vec![
+                |_, rank| r(rank),
+                |n, rank| r(n.checked_mul(rank)?),
+                |n, _| r(n),
+                |_, _| r(1),
+            ],
+            show: |c| poly(c, &["rank", "n*rank", "n", ""]),
+        }),
+    ]
+}
+
+/// Number of distinct scales among the points.
+fn scales(pts: &[Point]) -> Vec<i64> {
+    let mut s: Vec<i64> = pts.iter().map(|p| p.n).collect();
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
+/// Every model of `models` that fits `pts` exactly and survives the guards:
+/// - it has fewer coefficients than independent observations (scales for `f(n)` models,
+///   points for per-rank ones), so at least one observation checks it;
+/// - with four or more scales, leaving any one scale out and refitting still predicts the
+///   left-out scale exactly (no single scale decides a coefficient on its own).
+///
+/// Models whose [`Model::vars`] differs from `vars` are skipped. The order follows `models`.
+pub fn fit_exact<'m>(models: &'m [Box<dyn Model>], vars: Vars, pts: &[Point]) -> Vec<Fitted<'m>> {
+    let sc = scales(pts);
+    let mut out = Vec::new();
+    for m in models.iter().filter(|m| m.vars() == vars) {
+        let indep = match vars {
+            Vars::N => sc.len(),
+            Vars::NRank => pts.len(),
+        };
+        if m.nparams() >= indep {
+            continue;
+        }
+        for coeffs in m.fit(pts) {
+            // Never trust a proposal (a plugin's least of all): check every point.
+            if !pts
+                .iter()
+                .all(|p| m.eval(&coeffs, p.n, p.rank) == Some(p.y))
+            {
+                continue;
+            }
+            if sc.len() >= 4 && !loo_holds(m.as_ref(), pts, &sc) {
+                continue;
+            }
+            out.push(Fitted {
+                model: m.as_ref(),
+                coeffs,
+            });
+        }
+    }
+    out
+}
+
+fn loo_holds(m: &dyn Model, pts: &[Point], sc: &[i64]) -> bool {
+    sc.iter().all(|&left| {
+        let (held, kept): (Vec<Point>, Vec<Point>) = pts.iter().partition(|p| p.n == left);
+        m.fit(&kept)
+            .iter()
+            .any(|c| held.iter().all(|p| m.eval(c, p.n, p.rank) == Some(p.y)))
+    })
+}
+
+/// The outcome of evaluating every surviving model at the target.
+#[derive(Debug)]
+pub enum Agreement<'m, T> {
+    /// All models that evaluate at the target agree; the first (simplest) is returned.
+    Agree(Fitted<'m>, T),
+    /// Two models fit every input but predict different values at the target.
+    Disagree {
+        /// The first model and its prediction.
+        first: (Fitted<'m>, T),
+        /// A model predicting otherwise.
+        second: (Fitted<'m>, T),
+    },
+    /// No model fits (or none evaluates at the target).
+    None,
+}
+
+/// Evaluates each fit with `at` and checks they agree. Fits that cannot be evaluated at the
+/// target (a non-integer `k/n`) drop out.
+pub fn agree<'m, T: PartialEq>(
+    fits: Vec<Fitted<'m>>,
+    mut at: impl FnMut(&Fitted<'m>) -> Option<T>,
+) -> Agreement<'m, T> {
+    let mut first: Option<(Fitted<'m>, T)> = None;
+    for f in fits {
+        let Some(v) = at(&f) else { continue };
+        match &first {
+            None => first = Some((f, v)),
+            Some((_, v0)) if *v0 == v => {}
+            Some(_) => {
+                return Agreement::Disagree {
+                    first: first.expect("set"),
+                    second: (f, v),
+                };
+            }
+        }
+    }
+    match first {
+        Some((f, v)) => Agreement::Agree(f, v),
+        None => Agreement::None,
+    }
+}
+
+/// Names of the models of kind `vars`, for refusal messages.
+pub fn names(models: &[Box<dyn Model>], vars: Vars) -> Vec<String> {
+    models
+        .iter()
+        .filter(|m| m.vars() == vars)
+        .map(|m| m.name().to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pts(f: impl Fn(i64) -> i64) -> Vec<Point> {
+        [4, 8, 12, 16]
+            .iter()
+            .map(|&n| Point {
+                n,
+                rank: 0,
+                y: f(n),
+            })
+            .collect()
+    }
+
+    fn predict(models: &[Box<dyn Model>], p: &[Point], target: i64) -> Option<(String, i64)> {
+        match agree(fit_exact(models, Vars::N, p), |f| f.eval(target, 0)) {
+            Agreement::Agree(f, v) => Some((f.describe(), v)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn n_models_extrapolate_exactly() {
+        let m = builtin_n_models();
+        assert_eq!(predict(&m, &pts(|_| 7), 64), Some(("7".into(), 7)));
+        assert_eq!(predict(&m, &pts(|n| n - 1), 64), Some(("n - 1".into(), 63)));
+        assert_eq!(
+            predict(&m, &pts(|n| n / 4), 64),
+            Some(("(1/4)*n".into(), 16))
+        );
+        assert_eq!(
+            predict(&m, &pts(|n| 960 / n), 64),
+            Some(("960/n".into(), 15))
+        );
+        assert_eq!(
+            predict(&m, &pts(|n| 96 / n + 2), 32),
+            Some(("96/n + 2".into(), 5))
+        );
+        assert_eq!(
+            predict(&m, &pts(|n| 4096 * n), 1 << 20),
+            Some(("4096*n".into(), 4096 << 20))
+        );
+    }
+
+    #[test]
+    fn ceil_division_and_ambiguity() {
+        let m = builtin_n_models();
+        // ceil(1000/n) at 4, 8, 12, 16 = 250, 125, 84, 63; the data pin K to 997..=1000.
+        let p = pts(|n| (1000 + n - 1) / n);
+        let fits = fit_exact(&m, Vars::N, &p);
+        assert!(
+            fits.iter().any(|f| f.model.name() == "ceil-div"),
+            "{fits:?}"
+        );
+        // At 32 every K in 993..=1000 gives 32 (wait: 1000/32 = 31.25 -> 32): agreement.
+        assert!(matches!(
+            agree(fits.clone(), |f| f.eval(32, 0)),
+            Agreement::Agree(_, 32)
+        ));
+        // At 999 the candidate Ks disagree (ceil(997/999) = 1 = ceil(1000/999)) ... and at 500
+        // ceil(997/500)=2, ceil(1000/500)=2; at 998: 1 vs 2.
+        assert!(matches!(
+            agree(fits, |f| f.eval(998, 0)),
+            Agreement::Disagree { .. }
+        ));
+    }
+
+    #[test]
+    fn guards_refuse_single_point_coefficients() {
+        let m = builtin_n_models();
+        // Random-looking values fit nothing.
+        assert!(fit_exact(&m, Vars::N, &pts(|n| [3, 91, 17, 44][(n / 4 - 1) as usize])).is_empty());
+        // Only n=12 has a non-zero pow2 remainder, so that model is decided by one scale and
+        // leave-one-out rejects it.
+        let p = pts(|n| if n == 12 { 100 } else { 1 });
+        assert!(fit_exact(&m, Vars::N, &p).is_empty());
+    }
+
+    #[test]
+    fn rank_models_fit_neighbour_and_blocks() {
+        let m = builtin_rank_models();
+        let mut p = Vec::new();
+        for n in [4i64, 8, 12, 16] {
+            for rank in 0..n {
+                p.push(Point {
+                    n,
+                    rank,
+                    y: ((rank + 1) % n) * 1024,
+                });
+            }
+        }
+        let fits = fit_exact(&m, Vars::NRank, &p);
+        assert_eq!(fits[0].describe(), "((rank+1) % n) * 1024");
+        assert_eq!(fits[0].eval(64, 63), Some(0));
+        let blocks: Vec<Point> = [4i64, 8, 12, 16]
+            .iter()
+            .flat_map(|&n| {
+                (0..n).map(move |rank| Point {
+                    n,
+                    rank,
+                    y: rank / 4,
+                })
+            })
+            .collect();
+        let f = fit_exact(&m, Vars::NRank, &blocks);
+        assert_eq!(f[0].describe(), "(rank/4)");
+    }
+}

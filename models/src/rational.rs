@@ -1,0 +1,245 @@
+//! Exact rational numbers and Gaussian elimination over them.
+//!
+//! Structure and parameters are extrapolated exactly, so no floating point is involved: a
+//! coefficient such as 1/4 (every fourth rank) stays 1/4, and a fit either has zero residual or
+//! is rejected. Arithmetic is checked; an overflow rejects the fit instead of wrapping.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+/// A normalised fraction `num/den` with `den > 0` and `gcd(num, den) == 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rat {
+    num: i128,
+    den: i128,
+}
+
+fn gcd(mut a: i128, mut b: i128) -> i128 {
+    a = a.abs();
+    b = b.abs();
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl Rat {
+    /// Zero.
+    pub const ZERO: Rat = Rat { num: 0, den: 1 };
+    /// One.
+    pub const ONE: Rat = Rat { num: 1, den: 1 };
+
+    /// `num/den`, or `None` when `den == 0`.
+    pub fn new(num: i128, den: i128) -> Option<Rat> {
+        if den == 0 {
+            return None;
+        }
+        let g = gcd(num, den).max(1);
+        let s = if den < 0 { -1 } else { 1 };
+        Some(Rat {
+            num: s * num / g,
+            den: s * den / g,
+        })
+    }
+
+    /// The integer `v`.
+    pub fn int(v: i64) -> Rat {
+        Rat {
+            num: v as i128,
+            den: 1,
+        }
+    }
+
+    /// Numerator.
+    pub fn num(self) -> i128 {
+        self.num
+    }
+
+    /// Denominator (positive).
+    pub fn den(self) -> i128 {
+        self.den
+    }
+
+    /// Whether the value is zero.
+    pub fn is_zero(self) -> bool {
+        self.num == 0
+    }
+
+    /// The value as an i64 when it is an integer in range.
+    pub fn to_i64(self) -> Option<i64> {
+        if self.den == 1 {
+            i64::try_from(self.num).ok()
+        } else {
+            None
+        }
+    }
+
+    /// Floor of the value.
+    pub fn floor(self) -> i128 {
+        self.num.div_euclid(self.den)
+    }
+
+    /// `self + o`, `None` on overflow.
+    pub fn checked_add(self, o: Rat) -> Option<Rat> {
+        let n = self
+            .num
+            .checked_mul(o.den)?
+            .checked_add(o.num.checked_mul(self.den)?)?;
+        Rat::new(n, self.den.checked_mul(o.den)?)
+    }
+
+    /// `self - o`.
+    pub fn checked_sub(self, o: Rat) -> Option<Rat> {
+        self.checked_add(Rat {
+            num: o.num.checked_neg()?,
+            den: o.den,
+        })
+    }
+
+    /// `self * o`.
+    pub fn checked_mul(self, o: Rat) -> Option<Rat> {
+        // Cross-reduce first so products of reduced fractions stay small.
+        let g1 = gcd(self.num, o.den).max(1);
+        let g2 = gcd(o.num, self.den).max(1);
+        Rat::new(
+            (self.num / g1).checked_mul(o.num / g2)?,
+            (self.den / g2).checked_mul(o.den / g1)?,
+        )
+    }
+
+    /// `self / o`, `None` when `o` is zero or on overflow.
+    pub fn checked_div(self, o: Rat) -> Option<Rat> {
+        if o.num == 0 {
+            return None;
+        }
+        self.checked_mul(Rat::new(o.den, o.num)?)
+    }
+}
+
+impl PartialOrd for Rat {
+    fn partial_cmp(&self, o: &Rat) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for Rat {
+    fn cmp(&self, o: &Rat) -> Ordering {
+        // Denominators are positive, so cross-multiplying keeps the order; i128 products of
+        // values derived from i64 data do not overflow in practice, and saturate if they do.
+        self.num
+            .saturating_mul(o.den)
+            .cmp(&o.num.saturating_mul(self.den))
+    }
+}
+
+impl fmt::Display for Rat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.den == 1 {
+            write!(f, "{}", self.num)
+        } else {
+            write!(f, "{}/{}", self.num, self.den)
+        }
+    }
+}
+
+/// The outcome of solving `A x = b` exactly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Solution {
+    /// Exactly one solution.
+    Unique(Vec<Rat>),
+    /// No solution: some equation contradicts the others (the model does not fit).
+    Inconsistent,
+    /// Several solutions: the data cannot tell the coefficients apart.
+    Underdetermined,
+    /// An intermediate value overflowed.
+    Overflow,
+}
+
+/// Solves the (possibly overdetermined) system `rows · x = rhs` by Gaussian elimination over
+/// the rationals. Every equation must hold exactly for a [`Solution::Unique`] answer.
+pub fn solve(rows: &[Vec<Rat>], rhs: &[Rat]) -> Solution {
+    let m = rows.first().map_or(0, Vec::len);
+    let mut a: Vec<Vec<Rat>> = rows
+        .iter()
+        .zip(rhs)
+        .map(|(r, &y)| {
+            let mut v = r.clone();
+            v.push(y);
+            v
+        })
+        .collect();
+    let mut row = 0;
+    let mut pivots = Vec::with_capacity(m);
+    for col in 0..m {
+        let Some(p) = (row..a.len()).find(|&i| !a[i][col].is_zero()) else {
+            continue;
+        };
+        a.swap(row, p);
+        let piv = a[row][col];
+        for i in 0..a.len() {
+            if i == row || a[i][col].is_zero() {
+                continue;
+            }
+            let Some(f) = a[i][col].checked_div(piv) else {
+                return Solution::Overflow;
+            };
+            let pivot_row = a[row].clone();
+            for (x, &p) in a[i][col..].iter_mut().zip(&pivot_row[col..]) {
+                let Some(v) = f.checked_mul(p).and_then(|t| x.checked_sub(t)) else {
+                    return Solution::Overflow;
+                };
+                *x = v;
+            }
+        }
+        pivots.push(col);
+        row += 1;
+    }
+    if a[row..].iter().any(|r| !r[m].is_zero()) {
+        return Solution::Inconsistent;
+    }
+    if pivots.len() < m {
+        return Solution::Underdetermined;
+    }
+    let mut x = vec![Rat::ZERO; m];
+    for (r, &c) in pivots.iter().enumerate() {
+        match a[r][m].checked_div(a[r][c]) {
+            Some(v) => x[c] = v,
+            None => return Solution::Overflow,
+        }
+    }
+    Solution::Unique(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(v: i64) -> Rat {
+        Rat::int(v)
+    }
+
+    #[test]
+    fn arithmetic_normalises() {
+        let a = Rat::new(2, 8).unwrap();
+        assert_eq!(a, Rat::new(-1, -4).unwrap());
+        assert_eq!(a.checked_add(a).unwrap(), Rat::new(1, 2).unwrap());
+        assert_eq!(a.checked_mul(r(8)).unwrap().to_i64(), Some(2));
+        assert_eq!(Rat::new(-7, 2).unwrap().floor(), -4);
+        assert_eq!(a.to_string(), "1/4");
+        assert!(r(1).checked_div(Rat::ZERO).is_none());
+    }
+
+    #[test]
+    fn solves_exact_and_detects_misfit() {
+        // y = n/4 + 3 at n = 4, 8, 12.
+        let rows: Vec<Vec<Rat>> = [4, 8, 12].iter().map(|&n| vec![r(n), r(1)]).collect();
+        let ys = [r(4), r(5), r(6)];
+        assert_eq!(
+            solve(&rows, &ys),
+            Solution::Unique(vec![Rat::new(1, 4).unwrap(), r(3)])
+        );
+        assert_eq!(solve(&rows, &[r(4), r(5), r(7)]), Solution::Inconsistent);
+        let same: Vec<Vec<Rat>> = [4, 8].iter().map(|&n| vec![r(n), r(2 * n)]).collect();
+        assert_eq!(solve(&same, &[r(1), r(2)]), Solution::Underdetermined);
+    }
+}
