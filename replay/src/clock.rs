@@ -107,6 +107,9 @@ impl Lateness {
             return 0;
         }
         let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        if rank == self.count {
+            return self.max;
+        }
         let mut seen = 0;
         for (b, c) in self.buckets.iter().enumerate() {
             seen += c;

@@ -65,30 +65,35 @@ impl Root {
     /// directories are created (inside the root, checked after creation).
     pub fn map(&self, traced: &str, create_parents: bool) -> Result<PathBuf, ReplayError> {
         let p = self.lexical(traced);
-        if p == self.dir {
-            return Ok(p);
-        }
-        let parent = p.parent().unwrap_or(&self.dir).to_path_buf();
-        if create_parents && !parent.exists() {
-            // create_dir_all follows symlinks along the way: check where it ended up below.
-            let _ = std::fs::create_dir_all(&parent);
-        }
-        // The deepest existing ancestor (the path itself included) must resolve inside.
-        let mut probe = p.clone();
-        loop {
-            if std::fs::symlink_metadata(&probe).is_ok() {
-                match probe.canonicalize() {
-                    Ok(c) if c.starts_with(&self.dir) => break,
-                    Ok(c) => return Err(self.escape(traced, c)),
+        let rel: Vec<std::ffi::OsString> = p
+            .strip_prefix(&self.dir)
+            .unwrap_or(Path::new(""))
+            .iter()
+            .map(|c| c.to_os_string())
+            .collect();
+        // Walk down from the root, checking each existing component before going further and
+        // creating missing parents one level at a time, so that nothing (not even a
+        // directory) is created through a symlink that leads out.
+        let mut cur = self.dir.clone();
+        for (i, c) in rel.iter().enumerate() {
+            cur.push(c);
+            let last = i + 1 == rel.len();
+            if std::fs::symlink_metadata(&cur).is_ok() {
+                match cur.canonicalize() {
+                    Ok(real) if real.starts_with(&self.dir) => {}
+                    Ok(real) => return Err(self.escape(traced, real)),
                     // A dangling symlink: its target is unknown, maybe outside.
                     Err(_) => {
-                        let target = std::fs::read_link(&probe).unwrap_or_else(|_| probe.clone());
+                        let target = std::fs::read_link(&cur).unwrap_or_else(|_| cur.clone());
                         return Err(self.escape(traced, target));
                     }
                 }
-            }
-            if !probe.pop() || probe == self.dir {
+            } else if last || !create_parents {
                 break;
+            } else {
+                // Another rank may create it at the same time: an error here shows up when
+                // the file itself is opened.
+                let _ = std::fs::create_dir(&cur);
             }
         }
         Ok(p)

@@ -1,0 +1,424 @@
+//! End-to-end replay tests: generated traces replayed with threads (through the library) and
+//! under a real `mpirun` (through the `iotrex-replay` binary); counts, bytes and file sizes are
+//! checked against the trace, and bad inputs against their error messages.
+
+use replay::{CommMode, ComputeMode, LayerView, Options, Report, Root};
+use rsd::trace::{RawEvent, Trace};
+use rsd::{Compressor, Header, Op, TraceFile};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BLOCK: i64 = 4096;
+
+fn ev(op: Op, site: u64, params: Vec<i64>) -> RawEvent {
+    let mut e = RawEvent::new(op, 0xabc0 + site, params);
+    e.gap_ns = 2_000;
+    e.dur_ns = 1_000;
+    e
+}
+
+fn with_path(mut e: RawEvent, p: &str) -> RawEvent {
+    e.path = Some(p.to_string());
+    e
+}
+
+/// A small SPMD program: a communicator split, a file per rank, a ring of messages, an
+/// allreduce, a barrier on the split communicator, a shared file written collectively at an
+/// absolute path, and a log written by rank 0 through a path with `..`.
+fn small_rank(r: u32, n: u32, iters: i64) -> Vec<RawEvent> {
+    let ri = r as i64;
+    let mut v = vec![
+        ev(Op::Init, 1, vec![]),
+        ev(Op::CommSplit, 2, vec![0, ri % 2, ri, 2]),
+        with_path(
+            ev(Op::Open, 3, vec![0o1101, 0o644, 3]),
+            &format!("data/rank_{r}"),
+        ),
+    ];
+    for i in 0..iters {
+        v.push(ev(Op::Pwrite, 4, vec![3, BLOCK, i * BLOCK, BLOCK]));
+    }
+    v.push(ev(Op::Close, 5, vec![3]));
+    if r > 0 {
+        v.push(ev(Op::Recv, 6, vec![2, 7, -1, 7, 0, 8]));
+    }
+    if r + 1 < n {
+        v.push(ev(Op::Send, 7, vec![2, 7, 1, 7, 0, 8]));
+    }
+    v.push(ev(Op::Allreduce, 8, vec![1, 7, 3, 0, 4]));
+    v.push(ev(Op::Barrier, 9, vec![2]));
+    v.push(with_path(
+        ev(Op::FileOpen, 10, vec![0, 5, 0]),
+        "/abs/shared.dat",
+    ));
+    for k in 0..2 {
+        let off = (k * n as i64 + ri) * BLOCK;
+        v.push(ev(Op::FileWriteAtAll, 11, vec![0, off, BLOCK, 1, BLOCK]));
+    }
+    v.push(ev(Op::FileClose, 12, vec![0]));
+    if r == 0 {
+        v.push(with_path(ev(Op::Fopen, 13, vec![2, 5]), "logs/../log.txt"));
+        v.push(ev(Op::Fwrite, 14, vec![5, 1, 100, 100]));
+        v.push(ev(Op::Fclose, 15, vec![5]));
+    }
+    v.push(ev(Op::Finalize, 16, vec![]));
+    v
+}
+
+fn build(n: u32, per_rank: impl Fn(u32) -> Vec<RawEvent>) -> TraceFile {
+    let traces: Vec<Trace> = (0..n)
+        .map(|r| {
+            let mut c = Compressor::new(r);
+            for e in per_rank(r) {
+                c.push(&e);
+            }
+            c.finish()
+        })
+        .collect();
+    let mut header = Header::new(n);
+    header.wall_ns = 50_000_000;
+    TraceFile {
+        header,
+        trace: rsd::merge_tree(traces).unwrap(),
+    }
+}
+
+fn small(n: u32, iters: i64) -> TraceFile {
+    build(n, |r| small_rank(r, n, iters))
+}
+
+fn opts(comm: CommMode) -> Options {
+    Options {
+        comm,
+        ..Options::default()
+    }
+}
+
+fn threads(tf: &TraceFile, dir: &Path, o: &Options) -> Report {
+    let root = Root::new(dir).unwrap();
+    replay::run_threads(tf, &root, o).unwrap()
+}
+
+fn size(p: PathBuf) -> u64 {
+    std::fs::metadata(&p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .len()
+}
+
+fn check_small_files(dir: &Path, n: u32, iters: i64) {
+    for r in 0..n {
+        assert_eq!(
+            size(dir.join(format!("data/rank_{r}"))),
+            (iters * BLOCK) as u64
+        );
+    }
+    assert_eq!(
+        size(dir.join("abs/shared.dat")),
+        2 * n as u64 * BLOCK as u64
+    );
+    assert_eq!(size(dir.join("log.txt")), 100);
+}
+
+fn assert_clean(r: &Report) {
+    assert!(r.mismatches.is_empty(), "{}", r.render());
+    assert_eq!(r.failed, 0, "{}", r.render());
+}
+
+#[test]
+fn threads_counts_equal_stats_and_files_have_trace_sizes() {
+    let tf = small(4, 5);
+    for comm in [CommMode::Delay, CommMode::Real, CommMode::Skip] {
+        let d = tempfile::tempdir().unwrap();
+        let r = threads(&tf, d.path(), &opts(comm));
+        assert_clean(&r);
+        check_small_files(d.path(), 4, 5);
+        let s = rsd::stats::summarize(&tf.trace);
+        let pw = r.ops.iter().find(|o| o.op == "pwrite").unwrap();
+        assert_eq!(pw.count, s.ops[&(rsd::Layer::Posix, Op::Pwrite)].count);
+        assert_eq!(pw.bytes, 4 * 5 * BLOCK as u64);
+        assert!(r.vs_traced_pct.is_some());
+    }
+}
+
+#[test]
+fn synth_trace_replays_with_nested_children_credited_not_issued() {
+    let tf = TraceFile {
+        header: Header::new(2),
+        trace: rsd::synth::spmd(2, 3),
+    };
+    let d = tempfile::tempdir().unwrap();
+    let r = threads(&tf, d.path(), &opts(CommMode::Real));
+    assert_clean(&r);
+    let pw = r.ops.iter().find(|o| o.op == "pwrite").unwrap();
+    // 2 ranks x 3 iterations issued, 3 nested in rank 0's collective writes credited.
+    assert_eq!((pw.count, pw.credited), (9, 3));
+    assert_eq!(size(d.path().join("out/shared.dat")), 3 * 2 << 20);
+    // The POSIX view: MPI-IO calls credited, their nested pwrites issued on the shared file.
+    let d2 = tempfile::tempdir().unwrap();
+    let o = Options {
+        layer: LayerView::Posix,
+        ..opts(CommMode::Real)
+    };
+    let r2 = threads(&tf, d2.path(), &o);
+    assert_clean(&r2);
+    let w = r2
+        .ops
+        .iter()
+        .find(|o| o.op == "MPI_File_write_at_all")
+        .unwrap();
+    assert_eq!(w.credited, w.count);
+    assert_eq!(size(d2.path().join("out/shared.dat")), 3 * 2 << 20);
+}
+
+#[test]
+fn threads_64_ranks_with_real_communication() {
+    let tf = small(64, 2);
+    let d = tempfile::tempdir().unwrap();
+    let o = Options {
+        compute: ComputeMode::None,
+        ..opts(CommMode::Real)
+    };
+    let r = threads(&tf, d.path(), &o);
+    assert_clean(&r);
+    assert_eq!(r.ranks, 64);
+    check_small_files(d.path(), 64, 2);
+}
+
+#[test]
+fn prep_creates_files_read_before_written() {
+    let tf = build(1, |_| {
+        vec![
+            with_path(ev(Op::Open, 1, vec![0, 0, 3]), "/input/in.dat"),
+            ev(Op::Pread, 2, vec![3, 1000, 0, 1000]),
+            // pread does not move the offset; lseek does.
+            ev(Op::Lseek, 5, vec![3, 1000, 0, 1000]),
+            ev(Op::Read, 3, vec![3, 500, 500]),
+            ev(Op::Close, 4, vec![3]),
+        ]
+    });
+    let d = tempfile::tempdir().unwrap();
+    let root = Root::new(d.path()).unwrap();
+    let r = replay::run_threads(&tf, &root, &Options::default()).unwrap();
+    assert!(r.failed > 0, "reads of a missing file must be reported");
+    let need = replay::prep::prep(&tf.trace, &root).unwrap();
+    assert_eq!(need.get("/input/in.dat"), Some(&1500));
+    let r = replay::run_threads(&tf, &root, &Options::default()).unwrap();
+    assert_clean(&r);
+    assert_eq!(size(d.path().join("input/in.dat")), 1500);
+}
+
+#[test]
+fn escapes_stay_inside_the_root() {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("victim");
+    let tf = build(1, |_| {
+        vec![
+            with_path(
+                ev(Op::Open, 1, vec![0o1101, 0o644, 3]),
+                "../../../../victim",
+            ),
+            ev(Op::Write, 2, vec![3, 10, 10]),
+            ev(Op::Close, 3, vec![3]),
+            with_path(
+                ev(Op::Open, 4, vec![0o1101, 0o644, 4]),
+                &target.display().to_string(),
+            ),
+            ev(Op::Write, 5, vec![4, 10, 10]),
+            ev(Op::Close, 6, vec![4]),
+        ]
+    });
+    let d = tempfile::tempdir().unwrap();
+    let r = threads(&tf, d.path(), &Options::default());
+    assert_clean(&r);
+    assert_eq!(size(d.path().join("victim")), 10);
+    assert_eq!(
+        size(
+            Root::new(d.path())
+                .unwrap()
+                .lexical(&target.display().to_string())
+        ),
+        10
+    );
+    assert!(!target.exists());
+    // A symlink inside the root that points out is refused, and nothing is written through it.
+    let d = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), d.path().join("tmp")).unwrap();
+    let tf = build(1, |_| {
+        vec![
+            with_path(ev(Op::Open, 1, vec![0o1101, 0o644, 3]), "/tmp/victim"),
+            ev(Op::Write, 2, vec![3, 10, 10]),
+        ]
+    });
+    let root = Root::new(d.path()).unwrap();
+    let e = replay::run_threads(&tf, &root, &Options::default()).unwrap_err();
+    assert!(e.to_string().contains("outside the root"), "{e}");
+    assert!(!target.exists());
+}
+
+// ---- through the binaries ----
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_iotrex-replay")
+}
+
+fn write_trace(dir: &Path, name: &str, tf: &TraceFile) -> PathBuf {
+    let p = dir.join(name);
+    tf.write(&p).unwrap();
+    p
+}
+
+fn mpirun(np: u32, args: &[&str]) -> std::process::Output {
+    Command::new("timeout")
+        .args([
+            "60",
+            "mpirun",
+            "--oversubscribe",
+            "-np",
+            &np.to_string(),
+            bin(),
+        ])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .output()
+        .expect("mpirun runs")
+}
+
+fn have_mpirun() -> bool {
+    Command::new("mpirun").arg("--version").output().is_ok()
+}
+
+fn ops_of(j: &serde_json::Value) -> Vec<(String, u64, u64)> {
+    j["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["op"].as_str().unwrap().to_string(),
+                o["count"].as_u64().unwrap(),
+                o["bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn mpirun_4_and_8_ranks_match_trace_and_threads() {
+    if !have_mpirun() {
+        eprintln!("skipped: no mpirun");
+        return;
+    }
+    for (n, comm) in [(4u32, "real"), (8, "delay")] {
+        let t = tempfile::tempdir().unwrap();
+        let tf = small(n, 3);
+        let trace = write_trace(t.path(), "s.iotrex", &tf);
+        let root = t.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let json = t.path().join("r.json");
+        let out = mpirun(
+            n,
+            &[
+                trace.to_str().unwrap(),
+                "--root",
+                root.to_str().unwrap(),
+                "--comm",
+                comm,
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains("op counts and bytes equal the trace's"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("replay vs traced time:"), "{stdout}");
+        let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(j["mismatches"].as_array().unwrap().len(), 0);
+        assert_eq!(j["failed"], 0);
+        check_small_files(&root, n, 3);
+        let d = tempfile::tempdir().unwrap();
+        let r = threads(&tf, d.path(), &opts(CommMode::Real));
+        let tj = serde_json::to_value(&r).unwrap();
+        assert_eq!(ops_of(&j), ops_of(&tj), "--threads and MPI counts differ");
+    }
+}
+
+#[test]
+fn bad_inputs_give_clear_errors() {
+    let t = tempfile::tempdir().unwrap();
+    let tf = small(4, 1);
+    let trace = write_trace(t.path(), "s.iotrex", &tf);
+    let root = t.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(bin()).args(args).output().unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let (tr, rt) = (trace.to_str().unwrap(), root.to_str().unwrap());
+    // Missing root.
+    let missing = t.path().join("nope");
+    let (ok, err) = run(&[tr, "--threads", "--root", missing.to_str().unwrap()]);
+    assert!(
+        !ok && err.contains("error: --root") && err.contains("hint:"),
+        "{err}"
+    );
+    // Corrupt trace.
+    let mut bytes = std::fs::read(&trace).unwrap();
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0xff;
+    let bad = t.path().join("bad.iotrex");
+    std::fs::write(&bad, &bytes).unwrap();
+    let (ok, err) = run(&[bad.to_str().unwrap(), "--threads", "--root", rt]);
+    assert!(
+        !ok && err.contains("corrupt") && err.contains("bad.iotrex"),
+        "{err}"
+    );
+    // Incomplete trace.
+    let mut inc = tf.clone();
+    inc.header.incomplete = true;
+    inc.header.notes.push("rank 3 died".into());
+    let inc = write_trace(t.path(), "inc.iotrex", &inc);
+    let (ok, err) = run(&[inc.to_str().unwrap(), "--threads", "--root", rt]);
+    assert!(
+        !ok && err.contains("--allow-incomplete") && err.contains("rank 3 died"),
+        "{err}"
+    );
+    let (ok, err) = run(&[
+        inc.to_str().unwrap(),
+        "--threads",
+        "--root",
+        rt,
+        "--allow-incomplete",
+    ]);
+    assert!(ok, "{err}");
+    // Bad flag values.
+    let (ok, err) = run(&[tr, "--threads", "--root", rt, "--comm", "loud"]);
+    assert!(!ok && err.contains("--comm"), "{err}");
+    // Wrong rank count under MPI.
+    if have_mpirun() {
+        let out = mpirun(2, &[tr, "--root", rt]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            err.contains("the trace has 4 ranks but the replay runs 2")
+                && err.contains("extrapolate"),
+            "{err}"
+        );
+        assert_eq!(
+            err.matches("error:").count(),
+            1,
+            "printed once, by rank 0: {err}"
+        );
+    }
+}
