@@ -72,8 +72,7 @@ pub fn run(a: &ReplayArgs, json: bool) -> Result<()> {
         time_scale: a.time_scale,
         layer: a.layer,
     };
-    let report =
-        replay::run_threads_file(&a.trace, &a.root, &opts, a.prep, a.allow_incomplete)?;
+    let report = replay::run_threads_file(&a.trace, &a.root, &opts, a.prep, a.allow_incomplete)?;
     if let Some(p) = &a.json_out {
         let s = serde_json::to_string_pretty(&report)?;
         std::fs::write(p, s + "\n").with_context(|| format!("--json-out {}", p.display()))?;

@@ -152,7 +152,7 @@ fn synth_trace_replays_with_nested_children_credited_not_issued() {
     let pw = r.ops.iter().find(|o| o.op == "pwrite").unwrap();
     // 2 ranks x 3 iterations issued, 3 nested in rank 0's collective writes credited.
     assert_eq!((pw.count, pw.credited), (9, 3));
-    assert_eq!(size(d.path().join("out/shared.dat")), 3 * 2 << 20);
+    assert_eq!(size(d.path().join("out/shared.dat")), (3 * 2) << 20);
     // The POSIX view: MPI-IO calls credited, their nested pwrites issued on the shared file.
     let d2 = tempfile::tempdir().unwrap();
     let o = Options {
@@ -167,7 +167,7 @@ fn synth_trace_replays_with_nested_children_credited_not_issued() {
         .find(|o| o.op == "MPI_File_write_at_all")
         .unwrap();
     assert_eq!(w.credited, w.count);
-    assert_eq!(size(d2.path().join("out/shared.dat")), 3 * 2 << 20);
+    assert_eq!(size(d2.path().join("out/shared.dat")), (3 * 2) << 20);
 }
 
 #[test]
