@@ -7,6 +7,8 @@
 //! arguments (including a rank that is not in the trace).
 
 mod cmd_codes;
+mod cmd_diff;
+mod cmd_extrap;
 mod cmd_replay;
 mod cmd_trace;
 
@@ -132,6 +134,32 @@ enum Cmd {
         after_help = "Example:\n  iotrex replay app.64.iotrex --threads --root /tmp/replay --comm real\n  mpirun -np 8 iotrex-replay app.8.iotrex --root /scratch/replay"
     )]
     Replay(cmd_replay::ReplayArgs),
+    /// Extrapolate traces at three or more rank counts to another rank count.
+    #[command(
+        long_about = "Align traces of the same program at three or more rank counts and write the \
+                      trace at --ranks. Every rank set, parameter and loop count is fitted exactly \
+                      (zero residual, rational arithmetic) as a function of the rank count n: \
+                      constant, a*n+b, k/n, k/n+c, floor/ceil(K/n), largest power of two <= n and \
+                      its remainder, log2 n, and per rank ((rank+a) % n)*b, rank/k, rank%k, plus \
+                      any --plugin models. When the structure differs between scales, a value fits \
+                      no model, or two models disagree at the target, nothing is written and the \
+                      error names the event, parameter, values and models tried. Timing is fitted \
+                      by least squares; --explain prints every varying quantity's model.",
+        after_help = "Examples:\n  iotrex extrap app.4.iotrex app.8.iotrex app.12.iotrex app.16.iotrex --ranks 1024 -o app.1024.iotrex\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 64 -o app.64.iotrex --explain --plugin libmymodel.so"
+    )]
+    Extrap(cmd_extrap::ExtrapArgs),
+    /// Compare two traces: structure and every parameter (timing with --timing).
+    #[command(
+        long_about = "Compare the structure and every recorded parameter of two traces, ignoring \
+                      timing, and print the first differences: the event, its ranks, the \
+                      parameter and the value on each side. Traces that encode the same calls \
+                      differently are expanded rank by rank (up to 4096 ranks) and count as \
+                      identical when every rank's calls are. --timing adds the per-event \
+                      difference in mean time (%) and the total and wall time. Exit status: 0 \
+                      identical, 1 different (or unreadable input).",
+        after_help = "Example:\n  iotrex diff app.64.extrap.iotrex app.64.iotrex\n  iotrex diff --timing --json a.iotrex b.iotrex | jq .timing.total_diff_pct"
+    )]
+    Diff(cmd_diff::DiffArgs),
 }
 
 #[derive(Debug, Args)]
@@ -326,6 +354,8 @@ fn run(cli: &Cli) -> Result<()> {
         Cmd::Export(cmd_codes::ExportCmd::Chrome(a)) => cmd_codes::export_chrome(a, cli.json),
         Cmd::CodesStats(a) => cmd_codes::stats(a, cli.json),
         Cmd::Replay(a) => cmd_replay::run(a, cli.json),
+        Cmd::Extrap(a) => cmd_extrap::run(a, cli.json),
+        Cmd::Diff(a) => cmd_diff::run(a, cli.json),
         Cmd::Trace(a) => {
             let code = cmd_trace::run(a)?;
             if code != 0 {
@@ -338,6 +368,9 @@ fn run(cli: &Cli) -> Result<()> {
 
 /// A suggestion for what to do about an error, where there is a useful one.
 fn hint(e: &anyhow::Error) -> Option<String> {
+    if let Some(h) = cmd_extrap::hint(e) {
+        return Some(h);
+    }
     if let Some(h) = cmd_replay::hint(e) {
         return Some(h);
     }

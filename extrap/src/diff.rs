@@ -152,7 +152,11 @@ impl Walk {
                 (NodeKind::Event(e), NodeKind::Event(f)) => {
                     let (np, nf) = (e.params.len(), e.nfields());
                     for (k, (p, q)) in e.params.iter().zip(&f.params).enumerate() {
-                        if p != q {
+                        // A single group whose ranks differ only as the node's do is
+                        // reported once, as the node's ranks.
+                        let same_value = matches!((p.groups.as_slice(), q.groups.as_slice()),
+                            ([g], [h]) if g.val == h.val && x.ranks != y.ranks);
+                        if p != q && !same_value {
                             self.push(Difference {
                                 event: ev.clone(),
                                 ranks: x.ranks.to_string(),
@@ -326,10 +330,12 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
             report.differences.clear();
         } else {
             report.note = Some(format!("{n} of {} ranks call differently", a.header.nranks));
-            let mut d = first;
-            d.append(&mut report.differences);
-            d.truncate(opts.max_shown);
-            report.differences = d;
+            // The walk's differences name the parameter across a rank set, which reads
+            // better; the per-rank ones confirm them. Half the room for each.
+            let keep = opts.max_shown - first.len().min(opts.max_shown / 2);
+            report.differences.truncate(keep);
+            report.differences.extend(first);
+            report.differences.truncate(opts.max_shown);
         }
     }
     if opts.timing {

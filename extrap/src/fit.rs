@@ -519,9 +519,15 @@ impl Fitter<'_> {
         let mut notes = Vec::new();
         match self.elastic_groups(els, &mut notes) {
             Ok(e) => {
+                // A single group's rank set follows the node's, explained there already.
+                if e.groups.len() < 2 {
+                    notes.retain(|(q, _)| !q.contains(" ranks run "));
+                }
+                let path = param.starts_with("path[");
                 match self.per_rank_formula(els) {
                     Some(f) => self.note(event, param, f),
-                    None if notes.is_empty() => {}
+                    None if notes.is_empty() && !path => {}
+                    None if notes.is_empty() => self.note(event, param, e.to_string()),
                     None => {
                         let text = notes
                             .iter()
@@ -593,7 +599,8 @@ impl Fitter<'_> {
                     &mut notes,
                 )
                 .map_err(|f| self.refuse(&desc, "ranks", f))?;
-            if !notes.is_empty() {
+            // Every rank, at every scale, needs no explaining.
+            if !notes.is_empty() && ranks != RankSet::all(self.target as u32) {
                 let m = notes
                     .iter()
                     .map(|(q, m)| format!("{q} = {m}"))
@@ -616,7 +623,15 @@ impl Fitter<'_> {
                     for k in 0..np {
                         let name = e0.op.param_name(k, np, nf);
                         let els: Vec<&Elastic> = evs.iter().map(|e| &e.params[k]).collect();
+                        let before = self.explain.len();
                         params.push(self.elastic(&els, &ranks, &desc, &name)?);
+                        // Path fields read as the issue writes them: `path: out/file.%08d [rank]`.
+                        if name.starts_with("path[")
+                            && let (Some(t), Some(x)) = (&e0.path, self.explain.get_mut(before))
+                        {
+                            x.quantity = "path".into();
+                            x.model = format!("{} [{}]", t.0, x.model);
+                        }
                     }
                     let kids: Vec<&[Node]> = evs.iter().map(|e| e.children.as_slice()).collect();
                     let children = self.nodes(&kids, inputs, &desc)?;

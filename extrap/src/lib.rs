@@ -31,6 +31,7 @@ mod fit;
 pub mod patterns;
 
 pub use error::ExtrapError;
+pub use models;
 pub use models::{ModelSet, Plugin};
 
 use rsd::TraceFile;

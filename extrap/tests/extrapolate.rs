@@ -115,7 +115,8 @@ fn explain_names_the_models() {
     );
     assert!(
         text.iter()
-            .any(|t| t.contains("out/file.%08d") && t.contains("path[0]: ((rank+1) % n)")),
+            .any(|t| t.contains("out/file.%08d")
+                && t.contains("path: out/file.%08d [((rank+1) % n)]")),
         "{text:#?}"
     );
     let x = extrapolate(&inputs(Pattern::Strong), 64, &ms).unwrap();

@@ -1,0 +1,97 @@
+//! `iotrex extrap`: the CLI side of `extrap::extrapolate`.
+
+use anyhow::Result;
+use clap::Args;
+use extrap::{ExtrapError, Input, ModelSet, Plugin};
+use rsd::TraceFile;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `iotrex extrap`.
+#[derive(Debug, Args)]
+pub struct ExtrapArgs {
+    /// Traces of the same program at three or more different rank counts.
+    #[arg(required = true, num_args = 3.., value_name = "IN")]
+    pub inputs: Vec<PathBuf>,
+    /// Rank count to extrapolate to.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub ranks: u32,
+    /// Where to write the extrapolated trace (nothing is written on a refusal).
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// Load a model plugin (a shared library implementing models/include/iotrex_model.h);
+    /// may be repeated.
+    #[arg(long, value_name = "LIB")]
+    pub plugin: Vec<PathBuf>,
+    /// Print the model chosen for every quantity that varies with the rank count.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    output: &'a Path,
+    bytes: u64,
+    ranks: u32,
+    from: &'a [u32],
+    explain: &'a [extrap::Explain],
+}
+
+/// Runs `iotrex extrap`.
+pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
+    let mut models = ModelSet::builtin();
+    for p in &a.plugin {
+        models.add_plugin(Plugin::load(p)?);
+    }
+    let inputs = a
+        .inputs
+        .iter()
+        .map(|p| {
+            Ok(Input {
+                name: p.display().to_string(),
+                file: TraceFile::read(p)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let x = extrap::extrapolate(&inputs, a.ranks, &models)?;
+    let bytes = x.file.write(&a.output)?;
+    if json {
+        return crate::print_json(&Report {
+            output: &a.output,
+            bytes,
+            ranks: a.ranks,
+            from: &x.scales,
+            explain: if a.explain { &x.explain } else { &[] },
+        });
+    }
+    let from: Vec<String> = x.scales.iter().map(u32::to_string).collect();
+    let mut text = format!(
+        "wrote {}: {bytes} bytes, {} ranks, extrapolated from {} ranks\n",
+        a.output.display(),
+        a.ranks,
+        from.join(", ")
+    );
+    if a.explain {
+        for e in &x.explain {
+            text.push_str(&format!("{}  {}: {}\n", e.event, e.quantity, e.model));
+        }
+    }
+    crate::print_text(&text)
+}
+
+/// What to do about an extrapolation or plugin error.
+pub fn hint(e: &anyhow::Error) -> Option<String> {
+    if let Some(x) = e.downcast_ref::<ExtrapError>() {
+        return x.hint().map(str::to_string);
+    }
+    match e.downcast_ref::<extrap::models::ModelError>()? {
+        extrap::models::ModelError::AbiVersion { .. } => {
+            Some("rebuild the plugin against this iotrex's models/include/iotrex_model.h".into())
+        }
+        extrap::models::ModelError::MissingSymbol { .. }
+        | extrap::models::ModelError::BadDescriptor { .. } => {
+            Some("a model plugin exports `iotrex_model_plugin`; see plugins/even_odd".into())
+        }
+        _ => Some("check the --plugin path".into()),
+    }
+}

@@ -1,0 +1,142 @@
+//! `iotrex extrap` and `iotrex diff` end to end on `iotrex synth` traces: success, --explain,
+//! --json, refusals that write nothing, bad plugins, and diff's exit status.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn iotrex(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iotrex"))
+        .args(args)
+        .output()
+        .expect("run iotrex")
+}
+
+fn s(p: &Path) -> String {
+    p.to_str().expect("utf-8 path").to_string()
+}
+
+fn synth(dir: &Path, n: u32, iters: u32) -> PathBuf {
+    let p = dir.join(format!("s{n}.{iters}.iotrex"));
+    let o = iotrex(&[
+        "synth",
+        "--ranks",
+        &n.to_string(),
+        "--iters",
+        &iters.to_string(),
+        "-o",
+        &s(&p),
+    ]);
+    assert!(o.status.success());
+    p
+}
+
+#[test]
+fn extrap_then_diff_against_the_direct_trace() {
+    let d = tempfile::tempdir().unwrap();
+    let ins: Vec<String> = [4, 8, 12, 16]
+        .iter()
+        .map(|&n| s(&synth(d.path(), n, 10)))
+        .collect();
+    let out = d.path().join("x64.iotrex");
+    let mut args = vec!["extrap"];
+    args.extend(ins.iter().map(String::as_str));
+    let o_s = s(&out);
+    args.extend(["--ranks", "64", "-o", &o_s, "--explain"]);
+    let o = iotrex(&args);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("64 ranks, extrapolated from 4, 8, 12, 16 ranks"),
+        "{text}"
+    );
+    assert!(text.contains("path: out/file_%d [rank]"), "{text}");
+    assert!(
+        text.contains("count: 67108864  [group 0 value = 1048576*n]"),
+        "{text}"
+    );
+    let direct = synth(d.path(), 64, 10);
+    let o = iotrex(&["diff", &o_s, &s(&direct)]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("identical"));
+    // Another loop count differs: exit 1 with the parameter on each side.
+    let other = synth(d.path(), 64, 11);
+    let o = iotrex(&["diff", &o_s, &s(&other), "--timing"]);
+    assert_eq!(o.status.code(), Some(1));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("loop count:") && t.contains("< 10") && t.contains("> 11"),
+        "{t}"
+    );
+    assert!(t.contains("total call+gap time"), "{t}");
+    let o = iotrex(&["--json", "diff", &o_s, &s(&other)]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["identical"], false);
+    // --json report of an extrapolation.
+    let mut args = vec!["--json", "extrap"];
+    args.extend(ins.iter().map(String::as_str));
+    let o_j = s(&d.path().join("x1m.iotrex"));
+    args.extend(["--ranks", "1048576", "-o", &o_j]);
+    let o = iotrex(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ranks"], 1048576);
+    assert_eq!(v["from"], serde_json::json!([4, 8, 12, 16]));
+}
+
+#[test]
+fn refusals_write_nothing_and_say_why() {
+    let d = tempfile::tempdir().unwrap();
+    // Loop counts 10, 10, 13, 10: no exact model.
+    let ins = [
+        synth(d.path(), 4, 10),
+        synth(d.path(), 8, 10),
+        synth(d.path(), 12, 13),
+        synth(d.path(), 16, 10),
+    ];
+    let out = d.path().join("x.iotrex");
+    let mut args: Vec<String> = vec!["extrap".into()];
+    args.extend(ins.iter().map(|p| s(p)));
+    args.extend(["--ranks".into(), "64".into(), "-o".into(), s(&out)]);
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = iotrex(&a);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("error: cannot extrapolate loop count of loop around pwrite"),
+        "{err}"
+    );
+    assert!(
+        err.contains("10 at 4, 10 at 8, 13 at 12, 10 at 16"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\nhint: ") && err.contains("--plugin"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // A missing plugin.
+    let mut a2 = a.clone();
+    a2.extend(["--plugin", "/nonexistent/libx.so"]);
+    let o = iotrex(&a2);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("error: cannot load model plugin /nonexistent/libx.so: no such file"),
+        "{err}"
+    );
+    // Too few inputs is a usage error from clap.
+    let o = iotrex(&[
+        "extrap",
+        &s(&ins[0]),
+        &s(&ins[1]),
+        "--ranks",
+        "8",
+        "-o",
+        &s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
