@@ -422,3 +422,93 @@ fn bad_inputs_give_clear_errors() {
         );
     }
 }
+
+/// A real trace: the ior_like mini-app (collective MPI-IO, read-back, sync) traced at 4 ranks
+/// with the tracer, then replayed under mpirun and with threads. Skipped when the workspace's
+/// release `iotrex` binary, the tracer or mpicc is missing.
+#[test]
+fn mini_app_trace_replays_with_exact_counts() {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let iotrex = ws.join("target/release/iotrex");
+    let tracer = ws.join("target/release/libiotrex_tracer.so");
+    if !iotrex.exists() || !tracer.exists() || !have_mpirun() {
+        eprintln!("skipped: needs target/release/iotrex, the tracer and mpirun");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let app = t.path().join("ior_like");
+    let cc = Command::new("mpicc")
+        .args(["-O1", "-o"])
+        .arg(&app)
+        .arg(ws.join("tests/apps/ior_like.c"))
+        .output();
+    if !cc.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: mpicc failed");
+        return;
+    }
+    let trace = t.path().join("ior.4.iotrex");
+    let data = t.path().join("ior.dat");
+    let out = Command::new("timeout")
+        .arg("60")
+        .arg(&iotrex)
+        .args([
+            "trace",
+            "-o",
+            trace.to_str().unwrap(),
+            "--",
+            "mpirun",
+            "-np",
+            "4",
+        ])
+        .arg(&app)
+        .args([
+            "-a", "mpiio", "-c", "-R", "-e", "-t", "4096", "-b", "16384", "-s", "2", "-o",
+        ])
+        .arg(&data)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root = t.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let json = t.path().join("r.json");
+    let out = mpirun(
+        4,
+        &[
+            trace.to_str().unwrap(),
+            "--root",
+            root.to_str().unwrap(),
+            "--comm",
+            "real",
+            "--prep",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(j["mismatches"].as_array().unwrap().len(), 0, "{stdout}");
+    assert_eq!(j["failed"], 0, "{stdout}");
+    assert!(j["vs_traced_pct"].is_number());
+    // The shared file: 4 ranks x 2 segments x 16 KiB, at the traced path re-rooted.
+    let shared = Root::new(&root).unwrap().lexical(data.to_str().unwrap());
+    assert_eq!(size(shared), 4 * 2 * 16384);
+    let tf = replay::load(&trace, false).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let root_t = Root::new(d.path()).unwrap();
+    replay::prep::prep(&tf.trace, &root_t).unwrap();
+    let r = replay::run_threads(&tf, &root_t, &opts(CommMode::Real)).unwrap();
+    assert_clean(&r);
+    assert_eq!(ops_of(&j), ops_of(&serde_json::to_value(&r).unwrap()));
+}
