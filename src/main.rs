@@ -10,6 +10,7 @@ mod cmd_codes;
 mod cmd_diff;
 mod cmd_extrap;
 mod cmd_replay;
+mod cmd_report;
 mod cmd_trace;
 
 use anyhow::{Context, Result};
@@ -119,6 +120,19 @@ enum Cmd {
         after_help = "Example:\n  iotrex codes-stats codes/\n  iotrex codes-stats --format iolang --json codes/"
     )]
     CodesStats(cmd_codes::CodesStatsArgs),
+    /// Write one self-contained HTML page with plots about traces and an extrapolation.
+    #[command(
+        long_about = "Write one self-contained HTML file (inline SVG plots and CSS, no scripts, \
+                      nothing loaded from the network). Per trace: calls and bytes per layer and \
+                      op, per-rank I/O volume and time, the files touched by name pattern, the \
+                      I/O stack (time in the MPI-IO layer against the POSIX calls nested in it, \
+                      aggregator ranks per collective call) and a timeline of a few ranks. With \
+                      --extrap, each quantity's values at the input scales with the chosen model \
+                      drawn through them to the target, and a table of every quantity and its \
+                      model. Plots with no data are left out with a note.",
+        after_help = "Example:\n  iotrex report app.{4,8,12,16}.iotrex --extrap app.1024.iotrex -o report.html\n  iotrex report app.64.iotrex -o app.html"
+    )]
+    Report(cmd_report::ReportArgs),
     /// Replay a trace with real I/O, every rank a thread of this process.
     #[command(
         long_about = "Replay a trace with real I/O on this node, every rank as a thread and no \
@@ -353,6 +367,7 @@ fn run(cli: &Cli) -> Result<()> {
         Cmd::Export(cmd_codes::ExportCmd::Codes(a)) => cmd_codes::export(a, cli.json),
         Cmd::Export(cmd_codes::ExportCmd::Chrome(a)) => cmd_codes::export_chrome(a, cli.json),
         Cmd::CodesStats(a) => cmd_codes::stats(a, cli.json),
+        Cmd::Report(a) => cmd_report::run(a, cli.json),
         Cmd::Replay(a) => cmd_replay::run(a, cli.json),
         Cmd::Extrap(a) => cmd_extrap::run(a, cli.json),
         Cmd::Diff(a) => cmd_diff::run(a, cli.json),

@@ -1,0 +1,501 @@
+//! What the report shows about one trace, computed from the compressed trace: op totals, per-rank
+//! I/O, files by template, the MPI-IO/POSIX stack breakdown and a timeline of a few ranks.
+//!
+//! Counts and bytes are exact (they come from expanding ranks). Time is not: a trace keeps each
+//! event's timing as statistics merged over ranks and iterations, so per-rank time and the
+//! timeline are rebuilt from mean gaps and durations, as `rsd::chrome` does. The page says so.
+
+use rsd::op::{Dir, Layer, Op};
+use rsd::path::PathTemplate;
+use rsd::ranks::RankSet;
+use rsd::stats::Summary;
+use rsd::trace::{Event, Node, NodeKind, visit};
+use rsd::{Header, TraceFile};
+use std::collections::BTreeMap;
+
+/// Caps that keep the page small and fast whatever the rank or call count.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Ranks expanded for the per-rank charts; above this, every k-th rank is shown.
+    pub rank_bars: usize,
+    /// Ranks drawn in the timeline.
+    pub timeline_ranks: usize,
+    /// Spans per timeline rank (nested calls included); the rest is cut and the page says so.
+    pub timeline_spans: usize,
+    /// File templates listed.
+    pub file_groups: usize,
+    /// MPI-IO call sites listed in the I/O-stack table.
+    pub stack_rows: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            rank_bars: 512,
+            timeline_ranks: 6,
+            timeline_spans: 3000,
+            file_groups: 40,
+            stack_rows: 40,
+        }
+    }
+}
+
+/// I/O of one rank: the calls the application made itself (nested POSIX calls are inside
+/// their MPI-IO call's time and bytes already).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RankIo {
+    /// The rank.
+    pub rank: u32,
+    /// Bytes read.
+    pub read: u64,
+    /// Bytes written.
+    pub written: u64,
+    /// Time in calls per layer, ns, in [`Layer::ALL`] order (the sum of each call's mean
+    /// duration: a trace keeps timing as statistics over all ranks).
+    pub layer_ns: [f64; 4],
+}
+
+/// The per-rank rows, possibly a sample.
+#[derive(Debug, Clone, Default)]
+pub struct PerRank {
+    /// One row per shown rank, in rank order.
+    pub rows: Vec<RankIo>,
+    /// Ranks in the trace.
+    pub total: u64,
+    /// 1 when every rank is shown, else every `stride`-th rank is.
+    pub stride: usize,
+}
+
+/// Files that share a path template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileGroup {
+    /// The template (`out/file.%08d`), or the path itself for a single file.
+    pub template: String,
+    /// Number of distinct files.
+    pub files: usize,
+    /// First and last file in field order.
+    pub first: String,
+    /// Last file in field order.
+    pub last: String,
+}
+
+/// One MPI-IO call site and what it cost at each layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StackRow {
+    /// The call.
+    pub op: Op,
+    /// Its path template, if it names a file.
+    pub path: Option<String>,
+    /// Call-site signature.
+    pub sig: u64,
+    /// Ranks that make the call.
+    pub ranks: u64,
+    /// Calls over all ranks and iterations.
+    pub calls: u64,
+    /// Total time inside the MPI-IO calls, nested POSIX time included, ns.
+    pub total_ns: f64,
+    /// Total time of the POSIX calls nested in them, ns.
+    pub posix_ns: f64,
+    /// Nested POSIX calls.
+    pub posix_calls: u64,
+    /// Nested POSIX bytes are not known without expansion; the ranks with nested calls are:
+    /// for a collective call these are its aggregators (ranks that touched the file system).
+    pub ranks_with_children: u64,
+    /// Whether the call is collective.
+    pub collective: bool,
+}
+
+impl StackRow {
+    /// Time spent in the MPI-IO layer itself (not in nested POSIX calls), ns.
+    pub fn mpiio_only_ns(&self) -> f64 {
+        (self.total_ns - self.posix_ns).max(0.0)
+    }
+}
+
+/// One call drawn in the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    /// The call.
+    pub op: Op,
+    /// Start, ns from the lane's origin.
+    pub start: f64,
+    /// Mean duration, ns.
+    pub dur: f64,
+    /// A POSIX call nested in an MPI-IO call.
+    pub nested: bool,
+}
+
+/// The spans of one rank.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Lane {
+    /// The rank.
+    pub rank: u32,
+    /// Its calls in order.
+    pub spans: Vec<Span>,
+    /// The span cap cut this lane short.
+    pub truncated: bool,
+    /// The MPI_Init left out at the start (its mean duration), if any.
+    pub init_ns: Option<f64>,
+}
+
+/// Everything the page shows about one trace.
+#[derive(Debug, Clone)]
+pub struct TraceAnalysis {
+    /// The input's name as given.
+    pub label: String,
+    /// The header.
+    pub header: Header,
+    /// Op totals and per-rank spreads (exact counts and bytes).
+    pub summary: Summary,
+    /// Per-rank I/O.
+    pub per_rank: PerRank,
+    /// Files touched, by template.
+    pub files: Vec<FileGroup>,
+    /// MPI-IO call sites.
+    pub stack: Vec<StackRow>,
+    /// Timeline lanes.
+    pub timeline: Vec<Lane>,
+}
+
+/// Computes the analysis of one trace.
+pub fn analyze(label: &str, tf: &TraceFile, limits: &Limits) -> TraceAnalysis {
+    let summary = rsd::stats::summarize(&tf.trace);
+    let ranks = tf.trace.ranks();
+    TraceAnalysis {
+        label: label.to_string(),
+        header: tf.header.clone(),
+        per_rank: per_rank(&tf.trace.nodes, &ranks, limits.rank_bars),
+        files: file_groups(&summary),
+        stack: stack_rows(&tf.trace.nodes),
+        timeline: timeline(&tf.trace.nodes, &ranks, &summary, limits),
+        summary,
+    }
+}
+
+/// Evenly spaced picks of at most `cap` ranks, always including the first and last.
+fn sample(all: &[u32], cap: usize) -> (Vec<u32>, usize) {
+    let cap = cap.max(1);
+    if all.len() <= cap {
+        return (all.to_vec(), 1);
+    }
+    let stride = all.len().div_ceil(cap);
+    let mut v: Vec<u32> = all.iter().copied().step_by(stride).collect();
+    if v.last() != all.last() {
+        v.push(*all.last().expect("non-empty"));
+    }
+    (v, stride)
+}
+
+/// The event's own parameters at `rank` and `idx` (path fields excluded), without expanding its
+/// children or rendering its path: enough for `Op::data_bytes`.
+fn params(e: &Event, rank: u32, idx: &[u64]) -> Vec<i64> {
+    let n = e.params.len() - e.nfields();
+    e.params[..n]
+        .iter()
+        .map(|p| p.eval(rank, idx).unwrap_or(0))
+        .collect()
+}
+
+fn per_rank(nodes: &[Node], ranks: &RankSet, cap: usize) -> PerRank {
+    let all = ranks.to_vec();
+    let (shown, stride) = sample(&all, cap);
+    let rows = shown
+        .into_iter()
+        .map(|rank| {
+            let mut io = RankIo {
+                rank,
+                ..RankIo::default()
+            };
+            let mut idx = Vec::new();
+            visit(nodes, rank, &mut idx, &mut |e, idx| {
+                let b = e.op.data_bytes(&params(e, rank, idx));
+                match e.op.dir() {
+                    Dir::Read => io.read += b,
+                    Dir::Write => io.written += b,
+                    Dir::None => {}
+                }
+                let l = Layer::ALL.iter().position(|l| *l == e.op.layer());
+                io.layer_ns[l.unwrap_or(0)] += e.timing.dur.mean;
+                true
+            });
+            io
+        })
+        .collect();
+    PerRank {
+        rows,
+        total: all.len() as u64,
+        stride,
+    }
+}
+
+fn file_groups(s: &Summary) -> Vec<FileGroup> {
+    let mut by: BTreeMap<String, Vec<(Vec<i64>, &str)>> = BTreeMap::new();
+    for f in &s.files {
+        let (t, fields) = PathTemplate::parse(f);
+        by.entry(t.0).or_default().push((fields, f));
+    }
+    by.into_iter()
+        .map(|(t, mut files)| {
+            files.sort();
+            let first = files.first().map_or("", |f| f.1).to_string();
+            let last = files.last().map_or("", |f| f.1).to_string();
+            FileGroup {
+                // One file: its real name reads better than a template of it.
+                template: if files.len() == 1 { first.clone() } else { t },
+                files: files.len(),
+                first,
+                last,
+            }
+        })
+        .collect()
+}
+
+fn is_collective(op: Op) -> bool {
+    matches!(
+        op,
+        Op::FileOpen
+            | Op::FileClose
+            | Op::FileSetSize
+            | Op::FileSetView
+            | Op::FileSync
+            | Op::FileReadAll
+            | Op::FileReadAtAll
+            | Op::FileReadOrdered
+            | Op::FileIreadAll
+            | Op::FileWriteAll
+            | Op::FileWriteAtAll
+            | Op::FileWriteOrdered
+            | Op::FileIwriteAll
+    )
+}
+
+/// Time and calls of every event under `nodes`, loops and deeper nesting included.
+fn nested_totals(nodes: &[Node]) -> (f64, u64) {
+    let mut t = (0.0, 0);
+    for n in nodes {
+        let (a, b) = match &n.kind {
+            NodeKind::Event(e) => {
+                let (a, b) = nested_totals(&e.children);
+                // The children's time is inside this event's own duration: count it once.
+                (e.timing.dur.total().max(a), e.timing.dur.count + b)
+            }
+            NodeKind::Loop(l) => nested_totals(&l.body),
+        };
+        t.0 += a;
+        t.1 += b;
+    }
+    t
+}
+
+/// One row per MPI-IO call site. Ranks that do different things inside the same call (an
+/// aggregator issues POSIX calls, the others do not) are different nodes of the trace, so nodes
+/// are grouped by call site (op, signature, path template) and their rank sets joined.
+fn stack_rows(nodes: &[Node]) -> Vec<StackRow> {
+    struct Acc {
+        row: StackRow,
+        ranks: RankSet,
+        with_children: RankSet,
+    }
+    fn walk(nodes: &[Node], out: &mut Vec<Acc>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Loop(l) => walk(&l.body, out),
+                NodeKind::Event(e) if e.op.layer() == Layer::MpiIo => {
+                    let (posix_ns, posix_calls) = nested_totals(&e.children);
+                    let with_children = e
+                        .children
+                        .iter()
+                        .fold(RankSet::default(), |acc, c| acc.union(&c.ranks));
+                    let path = e.path.as_ref().map(|p| p.0.clone());
+                    let i = match out
+                        .iter()
+                        .position(|a| a.row.op == e.op && a.row.sig == e.sig && a.row.path == path)
+                    {
+                        Some(i) => i,
+                        None => {
+                            out.push(Acc {
+                                row: StackRow {
+                                    op: e.op,
+                                    path,
+                                    sig: e.sig,
+                                    ranks: 0,
+                                    calls: 0,
+                                    total_ns: 0.0,
+                                    posix_ns: 0.0,
+                                    posix_calls: 0,
+                                    ranks_with_children: 0,
+                                    collective: is_collective(e.op),
+                                },
+                                ranks: RankSet::default(),
+                                with_children: RankSet::default(),
+                            });
+                            out.len() - 1
+                        }
+                    };
+                    let a = &mut out[i];
+                    a.row.calls += e.timing.dur.count;
+                    a.row.total_ns += e.timing.dur.total();
+                    a.row.posix_ns += posix_ns;
+                    a.row.posix_calls += posix_calls;
+                    a.ranks.union_with(&n.ranks);
+                    a.with_children.union_with(&with_children);
+                }
+                NodeKind::Event(_) => {}
+            }
+        }
+    }
+    let mut acc = Vec::new();
+    walk(nodes, &mut acc);
+    acc.into_iter()
+        .map(|mut a| {
+            a.row.ranks = a.ranks.len();
+            a.row.ranks_with_children = a.with_children.len();
+            a.row
+        })
+        .collect()
+}
+
+/// The ranks drawn in the timeline: first, last, the ranks moving the most and the fewest
+/// bytes, then evenly spaced ones, up to the cap.
+fn timeline_ranks(all: &[u32], s: &Summary, cap: usize) -> Vec<u32> {
+    let cap = cap.max(1);
+    let mut want = Vec::new();
+    let push = |r: u32, v: &mut Vec<u32>| {
+        if v.len() < cap && !v.contains(&r) && all.binary_search(&r).is_ok() {
+            v.push(r);
+        }
+    };
+    if let (Some(&f), Some(&l)) = (all.first(), all.last()) {
+        push(f, &mut want);
+        push(s.rank_bytes.max.1, &mut want);
+        push(s.rank_bytes.min.1, &mut want);
+        push(l, &mut want);
+    }
+    let (even, _) = sample(all, cap);
+    for r in even {
+        push(r, &mut want);
+    }
+    want.sort_unstable();
+    want
+}
+
+fn timeline(nodes: &[Node], ranks: &RankSet, s: &Summary, limits: &Limits) -> Vec<Lane> {
+    let all = ranks.to_vec();
+    timeline_ranks(&all, s, limits.timeline_ranks)
+        .into_iter()
+        .map(|rank| lane(nodes, rank, limits.timeline_spans))
+        .collect()
+}
+
+fn lane(nodes: &[Node], rank: u32, cap: usize) -> Lane {
+    let mut lane = Lane {
+        rank,
+        ..Lane::default()
+    };
+    let mut t = 0.0f64;
+    let mut idx = Vec::new();
+    visit(nodes, rank, &mut idx, &mut |e, idx| {
+        if lane.spans.len() >= cap {
+            lane.truncated = true;
+            return false;
+        }
+        let start = t + e.timing.gap.mean;
+        let dur = e.timing.dur.mean;
+        lane.spans.push(Span {
+            op: e.op,
+            start,
+            dur,
+            nested: false,
+        });
+        // Nested calls one after another from the parent's start, clipped to its span.
+        let mut c = start;
+        visit(&e.children, rank, idx, &mut |ce, _| {
+            if lane.spans.len() >= cap {
+                lane.truncated = true;
+                return false;
+            }
+            let cs = (c + ce.timing.gap.mean).min(start + dur);
+            let cd = ce.timing.dur.mean.min(start + dur - cs).max(0.0);
+            lane.spans.push(Span {
+                op: ce.op,
+                start: cs,
+                dur: cd,
+                nested: true,
+            });
+            c = cs + cd;
+            true
+        });
+        t = start + dur;
+        !lane.truncated
+    });
+    // MPI_Init mostly measures job start-up and dwarfs the I/O: start the lane when it returns.
+    if let Some(first) = lane.spans.first()
+        && first.op == Op::Init
+    {
+        let end = first.start + first.dur;
+        lane.init_ns = Some(first.dur);
+        lane.spans.remove(0);
+        for s in &mut lane.spans {
+            s.start -= end;
+        }
+    }
+    lane
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_spmd_counts() {
+        let tf = TraceFile {
+            header: Header::new(8),
+            trace: rsd::synth::spmd(8, 10),
+        };
+        let a = analyze("s", &tf, &Limits::default());
+        assert_eq!(a.per_rank.rows.len(), 8);
+        assert_eq!(a.per_rank.stride, 1);
+        // Per-rank written bytes equal what stats says per rank.
+        let total: u64 = a.per_rank.rows.iter().map(|r| r.written + r.read).sum();
+        let mean = a.summary.rank_bytes.mean * 8.0;
+        assert_eq!(total as f64, mean);
+        // The collective write is aggregated by rank 0 only.
+        let coll: Vec<_> = a
+            .stack
+            .iter()
+            .filter(|r| r.collective && r.op.dir() == Dir::Write)
+            .collect();
+        assert!(!coll.is_empty());
+        assert!(
+            coll.iter()
+                .all(|r| r.ranks_with_children == 1 && r.ranks == 8)
+        );
+        assert!(coll.iter().all(|r| r.posix_ns <= r.total_ns));
+        assert!(!a.timeline.is_empty() && a.timeline.iter().all(|l| !l.spans.is_empty()));
+        assert!(a.files.iter().any(|f| f.files == 8));
+    }
+
+    #[test]
+    fn caps_are_reported() {
+        let tf = TraceFile {
+            header: Header::new(100),
+            trace: rsd::synth::spmd(100, 50),
+        };
+        let limits = Limits {
+            rank_bars: 10,
+            timeline_ranks: 3,
+            timeline_spans: 20,
+            ..Limits::default()
+        };
+        let a = analyze("s", &tf, &limits);
+        assert_eq!(a.per_rank.stride, 10);
+        assert_eq!(a.per_rank.rows.len(), 11, "every 10th rank plus the last");
+        assert_eq!(a.per_rank.rows.last().unwrap().rank, 99);
+        assert_eq!(a.timeline.len(), 3);
+        assert!(
+            a.timeline
+                .iter()
+                .all(|l| l.truncated && l.spans.len() <= 20)
+        );
+    }
+}

@@ -1,0 +1,272 @@
+//! The extrapolation section's data: for each quantity, its values at the input scales, the
+//! model the extrapolation chose (formula and evaluator) and the value the extrapolated trace
+//! holds at the target.
+//!
+//! The models come from a [`ModelSource`], so the page does not depend on how `extrap` exposes
+//! them; the report never fits a model itself (a curve drawn through the points must be the one
+//! the extrapolation used, or none). What the report computes on its own are the measured
+//! totals of each trace (calls, bytes and time per op, wall time): real values at every scale
+//! and at the target, drawn as points without a curve unless a source supplies one.
+
+use crate::analysis::TraceAnalysis;
+use crate::error::ReportError;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+/// How to print a quantity's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unit {
+    /// A count (calls, iterations).
+    Count,
+    /// Bytes.
+    Bytes,
+    /// Nanoseconds.
+    Nanos,
+    /// A plain integer parameter (offsets, sizes as the call gave them).
+    Plain,
+}
+
+/// What a quantity is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A recorded parameter or an iteration count of one event (exact model or refusal).
+    Parameter,
+    /// A timing statistic (fitted model).
+    Timing,
+    /// A total over the whole trace, measured by the report.
+    Total,
+}
+
+/// The model an extrapolation chose for a quantity.
+pub struct Model {
+    /// The formula in the rank count `n`, as the extrapolation prints it.
+    pub formula: String,
+    /// The model's value at a rank count; `None` where it is undefined.
+    pub eval: Box<dyn Fn(f64) -> Option<f64>>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("formula", &self.formula)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One quantity across scales.
+#[derive(Debug)]
+pub struct Quantity {
+    /// What it is, e.g. `MPI_File_write_at_all calls` or `offset of MPI_File_write_at (site 3)`.
+    pub name: String,
+    /// Parameter, timing or total.
+    pub kind: Kind,
+    /// How to print it.
+    pub unit: Unit,
+    /// (rank count, value) at each input scale, in scale order.
+    pub points: Vec<(u32, f64)>,
+    /// The chosen model, when the source supplies one.
+    pub model: Option<Model>,
+    /// The value in the extrapolated trace at the target.
+    pub target: Option<f64>,
+}
+
+impl Quantity {
+    /// Whether the value changes between input scales.
+    pub fn varies(&self) -> bool {
+        self.points.windows(2).any(|w| w[0].1 != w[1].1)
+    }
+}
+
+/// Supplies per-parameter and timing quantities with their models.
+pub trait ModelSource {
+    /// A short name for the page ("extrap 0.1.0").
+    fn name(&self) -> String;
+    /// The quantities with their models, or why there are none.
+    fn quantities(
+        &self,
+        inputs: &[&TraceAnalysis],
+        out: &TraceAnalysis,
+    ) -> Result<Vec<Quantity>, String>;
+}
+
+/// The source to use while the `extrap` crate exposes no model API: no models, and says so.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoModels;
+
+impl ModelSource for NoModels {
+    fn name(&self) -> String {
+        "none".into()
+    }
+
+    fn quantities(&self, _: &[&TraceAnalysis], _: &TraceAnalysis) -> Result<Vec<Quantity>, String> {
+        Err(
+            "the extrap crate does not expose its per-parameter models yet (values at each \
+             scale and the chosen formula), so this report shows no parameter models and draws \
+             no model curves; the totals below are measured from the traces"
+                .into(),
+        )
+    }
+}
+
+/// Everything the extrapolation section shows.
+#[derive(Debug)]
+pub struct Extrapolation {
+    /// The rank count of the extrapolated trace.
+    pub target: u32,
+    /// The extrapolated trace's label.
+    pub out: String,
+    /// The input scales, ascending.
+    pub scales: Vec<u32>,
+    /// Quantities from the model source, then the measured totals.
+    pub quantities: Vec<Quantity>,
+    /// Why the model source gave nothing, if it did not.
+    pub missing: Option<String>,
+    /// The source's name.
+    pub source: String,
+}
+
+/// Builds the section from the analyses of the inputs and of the extrapolated trace.
+pub fn build(
+    inputs: &[&TraceAnalysis],
+    out: &TraceAnalysis,
+    source: &dyn ModelSource,
+) -> Result<Extrapolation, ReportError> {
+    let mut sorted: Vec<&TraceAnalysis> = inputs.to_vec();
+    sorted.sort_by_key(|a| a.header.nranks);
+    for w in sorted.windows(2) {
+        if w[0].header.nranks == w[1].header.nranks {
+            return Err(ReportError::SameScale {
+                first: PathBuf::from(&w[0].label),
+                second: PathBuf::from(&w[1].label),
+                ranks: w[0].header.nranks,
+            });
+        }
+    }
+    let (mut quantities, missing) = match source.quantities(&sorted, out) {
+        Ok(q) => (q, None),
+        Err(why) => (Vec::new(), Some(why)),
+    };
+    quantities.extend(totals(&sorted, out));
+    Ok(Extrapolation {
+        target: out.header.nranks,
+        out: out.label.clone(),
+        scales: sorted.iter().map(|a| a.header.nranks).collect(),
+        quantities,
+        missing,
+        source: source.name(),
+    })
+}
+
+/// Calls, bytes and time per op, and wall time, of every trace.
+fn totals(inputs: &[&TraceAnalysis], out: &TraceAnalysis) -> Vec<Quantity> {
+    let keys: BTreeSet<_> = inputs
+        .iter()
+        .chain(std::iter::once(&out))
+        .flat_map(|a| a.summary.ops.keys().copied())
+        .collect();
+    let mut q = Vec::new();
+    let point = |a: &TraceAnalysis, f: &dyn Fn(&TraceAnalysis) -> f64| (a.header.nranks, f(a));
+    // Wall time is only known for traced runs (0 means the producer did not record it).
+    if inputs.iter().all(|a| a.header.wall_ns > 0) {
+        q.push(Quantity {
+            name: "wall time".into(),
+            kind: Kind::Timing,
+            unit: Unit::Nanos,
+            points: inputs
+                .iter()
+                .map(|a| point(a, &|a| a.header.wall_ns as f64))
+                .collect(),
+            model: None,
+            target: (out.header.wall_ns > 0).then_some(out.header.wall_ns as f64),
+        });
+    }
+    let mut by_kind: BTreeMap<u8, Vec<Quantity>> = BTreeMap::new();
+    for key in keys {
+        let get = |a: &TraceAnalysis| a.summary.ops.get(&key).cloned().unwrap_or_default();
+        let name = key.1.name();
+        by_kind.entry(0).or_default().push(Quantity {
+            name: format!("{name} calls"),
+            kind: Kind::Total,
+            unit: Unit::Count,
+            points: inputs
+                .iter()
+                .map(|a| point(a, &|a| get(a).count as f64))
+                .collect(),
+            model: None,
+            target: Some(get(out).count as f64),
+        });
+        if inputs
+            .iter()
+            .chain(std::iter::once(&out))
+            .any(|a| get(a).bytes > 0)
+        {
+            by_kind.entry(1).or_default().push(Quantity {
+                name: format!("{name} bytes"),
+                kind: Kind::Total,
+                unit: Unit::Bytes,
+                points: inputs
+                    .iter()
+                    .map(|a| point(a, &|a| get(a).bytes as f64))
+                    .collect(),
+                model: None,
+                target: Some(get(out).bytes as f64),
+            });
+        }
+        by_kind.entry(2).or_default().push(Quantity {
+            name: format!("{name} time (all ranks)"),
+            kind: Kind::Timing,
+            unit: Unit::Nanos,
+            points: inputs
+                .iter()
+                .map(|a| point(a, &|a| get(a).time_ns))
+                .collect(),
+            model: None,
+            target: Some(get(out).time_ns),
+        });
+    }
+    q.extend(by_kind.into_values().flatten());
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{Limits, analyze};
+    use rsd::{Header, TraceFile};
+
+    fn trace(n: u32) -> TraceAnalysis {
+        let tf = TraceFile {
+            header: Header::new(n),
+            trace: rsd::synth::spmd(n, 4),
+        };
+        analyze(&format!("s{n}"), &tf, &Limits::default())
+    }
+
+    #[test]
+    fn totals_are_measured_and_vary_with_scale() {
+        let (a, b, c, out) = (trace(4), trace(8), trace(2), trace(16));
+        let x = build(&[&a, &b, &c], &out, &NoModels).unwrap();
+        assert_eq!(x.scales, vec![2, 4, 8]);
+        assert_eq!(x.target, 16);
+        assert!(x.missing.is_some());
+        let pw = x
+            .quantities
+            .iter()
+            .find(|q| q.name == "pwrite calls")
+            .unwrap();
+        // 4 pwrites per rank in the file-per-process loop, and the 3 that rank 0 makes inside
+        // the collective writes it aggregates.
+        assert_eq!(pw.points, vec![(2, 11.0), (4, 19.0), (8, 35.0)]);
+        assert_eq!(pw.target, Some(67.0));
+        assert!(pw.varies() && pw.model.is_none());
+    }
+
+    #[test]
+    fn same_scale_twice_is_refused() {
+        let (a, b, out) = (trace(4), trace(4), trace(16));
+        let e = build(&[&a, &b], &out, &NoModels).unwrap_err();
+        assert!(e.to_string().contains("both have 4 ranks"), "{e}");
+    }
+}

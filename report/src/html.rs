@@ -1,0 +1,665 @@
+//! The page: one HTML file with inline CSS and inline SVG, nothing fetched from anywhere.
+
+use crate::analysis::{Limits, TraceAnalysis};
+use crate::error::ReportError;
+use crate::extrap::{Extrapolation, Kind, Quantity, Unit};
+use crate::plot::{self, Curve, Plot};
+use rsd::op::{Layer, Op};
+use rsd::show::fmt_bytes;
+use rsd::timing::fmt_ns;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Plots drawn in the extrapolation section at most; the table lists every quantity.
+const MAX_SCALING_PLOTS: usize = 30;
+/// Timing quantities plotted even when others are capped ("the top timing quantities").
+const TOP_TIMING: usize = 6;
+
+const CSS: &str = "
+body{font-family:sans-serif;margin:0 auto;max-width:1060px;padding:0 16px 40px;color:#222;background:#fafafa}
+h1{margin:18px 0 4px}h2{border-bottom:2px solid #4e79a7;padding-bottom:3px;margin-top:34px}
+h3{margin:22px 0 6px;color:#2f4b7c}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px;background:#fff}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#eef2f7}td.n{text-align:right;font-variant-numeric:tabular-nums}
+code{font-size:12px;background:#f0f0f0;padding:0 3px;word-break:break-all}
+.plot{background:#fff;border:1px solid #ddd;margin:8px 0;padding:4px;display:inline-block;vertical-align:top}
+.plot svg{display:block;max-width:100%;height:auto}
+.grid{display:flex;flex-wrap:wrap;gap:8px}
+.grid .plot{width:490px}
+.legend{font-size:12px;margin:4px 6px}.legend span{margin-right:12px;white-space:nowrap}
+.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px;border-radius:2px}
+.note{font-size:13px;color:#555;margin:4px 0}.warn{color:#a33;font-weight:bold}
+details>summary{cursor:pointer;font-size:1.3em;font-weight:bold;margin:26px 0 6px;color:#2f4b7c}
+nav a{margin-right:12px}
+";
+
+/// Escapes text for HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// The page being written and what went into it.
+pub struct Page {
+    body: String,
+    /// Plots drawn.
+    pub plots: Vec<Plot>,
+    /// Plots left out because they had nothing to draw, with the reason.
+    pub omitted: Vec<String>,
+}
+
+fn fmt_unit(u: Unit, v: f64) -> String {
+    match u {
+        Unit::Bytes => short_bytes(v),
+        Unit::Nanos => fmt_ns(v),
+        Unit::Count | Unit::Plain => {
+            if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.4}")
+            }
+        }
+    }
+}
+
+/// `2.0 MiB`, for axes (tables give exact bytes).
+fn short_bytes(v: f64) -> String {
+    const U: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = v;
+    let mut i = 0;
+    while v.abs() >= 1024.0 && i + 1 < U.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
+}
+
+impl Page {
+    /// An empty page.
+    pub fn new() -> Page {
+        Page {
+            body: String::new(),
+            plots: Vec::new(),
+            omitted: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, s: &str) {
+        self.body.push_str(s);
+    }
+
+    /// Adds a plot with its legend, or a note saying why it is left out. Drawing failures other
+    /// than "no data" are errors.
+    fn plot(&mut self, r: Result<Plot, ReportError>) -> Result<(), ReportError> {
+        match r {
+            Ok(p) => {
+                let mut s = String::from("<div class=\"plot\">");
+                s.push_str(&p.svg);
+                if !p.legend.is_empty() {
+                    s.push_str("<div class=\"legend\">");
+                    for (name, c) in &p.legend {
+                        let _ = write!(
+                            s,
+                            "<span><i class=\"sw\" style=\"background:{}\"></i>{}</span>",
+                            plot::hex(*c),
+                            esc(name)
+                        );
+                    }
+                    s.push_str("</div>");
+                }
+                s.push_str("</div>");
+                self.push(&s);
+                self.plots.push(p);
+                Ok(())
+            }
+            Err(e @ ReportError::EmptyPlot { .. }) => {
+                let msg = e.to_string();
+                self.push(&format!(
+                    "<p class=\"note\">Plot left out: {}.</p>",
+                    esc(&msg)
+                ));
+                self.omitted.push(msg);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The whole document.
+    pub fn finish(self, title: &str, nav: &[(String, String)]) -> String {
+        let mut h = String::with_capacity(self.body.len() + 4096);
+        let _ = write!(
+            h,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+             <title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>{}</h1>\n\
+             <p class=\"note\">Written by iotrex {} (trace format version {}). \
+             Self-contained: no scripts, no network resources.</p>\n<nav>",
+            esc(title),
+            esc(title),
+            env!("CARGO_PKG_VERSION"),
+            rsd::FORMAT_VERSION
+        );
+        for (id, name) in nav {
+            let _ = write!(h, "<a href=\"#{}\">{}</a>", esc(id), esc(name));
+        }
+        h.push_str("</nav>\n");
+        h.push_str(&self.body);
+        h.push_str("</body>\n</html>\n");
+        h
+    }
+
+    /// The overview table: one row per trace.
+    pub fn overview(&mut self, traces: &[(&TraceAnalysis, &str)]) {
+        let mut s = String::from(
+            "<h2 id=\"overview\">Traces</h2><table><tr><th>trace</th><th>role</th><th>ranks</th>\
+             <th>command</th><th>wall time</th><th>calls</th><th>file bytes</th><th>flags</th></tr>",
+        );
+        for (a, role) in traces {
+            let calls: u64 = a.summary.ops.values().map(|t| t.count).sum();
+            let bytes: u64 = a.summary.per_layer().values().map(|v| v.1).sum();
+            let _ = write!(
+                s,
+                "<tr><td><code>{}</code></td><td>{}</td><td class=\"n\">{}</td><td><code>{}</code></td>\
+                 <td class=\"n\">{}</td><td class=\"n\">{calls}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+                esc(&a.label),
+                esc(role),
+                a.header.nranks,
+                esc(&a.header.command.join(" ")),
+                if a.header.wall_ns > 0 {
+                    fmt_ns(a.header.wall_ns as f64)
+                } else {
+                    "-".into()
+                },
+                esc(&fmt_bytes(bytes)),
+                if a.header.incomplete {
+                    "<span class=\"warn\">incomplete</span>"
+                } else {
+                    ""
+                }
+            );
+        }
+        s.push_str(
+            "</table><p class=\"note\">Calls count every layer's view (POSIX calls nested \
+                    in MPI-IO calls included); bytes are file bytes of each layer summed.</p>",
+        );
+        self.push(&s);
+    }
+
+    /// One trace's section.
+    pub fn trace(
+        &mut self,
+        id: &str,
+        a: &TraceAnalysis,
+        open: bool,
+        limits: &Limits,
+    ) -> Result<(), ReportError> {
+        let _ = write!(
+            self.body,
+            "<details id=\"{}\"{}><summary>{} — {} ranks</summary>",
+            esc(id),
+            if open { " open" } else { "" },
+            esc(&a.label),
+            a.header.nranks
+        );
+        if a.header.incomplete || !a.header.notes.is_empty() {
+            let mut s = String::new();
+            if a.header.incomplete {
+                s.push_str("<p class=\"warn\">This trace is flagged incomplete.</p>");
+            }
+            for n in &a.header.notes {
+                let _ = write!(
+                    s,
+                    "<p class=\"note\">Note from the producer: {}</p>",
+                    esc(n)
+                );
+            }
+            self.push(&s);
+        }
+        self.ops_table(a);
+        self.per_rank(a)?;
+        self.stack(a, limits)?;
+        self.files(a, limits);
+        self.timeline(a, limits)?;
+        self.push("</details>");
+        Ok(())
+    }
+
+    fn ops_table(&mut self, a: &TraceAnalysis) {
+        let mut s = String::from(
+            "<h3>Calls and bytes per layer and operation</h3><table><tr><th>layer</th><th>operation</th>\
+             <th>calls</th><th>bytes</th><th>time (all ranks)</th><th>mean per call</th></tr>",
+        );
+        let per_layer = a.summary.per_layer();
+        for (&(layer, op), t) in &a.summary.ops {
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                layer.name(),
+                op.name(),
+                t.count,
+                esc(&fmt_bytes(t.bytes)),
+                fmt_ns(t.time_ns),
+                if t.count > 0 {
+                    fmt_ns(t.time_ns / t.count as f64)
+                } else {
+                    "-".into()
+                }
+            );
+        }
+        for (l, (c, b)) in &per_layer {
+            let _ = write!(
+                s,
+                "<tr><th>{}</th><th>all</th><th class=\"n\">{c}</th><th class=\"n\">{}</th><th></th><th></th></tr>",
+                l.name(),
+                esc(&fmt_bytes(*b))
+            );
+        }
+        s.push_str("</table>");
+        let _ = write!(
+            s,
+            "<p class=\"note\">Per rank (calls the application made itself): calls {} (rank {}) … {} \
+             (rank {}), mean {:.1}; bytes {} (rank {}) … {} (rank {}), mean {}.</p>",
+            a.summary.rank_calls.min.0,
+            a.summary.rank_calls.min.1,
+            a.summary.rank_calls.max.0,
+            a.summary.rank_calls.max.1,
+            a.summary.rank_calls.mean,
+            esc(&fmt_bytes(a.summary.rank_bytes.min.0)),
+            a.summary.rank_bytes.min.1,
+            esc(&fmt_bytes(a.summary.rank_bytes.max.0)),
+            a.summary.rank_bytes.max.1,
+            short_bytes(a.summary.rank_bytes.mean)
+        );
+        self.push(&s);
+    }
+
+    fn per_rank(&mut self, a: &TraceAnalysis) -> Result<(), ReportError> {
+        self.push("<h3>Per-rank I/O volume and time</h3>");
+        let pr = &a.per_rank;
+        if pr.stride > 1 {
+            self.push(&format!(
+                "<p class=\"note\">Capped: {} of {} ranks shown (every {}th rank and the last).</p>",
+                pr.rows.len(),
+                pr.total,
+                pr.stride
+            ));
+        }
+        let ranks: Vec<u32> = pr.rows.iter().map(|r| r.rank).collect();
+        let col = |f: &dyn Fn(&crate::analysis::RankIo) -> f64| -> Vec<f64> {
+            pr.rows.iter().map(f).collect()
+        };
+        let input = a.label.as_str();
+        self.plot(plot::rank_bars(
+            "File bytes per rank",
+            input,
+            "bytes",
+            &ranks,
+            &[
+                ("written", col(&|r| r.written as f64)),
+                ("read", col(&|r| r.read as f64)),
+            ],
+            &short_bytes,
+        ))?;
+        // MPI time (MPI_Init above all) would dwarf the I/O, so only the I/O layers are drawn.
+        let layers: Vec<(&str, Vec<f64>)> = Layer::ALL
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| **l != Layer::Mpi)
+            .map(|(i, l)| (l.name(), col(&|r| r.layer_ns[i])))
+            .collect();
+        self.plot(plot::rank_bars(
+            "Time in I/O calls per rank (application-level calls, by layer)",
+            input,
+            "time",
+            &ranks,
+            &layers,
+            &|v| fmt_ns(v),
+        ))?;
+        self.push(
+            "<p class=\"note\">Bytes are exact. Time per rank is the sum of each call's mean \
+             duration over all ranks (a trace keeps timing as statistics), so it shows how calls \
+             are distributed, not one rank's measured time.</p>",
+        );
+        Ok(())
+    }
+
+    fn stack(&mut self, a: &TraceAnalysis, limits: &Limits) -> Result<(), ReportError> {
+        self.push("<h3>I/O stack: MPI-IO calls and the POSIX calls inside them</h3>");
+        if a.stack.is_empty() {
+            self.push("<p class=\"note\">No MPI-IO calls in this trace.</p>");
+            return Ok(());
+        }
+        let mut by_op: BTreeMap<Op, (f64, f64)> = BTreeMap::new();
+        for r in &a.stack {
+            let e = by_op.entry(r.op).or_default();
+            e.0 += r.mpiio_only_ns();
+            e.1 += r.posix_ns;
+        }
+        let rows: Vec<(String, Vec<f64>)> = by_op
+            .iter()
+            .map(|(op, (m, p))| (op.name().to_string(), vec![*m, *p]))
+            .collect();
+        self.plot(plot::hbars(
+            "Time in MPI-IO calls, all ranks",
+            &a.label,
+            "time",
+            &rows,
+            &["in the MPI-IO layer", "in nested POSIX calls"],
+            &|v| fmt_ns(v),
+        ))?;
+        let mut s = String::from(
+            "<table><tr><th>call site</th><th>path</th><th>ranks</th><th>calls</th>\
+             <th>total time</th><th>MPI-IO layer</th><th>nested POSIX</th><th>POSIX calls</th>\
+             <th>aggregators</th></tr>",
+        );
+        for r in a.stack.iter().take(limits.stack_rows) {
+            let share = if r.total_ns > 0.0 {
+                format!(" ({:.0}%)", 100.0 * r.posix_ns / r.total_ns)
+            } else {
+                String::new()
+            };
+            let _ = write!(
+                s,
+                "<tr><td><code>{}</code> <span class=\"note\">{:08x}</span></td><td>{}</td>\
+                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}{share}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                r.op.name(),
+                r.sig >> 32,
+                r.path
+                    .as_deref()
+                    .map_or(String::new(), |p| format!("<code>{}</code>", esc(p))),
+                r.ranks,
+                r.calls,
+                fmt_ns(r.total_ns),
+                fmt_ns(r.mpiio_only_ns()),
+                fmt_ns(r.posix_ns),
+                r.posix_calls,
+                if r.collective {
+                    format!("{} of {}", r.ranks_with_children, r.ranks)
+                } else {
+                    "-".into()
+                }
+            );
+        }
+        s.push_str("</table>");
+        if a.stack.len() > limits.stack_rows {
+            let _ = write!(
+                s,
+                "<p class=\"note\">Capped: {} of {} MPI-IO call sites listed.</p>",
+                limits.stack_rows,
+                a.stack.len()
+            );
+        }
+        s.push_str(
+            "<p class=\"note\">Aggregators: for a collective call, the ranks that issued POSIX \
+             calls inside it (the ranks that touched the file system). MPI-IO layer time is the \
+             call's time minus its nested POSIX time.</p>",
+        );
+        self.push(&s);
+        Ok(())
+    }
+
+    fn files(&mut self, a: &TraceAnalysis, limits: &Limits) {
+        let mut s = format!(
+            "<h3>Files touched</h3><p class=\"note\">{} files in {} name patterns.</p>\
+             <table><tr><th>name or template</th><th>files</th><th>range</th></tr>",
+            a.summary.files.len(),
+            a.files.len()
+        );
+        for g in a.files.iter().take(limits.file_groups) {
+            let range = if g.files > 1 {
+                format!(
+                    "<code>{}</code> … <code>{}</code>",
+                    esc(&g.first),
+                    esc(&g.last)
+                )
+            } else {
+                String::new()
+            };
+            let _ = write!(
+                s,
+                "<tr><td><code>{}</code></td><td class=\"n\">{}</td><td>{range}</td></tr>",
+                esc(&g.template),
+                g.files
+            );
+        }
+        s.push_str("</table>");
+        if a.files.len() > limits.file_groups {
+            let _ = write!(
+                s,
+                "<p class=\"note\">Capped: {} of {} patterns listed (<code>iotrex stats --json</code> \
+                 lists every file).</p>",
+                limits.file_groups,
+                a.files.len()
+            );
+        }
+        self.push(&s);
+    }
+
+    fn timeline(&mut self, a: &TraceAnalysis, limits: &Limits) -> Result<(), ReportError> {
+        self.push("<h3>Timeline</h3>");
+        // One colour per op, in order of first appearance.
+        let mut colors: Vec<Op> = Vec::new();
+        let mut lanes = Vec::new();
+        for l in &a.timeline {
+            let marks = l
+                .spans
+                .iter()
+                .map(|s| {
+                    let c = colors.iter().position(|o| *o == s.op).unwrap_or_else(|| {
+                        colors.push(s.op);
+                        colors.len() - 1
+                    });
+                    (s.start, s.dur, s.nested, c)
+                })
+                .collect();
+            lanes.push((format!("rank {}", l.rank), marks));
+        }
+        let legend = colors
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (format!("{} ({})", o.name(), o.layer().name()), i))
+            .collect();
+        self.plot(plot::timeline(
+            "Calls of a few ranks",
+            &a.label,
+            &lanes,
+            legend,
+        ))?;
+        let mut notes = vec![format!(
+            "{} of {} ranks shown (first, last, most and fewest bytes, then evenly spaced; at most {}). \
+             Each call starts its mean gap after the previous one ends and lasts its mean duration. \
+             POSIX calls nested in an MPI-IO call fill the lower half of the lane inside their parent.",
+            a.timeline.len(),
+            a.header.nranks,
+            limits.timeline_ranks
+        )];
+        if colors.len() > plot::PALETTE.len() {
+            notes.push(format!(
+                "{} operations share {} colours; the legend gives each op's colour.",
+                colors.len(),
+                plot::PALETTE.len()
+            ));
+        }
+        if let Some(init) = a.timeline.iter().find_map(|l| l.init_ns) {
+            notes.push(format!(
+                "MPI_Init ({} mean) is left out: time 0 is when it returned.",
+                fmt_ns(init)
+            ));
+        }
+        let cut: Vec<String> = a
+            .timeline
+            .iter()
+            .filter(|l| l.truncated)
+            .map(|l| l.rank.to_string())
+            .collect();
+        if !cut.is_empty() {
+            notes.push(format!(
+                "Capped at {} calls per rank: ranks {} continue beyond the plot.",
+                limits.timeline_spans,
+                cut.join(", ")
+            ));
+        }
+        for n in notes {
+            self.push(&format!("<p class=\"note\">{}</p>", esc(&n)));
+        }
+        Ok(())
+    }
+
+    /// The extrapolation section.
+    pub fn extrapolation(&mut self, x: &Extrapolation) -> Result<(), ReportError> {
+        let _ = write!(
+            self.body,
+            "<h2 id=\"extrap\">Extrapolation to {} ranks</h2><p class=\"note\">Inputs at {} ranks; \
+             extrapolated trace <code>{}</code>. Model source: {}.</p>",
+            x.target,
+            x.scales
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            esc(&x.out),
+            esc(&x.source)
+        );
+        if let Some(why) = &x.missing {
+            self.push(&format!(
+                "<p class=\"warn\">No parameter models: {}.</p>",
+                esc(why)
+            ));
+        }
+        // Plots: every varying parameter, the top timing quantities by value at the largest
+        // scale, then varying totals, up to the cap.
+        let last = |q: &Quantity| q.points.last().map_or(0.0, |p| p.1);
+        let mut timing: Vec<&Quantity> = x
+            .quantities
+            .iter()
+            .filter(|q| q.kind == Kind::Timing && q.varies())
+            .collect();
+        timing.sort_by(|a, b| last(b).total_cmp(&last(a)));
+        let mut chosen: Vec<&Quantity> = x
+            .quantities
+            .iter()
+            .filter(|q| q.kind == Kind::Parameter && q.varies())
+            .collect();
+        chosen.extend(timing.iter().take(TOP_TIMING));
+        chosen.extend(
+            x.quantities
+                .iter()
+                .filter(|q| q.kind == Kind::Total && q.varies()),
+        );
+        let n_want = chosen.len();
+        chosen.truncate(MAX_SCALING_PLOTS);
+        self.push("<h3>Values at the input scales, with the model extended to the target</h3><div class=\"grid\">");
+        for q in &chosen {
+            let pts: Vec<(f64, f64)> = q.points.iter().map(|p| (p.0 as f64, p.1)).collect();
+            let curve = q.model.as_ref().map(|m| Curve {
+                formula: &m.formula,
+                eval: &*m.eval,
+            });
+            let unit = q.unit;
+            self.plot(plot::scaling(
+                &q.name,
+                &x.out,
+                match unit {
+                    Unit::Bytes => "bytes",
+                    Unit::Nanos => "time",
+                    Unit::Count => "count",
+                    Unit::Plain => "value",
+                },
+                &pts,
+                curve.as_ref(),
+                Some((x.target as f64, q.target)),
+                &|v| fmt_unit(unit, v),
+            ))?;
+        }
+        self.push("</div>");
+        if n_want > chosen.len() {
+            self.push(&format!(
+                "<p class=\"note\">Capped: {} of {} plots drawn; the table lists every quantity.</p>",
+                chosen.len(),
+                n_want
+            ));
+        }
+        let mut s = String::from(
+            "<h3>Every quantity and its model</h3><table><tr><th>quantity</th><th>kind</th>",
+        );
+        for sc in &x.scales {
+            let _ = write!(s, "<th>{sc} ranks</th>");
+        }
+        let _ = write!(
+            s,
+            "<th>model</th><th>model at {0}</th><th>in the trace at {0}</th></tr>",
+            x.target
+        );
+        for q in &x.quantities {
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td>",
+                esc(&q.name),
+                match q.kind {
+                    Kind::Parameter => "parameter",
+                    Kind::Timing => "timing",
+                    Kind::Total => "total",
+                }
+            );
+            for sc in &x.scales {
+                let v = q
+                    .points
+                    .iter()
+                    .find(|p| p.0 == *sc)
+                    .map(|p| fmt_unit(q.unit, p.1));
+                let _ = write!(
+                    s,
+                    "<td class=\"n\">{}</td>",
+                    v.unwrap_or_else(|| "-".into())
+                );
+            }
+            let (formula, at) = match &q.model {
+                Some(m) => (
+                    format!("<code>{}</code>", esc(&m.formula)),
+                    (m.eval)(x.target as f64).map_or("-".into(), |v| fmt_unit(q.unit, v)),
+                ),
+                None => (
+                    if q.varies() {
+                        "none available"
+                    } else {
+                        "constant"
+                    }
+                    .to_string(),
+                    "-".into(),
+                ),
+            };
+            let _ = write!(
+                s,
+                "<td>{formula}</td><td class=\"n\">{at}</td><td class=\"n\">{}</td></tr>",
+                q.target.map_or("-".into(), |v| fmt_unit(q.unit, v))
+            );
+        }
+        s.push_str("</table>");
+        self.push(&s);
+        Ok(())
+    }
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Page::new()
+    }
+}

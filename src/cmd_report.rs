@@ -1,0 +1,99 @@
+//! `iotrex report`: the CLI glue around the `report` crate (arguments, progress on a TTY,
+//! writing the file, the one-line result).
+
+use anyhow::Result;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The traces (.iotrex) to report on; for an extrapolation, the traces it was made from.
+    #[arg(required = true, value_name = "IN")]
+    pub inputs: Vec<PathBuf>,
+    /// The trace `iotrex extrap` wrote from the inputs: adds the extrapolation section.
+    #[arg(long, value_name = "OUT")]
+    pub extrap: Option<PathBuf>,
+    /// Where to write the HTML page.
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// Ranks drawn in each trace's timeline.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub timeline_ranks: u32,
+    /// Ranks expanded for the per-rank charts; above this, every k-th rank is shown.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_ranks: u32,
+}
+
+#[derive(Serialize)]
+struct Written<'a> {
+    file: &'a Path,
+    bytes: usize,
+    plots: usize,
+    marks: usize,
+    omitted: &'a [String],
+}
+
+pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
+    // Read here rather than with report::read_inputs so rsd's errors reach main's hints.
+    let read = |p: &PathBuf| -> Result<report::Input> {
+        Ok(report::Input {
+            label: p.display().to_string(),
+            file: rsd::TraceFile::read(p)?,
+        })
+    };
+    let inputs = a.inputs.iter().map(read).collect::<Result<Vec<_>>>()?;
+    let out = a.extrap.as_ref().map(read).transpose()?;
+    let limits = report::Limits {
+        rank_bars: a.max_ranks as usize,
+        timeline_ranks: a.timeline_ranks as usize,
+        ..report::Limits::default()
+    };
+    // A bar on a terminal only: pipes, logs and CI get just the result line.
+    let bar = if std::io::stderr().is_terminal() {
+        let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let r = report::render(
+        &inputs,
+        out.as_ref(),
+        &report::NoModels,
+        &limits,
+        &mut |p| {
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+            bar.set_message(p.what.to_string());
+        },
+    );
+    bar.finish_and_clear();
+    let r = r?;
+    report::write(&r, &a.output)?;
+    if json {
+        crate::print_json(&Written {
+            file: &a.output,
+            bytes: r.html.len(),
+            plots: r.plots,
+            marks: r.marks,
+            omitted: &r.omitted,
+        })
+    } else {
+        let mut s = format!(
+            "wrote {}: {} bytes, {} plots\n",
+            a.output.display(),
+            r.html.len(),
+            r.plots
+        );
+        for o in &r.omitted {
+            s.push_str(&format!("note: left out {o}\n"));
+        }
+        crate::print_text(&s)
+    }
+}

@@ -1,0 +1,174 @@
+//! `iotrex report` from the command line: synthetic traces, a real traced ior_like run
+//! (collective MPI-IO), and errors that name the input.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn iotrex(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iotrex"))
+        .args(args)
+        .output()
+        .expect("run iotrex")
+}
+
+fn ok(args: &[&str]) -> Output {
+    let o = iotrex(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn page(path: &Path) -> String {
+    let html = std::fs::read_to_string(path).expect("report written");
+    let c = report::check(&html).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(c.svgs > 0 && c.min_marks > 0);
+    html
+}
+
+#[test]
+fn report_of_synthetic_traces_with_extrapolation() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |s: &str| dir.path().join(s).display().to_string();
+    for n in ["4", "8", "16", "64"] {
+        ok(&[
+            "synth",
+            "--ranks",
+            n,
+            "--iters",
+            "6",
+            "-o",
+            &d(&format!("s.{n}.iotrex")),
+        ]);
+    }
+    let o = ok(&[
+        "--json",
+        "report",
+        &d("s.4.iotrex"),
+        &d("s.8.iotrex"),
+        &d("s.16.iotrex"),
+        "--extrap",
+        &d("s.64.iotrex"),
+        "-o",
+        &d("r.html"),
+    ]);
+    // Not a terminal: no progress bar, only the JSON result.
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let html = page(Path::new(&d("r.html")));
+    assert_eq!(
+        v["plots"].as_u64().unwrap() as usize,
+        html.matches("<svg").count()
+    );
+    assert_eq!(v["omitted"].as_array().unwrap().len(), 0);
+    assert!(html.contains("Extrapolation to 64 ranks"));
+    // Text mode names the file.
+    let o = ok(&["report", &d("s.4.iotrex"), "-o", &d("one.html")]);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with(&format!("wrote {}", d("one.html"))));
+    page(Path::new(&d("one.html")));
+}
+
+#[test]
+fn report_of_real_collective_ior_like_traces() {
+    let dir = scratch();
+    let mut traces = Vec::new();
+    for np in [4u32, 8] {
+        let data = dir
+            .path()
+            .join(format!("ior{np}.dat"))
+            .display()
+            .to_string();
+        let trace = dir.path().join(format!("ior.{np}.iotrex"));
+        let a = args(&[
+            "-a", "mpiio", "-c", "-t", "65536", "-b", "131072", "-s", "2", "-o", &data,
+        ]);
+        mpirun(np, &app("ior_like"), &a, &trace, &Opts::default());
+        traces.push(trace.display().to_string());
+    }
+    let out = dir.path().join("r.html").display().to_string();
+    ok(&["report", &traces[0], &traces[1], "-o", &out]);
+    let html = page(Path::new(&out));
+    // Two traces, each with per-rank bytes and time, the MPI-IO stack and a timeline.
+    assert!(
+        html.matches("<svg").count() >= 8,
+        "{}",
+        html.matches("<svg").count()
+    );
+    assert!(html.contains("MPI_File_write_at_all"));
+    // Some but not necessarily all ranks aggregate: the column reads "k of 8", 1 <= k <= 8.
+    let agg = (1..=8).any(|k| html.contains(&format!("{k} of 8")));
+    assert!(
+        agg,
+        "aggregator count of the 8-rank collective write missing"
+    );
+    assert!(html.contains("in nested POSIX calls"));
+    assert!(html.contains("rank 7"), "the timeline shows the last rank");
+}
+
+#[test]
+fn errors_name_the_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.iotrex");
+    let o = iotrex(&["report", missing.to_str().unwrap(), "-o", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("error: ") && err.contains("nope.iotrex"),
+        "{err}"
+    );
+
+    let bad = dir.path().join("bad.iotrex");
+    std::fs::write(&bad, b"not a trace at all, just text").unwrap();
+    let o = iotrex(&["report", bad.to_str().unwrap(), "-o", "/dev/null"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.starts_with("error: ") && err.contains("bad.iotrex"),
+        "{err}"
+    );
+
+    let t = dir.path().join("t.iotrex");
+    ok(&[
+        "synth",
+        "--ranks",
+        "4",
+        "--iters",
+        "2",
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    let o = iotrex(&[
+        "report",
+        t.to_str().unwrap(),
+        t.to_str().unwrap(),
+        "--extrap",
+        t.to_str().unwrap(),
+        "-o",
+        "/dev/null",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("both have 4 ranks") && err.contains("t.iotrex"),
+        "{err}"
+    );
+
+    let o = iotrex(&[
+        "report",
+        t.to_str().unwrap(),
+        "-o",
+        "/nonexistent-dir/r.html",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("error: cannot write the report (/nonexistent-dir/r.html)"),
+        "{err}"
+    );
+}
