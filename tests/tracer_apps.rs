@@ -120,7 +120,9 @@ fn stdio_checkpoints_and_logs() {
 
 #[test]
 fn comm_mix_counts_and_compute_gap() {
-    let compute_us = 20_000.0;
+    // 50 ms: 4 spinning ranks on 2 cores can each lose a scheduler slice (a few ms) after the
+    // busy loop ends, which must stay well inside the 20% tolerance.
+    let compute_us = 50_000.0;
     let run = check(
         4,
         "comm_mix",

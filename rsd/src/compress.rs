@@ -207,6 +207,7 @@ impl Compressor {
             for c in &ev.children {
                 sub.push(c);
             }
+            sub.reduce(false);
             self.events += sub.events;
             sub.items
         };
@@ -234,17 +235,54 @@ impl Compressor {
     }
 
     fn push_node(&mut self, node: CNode) {
-        let body_len = match &node.kind {
-            CKind::Loop(l) => l.body.len(),
-            CKind::Event(_) => 0,
+        // A new call that cannot continue the last loop closes it: only now may that loop
+        // fold with loops of other trip counts (see `reduce`).
+        if self.closes_last(&node) {
+            self.reduce(false);
+        }
+        self.push_node_raw(node);
+        self.reduce(true);
+    }
+
+    /// Folds the tail as far as it goes. `strict` holds back folds whose tail ends in a loop
+    /// that may still be growing: such a loop only matches one with the same trip count, so a
+    /// loop of 2 iterations that is on its way to 16 does not fold with a finished loop of 16
+    /// (which would nest loops wrongly). Once the loop is closed, any trip counts fold.
+    fn reduce(&mut self, strict: bool) {
+        while self.try_extend(strict) || self.try_fold(strict) {}
+    }
+
+    /// Whether `node` cannot be the next iteration of the loop that ends the list.
+    fn closes_last(&self, node: &CNode) -> bool {
+        let Some(CNode {
+            kind: CKind::Loop(l),
+            ..
+        }) = self.items.last()
+        else {
+            return false;
         };
-        self.meta.push((node.skey, body_len));
-        self.items.push(node);
-        while self.try_extend() || self.try_fold() {}
+        let Val::Const(cnt) = l.iters else {
+            return true;
+        };
+        !(l.body.len() == 1
+            && l.body[0].skey == node.skey
+            && keeps_regular(&l.body[0], cnt as u64, node, 0))
+    }
+
+    /// In strict mode, whether the list's last item is a loop whose trip count `other` does
+    /// not match; `n` is the iteration `other` belongs to (for a loop body's elastic count).
+    fn open_mismatch(&self, strict: bool, other: &CNode, n: u64) -> bool {
+        if !strict {
+            return false;
+        }
+        match (self.items.last().map(|c| &c.kind), &other.kind) {
+            (Some(CKind::Loop(last)), CKind::Loop(o)) => !o.iters.continues(n, &last.iters, 0),
+            _ => false,
+        }
     }
 
     /// The tail is one more iteration of the loop just before it.
-    fn try_extend(&mut self) -> bool {
+    fn try_extend(&mut self, strict: bool) -> bool {
         let n = self.items.len();
         for b in 1..=self.window.min(n.saturating_sub(1)) {
             let p = n - 1 - b;
@@ -265,6 +303,9 @@ impl Compressor {
             let Val::Const(cnt) = l.iters else {
                 unreachable!("a top-level loop's count is a constant")
             };
+            if self.open_mismatch(strict, &l.body[b - 1], cnt as u64) {
+                continue;
+            }
             // A loop whose values are all affine so far is not extended by an iteration that
             // breaks them: the tail starts a new loop instead, and the two loops then fold into
             // an outer one. That is how `for s { for i { write(s*S + i*I) } }` becomes two
@@ -305,7 +346,7 @@ impl Compressor {
     }
 
     /// The tail repeats the nodes just before it: fold both into a loop of two iterations.
-    fn try_fold(&mut self) -> bool {
+    fn try_fold(&mut self, strict: bool) -> bool {
         let n = self.items.len();
         let last = match self.meta.last() {
             Some(m) => m.0,
@@ -316,6 +357,9 @@ impl Compressor {
                 continue;
             }
             if !(0..w).all(|k| self.meta[n - 2 * w + k].0 == self.meta[n - w + k].0) {
+                continue;
+            }
+            if self.open_mismatch(strict, &self.items[n - 1 - w], 1) {
                 continue;
             }
             let second: Vec<CNode> = self.items.drain(n - w..).collect();
@@ -350,8 +394,18 @@ impl Compressor {
 
     /// The compressed trace of this rank.
     pub fn finish(&self) -> Trace {
+        // The run is over, so the last loop is closed: fold what only waited for that.
+        let closed;
+        let items = if matches!(self.items.last().map(|c| &c.kind), Some(CKind::Loop(_))) {
+            let mut c = self.clone();
+            c.reduce(false);
+            closed = c;
+            &closed.items
+        } else {
+            &self.items
+        };
         Trace {
-            nodes: self.items.iter().map(|c| to_node(c, self.rank)).collect(),
+            nodes: items.iter().map(|c| to_node(c, self.rank)).collect(),
         }
     }
 }

@@ -262,3 +262,45 @@ fn rmp_size(t: &Trace) -> usize {
     .unwrap()
     .len()
 }
+
+#[test]
+fn strided_nested_loops_fold_into_nested_affine_loops() {
+    // for s in 0..S { for i in 0..I { pwrite(offset = s*BIG + i*T) } }, as in an IOR
+    // segment loop: two nested loops with one affine offset, whatever S and I are.
+    let run = |segs: i64, xfers: i64| {
+        let evs: Vec<RawEvent> = (0..segs)
+            .flat_map(|s| {
+                (0..xfers).map(move |i| {
+                    RawEvent::new(Op::Pwrite, 1, vec![3, 4096, s * 1_048_576 + i * 4096, 4096])
+                })
+            })
+            .collect();
+        let t = compress(0, &evs, 64);
+        check_all(&t, &[evs]).unwrap();
+        t
+    };
+    for (segs, xfers) in [(2, 2), (4, 16), (100, 3)] {
+        let t = run(segs, xfers);
+        assert_eq!(t.nodes.len(), 1, "{segs}x{xfers}: {t:?}");
+        let rsd::trace::NodeKind::Loop(outer) = &t.nodes[0].kind else {
+            panic!("not a loop: {t:?}")
+        };
+        let [inner] = outer.body.as_slice() else {
+            panic!("{segs}x{xfers}: {t:?}")
+        };
+        let rsd::trace::NodeKind::Loop(inner) = &inner.kind else {
+            panic!("{segs}x{xfers}: {t:?}")
+        };
+        let rsd::trace::NodeKind::Event(e) = &inner.body[0].kind else {
+            panic!()
+        };
+        assert_eq!(
+            e.params[2].groups[0].val,
+            rsd::Val::Lin {
+                base: rsd::RankFn::Const(0),
+                strides: vec![rsd::RankFn::Const(1_048_576), rsd::RankFn::Const(4096)]
+            },
+            "{segs}x{xfers}"
+        );
+    }
+}
