@@ -46,6 +46,13 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
     };
     let inputs = a.inputs.iter().map(read).collect::<Result<Vec<_>>>()?;
     let out = a.extrap.as_ref().map(read).transpose()?;
+    // The extrapolation's models, recomputed from the inputs (extrap is deterministic).
+    let models = report::ExtrapModels::new(
+        inputs
+            .iter()
+            .map(|i| (i.label.clone(), i.file.clone()))
+            .collect(),
+    );
     let limits = report::Limits {
         rank_bars: a.max_ranks as usize,
         timeline_ranks: a.timeline_ranks as usize,
@@ -62,17 +69,11 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
     } else {
         ProgressBar::hidden()
     };
-    let r = report::render(
-        &inputs,
-        out.as_ref(),
-        &report::NoModels,
-        &limits,
-        &mut |p| {
-            bar.set_length(p.total);
-            bar.set_position(p.done);
-            bar.set_message(p.what.to_string());
-        },
-    );
+    let r = report::render(&inputs, out.as_ref(), &models, &limits, &mut |p| {
+        bar.set_length(p.total);
+        bar.set_position(p.done);
+        bar.set_message(p.what.to_string());
+    });
     bar.finish_and_clear();
     let r = r?;
     report::write(&r, &a.output)?;

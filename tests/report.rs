@@ -172,3 +172,51 @@ fn errors_name_the_input() {
         "{err}"
     );
 }
+
+#[test]
+fn report_lists_the_models_of_a_real_extrapolation() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |s: &str| dir.path().join(s).display().to_string();
+    for n in ["4", "8", "16"] {
+        ok(&[
+            "synth",
+            "--ranks",
+            n,
+            "--iters",
+            "5",
+            "-o",
+            &d(&format!("s.{n}.iotrex")),
+        ]);
+    }
+    let ins = [d("s.4.iotrex"), d("s.8.iotrex"), d("s.16.iotrex")];
+    ok(&[
+        "extrap",
+        &ins[0],
+        &ins[1],
+        &ins[2],
+        "--ranks",
+        "128",
+        "-o",
+        &d("x.iotrex"),
+    ]);
+    ok(&[
+        "report",
+        &ins[0],
+        &ins[1],
+        &ins[2],
+        "--extrap",
+        &d("x.iotrex"),
+        "-o",
+        &d("r.html"),
+    ]);
+    let html = page(Path::new(&d("r.html")));
+    assert!(html.contains("Model source: extrap (built-in models)"));
+    assert!(html.contains("<th>event</th><th>parameter</th><th>model</th>"));
+    // The collective write's offset is affine in the rank, as extrap explains it.
+    assert!(
+        html.contains("1048576*rank"),
+        "explained offset model missing"
+    );
+    assert!(!html.contains("No explanation"));
+    assert!(html.contains("Extrapolation to 128 ranks"));
+}

@@ -79,8 +79,26 @@ impl Quantity {
     }
 }
 
+/// One line of the extrapolation's own explanation (`iotrex extrap --explain`): a varying
+/// quantity and its model as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainRow {
+    /// The event (op, call site, path).
+    pub event: String,
+    /// The parameter or quantity.
+    pub quantity: String,
+    /// The model in readable form.
+    pub model: String,
+}
+
 /// Supplies per-parameter and timing quantities with their models.
 pub trait ModelSource {
+    /// Every varying quantity and its model as the extrapolation explains it, or why there is
+    /// no explanation.
+    fn explain(&self, _out: &TraceAnalysis) -> Result<Vec<ExplainRow>, String> {
+        Err("no model source".into())
+    }
+
     /// A short name for the page ("extrap 0.1.0").
     fn name(&self) -> String;
     /// The quantities with their models, or why there are none.
@@ -110,6 +128,57 @@ impl ModelSource for NoModels {
     }
 }
 
+/// Models from the `extrap` crate: it re-runs the extrapolation of the inputs to the output's
+/// rank count with the built-in models (deterministic, so it chooses what `iotrex extrap`
+/// chose without plugins) and lists its explanation. `extrap` gives each model as text only,
+/// without the values at each scale or an evaluator, so no curves can be drawn from it.
+pub struct ExtrapModels {
+    inputs: Vec<extrap::Input>,
+}
+
+impl ExtrapModels {
+    /// A source for these inputs (name and trace).
+    pub fn new(inputs: Vec<(String, rsd::TraceFile)>) -> ExtrapModels {
+        ExtrapModels {
+            inputs: inputs
+                .into_iter()
+                .map(|(name, file)| extrap::Input { name, file })
+                .collect(),
+        }
+    }
+}
+
+impl ModelSource for ExtrapModels {
+    fn name(&self) -> String {
+        "extrap (built-in models)".into()
+    }
+
+    fn quantities(&self, _: &[&TraceAnalysis], _: &TraceAnalysis) -> Result<Vec<Quantity>, String> {
+        Err(
+            "extrap exposes each chosen model as text only (see the table of every parameter \
+             below), not the values at each scale or an evaluator, so no model curves are drawn; \
+             the plotted totals are measured from the traces"
+                .into(),
+        )
+    }
+
+    fn explain(&self, out: &TraceAnalysis) -> Result<Vec<ExplainRow>, String> {
+        let ms = extrap::ModelSet::builtin();
+        match extrap::extrapolate(&self.inputs, out.header.nranks, &ms) {
+            Ok(x) => Ok(x
+                .explain
+                .into_iter()
+                .map(|e| ExplainRow {
+                    event: e.event,
+                    quantity: e.quantity,
+                    model: e.model,
+                })
+                .collect()),
+            Err(e) => Err(format!("extrap refuses these inputs: {e}")),
+        }
+    }
+}
+
 /// Everything the extrapolation section shows.
 #[derive(Debug)]
 pub struct Extrapolation {
@@ -125,6 +194,8 @@ pub struct Extrapolation {
     pub missing: Option<String>,
     /// The source's name.
     pub source: String,
+    /// The extrapolation's explanation, or why there is none.
+    pub explain: Result<Vec<ExplainRow>, String>,
 }
 
 /// Builds the section from the analyses of the inputs and of the extrapolated trace.
@@ -156,6 +227,7 @@ pub fn build(
         quantities,
         missing,
         source: source.name(),
+        explain: source.explain(out),
     })
 }
 

@@ -598,7 +598,31 @@ impl Page {
             ));
         }
         let mut s = String::from(
-            "<h3>Every quantity and its model</h3><table><tr><th>quantity</th><th>kind</th>",
+            "<h3>Every parameter and its model (the extrapolation's explanation)</h3>",
+        );
+        match &x.explain {
+            Ok(rows) if rows.is_empty() => {
+                s.push_str("<p class=\"note\">Nothing varies with the rank count.</p>")
+            }
+            Ok(rows) => {
+                s.push_str("<table><tr><th>event</th><th>parameter</th><th>model</th></tr>");
+                for r in rows {
+                    let _ = write!(
+                        s,
+                        "<tr><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
+                        esc(&r.event),
+                        esc(&r.quantity),
+                        esc(&r.model)
+                    );
+                }
+                s.push_str("</table>");
+            }
+            Err(why) => {
+                let _ = write!(s, "<p class=\"warn\">No explanation: {}.</p>", esc(why));
+            }
+        }
+        s.push_str(
+            "<h3>Measured totals at each scale</h3><table><tr><th>quantity</th><th>kind</th>",
         );
         for sc in &x.scales {
             let _ = write!(s, "<th>{sc} ranks</th>");

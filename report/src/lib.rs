@@ -30,7 +30,9 @@ pub mod plot;
 
 pub use analysis::{Limits, TraceAnalysis, analyze};
 pub use error::ReportError;
-pub use extrap::{Extrapolation, Kind, Model, ModelSource, NoModels, Quantity, Unit};
+pub use extrap::{
+    ExplainRow, ExtrapModels, Extrapolation, Kind, Model, ModelSource, NoModels, Quantity, Unit,
+};
 
 use rsd::TraceFile;
 use std::path::{Path, PathBuf};
