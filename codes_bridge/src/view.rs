@@ -121,18 +121,9 @@ pub(crate) fn encode_path(p: &str) -> String {
     out
 }
 
-/// POSIX flags for an `fopen` mode. The tracer records the mode as a code:
-/// 0 `r`, 1 `w`, 2 `a`, 3 `r+`, 4 `w+`, 5 `a+`.
-fn fopen_flags(code: i64) -> i64 {
-    match code {
-        0 => 0,
-        1 => O_WRONLY | O_CREAT | O_TRUNC,
-        2 => O_WRONLY | O_CREAT | O_APPEND,
-        3 => O_RDWR,
-        4 => O_RDWR | O_CREAT | O_TRUNC,
-        5 => O_RDWR | O_CREAT | O_APPEND,
-        _ => O_RDWR | O_CREAT,
-    }
+/// POSIX flags for an `fopen` mode, recorded as `rsd::op::fopen_mode` bits.
+fn fopen_flags(bits: i64) -> i64 {
+    rsd::op::fopen_mode::open_flags(bits)
 }
 
 /// POSIX flags for an MPI-IO `amode`.
@@ -775,8 +766,8 @@ mod tests {
     #[test]
     fn stdio_positions_fseek_and_append_mode() {
         let evs = vec![
-            with_path(Ev::new(Op::Fopen, vec![1, 5]), "log"), // "w"
-            Ev::new(Op::Fwrite, vec![5, 4, 10, 10]),          // 40 bytes
+            with_path(Ev::new(Op::Fopen, vec![rsd::op::fopen_mode::W, 5]), "log"), // "w"
+            Ev::new(Op::Fwrite, vec![5, 4, 10, 10]),                               // 40 bytes
             Ev::new(Op::Fprintf, vec![5, 12]),
             Ev::new(Op::Fseek, vec![5, 8, 0]), // SEEK_SET 8
             Ev::new(Op::Fwrite, vec![5, 1, 2, 2]),
@@ -785,7 +776,7 @@ mod tests {
             Ev::new(Op::Fseek, vec![5, -2, 2]), // SEEK_END -2 of 52 -> 50
             Ev::new(Op::Fread, vec![5, 1, 2, 2]),
             Ev::new(Op::Fclose, vec![5]),
-            with_path(Ev::new(Op::Fopen, vec![2, 6]), "log"), // "a"
+            with_path(Ev::new(Op::Fopen, vec![rsd::op::fopen_mode::A, 6]), "log"), // "a"
             Ev::new(Op::Fprintf, vec![6, 5]),
             Ev::new(Op::Fclose, vec![6]),
         ];

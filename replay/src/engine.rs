@@ -654,8 +654,12 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                     .read(true)
                     .write(true)
                     .create(true)
-                    .truncate(bits & 2 != 0)
-                    .custom_flags(if bits & 4 != 0 { libc::O_APPEND } else { 0 })
+                    .truncate(bits & rsd::op::fopen_mode::W != 0)
+                    .custom_flags(if bits & rsd::op::fopen_mode::A != 0 {
+                        libc::O_APPEND
+                    } else {
+                        0
+                    })
                     .open(&path)
                     .map_err(|er| io(&path.display().to_string(), er))?;
                 self.streams.insert(

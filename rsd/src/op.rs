@@ -177,6 +177,68 @@ ops! {
     Fprintf => Stdio, "fprintf", Write, ["stream", "ret"];
 }
 
+/// How the `mode` parameter of `fopen` encodes the mode string: one bit per letter, so a trace
+/// keeps it exactly and every consumer decodes it the same way.
+pub mod fopen_mode {
+    /// `r`
+    pub const R: i64 = 1;
+    /// `w`
+    pub const W: i64 = 2;
+    /// `a`
+    pub const A: i64 = 4;
+    /// `+`
+    pub const PLUS: i64 = 8;
+    /// `b`
+    pub const B: i64 = 16;
+    /// `x`
+    pub const X: i64 = 32;
+    /// `e`
+    pub const E: i64 = 64;
+
+    /// The bits of a mode string such as `"w+b"`; glibc's `,ccs=...` suffix is ignored.
+    pub fn encode(mode: &str) -> i64 {
+        let mut b = 0;
+        for c in mode.chars() {
+            b |= match c {
+                'r' => R,
+                'w' => W,
+                'a' => A,
+                '+' => PLUS,
+                'b' => B,
+                'x' => X,
+                'e' => E,
+                ',' => break,
+                _ => 0,
+            };
+        }
+        b
+    }
+
+    /// The `open(2)` flags `fopen` uses for these bits (`O_RDONLY` 0, `O_WRONLY` 1, `O_RDWR`
+    /// 2, `O_CREAT` 0o100, `O_TRUNC` 0o1000, `O_APPEND` 0o2000, `O_EXCL` 0o200, as on Linux).
+    pub fn open_flags(bits: i64) -> i64 {
+        let plus = bits & PLUS != 0;
+        let acc = if plus {
+            2
+        } else if bits & R != 0 {
+            0
+        } else {
+            1
+        };
+        let mut f = acc;
+        if bits & W != 0 {
+            f |= 0o100 | 0o1000;
+        }
+        if bits & A != 0 {
+            f |= 0o100 | 0o2000;
+        }
+        if bits & X != 0 {
+            f |= 0o200;
+        }
+        f
+    }
+}
+
 impl Op {
     /// Name of parameter `idx` of an event of this op that has `nparams` parameters in all and
     /// `nfields` path fields at the end.
@@ -252,6 +314,18 @@ mod tests {
         assert_eq!(Op::TypeIndexed.param_name(3, n, 0), "blocklengths[0]");
         assert_eq!(Op::TypeIndexed.param_name(6, n, 0), "displacements[1]");
         assert_eq!(Op::Open.param_name(3, 4, 1), "path[0]");
+    }
+
+    #[test]
+    fn fopen_modes() {
+        use fopen_mode::*;
+        assert_eq!(encode("r"), R);
+        assert_eq!(encode("w+b"), W | PLUS | B);
+        assert_eq!(encode("a,ccs=UTF-8"), A);
+        assert_eq!(open_flags(encode("r")), 0);
+        assert_eq!(open_flags(encode("w")), 0o1101);
+        assert_eq!(open_flags(encode("a+")), 0o2102);
+        assert_eq!(open_flags(encode("r+")), 2);
     }
 
     #[test]

@@ -41,7 +41,9 @@ pub fn for_each_event(rank: u32, nranks: u32, iters: u64, f: &mut dyn FnMut(&Raw
         f(&ev(Op::Pwrite, 3, vec![3, SMALL, i * SMALL, SMALL], &mut t));
     }
     f(&ev(Op::Close, 4, vec![3], &mut t));
-    let mut fo = ev(Op::FileOpen, 5, vec![1, 37, 0], &mut t);
+    // As the tracer records them: comm 0 is MPI_COMM_WORLD, amode 5 is Open MPI's
+    // MPI_MODE_CREATE | MPI_MODE_WRONLY.
+    let mut fo = ev(Op::FileOpen, 5, vec![0, 5, 0], &mut t);
     fo.path = Some("out/shared.dat".into());
     f(&fo);
     for i in 0..COLLECTIVE_ITERS as i64 {
@@ -58,9 +60,14 @@ pub fn for_each_event(rank: u32, nranks: u32, iters: u64, f: &mut dyn FnMut(&Raw
         f(&w);
     }
     f(&ev(Op::FileClose, 8, vec![0], &mut t));
-    f(&ev(Op::Barrier, 9, vec![1], &mut t));
+    f(&ev(Op::Barrier, 9, vec![0], &mut t));
     if rank == 0 {
-        let mut fo = ev(Op::Fopen, 10, vec![1, 5], &mut t);
+        let mut fo = ev(
+            Op::Fopen,
+            10,
+            vec![crate::op::fopen_mode::encode("w"), 5],
+            &mut t,
+        );
         fo.path = Some("out/log.txt".into());
         f(&fo);
         f(&ev(Op::Fwrite, 11, vec![5, 1, 64, 64], &mut t));

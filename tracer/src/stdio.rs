@@ -22,23 +22,9 @@ fn set_errno(e: c_int) {
     unsafe { *libc::__errno_location() = e };
 }
 
-/// The `fopen` mode string as bits: r=1, w=2, a=4, +=8, b=16, x=32, e=64.
+/// The `fopen` mode string as bits (the encoding lives in `rsd::op::fopen_mode`).
 pub fn mode_bits(mode: &str) -> i64 {
-    let mut b = 0;
-    for c in mode.chars() {
-        b |= match c {
-            'r' => 1,
-            'w' => 2,
-            'a' => 4,
-            '+' => 8,
-            'b' => 16,
-            'x' => 32,
-            'e' => 64,
-            ',' => break, // glibc's ",ccs=" suffix
-            _ => 0,
-        };
-    }
-    b
+    rsd::op::fopen_mode::encode(mode)
 }
 
 /// Whether a stream is in the table (a lock, but stdio calls are not on the hot path of HPC
