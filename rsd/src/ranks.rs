@@ -245,6 +245,9 @@ impl RankSet {
     /// `self = self ∪ other`, in place when `other` continues a 1-D run of `self` (the radix
     /// tree's common case), so no allocation happens.
     pub fn union_with(&mut self, other: &RankSet) {
+        if self == other {
+            return;
+        }
         if let Some((_, c, s)) = join_1d(self, other) {
             self.runs[0].dims[0] = (c, s);
             return;
@@ -258,7 +261,7 @@ impl RankSet {
         if self.runs.is_empty() {
             return other.clone();
         }
-        if other.runs.is_empty() {
+        if other.runs.is_empty() || self == other {
             return self.clone();
         }
         if let Some((start, c, s)) = join_1d(self, other).or_else(|| join_1d(other, self)) {

@@ -424,6 +424,10 @@ impl Elastic {
 
     /// `self = self.merge(other)`, in place when both sides are one group with the same value.
     pub fn merge_with(&mut self, other: &Elastic) {
+        if let Some(m) = self.merge_two_ranks(other) {
+            *self = m;
+            return;
+        }
         if let ([a], [b]) = (self.groups.as_mut_slice(), other.groups.as_slice())
             && a.val == b.val
         {
@@ -431,6 +435,38 @@ impl Elastic {
             return;
         }
         *self = self.merge(other);
+    }
+
+    /// The first merge of a radix tree joins two one-rank values; when every leaf is equal or
+    /// lies on a line through the two ranks, the canonical form is that line, which this
+    /// builds without materialising anything. `None`: take the general path.
+    fn merge_two_ranks(&self, other: &Elastic) -> Option<Elastic> {
+        let ([a], [b]) = (self.groups.as_slice(), other.groups.as_slice()) else {
+            return None;
+        };
+        if a.ranks.len() != 1 || b.ranks.len() != 1 || !a.val.same_shape(&b.val) {
+            return None;
+        }
+        let (ra, rb) = (a.ranks.first()?, b.ranks.first()?);
+        let (mut la, mut lb) = (Vec::new(), Vec::new());
+        a.val.leaves(&mut la);
+        b.val.leaves(&mut lb);
+        let fns: Option<Vec<RankFn>> = la
+            .iter()
+            .zip(&lb)
+            .map(|(x, y)| match (x, y) {
+                (RankFn::Const(x), RankFn::Const(y)) if x == y => Some(RankFn::Const(*x)),
+                (RankFn::Const(x), RankFn::Const(y)) => fit_affine(ra, *x, rb, *y),
+                _ => None,
+            })
+            .collect();
+        let val = a.val.with_leaves(&mut fns?.into_iter())?;
+        Some(Elastic {
+            groups: vec![Group {
+                ranks: a.ranks.union(&b.ranks),
+                val,
+            }],
+        })
     }
 
     /// Merges the values of two disjoint rank sets into the canonical form of their union.
