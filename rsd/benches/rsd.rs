@@ -44,6 +44,21 @@ fn compress(c: &mut Criterion) {
             black_box(cmp.finish())
         })
     });
+    // The steady state of an innermost loop (one call repeated with a strided offset).
+    let flat: Vec<RawEvent> = (0..120_000i64)
+        .map(|i| RawEvent::new(Op::Pwrite, 1, vec![3, 8, i * 8, 8]))
+        .collect();
+    g.throughput(Throughput::Elements(flat.len() as u64));
+    g.bench_function("single_call_loop", |b| {
+        b.iter(|| {
+            let mut cmp = Compressor::new(0);
+            for e in &flat {
+                cmp.push(e);
+            }
+            assert_eq!(cmp.len(), 1);
+            black_box(cmp.finish())
+        })
+    });
     g.finish();
 }
 
