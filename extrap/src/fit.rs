@@ -82,11 +82,20 @@ impl Fitter<'_> {
     /// One integer per scale, fitted exactly as a function of n and evaluated at the target.
     /// Returns the value and, when it varies, the model's readable form.
     fn number(&self, ys: &[i64], what: &str) -> Result<(i64, Option<String>), Failure> {
+        self.number_on(&self.scales, ys, what)
+    }
+
+    /// As [`Self::number`], fitted on the given scales only (one value per scale).
+    fn number_on(
+        &self,
+        scales: &[i64],
+        ys: &[i64],
+        what: &str,
+    ) -> Result<(i64, Option<String>), Failure> {
         if ys.iter().all(|&y| y == ys[0]) {
             return Ok((ys[0], None));
         }
-        let pts: Vec<Point> = self
-            .scales
+        let pts: Vec<Point> = scales
             .iter()
             .zip(ys)
             .map(|(&n, &y)| Point { n, rank: 0, y })
@@ -103,12 +112,12 @@ impl Fitter<'_> {
                     second.0.describe(),
                     second.1
                 ),
-                values: values_text(&self.scales, ys),
+                values: values_text(scales, ys),
                 tried: self.ms.names(Vars::N).join(", "),
             }),
             Agreement::None => Err(Failure {
                 detail: format!("{what} fits no exact model of n"),
-                values: values_text(&self.scales, ys),
+                values: values_text(scales, ys),
                 tried: self.ms.names(Vars::N).join(", "),
             }),
         }
@@ -141,7 +150,18 @@ impl Fitter<'_> {
         }
         let mut runs = Vec::with_capacity(nruns[0]);
         for j in 0..nruns[0] {
-            let ps: Vec<&Prsd> = sets.iter().map(|s| &s.runs[j]).collect();
+            // A run with fewer dimensions is the same run with outer dimensions of count 1
+            // (a 2-D block of one row is stored as 1-D): pad so every scale has the same shape.
+            let ndims = sets.iter().map(|s| s.runs[j].dims.len()).max().unwrap_or(1);
+            let padded: Vec<Prsd> = sets
+                .iter()
+                .map(|s| {
+                    let mut p = s.runs[j].clone();
+                    p.dims.resize(ndims, (1, 0));
+                    p
+                })
+                .collect();
+            let ps: Vec<&Prsd> = padded.iter().collect();
             if ps.iter().any(|p| p.dims.len() != ps[0].dims.len()) {
                 return Err(self.shape_failure(
                     format!("{what}: run {j} has a different number of dimensions"),
@@ -162,7 +182,20 @@ impl Fitter<'_> {
                 let ss: Vec<i64> = ps.iter().map(|p| p.dims[d].1 as i64).collect();
                 let (c, m) = self.number(&cs, &format!("{what}: count of run {j} dim {d}"))?;
                 note(format!("{what} run {j} count"), m);
-                let (s, m) = self.number(&ss, &format!("{what}: stride of run {j} dim {d}"))?;
+                // A run of one rank has no stride (it is stored as 0): those scales say
+                // nothing about it, so the stride is fitted on the others only.
+                let (sc, sv): (Vec<i64>, Vec<i64>) = self
+                    .scales
+                    .iter()
+                    .zip(cs.iter().zip(&ss))
+                    .filter(|(_, (c, _))| **c > 1)
+                    .map(|(n, (_, s))| (*n, *s))
+                    .unzip();
+                let (s, m) = if sv.is_empty() {
+                    (0, None)
+                } else {
+                    self.number_on(&sc, &sv, &format!("{what}: stride of run {j} dim {d}"))?
+                };
                 note(format!("{what} run {j} stride"), m);
                 let (Ok(c), Ok(s)) = (u32::try_from(c), u32::try_from(s)) else {
                     return Err(self.shape_failure(
@@ -190,6 +223,10 @@ impl Fitter<'_> {
                     sets,
                 ));
             };
+            // Outer dimensions of count 1 are dropped again, as the canonical form has them.
+            while dims.len() > 1 && dims.last().is_some_and(|d| d.0 == 1) {
+                dims.pop();
+            }
             runs.push(Prsd { start, dims });
         }
         let set = RankSet { runs };

@@ -413,6 +413,16 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
             terms: |k, _, rank| Some(vec![Rat::int(rank % k), Rat::ONE]),
             show: |c, k| poly(c, &[&format!("(rank%{k})"), ""]),
         }),
+        // Text that prints the rank (`fprintf(log, "rank %d ...", rank)`) is one byte longer
+        // per decimal digit: rank 10 and rank 100 are where the size steps, not a block size.
+        // Having this model next to rank-blocks makes scales that cannot tell the two apart
+        // (all below 20 ranks) refuse instead of guessing `rank/10`.
+        Box::new(Basis {
+            name: "rank-digits",
+            vars: Vars::NRank,
+            terms: vec![|_, rank| r(decimal_digits(rank)), |_, _| r(1)],
+            show: |c| poly(c, &["digits(rank)", ""]),
+        }),
         Box::new(Basis {
             name: "rank-affine",
             vars: Vars::NRank,
@@ -425,6 +435,17 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
             show: |c| poly(c, &["rank", "n*rank", "n", ""]),
         }),
     ]
+}
+
+/// Decimal digits of a non-negative number (`0` has one).
+fn decimal_digits(x: i64) -> i64 {
+    let mut d = 1;
+    let mut v = x.unsigned_abs();
+    while v >= 10 {
+        v /= 10;
+        d += 1;
+    }
+    d
 }
 
 /// Number of distinct scales among the points.

@@ -1,0 +1,188 @@
+//! The extrapolation acceptance on real traces: every mini-app mode is traced at 4, 8, 12 and
+//! 16 ranks under the preload tracer, extrapolated to 32 and 64 ranks with `iotrex extrap`, and
+//! the result must be identical under `iotrex diff` to a real trace at 32 and 64 ranks.
+//!
+//! Collective buffering runs with one aggregator (`io_ompio_num_aggregators=1`): Open MPI's
+//! default takes one aggregator per 8 ranks, so the aggregator set changes shape between 4 and
+//! 16 ranks and no exact extrapolation exists from those scales (extrap refuses, correctly).
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn iotrex(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_iotrex"))
+        .args(args)
+        .output()
+        .expect("run iotrex")
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Traces `app args` at `np` ranks into `dir/<np>.iotrex`. All scales share `data` as the
+/// application's data directory, so paths are the same template at every scale.
+fn trace(dir: &Path, data: &Path, np: u32, app_name: &str, args: &[&str]) -> PathBuf {
+    let d = data.display().to_string();
+    let a: Vec<String> = args.iter().map(|s| s.replace("{d}", &d)).collect();
+    let out = dir.join(format!("{np}.iotrex"));
+    let opts = Opts {
+        env: vec![("OMPI_MCA_io_ompio_num_aggregators", "1".to_string())],
+        ..Opts::default()
+    };
+    let run = mpirun(np, &app(app_name), &a, &out, &opts);
+    let tf = run.read();
+    assert!(
+        !tf.header.incomplete,
+        "{app_name} at {np}: {:?}",
+        tf.header.notes
+    );
+    out
+}
+
+fn check_mode(name: &str, app_name: &str, args: &[&str]) {
+    check_mode_at(name, app_name, args, &[4, 8, 12, 16]);
+}
+
+fn check_mode_at(name: &str, app_name: &str, args: &[&str], scales: &[u32]) {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let inputs: Vec<PathBuf> = scales
+        .iter()
+        .map(|&np| trace(dir.path(), &data, np, app_name, args))
+        .collect();
+    for target in [32u32, 64] {
+        let real = trace(dir.path(), &data, target, app_name, args);
+        let out = dir.path().join(format!("{target}.extrap.iotrex"));
+        let mut a: Vec<&str> = inputs.iter().map(|p| p.to_str().unwrap()).collect();
+        let t = target.to_string();
+        a.splice(0..0, ["extrap"]);
+        a.extend(["--ranks", &t, "-o", out.to_str().unwrap()]);
+        let o = iotrex(&a);
+        assert!(
+            o.status.success(),
+            "{name}: extrap to {target} refused:\n{}",
+            text(&o)
+        );
+        let o = iotrex(&["diff", out.to_str().unwrap(), real.to_str().unwrap()]);
+        assert!(
+            o.status.success(),
+            "{name}: extrapolated and real {target}-rank traces differ:\n{}",
+            text(&o)
+        );
+    }
+}
+
+macro_rules! mode {
+    ($test:ident, $app:literal, [$($arg:literal),* $(,)?]) => {
+        #[test]
+        fn $test() {
+            check_mode(stringify!($test), $app, &[$($arg),*]);
+        }
+    };
+}
+
+// ior_like: weak scaling unless -S; -t transfer, -b block, -s segments.
+mode!(
+    ior_posix_file_per_process,
+    "ior_like",
+    [
+        "-a", "posix", "-F", "-t", "4096", "-b", "16384", "-s", "2", "-o", "{d}/f"
+    ]
+);
+mode!(
+    ior_posix_shared_segmented,
+    "ior_like",
+    [
+        "-a", "posix", "-L", "seg", "-t", "4096", "-b", "16384", "-s", "2", "-o", "{d}/f"
+    ]
+);
+mode!(
+    ior_posix_shared_strided,
+    "ior_like",
+    [
+        "-a", "posix", "-L", "strided", "-t", "4096", "-b", "16384", "-s", "2", "-o", "{d}/f"
+    ]
+);
+// Strong scaling: 192 KiB per segment shared by all ranks, so each rank's share is 192/n KiB.
+mode!(
+    ior_posix_strong_scaling,
+    "ior_like",
+    [
+        "-a", "posix", "-F", "-S", "-t", "1024", "-b", "196608", "-s", "1", "-o", "{d}/f"
+    ]
+);
+mode!(
+    ior_posix_neighbour_readback,
+    "ior_like",
+    [
+        "-a", "posix", "-F", "-R", "-t", "4096", "-b", "8192", "-s", "2", "-o", "{d}/f"
+    ]
+);
+mode!(
+    ior_mpiio_independent_segmented,
+    "ior_like",
+    [
+        "-a", "mpiio", "-t", "4096", "-b", "16384", "-s", "2", "-o", "{d}/f"
+    ]
+);
+mode!(
+    ior_mpiio_collective_segmented,
+    "ior_like",
+    [
+        "-a", "mpiio", "-c", "-t", "4096", "-b", "8192", "-s", "2", "-o", "{d}/f"
+    ]
+);
+mode!(
+    ior_mpiio_collective_strided_readback,
+    "ior_like",
+    [
+        "-a", "mpiio", "-c", "-L", "strided", "-R", "-t", "4096", "-b", "8192", "-s", "2", "-o",
+        "{d}/f"
+    ]
+);
+mode!(
+    io_sample_weak,
+    "io_sample",
+    ["{d}", "10", "4096", "2", "8192"]
+);
+mode!(groups_of_four, "groups", ["{d}", "4", "3", "4096"]);
+mode!(comm_mix_phases, "comm_mix", ["{d}", "3", "100", "4096"]);
+
+// stdio_app's per-rank logs print the rank, so each fprintf returns one byte more for every
+// decimal digit of the rank. Below 20 ranks that is indistinguishable from `rank/10` blocks:
+// extrap must refuse rather than pick one, and with a scale past rank 20 it is exact.
+#[test]
+fn stdio_logs_refused_below_twenty_ranks_exact_beyond() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let args = ["{d}", "3", "4096", "5"];
+    let inputs: Vec<PathBuf> = [4, 8, 12, 16]
+        .iter()
+        .map(|&np| trace(dir.path(), &data, np, "stdio_app", &args))
+        .collect();
+    let out = dir.path().join("refused.iotrex");
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    a.extend(["--ranks", "32", "-o", out.to_str().unwrap()]);
+    let o = iotrex(&a);
+    let msg = text(&o);
+    assert!(
+        !o.status.success(),
+        "extrap guessed instead of refusing:\n{msg}"
+    );
+    assert!(
+        msg.contains("fprintf") && msg.contains("ret") && msg.contains("disagree"),
+        "{msg}"
+    );
+    assert!(!out.exists(), "a refusal writes nothing");
+    check_mode_at("stdio_checkpoints", "stdio_app", &args, &[4, 8, 16, 24]);
+}
