@@ -47,10 +47,44 @@ fn trace(dir: &Path, data: &Path, np: u32, app_name: &str, args: &[&str]) -> Pat
 }
 
 fn check_mode(name: &str, app_name: &str, args: &[&str]) {
-    check_mode_at(name, app_name, args, &[4, 8, 12, 16]);
+    let (inputs, dir) = check_mode_at(name, app_name, args, &[4, 8, 12, 16]);
+    // The same inputs reach a million ranks, in a file at most twice the largest input.
+    let out = dir.path().join("1M.iotrex");
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    a.extend(["--ranks", "1048576", "-o", out.to_str().unwrap()]);
+    let o = iotrex(&a);
+    if name.contains("strong") {
+        // 192 KiB shared by 2^20 ranks is not a whole number of 1 KiB transfers.
+        assert!(
+            !o.status.success(),
+            "{name}: strong scaling to 2^20 ranks must refuse"
+        );
+        return;
+    }
+    assert!(
+        o.status.success(),
+        "{name}: extrap to 2^20 refused:\n{}",
+        text(&o)
+    );
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    let largest = inputs.iter().map(|p| size(p)).max().unwrap();
+    assert!(
+        size(&out) <= 2 * largest,
+        "{name}: {} B at 2^20 ranks vs {largest} B input",
+        size(&out)
+    );
+    assert_eq!(rsd::TraceFile::read(&out).unwrap().header.nranks, 1 << 20);
 }
 
-fn check_mode_at(name: &str, app_name: &str, args: &[&str], scales: &[u32]) {
+/// Traces at `scales`, extrapolates to 32 and 64 and diffs with real runs; returns the input
+/// traces and their directory.
+fn check_mode_at(
+    name: &str,
+    app_name: &str,
+    args: &[&str],
+    scales: &[u32],
+) -> (Vec<PathBuf>, tempfile::TempDir) {
     let dir = scratch();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
@@ -78,6 +112,7 @@ fn check_mode_at(name: &str, app_name: &str, args: &[&str], scales: &[u32]) {
             text(&o)
         );
     }
+    (inputs, dir)
 }
 
 macro_rules! mode {
@@ -185,4 +220,28 @@ fn stdio_logs_refused_below_twenty_ranks_exact_beyond() {
     );
     assert!(!out.exists(), "a refusal writes nothing");
     check_mode_at("stdio_checkpoints", "stdio_app", &args, &[4, 8, 16, 24]);
+}
+
+#[test]
+fn random_offsets_are_refused_naming_the_offset() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let args = [
+        "-a", "posix", "-F", "-r", "-t", "4096", "-b", "32768", "-s", "2", "-o", "{d}/f",
+    ];
+    let inputs: Vec<PathBuf> = [4, 8, 12, 16]
+        .iter()
+        .map(|&np| trace(dir.path(), &data, np, "ior_like", &args))
+        .collect();
+    let out = dir.path().join("x.iotrex");
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    a.extend(["--ranks", "64", "-o", out.to_str().unwrap()]);
+    let o = iotrex(&a);
+    let msg = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{msg}");
+    assert!(msg.contains("pwrite") && msg.contains("offset"), "{msg}");
+    assert!(msg.contains("hint:"), "{msg}");
+    assert!(!out.exists());
 }

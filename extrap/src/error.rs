@@ -39,9 +39,11 @@ pub enum ExtrapError {
     /// The inputs do not have the same event structure.
     #[error(
         "the traces differ in structure at {position}: {left} at {left_ranks} ranks ({left_input}) \
-         but {right} at {right_ranks} ranks ({right_input})"
+         but {right} at {right_ranks} ranks ({right_input}){irregular}"
     )]
     StructureDiffers {
+        /// Parameters that follow no pattern in the inputs, as `; ...` text, or empty.
+        irregular: String,
         /// Where (node index and enclosing event).
         position: String,
         /// The node in the first input.

@@ -617,6 +617,7 @@ impl Fitter<'_> {
                 let d =
                     |n: Option<&Node>| n.map_or("the end of the list".to_string(), describe_node);
                 return Err(ExtrapError::StructureDiffers {
+                    irregular: String::new(),
                     position: format!("node {i} of {parent}"),
                     left: d(here[0]),
                     left_ranks: inputs[0].1,

@@ -136,7 +136,9 @@ pub fn extrapolate(
         .iter()
         .map(|i| (i.name.clone(), i.file.header.nranks))
         .collect();
-    let nodes = fitter.nodes(&lists, &names, "the top level")?;
+    let nodes = fitter
+        .nodes(&lists, &names, "the top level")
+        .map_err(|e| name_irregular(e, &sorted))?;
     // Exact quantities first, timing after: the former are what a reader checks.
     fitter
         .explain
@@ -175,4 +177,98 @@ pub fn extrapolate(
         scales,
         explain: fitter.explain,
     })
+}
+
+/// Parameters whose values follow no pattern (explicit value vectors) in any input, as
+/// `op param (at N, M ranks)` entries, at most a few.
+fn irregular_params(inputs: &[&Input]) -> Vec<String> {
+    fn walk(nodes: &[Node], n: u32, out: &mut std::collections::BTreeMap<String, Vec<u32>>) {
+        for node in nodes {
+            match &node.kind {
+                rsd::trace::NodeKind::Event(e) => {
+                    let nf = e.nfields();
+                    for (i, p) in e.params.iter().enumerate() {
+                        if p.groups.iter().any(|g| matches!(g.val, rsd::Val::Seq(_))) {
+                            let name = format!(
+                                "{} {}",
+                                e.op.name(),
+                                e.op.param_name(i, e.params.len(), nf)
+                            );
+                            let v = out.entry(name).or_default();
+                            if !v.contains(&n) {
+                                v.push(n);
+                            }
+                        }
+                    }
+                    walk(&e.children, n, out);
+                }
+                rsd::trace::NodeKind::Loop(l) => walk(&l.body, n, out),
+            }
+        }
+    }
+    let mut found = std::collections::BTreeMap::new();
+    for i in inputs {
+        walk(&i.file.trace.nodes, i.file.header.nranks, &mut found);
+    }
+    found
+        .into_iter()
+        .take(4)
+        .map(|(k, ns)| {
+            let ns: Vec<String> = ns.iter().map(u32::to_string).collect();
+            format!("{k} (at {} ranks)", ns.join(", "))
+        })
+        .collect()
+}
+
+/// Adds to a structural refusal the parameters that follow no pattern: values with no exact
+/// pattern (random offsets, say) make the loop structure differ from rank to rank and scale to
+/// scale, and they are the real reason such inputs cannot be extrapolated.
+fn name_irregular(e: ExtrapError, inputs: &[&Input]) -> ExtrapError {
+    let found = irregular_params(inputs);
+    if found.is_empty() {
+        return e;
+    }
+    let list = found.join(", ");
+    match e {
+        ExtrapError::StructureDiffers {
+            position,
+            left,
+            left_ranks,
+            left_input,
+            right,
+            right_ranks,
+            right_input,
+            ..
+        } => ExtrapError::StructureDiffers {
+            irregular: format!("; parameters with no regular pattern: {list}"),
+            position,
+            left,
+            left_ranks,
+            left_input,
+            right,
+            right_ranks,
+            right_input,
+        },
+        ExtrapError::Refused {
+            event,
+            param,
+            detail,
+            values,
+            tried,
+            hint,
+        } if param == "ranks" || detail.contains("shape") || detail.contains("differs") => {
+            ExtrapError::Refused {
+                event,
+                param,
+                detail: format!("{detail}; parameters with no regular pattern: {list}"),
+                values,
+                tried,
+                hint: format!(
+                    "values with no exact pattern (such as random offsets) cannot be extrapolated \
+                     exactly; {hint}"
+                ),
+            }
+        }
+        other => other,
+    }
 }

@@ -340,6 +340,20 @@ impl RankFn {
                 }
             }
         }
+        // Blocks seen through a strided rank set: every k-th rank holds `rank/k` (the writers
+        // of an N-to-N/k pattern), so the set's own stride is the block size.
+        let k = ranks[1] as i64 - ranks[0] as i64;
+        if k >= 2 {
+            let a = vals[1].wrapping_sub(vals[0]);
+            let f = RankFn::Div {
+                a,
+                k,
+                b: vals[0].wrapping_sub(a.wrapping_mul(ranks[0] as i64 / k)),
+            };
+            if check(f) {
+                return Some(f);
+            }
+        }
         // Periods: the ranks where the value falls back are multiples of the period.
         let drops: Vec<usize> = (1..n).filter(|&i| vals[i] < vals[i - 1]).take(2).collect();
         let k = match drops.as_slice() {
@@ -725,6 +739,10 @@ mod tests {
             Some(RankFn::Mod { a: 3, k: 4, b: 1 })
         );
         assert_eq!(RankFn::fit(&r, &f(&|x| x * x)), None);
+        // Every 4th rank writing file_<rank/4>.
+        let every4: Vec<u32> = (0..64).step_by(4).collect();
+        let v: Vec<i64> = every4.iter().map(|&x| x as i64 / 4).collect();
+        assert_eq!(RankFn::fit(&every4, &v), Some(RankFn::Div { a: 1, k: 4, b: 0 }));
     }
 
     #[test]

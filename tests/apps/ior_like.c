@@ -10,7 +10,10 @@
  *   -R               read back from the neighbour (rank+1 mod n) after writing
  *   -e               fsync (MPI_File_sync) after writing
  *   -o PATH          file name (default /dev/shm/ior_like.dat); FPP adds .<rank, 8 digits>
- *   -i N             repetitions of the whole write(/read) (default 1) */
+ *   -i N             repetitions of the whole write(/read) (default 1)
+ *   -r               random offsets: each transfer goes to a pseudo-random transfer slot of
+ *                    the rank's own region (IOR's -z), seeded by rank and scale, so no exact
+ *                    model of the offsets exists and extrapolation must refuse */
 #include <mpi.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -19,13 +22,23 @@
 #include "count.h"
 
 static int rank, n;
-static int mpiio, fpp, strided, coll, strong, readback, dofsync, reps = 1;
+static int mpiio, fpp, strided, coll, strong, readback, dofsync, randomized, reps = 1;
 static long xfer = 65536, block = 262144, segs = 4;
 static const char *opath = "/dev/shm/ior_like.dat";
 
 /* Offset of transfer i of segment s for rank r. */
+/* A small deterministic generator (splitmix64), so runs are repeatable. */
+static unsigned long long mix(unsigned long long x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
 static long long offset_of(int r, long s, long i) {
     long nx = block / xfer;
+    if (randomized)
+        i = (long)(mix(((unsigned long long)r << 40) ^ ((unsigned long long)n << 20) ^ (unsigned long long)(s * nx + i)) % (unsigned long long)nx);
     if (fpp) return s * block + i * xfer;
     if (strided) return ((s * nx + i) * (long long)n + r) * xfer;
     return (s * (long long)n + r) * block + i * xfer;
@@ -104,7 +117,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     int c;
-    while ((c = getopt(argc, argv, "a:FL:ct:b:s:SReo:i:")) != -1) {
+    while ((c = getopt(argc, argv, "a:FL:ct:b:s:SReo:i:r")) != -1) {
         switch (c) {
         case 'a': mpiio = strcmp(optarg, "mpiio") == 0; break;
         case 'F': fpp = 1; break;
@@ -118,6 +131,7 @@ int main(int argc, char **argv) {
         case 'e': dofsync = 1; break;
         case 'o': opath = optarg; break;
         case 'i': reps = atoi(optarg); break;
+        case 'r': randomized = 1; break;
         default: DIE("ior_like: bad option");
         }
     }
