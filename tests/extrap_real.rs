@@ -245,3 +245,51 @@ fn random_offsets_are_refused_naming_the_offset() {
     assert!(msg.contains("hint:"), "{msg}");
     assert!(!out.exists());
 }
+
+/// codes-stats of an export, without TOTAL_DELAY: delays come from timing, which extrapolation
+/// fits rather than reproduces.
+fn codes_counts(trace: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut a = vec![
+        "export",
+        "codes",
+        trace.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--format",
+        "iolang",
+    ];
+    a.extend_from_slice(extra);
+    let o = iotrex(&a);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = iotrex(&[
+        "--json",
+        "codes-stats",
+        "--format",
+        "iolang",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v.as_object_mut().unwrap().remove("TOTAL_DELAY");
+    v
+}
+
+#[test]
+fn codes_export_of_extrapolated_and_real_64_ranks_agree() {
+    let args = [
+        "-a", "mpiio", "-c", "-t", "4096", "-b", "8192", "-s", "2", "-o", "{d}/f",
+    ];
+    let (_, dir) = check_mode_at("codes", "ior_like", &args, &[4, 8, 12, 16]);
+    let extrap = dir.path().join("64.extrap.iotrex");
+    let real = dir.path().join("64.iotrex");
+    for extra in [&[][..], &["--max-blocksize", "4KiB"][..]] {
+        let a = codes_counts(
+            &extrap,
+            &dir.path().join(format!("ce{}", extra.len())),
+            extra,
+        );
+        let b = codes_counts(&real, &dir.path().join(format!("cr{}", extra.len())), extra);
+        assert_eq!(a, b, "{extra:?}");
+        assert!(a["NUM_WRITES"].as_u64().unwrap() > 0);
+    }
+}
