@@ -34,7 +34,9 @@ test: lint build
 bench: build
 	$(CARGO) bench -p rsd
 	$(CARGO) bench -p codes_bridge
+	$(CARGO) bench -p extrap
 	bash scripts/bench-tracer.sh
+	bash scripts/bench-extrap.sh
 
 demo: build
 	@bash scripts/demo.sh
