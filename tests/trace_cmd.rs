@@ -172,29 +172,28 @@ fn env_prints_the_variables_and_launcher_line() {
 
 #[test]
 fn bad_inputs_are_clear_errors() {
-    let o = iotrex(
-        &["trace", "--lib", "/nonexistent/lib.so", "--", "true"],
-        &[],
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("/nonexistent/lib.so (--lib)"),
-        "{}",
-        text(&o)
-    );
-    let o = iotrex(&["trace", "-o", "/tmp/iotrex-none.iotrex"], &[]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("no command to trace"),
-        "{}",
-        text(&o)
-    );
-    let o = iotrex(&["trace", "--", "/nonexistent-program"], &[]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("cannot run /nonexistent-program"),
-        "{}",
-        text(&o)
-    );
+    // Each bad input exits 1 with a message naming it.
+    for (args, says) in [
+        (
+            &["trace", "--lib", "/nonexistent/lib.so", "--", "true"][..],
+            "/nonexistent/lib.so (--lib)",
+        ),
+        (
+            &["trace", "-o", "/tmp/iotrex-none.iotrex"][..],
+            "no command to trace",
+        ),
+        (
+            &["trace", "--", "/nonexistent-program"][..],
+            "cannot run /nonexistent-program",
+        ),
+    ] {
+        let o = iotrex(args, &[]);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
     assert!(!Path::new("/tmp/iotrex-none.iotrex").exists());
 }
