@@ -742,7 +742,10 @@ mod tests {
         // Every 4th rank writing file_<rank/4>.
         let every4: Vec<u32> = (0..64).step_by(4).collect();
         let v: Vec<i64> = every4.iter().map(|&x| x as i64 / 4).collect();
-        assert_eq!(RankFn::fit(&every4, &v), Some(RankFn::Div { a: 1, k: 4, b: 0 }));
+        assert_eq!(
+            RankFn::fit(&every4, &v),
+            Some(RankFn::Div { a: 1, k: 4, b: 0 })
+        );
     }
 
     #[test]
