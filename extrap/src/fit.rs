@@ -2,7 +2,7 @@
 //! rank count and evaluated at the target.
 
 use crate::error::ExtrapError;
-use crate::{Explain, describe_node};
+use crate::{Curve, Explain, describe_node};
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, fit_exact};
 use models::timing::fit_timing;
@@ -33,6 +33,8 @@ pub(crate) struct Fitter<'a> {
     pub scales: Vec<i64>,
     pub target: i64,
     pub explain: Vec<Explain>,
+    /// Curves of the exact models fitted since the current parameter began (see `elastic`).
+    pub pending: std::cell::RefCell<Vec<Curve>>,
 }
 
 fn values_text<T: std::fmt::Display>(scales: &[i64], vals: &[T]) -> String {
@@ -102,7 +104,21 @@ impl Fitter<'_> {
             .collect();
         let fits = fit_exact(&self.ms.models, Vars::N, &pts);
         match agree(fits, |f| f.eval(self.target, 0)) {
-            Agreement::Agree(f, v) => Ok((v, Some(f.describe()))),
+            Agreement::Agree(f, v) => {
+                let samples = crate::sample_ns(scales[0], self.target)
+                    .into_iter()
+                    .filter_map(|n| f.eval(n, 0).map(|y| (n, y as f64)))
+                    .collect();
+                self.pending.borrow_mut().push(Curve {
+                    points: scales
+                        .iter()
+                        .zip(ys)
+                        .map(|(&n, &y)| (n, y as f64))
+                        .collect(),
+                    samples,
+                });
+                Ok((v, Some(f.describe())))
+            }
             Agreement::Disagree { first, second } => Err(Failure {
                 detail: format!(
                     "{what}: models disagree at {} ranks: {} gives {}, {} gives {}",
@@ -554,8 +570,17 @@ impl Fitter<'_> {
             return Ok(els[0].clone());
         }
         let mut notes = Vec::new();
+        self.pending.borrow_mut().clear();
         match self.elastic_groups(els, &mut notes) {
             Ok(e) => {
+                // A parameter whose only varying number is one exact model of n gets that
+                // model's curve; several (a rank set's start and count, say) get none.
+                let curve = {
+                    let mut p = self.pending.borrow_mut();
+                    let c = if p.len() == 1 { p.pop() } else { None };
+                    p.clear();
+                    c
+                };
                 // A single group's rank set follows the node's, explained there already.
                 if e.groups.len() < 2 {
                     notes.retain(|(q, _)| !q.contains(" ranks run "));
@@ -571,7 +596,7 @@ impl Fitter<'_> {
                             .map(|(q, m)| format!("{q} = {m}"))
                             .collect::<Vec<_>>()
                             .join("; ");
-                        self.note(event, param, format!("{e}  [{text}]"));
+                        self.note_curve(event, param, format!("{e}  [{text}]"), curve);
                     }
                 }
                 Ok(e)
@@ -595,10 +620,15 @@ impl Fitter<'_> {
     }
 
     fn note(&mut self, event: &str, quantity: &str, model: String) {
+        self.note_curve(event, quantity, model, None);
+    }
+
+    fn note_curve(&mut self, event: &str, quantity: &str, model: String, curve: Option<Curve>) {
         self.explain.push(Explain {
             event: event.to_string(),
             quantity: quantity.to_string(),
             model,
+            curve,
         });
     }
 
@@ -723,7 +753,19 @@ impl Fitter<'_> {
         match fit_timing(&ns, ys, self.target as f64) {
             Some(f) => {
                 if explain {
-                    self.note(event, what, f.to_string());
+                    let curve = Curve {
+                        points: self
+                            .scales
+                            .iter()
+                            .copied()
+                            .zip(ys.iter().copied())
+                            .collect(),
+                        samples: crate::sample_ns(self.scales[0], self.target)
+                            .into_iter()
+                            .map(|n| (n, f.eval(n as f64)))
+                            .collect(),
+                    };
+                    self.note_curve(event, what, f.to_string(), Some(curve));
                 }
                 f.eval(self.target as f64).max(0.0)
             }

@@ -55,9 +55,38 @@ pub struct Explain {
     pub quantity: String,
     /// The model in readable form.
     pub model: String,
+    /// The values at the input scales and the model sampled up to the target, where the
+    /// quantity is one number per scale (timing statistics, wall time and single exact
+    /// models); `None` for rank sets and per-rank models. Skipped in JSON when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub curve: Option<Curve>,
 }
 
-/// The result of an extrapolation.
+/// A quantity across rank counts, for plots.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Curve {
+    /// (rank count, value) at each input scale.
+    pub points: Vec<(i64, f64)>,
+    /// (rank count, model value) from the smallest input scale to the target.
+    pub samples: Vec<(i64, f64)>,
+}
+
+/// Rank counts to sample a model at: every scale up to 64 points, then geometric steps, always
+/// ending at the target.
+pub(crate) fn sample_ns(first: i64, target: i64) -> Vec<i64> {
+    let (lo, hi) = (first.min(target).max(1), first.max(target).max(1));
+    let mut out: Vec<i64> = if hi - lo <= 64 {
+        (lo..=hi).collect()
+    } else {
+        let ratio = (hi as f64 / lo as f64).powf(1.0 / 64.0);
+        (0..=64)
+            .map(|i| (lo as f64 * ratio.powi(i)).round() as i64)
+            .collect()
+    };
+    out.push(hi);
+    out.dedup();
+    out
+}
 #[derive(Debug, Clone)]
 pub struct Extrapolated {
     /// The trace at the target rank count.
@@ -127,6 +156,7 @@ pub fn extrapolate(
         scales: scales.iter().map(|&n| n as i64).collect(),
         target: target as i64,
         explain: Vec::new(),
+        pending: std::cell::RefCell::new(Vec::new()),
     };
     let lists: Vec<&[Node]> = sorted
         .iter()
@@ -152,10 +182,22 @@ pub fn extrapolate(
         let ys: Vec<f64> = walls.iter().map(|&w| w as f64).collect();
         if let Some(f) = models::timing::fit_timing(&ns, &ys, target as f64) {
             header.wall_ns = f.eval(target as f64).max(0.0).round() as u64;
+            let curve = Curve {
+                points: scales
+                    .iter()
+                    .map(|&n| n as i64)
+                    .zip(ys.iter().copied())
+                    .collect(),
+                samples: sample_ns(scales[0] as i64, target as i64)
+                    .into_iter()
+                    .map(|n| (n, f.eval(n as f64)))
+                    .collect(),
+            };
             fitter.explain.push(Explain {
                 event: "run".into(),
                 quantity: "wall time".into(),
                 model: f.to_string(),
+                curve: Some(curve),
             });
         }
     } else {

@@ -130,8 +130,8 @@ impl ModelSource for NoModels {
 
 /// Models from the `extrap` crate: it re-runs the extrapolation of the inputs to the output's
 /// rank count with the built-in models (deterministic, so it chooses what `iotrex extrap`
-/// chose without plugins) and lists its explanation. `extrap` gives each model as text only,
-/// without the values at each scale or an evaluator, so no curves can be drawn from it.
+/// chose without plugins) and lists its explanation; for timing and wall time, extrap also
+/// gives the values at each scale and its model sampled up to the target, drawn as curves.
 pub struct ExtrapModels {
     inputs: Vec<extrap::Input>,
 }
@@ -153,13 +153,55 @@ impl ModelSource for ExtrapModels {
         "extrap (built-in models)".into()
     }
 
-    fn quantities(&self, _: &[&TraceAnalysis], _: &TraceAnalysis) -> Result<Vec<Quantity>, String> {
-        Err(
-            "extrap exposes each chosen model as text only (see the table of every parameter \
-             below), not the values at each scale or an evaluator, so no model curves are drawn; \
-             the plotted totals are measured from the traces"
-                .into(),
-        )
+    /// Every explained quantity that extrap supplies a curve for (timing statistics and wall
+    /// time): its values at the input scales and the model extrap fitted, sampled by extrap
+    /// itself up to the target. The report draws those samples; it fits nothing.
+    fn quantities(
+        &self,
+        _: &[&TraceAnalysis],
+        out: &TraceAnalysis,
+    ) -> Result<Vec<Quantity>, String> {
+        let ms = extrap::ModelSet::builtin();
+        let x = extrap::extrapolate(&self.inputs, out.header.nranks, &ms)
+            .map_err(|e| format!("extrap refuses these inputs: {e}"))?;
+        let mut qs = Vec::new();
+        for e in x.explain {
+            let Some(c) = e.curve else { continue };
+            let timing = e.quantity.contains("mean")
+                || e.quantity.contains("min")
+                || e.quantity.contains("max")
+                || e.quantity.contains("std")
+                || e.quantity == "wall time";
+            let samples = c.samples;
+            let target = samples.last().map(|s| s.1);
+            qs.push(Quantity {
+                name: if e.event == "run" {
+                    e.quantity.clone()
+                } else {
+                    format!("{}: {}", e.event, e.quantity)
+                },
+                kind: if timing {
+                    Kind::Timing
+                } else {
+                    Kind::Parameter
+                },
+                unit: if timing { Unit::Nanos } else { Unit::Plain },
+                points: c
+                    .points
+                    .iter()
+                    .filter_map(|&(n, y)| u32::try_from(n).ok().map(|n| (n, y)))
+                    .collect(),
+                model: Some(Model {
+                    formula: e.model,
+                    eval: Box::new(move |n| sampled(&samples, n)),
+                }),
+                target,
+            });
+        }
+        if qs.is_empty() {
+            return Err("extrap supplied no quantity with a model curve".into());
+        }
+        Ok(qs)
     }
 
     fn explain(&self, out: &TraceAnalysis) -> Result<Vec<ExplainRow>, String> {
@@ -176,6 +218,20 @@ impl ModelSource for ExtrapModels {
                 .collect()),
             Err(e) => Err(format!("extrap refuses these inputs: {e}")),
         }
+    }
+}
+
+/// A model sampled by extrap at increasing rank counts, read at `n` by linear interpolation
+/// between neighbouring samples (the samples are dense: every rank count up to 64 points).
+fn sampled(samples: &[(i64, f64)], n: f64) -> Option<f64> {
+    let i = samples.partition_point(|s| (s.0 as f64) < n);
+    match (samples.get(i.wrapping_sub(1)), samples.get(i)) {
+        (_, Some(b)) if b.0 as f64 == n => Some(b.1),
+        (Some(a), Some(b)) => {
+            let t = (n - a.0 as f64) / (b.0 - a.0) as f64;
+            Some(a.1 + t * (b.1 - a.1))
+        }
+        _ => None,
     }
 }
 
