@@ -87,6 +87,7 @@ pub(crate) fn sample_ns(first: i64, target: i64) -> Vec<i64> {
     out.dedup();
     out
 }
+/// The result of an extrapolation.
 #[derive(Debug, Clone)]
 pub struct Extrapolated {
     /// The trace at the target rank count.
