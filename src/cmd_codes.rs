@@ -83,7 +83,28 @@ pub fn export(a: &ExportCodesArgs, json: bool) -> Result<()> {
         force: a.force,
         nranks_check: a.nranks_check,
     };
-    let report = codes_bridge::export_file(&a.trace, &a.output, &opts)?;
+    let tf = rsd::TraceFile::read(&a.trace)?;
+    // A bar on a terminal only: pipes and CI logs get the result line alone.
+    let bar = (std::io::IsTerminal::is_terminal(&std::io::stderr()) && tf.header.nranks >= 256)
+        .then(|| {
+            let b = indicatif::ProgressBar::new(u64::from(tf.header.nranks));
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "exporting {bar:40} {pos}/{len} ranks {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+    let report = codes_bridge::export_with_progress(&tf, &a.output, &opts, &mut |done, _| {
+        if let Some(b) = &bar {
+            b.set_position(u64::from(done));
+        }
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let report = report?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -250,6 +250,17 @@ pub fn export(
     dir: &Path,
     opts: &ExportOptions,
 ) -> Result<ExportReport, CodesError> {
+    export_with_progress(tf, dir, opts, &mut |_, _| {})
+}
+
+/// [`export`], calling `progress(ranks done, ranks in all)` after each rank, for a progress
+/// bar on exports of many ranks.
+pub fn export_with_progress(
+    tf: &TraceFile,
+    dir: &Path,
+    opts: &ExportOptions,
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<ExportReport, CodesError> {
     let nranks = tf.header.nranks;
     if nranks == 0 {
         return Err(CodesError::NoRanks);
@@ -313,6 +324,7 @@ pub fn export(
             barriers.1.max(counts.barriers),
         );
         rep.counts.add(&counts);
+        progress(rank + 1, nranks);
     }
     if let Some((mut w, p)) = meta {
         w.flush().map_err(|e| CodesError::io(&p, e))?;
