@@ -11,12 +11,14 @@ use crate::state::{Call, fd_traced, now_ns, record, traceable};
 use libc::{c_char, c_int, c_long, c_void, iovec, mode_t, off_t, size_t, ssize_t};
 use rsd::Op;
 
-fn errno() -> c_int {
+/// This thread's errno (hooks save it around their own work and restore it).
+pub(crate) fn errno() -> c_int {
     // SAFETY: __errno_location returns this thread's errno slot, always valid.
     unsafe { *libc::__errno_location() }
 }
 
-fn set_errno(e: c_int) {
+/// Sets this thread's errno.
+pub(crate) fn set_errno(e: c_int) {
     // SAFETY: as in `errno`.
     unsafe { *libc::__errno_location() = e };
 }

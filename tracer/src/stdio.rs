@@ -7,20 +7,11 @@
 use crate::callsite::signature;
 use crate::guard::{BUSY, Enter};
 use crate::posix::cpath;
+use crate::posix::{errno, set_errno};
 use crate::real::real;
 use crate::state::{Call, now_ns, record, traceable, with_state};
 use libc::{FILE, c_char, c_int, c_long, c_void, off_t, size_t};
 use rsd::Op;
-
-fn errno() -> c_int {
-    // SAFETY: __errno_location returns this thread's errno slot, always valid.
-    unsafe { *libc::__errno_location() }
-}
-
-fn set_errno(e: c_int) {
-    // SAFETY: as in `errno`.
-    unsafe { *libc::__errno_location() = e };
-}
 
 /// The `fopen` mode string as bits (the encoding lives in `rsd::op::fopen_mode`).
 pub fn mode_bits(mode: &str) -> i64 {
