@@ -266,52 +266,29 @@ fn irregular_params(inputs: &[&Input]) -> Vec<String> {
 /// Adds to a structural refusal the parameters that follow no pattern: values with no exact
 /// pattern (random offsets, say) make the loop structure differ from rank to rank and scale to
 /// scale, and they are the real reason such inputs cannot be extrapolated.
-fn name_irregular(e: ExtrapError, inputs: &[&Input]) -> ExtrapError {
+fn name_irregular(mut e: ExtrapError, inputs: &[&Input]) -> ExtrapError {
     let found = irregular_params(inputs);
     if found.is_empty() {
         return e;
     }
     let list = found.join(", ");
-    match e {
-        ExtrapError::StructureDiffers {
-            position,
-            left,
-            left_ranks,
-            left_input,
-            right,
-            right_ranks,
-            right_input,
-            ..
-        } => ExtrapError::StructureDiffers {
-            irregular: format!("; parameters with no regular pattern: {list}"),
-            position,
-            left,
-            left_ranks,
-            left_input,
-            right,
-            right_ranks,
-            right_input,
-        },
+    match &mut e {
+        ExtrapError::StructureDiffers { irregular, .. } => {
+            *irregular = format!("; parameters with no regular pattern: {list}");
+        }
         ExtrapError::Refused {
-            event,
             param,
             detail,
-            values,
-            tried,
             hint,
+            ..
         } if param == "ranks" || detail.contains("shape") || detail.contains("differs") => {
-            ExtrapError::Refused {
-                event,
-                param,
-                detail: format!("{detail}; parameters with no regular pattern: {list}"),
-                values,
-                tried,
-                hint: format!(
-                    "values with no exact pattern (such as random offsets) cannot be extrapolated \
-                     exactly; {hint}"
-                ),
-            }
+            detail.push_str(&format!("; parameters with no regular pattern: {list}"));
+            *hint = format!(
+                "values with no exact pattern (such as random offsets) cannot be extrapolated \
+                 exactly; {hint}"
+            );
         }
-        other => other,
+        _ => {}
     }
+    e
 }
