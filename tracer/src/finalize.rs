@@ -145,7 +145,10 @@ fn send_bytes(bytes: &[u8], dest: i64, comm: H, byte: H) -> bool {
 fn recv_bytes(src: i64, comm: H, byte: H) -> Option<Vec<u8>> {
     let recv = real!("PMPI_Recv", RecvFn)?;
     let mut len = 0u64;
-    // SAFETY: `len` holds 8 bytes; a null status is Open MPI's MPI_STATUS_IGNORE.
+    // A real status buffer rather than MPI_STATUS_IGNORE, whose value differs between Open MPI
+    // (null) and MPICH ((MPI_Status *)1); 64 bytes hold either library's MPI_Status.
+    let mut status = [0u64; 8];
+    // SAFETY: `len` holds 8 bytes and `status` a whole MPI_Status.
     let rc = unsafe {
         recv(
             (&mut len as *mut u64).cast(),
@@ -154,7 +157,7 @@ fn recv_bytes(src: i64, comm: H, byte: H) -> Option<Vec<u8>> {
             src as libc::c_int,
             TAG,
             comm,
-            std::ptr::null_mut(),
+            status.as_mut_ptr().cast(),
         )
     };
     if rc != 0 {
@@ -162,7 +165,7 @@ fn recv_bytes(src: i64, comm: H, byte: H) -> Option<Vec<u8>> {
     }
     let n = libc::c_int::try_from(len).ok()?;
     let mut buf = vec![0u8; len as usize];
-    // SAFETY: `buf` holds `len` bytes, which is what the sender announced.
+    // SAFETY: `buf` holds `len` bytes, which is what the sender announced; `status` as above.
     let rc = unsafe {
         recv(
             buf.as_mut_ptr().cast(),
@@ -171,7 +174,7 @@ fn recv_bytes(src: i64, comm: H, byte: H) -> Option<Vec<u8>> {
             src as libc::c_int,
             TAG,
             comm,
-            std::ptr::null_mut(),
+            status.as_mut_ptr().cast(),
         )
     };
     (rc == 0).then_some(buf)
