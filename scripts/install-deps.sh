@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the system packages iotrex needs, only if they are missing: Open MPI (mpicc,
-# mpirun, headers), libclang + clang (bindgen for mpi-sys), pkg-config. Idempotent and quiet
-# when everything is there, so `make test` and `make demo` can call it every time.
+# mpirun, headers), libclang + clang (bindgen for mpi-sys), pkg-config; then a private MPICH
+# for the tracer's MPICH tests (scripts/install-mpich.sh). Idempotent and quiet when
+# everything is there, so `make test` and `make demo` can call it every time.
 set -euo pipefail
+here=$(dirname "$0")
 
 missing=()
 command -v mpicc >/dev/null 2>&1 || missing+=(openmpi-bin libopenmpi-dev)
@@ -12,6 +14,7 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 
 if [ ${#missing[@]} -eq 0 ]; then
+  bash "$here/install-mpich.sh"
   exit 0
 fi
 
@@ -30,3 +33,4 @@ $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
 echo "install-deps: done"
+bash "$here/install-mpich.sh"

@@ -2,18 +2,22 @@
 //! libmpi) and are forwarded to `PMPI_*`, looked up at run time so that the library has no link
 //! dependency on MPI and serial programs load it too.
 //!
-//! Handles follow the Open MPI ABI: every handle is a pointer, and predefined handles are the
-//! addresses of `ompi_mpi_*` globals. That is checked at `MPI_Init`: if the loaded MPI is not
-//! Open MPI (MPICH's handles are integers), the tracer says so and only passes calls through,
-//! which is safe because forwarding a register-sized argument does not depend on its type.
+//! Handles follow the ABI of the MPI found at `MPI_Init` (see `abi`): Open MPI, where every
+//! handle is a pointer and predefined handles are the addresses of `ompi_mpi_*` globals, or
+//! MPICH, where handles are integers with constant predefined values. Any other MPI is
+//! reported, and the tracer then only passes calls through, which is safe because forwarding a
+//! register-sized argument does not depend on its type.
 
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+
+pub mod abi;
 
 use crate::callsite::signature;
 use crate::guard::{BUSY, Enter, IDLE, IN_MPIIO};
 use crate::posix::cpath;
 use crate::real::{lookup_global, real};
 use crate::state::{CHILDREN, Call, RECORDING, State, now_ns, record_parent, say, with_state};
+use abi::{Flavour, hv, in_place, rd, rd_all, rd_h};
 use libc::{c_char, c_int, c_void};
 use rsd::Op;
 use std::sync::OnceLock;
@@ -28,8 +32,6 @@ pub type Aint = isize;
 
 const MPI_SUCCESS: c_int = 0;
 const MPI_ERR_OTHER: c_int = 16;
-/// Open MPI's `MPI_IN_PLACE`.
-const IN_PLACE: usize = 1;
 
 /// Predefined datatypes, in a fixed order that gives their ids (append only: the ids are in
 /// trace files).
@@ -99,7 +101,7 @@ const OPS: &[&str] = &[
     "ompi_mpi_op_replace\0",
 ];
 
-/// Addresses of the predefined handles the tracer itself needs.
+/// The predefined handles the tracer itself needs (addresses in Open MPI, constants in MPICH).
 #[derive(Debug, Clone, Copy)]
 pub struct Globals {
     /// `MPI_COMM_WORLD`.
@@ -134,35 +136,46 @@ fn check_mpi() -> bool {
         return true;
     }
     let world = lookup_global("ompi_mpi_comm_world\0");
-    if world == 0 {
+    let g = if world != 0 {
+        abi::set(Flavour::OpenMpi);
+        Globals {
+            world,
+            self_: lookup_global("ompi_mpi_comm_self\0"),
+            comm_null: lookup_global("ompi_mpi_comm_null\0"),
+            byte: lookup_global("ompi_mpi_byte\0"),
+            dt_null: lookup_global("ompi_mpi_datatype_null\0"),
+        }
+    } else if is_mpich() {
+        abi::set(Flavour::Mpich);
+        Globals {
+            world: abi::mpich::COMM_WORLD,
+            self_: abi::mpich::COMM_SELF,
+            comm_null: abi::mpich::COMM_NULL,
+            byte: abi::mpich::BYTE,
+            dt_null: abi::mpich::DATATYPE_NULL,
+        }
+    } else {
         WRONG_MPI.store(true, Ordering::Relaxed);
-        let flavour = if lookup_global("MPICH_Calc_version\0") != 0
-            || lookup_global("MPIR_Init_thread\0") != 0
-        {
-            "MPICH (or a derivative)"
-        } else {
-            "an MPI other than Open MPI"
-        };
-        say(&format!(
-            "tracer disabled: libiotrex_tracer.so was built for Open MPI but the program runs with {flavour}; MPI calls pass through untraced"
-        ));
+        say(
+            "tracer disabled: the program's MPI is neither Open MPI nor MPICH-compatible (no ompi_mpi_comm_world, no MPIR_* symbols); MPI calls pass through untraced",
+        );
         RECORDING.store(false, Ordering::SeqCst);
         with_state(|st| {
             st.incomplete = true;
             st.notes
-                .push("tracer built for Open MPI, program uses another MPI".into());
+                .push("the program's MPI has an ABI the tracer does not know".into());
         });
         return false;
-    }
-    let g = Globals {
-        world,
-        self_: lookup_global("ompi_mpi_comm_self\0"),
-        comm_null: lookup_global("ompi_mpi_comm_null\0"),
-        byte: lookup_global("ompi_mpi_byte\0"),
-        dt_null: lookup_global("ompi_mpi_datatype_null\0"),
     };
     let _ = GLOBALS.set(g);
     true
+}
+
+/// MPICH and its derivatives export these internal globals; Open MPI does not.
+fn is_mpich() -> bool {
+    lookup_global("MPIR_C_MPI_UNWEIGHTED\0") != 0
+        || lookup_global("MPIR_F08_MPI_IN_PLACE\0") != 0
+        || lookup_global("MPICH_Calc_version\0") != 0
 }
 
 type TypeSizeFn = unsafe extern "C" fn(H, *mut c_int) -> c_int;
@@ -194,20 +207,20 @@ pub(crate) fn comm_size(comm: H) -> i64 {
 impl State {
     fn comm_id(&mut self, c: H) -> i64 {
         match globals() {
-            Some(g) if c as usize == g.comm_null => -1,
-            _ => self.comms.id(c as usize),
+            Some(g) if hv(c) == g.comm_null => -1,
+            _ => self.comms.id(hv(c)),
         }
     }
 
     /// A datatype's id, numbering types first seen here (built by calls not traced).
     fn type_id(&mut self, t: H) -> i64 {
-        self.types.id(t as usize)
+        self.types.id(hv(t))
     }
 
     /// The size of a datatype in bytes, cached. Never asks MPI about a null handle, which
     /// would raise an MPI error (fatal by default).
     fn tsize(&mut self, t: H) -> i64 {
-        let h = t as usize;
+        let h = hv(t);
         if h == 0 || globals().is_some_and(|g| h == g.dt_null) {
             return 0;
         }
@@ -231,7 +244,7 @@ impl State {
             return -1;
         }
         // SAFETY: MPI wrote the new handle through the application's non-null pointer.
-        let h = unsafe { *t } as usize;
+        let h = unsafe { rd(t, 0) };
         self.types.forget(h);
         self.type_sizes.remove(&h);
         self.types.id(h)
@@ -242,7 +255,7 @@ impl State {
             return -1;
         }
         // SAFETY: MPI wrote the new handle through the application's non-null pointer.
-        let h = unsafe { *c } as usize;
+        let h = unsafe { rd(c, 0) };
         if globals().is_some_and(|g| h == g.comm_null) {
             return -1;
         }
@@ -251,7 +264,7 @@ impl State {
     }
 
     fn op_id(&mut self, o: H) -> i64 {
-        self.ops.id(o as usize)
+        self.ops.id(hv(o))
     }
 
     fn file_id(&self, f: H) -> i64 {
@@ -263,7 +276,7 @@ impl State {
             return -1;
         }
         // SAFETY: MPI wrote the request through the application's non-null pointer.
-        self.reqs.insert(unsafe { *q } as usize)
+        self.reqs.insert(unsafe { rd(q, 0) })
     }
 }
 
@@ -377,7 +390,7 @@ fn after_init(r: c_int) {
         let mut c: H = std::ptr::null_mut();
         // SAFETY: MPI is initialised, `world` is MPI_COMM_WORLD and `c` a valid out-parameter.
         if unsafe { dup(g.world as H, &mut c) } == MPI_SUCCESS {
-            TRACER_COMM.store(c as usize, Ordering::SeqCst);
+            TRACER_COMM.store(hv(c), Ordering::SeqCst);
         }
     }
     with_state(|st| {
@@ -402,14 +415,23 @@ fn after_init(r: c_int) {
         if g.self_ != 0 {
             st.comms.fixed(g.self_, 1);
         }
+        let mpich = abi::flavour() == Flavour::Mpich;
         for (i, name) in TYPES.iter().enumerate() {
-            let a = lookup_global(name);
+            let a = if mpich {
+                abi::mpich::TYPES[i]
+            } else {
+                lookup_global(name)
+            };
             if a != 0 {
                 st.types.fixed(a, i as i64);
             }
         }
         for (i, name) in OPS.iter().enumerate() {
-            let a = lookup_global(name);
+            let a = if mpich {
+                abi::mpich::OPS[i]
+            } else {
+                lookup_global(name)
+            };
             if a != 0 {
                 st.ops.fixed(a, i as i64);
             }
@@ -1024,7 +1046,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
 /// Send arguments as recorded: with `MPI_IN_PLACE` the count and type are ignored by MPI (and
 /// may be garbage), so they are recorded as 0 and -1.
 fn send_args(st: &mut State, sbuf: *const c_void, scount: c_int, stype: H) -> (i64, i64, i64) {
-    if sbuf as usize == IN_PLACE {
+    if in_place(sbuf.cast()) {
         (0, -1, 0)
     } else {
         let b = scount as i64 * st.tsize(stype);
@@ -1142,7 +1164,7 @@ pub unsafe extern "C" fn MPI_Scatter(
             } else {
                 (0, -1)
             };
-            let (rc, rty, b) = if rbuf as usize == IN_PLACE {
+            let (rc, rty, b) = if in_place(rbuf.cast()) {
                 (0, -1, 0)
             } else {
                 (
@@ -1199,7 +1221,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
             } else {
                 (0, -1)
             };
-            let (rc, rty, b) = if rbuf as usize == IN_PLACE {
+            let (rc, rty, b) = if in_place(rbuf.cast()) {
                 (0, -1, 0)
             } else {
                 (
@@ -1359,7 +1381,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         },
         |st, _| {
             let n = comm_size(comm);
-            let (sb, sty) = if sbuf as usize == IN_PLACE {
+            let (sb, sty) = if in_place(sbuf.cast()) {
                 (0, -1)
             } else {
                 (sum_counts(scounts, n) * st.tsize(stype), st.type_id(stype))
@@ -1487,7 +1509,7 @@ pub unsafe extern "C" fn MPI_Wait(req: *mut H, status: H) -> c_int {
     let h = if req.is_null() {
         0
     } else {
-        (unsafe { *req }) as usize
+        unsafe { rd(req, 0) }
     };
     mpi_call(
         Op::Wait,
@@ -1509,10 +1531,7 @@ pub unsafe extern "C" fn MPI_Waitall(count: c_int, reqs: *mut H, statuses: H) ->
         Vec::new()
     } else {
         // SAFETY: MPI requires `reqs` to hold `count` requests; read them before MPI resets them.
-        unsafe { std::slice::from_raw_parts(reqs, count as usize) }
-            .iter()
-            .map(|&h| h as usize)
-            .collect()
+        unsafe { rd_all(reqs, count as usize) }
     };
     mpi_call(
         Op::Waitall,
@@ -1808,13 +1827,9 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
                     .map(|&x| x as i64)
                     .collect()
             };
-            let t: Vec<H> = if types.is_null() {
-                Vec::new()
-            } else {
-                // SAFETY: MPI requires `count` types, which the call has just read.
-                unsafe { std::slice::from_raw_parts(types, n) }.to_vec()
-            };
-            let t: Vec<i64> = t.into_iter().map(|h| st.type_id(h)).collect();
+            // SAFETY: MPI requires `count` types, which the call has just read.
+            let t = unsafe { rd_all(types, n) };
+            let t: Vec<i64> = t.into_iter().map(|h| st.type_id(h as H)).collect();
             let mut v = vec![count as i64, st.new_type(r, new)];
             v.extend(ints(bls, count));
             v.extend(d);
@@ -1856,7 +1871,7 @@ pub unsafe extern "C" fn MPI_Type_commit(dt: *mut H) -> c_int {
     let h = if dt.is_null() {
         std::ptr::null_mut()
     } else {
-        unsafe { *dt }
+        unsafe { rd_h(dt) }
     };
     mpi_call(
         Op::TypeCommit,
@@ -1875,7 +1890,7 @@ pub unsafe extern "C" fn MPI_Type_free(dt: *mut H) -> c_int {
     let h = if dt.is_null() {
         std::ptr::null_mut()
     } else {
-        unsafe { *dt }
+        unsafe { rd_h(dt) }
     };
     mpi_call(
         Op::TypeFree,
@@ -1884,8 +1899,8 @@ pub unsafe extern "C" fn MPI_Type_free(dt: *mut H) -> c_int {
         || unsafe { f(dt) },
         |st, _| {
             let id = st.type_id(h);
-            st.types.forget(h as usize);
-            st.type_sizes.remove(&(h as usize));
+            st.types.forget(hv(h));
+            st.type_sizes.remove(&hv(h));
             vec![id]
         },
     )

@@ -1,0 +1,163 @@
+//! The same preload library under MPICH: the mini-apps are built against a private MPICH
+//! (unpacked by `scripts/install-mpich.sh`, which `make test` runs) and launched with its
+//! Hydra `mpiexec`. The trace must be complete, its counts must equal the apps' own, and
+//! expanding a rank must give back its IOTREX_RAW log, exactly as under Open MPI. This is what
+//! proves the tracer's MPICH ABI (integer handles, 4-byte request arrays, `MPI_IN_PLACE` = -1).
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+static BUILD: Mutex<()> = Mutex::new(());
+static RUN: Mutex<()> = Mutex::new(());
+
+fn prefix() -> PathBuf {
+    let p = PathBuf::from(
+        std::env::var_os("IOTREX_MPICH_PREFIX").unwrap_or_else(|| "/opt/iotrex-mpich".into()),
+    );
+    assert!(
+        p.join("usr/bin/mpiexec.hydra").exists(),
+        "MPICH not found under {}: run `bash scripts/install-mpich.sh` (make test does)",
+        p.display()
+    );
+    p
+}
+
+fn libdir() -> PathBuf {
+    prefix().join("usr/lib/x86_64-linux-gnu")
+}
+
+/// Builds `tests/apps/<name>.c` against MPICH into target/iotrex-apps-mpich.
+fn mpich_app(name: &str) -> PathBuf {
+    let _g = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("iotrex-apps-mpich");
+    std::fs::create_dir_all(&dir).expect("create target/iotrex-apps-mpich");
+    let bin = dir.join(name);
+    let inc = prefix().join("usr/include/x86_64-linux-gnu/mpich");
+    let out = Command::new("cc")
+        .args(["-O1", "-g", "-o"])
+        .arg(&bin)
+        .arg(root.join("tests/apps").join(format!("{name}.c")))
+        .arg(format!("-I{}", inc.display()))
+        .arg(format!("-L{}", libdir().display()))
+        .arg(format!("-Wl,-rpath,{}", libdir().display()))
+        .arg("-lmpich")
+        .output()
+        .expect("run cc");
+    assert!(
+        out.status.success(),
+        "building {name} against MPICH failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bin
+}
+
+/// Runs `app args` on `np` ranks under MPICH's Hydra with the tracer preloaded (`-genv`, as
+/// `iotrex trace` does for MPICH) and the raw logs on.
+fn hydra(np: u32, app: &Path, args: &[String], trace: &Path) -> Run {
+    let _g = RUN.lock().unwrap_or_else(|p| p.into_inner());
+    let bin = prefix().join("usr/bin/mpiexec.hydra");
+    let _ = std::fs::remove_file(trace);
+    let out = Command::new("timeout")
+        .args(["-k", "5", "120"])
+        .arg(&bin)
+        // No ssh/slurm here: start the ranks as local processes.
+        .args(["-launcher", "fork", "-np", &np.to_string()])
+        .args(["-genv", "LD_PRELOAD"])
+        .arg(tracer_lib())
+        .args(["-genv", "IOTREX_OUT"])
+        .arg(trace)
+        .args(["-genv", "IOTREX_RAW", "1"])
+        .arg(app)
+        .args(args)
+        .env("LD_PRELOAD", "")
+        .env(
+            "LD_LIBRARY_PATH",
+            format!("{0}:{0}/slurm", libdir().display()),
+        )
+        .output()
+        .expect("run timeout/mpiexec.hydra");
+    assert!(
+        out.status.success(),
+        "mpiexec.hydra -np {np} {} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        app.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Run {
+        out,
+        trace: trace.to_path_buf(),
+    }
+}
+
+fn check(np: u32, name: &str, a: &[&str], ranks: &[u32]) {
+    let dir = scratch();
+    let d = dir.path().to_string_lossy().to_string();
+    let a: Vec<String> = a.iter().map(|s| s.replace("{d}", &d)).collect();
+    let run = hydra(
+        np,
+        &mpich_app(name),
+        &a,
+        &dir.path().join(format!("{name}.iotrex")),
+    );
+    let err = String::from_utf8_lossy(&run.out.stderr);
+    assert!(
+        !err.contains("tracer disabled"),
+        "the tracer refused MPICH:\n{err}"
+    );
+    assert_counts_match(&run, np);
+    for &r in ranks {
+        assert_expand_matches_raw(&run, r);
+    }
+}
+
+#[test]
+fn io_sample_under_mpich() {
+    check(
+        4,
+        "io_sample",
+        &["{d}", "20", "8192", "3", "131072"],
+        &[0, 3],
+    );
+}
+
+#[test]
+fn comm_mix_under_mpich() {
+    // Collectives (with MPI_IN_PLACE), a ring, nonblocking exchanges and MPI_Waitall: the
+    // calls whose handles and arrays differ most between the two ABIs.
+    check(4, "comm_mix", &["{d}", "3", "1000", "4096"], &[0, 1, 3]);
+}
+
+#[test]
+fn ior_like_collective_under_mpich() {
+    check(
+        4,
+        "ior_like",
+        &[
+            "-a",
+            "mpiio",
+            "-c",
+            "-t",
+            "4096",
+            "-b",
+            "16384",
+            "-s",
+            "2",
+            "-o",
+            "{d}/ior.dat",
+        ],
+        &[0, 2],
+    );
+}
+
+#[test]
+fn groups_under_mpich() {
+    check(8, "groups", &["{d}", "4", "3", "8192"], &[0, 4]);
+}

@@ -1,0 +1,200 @@
+//! The two MPI ABIs the tracer speaks, chosen at `MPI_Init` from the symbols the loaded MPI
+//! exports, so that one `libiotrex_tracer.so` traces programs built with Open MPI and with
+//! MPICH (and its ABI-compatible derivatives, such as Intel MPI) without a rebuild.
+//!
+//! What differs, and why it matters to the hooks:
+//! - Open MPI handles are pointers to `ompi_mpi_*` globals; MPICH handles (communicators,
+//!   datatypes, requests, ops, infos) are 32-bit integers with predefined constant values.
+//!   A handle passed by value arrives in a 64-bit register whose upper half the C ABI leaves
+//!   undefined for an `int`, so MPICH handles are masked before they are used as keys.
+//! - Handles returned through pointers (`MPI_Type_vector(..., &new)`, `MPI_Isend(..., &req)`)
+//!   and arrays of handles (`MPI_Waitall`) are 4 bytes wide in MPICH: reading 8 would mix two
+//!   requests. `MPI_File` is a pointer in both.
+//! - `MPI_IN_PLACE` is `(void *)1` in Open MPI and `(void *)-1` in MPICH.
+//!
+//! Anything the hooks merely forward (statuses, infos, buffers) needs no translation, since
+//! forwarding a register-sized argument does not depend on its C type.
+
+use crate::mpi::H;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The ABI of the loaded MPI library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    /// Open MPI: handles are pointers.
+    OpenMpi,
+    /// MPICH and derivatives: handles are `int`s.
+    Mpich,
+}
+
+const OMPI: u8 = 0;
+const MPICH: u8 = 1;
+/// Open MPI until `MPI_Init` finds MPICH: no MPI handle is valid before `MPI_Init` anyway.
+static FLAVOUR: AtomicU8 = AtomicU8::new(OMPI);
+
+/// Sets the ABI (once, at `MPI_Init`).
+pub fn set(f: Flavour) {
+    FLAVOUR.store(
+        match f {
+            Flavour::OpenMpi => OMPI,
+            Flavour::Mpich => MPICH,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+/// The ABI in use.
+#[inline]
+pub fn flavour() -> Flavour {
+    if FLAVOUR.load(Ordering::Relaxed) == MPICH {
+        Flavour::Mpich
+    } else {
+        Flavour::OpenMpi
+    }
+}
+
+/// A handle passed by value, as a table key.
+#[inline]
+pub fn hv(h: H) -> usize {
+    match flavour() {
+        Flavour::OpenMpi => h as usize,
+        Flavour::Mpich => h as usize & 0xffff_ffff,
+    }
+}
+
+/// Reads the `i`-th handle of an array (or the one handle behind an out-pointer, `i = 0`).
+///
+/// # Safety
+/// `p` must point to at least `i + 1` handles of the loaded MPI's ABI.
+#[inline]
+pub unsafe fn rd(p: *const H, i: usize) -> usize {
+    match flavour() {
+        // SAFETY: the caller guarantees `i + 1` pointer-sized handles.
+        Flavour::OpenMpi => unsafe { *p.add(i) as usize },
+        // SAFETY: the caller guarantees `i + 1` handles, which are 4-byte ints in MPICH.
+        Flavour::Mpich => unsafe { *(p as *const u32).add(i) as usize },
+    }
+}
+
+/// Reads `n` handles of an array.
+///
+/// # Safety
+/// `p` must be null or point to at least `n` handles of the loaded MPI's ABI.
+pub unsafe fn rd_all(p: *const H, n: usize) -> Vec<usize> {
+    if p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: forwarded from the caller.
+    (0..n).map(|i| unsafe { rd(p, i) }).collect()
+}
+
+/// The handle value behind a handle pointer, as a handle to pass on by value.
+///
+/// # Safety
+/// As for [`rd`] with `i = 0`.
+pub unsafe fn rd_h(p: *const H) -> H {
+    // SAFETY: forwarded from the caller.
+    unsafe { rd(p, 0) as H }
+}
+
+/// Whether a buffer argument is `MPI_IN_PLACE`.
+#[inline]
+pub fn in_place(p: *const libc::c_void) -> bool {
+    match flavour() {
+        Flavour::OpenMpi => p as usize == 1,
+        Flavour::Mpich => p as usize == usize::MAX,
+    }
+}
+
+/// MPICH's predefined handles (from its `mpi.h`; part of the ABI MPICH and Intel MPI share).
+pub mod mpich {
+    /// `MPI_COMM_WORLD`.
+    pub const COMM_WORLD: usize = 0x4400_0000;
+    /// `MPI_COMM_SELF`.
+    pub const COMM_SELF: usize = 0x4400_0001;
+    /// `MPI_COMM_NULL`.
+    pub const COMM_NULL: usize = 0x0400_0000;
+    /// `MPI_BYTE`.
+    pub const BYTE: usize = 0x4c00_010d;
+    /// `MPI_DATATYPE_NULL`.
+    pub const DATATYPE_NULL: usize = 0x0c00_0000;
+
+    /// Predefined datatypes in the order of `mpi::TYPES` (same names, MPICH values).
+    pub const TYPES: &[usize] = &[
+        DATATYPE_NULL,
+        0x4c00_0101, // char
+        0x4c00_0118, // signed char
+        0x4c00_0102, // unsigned char
+        BYTE,
+        0x4c00_0203, // short
+        0x4c00_0204, // unsigned short
+        0x4c00_0405, // int
+        0x4c00_0406, // unsigned
+        0x4c00_0807, // long
+        0x4c00_0808, // unsigned long
+        0x4c00_0809, // long long int
+        0x4c00_0819, // unsigned long long
+        0x4c00_040a, // float
+        0x4c00_080b, // double
+        0x4c00_100c, // long double
+        0x4c00_040e, // wchar
+        0x4c00_010f, // packed
+        0x4c00_0137, // int8_t
+        0x4c00_013b, // uint8_t
+        0x4c00_0238, // int16_t
+        0x4c00_023c, // uint16_t
+        0x4c00_0439, // int32_t
+        0x4c00_043d, // uint32_t
+        0x4c00_083a, // int64_t
+        0x4c00_083e, // uint64_t
+        0x4c00_0843, // aint
+        0x4c00_0844, // offset
+        0x4c00_0845, // count
+        0x4c00_013f, // c_bool
+        0x4c00_0840, // c_float_complex
+        0x4c00_1041, // c_double_complex
+        0x4c00_2042, // c_long_double_complex
+        0x8c00_0000, // float_int
+        0x8c00_0001, // double_int
+        0x8c00_0002, // long_int
+        0x4c00_0816, // 2int
+        0x8c00_0003, // short_int
+        0x8c00_0004, // long_double_int
+        0x4c00_011a, // character
+        0x4c00_041b, // integer
+        0x4c00_041c, // real
+        0x4c00_081f, // double precision
+        0x4c00_0010, // lb
+        0x4c00_0011, // ub
+    ];
+
+    /// Predefined reduction operations in the order of `mpi::OPS`.
+    pub const OPS: &[usize] = &[
+        0x1800_0000, // op_null
+        0x5800_0001, // max
+        0x5800_0002, // min
+        0x5800_0003, // sum
+        0x5800_0004, // prod
+        0x5800_0005, // land
+        0x5800_0006, // band
+        0x5800_0007, // lor
+        0x5800_0008, // bor
+        0x5800_0009, // lxor
+        0x5800_000a, // bxor
+        0x5800_000c, // maxloc
+        0x5800_000b, // minloc
+        0x5800_000d, // replace
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mpich_tables_follow_the_predefined_name_lists() {
+        // Ids are positions in mpi::TYPES and mpi::OPS; the MPICH tables must line up.
+        assert_eq!(super::mpich::TYPES.len(), super::super::TYPES.len());
+        assert_eq!(super::mpich::OPS.len(), super::super::OPS.len());
+        assert_eq!(super::mpich::TYPES[4], super::mpich::BYTE);
+        assert!(super::super::TYPES[4].starts_with("ompi_mpi_byte"));
+    }
+}
