@@ -161,3 +161,36 @@ fn ior_like_collective_under_mpich() {
 fn groups_under_mpich() {
     check(8, "groups", &["{d}", "4", "3", "8192"], &[0, 4]);
 }
+
+#[test]
+fn two_runs_identical_under_mpich() {
+    // ROMIO inside MPICH: its own files (hints, shared file pointer) must not make two runs of
+    // the same program differ. The same directory for both runs: paths are part of the trace.
+    let dir = Path::new("/dev/shm").join(format!("iotrex-det-mpich-{}", std::process::id()));
+    let d = dir.to_string_lossy().to_string();
+    let a: Vec<String> = ["10", "4096", "3", "65536"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let a = [vec![d], a].concat();
+    let app = mpich_app("io_sample");
+    let flat = |run: &Run| {
+        let tf = run.read();
+        assert!(!tf.header.incomplete, "{:?}", tf.header.notes);
+        (0..tf.header.nranks)
+            .map(|r| tf.trace.expand(r))
+            .collect::<Vec<_>>()
+    };
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create run dir");
+        let run = hydra(4, &app, &a, &dir.with_extension("iotrex"));
+        runs.push(flat(&run));
+    }
+    let children: usize = runs[0].iter().flatten().map(|e| e.children.len()).sum();
+    assert!(children > 0, "MPI-IO calls have POSIX children under MPICH");
+    assert_eq!(runs[0], runs[1], "two runs under MPICH differ");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(dir.with_extension("iotrex"));
+}
