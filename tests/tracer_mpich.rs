@@ -194,3 +194,10 @@ fn two_runs_identical_under_mpich() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(dir.with_extension("iotrex"));
 }
+
+#[test]
+fn large_count_calls_under_mpich() {
+    // MPI_File_write_at_all_c, MPI_File_read_at_c, MPI_File_iwrite_at_c: MPI-4 calls with an
+    // MPI_Count count, which IOR uses under MPICH 4; missing hooks lose every data call.
+    check(4, "large_count", &["{d}", "4", "8192"], &[0, 3]);
+}

@@ -695,92 +695,77 @@ pub unsafe extern "C" fn MPI_File_sync(fh: H) -> c_int {
     )
 }
 
-fn io_bytes(st: &mut State, r: c_int, count: c_int, dt: H) -> i64 {
+fn io_bytes(st: &mut State, r: c_int, count: i64, dt: H) -> i64 {
     if r == MPI_SUCCESS {
-        count as i64 * st.tsize(dt)
+        count * st.tsize(dt)
     } else {
         0
     }
 }
 
+/// `MPI_Count`, the count of MPI-4's large-count (`_c`) calls. MPICH 4 has them and codes such
+/// as IOR call them when they exist, so they are recorded as the same operations as their
+/// `int` versions (the trace stores counts as i64 either way).
+pub type Count = i64;
+
+// Each macro below takes the count's C type (`c_int`, or `Count` for the `_c` variants), then
+// the wrappers to define as `name, PMPI symbol, op, buffer type;`.
+
 macro_rules! file_data {
-    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+    ($cnt:ty; $($name:ident, $sym:literal, $op:expr, $buf:ty;)*) => {$(
         /// Wrapper: an MPI-IO data call with the individual or shared file pointer.
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(fh: H, buf: $buf, count: c_int, dt: H, status: H) -> c_int {
-            let f = pmpi!($sym, unsafe extern "C" fn(H, $buf, c_int, H, H) -> c_int);
+        pub unsafe extern "C" fn $name(fh: H, buf: $buf, count: $cnt, dt: H, status: H) -> c_int {
+            let f = pmpi!($sym, unsafe extern "C" fn(H, $buf, $cnt, H, H) -> c_int);
             mpi_call(
                 $op,
                 true,
                 // SAFETY: forwarding the application's arguments.
                 || unsafe { f(fh, buf, count, dt, status) },
                 |st, r| {
-                    let b = io_bytes(st, r, count, dt);
+                    let b = io_bytes(st, r, count as i64, dt);
                     vec![st.file_id(fh), count as i64, st.type_id(dt), b]
                 },
             )
         }
-    };
+    )*};
 }
-file_data!(MPI_File_read, "PMPI_File_read", Op::FileRead, *mut c_void);
-file_data!(
-    MPI_File_read_all,
-    "PMPI_File_read_all",
-    Op::FileReadAll,
-    *mut c_void
+file_data!(c_int;
+    MPI_File_read, "PMPI_File_read", Op::FileRead, *mut c_void;
+    MPI_File_read_all, "PMPI_File_read_all", Op::FileReadAll, *mut c_void;
+    MPI_File_read_shared, "PMPI_File_read_shared", Op::FileReadShared, *mut c_void;
+    MPI_File_read_ordered, "PMPI_File_read_ordered", Op::FileReadOrdered, *mut c_void;
+    MPI_File_write, "PMPI_File_write", Op::FileWrite, *const c_void;
+    MPI_File_write_all, "PMPI_File_write_all", Op::FileWriteAll, *const c_void;
+    MPI_File_write_shared, "PMPI_File_write_shared", Op::FileWriteShared, *const c_void;
+    MPI_File_write_ordered, "PMPI_File_write_ordered", Op::FileWriteOrdered, *const c_void;
 );
-file_data!(
-    MPI_File_read_shared,
-    "PMPI_File_read_shared",
-    Op::FileReadShared,
-    *mut c_void
-);
-file_data!(
-    MPI_File_read_ordered,
-    "PMPI_File_read_ordered",
-    Op::FileReadOrdered,
-    *mut c_void
-);
-file_data!(
-    MPI_File_write,
-    "PMPI_File_write",
-    Op::FileWrite,
-    *const c_void
-);
-file_data!(
-    MPI_File_write_all,
-    "PMPI_File_write_all",
-    Op::FileWriteAll,
-    *const c_void
-);
-file_data!(
-    MPI_File_write_shared,
-    "PMPI_File_write_shared",
-    Op::FileWriteShared,
-    *const c_void
-);
-file_data!(
-    MPI_File_write_ordered,
-    "PMPI_File_write_ordered",
-    Op::FileWriteOrdered,
-    *const c_void
+file_data!(Count;
+    MPI_File_read_c, "PMPI_File_read_c", Op::FileRead, *mut c_void;
+    MPI_File_read_all_c, "PMPI_File_read_all_c", Op::FileReadAll, *mut c_void;
+    MPI_File_read_shared_c, "PMPI_File_read_shared_c", Op::FileReadShared, *mut c_void;
+    MPI_File_read_ordered_c, "PMPI_File_read_ordered_c", Op::FileReadOrdered, *mut c_void;
+    MPI_File_write_c, "PMPI_File_write_c", Op::FileWrite, *const c_void;
+    MPI_File_write_all_c, "PMPI_File_write_all_c", Op::FileWriteAll, *const c_void;
+    MPI_File_write_shared_c, "PMPI_File_write_shared_c", Op::FileWriteShared, *const c_void;
+    MPI_File_write_ordered_c, "PMPI_File_write_ordered_c", Op::FileWriteOrdered, *const c_void;
 );
 
 macro_rules! file_data_at {
-    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+    ($cnt:ty; $($name:ident, $sym:literal, $op:expr, $buf:ty;)*) => {$(
         /// Wrapper: an MPI-IO data call at an explicit offset.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(
             fh: H,
             off: Offset,
             buf: $buf,
-            count: c_int,
+            count: $cnt,
             dt: H,
             status: H,
         ) -> c_int {
             let f = pmpi!(
                 $sym,
-                unsafe extern "C" fn(H, Offset, $buf, c_int, H, H) -> c_int
+                unsafe extern "C" fn(H, Offset, $buf, $cnt, H, H) -> c_int
             );
             mpi_call(
                 $op,
@@ -788,52 +773,40 @@ macro_rules! file_data_at {
                 // SAFETY: forwarding the application's arguments.
                 || unsafe { f(fh, off, buf, count, dt, status) },
                 |st, r| {
-                    let b = io_bytes(st, r, count, dt);
+                    let b = io_bytes(st, r, count as i64, dt);
                     vec![st.file_id(fh), off, count as i64, st.type_id(dt), b]
                 },
             )
         }
-    };
+    )*};
 }
-file_data_at!(
-    MPI_File_read_at,
-    "PMPI_File_read_at",
-    Op::FileReadAt,
-    *mut c_void
+file_data_at!(c_int;
+    MPI_File_read_at, "PMPI_File_read_at", Op::FileReadAt, *mut c_void;
+    MPI_File_read_at_all, "PMPI_File_read_at_all", Op::FileReadAtAll, *mut c_void;
+    MPI_File_write_at, "PMPI_File_write_at", Op::FileWriteAt, *const c_void;
+    MPI_File_write_at_all, "PMPI_File_write_at_all", Op::FileWriteAtAll, *const c_void;
 );
-file_data_at!(
-    MPI_File_read_at_all,
-    "PMPI_File_read_at_all",
-    Op::FileReadAtAll,
-    *mut c_void
-);
-file_data_at!(
-    MPI_File_write_at,
-    "PMPI_File_write_at",
-    Op::FileWriteAt,
-    *const c_void
-);
-file_data_at!(
-    MPI_File_write_at_all,
-    "PMPI_File_write_at_all",
-    Op::FileWriteAtAll,
-    *const c_void
+file_data_at!(Count;
+    MPI_File_read_at_c, "PMPI_File_read_at_c", Op::FileReadAt, *mut c_void;
+    MPI_File_read_at_all_c, "PMPI_File_read_at_all_c", Op::FileReadAtAll, *mut c_void;
+    MPI_File_write_at_c, "PMPI_File_write_at_c", Op::FileWriteAt, *const c_void;
+    MPI_File_write_at_all_c, "PMPI_File_write_at_all_c", Op::FileWriteAtAll, *const c_void;
 );
 
 macro_rules! file_idata {
-    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+    ($cnt:ty; $($name:ident, $sym:literal, $op:expr, $buf:ty;)*) => {$(
         /// Wrapper: a nonblocking MPI-IO data call.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(
             fh: H,
             buf: $buf,
-            count: c_int,
+            count: $cnt,
             dt: H,
             req: *mut H,
         ) -> c_int {
             let f = pmpi!(
                 $sym,
-                unsafe extern "C" fn(H, $buf, c_int, H, *mut H) -> c_int
+                unsafe extern "C" fn(H, $buf, $cnt, H, *mut H) -> c_int
             );
             mpi_call(
                 $op,
@@ -841,66 +814,46 @@ macro_rules! file_idata {
                 // SAFETY: forwarding the application's arguments.
                 || unsafe { f(fh, buf, count, dt, req) },
                 |st, r| {
-                    let b = io_bytes(st, r, count, dt);
+                    let b = io_bytes(st, r, count as i64, dt);
                     let q = st.new_req(r, req);
                     vec![st.file_id(fh), count as i64, st.type_id(dt), b, q]
                 },
             )
         }
-    };
+    )*};
 }
-file_idata!(
-    MPI_File_iread,
-    "PMPI_File_iread",
-    Op::FileIread,
-    *mut c_void
+file_idata!(c_int;
+    MPI_File_iread, "PMPI_File_iread", Op::FileIread, *mut c_void;
+    MPI_File_iread_all, "PMPI_File_iread_all", Op::FileIreadAll, *mut c_void;
+    MPI_File_iread_shared, "PMPI_File_iread_shared", Op::FileIreadShared, *mut c_void;
+    MPI_File_iwrite, "PMPI_File_iwrite", Op::FileIwrite, *const c_void;
+    MPI_File_iwrite_all, "PMPI_File_iwrite_all", Op::FileIwriteAll, *const c_void;
+    MPI_File_iwrite_shared, "PMPI_File_iwrite_shared", Op::FileIwriteShared, *const c_void;
 );
-file_idata!(
-    MPI_File_iread_all,
-    "PMPI_File_iread_all",
-    Op::FileIreadAll,
-    *mut c_void
-);
-file_idata!(
-    MPI_File_iread_shared,
-    "PMPI_File_iread_shared",
-    Op::FileIreadShared,
-    *mut c_void
-);
-file_idata!(
-    MPI_File_iwrite,
-    "PMPI_File_iwrite",
-    Op::FileIwrite,
-    *const c_void
-);
-file_idata!(
-    MPI_File_iwrite_all,
-    "PMPI_File_iwrite_all",
-    Op::FileIwriteAll,
-    *const c_void
-);
-file_idata!(
-    MPI_File_iwrite_shared,
-    "PMPI_File_iwrite_shared",
-    Op::FileIwriteShared,
-    *const c_void
+file_idata!(Count;
+    MPI_File_iread_c, "PMPI_File_iread_c", Op::FileIread, *mut c_void;
+    MPI_File_iread_all_c, "PMPI_File_iread_all_c", Op::FileIreadAll, *mut c_void;
+    MPI_File_iread_shared_c, "PMPI_File_iread_shared_c", Op::FileIreadShared, *mut c_void;
+    MPI_File_iwrite_c, "PMPI_File_iwrite_c", Op::FileIwrite, *const c_void;
+    MPI_File_iwrite_all_c, "PMPI_File_iwrite_all_c", Op::FileIwriteAll, *const c_void;
+    MPI_File_iwrite_shared_c, "PMPI_File_iwrite_shared_c", Op::FileIwriteShared, *const c_void;
 );
 
 macro_rules! file_idata_at {
-    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+    ($cnt:ty; $($name:ident, $sym:literal, $op:expr, $buf:ty;)*) => {$(
         /// Wrapper: a nonblocking MPI-IO data call at an explicit offset.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(
             fh: H,
             off: Offset,
             buf: $buf,
-            count: c_int,
+            count: $cnt,
             dt: H,
             req: *mut H,
         ) -> c_int {
             let f = pmpi!(
                 $sym,
-                unsafe extern "C" fn(H, Offset, $buf, c_int, H, *mut H) -> c_int
+                unsafe extern "C" fn(H, Offset, $buf, $cnt, H, *mut H) -> c_int
             );
             mpi_call(
                 $op,
@@ -908,25 +861,21 @@ macro_rules! file_idata_at {
                 // SAFETY: forwarding the application's arguments.
                 || unsafe { f(fh, off, buf, count, dt, req) },
                 |st, r| {
-                    let b = io_bytes(st, r, count, dt);
+                    let b = io_bytes(st, r, count as i64, dt);
                     let q = st.new_req(r, req);
                     vec![st.file_id(fh), off, count as i64, st.type_id(dt), b, q]
                 },
             )
         }
-    };
+    )*};
 }
-file_idata_at!(
-    MPI_File_iread_at,
-    "PMPI_File_iread_at",
-    Op::FileIreadAt,
-    *mut c_void
+file_idata_at!(c_int;
+    MPI_File_iread_at, "PMPI_File_iread_at", Op::FileIreadAt, *mut c_void;
+    MPI_File_iwrite_at, "PMPI_File_iwrite_at", Op::FileIwriteAt, *const c_void;
 );
-file_idata_at!(
-    MPI_File_iwrite_at,
-    "PMPI_File_iwrite_at",
-    Op::FileIwriteAt,
-    *const c_void
+file_idata_at!(Count;
+    MPI_File_iread_at_c, "PMPI_File_iread_at_c", Op::FileIreadAt, *mut c_void;
+    MPI_File_iwrite_at_c, "PMPI_File_iwrite_at_c", Op::FileIwriteAt, *const c_void;
 );
 
 // ---------------------------------------------------------------------------------------------
