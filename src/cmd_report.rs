@@ -22,6 +22,10 @@ pub struct ReportArgs {
     /// Ranks drawn in each trace's timeline.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub timeline_ranks: u32,
+    /// A model plugin the extrapolation was made with (`iotrex extrap --plugin`), so that the
+    /// report explains the same models; repeatable.
+    #[arg(long, value_name = "LIB")]
+    pub plugin: Vec<PathBuf>,
     /// Ranks expanded for the per-rank charts; above this, every k-th rank is shown.
     #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_ranks: u32,
@@ -52,7 +56,8 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
             .iter()
             .map(|i| (i.label.clone(), i.file.clone()))
             .collect(),
-    );
+    )
+    .with_plugins(a.plugin.clone());
     let limits = report::Limits {
         rank_bars: a.max_ranks as usize,
         timeline_ranks: a.timeline_ranks as usize,

@@ -220,3 +220,68 @@ fn report_lists_the_models_of_a_real_extrapolation() {
     assert!(!html.contains("No explanation"));
     assert!(html.contains("Extrapolation to 128 ranks"));
 }
+
+/// The example plugin, built by `cargo build --workspace` next to the test binaries.
+fn even_odd_plugin() -> std::path::PathBuf {
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_iotrex"));
+    let p = exe.with_file_name("libiotrex_plugin_even_odd.so");
+    assert!(
+        p.exists(),
+        "{} missing: build the workspace first (cargo build --release --workspace)",
+        p.display()
+    );
+    p
+}
+
+#[test]
+fn report_explains_models_from_a_plugin() {
+    // An offset that only the even-odd plugin's model fits: `iotrex extrap --plugin` writes the
+    // extrapolation, and the report must load the same plugin to explain it.
+    let dir = tempfile::tempdir().unwrap();
+    let d = |s: &str| dir.path().join(s).display().to_string();
+    let mut ins = Vec::new();
+    for n in [4, 8, 12, 16] {
+        let p = d(&format!("eo.{n}.iotrex"));
+        extrap::patterns::trace_file(extrap::patterns::Pattern::EvenOdd, n)
+            .write(Path::new(&p))
+            .unwrap();
+        ins.push(p);
+    }
+    let lib = even_odd_plugin().display().to_string();
+    let (x, r1, r2) = (d("x.iotrex"), d("r.html"), d("r2.html"));
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(ins.iter().map(String::as_str));
+    a.extend(["--ranks", "64", "-o", &x, "--plugin", &lib]);
+    ok(&a);
+    let mut r: Vec<&str> = vec!["report"];
+    r.extend(ins.iter().map(String::as_str));
+    r.extend(["--extrap", &x, "-o", &r1, "--plugin", &lib]);
+    ok(&r);
+    let html = page(Path::new(&r1));
+    assert!(
+        html.contains("built-in models and plugins"),
+        "model source names the plugin"
+    );
+    assert!(
+        html.contains("even-odd("),
+        "the plugin's model is explained"
+    );
+    // A bad plugin path is named, not swallowed.
+    let mut bad: Vec<&str> = vec!["report"];
+    bad.extend(ins.iter().map(String::as_str));
+    bad.extend([
+        "--extrap",
+        &x,
+        "-o",
+        &r2,
+        "--plugin",
+        "/nonexistent/libnothing.so",
+    ]);
+    let o = iotrex(&bad);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stderr),
+        std::fs::read_to_string(&r2).unwrap_or_default()
+    );
+    assert!(all.contains("/nonexistent/libnothing.so"), "{all}");
+}

@@ -134,6 +134,9 @@ impl ModelSource for NoModels {
 /// gives the values at each scale and its model sampled up to the target, drawn as curves.
 pub struct ExtrapModels {
     inputs: Vec<extrap::Input>,
+    /// Model plugins the extrapolation was made with (`iotrex extrap --plugin`): without them
+    /// extrap would refuse, or explain, what only a plugin's model fits.
+    plugins: Vec<std::path::PathBuf>,
 }
 
 impl ExtrapModels {
@@ -144,13 +147,40 @@ impl ExtrapModels {
                 .into_iter()
                 .map(|(name, file)| extrap::Input { name, file })
                 .collect(),
+            plugins: Vec::new(),
         }
+    }
+
+    /// The built-in models and the plugins, as `iotrex extrap` had them.
+    fn model_set(&self) -> Result<extrap::ModelSet, String> {
+        let mut ms = extrap::ModelSet::builtin();
+        for p in &self.plugins {
+            let plugin = extrap::Plugin::load(p)
+                .map_err(|e| format!("cannot load model plugin {} (--plugin): {e}", p.display()))?;
+            ms.add_plugin(plugin);
+        }
+        Ok(ms)
+    }
+
+    /// Also loads these model plugins, as `iotrex extrap --plugin` did.
+    pub fn with_plugins(mut self, plugins: Vec<std::path::PathBuf>) -> ExtrapModels {
+        self.plugins = plugins;
+        self
     }
 }
 
 impl ModelSource for ExtrapModels {
     fn name(&self) -> String {
-        "extrap (built-in models)".into()
+        if self.plugins.is_empty() {
+            "extrap (built-in models)".into()
+        } else {
+            let names: Vec<String> = self
+                .plugins
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            format!("extrap (built-in models and plugins {})", names.join(", "))
+        }
     }
 
     /// Every explained quantity that extrap supplies a curve for (timing statistics and wall
@@ -161,7 +191,7 @@ impl ModelSource for ExtrapModels {
         _: &[&TraceAnalysis],
         out: &TraceAnalysis,
     ) -> Result<Vec<Quantity>, String> {
-        let ms = extrap::ModelSet::builtin();
+        let ms = self.model_set()?;
         let x = extrap::extrapolate(&self.inputs, out.header.nranks, &ms)
             .map_err(|e| format!("extrap refuses these inputs: {e}"))?;
         let mut qs = Vec::new();
@@ -205,7 +235,7 @@ impl ModelSource for ExtrapModels {
     }
 
     fn explain(&self, out: &TraceAnalysis) -> Result<Vec<ExplainRow>, String> {
-        let ms = extrap::ModelSet::builtin();
+        let ms = self.model_set()?;
         match extrap::extrapolate(&self.inputs, out.header.nranks, &ms) {
             Ok(x) => Ok(x
                 .explain
