@@ -2,7 +2,9 @@
  * MPI_Count count), which MPICH 4 provides and codes such as IOR call when they exist. The
  * tracer records them as the operations of their int versions, under those names.
  * Each rank writes ITERS blocks of SIZE bytes collectively at rank-strided offsets, reads them
- * back independently, then writes one more block nonblocking and waits for it.
+ * back independently, reads across the end of the file twice (a short read: once with a status,
+ * counted from MPI_Get_count, once with MPI_STATUS_IGNORE, counted from the known file size),
+ * then writes one more block nonblocking and waits for it.
  * Builds against MPI-3 libraries too (Open MPI 4.1), with the int calls.
  * Usage: large_count DIR [ITERS=4] [SIZE=8192] */
 #include <mpi.h>
@@ -49,6 +51,20 @@ int main(int argc, char **argv) {
         READ_AT(fh, off, buf, size, MPI_BYTE, MPI_STATUS_IGNORE);
         count("MPI_File_read_at", size);
     }
+    MPI_Barrier(MPI_COMM_WORLD);
+    count("MPI_Barrier", 0);
+    /* The last half block of the file, asked for as a whole block. */
+    MPI_Offset end = (MPI_Offset)iters * n * size;
+    MPI_Status st;
+    READ_AT(fh, end - size / 2, buf, size, MPI_BYTE, &st);
+    int got = -1;
+    MPI_Get_count(&st, MPI_BYTE, &got);
+    count("MPI_File_read_at", got);
+    READ_AT(fh, end - size / 2, buf, size, MPI_BYTE, MPI_STATUS_IGNORE);
+    count("MPI_File_read_at", size / 2);
+    /* Nobody extends the file before every rank has read across its end. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    count("MPI_Barrier", 0);
     MPI_Request req;
     IWRITE_AT(fh, ((MPI_Offset)iters * n + rank) * size, buf, size, MPI_BYTE, &req);
     count("MPI_File_iwrite_at", size);

@@ -703,6 +703,40 @@ fn io_bytes(st: &mut State, r: c_int, count: i64, dt: H) -> i64 {
     }
 }
 
+/// The status a blocking MPI-IO call writes: the application's, or ours when it passed
+/// `MPI_STATUS_IGNORE`, so that the bytes really moved can be read back (a read past the end
+/// of the file moves fewer than count times the type size).
+fn status_for(app: H, own: &mut abi::StatusBuf) -> H {
+    if abi::status_ignored(app) {
+        own.as_mut_ptr().cast()
+    } else {
+        app
+    }
+}
+
+/// Bytes a blocking MPI-IO call moved: its status's count in bytes, else (MPI could not say)
+/// count times the type size.
+fn io_bytes_done(st: &mut State, r: c_int, count: i64, dt: H, status: H) -> i64 {
+    const MPI_UNDEFINED: c_int = -32766;
+    if r != MPI_SUCCESS {
+        return 0;
+    }
+    let byte = globals().map_or(0, |g| g.byte);
+    if let Some(f) = real!(
+        "PMPI_Get_count",
+        unsafe extern "C" fn(H, H, *mut c_int) -> c_int
+    ) && byte != 0
+    {
+        let mut n: c_int = 0;
+        // SAFETY: `status` is the status the call just filled (ours or the application's) and
+        // MPI_BYTE a predefined type; `n` is a valid out-parameter.
+        if unsafe { f(status, byte as H, &mut n) } == MPI_SUCCESS && n != MPI_UNDEFINED && n >= 0 {
+            return n as i64;
+        }
+    }
+    io_bytes(st, r, count, dt)
+}
+
 /// `MPI_Count`, the count of MPI-4's large-count (`_c`) calls. MPICH 4 has them and codes such
 /// as IOR call them when they exist, so they are recorded as the same operations as their
 /// `int` versions (the trace stores counts as i64 either way).
@@ -717,13 +751,15 @@ macro_rules! file_data {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(fh: H, buf: $buf, count: $cnt, dt: H, status: H) -> c_int {
             let f = pmpi!($sym, unsafe extern "C" fn(H, $buf, $cnt, H, H) -> c_int);
+            let mut own: abi::StatusBuf = [0; 8];
+            let used = status_for(status, &mut own);
             mpi_call(
                 $op,
                 true,
                 // SAFETY: forwarding the application's arguments.
-                || unsafe { f(fh, buf, count, dt, status) },
+                || unsafe { f(fh, buf, count, dt, used) },
                 |st, r| {
-                    let b = io_bytes(st, r, count as i64, dt);
+                    let b = io_bytes_done(st, r, count as i64, dt, used);
                     vec![st.file_id(fh), count as i64, st.type_id(dt), b]
                 },
             )
@@ -767,13 +803,15 @@ macro_rules! file_data_at {
                 $sym,
                 unsafe extern "C" fn(H, Offset, $buf, $cnt, H, H) -> c_int
             );
+            let mut own: abi::StatusBuf = [0; 8];
+            let used = status_for(status, &mut own);
             mpi_call(
                 $op,
                 true,
                 // SAFETY: forwarding the application's arguments.
-                || unsafe { f(fh, off, buf, count, dt, status) },
+                || unsafe { f(fh, off, buf, count, dt, used) },
                 |st, r| {
-                    let b = io_bytes(st, r, count as i64, dt);
+                    let b = io_bytes_done(st, r, count as i64, dt, used);
                     vec![st.file_id(fh), off, count as i64, st.type_id(dt), b]
                 },
             )

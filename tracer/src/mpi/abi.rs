@@ -106,6 +106,18 @@ pub fn in_place(p: *const libc::c_void) -> bool {
     }
 }
 
+/// Whether a status argument is `MPI_STATUS_IGNORE` (null in Open MPI, 1 in MPICH).
+#[inline]
+pub fn status_ignored(p: H) -> bool {
+    match flavour() {
+        Flavour::OpenMpi => p.is_null(),
+        Flavour::Mpich => p as usize == 1,
+    }
+}
+
+/// Room for either library's `MPI_Status` (Open MPI: 24 bytes, MPICH: 20).
+pub type StatusBuf = [u64; 8];
+
 /// MPICH's predefined handles (from its `mpi.h`; part of the ABI MPICH and Intel MPI share).
 pub mod mpich {
     /// `MPI_COMM_WORLD`.
