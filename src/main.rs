@@ -399,6 +399,9 @@ fn hint(e: &anyhow::Error) -> Option<String> {
         RsdError::Corrupt { .. } => {
             Some("the file was damaged after it was written; re-copy or re-trace it".into())
         }
+        RsdError::UnknownOperation { .. } => Some(
+            "the file was written by a newer iotrex; read it with that version (or newer)".into(),
+        ),
         RsdError::Io { error, .. } if error.kind() == io::ErrorKind::NotFound => {
             Some("check the path".into())
         }

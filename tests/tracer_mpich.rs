@@ -201,3 +201,9 @@ fn large_count_calls_under_mpich() {
     // MPI_Count count, which IOR uses under MPICH 4; missing hooks lose every data call.
     check(4, "large_count", &["{d}", "4", "8192"], &[0, 3]);
 }
+
+#[test]
+fn comm_create_under_mpich() {
+    // Groups and MPICH's integer communicator handles: MPI_Comm_create's split equivalent.
+    check(4, "comm_create", &["{d}", "3", "4096"], &[0, 1]);
+}

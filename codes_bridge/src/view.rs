@@ -270,7 +270,7 @@ impl Mapper {
                 // reproduces by synchronising; counting it as a delay would wait twice.
                 self.emit(Kind::Barrier, -1, 0, 0, sink)
             }
-            Op::CommSplit => {
+            Op::CommSplit | Op::CommCreate | Op::CommSplitType => {
                 self.sub_comms.insert(ev.p("newcomm"));
                 self.delay(ev)
             }

@@ -52,6 +52,15 @@ pub enum RsdError {
         /// What was wrong.
         detail: String,
     },
+    /// The body is intact (its checksum matches) but names an operation this build does not
+    /// know: it was written by a newer iotrex, whose operation list has grown.
+    #[error("{path}: the trace uses an operation this iotrex does not know ({op})")]
+    UnknownOperation {
+        /// The file.
+        path: PathBuf,
+        /// The operation's name as stored.
+        op: String,
+    },
     /// The trace could not be encoded.
     #[error("cannot encode trace: {0}")]
     Encode(String),

@@ -175,6 +175,12 @@ ops! {
     Fseek => Stdio, "fseek", None, ["stream", "offset", "whence"];
     Fflush => Stdio, "fflush", None, ["stream"];
     Fprintf => Stdio, "fprintf", Write, ["stream", "ret"];
+    // A communicator built from a group (`MPI_Comm_create`), recorded as the split that builds
+    // the same one: color = the parent-comm rank of the new communicator's rank 0 (MPI_UNDEFINED,
+    // -32766, where the caller is not a member), key = the caller's rank in it.
+    CommCreate => Mpi, "MPI_Comm_create", None, ["comm", "color", "key", "newcomm"];
+    // `MPI_Comm_split_type`, with color and key derived the same way.
+    CommSplitType => Mpi, "MPI_Comm_split_type", None, ["comm", "color", "key", "newcomm"];
 }
 
 /// How the `mode` parameter of `fopen` encodes the mode string: one bit per letter, so a trace
