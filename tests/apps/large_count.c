@@ -46,13 +46,19 @@ int main(int argc, char **argv) {
         WRITE_AT_ALL(fh, off, buf, size, MPI_BYTE, MPI_STATUS_IGNORE);
         count("MPI_File_write_at_all", size);
     }
-    for (int i = 0; i < iters; i++) {
-        MPI_Offset off = ((MPI_Offset)i * n + rank) * size;
-        READ_AT(fh, off, buf, size, MPI_BYTE, MPI_STATUS_IGNORE);
-        count("MPI_File_read_at", size);
-    }
+    /* A collective write may return on a rank before its aggregator has written that rank's
+     * data (OMPIO does): without this barrier a rank can read its last block before it exists
+     * (and the tracer then rightly records a 0-byte read). */
     MPI_Barrier(MPI_COMM_WORLD);
     count("MPI_Barrier", 0);
+    for (int i = 0; i < iters; i++) {
+        MPI_Offset off = ((MPI_Offset)i * n + rank) * size;
+        MPI_Status rs;
+        READ_AT(fh, off, buf, size, MPI_BYTE, &rs);
+        int nread = -1;
+        MPI_Get_count(&rs, MPI_BYTE, &nread);
+        count("MPI_File_read_at", nread);
+    }
     /* The last half block of the file, asked for as a whole block. */
     MPI_Offset end = (MPI_Offset)iters * n * size;
     MPI_Status st;
