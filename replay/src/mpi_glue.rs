@@ -380,7 +380,9 @@ impl Runtime for MpiRuntime {
         let op = e.op;
         let p = self.p;
         match op {
-            Op::CommDup | Op::CommSplit => {
+            // The tracer records MPI_Comm_create and MPI_Comm_split_type as the split that
+            // builds the same communicator, so all three replay as MPI_Comm_split.
+            Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType => {
                 let c = self.comm(param(e, "comm"))?;
                 let mut nc = p.self_;
                 let rc = if op == Op::CommDup {

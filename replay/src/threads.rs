@@ -506,7 +506,8 @@ impl Runtime for ThreadsRuntime {
                     param(e, "newcomm"),
                 );
             }
-            Op::CommSplit => {
+            // MPI_Comm_create and MPI_Comm_split_type are recorded as their equivalent split.
+            Op::CommSplit | Op::CommCreate | Op::CommSplitType => {
                 return self.create_comm(
                     param(e, "comm"),
                     param(e, "color"),
