@@ -84,6 +84,21 @@ impl ExtrapError {
     pub fn hint(&self) -> Option<&str> {
         match self {
             ExtrapError::Refused { hint, .. } => Some(hint),
+            // The usual cause with collective MPI-IO: the library's collective buffering picks
+            // more aggregators as the rank count grows, so which rank writes what changes.
+            ExtrapError::StructureDiffers { left, right, .. }
+                if [left, right]
+                    .iter()
+                    .any(|s| s.contains("MPI_File_") && s.contains("_all")) =>
+            {
+                Some(
+                    "collective MPI-IO calls change shape when the MPI library uses more \
+                     collective-buffering aggregators at larger scales (Open MPI's OMPIO takes one \
+                     per 8 ranks by default): trace every scale with a fixed count, e.g. \
+                     `mpirun --mca io_ompio_num_aggregators 1` (or ROMIO's cb_nodes hint); \
+                     otherwise trace scales where the program behaves alike",
+                )
+            }
             ExtrapError::StructureDiffers { .. } => Some(
                 "the program takes a different path at different scales; trace scales where it \
                  behaves alike, or extrapolate from the scales that agree",
@@ -93,5 +108,37 @@ impl ExtrapError {
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn differs(left: &str, right: &str) -> ExtrapError {
+        ExtrapError::StructureDiffers {
+            irregular: String::new(),
+            position: "node 3 of the top level".into(),
+            left: left.into(),
+            left_ranks: 4,
+            left_input: "a.4.iotrex".into(),
+            right: right.into(),
+            right_ranks: 16,
+            right_input: "a.16.iotrex".into(),
+        }
+    }
+
+    #[test]
+    fn structure_hint_names_aggregators_for_collective_mpiio() {
+        let e = differs(
+            "loop around MPI_File_write_at_all (call site 0x1)",
+            "MPI_File_write_at_all (call site 0x1)",
+        );
+        assert!(e.hint().unwrap().contains("io_ompio_num_aggregators"));
+        let e = differs(
+            "pwrite (call site 0x1)",
+            "loop around pwrite (call site 0x1)",
+        );
+        assert!(!e.hint().unwrap().contains("aggregators"));
     }
 }
