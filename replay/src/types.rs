@@ -1,9 +1,13 @@
-//! Sizes of datatypes by the tracer's symbolic ids, so MPI-IO offsets in etype units and
-//! counts of derived types convert to bytes.
+//! Datatypes by the tracer's symbolic ids: their sizes, so MPI-IO offsets in etype units and
+//! counts of derived types convert to bytes, and their recorded constructors, so file views
+//! replay as recorded: the MPI runtime rebuilds the type from the constructor chain
+//! ([`Types::ctor`]), the threads runtime flattens it to byte blocks ([`Types::flatten`]) and
+//! maps every view-relative access onto the file regions it touches ([`Flat::pieces`]).
 //!
 //! Predefined types have the ids the tracer gives them (its `TYPES` table, in Open MPI's order
 //! of `ompi_mpi_*` globals); derived types are numbered from 1000 at their constructor, whose
-//! recorded arguments give their size here.
+//! recorded arguments are kept here. Ids are never reused by the tracer (a freed handle gets a
+//! new id when it comes back), so a description never goes stale.
 
 use crate::engine::param;
 use rsd::op::Op;
@@ -16,17 +20,154 @@ const PREDEFINED: &[i64] = &[
     16, 32, 8, 12, 12, 8, 6, 20, 1, 4, 4, 8, 0, 0,
 ];
 
-/// Datatype sizes known to one rank.
+/// Most byte blocks a flattened filetype may have: a view is flattened once per set_view, and
+/// this keeps that below ~64 MiB per open file.
+pub const MAX_BLOCKS: usize = 1 << 22;
+
+/// Fortran order of `MPI_Type_create_subarray`: 1 in Open MPI, 57 in MPICH (C order is 0 and
+/// 56); the tracer records the application's MPI's value.
+const ORDER_FORTRAN: [i64; 2] = [1, 57];
+
+/// A derived type: its recorded constructor and the layout it implies.
+#[derive(Debug, Clone)]
+struct Derived {
+    op: Op,
+    params: Vec<i64>,
+    size: i64,
+    lb: i64,
+    extent: i64,
+}
+
+/// Datatypes known to one rank.
 #[derive(Debug, Default, Clone)]
 pub struct Types {
-    derived: HashMap<i64, i64>,
+    derived: HashMap<i64, Derived>,
+}
+
+/// A datatype flattened to byte blocks relative to its origin, in type-map order (which, for a
+/// filetype, MPI requires to be nondecreasing), adjacent blocks merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flat {
+    /// (byte displacement, length) of each block.
+    pub blocks: Vec<(i64, i64)>,
+    /// Bytes of data in one copy of the type (the sum of the block lengths).
+    pub size: i64,
+    /// Distance between consecutive copies when the type is tiled.
+    pub extent: i64,
+    /// Data bytes before each block (prefix sums of the lengths), to find a block by position.
+    starts: Vec<i64>,
+}
+
+impl Flat {
+    fn new(blocks: Vec<(i64, i64)>, extent: i64) -> Flat {
+        let mut starts = Vec::with_capacity(blocks.len());
+        let mut size = 0;
+        for (_, l) in &blocks {
+            starts.push(size);
+            size += l;
+        }
+        Flat {
+            blocks,
+            size,
+            extent,
+            starts,
+        }
+    }
+
+    /// Whether the type is one block from its origin to its extent, so tiling it gives a
+    /// contiguous stream (a view with it is the same as a byte view at the displacement).
+    pub fn is_dense(&self) -> bool {
+        self.blocks.len() == 1 && self.blocks[0] == (0, self.extent)
+    }
+
+    /// The file regions (absolute byte offset, length), in order, that `len` bytes of data at
+    /// view-relative data position `pos` (bytes of visible data, i.e. etype offset times etype
+    /// size) touch, for a view with displacement `disp` and this filetype tiled from there.
+    pub fn pieces(&self, disp: i64, pos: i64, len: i64) -> Vec<(u64, usize)> {
+        let mut out: Vec<(u64, usize)> = Vec::new();
+        if self.size <= 0 || len <= 0 {
+            return out;
+        }
+        let mut tile = pos / self.size;
+        let mut within = pos % self.size;
+        let mut left = len;
+        // The block holding data position `within` of a tile.
+        let mut b = self.starts.partition_point(|s| *s <= within) - 1;
+        while left > 0 {
+            let (d, l) = self.blocks[b];
+            let skip = within - self.starts[b];
+            let take = (l - skip).min(left);
+            let at = disp + tile * self.extent + d + skip;
+            match out.last_mut() {
+                Some((o, n)) if *o + *n as u64 == at as u64 => *n += take as usize,
+                _ => out.push((at.max(0) as u64, take as usize)),
+            }
+            left -= take;
+            within += take;
+            b += 1;
+            if b == self.blocks.len() {
+                b = 0;
+                tile += 1;
+                within = 0;
+            }
+        }
+        out
+    }
+}
+
+/// Accumulates blocks, merging one that starts where the previous one ends.
+struct Blocks {
+    v: Vec<(i64, i64)>,
+    what: i64,
+}
+
+impl Blocks {
+    fn push(&mut self, d: i64, l: i64) -> Result<(), String> {
+        if l <= 0 {
+            return Ok(());
+        }
+        if let Some((pd, pl)) = self.v.last_mut()
+            && *pd + *pl == d
+        {
+            *pl += l;
+            return Ok(());
+        }
+        if self.v.len() >= MAX_BLOCKS {
+            return Err(format!(
+                "datatype {} has more than {MAX_BLOCKS} noncontiguous blocks; the threads replay does not flatten it",
+                self.what
+            ));
+        }
+        self.v.push((d, l));
+        Ok(())
+    }
+
+    fn extend(&mut self, base: i64, inner: &[(i64, i64)]) -> Result<(), String> {
+        for (d, l) in inner {
+            self.push(base + d, *l)?;
+        }
+        Ok(())
+    }
+}
+
+/// The (min, max) of `k * step` over `k` in `0..n` (n >= 1).
+fn span(n: i64, step: i64) -> (i64, i64) {
+    let last = (n - 1).saturating_mul(step);
+    (last.min(0), last.max(0))
+}
+
+/// An extra-parameter array of a constructor: `n` values from `at`, missing ones 0.
+fn arr(p: &[i64], at: usize, n: usize) -> Vec<i64> {
+    (0..n)
+        .map(|i| p.get(at + i).copied().unwrap_or(0))
+        .collect()
 }
 
 impl Types {
     /// Size in bytes of datatype `id`, 1 when unknown (a byte stream).
     pub fn size(&self, id: i64) -> i64 {
-        if let Some(s) = self.derived.get(&id) {
-            return *s;
+        if let Some(d) = self.derived.get(&id) {
+            return d.size;
         }
         match usize::try_from(id).ok().and_then(|i| PREDEFINED.get(i)) {
             Some(s) if *s > 0 => *s,
@@ -34,33 +175,358 @@ impl Types {
         }
     }
 
-    /// Records the size of a datatype built by `e`, if `e` builds one.
+    /// (lower bound, extent) of datatype `id`; a predefined or unknown type is its size from 0.
+    pub fn bounds(&self, id: i64) -> (i64, i64) {
+        match self.derived.get(&id) {
+            Some(d) => (d.lb, d.extent),
+            None => (0, self.size(id)),
+        }
+    }
+
+    /// The recorded constructor of derived type `id` (its op and parameters), or None for a
+    /// predefined type or one built by a call the tracer does not record.
+    pub fn ctor(&self, id: i64) -> Option<(Op, &[i64])> {
+        self.derived.get(&id).map(|d| (d.op, d.params.as_slice()))
+    }
+
+    /// Records the datatype built by `e`, if `e` builds one.
     pub fn track(&mut self, e: &FlatEvent) {
         let p = &e.params;
         let n = param(e, "count").max(0);
-        let size = match e.op {
-            Op::TypeContiguous => n * self.size(param(e, "oldtype")),
-            Op::TypeVector | Op::TypeHvector => {
-                n * param(e, "blocklength") * self.size(param(e, "oldtype"))
+        // Placements of the old type(s): ranges of (displacement min, max) and the data size.
+        let (size, lb, ub) = match e.op {
+            Op::TypeContiguous | Op::TypeVector | Op::TypeHvector => {
+                let old = param(e, "oldtype");
+                let (olb, oext) = self.bounds(old);
+                let (bl, stride) = match e.op {
+                    Op::TypeContiguous => (1, oext),
+                    Op::TypeVector => (param(e, "blocklength"), param(e, "stride") * oext),
+                    _ => (param(e, "blocklength"), param(e, "stride_bytes")),
+                };
+                if n == 0 || bl <= 0 {
+                    (0, 0, 0)
+                } else {
+                    let (a0, a1) = span(n, stride);
+                    let (b0, b1) = span(bl, oext);
+                    (n * bl * self.size(old), olb + a0 + b0, olb + oext + a1 + b1)
+                }
             }
             Op::TypeIndexed => {
-                let bl: i64 = p.iter().skip(3).take(n as usize).sum();
-                bl * self.size(param(e, "oldtype"))
+                let old = param(e, "oldtype");
+                let (olb, oext) = self.bounds(old);
+                let bls = arr(p, 3, n as usize);
+                let ds = arr(p, 3 + n as usize, n as usize);
+                let mut r = (0, i64::MAX, i64::MIN);
+                for (b, d) in bls.iter().zip(&ds) {
+                    if *b > 0 {
+                        let (b0, b1) = span(*b, oext);
+                        r.0 += b * self.size(old);
+                        r.1 = r.1.min(d * oext + b0 + olb);
+                        r.2 = r.2.max(d * oext + b1 + olb + oext);
+                    }
+                }
+                if r.1 > r.2 { (0, 0, 0) } else { r }
             }
             Op::TypeCreateSubarray => {
+                let old = param(e, "oldtype");
                 let nd = param(e, "ndims").max(0) as usize;
-                let sub: i64 = p.iter().skip(4 + nd).take(nd).product();
-                sub * self.size(param(e, "oldtype"))
+                let sizes = arr(p, 4, nd);
+                let sub: i64 = arr(p, 4 + nd, nd).iter().product();
+                // MPI gives a subarray the extent of the whole array, from 0.
+                let (_, oext) = self.bounds(old);
+                let whole: i64 = sizes.iter().product();
+                (sub * self.size(old), 0, whole * oext)
             }
             Op::TypeCreateStruct => {
                 let n = n as usize;
-                let bl = p.iter().skip(2).take(n);
-                let ty = p.iter().skip(2 + 2 * n).take(n);
-                bl.zip(ty).map(|(b, t)| b * self.size(*t)).sum()
+                let bls = arr(p, 2, n);
+                let ds = arr(p, 2 + n, n);
+                let ts = arr(p, 2 + 2 * n, n);
+                let mut r = (0, i64::MAX, i64::MIN);
+                for ((b, d), t) in bls.iter().zip(&ds).zip(&ts) {
+                    if *b > 0 {
+                        let (tlb, text) = self.bounds(*t);
+                        let (b0, b1) = span(*b, text);
+                        r.0 += b * self.size(*t);
+                        r.1 = r.1.min(d + b0 + tlb);
+                        r.2 = r.2.max(d + b1 + tlb + text);
+                    }
+                }
+                if r.1 > r.2 { (0, 0, 0) } else { r }
             }
-            Op::TypeCreateResized => self.size(param(e, "oldtype")),
+            Op::TypeCreateResized => {
+                let lb = param(e, "lb");
+                (self.size(param(e, "oldtype")), lb, lb + param(e, "extent"))
+            }
             _ => return,
         };
-        self.derived.insert(param(e, "newtype"), size);
+        let id = param(e, "newtype");
+        if id < 0 {
+            // The traced constructor failed: there is no type to describe.
+            return;
+        }
+        self.derived.insert(
+            id,
+            Derived {
+                op: e.op,
+                params: p.clone(),
+                size,
+                lb,
+                extent: ub - lb,
+            },
+        );
+    }
+
+    /// Flattens datatype `id` to its byte blocks (a predefined or unknown type is one block of
+    /// its size). Errors name the type when it has more than [`MAX_BLOCKS`] blocks.
+    pub fn flatten(&self, id: i64) -> Result<Flat, String> {
+        let mut out = Blocks {
+            v: Vec::new(),
+            what: id,
+        };
+        self.flat_into(id, 0, &mut out, 0)?;
+        let (_, extent) = self.bounds(id);
+        Ok(Flat::new(out.v, extent))
+    }
+
+    fn flat_into(&self, id: i64, base: i64, out: &mut Blocks, depth: u32) -> Result<(), String> {
+        // Type ids only ever refer to older types, so chains are finite; the bound guards a
+        // corrupt or hand-made trace against unbounded recursion.
+        if depth > 64 {
+            return Err(format!(
+                "datatype {id} nests more than 64 constructors deep"
+            ));
+        }
+        let Some(d) = self.derived.get(&id) else {
+            return out.push(base, self.size(id));
+        };
+        let p = &d.params;
+        let what = out.what;
+        let inner = |old: i64| -> Result<Vec<(i64, i64)>, String> {
+            let mut b = Blocks {
+                v: Vec::new(),
+                what,
+            };
+            self.flat_into(old, 0, &mut b, depth + 1)?;
+            Ok(b.v)
+        };
+        let get = |name: &str| {
+            d.op.schema()
+                .iter()
+                .position(|s| *s == name)
+                .and_then(|i| p.get(i).copied())
+                .unwrap_or(0)
+        };
+        let n = get("count").max(0);
+        match d.op {
+            Op::TypeContiguous | Op::TypeVector | Op::TypeHvector => {
+                let old = get("oldtype");
+                let (_, oext) = self.bounds(old);
+                let ib = inner(old)?;
+                let (bl, stride) = match d.op {
+                    Op::TypeContiguous => (1, oext),
+                    Op::TypeVector => (get("blocklength"), get("stride") * oext),
+                    _ => (get("blocklength"), get("stride_bytes")),
+                };
+                let dense = ib.len() == 1 && ib[0] == (0, oext);
+                for i in 0..n {
+                    let at = base + i * stride;
+                    if dense {
+                        out.push(at, bl.max(0) * oext)?;
+                    } else {
+                        for j in 0..bl.max(0) {
+                            out.extend(at + j * oext, &ib)?;
+                        }
+                    }
+                }
+            }
+            Op::TypeIndexed => {
+                let old = get("oldtype");
+                let (_, oext) = self.bounds(old);
+                let ib = inner(old)?;
+                let dense = ib.len() == 1 && ib[0] == (0, oext);
+                let bls = arr(p, 3, n as usize);
+                let ds = arr(p, 3 + n as usize, n as usize);
+                for (b, dd) in bls.iter().zip(&ds) {
+                    let at = base + dd * oext;
+                    if dense {
+                        out.push(at, b.max(&0) * oext)?;
+                    } else {
+                        for j in 0..*b {
+                            out.extend(at + j * oext, &ib)?;
+                        }
+                    }
+                }
+            }
+            Op::TypeCreateSubarray => {
+                let old = get("oldtype");
+                let (_, oext) = self.bounds(old);
+                let ib = inner(old)?;
+                let dense = ib.len() == 1 && ib[0] == (0, oext);
+                let nd = get("ndims").max(0) as usize;
+                let (mut sizes, mut subs, mut starts) =
+                    (arr(p, 4, nd), arr(p, 4 + nd, nd), arr(p, 4 + 2 * nd, nd));
+                if nd == 0 || subs.iter().any(|s| *s <= 0) {
+                    return Ok(());
+                }
+                // Work in C order: the last dimension varies fastest.
+                if ORDER_FORTRAN.contains(&get("order")) {
+                    sizes.reverse();
+                    subs.reverse();
+                    starts.reverse();
+                }
+                let mut stride = vec![oext; nd];
+                for k in (0..nd - 1).rev() {
+                    stride[k] = stride[k + 1] * sizes[k + 1];
+                }
+                // Odometer over every dimension but the last, whose run is contiguous.
+                let mut idx = vec![0i64; nd - 1];
+                loop {
+                    let mut at = base + starts[nd - 1] * oext;
+                    for k in 0..nd - 1 {
+                        at += (starts[k] + idx[k]) * stride[k];
+                    }
+                    if dense {
+                        out.push(at, subs[nd - 1] * oext)?;
+                    } else {
+                        for j in 0..subs[nd - 1] {
+                            out.extend(at + j * oext, &ib)?;
+                        }
+                    }
+                    let mut k = nd - 1;
+                    loop {
+                        if k == 0 {
+                            return Ok(());
+                        }
+                        k -= 1;
+                        idx[k] += 1;
+                        if idx[k] < subs[k] {
+                            break;
+                        }
+                        idx[k] = 0;
+                    }
+                }
+            }
+            Op::TypeCreateStruct => {
+                let n = n as usize;
+                let bls = arr(p, 2, n);
+                let ds = arr(p, 2 + n, n);
+                let ts = arr(p, 2 + 2 * n, n);
+                for ((b, dd), t) in bls.iter().zip(&ds).zip(&ts) {
+                    let (_, text) = self.bounds(*t);
+                    let ib = inner(*t)?;
+                    for j in 0..*b {
+                        out.extend(base + dd + j * text, &ib)?;
+                    }
+                }
+            }
+            Op::TypeCreateResized => {
+                self.flat_into(get("oldtype"), base, out, depth + 1)?;
+            }
+            _ => return out.push(base, d.size),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rsd::trace::FlatEvent;
+
+    fn ev(op: Op, params: Vec<i64>) -> FlatEvent {
+        FlatEvent {
+            op,
+            sig: 0,
+            path: None,
+            params,
+            children: Vec::new(),
+        }
+    }
+
+    const INT: i64 = 7;
+    const DOUBLE: i64 = 14;
+
+    #[test]
+    fn vector_of_ints_flattens_to_strided_blocks() {
+        let mut t = Types::default();
+        // 3 blocks of 2 ints, every 5 ints.
+        t.track(&ev(Op::TypeVector, vec![3, 2, 5, INT, 1000]));
+        assert_eq!(t.size(1000), 24);
+        assert_eq!(t.bounds(1000), (0, (2 * 5 + 2) * 4));
+        let f = t.flatten(1000).unwrap();
+        assert_eq!(f.blocks, vec![(0, 8), (20, 8), (40, 8)]);
+        // Data bytes 4..20 of a view at 100: the second half of block 0, all of block 1, the
+        // first half of block 2.
+        assert_eq!(f.pieces(100, 4, 16), vec![(104, 4), (120, 8), (140, 4)]);
+        // Tiling: the next copy starts one extent (48 bytes) later.
+        assert_eq!(f.pieces(0, 24, 8), vec![(48, 8)]);
+    }
+
+    #[test]
+    fn resized_vector_tiles_at_its_new_extent() {
+        let mut t = Types::default();
+        t.track(&ev(Op::TypeVector, vec![2, 1, 4, INT, 1000]));
+        t.track(&ev(Op::TypeCreateResized, vec![1000, 0, 64, 1001]));
+        let f = t.flatten(1001).unwrap();
+        assert_eq!((f.size, f.extent), (8, 64));
+        assert_eq!(f.pieces(0, 0, 16), vec![(0, 4), (16, 4), (64, 4), (80, 4)]);
+    }
+
+    #[test]
+    fn subarray_in_both_orders() {
+        let mut t = Types::default();
+        // A 2x3 block at (1, 2) of a 4x6 array of doubles, C order (Open MPI's 0).
+        t.track(&ev(
+            Op::TypeCreateSubarray,
+            vec![2, 0, DOUBLE, 1000, 4, 6, 2, 3, 1, 2],
+        ));
+        let f = t.flatten(1000).unwrap();
+        assert_eq!(f.blocks, vec![(64, 24), (112, 24)]);
+        assert_eq!((f.size, f.extent), (48, 192));
+        // The same in Fortran order (MPICH's 57): dimensions listed fastest first.
+        t.track(&ev(
+            Op::TypeCreateSubarray,
+            vec![2, 57, DOUBLE, 1001, 6, 4, 3, 2, 2, 1],
+        ));
+        assert_eq!(t.flatten(1001).unwrap().blocks, f.blocks);
+    }
+
+    #[test]
+    fn indexed_struct_and_contiguous_nest() {
+        let mut t = Types::default();
+        t.track(&ev(Op::TypeIndexed, vec![2, INT, 1000, 1, 2, 0, 3]));
+        assert_eq!(t.flatten(1000).unwrap().blocks, vec![(0, 4), (12, 8)]);
+        t.track(&ev(Op::TypeContiguous, vec![2, 1000, 1001]));
+        // The indexed type's extent is 20 bytes, so the second copy starts at 20.
+        assert_eq!(
+            t.flatten(1001).unwrap().blocks,
+            vec![(0, 4), (12, 12), (32, 8)]
+        );
+        t.track(&ev(
+            Op::TypeCreateStruct,
+            vec![2, 1002, 1, 1, 0, 16, INT, DOUBLE],
+        ));
+        let f = t.flatten(1002).unwrap();
+        assert_eq!(f.blocks, vec![(0, 4), (16, 8)]);
+        assert_eq!(t.size(1002), 12);
+    }
+
+    #[test]
+    fn unknown_type_is_one_byte_block_and_failed_ctor_is_ignored() {
+        let mut t = Types::default();
+        t.track(&ev(Op::TypeVector, vec![3, 2, 5, INT, -1]));
+        assert!(t.ctor(-1).is_none());
+        let f = t.flatten(4321).unwrap();
+        assert!(f.is_dense());
+        assert_eq!(f.pieces(10, 5, 3), vec![(15, 3)]);
+    }
+
+    #[test]
+    fn huge_filetype_is_refused_not_flattened() {
+        let mut t = Types::default();
+        t.track(&ev(Op::TypeVector, vec![1 << 23, 1, 2, INT, 1000]));
+        let e = t.flatten(1000).unwrap_err();
+        assert!(e.contains("datatype 1000"), "{e}");
     }
 }
