@@ -64,6 +64,15 @@ impl Fitter<'_> {
              (--plugin lib.so) that expresses this pattern",
             self.scales.last().copied().unwrap_or(16) * 2
         );
+        if f.detail.contains("fits no") && !f.detail.contains("disagree") {
+            // Nothing fits at all: more scales will not help; the values probably do not
+            // depend on the rank count alone.
+            hint = "no model reproduces these values exactly: if they depend on state outside \
+                    the program (a file left by an earlier run, the clock, random numbers), \
+                    trace every scale from the same starting state; if they follow a pattern \
+                    iotrex does not know, load a model plugin (--plugin lib.so) that expresses it"
+                .to_string();
+        }
         if f.detail.contains("disagree") {
             hint = format!(
                 "the inputs cannot tell these models apart at {} ranks; trace a scale that does \
