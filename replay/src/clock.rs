@@ -3,14 +3,127 @@
 //! A wait sleeps until shortly before its absolute deadline, then spins on the monotonic clock:
 //! the kernel's sleep overshoots by tens of microseconds, spinning does not. Deadlines are
 //! absolute per rank, so one late wake-up does not shift every later event.
+//!
+//! Spinning only helps when the spinning rank has a core to itself. When more ranks wait on a
+//! node than it has cores (16 ranks on 2 cores, or `--threads` with 64 ranks), a spinning rank
+//! takes the core from the rank whose deadline has come, and every rank ends up late by a
+//! scheduler time slice (milliseconds). A [`Waiter`] therefore counts the ranks waiting in this
+//! process, multiplies by the MPI ranks on this node (from the launcher's environment) and,
+//! when that exceeds the cores, sleeps all the way to the deadline instead, only yielding for
+//! the last few microseconds.
 
 use serde::Serialize;
+use std::num::NonZeroU64;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// Sleep only until this long before the deadline, then spin.
+/// Sleep only until this long before the deadline, then spin. With the timer slack at 1 ns
+/// (see [`Waiter::new`]) the kernel wakes a sleeper within a few tens of microseconds on an
+/// idle core; this margin also covers a busy one.
 pub const SPIN_NS: u64 = 200_000;
 
-/// Waits until `deadline`, returning at once when it has passed.
+/// On an oversubscribed node: sleep until this long before the deadline, then yield the core
+/// until it comes (a yield lets a rank whose deadline has come run first).
+pub const YIELD_NS: u64 = 20_000;
+
+/// Ranks of this process currently holding a [`Waiter`].
+static RANKS_HERE: AtomicUsize = AtomicUsize::new(0);
+
+/// MPI ranks on this node, from the launcher (Open MPI, MPICH/Hydra, Slurm); 1 if unknown.
+fn local_procs() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        [
+            "OMPI_COMM_WORLD_LOCAL_SIZE",
+            "MPI_LOCALNRANKS",
+            "SLURM_NTASKS_PER_NODE",
+        ]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(1)
+    })
+}
+
+/// Cores of this node. The online CPU list, not this process's affinity: mpirun binds each
+/// rank to one core when it does not oversubscribe, which says nothing about the node.
+fn cores() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        let affinity = std::thread::available_parallelism().map_or(1, |n| n.get());
+        std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .ok()
+            .and_then(|s| count_cpu_list(s.trim()))
+            .unwrap_or(affinity)
+            .max(1)
+    })
+}
+
+/// The number of CPUs in a kernel CPU list such as `0-3,8,10-11`, or `None` if malformed.
+fn count_cpu_list(s: &str) -> Option<usize> {
+    let mut n = 0;
+    for part in s.split(',') {
+        n += match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?);
+                b.checked_sub(a)? + 1
+            }
+            None => {
+                part.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    (n > 0).then_some(n)
+}
+
+/// Whether `ranks` waiting ranks would oversubscribe this node's cores.
+pub fn oversubscribed(ranks_here: usize) -> bool {
+    ranks_here.max(1) * local_procs() > cores()
+}
+
+/// One rank's waits. Creating it counts the rank as waiting in this process (until it is
+/// dropped) and sets the calling thread's timer slack to 1 ns: the default 50 µs slack lets the
+/// kernel defer a sleeper's wake-up by that much to batch timers, which is lateness.
+#[derive(Debug)]
+pub struct Waiter {
+    _private: (),
+}
+
+impl Waiter {
+    /// Registers a rank; call it on the thread that will wait.
+    pub fn new() -> Self {
+        // Failure only costs accuracy (the default slack stays), so it is not an error.
+        let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
+        RANKS_HERE.fetch_add(1, Ordering::Relaxed);
+        Waiter { _private: () }
+    }
+
+    /// Waits until `deadline`, returning at once when it has passed.
+    pub fn wait_until(&self, deadline: Instant) {
+        if oversubscribed(RANKS_HERE.load(Ordering::Relaxed)) {
+            wait_shared(deadline);
+        } else {
+            wait_until(deadline);
+        }
+    }
+}
+
+impl Default for Waiter {
+    fn default() -> Self {
+        Waiter::new()
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        RANKS_HERE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Waits until `deadline` by sleeping, then spinning for the last [`SPIN_NS`]; returns at once
+/// when it has passed. For a rank with a core to itself.
 pub fn wait_until(deadline: Instant) {
     let now = Instant::now();
     if deadline <= now {
@@ -22,6 +135,22 @@ pub fn wait_until(deadline: Instant) {
     }
     while Instant::now() < deadline {
         std::hint::spin_loop();
+    }
+}
+
+/// Waits until `deadline` on an oversubscribed node: sleeps until [`YIELD_NS`] before it, then
+/// yields the core until it comes, so that waiting ranks never hold a core a due rank needs.
+pub fn wait_shared(deadline: Instant) {
+    let now = Instant::now();
+    if deadline <= now {
+        return;
+    }
+    let left = deadline - now;
+    if left > Duration::from_nanos(YIELD_NS) {
+        std::thread::sleep(left - Duration::from_nanos(YIELD_NS));
+    }
+    while Instant::now() < deadline {
+        std::thread::yield_now();
     }
 }
 
@@ -159,6 +288,33 @@ mod tests {
         assert!((49_000..=50_000).contains(&p50), "{p50}");
         assert_eq!(l.quantile(1.0), 100_000);
         assert_eq!(l.within, [100, 500, 1000]);
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(count_cpu_list("0-1"), Some(2));
+        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list(""), None);
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn oversubscription_counts_ranks_against_cores() {
+        // One rank never oversubscribes (unless the launcher says the node is full); a
+        // thousand ranks as threads always do on any machine this runs on.
+        assert!(!oversubscribed(1) || local_procs() > 1);
+        assert!(oversubscribed(cores() + 1));
+    }
+
+    #[test]
+    fn shared_wait_is_accurate() {
+        let t = Instant::now() + Duration::from_micros(500);
+        wait_shared(t);
+        let now = Instant::now();
+        assert!(now >= t);
+        assert!(now - t < Duration::from_millis(5), "{:?}", now - t);
     }
 
     #[test]
