@@ -1,10 +1,14 @@
 //! The MPI runtime of `iotrex-replay`: MPI-IO and MPI calls issued through rsmpi's raw
 //! bindings (`mpi::ffi`), the only `unsafe` code of the replay.
 //!
-//! Data moves as `MPI_UINT8_T` counts of the recorded byte totals, and recorded file views are
-//! re-issued with a byte etype at the recorded displacement, offsets converted from the
-//! recorded etype to bytes; so contiguous views replay exactly. Noncontiguous filetypes are
-//! replayed as contiguous (their constructors are tracked for sizes only).
+//! Data moves as `MPI_UINT8_T` counts of the recorded byte totals. A recorded file view is
+//! re-issued at the recorded displacement with a byte etype and the filetype rebuilt from its
+//! recorded constructor chain (vector, subarray, indexed, struct, resized... each issued as the
+//! same MPI constructor, predefined leaves as contiguous bytes of their size), offsets
+//! converted from the recorded etype to bytes; so noncontiguous access touches the same file
+//! regions as the application's. Vector collectives exchange each rank's recorded byte count
+//! first (the trace keeps each rank's own side, not the root's per-rank arrays), then issue
+//! the real call with those counts.
 
 #![allow(unsafe_code)]
 
@@ -82,6 +86,8 @@ pub struct MpiRuntime {
     files: HashMap<i64, MFile>,
     reqs: HashMap<i64, Pending>,
     rbuf: Vec<u8>,
+    /// Datatypes rebuilt from the trace's constructors, by symbolic id (ids are never reused).
+    dtypes: HashMap<i64, ffi::MPI_Datatype>,
 }
 
 fn len(n: i64) -> c_int {
@@ -99,6 +105,333 @@ impl MpiRuntime {
             files: HashMap::new(),
             reqs: HashMap::new(),
             rbuf: Vec::new(),
+            dtypes: HashMap::new(),
+        }
+    }
+
+    /// The MPI datatype for symbolic type `id`, rebuilt from its recorded constructor chain and
+    /// committed. Predefined and unknown types become contiguous bytes of their size, so every
+    /// rebuilt type is made of bytes and agrees with the byte etype and buffers of the replay.
+    fn dtype(&mut self, types: &Types, id: i64, depth: u32) -> Result<ffi::MPI_Datatype, String> {
+        if let Some(t) = self.dtypes.get(&id) {
+            return Ok(*t);
+        }
+        if depth > 64 {
+            return Err(format!(
+                "datatype {id} nests more than 64 constructors deep"
+            ));
+        }
+        let u8t = self.p.u8;
+        let mut nt: ffi::MPI_Datatype = u8t;
+        let cint = |v: i64| v.clamp(c_int::MIN as i64, c_int::MAX as i64) as c_int;
+        let Some((op, prm)) = types.ctor(id) else {
+            let s = types.size(id);
+            if s == 1 {
+                return Ok(u8t);
+            }
+            // SAFETY: a predefined type and a valid out-parameter.
+            check(
+                unsafe { ffi::MPI_Type_contiguous(cint(s), u8t, &mut nt) },
+                "MPI_Type_contiguous",
+            )?;
+            return self.commit(id, nt);
+        };
+        let prm = prm.to_vec();
+        let at = |i: usize| prm.get(i).copied().unwrap_or(0);
+        let arr =
+            |from: usize, n: usize| -> Vec<c_int> { (0..n).map(|i| cint(at(from + i))).collect() };
+        let rc = match op {
+            Op::TypeContiguous => {
+                let old = self.dtype(types, at(1), depth + 1)?;
+                // SAFETY: a committed or predefined old type and a valid out-parameter.
+                unsafe { ffi::MPI_Type_contiguous(cint(at(0)), old, &mut nt) }
+            }
+            Op::TypeVector => {
+                let old = self.dtype(types, at(3), depth + 1)?;
+                // SAFETY: as above.
+                unsafe { ffi::MPI_Type_vector(cint(at(0)), cint(at(1)), cint(at(2)), old, &mut nt) }
+            }
+            Op::TypeHvector => {
+                let old = self.dtype(types, at(3), depth + 1)?;
+                // SAFETY: as above.
+                unsafe {
+                    ffi::MPI_Type_create_hvector(
+                        cint(at(0)),
+                        cint(at(1)),
+                        at(2) as ffi::MPI_Aint,
+                        old,
+                        &mut nt,
+                    )
+                }
+            }
+            Op::TypeIndexed => {
+                let n = at(0).max(0) as usize;
+                let old = self.dtype(types, at(1), depth + 1)?;
+                let (bl, ds) = (arr(3, n), arr(3 + n, n));
+                // SAFETY: two arrays of `n` ints that outlive the call, an old type and a
+                // valid out-parameter.
+                unsafe { ffi::MPI_Type_indexed(n as c_int, bl.as_ptr(), ds.as_ptr(), old, &mut nt) }
+            }
+            Op::TypeCreateSubarray => {
+                let nd = at(0).max(0) as usize;
+                let old = self.dtype(types, at(2), depth + 1)?;
+                // The recorded order is the tracing MPI's constant (Open MPI 0/1, MPICH 56/57);
+                // issue this MPI's own.
+                let order = if matches!(at(1), 1 | 57) {
+                    ffi::MPI_ORDER_FORTRAN as c_int
+                } else {
+                    ffi::MPI_ORDER_C as c_int
+                };
+                let (sz, sub, st) = (arr(4, nd), arr(4 + nd, nd), arr(4 + 2 * nd, nd));
+                // SAFETY: three arrays of `nd` ints that outlive the call, an old type and a
+                // valid out-parameter.
+                unsafe {
+                    ffi::MPI_Type_create_subarray(
+                        nd as c_int,
+                        sz.as_ptr(),
+                        sub.as_ptr(),
+                        st.as_ptr(),
+                        order,
+                        old,
+                        &mut nt,
+                    )
+                }
+            }
+            Op::TypeCreateStruct => {
+                let n = at(0).max(0) as usize;
+                let bl = arr(2, n);
+                let ds: Vec<ffi::MPI_Aint> =
+                    (0..n).map(|i| at(2 + n + i) as ffi::MPI_Aint).collect();
+                let mut ts = Vec::with_capacity(n);
+                for i in 0..n {
+                    ts.push(self.dtype(types, at(2 + 2 * n + i), depth + 1)?);
+                }
+                // SAFETY: three arrays of `n` entries that outlive the call and a valid
+                // out-parameter.
+                unsafe {
+                    ffi::MPI_Type_create_struct(
+                        n as c_int,
+                        bl.as_ptr(),
+                        ds.as_ptr(),
+                        ts.as_ptr(),
+                        &mut nt,
+                    )
+                }
+            }
+            Op::TypeCreateResized => {
+                let old = self.dtype(types, at(0), depth + 1)?;
+                // SAFETY: an old type and a valid out-parameter.
+                unsafe {
+                    ffi::MPI_Type_create_resized(
+                        old,
+                        at(1) as ffi::MPI_Aint,
+                        at(2) as ffi::MPI_Aint,
+                        &mut nt,
+                    )
+                }
+            }
+            _ => return Ok(u8t),
+        };
+        check(rc, &format!("{} rebuilding datatype {id}", op.name()))?;
+        self.commit(id, nt)
+    }
+
+    fn commit(&mut self, id: i64, mut nt: ffi::MPI_Datatype) -> Result<ffi::MPI_Datatype, String> {
+        // SAFETY: a datatype this runtime just created.
+        check(unsafe { ffi::MPI_Type_commit(&mut nt) }, "MPI_Type_commit")?;
+        self.dtypes.insert(id, nt);
+        Ok(nt)
+    }
+
+    /// Every member's `mine` (k values each), at the root only (`root` Some) or at all ranks.
+    fn exchange(
+        &mut self,
+        c: ffi::MPI_Comm,
+        mine: &[i64],
+        root: Option<c_int>,
+    ) -> Result<Vec<i64>, String> {
+        let size = self.comm_size(c) as usize;
+        let k = mine.len();
+        let send: Vec<u8> = mine.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut recv = vec![0u8; 8 * k * size];
+        let n = (8 * k) as c_int;
+        let (s, r) = (
+            send.as_ptr() as *const c_void,
+            recv.as_mut_ptr() as *mut c_void,
+        );
+        // SAFETY: a send buffer of 8k bytes and a receive buffer of 8k bytes per member, the
+        // byte type, a valid communicator that every member enters in trace order.
+        let rc = unsafe {
+            match root {
+                Some(rt) => ffi::MPI_Gather(s, n, self.p.u8, r, n, self.p.u8, rt, c),
+                None => ffi::MPI_Allgather(s, n, self.p.u8, r, n, self.p.u8, c),
+            }
+        };
+        check(rc, "exchanging the vector collective's counts")?;
+        Ok(recv
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+            .collect())
+    }
+
+    /// A vector collective with the recorded per-rank byte counts.
+    fn vcoll(&mut self, e: &FlatEvent, types: &Types) -> Result<(), String> {
+        let op = e.op;
+        let p = self.p;
+        let c = self.comm(param(e, "comm"))?;
+        let me = self.comm_rank(c) as usize;
+        let size = self.comm_size(c) as usize;
+        // Bytes of one side of the call; the tracer records type -1 for MPI_IN_PLACE.
+        let side = |count: &str, ty: &str| {
+            let t = param(e, ty);
+            if t < 0 {
+                0
+            } else {
+                param(e, count).max(0) * types.size(t)
+            }
+        };
+        let displs = |counts: &[c_int]| -> Vec<c_int> {
+            let mut acc = 0i64;
+            counts
+                .iter()
+                .map(|n| {
+                    let d = acc;
+                    acc += *n as i64;
+                    len(d)
+                })
+                .collect()
+        };
+        match op {
+            Op::Gatherv | Op::Scatterv => {
+                let root = param(e, "root") as c_int;
+                let mine = if op == Op::Gatherv {
+                    side("sendcount", "sendtype")
+                } else {
+                    side("recvcount", "recvtype")
+                };
+                let all = self.exchange(c, &[mine], Some(root))?;
+                let counts: Vec<c_int> = if me as c_int == root {
+                    all.iter().map(|v| len(*v)).collect()
+                } else {
+                    vec![0; size]
+                };
+                let ds = displs(&counts);
+                let total: usize = counts.iter().map(|n| *n as usize).sum();
+                let one = vec![0u8; mine as usize];
+                let mut many = vec![0u8; total];
+                let (op1, opn) = (
+                    one.as_ptr() as *mut c_void,
+                    many.as_mut_ptr() as *mut c_void,
+                );
+                // SAFETY: this rank's buffer of `mine` bytes, the root's buffer of the sum of
+                // the counts with matching displacements, byte types, a valid communicator.
+                let rc = unsafe {
+                    if op == Op::Gatherv {
+                        ffi::MPI_Gatherv(
+                            op1,
+                            len(mine),
+                            p.u8,
+                            opn,
+                            counts.as_ptr(),
+                            ds.as_ptr(),
+                            p.u8,
+                            root,
+                            c,
+                        )
+                    } else {
+                        ffi::MPI_Scatterv(
+                            opn,
+                            counts.as_ptr(),
+                            ds.as_ptr(),
+                            p.u8,
+                            op1,
+                            len(mine),
+                            p.u8,
+                            root,
+                            c,
+                        )
+                    }
+                };
+                check(rc, op.name())
+            }
+            Op::Allgatherv => {
+                let mine = side("sendcount", "sendtype");
+                let counts: Vec<c_int> = self
+                    .exchange(c, &[mine], None)?
+                    .iter()
+                    .map(|v| len(*v))
+                    .collect();
+                let ds = displs(&counts);
+                let total: usize = counts.iter().map(|n| *n as usize).sum();
+                let send = vec![0u8; mine as usize];
+                let mut recv = vec![0u8; total];
+                // SAFETY: as for Gatherv, at every rank.
+                let rc = unsafe {
+                    ffi::MPI_Allgatherv(
+                        send.as_ptr() as *const c_void,
+                        len(mine),
+                        p.u8,
+                        recv.as_mut_ptr() as *mut c_void,
+                        counts.as_ptr(),
+                        ds.as_ptr(),
+                        p.u8,
+                        c,
+                    )
+                };
+                check(rc, "MPI_Allgatherv")
+            }
+            _ => {
+                // Alltoallv: the trace keeps each rank's send and receive totals, not who sent
+                // what to whom. A matrix with those row and column sums (north-west corner
+                // rule) moves the recorded bytes per rank; the pairing is an approximation.
+                let sb = if param(e, "sendtype") < 0 {
+                    0
+                } else {
+                    param(e, "sendbytes").max(0)
+                };
+                let rb = param(e, "recvbytes").max(0);
+                let all = self.exchange(c, &[sb, rb], None)?;
+                let mut rows: Vec<i64> = all.iter().step_by(2).copied().collect();
+                let mut cols: Vec<i64> = all.iter().skip(1).step_by(2).copied().collect();
+                let mut scounts = vec![0 as c_int; size];
+                let mut rcounts = vec![0 as c_int; size];
+                let (mut i, mut j) = (0, 0);
+                while i < size && j < size {
+                    let m = rows[i].min(cols[j]);
+                    if i == me {
+                        scounts[j] = len(m);
+                    }
+                    if j == me {
+                        rcounts[i] = len(m);
+                    }
+                    rows[i] -= m;
+                    cols[j] -= m;
+                    if rows[i] == 0 {
+                        i += 1;
+                    } else {
+                        j += 1;
+                    }
+                }
+                let (sd, rd) = (displs(&scounts), displs(&rcounts));
+                let send = vec![0u8; scounts.iter().map(|n| *n as usize).sum()];
+                let mut recv = vec![0u8; rcounts.iter().map(|n| *n as usize).sum()];
+                // SAFETY: buffers of the sums of the counts with matching displacements, byte
+                // types, a valid communicator; every pair's counts agree by construction.
+                let rc = unsafe {
+                    ffi::MPI_Alltoallv(
+                        send.as_ptr() as *const c_void,
+                        scounts.as_ptr(),
+                        sd.as_ptr(),
+                        p.u8,
+                        recv.as_mut_ptr() as *mut c_void,
+                        rcounts.as_ptr(),
+                        rd.as_ptr(),
+                        p.u8,
+                        c,
+                    )
+                };
+                check(rc, "MPI_Alltoallv")
+            }
         }
     }
 
@@ -157,6 +490,12 @@ impl MpiRuntime {
         for (_, mut f) in self.files.drain() {
             // SAFETY: `f.fh` is a file this runtime opened and did not close.
             unsafe { ffi::MPI_File_close(&mut f.fh) };
+        }
+        for (_, mut t) in self.dtypes.drain() {
+            if t != self.p.u8 {
+                // SAFETY: a datatype this runtime created and committed, freed once.
+                unsafe { ffi::MPI_Type_free(&mut t) };
+            }
         }
     }
 }
@@ -258,6 +597,13 @@ impl Runtime for MpiRuntime {
             }
             Op::FileSetView => {
                 f.etype = param(e, "etype");
+                let ft = param(e, "filetype");
+                let filetype = if types.ctor(ft).is_some() {
+                    self.dtype(types, ft, 0)?
+                } else {
+                    // A predefined filetype is contiguous: a byte view is the same.
+                    p.u8
+                };
                 let native = c"native";
                 // SAFETY: an open file handle, predefined byte types and info, and a
                 // NUL-terminated data representation name.
@@ -266,7 +612,7 @@ impl Runtime for MpiRuntime {
                         fh,
                         param(e, "disp"),
                         p.u8,
-                        p.u8,
+                        filetype,
                         native.as_ptr(),
                         p.info_null,
                     )
@@ -481,13 +827,7 @@ impl Runtime for MpiRuntime {
                 };
                 check(rc, op.name())
             }
-            // Vector collectives record only totals, not per-rank counts: their
-            // synchronisation is replayed as a barrier.
-            Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv => {
-                let c = self.comm(param(e, "comm"))?;
-                // SAFETY: a valid communicator.
-                check(unsafe { ffi::MPI_Barrier(c) }, op.name())
-            }
+            Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv => self.vcoll(e, types),
             Op::Send | Op::Isend | Op::Recv | Op::Irecv => {
                 let c = self.comm(param(e, "comm"))?;
                 let n = len(param(e, "count") * tsize("datatype"));

@@ -4,11 +4,13 @@
 //! point-to-point messages go through per-rank mailboxes (sends are eager, so a send never
 //! waits for its receive, as MPI allows for small messages); MPI-IO calls become the
 //! equivalent positioned I/O on the shared file, with collective calls synchronised over the
-//! file's communicator. Each rank is one OS thread with a small stack: thousands fit, and the
+//! file's communicator. Noncontiguous file views are flattened from the recorded datatype
+//! constructors and each access is split into one positioned call per file region it touches.
+//! Each rank is one OS thread with a small stack: thousands fit, and the
 //! order and synchronisation of every rank's calls are exactly those of the trace.
 
 use crate::engine::{Pattern, Runtime, param};
-use crate::types::Types;
+use crate::types::{Flat, Types};
 use rsd::op::Op;
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
@@ -194,6 +196,9 @@ struct MFile {
     comm: (Arc<CommObj>, usize),
     disp: i64,
     etype: i64,
+    /// The view's filetype flattened, when it is not contiguous: accesses then map onto the
+    /// file regions it selects.
+    view: Option<Arc<Flat>>,
     /// Individual file pointer, in etypes.
     fp: i64,
     shared: Arc<AtomicU64>,
@@ -384,6 +389,7 @@ impl Runtime for ThreadsRuntime {
                     comm,
                     disp: 0,
                     etype: 4, // MPI_BYTE
+                    view: None,
                     fp,
                     shared,
                     delete_on_close: amode & 16 != 0,
@@ -434,6 +440,8 @@ impl Runtime for ThreadsRuntime {
                 f.disp = param(e, "disp");
                 f.etype = param(e, "etype");
                 f.fp = 0;
+                let flat = types.flatten(param(e, "filetype"))?;
+                f.view = (!flat.is_dense()).then(|| Arc::new(flat));
                 return Ok(0);
             }
             Op::FileSeek => {
@@ -457,7 +465,7 @@ impl Runtime for ThreadsRuntime {
             | Op::FileIreadAt
             | Op::FileWriteAt
             | Op::FileWriteAtAll
-            | Op::FileIwriteAt => f.disp + param(e, "offset") * es,
+            | Op::FileIwriteAt => param(e, "offset") * es,
             Op::FileReadShared
             | Op::FileReadOrdered
             | Op::FileIreadShared
@@ -465,30 +473,48 @@ impl Runtime for ThreadsRuntime {
             | Op::FileWriteOrdered
             | Op::FileIwriteShared => {
                 let units = f.shared.fetch_add((bytes / es) as u64, Ordering::SeqCst) as i64;
-                f.disp + units * es
+                units * es
             }
             _ if write || read => {
-                let o = f.disp + f.fp * es;
+                let o = f.fp * es;
                 f.fp += bytes / es;
                 o
             }
             _ => return Ok(0),
         };
         drop(sh);
-        let off = off.max(0) as u64;
+        // `off` is the position in the view's data; the regions are where it lands in the
+        // file: one run from the displacement, or one per filetype block it crosses.
+        let regions = match &f.view {
+            None => vec![((f.disp + off).max(0) as u64, bytes as usize)],
+            Some(flat) => flat.pieces(f.disp, off, bytes),
+        };
         if write {
-            f.file
-                .write_all_at(data.get(bytes as usize), off)
-                .map_err(|er| er.to_string())?;
+            let buf = data.get(bytes as usize);
+            let mut at = 0usize;
+            for (o, n) in regions {
+                f.file
+                    .write_all_at(&buf[at..at + n], o)
+                    .map_err(|er| er.to_string())?;
+                at += n;
+            }
             Ok(bytes as u64)
         } else {
             self.rbuf.resize(bytes as usize, 0);
             let mut got = 0usize;
-            while got < self.rbuf.len() {
-                match f.file.read_at(&mut self.rbuf[got..], off + got as u64) {
-                    Ok(0) => break,
-                    Ok(k) => got += k,
-                    Err(er) => return Err(er.to_string()),
+            'regions: for (o, n) in regions {
+                let end = got + n;
+                let mut pos = o;
+                while got < end {
+                    match f.file.read_at(&mut self.rbuf[got..end], pos) {
+                        // End of file: MPI stops a read there, holes past it included.
+                        Ok(0) => break 'regions,
+                        Ok(k) => {
+                            got += k;
+                            pos += k as u64;
+                        }
+                        Err(er) => return Err(er.to_string()),
+                    }
                 }
             }
             Ok(got as u64)
