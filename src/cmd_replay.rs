@@ -17,8 +17,12 @@ pub struct ReplayArgs {
     /// `mpirun -np N iotrex-replay`).
     #[arg(long)]
     pub threads: bool,
+    /// Refuse traces of more ranks than N: --threads runs one OS thread per rank (default: a
+    /// quarter of /proc/sys/kernel/threads-max, between 256 and 8192).
+    #[arg(long, value_name = "N", value_parser = parse_max_threads)]
+    pub max_threads: Option<u32>,
     /// Non-I/O MPI calls: delay (sleep the recorded mean), real (thread barriers and
-    /// channels), or skip.
+    /// channels; collectives, vector ones included, synchronise but move no data), or skip.
     #[arg(long, default_value = "delay", value_parser = parse_comm)]
     pub comm: replay::CommMode,
     /// Compute gaps: mean (recorded mean), sample (drawn from the recorded histogram), none.
@@ -43,6 +47,10 @@ pub struct ReplayArgs {
 
 fn parse_comm(s: &str) -> Result<replay::CommMode, String> {
     replay::parse_comm(s).map_err(|e| e.to_string())
+}
+
+fn parse_max_threads(s: &str) -> Result<u32, String> {
+    replay::parse_max_threads(s).map_err(|e| e.to_string())
 }
 
 fn parse_compute(s: &str) -> Result<replay::ComputeMode, String> {
@@ -72,7 +80,9 @@ pub fn run(a: &ReplayArgs, json: bool) -> Result<()> {
         time_scale: a.time_scale,
         layer: a.layer,
     };
-    let report = replay::run_threads_file(&a.trace, &a.root, &opts, a.prep, a.allow_incomplete)?;
+    let max = a.max_threads.unwrap_or_else(replay::default_max_threads);
+    let report =
+        replay::run_threads_file(&a.trace, &a.root, &opts, a.prep, a.allow_incomplete, max)?;
     if let Some(p) = &a.json_out {
         let s = serde_json::to_string_pretty(&report)?;
         std::fs::write(p, s + "\n").with_context(|| format!("--json-out {}", p.display()))?;

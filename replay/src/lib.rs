@@ -62,9 +62,60 @@ pub fn nranks(tf: &TraceFile) -> u32 {
 /// small stacks let thousands of ranks run as threads.
 const RANK_STACK: usize = 512 << 10;
 
-/// Replays every rank of `tf` as a thread of this process.
+/// The default `--max-threads`: a quarter of the kernel's thread limit, between 256 and 8,192,
+/// so a replay neither exhausts the machine's threads nor refuses an ordinary extrapolated
+/// trace (1,024 ranks x 512 KiB of stack is 512 MiB of address space, mostly untouched).
+pub fn default_max_threads() -> u32 {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/threads-max")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(32_768);
+    (kernel / 4).clamp(256, 8192) as u32
+}
+
+/// Parses `--max-threads`: a whole number of at least 1.
+pub fn parse_max_threads(s: &str) -> Result<u32, ReplayError> {
+    match s.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(ReplayError::BadOption {
+            flag: "--max-threads",
+            why: format!("{s:?} is not a whole number >= 1"),
+        }),
+    }
+}
+
+fn check_cap(n: u32, max_threads: u32) -> Result<(), ReplayError> {
+    if n > max_threads {
+        return Err(ReplayError::BadOption {
+            flag: "--max-threads",
+            why: format!(
+                "the trace has {n} ranks and --threads runs one thread per rank, more than the cap of {max_threads}"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Replays every rank of `tf` as a thread of this process, with the default thread cap.
 pub fn run_threads(tf: &TraceFile, root: &Root, opts: &Options) -> Result<Report, ReplayError> {
+    run_threads_capped(tf, root, opts, default_max_threads())
+}
+
+/// Replays every rank of `tf` as a thread of this process, refusing before any I/O when the
+/// trace has more ranks than `max_threads`.
+///
+/// Each rank is one OS thread because a rank blocked in a barrier or a receive must not hold
+/// back the ranks it waits for: running ranks on a smaller pool would need every rank's walk
+/// to be resumable. The cap keeps a huge extrapolated trace from exhausting the machine's
+/// threads halfway through a replay; beyond it, the error says how to raise it.
+pub fn run_threads_capped(
+    tf: &TraceFile,
+    root: &Root,
+    opts: &Options,
+    max_threads: u32,
+) -> Result<Report, ReplayError> {
     let n = nranks(tf);
+    check_cap(n, max_threads)?;
     let shared = threads::Shared::new(n);
     let t0 = Instant::now();
     let results: Vec<Result<report::RankStats, ReplayError>> = std::thread::scope(|s| {
@@ -121,20 +172,24 @@ pub fn run_threads(tf: &TraceFile, root: &Root, opts: &Options) -> Result<Report
     ))
 }
 
-/// Reads `trace`, checks `root`, optionally preps, and replays every rank as a thread.
+/// Reads `trace`, checks `root`, optionally preps, and replays every rank as a thread, at most
+/// `max_threads` of them.
 pub fn run_threads_file(
     trace: &Path,
     root: &Path,
     opts: &Options,
     prep: bool,
     allow_incomplete: bool,
+    max_threads: u32,
 ) -> Result<Report, ReplayError> {
     let tf = load(trace, allow_incomplete)?;
+    // Refused before --prep writes anything.
+    check_cap(nranks(&tf), max_threads)?;
     let root = Root::new(root)?;
     if prep {
         prep::prep(&tf.trace, &root)?;
     }
-    run_threads(&tf, &root, opts)
+    run_threads_capped(&tf, &root, opts, max_threads)
 }
 
 /// Parses `--comm`.
@@ -202,6 +257,10 @@ pub fn hint(e: &ReplayError) -> Option<String> {
         ReplayError::Root { .. } => Some("create the directory (mkdir -p) and check that you may write in it".into()),
         ReplayError::Escape { .. } => Some("remove the symlink from the root, or use an empty root".into()),
         ReplayError::Incomplete { .. } => Some("the counts of an incomplete trace will not match the application's".into()),
+        ReplayError::BadOption { flag: "--max-threads", why } if why.contains("ranks") => Some(format!(
+            "raise the cap with --max-threads (each rank thread reserves {} KiB of stack; check `ulimit -u` and /proc/sys/kernel/threads-max), or replay under MPI: mpirun -np N iotrex-replay",
+            RANK_STACK >> 10
+        )),
         _ => None,
     }
 }

@@ -28,8 +28,14 @@ written outside it. The rank count must equal the trace's (extrapolate first).
 Options:
   --root DIR            where the replay's files go (required)
   --threads             run every rank as a thread of this process, without MPI
+  --max-threads N       with --threads, refuse traces of more than N ranks (one thread each;
+                        default: a quarter of /proc/sys/kernel/threads-max, 256 to 8192)
   --comm delay|real|skip
-                        non-I/O MPI calls: sleep their recorded mean (default), issue them, or skip
+                        non-I/O MPI calls: sleep their recorded mean (default), issue them, or skip.
+                        Under MPI, real vector collectives (Gatherv, Scatterv, Allgatherv) first
+                        exchange each rank's recorded count, then move those counts; Alltoallv's
+                        trace keeps only per-rank totals, so the pairs are a matrix with those
+                        sums. With --threads, collectives are thread barriers and move no data.
   --compute mean|sample|none
                         compute gaps: recorded mean (default), drawn from the histogram, or none
   --time-scale F        multiply every delay by F (default 1)
@@ -45,6 +51,7 @@ struct Args {
     trace: PathBuf,
     root: PathBuf,
     threads: bool,
+    max_threads: u32,
     prep: bool,
     allow_incomplete: bool,
     json: Option<PathBuf>,
@@ -65,6 +72,7 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, ReplayError> {
         trace: PathBuf::new(),
         root: PathBuf::new(),
         threads: false,
+        max_threads: replay::default_max_threads(),
         prep: false,
         allow_incomplete: false,
         json: None,
@@ -89,6 +97,7 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, ReplayError> {
             "-h" | "--help" => return Ok(None),
             "--root" => root = Some(PathBuf::from(value("--root")?)),
             "--threads" => a.threads = true,
+            "--max-threads" => a.max_threads = replay::parse_max_threads(&value("--max-threads")?)?,
             "--prep" => a.prep = true,
             "--allow-incomplete" => a.allow_incomplete = true,
             "--json" => a.json = Some(PathBuf::from(value("--json")?)),
@@ -151,6 +160,7 @@ fn main() -> ExitCode {
             &args.opts,
             args.prep,
             args.allow_incomplete,
+            args.max_threads,
         )
         .and_then(|r| {
             if let Some(j) = &args.json {
