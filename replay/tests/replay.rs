@@ -289,6 +289,102 @@ fn have_mpirun() -> bool {
     Command::new("mpirun").arg("--version").output().is_ok()
 }
 
+/// Replays `trace` under `mpirun -np n` into `root` (created) with `extra` options, and checks
+/// what every MPI replay must give: success, counts and bytes equal to the trace's, no failed
+/// call. Returns the JSON report and stdout.
+fn replay_mpi(n: u32, trace: &Path, root: &Path, extra: &[&str]) -> (serde_json::Value, String) {
+    std::fs::create_dir_all(root).unwrap();
+    let json = root.with_extension("json");
+    let mut args = vec![
+        trace.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = mpirun(n, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("op counts and bytes equal the trace's"),
+        "{stdout}"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(j["mismatches"].as_array().unwrap().len(), 0, "{stdout}");
+    assert_eq!(j["failed"], 0, "{stdout}");
+    (j, stdout)
+}
+
+/// The build's target directory: CARGO_TARGET_DIR when set (as `cargo test` sees it), else the
+/// workspace's `target/`.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+/// The tracer's preload library of this build, if it was built (`cargo build --release -p
+/// tracer`).
+fn tracer_lib() -> Option<PathBuf> {
+    let p = target_dir().join("release/libiotrex_tracer.so");
+    p.exists().then_some(p)
+}
+
+/// Builds `tests/apps/<name>.c` with mpicc into `dir`.
+fn mpicc(name: &str, dir: &Path) -> Option<PathBuf> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/apps/{name}.c"));
+    let bin = dir.join(name);
+    let out = Command::new("mpicc")
+        .args(["-O1", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .output();
+    out.is_ok_and(|o| o.status.success()).then_some(bin)
+}
+
+/// Runs `app args` on `np` ranks under the tracer, which writes `trace`.
+fn trace_app(np: u32, tracer: &Path, app: &Path, args: &[&str], trace: &Path) {
+    let out = Command::new("timeout")
+        .args(["-k", "5", "60", "mpirun", "--oversubscribe", "-np"])
+        .arg(np.to_string())
+        .args(["-x", &format!("LD_PRELOAD={}", tracer.display())])
+        .args(["-x", &format!("IOTREX_OUT={}", trace.display())])
+        .arg(app)
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .output()
+        .expect("mpirun runs");
+    assert!(
+        out.status.success() && trace.exists(),
+        "traced run failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What a mini-app needs: the tracer, mpirun and mpicc. Prints why a test is skipped.
+fn app_setup(name: &str, dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let (Some(tracer), true) = (tracer_lib(), have_mpirun()) else {
+        eprintln!(
+            "skipped: needs {}/release/libiotrex_tracer.so and mpirun",
+            target_dir().display()
+        );
+        return None;
+    };
+    let Some(app) = mpicc(name, dir) else {
+        eprintln!("skipped: mpicc failed on tests/apps/{name}.c");
+        return None;
+    };
+    Some((tracer, app))
+}
+
 fn ops_of(j: &serde_json::Value) -> Vec<(String, u64, u64)> {
     j["ops"]
         .as_array()
@@ -315,34 +411,8 @@ fn mpirun_4_and_8_ranks_match_trace_and_threads() {
         let tf = small(n, 3);
         let trace = write_trace(t.path(), "s.iotrex", &tf);
         let root = t.path().join("root");
-        std::fs::create_dir(&root).unwrap();
-        let json = t.path().join("r.json");
-        let out = mpirun(
-            n,
-            &[
-                trace.to_str().unwrap(),
-                "--root",
-                root.to_str().unwrap(),
-                "--comm",
-                comm,
-                "--json",
-                json.to_str().unwrap(),
-            ],
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            stdout.contains("op counts and bytes equal the trace's"),
-            "{stdout}"
-        );
+        let (j, stdout) = replay_mpi(n, &trace, &root, &["--comm", comm]);
         assert!(stdout.contains("replay vs traced time:"), "{stdout}");
-        let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        assert_eq!(j["mismatches"].as_array().unwrap().len(), 0);
-        assert_eq!(j["failed"], 0);
         check_small_files(&root, n, 3);
         let d = tempfile::tempdir().unwrap();
         let r = threads(&tf, d.path(), &opts(CommMode::Real));
@@ -405,6 +475,14 @@ fn bad_inputs_give_clear_errors() {
     // Bad flag values.
     let (ok, err) = run(&[tr, "--threads", "--root", rt, "--comm", "loud"]);
     assert!(!ok && err.contains("--comm"), "{err}");
+    let (ok, err) = run(&[tr, "--threads", "--root", rt, "--max-threads", "0"]);
+    assert!(!ok && err.contains("--max-threads"), "{err}");
+    // More ranks than the thread cap: refused, with the way out.
+    let (ok, err) = run(&[tr, "--threads", "--root", rt, "--max-threads", "3"]);
+    assert!(
+        !ok && err.contains("4 ranks") && err.contains("hint:") && err.contains("mpirun"),
+        "{err}"
+    );
     // Wrong rank count under MPI.
     if have_mpirun() {
         let out = mpirun(2, &[tr, "--root", rt]);
@@ -424,82 +502,23 @@ fn bad_inputs_give_clear_errors() {
 }
 
 /// A real trace: the ior_like mini-app (collective MPI-IO, read-back, sync) traced at 4 ranks
-/// with the tracer, then replayed under mpirun and with threads. Skipped when the workspace's
-/// release `iotrex` binary, the tracer or mpicc is missing.
+/// with the tracer, then replayed under mpirun and with threads. Skipped when the tracer of
+/// this build (under CARGO_TARGET_DIR), mpirun or mpicc is missing.
 #[test]
 fn mini_app_trace_replays_with_exact_counts() {
-    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let iotrex = ws.join("target/release/iotrex");
-    let tracer = ws.join("target/release/libiotrex_tracer.so");
-    if !iotrex.exists() || !tracer.exists() || !have_mpirun() {
-        eprintln!("skipped: needs target/release/iotrex, the tracer and mpirun");
-        return;
-    }
     let t = tempfile::tempdir().unwrap();
-    let app = t.path().join("ior_like");
-    let cc = Command::new("mpicc")
-        .args(["-O1", "-o"])
-        .arg(&app)
-        .arg(ws.join("tests/apps/ior_like.c"))
-        .output();
-    if !cc.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: mpicc failed");
+    let Some((tracer, app)) = app_setup("ior_like", t.path()) else {
         return;
-    }
+    };
     let trace = t.path().join("ior.4.iotrex");
     let data = t.path().join("ior.dat");
-    let out = Command::new("timeout")
-        .arg("60")
-        .arg(&iotrex)
-        .args([
-            "trace",
-            "-o",
-            trace.to_str().unwrap(),
-            "--",
-            "mpirun",
-            "-np",
-            "4",
-        ])
-        .arg(&app)
-        .args([
-            "-a", "mpiio", "-c", "-R", "-e", "-t", "4096", "-b", "16384", "-s", "2", "-o",
-        ])
-        .arg(&data)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut args = vec![
+        "-a", "mpiio", "-c", "-R", "-e", "-t", "4096", "-b", "16384", "-s", "2", "-o",
+    ];
+    args.push(data.to_str().unwrap());
+    trace_app(4, &tracer, &app, &args, &trace);
     let root = t.path().join("root");
-    std::fs::create_dir(&root).unwrap();
-    let json = t.path().join("r.json");
-    let out = mpirun(
-        4,
-        &[
-            trace.to_str().unwrap(),
-            "--root",
-            root.to_str().unwrap(),
-            "--comm",
-            "real",
-            "--prep",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(j["mismatches"].as_array().unwrap().len(), 0, "{stdout}");
-    assert_eq!(j["failed"], 0, "{stdout}");
+    let (j, _) = replay_mpi(4, &trace, &root, &["--comm", "real", "--prep"]);
     assert!(j["vs_traced_pct"].is_number());
     // The shared file: 4 ranks x 2 segments x 16 KiB, at the traced path re-rooted.
     let shared = Root::new(&root).unwrap().lexical(data.to_str().unwrap());
@@ -511,4 +530,173 @@ fn mini_app_trace_replays_with_exact_counts() {
     let r = replay::run_threads(&tf, &root_t, &opts(CommMode::Real)).unwrap();
     assert_clean(&r);
     assert_eq!(ops_of(&j), ops_of(&serde_json::to_value(&r).unwrap()));
+}
+
+/// The bytes a replay leaves in a file the application wrote through views, derived from the
+/// application's own file: each rank wrote the byte rank+1 everywhere, so a byte's value says
+/// who wrote it, and zero bytes are holes. The replay fills each call's buffer with the
+/// pattern from its start, and a view maps a buffer onto the file in increasing order; so the
+/// k-th byte of the file a rank wrote is pattern byte k minus the start of its call, given the
+/// byte sizes of each rank's write calls on the file, in order.
+fn replayed_bytes(orig: &[u8], calls: &[usize]) -> Vec<u8> {
+    let mut seen: std::collections::HashMap<u8, usize> = std::collections::HashMap::new();
+    orig.iter()
+        .map(|&who| {
+            if who == 0 {
+                return 0;
+            }
+            let k = seen.entry(who).or_insert(0);
+            let mut at = *k;
+            *k += 1;
+            for c in calls {
+                if at < *c {
+                    break;
+                }
+                at -= c;
+            }
+            replay::engine::Pattern::byte(at)
+        })
+        .collect()
+}
+
+/// A real noncontiguous trace: view_app writes through a resized-vector view (collective,
+/// then an independent write into the filetype's next copy) and a subarray view, traced at 4
+/// ranks. Replayed under mpirun (views rebuilt from the recorded constructors) and with
+/// threads (views flattened to POSIX regions), both files must hold exactly the bytes the
+/// application's layout implies: same size, same holes, each rank's data at its own offsets.
+#[test]
+fn noncontiguous_views_replay_to_the_recorded_layout() {
+    let t = tempfile::tempdir_in("/dev/shm").unwrap();
+    let Some((tracer, app)) = app_setup("view_app", t.path()) else {
+        return;
+    };
+    let (nb, b, rows, cols) = (8usize, 16usize, 6usize, 24usize);
+    let out = t.path().join("orig");
+    std::fs::create_dir(&out).unwrap();
+    let trace = t.path().join("view.4.iotrex");
+    let (snb, sb, srows, scols) = (
+        nb.to_string(),
+        b.to_string(),
+        rows.to_string(),
+        cols.to_string(),
+    );
+    let args = [out.to_str().unwrap(), &snb, &sb, &srows, &scols];
+    trace_app(4, &tracer, &app, &args, &trace);
+    // Per file: each rank's write calls, in bytes.
+    let files = [
+        ("view_vec", vec![nb * b * 4, b * 4]),
+        ("view_sub", vec![rows * cols]),
+    ];
+    let check = |root: &Path, how: &str| {
+        for (name, calls) in &files {
+            let traced = out.join(name);
+            let orig = std::fs::read(&traced).unwrap();
+            assert!(orig.contains(&0), "{name} has holes");
+            let p = Root::new(root).unwrap().lexical(traced.to_str().unwrap());
+            let got = std::fs::read(&p).unwrap_or_else(|e| panic!("{how}: {}: {e}", p.display()));
+            assert_eq!(got.len(), orig.len(), "{how}: size of {name}");
+            let want = replayed_bytes(&orig, calls);
+            let bad = (0..want.len()).find(|i| got[*i] != want[*i]);
+            assert!(bad.is_none(), "{how}: {name} differs first at byte {bad:?}");
+        }
+    };
+    let root_m = t.path().join("root_mpi");
+    let fast = ["--comm", "real", "--compute", "none"];
+    replay_mpi(4, &trace, &root_m, &fast);
+    check(&root_m, "mpirun");
+    let tf = replay::load(&trace, false).unwrap();
+    let root_t = t.path().join("root_threads");
+    std::fs::create_dir(&root_t).unwrap();
+    let o = Options {
+        compute: ComputeMode::None,
+        ..opts(CommMode::Real)
+    };
+    assert_clean(&threads(&tf, &root_t, &o));
+    check(&root_t, "--threads");
+}
+
+/// Vector collectives with rank-dependent counts: under `--comm real` each is issued as the
+/// real call with the counts of the trace (a count that disagreed with the root's would be an
+/// MPI truncation error, fatal on MPI_COMM_WORLD); with threads they synchronise.
+#[test]
+fn vector_collectives_replay_with_recorded_counts() {
+    let n = 4u32;
+    const BYTE: i64 = 4;
+    let tf = build(n, |r| {
+        let ri = r as i64;
+        let mine = 100 * (ri + 1);
+        let all: i64 = (1..=n as i64).map(|k| 100 * k).sum();
+        let at_root = |v: i64| if r == 1 { v } else { 0 };
+        vec![
+            ev(Op::Init, 1, vec![]),
+            // Gatherv to root 1: rank r sends 100(r+1) bytes.
+            ev(
+                Op::Gatherv,
+                2,
+                vec![mine, BYTE, at_root(all), BYTE, 1, 0, mine],
+            ),
+            // Scatterv from root 1: rank r receives 100(r+1) bytes.
+            ev(
+                Op::Scatterv,
+                3,
+                vec![at_root(all), BYTE, mine, BYTE, 1, 0, at_root(all)],
+            ),
+            ev(Op::Allgatherv, 4, vec![mine, BYTE, all, BYTE, 0, mine]),
+            // Alltoallv: rank r sends 100(r+1) bytes in all and receives an equal share.
+            ev(
+                Op::Alltoallv,
+                5,
+                vec![mine, BYTE, all / n as i64, BYTE, 0, mine],
+            ),
+            ev(Op::Finalize, 6, vec![]),
+        ]
+    });
+    let d = tempfile::tempdir().unwrap();
+    assert_clean(&threads(&tf, d.path(), &opts(CommMode::Real)));
+    if !have_mpirun() {
+        eprintln!("skipped the MPI half: no mpirun");
+        return;
+    }
+    let trace = write_trace(d.path(), "v.iotrex", &tf);
+    let (j, _) = replay_mpi(n, &trace, &d.path().join("root"), &["--comm", "real"]);
+    let gv = ops_of(&j);
+    assert!(
+        gv.iter().any(|(op, c, _)| op == "MPI_Alltoallv" && *c == 4),
+        "{gv:?}"
+    );
+}
+
+/// An extrapolation-sized trace: 1,024 ranks with a split, a message ring, an allreduce and
+/// a collective write replay as threads under the default cap; a lower cap refuses before any
+/// I/O, naming the flag and how to raise it.
+#[test]
+fn threads_1024_ranks_and_the_thread_cap() {
+    let tf = small(1024, 1);
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let o = Options {
+        compute: ComputeMode::None,
+        ..opts(CommMode::Real)
+    };
+    let root = Root::new(d.path()).unwrap();
+    let r = replay::run_threads_capped(&tf, &root, &o, 1024).unwrap();
+    assert_clean(&r);
+    assert_eq!(r.ranks, 1024);
+    assert_eq!(
+        size(d.path().join("abs/shared.dat")),
+        2 * 1024 * BLOCK as u64
+    );
+    let d2 = tempfile::tempdir().unwrap();
+    let root2 = Root::new(d2.path()).unwrap();
+    let e = replay::run_threads_capped(&tf, &root2, &o, 1023).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("--max-threads") && msg.contains("1024 ranks"),
+        "{msg}"
+    );
+    assert!(replay::hint(&e).is_some_and(|h| h.contains("--max-threads")));
+    assert_eq!(
+        std::fs::read_dir(d2.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
 }
