@@ -9,6 +9,8 @@ here=$(dirname "$0")
 missing=()
 command -v mpicc >/dev/null 2>&1 || missing+=(openmpi-bin libopenmpi-dev)
 command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+# libopenmpi-dev pulls gfortran in; named too, for the Fortran mini-app (tests/apps/*.f90).
+command -v gfortran >/dev/null 2>&1 || missing+=(gfortran)
 command -v clang >/dev/null 2>&1 || missing+=(clang)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)

@@ -207,3 +207,58 @@ fn comm_create_under_mpich() {
     // Groups and MPICH's integer communicator handles: MPI_Comm_create's split equivalent.
     check(4, "comm_create", &["{d}", "3", "4096"], &[0, 1]);
 }
+
+/// Builds `tests/apps/fortran_io.f90` against MPICH's Fortran bindings (`use mpi` from its
+/// gfortran module directory).
+fn mpich_fortran_app() -> PathBuf {
+    let _g = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fdir = libdir().join("fortran");
+    let moddir = std::fs::read_dir(&fdir)
+        .unwrap_or_else(|e| panic!("{}: {e}", fdir.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("mpich"))
+        .find(|p| p.join("mpi.mod").exists())
+        .expect("MPICH's Fortran mpi.mod");
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("iotrex-apps-mpich");
+    std::fs::create_dir_all(&dir).expect("create target/iotrex-apps-mpich");
+    let bin = dir.join("fortran_io");
+    let tmp = scratch();
+    let out = Command::new("gfortran")
+        .args(["-O1", "-g", "-o"])
+        .arg(&bin)
+        .arg(root.join("tests/apps/fortran_io.f90"))
+        .arg(format!("-I{}", moddir.display()))
+        .arg(format!("-L{}", libdir().display()))
+        .arg(format!("-Wl,-rpath,{}", libdir().display()))
+        .args(["-lmpichfort", "-lmpich"])
+        .current_dir(tmp.path())
+        .output()
+        .expect("run gfortran");
+    assert!(
+        out.status.success(),
+        "building fortran_io against MPICH failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bin
+}
+
+#[test]
+fn fortran_under_mpich() {
+    // MPICH's Fortran MPI_IN_PLACE and MPI_STATUS_IGNORE are addresses its Fortran MPI_Init
+    // publishes; a wrong conversion breaks the program (it checks its reduction), not just
+    // the trace.
+    let dir = scratch();
+    let d = dir.path().to_string_lossy().to_string();
+    let run = hydra(
+        4,
+        &mpich_fortran_app(),
+        &[d.clone(), "3".into()],
+        &dir.path().join("fortran.iotrex"),
+    );
+    assert_counts_match(&run, 4);
+    assert_expand_matches_raw(&run, 2);
+}

@@ -11,6 +11,7 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 pub mod abi;
+pub mod fortran;
 
 use crate::callsite::signature;
 use crate::guard::{BUSY, Enter, IDLE, IN_MPIIO};
@@ -441,7 +442,7 @@ fn after_init(r: c_int) {
     });
 }
 
-fn init_common(op_call: impl FnOnce() -> c_int) -> c_int {
+pub(crate) fn init_common(op_call: impl FnOnce() -> c_int) -> c_int {
     // Everything MPI_Init does (sockets, shared memory, the runtime's files and threads) runs
     // in BUSY mode and is not recorded.
     let g = Enter::new(BUSY);
@@ -498,6 +499,13 @@ pub unsafe extern "C" fn MPI_Init_thread(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     let f = pmpi!("PMPI_Finalize", unsafe extern "C" fn() -> c_int);
+    // SAFETY: no arguments; the application asked for it.
+    finalize_common(|| unsafe { f() })
+}
+
+/// Records `MPI_Finalize`, merges and writes the trace, then runs `finalize` (the C or the
+/// Fortran binding's real finalize).
+pub(crate) fn finalize_common(finalize: impl FnOnce() -> c_int) -> c_int {
     if crate::guard::mode() == IDLE && RECORDING.load(Ordering::Relaxed) {
         let _g = Enter::new(BUSY);
         let sig = signature();
@@ -521,8 +529,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         }
     }
     let _g = Enter::new(BUSY);
-    // SAFETY: no arguments; the application asked for it.
-    unsafe { f() }
+    finalize()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -115,6 +115,30 @@ pub fn status_ignored(p: H) -> bool {
     }
 }
 
+/// The C `MPI_IN_PLACE`.
+pub fn in_place_value() -> *mut libc::c_void {
+    match flavour() {
+        Flavour::OpenMpi => std::ptr::without_provenance_mut(1),
+        Flavour::Mpich => std::ptr::without_provenance_mut(usize::MAX),
+    }
+}
+
+/// The C `MPI_STATUS_IGNORE` (also `MPI_STATUSES_IGNORE`, the same value in both).
+pub fn status_ignore_value() -> H {
+    match flavour() {
+        Flavour::OpenMpi => std::ptr::null_mut(),
+        Flavour::Mpich => std::ptr::without_provenance_mut(1),
+    }
+}
+
+/// Fortran's `MPI_STATUS_SIZE`: the integers in a Fortran status.
+pub fn f_status_size() -> usize {
+    match flavour() {
+        Flavour::OpenMpi => 6,
+        Flavour::Mpich => 5,
+    }
+}
+
 /// Room for either library's `MPI_Status` (Open MPI: 24 bytes, MPICH: 20).
 pub type StatusBuf = [u64; 8];
 

@@ -1,0 +1,73 @@
+//! A Fortran MPI program under the tracer. Open MPI's Fortran bindings call `PMPI_*`
+//! directly, so without the tracer's Fortran hooks such a program's trace had no MPI events
+//! and no merged file. The trace must be complete, its counts must equal the program's own,
+//! and expanding a rank must give back its IOTREX_RAW log.
+
+mod common;
+use common::*;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Builds `tests/apps/fortran_io.f90` with mpif90 next to the C mini-apps.
+fn fortran_app() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("iotrex-apps");
+    std::fs::create_dir_all(&dir).expect("create target/iotrex-apps");
+    let bin = dir.join("fortran_io");
+    // Build in a scratch directory: gfortran writes no .mod files for a lone program, but
+    // keep the source tree clean whatever the compiler does.
+    let tmp = scratch();
+    let out = Command::new("mpif90")
+        .args(["-O1", "-g", "-o"])
+        .arg(&bin)
+        .arg(root.join("tests/apps/fortran_io.f90"))
+        .current_dir(tmp.path())
+        .output()
+        .expect("run mpif90 (Open MPI's Fortran wrapper; gfortran comes with libopenmpi-dev)");
+    assert!(
+        out.status.success(),
+        "mpif90 failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bin
+}
+
+#[test]
+fn fortran_program_is_traced_like_c() {
+    let bin = fortran_app();
+    for np in [4, 6] {
+        let dir = scratch();
+        let d = dir.path().to_string_lossy().to_string();
+        let run = mpirun(
+            np,
+            &bin,
+            &args(&[&d, "3"]),
+            &dir.path().join("fortran.iotrex"),
+            &Opts {
+                raw: true,
+                ..Opts::default()
+            },
+        );
+        assert_counts_match(&run, np);
+        for r in [0, np - 1] {
+            assert_expand_matches_raw(&run, r);
+        }
+        // The vector view and the predefined Fortran type are recorded by their constructors'
+        // parameters and fixed ids, as from C.
+        let tf = run.read();
+        let ev = tf.trace.expand(1);
+        let vector = ev
+            .iter()
+            .find(|e| e.op == rsd::Op::TypeVector)
+            .expect("MPI_Type_vector recorded");
+        assert_eq!(&vector.params[..3], &[1024 / 8, 8, 8 * np as i64]);
+        let read = ev
+            .iter()
+            .find(|e| e.op == rsd::Op::FileReadAt)
+            .expect("MPI_File_read_at recorded");
+        assert_eq!(read.op.data_bytes(&read.params), 4096, "{:?}", read.params);
+    }
+}
