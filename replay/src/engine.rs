@@ -421,7 +421,12 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
 
     /// Runs one I/O call, recording its lateness against the deadline and its duration; the
     /// deadline then moves on by the call's actual duration, so a slow file system delays
-    /// later calls as it would have delayed the application, while sleep errors do not add up.
+    /// later calls as it would have delayed the application, while sleep errors do not add up:
+    /// a POSIX or stdio call issued late (its rank lost the core) keeps the plan, and the gaps
+    /// after it shrink until the rank is back on time (planning from the late call's end added
+    /// every lost time slice to the rank's time, and hid all but the first late call). An
+    /// MPI-IO call may wait for other ranks (collectives, shared pointers), so what follows it
+    /// is planned from its end, as the application's next call followed it.
     fn timed_io(&mut self, op: Op, f: impl FnOnce(&mut Self) -> Result<u64, String>) {
         let t0 = Instant::now();
         if self.opts.compute != ComputeMode::None {
@@ -432,7 +437,11 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         let t1 = Instant::now();
         let dur = t1 - t0;
         self.stats.io_ns += dur.as_nanos() as u64;
-        self.deadline = self.deadline.max(t0) + dur;
+        self.deadline = if op.layer() == Layer::MpiIo {
+            self.deadline.max(t0) + dur
+        } else {
+            self.deadline + dur
+        };
         if self.opts.compute == ComputeMode::None {
             self.deadline = t1;
         }
@@ -506,13 +515,17 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                     self.stats.fail(format!("{}: {m}", e.op.name()));
                 }
                 if self.opts.comm == CommMode::Delay && !matches!(e.op, Op::Init | Op::Finalize) {
-                    self.deadline = self.deadline.max(t0) + self.scaled(t.dur.mean);
+                    // Absolute, like a compute gap: a delay that starts late ends on plan.
+                    self.deadline += self.scaled(t.dur.mean);
                     self.waiter.wait_until(self.deadline);
                 }
             }
         }
         let t1 = Instant::now();
-        if self.opts.comm == CommMode::Real || self.opts.compute == ComputeMode::None {
+        // A real call may wait for other ranks: plan what follows from its end. (A delay has
+        // already moved the deadline by its length; adding its duration again under
+        // `--compute none` made consecutive delays twice as long.)
+        if self.opts.comm == CommMode::Real {
             self.deadline = self.deadline.max(t0) + (t1 - t0);
         }
         self.stats.comm_ns += (t1 - t0).as_nanos() as u64;
