@@ -8,6 +8,11 @@
 //! of `ompi_mpi_*` globals); derived types are numbered from 1000 at their constructor, whose
 //! recorded arguments are kept here. Ids are never reused by the tracer (a freed handle gets a
 //! new id when it comes back), so a description never goes stale.
+//!
+//! The tracer records MPI_Type_contiguous, vector, create_hvector, indexed, create_subarray,
+//! create_struct and create_resized. A type built otherwise (create_hindexed, indexed_block,
+//! create_darray, dup, ...) still gets an id when first used, but no constructor: it counts as
+//! one byte per element here, so a view with it as filetype replays as contiguous bytes.
 
 use crate::engine::param;
 use rsd::op::Op;
