@@ -181,6 +181,17 @@ ops! {
     CommCreate => Mpi, "MPI_Comm_create", None, ["comm", "color", "key", "newcomm"];
     // `MPI_Comm_split_type`, with color and key derived the same way.
     CommSplitType => Mpi, "MPI_Comm_split_type", None, ["comm", "color", "key", "newcomm"];
+    // Descriptor duplication: `dup`, `dup2`, `dup3` and `fcntl(F_DUPFD[_CLOEXEC])`. `fd` is the
+    // traced source, `newfd` the id the copy gets (-1 when the call failed), `closed` the id of
+    // a traced descriptor that `dup2`/`dup3` closed by reusing its number (-1 for none).
+    Dup => Posix, "dup", None, ["fd", "newfd", "closed"];
+    // Followed by `count` block lengths, then `count` byte displacements.
+    TypeCreateHindexed => Mpi, "MPI_Type_create_hindexed", None, ["count", "oldtype", "newtype"];
+    // Followed by `count` byte displacements.
+    TypeCreateHindexedBlock => Mpi, "MPI_Type_create_hindexed_block", None, ["count", "blocklength", "oldtype", "newtype"];
+    // Followed by `count` displacements (in extents of `oldtype`).
+    TypeCreateIndexedBlock => Mpi, "MPI_Type_create_indexed_block", None, ["count", "blocklength", "oldtype", "newtype"];
+    TypeDup => Mpi, "MPI_Type_dup", None, ["oldtype", "newtype"];
 }
 
 /// How the `mode` parameter of `fopen` encodes the mode string: one bit per letter, so a trace
@@ -260,6 +271,8 @@ impl Op {
         let n_extra = nparams - nfields - schema.len();
         let arrays: &[&str] = match self {
             Op::TypeIndexed => &["blocklengths", "displacements"],
+            Op::TypeCreateHindexed => &["blocklengths", "displacements"],
+            Op::TypeCreateHindexedBlock | Op::TypeCreateIndexedBlock => &["displacements"],
             Op::TypeCreateSubarray => &["sizes", "subsizes", "starts"],
             Op::TypeCreateStruct => &["blocklengths", "displacements", "types"],
             _ => &["extra"],
