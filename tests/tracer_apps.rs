@@ -115,6 +115,35 @@ fn stdio_checkpoints_and_logs() {
     // 6 fwrite + 6 fread of 16 KiB on rank 0.
     let (_, bytes) = layers[&rsd::Layer::Stdio];
     assert!(bytes >= 2 * 6 * 16384, "stdio bytes {bytes}");
+    // Every rank duplicated its descriptor four times (dup, F_DUPFD_CLOEXEC, dup3, dup2 onto
+    // stdout) and wrote five times through the copies; restoring stdout closed the traced copy.
+    let c = trace_counts(&tf);
+    assert_eq!(c["dup"].0, 4 * 4);
+    assert_eq!(c["write"].0, 4 * 5);
+    assert_eq!(c["close"].0, 4 * 5);
+    let d = run.trace.parent().unwrap();
+    let text = std::fs::read_to_string(d.join("dup_2.txt")).unwrap();
+    assert!(text.ends_with("through dup2 onto stdout\n"), "{text}");
+    // On rank 2, the dup2 onto stdout is followed by the write on descriptor 1, recorded
+    // against the id dup2 gave the copy, then by the implicit close of that id when stdout is
+    // restored.
+    let ev = tf.trace.expand(2);
+    let i = ev
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.op == rsd::Op::Dup)
+        .map(|(i, _)| i)
+        .nth(3)
+        .expect("four dups on rank 2");
+    let newfd = ev[i].params[1];
+    assert!(newfd >= 0, "{:?}", ev[i]);
+    assert_eq!(ev[i].params[2], -1, "nothing traced was under descriptor 1");
+    let (w, c) = (&ev[i + 1], &ev[i + 2]);
+    assert_eq!(
+        (w.op, w.params[0], w.params[2]),
+        (rsd::Op::Write, newfd, 25)
+    );
+    assert_eq!((c.op, c.params.clone()), (rsd::Op::Close, vec![newfd]));
     let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
 }
 

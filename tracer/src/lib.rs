@@ -21,6 +21,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod callsite;
+pub mod dup;
 pub mod finalize;
 pub mod guard;
 pub mod mpi;

@@ -532,6 +532,10 @@ macro_rules! fcntl_hook {
             let Some(f) = real!($sym, unsafe extern "C" fn(c_int, c_int, c_long) -> c_int) else {
                 return enosys();
             };
+            if cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC {
+                // A new descriptor for the same file: traced like `dup`.
+                return crate::dup::fcntl_dup(f, fd, cmd, arg);
+            }
             fd_op(
                 fd,
                 Op::Fcntl,

@@ -1,6 +1,13 @@
 //! stdio hooks. glibc's `fwrite`, `fprintf` and friends write through internal entry points,
 //! not through the `write` symbol, so streams are traced here, at their own layer. Only streams
 //! opened through a traced `fopen` are recorded (not stdout, not the MPI runtime's streams).
+//!
+//! The character and line calls map onto the schema's data ops, with the bytes they moved:
+//! `fputs`/`fputc`/`putc` are `fwrite`s of bytes of 1, `fgets`/`fgetc`/`getc` `fread`s; the
+//! `_unlocked` variants are their locked names. Calls that only ever write stdout (`printf`,
+//! `puts`, `putchar`, `__printf_chk`) are not hooked: stdout is never a traced stream. With
+//! optimisation, glibc's headers inline `getc_unlocked`/`putc_unlocked` as buffer macros, so
+//! those reach the hooks only when compiled without it.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -186,6 +193,203 @@ pub unsafe extern "C" fn __fread_chk(
         || unsafe { f(buf, len, size, n, s) },
         |r| r as i64,
         |id, r| vec![id, size as i64, n as i64, r],
+    )
+}
+
+macro_rules! fio_unlocked_hook {
+    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+        /// Hook: `fread_unlocked`/`fwrite_unlocked`, recorded as `fread`/`fwrite`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(buf: $buf, size: size_t, n: size_t, s: *mut FILE) -> size_t {
+            let Some(f) = real!(
+                $sym,
+                unsafe extern "C" fn($buf, size_t, size_t, *mut FILE) -> size_t
+            ) else {
+                return 0;
+            };
+            stream_op(
+                s,
+                $op,
+                // SAFETY: forwarding the caller's arguments to the real function.
+                || unsafe { f(buf, size, n, s) },
+                |r| r as i64,
+                |id, r| vec![id, size as i64, n as i64, r],
+            )
+        }
+    };
+}
+fio_unlocked_hook!(fread_unlocked, "fread_unlocked", Op::Fread, *mut c_void);
+fio_unlocked_hook!(
+    fwrite_unlocked,
+    "fwrite_unlocked",
+    Op::Fwrite,
+    *const c_void
+);
+
+/// Hook: fortified `fread_unlocked`, recorded as `fread`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __fread_unlocked_chk(
+    buf: *mut c_void,
+    len: size_t,
+    size: size_t,
+    n: size_t,
+    s: *mut FILE,
+) -> size_t {
+    let Some(f) = real!(
+        "__fread_unlocked_chk",
+        unsafe extern "C" fn(*mut c_void, size_t, size_t, size_t, *mut FILE) -> size_t
+    ) else {
+        return 0;
+    };
+    stream_op(
+        s,
+        Op::Fread,
+        // SAFETY: forwarding the caller's arguments to the real function.
+        || unsafe { f(buf, len, size, n, s) },
+        |r| r as i64,
+        |id, r| vec![id, size as i64, n as i64, r],
+    )
+}
+
+/// Length of a C string (0 for null), read before a call that writes it.
+fn c_len(p: *const c_char) -> i64 {
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: the caller passed a NUL-terminated string to a libc function that requires one.
+    unsafe { libc::strlen(p) as i64 }
+}
+
+macro_rules! fputs_hook {
+    ($name:ident, $sym:literal) => {
+        /// Hook: `fputs`, recorded as `fwrite` of its length in bytes of 1 (glibc returns a
+        /// non-negative number on success, not a count, so the bytes come from the string; a
+        /// failure counts 0, as fwrite's result would not say how much went through either).
+        /// GCC turns `fputs` of a literal into `fwrite`, so the two must read the same anyway.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(str: *const c_char, s: *mut FILE) -> c_int {
+            let Some(f) = real!(
+                $sym,
+                unsafe extern "C" fn(*const c_char, *mut FILE) -> c_int
+            ) else {
+                return libc::EOF;
+            };
+            let n = c_len(str);
+            stream_op(
+                s,
+                Op::Fwrite,
+                // SAFETY: forwarding the caller's arguments to the real function.
+                || unsafe { f(str, s) },
+                |r| if r >= 0 { n } else { 0 },
+                |id, r| vec![id, 1, n, r],
+            )
+        }
+    };
+}
+fputs_hook!(fputs, "fputs");
+fputs_hook!(fputs_unlocked, "fputs_unlocked");
+
+macro_rules! fputc_hook {
+    ($name:ident, $sym:literal) => {
+        /// Hook: `fputc`/`putc`, recorded as an `fwrite` of one byte (result 1, or 0 on EOF).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(c: c_int, s: *mut FILE) -> c_int {
+            let Some(f) = real!($sym, unsafe extern "C" fn(c_int, *mut FILE) -> c_int) else {
+                return libc::EOF;
+            };
+            stream_op(
+                s,
+                Op::Fwrite,
+                // SAFETY: forwarding the caller's arguments to the real function.
+                || unsafe { f(c, s) },
+                |r| i64::from(r != libc::EOF),
+                |id, r| vec![id, 1, 1, r],
+            )
+        }
+    };
+}
+fputc_hook!(fputc, "fputc");
+fputc_hook!(putc, "putc");
+fputc_hook!(fputc_unlocked, "fputc_unlocked");
+fputc_hook!(putc_unlocked, "putc_unlocked");
+
+macro_rules! fgetc_hook {
+    ($name:ident, $sym:literal) => {
+        /// Hook: `fgetc`/`getc`, recorded as an `fread` of one byte (result 1, or 0 on EOF).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(s: *mut FILE) -> c_int {
+            let Some(f) = real!($sym, unsafe extern "C" fn(*mut FILE) -> c_int) else {
+                return libc::EOF;
+            };
+            stream_op(
+                s,
+                Op::Fread,
+                // SAFETY: forwarding the caller's argument to the real function.
+                || unsafe { f(s) },
+                |r| i64::from(r != libc::EOF),
+                |id, r| vec![id, 1, 1, r],
+            )
+        }
+    };
+}
+fgetc_hook!(fgetc, "fgetc");
+fgetc_hook!(getc, "getc");
+fgetc_hook!(fgetc_unlocked, "fgetc_unlocked");
+fgetc_hook!(getc_unlocked, "getc_unlocked");
+
+/// Bytes `fgets` stored: the string's length, or 0 when it returned null (EOF or error).
+fn fgets_bytes(r: *mut c_char) -> i64 {
+    c_len(r)
+}
+
+macro_rules! fgets_hook {
+    ($name:ident, $sym:literal) => {
+        /// Hook: `fgets`, recorded as `fread` of bytes of 1 with `nmemb` the buffer size the
+        /// caller passed and the result the bytes it stored (the line's length: a line holding
+        /// a NUL byte is counted up to it, the only length `fgets` reports).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(buf: *mut c_char, n: c_int, s: *mut FILE) -> *mut c_char {
+            let Some(f) = real!(
+                $sym,
+                unsafe extern "C" fn(*mut c_char, c_int, *mut FILE) -> *mut c_char
+            ) else {
+                return std::ptr::null_mut();
+            };
+            stream_op(
+                s,
+                Op::Fread,
+                // SAFETY: forwarding the caller's arguments to the real function.
+                || unsafe { f(buf, n, s) },
+                fgets_bytes,
+                |id, r| vec![id, 1, n as i64, r],
+            )
+        }
+    };
+}
+fgets_hook!(fgets, "fgets");
+fgets_hook!(fgets_unlocked, "fgets_unlocked");
+
+/// Hook: fortified `fgets`, as `fgets`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __fgets_chk(
+    buf: *mut c_char,
+    size: size_t,
+    n: c_int,
+    s: *mut FILE,
+) -> *mut c_char {
+    let Some(f) = real!(
+        "__fgets_chk",
+        unsafe extern "C" fn(*mut c_char, size_t, c_int, *mut FILE) -> *mut c_char
+    ) else {
+        return std::ptr::null_mut();
+    };
+    stream_op(
+        s,
+        Op::Fread,
+        // SAFETY: forwarding the caller's arguments to the real function.
+        || unsafe { f(buf, size, n, s) },
+        fgets_bytes,
+        |id, r| vec![id, 1, n as i64, r],
     )
 }
 
