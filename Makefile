@@ -37,6 +37,8 @@ bench: build
 	$(CARGO) bench -p extrap
 	bash scripts/bench-tracer.sh
 	bash scripts/bench-extrap.sh
+	$(CARGO) run --release -p replay --example accuracy
+	bash scripts/bench-replay.sh
 
 demo: build
 	@bash scripts/demo.sh
