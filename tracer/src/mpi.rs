@@ -1944,6 +1944,115 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     )
 }
 
+fn aints(p: *const Aint, n: c_int) -> Vec<i64> {
+    if p.is_null() || n <= 0 {
+        return Vec::new();
+    }
+    // SAFETY: MPI requires the array to hold `n` entries, and the call has just read them.
+    unsafe { std::slice::from_raw_parts(p, n as usize) }
+        .iter()
+        .map(|&c| c as i64)
+        .collect()
+}
+
+/// Wrapper: `MPI_Type_create_hindexed` (HDF5 builds its hyperslab file types with it).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_create_hindexed(
+    count: c_int,
+    bls: *const c_int,
+    displs: *const Aint,
+    old: H,
+    new: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Type_create_hindexed",
+        unsafe extern "C" fn(c_int, *const c_int, *const Aint, H, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::TypeCreateHindexed,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(count, bls, displs, old, new) },
+        |st, r| {
+            let o = st.type_id(old);
+            let mut v = vec![count as i64, o, st.new_type(r, new)];
+            v.extend(ints(bls, count));
+            v.extend(aints(displs, count));
+            v
+        },
+    )
+}
+
+/// Wrapper: `MPI_Type_create_hindexed_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
+    count: c_int,
+    bl: c_int,
+    displs: *const Aint,
+    old: H,
+    new: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Type_create_hindexed_block",
+        unsafe extern "C" fn(c_int, c_int, *const Aint, H, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::TypeCreateHindexedBlock,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(count, bl, displs, old, new) },
+        |st, r| {
+            let o = st.type_id(old);
+            let mut v = vec![count as i64, bl as i64, o, st.new_type(r, new)];
+            v.extend(aints(displs, count));
+            v
+        },
+    )
+}
+
+/// Wrapper: `MPI_Type_create_indexed_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_create_indexed_block(
+    count: c_int,
+    bl: c_int,
+    displs: *const c_int,
+    old: H,
+    new: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Type_create_indexed_block",
+        unsafe extern "C" fn(c_int, c_int, *const c_int, H, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::TypeCreateIndexedBlock,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(count, bl, displs, old, new) },
+        |st, r| {
+            let o = st.type_id(old);
+            let mut v = vec![count as i64, bl as i64, o, st.new_type(r, new)];
+            v.extend(ints(displs, count));
+            v
+        },
+    )
+}
+
+/// Wrapper: `MPI_Type_dup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Type_dup(old: H, new: *mut H) -> c_int {
+    let f = pmpi!("PMPI_Type_dup", unsafe extern "C" fn(H, *mut H) -> c_int);
+    mpi_call(
+        Op::TypeDup,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(old, new) },
+        |st, r| {
+            let o = st.type_id(old);
+            vec![o, st.new_type(r, new)]
+        },
+    )
+}
+
 /// Wrapper: `MPI_Type_create_resized`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Type_create_resized(
