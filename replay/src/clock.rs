@@ -78,9 +78,15 @@ fn count_cpu_list(s: &str) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
-/// Whether `ranks` waiting ranks would oversubscribe this node's cores.
+/// Ranks on this node when this process holds `ranks_here` of them, and the node's cores.
+pub fn node_load(ranks_here: usize) -> (usize, usize) {
+    (ranks_here.max(1) * local_procs(), cores())
+}
+
+/// Whether `ranks_here` ranks waiting in this process oversubscribe this node's cores.
 pub fn oversubscribed(ranks_here: usize) -> bool {
-    ranks_here.max(1) * local_procs() > cores()
+    let (ranks, cores) = node_load(ranks_here);
+    ranks > cores
 }
 
 /// One rank's waits. Creating it counts the rank as waiting in this process (until it is

@@ -147,6 +147,10 @@ pub struct Report {
     pub failures: Vec<String>,
     /// Ops whose replayed count or bytes differ from the trace's.
     pub mismatches: Vec<String>,
+    /// How delays were waited out: `spin` (sleep, then spin for the last 200 µs) or `sleep`
+    /// (more ranks on this node than cores: sleep, then yield), with the ranks and cores seen.
+    /// Sleeping ranks wake tens of microseconds late, and lateness shows it.
+    pub waits: String,
 }
 
 impl Report {
@@ -238,6 +242,18 @@ impl Report {
             within_50us: share(lat.within[1]),
             within_100us: share(lat.within[2]),
         };
+        // Threads share this process; under MPI each process is one rank, and the launcher
+        // says how many share the node.
+        let here = if mode == "threads" { ranks.len() } else { 1 };
+        let (node_ranks, cores) = crate::clock::node_load(here);
+        r.waits = format!(
+            "{} ({node_ranks} ranks on {cores} cores)",
+            if crate::clock::oversubscribed(here) {
+                "sleep"
+            } else {
+                "spin"
+            }
+        );
         if traced_wall_ns > 0 {
             r.vs_traced_pct =
                 Some((wall_ns as f64 - traced_wall_ns as f64) / traced_wall_ns as f64 * 100.0);
@@ -300,6 +316,9 @@ impl Report {
         } else {
             let _ = writeln!(s, "lateness: not measured (--compute none)");
         }
+        if !self.waits.is_empty() {
+            let _ = writeln!(s, "waits: {}", self.waits);
+        }
         match self.vs_traced_pct {
             Some(p) => {
                 let _ = writeln!(
@@ -331,5 +350,36 @@ impl Report {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranks(n: u32) -> Vec<RankStats> {
+        (0..n)
+            .map(|rank| RankStats {
+                rank,
+                ..RankStats::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn waits_say_how_delays_were_waited() {
+        let summary = rsd::stats::Summary::default();
+        // More rank threads than any test machine has cores: they sleep.
+        let r = Report::build("threads", &ranks(4096), 1, 0, &summary);
+        assert!(r.waits.starts_with("sleep (4096 ranks on "), "{}", r.waits);
+        assert!(r.render().contains("waits: sleep"), "{}", r.render());
+        // Under MPI each process is one rank, so the node's count comes from the launcher.
+        let r = Report::build("mpi", &ranks(4096), 1, 0, &summary);
+        let (node, _) = crate::clock::node_load(1);
+        assert!(
+            r.waits.contains(&format!("({node} ranks on ")),
+            "{}",
+            r.waits
+        );
     }
 }
