@@ -1983,59 +1983,52 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     )
 }
 
-/// Wrapper: `MPI_Type_create_hindexed_block`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
-    count: c_int,
-    bl: c_int,
-    displs: *const Aint,
-    old: H,
-    new: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Type_create_hindexed_block",
-        unsafe extern "C" fn(c_int, c_int, *const Aint, H, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::TypeCreateHindexedBlock,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(count, bl, displs, old, new) },
-        |st, r| {
-            let o = st.type_id(old);
-            let mut v = vec![count as i64, bl as i64, o, st.new_type(r, new)];
-            v.extend(aints(displs, count));
-            v
-        },
-    )
+/// `MPI_Type_create_indexed_block` and `_hindexed_block`: the same call with element or byte
+/// displacements.
+macro_rules! indexed_block {
+    ($name:ident, $sym:literal, $op:expr, $disp:ty, $read:ident) => {
+        /// Wrapper: an indexed-block type constructor.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            count: c_int,
+            bl: c_int,
+            displs: *const $disp,
+            old: H,
+            new: *mut H,
+        ) -> c_int {
+            let f = pmpi!(
+                $sym,
+                unsafe extern "C" fn(c_int, c_int, *const $disp, H, *mut H) -> c_int
+            );
+            mpi_call(
+                $op,
+                false,
+                // SAFETY: forwarding the application's arguments.
+                || unsafe { f(count, bl, displs, old, new) },
+                |st, r| {
+                    let o = st.type_id(old);
+                    let mut v = vec![count as i64, bl as i64, o, st.new_type(r, new)];
+                    v.extend($read(displs, count));
+                    v
+                },
+            )
+        }
+    };
 }
-
-/// Wrapper: `MPI_Type_create_indexed_block`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_create_indexed_block(
-    count: c_int,
-    bl: c_int,
-    displs: *const c_int,
-    old: H,
-    new: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Type_create_indexed_block",
-        unsafe extern "C" fn(c_int, c_int, *const c_int, H, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::TypeCreateIndexedBlock,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(count, bl, displs, old, new) },
-        |st, r| {
-            let o = st.type_id(old);
-            let mut v = vec![count as i64, bl as i64, o, st.new_type(r, new)];
-            v.extend(ints(displs, count));
-            v
-        },
-    )
-}
+indexed_block!(
+    MPI_Type_create_hindexed_block,
+    "PMPI_Type_create_hindexed_block",
+    Op::TypeCreateHindexedBlock,
+    Aint,
+    aints
+);
+indexed_block!(
+    MPI_Type_create_indexed_block,
+    "PMPI_Type_create_indexed_block",
+    Op::TypeCreateIndexedBlock,
+    c_int,
+    ints
+);
 
 /// Wrapper: `MPI_Type_dup`.
 #[unsafe(no_mangle)]
