@@ -450,7 +450,12 @@ impl Runtime for ThreadsRuntime {
                     602 => f.fp + o,
                     604 => {
                         let len = f.file.metadata().map(|m| m.len() as i64).unwrap_or(0);
-                        (len - f.disp) / es + o
+                        // The end of file in the view: the data bytes the view shows before it.
+                        let seen = match &f.view {
+                            None => len - f.disp,
+                            Some(flat) => flat.data_before(f.disp, len),
+                        };
+                        seen / es + o
                     }
                     _ => o,
                 };

@@ -85,6 +85,22 @@ impl Flat {
         self.blocks.len() == 1 && self.blocks[0] == (0, self.extent)
     }
 
+    /// Data bytes a view with displacement `disp` shows before file offset `end` (where
+    /// `MPI_SEEK_END` puts the file pointer).
+    pub fn data_before(&self, disp: i64, end: i64) -> i64 {
+        if end <= disp || self.extent <= 0 {
+            return 0;
+        }
+        let rel = end - disp;
+        let (tiles, rem) = (rel / self.extent, rel % self.extent);
+        let part: i64 = self
+            .blocks
+            .iter()
+            .map(|(d, l)| (rem - d).clamp(0, *l))
+            .sum();
+        tiles * self.size + part
+    }
+
     /// The file regions (absolute byte offset, length), in order, that `len` bytes of data at
     /// view-relative data position `pos` (bytes of visible data, i.e. etype offset times etype
     /// size) touch, for a view with displacement `disp` and this filetype tiled from there.
@@ -466,6 +482,10 @@ mod tests {
         assert_eq!(f.pieces(100, 4, 16), vec![(104, 4), (120, 8), (140, 4)]);
         // Tiling: the next copy starts one extent (48 bytes) later.
         assert_eq!(f.pieces(0, 24, 8), vec![(48, 8)]);
+        // End of file at 100 + 48 + 24: one whole copy and the first block of the next, plus
+        // 4 bytes of its second.
+        assert_eq!(f.data_before(100, 100 + 48 + 24), 24 + 8 + 4);
+        assert_eq!(f.data_before(100, 50), 0);
     }
 
     #[test]
