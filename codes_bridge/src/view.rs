@@ -96,6 +96,9 @@ struct Entry {
     append: bool,
     /// Byte displacement of the MPI-IO file view; offsets of `*_at` calls count from it.
     disp: u64,
+    /// Traced descriptors sharing this open file (`dup` copies share the offset too); the
+    /// CODES descriptor is closed with the last of them.
+    refs: u32,
 }
 
 /// Makes a path safe for a recorder line, where the loader splits on spaces, commas and `(`.
@@ -440,6 +443,26 @@ impl Mapper {
                 .map(|_| ())
             }
             Op::Close => self.close(Ns::Fd, ev.p("fd"), ev.dur_ns, sink),
+            // A copy of a descriptor is the same open file (and offset) under another number:
+            // CODES keeps using the one descriptor it has for it.
+            Op::Dup if ev.p("newfd") >= 0 => {
+                if ev.p("closed") >= 0 {
+                    // dup2/dup3 onto a traced descriptor closed it first.
+                    self.close(Ns::Fd, ev.p("closed"), 0, sink)?;
+                }
+                let id = self.lookup(Ns::Fd, ev.p("fd"), ctx, sink)?;
+                if let Some(old) = self.handles.insert((Ns::Fd, ev.p("newfd")), id)
+                    && old != id
+                    && let Some(e) = self.entries.get_mut(&old)
+                {
+                    e.refs = e.refs.saturating_sub(1);
+                }
+                if let Some(e) = self.entries.get_mut(&id) {
+                    e.refs += 1;
+                }
+                self.pending += ev.dur_ns;
+                Ok(())
+            }
             Op::Fclose => self.close(Ns::Stream, ev.p("stream"), ev.dur_ns, sink),
             Op::Read
             | Op::Readv
@@ -567,6 +590,7 @@ impl Mapper {
                 pos: 0,
                 append: flags & O_APPEND != 0,
                 disp: 0,
+                refs: 1,
             },
         );
         self.handles.insert((ns, h), id);
@@ -576,10 +600,16 @@ impl Mapper {
     }
 
     fn close(&mut self, ns: Ns, h: i64, dur: u64, sink: &mut dyn Sink) -> Result<(), CodesError> {
-        let entry = self
-            .handles
-            .remove(&(ns, h))
-            .and_then(|id| self.entries.remove(&id));
+        let id = self.handles.remove(&(ns, h));
+        // A descriptor that still has dup'd copies: the open file stays open for them.
+        if let Some(e) = id.and_then(|id| self.entries.get_mut(&id))
+            && e.refs > 1
+        {
+            e.refs -= 1;
+            self.pending += dur;
+            return Ok(());
+        }
+        let entry = id.and_then(|id| self.entries.remove(&id));
         match entry {
             Some(e) => {
                 self.emit(Kind::Close, e.fd, e.file_id, dur, sink)?;
@@ -709,6 +739,48 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn dup_copies_share_the_open_file_and_its_offset() {
+        // open -> 0; dup(0) -> 1; two writes on 1; close(0); dup2(1, 0); pwrite on 0;
+        // close(1); close(0): one CODES file, offsets continuing across the copies, and one
+        // close at the very end.
+        let evs = vec![
+            with_path(Ev::new(Op::Open, vec![O_WRONLY | O_CREAT, 0o644, 0]), "f"),
+            Ev::new(Op::Dup, vec![0, 1, -1]),
+            Ev::new(Op::Write, vec![1, 4096, 4096]),
+            Ev::new(Op::Write, vec![1, 4096, 4096]),
+            Ev::new(Op::Close, vec![0]),
+            Ev::new(Op::Dup, vec![1, 0, -1]),
+            Ev::new(Op::Pwrite, vec![0, 100, 0, 100]),
+            Ev::new(Op::Write, vec![0, 10, 10]),
+            Ev::new(Op::Close, vec![1]),
+            Ev::new(Op::Close, vec![0]),
+        ];
+        let (out, m, _) = run(true, None, &evs);
+        assert_eq!(
+            io_ops(&out),
+            vec![
+                (false, 4096, 0),
+                (false, 4096, 4096),
+                (false, 100, 0),
+                (false, 10, 8192)
+            ]
+        );
+        let opens = out
+            .iter()
+            .filter(|(_, o)| matches!(o.kind, Kind::Open { .. }))
+            .count();
+        let closes: Vec<usize> = out
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, o))| matches!(o.kind, Kind::Close))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(opens, 1, "{out:?}");
+        assert_eq!(closes, vec![out.len() - 1], "{out:?}");
+        assert_eq!(m.synthesized_opens, 0);
     }
 
     #[test]
