@@ -3,8 +3,8 @@
 //!
 //! Data moves as `MPI_UINT8_T` counts of the recorded byte totals. A recorded file view is
 //! re-issued at the recorded displacement with a byte etype and the filetype rebuilt from its
-//! recorded constructor chain (vector, subarray, indexed, struct, resized... each issued as the
-//! same MPI constructor, predefined leaves as contiguous bytes of their size), offsets
+//! recorded constructor chain (vector, hvector, indexed and its h- and _block forms, subarray,
+//! struct, resized, dup: each issued as the same MPI constructor, predefined leaves as contiguous bytes of their size), offsets
 //! converted from the recorded etype to bytes; so noncontiguous access touches the same file
 //! regions as the application's. Vector collectives exchange each rank's recorded byte count
 //! first (the trace keeps each rank's own side, not the root's per-rank arrays), then issue
@@ -171,6 +171,60 @@ impl MpiRuntime {
                 // SAFETY: two arrays of `n` ints that outlive the call, an old type and a
                 // valid out-parameter.
                 unsafe { ffi::MPI_Type_indexed(n as c_int, bl.as_ptr(), ds.as_ptr(), old, &mut nt) }
+            }
+            Op::TypeCreateHindexed => {
+                let n = at(0).max(0) as usize;
+                let old = self.dtype(types, at(1), depth + 1)?;
+                let bl = arr(3, n);
+                let ds: Vec<ffi::MPI_Aint> =
+                    (0..n).map(|i| at(3 + n + i) as ffi::MPI_Aint).collect();
+                // SAFETY: two arrays of `n` entries that outlive the call, an old type and a
+                // valid out-parameter.
+                unsafe {
+                    ffi::MPI_Type_create_hindexed(
+                        n as c_int,
+                        bl.as_ptr(),
+                        ds.as_ptr(),
+                        old,
+                        &mut nt,
+                    )
+                }
+            }
+            Op::TypeCreateIndexedBlock => {
+                let n = at(0).max(0) as usize;
+                let old = self.dtype(types, at(2), depth + 1)?;
+                let ds = arr(4, n);
+                // SAFETY: an array of `n` ints that outlives the call, an old type and a valid
+                // out-parameter.
+                unsafe {
+                    ffi::MPI_Type_create_indexed_block(
+                        n as c_int,
+                        cint(at(1)),
+                        ds.as_ptr(),
+                        old,
+                        &mut nt,
+                    )
+                }
+            }
+            Op::TypeCreateHindexedBlock => {
+                let n = at(0).max(0) as usize;
+                let old = self.dtype(types, at(2), depth + 1)?;
+                let ds: Vec<ffi::MPI_Aint> = (0..n).map(|i| at(4 + i) as ffi::MPI_Aint).collect();
+                // SAFETY: as above, with byte displacements.
+                unsafe {
+                    ffi::MPI_Type_create_hindexed_block(
+                        n as c_int,
+                        cint(at(1)),
+                        ds.as_ptr(),
+                        old,
+                        &mut nt,
+                    )
+                }
+            }
+            Op::TypeDup => {
+                let old = self.dtype(types, at(0), depth + 1)?;
+                // SAFETY: an old type and a valid out-parameter.
+                unsafe { ffi::MPI_Type_dup(old, &mut nt) }
             }
             Op::TypeCreateSubarray => {
                 let nd = at(0).max(0) as usize;

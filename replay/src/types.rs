@@ -9,10 +9,11 @@
 //! recorded arguments are kept here. Ids are never reused by the tracer (a freed handle gets a
 //! new id when it comes back), so a description never goes stale.
 //!
-//! The tracer records MPI_Type_contiguous, vector, create_hvector, indexed, create_subarray,
-//! create_struct and create_resized. A type built otherwise (create_hindexed, indexed_block,
-//! create_darray, dup, ...) still gets an id when first used, but no constructor: it counts as
-//! one byte per element here, so a view with it as filetype replays as contiguous bytes.
+//! The tracer records MPI_Type_contiguous, vector, create_hvector, indexed, create_hindexed,
+//! create_indexed_block, create_hindexed_block, create_subarray, create_struct,
+//! create_resized and dup. A type built otherwise (create_darray, ...) still gets an id when
+//! first used, but no constructor: it counts as one byte per element here, so a view with it
+//! as filetype replays as contiguous bytes.
 
 use crate::engine::param;
 use rsd::op::Op;
@@ -232,21 +233,29 @@ impl Types {
                     (n * bl * self.size(old), olb + a0 + b0, olb + oext + a1 + b1)
                 }
             }
-            Op::TypeIndexed => {
-                let old = param(e, "oldtype");
+            Op::TypeIndexed
+            | Op::TypeCreateHindexed
+            | Op::TypeCreateIndexedBlock
+            | Op::TypeCreateHindexedBlock => {
+                let Some((old, blocks)) = self.indexed(e.op, p) else {
+                    return;
+                };
                 let (olb, oext) = self.bounds(old);
-                let bls = arr(p, 3, n as usize);
-                let ds = arr(p, 3 + n as usize, n as usize);
                 let mut r = (0, i64::MAX, i64::MIN);
-                for (b, d) in bls.iter().zip(&ds) {
-                    if *b > 0 {
-                        let (b0, b1) = span(*b, oext);
+                for (b, d) in blocks {
+                    if b > 0 {
+                        let (b0, b1) = span(b, oext);
                         r.0 += b * self.size(old);
-                        r.1 = r.1.min(d * oext + b0 + olb);
-                        r.2 = r.2.max(d * oext + b1 + olb + oext);
+                        r.1 = r.1.min(d + b0 + olb);
+                        r.2 = r.2.max(d + b1 + olb + oext);
                     }
                 }
                 if r.1 > r.2 { (0, 0, 0) } else { r }
+            }
+            Op::TypeDup => {
+                let old = param(e, "oldtype");
+                let (lb, ext) = self.bounds(old);
+                (self.size(old), lb, lb + ext)
             }
             Op::TypeCreateSubarray => {
                 let old = param(e, "oldtype");
@@ -296,6 +305,32 @@ impl Types {
                 extent: ub - lb,
             },
         );
+    }
+
+    /// The old type and the (block length in old types, byte displacement) of each block of an
+    /// indexed-family constructor with parameters `p`: indexed and indexed_block displace in
+    /// extents of the old type, the h- forms in bytes; the _block forms share one length.
+    pub fn indexed(&self, op: Op, p: &[i64]) -> Option<(i64, Vec<(i64, i64)>)> {
+        let n = p.first().copied().unwrap_or(0).max(0) as usize;
+        let (old, bls, ds) = match op {
+            Op::TypeIndexed | Op::TypeCreateHindexed => {
+                (p.get(1).copied()?, arr(p, 3, n), arr(p, 3 + n, n))
+            }
+            Op::TypeCreateIndexedBlock | Op::TypeCreateHindexedBlock => {
+                let bl = p.get(1).copied()?;
+                (p.get(2).copied()?, vec![bl; n], arr(p, 4, n))
+            }
+            _ => return None,
+        };
+        let unit = if matches!(op, Op::TypeIndexed | Op::TypeCreateIndexedBlock) {
+            self.bounds(old).1
+        } else {
+            1
+        };
+        Some((
+            old,
+            bls.into_iter().zip(ds.iter().map(|d| d * unit)).collect(),
+        ))
     }
 
     /// Flattens datatype `id` to its byte blocks (a predefined or unknown type is one block of
@@ -361,23 +396,29 @@ impl Types {
                     }
                 }
             }
-            Op::TypeIndexed => {
-                let old = get("oldtype");
+            Op::TypeIndexed
+            | Op::TypeCreateHindexed
+            | Op::TypeCreateIndexedBlock
+            | Op::TypeCreateHindexedBlock => {
+                let Some((old, blocks)) = self.indexed(d.op, p) else {
+                    return Ok(());
+                };
                 let (_, oext) = self.bounds(old);
                 let ib = inner(old)?;
                 let dense = ib.len() == 1 && ib[0] == (0, oext);
-                let bls = arr(p, 3, n as usize);
-                let ds = arr(p, 3 + n as usize, n as usize);
-                for (b, dd) in bls.iter().zip(&ds) {
-                    let at = base + dd * oext;
+                for (b, dd) in blocks {
+                    let at = base + dd;
                     if dense {
-                        out.push(at, b.max(&0) * oext)?;
+                        out.push(at, b.max(0) * oext)?;
                     } else {
-                        for j in 0..*b {
+                        for j in 0..b {
                             out.extend(at + j * oext, &ib)?;
                         }
                     }
                 }
+            }
+            Op::TypeDup => {
+                self.flat_into(get("oldtype"), base, out, depth + 1)?;
             }
             Op::TypeCreateSubarray => {
                 let old = get("oldtype");
@@ -535,6 +576,30 @@ mod tests {
         let f = t.flatten(1002).unwrap();
         assert_eq!(f.blocks, vec![(0, 4), (16, 8)]);
         assert_eq!(t.size(1002), 12);
+    }
+
+    #[test]
+    fn hindexed_and_block_forms_and_dup() {
+        let mut t = Types::default();
+        // hindexed: 1 int at byte 2, 2 ints at byte 20.
+        t.track(&ev(Op::TypeCreateHindexed, vec![2, INT, 1000, 1, 2, 2, 20]));
+        assert_eq!(t.flatten(1000).unwrap().blocks, vec![(2, 4), (20, 8)]);
+        assert_eq!(t.bounds(1000), (2, 26));
+        // indexed_block: blocks of 2 ints at elements 0 and 5.
+        t.track(&ev(Op::TypeCreateIndexedBlock, vec![2, 2, INT, 1001, 0, 5]));
+        assert_eq!(t.flatten(1001).unwrap().blocks, vec![(0, 8), (20, 8)]);
+        // hindexed_block of the indexed_block type (extent 28) at bytes 0 and 100.
+        t.track(&ev(
+            Op::TypeCreateHindexedBlock,
+            vec![2, 1, 1001, 1002, 0, 100],
+        ));
+        assert_eq!(
+            t.flatten(1002).unwrap().blocks,
+            vec![(0, 8), (20, 8), (100, 8), (120, 8)]
+        );
+        t.track(&ev(Op::TypeDup, vec![1002, 1003]));
+        assert_eq!(t.flatten(1003).unwrap(), t.flatten(1002).unwrap());
+        assert_eq!(t.size(1003), 32);
     }
 
     #[test]

@@ -559,39 +559,27 @@ fn replayed_bytes(orig: &[u8], calls: &[usize]) -> Vec<u8> {
         .collect()
 }
 
-/// A real noncontiguous trace: view_app writes through a resized-vector view (collective,
-/// then an independent write into the filetype's next copy) and a subarray view, traced at 4
-/// ranks. Replayed under mpirun (views rebuilt from the recorded constructors) and with
-/// threads (views flattened to POSIX regions), both files must hold exactly the bytes the
-/// application's layout implies: same size, same holes, each rank's data at its own offsets.
-#[test]
-fn noncontiguous_views_replay_to_the_recorded_layout() {
-    let t = tempfile::tempdir_in("/dev/shm").unwrap();
-    let Some((tracer, app)) = app_setup("view_app", t.path()) else {
-        return;
-    };
-    let (nb, b, rows, cols) = (8usize, 16usize, 6usize, 24usize);
-    let out = t.path().join("orig");
+/// Traces `tests/apps/<app> OUT args...` at 4 ranks (OUT a fresh directory), replays it under
+/// mpirun and with threads, and checks that each of `files` (name under OUT, each rank's write
+/// calls in bytes) holds exactly the bytes the application's layout implies (see
+/// [`replayed_bytes`]) after both replays. Returns OUT, or None when the test is skipped.
+fn assert_layout_replays(
+    t: &Path,
+    app: &str,
+    args: &[String],
+    files: &[(&str, Vec<usize>)],
+) -> Option<PathBuf> {
+    let (tracer, app) = app_setup(app, t)?;
+    let out = t.join("orig");
     std::fs::create_dir(&out).unwrap();
-    let trace = t.path().join("view.4.iotrex");
-    let (snb, sb, srows, scols) = (
-        nb.to_string(),
-        b.to_string(),
-        rows.to_string(),
-        cols.to_string(),
-    );
-    let args = [out.to_str().unwrap(), &snb, &sb, &srows, &scols];
-    trace_app(4, &tracer, &app, &args, &trace);
-    // Per file: each rank's write calls, in bytes.
-    let files = [
-        ("view_vec", vec![nb * b * 4, b * 4]),
-        ("view_sub", vec![rows * cols]),
-    ];
+    let trace = t.join("app.4.iotrex");
+    let mut all = vec![out.to_str().unwrap()];
+    all.extend(args.iter().map(String::as_str));
+    trace_app(4, &tracer, &app, &all, &trace);
     let check = |root: &Path, how: &str| {
-        for (name, calls) in &files {
+        for (name, calls) in files {
             let traced = out.join(name);
             let orig = std::fs::read(&traced).unwrap();
-            assert!(orig.contains(&0), "{name} has holes");
             let p = Root::new(root).unwrap().lexical(traced.to_str().unwrap());
             let got = std::fs::read(&p).unwrap_or_else(|e| panic!("{how}: {}: {e}", p.display()));
             assert_eq!(got.len(), orig.len(), "{how}: size of {name}");
@@ -600,12 +588,12 @@ fn noncontiguous_views_replay_to_the_recorded_layout() {
             assert!(bad.is_none(), "{how}: {name} differs first at byte {bad:?}");
         }
     };
-    let root_m = t.path().join("root_mpi");
+    let root_m = t.join("root_mpi");
     let fast = ["--comm", "real", "--compute", "none"];
     replay_mpi(4, &trace, &root_m, &fast);
     check(&root_m, "mpirun");
     let tf = replay::load(&trace, false).unwrap();
-    let root_t = t.path().join("root_threads");
+    let root_t = t.join("root_threads");
     std::fs::create_dir(&root_t).unwrap();
     let o = Options {
         compute: ComputeMode::None,
@@ -613,6 +601,48 @@ fn noncontiguous_views_replay_to_the_recorded_layout() {
     };
     assert_clean(&threads(&tf, &root_t, &o));
     check(&root_t, "--threads");
+    Some(out)
+}
+
+/// A real noncontiguous trace: view_app writes through a resized-vector view (collective,
+/// then an independent write into the filetype's next copy) and a subarray view, traced at 4
+/// ranks. Replayed under mpirun (views rebuilt from the recorded constructors) and with
+/// threads (views flattened to POSIX regions), both files must hold exactly the bytes the
+/// application's layout implies: same size, same holes, each rank's data at its own offsets.
+#[test]
+fn noncontiguous_views_replay_to_the_recorded_layout() {
+    let t = tempfile::tempdir_in("/dev/shm").unwrap();
+    let (nb, b, rows, cols) = (8usize, 16usize, 6usize, 24usize);
+    let args: Vec<String> = [nb, b, rows, cols].iter().map(|v| v.to_string()).collect();
+    let files = [
+        ("view_vec", vec![nb * b * 4, b * 4]),
+        ("view_sub", vec![rows * cols]),
+    ];
+    if let Some(out) = assert_layout_replays(t.path(), "view_app", &args, &files) {
+        for (name, _) in files {
+            let orig = std::fs::read(out.join(name)).unwrap();
+            assert!(
+                orig.contains(&0),
+                "{name} has holes, so their place is checked too"
+            );
+        }
+    }
+}
+
+/// hindexed_app's views, built with MPI_Type_create_hindexed, _hindexed_block,
+/// _indexed_block and MPI_Type_dup (one collective write each, rank r owning blocks r, r+n,
+/// ...), land each rank's bytes at its own blocks under mpirun and with threads.
+#[test]
+fn hindexed_family_views_replay_to_the_recorded_layout() {
+    let t = tempfile::tempdir_in("/dev/shm").unwrap();
+    let (nb, block) = (4usize, 64usize);
+    let args = vec![nb.to_string(), block.to_string()];
+    assert_layout_replays(
+        t.path(),
+        "hindexed_app",
+        &args,
+        &[("hindexed", vec![nb * block; 4])],
+    );
 }
 
 /// Vector collectives with rank-dependent counts: under `--comm real` each is issued as the
