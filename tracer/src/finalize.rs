@@ -5,10 +5,11 @@
 use crate::mpi::{self, H};
 use crate::real::real;
 use crate::state::{RECORDING, STATE, State, now_ns, say};
+use libc::c_int;
 use rsd::{Header, Trace, TraceFile};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What one rank sends to its parent in the merge tree.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -284,6 +285,122 @@ pub fn merge_and_write(comm: H) {
     }
 }
 
+/// Set by the launcher (`IOTREX_ONE_WRITER=1`, read at start-up) for a plain command: every
+/// process of the command inherits the same `IOTREX_OUT`, so a shell running `a; b` would have
+/// each program overwrite the last one's trace. With it set, the first process to write claims
+/// the path (an exclusive create, after the launcher removed any stale file); later ones write
+/// `<stem>.pid<PID>.iotrex` beside it.
+pub static ONE_WRITER: AtomicBool = AtomicBool::new(false);
+
+/// Set while `at_exit` writes: a terminating signal that arrives then is held back until the
+/// file is written (see [`crate::signals`]).
+pub static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// `app.iotrex` -> `app.pid1234.iotrex`: where a process that lost the claim on the path writes.
+pub fn pid_path(out: &str, pid: u32) -> String {
+    let stem = out.strip_suffix(".iotrex").unwrap_or(out);
+    format!("{stem}.pid{pid}.iotrex")
+}
+
+/// What one process writes on its own, outside the finalize merge: the path and the file.
+struct Alone {
+    path: String,
+    /// `IOTREX_OUT` (or the default), for the raw log's name.
+    out: String,
+    /// A serial program's trace, whose path may be claimed (see [`ONE_WRITER`]).
+    serial: bool,
+    tf: TraceFile,
+}
+
+/// The file a process writes on its own, or `None` when it must write nothing. `why` says
+/// what ended the process early (a signal); `None` for a normal exit.
+fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
+    let mut notes = st.notes.clone();
+    if st.mpi_initialized {
+        let nranks = st.cfg.env_size.unwrap_or(1);
+        notes.push(format!(
+            "rank {}: {} without MPI_Finalize; only this rank's calls are in this file",
+            st.rank,
+            why.unwrap_or("exited")
+        ));
+        let out = out_path(st, nranks);
+        let p = Payload {
+            trace: st.comp.finish(),
+            wall_ns: now_ns().saturating_sub(st.start_ns),
+            incomplete: true,
+            notes,
+        };
+        Some(Alone {
+            path: rank_path(&out, st.rank, "iotrex"),
+            out,
+            serial: false,
+            tf: TraceFile {
+                header: header(st, nranks, &p),
+                trace: p.trace,
+            },
+        })
+    } else if st.cfg.env_size.is_none() && st.comp.events() > 0 {
+        // A process that recorded nothing writes nothing: a preloaded wrapper (`timeout`,
+        // `env`) exits after the program it ran and must not overwrite that program's trace.
+        if let Some(w) = why {
+            notes.push(format!("{w}; the calls up to then are in this file"));
+        }
+        let out = out_path(st, 1);
+        let p = Payload {
+            trace: st.comp.finish(),
+            wall_ns: now_ns().saturating_sub(st.start_ns),
+            incomplete: st.incomplete || why.is_some(),
+            notes,
+        };
+        Some(Alone {
+            path: out.clone(),
+            out,
+            serial: true,
+            tf: TraceFile {
+                header: header(st, 1, &p),
+                trace: p.trace,
+            },
+        })
+    } else {
+        // Launched by mpirun but never called MPI_Init: a helper process (a shell, a script
+        // the rank ran); it writes nothing rather than overwrite the ranks' trace.
+        None
+    }
+}
+
+/// The path a serial program writes: `out`, unless [`ONE_WRITER`] is set and another process
+/// of the same command claimed it first. Raw syscalls only, so the signal handler can use it.
+fn claim(out: &str) -> String {
+    if !ONE_WRITER.load(Ordering::SeqCst) {
+        return out.to_string();
+    }
+    let Ok(c) = std::ffi::CString::new(out) else {
+        return out.to_string();
+    };
+    // SAFETY: `c` is a NUL-terminated path; openat with O_CREAT takes a mode argument.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: closing the descriptor just opened.
+        unsafe { libc::syscall(libc::SYS_close, fd) };
+        return out.to_string();
+    }
+    if crate::posix::errno() == libc::EEXIST {
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::syscall(libc::SYS_getpid) } as u32;
+        return pid_path(out, pid);
+    }
+    // Any other error: the write below fails on the same path and says why.
+    out.to_string()
+}
+
 /// At process exit: a serial program writes its trace; an MPI rank that never reached
 /// `MPI_Finalize` writes what it recorded on its own, flagged incomplete (no communication, so
 /// it cannot hang).
@@ -291,46 +408,124 @@ pub fn at_exit() {
     if crate::state::FORKED.load(Ordering::SeqCst) || mpi::WRONG_MPI.load(Ordering::SeqCst) {
         return;
     }
-    let Some(mut st) = take_state() else { return };
-    if st.mpi_initialized {
-        let nranks = st.cfg.env_size.unwrap_or(1);
-        st.incomplete = true;
-        st.notes.push(format!(
-            "rank {}: exited without MPI_Finalize; only this rank's calls are in this file",
-            st.rank
-        ));
-        let out = out_path(&st, nranks);
-        write_raw(&st, &out);
-        let p = Payload {
-            trace: st.comp.finish(),
-            wall_ns: now_ns().saturating_sub(st.start_ns),
-            incomplete: true,
-            notes: st.notes.clone(),
-        };
-        let tf = TraceFile {
-            header: header(&st, nranks, &p),
-            trace: p.trace,
-        };
-        write_trace(&rank_path(&out, st.rank, "iotrex"), &tf);
-    } else if st.cfg.env_size.is_none() && st.comp.events() > 0 {
-        // A process that recorded nothing writes nothing: a preloaded wrapper (`timeout`,
-        // `env`) exits after the program it ran and must not overwrite that program's trace.
-        let out = out_path(&st, 1);
-        write_raw(&st, &out);
-        let p = Payload {
-            trace: st.comp.finish(),
-            wall_ns: now_ns().saturating_sub(st.start_ns),
-            incomplete: st.incomplete,
-            notes: st.notes.clone(),
-        };
-        let tf = TraceFile {
-            header: header(&st, 1, &p),
-            trace: p.trace,
-        };
-        write_trace(&out, &tf);
+    EXITING.store(true, Ordering::SeqCst);
+    if let Some(st) = take_state()
+        && let Some(a) = alone(&st, None)
+    {
+        write_raw(&st, &a.out);
+        let path = if a.serial { claim(&a.path) } else { a.path };
+        write_trace(&path, &a.tf);
     }
-    // Launched by mpirun but never called MPI_Init: a helper process (a shell, a script the
-    // rank ran); it writes nothing rather than overwrite the ranks' trace.
+    EXITING.store(false, Ordering::SeqCst);
+    crate::signals::raise_held();
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, with raw syscalls (no std
+/// I/O, no hook, no lock: this runs in a signal handler). Returns the errno on failure.
+fn write_file_raw(path: &str, bytes: &[u8]) -> Result<(), c_int> {
+    let tmp = std::ffi::CString::new(format!("{path}.tmp")).map_err(|_| libc::EINVAL)?;
+    let dst = std::ffi::CString::new(path).map_err(|_| libc::EINVAL)?;
+    // SAFETY: `tmp` is a NUL-terminated path; openat with O_CREAT takes a mode argument.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            tmp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return Err(crate::posix::errno());
+    }
+    let mut done = 0;
+    while done < bytes.len() {
+        // SAFETY: the slice is valid for its length; `fd` is ours.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_write,
+                fd,
+                bytes[done..].as_ptr(),
+                bytes.len() - done,
+            )
+        };
+        if n < 0 && crate::posix::errno() == libc::EINTR {
+            continue;
+        }
+        if n <= 0 {
+            let e = crate::posix::errno();
+            // SAFETY: closing our own descriptor.
+            unsafe { libc::syscall(libc::SYS_close, fd) };
+            return Err(e);
+        }
+        done += n as usize;
+    }
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::syscall(libc::SYS_close, fd) };
+    // SAFETY: both paths are NUL-terminated; renameat2 with flags 0 is rename.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            tmp.as_ptr(),
+            libc::AT_FDCWD,
+            dst.as_ptr(),
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(crate::posix::errno());
+    }
+    Ok(())
+}
+
+/// In the handler of a terminating signal: writes what this process recorded, the way
+/// [`at_exit`] would, flagged incomplete with `why`. `last`: the process is about to die, so
+/// recording stops; otherwise (the application handles the signal and may go on) it is a
+/// snapshot, and a later exit or finalize writes again.
+///
+/// It never blocks: if the state lock is held (the signal interrupted a hook on this thread,
+/// or another thread is recording), it says so in one line and writes nothing. The file is
+/// encoded under the lock and written after releasing it, with raw syscalls.
+pub fn on_signal(why: &str, last: bool) {
+    if crate::state::FORKED.load(Ordering::SeqCst) || mpi::WRONG_MPI.load(Ordering::SeqCst) {
+        return;
+    }
+    let encoded = {
+        let mut g = match STATE.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                say(&format!(
+                    "{why}: the tracer state was in use, so this process's trace is not written"
+                ));
+                return;
+            }
+        };
+        let Some(st) = g.as_mut() else { return };
+        if st.done {
+            return;
+        }
+        if last {
+            RECORDING.store(false, Ordering::SeqCst);
+            st.done = true;
+        }
+        let Some(a) = alone(st, Some(why)) else {
+            return;
+        };
+        match a.tf.to_bytes() {
+            Ok(b) => (a.path, a.serial, b),
+            Err(e) => {
+                say(&format!("{why}: cannot encode the trace: {e}"));
+                return;
+            }
+        }
+    };
+    let (path, serial, bytes) = encoded;
+    let path = if serial { claim(&path) } else { path };
+    if let Err(e) = write_file_raw(&path, &bytes) {
+        say(&format!("{why}: cannot write {path} (errno {e})"));
+    }
 }
 
 #[cfg(test)]
@@ -342,5 +537,6 @@ mod tests {
             "a/app.8.rank3.jsonl"
         );
         assert_eq!(super::rank_path("out", 0, "iotrex"), "out.rank0.iotrex");
+        assert_eq!(super::pid_path("d/ls.iotrex", 42), "d/ls.pid42.iotrex");
     }
 }

@@ -11,7 +11,12 @@
 //! `IOTREX_RAW=1` (also write `<out>.rank<r>.jsonl`, one flat event per line, for tests),
 //! `IOTREX_MAX_NODES` (compressed nodes per rank before recording stops, flagged),
 //! `IOTREX_DISABLE=1` (pass everything through), `IOTREX_VERBOSE=1` (rank 0 prints where the
-//! trace went, its size and the merge time).
+//! trace went, its size and the merge time), `IOTREX_ONE_WRITER=1` (set by `iotrex trace` for
+//! a plain command: the first process to write claims `IOTREX_OUT`, later ones write
+//! `<stem>.pid<PID>.iotrex`).
+//!
+//! A process killed by SIGTERM, SIGINT or SIGHUP writes what it recorded from the signal
+//! handler ([`signals`]), per rank and flagged incomplete, then dies of the signal.
 //!
 //! Rules the code keeps: a thread-local re-entry guard ([`guard`]) makes the tracer's own
 //! work and everything inside MPI calls pass straight through; no std I/O or printing happens
@@ -28,6 +33,7 @@ pub mod mpi;
 pub mod paths;
 pub mod posix;
 pub(crate) mod real;
+pub mod signals;
 pub mod state;
 pub mod stdio;
 
@@ -85,7 +91,13 @@ fn init() {
             Ok(mut g) => *g = Some(st),
             Err(p) => *p.into_inner() = Some(st),
         }
+        finalize::ONE_WRITER.store(
+            std::env::var("IOTREX_ONE_WRITER").is_ok_and(|v| v == "1"),
+            Ordering::SeqCst,
+        );
         state::RECORDING.store(true, Ordering::SeqCst);
+        // After the state exists: a signal from here on finds something to write.
+        signals::install();
     });
     if r.is_err() {
         state::say("tracer disabled: internal error at start-up");
@@ -128,6 +140,11 @@ extern "C" fn runtime_thread(p: *mut libc::c_void) -> *mut libc::c_void {
     let s = unsafe { Box::from_raw(p as *mut Start) };
     // Progress and event threads of the MPI runtime never trace.
     guard::set_forever(guard::BUSY);
+    // Nor do they take the terminating signals: the kernel then delivers them to an
+    // application thread. The handler must allocate to encode the trace, and these threads
+    // are the ones at work when mpirun aborts a job (they handle the abort); a signal landing
+    // on one while it holds malloc's lock would block the handler until SIGKILL.
+    signals::block_in_this_thread();
     (s.f)(s.arg)
 }
 
