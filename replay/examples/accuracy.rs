@@ -12,7 +12,8 @@
 //! tell the replayer's lateness from the machine's, each rate first prints a probe: a thread
 //! that only reads the clock for as long as one replay, and counts the gaps between readings
 //! (times it did not run) over 10, 50 and 100 µs. Each run is printed, then the best and the
-//! median p99 over the runs.
+//! median p99 over the runs. For a figure where other processes cannot take the core, run the
+//! built example under `chrt -f 1` (SCHED_FIFO; the kernel still reserves 5% for others).
 
 use rsd::trace::RawEvent;
 use rsd::{Compressor, Header, Op, TraceFile};
