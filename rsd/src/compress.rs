@@ -140,53 +140,69 @@ impl Compressor {
 
     /// Adds one call.
     pub fn push(&mut self, ev: &RawEvent) {
-        if self.push_fast(ev) {
+        if ev.path.is_none()
+            && ev.children.is_empty()
+            && self.push_fast(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns)
+        {
             return;
         }
         let node = self.convert(ev);
         self.push_node(node);
     }
 
+    /// Adds one call that names no path and has no children, from borrowed parts: the same as
+    /// [`Compressor::push`] of the equivalent [`RawEvent`], without building one when the call
+    /// continues the innermost loop (the tracer's hot path then allocates nothing).
+    pub fn push_call(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
+        if self.push_fast(op, sig, params, gap_ns, dur_ns) {
+            return;
+        }
+        let ev = RawEvent {
+            op,
+            sig,
+            path: None,
+            params: params.to_vec(),
+            gap_ns,
+            dur_ns,
+            children: Vec::new(),
+        };
+        let node = self.convert(&ev);
+        self.push_node(node);
+    }
+
     /// The steady state of an innermost loop: the list ends with a loop whose body is this
     /// very call, and every parameter continues its pattern. Then only the count and the
-    /// timing change, with no allocation; anything else takes the general path.
-    fn push_fast(&mut self, ev: &RawEvent) -> bool {
-        if ev.path.is_some() || !ev.children.is_empty() {
-            return false;
-        }
+    /// timing change, with no allocation; anything else takes the general path. The call has
+    /// no path and no children (the caller checks).
+    fn push_fast(&mut self, op: Op, sig: u64, params: &[i64], gap: u64, dur: u64) -> bool {
         let Some(last) = self.items.last_mut() else {
             return false;
         };
         let CKind::Loop(l) = &mut last.kind else {
             return false;
         };
-        let (Val::Const(cnt), [body]) = (&l.iters, l.body.as_mut_slice()) else {
+        let (Val::Const(cnt), [body]) = (&mut l.iters, l.body.as_mut_slice()) else {
             return false;
         };
-        let cnt = *cnt;
         let CKind::Event(e) = &mut body.kind else {
             return false;
         };
-        if e.op != ev.op || e.sig != ev.sig || e.path.is_some() || !e.children.is_empty() {
+        if e.op != op || e.sig != sig || e.path.is_some() || !e.children.is_empty() {
             return false;
         }
-        if e.params.len() != ev.params.len()
+        let n = *cnt as u64;
+        if e.params.len() != params.len()
             || !e
                 .params
                 .iter()
-                .zip(&ev.params)
-                .all(|(v, &x)| v.continues_const(cnt as u64, x))
+                .zip(params)
+                .all(|(v, &x)| v.continues_const(n, x))
         {
             return false;
         }
-        e.timing.absorb(
-            Acc::One {
-                gap: ev.gap_ns,
-                dur: ev.dur_ns,
-            },
-            self.rank,
-        );
-        l.iters = Val::Const(cnt + 1);
+        e.timing.absorb(Acc::One { gap, dur }, self.rank);
+        // In place: assigning a new `Val` would run the old one's destructor on every call.
+        *cnt += 1;
         self.events += 1;
         true
     }
