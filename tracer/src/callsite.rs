@@ -28,7 +28,7 @@ static CACHE: Mutex<Option<AddrMap>> = Mutex::new(None);
 const MAX_FRAMES: usize = 48;
 /// Upper bound on this library's frames above the application's call (with inlining, usually
 /// three or four).
-const OWN_FRAMES: usize = 6;
+const OWN_FRAMES: usize = 7;
 
 fn fnv(h: u64, bytes: &[u8]) -> u64 {
     let mut h = h;
@@ -109,19 +109,111 @@ unsafe fn stack(buf: *mut *mut libc::c_void, n: libc::c_int) -> libc::c_int {
     }
 }
 
+/// Frames asked of the unwinder first, on top of the hashed ones: `signature` and the hook
+/// itself are this library's frames above the application's call, and one more covers a hook
+/// helper that was not inlined. Only when fewer than `depth` of them lie outside this library
+/// (a deeper chain of own frames) is the stack unwound again with [`OWN_FRAMES`] spare.
+const OWN_FAST: usize = 3;
+/// Stacks of at most this many frames are kept in the per-thread cache.
+const TL_FRAMES: usize = 10;
+/// Entries of the per-thread cache (direct-mapped): more than the call sites of a hot loop.
+const TL_SLOTS: usize = 32;
+
+/// One per-thread cache entry: the raw return addresses of a stack and its signature.
+#[derive(Clone, Copy)]
+struct TlEntry {
+    n: usize,
+    addrs: [usize; TL_FRAMES],
+    sig: u64,
+}
+
+const TL_EMPTY: TlEntry = TlEntry {
+    n: usize::MAX,
+    addrs: [0; TL_FRAMES],
+    sig: 0,
+};
+
+thread_local! {
+    /// Raw return-address stack -> signature. Within one process an address always lies in the
+    /// same module at the same offset, so the signature is a function of the raw addresses and
+    /// a steady call site costs one unwind and one compare, without the shared cache's lock
+    /// and one hash lookup per frame. `const` and without destructor: static TLS, usable in
+    /// any hook.
+    static TL_CACHE: std::cell::RefCell<[TlEntry; TL_SLOTS]> =
+        const { std::cell::RefCell::new([TL_EMPTY; TL_SLOTS]) };
+}
+
+fn tl_slot(addrs: &[usize]) -> usize {
+    let mut h = addrs.len() as u64;
+    for &a in addrs {
+        h = (h ^ a as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(31);
+    }
+    (h >> 32) as usize % TL_SLOTS
+}
+
 /// The signature of the current call stack, 0 when signatures are off.
 pub fn signature() -> u64 {
     let depth = DEPTH.load(Ordering::Relaxed);
     if depth == 0 {
         return 0;
     }
-    let mut buf = [std::ptr::null_mut(); MAX_FRAMES];
-    // Unwinding costs per frame, so only ask for this library's own frames (at most
-    // OWN_FRAMES: signature, the hook helper, the hook) plus the frames hashed.
-    let want = (depth + OWN_FRAMES).min(MAX_FRAMES);
-    // SAFETY: the buffer holds MAX_FRAMES >= want entries.
-    let n = unsafe { stack(buf.as_mut_ptr(), want as libc::c_int) }.max(0) as usize;
+    let want = depth + OWN_FAST;
+    if want > TL_FRAMES {
+        return signature_slow(depth);
+    }
+    // Unwinding costs per frame (about 75 instructions each), so ask for the hashed frames and
+    // this library's usual frames above them only. The buffer is small: zeroing a full one
+    // would cost as much as the cache lookup.
+    let mut buf = [0usize; TL_FRAMES];
+    // SAFETY: the buffer holds TL_FRAMES >= want pointer-sized entries (usize and pointers
+    // have the same layout).
+    let n =
+        unsafe { stack(buf.as_mut_ptr().cast(), want as libc::c_int) }.clamp(0, want as _) as usize;
     let addrs = &buf[..n];
+    let slot = tl_slot(addrs);
+    if let Some(sig) = TL_CACHE.with(|c| {
+        let c = c.try_borrow().ok()?;
+        let e = &c[slot];
+        (e.n == n && e.addrs[..n] == *addrs).then_some(e.sig)
+    }) {
+        return sig;
+    }
+    // The short stack decides the signature when it holds `depth` frames outside this library,
+    // or is the whole stack (the unwinder gave fewer than asked): hashing the first `depth`
+    // outside frames of a longer unwind would give the same value.
+    let (sig, outside) = signature_of(addrs, depth);
+    if outside >= depth || n < want {
+        TL_CACHE.with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut() {
+                let e = &mut c[slot];
+                e.n = n;
+                e.addrs[..n].copy_from_slice(addrs);
+                e.sig = sig;
+            }
+        });
+        return sig;
+    }
+    signature_slow(depth)
+}
+
+/// The signature from a full unwind, with room for all of this library's frames.
+#[cold]
+fn signature_slow(depth: usize) -> u64 {
+    // More of this library's frames than usual sit above the application (a hook called
+    // through helpers), or more frames are hashed than the per-thread cache holds.
+    let want = (depth + OWN_FRAMES).min(MAX_FRAMES);
+    let mut buf = [0usize; MAX_FRAMES];
+    // SAFETY: the buffer holds MAX_FRAMES >= want pointer-sized entries.
+    let n =
+        unsafe { stack(buf.as_mut_ptr().cast(), want as libc::c_int) }.clamp(0, want as _) as usize;
+    signature_of(&buf[..n], depth).0
+}
+
+/// Hashes the first `depth` frames of `addrs` outside this library, through the shared
+/// address cache; also returns how many outside frames were hashed.
+fn signature_of(addrs: &[usize], depth: usize) -> (u64, usize) {
     let me = SELF_BASE.load(Ordering::Relaxed);
     // Fast path: every needed frame is in the cache.
     let mut misses: Vec<usize> = Vec::new();
@@ -157,10 +249,7 @@ pub fn signature() -> u64 {
         let mut h = SEED;
         let mut taken = 0;
         for a in addrs {
-            let v = found
-                .iter()
-                .find(|x| x.0 == *a as usize)
-                .map_or((1, 0), |x| x.1);
+            let v = found.iter().find(|x| x.0 == *a).map_or((1, 0), |x| x.1);
             if v.0 == 0 {
                 continue;
             }
@@ -171,21 +260,21 @@ pub fn signature() -> u64 {
                 break;
             }
         }
-        h
+        (h, taken)
     })
 }
 
 const SEED: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// Hashes the first `depth` frames outside this library, or lists the frames missing from the
-/// cache and returns `None`.
-fn hash_cached(addrs: &[*mut libc::c_void], depth: usize, misses: &mut Vec<usize>) -> Option<u64> {
+/// Hashes the first `depth` frames outside this library (and counts them), or lists the frames
+/// missing from the cache and returns `None`.
+fn hash_cached(addrs: &[usize], depth: usize, misses: &mut Vec<usize>) -> Option<(u64, usize)> {
     let g = CACHE.lock().unwrap_or_else(|p| p.into_inner());
     let m = g.as_ref();
     let mut h = SEED;
     let mut taken = 0;
     for &a in addrs {
-        match m.and_then(|m| m.get(&(a as usize))) {
+        match m.and_then(|m| m.get(&a)) {
             Some(&(0, _)) => {}
             Some(&(module, off)) => {
                 if misses.is_empty() {
@@ -197,10 +286,10 @@ fn hash_cached(addrs: &[*mut libc::c_void], depth: usize, misses: &mut Vec<usize
                     break;
                 }
             }
-            None => misses.push(a as usize),
+            None => misses.push(a),
         }
     }
-    misses.is_empty().then_some(h)
+    misses.is_empty().then_some((h, taken))
 }
 
 /// A multiplicative hasher for address keys: SipHash would cost more than the unwinding.

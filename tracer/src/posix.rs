@@ -45,12 +45,13 @@ pub(crate) fn cpath(p: *const c_char) -> Option<String> {
 
 /// Runs a call on descriptor `fd`; records it with `params(fd_id, ret)` if `fd` is traced.
 #[inline]
-fn fd_op<T: Copy>(
+fn fd_op<T: Copy, P: AsRef<[i64]>>(
     fd: c_int,
     op: Op,
     call: impl FnOnce() -> T,
     ret: impl FnOnce(T) -> i64,
-    params: impl FnOnce(i64, i64) -> Vec<i64>,
+    // A fixed array: the steady state of a traced loop then records without allocating.
+    params: impl FnOnce(i64, i64) -> P,
 ) -> T {
     let Some(child) = traceable() else {
         return call();
@@ -310,7 +311,7 @@ macro_rules! rw_hook {
                 // SAFETY: forwarding the caller's arguments to the real function.
                 || unsafe { f(fd, buf, n) },
                 |r| r as i64,
-                |id, r| vec![id, n as i64, r],
+                |id, r| [id, n as i64, r],
             )
         }
     };
@@ -338,7 +339,7 @@ pub unsafe extern "C" fn __read_chk(
         // SAFETY: forwarding the caller's arguments to the real function.
         || unsafe { f(fd, buf, n, len) },
         |r| r as i64,
-        |id, r| vec![id, n as i64, r],
+        |id, r| [id, n as i64, r],
     )
 }
 
@@ -359,7 +360,7 @@ macro_rules! prw_hook {
                 // SAFETY: forwarding the caller's arguments to the real function.
                 || unsafe { f(fd, buf, n, off) },
                 |r| r as i64,
-                |id, r| vec![id, n as i64, off, r],
+                |id, r| [id, n as i64, off, r],
             )
         }
     };
@@ -392,7 +393,7 @@ macro_rules! pread_chk_hook {
                 // SAFETY: forwarding the caller's arguments to the real function.
                 || unsafe { f(fd, buf, n, off, len) },
                 |r| r as i64,
-                |id, r| vec![id, n as i64, off, r],
+                |id, r| [id, n as i64, off, r],
             )
         }
     };
@@ -417,7 +418,7 @@ macro_rules! rwv_hook {
                 // SAFETY: forwarding the caller's arguments to the real function.
                 || unsafe { f(fd, iov, cnt) },
                 |r| r as i64,
-                |id, r| vec![id, cnt as i64, r],
+                |id, r| [id, cnt as i64, r],
             )
         }
     };
@@ -447,7 +448,7 @@ macro_rules! prwv_hook {
                 // SAFETY: forwarding the caller's arguments to the real function.
                 || unsafe { f(fd, iov, cnt, off) },
                 |r| r as i64,
-                |id, r| vec![id, cnt as i64, off, r],
+                |id, r| [id, cnt as i64, off, r],
             )
         }
     };
@@ -471,7 +472,7 @@ macro_rules! lseek_hook {
                 // SAFETY: forwarding the caller's arguments to the real function.
                 || unsafe { f(fd, off, whence) },
                 |r| r,
-                |id, r| vec![id, off, whence as i64, r],
+                |id, r| [id, off, whence as i64, r],
             )
         }
     };
@@ -493,7 +494,7 @@ macro_rules! sync_hook {
                 // SAFETY: forwarding the caller's argument to the real function.
                 || unsafe { f(fd) },
                 |r| r as i64,
-                |id, _| vec![id],
+                |id, _| [id],
             )
         }
     };
@@ -515,7 +516,7 @@ macro_rules! ftruncate_hook {
                 // SAFETY: forwarding the caller's arguments to the real function.
                 || unsafe { f(fd, len) },
                 |r| r as i64,
-                |id, _| vec![id, len],
+                |id, _| [id, len],
             )
         }
     };
@@ -542,7 +543,7 @@ macro_rules! fcntl_hook {
                 // SAFETY: forwarding the caller's arguments to the real function.
                 || unsafe { f(fd, cmd, arg) },
                 |r| r as i64,
-                |id, r| vec![id, cmd as i64, r],
+                |id, r| [id, cmd as i64, r],
             )
         }
     };

@@ -1,9 +1,11 @@
 //! The process-wide tracer state: configuration, the rank's compressor, the symbolic handle
 //! tables, and the recording entry points every hook goes through.
 
+use crate::callsite::AddrHasher;
 use crate::guard;
 use rsd::{Compressor, Op, RawEvent};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -77,7 +79,9 @@ pub struct Config {
 #[derive(Debug, Default)]
 pub struct Table {
     slots: Vec<Option<usize>>,
-    map: HashMap<usize, usize>,
+    // Looked up on every traced call: SipHash would cost more than the rest of the lookup, and
+    // the keys (descriptors, handle addresses) are not attacker-chosen.
+    map: HashMap<usize, usize, BuildHasherDefault<AddrHasher>>,
 }
 
 impl Table {
@@ -239,10 +243,11 @@ impl State {
         crate::paths::normalize(&p, &self.cfg.session_dirs).unwrap_or(p)
     }
 
-    /// Records a top-level call.
-    pub fn push(&mut self, ev: RawEvent) {
+    /// Whether a top-level call may be recorded now; flags the trace when the node limit stops
+    /// recording.
+    fn admit(&mut self) -> bool {
         if self.done {
-            return;
+            return false;
         }
         if self.comp.len() >= self.cfg.max_nodes {
             if !self.incomplete || !self.notes.iter().any(|n| n.contains("IOTREX_MAX_NODES")) {
@@ -252,12 +257,40 @@ impl State {
                     self.rank, self.cfg.max_nodes
                 ));
             }
+            return false;
+        }
+        true
+    }
+
+    /// Records a top-level call.
+    pub fn push(&mut self, ev: RawEvent) {
+        if !self.admit() {
             return;
         }
-        if let Some(r) = &mut self.raw {
-            r.push(ev.clone());
-        }
         self.comp.push(&ev);
+        if let Some(r) = &mut self.raw {
+            r.push(ev);
+        }
+    }
+
+    /// Records a top-level call without path or children from borrowed parameters: the
+    /// compressor's steady state then needs no allocation.
+    fn push_call(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
+        if !self.admit() {
+            return;
+        }
+        self.comp.push_call(op, sig, params, gap_ns, dur_ns);
+        if let Some(r) = &mut self.raw {
+            r.push(RawEvent {
+                op,
+                sig,
+                path: None,
+                params: params.to_vec(),
+                gap_ns,
+                dur_ns,
+                children: Vec::new(),
+            });
+        }
     }
 }
 
@@ -351,38 +384,45 @@ pub struct Call {
 }
 
 /// Records `call` with what `build` derives from the state (`None`: not recorded), either as a
-/// top-level event or, when `child`, as a child of the running MPI-IO call.
-pub fn record(
+/// top-level event or, when `child`, as a child of the running MPI-IO call. The parameters
+/// may be a `Vec` or, on hot paths, a fixed array that costs no allocation.
+pub fn record<P: AsRef<[i64]>>(
     call: Call,
     child: bool,
-    build: impl FnOnce(&mut State) -> Option<(Vec<i64>, Option<String>)>,
+    build: impl FnOnce(&mut State) -> Option<(P, Option<String>)>,
 ) {
     let mut out = None;
     with_state(|st| {
         let (params, path) = build(st)?;
+        let params = params.as_ref();
         let path = path.map(|p| st.norm_path(p));
+        let dur = call.t1.saturating_sub(call.t0);
         if child {
             out = Some(RawEvent {
                 op: call.op,
                 sig: call.sig,
                 path,
-                params,
+                params: params.to_vec(),
                 gap_ns: 0,
-                dur_ns: call.t1.saturating_sub(call.t0),
+                dur_ns: dur,
                 children: Vec::new(),
             });
         } else {
             let gap = call.t0.saturating_sub(st.last_end);
             st.last_end = call.t1;
-            st.push(RawEvent {
-                op: call.op,
-                sig: call.sig,
-                path,
-                params,
-                gap_ns: gap,
-                dur_ns: call.t1.saturating_sub(call.t0),
-                children: Vec::new(),
-            });
+            if path.is_none() {
+                st.push_call(call.op, call.sig, params, gap, dur);
+            } else {
+                st.push(RawEvent {
+                    op: call.op,
+                    sig: call.sig,
+                    path,
+                    params: params.to_vec(),
+                    gap_ns: gap,
+                    dur_ns: dur,
+                    children: Vec::new(),
+                });
+            }
         }
         Some(())
     });
