@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Tracer benchmarks (issue "Tracer"), printed as figures and ratios against untraced runs:
 #  1. per-call overhead: 10^6 pwrite of 8 B to /dev/shm, median of 5 runs, with and without
-#     the preload (call-site depth 0 and the default 4);
+#     the preload (call-site depth 0 and the default 4); when valgrind is installed, also the
+#     user-space instructions per call (callgrind, 2*10^5 minus 10^5 calls), which a busy
+#     machine does not blur;
 #  2. wall-time overhead on ior_like at 16 ranks and io_sample at 8 ranks;
 #  3. finalize merge time and trace size at 4..64 ranks (IOTREX_VERBOSE reports the merge).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-LIB=$PWD/target/release/libiotrex_tracer.so
+LIB=${CARGO_TARGET_DIR:-$PWD/target}/release/libiotrex_tracer.so
 [ -f "$LIB" ] || { echo "build first: cargo build --release -p tracer" >&2; exit 1; }
 W=$(mktemp -d /dev/shm/iotrex-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
@@ -25,6 +27,18 @@ awk -v b="$base" -v d0="$d0" -v d4="$d4" 'BEGIN {
   printf "untraced            %7.1f ns/call\n", b
   printf "traced, depth 0     %7.1f ns/call  (+%.1f ns, x%.2f)\n", d0, d0-b, d0/b
   printf "traced, depth 4     %7.1f ns/call  (+%.1f ns, x%.2f)   target: +150 ns\n", d4, d4-b, d4/b }'
+if command -v valgrind >/dev/null; then
+  instr() { # env... -> user-space instructions per call
+    local a b
+    a=$(env "$@" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$W/pwrite_loop" 100000 2>&1 | awk '/Collected/ {print $4}')
+    b=$(env "$@" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$W/pwrite_loop" 200000 2>&1 | awk '/Collected/ {print $4}')
+    echo $(( (b - a) / 100000 ))
+  }
+  ib=$(instr IOTREX_UNUSED=1)
+  i0=$(instr LD_PRELOAD="$LIB" IOTREX_OUT="$W/p0.iotrex" IOTREX_STACK_DEPTH=0)
+  i4=$(instr LD_PRELOAD="$LIB" IOTREX_OUT="$W/p4.iotrex")
+  echo "instructions/call (callgrind): untraced $ib, depth 0 $i0 (+$((i0 - ib))), depth 4 $i4 (+$((i4 - ib)))"
+fi
 
 wall() { # runs "$@" 3 times, prints the median wall time in ms
   for _ in 1 2 3; do
