@@ -53,6 +53,11 @@ impl Prsd {
             if s == 0 {
                 return off == 0 && c > 0;
             }
+            // Contiguous runs are the common case; they need no division (expanding a trace
+            // asks this for every parameter of every event).
+            if s == 1 {
+                return off < c as u64;
+            }
             return off.is_multiple_of(s as u64) && off / (s as u64) < (c as u64);
         }
         (0..c as u64).any(|i| self.contains_from(r, base + i * s as u64, d - 1))

@@ -222,23 +222,26 @@ impl Trace {
 
 /// Evaluates an event for `rank` at iteration indices `idx`.
 pub fn flatten_event(e: &Event, rank: u32, idx: &mut Vec<u64>) -> FlatEvent {
-    let vals: Vec<i64> = e
+    let mut params: Vec<i64> = e
         .params
         .iter()
         .map(|p| p.eval(rank, idx).unwrap_or(0))
         .collect();
-    let nf = e.nfields();
-    let (params, fields) = vals.split_at(vals.len() - nf);
+    // The path's fields come last; splitting them off leaves the schema parameters in place
+    // (no second vector for them, and none at all for the fields of a path-less call).
+    let fields = params.split_off(params.len() - e.nfields());
     let mut children = Vec::new();
-    walk(&e.children, rank, idx, &mut |c| {
-        children.push(c.clone());
-        true
-    });
+    if !e.children.is_empty() {
+        walk(&e.children, rank, idx, &mut |c| {
+            children.push(c.clone());
+            true
+        });
+    }
     FlatEvent {
         op: e.op,
         sig: e.sig,
-        path: e.path.as_ref().map(|p| p.render(fields)),
-        params: params.to_vec(),
+        path: e.path.as_ref().map(|p| p.render(&fields)),
+        params,
         children,
     }
 }

@@ -396,6 +396,29 @@ pub fn fit_affine(r0: u32, v0: i64, r1: u32, v1: i64) -> Option<RankFn> {
     })
 }
 
+/// `v.map(|f| f.eval(rank)).eval(idx)` without building the mapped value.
+fn eval_at(v: &Val<RankFn>, rank: u32, idx: &[u64]) -> i64 {
+    match v {
+        Val::Const(f) => f.eval(rank),
+        Val::Lin { base, strides } => strides
+            .iter()
+            .zip(idx)
+            .fold(base.eval(rank), |acc, (s, &i)| {
+                acc.wrapping_add(s.eval(rank).wrapping_mul(i as i64))
+            }),
+        Val::Seq(v) => match (idx.first(), v.is_empty()) {
+            (_, true) => 0,
+            (Some(&i), false) => eval_at(&v[(i as usize).min(v.len() - 1)], rank, &idx[1..]),
+            (None, false) => eval_at(&v[0], rank, &[]),
+        },
+        Val::Cycle(v) => match (idx.first(), v.is_empty()) {
+            (_, true) => 0,
+            (Some(&i), false) => eval_at(&v[(i % v.len() as u64) as usize], rank, &idx[1..]),
+            (None, false) => eval_at(&v[0], rank, &[]),
+        },
+    }
+}
+
 /// One rank set and the value its ranks share (with rank-dependent leaves).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Group {
@@ -431,9 +454,14 @@ impl Elastic {
             .map(|g| g.val.map(&mut |f| f.eval(rank)))
     }
 
-    /// The value at `rank` and iteration indices `idx`.
+    /// The value at `rank` and iteration indices `idx`. Evaluated in place: building the
+    /// rank's `Val<i64>` first (as [`Elastic::for_rank`] does) allocated for every parameter
+    /// of every expanded event, which dominated a replay's own cost.
     pub fn eval(&self, rank: u32, idx: &[u64]) -> Option<i64> {
-        self.for_rank(rank).map(|v| v.eval(idx))
+        self.groups
+            .iter()
+            .find(|g| g.ranks.contains(rank))
+            .map(|g| eval_at(&g.val, rank, idx))
     }
 
     /// `self = self.merge(other)`, in place when both sides are one group with the same value.
@@ -758,6 +786,72 @@ mod tests {
         assert_eq!(e.groups.len(), 2, "{e}");
         for r in 0..n {
             assert_eq!(e.eval(r, &[]), Some((((r + 1) % n) as i64) * 1024));
+        }
+    }
+}
+
+#[cfg(test)]
+mod eval_in_place {
+    use super::*;
+
+    /// A small deterministic generator, so the check needs no strategy plumbing.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n
+        }
+    }
+
+    fn rank_fn(g: &mut Lcg) -> RankFn {
+        let v = |g: &mut Lcg| g.next(200) as i64 - 100;
+        match g.next(4) {
+            0 => RankFn::Const(v(g)),
+            1 => RankFn::Affine { a: v(g), b: v(g) },
+            2 => RankFn::Div {
+                a: v(g),
+                k: g.next(5) as i64 + 1,
+                b: v(g),
+            },
+            _ => RankFn::Mod {
+                a: v(g),
+                k: g.next(5) as i64 + 1,
+                b: v(g),
+            },
+        }
+    }
+
+    fn val(g: &mut Lcg, depth: u32) -> Val<RankFn> {
+        match if depth == 0 { g.next(2) } else { g.next(4) } {
+            0 => Val::Const(rank_fn(g)),
+            1 => Val::Lin {
+                base: rank_fn(g),
+                strides: (0..g.next(3) + 1).map(|_| rank_fn(g)).collect(),
+            },
+            2 => Val::Seq((0..g.next(3) + 1).map(|_| val(g, depth - 1)).collect()),
+            _ => Val::Cycle((0..g.next(3) + 1).map(|_| val(g, depth - 1)).collect()),
+        }
+    }
+
+    #[test]
+    fn eval_equals_materialising_the_rank_value_first() {
+        let mut g = Lcg(7);
+        for _ in 0..2000 {
+            let e = Elastic {
+                groups: vec![Group {
+                    ranks: crate::ranks::RankSet::all(32),
+                    val: val(&mut g, 3),
+                }],
+            };
+            for rank in [0, 1, 5, 17, 31] {
+                for idx in [vec![], vec![3], vec![0, 2], vec![4, 1, 7], vec![9, 9, 9, 9]] {
+                    let slow = e.for_rank(rank).map(|v| v.eval(&idx));
+                    assert_eq!(e.eval(rank, &idx), slow, "{e:?} rank {rank} idx {idx:?}");
+                }
+            }
         }
     }
 }
