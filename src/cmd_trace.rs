@@ -8,6 +8,7 @@
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
@@ -195,6 +196,27 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
         for (k, v) in &vars {
             child.env(k, v);
         }
+        // Every process of a plain command (a shell running `a; b`, a script) inherits the
+        // same IOTREX_OUT and writes it at exit: the last one would win. With
+        // IOTREX_ONE_WRITER the first process to write claims the path with an exclusive
+        // create and the others write `<stem>.pid<PID>.iotrex` beside it, listed below. The
+        // claim needs the path free, so a trace left by an earlier run is removed first (it
+        // would be replaced anyway).
+        if let Some(out) = &a.output {
+            match std::fs::remove_file(out) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => bail!(
+                    "cannot remove the old trace {} (--output): {e}",
+                    out.display()
+                ),
+            }
+            // Old per-process traces of the same name would be listed as this run's.
+            for p in others(out, SystemTime::UNIX_EPOCH) {
+                let _ = std::fs::remove_file(p);
+            }
+            child.env("IOTREX_ONE_WRITER", "1");
+        }
     }
     let status = child.status().with_context(|| {
         format!(
@@ -202,7 +224,11 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
             Path::new(&a.command[0]).display()
         )
     })?;
-    let code = status.code().unwrap_or(128 + 9);
+    // Killed by a signal: the shell's convention, 128 + the signal number.
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(128 + 9);
     match find_trace(a.output.as_deref(), start) {
         Some(p) => {
             let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
@@ -220,6 +246,10 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
             };
             eprintln!("iotrex: trace {} ({size} bytes, {what})", p.display());
         }
+        None if a
+            .output
+            .as_deref()
+            .is_some_and(|o| !others(o, start).is_empty()) => {}
         None => {
             eprintln!(
                 "iotrex: no trace was written{}; the command exited with status {code}",
@@ -233,7 +263,47 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
             }
         }
     }
+    if let Some(o) = &a.output {
+        for p in others(o, start) {
+            let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            eprintln!(
+                "iotrex: another process of the command wrote its own trace: {} ({size} bytes)",
+                p.display()
+            );
+        }
+    }
     Ok(code)
+}
+
+/// The traces written beside `out` by the other processes of a plain command
+/// (`<stem>.pid<PID>.iotrex`, see `IOTREX_ONE_WRITER`) since `since`, oldest first.
+fn others(out: &Path, since: SystemTime) -> Vec<PathBuf> {
+    let since = since.checked_sub(Duration::from_secs(1)).unwrap_or(since);
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned());
+    let Some(name) = name else { return Vec::new() };
+    let stem = name.strip_suffix(".iotrex").unwrap_or(&name).to_string();
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(SystemTime, PathBuf)> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.strip_prefix(&format!("{stem}.pid"))
+                .and_then(|r| r.strip_suffix(".iotrex"))
+                .is_some_and(|pid| {
+                    !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+                })
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .filter(|(m, _)| *m >= since)
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
 }
 
 /// The trace just written: `--output`, or the newest `*.iotrex` in the current directory

@@ -107,7 +107,7 @@ fn plain_program_gets_the_environment() {
     let calls = tf.trace.expand(0);
     let path = data.display().to_string();
     // tee opens its file with fopen; that the call is in the trace shows the library reached
-    // the program. (Its data goes through fwrite_unlocked, which the tracer does not hook yet.)
+    // the program.
     assert!(
         calls
             .iter()
@@ -115,6 +115,13 @@ fn plain_program_gets_the_environment() {
                 && c.path.as_deref() == Some(path.as_str())),
         "{calls:?}"
     );
+    // Its data goes through fwrite_unlocked (or write): the five bytes are in the trace.
+    let written: u64 = calls
+        .iter()
+        .filter(|c| matches!(c.op, rsd::Op::Fwrite | rsd::Op::Write))
+        .map(|c| c.op.data_bytes(&c.params))
+        .sum();
+    assert_eq!(written, 5, "{calls:?}");
     assert_eq!(std::fs::read_to_string(&data).unwrap(), "hello");
 }
 
@@ -135,6 +142,172 @@ fn the_commands_exit_status_is_kept() {
         &[],
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+}
+
+/// The trace files of a plain command traced to `out`: `out` first, then the
+/// `<stem>.pid<PID>.iotrex` files the other processes wrote.
+fn traces_of(out: &Path) -> Vec<(String, rsd::TraceFile)> {
+    let stem = out.file_stem().unwrap().to_string_lossy().into_owned();
+    let mut names: Vec<String> = std::fs::read_dir(out.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("{stem}.")) && n.ends_with(".iotrex"))
+        .collect();
+    names.sort_by_key(|n| (n != &format!("{stem}.iotrex"), n.clone()));
+    names
+        .into_iter()
+        .map(|n| {
+            let tf = rsd::TraceFile::read(&out.with_file_name(&n))
+                .unwrap_or_else(|e| panic!("{n}: {e}"));
+            (n, tf)
+        })
+        .collect()
+}
+
+#[test]
+fn every_process_of_a_plain_command_keeps_its_own_trace() {
+    let dir = common::scratch();
+    let out = dir.path().join("sh.iotrex");
+    let data = dir.path().join("data.txt");
+    // Three traced processes: the shell (it opens and writes data.txt for the redirection and
+    // ends with _exit, or execs the last cat in its place), and two cats that read it. They
+    // all inherit IOTREX_OUT; none may overwrite another's trace.
+    let script = "printf one > \"$0\"; cat \"$0\" > /dev/null; cat \"$0\" > /dev/null";
+    for run in 0..2 {
+        let o = iotrex(
+            &[
+                "trace",
+                "-o",
+                out.to_str().unwrap(),
+                "--",
+                "/bin/sh",
+                "-c",
+                script,
+                data.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        // The second run starts by removing the first run's files: still three.
+        let traces = traces_of(&out);
+        let names: Vec<&str> = traces.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(traces.len(), 3, "run {run}: {names:?}\n{}", text(&o));
+        assert_eq!(names[0], "sh.iotrex");
+        assert!(
+            names[1..].iter().all(|n| n.starts_with("sh.pid")),
+            "{names:?}"
+        );
+        assert_eq!(
+            err.matches("another process of the command wrote its own trace")
+                .count(),
+            2,
+            "{}",
+            text(&o)
+        );
+        let reads = traces
+            .iter()
+            .filter(|(_, tf)| {
+                tf.trace
+                    .expand(0)
+                    .iter()
+                    .any(|c| c.op == rsd::Op::Read && c.params[2] == 3)
+            })
+            .count();
+        assert_eq!(reads, 2, "both cats' reads are kept");
+        // The shell's redirection: open, dup2 onto stdout, printf's write through the copy.
+        let shell = traces
+            .iter()
+            .find(|(_, tf)| tf.trace.expand(0).iter().any(|c| c.op == rsd::Op::Dup))
+            .unwrap_or_else(|| panic!("no trace has the shell's dup2: {names:?}"));
+        let calls = shell.1.trace.expand(0);
+        let dup = calls.iter().position(|c| c.op == rsd::Op::Dup).unwrap();
+        let newfd = calls[dup].params[1];
+        assert!(
+            calls[dup..]
+                .iter()
+                .any(|c| c.op == rsd::Op::Write && c.params[0] == newfd && c.params[2] == 3),
+            "{calls:?}"
+        );
+    }
+}
+
+#[test]
+fn a_killed_plain_program_leaves_an_incomplete_trace_and_its_status() {
+    let dir = common::scratch();
+    let out = dir.path().join("killed.iotrex");
+    let data = dir.path().join("data.txt");
+    let o = iotrex(
+        &[
+            "trace",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "/bin/sh",
+            "-c",
+            "printf abc > \"$0\"; kill -TERM $$; printf late > \"$0\"",
+            data.to_str().unwrap(),
+        ],
+        &[],
+    );
+    // Killed by SIGTERM: 128 + 15, as a shell reports it.
+    assert_eq!(o.status.code(), Some(143), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&data).unwrap(), "abc");
+    let tf = rsd::TraceFile::read(&out).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
+    assert!(tf.header.incomplete);
+    assert!(
+        tf.header
+            .notes
+            .iter()
+            .any(|n| n.contains("killed by signal 15 (SIGTERM)")),
+        "{:?}",
+        tf.header.notes
+    );
+    let written: u64 = tf
+        .trace
+        .expand(0)
+        .iter()
+        .map(|c| c.op.data_bytes(&c.params))
+        .sum();
+    assert_eq!(written, 3);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("INCOMPLETE"));
+}
+
+#[test]
+fn the_applications_signal_handler_still_runs() {
+    let dir = common::scratch();
+    let out = dir.path().join("trapped.iotrex");
+    let data = dir.path().join("data.txt");
+    // The shell's trap is installed after the tracer's handler: it must be chained, and the
+    // shell then goes on to exit 3 by itself, writing its whole trace.
+    let o = iotrex(
+        &[
+            "trace",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "/bin/sh",
+            "-c",
+            "trap 'printf trapped > \"$0\".trap; exit 3' TERM; printf abc > \"$0\"; kill -TERM $$",
+            data.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let trap = dir.path().join("data.txt.trap");
+    assert_eq!(std::fs::read_to_string(&trap).unwrap(), "trapped");
+    let tf = rsd::TraceFile::read(&out).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
+    // Written again at exit over the snapshot taken in the handler: the trap's own write is
+    // in it, and only the one file exists.
+    let written: u64 = tf
+        .trace
+        .expand(0)
+        .iter()
+        .map(|c| c.op.data_bytes(&c.params))
+        .sum();
+    assert_eq!(written, 3 + 7, "{}", text(&o));
+    assert_eq!(traces_of(&out).len(), 1);
 }
 
 #[test]

@@ -368,15 +368,10 @@ fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
     }
 }
 
-/// The path a serial program writes: `out`, unless [`ONE_WRITER`] is set and another process
-/// of the same command claimed it first. Raw syscalls only, so the signal handler can use it.
-fn claim(out: &str) -> String {
-    if !ONE_WRITER.load(Ordering::SeqCst) {
-        return out.to_string();
-    }
-    let Ok(c) = std::ffi::CString::new(out) else {
-        return out.to_string();
-    };
+/// Creates `path` if it does not exist (raw syscalls: the signal handler uses this too).
+/// `Err(errno)` otherwise.
+fn create_excl(path: &str) -> Result<(), c_int> {
+    let c = std::ffi::CString::new(path).map_err(|_| libc::EINVAL)?;
     // SAFETY: `c` is a NUL-terminated path; openat with O_CREAT takes a mode argument.
     let fd = unsafe {
         libc::syscall(
@@ -387,19 +382,56 @@ fn claim(out: &str) -> String {
             0o644,
         )
     };
-    if fd >= 0 {
-        // SAFETY: closing the descriptor just opened.
-        unsafe { libc::syscall(libc::SYS_close, fd) };
+    if fd < 0 {
+        return Err(crate::posix::errno());
+    }
+    // SAFETY: closing the descriptor just opened.
+    unsafe { libc::syscall(libc::SYS_close, fd) };
+    Ok(())
+}
+
+/// The path a serial program writes: `out`, unless [`ONE_WRITER`] is set and another process
+/// of the same command claimed it first; then `<stem>.pid<PID>.iotrex`, or `-2`, `-3`, ...
+/// after the pid when that is taken too (a process that wrote before `exec` and the program
+/// it became share the pid).
+fn claim(out: &str) -> String {
+    if !ONE_WRITER.load(Ordering::SeqCst) {
         return out.to_string();
     }
-    if crate::posix::errno() == libc::EEXIST {
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::syscall(libc::SYS_getpid) } as u32;
-        return pid_path(out, pid);
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::syscall(libc::SYS_getpid) } as u32;
+    let first = pid_path(out, pid);
+    let candidate = |k: u32| match k {
+        0 => out.to_string(),
+        1 => first.clone(),
+        _ => {
+            let stem = first.strip_suffix(".iotrex").unwrap_or(&first);
+            format!("{stem}-{k}.iotrex")
+        }
+    };
+    // This process already claimed a path (a snapshot written from a signal handler the
+    // application then survived): it writes there again.
+    let mine = CLAIMED.load(Ordering::SeqCst);
+    if mine > 0 {
+        return candidate(mine - 1);
     }
-    // Any other error: the write below fails on the same path and says why.
-    out.to_string()
+    for k in 0..100 {
+        let p = candidate(k);
+        match create_excl(&p) {
+            Ok(()) => {
+                CLAIMED.store(k + 1, Ordering::SeqCst);
+                return p;
+            }
+            Err(e) if e == libc::EEXIST => continue,
+            // Any other error: the write fails on the same path and says why.
+            Err(_) => return p,
+        }
+    }
+    first
 }
+
+/// Which path of [`claim`] this process holds: 0 none, k + 1 for candidate k.
+static CLAIMED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// At process exit: a serial program writes its trace; an MPI rank that never reached
 /// `MPI_Finalize` writes what it recorded on its own, flagged incomplete (no communication, so
@@ -418,6 +450,13 @@ pub fn at_exit() {
     }
     EXITING.store(false, Ordering::SeqCst);
     crate::signals::raise_held();
+}
+
+/// Before `exec`: the process image is replaced without running exit handlers, so what this
+/// process recorded is written now, as at exit, and recording stops (a failed `exec` leaves
+/// the rest of the process untraced). Used for shells that `exec` their last command.
+pub fn before_exec() {
+    at_exit();
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, with raw syscalls (no std

@@ -27,6 +27,7 @@
 
 pub mod callsite;
 pub mod dup;
+pub mod exec;
 pub mod finalize;
 pub mod guard;
 pub mod mpi;
@@ -96,6 +97,7 @@ fn init() {
             Ordering::SeqCst,
         );
         state::RECORDING.store(true, Ordering::SeqCst);
+        exec::remember_pid();
         // After the state exists: a signal from here on finds something to write.
         signals::install();
     });

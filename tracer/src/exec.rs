@@ -1,0 +1,147 @@
+//! `exec` and `_exit` hooks. A successful `exec` replaces the process image, and `_exit` ends
+//! it, without running exit handlers, so a process that recorded calls and then execs (a shell
+//! running its last command in place) or leaves through `_exit` (dash does) would lose them.
+//! The trace is written just before the call, as at exit.
+//! The variadic `execl*` forms are not hooked: glibc builds their argument vector and calls
+//! `execve` internally, not through the symbol.
+
+#![allow(clippy::missing_safety_doc)]
+
+use crate::guard::{BUSY, Enter};
+use crate::posix::set_errno;
+use crate::real::real;
+use libc::{c_char, c_int};
+use std::sync::atomic::{AtomicI64, Ordering};
+
+type Argv = *const *const c_char;
+
+/// The pid the constructor ran in.
+static PID: AtomicI64 = AtomicI64::new(0);
+
+fn getpid() -> i64 {
+    // SAFETY: getpid has no preconditions (the raw call: glibc's may not see a vfork child).
+    unsafe { libc::syscall(libc::SYS_getpid) }
+}
+
+/// Remembers this process's pid (from the constructor).
+pub fn remember_pid() {
+    PID.store(getpid(), Ordering::SeqCst);
+}
+
+fn write_before_exec() {
+    if crate::state::traceable().is_none() {
+        return;
+    }
+    // A `vfork` child (shells start commands that way) shares the parent's memory and runs no
+    // fork handlers, so it still looks like the parent here; its exec must not write, and
+    // end, the parent's trace.
+    if getpid() != PID.load(Ordering::SeqCst) {
+        return;
+    }
+    let _g = Enter::new(BUSY);
+    let e = crate::posix::errno();
+    if std::panic::catch_unwind(crate::finalize::before_exec).is_err() {
+        crate::state::say("internal error writing the trace before exec");
+    }
+    set_errno(e);
+}
+
+/// Hook: `execve`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
+    let Some(f) = real!(
+        "execve",
+        unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int
+    ) else {
+        set_errno(libc::ENOSYS);
+        return -1;
+    };
+    write_before_exec();
+    // SAFETY: forwarding the caller's arguments to the real function.
+    unsafe { f(path, argv, envp) }
+}
+
+/// Hook: `execv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execv(path: *const c_char, argv: Argv) -> c_int {
+    let Some(f) = real!("execv", unsafe extern "C" fn(*const c_char, Argv) -> c_int) else {
+        set_errno(libc::ENOSYS);
+        return -1;
+    };
+    write_before_exec();
+    // SAFETY: forwarding the caller's arguments to the real function.
+    unsafe { f(path, argv) }
+}
+
+/// Hook: `execvp`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execvp(file: *const c_char, argv: Argv) -> c_int {
+    let Some(f) = real!("execvp", unsafe extern "C" fn(*const c_char, Argv) -> c_int) else {
+        set_errno(libc::ENOSYS);
+        return -1;
+    };
+    write_before_exec();
+    // SAFETY: forwarding the caller's arguments to the real function.
+    unsafe { f(file, argv) }
+}
+
+/// Hook: `execvpe`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int {
+    let Some(f) = real!(
+        "execvpe",
+        unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int
+    ) else {
+        set_errno(libc::ENOSYS);
+        return -1;
+    };
+    write_before_exec();
+    // SAFETY: forwarding the caller's arguments to the real function.
+    unsafe { f(file, argv, envp) }
+}
+
+/// Hook: `fexecve`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
+    let Some(f) = real!("fexecve", unsafe extern "C" fn(c_int, Argv, Argv) -> c_int) else {
+        set_errno(libc::ENOSYS);
+        return -1;
+    };
+    write_before_exec();
+    // SAFETY: forwarding the caller's arguments to the real function.
+    unsafe { f(fd, argv, envp) }
+}
+
+/// `_exit` ends the process without running exit handlers, and shells (dash) end that way, so
+/// the trace is written here as at exit. Forked and vfork'd children, which also leave through
+/// `_exit`, write nothing (they do not trace).
+fn write_before_exit() {
+    if crate::state::FORKED.load(Ordering::SeqCst) || getpid() != PID.load(Ordering::SeqCst) {
+        return;
+    }
+    let _g = Enter::new(BUSY);
+    if std::panic::catch_unwind(crate::finalize::at_exit).is_err() {
+        crate::state::say("internal error writing the trace at _exit");
+    }
+}
+
+macro_rules! exit_hook {
+    ($name:ident, $sym:literal) => {
+        /// Hook: `_exit`/`_Exit`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(status: c_int) -> ! {
+            write_before_exit();
+            match real!($sym, unsafe extern "C" fn(c_int) -> !) {
+                // SAFETY: forwarding the caller's argument to the real function.
+                Some(f) => unsafe { f(status) },
+                // SAFETY: the exit_group system call ends the process and never returns.
+                None => unsafe {
+                    libc::syscall(libc::SYS_exit_group, status);
+                    std::hint::unreachable_unchecked()
+                },
+            }
+        }
+    };
+}
+exit_hook!(_exit, "_exit");
+exit_hook!(_Exit, "_Exit");
