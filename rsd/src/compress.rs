@@ -88,6 +88,17 @@ struct CNode {
     kind: CKind,
 }
 
+impl CNode {
+    /// An empty node that owns no allocation, left behind while a node is moved out of a list.
+    const PLACEHOLDER: CNode = CNode {
+        skey: 0,
+        kind: CKind::Loop(CLoop {
+            iters: Val::Const(0),
+            body: Vec::new(),
+        }),
+    };
+}
+
 /// How many emptied parameter vectors a compressor keeps for reuse.
 const SPARE_MAX: usize = 256;
 
@@ -378,14 +389,16 @@ impl Compressor {
             if self.open_mismatch(strict, &self.items[n - 1 - w], 1) {
                 continue;
             }
-            let second: Vec<CNode> = self.items.drain(n - w..).collect();
-            let first: Vec<CNode> = self.items.drain(n - 2 * w..).collect();
+            // The first copy becomes the body and the second is wrapped into it in place: one
+            // allocation per fold instead of three (this runs once per outer iteration of every
+            // nested loop, when the inner loop forms again).
+            let rank = self.rank;
+            let mut body: Vec<CNode> = self.items.drain(n - 2 * w..n - w).collect();
+            for (x, b) in body.iter_mut().zip(self.items.drain(n - 2 * w..)) {
+                let a = std::mem::replace(x, CNode::PLACEHOLDER);
+                *x = wrap_node(a, b, 0, rank);
+            }
             self.meta.truncate(n - 2 * w);
-            let body: Vec<CNode> = first
-                .into_iter()
-                .zip(second)
-                .map(|(a, b)| wrap_node(a, b, 0, self.rank))
-                .collect();
             let skey = loop_skey(body.iter().map(|c| c.skey));
             self.push_node_raw(CNode {
                 skey,
