@@ -311,6 +311,37 @@ fn the_applications_signal_handler_still_runs() {
 }
 
 #[test]
+fn a_vfork_child_does_not_touch_the_parents_trace() {
+    let dir = common::scratch();
+    let out = dir.path().join("vfork.iotrex");
+    let data = dir.path().join("data.txt");
+    let app = common::app("vfork_app");
+    let o = iotrex(
+        &[
+            "trace",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            app.to_str().unwrap(),
+            data.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&data).unwrap(), "data");
+    let tf = rsd::TraceFile::read(&out).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
+    let ops: Vec<rsd::Op> = tf.trace.expand(0).iter().map(|c| c.op).collect();
+    // The child's close is not the parent's; the parent's write and close are kept.
+    assert_eq!(
+        ops,
+        vec![rsd::Op::Open, rsd::Op::Write, rsd::Op::Close],
+        "{}",
+        text(&o)
+    );
+    assert_eq!(traces_of(&out).len(), 1, "the child wrote no trace");
+}
+
+#[test]
 fn env_prints_the_variables_and_launcher_line() {
     let o = iotrex(
         &[

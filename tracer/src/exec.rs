@@ -145,3 +145,19 @@ macro_rules! exit_hook {
 }
 exit_hook!(_exit, "_exit");
 exit_hook!(_Exit, "_Exit");
+
+/// Hook: `vfork`, served by `fork`. A vfork child shares the parent's memory and runs no fork
+/// handlers, so every hook it passes through (a shell sets up a command's redirections with
+/// open, dup2 and close there) would record into the parent's trace and change its descriptor
+/// table. A fork child is a valid vfork child (it may do anything a vfork child may), and its
+/// fork handler stops tracing in it. A wrapper cannot forward to the real vfork: the child
+/// would return through this function's frame, which the parent then reuses.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn vfork() -> libc::pid_t {
+    let Some(f) = real!("fork", unsafe extern "C" fn() -> libc::pid_t) else {
+        set_errno(libc::ENOSYS);
+        return -1;
+    };
+    // SAFETY: fork has no preconditions; both processes return from here normally.
+    unsafe { f() }
+}
