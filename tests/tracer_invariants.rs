@@ -324,3 +324,41 @@ fn rank_killed_by_sigterm_leaves_its_calls() {
     assert!(out.status.success(), "iotrex stats: {text}");
     assert!(text.contains("pwrite") && text.contains("10240"), "{text}");
 }
+
+#[test]
+fn call_sites_recognised_from_stack_slots_equal_unwound_ones() {
+    // The tracer reuses a call site's signature when the return-address slots of a stack seen
+    // before still hold the same addresses; IOTREX_NO_SLOT_CACHE=1 unwinds every call. Both
+    // must give the same call sites for every call of every rank (comm_mix: MPI, MPI-IO and
+    // POSIX calls from several functions and loops).
+    let dir = Path::new("/dev/shm").join(format!("iotrex-slots-{}", std::process::id()));
+    let a = ["{d}", "4", "1000", "4096"];
+    let mut flats = Vec::new();
+    for env in [vec![], vec![("IOTREX_NO_SLOT_CACHE", "1".to_string())]] {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = dir.to_string_lossy().to_string();
+        let args: Vec<String> = a.iter().map(|s| s.replace("{d}", &d)).collect();
+        let run = mpirun(
+            4,
+            &app("comm_mix"),
+            &args,
+            &dir.with_extension("iotrex"),
+            &Opts {
+                env,
+                ..Opts::default()
+            },
+        );
+        flats.push(flat(&run.read()));
+    }
+    let sigs = |f: &Vec<Vec<rsd::FlatEvent>>| -> Vec<Vec<u64>> {
+        f.iter()
+            .map(|r| r.iter().map(|e| e.sig).collect())
+            .collect()
+    };
+    assert!(sigs(&flats[0]).iter().flatten().any(|&s| s != 0));
+    assert_eq!(sigs(&flats[0]), sigs(&flats[1]), "call sites differ");
+    assert_eq!(flats[0], flats[1]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(dir.with_extension("iotrex"));
+}
