@@ -16,11 +16,8 @@ static void busy(double us) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    count("MPI_Init", 0);
     int rank, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    app_init(&argc, &argv, &rank, &n);
     if (argc < 2) DIE("usage: comm_mix DIR [ITERS] [COMPUTE_US] [SIZE]");
     const char *dir = argv[1];
     int iters = argc > 2 ? atoi(argv[2]) : 10;

@@ -48,6 +48,16 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+#ifdef MPI_VERSION
+/* The prologue of every MPI mini-app: MPI_Init (counted), then this rank and the rank count. */
+static void app_init(int *argc, char ***argv, int *rank, int *n) {
+    MPI_Init(argc, argv);
+    count("MPI_Init", 0);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, n);
+}
+#endif
+
 #define DIE(...)                                                                                   \
     do {                                                                                           \
         fprintf(stderr, __VA_ARGS__);                                                              \

@@ -8,11 +8,8 @@
 #include "count.h"
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    count("MPI_Init", 0);
     int rank, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    app_init(&argc, &argv, &rank, &n);
     if (argc < 2) DIE("usage: groups DIR [K] [ITERS] [SIZE]");
     const char *dir = argv[1];
     int k = argc > 2 ? atoi(argv[2]) : 4;

@@ -112,10 +112,7 @@ static void mpiio_phase(char *buf, int writing, int target) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    count("MPI_Init", 0);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    app_init(&argc, &argv, &rank, &n);
     int c;
     while ((c = getopt(argc, argv, "a:FL:ct:b:s:SReo:i:r")) != -1) {
         switch (c) {

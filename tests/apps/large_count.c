@@ -24,11 +24,8 @@
 #endif
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    count("MPI_Init", 0);
     int rank, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    app_init(&argc, &argv, &rank, &n);
     if (argc < 2) DIE("usage: large_count DIR [ITERS] [SIZE]");
     int iters = argc > 2 ? atoi(argv[2]) : 4;
     CNT size = argc > 3 ? atol(argv[3]) : 8192;

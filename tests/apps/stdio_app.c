@@ -21,11 +21,8 @@ static void put(int fd, const char *msg) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    count("MPI_Init", 0);
     int rank, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    app_init(&argc, &argv, &rank, &n);
     if (argc < 2) DIE("usage: stdio_app DIR [CHUNKS] [SIZE] [LINES]");
     const char *dir = argv[1];
     int chunks = argc > 2 ? atoi(argv[2]) : 8;

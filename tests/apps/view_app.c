@@ -15,11 +15,8 @@
 #include "count.h"
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    count("MPI_Init", 0);
     int rank, n;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    app_init(&argc, &argv, &rank, &n);
     if (argc < 2) DIE("usage: view_app DIR [NB] [B] [ROWS] [COLS]");
     int nb = argc > 2 ? atoi(argv[2]) : 8;
     int b = argc > 3 ? atoi(argv[3]) : 16;
