@@ -1,7 +1,8 @@
 ! fortran_io: the MPI-IO and MPI calls of a Fortran program (mpif.h-style bindings through
 ! `use mpi`). Open MPI's Fortran bindings call PMPI_* directly, so only the tracer's Fortran
 ! hooks see these calls. Collective strided writes, a vector file view with a collective
-! write, a read back with a status, MPI_IN_PLACE reductions, a nonblocking ring with
+! write, a read back with a status, a nonblocking write, a subarray view, MPI_IN_PLACE
+! reductions, MPI_Sendrecv and MPI_Allgatherv, a nonblocking ring with
 ! MPI_Waitall, a communicator split, and MPI_File_delete.
 ! Prints "COUNT <rank> <op> <calls> <bytes>" lines like the C mini-apps (count.h).
 ! Usage: fortran_io DIR [ITERS=3]
@@ -13,7 +14,8 @@ program fortran_io
   integer :: reqs(2), status(MPI_STATUS_SIZE)
   integer(kind=MPI_OFFSET_KIND) :: off, disp
   double precision :: buf(n), sums(4)
-  integer :: sendv(4), recvv(4)
+  integer :: sendv(64), recvv(4), sizes2(2), subs2(2), starts2(2)
+  integer, allocatable :: counts(:), displs(:), gathered(:)
   character(len=4096) :: dir, path
   character(len=32) :: arg, names(maxops)
   integer :: calls(maxops)
@@ -63,8 +65,47 @@ program fortran_io
   call MPI_File_read_at(fh, off, buf, half, MPI_DOUBLE_PRECISION, status, ierr)
   call MPI_Get_count(status, MPI_BYTE, got, ierr)
   call count('MPI_File_read_at', int(got, 8))
+  ! A nonblocking write after the views' region, waited for.
+  call MPI_File_set_view(fh, 0_MPI_OFFSET_KIND, MPI_BYTE, MPI_BYTE, 'native', MPI_INFO_NULL, ierr)
+  call count('MPI_File_set_view', 0_8)
+  off = (int(iters + 2, MPI_OFFSET_KIND) * nprocs + rank) * n * 8
+  call MPI_File_iwrite_at(fh, off, buf, n, MPI_DOUBLE_PRECISION, reqs(1), ierr)
+  call count('MPI_File_iwrite_at', int(n, 8) * 8)
+  call MPI_Wait(reqs(1), status, ierr)
+  call count('MPI_Wait', 0_8)
+  ! A 2-D subarray view: this rank's column block of an n/8 x 8*nprocs matrix of doubles.
+  sizes2 = (/ n / 8, 8 * nprocs /)
+  subs2 = (/ n / 8, 8 /)
+  starts2 = (/ 0, 8 * rank /)
+  call MPI_Type_create_subarray(2, sizes2, subs2, starts2, MPI_ORDER_FORTRAN, &
+                                MPI_DOUBLE_PRECISION, vtype, ierr)
+  call count('MPI_Type_create_subarray', 0_8)
+  call MPI_Type_commit(vtype, ierr)
+  call count('MPI_Type_commit', 0_8)
+  disp = (int(iters + 3, MPI_OFFSET_KIND) * nprocs * n) * 8
+  call MPI_File_set_view(fh, disp, MPI_DOUBLE_PRECISION, vtype, 'native', MPI_INFO_NULL, ierr)
+  call count('MPI_File_set_view', 0_8)
+  call MPI_File_write_all(fh, buf, n, MPI_DOUBLE_PRECISION, MPI_STATUS_IGNORE, ierr)
+  call count('MPI_File_write_all', int(n, 8) * 8)
+  call MPI_Type_free(vtype, ierr)
+  call count('MPI_Type_free', 0_8)
   call MPI_File_close(fh, ierr)
   call count('MPI_File_close', 0_8)
+
+  ! Point-to-point and vector collectives.
+  call MPI_Sendrecv(sendv, 4, MPI_INTEGER, mod(rank + 1, nprocs), 9, recvv, 4, MPI_INTEGER, &
+                    mod(rank + nprocs - 1, nprocs), 9, MPI_COMM_WORLD, status, ierr)
+  call count('MPI_Sendrecv', 0_8)
+  allocate(counts(nprocs), displs(nprocs), gathered(nprocs * nprocs))
+  do i = 1, nprocs
+    counts(i) = i
+    displs(i) = (i - 1) * nprocs
+  end do
+  sendv = rank
+  call MPI_Allgatherv(sendv, rank + 1, MPI_INTEGER, gathered, counts, displs, MPI_INTEGER, &
+                      MPI_COMM_WORLD, ierr)
+  call count('MPI_Allgatherv', 0_8)
+  if (gathered(displs(nprocs) + 1) /= nprocs - 1) stop 'allgatherv wrong'
 
   sums = rank
   call MPI_Allreduce(MPI_IN_PLACE, sums, 4, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)

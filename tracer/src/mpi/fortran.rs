@@ -803,3 +803,201 @@ pub unsafe extern "C" fn mpi_type_free_(dt: *mut Fint, ierr: *mut Fint) {
     }
     set(ierr, rc);
 }
+
+/// A new datatype handle back to Fortran.
+fn set_type(new: *mut Fint, c: &H) {
+    if !new.is_null() {
+        // SAFETY: the program's output argument; `c` holds a handle of this ABI.
+        unsafe { *new = type_c2f(abi::rd(c, 0) as H) };
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_type_create_subarray_(
+    ndims: *const Fint,
+    sizes: *const Fint,
+    subsizes: *const Fint,
+    starts: *const Fint,
+    order: *const Fint,
+    old: *const Fint,
+    new: *mut Fint,
+    ierr: *mut Fint,
+) {
+    let mut c: H = std::ptr::null_mut();
+    // SAFETY: converted arguments; the arrays are the program's (Fortran INTEGER = C int).
+    let rc = unsafe {
+        super::MPI_Type_create_subarray(
+            v(ndims),
+            sizes,
+            subsizes,
+            starts,
+            v(order),
+            type_f2c(v(old)),
+            &mut c,
+        )
+    };
+    set_type(new, &c);
+    set(ierr, rc);
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_type_create_resized_(
+    old: *const Fint,
+    lb: *const super::Aint,
+    extent: *const super::Aint,
+    new: *mut Fint,
+    ierr: *mut Fint,
+) {
+    let mut c: H = std::ptr::null_mut();
+    // SAFETY: converted arguments (MPI_ADDRESS_KIND integers are C MPI_Aint).
+    let rc = unsafe {
+        super::MPI_Type_create_resized(
+            type_f2c(v(old)),
+            if lb.is_null() { 0 } else { *lb },
+            if extent.is_null() { 0 } else { *extent },
+            &mut c,
+        )
+    };
+    set_type(new, &c);
+    set(ierr, rc);
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_type_indexed_(
+    count: *const Fint,
+    bls: *const Fint,
+    displs: *const Fint,
+    old: *const Fint,
+    new: *mut Fint,
+    ierr: *mut Fint,
+) {
+    let mut c: H = std::ptr::null_mut();
+    // SAFETY: converted arguments; the arrays are the program's.
+    let rc = unsafe { super::MPI_Type_indexed(v(count), bls, displs, type_f2c(v(old)), &mut c) };
+    set_type(new, &c);
+    set(ierr, rc);
+}
+
+macro_rules! f_file_idata_at {
+    ($($name:ident => $c:ident, $buf:ty;)*) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            fh: *const Fint,
+            off: *const Offset,
+            buf: $buf,
+            count: *const Fint,
+            dt: *const Fint,
+            req: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            let mut c: H = std::ptr::null_mut();
+            // SAFETY: converted arguments; `c` receives the request.
+            let rc = unsafe {
+                super::$c(file_f2c(v(fh)), v64(off), buf, v(count), type_f2c(v(dt)), &mut c)
+            };
+            if !req.is_null() {
+                // SAFETY: the program's output argument; `c` holds a request of this ABI.
+                unsafe { *req = req_c2f(abi::rd(&c, 0) as H) };
+            }
+            set(ierr, rc);
+        }
+    )*};
+}
+f_file_idata_at! {
+    mpi_file_iread_at_ => MPI_File_iread_at, *mut c_void;
+    mpi_file_iwrite_at_ => MPI_File_iwrite_at, *const c_void;
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_sendrecv_(
+    sbuf: *const c_void,
+    scount: *const Fint,
+    stype: *const Fint,
+    dest: *const Fint,
+    stag: *const Fint,
+    rbuf: *mut c_void,
+    rcount: *const Fint,
+    rtype: *const Fint,
+    src: *const Fint,
+    rtag: *const Fint,
+    comm: *const Fint,
+    status: *mut Fint,
+    ierr: *mut Fint,
+) {
+    let rc = with_status(status, |st| {
+        // SAFETY: converted arguments.
+        unsafe {
+            super::MPI_Sendrecv(
+                fbuf(sbuf),
+                v(scount),
+                type_f2c(v(stype)),
+                v(dest),
+                v(stag),
+                fbuf(rbuf),
+                v(rcount),
+                type_f2c(v(rtype)),
+                v(src),
+                v(rtag),
+                comm_f2c(v(comm)),
+                st,
+            )
+        }
+    });
+    set(ierr, rc);
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_allgatherv_(
+    sbuf: *const c_void,
+    scount: *const Fint,
+    stype: *const Fint,
+    rbuf: *mut c_void,
+    rcounts: *const Fint,
+    displs: *const Fint,
+    rtype: *const Fint,
+    comm: *const Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: converted arguments; the count arrays are the program's.
+    set(ierr, unsafe {
+        super::MPI_Allgatherv(
+            fbuf(sbuf),
+            v(scount),
+            type_f2c(v(stype)),
+            fbuf(rbuf),
+            rcounts,
+            displs,
+            type_f2c(v(rtype)),
+            comm_f2c(v(comm)),
+        )
+    });
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_gatherv_(
+    sbuf: *const c_void,
+    scount: *const Fint,
+    stype: *const Fint,
+    rbuf: *mut c_void,
+    rcounts: *const Fint,
+    displs: *const Fint,
+    rtype: *const Fint,
+    root: *const Fint,
+    comm: *const Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: converted arguments; the count arrays are the program's.
+    set(ierr, unsafe {
+        super::MPI_Gatherv(
+            fbuf(sbuf),
+            v(scount),
+            type_f2c(v(stype)),
+            fbuf(rbuf),
+            rcounts,
+            displs,
+            type_f2c(v(rtype)),
+            v(root),
+            comm_f2c(v(comm)),
+        )
+    });
+}
