@@ -572,6 +572,23 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 self.fds.remove(&param(e, "fd"));
                 0
             }
+            // A descriptor copy (dup, dup2, dup3, F_DUPFD): the same open file under another
+            // id, sharing its offset as the original's did (`try_clone` is dup(2)). A dup2 onto
+            // a traced descriptor closed that one first.
+            Op::Dup => {
+                let closed = param(e, "closed");
+                if closed >= 0 {
+                    self.fds.remove(&closed);
+                }
+                let new = param(e, "newfd");
+                if new >= 0 {
+                    let f = fd_in(&mut self.fds, e)?
+                        .try_clone()
+                        .map_err(|er| io("", er))?;
+                    self.fds.insert(new, f);
+                }
+                0
+            }
             // The buffer is borrowed, not copied: a copy per call sat between the lateness
             // stamp and the syscall and cost ~0.5 us per 8 KiB.
             Op::Write | Op::Writev => {

@@ -883,3 +883,134 @@ fn nested_filetypes_land_where_their_type_map_says() {
         "mpirun: layout differs first at byte {bad:?}"
     );
 }
+
+#[test]
+fn descriptor_copies_replay_on_the_same_open_file() {
+    // open; dup; writes through the copy; close of the original; dup2 of the copy onto a new
+    // number; pwrite and write through that; closes. The replay must follow the copies (the
+    // copy shares the original's offset) and leave the file the program left.
+    let Some(tracer) = tracer_lib() else {
+        eprintln!(
+            "skipped: needs {}/release/libiotrex_tracer.so",
+            target_dir().display()
+        );
+        return;
+    };
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let src = dir.path().join("dups.c");
+    std::fs::write(
+        &src,
+        r#"#include <fcntl.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char buf[4096] = {0};
+    int fd = open(argv[1], O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    int a = dup(fd);
+    for (int i = 0; i < 5; i++) write(a, buf, sizeof buf);
+    close(fd);
+    int b = dup2(a, 20);
+    pwrite(b, buf, 100, 0);
+    write(b, buf, 10);
+    close(a);
+    close(b);
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let exe = dir.path().join("dups");
+    assert!(
+        Command::new("cc")
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let data = dir.path().join("data");
+    let trace = dir.path().join("dups.iotrex");
+    let out = Command::new(&exe)
+        .arg(&data)
+        .env("LD_PRELOAD", &tracer)
+        .env("IOTREX_OUT", &trace)
+        .env_remove("OMPI_COMM_WORLD_SIZE")
+        .output()
+        .unwrap();
+    assert!(out.status.success() && trace.exists(), "{out:?}");
+    let traced_len = std::fs::metadata(&data).unwrap().len();
+    assert_eq!(traced_len, 5 * 4096 + 10);
+    let tf = TraceFile::read(&trace).unwrap();
+    assert!(
+        tf.trace.expand(0).iter().any(|e| e.op == Op::Dup),
+        "the trace records the copies"
+    );
+    // Under MPI (one rank) and with threads.
+    let root = dir.path().join("mpi");
+    if have_mpirun() {
+        replay_mpi(1, &trace, &root, &[]);
+        let replayed = root.join(data.strip_prefix("/").unwrap());
+        assert_eq!(std::fs::metadata(&replayed).unwrap().len(), traced_len);
+    }
+    let troot = dir.path().join("threads");
+    std::fs::create_dir_all(&troot).unwrap();
+    let o = Command::new(bin())
+        .arg(&trace)
+        .args(["--threads", "--root"])
+        .arg(&troot)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && stdout.contains("op counts and bytes equal the trace's"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!stdout.contains("failed when replayed"), "{stdout}");
+    let replayed = troot.join(data.strip_prefix("/").unwrap());
+    assert_eq!(std::fs::metadata(&replayed).unwrap().len(), traced_len);
+}
+
+#[test]
+fn an_open_that_failed_when_traced_is_not_a_replay_failure() {
+    // IOR's rank 0 probes for its file with MPI_File_open on MPI_COMM_SELF before creating it
+    // (recorded with fh = -1); the replay must not report that as a call it failed to replay.
+    if !have_mpirun() {
+        eprintln!("skipped: needs mpirun");
+        return;
+    }
+    let tf = build(2, |r| {
+        let mut v = vec![ev(Op::Init, 1, vec![])];
+        if r == 0 {
+            // comm 1 = MPI_COMM_SELF, amode 2 = MPI_MODE_RDONLY, fh -1 = the open failed.
+            v.push(with_path(
+                ev(Op::FileOpen, 2, vec![1, 2, -1]),
+                "/probe/missing.dat",
+            ));
+        }
+        v.push(with_path(
+            ev(Op::FileOpen, 3, vec![0, 5, 0]),
+            "/probe/made.dat",
+        ));
+        v.push(ev(
+            Op::FileWriteAtAll,
+            4,
+            vec![0, r as i64 * BLOCK, BLOCK, 1, BLOCK],
+        ));
+        v.push(ev(Op::FileClose, 5, vec![0]));
+        v.push(ev(Op::Finalize, 6, vec![]));
+        v
+    });
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let trace = write_trace(dir.path(), "probe.iotrex", &tf);
+    let root = dir.path().join("root");
+    // replay_mpi asserts no failed call and counts equal to the trace's.
+    replay_mpi(2, &trace, &root, &["--comm", "real"]);
+    assert!(!root.join("probe/missing.dat").exists());
+    assert_eq!(
+        std::fs::metadata(root.join("probe/made.dat"))
+            .unwrap()
+            .len(),
+        2 * BLOCK as u64
+    );
+}
