@@ -651,7 +651,14 @@ impl Runtime for MpiRuntime {
             Op::FileSetView => {
                 f.etype = param(e, "etype");
                 let ft = param(e, "filetype");
-                let filetype = if types.ctor(ft).is_some() {
+                // A filetype built on a type the trace never built is replaced by bytes from
+                // the displacement (as an unknown filetype is): the accesses stay as large as
+                // recorded and near where they were, collectives still meet on every rank, and
+                // the view is reported as not replayed.
+                let unbuilt = replay::types::unbuilt_view(types, ft);
+                let filetype = if unbuilt.is_some() {
+                    p.u8
+                } else if types.ctor(ft).is_some() {
                     self.dtype(types, ft, 0)?
                 } else {
                     // A predefined filetype is contiguous: a byte view is the same.
@@ -671,7 +678,7 @@ impl Runtime for MpiRuntime {
                     )
                 };
                 check(rc, "MPI_File_set_view")?;
-                return Ok(0);
+                return unbuilt.map_or(Ok(0), Err);
             }
             Op::FileSeek => {
                 // SAFETY: an open file handle; whence is the recorded MPI_SEEK_* value.

@@ -440,7 +440,14 @@ impl Runtime for ThreadsRuntime {
                 f.disp = param(e, "disp");
                 f.etype = param(e, "etype");
                 f.fp = 0;
-                let flat = types.flatten(param(e, "filetype"))?;
+                // As under MPI: a filetype built on a type the trace never built becomes bytes
+                // from the displacement, and the view is reported as not replayed.
+                let ft = param(e, "filetype");
+                if let Some(why) = crate::types::unbuilt_view(types, ft) {
+                    f.view = None;
+                    return Err(why);
+                }
+                let flat = types.flatten(ft)?;
                 f.view = (!flat.is_dense()).then(|| Arc::new(flat));
                 return Ok(0);
             }

@@ -185,6 +185,17 @@ fn arr(p: &[i64], at: usize, n: usize) -> Vec<i64> {
         .collect()
 }
 
+/// Why a view over `filetype` cannot be replayed as recorded, if it cannot.
+pub fn unbuilt_view(types: &Types, filetype: i64) -> Option<String> {
+    types.unbuilt_inside(filetype).map(|u| {
+        format!(
+            "MPI_File_set_view: filetype {filetype} is built on datatype {u}, whose constructor \
+             the trace does not record (e.g. MPI_Type_create_darray): replayed as bytes from the \
+             displacement"
+        )
+    })
+}
+
 impl Types {
     /// Size in bytes of datatype `id`, 1 when unknown (a byte stream).
     pub fn size(&self, id: i64) -> i64 {
@@ -203,6 +214,40 @@ impl Types {
             Some(d) => (d.lb, d.extent),
             None => (0, self.size(id)),
         }
+    }
+
+    /// A type the constructor chain of derived type `id` builds on but the trace never
+    /// built (its constructor is not recorded, e.g. `MPI_Type_create_darray`), if any. Such a
+    /// type counts as one byte per element, which inside a recorded constructor (a resized
+    /// extent, a vector stride) spreads the accesses far from where they were: a view over it
+    /// is refused rather than replayed that way.
+    pub fn unbuilt_inside(&self, id: i64) -> Option<i64> {
+        let d = self.derived.get(&id)?;
+        let schema = d.op.schema();
+        let mut inner: Vec<i64> = schema
+            .iter()
+            .position(|s| *s == "oldtype")
+            .and_then(|i| d.params.get(i).copied())
+            .into_iter()
+            .collect();
+        if d.op == Op::TypeCreateStruct {
+            // [count, newtype, count block lengths, count displacements, count types]
+            let n = d.params.first().copied().unwrap_or(0).max(0) as usize;
+            inner.extend(d.params.iter().skip(2 + 2 * n).take(n));
+        }
+        inner.into_iter().find_map(|t| {
+            if self.derived.contains_key(&t) {
+                self.unbuilt_inside(t)
+            } else if usize::try_from(t)
+                .ok()
+                .and_then(|i| PREDEFINED.get(i))
+                .is_some_and(|&sz| sz > 0)
+            {
+                None
+            } else {
+                Some(t)
+            }
+        })
     }
 
     /// The recorded constructor of derived type `id` (its op and parameters), or None for a

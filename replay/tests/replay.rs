@@ -1014,3 +1014,55 @@ fn an_open_that_failed_when_traced_is_not_a_replay_failure() {
         2 * BLOCK as u64
     );
 }
+
+#[test]
+fn a_view_built_on_an_unrecorded_type_stays_near_its_displacement() {
+    // A filetype resized to 512 KiB around a type whose constructor the trace lacks (datatype
+    // 1002, as MPI_Type_create_darray would leave it): taking that type as one byte per element
+    // would spread a 32 KiB write over 16 GiB of file. The view is reported and replayed as
+    // bytes from its displacement instead.
+    let tf = build(2, |r| {
+        vec![
+            ev(Op::Init, 1, vec![]),
+            ev(Op::TypeCreateResized, 2, vec![1002, 0, 524_288, 1003]),
+            ev(Op::TypeCommit, 3, vec![1003]),
+            with_path(ev(Op::FileOpen, 4, vec![0, 5, 0]), "/far/view.dat"),
+            ev(Op::FileSetView, 5, vec![0, 2048, 1, 1003]),
+            ev(
+                Op::FileWriteAtAll,
+                6,
+                vec![0, r as i64 * 32_768, 32_768, 1, 32_768],
+            ),
+            ev(Op::FileClose, 7, vec![0]),
+            ev(Op::Finalize, 8, vec![]),
+        ]
+    });
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let trace = write_trace(dir.path(), "far.iotrex", &tf);
+    let check = |root: &Path, stdout: &str| {
+        let len = std::fs::metadata(root.join("far/view.dat")).unwrap().len();
+        assert_eq!(len, 2048 + 2 * 32_768, "{stdout}");
+        assert!(
+            stdout.contains("filetype 1003 is built on datatype 1002"),
+            "{stdout}"
+        );
+    };
+    if have_mpirun() {
+        let root = dir.path().join("mpi");
+        std::fs::create_dir_all(&root).unwrap();
+        let out = mpirun(
+            2,
+            &[trace.to_str().unwrap(), "--root", root.to_str().unwrap()],
+        );
+        check(&root, &String::from_utf8_lossy(&out.stdout));
+    }
+    let root = dir.path().join("threads");
+    std::fs::create_dir_all(&root).unwrap();
+    let out = Command::new(bin())
+        .arg(&trace)
+        .args(["--threads", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    check(&root, &String::from_utf8_lossy(&out.stdout));
+}
