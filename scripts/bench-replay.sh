@@ -36,17 +36,20 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # One collective-buffering aggregator, as in demo.sh, so every run aggregates the same way.
 MPIRUN=(mpirun --mca btl self,vader --mca io_ompio_num_aggregators 1)
 
-# name|command (DIR is replaced by a scratch directory)
+# name|command (DIR is replaced by a scratch directory). Each run lasts 60-250 ms at 8 ranks:
+# runs of 7-20 ms (the sizes before) were dominated by start-up jitter, and their traced wall
+# times alone spread by 20-50%.
 APPS=(
-  "ior_like-coll|ior_like -a mpiio -c -t 65536 -b 262144 -s 4 -o DIR/ior.dat"
-  "ior_like-posix|ior_like -a posix -F -t 65536 -b 524288 -s 8 -o DIR/ior.dat"
-  "io_sample|io_sample DIR 100 8192 3 262144"
+  "ior_like-coll|ior_like -a mpiio -c -t 65536 -b 262144 -s 8 -i 2 -o DIR/ior.dat"
+  "ior_like-posix|ior_like -a posix -F -t 65536 -b 524288 -s 8 -i 8 -o DIR/ior.dat"
+  "io_sample|io_sample DIR 400 8192 6 262144"
   "comm_mix|comm_mix DIR 10 2000 4096"
 )
 
-# replay TRACE NP MODE COMM: prints the median wall time (ns) of REPEAT replays, or nothing.
+# replay TRACE NP MODE COMM COMPUTE: prints the median wall time (ns) of REPEAT replays, or
+# nothing.
 replay() {
-  local tr=$1 np=$2 mode=$3 comm=$4 r="$W/replay-root" n=$REPEAT
+  local tr=$1 np=$2 mode=$3 comm=$4 compute=$5 r="$W/replay-root" n=$REPEAT
   local -a cmd
   [ "$mode" = threads ] && n=1
   for _ in $(seq "$n"); do
@@ -56,7 +59,7 @@ replay() {
     else
       cmd=(timeout -k 5 120 "${MPIRUN[@]}" -np "$np" "$BIN/iotrex-replay" "$tr")
     fi
-    if "${cmd[@]}" --root "$r" --prep --comm "$comm" --json "$W/r.json" > "$W/replay.log" 2>&1; then
+    if "${cmd[@]}" --root "$r" --prep --comm "$comm" --compute "$compute" --json "$W/r.json" > "$W/replay.log" 2>&1; then
       jq '.wall_ns' "$W/r.json"
     else
       echo "replay of $tr ($mode, --comm $comm) failed:" >&2; tail -5 "$W/replay.log" >&2
@@ -65,7 +68,7 @@ replay() {
 }
 
 echo "== 1. fidelity: replay vs traced wall time ($(nproc) cores; traced: median [min-max] of $TRACES runs; mpi: median of $REPEAT replays)   target: within 10%"
-printf '%-15s %3s %24s   %-7s %-5s %11s %9s\n' app ranks "traced" mode comm replay "vs traced"
+printf '%-15s %3s %24s   %-7s %-5s %-7s %11s %9s\n' app ranks "traced" mode comm compute replay "vs traced"
 for np in $NPS; do
   for spec in "${APPS[@]}"; do
     name=${spec%%|*}; cmd=${spec#*|}
@@ -87,14 +90,15 @@ for np in $NPS; do
     read -r traced t < <(sort -g "$W/walls" | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
     spread=$(sort -g "$W/walls" | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%.1f-%.1f", lo/1e6, hi/1e6}')
     tr="$W/$name.$np.iotrex"; cp "$W/t$t.iotrex" "$tr"
-    for mode in mpi threads; do
-      for comm in delay real; do
-        rep=$(replay "$tr" "$np" "$mode" "$comm")
-        awk -v n="$name" -v np="$np" -v t="$traced" -v sp="$spread" -v m="$mode" -v c="$comm" -v r="$rep" 'BEGIN {
-          tt = sprintf("%.1fms [%s]", t/1e6, sp)
-          if (r == "") { printf "%-15s %3d %24s   %-7s %-5s %11s\n", n, np, tt, m, c, "failed"; exit }
-          printf "%-15s %3d %24s   %-7s %-5s %9.1fms %+8.1f%%\n", n, np, tt, m, c, r/1e6, (r-t)/t*100 }'
-      done
+    # --comm real also with --compute work: the traced gaps are wall time and, with more
+    # ranks than cores, include waits for a core that a real replay meets again.
+    for run in "mpi delay mean" "mpi real mean" "mpi real work" "threads delay mean" "threads real mean"; do
+      set -- $run
+      rep=$(replay "$tr" "$np" "$1" "$2" "$3")
+      awk -v n="$name" -v np="$np" -v t="$traced" -v sp="$spread" -v m="$1" -v c="$2" -v k="$3" -v r="$rep" 'BEGIN {
+        tt = sprintf("%.1fms [%s]", t/1e6, sp)
+        if (r == "") { printf "%-15s %3d %24s   %-7s %-5s %-7s %11s\n", n, np, tt, m, c, k, "failed"; exit }
+        printf "%-15s %3d %24s   %-7s %-5s %-7s %9.1fms %+8.1f%%\n", n, np, tt, m, c, k, r/1e6, (r-t)/t*100 }'
     done
   done
 done

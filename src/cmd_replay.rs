@@ -25,7 +25,9 @@ pub struct ReplayArgs {
     /// channels; collectives, vector ones included, synchronise but move no data), or skip.
     #[arg(long, default_value = "delay", value_parser = parse_comm)]
     pub comm: replay::CommMode,
-    /// Compute gaps: mean (recorded mean), sample (drawn from the recorded histogram), none.
+    /// Compute gaps: mean (sleep the recorded mean), sample (a draw from the recorded
+    /// histogram), work (compute, burning CPU time, for the gap's shortest recorded instance:
+    /// ranks sharing cores then compete for them as the traced ones did), or none.
     #[arg(long, default_value = "mean", value_parser = parse_compute)]
     pub compute: replay::ComputeMode,
     /// Multiply every delay by F.

@@ -179,6 +179,29 @@ pub fn wait_shared(deadline: Instant) {
     }
 }
 
+/// CPU time of the calling thread, ns.
+pub fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Computes for `work` of this thread's CPU time (`--compute work`): time spent off the core
+/// does not count, so a rank sharing its core takes longer, as the application's did.
+pub fn burn_cpu(work: Duration) {
+    let work = work.as_nanos() as u64;
+    if work == 0 {
+        return;
+    }
+    let end = thread_cpu_ns() + work;
+    // Reading the thread clock is a system call (~0.2 us); a few hundred spins between reads
+    // keep that cost small against the work without overshooting it by more than ~1 us.
+    while thread_cpu_ns() < end {
+        for _ in 0..256 {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Sub-buckets per power of two in [`Lateness`]: values are kept to within 1/64 (1.6%).
 const SUB: u64 = 64;
 const SUB_BITS: u32 = 6;

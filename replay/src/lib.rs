@@ -211,9 +211,10 @@ pub fn parse_compute(s: &str) -> Result<ComputeMode, ReplayError> {
         "mean" => Ok(ComputeMode::Mean),
         "sample" => Ok(ComputeMode::Sample),
         "none" => Ok(ComputeMode::None),
+        "work" => Ok(ComputeMode::Work),
         _ => Err(ReplayError::BadOption {
             flag: "--compute",
-            why: format!("{s:?} is not one of mean, sample, none"),
+            why: format!("{s:?} is not one of mean, sample, work, none"),
         }),
     }
 }

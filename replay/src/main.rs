@@ -36,8 +36,13 @@ Options:
                         exchange each rank's recorded count, then move those counts; Alltoallv's
                         trace keeps only per-rank totals, so the pairs are a matrix with those
                         sums. With --threads, collectives are thread barriers and move no data.
-  --compute mean|sample|none
-                        compute gaps: recorded mean (default), drawn from the histogram, or none
+  --compute mean|sample|work|none
+                        compute gaps: sleep the recorded mean (default) or a draw from the
+                        histogram; `work`: compute (burn this thread's CPU time) for the gap's
+                        shortest recorded instance, so ranks that share cores compete for them
+                        as the traced ones did and the time they waited for a core is not
+                        replayed twice (use with --comm real when the traced or replaying node
+                        has fewer cores than ranks; lateness is not measured); or none
   --time-scale F        multiply every delay by F (default 1)
   --layer app|posix     issue application calls (default) or only the POSIX view
   --prep                first create the files the trace reads before writing, at their sizes

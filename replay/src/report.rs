@@ -314,7 +314,7 @@ impl Report {
                 l.within_100us * 100.0
             );
         } else {
-            let _ = writeln!(s, "lateness: not measured (--compute none)");
+            let _ = writeln!(s, "lateness: not measured (--compute none or work)");
         }
         if !self.waits.is_empty() {
             let _ = writeln!(s, "waits: {}", self.waits);

@@ -1,0 +1,101 @@
+//! `--compute work` computes through the recorded gaps (this thread's CPU time) where the other
+//! modes sleep: checked by the CPU time the replay process used, read from the kernel when it
+//! is reaped (wait4's rusage), not by wall time.
+
+use rsd::trace::RawEvent;
+use rsd::{Compressor, Header, Op, TraceFile};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::Command;
+
+/// One rank: open, then `n` pwrites each after a compute gap of `gap_ms` ms, close.
+fn trace(n: i64, gap_ms: u64) -> TraceFile {
+    let mut c = Compressor::new(0);
+    let mut push = |op, site: u64, params: Vec<i64>, path: Option<&str>, gap_ns: u64| {
+        let mut e = RawEvent::new(op, 0x5100 + site, params);
+        e.gap_ns = gap_ns;
+        e.dur_ns = 1_000;
+        e.path = path.map(str::to_string);
+        c.push(&e);
+    };
+    push(Op::Open, 1, vec![0o1101, 0o644, 3], Some("work.dat"), 1_000);
+    for i in 0..n {
+        push(
+            Op::Pwrite,
+            2,
+            vec![3, 4096, i * 4096, 4096],
+            None,
+            gap_ms * 1_000_000,
+        );
+    }
+    push(Op::Close, 3, vec![3], None, 1_000);
+    let mut header = Header::new(1);
+    header.wall_ns = n as u64 * gap_ms * 1_000_000;
+    TraceFile {
+        header,
+        trace: c.finish(),
+    }
+}
+
+/// Runs `iotrex-replay --threads` with `--compute mode`; returns the child's user + system CPU
+/// time in ms and its JSON report.
+fn replay_cpu_ms(trace: &Path, dir: &Path, mode: &str) -> (f64, serde_json::Value) {
+    let root = dir.join(format!("root-{mode}"));
+    std::fs::create_dir_all(&root).unwrap();
+    let json = dir.join(format!("{mode}.json"));
+    // Reaped by wait4 below, which std's wait does not expose, for its rusage.
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(env!("CARGO_BIN_EXE_iotrex-replay"))
+        .arg(trace)
+        .args(["--threads", "--root"])
+        .arg(&root)
+        .args(["--compute", mode, "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("iotrex-replay starts");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid, and wait4 writes into it for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pid is our child, not yet reaped; status and ru are valid out-pointers.
+    let r = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
+    assert_eq!(r, child.id() as i32, "wait4 reaps the replay");
+    let st = std::process::ExitStatus::from_raw(status);
+    assert!(st.success(), "replay --compute {mode} failed: {st}");
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    let report = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (ms(ru.ru_utime) + ms(ru.ru_stime), report)
+}
+
+#[test]
+fn compute_work_burns_the_gaps_where_mean_sleeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t.iotrex");
+    // 10 gaps of 20 ms: 200 ms of recorded compute.
+    trace(10, 20).write(&t).unwrap();
+
+    let (work_cpu, work) = replay_cpu_ms(&t, dir.path(), "work");
+    let (mean_cpu, mean) = replay_cpu_ms(&t, dir.path(), "mean");
+    // Work: at least the 200 ms computed (a little slack for clock granularity).
+    assert!(
+        work_cpu >= 190.0,
+        "--compute work used {work_cpu:.1} ms of CPU for 200 ms of recorded compute"
+    );
+    // Mean: the gaps are slept; only the last ~0.2 ms of each is spun.
+    assert!(
+        mean_cpu < 100.0,
+        "--compute mean used {mean_cpu:.1} ms of CPU: it should sleep the gaps"
+    );
+    for (what, r) in [("work", &work), ("mean", &mean)] {
+        assert_eq!(r["ops"].as_array().map(|a| a.len()), Some(3), "{what}: {r}");
+        assert_eq!(r["failed"], 0, "{what}: {}", r["failures"]);
+    }
+    // The file has the trace's size whatever the compute mode.
+    let len = std::fs::metadata(dir.path().join("root-work/work.dat"))
+        .unwrap()
+        .len();
+    assert_eq!(len, 10 * 4096);
+    // Work has no wall-clock plan to be late against; mean measures lateness for every write.
+    assert_eq!(work["lateness"]["count"], 0, "{}", work["lateness"]);
+    assert!(mean["lateness"]["count"].as_u64().unwrap_or(0) >= 10);
+}
