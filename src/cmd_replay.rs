@@ -92,7 +92,12 @@ pub fn run(a: &ReplayArgs, json: bool) -> Result<()> {
     if json {
         crate::print_json(&report)
     } else {
-        crate::print_text(&report.render())
+        let mut text = report.render();
+        if let Some(a) = replay::advice(&opts, report.ranks as usize) {
+            text += &a;
+            text.push('\n');
+        }
+        crate::print_text(&text)
     }
 }
 

@@ -176,6 +176,9 @@ fn main() -> ExitCode {
         return match r {
             Ok(r) => {
                 print!("{}", r.render());
+                if let Some(a) = replay::advice(&args.opts, r.ranks as usize) {
+                    println!("{a}");
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => fail(&e),
@@ -356,6 +359,9 @@ fn mpi_replay(
         let summary = rsd::stats::summarize(&tf.trace);
         let report = Report::build("mpi", &all, wall, tf.header.wall_ns, &summary);
         print!("{}", report.render());
+        if let Some(a) = replay::advice(&args.opts, 1) {
+            println!("{a}");
+        }
         if let Some(j) = &args.json {
             write_json(j, &report).map_err(|e| (e, false))?;
         }
