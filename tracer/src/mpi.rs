@@ -392,6 +392,13 @@ fn after_init(r: c_int) {
         // SAFETY: MPI is initialised, `world` is MPI_COMM_WORLD and `c` a valid out-parameter.
         if unsafe { dup(g.world as H, &mut c) } == MPI_SUCCESS {
             TRACER_COMM.store(hv(c), Ordering::SeqCst);
+            // Every rank starts its clock together: ranks leave MPI_Init milliseconds apart
+            // on a crowded node, and the first collective of the application absorbed that
+            // skew into the run's wall time, which a replay (started by a barrier) never has.
+            if let Some(bar) = real!("PMPI_Barrier", unsafe extern "C" fn(H) -> c_int) {
+                // SAFETY: `c` is the communicator just duplicated, valid on every rank.
+                unsafe { bar(c) };
+            }
         }
     }
     with_state(|st| {
