@@ -30,6 +30,11 @@ pub struct ReplayArgs {
     /// ranks sharing cores then compete for them as the traced ones did), or none.
     #[arg(long, default_value = "mean", value_parser = parse_compute)]
     pub compute: replay::ComputeMode,
+    /// Collective MPI-IO data calls: library (issue, after a barrier, the POSIX calls the MPI
+    /// library made for them when traced: collective buffering's aggregator writes; used when
+    /// the trace recorded such calls) or ranks (each rank's own piece at its view's offsets).
+    #[arg(long, default_value = "library", value_parser = parse_collective_io)]
+    pub collective_io: replay::CollectiveIo,
     /// Multiply every delay by F.
     #[arg(long, value_name = "F", default_value = "1", value_parser = parse_scale)]
     pub time_scale: f64,
@@ -53,6 +58,10 @@ fn parse_comm(s: &str) -> Result<replay::CommMode, String> {
 
 fn parse_max_threads(s: &str) -> Result<u32, String> {
     replay::parse_max_threads(s).map_err(|e| e.to_string())
+}
+
+fn parse_collective_io(s: &str) -> Result<replay::CollectiveIo, String> {
+    replay::parse_collective_io(s).map_err(|e| e.to_string())
 }
 
 fn parse_compute(s: &str) -> Result<replay::ComputeMode, String> {
@@ -81,6 +90,7 @@ pub fn run(a: &ReplayArgs, json: bool) -> Result<()> {
         compute: a.compute,
         time_scale: a.time_scale,
         layer: a.layer,
+        collective_io: a.collective_io,
     };
     let max = a.max_threads.unwrap_or_else(replay::default_max_threads);
     let report =

@@ -9,7 +9,7 @@ use crate::root::Root;
 use crate::types::Types;
 use rsd::op::{Dir, Layer, Op};
 use rsd::timing::{Stats, Timing};
-use rsd::trace::{FlatEvent, Node, flatten_event, visit};
+use rsd::trace::{Event, FlatEvent, Node, NodeKind, flatten_event, visit};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -58,6 +58,19 @@ pub enum LayerView {
     Posix,
 }
 
+/// How `--threads` replays collective MPI-IO data calls (`--collective-io`); under MPI the
+/// MPI library does its own collective I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CollectiveIo {
+    /// The POSIX calls the MPI library made for the call when traced (collective buffering:
+    /// an aggregator's large writes, nothing from the other ranks), after a barrier; when the
+    /// trace recorded none for any collective, each rank's own piece.
+    #[default]
+    Library,
+    /// Each rank's own piece at its view's offsets, after a barrier.
+    Ranks,
+}
+
 /// Replay options shared by every rank.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -69,6 +82,8 @@ pub struct Options {
     pub time_scale: f64,
     /// Which layer's calls are issued.
     pub layer: LayerView,
+    /// Collective MPI-IO under `--threads`.
+    pub collective_io: CollectiveIo,
 }
 
 impl Default for Options {
@@ -78,6 +93,7 @@ impl Default for Options {
             compute: ComputeMode::Mean,
             time_scale: 1.0,
             layer: LayerView::App,
+            collective_io: CollectiveIo::Library,
         }
     }
 }
@@ -125,6 +141,34 @@ pub trait Runtime {
     /// Whether an unrecoverable error elsewhere means this rank should stop.
     fn aborted(&self) -> bool {
         false
+    }
+
+    /// Whether this collective MPI-IO call is emulated without the library's exchanges (the
+    /// threads runtime): under `--comm delay` it then lasts at least its recorded time beyond
+    /// its nested I/O.
+    fn emulates_collective(&self, _e: &FlatEvent) -> bool {
+        false
+    }
+
+    /// Whether this MPI-IO call is replayed through the POSIX calls the MPI library made for
+    /// it when traced (its nested children), with [`Runtime::mpiio_sync`] for the call itself.
+    /// The threads runtime does so for collective data calls: it has no collective buffering
+    /// of its own, and the children are what the file system saw (an aggregator's large
+    /// writes, nothing from the other ranks).
+    fn via_children(&self, _e: &FlatEvent) -> bool {
+        false
+    }
+
+    /// The call's synchronisation and bookkeeping (file pointers) without its data transfer,
+    /// for calls [`Runtime::via_children`] accepts. Returns the bytes the call moved when traced.
+    fn mpiio_sync(
+        &mut self,
+        e: &FlatEvent,
+        path: Option<&Path>,
+        types: &Types,
+        data: &mut Pattern,
+    ) -> Result<u64, String> {
+        self.mpiio(e, path, types, data)
     }
 }
 
@@ -204,6 +248,24 @@ fn fd_in<'f>(fds: &'f mut HashMap<i64, File>, e: &FlatEvent) -> Result<&'f mut F
     })
 }
 
+/// The mean time an event's nested calls took per occurrence of the event, in ns: their
+/// recorded durations summed over every occurrence, over the event's occurrences.
+fn children_dur(e: &Event) -> f64 {
+    fn total(nodes: &[Node]) -> f64 {
+        nodes
+            .iter()
+            .map(|n| match &n.kind {
+                NodeKind::Event(c) => c.timing.dur.total() + total(&c.children),
+                NodeKind::Loop(l) => total(&l.body),
+            })
+            .sum()
+    }
+    if e.timing.dur.count == 0 {
+        return 0.0;
+    }
+    total(&e.children) / e.timing.dur.count as f64
+}
+
 /// One rank's replayer.
 pub struct RankEngine<'a, R: Runtime> {
     rank: u32,
@@ -215,6 +277,9 @@ pub struct RankEngine<'a, R: Runtime> {
     /// Paths of open MPI files, for nested POSIX calls under `--layer posix` whose descriptor
     /// the MPI library opened without the trace seeing it.
     fh_paths: HashMap<i64, String>,
+    /// Descriptors opened for nested calls of an MPI file (by its handle), closed with it so a
+    /// later file the library gave the same descriptor number is not written through them.
+    nested_fds: HashMap<i64, Vec<i64>>,
     types: Types,
     data: Pattern,
     rbuf: Vec<u8>,
@@ -241,6 +306,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             fds: HashMap::new(),
             streams: HashMap::new(),
             fh_paths: HashMap::new(),
+            nested_fds: HashMap::new(),
             types: Types::default(),
             data: Pattern::default(),
             rbuf: Vec::new(),
@@ -280,7 +346,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         let rank = self.rank;
         visit(nodes, rank, &mut idx, &mut |e, idx| {
             let flat = flatten_event(e, rank, idx);
-            self.step(&flat, &e.timing);
+            self.step(&flat, e);
             self.fatal.is_none() && !self.rt.aborted()
         });
         // Close what the trace left open, flushing stdio buffers, inside the timed run.
@@ -355,7 +421,8 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         self.stats.compute_ns += t0.elapsed().as_nanos() as u64;
     }
 
-    fn step(&mut self, e: &FlatEvent, t: &Timing) {
+    fn step(&mut self, e: &FlatEvent, ev: &Event) {
+        let t = &ev.timing;
         self.wait_gap(t);
         match e.op.layer() {
             Layer::Posix | Layer::Stdio => {
@@ -363,17 +430,45 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             }
             Layer::MpiIo => match self.opts.layer {
                 LayerView::App => {
-                    self.timed_io(e.op, |s| s.mpiio(e));
-                    for c in &e.children {
-                        self.credit(c);
+                    let t0 = Instant::now();
+                    let mut nested_io = Duration::ZERO;
+                    if self.rt.via_children(e) {
+                        self.timed_io(e.op, |s| s.mpiio(e, true));
+                        let fh = param(e, "fh");
+                        let parent = self.fh_paths.get(&fh).cloned();
+                        let t1 = Instant::now();
+                        for c in &e.children {
+                            self.nested_posix(c, parent.as_deref().map(|p| (p, fh)));
+                        }
+                        nested_io = t1.elapsed();
+                    } else {
+                        self.timed_io(e.op, |s| s.mpiio(e, false));
+                        for c in &e.children {
+                            self.credit(c);
+                        }
+                    }
+                    if self.opts.comm == CommMode::Delay && self.rt.emulates_collective(e) {
+                        // What a collective spent beyond its nested I/O when traced was the
+                        // library's exchanges and waits: communication, which --comm delay
+                        // sleeps. The barrier already waited counts towards it; the nested
+                        // calls' own time is this replay's.
+                        let exchange = self.scaled((t.dur.mean - children_dur(ev)).max(0.0));
+                        let done = t0 + exchange + nested_io;
+                        if done > self.deadline {
+                            self.deadline = done;
+                            let w0 = Instant::now();
+                            self.waiter.wait_until(done);
+                            self.stats.comm_ns += w0.elapsed().as_nanos() as u64;
+                        }
                     }
                 }
                 LayerView::Posix => {
                     self.track_fh(e);
                     self.stats.count(e.op, e.op.data_bytes(&e.params), true);
-                    let parent = self.fh_paths.get(&param(e, "fh")).cloned();
+                    let fh = param(e, "fh");
+                    let parent = self.fh_paths.get(&fh).cloned();
                     for c in &e.children {
-                        self.nested_posix(c, parent.as_deref());
+                        self.nested_posix(c, parent.as_deref().map(|p| (p, fh)));
                     }
                 }
             },
@@ -403,15 +498,16 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         }
     }
 
-    /// A POSIX call nested in an MPI-IO call, under `--layer posix`. Its descriptor may be one
-    /// the MPI library opened outside the trace: then it is opened on the MPI file's path.
-    fn nested_posix(&mut self, c: &FlatEvent, parent: Option<&str>) {
+    /// A POSIX call nested in an MPI-IO call (`parent`: the MPI file's path and handle), under
+    /// `--layer posix` or [`Runtime::via_children`]. Its descriptor may be one the MPI library
+    /// opened outside the trace: then it is opened on the MPI file's path.
+    fn nested_posix(&mut self, c: &FlatEvent, parent: Option<(&str, i64)>) {
         let fd = param(c, "fd");
         let opens = matches!(c.op, Op::Open | Op::Openat | Op::Creat);
         if !opens
             && c.op.schema().first() == Some(&"fd")
             && !self.fds.contains_key(&fd)
-            && let Some(p) = parent
+            && let Some((p, fh)) = parent
         {
             match self.root.map(p, true) {
                 Ok(path) => {
@@ -423,6 +519,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                         .open(&path)
                     {
                         self.fds.insert(fd, f);
+                        self.nested_fds.entry(fh).or_default().push(fd);
                     }
                 }
                 Err(err) => {
@@ -502,17 +599,29 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         })
     }
 
-    fn mpiio(&mut self, e: &FlatEvent) -> Result<u64, String> {
+    /// Issues an MPI-IO call; with `sync_only`, everything but its data transfer (its nested
+    /// POSIX calls move the data).
+    fn mpiio(&mut self, e: &FlatEvent, sync_only: bool) -> Result<u64, String> {
         self.track_fh(e);
+        if e.op == Op::FileClose
+            && let Some(fds) = self.nested_fds.remove(&param(e, "fh"))
+        {
+            for fd in fds {
+                self.fds.remove(&fd);
+            }
+        }
         let path = match &e.path {
             Some(_) => Some(self.map_path(e, true)?),
             None => None,
         };
-        let n = self
-            .rt
-            .mpiio(e, path.as_deref(), &self.types, &mut self.data)
-            .map_err(|m| format!("{} {}: {m}", e.op.name(), e.path.as_deref().unwrap_or("")))?;
-        Ok(n)
+        let r = if sync_only {
+            self.rt
+                .mpiio_sync(e, path.as_deref(), &self.types, &mut self.data)
+        } else {
+            self.rt
+                .mpiio(e, path.as_deref(), &self.types, &mut self.data)
+        };
+        r.map_err(|m| format!("{} {}: {m}", e.op.name(), e.path.as_deref().unwrap_or("")))
     }
 
     fn mpi(&mut self, e: &FlatEvent, t: &Timing) {

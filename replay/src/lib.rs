@@ -25,7 +25,7 @@ pub mod root;
 pub mod threads;
 pub mod types;
 
-pub use engine::{CommMode, ComputeMode, LayerView, Options};
+pub use engine::{CollectiveIo, CommMode, ComputeMode, LayerView, Options};
 pub use error::ReplayError;
 pub use report::Report;
 pub use root::Root;
@@ -117,6 +117,13 @@ pub fn run_threads_capped(
     let n = nranks(tf);
     check_cap(n, max_threads)?;
     let shared = threads::Shared::new(n);
+    // Collective MPI-IO replays as the POSIX calls the library made, when the trace has them.
+    shared.children_io.store(
+        opts.layer == LayerView::App
+            && opts.collective_io == CollectiveIo::Library
+            && collectives_have_io_children(&tf.trace.nodes),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let t0 = Instant::now();
     let results: Vec<Result<report::RankStats, ReplayError>> = std::thread::scope(|s| {
         let mut handles = Vec::new();
@@ -170,6 +177,28 @@ pub fn run_threads_capped(
         tf.header.wall_ns,
         &summary,
     ))
+}
+
+/// Whether some collective MPI-IO data call of the trace has nested POSIX calls that move
+/// data: then the trace shows what the MPI library wrote for its collectives (an aggregator's
+/// writes; nothing under the other ranks' calls), and `--threads` replays that. A trace
+/// without them (the POSIX layer not traced, or a library that bypasses POSIX) keeps each
+/// rank's own piece, so no data goes missing.
+pub fn collectives_have_io_children(nodes: &[rsd::trace::Node]) -> bool {
+    use rsd::trace::NodeKind;
+    fn moves_data(nodes: &[rsd::trace::Node]) -> bool {
+        nodes.iter().any(|n| match &n.kind {
+            NodeKind::Event(e) => e.op.dir() != rsd::op::Dir::None || moves_data(&e.children),
+            NodeKind::Loop(l) => moves_data(&l.body),
+        })
+    }
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => {
+            (threads::collective_data(e.op) && moves_data(&e.children))
+                || collectives_have_io_children(&e.children)
+        }
+        NodeKind::Loop(l) => collectives_have_io_children(&l.body),
+    })
 }
 
 /// Reads `trace`, checks `root`, optionally preps, and replays every rank as a thread, at most
@@ -234,6 +263,18 @@ pub fn advice(opts: &Options, ranks_here: usize) -> Option<String> {
                  kept busy: with --comm real, --compute work replays them as CPU work instead"
             )
         })
+}
+
+/// Parses `--collective-io`.
+pub fn parse_collective_io(s: &str) -> Result<CollectiveIo, ReplayError> {
+    match s {
+        "library" => Ok(CollectiveIo::Library),
+        "ranks" => Ok(CollectiveIo::Ranks),
+        _ => Err(ReplayError::BadOption {
+            flag: "--collective-io",
+            why: format!("{s:?} is not one of library, ranks"),
+        }),
+    }
 }
 
 /// Parses `--layer`.

@@ -43,6 +43,13 @@ Options:
                         as the traced ones did and the time they waited for a core is not
                         replayed twice (use with --comm real when the traced or replaying node
                         has fewer cores than ranks; lateness is not measured); or none
+  --collective-io library|ranks
+                        with --threads, collective MPI-IO data calls issue, after a barrier, the
+                        POSIX calls the MPI library made for them when traced (`library`,
+                        default: collective buffering's aggregator writes, nothing from the
+                        other ranks; used when the trace recorded such calls) or each rank's
+                        own piece at its view's offsets (`ranks`). Under MPI the library does
+                        its own collective I/O.
   --time-scale F        multiply every delay by F (default 1)
   --layer app|posix     issue application calls (default) or only the POSIX view
   --prep                first create the files the trace reads before writing, at their sizes
@@ -108,6 +115,9 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, ReplayError> {
             "--json" => a.json = Some(PathBuf::from(value("--json")?)),
             "--comm" => a.opts.comm = replay::parse_comm(&value("--comm")?)?,
             "--compute" => a.opts.compute = replay::parse_compute(&value("--compute")?)?,
+            "--collective-io" => {
+                a.opts.collective_io = replay::parse_collective_io(&value("--collective-io")?)?
+            }
             "--layer" => a.opts.layer = replay::parse_layer(&value("--layer")?)?,
             "--time-scale" => a.opts.time_scale = replay::parse_scale(&value("--time-scale")?)?,
             f if f.starts_with('-') => {

@@ -36,6 +36,9 @@ pub struct Shared {
     /// waiting forever for it.
     pub abort: AtomicBool,
     finished: Vec<AtomicBool>,
+    /// Collective MPI-IO data calls are replayed through their nested POSIX calls (set when
+    /// the trace recorded the POSIX layer and the application view is replayed).
+    pub children_io: AtomicBool,
 }
 
 impl Shared {
@@ -48,6 +51,7 @@ impl Shared {
             shared_fps: Mutex::new(HashMap::new()),
             abort: AtomicBool::new(false),
             finished: (0..nranks).map(|_| AtomicBool::new(false)).collect(),
+            children_io: AtomicBool::new(false),
         })
     }
 
@@ -215,6 +219,8 @@ pub struct ThreadsRuntime {
     /// Posted receives not yet completed: (request, communicator, source, tag).
     pending: Vec<(i64, i64, Option<usize>, Option<i64>)>,
     rbuf: Vec<u8>,
+    /// Set for [`Runtime::mpiio_sync`]: the call is made without its data transfer.
+    no_data: bool,
 }
 
 impl ThreadsRuntime {
@@ -231,6 +237,7 @@ impl ThreadsRuntime {
             files: HashMap::new(),
             pending: Vec::new(),
             rbuf: Vec::new(),
+            no_data: false,
         }
     }
 
@@ -323,6 +330,30 @@ impl ThreadsRuntime {
     }
 }
 
+/// Collective MPI-IO calls that move data.
+pub fn collective_data(op: Op) -> bool {
+    matches!(
+        op,
+        Op::FileReadAll
+            | Op::FileReadAtAll
+            | Op::FileReadOrdered
+            | Op::FileWriteAll
+            | Op::FileWriteAtAll
+            | Op::FileWriteOrdered
+            | Op::FileIreadAll
+            | Op::FileIwriteAll
+    )
+}
+
+/// Collective MPI-IO calls: replayed after a barrier over the file's communicator.
+fn collective_op(op: Op) -> bool {
+    collective_data(op)
+        || matches!(
+            op,
+            Op::FileOpen | Op::FileClose | Op::FileSetSize | Op::FileSetView
+        )
+}
+
 fn fh_err(id: i64) -> String {
     format!("file handle {id} is not open (its MPI_File_open was not replayed)")
 }
@@ -337,21 +368,7 @@ impl Runtime for ThreadsRuntime {
     ) -> Result<u64, String> {
         let op = e.op;
         let fh = param(e, "fh");
-        let collective = matches!(
-            op,
-            Op::FileOpen
-                | Op::FileClose
-                | Op::FileSetSize
-                | Op::FileSetView
-                | Op::FileReadAll
-                | Op::FileReadAtAll
-                | Op::FileReadOrdered
-                | Op::FileWriteAll
-                | Op::FileWriteAtAll
-                | Op::FileWriteOrdered
-                | Op::FileIreadAll
-                | Op::FileIwriteAll
-        );
+        let collective = collective_op(op);
         if op == Op::FileOpen {
             let comm = self
                 .comm(param(e, "comm"))
@@ -497,6 +514,10 @@ impl Runtime for ThreadsRuntime {
         drop(sh);
         // `off` is the position in the view's data; the regions are where it lands in the
         // file: one run from the displacement, or one per filetype block it crosses.
+        if self.no_data {
+            // The nested POSIX calls the MPI library made move the data.
+            return Ok(bytes as u64);
+        }
         let regions = match &f.view {
             None => vec![((f.disp + off).max(0) as u64, bytes as usize)],
             Some(flat) => flat.pieces(f.disp, off, bytes),
@@ -617,5 +638,26 @@ impl Runtime for ThreadsRuntime {
 
     fn aborted(&self) -> bool {
         self.sh.abort.load(Ordering::Relaxed)
+    }
+
+    fn emulates_collective(&self, e: &FlatEvent) -> bool {
+        collective_op(e.op)
+    }
+
+    fn via_children(&self, e: &FlatEvent) -> bool {
+        collective_data(e.op) && self.sh.children_io.load(Ordering::Relaxed)
+    }
+
+    fn mpiio_sync(
+        &mut self,
+        e: &FlatEvent,
+        path: Option<&Path>,
+        types: &Types,
+        data: &mut Pattern,
+    ) -> Result<u64, String> {
+        self.no_data = true;
+        let r = self.mpiio(e, path, types, data);
+        self.no_data = false;
+        r
     }
 }

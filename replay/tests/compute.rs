@@ -99,3 +99,73 @@ fn compute_work_burns_the_gaps_where_mean_sleeps_them() {
     assert_eq!(work["lateness"]["count"], 0, "{}", work["lateness"]);
     assert!(mean["lateness"]["count"].as_u64().unwrap_or(0) >= 10);
 }
+
+/// Two ranks, each: open a shared file collectively, then `n` collective writes of its own
+/// 4 KiB piece that took `dur_ms` each when traced (no nested calls: all exchange and waiting).
+fn collective_trace(n: i64, dur_ms: u64) -> TraceFile {
+    let traces = (0..2u32)
+        .map(|r| {
+            let mut c = Compressor::new(r);
+            let mut push = |op, site: u64, params: Vec<i64>, path: Option<&str>, dur_ns: u64| {
+                let mut e = RawEvent::new(op, 0x5200 + site, params);
+                e.gap_ns = 1_000;
+                e.dur_ns = dur_ns;
+                e.path = path.map(str::to_string);
+                c.push(&e);
+            };
+            push(Op::FileOpen, 1, vec![0, 5, 0], Some("coll.dat"), 1_000);
+            for i in 0..n {
+                let off = (i * 2 + r as i64) * 4096;
+                push(
+                    Op::FileWriteAtAll,
+                    2,
+                    vec![0, off, 4096, 1, 4096],
+                    None,
+                    dur_ms * 1_000_000,
+                );
+            }
+            push(Op::FileClose, 3, vec![0], None, 1_000);
+            c.finish()
+        })
+        .collect();
+    TraceFile {
+        header: Header::new(2),
+        trace: rsd::merge_tree(traces).unwrap(),
+    }
+}
+
+#[test]
+fn threads_delay_keeps_a_collectives_recorded_exchange_time() {
+    let tf = collective_trace(5, 10);
+    let run = |comm| {
+        let dir = tempfile::tempdir().unwrap();
+        let o = replay::Options {
+            comm,
+            compute: replay::ComputeMode::None,
+            ..replay::Options::default()
+        };
+        let r = replay::run_threads(&tf, &replay::Root::new(dir.path()).unwrap(), &o).unwrap();
+        assert_eq!(r.failed, 0, "{:?}", r.failures);
+        let len = std::fs::metadata(dir.path().join("coll.dat"))
+            .unwrap()
+            .len();
+        assert_eq!(len, 5 * 2 * 4096, "both ranks' pieces are written");
+        r
+    };
+    // --comm delay: each collective lasts at least its recorded 10 ms (the threads runtime has
+    // no exchange of its own), slept and counted as communication: 2 ranks x 5 x 10 ms.
+    let delay = run(replay::CommMode::Delay);
+    assert!(
+        delay.comm_ns >= 95_000_000,
+        "comm time {} ns under --comm delay",
+        delay.comm_ns
+    );
+    assert!(delay.wall_ns >= 50_000_000, "wall {} ns", delay.wall_ns);
+    // --comm real: a barrier and the write, nothing slept.
+    let real = run(replay::CommMode::Real);
+    assert!(
+        real.comm_ns < 25_000_000,
+        "comm time {} ns under --comm real",
+        real.comm_ns
+    );
+}
