@@ -292,6 +292,8 @@ pub struct RankEngine<'a, R: Runtime> {
     /// Totals, filled as the rank goes.
     pub stats: RankStats,
     fatal: Option<ReplayError>,
+    /// Where this rank's count of calls done goes, for a progress bar.
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl<'a, R: Runtime> RankEngine<'a, R> {
@@ -319,7 +321,14 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 ..RankStats::default()
             },
             fatal: None,
+            progress: None,
         }
+    }
+
+    /// Reports the calls done to `done` every [`crate::progress::EVERY`] calls.
+    pub fn with_progress(mut self, done: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Self {
+        self.progress = Some(done);
+        self
     }
 
     /// The runtime, for the caller's own end-of-run work.
@@ -344,9 +353,16 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         self.deadline = self.start;
         let mut idx = Vec::new();
         let rank = self.rank;
+        let mut done = 0u64;
         visit(nodes, rank, &mut idx, &mut |e, idx| {
             let flat = flatten_event(e, rank, idx);
             self.step(&flat, e);
+            done += 1;
+            if done.is_multiple_of(crate::progress::EVERY)
+                && let Some(p) = &self.progress
+            {
+                p.store(done, std::sync::atomic::Ordering::Relaxed);
+            }
             self.fatal.is_none() && !self.rt.aborted()
         });
         // Close what the trace left open, flushing stdio buffers, inside the timed run.

@@ -20,6 +20,7 @@ pub mod clock;
 pub mod engine;
 pub mod error;
 pub mod prep;
+pub mod progress;
 pub mod report;
 pub mod root;
 pub mod threads;
@@ -124,6 +125,19 @@ pub fn run_threads_capped(
             && collectives_have_io_children(&tf.trace.nodes),
         std::sync::atomic::Ordering::Relaxed,
     );
+    // Rank 0's calls stand for the whole replay's progress (all ranks' totals would take a
+    // walk of every rank first).
+    let done0 = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let _bar = progress::Progress::start(
+        progress::calls_of(&tf.trace.nodes, 0),
+        done0.clone(),
+        &if n == 1 {
+            "1 rank as a thread:".to_string()
+        } else {
+            format!("{n} ranks as threads, rank 0:")
+        },
+    );
+    let done0 = &done0;
     let t0 = Instant::now();
     let results: Vec<Result<report::RankStats, ReplayError>> = std::thread::scope(|s| {
         let mut handles = Vec::new();
@@ -134,7 +148,11 @@ pub fn run_threads_capped(
                 .stack_size(RANK_STACK)
                 .spawn_scoped(s, move || {
                     let rt = threads::ThreadsRuntime::new(rank, sh.clone());
-                    let r = engine::RankEngine::new(rank, opts, root, rt).run(&tf.trace.nodes);
+                    let mut eng = engine::RankEngine::new(rank, opts, root, rt);
+                    if rank == 0 {
+                        eng = eng.with_progress(done0.clone());
+                    }
+                    let r = eng.run(&tf.trace.nodes);
                     if r.is_err() {
                         sh.abort.store(true, std::sync::atomic::Ordering::SeqCst);
                     }

@@ -342,15 +342,30 @@ fn mpi_replay(
             false,
         ));
     }
+    // Rank 0 draws a bar of its own calls on a terminal (counted before the timed run).
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let bar = (rank == 0)
+        .then(|| {
+            replay::progress::Progress::start(
+                replay::progress::calls_of(&tf.trace.nodes, 0),
+                done.clone(),
+                "rank 0:",
+            )
+        })
+        .flatten();
     barrier(p);
     let t0 = Instant::now();
-    let engine = RankEngine::new(
+    let mut engine = RankEngine::new(
         rank as u32,
         &args.opts,
         &root,
         mpi_glue::MpiRuntime::new(*p),
     );
+    if bar.is_some() {
+        engine = engine.with_progress(done);
+    }
     let result = engine.run_with(&tf.trace.nodes, |rt| rt.finish());
+    drop(bar);
     let ok = result.is_ok();
     if !ok {
         // The other ranks may be waiting in a collective for this one: stop the job.
