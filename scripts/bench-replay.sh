@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Replay benchmarks (issue "Replay"), printed as figures and ratios:
 #  1. fidelity: each mini-app (ior_like collective MPI-IO and POSIX file-per-process,
-#     io_sample, comm_mix) is traced TRACES times (default 3) at 8 and 16 ranks; the trace
-#     whose wall time is the median is replayed REPEAT times (default 3) with
+#     io_sample, comm_mix) is traced TRACES times (default 5) at 8 and 16 ranks; the trace
+#     whose wall time is the median is replayed REPEAT times (default 5) with
 #     `mpirun -np N iotrex-replay` under --comm delay and --comm real, and once with --threads
 #     under each. Printed: the traced wall time (the trace header's: end of MPI_Init to
 #     MPI_Finalize, slowest rank) with the spread of the TRACES runs, the replay's wall time
@@ -24,8 +24,8 @@ LIB=$BIN/libiotrex_tracer.so
 for f in "$LIB" "$BIN/iotrex" "$BIN/iotrex-replay"; do
   [ -f "$f" ] || { echo "build first: cargo build --release (missing $f)" >&2; exit 1; }
 done
-REPEAT=${REPEAT:-3}
-TRACES=${TRACES:-3}
+REPEAT=${REPEAT:-5}
+TRACES=${TRACES:-5}
 NPS=${NPS:-"8 16"}
 W=$(mktemp -d /dev/shm/iotrex-bench-replay.XXXXXX)
 trap 'rm -rf "$W"' EXIT
