@@ -4,7 +4,8 @@
  * Then every rank writes DIR/text_<rank>.txt with the line and character calls (fputs, fputc,
  * putc and their _unlocked forms) and reads it back (fgets, fgetc, getc, fread_unlocked); the
  * tracer records these as fwrite/fread of bytes of 1, so they are counted under those names.
- * Last, descriptor copies: DIR/dup_<rank>.txt is opened and written through dup, dup3,
+ * Last, descriptor copies: DIR/dup_<rank>.txt is opened, written with write and dprintf
+ * (recorded as writes), and written through dup, dup3,
  * fcntl(F_DUPFD_CLOEXEC) and dup2 onto stdout (restored afterwards, which closes the traced
  * copy: the tracer records that implicit close as a close).
  * Usage: stdio_app DIR [CHUNKS=8] [SIZE=65536] [LINES=50] */
@@ -110,6 +111,11 @@ int main(int argc, char **argv) {
     count("open", 0);
     if (fd < 0) DIE("open %s", path);
     put(fd, "direct\n");
+    /* dprintf writes through glibc's internal write, not the write symbol: hooked itself. */
+    for (int i = 0; i < 3; i++) {
+        int w = dprintf(fd, "dprintf line %d\n", i);
+        count("write", w > 0 ? w : 0);
+    }
     int d = dup(fd);
     count("dup", 0);
     put(d, "through dup\n");

@@ -343,6 +343,102 @@ pub unsafe extern "C" fn __read_chk(
     )
 }
 
+// `dprintf`: glibc formats into a buffer of its own and writes it through an internal entry
+// point, not the `write` symbol, so without these hooks its bytes went unrecorded. Recorded as
+// a `write` of the bytes it wrote (the count is only known afterwards).
+
+/// `va_list` as a function parameter is a pointer on x86-64: forwarded opaque.
+type VaList = *mut c_void;
+
+/// Hook: `vdprintf`; also the target of the `dprintf` shim.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn vdprintf(fd: c_int, fmt: *const libc::c_char, ap: VaList) -> c_int {
+    let Some(f) = real!(
+        "vdprintf",
+        unsafe extern "C" fn(c_int, *const libc::c_char, VaList) -> c_int
+    ) else {
+        return -1;
+    };
+    fd_op(
+        fd,
+        Op::Write,
+        // SAFETY: forwarding the caller's arguments (and its va_list) to the real function.
+        || unsafe { f(fd, fmt, ap) },
+        |r| r as i64,
+        |id, r| [id, r.max(0), r],
+    )
+}
+
+/// Hook: fortified `vdprintf`; also the target of the `__dprintf_chk` shim.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __vdprintf_chk(
+    fd: c_int,
+    flag: c_int,
+    fmt: *const libc::c_char,
+    ap: VaList,
+) -> c_int {
+    let Some(f) = real!(
+        "__vdprintf_chk",
+        unsafe extern "C" fn(c_int, c_int, *const libc::c_char, VaList) -> c_int
+    ) else {
+        return -1;
+    };
+    fd_op(
+        fd,
+        Op::Write,
+        // SAFETY: forwarding the caller's arguments (and its va_list) to the real function.
+        || unsafe { f(fd, flag, fmt, ap) },
+        |r| r as i64,
+        |id, r| [id, r.max(0), r],
+    )
+}
+
+/// Called by the C shim for `dprintf`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn iotrex_vdprintf_hook(
+    fd: c_int,
+    fmt: *const libc::c_char,
+    ap: VaList,
+) -> c_int {
+    // SAFETY: same contract as vdprintf, which the shim received from the application.
+    unsafe { vdprintf(fd, fmt, ap) }
+}
+
+/// Called by the C shim for `__dprintf_chk`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn iotrex_vdprintf_chk_hook(
+    fd: c_int,
+    flag: c_int,
+    fmt: *const libc::c_char,
+    ap: VaList,
+) -> c_int {
+    // SAFETY: same contract as __vdprintf_chk, which the shim received from the application.
+    unsafe { __vdprintf_chk(fd, flag, fmt, ap) }
+}
+
+#[cfg(target_arch = "x86_64")]
+unsafe extern "C" {
+    fn iotrex_c_dprintf();
+    fn iotrex_c_dprintf_chk();
+}
+
+/// Hook: `dprintf`. A naked tail jump to the C shim, which then sees the original variadic
+/// call (as `fprintf` in `stdio`).
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dprintf() {
+    core::arch::naked_asm!("jmp {f}", f = sym iotrex_c_dprintf);
+}
+
+/// Hook: `__dprintf_chk` (`dprintf` under `_FORTIFY_SOURCE`), as `dprintf`.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __dprintf_chk() {
+    core::arch::naked_asm!("jmp {f}", f = sym iotrex_c_dprintf_chk);
+}
+
 macro_rules! prw_hook {
     ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
         /// Hook: `pread`/`pwrite` (and their 64-bit names).
