@@ -13,12 +13,15 @@ pub struct ReplayArgs {
     /// Directory every traced path is re-rooted under (must exist and be writable).
     #[arg(long, value_name = "DIR")]
     pub root: PathBuf,
-    /// Run every rank as a thread of this process, without MPI (required here; under MPI use
-    /// `mpirun -np N iotrex-replay`).
+    /// Run every rank in this process, without MPI (required here; under MPI use `mpirun -np N
+    /// iotrex-replay`): one thread per rank, or past --max-threads ranks as coroutines sharing
+    /// that many threads.
     #[arg(long)]
     pub threads: bool,
-    /// Refuse traces of more ranks than N: --threads runs one OS thread per rank (default: a
-    /// quarter of /proc/sys/kernel/threads-max, between 256 and 8192).
+    /// At most N OS threads run ranks (default: a quarter of /proc/sys/kernel/threads-max,
+    /// between 256 and 8192). With more ranks than N, a rank waiting in a barrier, receive or
+    /// delay lets another run, but a blocking I/O call or --compute work holds its thread: at
+    /// most N I/O calls are in flight and timing is coarser than one thread per rank.
     #[arg(long, value_name = "N", value_parser = parse_max_threads)]
     pub max_threads: Option<u32>,
     /// Non-I/O MPI calls: delay (sleep the recorded mean), real (thread barriers and

@@ -139,8 +139,10 @@ enum Cmd {
                       MPI (the MPIOR way): POSIX and stdio calls go through the OS with the \
                       recorded sizes, offsets, flags and whence; MPI-IO calls become the same \
                       positioned I/O on the shared file; barriers and collectives become thread \
-                      barriers and point-to-point calls channels (--comm real). Every path is \
-                      re-rooted under --root and nothing is written outside it. Compute gaps and \
+                      barriers and point-to-point calls channels (--comm real); past \
+                      --max-threads ranks, the ranks run as coroutines on that many threads. \
+                      Every path is re-rooted under --root and nothing is written outside it. \
+                      Compute gaps and \
                       delays are waited out against absolute deadlines. The report gives wall \
                       and per-rank time, time in I/O/compute/comm, op counts and bytes per layer \
                       and op (checked against the trace's), lateness percentiles and replay vs \

@@ -108,6 +108,10 @@ impl Waiter {
 
     /// Waits until `deadline`, returning at once when it has passed.
     pub fn wait_until(&self, deadline: Instant) {
+        // A pooled rank gives its worker thread to the other ranks until then.
+        if crate::sched::in_task() {
+            return crate::sched::sleep_until(deadline);
+        }
         if oversubscribed(RANKS_HERE.load(Ordering::Relaxed)) {
             wait_shared(deadline);
         } else {

@@ -100,12 +100,20 @@ impl Default for Options {
 
 /// Deterministic write data: byte `i` of every write buffer is a fixed function of `i`, so the
 /// files a replay leaves are reproducible and compressible patterns do not flatter the storage.
+///
+/// Every rank writes the same bytes, so the process keeps one read-only buffer for all of
+/// them (one per rank was 1 GiB at 1,024 ranks writing MiBs); a rank holds a reference to
+/// the buffer that was large enough for its largest write so far.
 #[derive(Debug, Default)]
 pub struct Pattern {
-    buf: Vec<u8>,
+    buf: std::sync::Arc<Vec<u8>>,
 }
 
 impl Pattern {
+    /// Read buffers larger than this are freed after their call: 1,024 ranks each keeping a
+    /// buffer of their largest read would hold that much memory per rank for the whole replay.
+    pub const READ_BUF_KEEP: usize = 4 << 20;
+
     /// The pattern byte at position `i`.
     pub fn byte(i: usize) -> u8 {
         let x = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -115,10 +123,39 @@ impl Pattern {
     /// A buffer of at least `n` pattern bytes.
     pub fn get(&mut self, n: usize) -> &[u8] {
         if self.buf.len() < n {
-            let start = self.buf.len();
-            self.buf.extend((start..n).map(Pattern::byte));
+            self.buf = Pattern::shared(n);
         }
         &self.buf[..n]
+    }
+
+    /// The process's pattern buffer, made at least `n` bytes long. A poisoned lock still
+    /// holds a valid buffer (it is only replaced whole), so it is used as is.
+    fn shared(n: usize) -> std::sync::Arc<Vec<u8>> {
+        static SHARED_PATTERN: std::sync::RwLock<Option<std::sync::Arc<Vec<u8>>>> =
+            std::sync::RwLock::new(None);
+        if let Some(b) = &*SHARED_PATTERN.read().unwrap_or_else(|e| e.into_inner())
+            && b.len() >= n
+        {
+            return b.clone();
+        }
+        let mut w = SHARED_PATTERN.write().unwrap_or_else(|e| e.into_inner());
+        let old = w.as_ref().map_or(0, |b| b.len());
+        if old >= n {
+            return w.as_ref().map(|b| b.clone()).unwrap_or_default();
+        }
+        // Doubling: a replay whose writes grow step by step rebuilds the buffer a logarithmic
+        // number of times; ranks still holding an older, smaller one keep at most as much again.
+        let len = n.max(old.saturating_mul(2)).max(64 << 10);
+        let b = std::sync::Arc::new((0..len).map(Pattern::byte).collect::<Vec<u8>>());
+        *w = Some(b.clone());
+        b
+    }
+
+    /// Frees a read buffer after its call when it is larger than [`Pattern::READ_BUF_KEEP`].
+    pub fn trim_read_buf(buf: &mut Vec<u8>) {
+        if buf.capacity() > Pattern::READ_BUF_KEEP {
+            *buf = Vec::new();
+        }
     }
 }
 
@@ -757,6 +794,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                     .fd(e)
                     .and_then(|f| read_up_to(|b| f.read(b), &mut buf).map_err(|er| io("", er)));
                 self.rbuf = buf;
+                Pattern::trim_read_buf(&mut self.rbuf);
                 r?
             }
             Op::Pread | Op::Preadv => {
@@ -777,6 +815,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                     .map_err(|er| io("", er))
                 });
                 self.rbuf = buf;
+                Pattern::trim_read_buf(&mut self.rbuf);
                 r?
             }
             Op::Lseek => {
@@ -879,6 +918,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                     read_up_to(|b| s.file.read(b), &mut buf).map_err(|er| io("", er))
                 });
                 self.rbuf = buf;
+                Pattern::trim_read_buf(&mut self.rbuf);
                 r?
             }
             Op::Fseek => {

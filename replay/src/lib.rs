@@ -11,9 +11,10 @@
 //! [`report::Report`] gives op counts and bytes per layer and op, which must equal
 //! `iotrex stats` of the same trace, and says where they do not.
 //!
-//! This library has no `unsafe`: the MPI glue, the only place that needs it, is in the binary.
+//! This library's only `unsafe` is one dereference in [`sched`] (the running coroutine's
+//! yielder, kept in a thread-local); the MPI glue, which needs more, is in the binary.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod clock;
@@ -23,6 +24,7 @@ pub mod prep;
 pub mod progress;
 pub mod report;
 pub mod root;
+pub mod sched;
 pub mod threads;
 pub mod types;
 
@@ -59,13 +61,15 @@ pub fn nranks(tf: &TraceFile) -> u32 {
     tf.header.nranks.max(max)
 }
 
-/// Stack of each rank thread: the walk recurses once per loop level (bounded by rsd), and
-/// small stacks let thousands of ranks run as threads.
+/// Stack of each rank thread or coroutine: the walk recurses once per loop level (bounded by
+/// rsd), and small stacks let thousands of ranks run as threads, tens of thousands as
+/// coroutines (only the pages a rank touches take memory).
 const RANK_STACK: usize = 512 << 10;
 
 /// The default `--max-threads`: a quarter of the kernel's thread limit, between 256 and 8,192,
-/// so a replay neither exhausts the machine's threads nor refuses an ordinary extrapolated
-/// trace (1,024 ranks x 512 KiB of stack is 512 MiB of address space, mostly untouched).
+/// so a replay does not exhaust the machine's threads, yet an ordinary extrapolated trace
+/// still gets a thread per rank, the most faithful timing (1,024 ranks x 512 KiB of stack is
+/// 512 MiB of address space, mostly untouched); larger traces run on a pool of that many.
 pub fn default_max_threads() -> u32 {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/threads-max")
         .ok()
@@ -85,30 +89,29 @@ pub fn parse_max_threads(s: &str) -> Result<u32, ReplayError> {
     }
 }
 
-fn check_cap(n: u32, max_threads: u32) -> Result<(), ReplayError> {
-    if n > max_threads {
-        return Err(ReplayError::BadOption {
-            flag: "--max-threads",
-            why: format!(
-                "the trace has {n} ranks and --threads runs one thread per rank, more than the cap of {max_threads}"
-            ),
-        });
+/// How `--threads` runs `n` ranks with at most `max_threads` OS threads: one thread per rank
+/// when they fit, else coroutines on a pool of `max_threads` threads.
+pub fn threads_plan(n: u32, max_threads: u32) -> String {
+    if n <= max_threads {
+        format!("{n} ranks as threads")
+    } else {
+        format!("{n} ranks as coroutines on {max_threads} threads")
     }
-    Ok(())
 }
 
-/// Replays every rank of `tf` as a thread of this process, with the default thread cap.
+/// Replays every rank of `tf` in this process, with the default `--max-threads`.
 pub fn run_threads(tf: &TraceFile, root: &Root, opts: &Options) -> Result<Report, ReplayError> {
     run_threads_capped(tf, root, opts, default_max_threads())
 }
 
-/// Replays every rank of `tf` as a thread of this process, refusing before any I/O when the
-/// trace has more ranks than `max_threads`.
+/// Replays every rank of `tf` in this process on at most `max_threads` OS threads.
 ///
-/// Each rank is one OS thread because a rank blocked in a barrier or a receive must not hold
-/// back the ranks it waits for: running ranks on a smaller pool would need every rank's walk
-/// to be resumable. The cap keeps a huge extrapolated trace from exhausting the machine's
-/// threads halfway through a replay; beyond it, the error says how to raise it.
+/// Up to `max_threads` ranks, each rank is one OS thread: the kernel schedules every wait
+/// and I/O call on its own, the best timing. Beyond, each rank is a coroutine and
+/// `max_threads` threads run them all ([`sched`]): a rank blocked in a barrier, a receive or
+/// a wait gives its thread to another rank, so a huge extrapolated trace neither exhausts the
+/// machine's threads nor deadlocks, and its counts and bytes are the same; but a blocking I/O
+/// call holds its thread, so at most `max_threads` calls are in flight.
 pub fn run_threads_capped(
     tf: &TraceFile,
     root: &Root,
@@ -116,7 +119,6 @@ pub fn run_threads_capped(
     max_threads: u32,
 ) -> Result<Report, ReplayError> {
     let n = nranks(tf);
-    check_cap(n, max_threads)?;
     let shared = threads::Shared::new(n);
     // Collective MPI-IO replays as the POSIX calls the library made, when the trace has them.
     shared.children_io.store(
@@ -134,12 +136,64 @@ pub fn run_threads_capped(
         &if n == 1 {
             "1 rank as a thread:".to_string()
         } else {
-            format!("{n} ranks as threads, rank 0:")
+            format!("{}, rank 0:", threads_plan(n, max_threads))
         },
     );
     let done0 = &done0;
     let t0 = Instant::now();
-    let results: Vec<Result<report::RankStats, ReplayError>> = std::thread::scope(|s| {
+    let results = if n <= max_threads {
+        one_thread_per_rank(tf, root, opts, &shared, done0)
+    } else {
+        pooled(tf, root, opts, &shared, done0, max_threads)
+    };
+    let wall = t0.elapsed().as_nanos() as u64;
+    let mut stats = Vec::with_capacity(results.len());
+    for r in results {
+        stats.push(r?);
+    }
+    let summary = rsd::stats::summarize(&tf.trace);
+    Ok(Report::build(
+        "threads",
+        &stats,
+        wall,
+        tf.header.wall_ns,
+        &summary,
+    ))
+}
+
+/// One rank's whole replay, on whatever thread or coroutine runs it; a failure makes the
+/// other ranks give up (see [`threads::Shared::abort`]).
+fn replay_rank(
+    rank: u32,
+    sh: &std::sync::Arc<threads::Shared>,
+    opts: &Options,
+    root: &Root,
+    nodes: &[rsd::trace::Node],
+    done0: &std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> Result<report::RankStats, ReplayError> {
+    let rt = threads::ThreadsRuntime::new(rank, sh.clone());
+    let mut eng = engine::RankEngine::new(rank, opts, root, rt);
+    if rank == 0 {
+        eng = eng.with_progress(done0.clone());
+    }
+    let r = eng.run(nodes);
+    if r.is_err() {
+        sh.set_abort();
+    }
+    sh.finish(rank);
+    r
+}
+
+/// Every rank on its own OS thread.
+fn one_thread_per_rank(
+    tf: &TraceFile,
+    root: &Root,
+    opts: &Options,
+    shared: &std::sync::Arc<threads::Shared>,
+    done0: &std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> Vec<Result<report::RankStats, ReplayError>> {
+    let n = nranks(tf);
+    std::thread::scope(|s| {
         let mut handles = Vec::new();
         for rank in 0..n {
             let sh = shared.clone();
@@ -147,24 +201,12 @@ pub fn run_threads_capped(
                 .name(format!("rank{rank}"))
                 .stack_size(RANK_STACK)
                 .spawn_scoped(s, move || {
-                    let rt = threads::ThreadsRuntime::new(rank, sh.clone());
-                    let mut eng = engine::RankEngine::new(rank, opts, root, rt);
-                    if rank == 0 {
-                        eng = eng.with_progress(done0.clone());
-                    }
-                    let r = eng.run(&tf.trace.nodes);
-                    if r.is_err() {
-                        sh.abort.store(true, std::sync::atomic::Ordering::SeqCst);
-                    }
-                    sh.finish(rank);
-                    r
+                    replay_rank(rank, &sh, opts, root, &tf.trace.nodes, done0)
                 });
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(e) => {
-                    shared
-                        .abort
-                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                    shared.set_abort();
                     handles.push(s.spawn(move || {
                         Err(ReplayError::Thread(format!(
                             "cannot start the thread of rank {rank}: {e}"
@@ -181,20 +223,47 @@ pub fn run_threads_capped(
                     .unwrap_or_else(|_| Err(ReplayError::Thread("a rank thread panicked".into())))
             })
             .collect()
-    });
-    let wall = t0.elapsed().as_nanos() as u64;
-    let mut stats = Vec::with_capacity(results.len());
-    for r in results {
-        stats.push(r?);
-    }
-    let summary = rsd::stats::summarize(&tf.trace);
-    Ok(Report::build(
-        "threads",
-        &stats,
-        wall,
-        tf.header.wall_ns,
-        &summary,
-    ))
+    })
+}
+
+/// Every rank as a coroutine on `workers` OS threads ([`sched`]). A coroutine's body must
+/// own what it uses, so the trace's events, the options and the root are shared by `Arc`
+/// (one copy for the whole replay, not one per rank).
+fn pooled(
+    tf: &TraceFile,
+    root: &Root,
+    opts: &Options,
+    shared: &std::sync::Arc<threads::Shared>,
+    done0: &std::sync::Arc<std::sync::atomic::AtomicU64>,
+    workers: u32,
+) -> Vec<Result<report::RankStats, ReplayError>> {
+    use std::sync::Arc;
+    let n = nranks(tf);
+    let nodes = Arc::new(tf.trace.nodes.clone());
+    let (opts, root) = (Arc::new(opts.clone()), Arc::new(root.clone()));
+    sched::run(
+        n as usize,
+        workers as usize,
+        RANK_STACK,
+        |i| {
+            let (sh, nodes, opts, root, done0) = (
+                shared.clone(),
+                nodes.clone(),
+                opts.clone(),
+                root.clone(),
+                done0.clone(),
+            );
+            move || replay_rank(i as u32, &sh, &opts, &root, &nodes, &done0)
+        },
+        // A rank that panicked or never started cannot join anything.
+        |i| {
+            shared.set_abort();
+            shared.finish(i as u32);
+        },
+    )
+    .into_iter()
+    .map(|r| r.map_err(ReplayError::Thread).and_then(|r| r))
+    .collect()
 }
 
 /// Whether some collective MPI-IO data call of the trace has nested POSIX calls that move
@@ -219,8 +288,8 @@ pub fn collectives_have_io_children(nodes: &[rsd::trace::Node]) -> bool {
     })
 }
 
-/// Reads `trace`, checks `root`, optionally preps, and replays every rank as a thread, at most
-/// `max_threads` of them.
+/// Reads `trace`, checks `root`, optionally preps, and replays every rank in this process on at
+/// most `max_threads` OS threads.
 pub fn run_threads_file(
     trace: &Path,
     root: &Path,
@@ -230,8 +299,6 @@ pub fn run_threads_file(
     max_threads: u32,
 ) -> Result<Report, ReplayError> {
     let tf = load(trace, allow_incomplete)?;
-    // Refused before --prep writes anything.
-    check_cap(nranks(&tf), max_threads)?;
     let root = Root::new(root)?;
     if prep {
         prep::prep(&tf.trace, &root)?;
@@ -334,8 +401,8 @@ pub fn hint(e: &ReplayError) -> Option<String> {
         ReplayError::Root { .. } => Some("create the directory (mkdir -p) and check that you may write in it".into()),
         ReplayError::Escape { .. } => Some("remove the symlink from the root, or use an empty root".into()),
         ReplayError::Incomplete { .. } => Some("the counts of an incomplete trace will not match the application's".into()),
-        ReplayError::BadOption { flag: "--max-threads", why } if why.contains("ranks") => Some(format!(
-            "raise the cap with --max-threads (each rank thread reserves {} KiB of stack; check `ulimit -u` and /proc/sys/kernel/threads-max), or replay under MPI: mpirun -np N iotrex-replay",
+        ReplayError::Thread(why) if why.starts_with("cannot") => Some(format!(
+            "lower --max-threads: ranks beyond it run as coroutines on that many threads (each rank reserves {} KiB of stack address space; see `ulimit -u`, /proc/sys/kernel/threads-max and vm.max_map_count), or replay under MPI: mpirun -np N iotrex-replay",
             RANK_STACK >> 10
         )),
         _ => None,

@@ -27,9 +27,13 @@ written outside it. The rank count must equal the trace's (extrapolate first).
 
 Options:
   --root DIR            where the replay's files go (required)
-  --threads             run every rank as a thread of this process, without MPI
-  --max-threads N       with --threads, refuse traces of more than N ranks (one thread each;
-                        default: a quarter of /proc/sys/kernel/threads-max, 256 to 8192)
+  --threads             run every rank in this process, without MPI: one thread per rank, or
+                        past --max-threads ranks as coroutines sharing that many threads
+  --max-threads N       with --threads, at most N OS threads run ranks (default: a quarter of
+                        /proc/sys/kernel/threads-max, 256 to 8192). With more ranks than N, a
+                        rank waiting in a barrier, receive or delay lets another run, but a
+                        blocking I/O call or --compute work holds its thread: at most N I/O
+                        calls are in flight and timing is coarser than one thread per rank
   --comm delay|real|skip
                         non-I/O MPI calls: sleep their recorded mean (default), issue them, or skip.
                         Under MPI, real vector collectives (Gatherv, Scatterv, Allgatherv) first

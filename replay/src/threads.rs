@@ -6,8 +6,10 @@
 //! equivalent positioned I/O on the shared file, with collective calls synchronised over the
 //! file's communicator. Noncontiguous file views are flattened from the recorded datatype
 //! constructors and each access is split into one positioned call per file region it touches.
-//! Each rank is one OS thread with a small stack: thousands fit, and the
-//! order and synchronisation of every rank's calls are exactly those of the trace.
+//! Each rank is one OS thread with a small stack, or, past `--max-threads`, a coroutine on a
+//! bounded pool of threads ([`crate::sched`]): there every wait below yields the coroutine
+//! instead of blocking its thread. Either way the order and synchronisation of every rank's
+//! calls are exactly those of the trace.
 
 use crate::engine::{Pattern, Runtime, param};
 use crate::types::{Flat, Types};
@@ -17,7 +19,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -36,6 +38,9 @@ pub struct Shared {
     /// waiting forever for it.
     pub abort: AtomicBool,
     finished: Vec<AtomicBool>,
+    /// How many ranks have finished: a pooled waiter re-reads its members' flags only when
+    /// this moved (a 1,024-rank barrier re-checked at every message would scan 1,024 flags).
+    nfinished: AtomicUsize,
     /// Collective MPI-IO data calls are replayed through their nested POSIX calls (set when
     /// the trace recorded the POSIX layer and the application view is replayed).
     pub children_io: AtomicBool,
@@ -51,15 +56,36 @@ impl Shared {
             shared_fps: Mutex::new(HashMap::new()),
             abort: AtomicBool::new(false),
             finished: (0..nranks).map(|_| AtomicBool::new(false)).collect(),
+            nfinished: AtomicUsize::new(0),
             children_io: AtomicBool::new(false),
         })
     }
 
     /// Marks `rank` as done: a collective still waiting for it can never complete.
     pub fn finish(&self, rank: u32) {
-        if let Some(f) = self.finished.get(rank as usize) {
-            f.store(true, Ordering::SeqCst);
+        if let Some(f) = self.finished.get(rank as usize)
+            && !f.swap(true, Ordering::SeqCst)
+        {
+            self.nfinished.fetch_add(1, Ordering::SeqCst);
         }
+        crate::sched::notify();
+    }
+
+    /// Makes every blocked rank give up (a rank failed).
+    pub fn set_abort(&self) {
+        self.abort.store(true, Ordering::SeqCst);
+        crate::sched::notify();
+    }
+
+    /// As [`Shared::check`] for a pooled waiter that last saw `*seen` ranks finished: the
+    /// members' flags are read only when that count moved.
+    fn check_since(&self, members: &[u32], seen: &mut usize) -> Result<(), String> {
+        let now = self.nfinished.load(Ordering::SeqCst);
+        if now == *seen {
+            return self.check(&[]);
+        }
+        *seen = now;
+        self.check(members)
     }
 
     fn check(&self, members: &[u32]) -> Result<(), String> {
@@ -121,7 +147,24 @@ impl CommObj {
             g.0 = 0;
             g.1 += 1;
             self.bar_cv.notify_all();
+            crate::sched::notify();
             return Ok(());
+        }
+        if crate::sched::in_task() {
+            // A coroutine must not block its worker (the ranks it waits for may share it),
+            // nor hold the lock while suspended.
+            drop(g);
+            let mut seen = usize::MAX;
+            return crate::sched::wait_until(|| {
+                let g = match self.bar.lock() {
+                    Ok(g) => g,
+                    Err(_) => return Some(Err("poisoned barrier".to_string())),
+                };
+                if g.1 != gen_ {
+                    return Some(Ok(()));
+                }
+                sh.check_since(&self.members, &mut seen).err().map(Err)
+            });
         }
         while g.1 == gen_ {
             let (ng, _) = self
@@ -145,6 +188,7 @@ impl CommObj {
             .map_err(|_| "poisoned mailbox")?
             .push(Msg { src, tag });
         b.cv.notify_all();
+        crate::sched::notify();
         Ok(())
     }
 
@@ -156,7 +200,13 @@ impl CommObj {
         src: Option<usize>,
         tag: Option<i64>,
     ) -> Result<(), String> {
-        let b = &self.boxes[me];
+        let b = self
+            .boxes
+            .get(me)
+            .ok_or_else(|| format!("rank {me} is not in the communicator"))?;
+        if crate::sched::in_task() {
+            return crate::sched::wait_until(|| self.poll_recv(sh, b, src, tag).transpose());
+        }
         let mut q = b.q.lock().map_err(|_| "poisoned mailbox")?;
         loop {
             if let Some(i) = q
@@ -179,6 +229,39 @@ impl CommObj {
                 ));
             }
         }
+    }
+}
+
+impl CommObj {
+    /// One look at a mailbox for a pooled receive: `Ok(Some(()))` when a matching message was
+    /// taken, `Ok(None)` to wait on, `Err` when it can never come. The same checks as the
+    /// threads' loop in [`CommObj::recv`].
+    fn poll_recv(
+        &self,
+        sh: &Shared,
+        b: &Mailbox,
+        src: Option<usize>,
+        tag: Option<i64>,
+    ) -> Result<Option<()>, String> {
+        let mut q = b.q.lock().map_err(|_| "poisoned mailbox")?;
+        if let Some(i) = q
+            .iter()
+            .position(|m| src.is_none_or(|s| s == m.src) && tag.is_none_or(|t| t == m.tag))
+        {
+            q.remove(i);
+            return Ok(Some(()));
+        }
+        sh.check(&[])?;
+        if let Some(s) = src
+            && sh.finished[self.members[s] as usize].load(Ordering::Relaxed)
+            && !q.iter().any(|m| m.src == s)
+        {
+            return Err(format!(
+                "rank {} finished without sending this message",
+                self.members[s]
+            ));
+        }
+        Ok(None)
     }
 }
 
@@ -550,6 +633,7 @@ impl Runtime for ThreadsRuntime {
                     }
                 }
             }
+            crate::engine::Pattern::trim_read_buf(&mut self.rbuf);
             Ok(got as u64)
         }
     }

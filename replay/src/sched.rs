@@ -1,0 +1,419 @@
+//! M:N scheduling for `--threads`: more ranks than `--max-threads` run as stackful coroutines
+//! on that many OS threads.
+//!
+//! An extrapolated trace of thousands of ranks cannot have one OS thread per rank on every
+//! machine, yet a rank blocked in a barrier or a receive must not hold back the ranks it waits
+//! for. Each rank's whole walk therefore runs on its own small coroutine stack (mmapped, with a
+//! guard page), and every place a rank would block gives its worker thread to the next rank
+//! instead: [`wait_until`] for a condition another rank makes true (barriers, receives),
+//! [`sleep_until`] for a deadline (compute gaps, communication delays). The walk itself is
+//! unchanged, so each rank's calls keep their order and the synchronisation between ranks is
+//! the same as with one thread per rank.
+//!
+//! A worker round-robins its ranks. A rank blocked on a condition is only resumed after some
+//! rank changed shared state ([`notify`]: a message sent, a barrier released, a rank finished
+//! or the replay aborted), or every [`RECHECK`] in case a change was missed; a worker with
+//! nothing to run parks on a condition variable until the next change or its earliest
+//! deadline, so it never spins for long.
+//!
+//! What a coroutine cannot give away: a blocking I/O system call (or `--compute work`'s CPU
+//! burn) holds its worker, so at most `workers` ranks are in I/O at once.
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// A rank blocked on a condition is re-checked at least this often even if no change was
+/// announced, and an idle worker parks at most this long: the same period as the abort checks
+/// of thread ranks.
+pub const RECHECK: Duration = Duration::from_millis(50);
+
+/// Wake-ups closer than this to a deadline are not slept for: the worker yields its core until
+/// the deadline instead, as [`crate::clock::wait_shared`] does (a condvar wait overshoots by
+/// tens of microseconds).
+const YIELD_BEFORE: Duration = Duration::from_nanos(crate::clock::YIELD_NS);
+
+/// What a suspended rank tells its worker.
+#[derive(Debug, Clone, Copy)]
+enum Wake {
+    /// Runnable again at once: it only let the others run.
+    Now,
+    /// Blocked until another rank changes shared state.
+    Blocked,
+    /// Asleep until this instant.
+    At(Instant),
+}
+
+type Y = Yielder<(), Wake>;
+
+thread_local! {
+    /// The yielder of the coroutine running on this thread, while one runs.
+    static CURRENT: Cell<Option<*const Y>> = const { Cell::new(None) };
+    /// The pool this worker belongs to, for [`notify`].
+    static SIGNAL: RefCell<Option<Arc<Signal>>> = const { RefCell::new(None) };
+}
+
+/// Whether the calling code runs as a rank coroutine of a pool.
+pub fn in_task() -> bool {
+    CURRENT.with(|c| c.get().is_some())
+}
+
+/// Suspends the running coroutine with `w`; false (and nothing done) outside one.
+#[allow(unsafe_code)]
+fn suspend(w: Wake) -> bool {
+    let Some(y) = CURRENT.with(|c| c.take()) else {
+        return false;
+    };
+    // SAFETY: CURRENT holds the yielder of the coroutine running on this thread, set by that
+    // coroutine's own body (`run_task`) from the reference corosensei gives it, which stays
+    // valid for as long as the body runs; the coroutine cannot move to another thread
+    // (`Coroutine` is not `Send`). We took the pointer out of CURRENT, so while this
+    // coroutine is suspended nothing on this thread can reach it, and we put it back only
+    // once resumed, that is when this same coroutine runs again.
+    let yielder = unsafe { &*y };
+    yielder.suspend(w);
+    CURRENT.with(|c| c.set(Some(y)));
+    true
+}
+
+/// Lets the other ranks of this worker run; outside a pool, yields the OS thread.
+pub fn yield_now() {
+    if !suspend(Wake::Now) {
+        std::thread::yield_now();
+    }
+}
+
+/// Waits until `poll` gives a value, re-polling after other ranks change shared state (see
+/// [`notify`]); returns that value. Meant for rank coroutines ([`in_task`]); elsewhere it polls
+/// every 100 µs.
+pub fn wait_until<T>(mut poll: impl FnMut() -> Option<T>) -> T {
+    loop {
+        if let Some(t) = poll() {
+            return t;
+        }
+        if !suspend(Wake::Blocked) {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+}
+
+/// Waits until `deadline`, letting the other ranks of this worker run meanwhile; returns at
+/// once when it has passed. Outside a pool, waits as [`crate::clock::wait_shared`].
+pub fn sleep_until(deadline: Instant) {
+    while Instant::now() < deadline {
+        if !suspend(Wake::At(deadline)) {
+            crate::clock::wait_shared(deadline);
+            return;
+        }
+    }
+}
+
+/// Announces that shared state changed (a message sent, a barrier released, a rank finished or
+/// failed): blocked ranks of this pool re-check their conditions. Does nothing outside a pool.
+pub fn notify() {
+    SIGNAL.with(|s| {
+        if let Some(s) = &*s.borrow() {
+            s.bump();
+        }
+    });
+}
+
+/// Change announcements of one pool: a counter, and a condition variable for parked workers.
+#[derive(Default)]
+struct Signal {
+    epoch: AtomicU64,
+    parked: AtomicUsize,
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl Signal {
+    fn bump(&self) {
+        // SeqCst on both sides: either the parker sees the new epoch before waiting, or this
+        // sees the parker and notifies under the lock the parker checks under.
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        if self.parked.load(Ordering::SeqCst) > 0 {
+            let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.cv.notify_all();
+        }
+    }
+
+    /// Parks until the epoch moves past `seen` or `until`.
+    fn park(&self, seen: u64, until: Instant) {
+        let mut g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.parked.fetch_add(1, Ordering::SeqCst);
+        loop {
+            let now = Instant::now();
+            if self.epoch.load(Ordering::SeqCst) != seen || now >= until {
+                break;
+            }
+            g = match self.cv.wait_timeout(g, until - now) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        self.parked.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// One rank on a worker.
+struct Task<T> {
+    id: usize,
+    co: Coroutine<(), Wake, T, DefaultStack>,
+    wake: Wake,
+    /// For a blocked rank: the epoch before its last check, and when that was.
+    checked: (u64, Instant),
+}
+
+/// The body of every rank coroutine: registers its yielder for [`suspend`], runs the rank.
+fn run_task<T>(y: &Y, f: impl FnOnce() -> T) -> T {
+    CURRENT.with(|c| c.set(Some(y as *const Y)));
+    let r = f();
+    CURRENT.with(|c| c.set(None));
+    r
+}
+
+/// Runs `n` tasks as coroutines with `stack` bytes of stack each on `workers` OS threads:
+/// task `i` is `make(i)`, made and run on worker `i % workers`. Returns each task's result in
+/// task order, or why it did not run to its end (its stack could not be mapped, its worker
+/// could not start, or it panicked); `failed(i)` is called as soon as task `i` fails so the
+/// others can give up instead of waiting for it.
+pub fn run<T, F>(
+    n: usize,
+    workers: usize,
+    stack: usize,
+    make: impl Fn(usize) -> F + Sync,
+    failed: impl Fn(usize) + Sync,
+) -> Vec<Result<T, String>>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + 'static,
+{
+    let workers = workers.clamp(1, n.max(1));
+    let sig = Arc::new(Signal::default());
+    let mut out: Vec<Option<Result<T, String>>> = (0..n).map(|_| None).collect();
+    let (make, failed) = (&make, &failed);
+    std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for w in 0..workers {
+            let mine = sig.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("ranks{w}"))
+                .spawn_scoped(s, move || worker(w, n, workers, stack, make, failed, mine));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    for i in (w..n).step_by(workers) {
+                        failed(i);
+                        out[i] = Some(Err(format!("cannot start worker thread {w}: {e}")));
+                    }
+                    sig.bump();
+                }
+            }
+        }
+        for h in handles {
+            // A worker catches its ranks' panics, so joining fails only if the scheduler
+            // itself panicked; its ranks then have no result and are reported below.
+            if let Ok(done) = h.join() {
+                for (i, r) in done {
+                    out[i] = Some(r);
+                }
+            }
+        }
+    });
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("its worker thread panicked".into())))
+        .collect()
+}
+
+fn worker<T, F>(
+    w: usize,
+    n: usize,
+    workers: usize,
+    stack: usize,
+    make: &(impl Fn(usize) -> F + Sync),
+    failed: &(impl Fn(usize) + Sync),
+    sig: Arc<Signal>,
+) -> Vec<(usize, Result<T, String>)>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + 'static,
+{
+    SIGNAL.with(|s| *s.borrow_mut() = Some(sig.clone()));
+    let mut done = Vec::new();
+    let mut tasks = Vec::new();
+    let start = Instant::now();
+    for id in (w..n).step_by(workers) {
+        match DefaultStack::new(stack) {
+            Ok(st) => {
+                let f = make(id);
+                tasks.push(Task {
+                    id,
+                    co: Coroutine::with_stack(st, move |y: &Y, ()| run_task(y, f)),
+                    wake: Wake::Now,
+                    checked: (0, start),
+                });
+            }
+            Err(e) => {
+                failed(id);
+                sig.bump();
+                done.push((id, Err(format!("cannot map the stack of rank {id}: {e}"))));
+            }
+        }
+    }
+    while !tasks.is_empty() {
+        let seen = sig.epoch.load(Ordering::SeqCst);
+        let mut progressed = false;
+        let mut earliest: Option<Instant> = None;
+        let mut i = 0;
+        while i < tasks.len() {
+            let now = Instant::now();
+            let t = &mut tasks[i];
+            let due = match t.wake {
+                Wake::Now => true,
+                Wake::At(d) => d <= now,
+                // Nothing announced since its last check: it would find the same state.
+                Wake::Blocked => {
+                    sig.epoch.load(Ordering::SeqCst) != t.checked.0
+                        || now.duration_since(t.checked.1) >= RECHECK
+                }
+            };
+            if !due {
+                if let Wake::At(d) = t.wake {
+                    earliest = Some(earliest.map_or(d, |e| e.min(d)));
+                }
+                i += 1;
+                continue;
+            }
+            let was_blocked = matches!(t.wake, Wake::Blocked);
+            t.checked = (sig.epoch.load(Ordering::SeqCst), now);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.co.resume(())));
+            // A panicking rank never cleared it.
+            CURRENT.with(|c| c.set(None));
+            match r {
+                Ok(CoroutineResult::Yield(wk)) => {
+                    progressed |= !(was_blocked && matches!(wk, Wake::Blocked));
+                    if let Wake::At(d) = wk {
+                        earliest = Some(earliest.map_or(d, |e| e.min(d)));
+                    }
+                    t.wake = wk;
+                    i += 1;
+                }
+                Ok(CoroutineResult::Return(v)) => {
+                    progressed = true;
+                    let t = tasks.swap_remove(i);
+                    done.push((t.id, Ok(v)));
+                }
+                Err(_) => {
+                    progressed = true;
+                    let t = tasks.swap_remove(i);
+                    failed(t.id);
+                    sig.bump();
+                    done.push((t.id, Err(format!("rank {} panicked", t.id))));
+                }
+            }
+        }
+        if progressed || tasks.is_empty() {
+            continue;
+        }
+        // Nothing could run: wait for a change, the earliest deadline or the re-check period.
+        let now = Instant::now();
+        let until = earliest.map_or(now + RECHECK, |e| e.min(now + RECHECK));
+        if until <= now + YIELD_BEFORE {
+            std::thread::yield_now();
+        } else {
+            sig.park(seen, until - YIELD_BEFORE);
+        }
+    }
+    SIGNAL.with(|s| *s.borrow_mut() = None);
+    done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn more_tasks_than_workers_wait_for_each_other() {
+        // A chain: task i waits for task i-1's flag, in reverse order of how workers start
+        // them, so every task but the first blocks before its predecessor has run.
+        let n = 64;
+        let flags: Arc<Vec<AtomicBool>> =
+            Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
+        let r = run(
+            n,
+            3,
+            64 << 10,
+            |i| {
+                let flags = flags.clone();
+                move || {
+                    let i = n - 1 - i;
+                    assert!(in_task());
+                    if i > 0 {
+                        wait_until(|| flags[i - 1].load(Ordering::SeqCst).then_some(()));
+                    }
+                    flags[i].store(true, Ordering::SeqCst);
+                    notify();
+                    i
+                }
+            },
+            |_| {},
+        );
+        let got: Vec<usize> = r.into_iter().map(|r| r.unwrap()).collect();
+        assert_eq!(got, (0..n).rev().collect::<Vec<_>>());
+        assert!(!in_task());
+    }
+
+    #[test]
+    fn sleeping_tasks_share_a_worker_and_wake_on_time() {
+        let t0 = Instant::now();
+        let r = run(
+            8,
+            1,
+            64 << 10,
+            |i| {
+                move || {
+                    let d = t0 + Duration::from_millis(20 + i as u64);
+                    sleep_until(d);
+                    Instant::now().duration_since(d)
+                }
+            },
+            |_| {},
+        );
+        // Eight 20 ms sleeps on one thread overlap: far less than 160 ms in all.
+        assert!(
+            t0.elapsed() < Duration::from_millis(120),
+            "{:?}",
+            t0.elapsed()
+        );
+        for late in r {
+            assert!(late.unwrap() < Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_panic_fails_its_task_and_is_announced() {
+        let failed = Mutex::new(Vec::new());
+        let r = run(
+            4,
+            2,
+            64 << 10,
+            |i| {
+                move || {
+                    if i == 2 {
+                        panic!("boom");
+                    }
+                    i
+                }
+            },
+            |i| failed.lock().unwrap().push(i),
+        );
+        assert!(r[2].as_ref().is_err_and(|e| e.contains("rank 2 panicked")));
+        assert_eq!(r[3], Ok(3));
+        assert_eq!(*failed.lock().unwrap(), vec![2]);
+    }
+}
