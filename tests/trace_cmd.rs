@@ -401,3 +401,35 @@ fn bad_inputs_are_clear_errors() {
     }
     assert!(!Path::new("/tmp/iotrex-none.iotrex").exists());
 }
+
+#[test]
+fn the_variadic_exec_forms_write_the_trace_before_the_image_goes() {
+    let app = common::app("exec_app");
+    for mode in ["execl", "execlp", "execle"] {
+        let dir = common::scratch();
+        let out = dir.path().join("exec.iotrex");
+        let data = dir.path().join("data.txt");
+        let o = iotrex(
+            &[
+                "trace",
+                "-o",
+                out.to_str().unwrap(),
+                "--",
+                app.to_str().unwrap(),
+                data.to_str().unwrap(),
+                mode,
+            ],
+            &[],
+        );
+        assert!(o.status.success(), "{mode}: {}", text(&o));
+        assert_eq!(std::fs::read_to_string(&data).unwrap(), "data");
+        // The write happened before the exec: some trace of the command must hold it.
+        let written: u64 = traces_of(&out)
+            .iter()
+            .flat_map(|(_, tf)| tf.trace.expand(0))
+            .filter(|c| c.op == rsd::Op::Write)
+            .map(|c| c.op.data_bytes(&c.params))
+            .sum();
+        assert_eq!(written, 4, "{mode}: {}", text(&o));
+    }
+}

@@ -2,8 +2,9 @@
 //! it, without running exit handlers, so a process that recorded calls and then execs (a shell
 //! running its last command in place) or leaves through `_exit` (dash does) would lose them.
 //! The trace is written just before the call, as at exit.
-//! The variadic `execl*` forms are not hooked: glibc builds their argument vector and calls
-//! `execve` internally, not through the symbol.
+//! The variadic `execl*` forms are hooked through the C shim (`shim.c`), which builds their
+//! argument vector and calls the vector hooks here: glibc's own `execl*` call `execve`
+//! through an internal entry point, not the symbol.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -98,6 +99,58 @@ pub unsafe extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) ->
     write_before_exec();
     // SAFETY: forwarding the caller's arguments to the real function.
     unsafe { f(file, argv, envp) }
+}
+
+/// Called by the C shim for `execl`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn iotrex_execv_hook(path: *const c_char, argv: Argv) -> c_int {
+    // SAFETY: the shim built `argv` (NULL-terminated) from the caller's arguments.
+    unsafe { execv(path, argv) }
+}
+
+/// Called by the C shim for `execlp`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn iotrex_execvp_hook(file: *const c_char, argv: Argv) -> c_int {
+    // SAFETY: as for `iotrex_execv_hook`.
+    unsafe { execvp(file, argv) }
+}
+
+/// Called by the C shim for `execle`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn iotrex_execve_hook(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
+    // SAFETY: as for `iotrex_execv_hook`; `envp` is the caller's.
+    unsafe { execve(path, argv, envp) }
+}
+
+#[cfg(target_arch = "x86_64")]
+unsafe extern "C" {
+    fn iotrex_c_execl();
+    fn iotrex_c_execlp();
+    fn iotrex_c_execle();
+}
+
+/// Hook: `execl`. A naked tail jump to the C shim, which then sees the original variadic call.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execl() {
+    core::arch::naked_asm!("jmp {f}", f = sym iotrex_c_execl);
+}
+
+/// Hook: `execlp`, as `execl`.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execlp() {
+    core::arch::naked_asm!("jmp {f}", f = sym iotrex_c_execlp);
+}
+
+/// Hook: `execle`, as `execl`.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execle() {
+    core::arch::naked_asm!("jmp {f}", f = sym iotrex_c_execle);
 }
 
 /// Hook: `fexecve`.

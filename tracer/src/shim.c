@@ -41,3 +41,68 @@ __attribute__((visibility("hidden"))) int iotrex_c_dprintf_chk(int fd, int flag,
     va_end(ap);
     return r;
 }
+
+/* The execl family: glibc builds the argument vector and calls execve through an internal
+ * entry point, so these are hooked here and handed, as vectors, to the Rust exec hooks (which
+ * write the trace before the process image is replaced). */
+#include <alloca.h>
+#include <stddef.h>
+
+int iotrex_execv_hook(const char *path, char *const argv[]);
+int iotrex_execvp_hook(const char *file, char *const argv[]);
+int iotrex_execve_hook(const char *path, char *const argv[], char *const envp[]);
+
+/* Arguments after `arg` up to the terminating NULL. */
+#define IOTREX_COUNT_ARGS(arg, n)                                                             \
+    do {                                                                                      \
+        va_list c_;                                                                           \
+        va_start(c_, arg);                                                                    \
+        n = 0;                                                                                \
+        if (arg)                                                                              \
+            while (va_arg(c_, char *)) n++;                                                   \
+        va_end(c_);                                                                           \
+    } while (0)
+
+/* Fills argv (n + 2 slots) from `arg` and the variadic arguments. */
+#define IOTREX_FILL_ARGS(arg, n, argv)                                                        \
+    do {                                                                                      \
+        va_list a_;                                                                           \
+        va_start(a_, arg);                                                                    \
+        argv[0] = (char *)(arg);                                                              \
+        if (arg) {                                                                            \
+            for (size_t i_ = 1; i_ <= (n); i_++) argv[i_] = va_arg(a_, char *);               \
+            argv[(n) + 1] = NULL;                                                             \
+        }                                                                                     \
+        va_end(a_);                                                                           \
+    } while (0)
+
+__attribute__((visibility("hidden"))) int iotrex_c_execl(const char *path, const char *arg, ...) {
+    size_t n;
+    IOTREX_COUNT_ARGS(arg, n);
+    char **argv = alloca((n + 2) * sizeof(char *));
+    IOTREX_FILL_ARGS(arg, n, argv);
+    return iotrex_execv_hook(path, argv);
+}
+
+__attribute__((visibility("hidden"))) int iotrex_c_execlp(const char *file, const char *arg, ...) {
+    size_t n;
+    IOTREX_COUNT_ARGS(arg, n);
+    char **argv = alloca((n + 2) * sizeof(char *));
+    IOTREX_FILL_ARGS(arg, n, argv);
+    return iotrex_execvp_hook(file, argv);
+}
+
+/* execle: the environment follows the NULL that ends the arguments. */
+__attribute__((visibility("hidden"))) int iotrex_c_execle(const char *path, const char *arg, ...) {
+    size_t n;
+    IOTREX_COUNT_ARGS(arg, n);
+    char **argv = alloca((n + 2) * sizeof(char *));
+    IOTREX_FILL_ARGS(arg, n, argv);
+    va_list e;
+    va_start(e, arg);
+    if (arg)
+        for (size_t i = 0; i <= n; i++) (void)va_arg(e, char *);
+    char **envp = va_arg(e, char **);
+    va_end(e);
+    return iotrex_execve_hook(path, argv, envp);
+}
