@@ -110,9 +110,15 @@ pub struct Pattern {
 }
 
 impl Pattern {
-    /// Read buffers larger than this are freed after their call: 1,024 ranks each keeping a
-    /// buffer of their largest read would hold that much memory per rank for the whole replay.
+    /// A rank keeps a read buffer up to this size between calls; larger ones go back to the
+    /// process's free list after their call ([`Pattern::trim_read_buf`]): 1,024 ranks each
+    /// keeping a buffer of their largest read held 1 GiB at 1 MiB reads, though only the
+    /// ranks inside a read at the same moment need one.
+    pub const READ_BUF_OWN: usize = 16 << 10;
+    /// Buffers larger than this are freed rather than kept on the free list.
     pub const READ_BUF_KEEP: usize = 4 << 20;
+    /// Buffers on the free list at most (at most 256 MiB, however many ranks).
+    const READ_BUFS_FREE: usize = 64;
 
     /// The pattern byte at position `i`.
     pub fn byte(i: usize) -> u8 {
@@ -151,10 +157,38 @@ impl Pattern {
         b
     }
 
-    /// Frees a read buffer after its call when it is larger than [`Pattern::READ_BUF_KEEP`].
+    /// The process's free read buffers.
+    fn free_read_bufs() -> std::sync::MutexGuard<'static, Vec<Vec<u8>>> {
+        static FREE: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+        // A poisoned list still holds valid buffers.
+        FREE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A buffer for a read of `n` bytes: the rank's own `own` when it has one, else one from
+    /// the free list, else a new one; resized to `n`.
+    pub fn take_read_buf(own: &mut Vec<u8>, n: usize) -> Vec<u8> {
+        let mut buf = std::mem::take(own);
+        if buf.capacity() < n
+            && let Some(b) = Pattern::free_read_bufs().pop()
+        {
+            buf = b;
+        }
+        buf.resize(n, 0);
+        buf
+    }
+
+    /// After a read: a buffer above [`Pattern::READ_BUF_OWN`] leaves the rank, onto the free
+    /// list (or freed, above [`Pattern::READ_BUF_KEEP`] or when the list is full).
     pub fn trim_read_buf(buf: &mut Vec<u8>) {
-        if buf.capacity() > Pattern::READ_BUF_KEEP {
-            *buf = Vec::new();
+        if buf.capacity() <= Pattern::READ_BUF_OWN {
+            return;
+        }
+        let b = std::mem::take(buf);
+        if b.capacity() <= Pattern::READ_BUF_KEEP {
+            let mut free = Pattern::free_read_bufs();
+            if free.len() < Pattern::READ_BUFS_FREE {
+                free.push(b);
+            }
         }
     }
 }
@@ -788,8 +822,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             }
             Op::Read | Op::Readv => {
                 let n = size(param(e, "ret"));
-                let mut buf = std::mem::take(&mut self.rbuf);
-                buf.resize(n, 0);
+                let mut buf = Pattern::take_read_buf(&mut self.rbuf, n);
                 let r = self
                     .fd(e)
                     .and_then(|f| read_up_to(|b| f.read(b), &mut buf).map_err(|er| io("", er)));
@@ -800,8 +833,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             Op::Pread | Op::Preadv => {
                 let n = size(param(e, "ret"));
                 let off = param(e, "offset").max(0) as u64;
-                let mut buf = std::mem::take(&mut self.rbuf);
-                buf.resize(n, 0);
+                let mut buf = Pattern::take_read_buf(&mut self.rbuf, n);
                 let r = self.fd(e).and_then(|f| {
                     let mut pos = off;
                     read_up_to(
@@ -911,8 +943,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             }
             Op::Fread => {
                 let n = op.data_bytes(&e.params) as usize;
-                let mut buf = std::mem::take(&mut self.rbuf);
-                buf.resize(n, 0);
+                let mut buf = Pattern::take_read_buf(&mut self.rbuf, n);
                 let r = self.stream(e).and_then(|s| {
                     s.flush().map_err(|er| io("", er))?;
                     read_up_to(|b| s.file.read(b), &mut buf).map_err(|er| io("", er))

@@ -89,14 +89,58 @@ pub fn parse_max_threads(s: &str) -> Result<u32, ReplayError> {
     }
 }
 
-/// How `--threads` runs `n` ranks with at most `max_threads` OS threads: one thread per rank
-/// when they fit, else coroutines on a pool of `max_threads` threads.
-pub fn threads_plan(n: u32, max_threads: u32) -> String {
-    if n <= max_threads {
-        format!("{n} ranks as threads")
-    } else {
-        format!("{n} ranks as coroutines on {max_threads} threads")
+/// How `--threads` runs its ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// One OS thread per rank.
+    Threads,
+    /// Every rank a coroutine, on this many OS threads.
+    Pool(u32),
+}
+
+impl std::fmt::Display for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Plan::Threads => write!(f, "ranks as threads"),
+            Plan::Pool(w) => write!(f, "ranks as coroutines on {w} threads"),
+        }
     }
+}
+
+/// Memory maps an OS thread of this process takes (its stack and guard page, its signal
+/// stack and guard page) and a coroutine (its stack and guard page); measured in
+/// /proc/PID/maps: 1,025 threads 4,167 maps, 8 threads and 16,384 coroutines 32,860.
+const MAPS_PER_THREAD: u64 = 4;
+const MAPS_PER_TASK: u64 = 2;
+/// Maps for everything else: the binary, libraries, heap, malloc arenas (about 100 seen).
+const MAPS_OTHER: u64 = 1024;
+
+/// The kernel's limit on a process's memory maps (`vm.max_map_count`, 65,530 by default).
+/// Past it a new thread's stack cannot be mapped and Rust aborts the process.
+pub fn max_map_count() -> u64 {
+    std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(65_530)
+}
+
+/// How `--threads` runs `n` ranks on at most `max_threads` OS threads within `maps` memory
+/// maps: one thread per rank when both allow, else a pool of as many threads as both allow;
+/// refused when even one thread and `n` coroutine stacks exceed the maps.
+pub fn plan(n: u32, max_threads: u32, maps: u64) -> Result<Plan, ReplayError> {
+    let n64 = u64::from(n);
+    if n <= max_threads && n64 * MAPS_PER_THREAD + MAPS_OTHER <= maps {
+        return Ok(Plan::Threads);
+    }
+    let room = maps.saturating_sub(MAPS_OTHER + n64 * MAPS_PER_TASK) / MAPS_PER_THREAD;
+    let workers = room.min(u64::from(max_threads)).min(n64) as u32;
+    if workers == 0 {
+        return Err(ReplayError::Thread(format!(
+            "cannot run {n} ranks: each needs {MAPS_PER_TASK} memory maps for its stack, about {} in all, more than vm.max_map_count ({maps})",
+            n64 * MAPS_PER_TASK + MAPS_OTHER
+        )));
+    }
+    Ok(Plan::Pool(workers))
 }
 
 /// Replays every rank of `tf` in this process, with the default `--max-threads`.
@@ -108,7 +152,8 @@ pub fn run_threads(tf: &TraceFile, root: &Root, opts: &Options) -> Result<Report
 ///
 /// Up to `max_threads` ranks, each rank is one OS thread: the kernel schedules every wait
 /// and I/O call on its own, the best timing. Beyond, each rank is a coroutine and
-/// `max_threads` threads run them all ([`sched`]): a rank blocked in a barrier, a receive or
+/// `max_threads` threads run them all ([`sched`]; fewer threads, or a pool even below
+/// `max_threads` ranks, when the kernel's memory-map limit could not hold them, see [`plan`]): a rank blocked in a barrier, a receive or
 /// a wait gives its thread to another rank, so a huge extrapolated trace neither exhausts the
 /// machine's threads nor deadlocks, and its counts and bytes are the same; but a blocking I/O
 /// call holds its thread, so at most `max_threads` calls are in flight.
@@ -119,6 +164,7 @@ pub fn run_threads_capped(
     max_threads: u32,
 ) -> Result<Report, ReplayError> {
     let n = nranks(tf);
+    let plan = plan(n, max_threads, max_map_count())?;
     let shared = threads::Shared::new(n);
     // Collective MPI-IO replays as the POSIX calls the library made, when the trace has them.
     shared.children_io.store(
@@ -136,15 +182,14 @@ pub fn run_threads_capped(
         &if n == 1 {
             "1 rank as a thread:".to_string()
         } else {
-            format!("{}, rank 0:", threads_plan(n, max_threads))
+            format!("{n} {plan}, rank 0:")
         },
     );
     let done0 = &done0;
     let t0 = Instant::now();
-    let results = if n <= max_threads {
-        one_thread_per_rank(tf, root, opts, &shared, done0)
-    } else {
-        pooled(tf, root, opts, &shared, done0, max_threads)
+    let results = match plan {
+        Plan::Threads => one_thread_per_rank(tf, root, opts, &shared, done0),
+        Plan::Pool(workers) => pooled(tf, root, opts, &shared, done0, workers),
     };
     let wall = t0.elapsed().as_nanos() as u64;
     let mut stats = Vec::with_capacity(results.len());
@@ -299,6 +344,8 @@ pub fn run_threads_file(
     max_threads: u32,
 ) -> Result<Report, ReplayError> {
     let tf = load(trace, allow_incomplete)?;
+    // Refused before --prep writes anything.
+    plan(nranks(&tf), max_threads, max_map_count())?;
     let root = Root::new(root)?;
     if prep {
         prep::prep(&tf.trace, &root)?;
@@ -402,7 +449,7 @@ pub fn hint(e: &ReplayError) -> Option<String> {
         ReplayError::Escape { .. } => Some("remove the symlink from the root, or use an empty root".into()),
         ReplayError::Incomplete { .. } => Some("the counts of an incomplete trace will not match the application's".into()),
         ReplayError::Thread(why) if why.starts_with("cannot") => Some(format!(
-            "lower --max-threads: ranks beyond it run as coroutines on that many threads (each rank reserves {} KiB of stack address space; see `ulimit -u`, /proc/sys/kernel/threads-max and vm.max_map_count), or replay under MPI: mpirun -np N iotrex-replay",
+            "lower --max-threads: ranks beyond it run as coroutines on that many threads (each rank reserves {} KiB of stack address space and 2 memory maps, a thread 4; see `ulimit -u`, /proc/sys/kernel/threads-max and /proc/sys/vm/max_map_count, which root can raise), or replay under MPI: mpirun -np N iotrex-replay",
             RANK_STACK >> 10
         )),
         _ => None,
@@ -412,6 +459,26 @@ pub fn hint(e: &ReplayError) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plans_fit_the_thread_cap_and_the_memory_maps() {
+        let maps = 65_530;
+        assert_eq!(plan(1024, 2000, maps).unwrap(), Plan::Threads);
+        assert_eq!(plan(1024, 1024, maps).unwrap(), Plan::Threads);
+        assert_eq!(plan(1024, 8, maps).unwrap(), Plan::Pool(8));
+        assert_eq!(plan(3, 2, maps).unwrap(), Plan::Pool(2));
+        // 16,384 threads would need 65,536 maps: a pool of what fits, 7,934 threads.
+        assert_eq!(plan(16_384, 20_000, maps).unwrap(), Plan::Pool(7_934));
+        assert_eq!(plan(16_384, 8192, maps).unwrap(), Plan::Pool(7_934));
+        assert_eq!(plan(16_384, 8, maps).unwrap(), Plan::Pool(8));
+        // Past ~32,000 ranks the coroutine stacks alone exceed the default limit.
+        let e = plan(40_000, 8, maps).unwrap_err();
+        assert!(
+            e.to_string().contains("vm.max_map_count") && hint(&e).is_some(),
+            "{e}"
+        );
+        assert_eq!(plan(40_000, 8, 1 << 20).unwrap(), Plan::Pool(8));
+    }
 
     #[test]
     fn advice_names_compute_work_only_for_real_comm_on_a_crowded_node() {

@@ -10,11 +10,13 @@
 //! unchanged, so each rank's calls keep their order and the synchronisation between ranks is
 //! the same as with one thread per rank.
 //!
-//! A worker round-robins its ranks. A rank blocked on a condition is only resumed after some
-//! rank changed shared state ([`notify`]: a message sent, a barrier released, a rank finished
-//! or the replay aborted), or every [`RECHECK`] in case a change was missed; a worker with
-//! nothing to run parks on a condition variable until the next change or its earliest
-//! deadline, so it never spins for long.
+//! A worker round-robins its ranks. A rank blocked on a condition is only resumed after a
+//! change that may concern a rank of its worker ([`notify_task`]: a message sent to it, a
+//! barrier it is in released; [`notify`]: a rank finished or the replay aborted), or every
+//! [`RECHECK`] in case a change was missed; a worker with nothing to run parks on its own
+//! condition variable until such a change or its earliest deadline, so it never spins for
+//! long, and a message wakes only the worker of its receiver, not every parked worker and
+//! every blocked rank of the pool.
 //!
 //! What a coroutine cannot give away: a blocking I/O system call (or `--compute work`'s CPU
 //! burn) holds its worker, so at most `workers` ranks are in I/O at once.
@@ -52,8 +54,8 @@ type Y = Yielder<(), Wake>;
 thread_local! {
     /// The yielder of the coroutine running on this thread, while one runs.
     static CURRENT: Cell<Option<*const Y>> = const { Cell::new(None) };
-    /// The pool this worker belongs to, for [`notify`].
-    static SIGNAL: RefCell<Option<Arc<Signal>>> = const { RefCell::new(None) };
+    /// The pool this worker belongs to, for [`notify`] and [`notify_task`].
+    static POOL: RefCell<Option<Arc<Pool>>> = const { RefCell::new(None) };
 }
 
 /// Whether the calling code runs as a rank coroutine of a pool.
@@ -111,17 +113,45 @@ pub fn sleep_until(deadline: Instant) {
     }
 }
 
-/// Announces that shared state changed (a message sent, a barrier released, a rank finished or
-/// failed): blocked ranks of this pool re-check their conditions. Does nothing outside a pool.
+/// Announces a change any blocked rank may wait for (a rank finished or failed): every
+/// blocked rank of this pool re-checks its condition. Does nothing outside a pool.
 pub fn notify() {
-    SIGNAL.with(|s| {
-        if let Some(s) = &*s.borrow() {
-            s.bump();
+    POOL.with(|p| {
+        if let Some(p) = &*p.borrow() {
+            p.workers.iter().for_each(Signal::bump);
         }
     });
 }
 
-/// Change announcements of one pool: a counter, and a condition variable for parked workers.
+/// Announces a change only the tasks `ids` (as numbered by [`run`]) wait for (a message to
+/// one, a barrier of those released): the blocked ranks of their workers re-check their
+/// conditions. Does nothing outside a pool.
+pub fn notify_tasks(ids: impl IntoIterator<Item = usize>) {
+    POOL.with(|p| {
+        if let Some(p) = &*p.borrow() {
+            let m = p.workers.len();
+            let mut seen = vec![false; m];
+            for i in ids {
+                let w = i % m;
+                if !std::mem::replace(&mut seen[w], true) {
+                    p.workers[w].bump();
+                }
+            }
+        }
+    });
+}
+
+/// As [`notify_tasks`] for one task.
+pub fn notify_task(id: usize) {
+    notify_tasks([id]);
+}
+
+/// A pool: one change signal per worker (task `i` runs on worker `i % workers.len()`).
+struct Pool {
+    workers: Vec<Signal>,
+}
+
+/// Change announcements for one worker: a counter, and a condition variable it parks on.
 #[derive(Default)]
 struct Signal {
     epoch: AtomicU64,
@@ -193,16 +223,18 @@ where
     F: FnOnce() -> T + 'static,
 {
     let workers = workers.clamp(1, n.max(1));
-    let sig = Arc::new(Signal::default());
+    let pool = Arc::new(Pool {
+        workers: (0..workers).map(|_| Signal::default()).collect(),
+    });
     let mut out: Vec<Option<Result<T, String>>> = (0..n).map(|_| None).collect();
     let (make, failed) = (&make, &failed);
     std::thread::scope(|s| {
         let mut handles = Vec::new();
         for w in 0..workers {
-            let mine = sig.clone();
+            let mine = pool.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("ranks{w}"))
-                .spawn_scoped(s, move || worker(w, n, workers, stack, make, failed, mine));
+                .spawn_scoped(s, move || worker(w, n, stack, make, failed, mine));
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(e) => {
@@ -210,7 +242,7 @@ where
                         failed(i);
                         out[i] = Some(Err(format!("cannot start worker thread {w}: {e}")));
                     }
-                    sig.bump();
+                    pool.workers.iter().for_each(Signal::bump);
                 }
             }
         }
@@ -232,17 +264,18 @@ where
 fn worker<T, F>(
     w: usize,
     n: usize,
-    workers: usize,
     stack: usize,
     make: &(impl Fn(usize) -> F + Sync),
     failed: &(impl Fn(usize) + Sync),
-    sig: Arc<Signal>,
+    pool: Arc<Pool>,
 ) -> Vec<(usize, Result<T, String>)>
 where
     T: Send + 'static,
     F: FnOnce() -> T + 'static,
 {
-    SIGNAL.with(|s| *s.borrow_mut() = Some(sig.clone()));
+    POOL.with(|p| *p.borrow_mut() = Some(pool.clone()));
+    let workers = pool.workers.len();
+    let sig = &pool.workers[w];
     let mut done = Vec::new();
     let mut tasks = Vec::new();
     let start = Instant::now();
@@ -259,7 +292,6 @@ where
             }
             Err(e) => {
                 failed(id);
-                sig.bump();
                 done.push((id, Err(format!("cannot map the stack of rank {id}: {e}"))));
             }
         }
@@ -311,7 +343,6 @@ where
                     progressed = true;
                     let t = tasks.swap_remove(i);
                     failed(t.id);
-                    sig.bump();
                     done.push((t.id, Err(format!("rank {} panicked", t.id))));
                 }
             }
@@ -328,7 +359,7 @@ where
             sig.park(seen, until - YIELD_BEFORE);
         }
     }
-    SIGNAL.with(|s| *s.borrow_mut() = None);
+    POOL.with(|p| *p.borrow_mut() = None);
     done
 }
 
@@ -342,6 +373,7 @@ mod tests {
         // A chain: task i waits for task i-1's flag, in reverse order of how workers start
         // them, so every task but the first blocks before its predecessor has run.
         let n = 64;
+        let t0 = Instant::now();
         let flags: Arc<Vec<AtomicBool>> =
             Arc::new((0..n).map(|_| AtomicBool::new(false)).collect());
         let r = run(
@@ -357,12 +389,17 @@ mod tests {
                         wait_until(|| flags[i - 1].load(Ordering::SeqCst).then_some(()));
                     }
                     flags[i].store(true, Ordering::SeqCst);
-                    notify();
+                    // Task n - 2 - i (as `run` numbers them) waits for this one.
+                    if i + 1 < n {
+                        notify_task(n - 2 - i);
+                    }
                     i
                 }
             },
             |_| {},
         );
+        // Each wake-up is targeted: nothing waits for the 50 ms re-check.
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
         let got: Vec<usize> = r.into_iter().map(|r| r.unwrap()).collect();
         assert_eq!(got, (0..n).rev().collect::<Vec<_>>());
         assert!(!in_task());

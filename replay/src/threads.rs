@@ -147,7 +147,7 @@ impl CommObj {
             g.0 = 0;
             g.1 += 1;
             self.bar_cv.notify_all();
-            crate::sched::notify();
+            crate::sched::notify_tasks(self.members.iter().map(|m| *m as usize));
             return Ok(());
         }
         if crate::sched::in_task() {
@@ -188,7 +188,7 @@ impl CommObj {
             .map_err(|_| "poisoned mailbox")?
             .push(Msg { src, tag });
         b.cv.notify_all();
-        crate::sched::notify();
+        crate::sched::notify_task(self.members[dst] as usize);
         Ok(())
     }
 
@@ -301,6 +301,7 @@ pub struct ThreadsRuntime {
     files: HashMap<i64, MFile>,
     /// Posted receives not yet completed: (request, communicator, source, tag).
     pending: Vec<(i64, i64, Option<usize>, Option<i64>)>,
+    /// This rank's read buffer (see [`Pattern::trim_read_buf`]).
     rbuf: Vec<u8>,
     /// Set for [`Runtime::mpiio_sync`]: the call is made without its data transfer.
     no_data: bool,
@@ -616,25 +617,33 @@ impl Runtime for ThreadsRuntime {
             }
             Ok(bytes as u64)
         } else {
-            self.rbuf.resize(bytes as usize, 0);
-            let mut got = 0usize;
-            'regions: for (o, n) in regions {
-                let end = got + n;
-                let mut pos = o;
-                while got < end {
-                    match f.file.read_at(&mut self.rbuf[got..end], pos) {
-                        // End of file: MPI stops a read there, holes past it included.
-                        Ok(0) => break 'regions,
-                        Ok(k) => {
-                            got += k;
-                            pos += k as u64;
+            let mut rbuf = Pattern::take_read_buf(&mut self.rbuf, bytes as usize);
+            let r = {
+                let mut got = 0usize;
+                let mut r = Ok(());
+                'regions: for (o, n) in regions {
+                    let end = got + n;
+                    let mut pos = o;
+                    while got < end {
+                        match f.file.read_at(&mut rbuf[got..end], pos) {
+                            // End of file: MPI stops a read there, holes past it included.
+                            Ok(0) => break 'regions,
+                            Ok(k) => {
+                                got += k;
+                                pos += k as u64;
+                            }
+                            Err(er) => {
+                                r = Err(er.to_string());
+                                break 'regions;
+                            }
                         }
-                        Err(er) => return Err(er.to_string()),
                     }
                 }
-            }
-            crate::engine::Pattern::trim_read_buf(&mut self.rbuf);
-            Ok(got as u64)
+                r.map(|()| got as u64)
+            };
+            self.rbuf = rbuf;
+            Pattern::trim_read_buf(&mut self.rbuf);
+            r
         }
     }
 
