@@ -486,3 +486,27 @@ fn mini_app_traces_replay_alike_on_a_pool() {
         }
     }
 }
+
+/// Thousands of ranks must not each hold their own copy of the write data or of their largest
+/// read: the pattern is one buffer for the process, and a large read buffer leaves its rank
+/// after the call.
+#[test]
+fn ranks_share_the_pattern_and_give_back_large_read_buffers() {
+    use replay::engine::Pattern;
+    let (mut a, mut b) = (Pattern::default(), Pattern::default());
+    let pa = a.get(3 << 20).as_ptr();
+    let got = b.get(1 << 20);
+    assert_eq!(pa, got.as_ptr(), "two ranks' patterns are one buffer");
+    assert!(got.iter().enumerate().all(|(i, x)| *x == Pattern::byte(i)));
+    // A small read buffer stays with its rank; a large one goes.
+    let mut own = Vec::new();
+    let small = Pattern::take_read_buf(&mut own, 4096);
+    assert_eq!(small.len(), 4096);
+    own = small;
+    Pattern::trim_read_buf(&mut own);
+    assert!(own.capacity() >= 4096);
+    let mut big = Pattern::take_read_buf(&mut own, 1 << 20);
+    assert_eq!(big.len(), 1 << 20);
+    Pattern::trim_read_buf(&mut big);
+    assert_eq!(big.capacity(), 0);
+}
