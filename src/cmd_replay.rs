@@ -18,10 +18,11 @@ pub struct ReplayArgs {
     /// that many threads.
     #[arg(long)]
     pub threads: bool,
-    /// At most N OS threads run ranks (default: a quarter of /proc/sys/kernel/threads-max,
-    /// between 256 and 8192). With more ranks than N, a rank waiting in a barrier, receive or
-    /// delay lets another run, but a blocking I/O call or --compute work holds its thread: at
-    /// most N I/O calls are in flight and timing is coarser than one thread per rank.
+    /// At most N OS threads run ranks. Default: one thread per rank up to a quarter of
+    /// /proc/sys/kernel/threads-max (256 to 8192), beyond that a pool of 4 threads per core
+    /// (8 to 256). In a pool, a rank waiting in a barrier, receive or delay lets another run,
+    /// but a blocking I/O call or --compute work holds its thread: at most that many I/O
+    /// calls are in flight and timing is coarser than one thread per rank.
     #[arg(long, value_name = "N", value_parser = parse_max_threads)]
     pub max_threads: Option<u32>,
     /// Non-I/O MPI calls: delay (sleep the recorded mean), real (thread barriers and
@@ -95,7 +96,7 @@ pub fn run(a: &ReplayArgs, json: bool) -> Result<()> {
         layer: a.layer,
         collective_io: a.collective_io,
     };
-    let max = a.max_threads.unwrap_or_else(replay::default_max_threads);
+    let max = a.max_threads;
     let report =
         replay::run_threads_file(&a.trace, &a.root, &opts, a.prep, a.allow_incomplete, max)?;
     if let Some(p) = &a.json_out {

@@ -78,6 +78,52 @@ pub fn default_max_threads() -> u32 {
     (kernel / 4).clamp(256, 8192) as u32
 }
 
+/// The pool's threads when `--max-threads` is not given and the trace has more ranks than
+/// [`default_max_threads`]: four per core, 8 to 256. A pool as large as the thread cap was
+/// slower, not faster: 16,384 ranks on 7,934 threads took 74-82 s on 2 cores, on 8 threads
+/// 17-18 s. Four per core keeps cores busy while some threads block in I/O.
+pub fn default_pool_threads() -> u32 {
+    let cores = clock::node_load(1).1 as u32;
+    cores.saturating_mul(4).clamp(8, 256)
+}
+
+/// The OS threads `--threads` may use: one per rank up to `per_rank` ranks; beyond, a pool of
+/// `pool` threads running every rank as a coroutine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cap {
+    /// The most ranks run as one thread each.
+    pub per_rank: u32,
+    /// The pool's threads beyond that.
+    pub pool: u32,
+}
+
+impl Cap {
+    /// `--max-threads N`: at most N threads either way.
+    pub fn user(n: u32) -> Cap {
+        Cap {
+            per_rank: n,
+            pool: n,
+        }
+    }
+}
+
+impl Default for Cap {
+    /// No `--max-threads`: [`default_max_threads`] threads of one rank each, else a pool of
+    /// [`default_pool_threads`].
+    fn default() -> Cap {
+        Cap {
+            per_rank: default_max_threads(),
+            pool: default_pool_threads(),
+        }
+    }
+}
+
+impl From<u32> for Cap {
+    fn from(n: u32) -> Cap {
+        Cap::user(n)
+    }
+}
+
 /// Parses `--max-threads`: a whole number of at least 1.
 pub fn parse_max_threads(s: &str) -> Result<u32, ReplayError> {
     match s.parse::<u32>() {
@@ -127,13 +173,14 @@ pub fn max_map_count() -> u64 {
 /// How `--threads` runs `n` ranks on at most `max_threads` OS threads within `maps` memory
 /// maps: one thread per rank when both allow, else a pool of as many threads as both allow;
 /// refused when even one thread and `n` coroutine stacks exceed the maps.
-pub fn plan(n: u32, max_threads: u32, maps: u64) -> Result<Plan, ReplayError> {
+pub fn plan(n: u32, cap: impl Into<Cap>, maps: u64) -> Result<Plan, ReplayError> {
+    let cap = cap.into();
     let n64 = u64::from(n);
-    if n <= max_threads && n64 * MAPS_PER_THREAD + MAPS_OTHER <= maps {
+    if n <= cap.per_rank && n64 * MAPS_PER_THREAD + MAPS_OTHER <= maps {
         return Ok(Plan::Threads);
     }
     let room = maps.saturating_sub(MAPS_OTHER + n64 * MAPS_PER_TASK) / MAPS_PER_THREAD;
-    let workers = room.min(u64::from(max_threads)).min(n64) as u32;
+    let workers = room.min(u64::from(cap.pool)).min(n64) as u32;
     if workers == 0 {
         return Err(ReplayError::Thread(format!(
             "cannot run {n} ranks: each needs {MAPS_PER_TASK} memory maps for its stack, about {} in all, more than vm.max_map_count ({maps})",
@@ -145,7 +192,7 @@ pub fn plan(n: u32, max_threads: u32, maps: u64) -> Result<Plan, ReplayError> {
 
 /// Replays every rank of `tf` in this process, with the default `--max-threads`.
 pub fn run_threads(tf: &TraceFile, root: &Root, opts: &Options) -> Result<Report, ReplayError> {
-    run_threads_capped(tf, root, opts, default_max_threads())
+    run_threads_capped(tf, root, opts, Cap::default())
 }
 
 /// Replays every rank of `tf` in this process on at most `max_threads` OS threads.
@@ -161,7 +208,7 @@ pub fn run_threads_capped(
     tf: &TraceFile,
     root: &Root,
     opts: &Options,
-    max_threads: u32,
+    max_threads: impl Into<Cap>,
 ) -> Result<Report, ReplayError> {
     let n = nranks(tf);
     let plan = plan(n, max_threads, max_map_count())?;
@@ -197,13 +244,12 @@ pub fn run_threads_capped(
         stats.push(r?);
     }
     let summary = rsd::stats::summarize(&tf.trace);
-    Ok(Report::build(
-        "threads",
-        &stats,
-        wall,
-        tf.header.wall_ns,
-        &summary,
-    ))
+    let mut report = Report::build("threads", &stats, wall, tf.header.wall_ns, &summary);
+    if let Plan::Pool(w) = plan {
+        // Said in the report: a pool's timing is coarser than a thread per rank's.
+        report.mode = format!("threads, pool of {w}");
+    }
+    Ok(report)
 }
 
 /// One rank's whole replay, on whatever thread or coroutine runs it; a failure makes the
@@ -334,15 +380,16 @@ pub fn collectives_have_io_children(nodes: &[rsd::trace::Node]) -> bool {
 }
 
 /// Reads `trace`, checks `root`, optionally preps, and replays every rank in this process on at
-/// most `max_threads` OS threads.
+/// most `max_threads` OS threads (`None`: [`Cap::default`]).
 pub fn run_threads_file(
     trace: &Path,
     root: &Path,
     opts: &Options,
     prep: bool,
     allow_incomplete: bool,
-    max_threads: u32,
+    max_threads: Option<u32>,
 ) -> Result<Report, ReplayError> {
+    let max_threads = max_threads.map(Cap::user).unwrap_or_default();
     let tf = load(trace, allow_incomplete)?;
     // Refused before --prep writes anything.
     plan(nranks(&tf), max_threads, max_map_count())?;
@@ -471,6 +518,13 @@ mod tests {
         assert_eq!(plan(16_384, 20_000, maps).unwrap(), Plan::Pool(7_934));
         assert_eq!(plan(16_384, 8192, maps).unwrap(), Plan::Pool(7_934));
         assert_eq!(plan(16_384, 8, maps).unwrap(), Plan::Pool(8));
+        // No --max-threads: a thread per rank up to the cap, beyond it the small default pool.
+        let d = Cap {
+            per_rank: 8192,
+            pool: 16,
+        };
+        assert_eq!(plan(1024, d, maps).unwrap(), Plan::Threads);
+        assert_eq!(plan(16_384, d, maps).unwrap(), Plan::Pool(16));
         // Past ~32,000 ranks the coroutine stacks alone exceed the default limit.
         let e = plan(40_000, 8, maps).unwrap_err();
         assert!(

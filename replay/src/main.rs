@@ -29,10 +29,11 @@ Options:
   --root DIR            where the replay's files go (required)
   --threads             run every rank in this process, without MPI: one thread per rank, or
                         past --max-threads ranks as coroutines sharing that many threads
-  --max-threads N       with --threads, at most N OS threads run ranks (default: a quarter of
-                        /proc/sys/kernel/threads-max, 256 to 8192). With more ranks than N, a
-                        rank waiting in a barrier, receive or delay lets another run, but a
-                        blocking I/O call or --compute work holds its thread: at most N I/O
+  --max-threads N       with --threads, at most N OS threads run ranks. Default: one thread
+                        per rank up to a quarter of /proc/sys/kernel/threads-max (256 to 8192),
+                        beyond that a pool of 4 threads per core (8 to 256). In a pool, a rank
+                        waiting in a barrier, receive or delay lets another run, but a blocking
+                        I/O call or --compute work holds its thread: at most that many I/O
                         calls are in flight and timing is coarser than one thread per rank
   --comm delay|real|skip
                         non-I/O MPI calls: sleep their recorded mean (default), issue them, or skip.
@@ -67,7 +68,7 @@ struct Args {
     trace: PathBuf,
     root: PathBuf,
     threads: bool,
-    max_threads: u32,
+    max_threads: Option<u32>,
     prep: bool,
     allow_incomplete: bool,
     json: Option<PathBuf>,
@@ -88,7 +89,7 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, ReplayError> {
         trace: PathBuf::new(),
         root: PathBuf::new(),
         threads: false,
-        max_threads: replay::default_max_threads(),
+        max_threads: None,
         prep: false,
         allow_incomplete: false,
         json: None,
@@ -113,7 +114,9 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, ReplayError> {
             "-h" | "--help" => return Ok(None),
             "--root" => root = Some(PathBuf::from(value("--root")?)),
             "--threads" => a.threads = true,
-            "--max-threads" => a.max_threads = replay::parse_max_threads(&value("--max-threads")?)?,
+            "--max-threads" => {
+                a.max_threads = Some(replay::parse_max_threads(&value("--max-threads")?)?)
+            }
             "--prep" => a.prep = true,
             "--allow-incomplete" => a.allow_incomplete = true,
             "--json" => a.json = Some(PathBuf::from(value("--json")?)),
