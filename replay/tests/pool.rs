@@ -3,9 +3,11 @@
 //! bytes, the files' sizes and contents), at 1,024 ranks too, and a failing rank must make the
 //! others give up instead of hanging.
 
+mod common;
+use common::*;
 use replay::{CommMode, ComputeMode, Options, Report, Root};
-use rsd::trace::{RawEvent, Trace};
-use rsd::{Compressor, Header, Op, TraceFile};
+use rsd::trace::RawEvent;
+use rsd::{Op, TraceFile};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,11 +21,6 @@ fn ev(op: Op, site: u64, params: Vec<i64>) -> RawEvent {
     let mut e = RawEvent::new(op, 0x9000 + site, params);
     e.gap_ns = 3_000;
     e.dur_ns = 1_000;
-    e
-}
-
-fn with_path(mut e: RawEvent, p: &str) -> RawEvent {
-    e.path = Some(p.to_string());
     e
 }
 
@@ -102,24 +99,6 @@ fn rich_rank(r: u32, n: u32, iters: i64) -> Vec<RawEvent> {
     v
 }
 
-fn build(n: u32, per_rank: impl Fn(u32) -> Vec<RawEvent>) -> TraceFile {
-    let traces: Vec<Trace> = (0..n)
-        .map(|r| {
-            let mut c = Compressor::new(r);
-            for e in per_rank(r) {
-                c.push(&e);
-            }
-            c.finish()
-        })
-        .collect();
-    let mut header = Header::new(n);
-    header.wall_ns = 50_000_000;
-    TraceFile {
-        header,
-        trace: rsd::merge_tree(traces).unwrap(),
-    }
-}
-
 fn rich(n: u32, iters: i64) -> TraceFile {
     build(n, |r| rich_rank(r, n, iters))
 }
@@ -139,11 +118,6 @@ fn replay(tf: &TraceFile, o: &Options, max: u32) -> (Report, tempfile::TempDir) 
     let root = Root::new(d.path()).unwrap();
     let r = replay::run_threads_capped(tf, &root, o, max).unwrap();
     (r, d)
-}
-
-fn assert_clean(r: &Report) {
-    assert!(r.mismatches.is_empty(), "{}", r.render());
-    assert_eq!(r.failed, 0, "{}", r.render());
 }
 
 fn ops(r: &Report) -> Vec<(String, u64, u64)> {
@@ -350,56 +324,6 @@ fn a_rank_that_finishes_early_fails_the_others_calls_instead_of_hanging() {
 }
 
 // ---- a real trace, through the binary ----
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
-
-/// Builds `tests/apps/<name>.c` with mpicc into `dir`, and finds this build's tracer and
-/// mpirun; `None` (the test is skipped, saying why) when one is missing.
-fn app_setup(name: &str, dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    let tracer = target_dir().join("release/libiotrex_tracer.so");
-    if !tracer.exists() || Command::new("mpirun").arg("--version").output().is_err() {
-        eprintln!("skipped: needs {} and mpirun", tracer.display());
-        return None;
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/apps/{name}.c"));
-    let bin = dir.join(name);
-    let built = Command::new("mpicc")
-        .args(["-O1", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !built {
-        eprintln!("skipped: mpicc failed on tests/apps/{name}.c");
-        return None;
-    }
-    Some((tracer, bin))
-}
-
-fn trace_app(np: u32, tracer: &Path, app: &Path, args: &[&str], trace: &Path) {
-    let out = Command::new("timeout")
-        .args(["-k", "5", "60", "mpirun", "--oversubscribe", "-np"])
-        .arg(np.to_string())
-        .args(["-x", &format!("LD_PRELOAD={}", tracer.display())])
-        .args(["-x", &format!("IOTREX_OUT={}", trace.display())])
-        .arg(app)
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .output()
-        .expect("mpirun runs");
-    assert!(
-        out.status.success() && trace.exists(),
-        "traced run failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// `iotrex-replay TRACE --threads --max-threads MAX`: its JSON report and the files it left.
 fn replay_bin(trace: &Path, max: u32) -> (serde_json::Value, BTreeMap<PathBuf, Vec<u8>>) {

@@ -2,9 +2,11 @@
 //! under a real `mpirun` (through the `iotrex-replay` binary); counts, bytes and file sizes are
 //! checked against the trace, and bad inputs against their error messages.
 
+mod common;
+use common::*;
 use replay::{CollectiveIo, CommMode, ComputeMode, LayerView, Options, Report, Root};
-use rsd::trace::{RawEvent, Trace};
-use rsd::{Compressor, Header, Op, TraceFile};
+use rsd::trace::RawEvent;
+use rsd::{Header, Op, TraceFile};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -14,11 +16,6 @@ fn ev(op: Op, site: u64, params: Vec<i64>) -> RawEvent {
     let mut e = RawEvent::new(op, 0xabc0 + site, params);
     e.gap_ns = 2_000;
     e.dur_ns = 1_000;
-    e
-}
-
-fn with_path(mut e: RawEvent, p: &str) -> RawEvent {
-    e.path = Some(p.to_string());
     e
 }
 
@@ -65,24 +62,6 @@ fn small_rank(r: u32, n: u32, iters: i64) -> Vec<RawEvent> {
     v
 }
 
-fn build(n: u32, per_rank: impl Fn(u32) -> Vec<RawEvent>) -> TraceFile {
-    let traces: Vec<Trace> = (0..n)
-        .map(|r| {
-            let mut c = Compressor::new(r);
-            for e in per_rank(r) {
-                c.push(&e);
-            }
-            c.finish()
-        })
-        .collect();
-    let mut header = Header::new(n);
-    header.wall_ns = 50_000_000;
-    TraceFile {
-        header,
-        trace: rsd::merge_tree(traces).unwrap(),
-    }
-}
-
 fn small(n: u32, iters: i64) -> TraceFile {
     build(n, |r| small_rank(r, n, iters))
 }
@@ -117,11 +96,6 @@ fn check_small_files(dir: &Path, n: u32, iters: i64) {
         2 * n as u64 * BLOCK as u64
     );
     assert_eq!(size(dir.join("log.txt")), 100);
-}
-
-fn assert_clean(r: &Report) {
-    assert!(r.mismatches.is_empty(), "{}", r.render());
-    assert_eq!(r.failed, 0, "{}", r.render());
 }
 
 #[test]
@@ -293,10 +267,6 @@ fn mpirun(np: u32, args: &[&str]) -> std::process::Output {
         .expect("mpirun runs")
 }
 
-fn have_mpirun() -> bool {
-    Command::new("mpirun").arg("--version").output().is_ok()
-}
-
 /// Replays `trace` under `mpirun -np n` into `root` (created) with `extra` options, and checks
 /// what every MPI replay must give: success, counts and bytes equal to the trace's, no failed
 /// call. Returns the JSON report and stdout.
@@ -326,71 +296,6 @@ fn replay_mpi(n: u32, trace: &Path, root: &Path, extra: &[&str]) -> (serde_json:
     assert_eq!(j["mismatches"].as_array().unwrap().len(), 0, "{stdout}");
     assert_eq!(j["failed"], 0, "{stdout}");
     (j, stdout)
-}
-
-/// The build's target directory: CARGO_TARGET_DIR when set (as `cargo test` sees it), else the
-/// workspace's `target/`.
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
-
-/// The tracer's preload library of this build, if it was built (`cargo build --release -p
-/// tracer`).
-fn tracer_lib() -> Option<PathBuf> {
-    let p = target_dir().join("release/libiotrex_tracer.so");
-    p.exists().then_some(p)
-}
-
-/// Builds `tests/apps/<name>.c` with mpicc into `dir`.
-fn mpicc(name: &str, dir: &Path) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/apps/{name}.c"));
-    let bin = dir.join(name);
-    let out = Command::new("mpicc")
-        .args(["-O1", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .output();
-    out.is_ok_and(|o| o.status.success()).then_some(bin)
-}
-
-/// Runs `app args` on `np` ranks under the tracer, which writes `trace`.
-fn trace_app(np: u32, tracer: &Path, app: &Path, args: &[&str], trace: &Path) {
-    let out = Command::new("timeout")
-        .args(["-k", "5", "60", "mpirun", "--oversubscribe", "-np"])
-        .arg(np.to_string())
-        .args(["-x", &format!("LD_PRELOAD={}", tracer.display())])
-        .args(["-x", &format!("IOTREX_OUT={}", trace.display())])
-        .arg(app)
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .output()
-        .expect("mpirun runs");
-    assert!(
-        out.status.success() && trace.exists(),
-        "traced run failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// What a mini-app needs: the tracer, mpirun and mpicc. Prints why a test is skipped.
-fn app_setup(name: &str, dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    let (Some(tracer), true) = (tracer_lib(), have_mpirun()) else {
-        eprintln!(
-            "skipped: needs {}/release/libiotrex_tracer.so and mpirun",
-            target_dir().display()
-        );
-        return None;
-    };
-    let Some(app) = mpicc(name, dir) else {
-        eprintln!("skipped: mpicc failed on tests/apps/{name}.c");
-        return None;
-    };
-    Some((tracer, app))
 }
 
 fn ops_of(j: &serde_json::Value) -> Vec<(String, u64, u64)> {
