@@ -103,13 +103,6 @@ fn rich(n: u32, iters: i64) -> TraceFile {
     build(n, |r| rich_rank(r, n, iters))
 }
 
-fn opts(comm: CommMode) -> Options {
-    Options {
-        comm,
-        ..Options::default()
-    }
-}
-
 /// Replays `tf` into a fresh directory with at most `max` OS threads.
 fn replay(tf: &TraceFile, o: &Options, max: u32) -> (Report, tempfile::TempDir) {
     let d = tempfile::tempdir_in("/dev/shm")

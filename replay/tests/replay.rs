@@ -66,13 +66,6 @@ fn small(n: u32, iters: i64) -> TraceFile {
     build(n, |r| small_rank(r, n, iters))
 }
 
-fn opts(comm: CommMode) -> Options {
-    Options {
-        comm,
-        ..Options::default()
-    }
-}
-
 fn threads(tf: &TraceFile, dir: &Path, o: &Options) -> Report {
     let root = Root::new(dir).unwrap();
     replay::run_threads(tf, &root, o).unwrap()

@@ -4,7 +4,7 @@
 // Each test crate uses its own subset of these.
 #![allow(dead_code)]
 
-use replay::Report;
+use replay::{CommMode, Options, Report};
 use rsd::trace::{RawEvent, Trace};
 use rsd::{Compressor, Header, TraceFile};
 use std::path::{Path, PathBuf};
@@ -105,4 +105,12 @@ pub fn app_setup(name: &str, dir: &Path) -> Option<(PathBuf, PathBuf)> {
         return None;
     };
     Some((tracer, app))
+}
+
+/// Default options with `comm`.
+pub fn opts(comm: CommMode) -> Options {
+    Options {
+        comm,
+        ..Options::default()
+    }
 }
