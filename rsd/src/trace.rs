@@ -220,13 +220,10 @@ impl Trace {
     }
 }
 
-/// Evaluates an event for `rank` at iteration indices `idx`.
+/// Evaluates an event for `rank` at iteration indices `idx`; `rank` must run the event's node
+/// (the events [`visit`] hands out).
 pub fn flatten_event(e: &Event, rank: u32, idx: &mut Vec<u64>) -> FlatEvent {
-    let mut params: Vec<i64> = e
-        .params
-        .iter()
-        .map(|p| p.eval(rank, idx).unwrap_or(0))
-        .collect();
+    let mut params: Vec<i64> = e.params.iter().map(|p| p.eval_member(rank, idx)).collect();
     // The path's fields come last; splitting them off leaves the schema parameters in place
     // (no second vector for them, and none at all for the fields of a path-less call).
     let fields = params.split_off(params.len() - e.nfields());
@@ -282,7 +279,7 @@ pub fn visit(
                 if idx.len() >= crate::value::MAX_DEPTH {
                     return false;
                 }
-                let iters = l.iters.eval(rank, idx).unwrap_or(0).max(0) as u64;
+                let iters = l.iters.eval_member(rank, idx).max(0) as u64;
                 idx.push(0);
                 for i in 0..iters {
                     *idx.last_mut().expect("pushed") = i;

@@ -464,6 +464,17 @@ impl Elastic {
             .map(|g| eval_at(&g.val, rank, idx))
     }
 
+    /// The value at `rank` and `idx` for a rank known to run the node the value belongs to (as
+    /// [`crate::trace::visit`] guarantees): a value's groups cover its node's ranks, so a
+    /// single group is that rank's without a rank-set lookup, which was a tenth of a replay's
+    /// instructions. A rank no group covers gives 0, as `eval(..).unwrap_or(0)`.
+    pub fn eval_member(&self, rank: u32, idx: &[u64]) -> i64 {
+        match self.groups.as_slice() {
+            [g] => eval_at(&g.val, rank, idx),
+            _ => self.eval(rank, idx).unwrap_or(0),
+        }
+    }
+
     /// `self = self.merge(other)`, in place when both sides are one group with the same value.
     pub fn merge_with(&mut self, other: &Elastic) {
         if let Some(m) = self.merge_two_ranks(other) {
@@ -850,8 +861,37 @@ mod eval_in_place {
                 for idx in [vec![], vec![3], vec![0, 2], vec![4, 1, 7], vec![9, 9, 9, 9]] {
                     let slow = e.for_rank(rank).map(|v| v.eval(&idx));
                     assert_eq!(e.eval(rank, &idx), slow, "{e:?} rank {rank} idx {idx:?}");
+                    assert_eq!(Some(e.eval_member(rank, &idx)), slow);
                 }
             }
         }
+    }
+
+    #[test]
+    fn eval_member_finds_the_ranks_group_among_several() {
+        // Even ranks 2*r, odd ranks 1000 + r: two groups; every rank is a member of one.
+        let e = Elastic {
+            groups: vec![
+                Group {
+                    ranks: crate::ranks::RankSet::from_sorted(&[0, 2, 4, 6, 8, 10, 12, 14]),
+                    val: Val::Const(RankFn::Affine { a: 2, b: 0 }),
+                },
+                Group {
+                    ranks: crate::ranks::RankSet::from_sorted(&[1, 3, 5, 7, 9, 11, 13, 15]),
+                    val: Val::Const(RankFn::Affine { a: 1, b: 1000 }),
+                },
+            ],
+        };
+        for r in 0..16u32 {
+            let want = if r % 2 == 0 {
+                2 * r as i64
+            } else {
+                1000 + r as i64
+            };
+            assert_eq!(e.eval_member(r, &[]), want);
+            assert_eq!(e.eval(r, &[]), Some(want));
+        }
+        // Outside every group (a rank the node does not run): 0, as eval(..).unwrap_or(0).
+        assert_eq!(e.eval_member(99, &[]), 0);
     }
 }
