@@ -33,6 +33,8 @@ for a in ior_like io_sample comm_mix; do mpicc -O2 -o "$W/$a" tests/apps/$a.c; d
 cc -O2 -o "$W/pwrite_loop" replay/bench/pwrite_loop.c
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# The median and the range of the numbers read: "median min max".
+median_range() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)], a[1], a[NR]}'; }
 # One collective-buffering aggregator, as in demo.sh, so every run aggregates the same way.
 MPIRUN=(mpirun --mca btl self,vader --mca io_ompio_num_aggregators 1)
 
@@ -64,11 +66,11 @@ replay() {
     else
       echo "replay of $tr ($mode, --comm $comm) failed:" >&2; tail -5 "$W/replay.log" >&2
     fi
-  done | median
+  done | median_range
 }
 
 echo "== 1. fidelity: replay vs traced wall time ($(nproc) cores; traced: median [min-max] of $TRACES runs; mpi: median of $REPEAT replays)   target: within 10%"
-printf '%-15s %3s %24s   %-7s %-5s %-7s %11s %9s\n' app ranks "traced" mode comm compute replay "vs traced"
+printf '%-15s %3s %24s   %-7s %-5s %-7s %11s %9s   %s\n' app ranks "traced" mode comm compute replay "vs traced" "replays' range vs traced"
 for np in $NPS; do
   for spec in "${APPS[@]}"; do
     name=${spec%%|*}; cmd=${spec#*|}
@@ -94,11 +96,11 @@ for np in $NPS; do
     # ranks than cores, include waits for a core that a real replay meets again.
     for run in "mpi delay mean" "mpi real mean" "mpi real work" "threads delay mean" "threads real mean"; do
       set -- $run
-      rep=$(replay "$tr" "$np" "$1" "$2" "$3")
-      awk -v n="$name" -v np="$np" -v t="$traced" -v sp="$spread" -v m="$1" -v c="$2" -v k="$3" -v r="$rep" 'BEGIN {
+      read -r rep lo hi < <(replay "$tr" "$np" "$1" "$2" "$3"; echo)
+      awk -v n="$name" -v np="$np" -v t="$traced" -v sp="$spread" -v m="$1" -v c="$2" -v k="$3" -v r="$rep" -v lo="$lo" -v hi="$hi" 'BEGIN {
         tt = sprintf("%.1fms [%s]", t/1e6, sp)
         if (r == "") { printf "%-15s %3d %24s   %-7s %-5s %-7s %11s\n", n, np, tt, m, c, k, "failed"; exit }
-        printf "%-15s %3d %24s   %-7s %-5s %-7s %9.1fms %+8.1f%%\n", n, np, tt, m, c, k, r/1e6, (r-t)/t*100 }'
+        printf "%-15s %3d %24s   %-7s %-5s %-7s %9.1fms %+8.1f%%   [%+.0f%%, %+.0f%%]\n", n, np, tt, m, c, k, r/1e6, (r-t)/t*100, (lo-t)/t*100, (hi-t)/t*100 }'
     done
   done
 done
