@@ -177,6 +177,16 @@ impl Pattern {
         buf
     }
 
+    /// Runs `f` on a read buffer of `n` bytes taken as [`Pattern::take_read_buf`] does, then
+    /// gives it back to `own` and trims it ([`Pattern::trim_read_buf`]).
+    pub fn with_read_buf<T>(own: &mut Vec<u8>, n: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
+        let mut buf = Pattern::take_read_buf(own, n);
+        let r = f(&mut buf);
+        *own = buf;
+        Pattern::trim_read_buf(own);
+        r
+    }
+
     /// After a read: a buffer above [`Pattern::READ_BUF_OWN`] leaves the rank, onto the free
     /// list (or freed, above [`Pattern::READ_BUF_KEEP`] or when the list is full).
     pub fn trim_read_buf(buf: &mut Vec<u8>) {
@@ -314,6 +324,21 @@ fn fd_in<'f>(fds: &'f mut HashMap<i64, File>, e: &FlatEvent) -> Result<&'f mut F
     fds.get_mut(&id).ok_or_else(|| {
         format!(
             "{}: descriptor {id} is not open (its open was not replayed)",
+            e.op.name()
+        )
+    })
+}
+
+/// The open stream an event's `stream` parameter names (a free function for the same reason
+/// as [`fd_in`]).
+fn stream_in<'s>(
+    streams: &'s mut HashMap<i64, Stream>,
+    e: &FlatEvent,
+) -> Result<&'s mut Stream, String> {
+    let id = param(e, "stream");
+    streams.get_mut(&id).ok_or_else(|| {
+        format!(
+            "{}: stream {id} is not open (its fopen was not replayed)",
             e.op.name()
         )
     })
@@ -521,12 +546,8 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                     let mut nested_io = Duration::ZERO;
                     if self.rt.via_children(e) {
                         self.timed_io(e.op, |s| s.mpiio(e, true));
-                        let fh = param(e, "fh");
-                        let parent = self.fh_paths.get(&fh).cloned();
                         let t1 = Instant::now();
-                        for c in &e.children {
-                            self.nested_posix(c, parent.as_deref().map(|p| (p, fh)));
-                        }
+                        self.issue_children(e);
                         nested_io = t1.elapsed();
                     } else {
                         self.timed_io(e.op, |s| s.mpiio(e, false));
@@ -552,11 +573,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 LayerView::Posix => {
                     self.track_fh(e);
                     self.stats.count(e.op, e.op.data_bytes(&e.params), true);
-                    let fh = param(e, "fh");
-                    let parent = self.fh_paths.get(&fh).cloned();
-                    for c in &e.children {
-                        self.nested_posix(c, parent.as_deref().map(|p| (p, fh)));
-                    }
+                    self.issue_children(e);
                 }
             },
             Layer::Mpi => self.mpi(e, t),
@@ -582,6 +599,15 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 self.fh_paths.remove(&param(e, "fh"));
             }
             _ => {}
+        }
+    }
+
+    /// Issues the POSIX calls nested in MPI-IO call `e`, on its file.
+    fn issue_children(&mut self, e: &FlatEvent) {
+        let fh = param(e, "fh");
+        let parent = self.fh_paths.get(&fh).cloned();
+        for c in &e.children {
+            self.nested_posix(c, parent.as_deref().map(|p| (p, fh)));
         }
     }
 
@@ -677,13 +703,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
     }
 
     fn stream(&mut self, e: &FlatEvent) -> Result<&mut Stream, String> {
-        let id = param(e, "stream");
-        self.streams.get_mut(&id).ok_or_else(|| {
-            format!(
-                "{}: stream {id} is not open (its fopen was not replayed)",
-                e.op.name()
-            )
-        })
+        stream_in(&mut self.streams, e)
     }
 
     /// Issues an MPI-IO call; with `sync_only`, everything but its data transfer (its nested
@@ -822,19 +842,18 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             }
             Op::Read | Op::Readv => {
                 let n = size(param(e, "ret"));
-                let mut buf = Pattern::take_read_buf(&mut self.rbuf, n);
-                let r = self
-                    .fd(e)
-                    .and_then(|f| read_up_to(|b| f.read(b), &mut buf).map_err(|er| io("", er)));
-                self.rbuf = buf;
-                Pattern::trim_read_buf(&mut self.rbuf);
-                r?
+                let fds = &mut self.fds;
+                Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
+                    fd_in(fds, e)
+                        .and_then(|f| read_up_to(|b| f.read(b), buf).map_err(|er| io("", er)))
+                })?
             }
             Op::Pread | Op::Preadv => {
                 let n = size(param(e, "ret"));
                 let off = param(e, "offset").max(0) as u64;
-                let mut buf = Pattern::take_read_buf(&mut self.rbuf, n);
-                let r = self.fd(e).and_then(|f| {
+                let fds = &mut self.fds;
+                Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
+                    let f = fd_in(fds, e)?;
                     let mut pos = off;
                     read_up_to(
                         |b| {
@@ -842,13 +861,10 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                             pos += k as u64;
                             Ok(k)
                         },
-                        &mut buf,
+                        buf,
                     )
                     .map_err(|er| io("", er))
-                });
-                self.rbuf = buf;
-                Pattern::trim_read_buf(&mut self.rbuf);
-                r?
+                })?
             }
             Op::Lseek => {
                 let off = param(e, "offset");
@@ -943,14 +959,12 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             }
             Op::Fread => {
                 let n = op.data_bytes(&e.params) as usize;
-                let mut buf = Pattern::take_read_buf(&mut self.rbuf, n);
-                let r = self.stream(e).and_then(|s| {
+                let streams = &mut self.streams;
+                Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
+                    let s = stream_in(streams, e)?;
                     s.flush().map_err(|er| io("", er))?;
-                    read_up_to(|b| s.file.read(b), &mut buf).map_err(|er| io("", er))
-                });
-                self.rbuf = buf;
-                Pattern::trim_read_buf(&mut self.rbuf);
-                r?
+                    read_up_to(|b| s.file.read(b), buf).map_err(|er| io("", er))
+                })?
             }
             Op::Fseek => {
                 let off = param(e, "offset");

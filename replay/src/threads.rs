@@ -208,48 +208,29 @@ impl CommObj {
             return crate::sched::wait_until(|| self.poll_recv(sh, b, src, tag).transpose());
         }
         let mut q = b.q.lock().map_err(|_| "poisoned mailbox")?;
-        loop {
-            if let Some(i) = q
-                .iter()
-                .position(|m| src.is_none_or(|s| s == m.src) && tag.is_none_or(|t| t == m.tag))
-            {
-                q.remove(i);
-                return Ok(());
-            }
+        while !self.take_msg(sh, &mut q, src, tag)? {
             let (nq, _) = b.cv.wait_timeout(q, POLL).map_err(|_| "poisoned mailbox")?;
             q = nq;
-            sh.check(&[])?;
-            if let Some(s) = src
-                && sh.finished[self.members[s] as usize].load(Ordering::Relaxed)
-                && !q.iter().any(|m| m.src == s)
-            {
-                return Err(format!(
-                    "rank {} finished without sending this message",
-                    self.members[s]
-                ));
-            }
         }
+        Ok(())
     }
-}
 
-impl CommObj {
-    /// One look at a mailbox for a pooled receive: `Ok(Some(()))` when a matching message was
-    /// taken, `Ok(None)` to wait on, `Err` when it can never come. The same checks as the
-    /// threads' loop in [`CommObj::recv`].
-    fn poll_recv(
+    /// One look at a locked mailbox: `Ok(true)` when a matching message was taken,
+    /// `Ok(false)` to wait on, `Err` when it can never come (the replay aborted, or the source
+    /// finished without sending it).
+    fn take_msg(
         &self,
         sh: &Shared,
-        b: &Mailbox,
+        q: &mut Vec<Msg>,
         src: Option<usize>,
         tag: Option<i64>,
-    ) -> Result<Option<()>, String> {
-        let mut q = b.q.lock().map_err(|_| "poisoned mailbox")?;
+    ) -> Result<bool, String> {
         if let Some(i) = q
             .iter()
             .position(|m| src.is_none_or(|s| s == m.src) && tag.is_none_or(|t| t == m.tag))
         {
             q.remove(i);
-            return Ok(Some(()));
+            return Ok(true);
         }
         sh.check(&[])?;
         if let Some(s) = src
@@ -261,7 +242,20 @@ impl CommObj {
                 self.members[s]
             ));
         }
-        Ok(None)
+        Ok(false)
+    }
+
+    /// [`CommObj::take_msg`] for a pooled receive: `Ok(Some(()))` when a message was taken,
+    /// `Ok(None)` to wait on.
+    fn poll_recv(
+        &self,
+        sh: &Shared,
+        b: &Mailbox,
+        src: Option<usize>,
+        tag: Option<i64>,
+    ) -> Result<Option<()>, String> {
+        let mut q = b.q.lock().map_err(|_| "poisoned mailbox")?;
+        Ok(self.take_msg(sh, &mut q, src, tag)?.then_some(()))
     }
 }
 
@@ -303,8 +297,6 @@ pub struct ThreadsRuntime {
     pending: Vec<(i64, i64, Option<usize>, Option<i64>)>,
     /// This rank's read buffer (see [`Pattern::trim_read_buf`]).
     rbuf: Vec<u8>,
-    /// Set for [`Runtime::mpiio_sync`]: the call is made without its data transfer.
-    no_data: bool,
 }
 
 impl ThreadsRuntime {
@@ -321,7 +313,6 @@ impl ThreadsRuntime {
             files: HashMap::new(),
             pending: Vec::new(),
             rbuf: Vec::new(),
-            no_data: false,
         }
     }
 
@@ -442,13 +433,16 @@ fn fh_err(id: i64) -> String {
     format!("file handle {id} is not open (its MPI_File_open was not replayed)")
 }
 
-impl Runtime for ThreadsRuntime {
-    fn mpiio(
+impl ThreadsRuntime {
+    /// An MPI-IO call as positioned I/O on the shared file; without `move_data`, all but the
+    /// transfer itself ([`Runtime::mpiio_sync`]: the nested POSIX calls move the data).
+    fn file_call(
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
         types: &Types,
         data: &mut Pattern,
+        move_data: bool,
     ) -> Result<u64, String> {
         let op = e.op;
         let fh = param(e, "fh");
@@ -596,12 +590,11 @@ impl Runtime for ThreadsRuntime {
             _ => return Ok(0),
         };
         drop(sh);
-        // `off` is the position in the view's data; the regions are where it lands in the
-        // file: one run from the displacement, or one per filetype block it crosses.
-        if self.no_data {
-            // The nested POSIX calls the MPI library made move the data.
+        if !move_data {
             return Ok(bytes as u64);
         }
+        // `off` is the position in the view's data; the regions are where it lands in the
+        // file: one run from the displacement, or one per filetype block it crosses.
         let regions = match &f.view {
             None => vec![((f.disp + off).max(0) as u64, bytes as usize)],
             Some(flat) => flat.pieces(f.disp, off, bytes),
@@ -617,10 +610,8 @@ impl Runtime for ThreadsRuntime {
             }
             Ok(bytes as u64)
         } else {
-            let mut rbuf = Pattern::take_read_buf(&mut self.rbuf, bytes as usize);
-            let r = {
+            Pattern::with_read_buf(&mut self.rbuf, bytes as usize, |rbuf| {
                 let mut got = 0usize;
-                let mut r = Ok(());
                 'regions: for (o, n) in regions {
                     let end = got + n;
                     let mut pos = o;
@@ -632,19 +623,25 @@ impl Runtime for ThreadsRuntime {
                                 got += k;
                                 pos += k as u64;
                             }
-                            Err(er) => {
-                                r = Err(er.to_string());
-                                break 'regions;
-                            }
+                            Err(er) => return Err(er.to_string()),
                         }
                     }
                 }
-                r.map(|()| got as u64)
-            };
-            self.rbuf = rbuf;
-            Pattern::trim_read_buf(&mut self.rbuf);
-            r
+                Ok(got as u64)
+            })
         }
+    }
+}
+
+impl Runtime for ThreadsRuntime {
+    fn mpiio(
+        &mut self,
+        e: &FlatEvent,
+        path: Option<&Path>,
+        types: &Types,
+        data: &mut Pattern,
+    ) -> Result<u64, String> {
+        self.file_call(e, path, types, data, true)
     }
 
     fn mpi(&mut self, e: &FlatEvent, _types: &Types, bookkeeping_only: bool) -> Result<(), String> {
@@ -748,9 +745,6 @@ impl Runtime for ThreadsRuntime {
         types: &Types,
         data: &mut Pattern,
     ) -> Result<u64, String> {
-        self.no_data = true;
-        let r = self.mpiio(e, path, types, data);
-        self.no_data = false;
-        r
+        self.file_call(e, path, types, data, false)
     }
 }
