@@ -224,7 +224,7 @@ pub fn run_threads_capped(
     // walk of every rank first).
     let done0 = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let _bar = progress::Progress::start(
-        progress::calls_of(&tf.trace.nodes, 0),
+        || progress::calls_of(&tf.trace.nodes, 0),
         done0.clone(),
         &if n == 1 {
             "1 rank as a thread:".to_string()

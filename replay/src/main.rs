@@ -354,7 +354,7 @@ fn mpi_replay(
     let bar = (rank == 0)
         .then(|| {
             replay::progress::Progress::start(
-                replay::progress::calls_of(&tf.trace.nodes, 0),
+                || replay::progress::calls_of(&tf.trace.nodes, 0),
                 done.clone(),
                 "rank 0:",
             )

@@ -28,13 +28,20 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Starts a bar of `total` calls fed by `done`, when standard error is a terminal and the
-    /// replay is long enough to watch (otherwise nothing is drawn and `None` is returned).
-    pub fn start(total: u64, done: Arc<AtomicU64>, what: &str) -> Option<Progress> {
-        if !std::io::IsTerminal::is_terminal(&std::io::stderr())
-            || std::env::var_os("CI").is_some()
-            || total < 1000
+    /// Starts a bar of `total()` calls fed by `done`, when standard error is a terminal and
+    /// the replay is long enough to watch (otherwise nothing is drawn and `None` is returned).
+    /// `total` is only called for a terminal: counting walks every call of the rank.
+    pub fn start(
+        total: impl FnOnce() -> u64,
+        done: Arc<AtomicU64>,
+        what: &str,
+    ) -> Option<Progress> {
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) || std::env::var_os("CI").is_some()
         {
+            return None;
+        }
+        let total = total();
+        if total < 1000 {
             return None;
         }
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
