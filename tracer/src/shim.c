@@ -1,6 +1,7 @@
-/* Variadic hooks (fprintf, dprintf and their fortified forms). Rust (stable) cannot define C-variadic functions, so the exported
- * `fprintf` / `__fprintf_chk` symbols are naked jumps in Rust (lib's `stdio` module) to these
- * hidden functions, which build the va_list and hand it to the Rust hooks. */
+/* Variadic hooks (fprintf, dprintf, execl and their fortified forms). Rust (stable) cannot
+ * define C-variadic functions, so the exported symbols (`fprintf`, `__fprintf_chk`, ...) are
+ * naked jumps in Rust to these hidden functions, which build the va_list (or the argument
+ * vector) and hand it to the Rust hooks. */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -63,8 +64,12 @@ int iotrex_execve_hook(const char *path, char *const argv[], char *const envp[])
         va_end(c_);                                                                           \
     } while (0)
 
-/* Fills argv (n + 2 slots) from `arg` and the variadic arguments. */
-#define IOTREX_FILL_ARGS(arg, n, argv)                                                        \
+/* Declares `n` (the arguments after `arg`) and `argv`, a NULL-terminated vector of `arg` and
+ * them on this function's stack (alloca: a macro, not a function, so it stays in the frame). */
+#define IOTREX_ARGV(arg, n, argv)                                                             \
+    size_t n;                                                                                 \
+    IOTREX_COUNT_ARGS(arg, n);                                                                \
+    char **argv = alloca((n + 2) * sizeof(char *));                                           \
     do {                                                                                      \
         va_list a_;                                                                           \
         va_start(a_, arg);                                                                    \
@@ -77,27 +82,20 @@ int iotrex_execve_hook(const char *path, char *const argv[], char *const envp[])
     } while (0)
 
 __attribute__((visibility("hidden"))) int iotrex_c_execl(const char *path, const char *arg, ...) {
-    size_t n;
-    IOTREX_COUNT_ARGS(arg, n);
-    char **argv = alloca((n + 2) * sizeof(char *));
-    IOTREX_FILL_ARGS(arg, n, argv);
+    IOTREX_ARGV(arg, n, argv);
+    (void)n;
     return iotrex_execv_hook(path, argv);
 }
 
 __attribute__((visibility("hidden"))) int iotrex_c_execlp(const char *file, const char *arg, ...) {
-    size_t n;
-    IOTREX_COUNT_ARGS(arg, n);
-    char **argv = alloca((n + 2) * sizeof(char *));
-    IOTREX_FILL_ARGS(arg, n, argv);
+    IOTREX_ARGV(arg, n, argv);
+    (void)n;
     return iotrex_execvp_hook(file, argv);
 }
 
 /* execle: the environment follows the NULL that ends the arguments. */
 __attribute__((visibility("hidden"))) int iotrex_c_execle(const char *path, const char *arg, ...) {
-    size_t n;
-    IOTREX_COUNT_ARGS(arg, n);
-    char **argv = alloca((n + 2) * sizeof(char *));
-    IOTREX_FILL_ARGS(arg, n, argv);
+    IOTREX_ARGV(arg, n, argv);
     va_list e;
     va_start(e, arg);
     if (arg)
