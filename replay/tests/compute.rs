@@ -2,39 +2,36 @@
 //! modes sleep: checked by the CPU time the replay process used, read from the kernel when it
 //! is reaped (wait4's rusage), not by wall time.
 
+mod common;
+
 use rsd::trace::RawEvent;
-use rsd::{Compressor, Header, Op, TraceFile};
+use rsd::{Op, TraceFile};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
 
+/// A call after a compute gap of `gap_ns` that lasted `dur_ns`.
+fn timed(op: Op, site: u64, params: Vec<i64>, gap_ns: u64, dur_ns: u64) -> RawEvent {
+    let mut e = RawEvent::new(op, 0x5100 + site, params);
+    e.gap_ns = gap_ns;
+    e.dur_ns = dur_ns;
+    e
+}
+
 /// One rank: open, then `n` pwrites each after a compute gap of `gap_ms` ms, close.
 fn trace(n: i64, gap_ms: u64) -> TraceFile {
-    let mut c = Compressor::new(0);
-    let mut push = |op, site: u64, params: Vec<i64>, path: Option<&str>, gap_ns: u64| {
-        let mut e = RawEvent::new(op, 0x5100 + site, params);
-        e.gap_ns = gap_ns;
-        e.dur_ns = 1_000;
-        e.path = path.map(str::to_string);
-        c.push(&e);
-    };
-    push(Op::Open, 1, vec![0o1101, 0o644, 3], Some("work.dat"), 1_000);
-    for i in 0..n {
-        push(
-            Op::Pwrite,
-            2,
-            vec![3, 4096, i * 4096, 4096],
-            None,
-            gap_ms * 1_000_000,
-        );
-    }
-    push(Op::Close, 3, vec![3], None, 1_000);
-    let mut header = Header::new(1);
-    header.wall_ns = n as u64 * gap_ms * 1_000_000;
-    TraceFile {
-        header,
-        trace: c.finish(),
-    }
+    common::build(1, |_| {
+        let mut v = vec![common::with_path(
+            timed(Op::Open, 1, vec![0o1101, 0o644, 3], 1_000, 1_000),
+            "work.dat",
+        )];
+        for i in 0..n {
+            let params = vec![3, 4096, i * 4096, 4096];
+            v.push(timed(Op::Pwrite, 2, params, gap_ms * 1_000_000, 1_000));
+        }
+        v.push(timed(Op::Close, 3, vec![3], 1_000, 1_000));
+        v
+    })
 }
 
 /// Runs `iotrex-replay --threads` with `--compute mode`; returns the child's user + system CPU
@@ -103,35 +100,24 @@ fn compute_work_burns_the_gaps_where_mean_sleeps_them() {
 /// Two ranks, each: open a shared file collectively, then `n` collective writes of its own
 /// 4 KiB piece that took `dur_ms` each when traced (no nested calls: all exchange and waiting).
 fn collective_trace(n: i64, dur_ms: u64) -> TraceFile {
-    let traces = (0..2u32)
-        .map(|r| {
-            let mut c = Compressor::new(r);
-            let mut push = |op, site: u64, params: Vec<i64>, path: Option<&str>, dur_ns: u64| {
-                let mut e = RawEvent::new(op, 0x5200 + site, params);
-                e.gap_ns = 1_000;
-                e.dur_ns = dur_ns;
-                e.path = path.map(str::to_string);
-                c.push(&e);
-            };
-            push(Op::FileOpen, 1, vec![0, 5, 0], Some("coll.dat"), 1_000);
-            for i in 0..n {
-                let off = (i * 2 + r as i64) * 4096;
-                push(
-                    Op::FileWriteAtAll,
-                    2,
-                    vec![0, off, 4096, 1, 4096],
-                    None,
-                    dur_ms * 1_000_000,
-                );
-            }
-            push(Op::FileClose, 3, vec![0], None, 1_000);
-            c.finish()
-        })
-        .collect();
-    TraceFile {
-        header: Header::new(2),
-        trace: rsd::merge_tree(traces).unwrap(),
-    }
+    common::build(2, |r| {
+        let mut v = vec![common::with_path(
+            timed(Op::FileOpen, 11, vec![0, 5, 0], 1_000, 1_000),
+            "coll.dat",
+        )];
+        for i in 0..n {
+            let params = vec![0, (i * 2 + r as i64) * 4096, 4096, 1, 4096];
+            v.push(timed(
+                Op::FileWriteAtAll,
+                12,
+                params,
+                1_000,
+                dur_ms * 1_000_000,
+            ));
+        }
+        v.push(timed(Op::FileClose, 13, vec![0], 1_000, 1_000));
+        v
+    })
 }
 
 #[test]
