@@ -114,19 +114,7 @@ fn replay(tf: &TraceFile, o: &Options, max: u32) -> (Report, tempfile::TempDir) 
 }
 
 fn ops(r: &Report) -> Vec<(String, u64, u64)> {
-    let j = serde_json::to_value(r).unwrap();
-    j["ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["op"].as_str().unwrap().to_string(),
-                o["count"].as_u64().unwrap(),
-                o["bytes"].as_u64().unwrap(),
-            )
-        })
-        .collect()
+    ops_of(&serde_json::to_value(r).unwrap())
 }
 
 /// Every file under `dir`, by relative path, with its contents.

@@ -291,21 +291,6 @@ fn replay_mpi(n: u32, trace: &Path, root: &Path, extra: &[&str]) -> (serde_json:
     (j, stdout)
 }
 
-fn ops_of(j: &serde_json::Value) -> Vec<(String, u64, u64)> {
-    j["ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["op"].as_str().unwrap().to_string(),
-                o["count"].as_u64().unwrap(),
-                o["bytes"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn mpirun_4_and_8_ranks_match_trace_and_threads() {
     if !have_mpirun() {

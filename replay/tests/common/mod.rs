@@ -114,3 +114,19 @@ pub fn opts(comm: CommMode) -> Options {
         ..Options::default()
     }
 }
+
+/// (op, count, bytes) of every row of a JSON report.
+pub fn ops_of(j: &serde_json::Value) -> Vec<(String, u64, u64)> {
+    j["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["op"].as_str().unwrap().to_string(),
+                o["count"].as_u64().unwrap(),
+                o["bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
