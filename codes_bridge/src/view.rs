@@ -21,7 +21,7 @@
 use crate::error::CodesError;
 use crate::hash::file_id;
 use crate::walk::Ev;
-use rsd::{Layer, Op};
+use rsd::{Layer, Op, Param};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Linux open(2) flag values, as the tracer records them and as CODES tests `O_CREAT`.
@@ -268,18 +268,18 @@ impl Mapper {
 
     fn mpi(&mut self, ev: &Ev, sink: &mut dyn Sink) -> Result<(), CodesError> {
         match ev.op {
-            Op::Barrier if !self.sub_comms.contains(&ev.p("comm")) => {
+            Op::Barrier if !self.sub_comms.contains(&ev.p(Param::Comm)) => {
                 // The barrier's own duration is waiting for other ranks, which the simulator
                 // reproduces by synchronising; counting it as a delay would wait twice.
                 self.emit(Kind::Barrier, -1, 0, 0, sink)
             }
             Op::CommSplit | Op::CommCreate | Op::CommSplitType => {
-                self.sub_comms.insert(ev.p("newcomm"));
+                self.sub_comms.insert(ev.p(Param::Newcomm));
                 self.delay(ev)
             }
             Op::CommDup => {
-                if self.sub_comms.contains(&ev.p("comm")) {
-                    self.sub_comms.insert(ev.p("newcomm"));
+                if self.sub_comms.contains(&ev.p(Param::Comm)) {
+                    self.sub_comms.insert(ev.p(Param::Newcomm));
                 }
                 self.delay(ev)
             }
@@ -292,7 +292,7 @@ impl Mapper {
         let ctx = match ev.op {
             Op::FileOpen | Op::FileDelete => None,
             _ => ev
-                .param("fh")
+                .get(Param::Fh)
                 .and_then(|fh| self.handles.get(&(Ns::MpiFile, fh)).copied())
                 .filter(|id| self.entries.contains_key(id)),
         };
@@ -312,11 +312,11 @@ impl Mapper {
         match ev.op {
             Op::FileOpen => {
                 if let Some(id) = self.last_opened {
-                    self.handles.insert((Ns::MpiFile, ev.p("fh")), id);
+                    self.handles.insert((Ns::MpiFile, ev.p(Param::Fh)), id);
                 }
             }
             Op::FileClose => {
-                self.handles.remove(&(Ns::MpiFile, ev.p("fh")));
+                self.handles.remove(&(Ns::MpiFile, ev.p(Param::Fh)));
             }
             Op::FileSetView => self.set_view(ev),
             _ => {}
@@ -325,8 +325,8 @@ impl Mapper {
     }
 
     fn set_view(&mut self, ev: &Ev) {
-        if let Some(e) = self.entry_mut(Ns::MpiFile, ev.p("fh")) {
-            e.disp = ev.p("disp").max(0) as u64;
+        if let Some(e) = self.entry_mut(Ns::MpiFile, ev.p(Param::Fh)) {
+            e.disp = ev.p(Param::Disp).max(0) as u64;
             // MPI_File_set_view resets the individual file pointer to the view's start.
             e.pos = 0;
         }
@@ -338,10 +338,11 @@ impl Mapper {
     }
 
     fn mpiio_alone(&mut self, ev: &Ev, sink: &mut dyn Sink) -> Result<(), CodesError> {
-        let fh = ev.p("fh");
+        // MPI_File_delete names no handle.
+        let fh = ev.get(Param::Fh).unwrap_or(0);
         match ev.op {
             Op::FileOpen if fh >= 0 => {
-                let flags = amode_flags(ev.p("amode"));
+                let flags = amode_flags(ev.p(Param::Amode));
                 let id = self.open(
                     Ns::MpiFile,
                     fh,
@@ -361,7 +362,7 @@ impl Mapper {
             }
             Op::FileClose => self.close(Ns::MpiFile, fh, ev.dur_ns, sink),
             Op::FileSeek => {
-                let (off, wh) = (ev.p("offset"), ev.p("whence"));
+                let (off, wh) = (ev.p(Param::Offset), ev.p(Param::Whence));
                 self.seek(Ns::MpiFile, fh, off, wh);
                 self.delay(ev)
             }
@@ -372,7 +373,7 @@ impl Mapper {
             Op::FileSetSize => {
                 if let Some(e) = self.entry_mut(Ns::MpiFile, fh) {
                     let path = e.path.clone();
-                    self.sizes.insert(path, ev.p("size").max(0) as u64);
+                    self.sizes.insert(path, ev.p(Param::Size).max(0) as u64);
                 }
                 self.delay(ev)
             }
@@ -380,11 +381,11 @@ impl Mapper {
                 let bytes = op.data_bytes(&ev.params);
                 let id = self.lookup(Ns::MpiFile, fh, None, sink)?;
                 let e = &self.entries[&id];
-                let offset = match ev.param("offset") {
+                let offset = match ev.get(Param::Offset) {
                     Some(o) => e.disp + o.max(0) as u64,
                     None => e.disp + e.pos,
                 };
-                if ev.param("offset").is_none() {
+                if ev.get(Param::Offset).is_none() {
                     self.entries.get_mut(&id).expect("looked up").pos += bytes;
                 }
                 self.io(
@@ -403,11 +404,11 @@ impl Mapper {
     fn posix(&mut self, ev: &Ev, ctx: Option<u64>, sink: &mut dyn Sink) -> Result<(), CodesError> {
         let bytes = ev.op.data_bytes(&ev.params);
         match ev.op {
-            Op::Open | Op::Openat if ev.p("fd") >= 0 => {
-                let (flags, mode) = (ev.p("flags"), ev.p("mode"));
+            Op::Open | Op::Openat if ev.p(Param::Fd) >= 0 => {
+                let (flags, mode) = (ev.p(Param::Flags), ev.p(Param::Mode));
                 self.open(
                     Ns::Fd,
-                    ev.p("fd"),
+                    ev.p(Param::Fd),
                     ev.path.as_deref(),
                     flags,
                     mode,
@@ -416,24 +417,24 @@ impl Mapper {
                 )
                 .map(|_| ())
             }
-            Op::Creat if ev.p("fd") >= 0 => {
+            Op::Creat if ev.p(Param::Fd) >= 0 => {
                 let flags = O_WRONLY | O_CREAT | O_TRUNC;
                 self.open(
                     Ns::Fd,
-                    ev.p("fd"),
+                    ev.p(Param::Fd),
                     ev.path.as_deref(),
                     flags,
-                    ev.p("mode"),
+                    ev.p(Param::Mode),
                     ev.dur_ns,
                     sink,
                 )
                 .map(|_| ())
             }
-            Op::Fopen if ev.p("stream") >= 0 => {
-                let flags = fopen_flags(ev.p("mode"));
+            Op::Fopen if ev.p(Param::Stream) >= 0 => {
+                let flags = fopen_flags(ev.p(Param::Mode));
                 self.open(
                     Ns::Stream,
-                    ev.p("stream"),
+                    ev.p(Param::Stream),
                     ev.path.as_deref(),
                     flags,
                     DEFAULT_MODE,
@@ -442,16 +443,16 @@ impl Mapper {
                 )
                 .map(|_| ())
             }
-            Op::Close => self.close(Ns::Fd, ev.p("fd"), ev.dur_ns, sink),
+            Op::Close => self.close(Ns::Fd, ev.p(Param::Fd), ev.dur_ns, sink),
             // A copy of a descriptor is the same open file (and offset) under another number:
             // CODES keeps using the one descriptor it has for it.
-            Op::Dup if ev.p("newfd") >= 0 => {
-                if ev.p("closed") >= 0 {
+            Op::Dup if ev.p(Param::Newfd) >= 0 => {
+                if ev.p(Param::Closed) >= 0 {
                     // dup2/dup3 onto a traced descriptor closed it first.
-                    self.close(Ns::Fd, ev.p("closed"), 0, sink)?;
+                    self.close(Ns::Fd, ev.p(Param::Closed), 0, sink)?;
                 }
-                let id = self.lookup(Ns::Fd, ev.p("fd"), ctx, sink)?;
-                if let Some(old) = self.handles.insert((Ns::Fd, ev.p("newfd")), id)
+                let id = self.lookup(Ns::Fd, ev.p(Param::Fd), ctx, sink)?;
+                if let Some(old) = self.handles.insert((Ns::Fd, ev.p(Param::Newfd)), id)
                     && old != id
                     && let Some(e) = self.entries.get_mut(&old)
                 {
@@ -463,7 +464,7 @@ impl Mapper {
                 self.pending += ev.dur_ns;
                 Ok(())
             }
-            Op::Fclose => self.close(Ns::Stream, ev.p("stream"), ev.dur_ns, sink),
+            Op::Fclose => self.close(Ns::Stream, ev.p(Param::Stream), ev.dur_ns, sink),
             Op::Read
             | Op::Readv
             | Op::Write
@@ -479,9 +480,9 @@ impl Mapper {
                     Ns::Fd
                 };
                 let h = if ns == Ns::Stream {
-                    ev.p("stream")
+                    ev.p(Param::Stream)
                 } else {
-                    ev.p("fd")
+                    ev.p(Param::Fd)
                 };
                 let read = ev.op.dir() == rsd::op::Dir::Read;
                 let id = self.lookup(ns, h, ctx, sink)?;
@@ -495,13 +496,13 @@ impl Mapper {
                 self.io(read, id, bytes, offset, ev.dur_ns, sink)
             }
             Op::Pread | Op::Preadv | Op::Pwrite | Op::Pwritev if bytes > 0 => {
-                let id = self.lookup(Ns::Fd, ev.p("fd"), ctx, sink)?;
+                let id = self.lookup(Ns::Fd, ev.p(Param::Fd), ctx, sink)?;
                 let read = ev.op.dir() == rsd::op::Dir::Read;
                 self.io(
                     read,
                     id,
                     bytes,
-                    ev.p("offset").max(0) as u64,
+                    ev.p(Param::Offset).max(0) as u64,
                     ev.dur_ns,
                     sink,
                 )
@@ -509,22 +510,27 @@ impl Mapper {
             Op::Lseek => {
                 // lseek's result is the new position, exact whatever the whence; a failed
                 // lseek (-1) leaves the position alone.
-                let ret = ev.p("ret");
+                let ret = ev.p(Param::Ret);
                 if ret >= 0
-                    && let Some(e) = self.entry_mut(Ns::Fd, ev.p("fd"))
+                    && let Some(e) = self.entry_mut(Ns::Fd, ev.p(Param::Fd))
                 {
                     e.pos = ret as u64;
                 }
                 self.delay(ev)
             }
             Op::Fseek => {
-                self.seek(Ns::Stream, ev.p("stream"), ev.p("offset"), ev.p("whence"));
+                self.seek(
+                    Ns::Stream,
+                    ev.p(Param::Stream),
+                    ev.p(Param::Offset),
+                    ev.p(Param::Whence),
+                );
                 self.delay(ev)
             }
             Op::Ftruncate => {
-                if let Some(e) = self.entry_mut(Ns::Fd, ev.p("fd")) {
+                if let Some(e) = self.entry_mut(Ns::Fd, ev.p(Param::Fd)) {
                     let path = e.path.clone();
-                    self.sizes.insert(path, ev.p("length").max(0) as u64);
+                    self.sizes.insert(path, ev.p(Param::Length).max(0) as u64);
                 }
                 self.delay(ev)
             }

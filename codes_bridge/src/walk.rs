@@ -5,9 +5,9 @@
 //! which hands over each event node (timing included) in order, and is tested to yield exactly
 //! what `expand` yields, plus timing.
 
-use rsd::Op;
 use rsd::timing::Stats;
 use rsd::trace::{Event, Trace, visit};
+use rsd::{Op, Param};
 
 /// One call of one rank, with its mean timing in whole nanoseconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,18 +24,15 @@ pub(crate) struct Ev {
 }
 
 impl Ev {
-    /// The named schema parameter, or `None` if the call did not record it.
-    pub fn param(&self, name: &str) -> Option<i64> {
-        self.op
-            .schema()
-            .iter()
-            .position(|p| *p == name)
-            .and_then(|i| self.params.get(i).copied())
+    /// Parameter `p`, or `None` when this op has no such parameter ([`Op::get`]).
+    pub fn get(&self, p: Param) -> Option<i64> {
+        self.op.get(&self.params, p)
     }
 
-    /// Like [`Ev::param`], with 0 for a missing parameter.
-    pub fn p(&self, name: &str) -> i64 {
-        self.param(name).unwrap_or(0)
+    /// Parameter `p`, which this op's schema has (debug builds panic when it has not; see
+    /// [`Op::param`]).
+    pub fn p(&self, p: Param) -> i64 {
+        self.op.param(&self.params, p)
     }
 
     /// A call with no path, children or timing; for tests.

@@ -7,7 +7,7 @@ use crate::error::ReplayError;
 use crate::report::RankStats;
 use crate::root::Root;
 use crate::types::Types;
-use rsd::op::{Dir, Layer, Op};
+use rsd::op::{Dir, Handle, Layer, Op, Param};
 use rsd::timing::{Stats, Timing};
 use rsd::trace::{Event, FlatEvent, Node, NodeKind, flatten_event, visit};
 use std::collections::HashMap;
@@ -291,15 +291,6 @@ impl Drop for Stream {
     }
 }
 
-/// Parameter `name` of an event, by its op's schema.
-pub fn param(e: &FlatEvent, name: &str) -> i64 {
-    e.op.schema()
-        .iter()
-        .position(|p| *p == name)
-        .and_then(|i| e.params.get(i).copied())
-        .unwrap_or(0)
-}
-
 /// Reads exactly `n` bytes or up to end of file; returns the count read.
 fn read_up_to(
     mut f: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
@@ -320,7 +311,7 @@ fn read_up_to(
 /// The open file an event's `fd` parameter names. A free function so that a write can borrow
 /// the descriptor table and the pattern buffer at once.
 fn fd_in<'f>(fds: &'f mut HashMap<i64, File>, e: &FlatEvent) -> Result<&'f mut File, String> {
-    let id = param(e, "fd");
+    let id = e.p(Param::Fd);
     fds.get_mut(&id).ok_or_else(|| {
         format!(
             "{}: descriptor {id} is not open (its open was not replayed)",
@@ -335,7 +326,7 @@ fn stream_in<'s>(
     streams: &'s mut HashMap<i64, Stream>,
     e: &FlatEvent,
 ) -> Result<&'s mut Stream, String> {
-    let id = param(e, "stream");
+    let id = e.p(Param::Stream);
     streams.get_mut(&id).ok_or_else(|| {
         format!(
             "{}: stream {id} is not open (its fopen was not replayed)",
@@ -592,11 +583,11 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         match e.op {
             Op::FileOpen => {
                 if let Some(p) = &e.path {
-                    self.fh_paths.insert(param(e, "fh"), p.clone());
+                    self.fh_paths.insert(e.p(Param::Fh), p.clone());
                 }
             }
             Op::FileClose => {
-                self.fh_paths.remove(&param(e, "fh"));
+                self.fh_paths.remove(&e.p(Param::Fh));
             }
             _ => {}
         }
@@ -604,7 +595,8 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
 
     /// Issues the POSIX calls nested in MPI-IO call `e`, on its file.
     fn issue_children(&mut self, e: &FlatEvent) {
-        let fh = param(e, "fh");
+        // MPI_File_delete names no handle.
+        let fh = e.get(Param::Fh).unwrap_or(0);
         let parent = self.fh_paths.get(&fh).cloned();
         for c in &e.children {
             self.nested_posix(c, parent.as_deref().map(|p| (p, fh)));
@@ -615,10 +607,8 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
     /// `--layer posix` or [`Runtime::via_children`]. Its descriptor may be one the MPI library
     /// opened outside the trace: then it is opened on the MPI file's path.
     fn nested_posix(&mut self, c: &FlatEvent, parent: Option<(&str, i64)>) {
-        let fd = param(c, "fd");
-        let opens = matches!(c.op, Op::Open | Op::Openat | Op::Creat);
-        if !opens
-            && c.op.schema().first() == Some(&"fd")
+        let fd = c.get(Param::Fd).unwrap_or(-1);
+        if c.op.handle() == Some(Handle::Fd)
             && !self.fds.contains_key(&fd)
             && let Some((p, fh)) = parent
         {
@@ -711,7 +701,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
     fn mpiio(&mut self, e: &FlatEvent, sync_only: bool) -> Result<u64, String> {
         self.track_fh(e);
         if e.op == Op::FileClose
-            && let Some(fds) = self.nested_fds.remove(&param(e, "fh"))
+            && let Some(fds) = self.nested_fds.remove(&e.p(Param::Fh))
         {
             for fd in fds {
                 self.fds.remove(&fd);
@@ -776,12 +766,12 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 let (flags, mode) = if op == Op::Creat {
                     (
                         libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
-                        param(e, "mode"),
+                        e.p(Param::Mode),
                     )
                 } else {
-                    (param(e, "flags") as i32, param(e, "mode"))
+                    (e.p(Param::Flags) as i32, e.p(Param::Mode))
                 };
-                let id = param(e, "fd");
+                let id = e.p(Param::Fd);
                 if id < 0 {
                     // The traced open failed: nothing to replay.
                     return Ok(0);
@@ -803,18 +793,18 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 0
             }
             Op::Close => {
-                self.fds.remove(&param(e, "fd"));
+                self.fds.remove(&e.p(Param::Fd));
                 0
             }
             // A descriptor copy (dup, dup2, dup3, F_DUPFD): the same open file under another
             // id, sharing its offset as the original's did (`try_clone` is dup(2)). A dup2 onto
             // a traced descriptor closed that one first.
             Op::Dup => {
-                let closed = param(e, "closed");
+                let closed = e.p(Param::Closed);
                 if closed >= 0 {
                     self.fds.remove(&closed);
                 }
-                let new = param(e, "newfd");
+                let new = e.p(Param::Newfd);
                 if new >= 0 {
                     let f = fd_in(&mut self.fds, e)?
                         .try_clone()
@@ -826,22 +816,22 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             // The buffer is borrowed, not copied: a copy per call sat between the lateness
             // stamp and the syscall and cost ~0.5 us per 8 KiB.
             Op::Write | Op::Writev => {
-                let n = size(param(e, "ret"));
+                let n = size(e.p(Param::Ret));
                 fd_in(&mut self.fds, e)?
                     .write_all(self.data.get(n))
                     .map_err(|er| io("", er))?;
                 n as u64
             }
             Op::Pwrite | Op::Pwritev => {
-                let n = size(param(e, "ret"));
-                let off = param(e, "offset").max(0) as u64;
+                let n = size(e.p(Param::Ret));
+                let off = e.p(Param::Offset).max(0) as u64;
                 fd_in(&mut self.fds, e)?
                     .write_all_at(self.data.get(n), off)
                     .map_err(|er| io("", er))?;
                 n as u64
             }
             Op::Read | Op::Readv => {
-                let n = size(param(e, "ret"));
+                let n = size(e.p(Param::Ret));
                 let fds = &mut self.fds;
                 Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
                     fd_in(fds, e)
@@ -849,8 +839,8 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 })?
             }
             Op::Pread | Op::Preadv => {
-                let n = size(param(e, "ret"));
-                let off = param(e, "offset").max(0) as u64;
+                let n = size(e.p(Param::Ret));
+                let off = e.p(Param::Offset).max(0) as u64;
                 let fds = &mut self.fds;
                 Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
                     let f = fd_in(fds, e)?;
@@ -867,13 +857,13 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 })?
             }
             Op::Lseek => {
-                let off = param(e, "offset");
-                let from = match param(e, "whence") {
+                let off = e.p(Param::Offset);
+                let from = match e.p(Param::Whence) {
                     0 => SeekFrom::Start(off.max(0) as u64),
                     1 => SeekFrom::Current(off),
                     2 => SeekFrom::End(off),
                     // SEEK_DATA/SEEK_HOLE: go where the traced call went.
-                    _ => SeekFrom::Start(param(e, "ret").max(0) as u64),
+                    _ => SeekFrom::Start(e.p(Param::Ret).max(0) as u64),
                 };
                 self.fd(e)?.seek(from).map_err(|er| io("", er))?;
                 0
@@ -887,7 +877,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 0
             }
             Op::Ftruncate => {
-                let len = param(e, "length").max(0) as u64;
+                let len = e.p(Param::Length).max(0) as u64;
                 self.fd(e)?.set_len(len).map_err(|er| io("", er))?;
                 0
             }
@@ -916,8 +906,8 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             // fcntl's effect (locks, flags) is not recorded beyond its command.
             Op::Fcntl => 0,
             Op::Fopen => {
-                let bits = param(e, "mode");
-                let id = param(e, "stream");
+                let bits = e.p(Param::Mode);
+                let id = e.p(Param::Stream);
                 if id < 0 {
                     return Ok(0);
                 }
@@ -946,7 +936,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 0
             }
             Op::Fclose => {
-                if let Some(mut s) = self.streams.remove(&param(e, "stream")) {
+                if let Some(mut s) = self.streams.remove(&e.p(Param::Stream)) {
                     s.flush().map_err(|er| io("", er))?;
                 }
                 0
@@ -967,8 +957,8 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 })?
             }
             Op::Fseek => {
-                let off = param(e, "offset");
-                let from = match param(e, "whence") {
+                let off = e.p(Param::Offset);
+                let from = match e.p(Param::Whence) {
                     1 => SeekFrom::Current(off),
                     2 => SeekFrom::End(off),
                     _ => SeekFrom::Start(off.max(0) as u64),

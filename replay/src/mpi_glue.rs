@@ -13,9 +13,9 @@
 #![allow(unsafe_code)]
 
 use mpi::ffi;
-use replay::engine::{Pattern, Runtime, param};
+use replay::engine::{Pattern, Runtime};
 use replay::types::Types;
-use rsd::op::{Dir, Op};
+use rsd::op::{Dir, Op, Param};
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -332,16 +332,16 @@ impl MpiRuntime {
     fn vcoll(&mut self, e: &FlatEvent, types: &Types) -> Result<(), String> {
         let op = e.op;
         let p = self.p;
-        let c = self.comm(param(e, "comm"))?;
+        let c = self.comm(e.p(Param::Comm))?;
         let me = self.comm_rank(c) as usize;
         let size = self.comm_size(c) as usize;
         // Bytes of one side of the call; the tracer records type -1 for MPI_IN_PLACE.
-        let side = |count: &str, ty: &str| {
-            let t = param(e, ty);
+        let side = |count: Param, ty: Param| {
+            let t = e.p(ty);
             if t < 0 {
                 0
             } else {
-                param(e, count).max(0) * types.size(t)
+                e.p(count).max(0) * types.size(t)
             }
         };
         let displs = |counts: &[c_int]| -> Vec<c_int> {
@@ -357,11 +357,12 @@ impl MpiRuntime {
         };
         match op {
             Op::Gatherv | Op::Scatterv => {
-                let root = param(e, "root") as c_int;
+                // Allgather and Alltoall have no root.
+                let root = e.get(Param::Root).unwrap_or(0) as c_int;
                 let mine = if op == Op::Gatherv {
-                    side("sendcount", "sendtype")
+                    side(Param::Sendcount, Param::Sendtype)
                 } else {
-                    side("recvcount", "recvtype")
+                    side(Param::Recvcount, Param::Recvtype)
                 };
                 let all = self.exchange(c, &[mine], Some(root))?;
                 let counts: Vec<c_int> = if me as c_int == root {
@@ -409,7 +410,7 @@ impl MpiRuntime {
                 check(rc, op.name())
             }
             Op::Allgatherv => {
-                let mine = side("sendcount", "sendtype");
+                let mine = side(Param::Sendcount, Param::Sendtype);
                 let counts: Vec<c_int> = self
                     .exchange(c, &[mine], None)?
                     .iter()
@@ -438,12 +439,12 @@ impl MpiRuntime {
                 // Alltoallv: the trace keeps each rank's send and receive totals, not who sent
                 // what to whom. A matrix with those row and column sums (north-west corner
                 // rule) moves the recorded bytes per rank; the pairing is an approximation.
-                let sb = if param(e, "sendtype") < 0 {
+                let sb = if e.p(Param::Sendtype) < 0 {
                     0
                 } else {
-                    param(e, "sendbytes").max(0)
+                    e.p(Param::Sendbytes).max(0)
                 };
-                let rb = param(e, "recvbytes").max(0);
+                let rb = e.p(Param::Recvbytes).max(0);
                 let all = self.exchange(c, &[sb, rb], None)?;
                 let mut rows: Vec<i64> = all.iter().step_by(2).copied().collect();
                 let mut cols: Vec<i64> = all.iter().skip(1).step_by(2).copied().collect();
@@ -579,7 +580,8 @@ impl Runtime for MpiRuntime {
         data: &mut Pattern,
     ) -> Result<u64, String> {
         let op = e.op;
-        let id = param(e, "fh");
+        // MPI_File_delete names no handle.
+        let id = e.get(Param::Fh).unwrap_or(0);
         let p = self.p;
         let cpath = |path: Option<&Path>| -> Result<CString, String> {
             CString::new(path.ok_or("no path")?.as_os_str().as_encoded_bytes())
@@ -591,7 +593,7 @@ impl Runtime for MpiRuntime {
             // every rank of its communicator, so all of them skip it alike.
             Op::FileOpen if id < 0 => return Ok(0),
             Op::FileOpen => {
-                let c = self.comm(param(e, "comm")).unwrap_or(p.self_);
+                let c = self.comm(e.p(Param::Comm)).unwrap_or(p.self_);
                 let name = cpath(path)?;
                 let mut fh: ffi::MPI_File = std::ptr::null_mut();
                 // SAFETY: valid communicator, NUL-terminated path, predefined info, and a valid
@@ -600,7 +602,7 @@ impl Runtime for MpiRuntime {
                     ffi::MPI_File_open(
                         c,
                         name.as_ptr(),
-                        param(e, "amode") as c_int,
+                        e.p(Param::Amode) as c_int,
                         p.info_null,
                         &mut fh,
                     )
@@ -622,7 +624,8 @@ impl Runtime for MpiRuntime {
             format!("file handle {id} is not open (its MPI_File_open was not replayed)")
         })?;
         let es = types.size(f.etype).max(1);
-        let bytes = param(e, "bytes").max(0);
+        // Data calls carry `bytes`; the others (close, sync, ...) move none.
+        let bytes = e.get(Param::Bytes).unwrap_or(0).max(0);
         let fh = f.fh;
         match op {
             Op::FileClose => {
@@ -634,7 +637,7 @@ impl Runtime for MpiRuntime {
             Op::FileSetSize => {
                 // SAFETY: an open file handle.
                 check(
-                    unsafe { ffi::MPI_File_set_size(fh, param(e, "size")) },
+                    unsafe { ffi::MPI_File_set_size(fh, e.p(Param::Size)) },
                     "MPI_File_set_size",
                 )?;
                 return Ok(0);
@@ -649,8 +652,8 @@ impl Runtime for MpiRuntime {
                 return Ok(0);
             }
             Op::FileSetView => {
-                f.etype = param(e, "etype");
-                let ft = param(e, "filetype");
+                f.etype = e.p(Param::Etype);
+                let ft = e.p(Param::Filetype);
                 // A filetype built on a type the trace never built is replaced by bytes from
                 // the displacement (as an unknown filetype is): the accesses stay as large as
                 // recorded and near where they were, collectives still meet on every rank, and
@@ -670,7 +673,7 @@ impl Runtime for MpiRuntime {
                 let rc = unsafe {
                     ffi::MPI_File_set_view(
                         fh,
-                        param(e, "disp"),
+                        e.p(Param::Disp),
                         p.u8,
                         filetype,
                         native.as_ptr(),
@@ -683,7 +686,7 @@ impl Runtime for MpiRuntime {
             Op::FileSeek => {
                 // SAFETY: an open file handle; whence is the recorded MPI_SEEK_* value.
                 let rc = unsafe {
-                    ffi::MPI_File_seek(fh, param(e, "offset") * es, param(e, "whence") as c_int)
+                    ffi::MPI_File_seek(fh, e.p(Param::Offset) * es, e.p(Param::Whence) as c_int)
                 };
                 check(rc, "MPI_File_seek")?;
                 return Ok(0);
@@ -703,7 +706,8 @@ impl Runtime for MpiRuntime {
             self.rbuf.resize(n as usize, 0);
             self.rbuf.as_mut_ptr() as *mut c_void
         };
-        let off = param(e, "offset") * es;
+        // Only the explicit-offset calls have one; the others use the file pointer.
+        let off = e.get(Param::Offset).unwrap_or(0) * es;
         let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::uninit();
         let st = status.as_mut_ptr();
         // MPI's write functions take `const void*`; the pointer is cast to share one signature
@@ -789,23 +793,23 @@ impl Runtime for MpiRuntime {
             // The tracer records MPI_Comm_create and MPI_Comm_split_type as the split that
             // builds the same communicator, so all three replay as MPI_Comm_split.
             Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType => {
-                let c = self.comm(param(e, "comm"))?;
+                let c = self.comm(e.p(Param::Comm))?;
                 let mut nc = p.self_;
                 let rc = if op == Op::CommDup {
                     // SAFETY: a valid communicator and out-parameter.
                     unsafe { ffi::MPI_Comm_dup(c, &mut nc) }
                 } else {
-                    let color = param(e, "color");
+                    let color = e.p(Param::Color);
                     let color = if color < 0 {
                         p.undefined
                     } else {
                         color as c_int
                     };
                     // SAFETY: as above; every member of `c` makes this call in trace order.
-                    unsafe { ffi::MPI_Comm_split(c, color, param(e, "key") as c_int, &mut nc) }
+                    unsafe { ffi::MPI_Comm_split(c, color, e.p(Param::Key) as c_int, &mut nc) }
                 };
                 check(rc, op.name())?;
-                let id = param(e, "newcomm");
+                let id = e.p(Param::Newcomm);
                 if id >= 0 {
                     self.comms.insert(id, nc);
                 }
@@ -814,16 +818,16 @@ impl Runtime for MpiRuntime {
             _ if bookkeeping_only => return Ok(()),
             _ => {}
         }
-        let tsize = |name: &str| types.size(param(e, name));
+        let tsize = |q: Param| types.size(e.p(q));
         match op {
             Op::Barrier => {
-                let c = self.comm(param(e, "comm"))?;
+                let c = self.comm(e.p(Param::Comm))?;
                 // SAFETY: a valid communicator.
                 check(unsafe { ffi::MPI_Barrier(c) }, "MPI_Barrier")
             }
             Op::Bcast => {
-                let c = self.comm(param(e, "comm"))?;
-                let n = len(param(e, "count") * tsize("datatype"));
+                let c = self.comm(e.p(Param::Comm))?;
+                let n = len(e.p(Param::Count) * tsize(Param::Datatype));
                 self.rbuf.resize(n as usize, 0);
                 // SAFETY: a buffer of `n` bytes, the byte type, the recorded root, a valid comm.
                 let rc = unsafe {
@@ -831,15 +835,15 @@ impl Runtime for MpiRuntime {
                         self.rbuf.as_mut_ptr() as *mut c_void,
                         n,
                         p.u8,
-                        param(e, "root") as c_int,
+                        e.p(Param::Root) as c_int,
                         c,
                     )
                 };
                 check(rc, "MPI_Bcast")
             }
             Op::Reduce | Op::Allreduce => {
-                let c = self.comm(param(e, "comm"))?;
-                let n = len(param(e, "count") * tsize("datatype"));
+                let c = self.comm(e.p(Param::Comm))?;
+                let n = len(e.p(Param::Count) * tsize(Param::Datatype));
                 let send = vec![0u8; n as usize];
                 self.rbuf.resize(n as usize, 0);
                 let (s, r) = (
@@ -850,7 +854,7 @@ impl Runtime for MpiRuntime {
                 // reduction, a valid communicator.
                 let rc = unsafe {
                     if op == Op::Reduce {
-                        ffi::MPI_Reduce(s, r, n, p.u8, p.bor, param(e, "root") as c_int, c)
+                        ffi::MPI_Reduce(s, r, n, p.u8, p.bor, e.p(Param::Root) as c_int, c)
                     } else {
                         ffi::MPI_Allreduce(s, r, n, p.u8, p.bor, c)
                     }
@@ -858,14 +862,14 @@ impl Runtime for MpiRuntime {
                 check(rc, op.name())
             }
             Op::Gather | Op::Allgather | Op::Scatter | Op::Alltoall => {
-                let c = self.comm(param(e, "comm"))?;
+                let c = self.comm(e.p(Param::Comm))?;
                 let size = self.comm_size(c);
                 // Per-rank block: the send side for gathers, the receive side for scatters,
                 // which every rank knows (the root's other side is the block times the size).
                 let block = if op == Op::Scatter {
-                    param(e, "recvcount") * tsize("recvtype")
+                    e.p(Param::Recvcount) * tsize(Param::Recvtype)
                 } else {
-                    param(e, "sendcount") * tsize("sendtype")
+                    e.p(Param::Sendcount) * tsize(Param::Sendtype)
                 };
                 let b = len(block);
                 let send = vec![0u8; (block * size).max(0) as usize];
@@ -874,7 +878,7 @@ impl Runtime for MpiRuntime {
                     send.as_ptr() as *const c_void,
                     self.rbuf.as_mut_ptr() as *mut c_void,
                 );
-                let root = param(e, "root") as c_int;
+                let root = e.p(Param::Root) as c_int;
                 // SAFETY: buffers of `block * size` bytes on both sides, byte types, a valid
                 // communicator and the recorded root.
                 let rc = unsafe {
@@ -889,10 +893,10 @@ impl Runtime for MpiRuntime {
             }
             Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv => self.vcoll(e, types),
             Op::Send | Op::Isend | Op::Recv | Op::Irecv => {
-                let c = self.comm(param(e, "comm"))?;
-                let n = len(param(e, "count") * tsize("datatype"));
-                let peer = self.peer(c, param(e, "peer"));
-                let tag = self.tag(param(e, "tag"));
+                let c = self.comm(e.p(Param::Comm))?;
+                let n = len(e.p(Param::Count) * tsize(Param::Datatype));
+                let peer = self.peer(c, e.p(Param::Peer));
+                let tag = self.tag(e.p(Param::Tag));
                 let mut buf = vec![0u8; n as usize];
                 let ptr = buf.as_mut_ptr() as *mut c_void;
                 // SAFETY (every arm): a buffer of `n` bytes kept alive until completion (held
@@ -913,23 +917,23 @@ impl Runtime for MpiRuntime {
                             };
                             check(rc, op.name())?;
                             self.reqs
-                                .insert(param(e, "request"), Pending { req, _buf: buf });
+                                .insert(e.p(Param::Request), Pending { req, _buf: buf });
                             Ok(())
                         }
                     }
                 }
             }
             Op::Sendrecv => {
-                let c = self.comm(param(e, "comm"))?;
-                let sn = len(param(e, "sendcount") * tsize("sendtype"));
-                let rn = len(param(e, "recvcount") * tsize("recvtype"));
+                let c = self.comm(e.p(Param::Comm))?;
+                let sn = len(e.p(Param::Sendcount) * tsize(Param::Sendtype));
+                let rn = len(e.p(Param::Recvcount) * tsize(Param::Recvtype));
                 let send = vec![0u8; sn as usize];
                 self.rbuf.resize(rn as usize, 0);
                 let (dest, src) = (
-                    self.peer(c, param(e, "dest")),
-                    self.peer(c, param(e, "source")),
+                    self.peer(c, e.p(Param::Dest)),
+                    self.peer(c, e.p(Param::Source)),
                 );
-                let (st, rt) = (self.tag(param(e, "sendtag")), self.tag(param(e, "recvtag")));
+                let (st, rt) = (self.tag(e.p(Param::Sendtag)), self.tag(e.p(Param::Recvtag)));
                 // SAFETY: buffers of the given sizes, byte types, a valid communicator.
                 let rc = unsafe {
                     ffi::MPI_Sendrecv(
@@ -949,7 +953,7 @@ impl Runtime for MpiRuntime {
                 };
                 check(rc, "MPI_Sendrecv")
             }
-            Op::Wait => self.wait(Some(param(e, "request"))),
+            Op::Wait => self.wait(Some(e.p(Param::Request))),
             // The trace keeps only a Waitall's count: it completes every pending request.
             Op::Waitall => self.wait(None),
             _ => Ok(()),

@@ -1,10 +1,10 @@
 //! `--prep`: creates the files a trace reads before writing them, at the sizes its reads
 //! reach, so that reads move the bytes the trace recorded.
 
-use crate::engine::{Pattern, param};
+use crate::engine::Pattern;
 use crate::error::ReplayError;
 use crate::root::Root;
-use rsd::op::{Dir, Op};
+use rsd::op::{Dir, Handle, Op, Param};
 use rsd::trace::{FlatEvent, Trace};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -19,28 +19,28 @@ struct RankScan {
 impl RankScan {
     fn event(&mut self, e: &FlatEvent, need: &mut BTreeMap<String, u64>) {
         // Descriptor kinds live in separate tables: 0 POSIX fd, 1 stdio stream, 2 MPI file.
-        let (kind, id) = match e.op.schema().first() {
-            Some(&"fd") => (0, param(e, "fd")),
-            Some(&"stream") => (1, param(e, "stream")),
-            Some(&"fh") => (2, param(e, "fh")),
-            _ => (9, -1),
+        let (kind, id) = match e.op.handle() {
+            Some(Handle::Fd) => (0, e.p(Param::Fd)),
+            Some(Handle::Stream) => (1, e.p(Param::Stream)),
+            Some(Handle::MpiFile) => (2, e.p(Param::Fh)),
+            None => (9, -1),
         };
         match e.op {
             Op::Open | Op::Openat | Op::Creat => {
                 if let Some(p) = &e.path {
-                    self.open.insert((0, param(e, "fd")), (p.clone(), 0));
+                    self.open.insert((0, e.p(Param::Fd)), (p.clone(), 0));
                 }
                 return;
             }
             Op::Fopen => {
                 if let Some(p) = &e.path {
-                    self.open.insert((1, param(e, "stream")), (p.clone(), 0));
+                    self.open.insert((1, e.p(Param::Stream)), (p.clone(), 0));
                 }
                 return;
             }
             Op::FileOpen => {
                 if let Some(p) = &e.path {
-                    self.open.insert((2, param(e, "fh")), (p.clone(), 0));
+                    self.open.insert((2, e.p(Param::Fh)), (p.clone(), 0));
                 }
                 return;
             }
@@ -51,16 +51,16 @@ impl RankScan {
         };
         let bytes = e.op.data_bytes(&e.params) as i64;
         let at = match e.op {
-            Op::Pread | Op::Preadv | Op::Pwrite | Op::Pwritev => param(e, "offset"),
-            Op::FileReadAt | Op::FileReadAtAll | Op::FileIreadAt => param(e, "offset"),
-            Op::FileWriteAt | Op::FileWriteAtAll | Op::FileIwriteAt => param(e, "offset"),
+            Op::Pread | Op::Preadv | Op::Pwrite | Op::Pwritev => e.p(Param::Offset),
+            Op::FileReadAt | Op::FileReadAtAll | Op::FileIreadAt => e.p(Param::Offset),
+            Op::FileWriteAt | Op::FileWriteAtAll | Op::FileIwriteAt => e.p(Param::Offset),
             Op::Lseek => {
-                *pos = param(e, "ret").max(0);
+                *pos = e.p(Param::Ret).max(0);
                 return;
             }
             Op::Fseek | Op::FileSeek => {
-                if matches!(param(e, "whence"), 0 | 600) {
-                    *pos = param(e, "offset");
+                if matches!(e.p(Param::Whence), 0 | 600) {
+                    *pos = e.p(Param::Offset);
                 }
                 return;
             }

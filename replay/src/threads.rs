@@ -11,9 +11,9 @@
 //! instead of blocking its thread. Either way the order and synchronisation of every rank's
 //! calls are exactly those of the trace.
 
-use crate::engine::{Pattern, Runtime, param};
+use crate::engine::{Pattern, Runtime};
 use crate::types::{Flat, Types};
-use rsd::op::Op;
+use rsd::op::{Op, Param};
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -445,17 +445,18 @@ impl ThreadsRuntime {
         move_data: bool,
     ) -> Result<u64, String> {
         let op = e.op;
-        let fh = param(e, "fh");
+        // MPI_File_delete names no handle.
+        let fh = e.get(Param::Fh).unwrap_or(0);
         let collective = collective_op(op);
         if op == Op::FileOpen {
             let comm = self
-                .comm(param(e, "comm"))
+                .comm(e.p(Param::Comm))
                 .unwrap_or_else(|_| self.comms[&1].clone());
             comm.0.barrier(&self.sh)?;
             if fh < 0 {
                 return Ok(0);
             }
-            let amode = param(e, "amode");
+            let amode = e.p(Param::Amode);
             let path = path.ok_or("no path")?.to_path_buf();
             let file = OpenOptions::new()
                 .read(amode & 2 != 0 || amode & 8 != 0)
@@ -511,7 +512,8 @@ impl ThreadsRuntime {
         let sh = self.sh.clone();
         let f = self.files.get_mut(&fh).ok_or_else(|| fh_err(fh))?;
         let es = types.size(f.etype).max(1);
-        let bytes = param(e, "bytes").max(0);
+        // Data calls carry `bytes`; the others (close, sync, ...) move none.
+        let bytes = e.get(Param::Bytes).unwrap_or(0).max(0);
         let (write, read) = (
             op.dir() == rsd::op::Dir::Write,
             op.dir() == rsd::op::Dir::Read,
@@ -526,18 +528,18 @@ impl ThreadsRuntime {
             }
             Op::FileSetSize => {
                 f.file
-                    .set_len(param(e, "size").max(0) as u64)
+                    .set_len(e.p(Param::Size).max(0) as u64)
                     .map_err(|er| er.to_string())?;
                 return Ok(0);
             }
             Op::FileGetSize => return Ok(0),
             Op::FileSetView => {
-                f.disp = param(e, "disp");
-                f.etype = param(e, "etype");
+                f.disp = e.p(Param::Disp);
+                f.etype = e.p(Param::Etype);
                 f.fp = 0;
                 // As under MPI: a filetype built on a type the trace never built becomes bytes
                 // from the displacement, and the view is reported as not replayed.
-                let ft = param(e, "filetype");
+                let ft = e.p(Param::Filetype);
                 if let Some(why) = crate::types::unbuilt_view(types, ft) {
                     f.view = None;
                     return Err(why);
@@ -547,8 +549,8 @@ impl ThreadsRuntime {
                 return Ok(0);
             }
             Op::FileSeek => {
-                let o = param(e, "offset");
-                f.fp = match param(e, "whence") {
+                let o = e.p(Param::Offset);
+                f.fp = match e.p(Param::Whence) {
                     602 => f.fp + o,
                     604 => {
                         let len = f.file.metadata().map(|m| m.len() as i64).unwrap_or(0);
@@ -572,7 +574,7 @@ impl ThreadsRuntime {
             | Op::FileIreadAt
             | Op::FileWriteAt
             | Op::FileWriteAtAll
-            | Op::FileIwriteAt => param(e, "offset") * es,
+            | Op::FileIwriteAt => e.p(Param::Offset) * es,
             Op::FileReadShared
             | Op::FileReadOrdered
             | Op::FileIreadShared
@@ -649,19 +651,19 @@ impl Runtime for ThreadsRuntime {
         match op {
             Op::CommDup => {
                 return self.create_comm(
-                    param(e, "comm"),
+                    e.p(Param::Comm),
                     0,
                     self.rank as i64,
-                    param(e, "newcomm"),
+                    e.p(Param::Newcomm),
                 );
             }
             // MPI_Comm_create and MPI_Comm_split_type are recorded as their equivalent split.
             Op::CommSplit | Op::CommCreate | Op::CommSplitType => {
                 return self.create_comm(
-                    param(e, "comm"),
-                    param(e, "color"),
-                    param(e, "key"),
-                    param(e, "newcomm"),
+                    e.p(Param::Comm),
+                    e.p(Param::Color),
+                    e.p(Param::Key),
+                    e.p(Param::Newcomm),
                 );
             }
             _ if bookkeeping_only => return Ok(()),
@@ -680,46 +682,46 @@ impl Runtime for ThreadsRuntime {
             | Op::Allgatherv
             | Op::Alltoall
             | Op::Alltoallv => {
-                let (c, _) = self.comm(param(e, "comm"))?;
+                let (c, _) = self.comm(e.p(Param::Comm))?;
                 c.barrier(&self.sh)
             }
             Op::Send | Op::Isend => {
-                let (c, me) = self.comm(param(e, "comm"))?;
-                match Self::peer(me, param(e, "peer"), c.members.len())? {
-                    Some(d) => c.send(me, d, param(e, "tag")),
+                let (c, me) = self.comm(e.p(Param::Comm))?;
+                match Self::peer(me, e.p(Param::Peer), c.members.len())? {
+                    Some(d) => c.send(me, d, e.p(Param::Tag)),
                     None => Ok(()),
                 }
             }
             Op::Recv | Op::Irecv => {
-                let cid = param(e, "comm");
+                let cid = e.p(Param::Comm);
                 let (c, me) = self.comm(cid)?;
-                let rel = param(e, "peer");
+                let rel = e.p(Param::Peer);
                 if rel == PROC_NULL {
                     return Ok(());
                 }
                 let src = Self::peer(me, rel, c.members.len())?;
-                let tag = Some(param(e, "tag")).filter(|t| *t >= 0);
+                let tag = Some(e.p(Param::Tag)).filter(|t| *t >= 0);
                 if op == Op::Recv {
                     c.recv(&self.sh, me, src, tag)
                 } else {
-                    self.pending.push((param(e, "request"), cid, src, tag));
+                    self.pending.push((e.p(Param::Request), cid, src, tag));
                     Ok(())
                 }
             }
             Op::Sendrecv => {
-                let (c, me) = self.comm(param(e, "comm"))?;
+                let (c, me) = self.comm(e.p(Param::Comm))?;
                 let n = c.members.len();
-                if let Some(d) = Self::peer(me, param(e, "dest"), n)? {
-                    c.send(me, d, param(e, "sendtag"))?;
+                if let Some(d) = Self::peer(me, e.p(Param::Dest), n)? {
+                    c.send(me, d, e.p(Param::Sendtag))?;
                 }
-                if param(e, "source") == PROC_NULL {
+                if e.p(Param::Source) == PROC_NULL {
                     return Ok(());
                 }
-                let src = Self::peer(me, param(e, "source"), n)?;
-                let tag = Some(param(e, "recvtag")).filter(|t| *t >= 0);
+                let src = Self::peer(me, e.p(Param::Source), n)?;
+                let tag = Some(e.p(Param::Recvtag)).filter(|t| *t >= 0);
                 c.recv(&self.sh, me, src, tag)
             }
-            Op::Wait => self.complete(Some(param(e, "request"))),
+            Op::Wait => self.complete(Some(e.p(Param::Request))),
             // The trace keeps only the count of a Waitall: it completes every posted receive.
             Op::Waitall => self.complete(None),
             _ => Ok(()),

@@ -15,8 +15,7 @@
 //! first used, but no constructor: it counts as one byte per element here, so a view with it
 //! as filetype replays as contiguous bytes.
 
-use crate::engine::param;
-use rsd::op::Op;
+use rsd::op::{Op, Param};
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
 
@@ -223,13 +222,7 @@ impl Types {
     /// is refused rather than replayed that way.
     pub fn unbuilt_inside(&self, id: i64) -> Option<i64> {
         let d = self.derived.get(&id)?;
-        let schema = d.op.schema();
-        let mut inner: Vec<i64> = schema
-            .iter()
-            .position(|s| *s == "oldtype")
-            .and_then(|i| d.params.get(i).copied())
-            .into_iter()
-            .collect();
+        let mut inner: Vec<i64> = d.op.get(&d.params, Param::Oldtype).into_iter().collect();
         if d.op == Op::TypeCreateStruct {
             // [count, newtype, count block lengths, count displacements, count types]
             let n = d.params.first().copied().unwrap_or(0).max(0) as usize;
@@ -259,16 +252,17 @@ impl Types {
     /// Records the datatype built by `e`, if `e` builds one.
     pub fn track(&mut self, e: &FlatEvent) {
         let p = &e.params;
-        let n = param(e, "count").max(0);
+        // Only some constructors have a count; the others never read it.
+        let n = e.get(Param::Count).unwrap_or(0).max(0);
         // Placements of the old type(s): ranges of (displacement min, max) and the data size.
         let (size, lb, ub) = match e.op {
             Op::TypeContiguous | Op::TypeVector | Op::TypeHvector => {
-                let old = param(e, "oldtype");
+                let old = e.p(Param::Oldtype);
                 let (olb, oext) = self.bounds(old);
                 let (bl, stride) = match e.op {
                     Op::TypeContiguous => (1, oext),
-                    Op::TypeVector => (param(e, "blocklength"), param(e, "stride") * oext),
-                    _ => (param(e, "blocklength"), param(e, "stride_bytes")),
+                    Op::TypeVector => (e.p(Param::Blocklength), e.p(Param::Stride) * oext),
+                    _ => (e.p(Param::Blocklength), e.p(Param::StrideBytes)),
                 };
                 if n == 0 || bl <= 0 {
                     (0, 0, 0)
@@ -298,13 +292,13 @@ impl Types {
                 if r.1 > r.2 { (0, 0, 0) } else { r }
             }
             Op::TypeDup => {
-                let old = param(e, "oldtype");
+                let old = e.p(Param::Oldtype);
                 let (lb, ext) = self.bounds(old);
                 (self.size(old), lb, lb + ext)
             }
             Op::TypeCreateSubarray => {
-                let old = param(e, "oldtype");
-                let nd = param(e, "ndims").max(0) as usize;
+                let old = e.p(Param::Oldtype);
+                let nd = e.p(Param::Ndims).max(0) as usize;
                 let sizes = arr(p, 4, nd);
                 let sub: i64 = arr(p, 4 + nd, nd).iter().product();
                 // MPI gives a subarray the extent of the whole array, from 0.
@@ -330,12 +324,12 @@ impl Types {
                 if r.1 > r.2 { (0, 0, 0) } else { r }
             }
             Op::TypeCreateResized => {
-                let lb = param(e, "lb");
-                (self.size(param(e, "oldtype")), lb, lb + param(e, "extent"))
+                let lb = e.p(Param::Lb);
+                (self.size(e.p(Param::Oldtype)), lb, lb + e.p(Param::Extent))
             }
             _ => return,
         };
-        let id = param(e, "newtype");
+        let id = e.p(Param::Newtype);
         if id < 0 {
             // The traced constructor failed: there is no type to describe.
             return;
@@ -411,23 +405,18 @@ impl Types {
             self.flat_into(old, 0, &mut b, depth + 1)?;
             Ok(b.v)
         };
-        let get = |name: &str| {
-            d.op.schema()
-                .iter()
-                .position(|s| *s == name)
-                .and_then(|i| p.get(i).copied())
-                .unwrap_or(0)
-        };
-        let n = get("count").max(0);
+        // Constructors without a parameter (struct has no `oldtype`) read it as 0.
+        let get = |q: Param| d.op.get(p, q).unwrap_or(0);
+        let n = get(Param::Count).max(0);
         match d.op {
             Op::TypeContiguous | Op::TypeVector | Op::TypeHvector => {
-                let old = get("oldtype");
+                let old = get(Param::Oldtype);
                 let (_, oext) = self.bounds(old);
                 let ib = inner(old)?;
                 let (bl, stride) = match d.op {
                     Op::TypeContiguous => (1, oext),
-                    Op::TypeVector => (get("blocklength"), get("stride") * oext),
-                    _ => (get("blocklength"), get("stride_bytes")),
+                    Op::TypeVector => (get(Param::Blocklength), get(Param::Stride) * oext),
+                    _ => (get(Param::Blocklength), get(Param::StrideBytes)),
                 };
                 let dense = ib.len() == 1 && ib[0] == (0, oext);
                 for i in 0..n {
@@ -463,21 +452,21 @@ impl Types {
                 }
             }
             Op::TypeDup => {
-                self.flat_into(get("oldtype"), base, out, depth + 1)?;
+                self.flat_into(get(Param::Oldtype), base, out, depth + 1)?;
             }
             Op::TypeCreateSubarray => {
-                let old = get("oldtype");
+                let old = get(Param::Oldtype);
                 let (_, oext) = self.bounds(old);
                 let ib = inner(old)?;
                 let dense = ib.len() == 1 && ib[0] == (0, oext);
-                let nd = get("ndims").max(0) as usize;
+                let nd = get(Param::Ndims).max(0) as usize;
                 let (mut sizes, mut subs, mut starts) =
                     (arr(p, 4, nd), arr(p, 4 + nd, nd), arr(p, 4 + 2 * nd, nd));
                 if nd == 0 || subs.iter().any(|s| *s <= 0) {
                     return Ok(());
                 }
                 // Work in C order: the last dimension varies fastest.
-                if ORDER_FORTRAN.contains(&get("order")) {
+                if ORDER_FORTRAN.contains(&get(Param::Order)) {
                     sizes.reverse();
                     subs.reverse();
                     starts.reverse();
@@ -528,7 +517,7 @@ impl Types {
                 }
             }
             Op::TypeCreateResized => {
-                self.flat_into(get("oldtype"), base, out, depth + 1)?;
+                self.flat_into(get(Param::Oldtype), base, out, depth + 1)?;
             }
             _ => return out.push(base, d.size),
         }

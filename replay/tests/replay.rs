@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use replay::{CollectiveIo, CommMode, ComputeMode, LayerView, Options, Report, Root};
 use rsd::trace::RawEvent;
-use rsd::{Header, Op, TraceFile};
+use rsd::{Header, Op, Param, TraceFile};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -637,12 +637,11 @@ fn vector_collectives_replay_with_recorded_counts() {
                         )
                     })
                     .map(|e| {
-                        let other = if e.op.schema().contains(&"recvbytes") {
-                            replay::engine::param(e, "recvbytes")
-                        } else {
-                            replay::engine::param(e, "sendbytes")
-                        };
-                        (e.op, replay::engine::param(e, "bytes"), other)
+                        let other = e
+                            .get(Param::Recvbytes)
+                            .or(e.get(Param::Sendbytes))
+                            .unwrap_or(0);
+                        (e.op, e.p(Param::Bytes), other)
                     })
                     .collect()
             })

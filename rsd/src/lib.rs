@@ -39,7 +39,7 @@ pub use compress::Compressor;
 pub use error::RsdError;
 pub use format::{FORMAT_VERSION, Header, TraceFile};
 pub use merge::{merge, merge_tree};
-pub use op::{Layer, Op};
+pub use op::{Handle, Layer, Op, Param};
 pub use ranks::RankSet;
 pub use trace::{FlatEvent, RawEvent, Trace};
 pub use value::{Elastic, RankFn, Val};

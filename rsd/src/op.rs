@@ -46,8 +46,41 @@ pub enum Dir {
     None,
 }
 
+macro_rules! params {
+    ($( $v:ident => $name:literal, )*) => {
+        /// A parameter of the `ops!` table. Consumers name parameters with these, so a misspelt
+        /// name is a compile error rather than a silent 0, and [`Op::index`] says where an op
+        /// keeps one.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Param { $( #[doc = $name] $v, )* }
+
+        impl Param {
+            /// Every parameter name, in declaration order.
+            pub const ALL: &'static [Param] = &[$(Param::$v),*];
+
+            /// The name shown to users (`show`, `--json`, refusals).
+            pub const fn name(self) -> &'static str { match self { $(Param::$v => $name,)* } }
+        }
+    };
+}
+
+params! {
+    Comm => "comm", Amode => "amode", Fh => "fh", Size => "size", Disp => "disp",
+    Etype => "etype", Filetype => "filetype", Offset => "offset", Whence => "whence",
+    Count => "count", Datatype => "datatype", Bytes => "bytes", Request => "request",
+    Root => "root", ReduceOp => "op", Sendcount => "sendcount", Sendtype => "sendtype",
+    Recvcount => "recvcount", Recvtype => "recvtype", Recvbytes => "recvbytes",
+    Sendbytes => "sendbytes", Peer => "peer", Tag => "tag", Dest => "dest", Sendtag => "sendtag",
+    Source => "source", Recvtag => "recvtag", Newcomm => "newcomm", Color => "color",
+    Key => "key", Oldtype => "oldtype", Newtype => "newtype", Blocklength => "blocklength",
+    Stride => "stride", StrideBytes => "stride_bytes", Ndims => "ndims", Order => "order",
+    Lb => "lb", Extent => "extent", Flags => "flags", Mode => "mode", Fd => "fd", Ret => "ret",
+    Iovcnt => "iovcnt", Length => "length", Cmd => "cmd", Stream => "stream", Nmemb => "nmemb",
+    Newfd => "newfd", Closed => "closed",
+}
+
 macro_rules! ops {
-    ($( $v:ident => $layer:ident, $name:literal, $dir:ident, [$($p:literal),*] ;)*) => {
+    ($( $v:ident => $layer:ident, $name:literal, $dir:ident, [$($p:ident),*] ;)*) => {
         /// One traced operation. The discriminant order is part of the file format: append only.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[non_exhaustive]
@@ -63,12 +96,31 @@ macro_rules! ops {
             /// The C name of the call, as users know it.
             pub fn name(self) -> &'static str { match self { $(Op::$v => $name,)* } }
 
-            /// Names of the fixed parameters. Variable-length array parameters and path fields
-            /// follow them; see [`Op::param_name`].
-            pub fn schema(self) -> &'static [&'static str] { match self { $(Op::$v => &[$($p),*],)* } }
+            /// The fixed parameters, in the order the event stores them. Variable-length array
+            /// parameters and path fields follow them; see [`Op::param_name`].
+            pub fn params(self) -> &'static [Param] { match self { $(Op::$v => &[$(Param::$p),*],)* } }
+
+            /// Names of the fixed parameters, for display.
+            pub fn schema(self) -> &'static [&'static str] {
+                match self { $(Op::$v => { const S: &[&str] = &[$(Param::$p.name()),*]; S })* }
+            }
 
             /// Whether the call reads or writes file data.
             pub fn dir(self) -> Dir { match self { $(Op::$v => Dir::$dir,)* } }
+        }
+
+        /// Constructors of each op's fixed parameters, one function per op named after it
+        /// (`args::pwrite(fd, count, offset, ret)`), so the producer writes the layout the
+        /// consumers read through [`Param`] and the compiler checks both against the table.
+        pub mod args {
+            $(
+                paste::paste! {
+                    #[doc = concat!("The fixed parameters of `", $name, "`, in schema order.")]
+                    #[allow(clippy::too_many_arguments)]
+                    #[inline]
+                    pub fn [<$v:snake>]($([<$p:snake>]: i64),*) -> Vec<i64> { vec![$([<$p:snake>]),*] }
+                }
+            )*
         }
     };
 }
@@ -76,122 +128,122 @@ macro_rules! ops {
 ops! {
     // MPI-IO. `fh` is the index in the rank's open-file table; `count`/`datatype` as passed;
     // `bytes` is count times the datatype size, i.e. what actually moved.
-    FileOpen => MpiIo, "MPI_File_open", None, ["comm", "amode", "fh"];
-    FileClose => MpiIo, "MPI_File_close", None, ["fh"];
+    FileOpen => MpiIo, "MPI_File_open", None, [Comm, Amode, Fh];
+    FileClose => MpiIo, "MPI_File_close", None, [Fh];
     FileDelete => MpiIo, "MPI_File_delete", None, [];
-    FileSetSize => MpiIo, "MPI_File_set_size", None, ["fh", "size"];
-    FileGetSize => MpiIo, "MPI_File_get_size", None, ["fh", "size"];
-    FileSetView => MpiIo, "MPI_File_set_view", None, ["fh", "disp", "etype", "filetype"];
-    FileSeek => MpiIo, "MPI_File_seek", None, ["fh", "offset", "whence"];
-    FileSync => MpiIo, "MPI_File_sync", None, ["fh"];
-    FileRead => MpiIo, "MPI_File_read", Read, ["fh", "count", "datatype", "bytes"];
-    FileReadAt => MpiIo, "MPI_File_read_at", Read, ["fh", "offset", "count", "datatype", "bytes"];
-    FileReadAll => MpiIo, "MPI_File_read_all", Read, ["fh", "count", "datatype", "bytes"];
-    FileReadAtAll => MpiIo, "MPI_File_read_at_all", Read, ["fh", "offset", "count", "datatype", "bytes"];
-    FileReadShared => MpiIo, "MPI_File_read_shared", Read, ["fh", "count", "datatype", "bytes"];
-    FileReadOrdered => MpiIo, "MPI_File_read_ordered", Read, ["fh", "count", "datatype", "bytes"];
-    FileIread => MpiIo, "MPI_File_iread", Read, ["fh", "count", "datatype", "bytes", "request"];
-    FileIreadAt => MpiIo, "MPI_File_iread_at", Read, ["fh", "offset", "count", "datatype", "bytes", "request"];
-    FileIreadAll => MpiIo, "MPI_File_iread_all", Read, ["fh", "count", "datatype", "bytes", "request"];
-    FileIreadShared => MpiIo, "MPI_File_iread_shared", Read, ["fh", "count", "datatype", "bytes", "request"];
-    FileWrite => MpiIo, "MPI_File_write", Write, ["fh", "count", "datatype", "bytes"];
-    FileWriteAt => MpiIo, "MPI_File_write_at", Write, ["fh", "offset", "count", "datatype", "bytes"];
-    FileWriteAll => MpiIo, "MPI_File_write_all", Write, ["fh", "count", "datatype", "bytes"];
-    FileWriteAtAll => MpiIo, "MPI_File_write_at_all", Write, ["fh", "offset", "count", "datatype", "bytes"];
-    FileWriteShared => MpiIo, "MPI_File_write_shared", Write, ["fh", "count", "datatype", "bytes"];
-    FileWriteOrdered => MpiIo, "MPI_File_write_ordered", Write, ["fh", "count", "datatype", "bytes"];
-    FileIwrite => MpiIo, "MPI_File_iwrite", Write, ["fh", "count", "datatype", "bytes", "request"];
-    FileIwriteAt => MpiIo, "MPI_File_iwrite_at", Write, ["fh", "offset", "count", "datatype", "bytes", "request"];
-    FileIwriteAll => MpiIo, "MPI_File_iwrite_all", Write, ["fh", "count", "datatype", "bytes", "request"];
-    FileIwriteShared => MpiIo, "MPI_File_iwrite_shared", Write, ["fh", "count", "datatype", "bytes", "request"];
+    FileSetSize => MpiIo, "MPI_File_set_size", None, [Fh, Size];
+    FileGetSize => MpiIo, "MPI_File_get_size", None, [Fh, Size];
+    FileSetView => MpiIo, "MPI_File_set_view", None, [Fh, Disp, Etype, Filetype];
+    FileSeek => MpiIo, "MPI_File_seek", None, [Fh, Offset, Whence];
+    FileSync => MpiIo, "MPI_File_sync", None, [Fh];
+    FileRead => MpiIo, "MPI_File_read", Read, [Fh, Count, Datatype, Bytes];
+    FileReadAt => MpiIo, "MPI_File_read_at", Read, [Fh, Offset, Count, Datatype, Bytes];
+    FileReadAll => MpiIo, "MPI_File_read_all", Read, [Fh, Count, Datatype, Bytes];
+    FileReadAtAll => MpiIo, "MPI_File_read_at_all", Read, [Fh, Offset, Count, Datatype, Bytes];
+    FileReadShared => MpiIo, "MPI_File_read_shared", Read, [Fh, Count, Datatype, Bytes];
+    FileReadOrdered => MpiIo, "MPI_File_read_ordered", Read, [Fh, Count, Datatype, Bytes];
+    FileIread => MpiIo, "MPI_File_iread", Read, [Fh, Count, Datatype, Bytes, Request];
+    FileIreadAt => MpiIo, "MPI_File_iread_at", Read, [Fh, Offset, Count, Datatype, Bytes, Request];
+    FileIreadAll => MpiIo, "MPI_File_iread_all", Read, [Fh, Count, Datatype, Bytes, Request];
+    FileIreadShared => MpiIo, "MPI_File_iread_shared", Read, [Fh, Count, Datatype, Bytes, Request];
+    FileWrite => MpiIo, "MPI_File_write", Write, [Fh, Count, Datatype, Bytes];
+    FileWriteAt => MpiIo, "MPI_File_write_at", Write, [Fh, Offset, Count, Datatype, Bytes];
+    FileWriteAll => MpiIo, "MPI_File_write_all", Write, [Fh, Count, Datatype, Bytes];
+    FileWriteAtAll => MpiIo, "MPI_File_write_at_all", Write, [Fh, Offset, Count, Datatype, Bytes];
+    FileWriteShared => MpiIo, "MPI_File_write_shared", Write, [Fh, Count, Datatype, Bytes];
+    FileWriteOrdered => MpiIo, "MPI_File_write_ordered", Write, [Fh, Count, Datatype, Bytes];
+    FileIwrite => MpiIo, "MPI_File_iwrite", Write, [Fh, Count, Datatype, Bytes, Request];
+    FileIwriteAt => MpiIo, "MPI_File_iwrite_at", Write, [Fh, Offset, Count, Datatype, Bytes, Request];
+    FileIwriteAll => MpiIo, "MPI_File_iwrite_all", Write, [Fh, Count, Datatype, Bytes, Request];
+    FileIwriteShared => MpiIo, "MPI_File_iwrite_shared", Write, [Fh, Count, Datatype, Bytes, Request];
 
     // MPI. Peers are stored relative to the caller (peer - rank); `comm`, `datatype`, `op` and
     // `request` are symbolic ids; `bytes` is count times the datatype size.
     Init => Mpi, "MPI_Init", None, [];
     Finalize => Mpi, "MPI_Finalize", None, [];
-    Barrier => Mpi, "MPI_Barrier", None, ["comm"];
-    Bcast => Mpi, "MPI_Bcast", None, ["count", "datatype", "root", "comm", "bytes"];
-    Reduce => Mpi, "MPI_Reduce", None, ["count", "datatype", "op", "root", "comm", "bytes"];
-    Allreduce => Mpi, "MPI_Allreduce", None, ["count", "datatype", "op", "comm", "bytes"];
-    Gather => Mpi, "MPI_Gather", None, ["sendcount", "sendtype", "recvcount", "recvtype", "root", "comm", "bytes"];
-    Gatherv => Mpi, "MPI_Gatherv", None, ["sendcount", "sendtype", "recvbytes", "recvtype", "root", "comm", "bytes"];
-    Scatter => Mpi, "MPI_Scatter", None, ["sendcount", "sendtype", "recvcount", "recvtype", "root", "comm", "bytes"];
-    Scatterv => Mpi, "MPI_Scatterv", None, ["sendbytes", "sendtype", "recvcount", "recvtype", "root", "comm", "bytes"];
-    Allgather => Mpi, "MPI_Allgather", None, ["sendcount", "sendtype", "recvcount", "recvtype", "comm", "bytes"];
-    Allgatherv => Mpi, "MPI_Allgatherv", None, ["sendcount", "sendtype", "recvbytes", "recvtype", "comm", "bytes"];
-    Alltoall => Mpi, "MPI_Alltoall", None, ["sendcount", "sendtype", "recvcount", "recvtype", "comm", "bytes"];
-    Alltoallv => Mpi, "MPI_Alltoallv", None, ["sendbytes", "sendtype", "recvbytes", "recvtype", "comm", "bytes"];
-    Send => Mpi, "MPI_Send", None, ["count", "datatype", "peer", "tag", "comm", "bytes"];
-    Recv => Mpi, "MPI_Recv", None, ["count", "datatype", "peer", "tag", "comm", "bytes"];
-    Isend => Mpi, "MPI_Isend", None, ["count", "datatype", "peer", "tag", "comm", "bytes", "request"];
-    Irecv => Mpi, "MPI_Irecv", None, ["count", "datatype", "peer", "tag", "comm", "bytes", "request"];
-    Wait => Mpi, "MPI_Wait", None, ["request"];
-    Waitall => Mpi, "MPI_Waitall", None, ["count"];
-    Sendrecv => Mpi, "MPI_Sendrecv", None, ["sendcount", "sendtype", "dest", "sendtag", "recvcount", "recvtype", "source", "recvtag", "comm", "bytes"];
-    CommDup => Mpi, "MPI_Comm_dup", None, ["comm", "newcomm"];
-    CommSplit => Mpi, "MPI_Comm_split", None, ["comm", "color", "key", "newcomm"];
-    TypeContiguous => Mpi, "MPI_Type_contiguous", None, ["count", "oldtype", "newtype"];
-    TypeVector => Mpi, "MPI_Type_vector", None, ["count", "blocklength", "stride", "oldtype", "newtype"];
-    TypeHvector => Mpi, "MPI_Type_create_hvector", None, ["count", "blocklength", "stride_bytes", "oldtype", "newtype"];
+    Barrier => Mpi, "MPI_Barrier", None, [Comm];
+    Bcast => Mpi, "MPI_Bcast", None, [Count, Datatype, Root, Comm, Bytes];
+    Reduce => Mpi, "MPI_Reduce", None, [Count, Datatype, ReduceOp, Root, Comm, Bytes];
+    Allreduce => Mpi, "MPI_Allreduce", None, [Count, Datatype, ReduceOp, Comm, Bytes];
+    Gather => Mpi, "MPI_Gather", None, [Sendcount, Sendtype, Recvcount, Recvtype, Root, Comm, Bytes];
+    Gatherv => Mpi, "MPI_Gatherv", None, [Sendcount, Sendtype, Recvbytes, Recvtype, Root, Comm, Bytes];
+    Scatter => Mpi, "MPI_Scatter", None, [Sendcount, Sendtype, Recvcount, Recvtype, Root, Comm, Bytes];
+    Scatterv => Mpi, "MPI_Scatterv", None, [Sendbytes, Sendtype, Recvcount, Recvtype, Root, Comm, Bytes];
+    Allgather => Mpi, "MPI_Allgather", None, [Sendcount, Sendtype, Recvcount, Recvtype, Comm, Bytes];
+    Allgatherv => Mpi, "MPI_Allgatherv", None, [Sendcount, Sendtype, Recvbytes, Recvtype, Comm, Bytes];
+    Alltoall => Mpi, "MPI_Alltoall", None, [Sendcount, Sendtype, Recvcount, Recvtype, Comm, Bytes];
+    Alltoallv => Mpi, "MPI_Alltoallv", None, [Sendbytes, Sendtype, Recvbytes, Recvtype, Comm, Bytes];
+    Send => Mpi, "MPI_Send", None, [Count, Datatype, Peer, Tag, Comm, Bytes];
+    Recv => Mpi, "MPI_Recv", None, [Count, Datatype, Peer, Tag, Comm, Bytes];
+    Isend => Mpi, "MPI_Isend", None, [Count, Datatype, Peer, Tag, Comm, Bytes, Request];
+    Irecv => Mpi, "MPI_Irecv", None, [Count, Datatype, Peer, Tag, Comm, Bytes, Request];
+    Wait => Mpi, "MPI_Wait", None, [Request];
+    Waitall => Mpi, "MPI_Waitall", None, [Count];
+    Sendrecv => Mpi, "MPI_Sendrecv", None, [Sendcount, Sendtype, Dest, Sendtag, Recvcount, Recvtype, Source, Recvtag, Comm, Bytes];
+    CommDup => Mpi, "MPI_Comm_dup", None, [Comm, Newcomm];
+    CommSplit => Mpi, "MPI_Comm_split", None, [Comm, Color, Key, Newcomm];
+    TypeContiguous => Mpi, "MPI_Type_contiguous", None, [Count, Oldtype, Newtype];
+    TypeVector => Mpi, "MPI_Type_vector", None, [Count, Blocklength, Stride, Oldtype, Newtype];
+    TypeHvector => Mpi, "MPI_Type_create_hvector", None, [Count, Blocklength, StrideBytes, Oldtype, Newtype];
     // Followed by `count` block lengths then `count` displacements.
-    TypeIndexed => Mpi, "MPI_Type_indexed", None, ["count", "oldtype", "newtype"];
+    TypeIndexed => Mpi, "MPI_Type_indexed", None, [Count, Oldtype, Newtype];
     // Followed by `ndims` sizes, `ndims` subsizes, `ndims` starts.
-    TypeCreateSubarray => Mpi, "MPI_Type_create_subarray", None, ["ndims", "order", "oldtype", "newtype"];
+    TypeCreateSubarray => Mpi, "MPI_Type_create_subarray", None, [Ndims, Order, Oldtype, Newtype];
     // Followed by `count` block lengths, `count` byte displacements, `count` types.
-    TypeCreateStruct => Mpi, "MPI_Type_create_struct", None, ["count", "newtype"];
-    TypeCreateResized => Mpi, "MPI_Type_create_resized", None, ["oldtype", "lb", "extent", "newtype"];
-    TypeCommit => Mpi, "MPI_Type_commit", None, ["datatype"];
-    TypeFree => Mpi, "MPI_Type_free", None, ["datatype"];
+    TypeCreateStruct => Mpi, "MPI_Type_create_struct", None, [Count, Newtype];
+    TypeCreateResized => Mpi, "MPI_Type_create_resized", None, [Oldtype, Lb, Extent, Newtype];
+    TypeCommit => Mpi, "MPI_Type_commit", None, [Datatype];
+    TypeFree => Mpi, "MPI_Type_free", None, [Datatype];
 
     // POSIX. `fd` is the index in the rank's open-file table, `ret` the call's result.
-    Open => Posix, "open", None, ["flags", "mode", "fd"];
-    Openat => Posix, "openat", None, ["flags", "mode", "fd"];
-    Creat => Posix, "creat", None, ["mode", "fd"];
-    Close => Posix, "close", None, ["fd"];
-    Read => Posix, "read", Read, ["fd", "count", "ret"];
-    Write => Posix, "write", Write, ["fd", "count", "ret"];
-    Pread => Posix, "pread", Read, ["fd", "count", "offset", "ret"];
-    Pwrite => Posix, "pwrite", Write, ["fd", "count", "offset", "ret"];
-    Readv => Posix, "readv", Read, ["fd", "iovcnt", "ret"];
-    Writev => Posix, "writev", Write, ["fd", "iovcnt", "ret"];
-    Preadv => Posix, "preadv", Read, ["fd", "iovcnt", "offset", "ret"];
-    Pwritev => Posix, "pwritev", Write, ["fd", "iovcnt", "offset", "ret"];
-    Lseek => Posix, "lseek", None, ["fd", "offset", "whence", "ret"];
-    Fsync => Posix, "fsync", None, ["fd"];
-    Fdatasync => Posix, "fdatasync", None, ["fd"];
-    Ftruncate => Posix, "ftruncate", None, ["fd", "length"];
+    Open => Posix, "open", None, [Flags, Mode, Fd];
+    Openat => Posix, "openat", None, [Flags, Mode, Fd];
+    Creat => Posix, "creat", None, [Mode, Fd];
+    Close => Posix, "close", None, [Fd];
+    Read => Posix, "read", Read, [Fd, Count, Ret];
+    Write => Posix, "write", Write, [Fd, Count, Ret];
+    Pread => Posix, "pread", Read, [Fd, Count, Offset, Ret];
+    Pwrite => Posix, "pwrite", Write, [Fd, Count, Offset, Ret];
+    Readv => Posix, "readv", Read, [Fd, Iovcnt, Ret];
+    Writev => Posix, "writev", Write, [Fd, Iovcnt, Ret];
+    Preadv => Posix, "preadv", Read, [Fd, Iovcnt, Offset, Ret];
+    Pwritev => Posix, "pwritev", Write, [Fd, Iovcnt, Offset, Ret];
+    Lseek => Posix, "lseek", None, [Fd, Offset, Whence, Ret];
+    Fsync => Posix, "fsync", None, [Fd];
+    Fdatasync => Posix, "fdatasync", None, [Fd];
+    Ftruncate => Posix, "ftruncate", None, [Fd, Length];
     Unlink => Posix, "unlink", None, [];
-    Mkdir => Posix, "mkdir", None, ["mode"];
+    Mkdir => Posix, "mkdir", None, [Mode];
     Rmdir => Posix, "rmdir", None, [];
-    Stat => Posix, "stat", None, ["ret"];
-    Access => Posix, "access", None, ["mode", "ret"];
-    Fcntl => Posix, "fcntl", None, ["fd", "cmd", "ret"];
+    Stat => Posix, "stat", None, [Ret];
+    Access => Posix, "access", None, [Mode, Ret];
+    Fcntl => Posix, "fcntl", None, [Fd, Cmd, Ret];
 
     // stdio. `stream` is the index in the rank's open-file table.
-    Fopen => Stdio, "fopen", None, ["mode", "stream"];
-    Fclose => Stdio, "fclose", None, ["stream"];
-    Fread => Stdio, "fread", Read, ["stream", "size", "nmemb", "ret"];
-    Fwrite => Stdio, "fwrite", Write, ["stream", "size", "nmemb", "ret"];
-    Fseek => Stdio, "fseek", None, ["stream", "offset", "whence"];
-    Fflush => Stdio, "fflush", None, ["stream"];
-    Fprintf => Stdio, "fprintf", Write, ["stream", "ret"];
+    Fopen => Stdio, "fopen", None, [Mode, Stream];
+    Fclose => Stdio, "fclose", None, [Stream];
+    Fread => Stdio, "fread", Read, [Stream, Size, Nmemb, Ret];
+    Fwrite => Stdio, "fwrite", Write, [Stream, Size, Nmemb, Ret];
+    Fseek => Stdio, "fseek", None, [Stream, Offset, Whence];
+    Fflush => Stdio, "fflush", None, [Stream];
+    Fprintf => Stdio, "fprintf", Write, [Stream, Ret];
     // A communicator built from a group (`MPI_Comm_create`), recorded as the split that builds
     // the same one: color = the parent-comm rank of the new communicator's rank 0 (MPI_UNDEFINED,
     // -32766, where the caller is not a member), key = the caller's rank in it.
-    CommCreate => Mpi, "MPI_Comm_create", None, ["comm", "color", "key", "newcomm"];
+    CommCreate => Mpi, "MPI_Comm_create", None, [Comm, Color, Key, Newcomm];
     // `MPI_Comm_split_type`, with color and key derived the same way.
-    CommSplitType => Mpi, "MPI_Comm_split_type", None, ["comm", "color", "key", "newcomm"];
+    CommSplitType => Mpi, "MPI_Comm_split_type", None, [Comm, Color, Key, Newcomm];
     // Descriptor duplication: `dup`, `dup2`, `dup3` and `fcntl(F_DUPFD[_CLOEXEC])`. `fd` is the
     // traced source, `newfd` the id the copy gets (-1 when the call failed), `closed` the id of
     // a traced descriptor that `dup2`/`dup3` closed by reusing its number (-1 for none).
-    Dup => Posix, "dup", None, ["fd", "newfd", "closed"];
+    Dup => Posix, "dup", None, [Fd, Newfd, Closed];
     // Followed by `count` block lengths, then `count` byte displacements.
-    TypeCreateHindexed => Mpi, "MPI_Type_create_hindexed", None, ["count", "oldtype", "newtype"];
+    TypeCreateHindexed => Mpi, "MPI_Type_create_hindexed", None, [Count, Oldtype, Newtype];
     // Followed by `count` byte displacements.
-    TypeCreateHindexedBlock => Mpi, "MPI_Type_create_hindexed_block", None, ["count", "blocklength", "oldtype", "newtype"];
+    TypeCreateHindexedBlock => Mpi, "MPI_Type_create_hindexed_block", None, [Count, Blocklength, Oldtype, Newtype];
     // Followed by `count` displacements (in extents of `oldtype`).
-    TypeCreateIndexedBlock => Mpi, "MPI_Type_create_indexed_block", None, ["count", "blocklength", "oldtype", "newtype"];
-    TypeDup => Mpi, "MPI_Type_dup", None, ["oldtype", "newtype"];
+    TypeCreateIndexedBlock => Mpi, "MPI_Type_create_indexed_block", None, [Count, Blocklength, Oldtype, Newtype];
+    TypeDup => Mpi, "MPI_Type_dup", None, [Oldtype, Newtype];
 }
 
 /// How the `mode` parameter of `fopen` encodes the mode string: one bit per letter, so a trace
@@ -256,7 +308,51 @@ pub mod fopen_mode {
     }
 }
 
+/// The open-file table an operation's handle lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Handle {
+    /// A POSIX descriptor (`fd`).
+    Fd,
+    /// A stdio stream (`stream`).
+    Stream,
+    /// An MPI file (`fh`).
+    MpiFile,
+}
+
 impl Op {
+    /// The table of the open handle this op acts on, when its first parameter is one (an open
+    /// call's new handle is a result, not what it acts on, and does not count).
+    pub fn handle(self) -> Option<Handle> {
+        match self.params().first() {
+            Some(Param::Fd) => Some(Handle::Fd),
+            Some(Param::Stream) => Some(Handle::Stream),
+            Some(Param::Fh) => Some(Handle::MpiFile),
+            _ => None,
+        }
+    }
+
+    /// Where this op stores parameter `p` among its fixed parameters, or `None` when it has no
+    /// such parameter.
+    pub fn index(self, p: Param) -> Option<usize> {
+        self.params().iter().position(|q| *q == p)
+    }
+
+    /// Parameter `p` of an event of this op with parameters `params`: `None` when the op has no
+    /// such parameter or the event is shorter than its schema.
+    pub fn get(self, params: &[i64], p: Param) -> Option<i64> {
+        self.index(p).and_then(|i| params.get(i).copied())
+    }
+
+    /// Parameter `p`, which this op's schema has. Asking an op for a parameter its schema lacks
+    /// is a programming error: debug builds panic (use [`Op::get`] where the op may lack it),
+    /// release builds read 0 rather than abort a replay or an export; so does an event shorter
+    /// than its schema (only a hand-built one).
+    pub fn param(self, params: &[i64], p: Param) -> i64 {
+        let i = self.index(p);
+        debug_assert!(i.is_some(), "{} has no parameter {}", self.name(), p.name());
+        i.and_then(|i| params.get(i).copied()).unwrap_or(0)
+    }
+
     /// Name of parameter `idx` of an event of this op that has `nparams` parameters in all and
     /// `nfields` path fields at the end.
     pub fn param_name(self, idx: usize, nparams: usize, nfields: usize) -> String {
@@ -289,19 +385,13 @@ impl Op {
         if self.dir() == Dir::None {
             return 0;
         }
-        let get = |name: &str| -> i64 {
-            self.schema()
-                .iter()
-                .position(|p| *p == name)
-                .and_then(|i| params.get(i).copied())
-                .unwrap_or(0)
-        };
+        let get = |p: Param| self.param(params, p);
         let v = match self.layer() {
-            Layer::MpiIo => get("bytes"),
-            Layer::Posix => get("ret"),
+            Layer::MpiIo => get(Param::Bytes),
+            Layer::Posix => get(Param::Ret),
             Layer::Stdio => match self {
-                Op::Fprintf => get("ret"),
-                _ => get("size").saturating_mul(get("ret")),
+                Op::Fprintf => get(Param::Ret),
+                _ => get(Param::Size).saturating_mul(get(Param::Ret)),
             },
             Layer::Mpi => 0,
         };
@@ -324,6 +414,44 @@ mod tests {
             }
         }
         assert!(Op::ALL.len() > 80);
+    }
+
+    #[test]
+    fn typed_params_follow_the_schema() {
+        for op in Op::ALL {
+            let names: Vec<&str> = op.params().iter().map(|p| p.name()).collect();
+            assert_eq!(names, op.schema(), "{}", op.name());
+            for (i, p) in op.params().iter().enumerate() {
+                assert_eq!(op.index(*p), Some(i));
+            }
+        }
+        let v = args::pwrite(3, 8, 4096, 8);
+        assert_eq!(Op::Pwrite.get(&v, Param::Offset), Some(4096));
+        assert_eq!(Op::Pwrite.get(&v, Param::Whence), None);
+        assert_eq!(Op::Pwrite.param(&v, Param::Fd), 3);
+        let v = args::sendrecv(1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+        assert_eq!(Op::Sendrecv.param(&v, Param::Source), 7);
+        assert_eq!(args::reduce(1, 2, 3, 4, 5, 6)[2], 3);
+        // A short (hand-built) event reads 0 for what it lacks.
+        assert_eq!(Op::Pwrite.param(&[3], Param::Ret), 0);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "fsync has no parameter offset")]
+    fn asking_an_op_for_a_parameter_it_lacks_panics() {
+        Op::Fsync.param(&[0], Param::Offset);
+    }
+
+    #[test]
+    fn handle_kinds_come_from_the_table() {
+        assert_eq!(Op::Pwrite.handle(), Some(Handle::Fd));
+        assert_eq!(Op::Fwrite.handle(), Some(Handle::Stream));
+        assert_eq!(Op::FileWriteAt.handle(), Some(Handle::MpiFile));
+        // An open's handle is its result, not what it acts on.
+        assert_eq!(Op::Open.handle(), None);
+        assert_eq!(Op::FileOpen.handle(), None);
+        assert_eq!(Op::Barrier.handle(), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The compressed trace of a whole run: nodes (events and loops) with rank sets, and expansion
 //! back to one rank's exact call sequence.
 
-use crate::op::Op;
+use crate::op::{Op, Param};
 use crate::path::PathTemplate;
 use crate::ranks::RankSet;
 use crate::timing::Timing;
@@ -67,6 +67,19 @@ pub struct FlatEvent {
     pub params: Vec<i64>,
     /// Nested POSIX calls.
     pub children: Vec<FlatEvent>,
+}
+
+impl FlatEvent {
+    /// Parameter `p`, or `None` when this op has no such parameter ([`Op::get`]).
+    pub fn get(&self, p: Param) -> Option<i64> {
+        self.op.get(&self.params, p)
+    }
+
+    /// Parameter `p`, which this op's schema has (debug builds panic when it has not; see
+    /// [`Op::param`]).
+    pub fn p(&self, p: Param) -> i64 {
+        self.op.param(&self.params, p)
+    }
 }
 
 /// A traced call with elastic parameters.
