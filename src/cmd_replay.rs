@@ -42,6 +42,11 @@ pub struct ReplayArgs {
     /// Multiply every delay by F.
     #[arg(long, value_name = "F", default_value = "1", value_parser = parse_scale)]
     pub time_scale: f64,
+    /// End the replay when a rank stays in one call longer than SECS plus ten times that call's
+    /// longest traced duration (a receive whose message never comes, a deadlock): the report
+    /// says what every rank is in, and the exit status is non-zero.
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = parse_stall_timeout)]
+    pub stall_timeout: std::time::Duration,
     /// Issue application calls (app) or only the POSIX view (posix).
     #[arg(long, default_value = "app", value_parser = parse_layer)]
     pub layer: replay::LayerView,
@@ -76,6 +81,10 @@ fn parse_layer(s: &str) -> Result<replay::LayerView, String> {
     replay::parse_layer(s).map_err(|e| e.to_string())
 }
 
+fn parse_stall_timeout(s: &str) -> Result<std::time::Duration, String> {
+    replay::parse_stall_timeout(s).map_err(|e| e.to_string())
+}
+
 fn parse_scale(s: &str) -> Result<f64, String> {
     replay::parse_scale(s).map_err(|e| e.to_string())
 }
@@ -95,6 +104,7 @@ pub fn run(a: &ReplayArgs, json: bool) -> Result<()> {
         time_scale: a.time_scale,
         layer: a.layer,
         collective_io: a.collective_io,
+        stall_timeout: a.stall_timeout,
     };
     let max = a.max_threads;
     let report =

@@ -7,6 +7,7 @@ use crate::error::ReplayError;
 use crate::report::RankStats;
 use crate::root::Root;
 use crate::types::Types;
+use crate::watchdog::Watch;
 use rsd::op::{Dir, Handle, Layer, Op, Param};
 use rsd::timing::{Stats, Timing};
 use rsd::trace::{Event, FlatEvent, Node, NodeKind, flatten_event, visit};
@@ -84,6 +85,9 @@ pub struct Options {
     pub layer: LayerView,
     /// Collective MPI-IO under `--threads`.
     pub collective_io: CollectiveIo,
+    /// `--stall-timeout`: how long past ten times its traced duration a call may take before
+    /// the watchdog ends the replay ([`crate::watchdog`]).
+    pub stall_timeout: Duration,
 }
 
 impl Default for Options {
@@ -94,6 +98,7 @@ impl Default for Options {
             time_scale: 1.0,
             layer: LayerView::App,
             collective_io: CollectiveIo::Library,
+            stall_timeout: crate::watchdog::DEFAULT_STALL_TIMEOUT,
         }
     }
 }
@@ -381,6 +386,8 @@ pub struct RankEngine<'a, R: Runtime> {
     fatal: Option<ReplayError>,
     /// Where this rank's count of calls done goes, for a progress bar.
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// The watchdog's view of this rank: the watch and this rank's slot in it.
+    watch: Option<(std::sync::Arc<Watch>, usize)>,
 }
 
 impl<'a, R: Runtime> RankEngine<'a, R> {
@@ -409,7 +416,14 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             },
             fatal: None,
             progress: None,
+            watch: None,
         }
+    }
+
+    /// Tells `watch` (slot `slot`) what this rank is in, so that a stall is seen and reported.
+    pub fn with_watch(mut self, watch: std::sync::Arc<Watch>, slot: usize) -> Self {
+        self.watch = Some((watch, slot));
+        self
     }
 
     /// Reports the calls done to `done` every [`crate::progress::EVERY`] calls.
@@ -441,9 +455,18 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         let mut idx = Vec::new();
         let rank = self.rank;
         let mut done = 0u64;
+        let watch = self.watch.clone();
+        let (stall, scale) = (self.opts.stall_timeout, self.opts.time_scale);
         visit(nodes, rank, &mut idx, &mut |e, idx| {
             let flat = flatten_event(e, rank, idx);
+            if let Some((w, slot)) = &watch {
+                let b = crate::watchdog::bound(stall, e.timing.dur.max as f64, scale);
+                w.enter(*slot, &flat, done, b);
+            }
             self.step(&flat, e);
+            if let Some((w, slot)) = &watch {
+                w.leave(*slot);
+            }
             done += 1;
             if done.is_multiple_of(crate::progress::EVERY)
                 && let Some(p) = &self.progress
@@ -453,9 +476,15 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             self.fatal.is_none() && !self.rt.aborted()
         });
         // Close what the trace left open, flushing stdio buffers, inside the timed run.
+        if let Some((w, slot)) = &watch {
+            w.enter_finish(*slot, stall);
+        }
         self.streams.clear();
         self.fds.clear();
         finish(&mut self.rt);
+        if let Some((w, slot)) = &watch {
+            w.done(*slot);
+        }
         self.stats.time_ns = self.start.elapsed().as_nanos() as u64;
         match self.fatal.take() {
             Some(e) => Err(e),

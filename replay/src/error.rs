@@ -71,4 +71,12 @@ pub enum ReplayError {
     /// The MPI runtime refused a call.
     #[error("MPI: {0}")]
     Mpi(String),
+    /// A rank stayed in one call past its bound (the watchdog's report says where each was).
+    #[error(
+        "the replay stalled: a rank stayed in one call longer than --stall-timeout {timeout_s} s plus ten times the call's traced duration (see the report above); the trace's ranks may wait for messages that never come: try --comm delay"
+    )]
+    Stalled {
+        /// `--stall-timeout`, seconds.
+        timeout_s: f64,
+    },
 }

@@ -27,6 +27,7 @@ pub mod root;
 pub mod sched;
 pub mod threads;
 pub mod types;
+pub mod watchdog;
 
 pub use engine::{CollectiveIo, CommMode, ComputeMode, LayerView, Options};
 pub use error::ReplayError;
@@ -233,12 +234,37 @@ pub fn run_threads_capped(
         },
     );
     let done0 = &done0;
+    // The watchdog makes every rank give up on a stall; a rank stuck in a system call that
+    // never returns cannot, so after a grace period the process exits.
+    let watch = watchdog::Watch::new(0..n);
+    let sh = shared.clone();
+    let _dog = watchdog::Watchdog::start(watch.clone(), move |stopped| {
+        sh.set_abort();
+        let t0 = Instant::now();
+        while t0.elapsed() < STALL_GRACE {
+            if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        eprintln!(
+            "replay stalled and a rank did not give up within {} s: exiting",
+            STALL_GRACE.as_secs()
+        );
+        std::process::exit(STALL_EXIT);
+    });
+    let watch = &watch;
     let t0 = Instant::now();
     let results = match plan {
-        Plan::Threads => one_thread_per_rank(tf, root, opts, &shared, done0),
-        Plan::Pool(workers) => pooled(tf, root, opts, &shared, done0, workers),
+        Plan::Threads => one_thread_per_rank(tf, root, opts, &shared, done0, watch),
+        Plan::Pool(workers) => pooled(tf, root, opts, &shared, done0, workers, watch),
     };
     let wall = t0.elapsed().as_nanos() as u64;
+    if watch.fired() {
+        return Err(ReplayError::Stalled {
+            timeout_s: opts.stall_timeout.as_secs_f64(),
+        });
+    }
     let mut stats = Vec::with_capacity(results.len());
     for r in results {
         stats.push(r?);
@@ -252,6 +278,11 @@ pub fn run_threads_capped(
     Ok(report)
 }
 
+/// How long ranks get to give up after a stall before the process exits.
+pub const STALL_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+/// The exit status of a replay the watchdog ended.
+pub const STALL_EXIT: i32 = 3;
+
 /// One rank's whole replay, on whatever thread or coroutine runs it; a failure makes the
 /// other ranks give up (see [`threads::Shared::abort`]).
 fn replay_rank(
@@ -261,9 +292,11 @@ fn replay_rank(
     root: &Root,
     nodes: &[rsd::trace::Node],
     done0: &std::sync::Arc<std::sync::atomic::AtomicU64>,
+    watch: &std::sync::Arc<watchdog::Watch>,
 ) -> Result<report::RankStats, ReplayError> {
     let rt = threads::ThreadsRuntime::new(rank, sh.clone());
-    let mut eng = engine::RankEngine::new(rank, opts, root, rt);
+    let mut eng =
+        engine::RankEngine::new(rank, opts, root, rt).with_watch(watch.clone(), rank as usize);
     if rank == 0 {
         eng = eng.with_progress(done0.clone());
     }
@@ -282,6 +315,7 @@ fn one_thread_per_rank(
     opts: &Options,
     shared: &std::sync::Arc<threads::Shared>,
     done0: &std::sync::Arc<std::sync::atomic::AtomicU64>,
+    watch: &std::sync::Arc<watchdog::Watch>,
 ) -> Vec<Result<report::RankStats, ReplayError>> {
     let n = nranks(tf);
     std::thread::scope(|s| {
@@ -292,7 +326,7 @@ fn one_thread_per_rank(
                 .name(format!("rank{rank}"))
                 .stack_size(RANK_STACK)
                 .spawn_scoped(s, move || {
-                    replay_rank(rank, &sh, opts, root, &tf.trace.nodes, done0)
+                    replay_rank(rank, &sh, opts, root, &tf.trace.nodes, done0, watch)
                 });
             match spawned {
                 Ok(h) => handles.push(h),
@@ -327,6 +361,7 @@ fn pooled(
     shared: &std::sync::Arc<threads::Shared>,
     done0: &std::sync::Arc<std::sync::atomic::AtomicU64>,
     workers: u32,
+    watch: &std::sync::Arc<watchdog::Watch>,
 ) -> Vec<Result<report::RankStats, ReplayError>> {
     use std::sync::Arc;
     let n = nranks(tf);
@@ -337,14 +372,15 @@ fn pooled(
         workers as usize,
         RANK_STACK,
         |i| {
-            let (sh, nodes, opts, root, done0) = (
+            let (sh, nodes, opts, root, done0, watch) = (
                 shared.clone(),
                 nodes.clone(),
                 opts.clone(),
                 root.clone(),
                 done0.clone(),
+                watch.clone(),
             );
-            move || replay_rank(i as u32, &sh, &opts, &root, &nodes, &done0)
+            move || replay_rank(i as u32, &sh, &opts, &root, &nodes, &done0, &watch)
         },
         // A rank that panicked or never started cannot join anything.
         |i| {
@@ -452,6 +488,17 @@ pub fn parse_collective_io(s: &str) -> Result<CollectiveIo, ReplayError> {
         _ => Err(ReplayError::BadOption {
             flag: "--collective-io",
             why: format!("{s:?} is not one of library, ranks"),
+        }),
+    }
+}
+
+/// Parses `--stall-timeout SECS` (seconds, a positive number).
+pub fn parse_stall_timeout(s: &str) -> Result<std::time::Duration, ReplayError> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e9 => Ok(std::time::Duration::from_secs_f64(v)),
+        _ => Err(ReplayError::BadOption {
+            flag: "--stall-timeout",
+            why: format!("{s:?} is not a positive number of seconds"),
         }),
     }
 }

@@ -56,6 +56,10 @@ Options:
                         own piece at its view's offsets (`ranks`). Under MPI the library does
                         its own collective I/O.
   --time-scale F        multiply every delay by F (default 1)
+  --stall-timeout SECS  end the replay when a rank stays in one call longer than SECS (default
+                        60) plus ten times that call's longest traced duration (a receive whose
+                        message never comes, a deadlock): every rank's current call is printed
+                        and the job aborts with a non-zero status
   --layer app|posix     issue application calls (default) or only the POSIX view
   --prep                first create the files the trace reads before writing, at their sizes
   --allow-incomplete    replay a trace flagged incomplete
@@ -127,6 +131,9 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, ReplayError> {
             }
             "--layer" => a.opts.layer = replay::parse_layer(&value("--layer")?)?,
             "--time-scale" => a.opts.time_scale = replay::parse_scale(&value("--time-scale")?)?,
+            "--stall-timeout" => {
+                a.opts.stall_timeout = replay::parse_stall_timeout(&value("--stall-timeout")?)?
+            }
             f if f.starts_with('-') => {
                 return Err(usage(format!("unknown option {f} (see --help)")));
             }
@@ -371,6 +378,20 @@ fn mpi_replay(
     if bar.is_some() {
         engine = engine.with_progress(done);
     }
+    // Each rank watches its own calls: a rank stuck past its bound aborts the whole job, which
+    // releases the ranks waiting for it.
+    let watch = replay::watchdog::Watch::new([rank as u32]);
+    let timeout_s = args.opts.stall_timeout.as_secs_f64();
+    let _dog = replay::watchdog::Watchdog::start(watch.clone(), move |_| {
+        fail(&ReplayError::Stalled { timeout_s });
+        // SAFETY: MPI is initialised; MPI_Abort ends every process of the job, including this
+        // one, from any thread in practice (Open MPI and MPICH kill the job through the
+        // launcher). Should it return, the process exits after the grace period.
+        unsafe { mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, replay::STALL_EXIT) };
+        std::thread::sleep(replay::STALL_GRACE);
+        std::process::exit(replay::STALL_EXIT);
+    });
+    engine = engine.with_watch(watch, 0);
     let result = engine.run_with(&tf.trace.nodes, |rt| rt.finish());
     drop(bar);
     let ok = result.is_ok();
