@@ -71,6 +71,14 @@ pub enum ReplayError {
     /// The MPI runtime refused a call.
     #[error("MPI: {0}")]
     Mpi(String),
+    /// `--comm real` of a trace whose messages, communicators or collectives do not match.
+    #[error(
+        "--comm real: {detail}; a real replay would wait forever for it: replay with --comm delay (communication as its recorded delays)"
+    )]
+    Unmatched {
+        /// The first call that does not match, with ranks, tag and communicator.
+        detail: String,
+    },
     /// A rank stayed in one call past its bound (the watchdog's report says where each was).
     #[error(
         "the replay stalled: a rank stayed in one call longer than --stall-timeout {timeout_s} s plus ten times the call's traced duration (see the report above); the trace's ranks may wait for messages that never come: try --comm delay"

@@ -20,6 +20,7 @@
 pub mod clock;
 pub mod engine;
 pub mod error;
+pub mod matching;
 pub mod prep;
 pub mod progress;
 pub mod report;
@@ -196,6 +197,15 @@ pub fn run_threads(tf: &TraceFile, root: &Root, opts: &Options) -> Result<Report
     run_threads_capped(tf, root, opts, Cap::default())
 }
 
+/// Under `--comm real`, refuses a trace whose messages, communicators or collectives do not
+/// match ([`matching`]): its replay would wait forever.
+pub fn check_matching(tf: &TraceFile, opts: &Options) -> Result<(), ReplayError> {
+    if opts.comm == CommMode::Real {
+        matching::check(&tf.trace, nranks(tf))?;
+    }
+    Ok(())
+}
+
 /// Replays every rank of `tf` in this process on at most `max_threads` OS threads.
 ///
 /// Up to `max_threads` ranks, each rank is one OS thread: the kernel schedules every wait
@@ -205,6 +215,10 @@ pub fn run_threads(tf: &TraceFile, root: &Root, opts: &Options) -> Result<Report
 /// a wait gives its thread to another rank, so a huge extrapolated trace neither exhausts the
 /// machine's threads nor deadlocks, and its counts and bytes are the same; but a blocking I/O
 /// call holds its thread, so at most `max_threads` calls are in flight.
+///
+/// This is the runtime itself: it does not run [`check_matching`] (the CLIs' entry point,
+/// [`run_threads_file`], does, before any I/O); a trace that does not match fails its blocked
+/// calls when the rank they wait for finishes, or is ended by the watchdog.
 pub fn run_threads_capped(
     tf: &TraceFile,
     root: &Root,
@@ -429,6 +443,7 @@ pub fn run_threads_file(
     let tf = load(trace, allow_incomplete)?;
     // Refused before --prep writes anything.
     plan(nranks(&tf), max_threads, max_map_count())?;
+    check_matching(&tf, opts)?;
     let root = Root::new(root)?;
     if prep {
         prep::prep(&tf.trace, &root)?;

@@ -265,11 +265,7 @@ struct Creation {
     made: Mutex<HashMap<i64, Arc<CommObj>>>,
 }
 
-/// `MPI_UNDEFINED` in Open MPI: a split color that joins no communicator.
-const UNDEFINED: i64 = -32766;
-/// Relative peers the tracer stores for `MPI_ANY_SOURCE` and `MPI_PROC_NULL`.
-const ANY_SOURCE: i64 = i32::MIN as i64 - 1;
-const PROC_NULL: i64 = i32::MIN as i64 - 2;
+use rsd::mpi::{ANY_SOURCE, PROC_NULL, UNDEFINED};
 
 struct MFile {
     file: File,
@@ -303,8 +299,9 @@ impl ThreadsRuntime {
     /// The runtime of `rank`.
     pub fn new(rank: u32, sh: Arc<Shared>) -> ThreadsRuntime {
         let mut comms = HashMap::new();
-        comms.insert(0, (sh.world.clone(), rank as usize));
-        comms.insert(1, (Arc::new(CommObj::new(u64::MAX, vec![rank])), 0));
+        comms.insert(rsd::mpi::COMM_WORLD, (sh.world.clone(), rank as usize));
+        let me = Arc::new(CommObj::new(u64::MAX, vec![rank]));
+        comms.insert(rsd::mpi::COMM_SELF, (me, 0));
         ThreadsRuntime {
             rank,
             sh,

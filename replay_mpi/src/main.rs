@@ -344,6 +344,18 @@ fn mpi_replay(
         }));
     }
     let root = Root::new(&args.root).map_err(everywhere)?;
+    // Rank 0 checks the matching of the whole trace (one walk of every rank's calls, not one
+    // per rank) before anything is issued; every rank stops on its verdict, rank 0 says why.
+    let matched = if rank == 0 {
+        replay::check_matching(&tf, &args.opts)
+    } else {
+        Ok(())
+    };
+    if !all_ok(p, matched.is_ok()) {
+        return Err(everywhere(matched.err().unwrap_or(ReplayError::Mpi(
+            "rank 0 found the trace's messages do not match".into(),
+        ))));
+    }
     let prep = if rank == 0 && args.prep {
         replay::prep::prep(&tf.trace, &root).map(|_| ())
     } else {

@@ -22,9 +22,7 @@ use std::ffi::CString;
 use std::os::raw::{c_int, c_void};
 use std::path::Path;
 
-/// Relative peers the tracer stores for `MPI_ANY_SOURCE` and `MPI_PROC_NULL`.
-const ANY_SOURCE: i64 = i32::MIN as i64 - 1;
-const PROC_NULL: i64 = i32::MIN as i64 - 2;
+use rsd::mpi::{ANY_SOURCE, PROC_NULL};
 
 /// Handles to MPI's predefined objects, read once.
 #[derive(Clone, Copy)]

@@ -1,6 +1,7 @@
 //! The iotrex trace model and everything that touches it without MPI.
 //!
 //! - [`op`]: the traced operations and their parameters.
+//! - [`mpi`]: how MPI values (peers, tags, colors, communicators) are encoded.
 //! - [`value`]: elastic values over loop iterations ([`Val`]) and ranks ([`Elastic`], [`RankFn`]).
 //! - [`ranks`]: PRSD rank sets.
 //! - [`timing`]: mergeable timing statistics.
@@ -25,6 +26,7 @@ pub mod compress;
 pub mod error;
 pub mod format;
 pub mod merge;
+pub mod mpi;
 pub mod op;
 pub mod path;
 pub mod ranks;

@@ -281,13 +281,13 @@ impl State {
     }
 }
 
-/// Peers are stored relative to the caller; `MPI_ANY_SOURCE` (-1) and `MPI_PROC_NULL` (-2)
-/// become `i32::MIN - 1` and `i32::MIN - 2`, out of the range of any relative rank.
+/// Peers are stored relative to the caller, with the library's `MPI_ANY_SOURCE` and
+/// `MPI_PROC_NULL` mapped to `rsd::mpi`'s sentinels.
 fn rel_peer(comm: H, peer: c_int) -> i64 {
-    if peer < 0 {
-        return i32::MIN as i64 + peer as i64;
-    }
-    peer as i64 - comm_rank(comm)
+    let (any, null) = abi::any_source_proc_null();
+    // Only a rank needs the caller's rank (one more PMPI call).
+    let me = if peer >= 0 { comm_rank(comm) } else { 0 };
+    rsd::mpi::encode_peer(peer as i64, me, any, null)
 }
 
 fn sum_counts(counts: *const c_int, n: i64) -> i64 {
@@ -419,9 +419,9 @@ fn after_init(r: c_int) {
                 raw.clear();
             }
         }
-        st.comms.fixed(g.world, 0);
+        st.comms.fixed(g.world, rsd::mpi::COMM_WORLD);
         if g.self_ != 0 {
-            st.comms.fixed(g.self_, 1);
+            st.comms.fixed(g.self_, rsd::mpi::COMM_SELF);
         }
         let mpich = abi::flavour() == Flavour::Mpich;
         for (i, name) in TYPES.iter().enumerate() {
@@ -1666,7 +1666,7 @@ fn split_equivalent(parent: H, r: c_int, newcomm: *mut H) -> (i64, i64) {
     type CommGroupFn = unsafe extern "C" fn(H, *mut H) -> c_int;
     type TranslateFn = unsafe extern "C" fn(H, c_int, *const c_int, H, *mut c_int) -> c_int;
     type GroupFreeFn = unsafe extern "C" fn(*mut H) -> c_int;
-    let undefined = (MPI_UNDEFINED as i64, comm_rank(parent));
+    let undefined = (rsd::mpi::UNDEFINED, comm_rank(parent));
     if r != MPI_SUCCESS || newcomm.is_null() {
         return undefined;
     }

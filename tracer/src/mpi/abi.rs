@@ -115,6 +115,15 @@ pub fn status_ignored(p: H) -> bool {
     }
 }
 
+/// The library's `MPI_ANY_SOURCE` and `MPI_PROC_NULL`: -1 and -2 in Open MPI, -2 and -1 in
+/// MPICH (traces from MPICH stored them swapped before they went through `rsd::mpi`).
+pub fn any_source_proc_null() -> (i64, i64) {
+    match flavour() {
+        Flavour::OpenMpi => (-1, -2),
+        Flavour::Mpich => (-2, -1),
+    }
+}
+
 /// The C `MPI_IN_PLACE`.
 pub fn in_place_value() -> *mut libc::c_void {
     match flavour() {

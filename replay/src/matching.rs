@@ -1,0 +1,508 @@
+//! Point-to-point matching over a whole trace, checked before `--comm real` issues anything.
+//!
+//! A trace whose sends and receives do not pair up (a receive whose send went unrecorded, a
+//! communicator some ranks never create, a collective some members skip) would make a real
+//! replay wait forever. Walking every rank's calls once is enough to see it: communicators
+//! are rebuilt from the recorded creations the way MPI builds them (the k-th creation on a
+//! communicator by each member forms the new ones by color, ordered by key, then by parent
+//! rank), then for every (communicator, source, destination, tag) the sends and the receives
+//! are counted. Receives from any source or with any tag take what the exact ones leave.
+//!
+//! Cost: two walks of every rank's calls (creations first, then messages), linear in the
+//! calls of the whole run, and memory proportional to the distinct (communicator, source,
+//! destination, tag) quadruples, not to the messages.
+
+use crate::error::ReplayError;
+use rsd::mpi::{COMM_SELF, COMM_WORLD, Peer, UNDEFINED, decode_peer, is_any_tag};
+use rsd::op::{Layer, Op, Param};
+use rsd::trace::{FlatEvent, Trace};
+use std::collections::{BTreeMap, HashMap};
+
+/// A communicator as the check rebuilds it: its members (world ranks, in communicator order).
+struct Comm {
+    members: Vec<u32>,
+}
+
+/// Where a rank's local communicator id leads: the communicator and the rank's place in it.
+type Local = HashMap<i64, (usize, usize)>;
+
+/// One recorded creation: parent id, color, key, new id (all as the creating rank recorded);
+/// a dup's key (the rank's place in its parent) is None, known once the parent is rebuilt.
+type Todo = (i64, i64, Option<i64>, i64);
+/// Each member's (color, key, new local id) of one creation on one communicator.
+type Slot = Vec<Option<(i64, i64, i64)>>;
+
+/// Walks rank `r`'s calls.
+fn each(trace: &Trace, r: u32, f: &mut dyn FnMut(&FlatEvent)) {
+    trace.expand_with(r, &mut |e| {
+        f(e);
+        true
+    });
+}
+
+fn creation(e: &FlatEvent) -> Option<Todo> {
+    match e.op {
+        // A dup is the split with one color that keeps the parent's order.
+        Op::CommDup => Some((e.p(Param::Comm), 0, None, e.p(Param::Newcomm))),
+        Op::CommSplit | Op::CommCreate | Op::CommSplitType => Some((
+            e.p(Param::Comm),
+            e.p(Param::Color),
+            Some(e.p(Param::Key)),
+            e.p(Param::Newcomm),
+        )),
+        _ => None,
+    }
+}
+
+/// Collective communication calls: every member of the communicator must make as many.
+fn collective(op: Op) -> bool {
+    op.layer() == Layer::Mpi
+        && matches!(
+            op,
+            Op::Barrier
+                | Op::Bcast
+                | Op::Reduce
+                | Op::Allreduce
+                | Op::Gather
+                | Op::Gatherv
+                | Op::Scatter
+                | Op::Scatterv
+                | Op::Allgather
+                | Op::Allgatherv
+                | Op::Alltoall
+                | Op::Alltoallv
+                | Op::CommDup
+                | Op::CommSplit
+                | Op::CommCreate
+                | Op::CommSplitType
+        )
+}
+
+/// Rebuilds every communicator the trace creates. Returns the communicators (0 is the world)
+/// and each rank's map from its local ids to them.
+fn communicators(trace: &Trace, n: u32) -> Result<(Vec<Comm>, Vec<Local>), String> {
+    let mut comms = vec![Comm {
+        members: (0..n).collect(),
+    }];
+    let mut local: Vec<Local> = (0..n)
+        .map(|r| {
+            let mut m = Local::new();
+            m.insert(COMM_WORLD, (0, r as usize));
+            m
+        })
+        .collect();
+    for (r, l) in local.iter_mut().enumerate() {
+        comms.push(Comm {
+            members: vec![r as u32],
+        });
+        l.insert(COMM_SELF, (comms.len() - 1, 0));
+    }
+    // Each rank's creations in order.
+    let mut todo: Vec<Vec<Todo>> = Vec::with_capacity(n as usize);
+    for r in 0..n {
+        let mut v = Vec::new();
+        each(trace, r, &mut |e| v.extend(creation(e)));
+        todo.push(v);
+    }
+    let mut next = vec![0usize; n as usize];
+    // (communicator, creation number) -> each member's (color, key, new local id).
+    let mut pending: HashMap<(usize, usize), Slot> = HashMap::new();
+    let mut made: HashMap<(u32, usize), usize> = HashMap::new();
+    loop {
+        let mut progress = false;
+        for r in 0..n as usize {
+            while let Some(&(parent, color, key, new)) = todo[r].get(next[r]) {
+                let Some(&(cid, me)) = local[r].get(&parent) else {
+                    break;
+                };
+                let seq = made.entry((r as u32, cid)).or_insert(0);
+                let slot = pending
+                    .entry((cid, *seq))
+                    .or_insert_with(|| vec![None; comms[cid].members.len()]);
+                *seq += 1;
+                slot[me] = Some((color, key.unwrap_or(me as i64), new));
+                next[r] += 1;
+                progress = true;
+                if slot.iter().all(Option::is_some) {
+                    let entries: Vec<(i64, i64, i64)> = slot.iter().flatten().copied().collect();
+                    let parent_members = comms[cid].members.clone();
+                    let mut by_color: BTreeMap<i64, Vec<(i64, usize)>> = BTreeMap::new();
+                    for (i, (c, k, _)) in entries.iter().enumerate() {
+                        if *c != UNDEFINED {
+                            by_color.entry(*c).or_default().push((*k, i));
+                        }
+                    }
+                    for (_, mut group) in by_color {
+                        group.sort();
+                        let id = comms.len();
+                        comms.push(Comm {
+                            members: group.iter().map(|(_, i)| parent_members[*i]).collect(),
+                        });
+                        for (pos, (_, i)) in group.iter().enumerate() {
+                            let newid = entries[*i].2;
+                            if newid >= 0 {
+                                local[parent_members[*i] as usize].insert(newid, (id, pos));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if !progress {
+            break;
+        }
+    }
+    // A creation some members never made: MPI would wait in it forever.
+    let mut incomplete: Vec<(&(usize, usize), &Slot)> = pending
+        .iter()
+        .filter(|(_, slot)| !slot.iter().all(Option::is_some))
+        .collect();
+    incomplete.sort_by_key(|(k, _)| **k);
+    if let Some(&(&(cid, _), slot)) = incomplete.first() {
+        let members = &comms[cid].members;
+        let who = slot.iter().position(Option::is_some).unwrap_or(0);
+        let missing: Vec<String> = slot
+            .iter()
+            .zip(members)
+            .filter(|(s, _)| s.is_none())
+            .take(8)
+            .map(|(_, m)| m.to_string())
+            .collect();
+        return Err(format!(
+            "rank {} creates a communicator from {}, which ranks {} never join",
+            members[who],
+            comm_name(cid, members.len()),
+            missing.join(", ")
+        ));
+    }
+    // A creation on a communicator that was never created for that rank.
+    if let Some(r) = (0..n as usize).find(|&r| next[r] < todo[r].len()) {
+        return Err(format!(
+            "rank {r} creates a communicator from its communicator {}, which no recorded call created",
+            todo[r][next[r]].0
+        ));
+    }
+    Ok((comms, local))
+}
+
+/// How a report names a rebuilt communicator.
+fn comm_name(cid: usize, size: usize) -> String {
+    if cid == 0 {
+        "MPI_COMM_WORLD".to_string()
+    } else {
+        format!("a communicator of {size} ranks")
+    }
+}
+
+#[derive(Default)]
+struct Count {
+    sends: u64,
+    recvs: u64,
+}
+
+/// Checks that every point-to-point message of `trace` (of `n` ranks) has a receive and every
+/// receive a message, and that the members of each communicator make as many collective
+/// calls. The error names the first pair that does not match.
+pub fn check(trace: &Trace, n: u32) -> Result<(), ReplayError> {
+    check_text(trace, n).map_err(|detail| ReplayError::Unmatched { detail })
+}
+
+fn check_text(trace: &Trace, n: u32) -> Result<(), String> {
+    let (comms, local) = communicators(trace, n)?;
+    // (communicator, source, destination, tag) -> counts; BTreeMap for a stable first report.
+    let mut pairs: BTreeMap<(usize, u32, u32, i64), Count> = BTreeMap::new();
+    // (communicator, destination) -> receives from any source or with any tag.
+    let mut wild: BTreeMap<(usize, u32), u64> = BTreeMap::new();
+    let mut colls: HashMap<usize, Vec<u64>> = HashMap::new();
+    let mut err: Option<String> = None;
+    for r in 0..n {
+        let l = &local[r as usize];
+        each(trace, r, &mut |e| {
+            if err.is_some() || e.op.layer() != Layer::Mpi {
+                return;
+            }
+            let Some(comm_id) = e.get(Param::Comm) else {
+                return;
+            };
+            let Some(&(cid, me)) = l.get(&comm_id) else {
+                if comm_id >= 0 {
+                    err = Some(format!(
+                        "rank {r} calls {} on communicator {comm_id}, which no recorded call created",
+                        e.op.name()
+                    ));
+                }
+                return;
+            };
+            let members = &comms[cid].members;
+            let world = |stored: i64| -> Result<Option<u32>, String> {
+                match decode_peer(stored, me as i64) {
+                    Peer::Null => Ok(None),
+                    Peer::Any => Ok(Some(u32::MAX)),
+                    Peer::Rank(p) => usize::try_from(p)
+                        .ok()
+                        .and_then(|p| members.get(p).copied())
+                        .map(Some)
+                        .ok_or_else(|| {
+                            format!(
+                                "rank {r}'s {} names rank {p} of a communicator of {} ranks",
+                                e.op.name(),
+                                members.len()
+                            )
+                        }),
+                }
+            };
+            let mut send = |peer: i64, tag: i64| match world(peer) {
+                Ok(Some(dst)) => pairs.entry((cid, r, dst, tag)).or_default().sends += 1,
+                Ok(None) => {}
+                Err(e) => err = Some(e),
+            };
+            match e.op {
+                Op::Send | Op::Isend => send(e.p(Param::Peer), e.p(Param::Tag)),
+                Op::Sendrecv => send(e.p(Param::Dest), e.p(Param::Sendtag)),
+                _ => {}
+            }
+            let mut recv = |peer: i64, tag: i64| match world(peer) {
+                Ok(Some(src)) if src != u32::MAX && !is_any_tag(tag) => {
+                    pairs.entry((cid, src, r, tag)).or_default().recvs += 1
+                }
+                Ok(Some(_)) => *wild.entry((cid, r)).or_default() += 1,
+                Ok(None) => {}
+                Err(e) => err = Some(e),
+            };
+            match e.op {
+                Op::Recv | Op::Irecv => recv(e.p(Param::Peer), e.p(Param::Tag)),
+                Op::Sendrecv => recv(e.p(Param::Source), e.p(Param::Recvtag)),
+                _ => {}
+            }
+            if collective(e.op) {
+                colls.entry(cid).or_insert_with(|| vec![0; members.len()])[me] += 1;
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+    }
+    let name = |cid: usize| comm_name(cid, comms[cid].members.len());
+    // Exact receives first: each needs a send of its own; what is left over may go to the
+    // wildcard receives of its destination.
+    // (communicator, destination) -> ((source, tag), sends no exact receive took).
+    type Left = Vec<((u32, i64), u64)>;
+    let mut left: BTreeMap<(usize, u32), Left> = BTreeMap::new();
+    for (&(cid, src, dst, tag), c) in &pairs {
+        if c.recvs > c.sends {
+            return Err(format!(
+                "rank {dst} receives {} messages from rank {src} with tag {tag} on {}, and rank {src} sends it {}",
+                c.recvs,
+                name(cid),
+                c.sends
+            ));
+        }
+        if c.sends > c.recvs {
+            left.entry((cid, dst))
+                .or_default()
+                .push(((src, tag), c.sends - c.recvs));
+        }
+    }
+    for (&(cid, dst), &w) in &wild {
+        let extra: u64 = left
+            .get(&(cid, dst))
+            .map_or(0, |v| v.iter().map(|x| x.1).sum());
+        if w > extra {
+            return Err(format!(
+                "rank {dst} posts {w} receives from any source or with any tag on {}, and only {extra} messages are left for them",
+                name(cid)
+            ));
+        }
+    }
+    for (&(cid, dst), v) in &left {
+        let w = wild.get(&(cid, dst)).copied().unwrap_or(0);
+        let extra: u64 = v.iter().map(|x| x.1).sum();
+        if extra > w {
+            let ((src, tag), k) = v[0];
+            let c = &pairs[&(cid, src, dst, tag)];
+            return Err(format!(
+                "rank {src} sends {} messages to rank {dst} with tag {tag} on {}, and rank {dst} receives {} of them ({k} never received)",
+                c.sends,
+                name(cid),
+                c.recvs + w.min(k)
+            ));
+        }
+    }
+    let mut ids: Vec<&usize> = colls.keys().collect();
+    ids.sort();
+    for cid in ids {
+        let c = &colls[cid];
+        if let Some(i) = c.iter().position(|x| *x != c[0]) {
+            let m = &comms[*cid].members;
+            return Err(format!(
+                "on {}, rank {} makes {} collective calls and rank {} makes {}",
+                name(*cid),
+                m[0],
+                c[0],
+                m[i],
+                c[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rsd::op::args;
+    use rsd::trace::RawEvent;
+    use rsd::{Compressor, merge_tree};
+
+    fn trace(n: u32, per_rank: impl Fn(u32) -> Vec<RawEvent>) -> Trace {
+        let ts = (0..n)
+            .map(|r| {
+                let mut c = Compressor::new(r);
+                for e in per_rank(r) {
+                    c.push(&e);
+                }
+                c.finish()
+            })
+            .collect();
+        merge_tree(ts).unwrap()
+    }
+
+    fn ev(op: Op, p: Vec<i64>) -> RawEvent {
+        RawEvent::new(op, op as u64, p)
+    }
+
+    /// A ring: each rank sends to the next and receives from the previous, `k` times.
+    fn ring(n: u32, k: usize, drop_send_of: Option<u32>) -> Trace {
+        trace(n, |r| {
+            let mut v = Vec::new();
+            for _ in 0..k {
+                if drop_send_of != Some(r) {
+                    v.push(ev(
+                        Op::Send,
+                        args::send(4, 1, 1 - if r + 1 == n { n as i64 } else { 0 }, 3, 0, 4),
+                    ));
+                }
+                let prev = if r == 0 { n as i64 - 1 } else { -1 };
+                v.push(ev(Op::Recv, args::recv(4, 1, prev, 3, 0, 4)));
+            }
+            v
+        })
+    }
+
+    #[test]
+    fn a_ring_matches() {
+        check(&ring(5, 3, None), 5).unwrap();
+    }
+
+    #[test]
+    fn a_missing_send_is_named() {
+        let e = check(&ring(4, 2, Some(2)), 4).unwrap_err().to_string();
+        assert!(
+            e.contains("rank 3 receives 2 messages from rank 2 with tag 3 on MPI_COMM_WORLD, and rank 2 sends it 0"),
+            "{e}"
+        );
+        assert!(e.contains("--comm delay"), "{e}");
+    }
+
+    #[test]
+    fn an_unreceived_send_is_named() {
+        let t = trace(2, |r| {
+            if r == 0 {
+                vec![ev(Op::Send, args::send(1, 1, 1, 9, 0, 1))]
+            } else {
+                vec![]
+            }
+        });
+        let e = check(&t, 2).unwrap_err().to_string();
+        assert!(
+            e.contains("rank 0 sends 1 messages to rank 1 with tag 9"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wildcards_take_what_is_left() {
+        let any = rsd::mpi::ANY_SOURCE;
+        let t = trace(3, |r| match r {
+            0 => vec![
+                ev(Op::Recv, args::recv(1, 1, any, 1, 0, 1)),
+                ev(Op::Recv, args::recv(1, 1, 2, 2, 0, 1)),
+                ev(Op::Recv, args::recv(1, 1, 1, rsd::mpi::ANY_TAG, 0, 1)),
+            ],
+            1 => vec![ev(Op::Send, args::send(1, 1, -1, 1, 0, 1))],
+            _ => vec![
+                ev(Op::Send, args::send(1, 1, -2, 2, 0, 1)),
+                ev(Op::Send, args::send(1, 1, -2, 7, 0, 1)),
+            ],
+        });
+        check(&t, 3).unwrap();
+        // One wildcard too many.
+        let t = trace(2, |r| match r {
+            0 => vec![ev(Op::Recv, args::recv(1, 1, any, 1, 0, 1))],
+            _ => vec![],
+        });
+        let e = check(&t, 2).unwrap_err().to_string();
+        assert!(e.contains("rank 0 posts 1 receives from any source"), "{e}");
+    }
+
+    #[test]
+    fn messages_on_a_split_map_to_world_ranks() {
+        // Split 4 ranks into evens and odds (key = rank), then in each half rank 0 sends to 1:
+        // world 0 -> 2 and 1 -> 3.
+        let t = trace(4, |r| {
+            let mut v = vec![ev(Op::CommSplit, vec![0, (r % 2) as i64, r as i64, 2])];
+            if r < 2 {
+                v.push(ev(Op::Send, args::send(1, 1, 1, 0, 2, 1)));
+            } else {
+                v.push(ev(Op::Recv, args::recv(1, 1, -1, 0, 2, 1)));
+            }
+            v
+        });
+        check(&t, 4).unwrap();
+        // The same sends read on the world would pair 0 -> 1, which nobody receives.
+        let t = trace(4, |r| {
+            let mut v = vec![ev(Op::CommSplit, vec![0, (r % 2) as i64, r as i64, 2])];
+            if r < 2 {
+                v.push(ev(Op::Send, args::send(1, 1, 1, 0, 2, 1)));
+            } else {
+                v.push(ev(Op::Recv, args::recv(1, 1, -2, 0, 2, 1)));
+            }
+            v
+        });
+        assert!(check(&t, 4).is_err());
+    }
+
+    #[test]
+    fn a_skipped_collective_is_named() {
+        let t = trace(3, |r| {
+            let mut v = vec![ev(Op::Barrier, vec![0])];
+            if r != 1 {
+                v.push(ev(Op::Barrier, vec![0]));
+            }
+            v
+        });
+        let e = check(&t, 3).unwrap_err().to_string();
+        assert!(
+            e.contains("rank 0 makes 2 collective calls and rank 1 makes 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_communicator_only_some_ranks_create_is_named() {
+        let t = trace(2, |r| {
+            if r == 0 {
+                vec![ev(Op::CommDup, vec![0, 2])]
+            } else {
+                vec![]
+            }
+        });
+        let e = check(&t, 2).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "rank 0 creates a communicator from MPI_COMM_WORLD, which ranks 1 never join"
+            ),
+            "{e}"
+        );
+    }
+}
