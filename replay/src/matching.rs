@@ -8,15 +8,40 @@
 //! rank), then for every (communicator, source, destination, tag) the sends and the receives
 //! are counted. Receives from any source or with any tag take what the exact ones leave.
 //!
-//! Cost: two walks of every rank's calls (creations first, then messages), linear in the
-//! calls of the whole run, and memory proportional to the distinct (communicator, source,
-//! destination, tag) quadruples, not to the messages.
+//! Cost: two walks of every rank's calls (creations first, then messages), on the compressed
+//! structure: a walk enters only the subtrees that hold what it looks for, and the message walk
+//! goes through a loop once, multiplying its counts by the iteration count, when nothing it
+//! counts in the loop changes with the iteration (peers, tags, communicators, inner loop
+//! counts) and the loop creates no communicator. So a ring exchanged N times costs one
+//! iteration per rank; a loop whose peers change with the iteration is expanded, and after
+//! [`BUDGET`] evaluated calls the check stops and says it could not conclude ([`Outcome`]).
+//! Memory is proportional to the distinct (communicator, source, destination, tag)
+//! quadruples, not to the messages.
 
 use crate::error::ReplayError;
 use rsd::mpi::{COMM_SELF, COMM_WORLD, Peer, UNDEFINED, decode_peer, is_any_tag};
 use rsd::op::{Layer, Op, Param};
-use rsd::trace::{FlatEvent, Trace};
+use rsd::trace::{FlatEvent, Node, NodeKind, Trace, flatten_event};
+use rsd::value::{Elastic, RankFn, Val};
 use std::collections::{BTreeMap, HashMap};
+
+/// Calls the check evaluates at most (both walks, all ranks) before it gives up: about 15 s.
+pub const BUDGET: u64 = 100_000_000;
+
+/// What [`check`] concluded when it found nothing wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything matches; `calls` calls were evaluated (loops multiplied, not expanded).
+    Matched {
+        /// Calls evaluated.
+        calls: u64,
+    },
+    /// The walks passed [`BUDGET`] calls: nothing was concluded.
+    TooLarge {
+        /// Calls evaluated before stopping.
+        calls: u64,
+    },
+}
 
 /// A communicator as the check rebuilds it: its members (world ranks, in communicator order).
 struct Comm {
@@ -32,12 +57,163 @@ type Todo = (i64, i64, Option<i64>, i64);
 /// Each member's (color, key, new local id) of one creation on one communicator.
 type Slot = Vec<Option<(i64, i64, i64)>>;
 
-/// Walks rank `r`'s calls.
-fn each(trace: &Trace, r: u32, f: &mut dyn FnMut(&FlatEvent)) {
-    trace.expand_with(r, &mut |e| {
-        f(e);
-        true
-    });
+/// Calls that create a communicator.
+fn creates(op: Op) -> bool {
+    matches!(
+        op,
+        Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType
+    )
+}
+
+/// Calls the message walk looks at: every MPI call on a communicator.
+fn counted(op: Op) -> bool {
+    op.layer() == Layer::Mpi && op.params().contains(&Param::Comm)
+}
+
+/// What a node's subtree holds, computed once for the whole trace.
+#[derive(Default)]
+struct Sum {
+    /// Any [`counted`] call.
+    counted: bool,
+    /// Any communicator creation.
+    creates: bool,
+    /// A loop whose counted calls are the same in every iteration: walked once, multiplied.
+    collapse: bool,
+    body: Vec<Sum>,
+}
+
+fn summarize(nodes: &[Node], depth: usize) -> Vec<Sum> {
+    nodes
+        .iter()
+        .map(|n| match &n.kind {
+            NodeKind::Event(e) => Sum {
+                counted: counted(e.op),
+                creates: creates(e.op),
+                ..Sum::default()
+            },
+            NodeKind::Loop(l) => {
+                let body = summarize(&l.body, depth + 1);
+                let counted = body.iter().any(|s| s.counted);
+                let creates = body.iter().any(|s| s.creates);
+                Sum {
+                    counted,
+                    creates,
+                    collapse: counted && !creates && !varies(&l.body, &body, depth),
+                    body,
+                }
+            }
+        })
+        .collect()
+}
+
+/// Whether the counted calls of `nodes` change with the index of loop level `d`.
+fn varies(nodes: &[Node], sums: &[Sum], d: usize) -> bool {
+    nodes.iter().zip(sums).any(|(n, s)| {
+        s.counted
+            && match &n.kind {
+                NodeKind::Event(e) => e.params.iter().any(|p| elastic_varies(p, d)),
+                NodeKind::Loop(l) => elastic_varies(&l.iters, d) || varies(&l.body, &s.body, d),
+            }
+    })
+}
+
+fn elastic_varies(e: &Elastic, d: usize) -> bool {
+    e.groups.iter().any(|g| val_varies(&g.val, d))
+}
+
+/// Whether `v` changes with the index of loop level `d` (0 = the outermost of its loops).
+fn val_varies(v: &Val<RankFn>, d: usize) -> bool {
+    match v {
+        Val::Const(_) => false,
+        Val::Lin { strides, .. } => strides.get(d).is_some_and(|s| *s != RankFn::Const(0)),
+        Val::Seq(v) | Val::Cycle(v) if d == 0 => v.windows(2).any(|w| w[0] != w[1]),
+        Val::Seq(v) | Val::Cycle(v) => v.iter().any(|e| val_varies(e, d - 1)),
+    }
+}
+
+/// The walks' shared allowance of evaluated calls.
+struct Budget {
+    used: u64,
+    limit: u64,
+    /// A walk went past [`BUDGET`]: the check concludes nothing.
+    over: bool,
+}
+
+/// The walks went past [`BUDGET`].
+struct OverBudget;
+
+/// Calls `f` with each of rank `r`'s calls that `want` selects, and how many times it stands
+/// for (a collapsed loop's iterations, when `collapse`).
+fn each(
+    trace: &Trace,
+    sums: &[Sum],
+    r: u32,
+    budget: &mut Budget,
+    want: fn(&Sum) -> bool,
+    collapse: bool,
+    f: &mut dyn FnMut(&FlatEvent, u64),
+) -> Result<(), OverBudget> {
+    struct W<'a> {
+        r: u32,
+        budget: &'a mut Budget,
+        want: fn(&Sum) -> bool,
+        collapse: bool,
+        f: &'a mut dyn FnMut(&FlatEvent, u64),
+    }
+    impl W<'_> {
+        fn walk(
+            &mut self,
+            nodes: &[Node],
+            sums: &[Sum],
+            idx: &mut Vec<u64>,
+            times: u64,
+        ) -> Result<(), OverBudget> {
+            for (n, s) in nodes.iter().zip(sums) {
+                if !(self.want)(s) || !n.ranks.contains(self.r) {
+                    continue;
+                }
+                match &n.kind {
+                    NodeKind::Event(e) => {
+                        self.budget.used += 1;
+                        if self.budget.used > self.budget.limit {
+                            self.budget.over = true;
+                            return Err(OverBudget);
+                        }
+                        (self.f)(&flatten_event(e, self.r, idx), times);
+                    }
+                    NodeKind::Loop(l) => {
+                        if idx.len() >= rsd::value::MAX_DEPTH {
+                            continue;
+                        }
+                        let iters = l.iters.eval_member(self.r, idx).max(0) as u64;
+                        idx.push(0);
+                        let done = if self.collapse && s.collapse {
+                            match iters {
+                                0 => Ok(()),
+                                k => self.walk(&l.body, &s.body, idx, times.saturating_mul(k)),
+                            }
+                        } else {
+                            (0..iters).try_for_each(|i| {
+                                *idx.last_mut().expect("pushed") = i;
+                                self.walk(&l.body, &s.body, idx, times)
+                            })
+                        };
+                        idx.pop();
+                        done?;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut w = W {
+        r,
+        budget,
+        want,
+        collapse,
+        f,
+    };
+    w.walk(&trace.nodes, sums, &mut Vec::new(), 1)
 }
 
 fn creation(e: &FlatEvent) -> Option<Todo> {
@@ -80,7 +256,13 @@ fn collective(op: Op) -> bool {
 
 /// Rebuilds every communicator the trace creates. Returns the communicators (0 is the world)
 /// and each rank's map from its local ids to them.
-fn communicators(trace: &Trace, n: u32) -> Result<(Vec<Comm>, Vec<Local>), String> {
+/// Returns early, with what it rebuilt so far, when the walk runs out of `budget`.
+fn communicators(
+    trace: &Trace,
+    sums: &[Sum],
+    n: u32,
+    budget: &mut Budget,
+) -> Result<(Vec<Comm>, Vec<Local>), String> {
     let mut comms = vec![Comm {
         members: (0..n).collect(),
     }];
@@ -101,7 +283,12 @@ fn communicators(trace: &Trace, n: u32) -> Result<(Vec<Comm>, Vec<Local>), Strin
     let mut todo: Vec<Vec<Todo>> = Vec::with_capacity(n as usize);
     for r in 0..n {
         let mut v = Vec::new();
-        each(trace, r, &mut |e| v.extend(creation(e)));
+        let walked = each(trace, sums, r, budget, |s| s.creates, false, &mut |e, _| {
+            v.extend(creation(e))
+        });
+        if walked.is_err() {
+            return Ok((comms, local));
+        }
         todo.push(v);
     }
     let mut next = vec![0usize; n as usize];
@@ -203,12 +390,32 @@ struct Count {
 /// Checks that every point-to-point message of `trace` (of `n` ranks) has a receive and every
 /// receive a message, and that the members of each communicator make as many collective
 /// calls. The error names the first pair that does not match.
-pub fn check(trace: &Trace, n: u32) -> Result<(), ReplayError> {
-    check_text(trace, n).map_err(|detail| ReplayError::Unmatched { detail })
+pub fn check(trace: &Trace, n: u32) -> Result<Outcome, ReplayError> {
+    check_within(trace, n, BUDGET)
 }
 
-fn check_text(trace: &Trace, n: u32) -> Result<(), String> {
-    let (comms, local) = communicators(trace, n)?;
+/// [`check`], evaluating at most `limit` calls.
+fn check_within(trace: &Trace, n: u32, limit: u64) -> Result<Outcome, ReplayError> {
+    let mut budget = Budget {
+        used: 0,
+        limit,
+        over: false,
+    };
+    check_text(trace, n, &mut budget).map_err(|detail| ReplayError::Unmatched { detail })?;
+    Ok(if budget.over {
+        Outcome::TooLarge { calls: budget.used }
+    } else {
+        Outcome::Matched { calls: budget.used }
+    })
+}
+
+/// Stops with `Ok` when the walks run out of `budget` (which says so).
+fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> {
+    let sums = summarize(&trace.nodes, 0);
+    let (comms, local) = communicators(trace, &sums, n, budget)?;
+    if budget.over {
+        return Ok(());
+    }
     // (communicator, source, destination, tag) -> counts; BTreeMap for a stable first report.
     let mut pairs: BTreeMap<(usize, u32, u32, i64), Count> = BTreeMap::new();
     // (communicator, destination) -> receives from any source or with any tag.
@@ -217,69 +424,80 @@ fn check_text(trace: &Trace, n: u32) -> Result<(), String> {
     let mut err: Option<String> = None;
     for r in 0..n {
         let l = &local[r as usize];
-        each(trace, r, &mut |e| {
-            if err.is_some() || e.op.layer() != Layer::Mpi {
-                return;
-            }
-            let Some(comm_id) = e.get(Param::Comm) else {
-                return;
-            };
-            let Some(&(cid, me)) = l.get(&comm_id) else {
-                if comm_id >= 0 {
-                    err = Some(format!(
-                        "rank {r} calls {} on communicator {comm_id}, which no recorded call created",
-                        e.op.name()
-                    ));
+        let walked = each(
+            trace,
+            &sums,
+            r,
+            budget,
+            |s| s.counted,
+            true,
+            &mut |e, times| {
+                if err.is_some() || e.op.layer() != Layer::Mpi {
+                    return;
                 }
-                return;
-            };
-            let members = &comms[cid].members;
-            let world = |stored: i64| -> Result<Option<u32>, String> {
-                match decode_peer(stored, me as i64) {
-                    Peer::Null => Ok(None),
-                    Peer::Any => Ok(Some(u32::MAX)),
-                    Peer::Rank(p) => usize::try_from(p)
-                        .ok()
-                        .and_then(|p| members.get(p).copied())
-                        .map(Some)
-                        .ok_or_else(|| {
-                            format!(
-                                "rank {r}'s {} names rank {p} of a communicator of {} ranks",
-                                e.op.name(),
-                                members.len()
-                            )
-                        }),
+                let Some(comm_id) = e.get(Param::Comm) else {
+                    return;
+                };
+                let Some(&(cid, me)) = l.get(&comm_id) else {
+                    if comm_id >= 0 {
+                        err = Some(format!(
+                            "rank {r} calls {} on communicator {comm_id}, which no recorded call created",
+                            e.op.name()
+                        ));
+                    }
+                    return;
+                };
+                let members = &comms[cid].members;
+                let world = |stored: i64| -> Result<Option<u32>, String> {
+                    match decode_peer(stored, me as i64) {
+                        Peer::Null => Ok(None),
+                        Peer::Any => Ok(Some(u32::MAX)),
+                        Peer::Rank(p) => usize::try_from(p)
+                            .ok()
+                            .and_then(|p| members.get(p).copied())
+                            .map(Some)
+                            .ok_or_else(|| {
+                                format!(
+                                    "rank {r}'s {} names rank {p} of a communicator of {} ranks",
+                                    e.op.name(),
+                                    members.len()
+                                )
+                            }),
+                    }
+                };
+                let mut send = |peer: i64, tag: i64| match world(peer) {
+                    Ok(Some(dst)) => pairs.entry((cid, r, dst, tag)).or_default().sends += times,
+                    Ok(None) => {}
+                    Err(e) => err = Some(e),
+                };
+                match e.op {
+                    Op::Send | Op::Isend => send(e.p(Param::Peer), e.p(Param::Tag)),
+                    Op::Sendrecv => send(e.p(Param::Dest), e.p(Param::Sendtag)),
+                    _ => {}
                 }
-            };
-            let mut send = |peer: i64, tag: i64| match world(peer) {
-                Ok(Some(dst)) => pairs.entry((cid, r, dst, tag)).or_default().sends += 1,
-                Ok(None) => {}
-                Err(e) => err = Some(e),
-            };
-            match e.op {
-                Op::Send | Op::Isend => send(e.p(Param::Peer), e.p(Param::Tag)),
-                Op::Sendrecv => send(e.p(Param::Dest), e.p(Param::Sendtag)),
-                _ => {}
-            }
-            let mut recv = |peer: i64, tag: i64| match world(peer) {
-                Ok(Some(src)) if src != u32::MAX && !is_any_tag(tag) => {
-                    pairs.entry((cid, src, r, tag)).or_default().recvs += 1
+                let mut recv = |peer: i64, tag: i64| match world(peer) {
+                    Ok(Some(src)) if src != u32::MAX && !is_any_tag(tag) => {
+                        pairs.entry((cid, src, r, tag)).or_default().recvs += times
+                    }
+                    Ok(Some(_)) => *wild.entry((cid, r)).or_default() += times,
+                    Ok(None) => {}
+                    Err(e) => err = Some(e),
+                };
+                match e.op {
+                    Op::Recv | Op::Irecv => recv(e.p(Param::Peer), e.p(Param::Tag)),
+                    Op::Sendrecv => recv(e.p(Param::Source), e.p(Param::Recvtag)),
+                    _ => {}
                 }
-                Ok(Some(_)) => *wild.entry((cid, r)).or_default() += 1,
-                Ok(None) => {}
-                Err(e) => err = Some(e),
-            };
-            match e.op {
-                Op::Recv | Op::Irecv => recv(e.p(Param::Peer), e.p(Param::Tag)),
-                Op::Sendrecv => recv(e.p(Param::Source), e.p(Param::Recvtag)),
-                _ => {}
-            }
-            if collective(e.op) {
-                colls.entry(cid).or_insert_with(|| vec![0; members.len()])[me] += 1;
-            }
-        });
+                if collective(e.op) {
+                    colls.entry(cid).or_insert_with(|| vec![0; members.len()])[me] += times;
+                }
+            },
+        );
         if let Some(e) = err {
             return Err(e);
+        }
+        if walked.is_err() {
+            return Ok(());
         }
     }
     let name = |cid: usize| comm_name(cid, comms[cid].members.len());
@@ -470,6 +688,63 @@ mod tests {
             v
         });
         assert!(check(&t, 4).is_err());
+    }
+
+    /// `k` rounds in which each rank sends to the rank `shift(i)` ahead and receives from the
+    /// one as far behind, then an allreduce.
+    fn rounds(n: u32, k: usize, shift: impl Fn(usize) -> i64, drop: Option<(u32, usize)>) -> Trace {
+        trace(n, |r| {
+            let (ri, ni) = (r as i64, n as i64);
+            let mut v = Vec::new();
+            for i in 0..k {
+                let d = shift(i);
+                if drop != Some((r, i)) {
+                    let to = (ri + d).rem_euclid(ni) - ri;
+                    v.push(ev(Op::Isend, args::isend(4, 1, to, 3, 0, 4, 9)));
+                }
+                let from = (ri - d).rem_euclid(ni) - ri;
+                v.push(ev(Op::Recv, args::recv(4, 1, from, 3, 0, 4)));
+                v.push(ev(Op::Wait, args::wait(9)));
+                v.push(ev(Op::Allreduce, args::allreduce(1, 1, 1, 0, 8)));
+            }
+            v
+        })
+    }
+
+    #[test]
+    fn a_loop_with_the_same_peers_is_walked_once() {
+        // 8 ranks x 10,000 rounds: the Isend, Recv and Allreduce of one round per rank.
+        let t = rounds(8, 10_000, |_| 1, None);
+        assert_eq!(check(&t, 8).unwrap(), Outcome::Matched { calls: 8 * 3 });
+        // The counts are the loop's: one round's send missing is seen.
+        let t = rounds(8, 10_000, |_| 1, Some((5, 4_321)));
+        let e = check(&t, 8).unwrap_err().to_string();
+        assert!(
+            e.contains("rank 6 receives 10000 messages from rank 5 with tag 3 on MPI_COMM_WORLD, and rank 5 sends it 9999"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_loop_whose_peers_change_is_expanded() {
+        // Distances 1, 2, 4, 1, 2, 4, ...: each round is evaluated.
+        let t = rounds(8, 30, |i| 1 << (i % 3), None);
+        assert_eq!(
+            check(&t, 8).unwrap(),
+            Outcome::Matched { calls: 8 * 30 * 3 }
+        );
+        let t = rounds(8, 30, |i| 1 << (i % 3), Some((0, 7)));
+        let e = check(&t, 8).unwrap_err().to_string();
+        // Round 7 has distance 2: rank 2 misses one of the 10 messages from rank 0.
+        assert!(
+            e.contains("rank 2 receives 10 messages from rank 0 with tag 3 on MPI_COMM_WORLD, and rank 0 sends it 9"),
+            "{e}"
+        );
+        // Past its budget the check concludes nothing, rather than a verdict on part of it.
+        assert_eq!(
+            check_within(&t, 8, 100).unwrap(),
+            Outcome::TooLarge { calls: 101 }
+        );
     }
 
     #[test]
