@@ -189,3 +189,11 @@ fn comm_mix_counts_and_compute_gap() {
     );
     let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
 }
+
+#[test]
+fn p2p_modes_counts() {
+    // Every send mode (Ssend, Rsend, Bsend and their nonblocking forms), Waitany,
+    // Request_free, Scan, Exscan and Comm_free are recorded, call by call.
+    let run = check(4, "p2p_modes", &["3"], None, &[0, 3]);
+    let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
+}

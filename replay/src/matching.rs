@@ -20,7 +20,7 @@
 
 use crate::error::ReplayError;
 use rsd::mpi::{COMM_SELF, COMM_WORLD, Peer, UNDEFINED, decode_peer, is_any_tag};
-use rsd::op::{Layer, Op, Param};
+use rsd::op::{Layer, Op, P2p, Param};
 use rsd::trace::{FlatEvent, Node, NodeKind, Trace, flatten_event};
 use rsd::value::{Elastic, RankFn, Val};
 use std::collections::{BTreeMap, HashMap};
@@ -247,6 +247,8 @@ fn collective(op: Op) -> bool {
                 | Op::Allgatherv
                 | Op::Alltoall
                 | Op::Alltoallv
+                | Op::Scan
+                | Op::Exscan
                 | Op::CommDup
                 | Op::CommSplit
                 | Op::CommCreate
@@ -470,9 +472,9 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
                     Ok(None) => {}
                     Err(e) => err = Some(e),
                 };
-                match e.op {
-                    Op::Send | Op::Isend => send(e.p(Param::Peer), e.p(Param::Tag)),
-                    Op::Sendrecv => send(e.p(Param::Dest), e.p(Param::Sendtag)),
+                match e.op.p2p() {
+                    Some(P2p::Send { .. }) => send(e.p(Param::Peer), e.p(Param::Tag)),
+                    _ if e.op == Op::Sendrecv => send(e.p(Param::Dest), e.p(Param::Sendtag)),
                     _ => {}
                 }
                 let mut recv = |peer: i64, tag: i64| match world(peer) {
@@ -483,9 +485,9 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
                     Ok(None) => {}
                     Err(e) => err = Some(e),
                 };
-                match e.op {
-                    Op::Recv | Op::Irecv => recv(e.p(Param::Peer), e.p(Param::Tag)),
-                    Op::Sendrecv => recv(e.p(Param::Source), e.p(Param::Recvtag)),
+                match e.op.p2p() {
+                    Some(P2p::Recv { .. }) => recv(e.p(Param::Peer), e.p(Param::Tag)),
+                    _ if e.op == Op::Sendrecv => recv(e.p(Param::Source), e.p(Param::Recvtag)),
                     _ => {}
                 }
                 if collective(e.op) {

@@ -678,11 +678,15 @@ impl Runtime for ThreadsRuntime {
             | Op::Allgather
             | Op::Allgatherv
             | Op::Alltoall
-            | Op::Alltoallv => {
+            | Op::Alltoallv
+            | Op::Scan
+            | Op::Exscan => {
                 let (c, _) = self.comm(e.p(Param::Comm))?;
                 c.barrier(&self.sh)
             }
-            Op::Send | Op::Isend => {
+            // Every send mode delivers to a mailbox; what differs is when the sender may go on,
+            // which a thread replay does not model.
+            _ if matches!(op.p2p(), Some(rsd::op::P2p::Send { .. })) => {
                 let (c, me) = self.comm(e.p(Param::Comm))?;
                 match Self::peer(me, e.p(Param::Peer), c.members.len())? {
                     Some(d) => c.send(me, d, e.p(Param::Tag)),
@@ -719,6 +723,21 @@ impl Runtime for ThreadsRuntime {
                 c.recv(&self.sh, me, src, tag)
             }
             Op::Wait => self.complete(Some(e.p(Param::Request))),
+            // The request that completed, as recorded (-1: none was active).
+            Op::Waitany => match e.p(Param::Request) {
+                -1 => Ok(()),
+                q => self.complete(Some(q)),
+            },
+            // A freed request completes on its own; a receive still posted is dropped.
+            Op::RequestFree => {
+                let q = e.p(Param::Request);
+                self.pending.retain(|p| p.0 != q);
+                Ok(())
+            }
+            Op::CommFree => {
+                self.comms.remove(&e.p(Param::Comm));
+                Ok(())
+            }
             // The trace keeps only the count of a Waitall: it completes every posted receive.
             Op::Waitall => self.complete(None),
             _ => Ok(()),

@@ -839,7 +839,7 @@ impl Runtime for MpiRuntime {
                 };
                 check(rc, "MPI_Bcast")
             }
-            Op::Reduce | Op::Allreduce => {
+            Op::Reduce | Op::Allreduce | Op::Scan | Op::Exscan => {
                 let c = self.comm(e.p(Param::Comm))?;
                 let n = len(e.p(Param::Count) * tsize(Param::Datatype));
                 let send = vec![0u8; n as usize];
@@ -851,10 +851,13 @@ impl Runtime for MpiRuntime {
                 // SAFETY: send and receive buffers of `n` bytes, the byte type with a bitwise
                 // reduction, a valid communicator.
                 let rc = unsafe {
-                    if op == Op::Reduce {
-                        ffi::MPI_Reduce(s, r, n, p.u8, p.bor, e.p(Param::Root) as c_int, c)
-                    } else {
-                        ffi::MPI_Allreduce(s, r, n, p.u8, p.bor, c)
+                    match op {
+                        Op::Reduce => {
+                            ffi::MPI_Reduce(s, r, n, p.u8, p.bor, e.p(Param::Root) as c_int, c)
+                        }
+                        Op::Scan => ffi::MPI_Scan(s, r, n, p.u8, p.bor, c),
+                        Op::Exscan => ffi::MPI_Exscan(s, r, n, p.u8, p.bor, c),
+                        _ => ffi::MPI_Allreduce(s, r, n, p.u8, p.bor, c),
                     }
                 };
                 check(rc, op.name())
@@ -890,7 +893,7 @@ impl Runtime for MpiRuntime {
                 check(rc, op.name())
             }
             Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv => self.vcoll(e, types),
-            Op::Send | Op::Isend | Op::Recv | Op::Irecv => {
+            _ if op.p2p().is_some() => {
                 let c = self.comm(e.p(Param::Comm))?;
                 let n = len(e.p(Param::Count) * tsize(Param::Datatype));
                 let peer = self.peer(c, e.p(Param::Peer));
@@ -899,19 +902,25 @@ impl Runtime for MpiRuntime {
                 let ptr = buf.as_mut_ptr() as *mut c_void;
                 // SAFETY (every arm): a buffer of `n` bytes kept alive until completion (held
                 // in `reqs` for the nonblocking calls), the byte type, a valid communicator.
+                // A ready send is issued as a standard one (the replay cannot promise the
+                // receive is already posted, which MPI_Rsend requires), and so is a buffered one
+                // (no buffer is attached); synchronous sends stay synchronous.
                 unsafe {
                     match op {
-                        Op::Send => check(ffi::MPI_Send(ptr, n, p.u8, peer, tag, c), "MPI_Send"),
+                        Op::Send | Op::Rsend | Op::Bsend => {
+                            check(ffi::MPI_Send(ptr, n, p.u8, peer, tag, c), op.name())
+                        }
+                        Op::Ssend => check(ffi::MPI_Ssend(ptr, n, p.u8, peer, tag, c), op.name()),
                         Op::Recv => check(
                             ffi::MPI_Recv(ptr, n, p.u8, peer, tag, c, std::ptr::null_mut()),
                             "MPI_Recv",
                         ),
                         _ => {
                             let mut req: ffi::MPI_Request = std::mem::zeroed();
-                            let rc = if op == Op::Isend {
-                                ffi::MPI_Isend(ptr, n, p.u8, peer, tag, c, &mut req)
-                            } else {
-                                ffi::MPI_Irecv(ptr, n, p.u8, peer, tag, c, &mut req)
+                            let rc = match op {
+                                Op::Irecv => ffi::MPI_Irecv(ptr, n, p.u8, peer, tag, c, &mut req),
+                                Op::Issend => ffi::MPI_Issend(ptr, n, p.u8, peer, tag, c, &mut req),
+                                _ => ffi::MPI_Isend(ptr, n, p.u8, peer, tag, c, &mut req),
                             };
                             check(rc, op.name())?;
                             self.reqs
@@ -952,6 +961,26 @@ impl Runtime for MpiRuntime {
                 check(rc, "MPI_Sendrecv")
             }
             Op::Wait => self.wait(Some(e.p(Param::Request))),
+            // The request that completed, as recorded (-1: none was active).
+            Op::Waitany => match e.p(Param::Request) {
+                -1 => Ok(()),
+                q => self.wait(Some(q)),
+            },
+            // Completed rather than freed: MPI_Request_free would leave the operation reading
+            // or writing a buffer the replay is about to drop. Its message is matched (checked
+            // before the replay), so the wait ends.
+            Op::RequestFree => self.wait(Some(e.p(Param::Request))),
+            Op::CommFree => {
+                let id = e.p(Param::Comm);
+                if id != rsd::mpi::COMM_WORLD
+                    && id != rsd::mpi::COMM_SELF
+                    && let Some(mut c) = self.comms.remove(&id)
+                {
+                    // SAFETY: a communicator this runtime created, freed once.
+                    check(unsafe { ffi::MPI_Comm_free(&mut c) }, "MPI_Comm_free")?;
+                }
+                Ok(())
+            }
             // The trace keeps only a Waitall's count: it completes every pending request.
             Op::Waitall => self.wait(None),
             _ => Ok(()),

@@ -1,6 +1,7 @@
 //! `--comm real` checks that a trace's messages match before it issues anything: a real
 //! mini-app trace passes, and the same trace with one send removed is refused, in both
-//! runtimes, before any file is written; `--comm delay` still replays it.
+//! runtimes, before any file is written; `--comm delay` still replays it. A trace of every
+//! send mode replays with real communication in both runtimes.
 
 mod common;
 
@@ -101,4 +102,36 @@ fn a_send_removed_from_a_real_trace_is_refused_before_any_io() {
     // As delays, the same trace replays.
     let o = replay(&broken, &root, false, "delay");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn every_send_mode_replays_with_real_communication() {
+    let t = tempfile::tempdir().unwrap();
+    let Some((tracer, app)) = app_setup("p2p_modes", t.path()) else {
+        return;
+    };
+    let trace = t.path().join("p2p_modes.4.iotrex");
+    trace_app(4, &tracer, &app, &["2"], &trace);
+    let root = t.path().join("root");
+    for mpi in [false, true] {
+        let o = replay(&trace, &root, mpi, "real");
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(o.status.success(), "mpi={mpi}: {out}\n{err}");
+        assert!(
+            out.contains("op counts and bytes equal the trace's"),
+            "mpi={mpi}: {out}"
+        );
+        for op in [
+            "MPI_Rsend",
+            "MPI_Issend",
+            "MPI_Waitany",
+            "MPI_Exscan",
+            "MPI_Comm_free",
+        ] {
+            assert!(out.contains(op), "mpi={mpi}: {op} not in the report\n{out}");
+        }
+    }
 }

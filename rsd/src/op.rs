@@ -244,6 +244,52 @@ ops! {
     // Followed by `count` displacements (in extents of `oldtype`).
     TypeCreateIndexedBlock => Mpi, "MPI_Type_create_indexed_block", None, [Count, Blocklength, Oldtype, Newtype];
     TypeDup => Mpi, "MPI_Type_dup", None, [Oldtype, Newtype];
+    // The other send modes, recorded as `MPI_Send`/`MPI_Isend` are (a code that sends with
+    // MPI_Rsend otherwise left receives without sends in its trace).
+    Ssend => Mpi, "MPI_Ssend", None, [Count, Datatype, Peer, Tag, Comm, Bytes];
+    Rsend => Mpi, "MPI_Rsend", None, [Count, Datatype, Peer, Tag, Comm, Bytes];
+    Bsend => Mpi, "MPI_Bsend", None, [Count, Datatype, Peer, Tag, Comm, Bytes];
+    Issend => Mpi, "MPI_Issend", None, [Count, Datatype, Peer, Tag, Comm, Bytes, Request];
+    Irsend => Mpi, "MPI_Irsend", None, [Count, Datatype, Peer, Tag, Comm, Bytes, Request];
+    Ibsend => Mpi, "MPI_Ibsend", None, [Count, Datatype, Peer, Tag, Comm, Bytes, Request];
+    // Prefix reductions, as `MPI_Allreduce` is recorded.
+    Scan => Mpi, "MPI_Scan", None, [Count, Datatype, ReduceOp, Comm, Bytes];
+    Exscan => Mpi, "MPI_Exscan", None, [Count, Datatype, ReduceOp, Comm, Bytes];
+    // `request` is the request that completed (-1 for none: all were null).
+    Waitany => Mpi, "MPI_Waitany", None, [Count, Request];
+    RequestFree => Mpi, "MPI_Request_free", None, [Request];
+    CommFree => Mpi, "MPI_Comm_free", None, [Comm];
+}
+
+/// What a point-to-point call does with a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum P2p {
+    /// Sends one (`peer`, `tag`), whatever the mode.
+    Send {
+        /// Returns before it completes, leaving a `request`.
+        nonblocking: bool,
+    },
+    /// Receives one (`peer`, `tag`).
+    Recv {
+        /// Returns before it completes, leaving a `request`.
+        nonblocking: bool,
+    },
+}
+
+impl Op {
+    /// The point-to-point role of this op, for the calls that send or receive one message
+    /// (`MPI_Sendrecv` does both: it has none here).
+    pub fn p2p(self) -> Option<P2p> {
+        match self {
+            Op::Send | Op::Ssend | Op::Rsend | Op::Bsend => Some(P2p::Send { nonblocking: false }),
+            Op::Isend | Op::Issend | Op::Irsend | Op::Ibsend => {
+                Some(P2p::Send { nonblocking: true })
+            }
+            Op::Recv => Some(P2p::Recv { nonblocking: false }),
+            Op::Irecv => Some(P2p::Recv { nonblocking: true }),
+            _ => None,
+        }
+    }
 }
 
 /// How the `mode` parameter of `fopen` encodes the mode string: one bit per letter, so a trace

@@ -1016,37 +1016,44 @@ pub unsafe extern "C" fn MPI_Reduce(
     )
 }
 
-/// Wrapper: `MPI_Allreduce`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Allreduce(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    count: c_int,
-    dt: H,
-    op: H,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Allreduce",
-        unsafe extern "C" fn(*const c_void, *mut c_void, c_int, H, H, H) -> c_int
-    );
-    mpi_call(
-        Op::Allreduce,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(sbuf, rbuf, count, dt, op, comm) },
-        |st, _| {
-            let b = count as i64 * st.tsize(dt);
-            vec![
-                count as i64,
-                st.type_id(dt),
-                st.op_id(op),
-                st.comm_id(comm),
-                b,
-            ]
-        },
-    )
+macro_rules! allreduce_like {
+    ($name:ident, $sym:literal, $op:expr) => {
+        /// Wrapper: `MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan` (the same arguments).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            sbuf: *const c_void,
+            rbuf: *mut c_void,
+            count: c_int,
+            dt: H,
+            op: H,
+            comm: H,
+        ) -> c_int {
+            let f = pmpi!(
+                $sym,
+                unsafe extern "C" fn(*const c_void, *mut c_void, c_int, H, H, H) -> c_int
+            );
+            mpi_call(
+                $op,
+                false,
+                // SAFETY: forwarding the application's arguments.
+                || unsafe { f(sbuf, rbuf, count, dt, op, comm) },
+                |st, _| {
+                    let b = count as i64 * st.tsize(dt);
+                    vec![
+                        count as i64,
+                        st.type_id(dt),
+                        st.op_id(op),
+                        st.comm_id(comm),
+                        b,
+                    ]
+                },
+            )
+        }
+    };
 }
+allreduce_like!(MPI_Allreduce, "PMPI_Allreduce", Op::Allreduce);
+allreduce_like!(MPI_Scan, "PMPI_Scan", Op::Scan);
+allreduce_like!(MPI_Exscan, "PMPI_Exscan", Op::Exscan);
 
 /// Send arguments as recorded: with `MPI_IN_PLACE` the count and type are ignored by MPI (and
 /// may be garbage), so they are recorded as 0 and -1.
@@ -1397,38 +1404,46 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     )
 }
 
-/// Wrapper: `MPI_Send`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Send(
-    buf: *const c_void,
-    count: c_int,
-    dt: H,
-    dest: c_int,
-    tag: c_int,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Send",
-        unsafe extern "C" fn(*const c_void, c_int, H, c_int, c_int, H) -> c_int
-    );
-    mpi_call(
-        Op::Send,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(buf, count, dt, dest, tag, comm) },
-        |st, _| {
-            let b = count as i64 * st.tsize(dt);
-            vec![
-                count as i64,
-                st.type_id(dt),
-                rel_peer(comm, dest),
-                tag as i64,
-                st.comm_id(comm),
-                b,
-            ]
-        },
-    )
+macro_rules! blocking_send {
+    ($name:ident, $sym:literal, $op:expr) => {
+        /// Wrapper: `MPI_Send` and the other blocking send modes.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: c_int,
+            dt: H,
+            dest: c_int,
+            tag: c_int,
+            comm: H,
+        ) -> c_int {
+            let f = pmpi!(
+                $sym,
+                unsafe extern "C" fn(*const c_void, c_int, H, c_int, c_int, H) -> c_int
+            );
+            mpi_call(
+                $op,
+                false,
+                // SAFETY: forwarding the application's arguments.
+                || unsafe { f(buf, count, dt, dest, tag, comm) },
+                |st, _| {
+                    let b = count as i64 * st.tsize(dt);
+                    vec![
+                        count as i64,
+                        st.type_id(dt),
+                        rel_peer(comm, dest),
+                        tag as i64,
+                        st.comm_id(comm),
+                        b,
+                    ]
+                },
+            )
+        }
+    };
 }
+blocking_send!(MPI_Send, "PMPI_Send", Op::Send);
+blocking_send!(MPI_Ssend, "PMPI_Ssend", Op::Ssend);
+blocking_send!(MPI_Rsend, "PMPI_Rsend", Op::Rsend);
+blocking_send!(MPI_Bsend, "PMPI_Bsend", Op::Bsend);
 
 /// Wrapper: `MPI_Recv`.
 #[unsafe(no_mangle)]
@@ -1505,6 +1520,93 @@ macro_rules! nonblocking_p2p {
 }
 nonblocking_p2p!(MPI_Isend, "PMPI_Isend", Op::Isend, *const c_void);
 nonblocking_p2p!(MPI_Irecv, "PMPI_Irecv", Op::Irecv, *mut c_void);
+nonblocking_p2p!(MPI_Issend, "PMPI_Issend", Op::Issend, *const c_void);
+nonblocking_p2p!(MPI_Irsend, "PMPI_Irsend", Op::Irsend, *const c_void);
+nonblocking_p2p!(MPI_Ibsend, "PMPI_Ibsend", Op::Ibsend, *const c_void);
+
+/// Wrapper: `MPI_Waitany`. Records which request completed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    reqs: *mut H,
+    index: *mut c_int,
+    status: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Waitany",
+        unsafe extern "C" fn(c_int, *mut H, *mut c_int, H) -> c_int
+    );
+    let hs: Vec<usize> = if reqs.is_null() || count <= 0 {
+        Vec::new()
+    } else {
+        // SAFETY: MPI requires `reqs` to hold `count` requests; read them before MPI resets
+        // the one that completes.
+        unsafe { rd_all(reqs, count as usize) }
+    };
+    mpi_call(
+        Op::Waitany,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(count, reqs, index, status) },
+        |st, _| {
+            // SAFETY: `index` is the application's out-parameter, which the call just set.
+            let i = if index.is_null() {
+                -1
+            } else {
+                unsafe { *index }
+            };
+            let done = usize::try_from(i)
+                .ok()
+                .and_then(|i| hs.get(i))
+                .and_then(|h| st.reqs.remove(*h))
+                .unwrap_or(-1);
+            vec![count as i64, done]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Request_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_free(req: *mut H) -> c_int {
+    let f = pmpi!("PMPI_Request_free", unsafe extern "C" fn(*mut H) -> c_int);
+    // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
+    let h = if req.is_null() {
+        0
+    } else {
+        unsafe { rd(req, 0) }
+    };
+    mpi_call(
+        Op::RequestFree,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(req) },
+        |st, _| vec![st.reqs.remove(h).unwrap_or(-1)],
+    )
+}
+
+/// Wrapper: `MPI_Comm_free`. The handle is forgotten: MPI may give its address to a later
+/// communicator, which must get an id of its own.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut H) -> c_int {
+    let f = pmpi!("PMPI_Comm_free", unsafe extern "C" fn(*mut H) -> c_int);
+    // SAFETY: MPI requires a valid communicator pointer; read the handle before MPI resets it.
+    let h: H = if comm.is_null() {
+        std::ptr::null_mut()
+    } else {
+        unsafe { rd_h(comm) }
+    };
+    mpi_call(
+        Op::CommFree,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(comm) },
+        |st, _| {
+            let id = st.comm_id(h);
+            st.comms.forget(hv(h));
+            vec![id]
+        },
+    )
+}
 
 /// Wrapper: `MPI_Wait`.
 #[unsafe(no_mangle)]
