@@ -197,11 +197,22 @@ pub fn run_threads(tf: &TraceFile, root: &Root, opts: &Options) -> Result<Report
     run_threads_capped(tf, root, opts, Cap::default())
 }
 
-/// Under `--comm real`, refuses a trace whose messages, communicators or collectives do not
-/// match ([`matching`]): its replay would wait forever.
+/// Under `--comm real`, warns of the MPI functions the program imports that the trace does not
+/// record, and refuses a trace whose messages, communicators or collectives do not match
+/// ([`matching`]): its replay would wait forever.
 pub fn check_matching(tf: &TraceFile, opts: &Options) -> Result<(), ReplayError> {
     if opts.comm != CommMode::Real {
         return Ok(());
+    }
+    let unseen = &tf.header.unrecorded_mpi;
+    if !unseen.is_empty() {
+        // Communication through them is missing from the trace: the check below may refuse
+        // it, and if it passes, timing through them is still lost.
+        eprintln!(
+            "warning: --comm real: the traced program imports {} MPI functions iotrex does not record, so what they did is not replayed: {}",
+            unseen.len(),
+            unseen.join(", ")
+        );
     }
     if let matching::Outcome::TooLarge { calls } = matching::check(&tf.trace, nranks(tf))? {
         eprintln!(

@@ -135,3 +135,54 @@ fn every_send_mode_replays_with_real_communication() {
         }
     }
 }
+
+/// `--comm real` names the MPI functions the traced program imports that the trace does not
+/// record (the header's list), in both runtimes; `--comm delay` does not.
+#[test]
+fn comm_real_warns_of_unrecorded_mpi_functions() {
+    let d = tempfile::tempdir().unwrap();
+    let mut tf = common::build(2, |_| {
+        vec![
+            rsd::trace::RawEvent::new(rsd::Op::Init, 1, vec![]),
+            rsd::trace::RawEvent::new(rsd::Op::Finalize, 2, vec![]),
+        ]
+    });
+    tf.header.unrecorded_mpi = vec!["MPI_Rsend".into(), "MPI_Scan".into()];
+    let t = d.path().join("u.iotrex");
+    tf.write(&t).unwrap();
+    let root = d.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let want = "imports 2 MPI functions iotrex does not record, so what they did is not replayed: MPI_Rsend, MPI_Scan";
+    let mut runs: Vec<Vec<String>> = vec![vec![
+        env!("CARGO_BIN_EXE_iotrex-replay").into(),
+        "--threads".into(),
+    ]];
+    if common::have_mpirun() {
+        runs.push(vec![
+            "mpirun".into(),
+            "-np".into(),
+            "2".into(),
+            env!("CARGO_BIN_EXE_iotrex-replay").into(),
+        ]);
+    }
+    for how in runs {
+        for (comm, warned) in [("real", true), ("delay", false)] {
+            let out = std::process::Command::new("timeout")
+                .arg("100")
+                .args(&how)
+                .arg(&t)
+                .args(["--comm", comm, "--root"])
+                .arg(&root)
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{how:?} --comm {comm}: {err}");
+            assert_eq!(err.contains(want), warned, "{how:?} --comm {comm}: {err}");
+            // Said once, by rank 0 alone under mpirun.
+            assert!(err.matches(want).count() <= 1, "{err}");
+        }
+    }
+}

@@ -48,6 +48,12 @@ pub struct Header {
     pub incomplete: bool,
     /// Why the trace is incomplete, or other notes from the producer.
     pub notes: Vec<String>,
+    /// MPI functions the program and its libraries import (their dynamic symbol tables at
+    /// `MPI_Init`) that the tracer does not record: calls the trace cannot show. Added after
+    /// format version 1 was fixed: a trace without it reads as an empty list, and an empty
+    /// list is not written, so such traces keep their bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrecorded_mpi: Vec<String>,
 }
 
 impl Header {
@@ -62,6 +68,7 @@ impl Header {
             wall_ns: 0,
             incomplete: false,
             notes: Vec::new(),
+            unrecorded_mpi: Vec::new(),
         }
     }
 }

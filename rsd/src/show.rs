@@ -221,6 +221,14 @@ pub fn render_header(h: &Header, out: &mut String) {
     for n in &h.notes {
         let _ = writeln!(out, "{INDENT}note       {n}");
     }
+    if !h.unrecorded_mpi.is_empty() {
+        let _ = writeln!(
+            out,
+            "{INDENT}unrecorded {} MPI functions the program imports are not recorded: {}",
+            h.unrecorded_mpi.len(),
+            h.unrecorded_mpi.join(", ")
+        );
+    }
 }
 
 /// The path of an event: template plus the values of its fields, `out/file_%d [rank]`.
@@ -722,6 +730,21 @@ mod tests {
         assert!(lines[at + 1].starts_with("  MPI_File_write_at_all  fh = 0, offset = 4194304*i"));
         assert!(lines[at + 2].starts_with("    pwrite  fd = 4, count = 4194304"));
         assert!(text.contains("ranks 1-3  loop x3 {"), "{text}");
+    }
+
+    #[test]
+    fn header_lists_unrecorded_mpi_functions() {
+        let mut h = Header::new(2);
+        let mut out = String::new();
+        render_header(&h, &mut out);
+        assert!(!out.contains("unrecorded"), "{out}");
+        h.unrecorded_mpi = vec!["MPI_Rsend".into(), "MPI_Scan".into()];
+        out.clear();
+        render_header(&h, &mut out);
+        assert!(
+            out.contains("unrecorded 2 MPI functions the program imports are not recorded: MPI_Rsend, MPI_Scan\n"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -90,3 +90,24 @@ fn reencodes_to_identical_bytes() {
         FORMAT_VERSION + 1
     );
 }
+
+/// The header's list of unrecorded MPI functions, added after version 1 was fixed: a file
+/// that has it (the golden file above with the list added) reads it and keeps its bytes, and
+/// a file without it (the golden file above) reads as an empty list.
+#[test]
+fn unrecorded_mpi_functions_read_and_default() {
+    let path = golden_path().with_file_name("spmd_4x10_unrecorded.iotrex");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let tf = TraceFile::read(&path).unwrap();
+    assert_eq!(
+        tf.header.unrecorded_mpi,
+        ["MPI_Rsend", "MPI_Scan", "mpi_waitany_"]
+    );
+    let (old_bytes, old) = golden();
+    assert!(old.header.unrecorded_mpi.is_empty());
+    // Everything else is the older file's.
+    assert_eq!(tf.trace, old.trace);
+    assert_eq!(tf.header.notes, old.header.notes);
+    assert_eq!(tf.to_bytes().unwrap(), bytes);
+    assert!(bytes.len() > old_bytes.len());
+}

@@ -83,6 +83,7 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h.wall_ns = p.wall_ns;
     h.incomplete = p.incomplete;
     h.notes = p.notes.clone();
+    h.unrecorded_mpi = st.unrecorded_mpi.clone();
     h
 }
 

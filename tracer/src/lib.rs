@@ -37,6 +37,7 @@ pub(crate) mod real;
 pub mod signals;
 pub mod state;
 pub mod stdio;
+pub mod unseen;
 
 use std::sync::atomic::Ordering;
 

@@ -445,6 +445,9 @@ fn after_init(r: c_int) {
             }
         }
         st.mpi_initialized = true;
+        if rank == 0 {
+            st.unrecorded_mpi = crate::unseen::unrecorded_mpi();
+        }
         st.start_ns = now_ns();
     });
 }

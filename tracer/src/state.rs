@@ -184,6 +184,9 @@ pub struct State {
     pub ops: Ids,
     /// Why the trace is incomplete.
     pub notes: Vec<String>,
+    /// MPI functions the program imports that are not recorded ([`crate::unseen`]), found at
+    /// `MPI_Init` by rank 0.
+    pub unrecorded_mpi: Vec<String>,
     /// Whether something was not recorded.
     pub incomplete: bool,
     /// `MPI_Init` returned.
@@ -211,6 +214,7 @@ impl State {
             type_sizes: HashMap::new(),
             ops: Ids::starting_at(100),
             notes: Vec::new(),
+            unrecorded_mpi: Vec::new(),
             incomplete: false,
             mpi_initialized: false,
             done: false,
