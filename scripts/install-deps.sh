@@ -16,6 +16,8 @@ command -v clang >/dev/null 2>&1 || missing+=(clang)
 # without it, glibc's backtrace() costs 1-2 us per traced call.
 ldconfig -p 2>/dev/null | grep -q 'libunwind\.so\.8' || missing+=(libunwind8)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+# A real MPI application for replay's end-to-end test (replay_mpi/tests/lammps.rs).
+command -v lmp >/dev/null 2>&1 || missing+=(lammps)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -273,7 +273,7 @@ impl Mapper {
                 // reproduces by synchronising; counting it as a delay would wait twice.
                 self.emit(Kind::Barrier, -1, 0, 0, sink)
             }
-            Op::CommSplit | Op::CommCreate | Op::CommSplitType => {
+            Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate => {
                 self.sub_comms.insert(ev.p(Param::Newcomm));
                 self.delay(ev)
             }

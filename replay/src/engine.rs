@@ -755,7 +755,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         let t0 = Instant::now();
         let creates_comm = matches!(
             e.op,
-            Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType
+            Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate
         );
         match self.opts.comm {
             CommMode::Real => {

@@ -61,7 +61,7 @@ type Slot = Vec<Option<(i64, i64, i64)>>;
 fn creates(op: Op) -> bool {
     matches!(
         op,
-        Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType
+        Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate
     )
 }
 
@@ -220,7 +220,7 @@ fn creation(e: &FlatEvent) -> Option<Todo> {
     match e.op {
         // A dup is the split with one color that keeps the parent's order.
         Op::CommDup => Some((e.p(Param::Comm), 0, None, e.p(Param::Newcomm))),
-        Op::CommSplit | Op::CommCreate | Op::CommSplitType => Some((
+        Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate => Some((
             e.p(Param::Comm),
             e.p(Param::Color),
             Some(e.p(Param::Key)),
@@ -253,6 +253,7 @@ fn collective(op: Op) -> bool {
                 | Op::CommSplit
                 | Op::CommCreate
                 | Op::CommSplitType
+                | Op::CartCreate
         )
 }
 

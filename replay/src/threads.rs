@@ -655,7 +655,7 @@ impl Runtime for ThreadsRuntime {
                 );
             }
             // MPI_Comm_create and MPI_Comm_split_type are recorded as their equivalent split.
-            Op::CommSplit | Op::CommCreate | Op::CommSplitType => {
+            Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate => {
                 return self.create_comm(
                     e.p(Param::Comm),
                     e.p(Param::Color),

@@ -259,6 +259,9 @@ ops! {
     Waitany => Mpi, "MPI_Waitany", None, [Count, Request];
     RequestFree => Mpi, "MPI_Request_free", None, [Request];
     CommFree => Mpi, "MPI_Comm_free", None, [Comm];
+    // `MPI_Cart_create`, recorded as the split that builds the same communicator (as
+    // `MPI_Comm_create`): its topology only answers local queries, its messages are ordinary.
+    CartCreate => Mpi, "MPI_Cart_create", None, [Comm, Color, Key, Newcomm];
 }
 
 /// What a point-to-point call does with a message.

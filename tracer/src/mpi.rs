@@ -1869,6 +1869,33 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     )
 }
 
+/// Wrapper: `MPI_Cart_create`, recorded as the split that builds the same communicator.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Cart_create(
+    comm: H,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    reorder: c_int,
+    newcomm: *mut H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Cart_create",
+        unsafe extern "C" fn(H, c_int, *const c_int, *const c_int, c_int, *mut H) -> c_int
+    );
+    mpi_call(
+        Op::CartCreate,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(comm, ndims, dims, periods, reorder, newcomm) },
+        |st, r| {
+            let c = st.comm_id(comm);
+            let (color, key) = split_equivalent(comm, r, newcomm);
+            vec![c, color, key, st.new_comm(r, newcomm)]
+        },
+    )
+}
+
 // ---------------------------------------------------------------------------------------------
 // Datatypes.
 
