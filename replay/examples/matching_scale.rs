@@ -5,7 +5,8 @@
 //! exchange cycles through 1, 2, 4, ... with the iteration (a recursive-doubling pattern), so
 //! each iteration is evaluated.
 //!
-//! `cargo run --release -p replay --example matching_scale -- RANKS ITERS`
+//! `cargo run --release -p replay --example matching_scale -- RANKS ITERS`, or `-- TRACE` to
+//! time the check on a trace file.
 
 use replay::matching::{Outcome, check};
 use rsd::op::args;
@@ -56,8 +57,27 @@ fn trace(n: u32, iters: i64, doubling: bool) -> Trace {
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
+    if a.len() == 2 {
+        // A trace file: time the check on it.
+        let tf = replay::load(std::path::Path::new(&a[1]), true).expect("reads the trace");
+        let n = replay::nranks(&tf);
+        let t0 = Instant::now();
+        let r = check(&tf.trace, n);
+        println!(
+            "{}: {n} ranks, {} calls traced: {:.3} s, {:?}",
+            a[1],
+            rsd::stats::summarize(&tf.trace)
+                .per_layer()
+                .values()
+                .map(|v| v.0)
+                .sum::<u64>(),
+            t0.elapsed().as_secs_f64(),
+            r.map_err(|e| e.to_string())
+        );
+        return;
+    }
     if a.len() != 3 {
-        eprintln!("usage: matching_scale RANKS ITERS");
+        eprintln!("usage: matching_scale RANKS ITERS | matching_scale TRACE");
         std::process::exit(2);
     }
     let n: u32 = a[1].parse().expect("RANKS");
