@@ -21,6 +21,7 @@
 use crate::error::CodesError;
 use crate::hash::file_id;
 use crate::walk::Ev;
+use rsd::mpi::{Whence, amode};
 use rsd::{Layer, Op, Param};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -31,15 +32,6 @@ pub(crate) const O_CREAT: i64 = 0o100;
 pub(crate) const O_EXCL: i64 = 0o200;
 pub(crate) const O_TRUNC: i64 = 0o1000;
 pub(crate) const O_APPEND: i64 = 0o2000;
-
-/// `MPI_MODE_*` bits (the same in Open MPI and MPICH).
-mod amode {
-    pub const CREATE: i64 = 1;
-    pub const WRONLY: i64 = 4;
-    pub const RDWR: i64 = 8;
-    pub const EXCL: i64 = 64;
-    pub const APPEND: i64 = 128;
-}
 
 /// The mode used for opens the view has to make up.
 const DEFAULT_MODE: i64 = 0o644;
@@ -170,16 +162,6 @@ impl Fds {
 
     fn release(&mut self, fd: i32) {
         self.free.insert(fd);
-    }
-}
-
-/// Whence for lseek/fseek (0, 1, 2) and MPI_File_seek (600, 602, 604 in both MPIs).
-fn whence_kind(w: i64) -> Option<u8> {
-    match w {
-        0 | 600 => Some(0),
-        1 | 602 => Some(1),
-        2 | 604 => Some(2),
-        _ => None,
     }
 }
 
@@ -543,7 +525,7 @@ impl Mapper {
         let Some(id) = self.handles.get(&(ns, h)).copied() else {
             return;
         };
-        let Some(kind) = whence_kind(whence) else {
+        let Some(kind) = rsd::mpi::whence(whence) else {
             return;
         };
         let size = self
@@ -553,9 +535,9 @@ impl Mapper {
             .unwrap_or(0);
         if let Some(e) = self.entries.get_mut(&id) {
             let base = match kind {
-                0 => 0,
-                1 => e.pos as i64,
-                _ => size as i64,
+                Whence::Set => 0,
+                Whence::Cur => e.pos as i64,
+                Whence::End => size as i64,
             };
             let p = base.saturating_add(offset);
             // Seeking before the start fails (EINVAL) and leaves the position alone.

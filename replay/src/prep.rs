@@ -59,7 +59,7 @@ impl RankScan {
                 return;
             }
             Op::Fseek | Op::FileSeek => {
-                if matches!(e.p(Param::Whence), 0 | 600) {
+                if rsd::mpi::whence(e.p(Param::Whence)) == Some(rsd::mpi::Whence::Set) {
                     *pos = e.p(Param::Offset);
                 }
                 return;

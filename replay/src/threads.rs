@@ -265,7 +265,8 @@ struct Creation {
     made: Mutex<HashMap<i64, Arc<CommObj>>>,
 }
 
-use rsd::mpi::{ANY_SOURCE, PROC_NULL, UNDEFINED};
+use rsd::mpi::amode::{APPEND, CREATE, DELETE_ON_CLOSE, RDONLY, RDWR, WRONLY};
+use rsd::mpi::{ANY_SOURCE, PROC_NULL, UNDEFINED, Whence};
 
 struct MFile {
     file: File,
@@ -456,9 +457,9 @@ impl ThreadsRuntime {
             let amode = e.p(Param::Amode);
             let path = path.ok_or("no path")?.to_path_buf();
             let file = OpenOptions::new()
-                .read(amode & 2 != 0 || amode & 8 != 0)
-                .write(amode & 4 != 0 || amode & 8 != 0)
-                .create(amode & 1 != 0 && amode & 2 == 0)
+                .read(amode & (RDONLY | RDWR) != 0)
+                .write(amode & (WRONLY | RDWR) != 0)
+                .create(amode & CREATE != 0 && amode & RDONLY == 0)
                 .open(&path)
                 .map_err(|er| format!("{}: {er}", path.display()))?;
             let shared = self
@@ -469,7 +470,7 @@ impl ThreadsRuntime {
                 .entry(path.clone())
                 .or_default()
                 .clone();
-            let fp = if amode & 128 != 0 {
+            let fp = if amode & APPEND != 0 {
                 file.metadata().map(|m| m.len() as i64).unwrap_or(0)
             } else {
                 0
@@ -485,7 +486,7 @@ impl ThreadsRuntime {
                     view: None,
                     fp,
                     shared,
-                    delete_on_close: amode & 16 != 0,
+                    delete_on_close: amode & DELETE_ON_CLOSE != 0,
                 },
             );
             return Ok(0);
@@ -547,9 +548,9 @@ impl ThreadsRuntime {
             }
             Op::FileSeek => {
                 let o = e.p(Param::Offset);
-                f.fp = match e.p(Param::Whence) {
-                    602 => f.fp + o,
-                    604 => {
+                f.fp = match rsd::mpi::whence(e.p(Param::Whence)) {
+                    Some(Whence::Cur) => f.fp + o,
+                    Some(Whence::End) => {
                         let len = f.file.metadata().map(|m| m.len() as i64).unwrap_or(0);
                         // The end of file in the view: the data bytes the view shows before it.
                         let seen = match &f.view {

@@ -19,19 +19,9 @@ use rsd::op::{Op, Param};
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
 
-/// Sizes of the tracer's predefined datatype ids 0.. (datatype_null, char, signed_char, ...).
-const PREDEFINED: &[i64] = &[
-    0, 1, 1, 1, 1, 2, 2, 4, 4, 8, 8, 8, 8, 4, 8, 16, 4, 1, 1, 1, 2, 2, 4, 4, 8, 8, 8, 8, 8, 1, 8,
-    16, 32, 8, 12, 12, 8, 6, 20, 1, 4, 4, 8, 0, 0,
-];
-
 /// Most byte blocks a flattened filetype may have: a view is flattened once per set_view, and
 /// this keeps that below ~64 MiB per open file.
 pub const MAX_BLOCKS: usize = 1 << 22;
-
-/// Fortran order of `MPI_Type_create_subarray`: 1 in Open MPI, 57 in MPICH (C order is 0 and
-/// 56); the tracer records the application's MPI's value.
-const ORDER_FORTRAN: [i64; 2] = [1, 57];
 
 /// A derived type: its recorded constructor and the layout it implies.
 #[derive(Debug, Clone)]
@@ -201,8 +191,8 @@ impl Types {
         if let Some(d) = self.derived.get(&id) {
             return d.size;
         }
-        match usize::try_from(id).ok().and_then(|i| PREDEFINED.get(i)) {
-            Some(s) if *s > 0 => *s,
+        match rsd::mpi::predefined(id) {
+            Some(t) if t.size > 0 => t.size,
             _ => 1,
         }
     }
@@ -231,11 +221,7 @@ impl Types {
         inner.into_iter().find_map(|t| {
             if self.derived.contains_key(&t) {
                 self.unbuilt_inside(t)
-            } else if usize::try_from(t)
-                .ok()
-                .and_then(|i| PREDEFINED.get(i))
-                .is_some_and(|&sz| sz > 0)
-            {
+            } else if rsd::mpi::predefined(t).is_some_and(|p| p.size > 0) {
                 None
             } else {
                 Some(t)
@@ -466,7 +452,7 @@ impl Types {
                     return Ok(());
                 }
                 // Work in C order: the last dimension varies fastest.
-                if ORDER_FORTRAN.contains(&get(Param::Order)) {
+                if rsd::mpi::order_is_fortran(get(Param::Order)) {
                     sizes.reverse();
                     subs.reverse();
                     starts.reverse();

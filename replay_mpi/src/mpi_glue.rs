@@ -227,9 +227,8 @@ impl MpiRuntime {
             Op::TypeCreateSubarray => {
                 let nd = at(0).max(0) as usize;
                 let old = self.dtype(types, at(2), depth + 1)?;
-                // The recorded order is the tracing MPI's constant (Open MPI 0/1, MPICH 56/57);
-                // issue this MPI's own.
-                let order = if matches!(at(1), 1 | 57) {
+                // Issue this MPI's own constant for the stored order.
+                let order = if rsd::mpi::order_is_fortran(at(1)) {
                     ffi::MPI_ORDER_FORTRAN as c_int
                 } else {
                     ffi::MPI_ORDER_C as c_int

@@ -20,6 +20,161 @@ pub const ANY_TAG: i64 = -1;
 /// communicator creation recorded as one, whose caller joins no new communicator.
 pub const UNDEFINED: i64 = -32766;
 
+/// A predefined datatype: its id in traces is its index in [`DATATYPES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Predefined {
+    /// The C name.
+    pub name: &'static str,
+    /// Its size in bytes on x86_64 Linux (what `MPI_Type_size` gives with Open MPI and MPICH).
+    pub size: i64,
+}
+
+const fn t(name: &'static str, size: i64) -> Predefined {
+    Predefined { name, size }
+}
+
+/// The predefined datatypes, in the order that gives their ids (append only: the ids are in
+/// trace files). Types the application builds get ids from 1000 up, in the order it builds
+/// them. The tracer's ABI tables list each library's handle of these, in this order.
+pub const DATATYPES: &[Predefined] = &[
+    t("MPI_DATATYPE_NULL", 0),
+    t("MPI_CHAR", 1),
+    t("MPI_SIGNED_CHAR", 1),
+    t("MPI_UNSIGNED_CHAR", 1),
+    t("MPI_BYTE", 1),
+    t("MPI_SHORT", 2),
+    t("MPI_UNSIGNED_SHORT", 2),
+    t("MPI_INT", 4),
+    t("MPI_UNSIGNED", 4),
+    t("MPI_LONG", 8),
+    t("MPI_UNSIGNED_LONG", 8),
+    t("MPI_LONG_LONG_INT", 8),
+    t("MPI_UNSIGNED_LONG_LONG", 8),
+    t("MPI_FLOAT", 4),
+    t("MPI_DOUBLE", 8),
+    t("MPI_LONG_DOUBLE", 16),
+    t("MPI_WCHAR", 4),
+    t("MPI_PACKED", 1),
+    t("MPI_INT8_T", 1),
+    t("MPI_UINT8_T", 1),
+    t("MPI_INT16_T", 2),
+    t("MPI_UINT16_T", 2),
+    t("MPI_INT32_T", 4),
+    t("MPI_UINT32_T", 4),
+    t("MPI_INT64_T", 8),
+    t("MPI_UINT64_T", 8),
+    t("MPI_AINT", 8),
+    t("MPI_OFFSET", 8),
+    t("MPI_COUNT", 8),
+    t("MPI_C_BOOL", 1),
+    t("MPI_C_FLOAT_COMPLEX", 8),
+    t("MPI_C_DOUBLE_COMPLEX", 16),
+    t("MPI_C_LONG_DOUBLE_COMPLEX", 32),
+    t("MPI_FLOAT_INT", 8),
+    t("MPI_DOUBLE_INT", 12),
+    t("MPI_LONG_INT", 12),
+    t("MPI_2INT", 8),
+    t("MPI_SHORT_INT", 6),
+    t("MPI_LONG_DOUBLE_INT", 20),
+    t("MPI_CHARACTER", 1),
+    t("MPI_INTEGER", 4),
+    t("MPI_REAL", 4),
+    t("MPI_DOUBLE_PRECISION", 8),
+    t("MPI_LB", 0),
+    t("MPI_UB", 0),
+];
+
+/// The id of `MPI_BYTE`.
+pub const BYTE: i64 = 4;
+/// Ids of types the application builds start here.
+pub const FIRST_DERIVED_TYPE: i64 = 1000;
+
+/// The predefined datatype with id `id`, if it is one.
+pub fn predefined(id: i64) -> Option<&'static Predefined> {
+    usize::try_from(id).ok().and_then(|i| DATATYPES.get(i))
+}
+
+/// `MPI_File_seek`'s `whence` (`MPI_SEEK_SET`, `_CUR`, `_END`: 600, 602, 604 in Open MPI and
+/// MPICH alike), stored as the application passed it.
+pub mod seek {
+    /// `MPI_SEEK_SET`.
+    pub const SET: i64 = 600;
+    /// `MPI_SEEK_CUR`.
+    pub const CUR: i64 = 602;
+    /// `MPI_SEEK_END`.
+    pub const END: i64 = 604;
+}
+
+/// Where a seek counts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Whence {
+    /// The start of the file (or view).
+    Set,
+    /// The current position.
+    Cur,
+    /// The end.
+    End,
+}
+
+/// The `whence` of any seek in a trace: POSIX `lseek`/`fseek` (0, 1, 2) or `MPI_File_seek`.
+pub fn whence(stored: i64) -> Option<Whence> {
+    match stored {
+        0 | seek::SET => Some(Whence::Set),
+        1 | seek::CUR => Some(Whence::Cur),
+        2 | seek::END => Some(Whence::End),
+        _ => None,
+    }
+}
+
+/// `MPI_File_open`'s `amode` bits (`MPI_MODE_*`, the same in Open MPI and MPICH), stored as
+/// the application passed them.
+pub mod amode {
+    /// `MPI_MODE_CREATE`.
+    pub const CREATE: i64 = 1;
+    /// `MPI_MODE_RDONLY`.
+    pub const RDONLY: i64 = 2;
+    /// `MPI_MODE_WRONLY`.
+    pub const WRONLY: i64 = 4;
+    /// `MPI_MODE_RDWR`.
+    pub const RDWR: i64 = 8;
+    /// `MPI_MODE_DELETE_ON_CLOSE`.
+    pub const DELETE_ON_CLOSE: i64 = 16;
+    /// `MPI_MODE_UNIQUE_OPEN`.
+    pub const UNIQUE_OPEN: i64 = 32;
+    /// `MPI_MODE_EXCL`.
+    pub const EXCL: i64 = 64;
+    /// `MPI_MODE_APPEND`.
+    pub const APPEND: i64 = 128;
+    /// `MPI_MODE_SEQUENTIAL`.
+    pub const SEQUENTIAL: i64 = 256;
+}
+
+/// `MPI_Type_create_subarray`'s array order as stored: C order 0, Fortran order 1 (Open MPI's
+/// values). Traces written before the order was normalised hold the producing library's
+/// value, and MPICH's are 56 and 57: [`order_is_fortran`] reads both.
+pub mod order {
+    /// `MPI_ORDER_C`.
+    pub const C: i64 = 0;
+    /// `MPI_ORDER_FORTRAN`.
+    pub const FORTRAN: i64 = 1;
+    /// MPICH's `MPI_ORDER_C` and `MPI_ORDER_FORTRAN`.
+    pub const MPICH: (i64, i64) = (56, 57);
+}
+
+/// The stored order of a library's `order` value, given its `MPI_ORDER_FORTRAN`.
+pub fn encode_order(value: i64, library_fortran: i64) -> i64 {
+    if value == library_fortran {
+        order::FORTRAN
+    } else {
+        order::C
+    }
+}
+
+/// Whether a stored order (normalised, or an older trace's library value) is Fortran order.
+pub fn order_is_fortran(stored: i64) -> bool {
+    stored == order::FORTRAN || stored == order::MPICH.1
+}
+
 /// A peer as the application named it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Peer {
@@ -85,6 +240,26 @@ mod tests {
         // The sentinels are out of reach of any relative rank of a 32-bit rank space.
         assert!(decode_peer(-(i32::MAX as i64), i32::MAX as i64) == Peer::Rank(0));
         assert!(PROC_NULL < ANY_SOURCE && ANY_SOURCE < -(i32::MAX as i64));
+    }
+
+    #[test]
+    fn vocabulary() {
+        assert_eq!(
+            predefined(BYTE).map(|t| (t.name, t.size)),
+            Some(("MPI_BYTE", 1))
+        );
+        assert_eq!(predefined(7).map(|t| t.name), Some("MPI_INT"));
+        assert!(predefined(-1).is_none() && predefined(FIRST_DERIVED_TYPE).is_none());
+        assert_eq!(whence(602), Some(Whence::Cur));
+        assert_eq!(whence(2), Some(Whence::End));
+        assert_eq!(whence(3), None);
+        for (lib_c, lib_f) in [(0, 1), order::MPICH] {
+            assert!(!order_is_fortran(encode_order(lib_c, lib_f)));
+            assert!(order_is_fortran(encode_order(lib_f, lib_f)));
+            // Older traces stored the library's own value.
+            assert!(order_is_fortran(lib_f));
+            assert!(!order_is_fortran(lib_c));
+        }
     }
 
     #[test]

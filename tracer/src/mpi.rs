@@ -34,8 +34,8 @@ pub type Aint = isize;
 const MPI_SUCCESS: c_int = 0;
 const MPI_ERR_OTHER: c_int = 16;
 
-/// Predefined datatypes, in a fixed order that gives their ids (append only: the ids are in
-/// trace files).
+/// Open MPI's symbols of the predefined datatypes, in `rsd::mpi::DATATYPES` order (whose
+/// index is the id in trace files; a test checks the two line up).
 const TYPES: &[&str] = &[
     "ompi_mpi_datatype_null\0",
     "ompi_mpi_char\0",
@@ -2038,7 +2038,8 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
         || unsafe { f(ndims, sizes, subsizes, starts, order, old, new) },
         |st, r| {
             let o = st.type_id(old);
-            let mut v = vec![ndims as i64, order as i64, o, st.new_type(r, new)];
+            let order = rsd::mpi::encode_order(order as i64, abi::order_fortran());
+            let mut v = vec![ndims as i64, order, o, st.new_type(r, new)];
             v.extend(ints(sizes, ndims));
             v.extend(ints(subsizes, ndims));
             v.extend(ints(starts, ndims));

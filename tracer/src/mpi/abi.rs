@@ -124,6 +124,15 @@ pub fn any_source_proc_null() -> (i64, i64) {
     }
 }
 
+/// The library's `MPI_ORDER_FORTRAN` (1 in Open MPI, 57 in MPICH; C order is 0 and 56), which
+/// the trace stores normalised (`rsd::mpi::encode_order`).
+pub fn order_fortran() -> i64 {
+    match flavour() {
+        Flavour::OpenMpi => 1,
+        Flavour::Mpich => 57,
+    }
+}
+
 /// The C `MPI_IN_PLACE`.
 pub fn in_place_value() -> *mut libc::c_void {
     match flavour() {
@@ -236,8 +245,24 @@ pub mod mpich {
 mod tests {
     #[test]
     fn mpich_tables_follow_the_predefined_name_lists() {
-        // Ids are positions in mpi::TYPES and mpi::OPS; the MPICH tables must line up.
+        // Ids are positions in mpi::TYPES and mpi::OPS; the MPICH tables must line up, and
+        // both with the trace's own table of predefined types.
         assert_eq!(super::mpich::TYPES.len(), super::super::TYPES.len());
+        assert_eq!(rsd::mpi::DATATYPES.len(), super::super::TYPES.len());
+        for (sym, t) in super::super::TYPES.iter().zip(rsd::mpi::DATATYPES) {
+            // ompi_mpi_int -> MPI_INT, where Open MPI's symbol follows the C name.
+            let plain = format!(
+                "MPI_{}",
+                sym.trim_end_matches('\0')["ompi_mpi_".len()..].to_uppercase()
+            );
+            let renamed = ["MPI_DBLPREC", "MPI_LONGDBL_INT"];
+            assert!(
+                plain == t.name || renamed.contains(&plain.as_str()),
+                "{sym} vs {}",
+                t.name
+            );
+        }
+        assert!(super::super::TYPES[rsd::mpi::BYTE as usize].starts_with("ompi_mpi_byte"));
         assert_eq!(super::mpich::OPS.len(), super::super::OPS.len());
         assert_eq!(super::mpich::TYPES[4], super::mpich::BYTE);
         assert!(super::super::TYPES[4].starts_with("ompi_mpi_byte"));
