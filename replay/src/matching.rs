@@ -249,6 +249,8 @@ fn collective(op: Op) -> bool {
                 | Op::Alltoallv
                 | Op::Scan
                 | Op::Exscan
+                | Op::ReduceScatter
+                | Op::ReduceScatterBlock
                 | Op::CommDup
                 | Op::CommSplit
                 | Op::CommCreate

@@ -681,7 +681,9 @@ impl Runtime for ThreadsRuntime {
             | Op::Alltoall
             | Op::Alltoallv
             | Op::Scan
-            | Op::Exscan => {
+            | Op::Exscan
+            | Op::ReduceScatter
+            | Op::ReduceScatterBlock => {
                 let (c, _) = self.comm(e.p(Param::Comm))?;
                 c.barrier(&self.sh)
             }

@@ -861,6 +861,37 @@ impl Runtime for MpiRuntime {
                 };
                 check(rc, op.name())
             }
+            Op::ReduceScatter | Op::ReduceScatterBlock => {
+                let c = self.comm(e.p(Param::Comm))?;
+                let mine = e.p(Param::Count) * tsize(Param::Datatype);
+                // Each rank's block: all equal for the block form; the vector form's are
+                // exchanged first (the trace keeps each rank's own).
+                let counts: Vec<c_int> = if op == Op::ReduceScatterBlock {
+                    vec![len(mine); self.comm_size(c).max(0) as usize]
+                } else {
+                    self.exchange(c, &[mine], None)?
+                        .iter()
+                        .map(|v| len(*v))
+                        .collect()
+                };
+                let total: usize = counts.iter().map(|n| *n as usize).sum();
+                let send = vec![0u8; total];
+                self.rbuf.resize(len(mine) as usize, 0);
+                let (s, r) = (
+                    send.as_ptr() as *const c_void,
+                    self.rbuf.as_mut_ptr() as *mut c_void,
+                );
+                // SAFETY: a send buffer holding every block, a receive buffer of this rank's
+                // block, the byte type with a bitwise reduction, a valid communicator.
+                let rc = unsafe {
+                    if op == Op::ReduceScatterBlock {
+                        ffi::MPI_Reduce_scatter_block(s, r, len(mine), p.u8, p.bor, c)
+                    } else {
+                        ffi::MPI_Reduce_scatter(s, r, counts.as_ptr(), p.u8, p.bor, c)
+                    }
+                };
+                check(rc, op.name())
+            }
             Op::Gather | Op::Allgather | Op::Scatter | Op::Alltoall => {
                 let c = self.comm(e.p(Param::Comm))?;
                 let size = self.comm_size(c);

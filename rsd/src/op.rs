@@ -262,6 +262,10 @@ ops! {
     // `MPI_Cart_create`, recorded as the split that builds the same communicator (as
     // `MPI_Comm_create`): its topology only answers local queries, its messages are ordinary.
     CartCreate => Mpi, "MPI_Cart_create", None, [Comm, Color, Key, Newcomm];
+    // `count` is the caller's own block (recvcounts[rank] for the vector form); `bytes` is
+    // that block in bytes. Each rank sends every block, the sum of all ranks' counts.
+    ReduceScatter => Mpi, "MPI_Reduce_scatter", None, [Count, Datatype, ReduceOp, Comm, Bytes];
+    ReduceScatterBlock => Mpi, "MPI_Reduce_scatter_block", None, [Count, Datatype, ReduceOp, Comm, Bytes];
 }
 
 /// What a point-to-point call does with a message.

@@ -1058,6 +1058,76 @@ allreduce_like!(MPI_Allreduce, "PMPI_Allreduce", Op::Allreduce);
 allreduce_like!(MPI_Scan, "PMPI_Scan", Op::Scan);
 allreduce_like!(MPI_Exscan, "PMPI_Exscan", Op::Exscan);
 
+/// Wrapper: `MPI_Reduce_scatter_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    count: c_int,
+    dt: H,
+    op: H,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Reduce_scatter_block",
+        unsafe extern "C" fn(*const c_void, *mut c_void, c_int, H, H, H) -> c_int
+    );
+    mpi_call(
+        Op::ReduceScatterBlock,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(sbuf, rbuf, count, dt, op, comm) },
+        |st, _| {
+            let b = count as i64 * st.tsize(dt);
+            vec![
+                count as i64,
+                st.type_id(dt),
+                st.op_id(op),
+                st.comm_id(comm),
+                b,
+            ]
+        },
+    )
+}
+
+/// Wrapper: `MPI_Reduce_scatter`, recorded with the caller's own block (`recvcounts[rank]`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Reduce_scatter(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    counts: *const c_int,
+    dt: H,
+    op: H,
+    comm: H,
+) -> c_int {
+    let f = pmpi!(
+        "PMPI_Reduce_scatter",
+        unsafe extern "C" fn(*const c_void, *mut c_void, *const c_int, H, H, H) -> c_int
+    );
+    mpi_call(
+        Op::ReduceScatter,
+        false,
+        // SAFETY: forwarding the application's arguments.
+        || unsafe { f(sbuf, rbuf, counts, dt, op, comm) },
+        |st, _| {
+            let me = comm_rank(comm);
+            let count = if counts.is_null() || me < 0 {
+                0
+            } else {
+                // SAFETY: MPI requires recvcounts to hold one count per member; `me` is one.
+                unsafe { *counts.add(me as usize) as i64 }
+            };
+            vec![
+                count,
+                st.type_id(dt),
+                st.op_id(op),
+                st.comm_id(comm),
+                count * st.tsize(dt),
+            ]
+        },
+    )
+}
+
 /// Send arguments as recorded: with `MPI_IN_PLACE` the count and type are ignored by MPI (and
 /// may be garbage), so they are recorded as 0 and -1.
 fn send_args(st: &mut State, sbuf: *const c_void, scount: c_int, stype: H) -> (i64, i64, i64) {
