@@ -753,10 +753,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
     fn mpi(&mut self, e: &FlatEvent, t: &Timing) {
         self.types.track(e);
         let t0 = Instant::now();
-        let creates_comm = matches!(
-            e.op,
-            Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate
-        );
+        let creates_comm = e.op.creates_comm();
         match self.opts.comm {
             CommMode::Real => {
                 if let Err(m) = self.rt.mpi(e, &self.types, false) {

@@ -57,14 +57,6 @@ type Todo = (i64, i64, Option<i64>, i64);
 /// Each member's (color, key, new local id) of one creation on one communicator.
 type Slot = Vec<Option<(i64, i64, i64)>>;
 
-/// Calls that create a communicator.
-fn creates(op: Op) -> bool {
-    matches!(
-        op,
-        Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate
-    )
-}
-
 /// Calls the message walk looks at: every MPI call on a communicator.
 fn counted(op: Op) -> bool {
     op.layer() == Layer::Mpi && op.params().contains(&Param::Comm)
@@ -88,7 +80,7 @@ fn summarize(nodes: &[Node], depth: usize) -> Vec<Sum> {
         .map(|n| match &n.kind {
             NodeKind::Event(e) => Sum {
                 counted: counted(e.op),
-                creates: creates(e.op),
+                creates: e.op.creates_comm(),
                 ..Sum::default()
             },
             NodeKind::Loop(l) => {
@@ -232,31 +224,7 @@ fn creation(e: &FlatEvent) -> Option<Todo> {
 
 /// Collective communication calls: every member of the communicator must make as many.
 fn collective(op: Op) -> bool {
-    op.layer() == Layer::Mpi
-        && matches!(
-            op,
-            Op::Barrier
-                | Op::Bcast
-                | Op::Reduce
-                | Op::Allreduce
-                | Op::Gather
-                | Op::Gatherv
-                | Op::Scatter
-                | Op::Scatterv
-                | Op::Allgather
-                | Op::Allgatherv
-                | Op::Alltoall
-                | Op::Alltoallv
-                | Op::Scan
-                | Op::Exscan
-                | Op::ReduceScatter
-                | Op::ReduceScatterBlock
-                | Op::CommDup
-                | Op::CommSplit
-                | Op::CommCreate
-                | Op::CommSplitType
-                | Op::CartCreate
-        )
+    op.is_collective() || op.creates_comm()
 }
 
 /// Rebuilds every communicator the trace creates. Returns the communicators (0 is the world)

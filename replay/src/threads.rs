@@ -668,22 +668,7 @@ impl Runtime for ThreadsRuntime {
             _ => {}
         }
         match op {
-            Op::Barrier
-            | Op::Bcast
-            | Op::Reduce
-            | Op::Allreduce
-            | Op::Gather
-            | Op::Gatherv
-            | Op::Scatter
-            | Op::Scatterv
-            | Op::Allgather
-            | Op::Allgatherv
-            | Op::Alltoall
-            | Op::Alltoallv
-            | Op::Scan
-            | Op::Exscan
-            | Op::ReduceScatter
-            | Op::ReduceScatterBlock => {
+            _ if op.is_collective() => {
                 let (c, _) = self.comm(e.p(Param::Comm))?;
                 c.barrier(&self.sh)
             }

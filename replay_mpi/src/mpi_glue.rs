@@ -789,7 +789,7 @@ impl Runtime for MpiRuntime {
         match op {
             // The tracer records MPI_Comm_create and MPI_Comm_split_type as the split that
             // builds the same communicator, so all three replay as MPI_Comm_split.
-            Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate => {
+            _ if op.creates_comm() => {
                 let c = self.comm(e.p(Param::Comm))?;
                 let mut nc = p.self_;
                 let rc = if op == Op::CommDup {

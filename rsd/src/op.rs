@@ -284,6 +284,38 @@ pub enum P2p {
 }
 
 impl Op {
+    /// Collective communication calls (every member of the communicator makes them, in the
+    /// same order), communicator creation aside ([`Op::creates_comm`]).
+    pub fn is_collective(self) -> bool {
+        matches!(
+            self,
+            Op::Barrier
+                | Op::Bcast
+                | Op::Reduce
+                | Op::Allreduce
+                | Op::Gather
+                | Op::Gatherv
+                | Op::Scatter
+                | Op::Scatterv
+                | Op::Allgather
+                | Op::Allgatherv
+                | Op::Alltoall
+                | Op::Alltoallv
+                | Op::Scan
+                | Op::Exscan
+                | Op::ReduceScatter
+                | Op::ReduceScatterBlock
+        )
+    }
+
+    /// Calls that create a communicator from a parent (collective over the parent).
+    pub fn creates_comm(self) -> bool {
+        matches!(
+            self,
+            Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate
+        )
+    }
+
     /// The point-to-point role of this op, for the calls that send or receive one message
     /// (`MPI_Sendrecv` does both: it has none here).
     pub fn p2p(self) -> Option<P2p> {
