@@ -21,6 +21,7 @@ use crate::state::{CHILDREN, Call, RECORDING, State, now_ns, record_parent, say,
 use abi::{Flavour, hv, in_place, rd, rd_all, rd_h};
 use libc::{c_char, c_int, c_void};
 use rsd::Op;
+use rsd::op::args;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -1020,7 +1021,7 @@ pub unsafe extern "C" fn MPI_Reduce(
 }
 
 macro_rules! allreduce_like {
-    ($name:ident, $sym:literal, $op:expr) => {
+    ($name:ident, $sym:literal, $op:expr, $args:path) => {
         /// Wrapper: `MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan` (the same arguments).
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(
@@ -1042,21 +1043,26 @@ macro_rules! allreduce_like {
                 || unsafe { f(sbuf, rbuf, count, dt, op, comm) },
                 |st, _| {
                     let b = count as i64 * st.tsize(dt);
-                    vec![
+                    $args(
                         count as i64,
                         st.type_id(dt),
                         st.op_id(op),
                         st.comm_id(comm),
                         b,
-                    ]
+                    )
                 },
             )
         }
     };
 }
-allreduce_like!(MPI_Allreduce, "PMPI_Allreduce", Op::Allreduce);
-allreduce_like!(MPI_Scan, "PMPI_Scan", Op::Scan);
-allreduce_like!(MPI_Exscan, "PMPI_Exscan", Op::Exscan);
+allreduce_like!(
+    MPI_Allreduce,
+    "PMPI_Allreduce",
+    Op::Allreduce,
+    args::allreduce
+);
+allreduce_like!(MPI_Scan, "PMPI_Scan", Op::Scan, args::scan);
+allreduce_like!(MPI_Exscan, "PMPI_Exscan", Op::Exscan, args::exscan);
 
 /// Wrapper: `MPI_Reduce_scatter_block`.
 #[unsafe(no_mangle)]
@@ -1478,7 +1484,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
 }
 
 macro_rules! blocking_send {
-    ($name:ident, $sym:literal, $op:expr) => {
+    ($name:ident, $sym:literal, $op:expr, $args:path) => {
         /// Wrapper: `MPI_Send` and the other blocking send modes.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(
@@ -1500,23 +1506,23 @@ macro_rules! blocking_send {
                 || unsafe { f(buf, count, dt, dest, tag, comm) },
                 |st, _| {
                     let b = count as i64 * st.tsize(dt);
-                    vec![
+                    $args(
                         count as i64,
                         st.type_id(dt),
                         rel_peer(comm, dest),
                         tag as i64,
                         st.comm_id(comm),
                         b,
-                    ]
+                    )
                 },
             )
         }
     };
 }
-blocking_send!(MPI_Send, "PMPI_Send", Op::Send);
-blocking_send!(MPI_Ssend, "PMPI_Ssend", Op::Ssend);
-blocking_send!(MPI_Rsend, "PMPI_Rsend", Op::Rsend);
-blocking_send!(MPI_Bsend, "PMPI_Bsend", Op::Bsend);
+blocking_send!(MPI_Send, "PMPI_Send", Op::Send, args::send);
+blocking_send!(MPI_Ssend, "PMPI_Ssend", Op::Ssend, args::ssend);
+blocking_send!(MPI_Rsend, "PMPI_Rsend", Op::Rsend, args::rsend);
+blocking_send!(MPI_Bsend, "PMPI_Bsend", Op::Bsend, args::bsend);
 
 /// Wrapper: `MPI_Recv`.
 #[unsafe(no_mangle)]
@@ -1540,20 +1546,20 @@ pub unsafe extern "C" fn MPI_Recv(
         || unsafe { f(buf, count, dt, src, tag, comm, status) },
         |st, _| {
             let b = count as i64 * st.tsize(dt);
-            vec![
+            args::recv(
                 count as i64,
                 st.type_id(dt),
                 rel_peer(comm, src),
                 tag as i64,
                 st.comm_id(comm),
                 b,
-            ]
+            )
         },
     )
 }
 
 macro_rules! nonblocking_p2p {
-    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
+    ($name:ident, $sym:literal, $op:expr, $args:path, $buf:ty) => {
         /// Wrapper: `MPI_Isend` / `MPI_Irecv`.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(
@@ -1577,7 +1583,7 @@ macro_rules! nonblocking_p2p {
                 |st, r| {
                     let b = count as i64 * st.tsize(dt);
                     let q = st.new_req(r, req);
-                    vec![
+                    $args(
                         count as i64,
                         st.type_id(dt),
                         rel_peer(comm, peer),
@@ -1585,17 +1591,41 @@ macro_rules! nonblocking_p2p {
                         st.comm_id(comm),
                         b,
                         q,
-                    ]
+                    )
                 },
             )
         }
     };
 }
-nonblocking_p2p!(MPI_Isend, "PMPI_Isend", Op::Isend, *const c_void);
-nonblocking_p2p!(MPI_Irecv, "PMPI_Irecv", Op::Irecv, *mut c_void);
-nonblocking_p2p!(MPI_Issend, "PMPI_Issend", Op::Issend, *const c_void);
-nonblocking_p2p!(MPI_Irsend, "PMPI_Irsend", Op::Irsend, *const c_void);
-nonblocking_p2p!(MPI_Ibsend, "PMPI_Ibsend", Op::Ibsend, *const c_void);
+nonblocking_p2p!(
+    MPI_Isend,
+    "PMPI_Isend",
+    Op::Isend,
+    args::isend,
+    *const c_void
+);
+nonblocking_p2p!(MPI_Irecv, "PMPI_Irecv", Op::Irecv, args::irecv, *mut c_void);
+nonblocking_p2p!(
+    MPI_Issend,
+    "PMPI_Issend",
+    Op::Issend,
+    args::issend,
+    *const c_void
+);
+nonblocking_p2p!(
+    MPI_Irsend,
+    "PMPI_Irsend",
+    Op::Irsend,
+    args::irsend,
+    *const c_void
+);
+nonblocking_p2p!(
+    MPI_Ibsend,
+    "PMPI_Ibsend",
+    Op::Ibsend,
+    args::ibsend,
+    *const c_void
+);
 
 /// Wrapper: `MPI_Waitany`. Records which request completed.
 #[unsafe(no_mangle)]
@@ -1633,7 +1663,7 @@ pub unsafe extern "C" fn MPI_Waitany(
                 .and_then(|i| hs.get(i))
                 .and_then(|h| st.reqs.remove(*h))
                 .unwrap_or(-1);
-            vec![count as i64, done]
+            args::waitany(count as i64, done)
         },
     )
 }
@@ -1653,7 +1683,7 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut H) -> c_int {
         false,
         // SAFETY: forwarding the application's arguments.
         || unsafe { f(req) },
-        |st, _| vec![st.reqs.remove(h).unwrap_or(-1)],
+        |st, _| args::request_free(st.reqs.remove(h).unwrap_or(-1)),
     )
 }
 
@@ -1676,7 +1706,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut H) -> c_int {
         |st, _| {
             let id = st.comm_id(h);
             st.comms.forget(hv(h));
-            vec![id]
+            args::comm_free(id)
         },
     )
 }
@@ -1696,7 +1726,7 @@ pub unsafe extern "C" fn MPI_Wait(req: *mut H, status: H) -> c_int {
         false,
         // SAFETY: forwarding the application's arguments.
         || unsafe { f(req, status) },
-        |st, _| vec![st.reqs.remove(h).unwrap_or(-1)],
+        |st, _| args::wait(st.reqs.remove(h).unwrap_or(-1)),
     )
 }
 
