@@ -27,7 +27,8 @@ pub mod report;
 pub mod root;
 pub mod sched;
 pub mod threads;
-pub mod types;
+/// Datatypes by symbolic id (the file table's, re-exported where replay's runtimes always found them).
+pub use filetable::types;
 pub mod watchdog;
 
 pub use engine::{CollectiveIo, CommMode, ComputeMode, LayerView, Options};
