@@ -221,6 +221,10 @@ impl FileEnv for Offline {}
 #[derive(Debug, Default)]
 pub struct FileTable {
     handles: HashMap<(Handle, i64), FileId>,
+    /// Handles that name an MPI file's file without a traced open of their own (descriptors
+    /// the MPI library opened outside the trace): they hold no reference, closing one only
+    /// forgets the name, and they die with the MPI file.
+    aliases: HashMap<(Handle, i64), FileId>,
     files: HashMap<FileId, OpenFile>,
     next: FileId,
     /// Bytes this rank knows each file holds (its own writes, truncations and set sizes;
@@ -279,7 +283,8 @@ impl FileTable {
 
     /// Applies call `op` with parameters `params` (and its concrete path) to the table and
     /// says what it did. `ctx` is the file of the MPI-IO call a POSIX call is nested in.
-    /// Returns the effect, and for a close of the last handle, the file that closed.
+    /// Returns the effect, and the file the call closed, when it closed the last handle of
+    /// one (a close, or a `dup2` onto a traced descriptor).
     pub fn apply(
         &mut self,
         op: Op,
@@ -287,7 +292,7 @@ impl FileTable {
         path: Option<&str>,
         ctx: Option<FileId>,
         env: &mut dyn FileEnv,
-    ) -> (Effect, Option<OpenFile>) {
+    ) -> (Effect, Option<(FileId, OpenFile)>) {
         let get = |p: Param| op.param(params, p);
         match op {
             Op::Open | Op::Openat if get(Param::Fd) >= 0 => {
@@ -413,21 +418,36 @@ impl FileTable {
     /// Drops handle `h`'s reference to its file; returns the file when that was the last.
     fn release(&mut self, kind: Handle, h: i64) -> Option<(FileId, OpenFile)> {
         let id = self.handles.remove(&(kind, h))?;
+        if self.aliases.remove(&(kind, h)).is_some() {
+            return None;
+        }
         let f = self.files.get_mut(&id)?;
         f.refs = f.refs.saturating_sub(1);
         if f.refs == 0 {
+            if !self.aliases.is_empty() {
+                let names: Vec<_> = self
+                    .aliases
+                    .iter()
+                    .filter(|(_, f)| **f == id)
+                    .map(|(k, _)| *k)
+                    .collect();
+                for k in names {
+                    self.aliases.remove(&k);
+                    self.handles.remove(&k);
+                }
+            }
             return self.files.remove(&id).map(|f| (id, f));
         }
         None
     }
 
-    fn close(&mut self, kind: Handle, h: i64) -> (Effect, Option<OpenFile>) {
+    fn close(&mut self, kind: Handle, h: i64) -> (Effect, Option<(FileId, OpenFile)>) {
         let Some(file) = self.lookup(kind, h) else {
             self.handles.remove(&(kind, h));
             return (Effect::None, None);
         };
         match self.release(kind, h) {
-            Some((_, f)) => (Effect::Close { file, last: true }, Some(f)),
+            Some(closed) => (Effect::Close { file, last: true }, Some(closed)),
             None => (Effect::Close { file, last: false }, None),
         }
     }
@@ -445,7 +465,7 @@ impl FileTable {
         }
         if let Some(id) = ctx.filter(|id| self.files.contains_key(id)) {
             self.handles.insert((kind, h), id);
-            self.files.get_mut(&id).expect("present").refs += 1;
+            self.aliases.insert((kind, h), id);
             return (id, false);
         }
         let flags = oflags::RDWR | oflags::CREAT;
@@ -588,9 +608,7 @@ impl FileTable {
         bytes: u64,
         env: &mut dyn FileEnv,
     ) -> Effect {
-        let Some(file) = self.lookup(Handle::MpiFile, fh) else {
-            return Effect::None;
-        };
+        let (file, implicit_open) = self.resolve(Handle::MpiFile, fh, None);
         let f = &self.files[&file];
         let es = f.view.etype_size.max(1);
         let units = bytes as i64 / es;
@@ -625,7 +643,7 @@ impl FileTable {
             }
         };
         let regions = self.files[&file].view.regions(pos, bytes as i64);
-        self.finish_access(file, op.dir(), bytes, regions, false)
+        self.finish_access(file, op.dir(), bytes, regions, implicit_open)
     }
 
     fn finish_access(
