@@ -337,7 +337,7 @@ impl Types {
         self.derived.insert(
             id,
             Derived {
-                op: op,
+                op,
                 params: p.to_vec(),
                 size,
                 lb,
