@@ -8,6 +8,7 @@ use crate::report::RankStats;
 use crate::root::Root;
 use crate::types::Types;
 use crate::watchdog::Watch;
+use filetable::{Effect, FileEnv, FileTable};
 use rsd::op::{Dir, Handle, Layer, Op, Param};
 use rsd::timing::{Stats, Timing};
 use rsd::trace::{Event, FlatEvent, Node, NodeKind, flatten_event, visit};
@@ -208,15 +209,17 @@ impl Pattern {
     }
 }
 
-/// The MPI side of a replay: MPI-IO calls and MPI calls.
-pub trait Runtime {
+/// The MPI side of a replay: MPI-IO calls and MPI calls. As a [`FileEnv`], it tells the
+/// file table what the ranks share (the real size of a file, shared file pointers).
+pub trait Runtime: FileEnv {
     /// Issues an application-level MPI-IO call; `path` is the re-rooted path for calls that name
     /// one. Returns the file bytes moved, or an error message.
     fn mpiio(
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
-        types: &Types,
+        files: &FileTable,
+        fx: &Effect,
         data: &mut Pattern,
     ) -> Result<u64, String>;
 
@@ -251,10 +254,11 @@ pub trait Runtime {
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
-        types: &Types,
+        files: &FileTable,
+        fx: &Effect,
         data: &mut Pattern,
     ) -> Result<u64, String> {
-        self.mpiio(e, path, types, data)
+        self.mpiio(e, path, files, fx, data)
     }
 }
 
@@ -372,7 +376,8 @@ pub struct RankEngine<'a, R: Runtime> {
     /// Descriptors opened for nested calls of an MPI file (by its handle), closed with it so a
     /// later file the library gave the same descriptor number is not written through them.
     nested_fds: HashMap<i64, Vec<i64>>,
-    types: Types,
+    /// The rank's open files and datatypes: where each MPI-IO call's bytes lie.
+    files: FileTable,
     data: Pattern,
     rbuf: Vec<u8>,
     /// The planned issue time of the next call.
@@ -403,7 +408,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             streams: HashMap::new(),
             fh_paths: HashMap::new(),
             nested_fds: HashMap::new(),
-            types: Types::default(),
+            files: FileTable::new(),
             data: Pattern::default(),
             rbuf: Vec::new(),
             deadline: now,
@@ -740,28 +745,42 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             Some(_) => Some(self.map_path(e, true)?),
             None => None,
         };
+        // The file table resolves the call before it is issued (its regions, the pointers it
+        // moves), except an open, whose initial pointer may depend on the file the runtime
+        // opens (MPI_MODE_APPEND starts at its end).
+        let apply = |s: &mut Self| {
+            s.files
+                .apply(e.op, &e.params, e.path.as_deref(), None, &mut s.rt)
+                .0
+        };
+        let open = e.op == Op::FileOpen;
+        let fx = if open { Effect::None } else { apply(self) };
         let r = if sync_only {
             self.rt
-                .mpiio_sync(e, path.as_deref(), &self.types, &mut self.data)
+                .mpiio_sync(e, path.as_deref(), &self.files, &fx, &mut self.data)
         } else {
             self.rt
-                .mpiio(e, path.as_deref(), &self.types, &mut self.data)
+                .mpiio(e, path.as_deref(), &self.files, &fx, &mut self.data)
         };
+        if open {
+            apply(self);
+        }
         r.map_err(|m| format!("{} {}: {m}", e.op.name(), e.path.as_deref().unwrap_or("")))
     }
 
     fn mpi(&mut self, e: &FlatEvent, t: &Timing) {
-        self.types.track(e);
+        self.files
+            .apply(e.op, &e.params, None, None, &mut filetable::Offline);
         let t0 = Instant::now();
         let creates_comm = e.op.creates_comm();
         match self.opts.comm {
             CommMode::Real => {
-                if let Err(m) = self.rt.mpi(e, &self.types, false) {
+                if let Err(m) = self.rt.mpi(e, self.files.types(), false) {
                     self.stats.fail(format!("{}: {m}", e.op.name()));
                 }
             }
             CommMode::Delay | CommMode::Skip => {
-                if creates_comm && let Err(m) = self.rt.mpi(e, &self.types, true) {
+                if creates_comm && let Err(m) = self.rt.mpi(e, self.files.types(), true) {
                     self.stats.fail(format!("{}: {m}", e.op.name()));
                 }
                 if self.opts.comm == CommMode::Delay && !matches!(e.op, Op::Init | Op::Finalize) {

@@ -12,7 +12,8 @@
 //! calls are exactly those of the trace.
 
 use crate::engine::{Pattern, Runtime};
-use crate::types::{Flat, Types};
+use crate::types::Types;
+use filetable::{Effect, FileEnv, FileTable};
 use rsd::op::{Op, Param};
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
@@ -265,20 +266,16 @@ struct Creation {
     made: Mutex<HashMap<i64, Arc<CommObj>>>,
 }
 
-use rsd::mpi::amode::{APPEND, CREATE, DELETE_ON_CLOSE, RDONLY, RDWR, WRONLY};
-use rsd::mpi::{ANY_SOURCE, PROC_NULL, UNDEFINED, Whence};
+use rsd::mpi::amode::{CREATE, DELETE_ON_CLOSE, RDONLY, RDWR, WRONLY};
+use rsd::mpi::{ANY_SOURCE, PROC_NULL, UNDEFINED};
 
+/// An open MPI file: the real file and what the ranks share; views and pointers are the file
+/// table's.
 struct MFile {
     file: File,
     path: PathBuf,
     comm: (Arc<CommObj>, usize),
-    disp: i64,
-    etype: i64,
-    /// The view's filetype flattened, when it is not contiguous: accesses then map onto the
-    /// file regions it selects.
-    view: Option<Arc<Flat>>,
-    /// Individual file pointer, in etypes.
-    fp: i64,
+    /// The shared file pointer, in etypes, shared by every rank that opened the path.
     shared: Arc<AtomicU64>,
     delete_on_close: bool,
 }
@@ -438,7 +435,7 @@ impl ThreadsRuntime {
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
-        types: &Types,
+        fx: &Effect,
         data: &mut Pattern,
         move_data: bool,
     ) -> Result<u64, String> {
@@ -470,21 +467,12 @@ impl ThreadsRuntime {
                 .entry(path.clone())
                 .or_default()
                 .clone();
-            let fp = if amode & APPEND != 0 {
-                file.metadata().map(|m| m.len() as i64).unwrap_or(0)
-            } else {
-                0
-            };
             self.files.insert(
                 fh,
                 MFile {
                     file,
                     path,
                     comm,
-                    disp: 0,
-                    etype: 4, // MPI_BYTE
-                    view: None,
-                    fp,
                     shared,
                     delete_on_close: amode & DELETE_ON_CLOSE != 0,
                 },
@@ -507,16 +495,8 @@ impl ThreadsRuntime {
                 .clone();
             c.barrier(&self.sh)?;
         }
-        let sh = self.sh.clone();
         let f = self.files.get_mut(&fh).ok_or_else(|| fh_err(fh))?;
-        let es = types.size(f.etype).max(1);
-        // Data calls carry `bytes`; the others (close, sync, ...) move none.
-        let bytes = e.get(Param::Bytes).unwrap_or(0).max(0);
-        let (write, read) = (
-            op.dir() == rsd::op::Dir::Write,
-            op.dir() == rsd::op::Dir::Read,
-        );
-        let off = match op {
+        match op {
             Op::FileClose => {
                 let f = self.files.remove(&fh).ok_or_else(|| fh_err(fh))?;
                 if f.delete_on_close && f.comm.1 == 0 {
@@ -530,75 +510,32 @@ impl ThreadsRuntime {
                     .map_err(|er| er.to_string())?;
                 return Ok(0);
             }
-            Op::FileGetSize => return Ok(0),
+            // As under MPI: a filetype built on a type the trace never built is bytes from the
+            // displacement, and the view is reported as not replayed.
             Op::FileSetView => {
-                f.disp = e.p(Param::Disp);
-                f.etype = e.p(Param::Etype);
-                f.fp = 0;
-                // As under MPI: a filetype built on a type the trace never built becomes bytes
-                // from the displacement, and the view is reported as not replayed.
-                let ft = e.p(Param::Filetype);
-                if let Some(why) = crate::types::unbuilt_view(types, ft) {
-                    f.view = None;
-                    return Err(why);
-                }
-                let flat = types.flatten(ft)?;
-                f.view = (!flat.is_dense()).then(|| Arc::new(flat));
-                return Ok(0);
-            }
-            Op::FileSeek => {
-                let o = e.p(Param::Offset);
-                f.fp = match rsd::mpi::whence(e.p(Param::Whence)) {
-                    Some(Whence::Cur) => f.fp + o,
-                    Some(Whence::End) => {
-                        let len = f.file.metadata().map(|m| m.len() as i64).unwrap_or(0);
-                        // The end of file in the view: the data bytes the view shows before it.
-                        let seen = match &f.view {
-                            None => len - f.disp,
-                            Some(flat) => flat.data_before(f.disp, len),
-                        };
-                        seen / es + o
-                    }
-                    _ => o,
+                return match fx {
+                    Effect::SetView {
+                        unbuilt: Some(why), ..
+                    } => Err(why.clone()),
+                    _ => Ok(0),
                 };
-                return Ok(0);
             }
             Op::FileSync => {
                 f.file.sync_all().map_err(|er| er.to_string())?;
                 return Ok(0);
             }
-            Op::FileReadAt
-            | Op::FileReadAtAll
-            | Op::FileIreadAt
-            | Op::FileWriteAt
-            | Op::FileWriteAtAll
-            | Op::FileIwriteAt => e.p(Param::Offset) * es,
-            Op::FileReadShared
-            | Op::FileReadOrdered
-            | Op::FileIreadShared
-            | Op::FileWriteShared
-            | Op::FileWriteOrdered
-            | Op::FileIwriteShared => {
-                let units = f.shared.fetch_add((bytes / es) as u64, Ordering::SeqCst) as i64;
-                units * es
-            }
-            _ if write || read => {
-                let o = f.fp * es;
-                f.fp += bytes / es;
-                o
-            }
-            _ => return Ok(0),
+            _ => {}
+        }
+        // The file table put the call's bytes in the file's regions (view, etype, filetype,
+        // the pointer it used); the other calls (seeks, get_size) moved them already.
+        let Effect::Access(acc) = fx else {
+            return Ok(0);
         };
-        drop(sh);
+        let (write, bytes) = (acc.dir == rsd::op::Dir::Write, acc.bytes as i64);
         if !move_data {
             return Ok(bytes as u64);
         }
-        // `off` is the position in the view's data; the regions are where it lands in the
-        // file: one run from the displacement, or one per filetype block it crosses.
-        let regions = match &f.view {
-            None => vec![((f.disp + off).max(0) as u64, bytes as usize)],
-            Some(flat) => flat.pieces(f.disp, off, bytes),
-        };
+        let regions = acc.regions.iter().map(|&(o, n)| (o, n as usize));
         if write {
             let buf = data.get(bytes as usize);
             let mut at = 0usize;
@@ -633,15 +570,30 @@ impl ThreadsRuntime {
     }
 }
 
+/// What the ranks of one process share: the real file (its size, which other ranks' writes
+/// change) and the shared file pointer.
+impl FileEnv for ThreadsRuntime {
+    fn size(&mut self, fh: i64) -> Option<u64> {
+        let f = self.files.get(&fh)?;
+        f.file.metadata().ok().map(|m| m.len())
+    }
+
+    fn fetch_add_shared(&mut self, fh: i64, units: i64) -> Option<i64> {
+        let f = self.files.get(&fh)?;
+        Some(f.shared.fetch_add(units.max(0) as u64, Ordering::SeqCst) as i64)
+    }
+}
+
 impl Runtime for ThreadsRuntime {
     fn mpiio(
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
-        types: &Types,
+        _files: &FileTable,
+        fx: &Effect,
         data: &mut Pattern,
     ) -> Result<u64, String> {
-        self.file_call(e, path, types, data, true)
+        self.file_call(e, path, fx, data, true)
     }
 
     fn mpi(&mut self, e: &FlatEvent, _types: &Types, bookkeeping_only: bool) -> Result<(), String> {
@@ -748,9 +700,10 @@ impl Runtime for ThreadsRuntime {
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
-        types: &Types,
+        _files: &FileTable,
+        fx: &Effect,
         data: &mut Pattern,
     ) -> Result<u64, String> {
-        self.file_call(e, path, types, data, false)
+        self.file_call(e, path, fx, data, false)
     }
 }

@@ -12,6 +12,7 @@
 
 #![allow(unsafe_code)]
 
+use filetable::{Effect, FileEnv, FileTable};
 use mpi::ffi;
 use replay::engine::{Pattern, Runtime};
 use replay::types::Types;
@@ -68,7 +69,6 @@ fn check(rc: c_int, what: &str) -> Result<(), String> {
 
 struct MFile {
     fh: ffi::MPI_File,
-    etype: i64,
 }
 
 /// A pending nonblocking send or receive and its buffer, kept alive until completion.
@@ -568,15 +568,21 @@ type RwAtFn = unsafe extern "C" fn(
     *mut ffi::MPI_Status,
 ) -> c_int;
 
+/// The MPI library shares file sizes and shared file pointers between ranks itself: the file
+/// table's own knowledge is never asked for more than the etype of a view.
+impl FileEnv for MpiRuntime {}
+
 impl Runtime for MpiRuntime {
     fn mpiio(
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
-        types: &Types,
+        files: &FileTable,
+        _fx: &Effect,
         data: &mut Pattern,
     ) -> Result<u64, String> {
         let op = e.op;
+        let types = files.types();
         // MPI_File_delete names no handle.
         let id = e.get(Param::Fh).unwrap_or(0);
         let p = self.p;
@@ -605,7 +611,7 @@ impl Runtime for MpiRuntime {
                     )
                 };
                 check(rc, "MPI_File_open")?;
-                self.files.insert(id, MFile { fh, etype: 4 });
+                self.files.insert(id, MFile { fh });
                 return Ok(0);
             }
             Op::FileDelete => {
@@ -620,7 +626,9 @@ impl Runtime for MpiRuntime {
         let f = self.files.get_mut(&id).ok_or_else(|| {
             format!("file handle {id} is not open (its MPI_File_open was not replayed)")
         })?;
-        let es = types.size(f.etype).max(1);
+        // Views are set with a byte etype (the filetype rebuilt is made of bytes), so offsets
+        // and seeks in the trace's etypes convert to bytes with the recorded view's etype.
+        let es = files.mpi_file(id).map_or(1, |m| m.view.etype_size);
         // Data calls carry `bytes`; the others (close, sync, ...) move none.
         let bytes = e.get(Param::Bytes).unwrap_or(0).max(0);
         let fh = f.fh;
@@ -649,7 +657,6 @@ impl Runtime for MpiRuntime {
                 return Ok(0);
             }
             Op::FileSetView => {
-                f.etype = e.p(Param::Etype);
                 let ft = e.p(Param::Filetype);
                 // A filetype built on a type the trace never built is replaced by bytes from
                 // the displacement (as an unknown filetype is): the accesses stay as large as
