@@ -575,6 +575,71 @@ impl Op {
     }
 }
 
+/// The arrays a neighbourhood collective keeps after its fixed parameters (see the table):
+/// peers relative to the caller, byte counts in the same order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Neighborhood<'a> {
+    /// The `indegree` source peers.
+    pub sources: &'a [i64],
+    /// The `outdegree` destination peers.
+    pub destinations: &'a [i64],
+    /// Bytes sent to each destination.
+    pub sendbytes: &'a [i64],
+    /// Bytes received from each source.
+    pub recvbytes: &'a [i64],
+}
+
+impl Op {
+    /// The parameter that counts the entries of this op's one listed array, for the calls
+    /// whose array is a list of ids or ranks.
+    fn list_len(self) -> Option<Param> {
+        match self {
+            Op::Startall | Op::Testall => Some(Param::Count),
+            Op::Waitsome | Op::Testsome => Some(Param::Outcount),
+            Op::CommCreateGroup | Op::IntercommMerge => Some(Param::Size),
+            Op::IntercommCreate => Some(Param::RemoteSize),
+            _ => None,
+        }
+    }
+
+    /// The list an event of this op keeps after its fixed parameters (`params` without path
+    /// fields): the request ids of `MPI_Startall` and `MPI_Testall`, the completed ids of
+    /// `MPI_Waitsome` and `MPI_Testsome`, the MPI_COMM_WORLD ranks of the members of
+    /// `MPI_Comm_create_group` and `MPI_Intercomm_merge` and of `MPI_Intercomm_create`'s remote
+    /// group; empty for other ops. Never longer than the count says, nor than the event.
+    pub fn list(self, params: &[i64]) -> &[i64] {
+        let Some(n) = self.list_len() else {
+            return &[];
+        };
+        let n = self.param(params, n).max(0) as usize;
+        let rest = params.get(self.params().len()..).unwrap_or(&[]);
+        &rest[..n.min(rest.len())]
+    }
+
+    /// The arrays of a neighbourhood collective, or `None` for other ops and for an event
+    /// shorter than its degrees say.
+    pub fn neighborhood(self, params: &[i64]) -> Option<Neighborhood<'_>> {
+        if !self.is_neighborhood() {
+            return None;
+        }
+        let deg = |p: Param| usize::try_from(self.get(params, p)?).ok();
+        let (i, o) = (deg(Param::Indegree)?, deg(Param::Outdegree)?);
+        let rest = params.get(self.params().len()..)?;
+        if rest.len() < 2 * (i + o) {
+            return None;
+        }
+        let (sources, rest) = rest.split_at(i);
+        let (destinations, rest) = rest.split_at(o);
+        let (sendbytes, rest) = rest.split_at(o);
+        Some(Neighborhood {
+            sources,
+            destinations,
+            sendbytes,
+            recvbytes: &rest[..i],
+        })
+    }
+}
+
 /// How the `mode` parameter of `fopen` encodes the mode string: one bit per letter, so a trace
 /// keeps it exactly and every consumer decodes it the same way.
 pub mod fopen_mode {
@@ -925,6 +990,38 @@ mod tests {
         let v = args::improbe(-1, 3, 0, 1, -1, 3, 16, 0);
         assert_eq!(Op::Improbe.param(&v, Param::Message), 0);
         assert_eq!(Op::Improbe.param(&v, Param::MatchedTag), 3);
+    }
+
+    #[test]
+    fn lists_and_neighborhoods_are_read_from_the_layout() {
+        let mut v = args::startall(2);
+        v.extend([5, 7]);
+        assert_eq!(Op::Startall.list(&v), [5, 7]);
+        // A short event gives what it has.
+        assert_eq!(Op::Startall.list(&v[..2]), [5]);
+        let mut v = args::waitsome(4, 1);
+        v.extend([3]);
+        assert_eq!(Op::Waitsome.list(&v), [3]);
+        let mut v = args::comm_create_group(0, 9, 2, 3);
+        v.extend([1, 3]);
+        assert_eq!(Op::CommCreateGroup.list(&v), [1, 3]);
+        assert_eq!(Op::Send.list(&args::send(1, 1, 1, 0, 0, 1)), [] as [i64; 0]);
+        // In 1, out 2.
+        let mut v = args::neighbor_alltoallv(2, 1, 2, 12, 4);
+        v.extend([-1, 1, 2, 4, 8, 4]);
+        let n = Op::NeighborAlltoallv.neighborhood(&v).unwrap();
+        assert_eq!(n.sources, [-1]);
+        assert_eq!(n.destinations, [1, 2]);
+        assert_eq!(n.sendbytes, [4, 8]);
+        assert_eq!(n.recvbytes, [4]);
+        assert_eq!(Op::NeighborAlltoallv.neighborhood(&v[..9]), None);
+        assert_eq!(Op::Alltoallv.neighborhood(&v), None);
+        let mut v = args::ineighbor_allgather(2, 0, 1, 8, 0, 6);
+        v.extend([1, 8]);
+        assert_eq!(
+            Op::IneighborAllgather.neighborhood(&v).unwrap().sendbytes,
+            [8]
+        );
     }
 
     #[test]
