@@ -40,7 +40,7 @@ fn codes_writes(dir: &Path, nranks: u32) -> BTreeMap<(u32, String), BTreeSet<u64
         let mut fds: HashMap<String, String> = HashMap::new();
         for line in log.lines() {
             // `T open (path, flags, mode) fd dur` and `T write (fd, 0x0, size, offset) ret dur`.
-            let Some((call, rest)) = line.split_once(" (").map(|(a, b)| (a, b)) else {
+            let Some((call, rest)) = line.split_once(" (") else {
                 continue;
             };
             let name = call.rsplit(' ').next().unwrap();
