@@ -21,6 +21,7 @@ pub mod clock;
 pub mod engine;
 pub mod error;
 pub mod matching;
+pub mod options;
 pub mod prep;
 pub mod progress;
 pub mod report;
@@ -30,8 +31,8 @@ pub mod threads;
 pub mod types;
 pub mod watchdog;
 
-pub use engine::{CollectiveIo, CommMode, ComputeMode, LayerView, Options};
 pub use error::ReplayError;
+pub use options::{CollectiveIo, CommMode, ComputeMode, LayerView, Options};
 pub use report::Report;
 pub use root::Root;
 
