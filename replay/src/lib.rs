@@ -17,6 +17,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod clock;
 pub mod engine;
 pub mod error;
