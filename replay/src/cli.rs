@@ -9,7 +9,7 @@
 //! (which the `iotrex` CLI must not depend on, or it would build an MPI library).
 
 use crate::error::ReplayError;
-use crate::options::{CollectiveIo, CommMode, ComputeMode, LayerView, Options};
+use crate::options::{self, CollectiveIo, CommMode, ComputeMode, LayerView, Options};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -105,31 +105,31 @@ fn clap_err<T>(r: Result<T, ReplayError>) -> Result<T, String> {
 }
 
 fn parse_comm(s: &str) -> Result<CommMode, String> {
-    clap_err(crate::parse_comm(s))
+    clap_err(options::parse_comm(s))
 }
 
 fn parse_max_threads(s: &str) -> Result<u32, String> {
-    clap_err(crate::parse_max_threads(s))
+    clap_err(options::parse_max_threads(s))
 }
 
 fn parse_collective_io(s: &str) -> Result<CollectiveIo, String> {
-    clap_err(crate::parse_collective_io(s))
+    clap_err(options::parse_collective_io(s))
 }
 
 fn parse_compute(s: &str) -> Result<ComputeMode, String> {
-    clap_err(crate::parse_compute(s))
+    clap_err(options::parse_compute(s))
 }
 
 fn parse_layer(s: &str) -> Result<LayerView, String> {
-    clap_err(crate::parse_layer(s))
+    clap_err(options::parse_layer(s))
 }
 
 fn parse_stall_timeout(s: &str) -> Result<Duration, String> {
-    clap_err(crate::parse_stall_timeout(s))
+    clap_err(options::parse_stall_timeout(s))
 }
 
 fn parse_scale(s: &str) -> Result<f64, String> {
-    clap_err(crate::parse_scale(s))
+    clap_err(options::parse_scale(s))
 }
 
 #[cfg(test)]

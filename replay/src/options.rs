@@ -1,7 +1,9 @@
-//! The replay options every rank shares ([`Options`]) and the enums of their choices, apart
-//! from the engine that acts on them so that the option parsers (`iotrex replay`,
-//! `iotrex-replay`) and the runtimes name them without reaching into the engine.
+//! The replay options every rank shares ([`Options`]), the enums of their choices and the
+//! parsers of their flags' values, apart from the engine that acts on them so that the command
+//! line (`cli`, behind the feature of that name) and the runtimes name them without reaching
+//! into the engine.
 
+use crate::error::ReplayError;
 use std::time::Duration;
 
 /// What to do with MPI calls that move no file data (`--comm`).
@@ -86,5 +88,89 @@ impl Default for Options {
             collective_io: CollectiveIo::Library,
             stall_timeout: crate::watchdog::DEFAULT_STALL_TIMEOUT,
         }
+    }
+}
+
+/// Parses `--max-threads`: a whole number of at least 1.
+pub fn parse_max_threads(s: &str) -> Result<u32, ReplayError> {
+    match s.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(ReplayError::BadOption {
+            flag: "--max-threads",
+            why: format!("{s:?} is not a whole number >= 1"),
+        }),
+    }
+}
+
+/// Parses `--comm`.
+pub fn parse_comm(s: &str) -> Result<CommMode, ReplayError> {
+    match s {
+        "delay" => Ok(CommMode::Delay),
+        "real" => Ok(CommMode::Real),
+        "skip" => Ok(CommMode::Skip),
+        _ => Err(ReplayError::BadOption {
+            flag: "--comm",
+            why: format!("{s:?} is not one of delay, real, skip"),
+        }),
+    }
+}
+
+/// Parses `--compute`.
+pub fn parse_compute(s: &str) -> Result<ComputeMode, ReplayError> {
+    match s {
+        "mean" => Ok(ComputeMode::Mean),
+        "sample" => Ok(ComputeMode::Sample),
+        "none" => Ok(ComputeMode::None),
+        "work" => Ok(ComputeMode::Work),
+        _ => Err(ReplayError::BadOption {
+            flag: "--compute",
+            why: format!("{s:?} is not one of mean, sample, work, none"),
+        }),
+    }
+}
+
+/// Parses `--collective-io`.
+pub fn parse_collective_io(s: &str) -> Result<CollectiveIo, ReplayError> {
+    match s {
+        "library" => Ok(CollectiveIo::Library),
+        "ranks" => Ok(CollectiveIo::Ranks),
+        _ => Err(ReplayError::BadOption {
+            flag: "--collective-io",
+            why: format!("{s:?} is not one of library, ranks"),
+        }),
+    }
+}
+
+/// Parses `--stall-timeout SECS` (seconds, a positive number).
+pub fn parse_stall_timeout(s: &str) -> Result<std::time::Duration, ReplayError> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e9 => Ok(std::time::Duration::from_secs_f64(v)),
+        _ => Err(ReplayError::BadOption {
+            flag: "--stall-timeout",
+            why: format!("{s:?} is not a positive number of seconds"),
+        }),
+    }
+}
+
+/// Parses `--layer`.
+pub fn parse_layer(s: &str) -> Result<LayerView, ReplayError> {
+    match s {
+        "app" => Ok(LayerView::App),
+        "posix" => Ok(LayerView::Posix),
+        _ => Err(ReplayError::BadOption {
+            flag: "--layer",
+            why: format!("{s:?} is not one of app, posix"),
+        }),
+    }
+}
+
+/// Parses `--time-scale`: a finite factor of at least 0.
+pub fn parse_scale(s: &str) -> Result<f64, ReplayError> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 0.0 => Ok(f),
+        _ => Err(ReplayError::BadOption {
+            flag: "--time-scale",
+            why: format!("{s:?} is not a finite number >= 0"),
+        }),
     }
 }
