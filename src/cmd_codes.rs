@@ -6,6 +6,14 @@ use clap::{Args, Subcommand};
 use codes_bridge::{ExportOptions, Format};
 use std::path::PathBuf;
 
+/// Arguments of `iotrex export`: the target format.
+#[derive(Debug, Args)]
+#[command(about = "Export a trace to another tool's format")]
+pub struct ExportArgs {
+    #[command(subcommand)]
+    pub cmd: ExportCmd,
+}
+
 /// `iotrex export ...` targets.
 #[derive(Debug, Subcommand)]
 pub enum ExportCmd {
@@ -59,6 +67,15 @@ pub struct ExportCodesArgs {
 
 /// Arguments of `iotrex codes-stats`.
 #[derive(Debug, Args)]
+#[command(
+    about = "Read a CODES export back as CODES does and print its operation counts",
+    long_about = "Read a CODES workload export (recorder or iolang) with the same semantics as \
+                  CODES' loaders (implicit barriers, the 10 us delay threshold, the 2048 \
+                  operation cap) and print the counts `codes-workload-dump -s` prints: \
+                  NUM_OPENS, NUM_CLOSES, NUM_BARRIERS, TOTAL_DELAY, NUM_READS, READ_SIZE, \
+                  NUM_WRITES, WRITE_SIZE.",
+    after_help = "Example:\n  iotrex codes-stats codes/\n  iotrex codes-stats --format iolang --json codes/"
+)]
 pub struct CodesStatsArgs {
     /// The export directory (or, for iolang, its meta file).
     pub dir: PathBuf,
@@ -73,6 +90,14 @@ fn parse_format(s: &str) -> Result<Format, String> {
 
 fn parse_size(s: &str) -> Result<u64, String> {
     codes_bridge::parse_size(s).map_err(|e| e.to_string())
+}
+
+/// Runs `iotrex export`.
+pub fn run_export(a: &ExportArgs, json: bool) -> Result<()> {
+    match &a.cmd {
+        ExportCmd::Codes(a) => export(a, json),
+        ExportCmd::Chrome(a) => export_chrome(a, json),
+    }
 }
 
 /// Runs `iotrex export codes`.

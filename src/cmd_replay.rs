@@ -2,12 +2,36 @@
 //! process. Under MPI, ranks run `iotrex-replay` (the replay crate's binary) instead.
 
 use anyhow::{Context, Result};
+use clap::Args;
+use replay::cli::ReplayArgs;
 
-/// Arguments of `iotrex replay`: the one definition `iotrex-replay` uses too.
-pub use replay::cli::ReplayArgs;
+/// `iotrex replay`: the replay options (`replay::cli::ReplayArgs`, the one definition
+/// `iotrex-replay` uses too) under this subcommand's help.
+#[derive(Debug, Args)]
+#[command(
+    about = "Replay a trace with real I/O, every rank a thread of this process",
+    long_about = "Replay a trace with real I/O on this node, every rank as a thread and no \
+                  MPI (the MPIOR way): POSIX and stdio calls go through the OS with the \
+                  recorded sizes, offsets, flags and whence; MPI-IO calls become the same \
+                  positioned I/O on the shared file; barriers and collectives become thread \
+                  barriers and point-to-point calls channels (--comm real); past \
+                  --max-threads ranks, the ranks run as coroutines on that many threads. \
+                  Every path is re-rooted under --root and nothing is written outside it. \
+                  Compute gaps and \
+                  delays are waited out against absolute deadlines. The report gives wall \
+                  and per-rank time, time in I/O/compute/comm, op counts and bytes per layer \
+                  and op (checked against the trace's), lateness percentiles and replay vs \
+                  traced time. Under MPI, run `mpirun -np N iotrex-replay TRACE --root DIR`.",
+    after_help = "Example:\n  iotrex replay app.64.iotrex --threads --root /tmp/replay --comm real\n  mpirun -np 8 iotrex-replay app.8.iotrex --root /scratch/replay"
+)]
+pub struct ReplayCmd {
+    #[command(flatten)]
+    pub args: ReplayArgs,
+}
 
 /// Runs `iotrex replay`. Returns a hint for the error, if there is one, with the error.
-pub fn run(a: &ReplayArgs, json: bool) -> Result<()> {
+pub fn run(a: &ReplayCmd, json: bool) -> Result<()> {
+    let a = &a.args;
     if !a.threads {
         anyhow::bail!(
             "iotrex replay runs ranks as threads only (add --threads); under MPI run `mpirun -np N iotrex-replay {} --root {}`",
@@ -24,14 +48,14 @@ pub fn run(a: &ReplayArgs, json: bool) -> Result<()> {
         std::fs::write(p, s + "\n").with_context(|| format!("--json-out {}", p.display()))?;
     }
     if json {
-        crate::print_json(&report)
+        crate::output::print_json(&report)
     } else {
         let mut text = report.render();
         if let Some(a) = replay::advice(&opts, report.ranks as usize) {
             text += &a;
             text.push('\n');
         }
-        crate::print_text(&text)
+        crate::output::print_text(&text)
     }
 }
 
