@@ -10,6 +10,7 @@
 
 mod cmd_codes;
 mod cmd_diff;
+mod cmd_export;
 mod cmd_extrap;
 mod cmd_replay;
 mod cmd_report;
@@ -70,7 +71,7 @@ enum Cmd {
     Expand(cmd_show::ExpandArgs),
     Synth(cmd_synth::SynthArgs),
     Trace(cmd_trace::TraceArgs),
-    Export(cmd_codes::ExportArgs),
+    Export(cmd_export::ExportArgs),
     CodesStats(cmd_codes::CodesStatsArgs),
     Report(cmd_report::ReportArgs),
     Replay(cmd_replay::ReplayCmd),
@@ -85,7 +86,7 @@ fn run(cli: &Cli) -> Result<()> {
         Cmd::Stats(a) => cmd_show::stats(a, json),
         Cmd::Expand(a) => cmd_show::expand(a, json),
         Cmd::Synth(a) => cmd_synth::run(a, json),
-        Cmd::Export(a) => cmd_codes::run_export(a, json),
+        Cmd::Export(a) => cmd_export::run(a, json),
         Cmd::CodesStats(a) => cmd_codes::stats(a, json),
         Cmd::Report(a) => cmd_report::run(a, json),
         Cmd::Replay(a) => cmd_replay::run(a, json),
