@@ -4,6 +4,7 @@
 
 use crate::clock::Waiter;
 use crate::error::ReplayError;
+use crate::options::{CommMode, ComputeMode, LayerView, Options};
 use crate::report::RankStats;
 use crate::root::Root;
 use crate::types::Types;
@@ -18,91 +19,6 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// What to do with MPI calls that move no file data (`--comm`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CommMode {
-    /// Sleep for the recorded mean duration.
-    #[default]
-    Delay,
-    /// Issue the call for real (thread barriers and channels, or MPI).
-    Real,
-    /// Do nothing.
-    Skip,
-}
-
-/// How compute gaps are replayed (`--compute`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ComputeMode {
-    /// The recorded mean gap.
-    #[default]
-    Mean,
-    /// A draw from the recorded histogram.
-    Sample,
-    /// No gaps: as fast as possible.
-    None,
-    /// CPU work: each gap's shortest recorded instance, spent computing (this thread's CPU
-    /// time) instead of sleeping. A recorded gap is wall time: where the traced ranks shared
-    /// cores it includes the time a rank waited for one, and a replay that sleeps the mean
-    /// neither competes for cores as the application did nor leaves out the waits it will
-    /// meet again. With `--comm real` on such a node this reproduces the run; on a node with a
-    /// core per rank it only costs the cores the application used anyway.
-    Work,
-}
-
-/// Which view of the I/O is issued (`--layer`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LayerView {
-    /// Application-level calls: MPI-IO calls are issued, their nested POSIX calls are not.
-    #[default]
-    App,
-    /// The POSIX view: MPI-IO calls are not issued, their nested POSIX calls are.
-    Posix,
-}
-
-/// How `--threads` replays collective MPI-IO data calls (`--collective-io`); under MPI the
-/// MPI library does its own collective I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CollectiveIo {
-    /// The POSIX calls the MPI library made for the call when traced (collective buffering:
-    /// an aggregator's large writes, nothing from the other ranks), after a barrier; when the
-    /// trace recorded none for any collective, each rank's own piece.
-    #[default]
-    Library,
-    /// Each rank's own piece at its view's offsets, after a barrier.
-    Ranks,
-}
-
-/// Replay options shared by every rank.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Non-I/O MPI calls.
-    pub comm: CommMode,
-    /// Compute gaps.
-    pub compute: ComputeMode,
-    /// Factor applied to every delay.
-    pub time_scale: f64,
-    /// Which layer's calls are issued.
-    pub layer: LayerView,
-    /// Collective MPI-IO under `--threads`.
-    pub collective_io: CollectiveIo,
-    /// `--stall-timeout`: how long past ten times its traced duration a call may take before
-    /// the watchdog ends the replay ([`crate::watchdog`]).
-    pub stall_timeout: Duration,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            comm: CommMode::Delay,
-            compute: ComputeMode::Mean,
-            time_scale: 1.0,
-            layer: LayerView::App,
-            collective_io: CollectiveIo::Library,
-            stall_timeout: crate::watchdog::DEFAULT_STALL_TIMEOUT,
-        }
-    }
-}
 
 /// Deterministic write data: byte `i` of every write buffer is a fixed function of `i`, so the
 /// files a replay leaves are reproducible and compressible patterns do not flatter the storage.
