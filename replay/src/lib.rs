@@ -22,12 +22,15 @@ pub mod cli;
 pub mod clock;
 pub mod engine;
 pub mod error;
+mod local;
 pub mod matching;
 pub mod options;
+pub mod pattern;
 pub mod prep;
 pub mod progress;
 pub mod report;
 pub mod root;
+pub mod runtime;
 pub mod sched;
 pub mod threads;
 /// Datatypes by symbolic id (the file table's, re-exported where replay's runtimes always found them).
