@@ -296,7 +296,11 @@ fn rank_calls(r: u32, brk: Break) -> Vec<RawEvent> {
     // Evens and odds, an intercommunicator between them (leaders world 0 and 1), a message
     // from each even rank to the odd rank of the same index, and the merge (evens first).
     v.push(ev(Op::CommSplit, 140, vec![0, ri % 2, ri, 8]));
-    let remote: &[i64] = if r.is_multiple_of(2) { &[1, 3] } else { &[0, 2] };
+    let remote: &[i64] = if r.is_multiple_of(2) {
+        &[1, 3]
+    } else {
+        &[0, 2]
+    };
     let (peer_comm, remote_leader) = match r {
         0 => (0, 1),
         1 => (0, 0),
