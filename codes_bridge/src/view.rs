@@ -22,7 +22,7 @@ use crate::error::CodesError;
 use crate::hash::file_id;
 use crate::walk::Ev;
 use filetable::table::{Access, Effect, FileId, FileTable, Offline};
-use rsd::op::{Dir, Handle};
+use rsd::op::{Creation, Dir, Handle};
 use rsd::{Layer, Op, Param};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -212,14 +212,17 @@ impl Mapper {
                 // reproduces by synchronising; counting it as a delay would wait twice.
                 self.emit(Kind::Barrier, -1, 0, 0, sink)
             }
-            op if op.creates_comm() && op != Op::CommDup => {
-                self.sub_comms.insert(ev.p(Param::Newcomm));
-                self.delay(ev)
-            }
-            Op::CommDup => {
+            // A copy is a sub-communicator when its parent is; every other creation (splits,
+            // the topology ones recorded as splits, listed groups, intercommunicators and
+            // their merge) may leave out ranks, so a barrier on it is no world barrier.
+            _ if ev.op.creation() == Some(Creation::Dup) => {
                 if self.sub_comms.contains(&ev.p(Param::Comm)) {
                     self.sub_comms.insert(ev.p(Param::Newcomm));
                 }
+                self.delay(ev)
+            }
+            _ if ev.op.creates_comm() => {
+                self.sub_comms.insert(ev.p(Param::Newcomm));
                 self.delay(ev)
             }
             _ => self.delay(ev),
@@ -820,6 +823,37 @@ mod tests {
         assert_eq!(out[1].0, 10 + 40 + 5);
         assert_eq!(io_ops(&out), vec![(false, 10, 0)]);
         assert_eq!(trailing, 77);
+    }
+
+    #[test]
+    fn the_rest_of_the_mpi_api_is_delays() {
+        use rsd::op::args;
+        let mut nb = args::neighbor_alltoall(0, 1, 1, 8, 8);
+        nb.extend([-1, 1, 8, 8]);
+        let evs = vec![
+            timed(
+                Ev::new(Op::SendInit, args::send_init(1, 4, 1, 0, 0, 1, 0)),
+                10,
+                1,
+            ),
+            timed(Ev::new(Op::Start, args::start(0)), 10, 2),
+            timed(Ev::new(Op::Ibarrier, args::ibarrier(0, 1)), 10, 3),
+            timed(Ev::new(Op::Waitsome, vec![2, 2, 0, 1]), 10, 4),
+            timed(Ev::new(Op::NeighborAlltoall, nb), 10, 5),
+            timed(Ev::new(Op::CartSub, args::cart_sub(0, 0, 0, 3)), 10, 6),
+            timed(Ev::new(Op::Barrier, vec![3]), 10, 7), // sub-communicator: a delay
+            timed(Ev::new(Op::CommDup, vec![3, 4]), 10, 8),
+            timed(Ev::new(Op::Barrier, vec![4]), 10, 9), // a copy of one too
+            timed(Ev::new(Op::IntercommMerge, vec![5, 0, 6, 2, 0, 1]), 10, 10),
+            timed(Ev::new(Op::Barrier, vec![6]), 10, 11),
+            timed(Ev::new(Op::Barrier, vec![0]), 10, 12), // the world's: a barrier
+        ];
+        let (out, _, trailing) = run(true, None, &evs);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].1.kind, Kind::Barrier);
+        // Every call before the world barrier is its gap and duration as a delay.
+        assert_eq!(out[0].0, (1..=11).map(|d| 10 + d).sum::<u64>() + 10);
+        assert_eq!(trailing, 0);
     }
 
     #[test]

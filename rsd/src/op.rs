@@ -504,6 +504,36 @@ impl Op {
         self.is_collective() && self.params().contains(&Param::Request)
     }
 
+    /// The blocking call a nonblocking collective starts (its layout less the `request`);
+    /// other ops are their own.
+    pub fn blocking_form(self) -> Op {
+        match self {
+            Op::Ibarrier => Op::Barrier,
+            Op::Ibcast => Op::Bcast,
+            Op::Ireduce => Op::Reduce,
+            Op::Iallreduce => Op::Allreduce,
+            Op::Igather => Op::Gather,
+            Op::Igatherv => Op::Gatherv,
+            Op::Iscatter => Op::Scatter,
+            Op::Iscatterv => Op::Scatterv,
+            Op::Iallgather => Op::Allgather,
+            Op::Iallgatherv => Op::Allgatherv,
+            Op::Ialltoall => Op::Alltoall,
+            Op::Ialltoallv => Op::Alltoallv,
+            Op::Ialltoallw => Op::Alltoallw,
+            Op::IreduceScatter => Op::ReduceScatter,
+            Op::IreduceScatterBlock => Op::ReduceScatterBlock,
+            Op::Iscan => Op::Scan,
+            Op::Iexscan => Op::Exscan,
+            Op::IneighborAllgather => Op::NeighborAllgather,
+            Op::IneighborAllgatherv => Op::NeighborAllgatherv,
+            Op::IneighborAlltoall => Op::NeighborAlltoall,
+            Op::IneighborAlltoallv => Op::NeighborAlltoallv,
+            Op::IneighborAlltoallw => Op::NeighborAlltoallw,
+            op => op,
+        }
+    }
+
     /// The neighbourhood collectives, blocking and not: one layout for all (see the table).
     pub fn is_neighborhood(self) -> bool {
         matches!(
@@ -911,6 +941,8 @@ mod tests {
             (Op::NeighborAlltoallw, Op::IneighborAlltoallw),
         ];
         for (b, i) in pairs {
+            assert_eq!(i.blocking_form(), b);
+            assert_eq!(b.blocking_form(), b);
             assert_eq!(&i.params()[..b.params().len()], b.params(), "{}", i.name());
             assert_eq!(
                 i.params()[b.params().len()..],
