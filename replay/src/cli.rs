@@ -10,6 +10,7 @@
 
 use crate::error::ReplayError;
 use crate::options::{self, CollectiveIo, CommMode, ComputeMode, LayerView, Options};
+use crate::report::Report;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -86,6 +87,45 @@ pub const JSON_OUT: &str = "json_out";
 pub const JSON_ALIAS: &str = "json";
 
 impl ReplayArgs {
+    /// `--threads`: replays every rank in this process ([`crate::run_threads_file`]) and
+    /// writes `--json-out`.
+    pub fn run_threads(&self) -> Result<Report, ReplayError> {
+        let r = crate::run_threads_file(
+            &self.trace,
+            &self.root,
+            &self.options(),
+            self.prep,
+            self.allow_incomplete,
+            self.max_threads,
+        )?;
+        self.write_json(&r)?;
+        Ok(r)
+    }
+
+    /// Writes the report to `--json-out`, when it is given.
+    pub fn write_json(&self, r: &Report) -> Result<(), ReplayError> {
+        let Some(path) = &self.json_out else {
+            return Ok(());
+        };
+        let err = |error: String| ReplayError::Json {
+            path: path.clone(),
+            error,
+        };
+        let s = serde_json::to_string_pretty(r).map_err(|e| err(e.to_string()))?;
+        std::fs::write(path, s + "\n").map_err(|e| err(e.to_string()))
+    }
+
+    /// The report as text, then the advice for these options ([`crate::advice`]) when
+    /// `ranks_here` ranks share this node's cores.
+    pub fn render(&self, r: &Report, ranks_here: usize) -> String {
+        let mut text = r.render();
+        if let Some(a) = crate::advice(&self.options(), ranks_here) {
+            text += &a;
+            text.push('\n');
+        }
+        text
+    }
+
     /// The options every rank shares.
     pub fn options(&self) -> Options {
         Options {
