@@ -15,6 +15,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The replay's arguments, the same for `iotrex replay` and `iotrex-replay`.
+///
+/// The numeric flags take values that look negative (`--stall-timeout -1`), so that the flag's
+/// own parser refuses them naming the flag, as the hand-written parser of `iotrex-replay` did,
+/// instead of clap taking `-1` for an unknown option.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReplayArgs {
     /// The trace file (.iotrex).
@@ -33,7 +37,7 @@ pub struct ReplayArgs {
     /// per core (8 to 256). In a pool, a rank waiting in a barrier, receive or delay lets
     /// another run, but a blocking I/O call or --compute work holds its thread: at most that
     /// many I/O calls are in flight and timing is coarser than one thread per rank.
-    #[arg(long, value_name = "N", value_parser = options::parse_max_threads)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = options::parse_max_threads)]
     pub max_threads: Option<u32>,
     /// Non-I/O MPI calls: delay (sleep the recorded mean), real (issue them), or skip. Under
     /// MPI, real vector collectives (Gatherv, Scatterv, Allgatherv) first exchange each rank's
@@ -57,12 +61,12 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "library", value_parser = options::parse_collective_io)]
     pub collective_io: CollectiveIo,
     /// Multiply every delay by F.
-    #[arg(long, value_name = "F", default_value = "1", value_parser = options::parse_scale)]
+    #[arg(long, value_name = "F", default_value = "1", allow_negative_numbers = true, value_parser = options::parse_scale)]
     pub time_scale: f64,
     /// End the replay when a rank stays in one call longer than SECS plus ten times that call's
     /// longest traced duration (a receive whose message never comes, a deadlock): every rank's
     /// current call is printed and the exit status is non-zero (under MPI the job aborts).
-    #[arg(long, value_name = "SECS", default_value = "60", value_parser = options::parse_stall_timeout)]
+    #[arg(long, value_name = "SECS", default_value = "60", allow_negative_numbers = true, value_parser = options::parse_stall_timeout)]
     pub stall_timeout: Duration,
     /// Issue application calls (app) or only the POSIX view (posix).
     #[arg(long, default_value = "app", value_parser = options::parse_layer)]
@@ -173,7 +177,9 @@ mod tests {
             ("--max-threads", "0"),
             ("--layer", "mpi"),
             ("--collective-io", "all"),
-            ("--time-scale", "inf"),
+            ("--time-scale", "-1"),
+            ("--stall-timeout", "-1"),
+            ("--max-threads", "-2"),
             ("--stall-timeout", "0"),
         ] {
             let e = Cli::try_parse_from(["x", "t", "--root", "r", flag, v]).unwrap_err();
