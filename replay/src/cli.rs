@@ -18,8 +18,10 @@ use std::time::Duration;
 ///
 /// The numeric flags take values that look negative (`--stall-timeout -1`), so that the flag's
 /// own parser refuses them naming the flag, as the hand-written parser of `iotrex-replay` did,
-/// instead of clap taking `-1` for an unknown option.
+/// instead of clap taking `-1` for an unknown option. A flag given twice takes its last value,
+/// as it did there too.
 #[derive(Debug, Clone, clap::Args)]
+#[command(args_override_self = true)]
 pub struct ReplayArgs {
     /// The trace file (.iotrex).
     pub trace: PathBuf,
@@ -167,6 +169,13 @@ mod tests {
             (o.time_scale, o.stall_timeout),
             (d.time_scale, d.stall_timeout)
         );
+    }
+
+    #[test]
+    fn a_repeated_flag_takes_its_last_value() {
+        let c = Cli::try_parse_from(["x", "t", "--root", "r", "--comm", "real", "--comm", "skip"])
+            .unwrap();
+        assert_eq!(c.args.comm, CommMode::Skip);
     }
 
     #[test]
