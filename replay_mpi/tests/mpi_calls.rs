@@ -313,11 +313,18 @@ fn rank_calls(r: u32, brk: Break) -> Vec<RawEvent> {
     } else {
         v.push(ev(Op::Recv, 143, args::recv(8, BYTE, 0, 22, 9, 8)));
     }
+    // The same on a copy of the intercommunicator.
+    v.push(ev(Op::CommDup, 146, vec![9, 11]));
+    if r.is_multiple_of(2) {
+        v.push(ev(Op::Send, 147, args::send(8, BYTE, 0, 23, 11, 8)));
+    } else {
+        v.push(ev(Op::Recv, 148, args::recv(8, BYTE, 0, 23, 11, 8)));
+    }
     let p = args::intercomm_merge(9, ri % 2, 10, 4);
     v.push(ev(Op::IntercommMerge, 144, with(p, &[0, 2, 1, 3])));
     v.push(ev(Op::Allreduce, 145, args::allreduce(8, BYTE, 0, 10, 8)));
-    for c in [10, 9, 8, 6, 5, 4, 3, 2] {
-        v.push(ev(Op::CommFree, 146, args::comm_free(c)));
+    for c in [11, 10, 9, 8, 6, 5, 4, 3, 2] {
+        v.push(ev(Op::CommFree, 149, args::comm_free(c)));
     }
     v.push(ev(Op::Finalize, 150, vec![]));
     v
