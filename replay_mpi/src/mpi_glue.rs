@@ -39,6 +39,7 @@ pub struct Predef {
     pub undefined: c_int,
     pub request_null: ffi::MPI_Request,
     pub message_no_proc: ffi::MPI_Message,
+    pub status_ignore: *mut ffi::MPI_Status,
     pub statuses_ignore: *mut ffi::MPI_Status,
     pub unweighted: *mut c_int,
 }
@@ -60,6 +61,7 @@ impl Predef {
                 undefined: ffi::RSMPI_UNDEFINED,
                 request_null: ffi::RSMPI_REQUEST_NULL,
                 message_no_proc: ffi::RSMPI_MESSAGE_NO_PROC,
+                status_ignore: ffi::RSMPI_STATUS_IGNORE,
                 statuses_ignore: ffi::RSMPI_STATUSES_IGNORE,
                 unweighted: ffi::RSMPI_UNWEIGHTED(),
             }
@@ -649,18 +651,18 @@ impl MpiRuntime {
         unsafe {
             if !found {
                 let mut flag: c_int = 0;
-                let rc = ffi::MPI_Iprobe(peer, tag, c, &mut flag, std::ptr::null_mut());
+                let rc = ffi::MPI_Iprobe(peer, tag, c, &mut flag, self.p.status_ignore);
                 return check(rc, "MPI_Iprobe");
             }
             if !matched {
                 return check(
-                    ffi::MPI_Probe(peer, tag, c, std::ptr::null_mut()),
+                    ffi::MPI_Probe(peer, tag, c, self.p.status_ignore),
                     "MPI_Probe",
                 );
             }
             let mut m = self.p.message_no_proc;
             check(
-                ffi::MPI_Mprobe(peer, tag, c, &mut m, std::ptr::null_mut()),
+                ffi::MPI_Mprobe(peer, tag, c, &mut m, self.p.status_ignore),
                 "MPI_Mprobe",
             )?;
             let id = e.p(Param::Message);
@@ -1074,14 +1076,14 @@ impl MpiRuntime {
             if let Some(mut p) = self.reqs.remove(&i) {
                 // SAFETY: `p.req` is an active request whose buffer `p._buf` is still alive;
                 // the status is ignored.
-                let rc = unsafe { ffi::MPI_Wait(&mut p.req, std::ptr::null_mut()) };
+                let rc = unsafe { ffi::MPI_Wait(&mut p.req, self.p.status_ignore) };
                 check(rc, "MPI_Wait")?;
             } else if self.active.remove(&i)
                 && let Some(p) = self.persist.get_mut(&i)
             {
                 // SAFETY: a started persistent request, its buffer alive in `persist`; it
                 // becomes inactive and stays allocated.
-                let rc = unsafe { ffi::MPI_Wait(&mut p.req, std::ptr::null_mut()) };
+                let rc = unsafe { ffi::MPI_Wait(&mut p.req, self.p.status_ignore) };
                 check(rc, "MPI_Wait")?;
             }
         }
@@ -1626,7 +1628,7 @@ impl Runtime for MpiRuntime {
                 // the nonblocking form), the byte type.
                 unsafe {
                     if op == Op::Mrecv {
-                        let rc = ffi::MPI_Mrecv(ptr, n, p.u8, &mut m, std::ptr::null_mut());
+                        let rc = ffi::MPI_Mrecv(ptr, n, p.u8, &mut m, p.status_ignore);
                         check(rc, "MPI_Mrecv")
                     } else {
                         let mut req = p.request_null;
@@ -1665,7 +1667,7 @@ impl Runtime for MpiRuntime {
                         }
                         Op::Ssend => check(ffi::MPI_Ssend(ptr, n, p.u8, peer, tag, c), op.name()),
                         Op::Recv => check(
-                            ffi::MPI_Recv(ptr, n, p.u8, peer, tag, c, std::ptr::null_mut()),
+                            ffi::MPI_Recv(ptr, n, p.u8, peer, tag, c, p.status_ignore),
                             "MPI_Recv",
                         ),
                         _ => {
@@ -1709,7 +1711,7 @@ impl Runtime for MpiRuntime {
                         src,
                         rt,
                         c,
-                        std::ptr::null_mut(),
+                        p.status_ignore,
                     )
                 };
                 check(rc, "MPI_Sendrecv_replace")
@@ -1739,7 +1741,7 @@ impl Runtime for MpiRuntime {
                         src,
                         rt,
                         c,
-                        std::ptr::null_mut(),
+                        p.status_ignore,
                     )
                 };
                 check(rc, "MPI_Sendrecv")
