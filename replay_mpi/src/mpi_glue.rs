@@ -40,6 +40,7 @@ pub struct Predef {
     pub undefined: c_int,
     pub request_null: ffi::MPI_Request,
     pub message_no_proc: ffi::MPI_Message,
+    pub status_ignore: *mut ffi::MPI_Status,
     pub statuses_ignore: *mut ffi::MPI_Status,
     pub unweighted: *mut c_int,
 }
@@ -61,6 +62,7 @@ impl Predef {
                 undefined: ffi::RSMPI_UNDEFINED,
                 request_null: ffi::RSMPI_REQUEST_NULL,
                 message_no_proc: ffi::RSMPI_MESSAGE_NO_PROC,
+                status_ignore: ffi::RSMPI_STATUS_IGNORE,
                 statuses_ignore: ffi::RSMPI_STATUSES_IGNORE,
                 unweighted: ffi::RSMPI_UNWEIGHTED(),
             }
@@ -87,6 +89,8 @@ struct Pending {
     /// The other buffers and arrays a nonblocking collective reads or writes until it
     /// completes (moving a Vec into the box leaves its heap data where MPI was told it is).
     _keep: Vec<Box<dyn Any>>,
+    /// A receive posted with MPI_Irecv or MPI_Recv_init: the one kind the replay cancels.
+    recv: bool,
 }
 
 /// The MPI runtime of one rank.
@@ -649,18 +653,18 @@ impl MpiRuntime {
         unsafe {
             if !found {
                 let mut flag: c_int = 0;
-                let rc = ffi::MPI_Iprobe(peer, tag, c, &mut flag, std::ptr::null_mut());
+                let rc = ffi::MPI_Iprobe(peer, tag, c, &mut flag, self.p.status_ignore);
                 return check(rc, "MPI_Iprobe");
             }
             if !matched {
                 return check(
-                    ffi::MPI_Probe(peer, tag, c, std::ptr::null_mut()),
+                    ffi::MPI_Probe(peer, tag, c, self.p.status_ignore),
                     "MPI_Probe",
                 );
             }
             let mut m = self.p.message_no_proc;
             check(
-                ffi::MPI_Mprobe(peer, tag, c, &mut m, std::ptr::null_mut()),
+                ffi::MPI_Mprobe(peer, tag, c, &mut m, self.p.status_ignore),
                 "MPI_Mprobe",
             )?;
             let id = e.p(Param::Message);
@@ -1074,14 +1078,14 @@ impl MpiRuntime {
             if let Some(mut p) = self.reqs.remove(&i) {
                 // SAFETY: `p.req` is an active request whose buffer `p._buf` is still alive;
                 // the status is ignored.
-                let rc = unsafe { ffi::MPI_Wait(&mut p.req, std::ptr::null_mut()) };
+                let rc = unsafe { ffi::MPI_Wait(&mut p.req, self.p.status_ignore) };
                 check(rc, "MPI_Wait")?;
             } else if self.active.remove(&i)
                 && let Some(p) = self.persist.get_mut(&i)
             {
                 // SAFETY: a started persistent request, its buffer alive in `persist`; it
                 // becomes inactive and stays allocated.
-                let rc = unsafe { ffi::MPI_Wait(&mut p.req, std::ptr::null_mut()) };
+                let rc = unsafe { ffi::MPI_Wait(&mut p.req, self.p.status_ignore) };
                 check(rc, "MPI_Wait")?;
             }
         }
@@ -1096,6 +1100,7 @@ impl MpiRuntime {
                 req,
                 _buf: Vec::new(),
                 _keep: keep,
+                recv: false,
             },
         );
     }
@@ -1586,6 +1591,7 @@ impl Runtime for MpiRuntime {
                         req,
                         _buf: buf,
                         _keep: Vec::new(),
+                        recv: op == Op::RecvInit,
                     },
                 );
                 Ok(())
@@ -1633,7 +1639,7 @@ impl Runtime for MpiRuntime {
                 // the nonblocking form), the byte type.
                 unsafe {
                     if op == Op::Mrecv {
-                        let rc = ffi::MPI_Mrecv(ptr, n, p.u8, &mut m, std::ptr::null_mut());
+                        let rc = ffi::MPI_Mrecv(ptr, n, p.u8, &mut m, p.status_ignore);
                         check(rc, "MPI_Mrecv")
                     } else {
                         let mut req = p.request_null;
@@ -1647,6 +1653,7 @@ impl Runtime for MpiRuntime {
                                 req,
                                 _buf: buf,
                                 _keep: Vec::new(),
+                                recv: false,
                             },
                         );
                         Ok(())
@@ -1672,7 +1679,7 @@ impl Runtime for MpiRuntime {
                         }
                         Op::Ssend => check(ffi::MPI_Ssend(ptr, n, p.u8, peer, tag, c), op.name()),
                         Op::Recv => check(
-                            ffi::MPI_Recv(ptr, n, p.u8, peer, tag, c, std::ptr::null_mut()),
+                            ffi::MPI_Recv(ptr, n, p.u8, peer, tag, c, p.status_ignore),
                             "MPI_Recv",
                         ),
                         _ => {
@@ -1689,6 +1696,7 @@ impl Runtime for MpiRuntime {
                                     req,
                                     _buf: buf,
                                     _keep: Vec::new(),
+                                    recv: op == Op::Irecv,
                                 },
                             );
                             Ok(())
@@ -1716,7 +1724,7 @@ impl Runtime for MpiRuntime {
                         src,
                         rt,
                         c,
-                        std::ptr::null_mut(),
+                        p.status_ignore,
                     )
                 };
                 check(rc, "MPI_Sendrecv_replace")
@@ -1746,7 +1754,7 @@ impl Runtime for MpiRuntime {
                         src,
                         rt,
                         c,
-                        std::ptr::null_mut(),
+                        p.status_ignore,
                     )
                 };
                 check(rc, "MPI_Sendrecv")
@@ -1796,19 +1804,22 @@ impl Runtime for MpiRuntime {
                 .list(&e.params)
                 .iter()
                 .try_for_each(|q| self.wait(Some(*q))),
+            // Receives only: the matching check counts a cancelled send as sent (whether the
+            // traced cancel succeeded is not recorded, and MPI rarely cancels a send), so the
+            // replay lets it go; a cancelled receive was taken back by the check.
             Op::Cancel => {
                 let q = e.p(Param::Request);
                 let r = match self.reqs.get_mut(&q) {
-                    Some(r) => Some(&mut r.req),
-                    None if self.active.contains(&q) => {
-                        self.persist.get_mut(&q).map(|r| &mut r.req)
-                    }
+                    Some(r) => Some(r),
+                    None if self.active.contains(&q) => self.persist.get_mut(&q),
                     None => None,
                 };
                 match r {
-                    // SAFETY: an active request; its completion call follows in the trace.
-                    Some(r) => check(unsafe { ffi::MPI_Cancel(r) }, "MPI_Cancel"),
-                    None => Ok(()),
+                    // SAFETY: an active receive; its completion call follows in the trace.
+                    Some(r) if r.recv => {
+                        check(unsafe { ffi::MPI_Cancel(&mut r.req) }, "MPI_Cancel")
+                    }
+                    _ => Ok(()),
                 }
             }
             Op::BufferAttach => {
