@@ -183,8 +183,12 @@ fn comm_mix_counts_and_compute_gap() {
     }
     walk(&tf.trace.nodes, &mut best);
     let gap_us = best.expect("a barrier in the trace") / 1000.0;
+    // The gap holds the whole busy loop (never less, beyond clock granularity), and not the
+    // calls around it: at most twice the loop, which a loaded machine's lost time slices stay
+    // under (seen: 64-76 ms for the 50 ms loop at load average 18) while a gap that took in
+    // the neighbouring calls' 6 iterations or the tracer's own work would not.
     assert!(
-        (gap_us - compute_us).abs() <= 0.2 * compute_us,
+        gap_us >= 0.8 * compute_us && gap_us <= 2.0 * compute_us,
         "mean compute gap {gap_us:.0} us, busy loop {compute_us:.0} us"
     );
     let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());

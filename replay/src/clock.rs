@@ -384,9 +384,12 @@ mod tests {
 
     #[test]
     fn wait_is_accurate() {
+        // Never early; its accuracy is measured by the `accuracy` example, not here (a test
+        // beside others on 2 cores can lose the core for milliseconds).
         let t = Instant::now() + Duration::from_micros(500);
         wait_until(t);
-        let late = Instant::now() - t;
-        assert!(late < Duration::from_millis(5), "{late:?}");
+        let now = Instant::now();
+        assert!(now >= t, "returned {:?} early", t - now);
+        assert!(now - t < Duration::from_millis(100), "{:?} late", now - t);
     }
 }

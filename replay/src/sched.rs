@@ -421,14 +421,16 @@ mod tests {
             },
             |_| {},
         );
-        // Eight 20 ms sleeps on one thread overlap: far less than 160 ms in all.
+        // Eight sleeps until 20..27 ms on one thread overlap: one after the other they would
+        // take at least 20 + 21 + ... + 27 = 188 ms. The bounds leave a loaded machine (this
+        // runs beside other tests on 2 cores) room to be late without losing that distinction.
         assert!(
-            t0.elapsed() < Duration::from_millis(120),
+            t0.elapsed() < Duration::from_millis(180),
             "{:?}",
             t0.elapsed()
         );
         for late in r {
-            assert!(late.unwrap() < Duration::from_millis(10));
+            assert!(late.unwrap() < Duration::from_millis(60));
         }
     }
 
