@@ -29,7 +29,12 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const PREFIX_LEN: usize = 32;
 
 /// What a trace says about the run that produced it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Fields added after format version 1 was fixed sit at the end, default when absent, and are
+/// written only up to the last one that holds something (see the `Serialize` impl): a body is
+/// a MessagePack array, so a field can only be left out at its end, and a trace without the
+/// new fields keeps the bytes it had.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Header {
     /// Version of the tool that wrote the file.
     pub tool_version: String,
@@ -52,8 +57,86 @@ pub struct Header {
     /// `MPI_Init`) that the tracer does not record: calls the trace cannot show. Added after
     /// format version 1 was fixed: a trace without it reads as an empty list, and an empty
     /// list is not written, so such traces keep their bytes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub unrecorded_mpi: Vec<String>,
+    /// How the MPI library was configured for I/O when traced (what its collective buffering
+    /// depends on); `None` in traces of serial programs and in older traces.
+    #[serde(default)]
+    pub mpi_config: Option<MpiConfig>,
+}
+
+/// The MPI library's configuration that steers its I/O: which library, how ranks sit on
+/// nodes, its control variables, and each file's hints. The model of the library's collective
+/// buffering reads it; `show` and the report print it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MpiConfig {
+    /// `MPI_Get_library_version`'s text (first line).
+    pub library: String,
+    /// Ranks per node, run-length encoded in rank order: (ranks on a node, how many such nodes
+    /// follow each other). Nodes are found with `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`.
+    pub node_ranks: Vec<(u32, u32)>,
+    /// Whether every node's ranks are consecutive (block placement); when not, `node_ranks`
+    /// counts them but does not place them.
+    pub nodes_contiguous: bool,
+    /// MPI_T control variables that steer collective I/O (for Open MPI the selected `io` and
+    /// `fcoll` components and the `io_ompio_*` / `fcoll_*` parameters), name and value as text.
+    pub cvars: Vec<(String, String)>,
+    /// The hints `MPI_File_get_info` gave at each distinct file opened: the traced path and
+    /// its (key, value) pairs.
+    pub file_hints: Vec<(String, Vec<(String, String)>)>,
+}
+
+impl MpiConfig {
+    /// The value of control variable `name`.
+    pub fn cvar(&self, name: &str) -> Option<&str> {
+        self.cvars
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Ranks in all (the sum over nodes).
+    pub fn ranks(&self) -> u64 {
+        self.node_ranks
+            .iter()
+            .map(|(r, n)| u64::from(*r) * u64::from(*n))
+            .sum()
+    }
+
+    /// Nodes in all.
+    pub fn nodes(&self) -> u64 {
+        self.node_ranks.iter().map(|(_, n)| u64::from(*n)).sum()
+    }
+}
+
+impl Serialize for Header {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        // The version-1 fields, then the later ones up to the last that is not empty.
+        let later = if self.mpi_config.is_some() {
+            2
+        } else if !self.unrecorded_mpi.is_empty() {
+            1
+        } else {
+            0
+        };
+        let mut st = s.serialize_struct("Header", 8 + later)?;
+        st.serialize_field("tool_version", &self.tool_version)?;
+        st.serialize_field("nranks", &self.nranks)?;
+        st.serialize_field("command", &self.command)?;
+        st.serialize_field("layers", &self.layers)?;
+        st.serialize_field("clock", &self.clock)?;
+        st.serialize_field("wall_ns", &self.wall_ns)?;
+        st.serialize_field("incomplete", &self.incomplete)?;
+        st.serialize_field("notes", &self.notes)?;
+        if later >= 1 {
+            st.serialize_field("unrecorded_mpi", &self.unrecorded_mpi)?;
+        }
+        if later >= 2 {
+            st.serialize_field("mpi_config", &self.mpi_config)?;
+        }
+        st.end()
+    }
 }
 
 impl Header {
@@ -69,6 +152,7 @@ impl Header {
             incomplete: false,
             notes: Vec::new(),
             unrecorded_mpi: Vec::new(),
+            mpi_config: None,
         }
     }
 }

@@ -39,7 +39,7 @@ pub mod value;
 
 pub use compress::Compressor;
 pub use error::RsdError;
-pub use format::{FORMAT_VERSION, Header, TraceFile};
+pub use format::{FORMAT_VERSION, Header, MpiConfig, TraceFile};
 pub use merge::{merge, merge_tree};
 pub use op::{Handle, Layer, Op, Param};
 pub use ranks::RankSet;

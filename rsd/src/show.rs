@@ -224,6 +224,32 @@ pub fn render_header(h: &Header, out: &mut String) {
             h.unrecorded_mpi.join(", ")
         );
     }
+    if let Some(c) = &h.mpi_config {
+        let _ = writeln!(out, "{INDENT}mpi        {}", c.library);
+        let layout: Vec<String> = c
+            .node_ranks
+            .iter()
+            .map(|(r, n)| format!("{n} x {r} ranks"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{INDENT}nodes      {} ({}{})",
+            c.nodes(),
+            layout.join(", "),
+            if c.nodes_contiguous {
+                ""
+            } else {
+                ", ranks not consecutive"
+            }
+        );
+        for (k, v) in &c.cvars {
+            let _ = writeln!(out, "{INDENT}cvar       {k} = {v}");
+        }
+        for (path, hints) in &c.file_hints {
+            let kv: Vec<String> = hints.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(out, "{INDENT}hints      {path}: {}", kv.join(" "));
+        }
+    }
 }
 
 /// The path of an event: template plus the values of its fields, `out/file_%d [rank]`.
@@ -765,6 +791,28 @@ mod tests {
             out.contains("unrecorded 2 MPI functions the program imports are not recorded: MPI_Rsend, MPI_Scan\n"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn header_shows_the_mpi_configuration() {
+        let mut h = Header::new(16);
+        h.mpi_config = Some(crate::MpiConfig {
+            library: "Open MPI v4.1.4".into(),
+            node_ranks: vec![(8, 2)],
+            nodes_contiguous: true,
+            cvars: vec![("io_ompio_max_aggregators_ratio".into(), "8".into())],
+            file_hints: vec![("/x/out.dat".into(), vec![("cb_nodes".into(), "2".into())])],
+        });
+        let mut out = String::new();
+        render_header(&h, &mut out);
+        for want in [
+            "mpi        Open MPI v4.1.4\n",
+            "nodes      2 (2 x 8 ranks)\n",
+            "cvar       io_ompio_max_aggregators_ratio = 8\n",
+            "hints      /x/out.dat: cb_nodes=2\n",
+        ] {
+            assert!(out.contains(want), "{want:?} in {out}");
+        }
     }
 
     #[test]

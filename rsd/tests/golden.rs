@@ -111,3 +111,27 @@ fn unrecorded_mpi_functions_read_and_default() {
     assert_eq!(tf.to_bytes().unwrap(), bytes);
     assert!(bytes.len() > old_bytes.len());
 }
+
+/// The MPI library's configuration, added after version 1 was fixed as the header's last
+/// optional field: a file with it (the golden file above with a configuration and no
+/// unrecorded list, so the list is written empty before it) reads it back and keeps its bytes.
+#[test]
+fn mpi_config_reads_and_defaults() {
+    let path = golden_path().with_file_name("spmd_4x10_mpiconfig.iotrex");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let tf = TraceFile::read(&path).unwrap();
+    let c = tf.header.mpi_config.as_ref().expect("a configuration");
+    assert!(c.library.starts_with("Open MPI v4.1.4"), "{}", c.library);
+    assert_eq!(c.node_ranks, [(4, 1)]);
+    assert_eq!((c.ranks(), c.nodes()), (4, 1));
+    assert_eq!(c.cvar("io_ompio_max_aggregators_ratio"), Some("8"));
+    assert_eq!(
+        c.file_hints[0].1[0],
+        ("cb_nodes".to_string(), "1".to_string())
+    );
+    assert!(tf.header.unrecorded_mpi.is_empty());
+    let (_, old) = golden();
+    assert!(old.header.mpi_config.is_none());
+    assert_eq!(tf.trace, old.trace);
+    assert_eq!(tf.to_bytes().unwrap(), bytes);
+}

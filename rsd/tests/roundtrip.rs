@@ -304,3 +304,32 @@ fn strided_nested_loops_fold_into_nested_affine_loops() {
         );
     }
 }
+
+proptest::proptest! {
+    /// The header's optional trailing fields (unrecorded functions, the MPI configuration)
+    /// round-trip whichever of them are set, and a header with neither encodes as version 1
+    /// first did.
+    #[test]
+    fn header_trailing_fields_round_trip(
+        unrecorded in proptest::collection::vec("[A-Za-z_]{1,12}", 0..3),
+        config in proptest::option::of((
+            "[ -~]{0,20}",
+            proptest::collection::vec((1u32..64, 1u32..8), 0..3),
+            proptest::bool::ANY,
+            proptest::collection::vec(("[a-z_]{1,8}", "[0-9]{1,4}"), 0..3),
+        )),
+    ) {
+        let mut tf = rsd::TraceFile { header: rsd::Header::new(4), trace: rsd::Trace::default() };
+        tf.header.unrecorded_mpi = unrecorded;
+        tf.header.mpi_config = config.map(|(library, node_ranks, nodes_contiguous, cvars)| rsd::MpiConfig {
+            library,
+            node_ranks,
+            nodes_contiguous,
+            cvars,
+            file_hints: vec![("f".into(), vec![("cb_nodes".into(), "1".into())])],
+        });
+        let bytes = tf.to_bytes().unwrap();
+        let back = rsd::TraceFile::from_bytes(&bytes, std::path::Path::new("mem")).unwrap();
+        proptest::prop_assert_eq!(&back, &tf);
+    }
+}
