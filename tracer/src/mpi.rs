@@ -18,30 +18,24 @@ use crate::guard::{BUSY, Enter, IDLE, IN_MPIIO};
 use crate::posix::cpath;
 use crate::real::{lookup_global, real};
 use crate::state::{CHILDREN, Call, RECORDING, State, now_ns, record_parent, say, with_state};
-use abi::{Flavour, hv, in_place, rd, rd_all, rd_h};
+use abi::{Flavour, hv};
 use libc::{c_char, c_int, c_void};
 use rsd::Op;
 use rsd::op::args;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// An Open MPI handle (`MPI_Comm`, `MPI_Datatype`, `MPI_File`, ...): a pointer.
+/// A handle (`MPI_Comm`, `MPI_Datatype`, `MPI_File`, ...), pointer-sized: a pointer in Open MPI,
+/// a 4-byte int passed in the same register in MPICH.
 pub type H = *mut c_void;
-/// `MPI_Offset`.
-pub type Offset = i64;
-/// `MPI_Aint`.
-pub type Aint = isize;
 
 const MPI_SUCCESS: c_int = 0;
 const MPI_ERR_OTHER: c_int = 16;
 
-/// `MPI_Count`, the count of MPI-4's large-count (`_c`) calls. MPICH 4 has them and codes such
-/// as IOR call them when they exist, so they are recorded as the same operations as their
-/// `int` versions (the trace stores counts as i64 either way).
-pub type Count = i64;
-
+/// `pmpi!(name, fn type)`: the `PMPI_*` function a wrapper forwards to, or `MPI_ERR_OTHER`
+/// from the wrapper when the loaded MPI lacks it.
 macro_rules! pmpi {
-    ($name:literal, $ty:ty) => {
+    ($name:expr, $ty:ty) => {
         match real!($name, $ty) {
             Some(f) => f,
             None => {
@@ -52,13 +46,15 @@ macro_rules! pmpi {
     };
 }
 
+#[macro_use]
+mod record;
 mod coll;
 mod comm;
 mod file;
 mod handles;
 mod init;
+pub mod kinds;
 mod p2p;
-mod record;
 mod types;
 
 pub use coll::*;
@@ -69,5 +65,4 @@ pub use handles::{Globals, TRACER_COMM, WRONG_MPI, globals};
 pub use init::*;
 pub(crate) use init::{finalize_common, init_common};
 pub use p2p::*;
-pub(crate) use record::*;
 pub use types::*;

@@ -1,555 +1,188 @@
-//! Collective communication wrappers.
+//! Collective communication wrappers. `bytes` is what this rank sends (count times the size of
+//! the send type), or receives for the receive-only side of a call.
 
-#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
-
+use super::kinds::*;
 use super::*;
 
-// ---------------------------------------------------------------------------------------------
-// Collectives and point-to-point. `bytes` is what this rank sends (count times the size of the
-// send type), or receives for the receive-only side of a call.
-
-/// Wrapper: `MPI_Barrier`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Barrier(comm: H) -> c_int {
-    let f = pmpi!("PMPI_Barrier", unsafe extern "C" fn(H) -> c_int);
-    // SAFETY: forwarding the application's argument.
-    mpi_call(
-        Op::Barrier,
-        false,
-        || unsafe { f(comm) },
-        |st, _| vec![st.comm_id(comm)],
-    )
-}
-
-/// Wrapper: `MPI_Bcast`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Bcast(
-    buf: *mut c_void,
-    count: c_int,
-    dt: H,
-    root: c_int,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Bcast",
-        unsafe extern "C" fn(*mut c_void, c_int, H, c_int, H) -> c_int
-    );
-    mpi_call(
-        Op::Bcast,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(buf, count, dt, root, comm) },
-        |st, _| {
-            let b = count as i64 * st.tsize(dt);
-            vec![
-                count as i64,
-                st.type_id(dt),
-                root as i64,
-                st.comm_id(comm),
-                b,
-            ]
-        },
-    )
-}
-
-/// Wrapper: `MPI_Reduce`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Reduce(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    count: c_int,
-    dt: H,
-    op: H,
-    root: c_int,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Reduce",
-        unsafe extern "C" fn(*const c_void, *mut c_void, c_int, H, H, c_int, H) -> c_int
-    );
-    mpi_call(
-        Op::Reduce,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(sbuf, rbuf, count, dt, op, root, comm) },
-        |st, _| {
-            let b = count as i64 * st.tsize(dt);
-            vec![
-                count as i64,
-                st.type_id(dt),
-                st.op_id(op),
-                root as i64,
-                st.comm_id(comm),
-                b,
-            ]
-        },
-    )
-}
-
-macro_rules! allreduce_like {
-    ($name:ident, $sym:literal, $op:expr, $args:path) => {
-        /// Wrapper: `MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan` (the same arguments).
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            sbuf: *const c_void,
-            rbuf: *mut c_void,
-            count: c_int,
-            dt: H,
-            op: H,
-            comm: H,
-        ) -> c_int {
-            let f = pmpi!(
-                $sym,
-                unsafe extern "C" fn(*const c_void, *mut c_void, c_int, H, H, H) -> c_int
-            );
-            mpi_call(
-                $op,
-                false,
-                // SAFETY: forwarding the application's arguments.
-                || unsafe { f(sbuf, rbuf, count, dt, op, comm) },
-                |st, _| {
-                    let b = count as i64 * st.tsize(dt);
-                    $args(
-                        count as i64,
-                        st.type_id(dt),
-                        st.op_id(op),
-                        st.comm_id(comm),
-                        b,
-                    )
-                },
-            )
-        }
-    };
-}
-allreduce_like!(
-    MPI_Allreduce,
-    "PMPI_Allreduce",
-    Op::Allreduce,
-    args::allreduce
-);
-allreduce_like!(MPI_Scan, "PMPI_Scan", Op::Scan, args::scan);
-allreduce_like!(MPI_Exscan, "PMPI_Exscan", Op::Exscan, args::exscan);
-
-/// Wrapper: `MPI_Reduce_scatter_block`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    count: c_int,
-    dt: H,
-    op: H,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Reduce_scatter_block",
-        unsafe extern "C" fn(*const c_void, *mut c_void, c_int, H, H, H) -> c_int
-    );
-    mpi_call(
-        Op::ReduceScatterBlock,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(sbuf, rbuf, count, dt, op, comm) },
-        |st, _| {
-            let b = count as i64 * st.tsize(dt);
-            vec![
-                count as i64,
-                st.type_id(dt),
-                st.op_id(op),
-                st.comm_id(comm),
-                b,
-            ]
-        },
-    )
-}
-
-/// Wrapper: `MPI_Reduce_scatter`, recorded with the caller's own block (`recvcounts[rank]`).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Reduce_scatter(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    counts: *const c_int,
-    dt: H,
-    op: H,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Reduce_scatter",
-        unsafe extern "C" fn(*const c_void, *mut c_void, *const c_int, H, H, H) -> c_int
-    );
-    mpi_call(
-        Op::ReduceScatter,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(sbuf, rbuf, counts, dt, op, comm) },
-        |st, _| {
-            let me = comm_rank(comm);
-            let count = if counts.is_null() || me < 0 {
-                0
-            } else {
-                // SAFETY: MPI requires recvcounts to hold one count per member; `me` is one.
-                unsafe { *counts.add(me as usize) as i64 }
-            };
-            vec![
-                count,
-                st.type_id(dt),
-                st.op_id(op),
-                st.comm_id(comm),
-                count * st.tsize(dt),
-            ]
-        },
-    )
-}
-
 /// Send arguments as recorded: with `MPI_IN_PLACE` the count and type are ignored by MPI (and
-/// may be garbage), so they are recorded as 0 and -1.
-pub(crate) fn send_args(
-    st: &mut State,
-    sbuf: *const c_void,
-    scount: c_int,
-    stype: H,
-) -> (i64, i64, i64) {
-    if in_place(sbuf.cast()) {
+/// may be garbage), so they are recorded as 0 and -1. Gives (count, type, bytes).
+fn send_args(st: &mut State, buf: Buf, count: Count, dt: Datatype) -> (i64, i64, i64) {
+    if buf.in_place() {
         (0, -1, 0)
     } else {
-        let b = scount as i64 * st.tsize(stype);
-        (scount as i64, st.type_id(stype), b)
+        let b = dt.bytes(st, count);
+        (count.i(), dt.id(st), b)
     }
 }
 
-/// Wrapper: `MPI_Gather`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Gather(
-    sbuf: *const c_void,
-    scount: c_int,
-    stype: H,
-    rbuf: *mut c_void,
-    rcount: c_int,
-    rtype: H,
-    root: c_int,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Gather",
-        unsafe extern "C" fn(*const c_void, c_int, H, *mut c_void, c_int, H, c_int, H) -> c_int
-    );
-    mpi_call(
-        Op::Gather,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(sbuf, scount, stype, rbuf, rcount, rtype, root, comm) },
-        |st, _| {
+/// Receive arguments as recorded, as [`send_args`] (the receive side of `MPI_Scatter(v)` may
+/// be `MPI_IN_PLACE` at the root).
+fn recv_args(st: &mut State, buf: BufMut, count: Count, dt: Datatype) -> (i64, i64, i64) {
+    if buf.in_place() {
+        (0, -1, 0)
+    } else {
+        (count.i(), dt.id(st), dt.bytes(st, count))
+    }
+}
+
+/// The arguments only the root uses: (count or bytes, type) at the root, (0, -1) elsewhere.
+fn at_root(
+    st: &mut State,
+    comm: Comm,
+    root: Int,
+    dt: Datatype,
+    value: impl FnOnce(&mut State) -> i64,
+) -> (i64, i64) {
+    if comm.rank() == root.i() {
+        (value(st), dt.id(st))
+    } else {
+        (0, -1)
+    }
+}
+
+mpi_hooks! {
+    /// Wrapper: `MPI_Barrier`.
+    MPI_Barrier, mpi_barrier_ (comm: Comm) => Barrier
+        record |st, _| args::barrier(comm.id(st));
+
+    /// Wrapper: `MPI_Bcast`.
+    MPI_Bcast, mpi_bcast_ (buf: BufMut, count: Count, dt: Datatype, root: Int, comm: Comm) => Bcast
+        record |st, _| {
+            let b = dt.bytes(st, count);
+            args::bcast(count.i(), dt.id(st), root.i(), comm.id(st), b)
+        };
+
+    /// Wrapper: `MPI_Reduce`.
+    MPI_Reduce, mpi_reduce_ (
+        sbuf: Buf, rbuf: BufMut, count: Count, dt: Datatype, op: ReduceOp, root: Int, comm: Comm,
+    ) => Reduce
+        record |st, _| {
+            let b = dt.bytes(st, count);
+            args::reduce(count.i(), dt.id(st), op.id(st), root.i(), comm.id(st), b)
+        };
+
+    /// Wrapper: `MPI_Reduce_scatter`, recorded with the caller's own block (`recvcounts[rank]`).
+    MPI_Reduce_scatter, mpi_reduce_scatter_ (
+        sbuf: Buf, rbuf: BufMut, counts: Ints, dt: Datatype, op: ReduceOp, comm: Comm,
+    ) => ReduceScatter
+        record |st, _| {
+            let count = counts.at(comm.rank());
+            let (t, o, c) = (dt.id(st), op.id(st), comm.id(st));
+            args::reduce_scatter(count, t, o, c, dt.bytes(st, count))
+        };
+
+    /// Wrapper: `MPI_Gather`.
+    MPI_Gather, mpi_gather_ (
+        sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcount: Count, rtype: Datatype,
+        root: Int, comm: Comm,
+    ) => Gather
+        record |st, _| {
             let (sc, sty, b) = send_args(st, sbuf, scount, stype);
-            // Receive arguments matter only at the root.
-            let (rc, rty) = if comm_rank(comm) == root as i64 {
-                (rcount as i64, st.type_id(rtype))
-            } else {
-                (0, -1)
-            };
-            vec![sc, sty, rc, rty, root as i64, st.comm_id(comm), b]
-        },
-    )
-}
+            let (rc, rty) = at_root(st, comm, root, rtype, |_| rcount.i());
+            args::gather(sc, sty, rc, rty, root.i(), comm.id(st), b)
+        };
 
-/// Wrapper: `MPI_Gatherv`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Gatherv(
-    sbuf: *const c_void,
-    scount: c_int,
-    stype: H,
-    rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
-    rtype: H,
-    root: c_int,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Gatherv",
-        unsafe extern "C" fn(
-            *const c_void,
-            c_int,
-            H,
-            *mut c_void,
-            *const c_int,
-            *const c_int,
-            H,
-            c_int,
-            H,
-        ) -> c_int
-    );
-    mpi_call(
-        Op::Gatherv,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe {
-            f(
-                sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm,
-            )
-        },
-        |st, _| {
+    /// Wrapper: `MPI_Gatherv`.
+    MPI_Gatherv, mpi_gatherv_ (
+        sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcounts: Ints, displs: Ints,
+        rtype: Datatype, root: Int, comm: Comm,
+    ) => Gatherv
+        record |st, _| {
             let (sc, sty, b) = send_args(st, sbuf, scount, stype);
-            let (rb, rty) = if comm_rank(comm) == root as i64 {
-                let n = comm_size(comm);
-                (sum_counts(rcounts, n) * st.tsize(rtype), st.type_id(rtype))
-            } else {
-                (0, -1)
-            };
-            vec![sc, sty, rb, rty, root as i64, st.comm_id(comm), b]
-        },
-    )
-}
+            let (rb, rty) = at_root(st, comm, root, rtype, |st| {
+                rtype.bytes(st, rcounts.sum(comm.size()))
+            });
+            args::gatherv(sc, sty, rb, rty, root.i(), comm.id(st), b)
+        };
 
-/// Wrapper: `MPI_Scatter`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Scatter(
-    sbuf: *const c_void,
-    scount: c_int,
-    stype: H,
-    rbuf: *mut c_void,
-    rcount: c_int,
-    rtype: H,
-    root: c_int,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Scatter",
-        unsafe extern "C" fn(*const c_void, c_int, H, *mut c_void, c_int, H, c_int, H) -> c_int
-    );
-    mpi_call(
-        Op::Scatter,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(sbuf, scount, stype, rbuf, rcount, rtype, root, comm) },
-        |st, _| {
-            let (sc, sty) = if comm_rank(comm) == root as i64 {
-                (scount as i64, st.type_id(stype))
-            } else {
-                (0, -1)
-            };
-            let (rc, rty, b) = if in_place(rbuf.cast()) {
-                (0, -1, 0)
-            } else {
-                (
-                    rcount as i64,
-                    st.type_id(rtype),
-                    rcount as i64 * st.tsize(rtype),
-                )
-            };
-            vec![sc, sty, rc, rty, root as i64, st.comm_id(comm), b]
-        },
-    )
-}
+    /// Wrapper: `MPI_Scatter`.
+    MPI_Scatter, mpi_scatter_ (
+        sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcount: Count, rtype: Datatype,
+        root: Int, comm: Comm,
+    ) => Scatter
+        record |st, _| {
+            let (sc, sty) = at_root(st, comm, root, stype, |_| scount.i());
+            let (rc, rty, b) = recv_args(st, rbuf, rcount, rtype);
+            args::scatter(sc, sty, rc, rty, root.i(), comm.id(st), b)
+        };
 
-/// Wrapper: `MPI_Scatterv`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Scatterv(
-    sbuf: *const c_void,
-    scounts: *const c_int,
-    displs: *const c_int,
-    stype: H,
-    rbuf: *mut c_void,
-    rcount: c_int,
-    rtype: H,
-    root: c_int,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Scatterv",
-        unsafe extern "C" fn(
-            *const c_void,
-            *const c_int,
-            *const c_int,
-            H,
-            *mut c_void,
-            c_int,
-            H,
-            c_int,
-            H,
-        ) -> c_int
-    );
-    mpi_call(
-        Op::Scatterv,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe {
-            f(
-                sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm,
-            )
-        },
-        |st, _| {
-            let (sb, sty) = if comm_rank(comm) == root as i64 {
-                let n = comm_size(comm);
-                (sum_counts(scounts, n) * st.tsize(stype), st.type_id(stype))
-            } else {
-                (0, -1)
-            };
-            let (rc, rty, b) = if in_place(rbuf.cast()) {
-                (0, -1, 0)
-            } else {
-                (
-                    rcount as i64,
-                    st.type_id(rtype),
-                    rcount as i64 * st.tsize(rtype),
-                )
-            };
-            vec![sb, sty, rc, rty, root as i64, st.comm_id(comm), b]
-        },
-    )
-}
+    /// Wrapper: `MPI_Scatterv`.
+    MPI_Scatterv, mpi_scatterv_ (
+        sbuf: Buf, scounts: Ints, displs: Ints, stype: Datatype, rbuf: BufMut, rcount: Count,
+        rtype: Datatype, root: Int, comm: Comm,
+    ) => Scatterv
+        record |st, _| {
+            let (sb, sty) = at_root(st, comm, root, stype, |st| {
+                stype.bytes(st, scounts.sum(comm.size()))
+            });
+            let (rc, rty, b) = recv_args(st, rbuf, rcount, rtype);
+            args::scatterv(sb, sty, rc, rty, root.i(), comm.id(st), b)
+        };
 
-/// Wrapper: `MPI_Allgather`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Allgather(
-    sbuf: *const c_void,
-    scount: c_int,
-    stype: H,
-    rbuf: *mut c_void,
-    rcount: c_int,
-    rtype: H,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Allgather",
-        unsafe extern "C" fn(*const c_void, c_int, H, *mut c_void, c_int, H, H) -> c_int
-    );
-    mpi_call(
-        Op::Allgather,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(sbuf, scount, stype, rbuf, rcount, rtype, comm) },
-        |st, _| {
+    /// Wrapper: `MPI_Allgather`.
+    MPI_Allgather, mpi_allgather_ (
+        sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcount: Count, rtype: Datatype,
+        comm: Comm,
+    ) => Allgather
+        record |st, _| {
             let (sc, sty, b) = send_args(st, sbuf, scount, stype);
-            vec![
-                sc,
-                sty,
-                rcount as i64,
-                st.type_id(rtype),
-                st.comm_id(comm),
-                b,
-            ]
-        },
-    )
-}
+            args::allgather(sc, sty, rcount.i(), rtype.id(st), comm.id(st), b)
+        };
 
-/// Wrapper: `MPI_Allgatherv`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Allgatherv(
-    sbuf: *const c_void,
-    scount: c_int,
-    stype: H,
-    rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
-    rtype: H,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Allgatherv",
-        unsafe extern "C" fn(
-            *const c_void,
-            c_int,
-            H,
-            *mut c_void,
-            *const c_int,
-            *const c_int,
-            H,
-            H,
-        ) -> c_int
-    );
-    mpi_call(
-        Op::Allgatherv,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm) },
-        |st, _| {
+    /// Wrapper: `MPI_Allgatherv`.
+    MPI_Allgatherv, mpi_allgatherv_ (
+        sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcounts: Ints, displs: Ints,
+        rtype: Datatype, comm: Comm,
+    ) => Allgatherv
+        record |st, _| {
             let (sc, sty, b) = send_args(st, sbuf, scount, stype);
-            let n = comm_size(comm);
-            let rb = sum_counts(rcounts, n) * st.tsize(rtype);
-            vec![sc, sty, rb, st.type_id(rtype), st.comm_id(comm), b]
-        },
-    )
-}
+            let rb = rtype.bytes(st, rcounts.sum(comm.size()));
+            args::allgatherv(sc, sty, rb, rtype.id(st), comm.id(st), b)
+        };
 
-/// Wrapper: `MPI_Alltoall`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Alltoall(
-    sbuf: *const c_void,
-    scount: c_int,
-    stype: H,
-    rbuf: *mut c_void,
-    rcount: c_int,
-    rtype: H,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Alltoall",
-        unsafe extern "C" fn(*const c_void, c_int, H, *mut c_void, c_int, H, H) -> c_int
-    );
-    mpi_call(
-        Op::Alltoall,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(sbuf, scount, stype, rbuf, rcount, rtype, comm) },
-        |st, _| {
+    /// Wrapper: `MPI_Alltoall`; `bytes` is everything this rank sends.
+    MPI_Alltoall, mpi_alltoall_ (
+        sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcount: Count, rtype: Datatype,
+        comm: Comm,
+    ) => Alltoall
+        record |st, _| {
             let (sc, sty, b) = send_args(st, sbuf, scount, stype);
-            let n = comm_size(comm);
-            vec![
-                sc,
-                sty,
-                rcount as i64,
-                st.type_id(rtype),
-                st.comm_id(comm),
-                b * n,
-            ]
-        },
-    )
-}
+            let n = comm.size();
+            args::alltoall(sc, sty, rcount.i(), rtype.id(st), comm.id(st), b * n)
+        };
 
-/// Wrapper: `MPI_Alltoallv`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Alltoallv(
-    sbuf: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const c_int,
-    stype: H,
-    rbuf: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const c_int,
-    rtype: H,
-    comm: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Alltoallv",
-        unsafe extern "C" fn(
-            *const c_void,
-            *const c_int,
-            *const c_int,
-            H,
-            *mut c_void,
-            *const c_int,
-            *const c_int,
-            H,
-            H,
-        ) -> c_int
-    );
-    mpi_call(
-        Op::Alltoallv,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe {
-            f(
-                sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm,
-            )
-        },
-        |st, _| {
-            let n = comm_size(comm);
-            let (sb, sty) = if in_place(sbuf.cast()) {
+    /// Wrapper: `MPI_Alltoallv`.
+    MPI_Alltoallv, mpi_alltoallv_ (
+        sbuf: Buf, scounts: Ints, sdispls: Ints, stype: Datatype, rbuf: BufMut, rcounts: Ints,
+        rdispls: Ints, rtype: Datatype, comm: Comm,
+    ) => Alltoallv
+        record |st, _| {
+            let n = comm.size();
+            let (sb, sty) = if sbuf.in_place() {
                 (0, -1)
             } else {
-                (sum_counts(scounts, n) * st.tsize(stype), st.type_id(stype))
+                (stype.bytes(st, scounts.sum(n)), stype.id(st))
             };
-            let rb = sum_counts(rcounts, n) * st.tsize(rtype);
-            vec![sb, sty, rb, st.type_id(rtype), st.comm_id(comm), sb]
-        },
-    )
+            let rb = rtype.bytes(st, rcounts.sum(n));
+            args::alltoallv(sb, sty, rb, rtype.id(st), comm.id(st), sb)
+        };
+}
+
+// The reductions with `MPI_Allreduce`'s arguments.
+macro_rules! reduce_like {
+    ($($op:ident: $c:ident, $f:tt;)*) => { paste::paste! { mpi_hooks! {$(
+        /// Wrapper: a reduction with `MPI_Allreduce`'s arguments.
+        $c, $f (sbuf: Buf, rbuf: BufMut, count: Count, dt: Datatype, op: ReduceOp, comm: Comm)
+            => $op
+            record |st, _| {
+                let b = dt.bytes(st, count);
+                args::[<$op:snake>](count.i(), dt.id(st), op.id(st), comm.id(st), b)
+            };
+    )*}}};
+}
+reduce_like! {
+    Allreduce: MPI_Allreduce, mpi_allreduce_;
+    Scan: MPI_Scan, mpi_scan_;
+    Exscan: MPI_Exscan, mpi_exscan_;
+    ReduceScatterBlock: MPI_Reduce_scatter_block, mpi_reduce_scatter_block_;
 }

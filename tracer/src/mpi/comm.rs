@@ -1,71 +1,63 @@
-//! Communicator creation and release.
+//! Communicator creation and release. Calls that build a communicator other than by a split
+//! are recorded as the split that builds the same one ([`split_equivalent`]).
 
-#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
-
+use super::kinds::*;
 use super::*;
 
-/// Wrapper: `MPI_Comm_free`. The handle is forgotten: MPI may give its address to a later
-/// communicator, which must get an id of its own.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_free(comm: *mut H) -> c_int {
-    let f = pmpi!("PMPI_Comm_free", unsafe extern "C" fn(*mut H) -> c_int);
-    // SAFETY: MPI requires a valid communicator pointer; read the handle before MPI resets it.
-    let h: H = if comm.is_null() {
-        std::ptr::null_mut()
-    } else {
-        unsafe { rd_h(comm) }
-    };
-    mpi_call(
-        Op::CommFree,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(comm) },
-        |st, _| {
+mpi_hooks! {
+    /// Wrapper: `MPI_Comm_free`. The handle is forgotten: MPI may give its address to a later
+    /// communicator, which must get an id of its own.
+    MPI_Comm_free, mpi_comm_free_ (comm: Ref<Comm>) => CommFree
+        // Read before the call, which resets it to MPI_COMM_NULL.
+        let h = comm.peek_h();
+        record |st, _| {
             let id = st.comm_id(h);
             st.comms.forget(hv(h));
             args::comm_free(id)
-        },
-    )
-}
+        };
 
-/// Wrapper: `MPI_Comm_dup`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_dup(comm: H, newcomm: *mut H) -> c_int {
-    let f = pmpi!("PMPI_Comm_dup", unsafe extern "C" fn(H, *mut H) -> c_int);
-    mpi_call(
-        Op::CommDup,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(comm, newcomm) },
-        |st, r| {
-            let c = st.comm_id(comm);
-            vec![c, st.new_comm(r, newcomm)]
-        },
-    )
-}
+    /// Wrapper: `MPI_Comm_dup`.
+    MPI_Comm_dup, mpi_comm_dup_ (comm: Comm, newcomm: New<Comm>) => CommDup
+        record |st, r| {
+            let c = comm.id(st);
+            args::comm_dup(c, newcomm.id(st, r))
+        };
 
-/// Wrapper: `MPI_Comm_split`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_split(
-    comm: H,
-    color: c_int,
-    key: c_int,
-    newcomm: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Comm_split",
-        unsafe extern "C" fn(H, c_int, c_int, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::CommSplit,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(comm, color, key, newcomm) },
-        |st, r| {
-            let c = st.comm_id(comm);
-            vec![c, color as i64, key as i64, st.new_comm(r, newcomm)]
-        },
-    )
+    /// Wrapper: `MPI_Comm_split`.
+    MPI_Comm_split, mpi_comm_split_ (comm: Comm, color: Int, key: Int, newcomm: New<Comm>)
+        => CommSplit
+        record |st, r| {
+            let c = comm.id(st);
+            args::comm_split(c, color.i(), key.i(), newcomm.id(st, r))
+        };
+
+    /// Wrapper: `MPI_Comm_create`.
+    MPI_Comm_create, mpi_comm_create_ (comm: Comm, group: Group, newcomm: New<Comm>) => CommCreate
+        record |st, r| {
+            let c = comm.id(st);
+            let (color, key) = split_equivalent(comm, r, newcomm);
+            args::comm_create(c, color, key, newcomm.id(st, r))
+        };
+
+    /// Wrapper: `MPI_Comm_split_type`.
+    MPI_Comm_split_type, mpi_comm_split_type_ (
+        comm: Comm, split_type: Int, key: Int, info: Info, newcomm: New<Comm>,
+    ) => CommSplitType
+        record |st, r| {
+            let c = comm.id(st);
+            let (color, key) = split_equivalent(comm, r, newcomm);
+            args::comm_split_type(c, color, key, newcomm.id(st, r))
+        };
+
+    /// Wrapper: `MPI_Cart_create`, recorded as the split that builds the same communicator.
+    MPI_Cart_create, mpi_cart_create_ (
+        comm: Comm, ndims: Int, dims: Ints, periods: Ints, reorder: Int, newcomm: New<Comm>,
+    ) => CartCreate
+        record |st, r| {
+            let c = comm.id(st);
+            let (color, key) = split_equivalent(comm, r, newcomm);
+            args::cart_create(c, color, key, newcomm.id(st, r))
+        };
 }
 
 /// The `MPI_Comm_split` that builds the same communicator as a call that is not a split
@@ -75,19 +67,18 @@ pub unsafe extern "C" fn MPI_Comm_split(
 /// and the one extrapolation models best: non-members get the same kind of key), else the
 /// caller's new rank, which reproduces any order. Replaying it as a split rebuilds the
 /// communicator without the groups.
-pub(crate) fn split_equivalent(parent: H, r: c_int, newcomm: *mut H) -> (i64, i64) {
+fn split_equivalent(parent: Comm, r: c_int, newcomm: New<Comm>) -> (i64, i64) {
     type CommGroupFn = unsafe extern "C" fn(H, *mut H) -> c_int;
     type TranslateFn = unsafe extern "C" fn(H, c_int, *const c_int, H, *mut c_int) -> c_int;
     type GroupFreeFn = unsafe extern "C" fn(*mut H) -> c_int;
-    let undefined = (rsd::mpi::UNDEFINED, comm_rank(parent));
-    if r != MPI_SUCCESS || newcomm.is_null() {
+    let undefined = (rsd::mpi::UNDEFINED, parent.rank());
+    let Some(nc) = newcomm.get(r) else {
         return undefined;
-    }
-    // SAFETY: MPI wrote the new handle through the application's non-null pointer.
-    let nc = unsafe { rd(newcomm, 0) };
+    };
     if globals().is_none_or(|g| nc == g.comm_null) {
         return undefined;
     }
+    let parent = parent.0;
     let (Some(group), Some(translate), Some(free)) = (
         real!("PMPI_Comm_group", CommGroupFn),
         real!("PMPI_Group_translate_ranks", TranslateFn),
@@ -129,77 +120,4 @@ pub(crate) fn split_equivalent(parent: H, r: c_int, newcomm: *mut H) -> (i64, i6
         comm_rank(nc as H)
     };
     (leader as i64, key)
-}
-
-/// Wrapper: `MPI_Comm_create`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_create(comm: H, group: H, newcomm: *mut H) -> c_int {
-    let f = pmpi!(
-        "PMPI_Comm_create",
-        unsafe extern "C" fn(H, H, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::CommCreate,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(comm, group, newcomm) },
-        |st, r| {
-            let c = st.comm_id(comm);
-            let (color, key) = split_equivalent(comm, r, newcomm);
-            vec![c, color, key, st.new_comm(r, newcomm)]
-        },
-    )
-}
-
-/// Wrapper: `MPI_Comm_split_type`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Comm_split_type(
-    comm: H,
-    split_type: c_int,
-    key: c_int,
-    info: H,
-    newcomm: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Comm_split_type",
-        unsafe extern "C" fn(H, c_int, c_int, H, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::CommSplitType,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(comm, split_type, key, info, newcomm) },
-        |st, r| {
-            let c = st.comm_id(comm);
-            let (color, key) = split_equivalent(comm, r, newcomm);
-            vec![c, color, key, st.new_comm(r, newcomm)]
-        },
-    )
-}
-
-/// Wrapper: `MPI_Cart_create`, recorded as the split that builds the same communicator.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Cart_create(
-    comm: H,
-    ndims: c_int,
-    dims: *const c_int,
-    periods: *const c_int,
-    reorder: c_int,
-    newcomm: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Cart_create",
-        unsafe extern "C" fn(H, c_int, *const c_int, *const c_int, c_int, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::CartCreate,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(comm, ndims, dims, periods, reorder, newcomm) },
-        |st, r| {
-            let c = st.comm_id(comm);
-            let (color, key) = split_equivalent(comm, r, newcomm);
-            vec![c, color, key, st.new_comm(r, newcomm)]
-        },
-    )
 }

@@ -1,390 +1,164 @@
-//! MPI-IO wrappers.
+//! MPI-IO wrappers. POSIX calls the library makes inside them are recorded as their children.
 
-#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
-
+use super::kinds::*;
 use super::*;
 
-// ---------------------------------------------------------------------------------------------
-// MPI-IO.
-
-/// Wrapper: `MPI_File_open`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_open(
-    comm: H,
-    name: *const c_char,
-    amode: c_int,
-    info: H,
-    fh: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_File_open",
-        unsafe extern "C" fn(H, *const c_char, c_int, H, *mut H) -> c_int
-    );
-    mpi_call_path(
-        Op::FileOpen,
-        true,
-        cpath(name),
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(comm, name, amode, info, fh) },
-        |st, r| {
-            let c = st.comm_id(comm);
-            let id = if r == MPI_SUCCESS && !fh.is_null() {
-                // SAFETY: MPI wrote the handle through the application's non-null pointer.
-                st.files.insert(unsafe { *fh } as usize)
-            } else {
-                -1
+mpi_hooks! {
+    /// Wrapper: `MPI_File_open`.
+    MPI_File_open, _ (comm: Comm, name: Str, amode: Int, info: Info, fh: New<File>) => FileOpen
+        path cpath(name.0);
+        record |st, r| {
+            let c = comm.id(st);
+            let id = match fh.get(r) {
+                Some(h) => st.files.insert(h),
+                None => -1,
             };
-            vec![c, amode as i64, id]
-        },
-    )
+            args::file_open(c, amode.i(), id)
+        };
+
+    /// Wrapper: `MPI_File_close`.
+    MPI_File_close, mpi_file_close_ (fh: Ref<File>) => FileClose
+        // Read before the call, which resets it to MPI_FILE_NULL.
+        let h = fh.peek();
+        record |st, _| args::file_close(st.files.remove(h).unwrap_or(-1));
+
+    /// Wrapper: `MPI_File_delete`.
+    MPI_File_delete, _ (name: Str, info: Info) => FileDelete
+        path cpath(name.0);
+        record |_, _| args::file_delete();
+
+    /// Wrapper: `MPI_File_set_size`.
+    MPI_File_set_size, mpi_file_set_size_ (fh: File, size: Offset) => FileSetSize
+        record |st, _| args::file_set_size(fh.id(st), size.i());
+
+    /// Wrapper: `MPI_File_get_size`.
+    MPI_File_get_size, mpi_file_get_size_ (fh: File, size: OffsetOut) => FileGetSize
+        record |st, r| args::file_get_size(fh.id(st), size.get(r));
+
+    /// Wrapper: `MPI_File_set_view`.
+    MPI_File_set_view, _ (
+        fh: File, disp: Offset, etype: Datatype, filetype: Datatype, datarep: Str, info: Info,
+    ) => FileSetView
+        record |st, _| args::file_set_view(fh.id(st), disp.i(), etype.id(st), filetype.id(st));
+
+    /// Wrapper: `MPI_File_seek`.
+    MPI_File_seek, mpi_file_seek_ (fh: File, off: Offset, whence: Int) => FileSeek
+        record |st, _| args::file_seek(fh.id(st), off.i(), whence.i());
+
+    /// Wrapper: `MPI_File_sync`.
+    MPI_File_sync, mpi_file_sync_ (fh: File) => FileSync
+        record |st, _| args::file_sync(fh.id(st));
 }
 
-/// Wrapper: `MPI_File_close`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_close(fh: *mut H) -> c_int {
-    let f = pmpi!("PMPI_File_close", unsafe extern "C" fn(*mut H) -> c_int);
-    // SAFETY: MPI requires a valid pointer to an open file handle; read it before it is reset.
-    let h = if fh.is_null() {
-        0
-    } else {
-        (unsafe { *fh }) as usize
-    };
-    mpi_call(
-        Op::FileClose,
-        true,
-        // SAFETY: forwarding the application's argument.
-        || unsafe { f(fh) },
-        |st, _| vec![st.files.remove(h).unwrap_or(-1)],
-    )
-}
-
-/// Wrapper: `MPI_File_delete`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_delete(name: *const c_char, info: H) -> c_int {
-    let f = pmpi!(
-        "PMPI_File_delete",
-        unsafe extern "C" fn(*const c_char, H) -> c_int
-    );
-    mpi_call_path(
-        Op::FileDelete,
-        true,
-        cpath(name),
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(name, info) },
-        |_, _| Vec::new(),
-    )
-}
-
-/// Wrapper: `MPI_File_set_size`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_set_size(fh: H, size: Offset) -> c_int {
-    let f = pmpi!(
-        "PMPI_File_set_size",
-        unsafe extern "C" fn(H, Offset) -> c_int
-    );
-    mpi_call(
-        Op::FileSetSize,
-        true,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(fh, size) },
-        |st, _| vec![st.file_id(fh), size],
-    )
-}
-
-/// Wrapper: `MPI_File_get_size`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_get_size(fh: H, size: *mut Offset) -> c_int {
-    let f = pmpi!(
-        "PMPI_File_get_size",
-        unsafe extern "C" fn(H, *mut Offset) -> c_int
-    );
-    mpi_call(
-        Op::FileGetSize,
-        true,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(fh, size) },
-        |st, r| {
-            let s = if r == MPI_SUCCESS && !size.is_null() {
-                // SAFETY: MPI wrote the size through the application's non-null pointer.
-                unsafe { *size }
-            } else {
-                -1
-            };
-            vec![st.file_id(fh), s]
-        },
-    )
-}
-
-/// Wrapper: `MPI_File_set_view`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_set_view(
-    fh: H,
-    disp: Offset,
-    etype: H,
-    filetype: H,
-    datarep: *const c_char,
-    info: H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_File_set_view",
-        unsafe extern "C" fn(H, Offset, H, H, *const c_char, H) -> c_int
-    );
-    mpi_call(
-        Op::FileSetView,
-        true,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(fh, disp, etype, filetype, datarep, info) },
-        |st, _| {
-            vec![
-                st.file_id(fh),
-                disp,
-                st.type_id(etype),
-                st.type_id(filetype),
-            ]
-        },
-    )
-}
-
-/// Wrapper: `MPI_File_seek`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_seek(fh: H, off: Offset, whence: c_int) -> c_int {
-    let f = pmpi!(
-        "PMPI_File_seek",
-        unsafe extern "C" fn(H, Offset, c_int) -> c_int
-    );
-    mpi_call(
-        Op::FileSeek,
-        true,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(fh, off, whence) },
-        |st, _| vec![st.file_id(fh), off, whence as i64],
-    )
-}
-
-/// Wrapper: `MPI_File_sync`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_File_sync(fh: H) -> c_int {
-    let f = pmpi!("PMPI_File_sync", unsafe extern "C" fn(H) -> c_int);
-    mpi_call(
-        Op::FileSync,
-        true,
-        // SAFETY: forwarding the application's argument.
-        || unsafe { f(fh) },
-        |st, _| vec![st.file_id(fh)],
-    )
-}
-
-pub(crate) fn io_bytes(st: &mut State, r: c_int, count: i64, dt: H) -> i64 {
+/// Bytes a call that did not complete yet will move: count times the type size.
+fn io_bytes(st: &mut State, r: c_int, count: i64, dt: Datatype) -> i64 {
     if r == MPI_SUCCESS {
-        count * st.tsize(dt)
+        dt.bytes(st, count)
     } else {
         0
-    }
-}
-
-/// The status a blocking MPI-IO call writes: the application's, or ours when it passed
-/// `MPI_STATUS_IGNORE`, so that the bytes really moved can be read back (a read past the end
-/// of the file moves fewer than count times the type size).
-pub(crate) fn status_for(app: H, own: &mut abi::StatusBuf) -> H {
-    if abi::status_ignored(app) {
-        own.as_mut_ptr().cast()
-    } else {
-        app
     }
 }
 
 /// Bytes a blocking MPI-IO call moved: its status's count in bytes, else (MPI could not say)
 /// count times the type size.
-pub(crate) fn io_bytes_done(st: &mut State, r: c_int, count: i64, dt: H, status: H) -> i64 {
+fn io_bytes_done(st: &mut State, r: c_int, count: i64, dt: Datatype, status: Status) -> i64 {
     if r != MPI_SUCCESS {
         return 0;
     }
-    let byte = globals().map_or(0, |g| g.byte);
-    if let Some(f) = real!(
-        "PMPI_Get_count",
-        unsafe extern "C" fn(H, H, *mut c_int) -> c_int
-    ) && byte != 0
-    {
-        let mut n: c_int = 0;
-        // SAFETY: `status` is the status the call just filled (ours or the application's) and
-        // MPI_BYTE a predefined type; `n` is a valid out-parameter.
-        if unsafe { f(status, byte as H, &mut n) } == MPI_SUCCESS && n != MPI_UNDEFINED && n >= 0 {
-            return n as i64;
-        }
-    }
-    io_bytes(st, r, count, dt)
+    status.bytes().unwrap_or_else(|| io_bytes(st, r, count, dt))
 }
 
-// Each macro below takes the count's C type (`c_int`, or `Count` for the `_c` variants), then
-// the wrappers to define as `name, PMPI symbol, op, buffer type;`.
-
+// The data calls, by family: each line gives the op, the C name, its Fortran hook and the
+// buffer kind; each also gets its MPI-4 large-count `_c` wrapper (an `MPI_Count` count,
+// recorded as the same op: MPICH 4 has them and codes such as IOR call them when they exist).
 macro_rules! file_data {
-    ($cnt:ty; $($name:ident, $sym:literal, $op:expr, $buf:ty;)*) => {$(
+    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
+        file_data!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
+    }};
+    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
         /// Wrapper: an MPI-IO data call with the individual or shared file pointer.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(fh: H, buf: $buf, count: $cnt, dt: H, status: H) -> c_int {
-            let f = pmpi!($sym, unsafe extern "C" fn(H, $buf, $cnt, H, H) -> c_int);
-            let mut own: abi::StatusBuf = [0; 8];
-            let used = status_for(status, &mut own);
-            mpi_call(
-                $op,
-                true,
-                // SAFETY: forwarding the application's arguments.
-                || unsafe { f(fh, buf, count, dt, used) },
-                |st, r| {
-                    let b = io_bytes_done(st, r, count as i64, dt, used);
-                    vec![st.file_id(fh), count as i64, st.type_id(dt), b]
-                },
-            )
-        }
-    )*};
+        $c, $f (fh: File, buf: $buf, count: $cnt, dt: Datatype, status: Status) => $op
+            let mut own = [0; 8];
+            let status = status.or_own(&mut own);
+            record |st, r| {
+                let b = io_bytes_done(st, r, count.i(), dt, status);
+                args::[<$op:snake>](fh.id(st), count.i(), dt.id(st), b)
+            };
+    )*}}};
 }
-file_data!(c_int;
-    MPI_File_read, "PMPI_File_read", Op::FileRead, *mut c_void;
-    MPI_File_read_all, "PMPI_File_read_all", Op::FileReadAll, *mut c_void;
-    MPI_File_read_shared, "PMPI_File_read_shared", Op::FileReadShared, *mut c_void;
-    MPI_File_read_ordered, "PMPI_File_read_ordered", Op::FileReadOrdered, *mut c_void;
-    MPI_File_write, "PMPI_File_write", Op::FileWrite, *const c_void;
-    MPI_File_write_all, "PMPI_File_write_all", Op::FileWriteAll, *const c_void;
-    MPI_File_write_shared, "PMPI_File_write_shared", Op::FileWriteShared, *const c_void;
-    MPI_File_write_ordered, "PMPI_File_write_ordered", Op::FileWriteOrdered, *const c_void;
-);
-file_data!(Count;
-    MPI_File_read_c, "PMPI_File_read_c", Op::FileRead, *mut c_void;
-    MPI_File_read_all_c, "PMPI_File_read_all_c", Op::FileReadAll, *mut c_void;
-    MPI_File_read_shared_c, "PMPI_File_read_shared_c", Op::FileReadShared, *mut c_void;
-    MPI_File_read_ordered_c, "PMPI_File_read_ordered_c", Op::FileReadOrdered, *mut c_void;
-    MPI_File_write_c, "PMPI_File_write_c", Op::FileWrite, *const c_void;
-    MPI_File_write_all_c, "PMPI_File_write_all_c", Op::FileWriteAll, *const c_void;
-    MPI_File_write_shared_c, "PMPI_File_write_shared_c", Op::FileWriteShared, *const c_void;
-    MPI_File_write_ordered_c, "PMPI_File_write_ordered_c", Op::FileWriteOrdered, *const c_void;
-);
+file_data! {
+    FileRead: MPI_File_read, mpi_file_read_, IoBufMut;
+    FileReadAll: MPI_File_read_all, mpi_file_read_all_, IoBufMut;
+    FileReadShared: MPI_File_read_shared, mpi_file_read_shared_, IoBufMut;
+    FileReadOrdered: MPI_File_read_ordered, mpi_file_read_ordered_, IoBufMut;
+    FileWrite: MPI_File_write, mpi_file_write_, IoBuf;
+    FileWriteAll: MPI_File_write_all, mpi_file_write_all_, IoBuf;
+    FileWriteShared: MPI_File_write_shared, mpi_file_write_shared_, IoBuf;
+    FileWriteOrdered: MPI_File_write_ordered, mpi_file_write_ordered_, IoBuf;
+}
 
 macro_rules! file_data_at {
-    ($cnt:ty; $($name:ident, $sym:literal, $op:expr, $buf:ty;)*) => {$(
+    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
+        file_data_at!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
+    }};
+    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
         /// Wrapper: an MPI-IO data call at an explicit offset.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            fh: H,
-            off: Offset,
-            buf: $buf,
-            count: $cnt,
-            dt: H,
-            status: H,
-        ) -> c_int {
-            let f = pmpi!(
-                $sym,
-                unsafe extern "C" fn(H, Offset, $buf, $cnt, H, H) -> c_int
-            );
-            let mut own: abi::StatusBuf = [0; 8];
-            let used = status_for(status, &mut own);
-            mpi_call(
-                $op,
-                true,
-                // SAFETY: forwarding the application's arguments.
-                || unsafe { f(fh, off, buf, count, dt, used) },
-                |st, r| {
-                    let b = io_bytes_done(st, r, count as i64, dt, used);
-                    vec![st.file_id(fh), off, count as i64, st.type_id(dt), b]
-                },
-            )
-        }
-    )*};
+        $c, $f (fh: File, off: Offset, buf: $buf, count: $cnt, dt: Datatype, status: Status)
+            => $op
+            let mut own = [0; 8];
+            let status = status.or_own(&mut own);
+            record |st, r| {
+                let b = io_bytes_done(st, r, count.i(), dt, status);
+                args::[<$op:snake>](fh.id(st), off.i(), count.i(), dt.id(st), b)
+            };
+    )*}}};
 }
-file_data_at!(c_int;
-    MPI_File_read_at, "PMPI_File_read_at", Op::FileReadAt, *mut c_void;
-    MPI_File_read_at_all, "PMPI_File_read_at_all", Op::FileReadAtAll, *mut c_void;
-    MPI_File_write_at, "PMPI_File_write_at", Op::FileWriteAt, *const c_void;
-    MPI_File_write_at_all, "PMPI_File_write_at_all", Op::FileWriteAtAll, *const c_void;
-);
-file_data_at!(Count;
-    MPI_File_read_at_c, "PMPI_File_read_at_c", Op::FileReadAt, *mut c_void;
-    MPI_File_read_at_all_c, "PMPI_File_read_at_all_c", Op::FileReadAtAll, *mut c_void;
-    MPI_File_write_at_c, "PMPI_File_write_at_c", Op::FileWriteAt, *const c_void;
-    MPI_File_write_at_all_c, "PMPI_File_write_at_all_c", Op::FileWriteAtAll, *const c_void;
-);
+file_data_at! {
+    FileReadAt: MPI_File_read_at, mpi_file_read_at_, IoBufMut;
+    FileReadAtAll: MPI_File_read_at_all, mpi_file_read_at_all_, IoBufMut;
+    FileWriteAt: MPI_File_write_at, mpi_file_write_at_, IoBuf;
+    FileWriteAtAll: MPI_File_write_at_all, mpi_file_write_at_all_, IoBuf;
+}
 
 macro_rules! file_idata {
-    ($cnt:ty; $($name:ident, $sym:literal, $op:expr, $buf:ty;)*) => {$(
+    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
+        file_idata!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
+    }};
+    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
         /// Wrapper: a nonblocking MPI-IO data call.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            fh: H,
-            buf: $buf,
-            count: $cnt,
-            dt: H,
-            req: *mut H,
-        ) -> c_int {
-            let f = pmpi!(
-                $sym,
-                unsafe extern "C" fn(H, $buf, $cnt, H, *mut H) -> c_int
-            );
-            mpi_call(
-                $op,
-                true,
-                // SAFETY: forwarding the application's arguments.
-                || unsafe { f(fh, buf, count, dt, req) },
-                |st, r| {
-                    let b = io_bytes(st, r, count as i64, dt);
-                    let q = st.new_req(r, req);
-                    vec![st.file_id(fh), count as i64, st.type_id(dt), b, q]
-                },
-            )
-        }
-    )*};
+        $c, $f (fh: File, buf: $buf, count: $cnt, dt: Datatype, req: New<Request>) => $op
+            record |st, r| {
+                let b = io_bytes(st, r, count.i(), dt);
+                let q = req.id(st, r);
+                args::[<$op:snake>](fh.id(st), count.i(), dt.id(st), b, q)
+            };
+    )*}}};
 }
-file_idata!(c_int;
-    MPI_File_iread, "PMPI_File_iread", Op::FileIread, *mut c_void;
-    MPI_File_iread_all, "PMPI_File_iread_all", Op::FileIreadAll, *mut c_void;
-    MPI_File_iread_shared, "PMPI_File_iread_shared", Op::FileIreadShared, *mut c_void;
-    MPI_File_iwrite, "PMPI_File_iwrite", Op::FileIwrite, *const c_void;
-    MPI_File_iwrite_all, "PMPI_File_iwrite_all", Op::FileIwriteAll, *const c_void;
-    MPI_File_iwrite_shared, "PMPI_File_iwrite_shared", Op::FileIwriteShared, *const c_void;
-);
-file_idata!(Count;
-    MPI_File_iread_c, "PMPI_File_iread_c", Op::FileIread, *mut c_void;
-    MPI_File_iread_all_c, "PMPI_File_iread_all_c", Op::FileIreadAll, *mut c_void;
-    MPI_File_iread_shared_c, "PMPI_File_iread_shared_c", Op::FileIreadShared, *mut c_void;
-    MPI_File_iwrite_c, "PMPI_File_iwrite_c", Op::FileIwrite, *const c_void;
-    MPI_File_iwrite_all_c, "PMPI_File_iwrite_all_c", Op::FileIwriteAll, *const c_void;
-    MPI_File_iwrite_shared_c, "PMPI_File_iwrite_shared_c", Op::FileIwriteShared, *const c_void;
-);
+file_idata! {
+    FileIread: MPI_File_iread, mpi_file_iread_, IoBufMut;
+    FileIreadAll: MPI_File_iread_all, mpi_file_iread_all_, IoBufMut;
+    FileIreadShared: MPI_File_iread_shared, mpi_file_iread_shared_, IoBufMut;
+    FileIwrite: MPI_File_iwrite, mpi_file_iwrite_, IoBuf;
+    FileIwriteAll: MPI_File_iwrite_all, mpi_file_iwrite_all_, IoBuf;
+    FileIwriteShared: MPI_File_iwrite_shared, mpi_file_iwrite_shared_, IoBuf;
+}
 
 macro_rules! file_idata_at {
-    ($cnt:ty; $($name:ident, $sym:literal, $op:expr, $buf:ty;)*) => {$(
+    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
+        file_idata_at!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
+    }};
+    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
         /// Wrapper: a nonblocking MPI-IO data call at an explicit offset.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            fh: H,
-            off: Offset,
-            buf: $buf,
-            count: $cnt,
-            dt: H,
-            req: *mut H,
-        ) -> c_int {
-            let f = pmpi!(
-                $sym,
-                unsafe extern "C" fn(H, Offset, $buf, $cnt, H, *mut H) -> c_int
-            );
-            mpi_call(
-                $op,
-                true,
-                // SAFETY: forwarding the application's arguments.
-                || unsafe { f(fh, off, buf, count, dt, req) },
-                |st, r| {
-                    let b = io_bytes(st, r, count as i64, dt);
-                    let q = st.new_req(r, req);
-                    vec![st.file_id(fh), off, count as i64, st.type_id(dt), b, q]
-                },
-            )
-        }
-    )*};
+        $c, $f (fh: File, off: Offset, buf: $buf, count: $cnt, dt: Datatype, req: New<Request>)
+            => $op
+            record |st, r| {
+                let b = io_bytes(st, r, count.i(), dt);
+                let q = req.id(st, r);
+                args::[<$op:snake>](fh.id(st), off.i(), count.i(), dt.id(st), b, q)
+            };
+    )*}}};
 }
-file_idata_at!(c_int;
-    MPI_File_iread_at, "PMPI_File_iread_at", Op::FileIreadAt, *mut c_void;
-    MPI_File_iwrite_at, "PMPI_File_iwrite_at", Op::FileIwriteAt, *const c_void;
-);
-file_idata_at!(Count;
-    MPI_File_iread_at_c, "PMPI_File_iread_at_c", Op::FileIreadAt, *mut c_void;
-    MPI_File_iwrite_at_c, "PMPI_File_iwrite_at_c", Op::FileIwriteAt, *const c_void;
-);
+file_idata_at! {
+    FileIreadAt: MPI_File_iread_at, mpi_file_iread_at_, IoBufMut;
+    FileIwriteAt: MPI_File_iwrite_at, mpi_file_iwrite_at_, IoBuf;
+}

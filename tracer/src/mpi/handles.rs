@@ -1,8 +1,6 @@
 //! The predefined handles of the loaded MPI and the rank's handle tables: communicators,
 //! datatypes, reduction operations, files and requests as the symbolic ids a trace stores.
 
-#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
-
 use super::*;
 
 /// Open MPI's symbols of the predefined datatypes, in `rsd::mpi::DATATYPES` order (whose
@@ -211,30 +209,6 @@ impl State {
         s
     }
 
-    pub(crate) fn new_type(&mut self, r: c_int, t: *mut H) -> i64 {
-        if r != MPI_SUCCESS || t.is_null() {
-            return -1;
-        }
-        // SAFETY: MPI wrote the new handle through the application's non-null pointer.
-        let h = unsafe { rd(t, 0) };
-        self.types.forget(h);
-        self.type_sizes.remove(&h);
-        self.types.id(h)
-    }
-
-    pub(crate) fn new_comm(&mut self, r: c_int, c: *mut H) -> i64 {
-        if r != MPI_SUCCESS || c.is_null() {
-            return -1;
-        }
-        // SAFETY: MPI wrote the new handle through the application's non-null pointer.
-        let h = unsafe { rd(c, 0) };
-        if globals().is_some_and(|g| h == g.comm_null) {
-            return -1;
-        }
-        self.comms.forget(h);
-        self.comms.id(h)
-    }
-
     pub(crate) fn op_id(&mut self, o: H) -> i64 {
         self.ops.id(hv(o))
     }
@@ -242,57 +216,6 @@ impl State {
     pub(crate) fn file_id(&self, f: H) -> i64 {
         self.files.get(f as usize).unwrap_or(-1)
     }
-
-    pub(crate) fn new_req(&mut self, r: c_int, q: *mut H) -> i64 {
-        if r != MPI_SUCCESS || q.is_null() {
-            return -1;
-        }
-        // SAFETY: MPI wrote the request through the application's non-null pointer.
-        self.reqs.insert(unsafe { rd(q, 0) })
-    }
-}
-
-/// Peers are stored relative to the caller, with the library's `MPI_ANY_SOURCE` and
-/// `MPI_PROC_NULL` mapped to `rsd::mpi`'s sentinels.
-pub(crate) fn rel_peer(comm: H, peer: c_int) -> i64 {
-    let (any, null) = abi::any_source_proc_null();
-    // Only a rank needs the caller's rank (one more PMPI call).
-    let me = if peer >= 0 { comm_rank(comm) } else { 0 };
-    rsd::mpi::encode_peer(peer as i64, me, any, null)
-}
-
-pub(crate) fn sum_counts(counts: *const c_int, n: i64) -> i64 {
-    if counts.is_null() || n <= 0 {
-        return 0;
-    }
-    // SAFETY: MPI requires `counts` to hold one entry per rank of the communicator (n), and
-    // the call has just read them.
-    unsafe { std::slice::from_raw_parts(counts, n as usize) }
-        .iter()
-        .map(|&c| c as i64)
-        .sum()
-}
-
-pub(crate) fn ints(p: *const c_int, n: c_int) -> Vec<i64> {
-    if p.is_null() || n <= 0 {
-        return Vec::new();
-    }
-    // SAFETY: MPI requires the array to hold `n` entries, and the call has just read them.
-    unsafe { std::slice::from_raw_parts(p, n as usize) }
-        .iter()
-        .map(|&c| c as i64)
-        .collect()
-}
-
-pub(crate) fn aints(p: *const Aint, n: c_int) -> Vec<i64> {
-    if p.is_null() || n <= 0 {
-        return Vec::new();
-    }
-    // SAFETY: MPI requires the array to hold `n` entries, and the call has just read them.
-    unsafe { std::slice::from_raw_parts(p, n as usize) }
-        .iter()
-        .map(|&c| c as i64)
-        .collect()
 }
 
 /// `MPI_UNDEFINED`, the same value in Open MPI and MPICH.

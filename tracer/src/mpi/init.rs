@@ -1,7 +1,5 @@
 //! `MPI_Init` and `MPI_Finalize`: the tracer's own set-up and the finalize-time merge.
 
-#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
-
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -105,7 +103,7 @@ pub(crate) fn init_common(op_call: impl FnOnce() -> c_int) -> c_int {
                 t1,
             },
             Vec::new(),
-            |_| Some((Vec::new(), None)),
+            |_| Some((args::init(), None)),
         );
     }
     r
@@ -161,7 +159,7 @@ pub(crate) fn finalize_common(finalize: impl FnOnce() -> c_int) -> c_int {
                 t1: t,
             },
             Vec::new(),
-            |_| Some((Vec::new(), None)),
+            |_| Some((args::finalize(), None)),
         );
     }
     let comm = TRACER_COMM.swap(0, Ordering::SeqCst);

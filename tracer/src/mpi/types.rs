@@ -1,356 +1,140 @@
-//! Datatype constructors.
+//! Datatype constructors (the file views of MPI-IO are built from them). Array arguments are
+//! appended after the op's fixed parameters, as its comment in `rsd::op` says.
 
-#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
-
+use super::kinds::*;
 use super::*;
 
-// ---------------------------------------------------------------------------------------------
-// Datatypes.
+mpi_hooks! {
+    /// Wrapper: `MPI_Type_contiguous`.
+    MPI_Type_contiguous, mpi_type_contiguous_ (count: Count, old: Datatype, new: New<Datatype>)
+        => TypeContiguous
+        record |st, r| {
+            let o = old.id(st);
+            args::type_contiguous(count.i(), o, new.id(st, r))
+        };
 
-/// Wrapper: `MPI_Type_contiguous`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, old: H, new: *mut H) -> c_int {
-    let f = pmpi!(
-        "PMPI_Type_contiguous",
-        unsafe extern "C" fn(c_int, H, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::TypeContiguous,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(count, old, new) },
-        |st, r| {
-            let o = st.type_id(old);
-            vec![count as i64, o, st.new_type(r, new)]
-        },
-    )
-}
+    /// Wrapper: `MPI_Type_vector`.
+    MPI_Type_vector, mpi_type_vector_ (
+        count: Count, bl: Int, stride: Int, old: Datatype, new: New<Datatype>,
+    ) => TypeVector
+        record |st, r| {
+            let o = old.id(st);
+            args::type_vector(count.i(), bl.i(), stride.i(), o, new.id(st, r))
+        };
 
-/// Wrapper: `MPI_Type_vector`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_vector(
-    count: c_int,
-    bl: c_int,
-    stride: c_int,
-    old: H,
-    new: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Type_vector",
-        unsafe extern "C" fn(c_int, c_int, c_int, H, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::TypeVector,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(count, bl, stride, old, new) },
-        |st, r| {
-            let o = st.type_id(old);
-            vec![
-                count as i64,
-                bl as i64,
-                stride as i64,
-                o,
-                st.new_type(r, new),
-            ]
-        },
-    )
-}
+    /// Wrapper: `MPI_Type_create_hvector`.
+    MPI_Type_create_hvector, mpi_type_create_hvector_ (
+        count: Count, bl: Int, stride: Aint, old: Datatype, new: New<Datatype>,
+    ) => TypeHvector
+        record |st, r| {
+            let o = old.id(st);
+            args::type_hvector(count.i(), bl.i(), stride.i(), o, new.id(st, r))
+        };
 
-/// Wrapper: `MPI_Type_create_hvector`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_create_hvector(
-    count: c_int,
-    bl: c_int,
-    stride: Aint,
-    old: H,
-    new: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Type_create_hvector",
-        unsafe extern "C" fn(c_int, c_int, Aint, H, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::TypeHvector,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(count, bl, stride, old, new) },
-        |st, r| {
-            let o = st.type_id(old);
-            vec![
-                count as i64,
-                bl as i64,
-                stride as i64,
-                o,
-                st.new_type(r, new),
-            ]
-        },
-    )
-}
-
-/// Wrapper: `MPI_Type_indexed`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_indexed(
-    count: c_int,
-    bls: *const c_int,
-    displs: *const c_int,
-    old: H,
-    new: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Type_indexed",
-        unsafe extern "C" fn(c_int, *const c_int, *const c_int, H, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::TypeIndexed,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(count, bls, displs, old, new) },
-        |st, r| {
-            let o = st.type_id(old);
-            let mut v = vec![count as i64, o, st.new_type(r, new)];
-            v.extend(ints(bls, count));
-            v.extend(ints(displs, count));
+    /// Wrapper: `MPI_Type_indexed`.
+    MPI_Type_indexed, mpi_type_indexed_ (
+        count: Count, bls: Ints, displs: Ints, old: Datatype, new: New<Datatype>,
+    ) => TypeIndexed
+        record |st, r| {
+            let o = old.id(st);
+            let mut v = args::type_indexed(count.i(), o, new.id(st, r));
+            v.extend(bls.read(count));
+            v.extend(displs.read(count));
             v
-        },
-    )
-}
+        };
 
-/// Wrapper: `MPI_Type_create_subarray`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_create_subarray(
-    ndims: c_int,
-    sizes: *const c_int,
-    subsizes: *const c_int,
-    starts: *const c_int,
-    order: c_int,
-    old: H,
-    new: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Type_create_subarray",
-        unsafe extern "C" fn(
-            c_int,
-            *const c_int,
-            *const c_int,
-            *const c_int,
-            c_int,
-            H,
-            *mut H,
-        ) -> c_int
-    );
-    mpi_call(
-        Op::TypeCreateSubarray,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(ndims, sizes, subsizes, starts, order, old, new) },
-        |st, r| {
-            let o = st.type_id(old);
-            let order = rsd::mpi::encode_order(order as i64, abi::order_fortran());
-            let mut v = vec![ndims as i64, order, o, st.new_type(r, new)];
-            v.extend(ints(sizes, ndims));
-            v.extend(ints(subsizes, ndims));
-            v.extend(ints(starts, ndims));
+    /// Wrapper: `MPI_Type_create_subarray`. The order is recorded in `rsd::mpi`'s encoding.
+    MPI_Type_create_subarray, mpi_type_create_subarray_ (
+        ndims: Int, sizes: Ints, subsizes: Ints, starts: Ints, order: Int, old: Datatype,
+        new: New<Datatype>,
+    ) => TypeCreateSubarray
+        record |st, r| {
+            let o = old.id(st);
+            let order = rsd::mpi::encode_order(order.i(), abi::order_fortran());
+            let mut v = args::type_create_subarray(ndims.i(), order, o, new.id(st, r));
+            v.extend(sizes.read(ndims.i()));
+            v.extend(subsizes.read(ndims.i()));
+            v.extend(starts.read(ndims.i()));
             v
-        },
-    )
-}
+        };
 
-/// Wrapper: `MPI_Type_create_struct`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_create_struct(
-    count: c_int,
-    bls: *const c_int,
-    displs: *const Aint,
-    types: *const H,
-    new: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Type_create_struct",
-        unsafe extern "C" fn(c_int, *const c_int, *const Aint, *const H, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::TypeCreateStruct,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(count, bls, displs, types, new) },
-        |st, r| {
-            let n = count.max(0) as usize;
-            let d: Vec<i64> = if displs.is_null() {
-                Vec::new()
-            } else {
-                // SAFETY: MPI requires `count` displacements, which the call has just read.
-                unsafe { std::slice::from_raw_parts(displs, n) }
-                    .iter()
-                    .map(|&x| x as i64)
-                    .collect()
-            };
-            // SAFETY: MPI requires `count` types, which the call has just read.
-            let t = unsafe { rd_all(types, n) };
-            let t: Vec<i64> = t.into_iter().map(|h| st.type_id(h as H)).collect();
-            let mut v = vec![count as i64, st.new_type(r, new)];
-            v.extend(ints(bls, count));
-            v.extend(d);
+    /// Wrapper: `MPI_Type_create_struct`.
+    MPI_Type_create_struct, mpi_type_create_struct_ (
+        count: Count, bls: Ints, displs: Aints, types: Handles<Datatype> [count],
+        new: New<Datatype>,
+    ) => TypeCreateStruct
+        record |st, r| {
+            let t: Vec<i64> = types.read(count).into_iter().map(|h| st.type_id(h as H)).collect();
+            let mut v = args::type_create_struct(count.i(), new.id(st, r));
+            v.extend(bls.read(count));
+            v.extend(displs.read(count));
             v.extend(t);
             v
-        },
-    )
-}
+        };
 
-/// Wrapper: `MPI_Type_create_hindexed` (HDF5 builds its hyperslab file types with it).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_create_hindexed(
-    count: c_int,
-    bls: *const c_int,
-    displs: *const Aint,
-    old: H,
-    new: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Type_create_hindexed",
-        unsafe extern "C" fn(c_int, *const c_int, *const Aint, H, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::TypeCreateHindexed,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(count, bls, displs, old, new) },
-        |st, r| {
-            let o = st.type_id(old);
-            let mut v = vec![count as i64, o, st.new_type(r, new)];
-            v.extend(ints(bls, count));
-            v.extend(aints(displs, count));
+    /// Wrapper: `MPI_Type_create_hindexed` (HDF5 builds its hyperslab file types with it).
+    MPI_Type_create_hindexed, mpi_type_create_hindexed_ (
+        count: Count, bls: Ints, displs: Aints, old: Datatype, new: New<Datatype>,
+    ) => TypeCreateHindexed
+        record |st, r| {
+            let o = old.id(st);
+            let mut v = args::type_create_hindexed(count.i(), o, new.id(st, r));
+            v.extend(bls.read(count));
+            v.extend(displs.read(count));
             v
-        },
-    )
-}
+        };
 
-/// `MPI_Type_create_indexed_block` and `_hindexed_block`: the same call with element or byte
-/// displacements.
-macro_rules! indexed_block {
-    ($name:ident, $sym:literal, $op:expr, $disp:ty, $read:ident) => {
-        /// Wrapper: an indexed-block type constructor.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            count: c_int,
-            bl: c_int,
-            displs: *const $disp,
-            old: H,
-            new: *mut H,
-        ) -> c_int {
-            let f = pmpi!(
-                $sym,
-                unsafe extern "C" fn(c_int, c_int, *const $disp, H, *mut H) -> c_int
-            );
-            mpi_call(
-                $op,
-                false,
-                // SAFETY: forwarding the application's arguments.
-                || unsafe { f(count, bl, displs, old, new) },
-                |st, r| {
-                    let o = st.type_id(old);
-                    let mut v = vec![count as i64, bl as i64, o, st.new_type(r, new)];
-                    v.extend($read(displs, count));
-                    v
-                },
-            )
-        }
-    };
-}
-indexed_block!(
-    MPI_Type_create_hindexed_block,
-    "PMPI_Type_create_hindexed_block",
-    Op::TypeCreateHindexedBlock,
-    Aint,
-    aints
-);
-indexed_block!(
-    MPI_Type_create_indexed_block,
-    "PMPI_Type_create_indexed_block",
-    Op::TypeCreateIndexedBlock,
-    c_int,
-    ints
-);
+    /// Wrapper: `MPI_Type_create_hindexed_block` (byte displacements).
+    MPI_Type_create_hindexed_block, mpi_type_create_hindexed_block_ (
+        count: Count, bl: Int, displs: Aints, old: Datatype, new: New<Datatype>,
+    ) => TypeCreateHindexedBlock
+        record |st, r| {
+            let o = old.id(st);
+            let mut v = args::type_create_hindexed_block(count.i(), bl.i(), o, new.id(st, r));
+            v.extend(displs.read(count));
+            v
+        };
 
-/// Wrapper: `MPI_Type_dup`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_dup(old: H, new: *mut H) -> c_int {
-    let f = pmpi!("PMPI_Type_dup", unsafe extern "C" fn(H, *mut H) -> c_int);
-    mpi_call(
-        Op::TypeDup,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(old, new) },
-        |st, r| {
-            let o = st.type_id(old);
-            vec![o, st.new_type(r, new)]
-        },
-    )
-}
+    /// Wrapper: `MPI_Type_create_indexed_block` (displacements in extents of `old`).
+    MPI_Type_create_indexed_block, mpi_type_create_indexed_block_ (
+        count: Count, bl: Int, displs: Ints, old: Datatype, new: New<Datatype>,
+    ) => TypeCreateIndexedBlock
+        record |st, r| {
+            let o = old.id(st);
+            let mut v = args::type_create_indexed_block(count.i(), bl.i(), o, new.id(st, r));
+            v.extend(displs.read(count));
+            v
+        };
 
-/// Wrapper: `MPI_Type_create_resized`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_create_resized(
-    old: H,
-    lb: Aint,
-    extent: Aint,
-    new: *mut H,
-) -> c_int {
-    let f = pmpi!(
-        "PMPI_Type_create_resized",
-        unsafe extern "C" fn(H, Aint, Aint, *mut H) -> c_int
-    );
-    mpi_call(
-        Op::TypeCreateResized,
-        false,
-        // SAFETY: forwarding the application's arguments.
-        || unsafe { f(old, lb, extent, new) },
-        |st, r| {
-            let o = st.type_id(old);
-            vec![o, lb as i64, extent as i64, st.new_type(r, new)]
-        },
-    )
-}
+    /// Wrapper: `MPI_Type_dup`.
+    MPI_Type_dup, mpi_type_dup_ (old: Datatype, new: New<Datatype>) => TypeDup
+        record |st, r| {
+            let o = old.id(st);
+            args::type_dup(o, new.id(st, r))
+        };
 
-/// Wrapper: `MPI_Type_commit`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_commit(dt: *mut H) -> c_int {
-    let f = pmpi!("PMPI_Type_commit", unsafe extern "C" fn(*mut H) -> c_int);
-    // SAFETY: MPI requires a valid pointer to a datatype handle.
-    let h = if dt.is_null() {
-        std::ptr::null_mut()
-    } else {
-        unsafe { rd_h(dt) }
-    };
-    mpi_call(
-        Op::TypeCommit,
-        false,
-        // SAFETY: forwarding the application's argument.
-        || unsafe { f(dt) },
-        |st, _| vec![st.type_id(h)],
-    )
-}
+    /// Wrapper: `MPI_Type_create_resized`.
+    MPI_Type_create_resized, mpi_type_create_resized_ (
+        old: Datatype, lb: Aint, extent: Aint, new: New<Datatype>,
+    ) => TypeCreateResized
+        record |st, r| {
+            let o = old.id(st);
+            args::type_create_resized(o, lb.i(), extent.i(), new.id(st, r))
+        };
 
-/// Wrapper: `MPI_Type_free`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Type_free(dt: *mut H) -> c_int {
-    let f = pmpi!("PMPI_Type_free", unsafe extern "C" fn(*mut H) -> c_int);
-    // SAFETY: MPI requires a valid pointer to a datatype handle; read it before MPI resets it.
-    let h = if dt.is_null() {
-        std::ptr::null_mut()
-    } else {
-        unsafe { rd_h(dt) }
-    };
-    mpi_call(
-        Op::TypeFree,
-        false,
-        // SAFETY: forwarding the application's argument.
-        || unsafe { f(dt) },
-        |st, _| {
+    /// Wrapper: `MPI_Type_commit`.
+    MPI_Type_commit, mpi_type_commit_ (dt: Ref<Datatype>) => TypeCommit
+        let h = dt.peek_h();
+        record |st, _| args::type_commit(st.type_id(h));
+
+    /// Wrapper: `MPI_Type_free`. The handle is forgotten, as `MPI_Comm_free`'s.
+    MPI_Type_free, mpi_type_free_ (dt: Ref<Datatype>) => TypeFree
+        // Read before the call, which resets it to MPI_DATATYPE_NULL.
+        let h = dt.peek_h();
+        record |st, _| {
             let id = st.type_id(h);
             st.types.forget(hv(h));
             st.type_sizes.remove(&hv(h));
-            vec![id]
-        },
-    )
+            args::type_free(id)
+        };
 }
