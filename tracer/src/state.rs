@@ -228,6 +228,11 @@ impl State {
         self.fds.insert(fd as usize)
     }
 
+    /// Adds the descriptor an opening call returned (`r`), if it succeeded: its id, or -1.
+    pub fn fd_open_result(&mut self, r: i64) -> i64 {
+        if r >= 0 { self.fd_open(r as i32) } else { -1 }
+    }
+
     /// Removes a descriptor from the table.
     pub fn fd_close(&mut self, fd: i32) -> Option<i64> {
         fd_mark(fd, false);
@@ -439,6 +444,28 @@ pub fn record<P: AsRef<[i64]>>(
             }
         });
     }
+}
+
+/// Runs a hooked call that is to be recorded: under the re-entry guard, timed, recorded with
+/// what `build` derives from the state and the call's result (`None`: not recorded, such as a
+/// descriptor the table does not know), with the call's `errno` left for the caller. The one
+/// core of the POSIX, stdio and descriptor hooks.
+#[inline]
+pub fn run_recorded<T: Copy, P: AsRef<[i64]>>(
+    op: Op,
+    child: bool,
+    call: impl FnOnce() -> T,
+    build: impl FnOnce(&mut State, T) -> Option<(P, Option<String>)>,
+) -> T {
+    let _g = guard::Enter::new(guard::BUSY);
+    let sig = crate::callsite::signature();
+    let t0 = now_ns();
+    let r = call();
+    let t1 = now_ns();
+    let e = crate::posix::errno();
+    record(Call { op, sig, t0, t1 }, child, |st| build(st, r));
+    crate::posix::set_errno(e);
+    r
 }
 
 /// Records a top-level call that carries children.

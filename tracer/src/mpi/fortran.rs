@@ -148,47 +148,25 @@ pub(super) fn v64(p: *const i64) -> i64 {
 // ---------------------------------------------------------------------------------------------
 // Init and finalize: the binding's own functions, inside the tracer's bracket.
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_init_(ierr: *mut Fint) {
-    let Some(f) = real!("mpi_init_", unsafe extern "C" fn(*mut Fint)) else {
-        return set(ierr, 16);
-    };
-    super::init_common(|| {
-        // SAFETY: forwarding the program's argument.
-        unsafe { f(ierr) };
-        v(ierr)
-    });
+macro_rules! bracketed {
+    ($($name:ident($($arg:ident: $ty:ty),*) => $common:ident;)*) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty,)* ierr: *mut Fint) {
+            let Some(f) = real!(stringify!($name), unsafe extern "C" fn($($ty,)* *mut Fint)) else {
+                return set(ierr, super::MPI_ERR_OTHER);
+            };
+            super::$common(|| {
+                // SAFETY: forwarding the program's arguments.
+                unsafe { f($($arg,)* ierr) };
+                v(ierr)
+            });
+        }
+    )*};
 }
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_init_thread_(
-    required: *const Fint,
-    provided: *mut Fint,
-    ierr: *mut Fint,
-) {
-    let Some(f) = real!(
-        "mpi_init_thread_",
-        unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint)
-    ) else {
-        return set(ierr, 16);
-    };
-    super::init_common(|| {
-        // SAFETY: forwarding the program's arguments.
-        unsafe { f(required, provided, ierr) };
-        v(ierr)
-    });
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_finalize_(ierr: *mut Fint) {
-    let Some(f) = real!("mpi_finalize_", unsafe extern "C" fn(*mut Fint)) else {
-        return set(ierr, 16);
-    };
-    super::finalize_common(|| {
-        // SAFETY: forwarding the program's argument.
-        unsafe { f(ierr) };
-        v(ierr)
-    });
+bracketed! {
+    mpi_init_() => init_common;
+    mpi_init_thread_(required: *const Fint, provided: *mut Fint) => init_common;
+    mpi_finalize_() => finalize_common;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -153,23 +153,20 @@ type CommRankFn = unsafe extern "C" fn(H, *mut c_int) -> c_int;
 
 /// Rank of the caller in `comm` (0 if MPI refuses).
 pub(crate) fn comm_rank(comm: H) -> i64 {
-    let Some(f) = real!("PMPI_Comm_rank", CommRankFn) else {
-        return 0;
-    };
-    let mut r = 0;
-    // SAFETY: `comm` came from the application's own call, which MPI will validate; `r` is a
-    // valid out-parameter.
-    unsafe { f(comm, &mut r) };
-    r as i64
+    comm_query(comm, real!("PMPI_Comm_rank", CommRankFn))
 }
 
 /// Size of `comm` (0 if MPI refuses).
 pub(crate) fn comm_size(comm: H) -> i64 {
-    let Some(f) = real!("PMPI_Comm_size", CommRankFn) else {
-        return 0;
-    };
+    comm_query(comm, real!("PMPI_Comm_size", CommRankFn))
+}
+
+/// What `MPI_Comm_rank` or `MPI_Comm_size` (`f`) says of `comm`, 0 if MPI refuses.
+fn comm_query(comm: H, f: Option<CommRankFn>) -> i64 {
+    let Some(f) = f else { return 0 };
     let mut r = 0;
-    // SAFETY: as in `comm_rank`.
+    // SAFETY: `comm` came from the application's own call, which MPI will validate; `r` is a
+    // valid out-parameter.
     unsafe { f(comm, &mut r) };
     r as i64
 }

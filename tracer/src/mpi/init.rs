@@ -49,27 +49,21 @@ fn after_init(r: c_int) {
         if g.self_ != 0 {
             st.comms.fixed(g.self_, rsd::mpi::COMM_SELF);
         }
-        let mpich = abi::flavour() == Flavour::Mpich;
-        for (i, name) in TYPES.iter().enumerate() {
-            let a = if mpich {
-                abi::mpich::TYPES[i]
-            } else {
-                lookup_global(name)
-            };
-            if a != 0 {
-                st.types.fixed(a, i as i64);
+        let mpich_abi = abi::flavour() == Flavour::Mpich;
+        let predefined = |names: &[&'static str], mpich: &[usize], ids: &mut crate::state::Ids| {
+            for (i, name) in names.iter().enumerate() {
+                let a = if mpich_abi {
+                    mpich[i]
+                } else {
+                    lookup_global(name)
+                };
+                if a != 0 {
+                    ids.fixed(a, i as i64);
+                }
             }
-        }
-        for (i, name) in OPS.iter().enumerate() {
-            let a = if mpich {
-                abi::mpich::OPS[i]
-            } else {
-                lookup_global(name)
-            };
-            if a != 0 {
-                st.ops.fixed(a, i as i64);
-            }
-        }
+        };
+        predefined(TYPES, abi::mpich::TYPES, &mut st.types);
+        predefined(OPS, abi::mpich::OPS, &mut st.ops);
         st.mpi_initialized = true;
         if rank == 0 {
             st.unrecorded_mpi = crate::unseen::unrecorded_mpi();

@@ -239,59 +239,25 @@ impl File {
     }
 }
 
-impl From<Count> for i64 {
-    fn from(c: Count) -> i64 {
-        c.0 as i64
-    }
-}
+// The kinds recorded as passed.
+macro_rules! as_is {
+    ($($kind:ident),*) => {$(
+        impl $kind {
+            /// As recorded: the value passed.
+            #[allow(clippy::unnecessary_cast)]
+            pub fn i(self) -> i64 {
+                self.0 as i64
+            }
+        }
 
-impl From<BigCount> for i64 {
-    fn from(c: BigCount) -> i64 {
-        c.0
-    }
+        impl From<$kind> for i64 {
+            fn from(k: $kind) -> i64 {
+                k.i()
+            }
+        }
+    )*};
 }
-
-impl Count {
-    /// As recorded.
-    pub fn i(self) -> i64 {
-        self.0 as i64
-    }
-}
-
-impl BigCount {
-    /// As recorded.
-    pub fn i(self) -> i64 {
-        self.0
-    }
-}
-
-impl Tag {
-    /// As recorded.
-    pub fn i(self) -> i64 {
-        self.0 as i64
-    }
-}
-
-impl Int {
-    /// As recorded.
-    pub fn i(self) -> i64 {
-        self.0 as i64
-    }
-}
-
-impl Offset {
-    /// As recorded.
-    pub fn i(self) -> i64 {
-        self.0
-    }
-}
-
-impl Aint {
-    /// As recorded.
-    pub fn i(self) -> i64 {
-        self.0 as i64
-    }
-}
+as_is!(Count, BigCount, Tag, Int, Offset, Aint);
 
 impl Peer {
     /// Relative to the caller, with the library's `MPI_ANY_SOURCE` and `MPI_PROC_NULL` mapped
@@ -318,18 +284,22 @@ impl BufMut {
     }
 }
 
+/// The first `n` entries of an array the application passed (none for a null array).
+fn read_array<T: Copy>(p: *const T, n: i64, conv: fn(T) -> i64) -> Vec<i64> {
+    if p.is_null() || n <= 0 {
+        return Vec::new();
+    }
+    // SAFETY: MPI requires the array to hold `n` entries, and the call has just read them.
+    unsafe { std::slice::from_raw_parts(p, n as usize) }
+        .iter()
+        .map(|&c| conv(c))
+        .collect()
+}
+
 impl Ints {
     /// The first `n` entries (none for a null array).
     pub fn read(self, n: impl Into<i64>) -> Vec<i64> {
-        let n = n.into();
-        if self.0.is_null() || n <= 0 {
-            return Vec::new();
-        }
-        // SAFETY: MPI requires the array to hold `n` entries, and the call has just read them.
-        unsafe { std::slice::from_raw_parts(self.0, n as usize) }
-            .iter()
-            .map(|&c| c as i64)
-            .collect()
+        read_array(self.0, n.into(), i64::from)
     }
     /// The sum of the first `n` entries, one per member of a communicator of size `n`.
     pub fn sum(self, n: i64) -> i64 {
@@ -348,15 +318,7 @@ impl Ints {
 impl Aints {
     /// The first `n` entries (none for a null array).
     pub fn read(self, n: impl Into<i64>) -> Vec<i64> {
-        let n = n.into();
-        if self.0.is_null() || n <= 0 {
-            return Vec::new();
-        }
-        // SAFETY: MPI requires the array to hold `n` entries, and the call has just read them.
-        unsafe { std::slice::from_raw_parts(self.0, n as usize) }
-            .iter()
-            .map(|&c| c as i64)
-            .collect()
+        read_array(self.0, n.into(), |a| a as i64)
     }
 }
 
@@ -399,41 +361,30 @@ pub struct HandleOut {
     h: H,
 }
 
-impl<K: Handle> Fortran for New<K> {
-    type F = *mut Fint;
-    type Tmp = HandleOut;
-    fn from_f(f: *mut Fint, _: usize) -> HandleOut {
-        HandleOut {
-            f,
-            h: std::ptr::null_mut(),
+// `New` starts from no handle, `Ref` from the program's; both go back after the call.
+macro_rules! handle_ptr_fortran {
+    ($($kind:ident, |$f:ident| $init:expr;)*) => {$(
+        impl<K: Handle> Fortran for $kind<K> {
+            type F = *mut Fint;
+            type Tmp = HandleOut;
+            fn from_f($f: *mut Fint, _: usize) -> HandleOut {
+                HandleOut { f: $f, h: $init }
+            }
+            fn c(t: &mut HandleOut) -> Self {
+                $kind(&mut t.h, PhantomData)
+            }
+            fn back(t: &HandleOut) {
+                if !t.f.is_null() {
+                    // SAFETY: the program's output argument; `h` holds a handle of this type.
+                    unsafe { *t.f = K::c2f(K::load(&t.h) as H) };
+                }
+            }
         }
-    }
-    fn c(t: &mut HandleOut) -> Self {
-        New(&mut t.h, PhantomData)
-    }
-    fn back(t: &HandleOut) {
-        if !t.f.is_null() {
-            // SAFETY: the program's output argument; `h` holds a handle of this type.
-            unsafe { *t.f = K::c2f(K::load(&t.h) as H) };
-        }
-    }
+    )*};
 }
-
-impl<K: Handle> Fortran for Ref<K> {
-    type F = *mut Fint;
-    type Tmp = HandleOut;
-    fn from_f(f: *mut Fint, _: usize) -> HandleOut {
-        HandleOut { f, h: K::f2c(v(f)) }
-    }
-    fn c(t: &mut HandleOut) -> Self {
-        Ref(&mut t.h, PhantomData)
-    }
-    fn back(t: &HandleOut) {
-        if !t.f.is_null() {
-            // SAFETY: the program's in-out argument; `h` holds a handle of this type.
-            unsafe { *t.f = K::c2f(K::load(&t.h) as H) };
-        }
-    }
+handle_ptr_fortran! {
+    New, |f| std::ptr::null_mut();
+    Ref, |f| K::f2c(v(f));
 }
 
 impl<K: Handle> Ref<K> {
