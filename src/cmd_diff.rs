@@ -8,6 +8,17 @@ use std::path::PathBuf;
 
 /// Arguments of `iotrex diff`.
 #[derive(Debug, Args)]
+#[command(
+    about = "Compare two traces: structure and every parameter (timing with --timing)",
+    long_about = "Compare the structure and every recorded parameter of two traces, ignoring \
+                  timing, and print the first differences: the event, its ranks, the \
+                  parameter and the value on each side. Traces that encode the same calls \
+                  differently are expanded rank by rank (up to 4096 ranks) and count as \
+                  identical when every rank's calls are. --timing adds the per-event \
+                  difference in mean time (%) and the total and wall time. Exit status: 0 \
+                  identical, 1 different (or unreadable input).",
+    after_help = "Example:\n  iotrex diff app.64.extrap.iotrex app.64.iotrex\n  iotrex diff --timing --json a.iotrex b.iotrex | jq .timing.total_diff_pct"
+)]
 pub struct DiffArgs {
     /// The first trace.
     pub a: PathBuf,
@@ -31,9 +42,9 @@ pub fn run(a: &DiffArgs, json: bool) -> Result<()> {
     };
     let r = diff(&x, &y, &opts);
     if json {
-        crate::print_json(&r)?;
+        crate::output::print_json(&r)?;
     } else {
-        crate::print_text(&render(
+        crate::output::print_text(&render(
             &r,
             &a.a.display().to_string(),
             &a.b.display().to_string(),
@@ -42,6 +53,6 @@ pub fn run(a: &DiffArgs, json: bool) -> Result<()> {
     if r.identical {
         Ok(())
     } else {
-        Err(crate::ChildExit(1).into())
+        Err(crate::exit::ChildExit(1).into())
     }
 }

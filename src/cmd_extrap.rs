@@ -9,6 +9,19 @@ use std::path::{Path, PathBuf};
 
 /// Arguments of `iotrex extrap`.
 #[derive(Debug, Args)]
+#[command(
+    about = "Extrapolate traces at three or more rank counts to another rank count",
+    long_about = "Align traces of the same program at three or more rank counts and write the \
+                  trace at --ranks. Every rank set, parameter and loop count is fitted exactly \
+                  (zero residual, rational arithmetic) as a function of the rank count n: \
+                  constant, a*n+b, k/n, k/n+c, floor/ceil(K/n), largest power of two <= n and \
+                  its remainder, log2 n, and per rank ((rank+a) % n)*b, rank/k, rank%k, plus \
+                  any --plugin models. When the structure differs between scales, a value fits \
+                  no model, or two models disagree at the target, nothing is written and the \
+                  error names the event, parameter, values and models tried. Timing is fitted \
+                  by least squares; --explain prints every varying quantity's model.",
+    after_help = "Examples:\n  iotrex extrap app.4.iotrex app.8.iotrex app.12.iotrex app.16.iotrex --ranks 1024 -o app.1024.iotrex\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 64 -o app.64.iotrex --explain --plugin libmymodel.so"
+)]
 pub struct ExtrapArgs {
     /// Traces of the same program at three or more different rank counts.
     #[arg(required = true, num_args = 3.., value_name = "IN")]
@@ -56,7 +69,7 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
     let x = extrap::extrapolate(&inputs, a.ranks, &models)?;
     let bytes = x.file.write(&a.output)?;
     if json {
-        return crate::print_json(&Report {
+        return crate::output::print_json(&Report {
             output: &a.output,
             bytes,
             ranks: a.ranks,
@@ -76,7 +89,7 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
             text.push_str(&format!("{}  {}: {}\n", e.event, e.quantity, e.model));
         }
     }
-    crate::print_text(&text)
+    crate::output::print_text(&text)
 }
 
 /// What to do about an extrapolation or plugin error.

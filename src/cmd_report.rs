@@ -9,6 +9,18 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
+#[command(
+    about = "Write one self-contained HTML page with plots about traces and an extrapolation",
+    long_about = "Write one self-contained HTML file (inline SVG plots and CSS, no scripts, \
+                  nothing loaded from the network). Per trace: calls and bytes per layer and \
+                  op, per-rank I/O volume and time, the files touched by name pattern, the \
+                  I/O stack (time in the MPI-IO layer against the POSIX calls nested in it, \
+                  aggregator ranks per collective call) and a timeline of a few ranks. With \
+                  --extrap, each quantity's values at the input scales with the chosen model \
+                  drawn through them to the target, and a table of every quantity and its \
+                  model. Plots with no data are left out with a note.",
+    after_help = "Example:\n  iotrex report app.{4,8,12,16}.iotrex --extrap app.1024.iotrex -o report.html\n  iotrex report app.64.iotrex -o app.html"
+)]
 pub struct ReportArgs {
     /// The traces (.iotrex) to report on; for an extrapolation, the traces it was made from.
     #[arg(required = true, value_name = "IN")]
@@ -83,7 +95,7 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
     let r = r?;
     report::write(&r, &a.output)?;
     if json {
-        crate::print_json(&Written {
+        crate::output::print_json(&Written {
             file: &a.output,
             bytes: r.html.len(),
             plots: r.plots,
@@ -100,6 +112,6 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
         for o in &r.omitted {
             s.push_str(&format!("note: left out {o}\n"));
         }
-        crate::print_text(&s)
+        crate::output::print_text(&s)
     }
 }

@@ -15,6 +15,16 @@ use std::time::{Duration, SystemTime};
 
 /// Arguments of `iotrex trace`.
 #[derive(Debug, Args)]
+#[command(
+    about = "Run a command with the tracer preloaded into its ranks and report the trace",
+    long_about = "Run an unmodified program, or an MPI launcher line, with libiotrex_tracer.so \
+                  preloaded into the ranks only: `-x` for Open MPI's mpirun, `-genv` for \
+                  MPICH's, the environment for a plain program. Rank 0 writes one .iotrex file \
+                  at MPI_Finalize (a plain program at exit); iotrex then prints where it went, \
+                  its size and rank count. The exit status is the command's. With --env, print \
+                  the variables to export instead, for job scripts that launch ranks themselves.",
+    after_help = "Examples:\n  iotrex trace -o app.8.iotrex -- mpirun -np 8 ./app --size 1M\n  iotrex trace -o cp.iotrex -- cp big.dat /tmp/copy\n  iotrex trace --env -o app.iotrex >> job.sh"
+)]
 pub struct TraceArgs {
     /// Where rank 0 writes the trace. Default: `./<exe>.<nranks>.iotrex` in the ranks' working
     /// directory.

@@ -21,17 +21,17 @@
 use crate::error::CodesError;
 use crate::hash::file_id;
 use crate::walk::Ev;
-use rsd::mpi::{Whence, amode};
+use filetable::table::{Access, Effect, FileId, FileTable, Offline};
+use rsd::op::{Creation, Dir, Handle};
 use rsd::{Layer, Op, Param};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+pub(crate) use filetable::table::oflags::CREAT as O_CREAT;
 /// Linux open(2) flag values, as the tracer records them and as CODES tests `O_CREAT`.
-pub(crate) const O_WRONLY: i64 = 0o1;
-pub(crate) const O_RDWR: i64 = 0o2;
-pub(crate) const O_CREAT: i64 = 0o100;
-pub(crate) const O_EXCL: i64 = 0o200;
-pub(crate) const O_TRUNC: i64 = 0o1000;
-pub(crate) const O_APPEND: i64 = 0o2000;
+#[cfg(test)]
+pub(crate) use filetable::table::oflags::{
+    APPEND as O_APPEND, RDWR as O_RDWR, TRUNC as O_TRUNC, WRONLY as O_WRONLY,
+};
 
 /// The mode used for opens the view has to make up.
 const DEFAULT_MODE: i64 = 0o644;
@@ -71,28 +71,6 @@ impl Sink for Vec<(u64, ViewOp)> {
     }
 }
 
-/// Which table a traced handle lives in: fds, stdio streams and `MPI_File`s are numbered apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Ns {
-    Fd,
-    Stream,
-    MpiFile,
-}
-
-#[derive(Debug)]
-struct Entry {
-    path: String,
-    file_id: u64,
-    fd: i32,
-    pos: u64,
-    append: bool,
-    /// Byte displacement of the MPI-IO file view; offsets of `*_at` calls count from it.
-    disp: u64,
-    /// Traced descriptors sharing this open file (`dup` copies share the offset too); the
-    /// CODES descriptor is closed with the last of them.
-    refs: u32,
-}
-
 /// Makes a path safe for a recorder line, where the loader splits on spaces, commas and `(`.
 /// Percent-encoding keeps distinct paths distinct (unlike replacing characters), and the
 /// written form is what both formats hash, so file ids agree between them.
@@ -114,32 +92,6 @@ pub(crate) fn encode_path(p: &str) -> String {
         }
     }
     out
-}
-
-/// POSIX flags for an `fopen` mode, recorded as `rsd::op::fopen_mode` bits.
-fn fopen_flags(bits: i64) -> i64 {
-    rsd::op::fopen_mode::open_flags(bits)
-}
-
-/// POSIX flags for an MPI-IO `amode`.
-fn amode_flags(a: i64) -> i64 {
-    let mut f = if a & amode::RDWR != 0 {
-        O_RDWR
-    } else if a & amode::WRONLY != 0 {
-        O_WRONLY
-    } else {
-        0
-    };
-    if a & amode::CREATE != 0 {
-        f |= O_CREAT;
-    }
-    if a & amode::EXCL != 0 {
-        f |= O_EXCL;
-    }
-    if a & amode::APPEND != 0 {
-        f |= O_APPEND;
-    }
-    f
 }
 
 /// Lowest-free descriptor allocation from 3, like the kernel: a descriptor is reused only after
@@ -165,21 +117,28 @@ impl Fds {
     }
 }
 
-/// The per-rank mapping state.
+/// A file open in the export: the CODES descriptor and file id the table's open file maps to.
+#[derive(Debug, Clone)]
+struct Exported {
+    fd: i32,
+    file_id: u64,
+    /// Whether closing the table's file closes this descriptor (an MPI file opened through a
+    /// nested `open` shares that open's descriptor, which the nested `close` closes).
+    owner: bool,
+}
+
+/// The per-rank mapping state: the trace's file semantics come from the file table; what is
+/// kept here is the export's policy (CODES descriptors, made-up opens, barriers, delays).
 pub(crate) struct Mapper {
     posix_traced: bool,
     max_blocksize: Option<u64>,
     pending: u64,
-    handles: HashMap<(Ns, i64), u64>,
-    entries: HashMap<u64, Entry>,
-    next_entry: u64,
-    /// Bytes this rank knows each file holds, for `O_APPEND` and `SEEK_END`. Other ranks'
-    /// writes are not visible here; that is the one approximation of offset tracking.
-    sizes: HashMap<String, u64>,
+    table: FileTable,
+    exported: HashMap<FileId, Exported>,
     fds: Fds,
     sub_comms: HashSet<i64>,
-    /// Entry most recently opened, so an `MPI_File_open` with nested calls can name its file.
-    last_opened: Option<u64>,
+    /// File most recently opened, so an `MPI_File_open` with nested calls can name its file.
+    last_opened: Option<FileId>,
     /// Opens made up for descriptors used without a traced open.
     pub synthesized_opens: u64,
     /// Extra operations created by splitting.
@@ -192,10 +151,8 @@ impl Mapper {
             posix_traced,
             max_blocksize: max_blocksize.filter(|&b| b > 0),
             pending: 0,
-            handles: HashMap::new(),
-            entries: HashMap::new(),
-            next_entry: 0,
-            sizes: HashMap::new(),
+            table: FileTable::new(),
+            exported: HashMap::new(),
             fds: Fds::default(),
             sub_comms: HashSet::new(),
             last_opened: None,
@@ -211,10 +168,7 @@ impl Mapper {
             Layer::Posix | Layer::Stdio => self.posix(ev, None, sink),
             Layer::MpiIo if !ev.children.is_empty() => self.mpiio_nested(ev, sink),
             Layer::MpiIo => self.mpiio_alone(ev, sink),
-            Layer::Mpi => {
-                self.mpi(ev, sink)?;
-                Ok(())
-            }
+            Layer::Mpi => self.mpi(ev, sink),
         }
     }
 
@@ -249,20 +203,26 @@ impl Mapper {
     }
 
     fn mpi(&mut self, ev: &Ev, sink: &mut dyn Sink) -> Result<(), CodesError> {
+        // Datatype constructors build the views of later MPI-IO calls.
+        self.table
+            .apply(ev.op, &ev.params, None, None, &mut Offline);
         match ev.op {
             Op::Barrier if !self.sub_comms.contains(&ev.p(Param::Comm)) => {
                 // The barrier's own duration is waiting for other ranks, which the simulator
                 // reproduces by synchronising; counting it as a delay would wait twice.
                 self.emit(Kind::Barrier, -1, 0, 0, sink)
             }
-            Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate => {
-                self.sub_comms.insert(ev.p(Param::Newcomm));
-                self.delay(ev)
-            }
-            Op::CommDup => {
+            // A copy is a sub-communicator when its parent is; every other creation (splits,
+            // the topology ones recorded as splits, listed groups, intercommunicators and
+            // their merge) may leave out ranks, so a barrier on it is no world barrier.
+            _ if ev.op.creation() == Some(Creation::Dup) => {
                 if self.sub_comms.contains(&ev.p(Param::Comm)) {
                     self.sub_comms.insert(ev.p(Param::Newcomm));
                 }
+                self.delay(ev)
+            }
+            _ if ev.op.creates_comm() => {
+                self.sub_comms.insert(ev.p(Param::Newcomm));
                 self.delay(ev)
             }
             _ => self.delay(ev),
@@ -270,13 +230,12 @@ impl Mapper {
     }
 
     fn mpiio_nested(&mut self, ev: &Ev, sink: &mut dyn Sink) -> Result<(), CodesError> {
-        // Nested POSIX calls on unknown descriptors act on the MPI file's own entry.
+        // Nested POSIX calls on unknown descriptors act on the MPI file's own file.
         let ctx = match ev.op {
             Op::FileOpen | Op::FileDelete => None,
             _ => ev
                 .get(Param::Fh)
-                .and_then(|fh| self.handles.get(&(Ns::MpiFile, fh)).copied())
-                .filter(|id| self.entries.contains_key(id)),
+                .and_then(|fh| self.table.lookup(Handle::MpiFile, fh)),
         };
         self.last_opened = None;
         let mut inner = 0u64;
@@ -291,405 +250,243 @@ impl Mapper {
         }
         // The rest of the call's time (collective exchange, locking) is a delay.
         self.pending += ev.dur_ns.saturating_sub(inner);
-        match ev.op {
-            Op::FileOpen => {
-                if let Some(id) = self.last_opened {
-                    self.handles.insert((Ns::MpiFile, ev.p(Param::Fh)), id);
+        // The call itself moves pointers and sets views; its data went through its children.
+        let (fx, closed) =
+            self.table
+                .apply(ev.op, &ev.params, ev.path.as_deref(), None, &mut Offline);
+        match fx {
+            Effect::Open(mf) => {
+                // The MPI file is the file its nested open opened: same CODES descriptor.
+                if let Some(e) = self.last_opened.and_then(|id| self.exported.get(&id)) {
+                    let shared = Exported {
+                        owner: false,
+                        ..e.clone()
+                    };
+                    self.exported.insert(mf, shared);
                 }
             }
-            Op::FileClose => {
-                self.handles.remove(&(Ns::MpiFile, ev.p(Param::Fh)));
+            Effect::Close { .. } => {
+                if let Some((id, _)) = closed {
+                    self.close_exported(id, 0, sink)?;
+                }
             }
-            Op::FileSetView => self.set_view(ev),
             _ => {}
         }
         Ok(())
     }
 
-    fn set_view(&mut self, ev: &Ev) {
-        if let Some(e) = self.entry_mut(Ns::MpiFile, ev.p(Param::Fh)) {
-            e.disp = ev.p(Param::Disp).max(0) as u64;
-            // MPI_File_set_view resets the individual file pointer to the view's start.
-            e.pos = 0;
-        }
-    }
-
-    fn entry_mut(&mut self, ns: Ns, h: i64) -> Option<&mut Entry> {
-        let id = self.handles.get(&(ns, h))?;
-        self.entries.get_mut(id)
-    }
-
     fn mpiio_alone(&mut self, ev: &Ev, sink: &mut dyn Sink) -> Result<(), CodesError> {
-        // MPI_File_delete names no handle.
-        let fh = ev.get(Param::Fh).unwrap_or(0);
-        match ev.op {
-            Op::FileOpen if fh >= 0 => {
-                let flags = amode_flags(ev.p(Param::Amode));
-                let id = self.open(
-                    Ns::MpiFile,
-                    fh,
-                    ev.path.as_deref(),
-                    flags,
-                    DEFAULT_MODE,
-                    ev.dur_ns,
-                    sink,
-                )?;
-                if flags & O_APPEND != 0 {
-                    // MPI_MODE_APPEND puts the initial file pointers at the end of the file.
-                    let e = self.entries.get_mut(&id).expect("just opened");
-                    e.pos = self.sizes.get(&e.path).copied().unwrap_or(0);
-                    e.append = false;
-                }
-                Ok(())
-            }
-            Op::FileClose => self.close(Ns::MpiFile, fh, ev.dur_ns, sink),
-            Op::FileSeek => {
-                let (off, wh) = (ev.p(Param::Offset), ev.p(Param::Whence));
-                self.seek(Ns::MpiFile, fh, off, wh);
-                self.delay(ev)
-            }
-            Op::FileSetView => {
-                self.set_view(ev);
-                self.delay(ev)
-            }
-            Op::FileSetSize => {
-                if let Some(e) = self.entry_mut(Ns::MpiFile, fh) {
-                    let path = e.path.clone();
-                    self.sizes.insert(path, ev.p(Param::Size).max(0) as u64);
-                }
-                self.delay(ev)
-            }
-            op if op.dir() != rsd::op::Dir::None && !self.posix_traced => {
-                let bytes = op.data_bytes(&ev.params);
-                let id = self.lookup(Ns::MpiFile, fh, None, sink)?;
-                let e = &self.entries[&id];
-                let offset = match ev.get(Param::Offset) {
-                    Some(o) => e.disp + o.max(0) as u64,
-                    None => e.disp + e.pos,
-                };
-                if ev.get(Param::Offset).is_none() {
-                    self.entries.get_mut(&id).expect("looked up").pos += bytes;
-                }
-                self.io(
-                    op.dir() == rsd::op::Dir::Read,
-                    id,
-                    bytes,
-                    offset,
-                    ev.dur_ns,
-                    sink,
-                )
+        let (fx, closed) =
+            self.table
+                .apply(ev.op, &ev.params, ev.path.as_deref(), None, &mut Offline);
+        match fx {
+            Effect::Open(id) => self.open(id, Handle::MpiFile, ev, DEFAULT_MODE, sink),
+            Effect::Close { .. } => match closed {
+                Some((id, _)) => self.close_exported(id, ev.dur_ns, sink),
+                None => self.delay(ev),
+            },
+            // Without POSIX tracing, a data call is the POSIX I/O it stands for; with it, a
+            // childless data call moved no POSIX data on this rank (collective buffering gave
+            // it to an aggregator), so it only takes time.
+            Effect::Access(a) if !self.posix_traced => {
+                self.access(&a, Handle::MpiFile, ev.p(Param::Fh), ev.dur_ns, sink)
             }
             _ => self.delay(ev),
         }
     }
 
-    fn posix(&mut self, ev: &Ev, ctx: Option<u64>, sink: &mut dyn Sink) -> Result<(), CodesError> {
-        let bytes = ev.op.data_bytes(&ev.params);
-        match ev.op {
-            Op::Open | Op::Openat if ev.p(Param::Fd) >= 0 => {
-                let (flags, mode) = (ev.p(Param::Flags), ev.p(Param::Mode));
-                self.open(
-                    Ns::Fd,
-                    ev.p(Param::Fd),
-                    ev.path.as_deref(),
-                    flags,
-                    mode,
-                    ev.dur_ns,
-                    sink,
-                )
-                .map(|_| ())
+    fn posix(
+        &mut self,
+        ev: &Ev,
+        ctx: Option<FileId>,
+        sink: &mut dyn Sink,
+    ) -> Result<(), CodesError> {
+        let (fx, closed) =
+            self.table
+                .apply(ev.op, &ev.params, ev.path.as_deref(), ctx, &mut Offline);
+        match fx {
+            Effect::Open(id) => {
+                let (kind, mode) = match ev.op {
+                    Op::Fopen => (Handle::Stream, DEFAULT_MODE),
+                    _ => (Handle::Fd, ev.p(Param::Mode)),
+                };
+                self.open(id, kind, ev, mode, sink)
             }
-            Op::Creat if ev.p(Param::Fd) >= 0 => {
-                let flags = O_WRONLY | O_CREAT | O_TRUNC;
-                self.open(
-                    Ns::Fd,
-                    ev.p(Param::Fd),
-                    ev.path.as_deref(),
-                    flags,
-                    ev.p(Param::Mode),
-                    ev.dur_ns,
-                    sink,
-                )
-                .map(|_| ())
-            }
-            Op::Fopen if ev.p(Param::Stream) >= 0 => {
-                let flags = fopen_flags(ev.p(Param::Mode));
-                self.open(
-                    Ns::Stream,
-                    ev.p(Param::Stream),
-                    ev.path.as_deref(),
-                    flags,
-                    DEFAULT_MODE,
-                    ev.dur_ns,
-                    sink,
-                )
-                .map(|_| ())
-            }
-            Op::Close => self.close(Ns::Fd, ev.p(Param::Fd), ev.dur_ns, sink),
+            Effect::Close { .. } => match closed {
+                Some((id, _)) => self.close_exported(id, ev.dur_ns, sink),
+                // Other copies keep the file open; or it was never opened in the view.
+                None => self.delay(ev),
+            },
             // A copy of a descriptor is the same open file (and offset) under another number:
             // CODES keeps using the one descriptor it has for it.
-            Op::Dup if ev.p(Param::Newfd) >= 0 => {
-                if ev.p(Param::Closed) >= 0 {
+            Effect::Dup(id) => {
+                if let Some((c, _)) = closed {
                     // dup2/dup3 onto a traced descriptor closed it first.
-                    self.close(Ns::Fd, ev.p(Param::Closed), 0, sink)?;
+                    self.close_exported(c, 0, sink)?;
                 }
-                let id = self.lookup(Ns::Fd, ev.p(Param::Fd), ctx, sink)?;
-                if let Some(old) = self.handles.insert((Ns::Fd, ev.p(Param::Newfd)), id)
-                    && old != id
-                    && let Some(e) = self.entries.get_mut(&old)
-                {
-                    e.refs = e.refs.saturating_sub(1);
-                }
-                if let Some(e) = self.entries.get_mut(&id) {
-                    e.refs += 1;
-                }
-                self.pending += ev.dur_ns;
-                Ok(())
-            }
-            Op::Fclose => self.close(Ns::Stream, ev.p(Param::Stream), ev.dur_ns, sink),
-            Op::Read
-            | Op::Readv
-            | Op::Write
-            | Op::Writev
-            | Op::Fread
-            | Op::Fwrite
-            | Op::Fprintf
-                if bytes > 0 =>
-            {
-                let ns = if ev.op.layer() == Layer::Stdio {
-                    Ns::Stream
-                } else {
-                    Ns::Fd
-                };
-                let h = if ns == Ns::Stream {
-                    ev.p(Param::Stream)
-                } else {
-                    ev.p(Param::Fd)
-                };
-                let read = ev.op.dir() == rsd::op::Dir::Read;
-                let id = self.lookup(ns, h, ctx, sink)?;
-                let e = self.entries.get_mut(&id).expect("looked up");
-                let offset = if !read && e.append {
-                    self.sizes.get(&e.path).copied().unwrap_or(0)
-                } else {
-                    e.pos
-                };
-                e.pos = offset + bytes;
-                self.io(read, id, bytes, offset, ev.dur_ns, sink)
-            }
-            Op::Pread | Op::Preadv | Op::Pwrite | Op::Pwritev if bytes > 0 => {
-                let id = self.lookup(Ns::Fd, ev.p(Param::Fd), ctx, sink)?;
-                let read = ev.op.dir() == rsd::op::Dir::Read;
-                self.io(
-                    read,
-                    id,
-                    bytes,
-                    ev.p(Param::Offset).max(0) as u64,
-                    ev.dur_ns,
-                    sink,
-                )
-            }
-            Op::Lseek => {
-                // lseek's result is the new position, exact whatever the whence; a failed
-                // lseek (-1) leaves the position alone.
-                let ret = ev.p(Param::Ret);
-                if ret >= 0
-                    && let Some(e) = self.entry_mut(Ns::Fd, ev.p(Param::Fd))
-                {
-                    e.pos = ret as u64;
-                }
+                self.ensure_open(id, Handle::Fd, ev.p(Param::Fd), sink)?;
                 self.delay(ev)
             }
-            Op::Fseek => {
-                self.seek(
-                    Ns::Stream,
-                    ev.p(Param::Stream),
-                    ev.p(Param::Offset),
-                    ev.p(Param::Whence),
-                );
-                self.delay(ev)
+            Effect::Access(a) => {
+                let (kind, h) = match ev.op.layer() {
+                    Layer::Stdio => (Handle::Stream, ev.p(Param::Stream)),
+                    _ => (Handle::Fd, ev.p(Param::Fd)),
+                };
+                self.access(&a, kind, h, ev.dur_ns, sink)
             }
-            Op::Ftruncate => {
-                if let Some(e) = self.entry_mut(Ns::Fd, ev.p(Param::Fd)) {
-                    let path = e.path.clone();
-                    self.sizes.insert(path, ev.p(Param::Length).max(0) as u64);
+            _ => {
+                if let Some((c, _)) = closed {
+                    self.close_exported(c, 0, sink)?;
                 }
                 self.delay(ev)
-            }
-            _ => self.delay(ev),
-        }
-    }
-
-    /// Moves a handle's position by whence, for calls that do not report the result.
-    fn seek(&mut self, ns: Ns, h: i64, offset: i64, whence: i64) {
-        let Some(id) = self.handles.get(&(ns, h)).copied() else {
-            return;
-        };
-        let Some(kind) = rsd::mpi::whence(whence) else {
-            return;
-        };
-        let size = self
-            .entries
-            .get(&id)
-            .and_then(|e| self.sizes.get(&e.path).copied())
-            .unwrap_or(0);
-        if let Some(e) = self.entries.get_mut(&id) {
-            let base = match kind {
-                Whence::Set => 0,
-                Whence::Cur => e.pos as i64,
-                Whence::End => size as i64,
-            };
-            let p = base.saturating_add(offset);
-            // Seeking before the start fails (EINVAL) and leaves the position alone.
-            if p >= 0 {
-                e.pos = p as u64;
             }
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Emits the open of table file `id`, opened by `ev`.
     fn open(
         &mut self,
-        ns: Ns,
+        id: FileId,
+        kind: Handle,
+        ev: &Ev,
+        mode: i64,
+        sink: &mut dyn Sink,
+    ) -> Result<(), CodesError> {
+        let h = handle_param(kind, ev);
+        self.emit_open(id, kind, h, mode, ev.dur_ns, sink)
+    }
+
+    fn emit_open(
+        &mut self,
+        id: FileId,
+        kind: Handle,
         h: i64,
-        path: Option<&str>,
-        flags: i64,
         mode: i64,
         dur: u64,
         sink: &mut dyn Sink,
-    ) -> Result<u64, CodesError> {
-        let path = match path {
+    ) -> Result<(), CodesError> {
+        let f = self.table.file(id).expect("the table just resolved it");
+        let path = match &f.path {
             Some(p) => encode_path(p),
-            None => format!("iotrex_{}{h}", ns_name(ns)),
+            None => format!("iotrex_{}{h}", ns_name(kind)),
         };
-        if flags & O_TRUNC != 0 {
-            self.sizes.insert(path.clone(), 0);
-        }
+        let flags = f.flags;
         let fd = self.fds.alloc();
         let fid = file_id(&path);
-        let id = self.next_entry;
-        self.next_entry += 1;
-        self.entries.insert(
+        self.exported.insert(
             id,
-            Entry {
-                path: path.clone(),
-                file_id: fid,
+            Exported {
                 fd,
-                pos: 0,
-                append: flags & O_APPEND != 0,
-                disp: 0,
-                refs: 1,
+                file_id: fid,
+                owner: true,
             },
         );
-        self.handles.insert((ns, h), id);
         self.last_opened = Some(id);
-        self.emit(Kind::Open { path, flags, mode }, fd, fid, dur, sink)?;
-        Ok(id)
+        self.emit(Kind::Open { path, flags, mode }, fd, fid, dur, sink)
     }
 
-    fn close(&mut self, ns: Ns, h: i64, dur: u64, sink: &mut dyn Sink) -> Result<(), CodesError> {
-        let id = self.handles.remove(&(ns, h));
-        // A descriptor that still has dup'd copies: the open file stays open for them.
-        if let Some(e) = id.and_then(|id| self.entries.get_mut(&id))
-            && e.refs > 1
-        {
-            e.refs -= 1;
-            self.pending += dur;
+    /// Makes up an open for a file the table knows but the export has not opened: CODES'
+    /// loader fails on a read, write or close of a descriptor it has not seen opened.
+    fn ensure_open(
+        &mut self,
+        id: FileId,
+        kind: Handle,
+        h: i64,
+        sink: &mut dyn Sink,
+    ) -> Result<(), CodesError> {
+        if self.exported.contains_key(&id) {
             return Ok(());
         }
-        let entry = id.and_then(|id| self.entries.remove(&id));
-        match entry {
-            Some(e) => {
+        self.synthesized_opens += 1;
+        let saved = self.last_opened;
+        self.emit_open(id, kind, h, DEFAULT_MODE, 0, sink)?;
+        self.last_opened = saved;
+        Ok(())
+    }
+
+    fn close_exported(
+        &mut self,
+        id: FileId,
+        dur: u64,
+        sink: &mut dyn Sink,
+    ) -> Result<(), CodesError> {
+        match self.exported.remove(&id) {
+            Some(e) if e.owner => {
                 self.emit(Kind::Close, e.fd, e.file_id, dur, sink)?;
                 // Release after emitting, so the descriptor is reused only after its close.
                 self.fds.release(e.fd);
                 Ok(())
             }
-            // Closing something never opened in the view: no file for CODES to close.
-            None => {
+            // Closing something never opened in the view, or a name for another's descriptor.
+            _ => {
                 self.pending += dur;
                 Ok(())
             }
         }
     }
 
-    /// The entry of a handle, or the enclosing MPI-IO call's entry, or a made-up open: CODES'
-    /// loader fails on a read, write or close of a descriptor it has not seen opened.
-    fn lookup(
+    /// Emits the reads or writes of an access, one per file region (and per block of at most
+    /// `max_blocksize`), the call's duration shared in proportion to bytes.
+    fn access(
         &mut self,
-        ns: Ns,
+        a: &Access,
+        kind: Handle,
         h: i64,
-        ctx: Option<u64>,
-        sink: &mut dyn Sink,
-    ) -> Result<u64, CodesError> {
-        if let Some(id) = self.handles.get(&(ns, h)).copied()
-            && self.entries.contains_key(&id)
-        {
-            return Ok(id);
-        }
-        if let Some(id) = ctx.filter(|id| self.entries.contains_key(id)) {
-            self.handles.insert((ns, h), id);
-            return Ok(id);
-        }
-        self.synthesized_opens += 1;
-        self.open(ns, h, None, O_RDWR | O_CREAT, DEFAULT_MODE, 0, sink)
-    }
-
-    fn io(
-        &mut self,
-        read: bool,
-        id: u64,
-        size: u64,
-        offset: u64,
         dur: u64,
         sink: &mut dyn Sink,
     ) -> Result<(), CodesError> {
-        let e = &self.entries[&id];
-        let (fd, fid) = (e.fd, e.file_id);
-        if !read {
-            let end = offset + size;
-            let s = self.sizes.entry(e.path.clone()).or_insert(0);
-            *s = (*s).max(end);
+        self.ensure_open(a.file, kind, h, sink)?;
+        let e = self.exported[&a.file].clone();
+        let read = a.dir == Dir::Read;
+        let bs = self.max_blocksize;
+        let mut chunks: Vec<(u64, u64)> = Vec::new();
+        for &(offset, size) in &a.regions {
+            let b = match bs {
+                Some(b) if size > b => b,
+                _ => size,
+            };
+            let mut off = 0;
+            while off < size {
+                chunks.push((offset + off, b.min(size - off)));
+                off += b;
+            }
+            self.split_extra += size.div_ceil(b) - 1;
         }
-        let bs = match self.max_blocksize {
-            Some(b) if size > b => b,
-            _ => size,
-        };
-        let chunks = size.div_ceil(bs);
-        self.split_extra += chunks - 1;
+        let total: u64 = chunks.iter().map(|c| c.1).sum();
         let mut dur_left = dur;
-        for i in 0..chunks {
-            let off = i * bs;
-            let sz = bs.min(size - off);
+        for (i, &(offset, size)) in chunks.iter().enumerate() {
             // Duration shared in proportion to bytes; the last chunk takes the rounding.
-            let d = if i + 1 == chunks {
+            let d = if i + 1 == chunks.len() {
                 dur_left
             } else {
-                (u128::from(dur) * u128::from(sz) / u128::from(size)) as u64
+                (u128::from(dur) * u128::from(size) / u128::from(total)) as u64
             };
             dur_left -= d;
             let kind = if read {
-                Kind::Read {
-                    size: sz,
-                    offset: offset + off,
-                }
+                Kind::Read { size, offset }
             } else {
-                Kind::Write {
-                    size: sz,
-                    offset: offset + off,
-                }
+                Kind::Write { size, offset }
             };
-            self.emit(kind, fd, fid, d, sink)?;
+            self.emit(kind, e.fd, e.file_id, d, sink)?;
         }
         Ok(())
     }
 }
 
-fn ns_name(ns: Ns) -> &'static str {
-    match ns {
-        Ns::Fd => "fd",
-        Ns::Stream => "stream",
-        Ns::MpiFile => "mpifile",
+/// The handle an open of table `kind` gives (its result parameter).
+fn handle_param(kind: Handle, ev: &Ev) -> i64 {
+    match kind {
+        Handle::Fd => ev.p(Param::Fd),
+        Handle::Stream => ev.p(Param::Stream),
+        Handle::MpiFile => ev.p(Param::Fh),
+    }
+}
+
+fn ns_name(kind: Handle) -> &'static str {
+    match kind {
+        Handle::Fd => "fd",
+        Handle::Stream => "stream",
+        Handle::MpiFile => "mpifile",
     }
 }
 
@@ -1026,6 +823,37 @@ mod tests {
         assert_eq!(out[1].0, 10 + 40 + 5);
         assert_eq!(io_ops(&out), vec![(false, 10, 0)]);
         assert_eq!(trailing, 77);
+    }
+
+    #[test]
+    fn the_rest_of_the_mpi_api_is_delays() {
+        use rsd::op::args;
+        let mut nb = args::neighbor_alltoall(0, 1, 1, 8, 8);
+        nb.extend([-1, 1, 8, 8]);
+        let evs = vec![
+            timed(
+                Ev::new(Op::SendInit, args::send_init(1, 4, 1, 0, 0, 1, 0)),
+                10,
+                1,
+            ),
+            timed(Ev::new(Op::Start, args::start(0)), 10, 2),
+            timed(Ev::new(Op::Ibarrier, args::ibarrier(0, 1)), 10, 3),
+            timed(Ev::new(Op::Waitsome, vec![2, 2, 0, 1]), 10, 4),
+            timed(Ev::new(Op::NeighborAlltoall, nb), 10, 5),
+            timed(Ev::new(Op::CartSub, args::cart_sub(0, 0, 0, 3)), 10, 6),
+            timed(Ev::new(Op::Barrier, vec![3]), 10, 7), // sub-communicator: a delay
+            timed(Ev::new(Op::CommDup, vec![3, 4]), 10, 8),
+            timed(Ev::new(Op::Barrier, vec![4]), 10, 9), // a copy of one too
+            timed(Ev::new(Op::IntercommMerge, vec![5, 0, 6, 2, 0, 1]), 10, 10),
+            timed(Ev::new(Op::Barrier, vec![6]), 10, 11),
+            timed(Ev::new(Op::Barrier, vec![0]), 10, 12), // the world's: a barrier
+        ];
+        let (out, _, trailing) = run(true, None, &evs);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].1.kind, Kind::Barrier);
+        // Every call before the world barrier is its gap and duration as a delay.
+        assert_eq!(out[0].0, (1..=11).map(|d| 10 + d).sum::<u64>() + 10);
+        assert_eq!(trailing, 0);
     }
 
     #[test]

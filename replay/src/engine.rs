@@ -4,341 +4,23 @@
 
 use crate::clock::Waiter;
 use crate::error::ReplayError;
+use crate::local::Local;
+use crate::options::{CommMode, ComputeMode, LayerView, Options};
 use crate::report::RankStats;
 use crate::root::Root;
-use crate::types::Types;
 use crate::watchdog::Watch;
+use filetable::{Effect, FileTable};
 use rsd::op::{Dir, Handle, Layer, Op, Param};
 use rsd::timing::{Stats, Timing};
 use rsd::trace::{Event, FlatEvent, Node, NodeKind, flatten_event, visit};
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::fs::OpenOptions;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// What to do with MPI calls that move no file data (`--comm`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CommMode {
-    /// Sleep for the recorded mean duration.
-    #[default]
-    Delay,
-    /// Issue the call for real (thread barriers and channels, or MPI).
-    Real,
-    /// Do nothing.
-    Skip,
-}
-
-/// How compute gaps are replayed (`--compute`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ComputeMode {
-    /// The recorded mean gap.
-    #[default]
-    Mean,
-    /// A draw from the recorded histogram.
-    Sample,
-    /// No gaps: as fast as possible.
-    None,
-    /// CPU work: each gap's shortest recorded instance, spent computing (this thread's CPU
-    /// time) instead of sleeping. A recorded gap is wall time: where the traced ranks shared
-    /// cores it includes the time a rank waited for one, and a replay that sleeps the mean
-    /// neither competes for cores as the application did nor leaves out the waits it will
-    /// meet again. With `--comm real` on such a node this reproduces the run; on a node with a
-    /// core per rank it only costs the cores the application used anyway.
-    Work,
-}
-
-/// Which view of the I/O is issued (`--layer`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LayerView {
-    /// Application-level calls: MPI-IO calls are issued, their nested POSIX calls are not.
-    #[default]
-    App,
-    /// The POSIX view: MPI-IO calls are not issued, their nested POSIX calls are.
-    Posix,
-}
-
-/// How `--threads` replays collective MPI-IO data calls (`--collective-io`); under MPI the
-/// MPI library does its own collective I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CollectiveIo {
-    /// The POSIX calls the MPI library made for the call when traced (collective buffering:
-    /// an aggregator's large writes, nothing from the other ranks), after a barrier; when the
-    /// trace recorded none for any collective, each rank's own piece.
-    #[default]
-    Library,
-    /// Each rank's own piece at its view's offsets, after a barrier.
-    Ranks,
-}
-
-/// Replay options shared by every rank.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Non-I/O MPI calls.
-    pub comm: CommMode,
-    /// Compute gaps.
-    pub compute: ComputeMode,
-    /// Factor applied to every delay.
-    pub time_scale: f64,
-    /// Which layer's calls are issued.
-    pub layer: LayerView,
-    /// Collective MPI-IO under `--threads`.
-    pub collective_io: CollectiveIo,
-    /// `--stall-timeout`: how long past ten times its traced duration a call may take before
-    /// the watchdog ends the replay ([`crate::watchdog`]).
-    pub stall_timeout: Duration,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            comm: CommMode::Delay,
-            compute: ComputeMode::Mean,
-            time_scale: 1.0,
-            layer: LayerView::App,
-            collective_io: CollectiveIo::Library,
-            stall_timeout: crate::watchdog::DEFAULT_STALL_TIMEOUT,
-        }
-    }
-}
-
-/// Deterministic write data: byte `i` of every write buffer is a fixed function of `i`, so the
-/// files a replay leaves are reproducible and compressible patterns do not flatter the storage.
-///
-/// Every rank writes the same bytes, so the process keeps one read-only buffer for all of
-/// them (one per rank was 1 GiB at 1,024 ranks writing MiBs); a rank holds a reference to
-/// the buffer that was large enough for its largest write so far.
-#[derive(Debug, Default)]
-pub struct Pattern {
-    buf: std::sync::Arc<Vec<u8>>,
-}
-
-impl Pattern {
-    /// A rank keeps a read buffer up to this size between calls; larger ones go back to the
-    /// process's free list after their call ([`Pattern::trim_read_buf`]): 1,024 ranks each
-    /// keeping a buffer of their largest read held 1 GiB at 1 MiB reads, though only the
-    /// ranks inside a read at the same moment need one.
-    pub const READ_BUF_OWN: usize = 16 << 10;
-    /// Buffers larger than this are freed rather than kept on the free list.
-    pub const READ_BUF_KEEP: usize = 4 << 20;
-    /// Buffers on the free list at most (at most 256 MiB, however many ranks).
-    const READ_BUFS_FREE: usize = 64;
-
-    /// The pattern byte at position `i`.
-    pub fn byte(i: usize) -> u8 {
-        let x = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (x >> 56) as u8 ^ (i as u8)
-    }
-
-    /// A buffer of at least `n` pattern bytes.
-    pub fn get(&mut self, n: usize) -> &[u8] {
-        if self.buf.len() < n {
-            self.buf = Pattern::shared(n);
-        }
-        &self.buf[..n]
-    }
-
-    /// The process's pattern buffer, made at least `n` bytes long. A poisoned lock still
-    /// holds a valid buffer (it is only replaced whole), so it is used as is.
-    fn shared(n: usize) -> std::sync::Arc<Vec<u8>> {
-        static SHARED_PATTERN: std::sync::RwLock<Option<std::sync::Arc<Vec<u8>>>> =
-            std::sync::RwLock::new(None);
-        if let Some(b) = &*SHARED_PATTERN.read().unwrap_or_else(|e| e.into_inner())
-            && b.len() >= n
-        {
-            return b.clone();
-        }
-        let mut w = SHARED_PATTERN.write().unwrap_or_else(|e| e.into_inner());
-        let old = w.as_ref().map_or(0, |b| b.len());
-        if old >= n {
-            return w.as_ref().map(|b| b.clone()).unwrap_or_default();
-        }
-        // Doubling: a replay whose writes grow step by step rebuilds the buffer a logarithmic
-        // number of times; ranks still holding an older, smaller one keep at most as much again.
-        let len = n.max(old.saturating_mul(2)).max(64 << 10);
-        let b = std::sync::Arc::new((0..len).map(Pattern::byte).collect::<Vec<u8>>());
-        *w = Some(b.clone());
-        b
-    }
-
-    /// The process's free read buffers.
-    fn free_read_bufs() -> std::sync::MutexGuard<'static, Vec<Vec<u8>>> {
-        static FREE: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
-        // A poisoned list still holds valid buffers.
-        FREE.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A buffer for a read of `n` bytes: the rank's own `own` when it has one, else one from
-    /// the free list, else a new one; resized to `n`.
-    pub fn take_read_buf(own: &mut Vec<u8>, n: usize) -> Vec<u8> {
-        let mut buf = std::mem::take(own);
-        if buf.capacity() < n
-            && let Some(b) = Pattern::free_read_bufs().pop()
-        {
-            buf = b;
-        }
-        buf.resize(n, 0);
-        buf
-    }
-
-    /// Runs `f` on a read buffer of `n` bytes taken as [`Pattern::take_read_buf`] does, then
-    /// gives it back to `own` and trims it ([`Pattern::trim_read_buf`]).
-    pub fn with_read_buf<T>(own: &mut Vec<u8>, n: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
-        let mut buf = Pattern::take_read_buf(own, n);
-        let r = f(&mut buf);
-        *own = buf;
-        Pattern::trim_read_buf(own);
-        r
-    }
-
-    /// After a read: a buffer above [`Pattern::READ_BUF_OWN`] leaves the rank, onto the free
-    /// list (or freed, above [`Pattern::READ_BUF_KEEP`] or when the list is full).
-    pub fn trim_read_buf(buf: &mut Vec<u8>) {
-        if buf.capacity() <= Pattern::READ_BUF_OWN {
-            return;
-        }
-        let b = std::mem::take(buf);
-        if b.capacity() <= Pattern::READ_BUF_KEEP {
-            let mut free = Pattern::free_read_bufs();
-            if free.len() < Pattern::READ_BUFS_FREE {
-                free.push(b);
-            }
-        }
-    }
-}
-
-/// The MPI side of a replay: MPI-IO calls and MPI calls.
-pub trait Runtime {
-    /// Issues an application-level MPI-IO call; `path` is the re-rooted path for calls that name
-    /// one. Returns the file bytes moved, or an error message.
-    fn mpiio(
-        &mut self,
-        e: &FlatEvent,
-        path: Option<&Path>,
-        types: &Types,
-        data: &mut Pattern,
-    ) -> Result<u64, String>;
-
-    /// Issues an MPI call for real (`--comm real`), or, with `bookkeeping_only`, only what
-    /// later calls depend on (communicator creation, which MPI-IO opens need).
-    fn mpi(&mut self, e: &FlatEvent, types: &Types, bookkeeping_only: bool) -> Result<(), String>;
-
-    /// Whether an unrecoverable error elsewhere means this rank should stop.
-    fn aborted(&self) -> bool {
-        false
-    }
-
-    /// Whether this collective MPI-IO call is emulated without the library's exchanges (the
-    /// threads runtime): under `--comm delay` it then lasts at least its recorded time beyond
-    /// its nested I/O.
-    fn emulates_collective(&self, _e: &FlatEvent) -> bool {
-        false
-    }
-
-    /// Whether this MPI-IO call is replayed through the POSIX calls the MPI library made for
-    /// it when traced (its nested children), with [`Runtime::mpiio_sync`] for the call itself.
-    /// The threads runtime does so for collective data calls: it has no collective buffering
-    /// of its own, and the children are what the file system saw (an aggregator's large
-    /// writes, nothing from the other ranks).
-    fn via_children(&self, _e: &FlatEvent) -> bool {
-        false
-    }
-
-    /// The call's synchronisation and bookkeeping (file pointers) without its data transfer,
-    /// for calls [`Runtime::via_children`] accepts. Returns the bytes the call moved when traced.
-    fn mpiio_sync(
-        &mut self,
-        e: &FlatEvent,
-        path: Option<&Path>,
-        types: &Types,
-        data: &mut Pattern,
-    ) -> Result<u64, String> {
-        self.mpiio(e, path, types, data)
-    }
-}
-
-/// A stdio stream: a file plus a write-behind buffer the size of glibc's default, so the
-/// calls that reach the file system are the ones stdio would make.
-#[derive(Debug)]
-struct Stream {
-    file: File,
-    buf: Vec<u8>,
-}
-
-const STDIO_BUF: usize = 4096;
-
-impl Stream {
-    fn flush(&mut self) -> std::io::Result<()> {
-        if !self.buf.is_empty() {
-            self.file.write_all(&self.buf)?;
-            self.buf.clear();
-        }
-        Ok(())
-    }
-
-    fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
-        if self.buf.len() + data.len() > STDIO_BUF {
-            self.flush()?;
-        }
-        if data.len() >= STDIO_BUF {
-            self.file.write_all(data)
-        } else {
-            self.buf.extend_from_slice(data);
-            Ok(())
-        }
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        let _ = self.flush();
-    }
-}
-
-/// Reads exactly `n` bytes or up to end of file; returns the count read.
-fn read_up_to(
-    mut f: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
-    buf: &mut [u8],
-) -> std::io::Result<u64> {
-    let mut got = 0;
-    while got < buf.len() {
-        match f(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got as u64)
-}
-
-/// The open file an event's `fd` parameter names. A free function so that a write can borrow
-/// the descriptor table and the pattern buffer at once.
-fn fd_in<'f>(fds: &'f mut HashMap<i64, File>, e: &FlatEvent) -> Result<&'f mut File, String> {
-    let id = e.p(Param::Fd);
-    fds.get_mut(&id).ok_or_else(|| {
-        format!(
-            "{}: descriptor {id} is not open (its open was not replayed)",
-            e.op.name()
-        )
-    })
-}
-
-/// The open stream an event's `stream` parameter names (a free function for the same reason
-/// as [`fd_in`]).
-fn stream_in<'s>(
-    streams: &'s mut HashMap<i64, Stream>,
-    e: &FlatEvent,
-) -> Result<&'s mut Stream, String> {
-    let id = e.p(Param::Stream);
-    streams.get_mut(&id).ok_or_else(|| {
-        format!(
-            "{}: stream {id} is not open (its fopen was not replayed)",
-            e.op.name()
-        )
-    })
-}
+// Where the rest of the replay and replay_mpi have always named them.
+pub use crate::pattern::Pattern;
+pub use crate::runtime::Runtime;
 
 /// The mean time an event's nested calls took per occurrence of the event, in ns: their
 /// recorded durations summed over every occurrence, over the event's occurrences.
@@ -364,17 +46,17 @@ pub struct RankEngine<'a, R: Runtime> {
     opts: &'a Options,
     root: &'a Root,
     rt: R,
-    fds: HashMap<i64, File>,
-    streams: HashMap<i64, Stream>,
+    /// The descriptors and streams this rank opened through the OS.
+    local: Local,
     /// Paths of open MPI files, for nested POSIX calls under `--layer posix` whose descriptor
     /// the MPI library opened without the trace seeing it.
     fh_paths: HashMap<i64, String>,
     /// Descriptors opened for nested calls of an MPI file (by its handle), closed with it so a
     /// later file the library gave the same descriptor number is not written through them.
     nested_fds: HashMap<i64, Vec<i64>>,
-    types: Types,
+    /// The rank's open files and datatypes: where each MPI-IO call's bytes lie.
+    files: FileTable,
     data: Pattern,
-    rbuf: Vec<u8>,
     /// The planned issue time of the next call.
     deadline: Instant,
     /// Waits out deadlines (spinning, or sleeping on an oversubscribed node).
@@ -399,13 +81,11 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             opts,
             root,
             rt,
-            fds: HashMap::new(),
-            streams: HashMap::new(),
+            local: Local::default(),
             fh_paths: HashMap::new(),
             nested_fds: HashMap::new(),
-            types: Types::default(),
+            files: FileTable::new(),
             data: Pattern::default(),
-            rbuf: Vec::new(),
             deadline: now,
             waiter: Waiter::new(),
             start: now,
@@ -479,8 +159,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         if let Some((w, slot)) = &watch {
             w.enter_finish(*slot, stall);
         }
-        self.streams.clear();
-        self.fds.clear();
+        self.local.close_all();
         finish(&mut self.rt);
         if let Some((w, slot)) = &watch {
             w.done(*slot);
@@ -638,7 +317,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
     fn nested_posix(&mut self, c: &FlatEvent, parent: Option<(&str, i64)>) {
         let fd = c.get(Param::Fd).unwrap_or(-1);
         if c.op.handle() == Some(Handle::Fd)
-            && !self.fds.contains_key(&fd)
+            && !self.local.fds.contains_key(&fd)
             && let Some((p, fh)) = parent
         {
             match self.root.map(p, true) {
@@ -650,7 +329,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                         .truncate(false)
                         .open(&path)
                     {
-                        self.fds.insert(fd, f);
+                        self.local.fds.insert(fd, f);
                         self.nested_fds.entry(fh).or_default().push(fd);
                     }
                 }
@@ -717,14 +396,6 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         }
     }
 
-    fn fd(&mut self, e: &FlatEvent) -> Result<&mut File, String> {
-        fd_in(&mut self.fds, e)
-    }
-
-    fn stream(&mut self, e: &FlatEvent) -> Result<&mut Stream, String> {
-        stream_in(&mut self.streams, e)
-    }
-
     /// Issues an MPI-IO call; with `sync_only`, everything but its data transfer (its nested
     /// POSIX calls move the data).
     fn mpiio(&mut self, e: &FlatEvent, sync_only: bool) -> Result<u64, String> {
@@ -733,35 +404,49 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             && let Some(fds) = self.nested_fds.remove(&e.p(Param::Fh))
         {
             for fd in fds {
-                self.fds.remove(&fd);
+                self.local.fds.remove(&fd);
             }
         }
         let path = match &e.path {
             Some(_) => Some(self.map_path(e, true)?),
             None => None,
         };
+        // The file table resolves the call before it is issued (its regions, the pointers it
+        // moves), except an open, whose initial pointer may depend on the file the runtime
+        // opens (MPI_MODE_APPEND starts at its end).
+        let apply = |s: &mut Self| {
+            s.files
+                .apply(e.op, &e.params, e.path.as_deref(), None, &mut s.rt)
+                .0
+        };
+        let open = e.op == Op::FileOpen;
+        let fx = if open { Effect::None } else { apply(self) };
         let r = if sync_only {
             self.rt
-                .mpiio_sync(e, path.as_deref(), &self.types, &mut self.data)
+                .mpiio_sync(e, path.as_deref(), &self.files, &fx, &mut self.data)
         } else {
             self.rt
-                .mpiio(e, path.as_deref(), &self.types, &mut self.data)
+                .mpiio(e, path.as_deref(), &self.files, &fx, &mut self.data)
         };
+        if open {
+            apply(self);
+        }
         r.map_err(|m| format!("{} {}: {m}", e.op.name(), e.path.as_deref().unwrap_or("")))
     }
 
     fn mpi(&mut self, e: &FlatEvent, t: &Timing) {
-        self.types.track(e);
+        self.files
+            .apply(e.op, &e.params, None, None, &mut filetable::Offline);
         let t0 = Instant::now();
         let creates_comm = e.op.creates_comm();
         match self.opts.comm {
             CommMode::Real => {
-                if let Err(m) = self.rt.mpi(e, &self.types, false) {
+                if let Err(m) = self.rt.mpi(e, self.files.types(), false) {
                     self.stats.fail(format!("{}: {m}", e.op.name()));
                 }
             }
             CommMode::Delay | CommMode::Skip => {
-                if creates_comm && let Err(m) = self.rt.mpi(e, &self.types, true) {
+                if creates_comm && let Err(m) = self.rt.mpi(e, self.files.types(), true) {
                     self.stats.fail(format!("{}: {m}", e.op.name()));
                 }
                 if self.opts.comm == CommMode::Delay && !matches!(e.op, Op::Init | Op::Finalize) {
@@ -784,222 +469,17 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
 
     /// Issues a POSIX or stdio call. Returns the bytes it moved.
     fn posix(&mut self, e: &FlatEvent) -> Result<u64, String> {
-        let op = e.op;
-        let io = |what: &str, err: std::io::Error| format!("{} {what}: {err}", op.name());
-        let size = |v: i64| v.max(0) as usize;
-        let bytes = match op {
-            Op::Open | Op::Openat | Op::Creat => {
-                let (flags, mode) = if op == Op::Creat {
-                    (
-                        libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
-                        e.p(Param::Mode),
-                    )
-                } else {
-                    (e.p(Param::Flags) as i32, e.p(Param::Mode))
-                };
-                let id = e.p(Param::Fd);
-                if id < 0 {
-                    // The traced open failed: nothing to replay.
-                    return Ok(0);
-                }
-                let path = self.map_path(e, true)?;
-                let acc = flags & libc::O_ACCMODE;
-                // O_DIRECT needs aligned buffers the replay does not promise; the file was
-                // opened successfully in the trace, so it is created if it is missing (--prep
-                // gives it its recorded size).
-                let custom = (flags & !(libc::O_ACCMODE | libc::O_DIRECT)) | libc::O_CREAT;
-                let f = OpenOptions::new()
-                    .read(acc == libc::O_RDONLY || acc == libc::O_RDWR)
-                    .write(acc == libc::O_WRONLY || acc == libc::O_RDWR)
-                    .custom_flags(custom)
-                    .mode(if mode > 0 { mode as u32 } else { 0o644 })
-                    .open(&path)
-                    .map_err(|er| io(&path.display().to_string(), er))?;
-                self.fds.insert(id, f);
-                0
-            }
-            Op::Close => {
-                self.fds.remove(&e.p(Param::Fd));
-                0
-            }
-            // A descriptor copy (dup, dup2, dup3, F_DUPFD): the same open file under another
-            // id, sharing its offset as the original's did (`try_clone` is dup(2)). A dup2 onto
-            // a traced descriptor closed that one first.
-            Op::Dup => {
-                let closed = e.p(Param::Closed);
-                if closed >= 0 {
-                    self.fds.remove(&closed);
-                }
-                let new = e.p(Param::Newfd);
-                if new >= 0 {
-                    let f = fd_in(&mut self.fds, e)?
-                        .try_clone()
-                        .map_err(|er| io("", er))?;
-                    self.fds.insert(new, f);
-                }
-                0
-            }
-            // The buffer is borrowed, not copied: a copy per call sat between the lateness
-            // stamp and the syscall and cost ~0.5 us per 8 KiB.
-            Op::Write | Op::Writev => {
-                let n = size(e.p(Param::Ret));
-                fd_in(&mut self.fds, e)?
-                    .write_all(self.data.get(n))
-                    .map_err(|er| io("", er))?;
-                n as u64
-            }
-            Op::Pwrite | Op::Pwritev => {
-                let n = size(e.p(Param::Ret));
-                let off = e.p(Param::Offset).max(0) as u64;
-                fd_in(&mut self.fds, e)?
-                    .write_all_at(self.data.get(n), off)
-                    .map_err(|er| io("", er))?;
-                n as u64
-            }
-            Op::Read | Op::Readv => {
-                let n = size(e.p(Param::Ret));
-                let fds = &mut self.fds;
-                Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
-                    fd_in(fds, e)
-                        .and_then(|f| read_up_to(|b| f.read(b), buf).map_err(|er| io("", er)))
-                })?
-            }
-            Op::Pread | Op::Preadv => {
-                let n = size(e.p(Param::Ret));
-                let off = e.p(Param::Offset).max(0) as u64;
-                let fds = &mut self.fds;
-                Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
-                    let f = fd_in(fds, e)?;
-                    let mut pos = off;
-                    read_up_to(
-                        |b| {
-                            let k = f.read_at(b, pos)?;
-                            pos += k as u64;
-                            Ok(k)
-                        },
-                        buf,
-                    )
-                    .map_err(|er| io("", er))
-                })?
-            }
-            Op::Lseek => {
-                let off = e.p(Param::Offset);
-                let from = match e.p(Param::Whence) {
-                    0 => SeekFrom::Start(off.max(0) as u64),
-                    1 => SeekFrom::Current(off),
-                    2 => SeekFrom::End(off),
-                    // SEEK_DATA/SEEK_HOLE: go where the traced call went.
-                    _ => SeekFrom::Start(e.p(Param::Ret).max(0) as u64),
-                };
-                self.fd(e)?.seek(from).map_err(|er| io("", er))?;
-                0
-            }
-            Op::Fsync => {
-                self.fd(e)?.sync_all().map_err(|er| io("", er))?;
-                0
-            }
-            Op::Fdatasync => {
-                self.fd(e)?.sync_data().map_err(|er| io("", er))?;
-                0
-            }
-            Op::Ftruncate => {
-                let len = e.p(Param::Length).max(0) as u64;
-                self.fd(e)?.set_len(len).map_err(|er| io("", er))?;
-                0
-            }
-            // Metadata calls: their outcome (a file missing or not) is the file system's
-            // answer; it is not a replay failure.
-            Op::Unlink => {
-                let p = self.map_path(e, false)?;
-                let _ = std::fs::remove_file(p);
-                0
-            }
-            Op::Mkdir => {
-                let p = self.map_path(e, true)?;
-                let _ = std::fs::create_dir(p);
-                0
-            }
-            Op::Rmdir => {
-                let p = self.map_path(e, false)?;
-                let _ = std::fs::remove_dir(p);
-                0
-            }
-            Op::Stat | Op::Access => {
-                let p = self.map_path(e, false)?;
-                let _ = std::fs::metadata(p);
-                0
-            }
-            // fcntl's effect (locks, flags) is not recorded beyond its command.
-            Op::Fcntl => 0,
-            Op::Fopen => {
-                let bits = e.p(Param::Mode);
-                let id = e.p(Param::Stream);
-                if id < 0 {
-                    return Ok(0);
-                }
-                let path = self.map_path(e, true)?;
-                // Opened read-write whatever the mode: stdio checks the mode in user space, and
-                // a stream the trace shows writing is written. 'w' truncates, 'a' appends.
-                let f = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(bits & rsd::op::fopen_mode::W != 0)
-                    .custom_flags(if bits & rsd::op::fopen_mode::A != 0 {
-                        libc::O_APPEND
-                    } else {
-                        0
-                    })
-                    .open(&path)
-                    .map_err(|er| io(&path.display().to_string(), er))?;
-                self.streams.insert(
-                    id,
-                    Stream {
-                        file: f,
-                        buf: Vec::new(),
-                    },
-                );
-                0
-            }
-            Op::Fclose => {
-                if let Some(mut s) = self.streams.remove(&e.p(Param::Stream)) {
-                    s.flush().map_err(|er| io("", er))?;
-                }
-                0
-            }
-            Op::Fwrite | Op::Fprintf => {
-                let n = op.data_bytes(&e.params) as usize;
-                let data = self.data.get(n).to_vec();
-                self.stream(e)?.write(&data).map_err(|er| io("", er))?;
-                n as u64
-            }
-            Op::Fread => {
-                let n = op.data_bytes(&e.params) as usize;
-                let streams = &mut self.streams;
-                Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
-                    let s = stream_in(streams, e)?;
-                    s.flush().map_err(|er| io("", er))?;
-                    read_up_to(|b| s.file.read(b), buf).map_err(|er| io("", er))
-                })?
-            }
-            Op::Fseek => {
-                let off = e.p(Param::Offset);
-                let from = match e.p(Param::Whence) {
-                    1 => SeekFrom::Current(off),
-                    2 => SeekFrom::End(off),
-                    _ => SeekFrom::Start(off.max(0) as u64),
-                };
-                let s = self.stream(e)?;
-                s.flush().map_err(|er| io("", er))?;
-                s.file.seek(from).map_err(|er| io("", er))?;
-                0
-            }
-            Op::Fflush => {
-                self.stream(e)?.flush().map_err(|er| io("", er))?;
-                0
-            }
-            _ => 0,
+        let (root, fatal) = (self.root, &mut self.fatal);
+        let mut map_path = |e: &FlatEvent, create_parents: bool| {
+            let traced = e.path.as_deref().unwrap_or("");
+            root.map(traced, create_parents).map_err(|err| {
+                let msg = err.to_string();
+                *fatal = Some(err);
+                msg
+            })
         };
+        let bytes = self.local.issue(e, &mut self.data, &mut map_path)?;
+        let op = e.op;
         if op.dir() == Dir::Read && bytes != op.data_bytes(&e.params) {
             self.stats.fail(format!(
                 "{}: read {bytes} bytes, the trace recorded {} (the file is shorter: try --prep)",

@@ -17,21 +17,31 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod clock;
 pub mod engine;
 pub mod error;
+mod local;
 pub mod matching;
+pub mod options;
+pub mod pattern;
 pub mod prep;
 pub mod progress;
 pub mod report;
 pub mod root;
+pub mod runtime;
 pub mod sched;
 pub mod threads;
-pub mod types;
+/// Datatypes by symbolic id (the file table's, re-exported where replay's runtimes always found them).
+pub use filetable::types;
 pub mod watchdog;
 
-pub use engine::{CollectiveIo, CommMode, ComputeMode, LayerView, Options};
 pub use error::ReplayError;
+pub use options::{
+    CollectiveIo, CommMode, ComputeMode, LayerView, Options, parse_collective_io, parse_comm,
+    parse_compute, parse_layer, parse_max_threads, parse_scale, parse_stall_timeout,
+};
 pub use report::Report;
 pub use root::Root;
 
@@ -123,17 +133,6 @@ impl Default for Cap {
 impl From<u32> for Cap {
     fn from(n: u32) -> Cap {
         Cap::user(n)
-    }
-}
-
-/// Parses `--max-threads`: a whole number of at least 1.
-pub fn parse_max_threads(s: &str) -> Result<u32, ReplayError> {
-    match s.parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(ReplayError::BadOption {
-            flag: "--max-threads",
-            why: format!("{s:?} is not a whole number >= 1"),
-        }),
     }
 }
 
@@ -467,33 +466,6 @@ pub fn run_threads_file(
     run_threads_capped(&tf, &root, opts, max_threads)
 }
 
-/// Parses `--comm`.
-pub fn parse_comm(s: &str) -> Result<CommMode, ReplayError> {
-    match s {
-        "delay" => Ok(CommMode::Delay),
-        "real" => Ok(CommMode::Real),
-        "skip" => Ok(CommMode::Skip),
-        _ => Err(ReplayError::BadOption {
-            flag: "--comm",
-            why: format!("{s:?} is not one of delay, real, skip"),
-        }),
-    }
-}
-
-/// Parses `--compute`.
-pub fn parse_compute(s: &str) -> Result<ComputeMode, ReplayError> {
-    match s {
-        "mean" => Ok(ComputeMode::Mean),
-        "sample" => Ok(ComputeMode::Sample),
-        "none" => Ok(ComputeMode::None),
-        "work" => Ok(ComputeMode::Work),
-        _ => Err(ReplayError::BadOption {
-            flag: "--compute",
-            why: format!("{s:?} is not one of mean, sample, work, none"),
-        }),
-    }
-}
-
 /// Advice printed after the report when the options fit the node badly: `--comm real` with
 /// slept compute gaps where ranks outnumber cores (measured: comm_mix ran 70-77% faster than
 /// traced at 8 and 16 ranks on 2 cores; within 6% with `--compute work`).
@@ -509,52 +481,6 @@ pub fn advice(opts: &Options, ranks_here: usize) -> Option<String> {
                  kept busy: with --comm real, --compute work replays them as CPU work instead"
             )
         })
-}
-
-/// Parses `--collective-io`.
-pub fn parse_collective_io(s: &str) -> Result<CollectiveIo, ReplayError> {
-    match s {
-        "library" => Ok(CollectiveIo::Library),
-        "ranks" => Ok(CollectiveIo::Ranks),
-        _ => Err(ReplayError::BadOption {
-            flag: "--collective-io",
-            why: format!("{s:?} is not one of library, ranks"),
-        }),
-    }
-}
-
-/// Parses `--stall-timeout SECS` (seconds, a positive number).
-pub fn parse_stall_timeout(s: &str) -> Result<std::time::Duration, ReplayError> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e9 => Ok(std::time::Duration::from_secs_f64(v)),
-        _ => Err(ReplayError::BadOption {
-            flag: "--stall-timeout",
-            why: format!("{s:?} is not a positive number of seconds"),
-        }),
-    }
-}
-
-/// Parses `--layer`.
-pub fn parse_layer(s: &str) -> Result<LayerView, ReplayError> {
-    match s {
-        "app" => Ok(LayerView::App),
-        "posix" => Ok(LayerView::Posix),
-        _ => Err(ReplayError::BadOption {
-            flag: "--layer",
-            why: format!("{s:?} is not one of app, posix"),
-        }),
-    }
-}
-
-/// Parses `--time-scale`: a finite factor of at least 0.
-pub fn parse_scale(s: &str) -> Result<f64, ReplayError> {
-    match s.parse::<f64>() {
-        Ok(f) if f.is_finite() && f >= 0.0 => Ok(f),
-        _ => Err(ReplayError::BadOption {
-            flag: "--time-scale",
-            why: format!("{s:?} is not a finite number >= 0"),
-        }),
-    }
 }
 
 /// A suggestion for what to do about an error, where there is a useful one.

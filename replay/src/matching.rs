@@ -20,7 +20,7 @@
 
 use crate::error::ReplayError;
 use rsd::mpi::{COMM_SELF, COMM_WORLD, Peer, UNDEFINED, decode_peer, is_any_tag};
-use rsd::op::{Layer, Op, P2p, Param};
+use rsd::op::{Creation, Layer, Op, P2p, Param};
 use rsd::trace::{FlatEvent, Node, NodeKind, Trace, flatten_event};
 use rsd::value::{Elastic, RankFn, Val};
 use std::collections::{BTreeMap, HashMap};
@@ -44,22 +44,63 @@ pub enum Outcome {
 }
 
 /// A communicator as the check rebuilds it: its members (world ranks, in communicator order).
+/// An intercommunicator's members are its two groups, one after the other, the first `inter`
+/// ranks being the first group.
 struct Comm {
     members: Vec<u32>,
+    inter: Option<usize>,
+}
+
+impl Comm {
+    fn intra(members: Vec<u32>) -> Comm {
+        Comm {
+            members,
+            inter: None,
+        }
+    }
+
+    /// The ranks a member at index `me` addresses as peers (the remote group of an
+    /// intercommunicator) and its rank among its own group.
+    fn peers_of(&self, me: usize) -> (&[u32], usize) {
+        match self.inter {
+            Some(a) if me < a => (&self.members[a..], me),
+            Some(a) => (&self.members[..a], me - a),
+            None => (&self.members, me),
+        }
+    }
 }
 
 /// Where a rank's local communicator id leads: the communicator and the rank's place in it.
 type Local = HashMap<i64, (usize, usize)>;
 
-/// One recorded creation: parent id, color, key, new id (all as the creating rank recorded);
-/// a dup's key (the rank's place in its parent) is None, known once the parent is rebuilt.
-type Todo = (i64, i64, Option<i64>, i64);
+/// One recorded creation, as the creating rank recorded it.
+enum Todo {
+    /// A split: parent id, color, key, new id; a dup's key (the rank's place in its parent) is
+    /// None, known once the parent is rebuilt.
+    Split(i64, i64, Option<i64>, i64),
+    /// Listed members (MPI_COMM_WORLD ranks, in order): parent id, tag (or kind), members,
+    /// new id.
+    Listed(i64, i64, Vec<u32>, i64),
+    /// An intercommunicator: local communicator id, tag, remote group, new id.
+    Inter(i64, i64, Vec<u32>, i64),
+}
+
+impl Todo {
+    fn parent(&self) -> i64 {
+        match self {
+            Todo::Split(p, ..) | Todo::Listed(p, ..) | Todo::Inter(p, ..) => *p,
+        }
+    }
+}
 /// Each member's (color, key, new local id) of one creation on one communicator.
 type Slot = Vec<Option<(i64, i64, i64)>>;
 
-/// Calls the message walk looks at: every MPI call on a communicator.
+/// Calls the message walk looks at: every MPI call on a communicator, and the calls that
+/// start or cancel a request, which act on the communicator of the call that made it.
 fn counted(op: Op) -> bool {
-    op.layer() == Layer::Mpi && op.params().contains(&Param::Comm)
+    op.layer() == Layer::Mpi
+        && (op.params().contains(&Param::Comm)
+            || matches!(op, Op::Start | Op::Startall | Op::Cancel))
 }
 
 /// What a node's subtree holds, computed once for the whole trace.
@@ -209,22 +250,54 @@ fn each(
 }
 
 fn creation(e: &FlatEvent) -> Option<Todo> {
-    match e.op {
+    let list = || -> Vec<u32> {
+        e.op.list(&e.params)
+            .iter()
+            .map(|r| u32::try_from(*r).unwrap_or(u32::MAX))
+            .collect()
+    };
+    let (comm, new) = (e.p(Param::Comm), e.p(Param::Newcomm));
+    match e.op.creation()? {
         // A dup is the split with one color that keeps the parent's order.
-        Op::CommDup => Some((e.p(Param::Comm), 0, None, e.p(Param::Newcomm))),
-        Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate => Some((
-            e.p(Param::Comm),
+        Creation::Dup => Some(Todo::Split(comm, 0, None, new)),
+        Creation::Split => Some(Todo::Split(
+            comm,
             e.p(Param::Color),
             Some(e.p(Param::Key)),
-            e.p(Param::Newcomm),
+            new,
         )),
-        _ => None,
+        Creation::Members => {
+            let kind = e.get(Param::Tag).unwrap_or(MERGE_KIND);
+            Some(Todo::Listed(comm, kind, list(), new))
+        }
+        Creation::Intercomm => Some(Todo::Inter(comm, e.p(Param::Tag), list(), new)),
     }
 }
 
+/// The tag the check gives a neighbourhood collective's messages (no application tag).
+const NEIGHBOR_TAG: i64 = i64::MIN;
+
+/// A receive's tag that matches any (a neighbourhood collective's is exact).
+fn any_tag(tag: i64) -> bool {
+    tag != NEIGHBOR_TAG && is_any_tag(tag)
+}
+
+/// "with tag 5", or what a neighbourhood collective's messages are.
+fn with_tag(tag: i64) -> String {
+    if tag == NEIGHBOR_TAG {
+        "in neighbourhood collectives".to_string()
+    } else {
+        format!("with tag {tag}")
+    }
+}
+
+/// The tag slot of an `MPI_Intercomm_merge` among the listed creations (no tag of its own).
+const MERGE_KIND: i64 = i64::MIN;
+
 /// Collective communication calls: every member of the communicator must make as many.
+/// `MPI_Comm_create_group` is made by the group's members only (checked when rebuilt).
 fn collective(op: Op) -> bool {
-    op.is_collective() || op.creates_comm()
+    op.is_collective() || (op.creates_comm() && op != Op::CommCreateGroup)
 }
 
 /// Rebuilds every communicator the trace creates. Returns the communicators (0 is the world)
@@ -236,9 +309,7 @@ fn communicators(
     n: u32,
     budget: &mut Budget,
 ) -> Result<(Vec<Comm>, Vec<Local>), String> {
-    let mut comms = vec![Comm {
-        members: (0..n).collect(),
-    }];
+    let mut comms = vec![Comm::intra((0..n).collect())];
     let mut local: Vec<Local> = (0..n)
         .map(|r| {
             let mut m = Local::new();
@@ -247,9 +318,7 @@ fn communicators(
         })
         .collect();
     for (r, l) in local.iter_mut().enumerate() {
-        comms.push(Comm {
-            members: vec![r as u32],
-        });
+        comms.push(Comm::intra(vec![r as u32]));
         l.insert(COMM_SELF, (comms.len() - 1, 0));
     }
     // Each rank's creations in order.
@@ -268,12 +337,70 @@ fn communicators(
     // (communicator, creation number) -> each member's (color, key, new local id).
     let mut pending: HashMap<(usize, usize), Slot> = HashMap::new();
     let mut made: HashMap<(u32, usize), usize> = HashMap::new();
+    // Listed creations: (parent or the two groups, tag, members) -> occurrences at each rank,
+    // and (key, occurrence) -> (communicator, members that joined).
+    type ListKey = (Vec<u32>, i64, Vec<u32>);
+    let mut list_seen: HashMap<(u32, ListKey), usize> = HashMap::new();
+    let mut listed: BTreeMap<(ListKey, usize), (usize, usize)> = BTreeMap::new();
     loop {
         let mut progress = false;
         for r in 0..n as usize {
-            while let Some(&(parent, color, key, new)) = todo[r].get(next[r]) {
-                let Some(&(cid, me)) = local[r].get(&parent) else {
+            while let Some(t) = todo[r].get(next[r]) {
+                let Some(&(cid, me)) = local[r].get(&t.parent()) else {
                     break;
+                };
+                let (color, key, new) = match t {
+                    Todo::Split(_, c, k, nw) => (*c, *k, *nw),
+                    Todo::Listed(_, tag, members, nw) | Todo::Inter(_, tag, members, nw) => {
+                        let inter = matches!(t, Todo::Inter(..));
+                        // Both groups of an intercommunicator name the same one: the group
+                        // whose first rank is lower first.
+                        let (members, split) = if inter {
+                            let mine = comms[cid].members.clone();
+                            let (a, b) = if mine <= *members {
+                                (mine, members.clone())
+                            } else {
+                                (members.clone(), mine)
+                            };
+                            let la = a.len();
+                            (a.into_iter().chain(b).collect::<Vec<u32>>(), Some(la))
+                        } else {
+                            (members.clone(), None)
+                        };
+                        let scope = if inter {
+                            Vec::new()
+                        } else {
+                            comms[cid].members.clone()
+                        };
+                        let k: ListKey = (scope, *tag, members.clone());
+                        let Some(pos) = members.iter().position(|m| *m == r as u32) else {
+                            return Err(format!(
+                                "rank {r}'s {} lists members {:?} that do not include it",
+                                if inter {
+                                    "MPI_Intercomm_create"
+                                } else {
+                                    "communicator creation"
+                                },
+                                &members[..members.len().min(8)]
+                            ));
+                        };
+                        let occ = list_seen.entry((r as u32, k.clone())).or_insert(0);
+                        *occ += 1;
+                        let ent = listed.entry((k, *occ)).or_insert_with(|| {
+                            comms.push(Comm {
+                                members,
+                                inter: split,
+                            });
+                            (comms.len() - 1, 0)
+                        });
+                        ent.1 += 1;
+                        if *nw >= 0 {
+                            local[r].insert(*nw, (ent.0, pos));
+                        }
+                        next[r] += 1;
+                        progress = true;
+                        continue;
+                    }
                 };
                 let seq = made.entry((r as u32, cid)).or_insert(0);
                 let slot = pending
@@ -295,9 +422,9 @@ fn communicators(
                     for (_, mut group) in by_color {
                         group.sort();
                         let id = comms.len();
-                        comms.push(Comm {
-                            members: group.iter().map(|(_, i)| parent_members[*i]).collect(),
-                        });
+                        comms.push(Comm::intra(
+                            group.iter().map(|(_, i)| parent_members[*i]).collect(),
+                        ));
                         for (pos, (_, i)) in group.iter().enumerate() {
                             let newid = entries[*i].2;
                             if newid >= 0 {
@@ -335,11 +462,27 @@ fn communicators(
             missing.join(", ")
         ));
     }
+    // A listed creation some members never made.
+    if let Some((cid, joined)) = listed
+        .values()
+        .find(|(cid, joined)| *joined < comms[*cid].members.len())
+    {
+        let m = &comms[*cid].members;
+        return Err(format!(
+            "only {joined} of the {} ranks of a communicator (ranks {}) create it",
+            m.len(),
+            m.iter()
+                .take(8)
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     // A creation on a communicator that was never created for that rank.
     if let Some(r) = (0..n as usize).find(|&r| next[r] < todo[r].len()) {
         return Err(format!(
             "rank {r} creates a communicator from its communicator {}, which no recorded call created",
-            todo[r][next[r]].0
+            todo[r][next[r]].parent()
         ));
     }
     Ok((comms, local))
@@ -398,6 +541,10 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
     let mut err: Option<String> = None;
     for r in 0..n {
         let l = &local[r as usize];
+        // This rank's persistent requests (what each start moves) and posted receives (what
+        // a cancel takes back), by request id.
+        let mut persist: HashMap<i64, (i64, bool, i64, i64)> = HashMap::new();
+        let mut posted: HashMap<i64, (i64, i64, i64)> = HashMap::new();
         let walked = each(
             trace,
             &sums,
@@ -409,7 +556,42 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
                 if err.is_some() || e.op.layer() != Layer::Mpi {
                     return;
                 }
-                let Some(comm_id) = e.get(Param::Comm) else {
+                // What the call does: (communicator id, message) pairs, a receive counted
+                // negatively when a cancel takes it back.
+                enum Act {
+                    Send(i64, i64),
+                    Recv(i64, i64, bool),
+                    Coll,
+                }
+                let mut acts: Vec<(i64, Act)> = Vec::new();
+                let q = || e.p(Param::Request);
+                let start = |q: i64, acts: &mut Vec<(i64, Act)>| {
+                    if let Some(&(c, send, peer, tag)) = persist.get(&q) {
+                        acts.push((
+                            c,
+                            if send {
+                                Act::Send(peer, tag)
+                            } else {
+                                Act::Recv(peer, tag, false)
+                            },
+                        ));
+                    }
+                };
+                match e.op {
+                    Op::Start => start(q(), &mut acts),
+                    Op::Startall => {
+                        for id in e.op.list(&e.params) {
+                            start(*id, &mut acts)
+                        }
+                    }
+                    Op::Cancel => {
+                        if let Some(&(c, peer, tag)) = posted.get(&q()) {
+                            acts.push((c, Act::Recv(peer, tag, true)));
+                        }
+                    }
+                    _ => {}
+                }
+                let Some(comm_id) = e.get(Param::Comm).or(acts.first().map(|a| a.0)) else {
                     return;
                 };
                 let Some(&(cid, me)) = l.get(&comm_id) else {
@@ -421,53 +603,115 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
                     }
                     return;
                 };
-                let members = &comms[cid].members;
-                let world = |stored: i64| -> Result<Option<u32>, String> {
-                    match decode_peer(stored, me as i64) {
-                        Peer::Null => Ok(None),
-                        Peer::Any => Ok(Some(u32::MAX)),
-                        Peer::Rank(p) => usize::try_from(p)
-                            .ok()
-                            .and_then(|p| members.get(p).copied())
-                            .map(Some)
-                            .ok_or_else(|| {
-                                format!(
-                                    "rank {r}'s {} names rank {p} of a communicator of {} ranks",
-                                    e.op.name(),
-                                    members.len()
-                                )
-                            }),
-                    }
-                };
-                let mut send = |peer: i64, tag: i64| match world(peer) {
-                    Ok(Some(dst)) => pairs.entry((cid, r, dst, tag)).or_default().sends += times,
-                    Ok(None) => {}
-                    Err(e) => err = Some(e),
-                };
-                match e.op.p2p() {
-                    Some(P2p::Send { .. }) => send(e.p(Param::Peer), e.p(Param::Tag)),
-                    _ if e.op == Op::Sendrecv => send(e.p(Param::Dest), e.p(Param::Sendtag)),
-                    _ => {}
+                if let Some(role) = e.op.persistent() {
+                    let send = matches!(role, P2p::Send { .. });
+                    persist.insert(q(), (comm_id, send, e.p(Param::Peer), e.p(Param::Tag)));
+                    // Reused ids: a persistent request is no posted receive.
+                    posted.remove(&q());
                 }
-                let mut recv = |peer: i64, tag: i64| match world(peer) {
-                    Ok(Some(src)) if src != u32::MAX && !is_any_tag(tag) => {
-                        pairs.entry((cid, src, r, tag)).or_default().recvs += times
-                    }
-                    Ok(Some(src)) => {
-                        let src = (src != u32::MAX).then_some(src);
-                        let tag = (!is_any_tag(tag)).then_some(tag);
-                        *wild.entry((cid, r, src, tag)).or_default() += times
-                    }
-                    Ok(None) => {}
-                    Err(e) => err = Some(e),
-                };
                 match e.op.p2p() {
-                    Some(P2p::Recv { .. }) => recv(e.p(Param::Peer), e.p(Param::Tag)),
-                    _ if e.op == Op::Sendrecv => recv(e.p(Param::Source), e.p(Param::Recvtag)),
+                    Some(P2p::Send { .. }) => {
+                        acts.push((comm_id, Act::Send(e.p(Param::Peer), e.p(Param::Tag))))
+                    }
+                    Some(P2p::Recv { nonblocking }) => {
+                        acts.push((comm_id, Act::Recv(e.p(Param::Peer), e.p(Param::Tag), false)));
+                        if nonblocking {
+                            posted.insert(q(), (comm_id, e.p(Param::Peer), e.p(Param::Tag)));
+                        }
+                    }
+                    None => {}
+                }
+                match e.op {
+                    Op::Sendrecv | Op::SendrecvReplace => {
+                        acts.push((comm_id, Act::Send(e.p(Param::Dest), e.p(Param::Sendtag))));
+                        acts.push((
+                            comm_id,
+                            Act::Recv(e.p(Param::Source), e.p(Param::Recvtag), false),
+                        ));
+                    }
+                    // A matched probe that found its message took it.
+                    Op::Improbe if e.p(Param::Flag) == 1 => {
+                        acts.push((comm_id, Act::Recv(e.p(Param::Peer), e.p(Param::Tag), false)))
+                    }
                     _ => {}
                 }
                 if collective(e.op) {
-                    colls.entry(cid).or_insert_with(|| vec![0; members.len()])[me] += times;
+                    acts.push((comm_id, Act::Coll));
+                }
+                // A neighbourhood collective's messages pair up like point-to-point ones: a
+                // destination that does not list the caller as a source would wait forever.
+                if let Some(nb) = e.op.neighborhood(&e.params) {
+                    for d in nb.destinations {
+                        acts.push((comm_id, Act::Send(*d, NEIGHBOR_TAG)));
+                    }
+                    for s in nb.sources {
+                        acts.push((comm_id, Act::Recv(*s, NEIGHBOR_TAG, false)));
+                    }
+                }
+                for (c, act) in acts {
+                    // Starts and cancels act on the communicator of the request's call.
+                    let (cid, me) = if c == comm_id {
+                        (cid, me)
+                    } else {
+                        match l.get(&c) {
+                            Some(x) => *x,
+                            None => continue,
+                        }
+                    };
+                    let comm = &comms[cid];
+                    let (peers, mine) = comm.peers_of(me);
+                    let world = |stored: i64| -> Result<Option<u32>, String> {
+                        match decode_peer(stored, mine as i64) {
+                            Peer::Null => Ok(None),
+                            Peer::Any => Ok(Some(u32::MAX)),
+                            Peer::Rank(p) => usize::try_from(p)
+                                .ok()
+                                .and_then(|p| peers.get(p).copied())
+                                .map(Some)
+                                .ok_or_else(|| {
+                                    format!(
+                                        "rank {r}'s {} names rank {p} of a communicator of {} ranks",
+                                        e.op.name(),
+                                        peers.len()
+                                    )
+                                }),
+                        }
+                    };
+                    match act {
+                        Act::Send(peer, tag) => match world(peer) {
+                            Ok(Some(dst)) => {
+                                pairs.entry((cid, r, dst, tag)).or_default().sends += times
+                            }
+                            Ok(None) => {}
+                            Err(e) => err = Some(e),
+                        },
+                        Act::Recv(peer, tag, cancel) => {
+                            let add = |v: &mut u64| {
+                                *v = if cancel {
+                                    v.saturating_sub(times)
+                                } else {
+                                    *v + times
+                                }
+                            };
+                            match world(peer) {
+                                Ok(Some(src)) if src != u32::MAX && !any_tag(tag) => {
+                                    add(&mut pairs.entry((cid, src, r, tag)).or_default().recvs)
+                                }
+                                Ok(Some(src)) => {
+                                    let src = (src != u32::MAX).then_some(src);
+                                    let tag = (!any_tag(tag)).then_some(tag);
+                                    add(wild.entry((cid, r, src, tag)).or_default())
+                                }
+                                Ok(None) => {}
+                                Err(e) => err = Some(e),
+                            }
+                        }
+                        Act::Coll => {
+                            colls
+                                .entry(cid)
+                                .or_insert_with(|| vec![0; comm.members.len()])[me] += times
+                        }
+                    }
                 }
             },
         );
@@ -487,8 +731,9 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
     for (&(cid, src, dst, tag), c) in &pairs {
         if c.recvs > c.sends {
             return Err(format!(
-                "rank {dst} receives {} messages from rank {src} with tag {tag} on {}, and rank {src} sends it {}",
+                "rank {dst} receives {} messages from rank {src} {} on {}, and rank {src} sends it {}",
                 c.recvs,
+                with_tag(tag),
                 name(cid),
                 c.sends
             ));
@@ -511,7 +756,11 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
         let mut need = w;
         if let Some(v) = left.get_mut(&(cid, dst)) {
             for ((s, t), k) in v.iter_mut() {
-                if src.is_none_or(|x| x == *s) && tag.is_none_or(|x| x == *t) {
+                let tag_ok = match tag {
+                    Some(x) => x == *t,
+                    None => *t != NEIGHBOR_TAG,
+                };
+                if src.is_none_or(|x| x == *s) && tag_ok {
                     let take = need.min(*k);
                     *k -= take;
                     need -= take;
@@ -532,8 +781,9 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
         if let Some(&((src, tag), k)) = v.iter().find(|x| x.1 > 0) {
             let c = &pairs[&(cid, src, dst, tag)];
             return Err(format!(
-                "rank {src} sends {} messages to rank {dst} with tag {tag} on {}, and rank {dst} receives {} of them ({k} never received)",
+                "rank {src} sends {} messages to rank {dst} {} on {}, and rank {dst} receives {} of them ({k} never received)",
                 c.sends,
+                with_tag(tag),
                 name(cid),
                 c.sends - k
             ));
@@ -792,6 +1042,193 @@ mod tests {
             e.contains(
                 "rank 0 creates a communicator from MPI_COMM_WORLD, which ranks 1 never join"
             ),
+            "{e}"
+        );
+    }
+
+    fn with(mut v: Vec<i64>, extra: &[i64]) -> Vec<i64> {
+        v.extend_from_slice(extra);
+        v
+    }
+
+    /// A ring over persistent requests: each rank makes a send to the next and a receive from
+    /// the previous once, then starts both `k` times (Startall, or Start of each), waiting
+    /// for both each time. `skip` leaves out one rank's send start in one round.
+    fn persistent_ring(n: u32, k: usize, skip: Option<(u32, usize)>) -> Trace {
+        trace(n, |r| {
+            let next = if r + 1 == n { 1 - n as i64 } else { 1 };
+            let prev = if r == 0 { n as i64 - 1 } else { -1 };
+            let mut v = vec![
+                ev(Op::SendInit, args::send_init(4, 1, next, 3, 0, 4, 0)),
+                ev(Op::RecvInit, args::recv_init(4, 1, prev, 3, 0, 4, 1)),
+            ];
+            for i in 0..k {
+                if skip == Some((r, i)) {
+                    v.push(ev(Op::Start, args::start(1)));
+                } else {
+                    v.push(ev(Op::Startall, with(args::startall(2), &[0, 1])));
+                }
+                v.push(ev(Op::Waitall, args::waitall(2)));
+            }
+            v.push(ev(Op::RequestFree, args::request_free(0)));
+            v.push(ev(Op::RequestFree, args::request_free(1)));
+            v
+        })
+    }
+
+    #[test]
+    fn persistent_requests_move_a_message_per_start() {
+        assert_eq!(
+            check(&persistent_ring(4, 1000, None), 4).unwrap(),
+            // The inits once, and the loop's Startall once (collapsed).
+            Outcome::Matched { calls: 4 * 3 }
+        );
+        let e = check(&persistent_ring(4, 1000, Some((1, 500))), 4)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("rank 2 receives 1000 messages from rank 1 with tag 3 on MPI_COMM_WORLD, and rank 1 sends it 999"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn probes_take_no_message_and_matched_probes_take_one() {
+        let any = rsd::mpi::ANY_SOURCE;
+        // Rank 1 sends twice; rank 0 probes, receives, then mprobes+mrecvs the second, and an
+        // improbe that found nothing.
+        let t = |improbe_flag: i64| {
+            trace(2, move |r| match r {
+                0 => vec![
+                    ev(Op::Probe, args::probe(any, 4, 0, 1, 4, 8)),
+                    ev(Op::Iprobe, args::iprobe(1, 4, 0, 1, 1, 4, 8)),
+                    ev(Op::Recv, args::recv(8, 4, 1, 4, 0, 8)),
+                    ev(Op::Mprobe, args::mprobe(1, 4, 0, 1, 4, 8, 0)),
+                    ev(Op::Mrecv, args::mrecv(8, 4, 0, 8)),
+                    ev(
+                        Op::Improbe,
+                        args::improbe(1, 4, 0, improbe_flag, 0, 0, 0, -1),
+                    ),
+                ],
+                _ => vec![
+                    ev(Op::Send, args::send(8, 4, -1, 4, 0, 8)),
+                    ev(Op::Send, args::send(8, 4, -1, 4, 0, 8)),
+                ],
+            })
+        };
+        check(&t(0), 2).unwrap();
+        // An improbe that found a message took a third one, which was never sent.
+        let e = check(&t(1), 2).unwrap_err().to_string();
+        assert!(
+            e.contains("rank 0 receives 3 messages from rank 1 with tag 4"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_receive_needs_no_message() {
+        let t = trace(2, |r| match r {
+            0 => vec![
+                ev(Op::Irecv, args::irecv(1, 1, 1, 5, 0, 1, 0)),
+                ev(Op::Cancel, args::cancel(0)),
+                ev(Op::Wait, args::wait(0)),
+            ],
+            _ => vec![],
+        });
+        check(&t, 2).unwrap();
+    }
+
+    /// A ring topology's neighbourhood exchange on a communicator recorded as a split;
+    /// `lonely` lists no destinations.
+    fn neighbor_ring(n: u32, lonely: Option<u32>) -> Trace {
+        trace(n, |r| {
+            let next = if r + 1 == n { 1 - n as i64 } else { 1 };
+            let prev = if r == 0 { n as i64 - 1 } else { -1 };
+            let out: Vec<i64> = if lonely == Some(r) {
+                vec![]
+            } else {
+                vec![prev, next]
+            };
+            let mut p = args::neighbor_alltoall(2, 2, out.len() as i64, 8 * out.len() as i64, 16);
+            p.extend([prev, next]);
+            p.extend(&out);
+            p.extend(out.iter().map(|_| 8));
+            p.extend([8, 8]);
+            vec![
+                ev(Op::CartCreate, args::cart_create(0, 0, r as i64, 2)),
+                ev(Op::NeighborAlltoall, p),
+            ]
+        })
+    }
+
+    #[test]
+    fn neighborhood_collectives_pair_their_neighbours() {
+        check(&neighbor_ring(4, None), 4).unwrap();
+        let e = check(&neighbor_ring(4, Some(2)), 4)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("from rank 2 in neighbourhood collectives on a communicator of 4 ranks, and rank 2 sends it 0"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn listed_groups_and_intercommunicators_map_to_their_ranks() {
+        // Ranks 1 and 3 make a communicator (tag 7); its rank 0 (world 1) sends to its rank 1
+        // (world 3). Evens and odds split, then an intercommunicator between them: each even
+        // rank sends to the same-index odd rank (world 0 -> 1, 2 -> 3), and the
+        // intercommunicator is merged (the evens first).
+        let t = |wrong: bool| {
+            trace(4, move |r| {
+                let mut v = Vec::new();
+                if r % 2 == 1 {
+                    let p = with(args::comm_create_group(0, 7, 2, 2), &[1, 3]);
+                    v.push(ev(Op::CommCreateGroup, p));
+                    if r == 1 {
+                        v.push(ev(Op::Send, args::send(1, 1, 1, 0, 2, 1)));
+                    } else {
+                        v.push(ev(Op::Recv, args::recv(1, 1, -1, 0, 2, 1)));
+                    }
+                }
+                v.push(ev(Op::CommSplit, vec![0, (r % 2) as i64, r as i64, 3]));
+                let remote: &[i64] = if r % 2 == 0 { &[1, 3] } else { &[0, 2] };
+                let leader = if r < 2 { 0 } else { -1 };
+                let p = with(
+                    args::intercomm_create(3, 0, leader, leader, 9, 4, 2),
+                    remote,
+                );
+                v.push(ev(Op::IntercommCreate, p));
+                // Relative to the local rank: the same index on the other side.
+                if r % 2 == 0 {
+                    v.push(ev(Op::Send, args::send(1, 1, 0, 1, 4, 1)));
+                } else {
+                    let from = if wrong { 1 - (r as i64 / 2) * 2 } else { 0 };
+                    v.push(ev(Op::Recv, args::recv(1, 1, from, 1, 4, 1)));
+                }
+                let p = with(
+                    args::intercomm_merge(4, (r % 2) as i64, 5, 4),
+                    &[0, 2, 1, 3],
+                );
+                v.push(ev(Op::IntercommMerge, p));
+                v.push(ev(Op::Barrier, vec![5]));
+                v
+            })
+        };
+        check(&t(false), 4).unwrap();
+        assert!(check(&t(true), 4).is_err());
+        // A listed member that never makes the call.
+        let t = trace(4, |r| {
+            if r == 1 {
+                let p = with(args::comm_create_group(0, 7, 2, 2), &[1, 3]);
+                vec![ev(Op::CommCreateGroup, p)]
+            } else {
+                vec![]
+            }
+        });
+        let e = check(&t, 4).unwrap_err().to_string();
+        assert!(
+            e.contains("only 1 of the 2 ranks of a communicator (ranks 1, 3)"),
             "{e}"
         );
     }

@@ -4,79 +4,37 @@
 use crate::engine::Pattern;
 use crate::error::ReplayError;
 use crate::root::Root;
-use rsd::op::{Dir, Handle, Op, Param};
+use filetable::{Effect, FileTable, Offline};
+use rsd::op::Dir;
 use rsd::trace::{FlatEvent, Trace};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 
-/// Per-rank tracking of where each open file's position is.
+/// Per-rank walk: the file table says where each call's bytes lie.
 #[derive(Default)]
 struct RankScan {
-    open: HashMap<(u8, i64), (String, i64)>,
+    table: FileTable,
     written: HashSet<String>,
 }
 
 impl RankScan {
     fn event(&mut self, e: &FlatEvent, need: &mut BTreeMap<String, u64>) {
-        // Descriptor kinds live in separate tables: 0 POSIX fd, 1 stdio stream, 2 MPI file.
-        let (kind, id) = match e.op.handle() {
-            Some(Handle::Fd) => (0, e.p(Param::Fd)),
-            Some(Handle::Stream) => (1, e.p(Param::Stream)),
-            Some(Handle::MpiFile) => (2, e.p(Param::Fh)),
-            None => (9, -1),
-        };
-        match e.op {
-            Op::Open | Op::Openat | Op::Creat => {
-                if let Some(p) = &e.path {
-                    self.open.insert((0, e.p(Param::Fd)), (p.clone(), 0));
-                }
-                return;
-            }
-            Op::Fopen => {
-                if let Some(p) = &e.path {
-                    self.open.insert((1, e.p(Param::Stream)), (p.clone(), 0));
-                }
-                return;
-            }
-            Op::FileOpen => {
-                if let Some(p) = &e.path {
-                    self.open.insert((2, e.p(Param::Fh)), (p.clone(), 0));
-                }
-                return;
-            }
-            _ => {}
-        }
-        let Some((path, pos)) = self.open.get_mut(&(kind, id)) else {
+        let (fx, _) = self
+            .table
+            .apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
+        let Effect::Access(a) = fx else {
             return;
         };
-        let bytes = e.op.data_bytes(&e.params) as i64;
-        let at = match e.op {
-            Op::Pread | Op::Preadv | Op::Pwrite | Op::Pwritev => e.p(Param::Offset),
-            Op::FileReadAt | Op::FileReadAtAll | Op::FileIreadAt => e.p(Param::Offset),
-            Op::FileWriteAt | Op::FileWriteAtAll | Op::FileIwriteAt => e.p(Param::Offset),
-            Op::Lseek => {
-                *pos = e.p(Param::Ret).max(0);
-                return;
-            }
-            Op::Fseek | Op::FileSeek => {
-                if rsd::mpi::whence(e.p(Param::Whence)) == Some(rsd::mpi::Whence::Set) {
-                    *pos = e.p(Param::Offset);
-                }
-                return;
-            }
-            _ => {
-                let p = *pos;
-                *pos += bytes;
-                p
-            }
+        let Some(path) = self.table.file(a.file).and_then(|f| f.path.clone()) else {
+            return;
         };
-        match e.op.dir() {
+        match a.dir {
             Dir::Write => {
-                self.written.insert(path.clone());
+                self.written.insert(path);
             }
-            Dir::Read if !self.written.contains(path.as_str()) => {
-                let end = (at + bytes).max(0) as u64;
-                let n = need.entry(path.clone()).or_default();
+            Dir::Read if !self.written.contains(&path) => {
+                let end = a.regions.iter().map(|(o, n)| o + n).max().unwrap_or(0);
+                let n = need.entry(path).or_default();
                 *n = (*n).max(end);
             }
             _ => {}

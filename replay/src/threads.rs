@@ -12,8 +12,9 @@
 //! calls are exactly those of the trace.
 
 use crate::engine::{Pattern, Runtime};
-use crate::types::{Flat, Types};
-use rsd::op::{Op, Param};
+use crate::types::Types;
+use filetable::{Effect, FileEnv, FileTable};
+use rsd::op::{Creation as Made, Op, P2p, Param};
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -44,7 +45,23 @@ pub struct Shared {
     /// Collective MPI-IO data calls are replayed through their nested POSIX calls (set when
     /// the trace recorded the POSIX layer and the application view is replayed).
     pub children_io: AtomicBool,
+    /// Communicators whose members are listed (Comm_create_group, Intercomm_merge,
+    /// Intercomm_create), keyed by (parent uid, tag or kind, members, occurrence): the first
+    /// member to arrive builds it, the last one to take it removes the entry.
+    listed: Mutex<HashMap<ListedKey, (Arc<CommObj>, usize)>>,
 }
+
+/// (parent uid, tag or kind, members in order, occurrence of this key at each member).
+type ListedKey = (u64, i64, Vec<u32>, u64);
+
+/// The tag of the messages a neighbourhood collective exchanges through the mailboxes: no
+/// application tag (never negative but for MPI_ANY_TAG), and never matched by an any-tag
+/// receive.
+const NEIGHBOR_TAG: i64 = i64::MIN;
+/// The "tag" of an `MPI_Intercomm_merge` in [`ListedKey`].
+const MERGE_KIND: i64 = i64::MIN;
+/// The "parent" of an `MPI_Intercomm_create` in [`ListedKey`] (its two groups have two).
+const INTER_UID: u64 = u64::MAX - 1;
 
 impl Shared {
     /// State for `nranks` rank threads.
@@ -58,6 +75,7 @@ impl Shared {
             finished: (0..nranks).map(|_| AtomicBool::new(false)).collect(),
             nfinished: AtomicUsize::new(0),
             children_io: AtomicBool::new(false),
+            listed: Mutex::new(HashMap::new()),
         })
     }
 
@@ -122,6 +140,10 @@ struct CommObj {
     bar: Mutex<(usize, u64)>,
     bar_cv: Condvar,
     boxes: Vec<Mailbox>,
+    /// Nonblocking collectives each member has started: the k-th one completes once every
+    /// member has started k (they start them in the same order).
+    started: Mutex<Vec<u64>>,
+    started_cv: Condvar,
 }
 
 impl CommObj {
@@ -129,11 +151,63 @@ impl CommObj {
         let boxes = members.iter().map(|_| Mailbox::default()).collect();
         CommObj {
             uid,
-            members,
             bar: Mutex::new((0, 0)),
             bar_cv: Condvar::new(),
+            started: Mutex::new(vec![0; members.len()]),
+            started_cv: Condvar::new(),
+            members,
             boxes,
         }
+    }
+
+    /// Member `me` starts its `k`-th nonblocking collective on this communicator.
+    fn start_collective(&self, me: usize, k: u64) -> Result<(), String> {
+        let mut g = self.started.lock().map_err(|_| "poisoned collective")?;
+        if let Some(s) = g.get_mut(me) {
+            *s = k;
+        }
+        self.started_cv.notify_all();
+        crate::sched::notify_tasks(self.members.iter().map(|m| *m as usize));
+        Ok(())
+    }
+
+    /// Waits until every member has started its `k`-th nonblocking collective.
+    fn complete_collective(&self, sh: &Shared, k: u64) -> Result<(), String> {
+        // A member that finished before starting it never will.
+        let stuck = |g: &[u64]| -> Result<(), String> {
+            sh.check(&[])?;
+            for (i, s) in g.iter().enumerate() {
+                let m = self.members[i];
+                if *s < k && sh.finished[m as usize].load(Ordering::Relaxed) {
+                    return Err(format!(
+                        "rank {m} finished without joining this nonblocking collective"
+                    ));
+                }
+            }
+            Ok(())
+        };
+        if crate::sched::in_task() {
+            return crate::sched::wait_until(|| {
+                let g = match self.started.lock() {
+                    Ok(g) => g,
+                    Err(_) => return Some(Err("poisoned collective".to_string())),
+                };
+                if g.iter().all(|s| *s >= k) {
+                    return Some(Ok(()));
+                }
+                stuck(&g).err().map(Err)
+            });
+        }
+        let mut g = self.started.lock().map_err(|_| "poisoned collective")?;
+        while !g.iter().all(|s| *s >= k) {
+            stuck(&g)?;
+            let (ng, _) = self
+                .started_cv
+                .wait_timeout(g, POLL)
+                .map_err(|_| "poisoned collective")?;
+            g = ng;
+        }
+        Ok(())
     }
 
     fn barrier(&self, sh: &Shared) -> Result<(), String> {
@@ -200,15 +274,28 @@ impl CommObj {
         src: Option<usize>,
         tag: Option<i64>,
     ) -> Result<(), String> {
+        self.wait_msg(sh, me, src, tag, true)
+    }
+
+    /// Waits for a message as [`CommObj::recv`] does, taking it (a receive) or leaving it
+    /// for a later receive (a probe, `take` false).
+    fn wait_msg(
+        &self,
+        sh: &Shared,
+        me: usize,
+        src: Option<usize>,
+        tag: Option<i64>,
+        take: bool,
+    ) -> Result<(), String> {
         let b = self
             .boxes
             .get(me)
             .ok_or_else(|| format!("rank {me} is not in the communicator"))?;
         if crate::sched::in_task() {
-            return crate::sched::wait_until(|| self.poll_recv(sh, b, src, tag).transpose());
+            return crate::sched::wait_until(|| self.poll_recv(sh, b, src, tag, take).transpose());
         }
         let mut q = b.q.lock().map_err(|_| "poisoned mailbox")?;
-        while !self.take_msg(sh, &mut q, src, tag)? {
+        while !self.take_msg(sh, &mut q, src, tag, take)? {
             let (nq, _) = b.cv.wait_timeout(q, POLL).map_err(|_| "poisoned mailbox")?;
             q = nq;
         }
@@ -224,12 +311,20 @@ impl CommObj {
         q: &mut Vec<Msg>,
         src: Option<usize>,
         tag: Option<i64>,
+        take: bool,
     ) -> Result<bool, String> {
+        // An any-tag receive never takes a neighbourhood collective's message.
+        let tag_ok = |m: &Msg| match tag {
+            Some(t) => t == m.tag,
+            None => m.tag != NEIGHBOR_TAG,
+        };
         if let Some(i) = q
             .iter()
-            .position(|m| src.is_none_or(|s| s == m.src) && tag.is_none_or(|t| t == m.tag))
+            .position(|m| src.is_none_or(|s| s == m.src) && tag_ok(m))
         {
-            q.remove(i);
+            if take {
+                q.remove(i);
+            }
             return Ok(true);
         }
         sh.check(&[])?;
@@ -253,10 +348,41 @@ impl CommObj {
         b: &Mailbox,
         src: Option<usize>,
         tag: Option<i64>,
+        take: bool,
     ) -> Result<Option<()>, String> {
         let mut q = b.q.lock().map_err(|_| "poisoned mailbox")?;
-        Ok(self.take_msg(sh, &mut q, src, tag)?.then_some(()))
+        Ok(self.take_msg(sh, &mut q, src, tag, take)?.then_some(()))
     }
+}
+
+/// What completing a request waits for.
+enum Pend {
+    /// A posted receive: communicator id, source, tag (None: any).
+    Recv(i64, Option<usize>, Option<i64>),
+    /// Receives from a neighbourhood collective's sources (communicator id, sources).
+    Neighbors(i64, Vec<usize>),
+    /// The `k`-th nonblocking collective on a communicator.
+    Coll(Arc<CommObj>, u64),
+}
+
+/// A persistent request: each start sends (or posts a receive) on `comm` to/from `peer`
+/// (relative) with `tag`.
+#[derive(Clone, Copy)]
+struct Persistent {
+    send: bool,
+    comm: i64,
+    peer: i64,
+    tag: i64,
+}
+
+/// Where a peer of a point-to-point call is.
+enum To {
+    /// `MPI_PROC_NULL`: nothing to do.
+    Null,
+    /// `MPI_ANY_SOURCE`.
+    Any,
+    /// This index in the communicator's members.
+    Rank(usize),
 }
 
 /// A communicator being created by dup or split: every member deposits its (color, key).
@@ -265,20 +391,16 @@ struct Creation {
     made: Mutex<HashMap<i64, Arc<CommObj>>>,
 }
 
-use rsd::mpi::amode::{APPEND, CREATE, DELETE_ON_CLOSE, RDONLY, RDWR, WRONLY};
-use rsd::mpi::{ANY_SOURCE, PROC_NULL, UNDEFINED, Whence};
+use rsd::mpi::amode::{CREATE, DELETE_ON_CLOSE, RDONLY, RDWR, WRONLY};
+use rsd::mpi::{ANY_SOURCE, PROC_NULL, UNDEFINED};
 
+/// An open MPI file: the real file and what the ranks share; views and pointers are the file
+/// table's.
 struct MFile {
     file: File,
     path: PathBuf,
     comm: (Arc<CommObj>, usize),
-    disp: i64,
-    etype: i64,
-    /// The view's filetype flattened, when it is not contiguous: accesses then map onto the
-    /// file regions it selects.
-    view: Option<Arc<Flat>>,
-    /// Individual file pointer, in etypes.
-    fp: i64,
+    /// The shared file pointer, in etypes, shared by every rank that opened the path.
     shared: Arc<AtomicU64>,
     delete_on_close: bool,
 }
@@ -290,8 +412,17 @@ pub struct ThreadsRuntime {
     comms: HashMap<i64, (Arc<CommObj>, usize)>,
     created: HashMap<u64, u64>,
     files: HashMap<i64, MFile>,
-    /// Posted receives not yet completed: (request, communicator, source, tag).
-    pending: Vec<(i64, i64, Option<usize>, Option<i64>)>,
+    /// Requests not yet completed, in the order they were started.
+    pending: Vec<(i64, Pend)>,
+    /// Intercommunicators: (offset of the local group in the members, offset of the remote
+    /// group, size of the remote group). Their members are the two groups, one after the other.
+    inter: HashMap<i64, (usize, usize, usize)>,
+    /// Persistent requests: what each start of them sends or receives.
+    persistent: HashMap<i64, Persistent>,
+    /// Nonblocking collectives this rank started, by communicator uid.
+    nb_started: HashMap<u64, u64>,
+    /// How many times this rank made each listed creation (see [`ListedKey`]).
+    listed_seen: HashMap<(u64, i64, Vec<u32>), u64>,
     /// This rank's read buffer (see [`Pattern::trim_read_buf`]).
     rbuf: Vec<u8>,
 }
@@ -310,6 +441,10 @@ impl ThreadsRuntime {
             created: HashMap::new(),
             files: HashMap::new(),
             pending: Vec::new(),
+            inter: HashMap::new(),
+            persistent: HashMap::new(),
+            nb_started: HashMap::new(),
+            listed_seen: HashMap::new(),
             rbuf: Vec::new(),
         }
     }
@@ -377,29 +512,216 @@ impl ThreadsRuntime {
 
     fn complete(&mut self, which: Option<i64>) -> Result<(), String> {
         let mut keep = Vec::new();
-        for (req, comm, src, tag) in std::mem::take(&mut self.pending) {
+        for (req, p) in std::mem::take(&mut self.pending) {
             if which.is_none_or(|w| w == req) {
-                let (c, me) = self.comm(comm)?;
-                c.recv(&self.sh, me, src, tag)?;
+                match p {
+                    Pend::Recv(comm, src, tag) => {
+                        let (c, me) = self.comm(comm)?;
+                        c.recv(&self.sh, me, src, tag)?;
+                    }
+                    Pend::Neighbors(comm, srcs) => {
+                        let (c, me) = self.comm(comm)?;
+                        for s in srcs {
+                            c.recv(&self.sh, me, Some(s), Some(NEIGHBOR_TAG))?;
+                        }
+                    }
+                    Pend::Coll(c, k) => c.complete_collective(&self.sh, k)?,
+                }
             } else {
-                keep.push((req, comm, src, tag));
+                keep.push((req, p));
             }
         }
         self.pending = keep;
         Ok(())
     }
 
-    fn peer(me: usize, rel: i64, n: usize) -> Result<Option<usize>, String> {
-        if rel == ANY_SOURCE || rel == PROC_NULL {
-            return Ok(None);
+    /// Where stored peer `rel` of a call on communicator `cid` is, with the communicator and
+    /// the caller's index in its members. On an intercommunicator a peer is a rank of the
+    /// remote group, stored relative to the caller's local rank.
+    fn endpoint(&self, cid: i64, rel: i64) -> Result<(Arc<CommObj>, usize, To), String> {
+        let (c, me) = self.comm(cid)?;
+        if rel == PROC_NULL {
+            return Ok((c, me, To::Null));
         }
-        let p = me as i64 + rel;
+        if rel == ANY_SOURCE {
+            return Ok((c, me, To::Any));
+        }
+        let (local, remote, n) = self
+            .inter
+            .get(&cid)
+            .copied()
+            .unwrap_or((0, 0, c.members.len()));
+        let p = (me - local) as i64 + rel;
         if p < 0 || p as usize >= n {
             return Err(format!(
                 "peer {p} (relative {rel}) is outside the communicator"
             ));
         }
-        Ok(Some(p as usize))
+        Ok((c, me, To::Rank(remote + p as usize)))
+    }
+
+    /// A point-to-point send of one message (every mode: sends are eager).
+    fn send_to(&self, cid: i64, rel: i64, tag: i64) -> Result<(), String> {
+        match self.endpoint(cid, rel)? {
+            (c, me, To::Rank(d)) => c.send(me, d, tag),
+            _ => Ok(()),
+        }
+    }
+
+    /// A blocking receive (`take`) or probe of one message.
+    fn recv_from(&self, cid: i64, rel: i64, tag: i64, take: bool) -> Result<(), String> {
+        let (c, me, src) = match self.endpoint(cid, rel)? {
+            (_, _, To::Null) => return Ok(()),
+            (c, me, To::Any) => (c, me, None),
+            (c, me, To::Rank(s)) => (c, me, Some(s)),
+        };
+        c.wait_msg(&self.sh, me, src, Some(tag).filter(|t| *t >= 0), take)
+    }
+
+    /// A receive posted now and completed with request `req`.
+    fn post_recv(&mut self, req: i64, cid: i64, rel: i64, tag: i64) -> Result<(), String> {
+        let src = match self.endpoint(cid, rel)? {
+            (_, _, To::Null) => return Ok(()),
+            (_, _, To::Any) => None,
+            (_, _, To::Rank(s)) => Some(s),
+        };
+        self.pending
+            .push((req, Pend::Recv(cid, src, Some(tag).filter(|t| *t >= 0))));
+        Ok(())
+    }
+
+    /// A neighbourhood collective: one message to each destination now, one from each
+    /// source at completion (now for the blocking forms, with `req` for the others).
+    fn neighborhood(&mut self, e: &FlatEvent, req: Option<i64>) -> Result<(), String> {
+        let cid = e.p(Param::Comm);
+        let n =
+            e.op.neighborhood(&e.params)
+                .ok_or_else(|| format!("{} lacks its neighbour lists", e.op.name()))?;
+        for d in n.destinations {
+            self.send_to(cid, *d, NEIGHBOR_TAG)?;
+        }
+        let mut srcs = Vec::new();
+        for s in n.sources {
+            if let (_, _, To::Rank(i)) = self.endpoint(cid, *s)? {
+                srcs.push(i);
+            }
+        }
+        self.pending
+            .push((req.unwrap_or(i64::MIN), Pend::Neighbors(cid, srcs)));
+        match req {
+            Some(_) => Ok(()),
+            None => self.complete(Some(i64::MIN)),
+        }
+    }
+
+    /// Starts persistent request `r`: one message sent, or one receive posted.
+    fn start(&mut self, r: i64) -> Result<(), String> {
+        let p = *self
+            .persistent
+            .get(&r)
+            .ok_or_else(|| format!("request {r} was not made by a replayed persistent init"))?;
+        if p.send {
+            self.send_to(p.comm, p.peer, p.tag)
+        } else {
+            self.post_recv(r, p.comm, p.peer, p.tag)
+        }
+    }
+
+    /// Starts this rank's next nonblocking collective on `cid`, completed with `req`.
+    fn start_collective(&mut self, cid: i64, req: i64) -> Result<(), String> {
+        let (c, me) = self.comm(cid)?;
+        let k = self.nb_started.entry(c.uid).or_insert(0);
+        *k += 1;
+        c.start_collective(me, *k)?;
+        self.pending.push((req, Pend::Coll(c, *k)));
+        Ok(())
+    }
+
+    /// Joins the communicator of the listed `members` (MPI_COMM_WORLD ranks, in order) that
+    /// this call makes from `parent`, kind `kind` (a tag or one of the kinds above).
+    fn join_listed(
+        &mut self,
+        parent_uid: u64,
+        kind: i64,
+        members: Vec<u32>,
+    ) -> Result<(Arc<CommObj>, usize), String> {
+        let me = members
+            .iter()
+            .position(|m| *m == self.rank)
+            .ok_or_else(|| format!("rank {} is not among the members it lists", self.rank))?;
+        let seen = self
+            .listed_seen
+            .entry((parent_uid, kind, members.clone()))
+            .or_insert(0);
+        *seen += 1;
+        let key = (parent_uid, kind, members.clone(), *seen);
+        let n = members.len();
+        let mut m = self.sh.listed.lock().map_err(|_| "poisoned")?;
+        let (obj, taken) = {
+            let ent = m.entry(key.clone()).or_insert_with(|| {
+                (
+                    Arc::new(CommObj::new(
+                        self.sh.next_uid.fetch_add(1, Ordering::SeqCst),
+                        members,
+                    )),
+                    0,
+                )
+            });
+            ent.1 += 1;
+            (ent.0.clone(), ent.1)
+        };
+        if taken == n {
+            m.remove(&key);
+        }
+        Ok((obj, me))
+    }
+
+    /// The communicator creations whose members are listed, and intercommunicators.
+    fn create_listed(&mut self, e: &FlatEvent) -> Result<(), String> {
+        let cid = e.p(Param::Comm);
+        let (pc, _) = self.comm(cid)?;
+        let list: Vec<u32> =
+            e.op.list(&e.params)
+                .iter()
+                .map(|r| u32::try_from(*r).map_err(|_| format!("member {r} is no rank")))
+                .collect::<Result<_, _>>()?;
+        let newid = e.p(Param::Newcomm);
+        if e.op == Op::IntercommCreate {
+            // Both groups build the same object: the group whose first rank is lower first.
+            let local = pc.members.clone();
+            let local_first = local <= list;
+            let (a, b) = if local_first {
+                (local, list)
+            } else {
+                (list, local)
+            };
+            let (la, lb) = (a.len(), b.len());
+            let mut all = a;
+            all.extend(b);
+            let (obj, me) = self.join_listed(INTER_UID, e.p(Param::Tag), all)?;
+            obj.barrier(&self.sh)?;
+            if newid >= 0 {
+                let (l, r, n) = if local_first {
+                    (0, la, lb)
+                } else {
+                    (la, 0, la)
+                };
+                self.inter.insert(newid, (l, r, n));
+                self.comms.insert(newid, (obj, me));
+            }
+            return Ok(());
+        }
+        let kind = if e.op == Op::IntercommMerge {
+            MERGE_KIND
+        } else {
+            e.p(Param::Tag)
+        };
+        let (obj, me) = self.join_listed(pc.uid, kind, list)?;
+        obj.barrier(&self.sh)?;
+        if newid >= 0 {
+            self.comms.insert(newid, (obj, me));
+        }
+        Ok(())
     }
 }
 
@@ -438,7 +760,7 @@ impl ThreadsRuntime {
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
-        types: &Types,
+        fx: &Effect,
         data: &mut Pattern,
         move_data: bool,
     ) -> Result<u64, String> {
@@ -470,21 +792,12 @@ impl ThreadsRuntime {
                 .entry(path.clone())
                 .or_default()
                 .clone();
-            let fp = if amode & APPEND != 0 {
-                file.metadata().map(|m| m.len() as i64).unwrap_or(0)
-            } else {
-                0
-            };
             self.files.insert(
                 fh,
                 MFile {
                     file,
                     path,
                     comm,
-                    disp: 0,
-                    etype: 4, // MPI_BYTE
-                    view: None,
-                    fp,
                     shared,
                     delete_on_close: amode & DELETE_ON_CLOSE != 0,
                 },
@@ -507,16 +820,8 @@ impl ThreadsRuntime {
                 .clone();
             c.barrier(&self.sh)?;
         }
-        let sh = self.sh.clone();
         let f = self.files.get_mut(&fh).ok_or_else(|| fh_err(fh))?;
-        let es = types.size(f.etype).max(1);
-        // Data calls carry `bytes`; the others (close, sync, ...) move none.
-        let bytes = e.get(Param::Bytes).unwrap_or(0).max(0);
-        let (write, read) = (
-            op.dir() == rsd::op::Dir::Write,
-            op.dir() == rsd::op::Dir::Read,
-        );
-        let off = match op {
+        match op {
             Op::FileClose => {
                 let f = self.files.remove(&fh).ok_or_else(|| fh_err(fh))?;
                 if f.delete_on_close && f.comm.1 == 0 {
@@ -530,75 +835,32 @@ impl ThreadsRuntime {
                     .map_err(|er| er.to_string())?;
                 return Ok(0);
             }
-            Op::FileGetSize => return Ok(0),
+            // As under MPI: a filetype built on a type the trace never built is bytes from the
+            // displacement, and the view is reported as not replayed.
             Op::FileSetView => {
-                f.disp = e.p(Param::Disp);
-                f.etype = e.p(Param::Etype);
-                f.fp = 0;
-                // As under MPI: a filetype built on a type the trace never built becomes bytes
-                // from the displacement, and the view is reported as not replayed.
-                let ft = e.p(Param::Filetype);
-                if let Some(why) = crate::types::unbuilt_view(types, ft) {
-                    f.view = None;
-                    return Err(why);
-                }
-                let flat = types.flatten(ft)?;
-                f.view = (!flat.is_dense()).then(|| Arc::new(flat));
-                return Ok(0);
-            }
-            Op::FileSeek => {
-                let o = e.p(Param::Offset);
-                f.fp = match rsd::mpi::whence(e.p(Param::Whence)) {
-                    Some(Whence::Cur) => f.fp + o,
-                    Some(Whence::End) => {
-                        let len = f.file.metadata().map(|m| m.len() as i64).unwrap_or(0);
-                        // The end of file in the view: the data bytes the view shows before it.
-                        let seen = match &f.view {
-                            None => len - f.disp,
-                            Some(flat) => flat.data_before(f.disp, len),
-                        };
-                        seen / es + o
-                    }
-                    _ => o,
+                return match fx {
+                    Effect::SetView {
+                        unbuilt: Some(why), ..
+                    } => Err(why.clone()),
+                    _ => Ok(0),
                 };
-                return Ok(0);
             }
             Op::FileSync => {
                 f.file.sync_all().map_err(|er| er.to_string())?;
                 return Ok(0);
             }
-            Op::FileReadAt
-            | Op::FileReadAtAll
-            | Op::FileIreadAt
-            | Op::FileWriteAt
-            | Op::FileWriteAtAll
-            | Op::FileIwriteAt => e.p(Param::Offset) * es,
-            Op::FileReadShared
-            | Op::FileReadOrdered
-            | Op::FileIreadShared
-            | Op::FileWriteShared
-            | Op::FileWriteOrdered
-            | Op::FileIwriteShared => {
-                let units = f.shared.fetch_add((bytes / es) as u64, Ordering::SeqCst) as i64;
-                units * es
-            }
-            _ if write || read => {
-                let o = f.fp * es;
-                f.fp += bytes / es;
-                o
-            }
-            _ => return Ok(0),
+            _ => {}
+        }
+        // The file table put the call's bytes in the file's regions (view, etype, filetype,
+        // the pointer it used); the other calls (seeks, get_size) moved them already.
+        let Effect::Access(acc) = fx else {
+            return Ok(0);
         };
-        drop(sh);
+        let (write, bytes) = (acc.dir == rsd::op::Dir::Write, acc.bytes as i64);
         if !move_data {
             return Ok(bytes as u64);
         }
-        // `off` is the position in the view's data; the regions are where it lands in the
-        // file: one run from the displacement, or one per filetype block it crosses.
-        let regions = match &f.view {
-            None => vec![((f.disp + off).max(0) as u64, bytes as usize)],
-            Some(flat) => flat.pieces(f.disp, off, bytes),
-        };
+        let regions = acc.regions.iter().map(|&(o, n)| (o, n as usize));
         if write {
             let buf = data.get(bytes as usize);
             let mut at = 0usize;
@@ -633,30 +895,48 @@ impl ThreadsRuntime {
     }
 }
 
+/// What the ranks of one process share: the real file (its size, which other ranks' writes
+/// change) and the shared file pointer.
+impl FileEnv for ThreadsRuntime {
+    fn size(&mut self, fh: i64) -> Option<u64> {
+        let f = self.files.get(&fh)?;
+        f.file.metadata().ok().map(|m| m.len())
+    }
+
+    fn fetch_add_shared(&mut self, fh: i64, units: i64) -> Option<i64> {
+        let f = self.files.get(&fh)?;
+        Some(f.shared.fetch_add(units.max(0) as u64, Ordering::SeqCst) as i64)
+    }
+}
+
 impl Runtime for ThreadsRuntime {
     fn mpiio(
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
-        types: &Types,
+        _files: &FileTable,
+        fx: &Effect,
         data: &mut Pattern,
     ) -> Result<u64, String> {
-        self.file_call(e, path, types, data, true)
+        self.file_call(e, path, fx, data, true)
     }
 
     fn mpi(&mut self, e: &FlatEvent, _types: &Types, bookkeeping_only: bool) -> Result<(), String> {
         let op = e.op;
-        match op {
-            Op::CommDup => {
-                return self.create_comm(
-                    e.p(Param::Comm),
-                    0,
-                    self.rank as i64,
-                    e.p(Param::Newcomm),
-                );
+        match op.creation() {
+            Some(Made::Dup) => {
+                let cid = e.p(Param::Comm);
+                let (_, me) = self.comm(cid)?;
+                // The parent's order, so relative peers mean the same on the copy.
+                self.create_comm(cid, 0, me as i64, e.p(Param::Newcomm))?;
+                if let Some(i) = self.inter.get(&cid).copied() {
+                    self.inter.insert(e.p(Param::Newcomm), i);
+                }
+                return Ok(());
             }
-            // MPI_Comm_create and MPI_Comm_split_type are recorded as their equivalent split.
-            Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate => {
+            // MPI_Comm_create, MPI_Comm_split_type and the topology creations are recorded as
+            // their equivalent split.
+            Some(Made::Split) => {
                 return self.create_comm(
                     e.p(Param::Comm),
                     e.p(Param::Color),
@@ -664,69 +944,95 @@ impl Runtime for ThreadsRuntime {
                     e.p(Param::Newcomm),
                 );
             }
-            _ if bookkeeping_only => return Ok(()),
-            _ => {}
+            Some(Made::Members | Made::Intercomm) => return self.create_listed(e),
+            None if bookkeeping_only => return Ok(()),
+            None => {}
         }
+        let q = || e.p(Param::Request);
         match op {
+            _ if op.is_neighborhood() => {
+                let req = op.is_nonblocking_collective().then(q);
+                self.neighborhood(e, req)
+            }
+            _ if op.is_nonblocking_collective() => self.start_collective(e.p(Param::Comm), q()),
             _ if op.is_collective() => {
                 let (c, _) = self.comm(e.p(Param::Comm))?;
                 c.barrier(&self.sh)
             }
             // Every send mode delivers to a mailbox; what differs is when the sender may go on,
             // which a thread replay does not model.
-            _ if matches!(op.p2p(), Some(rsd::op::P2p::Send { .. })) => {
-                let (c, me) = self.comm(e.p(Param::Comm))?;
-                match Self::peer(me, e.p(Param::Peer), c.members.len())? {
-                    Some(d) => c.send(me, d, e.p(Param::Tag)),
-                    None => Ok(()),
-                }
+            _ if matches!(op.p2p(), Some(P2p::Send { .. })) => {
+                self.send_to(e.p(Param::Comm), e.p(Param::Peer), e.p(Param::Tag))
             }
-            Op::Recv | Op::Irecv => {
+            // A matched probe takes the message: it is the receive (its Mrecv completes it).
+            Op::Recv | Op::Mprobe => {
+                self.recv_from(e.p(Param::Comm), e.p(Param::Peer), e.p(Param::Tag), true)
+            }
+            Op::Improbe if e.p(Param::Flag) == 1 => {
+                self.recv_from(e.p(Param::Comm), e.p(Param::Peer), e.p(Param::Tag), true)
+            }
+            // A probe that found its message waits for it, leaving it queued (it had been sent
+            // before the probe returned, so its sender does not wait on this rank for it); one
+            // that found none does nothing.
+            Op::Probe => self.recv_from(e.p(Param::Comm), e.p(Param::Peer), e.p(Param::Tag), false),
+            Op::Iprobe if e.p(Param::Flag) == 1 => {
+                self.recv_from(e.p(Param::Comm), e.p(Param::Peer), e.p(Param::Tag), false)
+            }
+            Op::Irecv => self.post_recv(q(), e.p(Param::Comm), e.p(Param::Peer), e.p(Param::Tag)),
+            Op::Sendrecv | Op::SendrecvReplace => {
                 let cid = e.p(Param::Comm);
-                let (c, me) = self.comm(cid)?;
-                let rel = e.p(Param::Peer);
-                if rel == PROC_NULL {
-                    return Ok(());
-                }
-                let src = Self::peer(me, rel, c.members.len())?;
-                let tag = Some(e.p(Param::Tag)).filter(|t| *t >= 0);
-                if op == Op::Recv {
-                    c.recv(&self.sh, me, src, tag)
-                } else {
-                    self.pending.push((e.p(Param::Request), cid, src, tag));
-                    Ok(())
-                }
+                self.send_to(cid, e.p(Param::Dest), e.p(Param::Sendtag))?;
+                self.recv_from(cid, e.p(Param::Source), e.p(Param::Recvtag), true)
             }
-            Op::Sendrecv => {
-                let (c, me) = self.comm(e.p(Param::Comm))?;
-                let n = c.members.len();
-                if let Some(d) = Self::peer(me, e.p(Param::Dest), n)? {
-                    c.send(me, d, e.p(Param::Sendtag))?;
-                }
-                if e.p(Param::Source) == PROC_NULL {
-                    return Ok(());
-                }
-                let src = Self::peer(me, e.p(Param::Source), n)?;
-                let tag = Some(e.p(Param::Recvtag)).filter(|t| *t >= 0);
-                c.recv(&self.sh, me, src, tag)
+            _ if op.persistent().is_some() => {
+                let p = Persistent {
+                    send: matches!(op.persistent(), Some(P2p::Send { .. })),
+                    comm: e.p(Param::Comm),
+                    peer: e.p(Param::Peer),
+                    tag: e.p(Param::Tag),
+                };
+                self.persistent.insert(q(), p);
+                Ok(())
             }
-            Op::Wait => self.complete(Some(e.p(Param::Request))),
+            Op::Start => self.start(q()),
+            Op::Startall => op.list(&e.params).iter().try_for_each(|r| self.start(*r)),
+            Op::Wait => self.complete(Some(q())),
             // The request that completed, as recorded (-1: none was active).
-            Op::Waitany => match e.p(Param::Request) {
+            Op::Waitany => match q() {
                 -1 => Ok(()),
-                q => self.complete(Some(q)),
+                r => self.complete(Some(r)),
             },
-            // A freed request completes on its own; a receive still posted is dropped.
-            Op::RequestFree => {
-                let q = e.p(Param::Request);
-                self.pending.retain(|p| p.0 != q);
+            // A test that found its request complete completes it; one that did not, nothing
+            // (the completion comes at a later call, which the trace records too).
+            Op::Test | Op::Testany => match (e.p(Param::Flag), q()) {
+                (1, r) if r >= 0 => self.complete(Some(r)),
+                _ => Ok(()),
+            },
+            Op::Testall if e.p(Param::Flag) == 1 => op
+                .list(&e.params)
+                .iter()
+                .try_for_each(|r| self.complete(Some(*r))),
+            Op::Waitsome | Op::Testsome => op
+                .list(&e.params)
+                .iter()
+                .try_for_each(|r| self.complete(Some(*r))),
+            // A freed request completes on its own; a receive still posted is dropped, and so
+            // is a cancelled one (whether the cancel succeeded is not recorded: if the receive
+            // had matched, its message stays in the mailbox).
+            Op::RequestFree | Op::Cancel => {
+                let r = q();
+                self.pending.retain(|p| p.0 != r);
+                if op == Op::RequestFree {
+                    self.persistent.remove(&r);
+                }
                 Ok(())
             }
             Op::CommFree => {
                 self.comms.remove(&e.p(Param::Comm));
+                self.inter.remove(&e.p(Param::Comm));
                 Ok(())
             }
-            // The trace keeps only the count of a Waitall: it completes every posted receive.
+            // The trace keeps only the count of a Waitall: it completes every pending request.
             Op::Waitall => self.complete(None),
             _ => Ok(()),
         }
@@ -748,9 +1054,10 @@ impl Runtime for ThreadsRuntime {
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
-        types: &Types,
+        _files: &FileTable,
+        fx: &Effect,
         data: &mut Pattern,
     ) -> Result<u64, String> {
-        self.file_call(e, path, types, data, false)
+        self.file_call(e, path, fx, data, false)
     }
 }

@@ -46,6 +46,8 @@ struct Slot {
     peer: AtomicI64,
     tag: AtomicI64,
     comm: AtomicI64,
+    /// The request a completion or start call acts on (or a nonblocking call makes).
+    req: AtomicI64,
 }
 
 /// What the ranks of this process are in, for the watchdog.
@@ -99,6 +101,8 @@ impl Watch {
         );
         s.comm
             .store(e.get(Param::Comm).unwrap_or(i64::MIN), Ordering::Relaxed);
+        s.req
+            .store(e.get(Param::Request).unwrap_or(i64::MIN), Ordering::Relaxed);
         s.bound_ns.store(
             bound.as_nanos().min(u64::MAX as u128) as u64,
             Ordering::Relaxed,
@@ -198,7 +202,7 @@ fn describe(s: &Slot) -> String {
         };
         parts.push(what);
     }
-    for (name, v) in [("tag", &s.tag), ("comm", &s.comm)] {
+    for (name, v) in [("tag", &s.tag), ("comm", &s.comm), ("request", &s.req)] {
         let v = v.load(Ordering::Relaxed);
         if v != i64::MIN {
             parts.push(format!("{name} {v}"));
@@ -292,7 +296,13 @@ mod tests {
             "{r}"
         );
         assert!(r.contains("rank 2: finished"), "{r}");
+        // A completion names its request.
+        w.enter(1, &ev(Op::Wait, rsd::op::args::wait(4)), 4, Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(2));
+        let r = w.stalled().expect("both past their bound");
+        assert!(r.contains("MPI_Wait (call 4, request 4)"), "{r}");
         w.leave(0);
+        w.leave(1);
         assert!(w.stalled().is_none(), "no rank is past its bound");
     }
 

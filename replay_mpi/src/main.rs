@@ -2,151 +2,59 @@
 //!
 //! `mpirun -np N iotrex-replay TRACE --root DIR` replays rank r's calls on MPI rank r, MPI-IO
 //! through MPI-IO; `iotrex-replay TRACE --threads --root DIR` replays every rank as a thread
-//! without MPI. Arguments are parsed by hand: the replay crate's library must not depend on
-//! clap, and the `iotrex replay` subcommand offers the same options with clap's help.
+//! without MPI. The options are `replay::cli::ReplayArgs`, the one definition `iotrex replay`
+//! uses too.
 
 mod mpi_glue;
 
+use clap::{CommandFactory, FromArgMatches, Parser};
+use replay::cli::ReplayArgs;
 use replay::engine::RankEngine;
 use replay::report::{RankStats, Report};
 use replay::{Options, ReplayError, Root};
 use std::os::raw::{c_int, c_void};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const HELP: &str = "\
-iotrex-replay: replay an iotrex trace with real I/O, under MPI or with threads
+const LONG_ABOUT: &str = "\
+Replay an iotrex trace with real I/O: rank r's calls on MPI rank r under mpirun (MPI-IO through \
+MPI-IO), or with --threads every rank in this process without MPI. Every traced path is \
+re-rooted under --root; nothing is written outside it. Under MPI the rank count must equal the \
+trace's (extrapolate first). The options are the same as `iotrex replay`'s.";
 
+const AFTER_HELP: &str = "\
 Usage:
   mpirun -np N iotrex-replay TRACE --root DIR [options]
   iotrex-replay TRACE --threads --root DIR [options]
 
-Every traced path is re-rooted under DIR (which must exist and be writable); nothing is
-written outside it. The rank count must equal the trace's (extrapolate first).
-
-Options:
-  --root DIR            where the replay's files go (required)
-  --threads             run every rank in this process, without MPI: one thread per rank, or
-                        past --max-threads ranks as coroutines sharing that many threads
-  --max-threads N       with --threads, at most N OS threads run ranks. Default: one thread
-                        per rank up to a quarter of /proc/sys/kernel/threads-max (256 to 8192),
-                        beyond that a pool of 4 threads per core (8 to 256). In a pool, a rank
-                        waiting in a barrier, receive or delay lets another run, but a blocking
-                        I/O call or --compute work holds its thread: at most that many I/O
-                        calls are in flight and timing is coarser than one thread per rank
-  --comm delay|real|skip
-                        non-I/O MPI calls: sleep their recorded mean (default), issue them, or skip.
-                        Under MPI, real vector collectives (Gatherv, Scatterv, Allgatherv) first
-                        exchange each rank's recorded count, then move those counts; Alltoallv's
-                        trace keeps only per-rank totals, so the pairs are a matrix with those
-                        sums. With --threads, collectives are thread barriers and move no data.
-  --compute mean|sample|work|none
-                        compute gaps: sleep the recorded mean (default) or a draw from the
-                        histogram; `work`: compute (burn this thread's CPU time) for the gap's
-                        shortest recorded instance, so ranks that share cores compete for them
-                        as the traced ones did and the time they waited for a core is not
-                        replayed twice (use with --comm real when the traced or replaying node
-                        has fewer cores than ranks; lateness is not measured); or none
-  --collective-io library|ranks
-                        with --threads, collective MPI-IO data calls issue, after a barrier, the
-                        POSIX calls the MPI library made for them when traced (`library`,
-                        default: collective buffering's aggregator writes, nothing from the
-                        other ranks; used when the trace recorded such calls) or each rank's
-                        own piece at its view's offsets (`ranks`). Under MPI the library does
-                        its own collective I/O.
-  --time-scale F        multiply every delay by F (default 1)
-  --stall-timeout SECS  end the replay when a rank stays in one call longer than SECS (default
-                        60) plus ten times that call's longest traced duration (a receive whose
-                        message never comes, a deadlock): every rank's current call is printed
-                        and the job aborts with a non-zero status
-  --layer app|posix     issue application calls (default) or only the POSIX view
-  --prep                first create the files the trace reads before writing, at their sizes
-  --allow-incomplete    replay a trace flagged incomplete
-  --json FILE           also write the report as JSON
-
 Example:
-  mpirun -np 8 iotrex-replay app.8.iotrex --root /scratch/replay --comm real --json r.json";
+  mpirun -np 8 iotrex-replay app.8.iotrex --root /scratch/replay --comm real --json-out r.json";
 
-struct Args {
-    trace: PathBuf,
-    root: PathBuf,
-    threads: bool,
-    max_threads: Option<u32>,
-    prep: bool,
-    allow_incomplete: bool,
-    json: Option<PathBuf>,
-    opts: Options,
+/// The command line: the replay options of `replay::cli` (the same definition as `iotrex
+/// replay`), under this binary's name and help.
+#[derive(Debug, Parser)]
+#[command(
+    name = "iotrex-replay",
+    version,
+    about = "Replay an iotrex trace with real I/O, under MPI or with threads",
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP
+)]
+struct Cli {
+    #[command(flatten)]
+    args: ReplayArgs,
 }
 
-fn usage(msg: String) -> ReplayError {
-    ReplayError::BadOption {
-        flag: "usage",
-        why: msg,
+/// Parses the command line (exits with clap's usage error and status 2 on bad arguments).
+fn parse_args() -> ReplayArgs {
+    let mut cmd = Cli::command().mut_arg(replay::cli::JSON_OUT, |a| {
+        a.visible_alias(replay::cli::JSON_ALIAS)
+    });
+    let m = cmd.get_matches_mut();
+    match Cli::from_arg_matches(&m) {
+        Ok(c) => c.args,
+        Err(e) => e.format(&mut cmd).exit(),
     }
-}
-
-fn parse_args(argv: &[String]) -> Result<Option<Args>, ReplayError> {
-    let mut trace = None;
-    let mut root = None;
-    let mut a = Args {
-        trace: PathBuf::new(),
-        root: PathBuf::new(),
-        threads: false,
-        max_threads: None,
-        prep: false,
-        allow_incomplete: false,
-        json: None,
-        opts: Options::default(),
-    };
-    let mut it = argv.iter().skip(1);
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = |name: &'static str| -> Result<String, ReplayError> {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| ReplayError::BadOption {
-                    flag: name,
-                    why: "needs a value".into(),
-                })
-        };
-        match flag {
-            "-h" | "--help" => return Ok(None),
-            "--root" => root = Some(PathBuf::from(value("--root")?)),
-            "--threads" => a.threads = true,
-            "--max-threads" => {
-                a.max_threads = Some(replay::parse_max_threads(&value("--max-threads")?)?)
-            }
-            "--prep" => a.prep = true,
-            "--allow-incomplete" => a.allow_incomplete = true,
-            "--json" => a.json = Some(PathBuf::from(value("--json")?)),
-            "--comm" => a.opts.comm = replay::parse_comm(&value("--comm")?)?,
-            "--compute" => a.opts.compute = replay::parse_compute(&value("--compute")?)?,
-            "--collective-io" => {
-                a.opts.collective_io = replay::parse_collective_io(&value("--collective-io")?)?
-            }
-            "--layer" => a.opts.layer = replay::parse_layer(&value("--layer")?)?,
-            "--time-scale" => a.opts.time_scale = replay::parse_scale(&value("--time-scale")?)?,
-            "--stall-timeout" => {
-                a.opts.stall_timeout = replay::parse_stall_timeout(&value("--stall-timeout")?)?
-            }
-            f if f.starts_with('-') => {
-                return Err(usage(format!("unknown option {f} (see --help)")));
-            }
-            _ if trace.is_none() => trace = Some(PathBuf::from(arg)),
-            _ => return Err(usage(format!("unexpected argument {arg} (one trace only)"))),
-        }
-    }
-    a.trace = trace.ok_or_else(|| usage("missing TRACE (see --help)".into()))?;
-    a.root = root.ok_or_else(|| ReplayError::BadOption {
-        flag: "--root",
-        why: "is required: the directory the replay writes under".into(),
-    })?;
-    Ok(Some(a))
 }
 
 fn fail(e: &ReplayError) -> ExitCode {
@@ -169,30 +77,19 @@ fn write_json(path: &std::path::Path, r: &Report) -> Result<(), ReplayError> {
 }
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().collect();
-    let args = match parse_args(&argv) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            let c = fail(&e);
-            eprintln!("usage: iotrex-replay TRACE --root DIR [--threads] [options]; see --help");
-            return c;
-        }
-    };
+    let args = parse_args();
+    let opts = args.options();
     if args.threads {
         let r = replay::run_threads_file(
             &args.trace,
             &args.root,
-            &args.opts,
+            &opts,
             args.prep,
             args.allow_incomplete,
             args.max_threads,
         )
         .and_then(|r| {
-            if let Some(j) = &args.json {
+            if let Some(j) = &args.json_out {
                 write_json(j, &r)?;
             }
             Ok(r)
@@ -200,7 +97,7 @@ fn main() -> ExitCode {
         return match r {
             Ok(r) => {
                 print!("{}", r.render());
-                if let Some(a) = replay::advice(&args.opts, r.ranks as usize) {
+                if let Some(a) = replay::advice(&opts, r.ranks as usize) {
                     println!("{a}");
                 }
                 ExitCode::SUCCESS
@@ -208,7 +105,7 @@ fn main() -> ExitCode {
             Err(e) => fail(&e),
         };
     }
-    run_mpi(&args)
+    run_mpi(&args, &opts)
 }
 
 fn mpi_init() -> (c_int, c_int) {
@@ -310,10 +207,10 @@ fn gather_stats(
         .collect()
 }
 
-fn run_mpi(args: &Args) -> ExitCode {
+fn run_mpi(args: &ReplayArgs, opts: &Options) -> ExitCode {
     let (rank, size) = mpi_init();
     let p = mpi_glue::Predef::get();
-    let code = match mpi_replay(args, &p, rank, size) {
+    let code = match mpi_replay(args, opts, &p, rank, size) {
         Ok(()) => ExitCode::SUCCESS,
         Err((e, everywhere)) => {
             // An error every rank sees is printed once; a rank's own error by that rank.
@@ -328,7 +225,8 @@ fn run_mpi(args: &Args) -> ExitCode {
 }
 
 fn mpi_replay(
-    args: &Args,
+    args: &ReplayArgs,
+    opts: &Options,
     p: &mpi_glue::Predef,
     rank: c_int,
     size: c_int,
@@ -347,7 +245,7 @@ fn mpi_replay(
     // Rank 0 checks the matching of the whole trace (one walk of every rank's calls, not one
     // per rank) before anything is issued; every rank stops on its verdict, rank 0 says why.
     let matched = if rank == 0 {
-        replay::check_matching(&tf, &args.opts)
+        replay::check_matching(&tf, opts)
     } else {
         Ok(())
     };
@@ -381,19 +279,14 @@ fn mpi_replay(
         .flatten();
     barrier(p);
     let t0 = Instant::now();
-    let mut engine = RankEngine::new(
-        rank as u32,
-        &args.opts,
-        &root,
-        mpi_glue::MpiRuntime::new(*p),
-    );
+    let mut engine = RankEngine::new(rank as u32, opts, &root, mpi_glue::MpiRuntime::new(*p));
     if bar.is_some() {
         engine = engine.with_progress(done);
     }
     // Each rank watches its own calls: a rank stuck past its bound aborts the whole job, which
     // releases the ranks waiting for it.
     let watch = replay::watchdog::Watch::new([rank as u32]);
-    let timeout_s = args.opts.stall_timeout.as_secs_f64();
+    let timeout_s = opts.stall_timeout.as_secs_f64();
     let _dog = replay::watchdog::Watchdog::start(watch.clone(), move |_| {
         fail(&ReplayError::Stalled { timeout_s });
         // SAFETY: MPI is initialised; MPI_Abort ends every process of the job, including this
@@ -424,10 +317,10 @@ fn mpi_replay(
         let summary = rsd::stats::summarize(&tf.trace);
         let report = Report::build("mpi", &all, wall, tf.header.wall_ns, &summary);
         print!("{}", report.render());
-        if let Some(a) = replay::advice(&args.opts, 1) {
+        if let Some(a) = replay::advice(opts, 1) {
             println!("{a}");
         }
-        if let Some(j) = &args.json {
+        if let Some(j) = &args.json_out {
             write_json(j, &report).map_err(|e| (e, false))?;
         }
     }

@@ -12,12 +12,14 @@
 
 #![allow(unsafe_code)]
 
+use filetable::{Effect, FileEnv, FileTable};
 use mpi::ffi;
 use replay::engine::{Pattern, Runtime};
 use replay::types::Types;
-use rsd::op::{Dir, Op, Param};
+use rsd::op::{Creation, Dir, Op, Param};
 use rsd::trace::FlatEvent;
-use std::collections::HashMap;
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::os::raw::{c_int, c_void};
 use std::path::Path;
@@ -36,6 +38,10 @@ pub struct Predef {
     pub any_tag: c_int,
     pub proc_null: c_int,
     pub undefined: c_int,
+    pub request_null: ffi::MPI_Request,
+    pub message_no_proc: ffi::MPI_Message,
+    pub statuses_ignore: *mut ffi::MPI_Status,
+    pub unweighted: *mut c_int,
 }
 
 impl Predef {
@@ -53,6 +59,10 @@ impl Predef {
                 any_tag: ffi::RSMPI_ANY_TAG,
                 proc_null: ffi::RSMPI_PROC_NULL,
                 undefined: ffi::RSMPI_UNDEFINED,
+                request_null: ffi::RSMPI_REQUEST_NULL,
+                message_no_proc: ffi::RSMPI_MESSAGE_NO_PROC,
+                statuses_ignore: ffi::RSMPI_STATUSES_IGNORE,
+                unweighted: ffi::RSMPI_UNWEIGHTED(),
             }
         }
     }
@@ -68,13 +78,15 @@ fn check(rc: c_int, what: &str) -> Result<(), String> {
 
 struct MFile {
     fh: ffi::MPI_File,
-    etype: i64,
 }
 
-/// A pending nonblocking send or receive and its buffer, kept alive until completion.
+/// A pending nonblocking call and its buffer, kept alive until completion.
 struct Pending {
     req: ffi::MPI_Request,
     _buf: Vec<u8>,
+    /// The other buffers and arrays a nonblocking collective reads or writes until it
+    /// completes (moving a Vec into the box leaves its heap data where MPI was told it is).
+    _keep: Vec<Box<dyn Any>>,
 }
 
 /// The MPI runtime of one rank.
@@ -86,6 +98,17 @@ pub struct MpiRuntime {
     rbuf: Vec<u8>,
     /// Datatypes rebuilt from the trace's constructors, by symbolic id (ids are never reused).
     dtypes: HashMap<i64, ffi::MPI_Datatype>,
+    /// Persistent requests, by id, and those started and not yet completed.
+    persist: HashMap<i64, Pending>,
+    active: HashSet<i64>,
+    /// Messages matched by MPI_Mprobe/MPI_Improbe and not yet received, by id.
+    msgs: HashMap<i64, ffi::MPI_Message>,
+    /// The distributed-graph communicator each communicator's neighbourhood collectives run
+    /// on, built at the first one from the recorded neighbours (the topology communicators
+    /// are recorded as splits and carry no topology).
+    graphs: HashMap<i64, ffi::MPI_Comm>,
+    /// The buffer attached by MPI_Buffer_attach.
+    attached: Option<Vec<u8>>,
 }
 
 fn len(n: i64) -> c_int {
@@ -104,6 +127,11 @@ impl MpiRuntime {
             reqs: HashMap::new(),
             rbuf: Vec::new(),
             dtypes: HashMap::new(),
+            persist: HashMap::new(),
+            active: HashSet::new(),
+            msgs: HashMap::new(),
+            graphs: HashMap::new(),
+            attached: None,
         }
     }
 
@@ -325,9 +353,12 @@ impl MpiRuntime {
             .collect())
     }
 
-    /// A vector collective with the recorded per-rank byte counts.
-    fn vcoll(&mut self, e: &FlatEvent, types: &Types) -> Result<(), String> {
-        let op = e.op;
+    /// A vector collective with the recorded per-rank byte counts: the blocking call, or its
+    /// nonblocking form completed by request `nb`. The counts are exchanged first with a
+    /// blocking collective, even for the nonblocking forms (the trace keeps each rank's own
+    /// side only), so those synchronise their communicator at the start.
+    fn vcoll(&mut self, e: &FlatEvent, types: &Types, nb: Option<i64>) -> Result<(), String> {
+        let op = e.op.blocking_form();
         let p = self.p;
         let c = self.comm(e.p(Param::Comm))?;
         let me = self.comm_rank(c) as usize;
@@ -352,6 +383,11 @@ impl MpiRuntime {
                 })
                 .collect()
         };
+        let mut req: ffi::MPI_Request = p.request_null;
+        let rq: *mut ffi::MPI_Request = &mut req;
+        let rc;
+        // What a nonblocking call reads or writes until it completes.
+        let keep: Vec<Box<dyn Any>>;
         match op {
             Op::Gatherv | Op::Scatterv => {
                 // Allgather and Alltoall have no root.
@@ -369,17 +405,18 @@ impl MpiRuntime {
                 };
                 let ds = displs(&counts);
                 let total: usize = counts.iter().map(|n| *n as usize).sum();
-                let one = vec![0u8; mine as usize];
+                let mut one = vec![0u8; mine as usize];
                 let mut many = vec![0u8; total];
                 let (op1, opn) = (
-                    one.as_ptr() as *mut c_void,
+                    one.as_mut_ptr() as *mut c_void,
                     many.as_mut_ptr() as *mut c_void,
                 );
                 // SAFETY: this rank's buffer of `mine` bytes, the root's buffer of the sum of
-                // the counts with matching displacements, byte types, a valid communicator.
-                let rc = unsafe {
-                    if op == Op::Gatherv {
-                        ffi::MPI_Gatherv(
+                // the counts with matching displacements, byte types, a valid communicator;
+                // for the nonblocking forms every buffer and array is kept until completion.
+                rc = unsafe {
+                    match (op == Op::Gatherv, nb.is_some()) {
+                        (true, false) => ffi::MPI_Gatherv(
                             op1,
                             len(mine),
                             p.u8,
@@ -389,9 +426,20 @@ impl MpiRuntime {
                             p.u8,
                             root,
                             c,
-                        )
-                    } else {
-                        ffi::MPI_Scatterv(
+                        ),
+                        (true, true) => ffi::MPI_Igatherv(
+                            op1,
+                            len(mine),
+                            p.u8,
+                            opn,
+                            counts.as_ptr(),
+                            ds.as_ptr(),
+                            p.u8,
+                            root,
+                            c,
+                            rq,
+                        ),
+                        (false, false) => ffi::MPI_Scatterv(
                             opn,
                             counts.as_ptr(),
                             ds.as_ptr(),
@@ -401,10 +449,27 @@ impl MpiRuntime {
                             p.u8,
                             root,
                             c,
-                        )
+                        ),
+                        (false, true) => ffi::MPI_Iscatterv(
+                            opn,
+                            counts.as_ptr(),
+                            ds.as_ptr(),
+                            p.u8,
+                            op1,
+                            len(mine),
+                            p.u8,
+                            root,
+                            c,
+                            rq,
+                        ),
                     }
                 };
-                check(rc, op.name())
+                keep = vec![
+                    Box::new(one),
+                    Box::new(many),
+                    Box::new(counts),
+                    Box::new(ds),
+                ];
             }
             Op::Allgatherv => {
                 let mine = side(Param::Sendcount, Param::Sendtype);
@@ -417,26 +482,50 @@ impl MpiRuntime {
                 let total: usize = counts.iter().map(|n| *n as usize).sum();
                 let send = vec![0u8; mine as usize];
                 let mut recv = vec![0u8; total];
+                let (sp, rp) = (
+                    send.as_ptr() as *const c_void,
+                    recv.as_mut_ptr() as *mut c_void,
+                );
                 // SAFETY: as for Gatherv, at every rank.
-                let rc = unsafe {
-                    ffi::MPI_Allgatherv(
-                        send.as_ptr() as *const c_void,
-                        len(mine),
-                        p.u8,
-                        recv.as_mut_ptr() as *mut c_void,
-                        counts.as_ptr(),
-                        ds.as_ptr(),
-                        p.u8,
-                        c,
-                    )
+                rc = unsafe {
+                    if nb.is_some() {
+                        ffi::MPI_Iallgatherv(
+                            sp,
+                            len(mine),
+                            p.u8,
+                            rp,
+                            counts.as_ptr(),
+                            ds.as_ptr(),
+                            p.u8,
+                            c,
+                            rq,
+                        )
+                    } else {
+                        ffi::MPI_Allgatherv(
+                            sp,
+                            len(mine),
+                            p.u8,
+                            rp,
+                            counts.as_ptr(),
+                            ds.as_ptr(),
+                            p.u8,
+                            c,
+                        )
+                    }
                 };
-                check(rc, "MPI_Allgatherv")
+                keep = vec![
+                    Box::new(send),
+                    Box::new(recv),
+                    Box::new(counts),
+                    Box::new(ds),
+                ];
             }
             _ => {
-                // Alltoallv: the trace keeps each rank's send and receive totals, not who sent
-                // what to whom. A matrix with those row and column sums (north-west corner
-                // rule) moves the recorded bytes per rank; the pairing is an approximation.
-                let sb = if e.p(Param::Sendtype) < 0 {
+                // Alltoallv and Alltoallw: the trace keeps each rank's send and receive
+                // totals, not who sent what to whom. A matrix with those row and column sums
+                // (north-west corner rule) moves the recorded bytes per rank; the pairing is
+                // an approximation. MPI_IN_PLACE (type -1) sends nothing of its own.
+                let sb = if e.get(Param::Sendtype).is_some_and(|t| t < 0) {
                     0
                 } else {
                     e.p(Param::Sendbytes).max(0)
@@ -467,24 +556,480 @@ impl MpiRuntime {
                 let (sd, rd) = (displs(&scounts), displs(&rcounts));
                 let send = vec![0u8; scounts.iter().map(|n| *n as usize).sum()];
                 let mut recv = vec![0u8; rcounts.iter().map(|n| *n as usize).sum()];
+                let (sp, rp) = (
+                    send.as_ptr() as *const c_void,
+                    recv.as_mut_ptr() as *mut c_void,
+                );
+                // Alltoallw's per-peer types: bytes everywhere (displacements are in bytes).
+                let tys = vec![p.u8; size];
                 // SAFETY: buffers of the sums of the counts with matching displacements, byte
                 // types, a valid communicator; every pair's counts agree by construction.
-                let rc = unsafe {
-                    ffi::MPI_Alltoallv(
-                        send.as_ptr() as *const c_void,
-                        scounts.as_ptr(),
-                        sd.as_ptr(),
-                        p.u8,
-                        recv.as_mut_ptr() as *mut c_void,
-                        rcounts.as_ptr(),
-                        rd.as_ptr(),
-                        p.u8,
-                        c,
-                    )
+                rc = unsafe {
+                    match (op == Op::Alltoallw, nb.is_some()) {
+                        (false, false) => ffi::MPI_Alltoallv(
+                            sp,
+                            scounts.as_ptr(),
+                            sd.as_ptr(),
+                            p.u8,
+                            rp,
+                            rcounts.as_ptr(),
+                            rd.as_ptr(),
+                            p.u8,
+                            c,
+                        ),
+                        (false, true) => ffi::MPI_Ialltoallv(
+                            sp,
+                            scounts.as_ptr(),
+                            sd.as_ptr(),
+                            p.u8,
+                            rp,
+                            rcounts.as_ptr(),
+                            rd.as_ptr(),
+                            p.u8,
+                            c,
+                            rq,
+                        ),
+                        (true, false) => ffi::MPI_Alltoallw(
+                            sp,
+                            scounts.as_ptr(),
+                            sd.as_ptr(),
+                            tys.as_ptr(),
+                            rp,
+                            rcounts.as_ptr(),
+                            rd.as_ptr(),
+                            tys.as_ptr(),
+                            c,
+                        ),
+                        (true, true) => ffi::MPI_Ialltoallw(
+                            sp,
+                            scounts.as_ptr(),
+                            sd.as_ptr(),
+                            tys.as_ptr(),
+                            rp,
+                            rcounts.as_ptr(),
+                            rd.as_ptr(),
+                            tys.as_ptr(),
+                            c,
+                            rq,
+                        ),
+                    }
                 };
-                check(rc, "MPI_Alltoallv")
+                keep = vec![
+                    Box::new(send),
+                    Box::new(recv),
+                    Box::new(scounts),
+                    Box::new(rcounts),
+                    Box::new(sd),
+                    Box::new(rd),
+                    Box::new(tys),
+                ];
             }
         }
+        check(rc, e.op.name())?;
+        if let Some(q) = nb {
+            self.keep(q, req, keep);
+        }
+        Ok(())
+    }
+
+    /// The probes. One that found its message waits for it (MPI_Probe, or MPI_Mprobe for
+    /// the matched forms): the message had been sent when the traced probe returned, so its
+    /// sender does not wait on this rank for it. One that found none is issued as MPI_Iprobe,
+    /// which takes nothing (an MPI_Improbe could take a message the trace's later receive
+    /// expects).
+    fn probe(&mut self, e: &FlatEvent) -> Result<(), String> {
+        let op = e.op;
+        let c = self.comm(e.p(Param::Comm))?;
+        let peer = self.peer(c, e.p(Param::Peer));
+        let tag = self.tag(e.p(Param::Tag));
+        let found = e.get(Param::Flag).is_none_or(|f| f == 1);
+        let matched = matches!(op, Op::Mprobe | Op::Improbe);
+        // SAFETY (every arm): a valid communicator, MPI's own source and tag values, valid
+        // out-parameters, the status ignored.
+        unsafe {
+            if !found {
+                let mut flag: c_int = 0;
+                let rc = ffi::MPI_Iprobe(peer, tag, c, &mut flag, std::ptr::null_mut());
+                return check(rc, "MPI_Iprobe");
+            }
+            if !matched {
+                return check(
+                    ffi::MPI_Probe(peer, tag, c, std::ptr::null_mut()),
+                    "MPI_Probe",
+                );
+            }
+            let mut m = self.p.message_no_proc;
+            check(
+                ffi::MPI_Mprobe(peer, tag, c, &mut m, std::ptr::null_mut()),
+                "MPI_Mprobe",
+            )?;
+            let id = e.p(Param::Message);
+            if id >= 0 {
+                self.msgs.insert(id, m);
+            }
+        }
+        Ok(())
+    }
+
+    /// The nonblocking collectives: the real call on buffers of the recorded sizes, kept
+    /// until the request completes. The vector forms go through [`MpiRuntime::vcoll`].
+    fn icoll(&mut self, e: &FlatEvent, types: &Types) -> Result<(), String> {
+        let base = e.op.blocking_form();
+        let q = e.p(Param::Request);
+        if matches!(
+            base,
+            Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv | Op::Alltoallw
+        ) {
+            return self.vcoll(e, types, Some(q));
+        }
+        let p = self.p;
+        let c = self.comm(e.p(Param::Comm))?;
+        let size = self.comm_size(c).max(0);
+        let tsize = |t: Param| types.size(e.p(t));
+        let mut req = p.request_null;
+        let rq: *mut ffi::MPI_Request = &mut req;
+        let mut keep: Vec<Box<dyn Any>> = Vec::new();
+        // SAFETY (every arm): send and receive buffers of the sizes given to MPI, moved into
+        // `keep` and held with the request until it completes, byte types, a bitwise
+        // reduction, a valid communicator and the recorded root.
+        let rc = unsafe {
+            match base {
+                Op::Barrier => ffi::MPI_Ibarrier(c, rq),
+                Op::Bcast => {
+                    let n = len(e.p(Param::Count) * tsize(Param::Datatype));
+                    let mut b = vec![0u8; n as usize];
+                    let rc = ffi::MPI_Ibcast(
+                        b.as_mut_ptr() as *mut c_void,
+                        n,
+                        p.u8,
+                        e.p(Param::Root) as c_int,
+                        c,
+                        rq,
+                    );
+                    keep.push(Box::new(b));
+                    rc
+                }
+                Op::Reduce
+                | Op::Allreduce
+                | Op::Scan
+                | Op::Exscan
+                | Op::ReduceScatter
+                | Op::ReduceScatterBlock => {
+                    let mine = e.p(Param::Count) * tsize(Param::Datatype);
+                    let counts: Vec<c_int> = match base {
+                        Op::ReduceScatterBlock => vec![len(mine); size as usize],
+                        // The vector form's blocks are exchanged first (see vcoll).
+                        Op::ReduceScatter => self
+                            .exchange(c, &[mine], None)?
+                            .iter()
+                            .map(|v| len(*v))
+                            .collect(),
+                        _ => vec![len(mine)],
+                    };
+                    let total: usize = counts.iter().map(|n| *n as usize).sum();
+                    let s = vec![0u8; total];
+                    let mut r = vec![0u8; len(mine) as usize];
+                    let (sp, rp) = (s.as_ptr() as *const c_void, r.as_mut_ptr() as *mut c_void);
+                    let n = len(mine);
+                    let rc = match base {
+                        Op::Reduce => ffi::MPI_Ireduce(
+                            sp,
+                            rp,
+                            n,
+                            p.u8,
+                            p.bor,
+                            e.p(Param::Root) as c_int,
+                            c,
+                            rq,
+                        ),
+                        Op::Allreduce => ffi::MPI_Iallreduce(sp, rp, n, p.u8, p.bor, c, rq),
+                        Op::Scan => ffi::MPI_Iscan(sp, rp, n, p.u8, p.bor, c, rq),
+                        Op::Exscan => ffi::MPI_Iexscan(sp, rp, n, p.u8, p.bor, c, rq),
+                        Op::ReduceScatterBlock => {
+                            ffi::MPI_Ireduce_scatter_block(sp, rp, n, p.u8, p.bor, c, rq)
+                        }
+                        _ => ffi::MPI_Ireduce_scatter(sp, rp, counts.as_ptr(), p.u8, p.bor, c, rq),
+                    };
+                    keep.push(Box::new(s));
+                    keep.push(Box::new(r));
+                    keep.push(Box::new(counts));
+                    rc
+                }
+                _ => {
+                    // Gather, Allgather, Scatter, Alltoall: as the blocking forms.
+                    let block = if base == Op::Scatter {
+                        e.p(Param::Recvcount) * tsize(Param::Recvtype)
+                    } else {
+                        e.p(Param::Sendcount) * tsize(Param::Sendtype)
+                    };
+                    let b = len(block);
+                    let whole = (block * size).max(0) as usize;
+                    let s = vec![0u8; whole];
+                    let mut r = vec![0u8; whole];
+                    let (sp, rp) = (s.as_ptr() as *const c_void, r.as_mut_ptr() as *mut c_void);
+                    let rc = match base {
+                        Op::Gather => {
+                            let root = e.p(Param::Root) as c_int;
+                            ffi::MPI_Igather(sp, b, p.u8, rp, b, p.u8, root, c, rq)
+                        }
+                        Op::Scatter => {
+                            let root = e.p(Param::Root) as c_int;
+                            ffi::MPI_Iscatter(sp, b, p.u8, rp, b, p.u8, root, c, rq)
+                        }
+                        Op::Allgather => ffi::MPI_Iallgather(sp, b, p.u8, rp, b, p.u8, c, rq),
+                        _ => ffi::MPI_Ialltoall(sp, b, p.u8, rp, b, p.u8, c, rq),
+                    };
+                    keep.push(Box::new(s));
+                    keep.push(Box::new(r));
+                    rc
+                }
+            }
+        };
+        check(rc, e.op.name())?;
+        self.keep(q, req, keep);
+        Ok(())
+    }
+
+    /// A neighbourhood collective: the real call, on a distributed graph built from the
+    /// recorded neighbours (MPI_PROC_NULL ones dropped, with their blocks), with the recorded
+    /// bytes per neighbour.
+    fn neighborhood(&mut self, e: &FlatEvent) -> Result<(), String> {
+        let op = e.op;
+        let p = self.p;
+        let cid = e.p(Param::Comm);
+        let c = self.comm(cid)?;
+        let nb = op
+            .neighborhood(&e.params)
+            .ok_or_else(|| format!("{} lacks its neighbour lists", op.name()))?;
+        let me = self.comm_rank(c);
+        let kept = |peers: &[i64], bytes: &[i64]| -> (Vec<c_int>, Vec<c_int>) {
+            peers
+                .iter()
+                .zip(bytes)
+                .filter(|(r, _)| **r != PROC_NULL)
+                .map(|(r, b)| ((me + r) as c_int, len(*b)))
+                .unzip()
+        };
+        let (srcs, rcounts) = kept(nb.sources, nb.recvbytes);
+        let (dsts, scounts) = kept(nb.destinations, nb.sendbytes);
+        let g = match self.graphs.get(&cid) {
+            Some(g) => *g,
+            None => {
+                let mut g = p.world;
+                // SAFETY: neighbour ranks of `c` (from a consistent topology: the check pairs
+                // every destination with a source), unweighted, every member of `c` making
+                // this call at its first neighbourhood collective on `c`.
+                let rc = unsafe {
+                    ffi::MPI_Dist_graph_create_adjacent(
+                        c,
+                        srcs.len() as c_int,
+                        srcs.as_ptr(),
+                        p.unweighted,
+                        dsts.len() as c_int,
+                        dsts.as_ptr(),
+                        p.unweighted,
+                        p.info_null,
+                        0,
+                        &mut g,
+                    )
+                };
+                check(rc, "MPI_Dist_graph_create_adjacent")?;
+                self.graphs.insert(cid, g);
+                g
+            }
+        };
+        let displs = |counts: &[c_int]| -> Vec<c_int> {
+            let mut acc = 0;
+            counts
+                .iter()
+                .map(|n| {
+                    let d = acc;
+                    acc += n;
+                    d
+                })
+                .collect()
+        };
+        let (sd, rd) = (displs(&scounts), displs(&rcounts));
+        let (sda, rda): (Vec<ffi::MPI_Aint>, Vec<ffi::MPI_Aint>) = (
+            sd.iter().map(|d| *d as ffi::MPI_Aint).collect(),
+            rd.iter().map(|d| *d as ffi::MPI_Aint).collect(),
+        );
+        let (stys, rtys) = (vec![p.u8; dsts.len()], vec![p.u8; srcs.len()]);
+        let base = op.blocking_form();
+        // The allgather forms send one block to every destination.
+        let sblock = scounts.first().copied().unwrap_or(0);
+        let rblock = rcounts.first().copied().unwrap_or(0);
+        let stotal = if matches!(base, Op::NeighborAllgather | Op::NeighborAllgatherv) {
+            sblock as usize
+        } else {
+            scounts.iter().map(|n| *n as usize).sum()
+        };
+        let s = vec![0u8; stotal];
+        let mut r = vec![0u8; rcounts.iter().map(|n| *n as usize).sum()];
+        let (sp, rp) = (s.as_ptr() as *const c_void, r.as_mut_ptr() as *mut c_void);
+        let nonblocking = op.is_nonblocking_collective();
+        let mut req = p.request_null;
+        let rq: *mut ffi::MPI_Request = &mut req;
+        let u8t = p.u8;
+        // SAFETY (every arm): buffers holding the counts given with their displacements,
+        // byte types, the graph communicator; for the nonblocking forms the buffers and arrays
+        // are kept with the request until it completes.
+        let rc = unsafe {
+            match (base, nonblocking) {
+                (Op::NeighborAllgather, false) => {
+                    ffi::MPI_Neighbor_allgather(sp, sblock, u8t, rp, rblock, u8t, g)
+                }
+                (Op::NeighborAllgather, true) => {
+                    ffi::MPI_Ineighbor_allgather(sp, sblock, u8t, rp, rblock, u8t, g, rq)
+                }
+                (Op::NeighborAllgatherv, false) => ffi::MPI_Neighbor_allgatherv(
+                    sp,
+                    sblock,
+                    u8t,
+                    rp,
+                    rcounts.as_ptr(),
+                    rd.as_ptr(),
+                    u8t,
+                    g,
+                ),
+                (Op::NeighborAllgatherv, true) => ffi::MPI_Ineighbor_allgatherv(
+                    sp,
+                    sblock,
+                    u8t,
+                    rp,
+                    rcounts.as_ptr(),
+                    rd.as_ptr(),
+                    u8t,
+                    g,
+                    rq,
+                ),
+                (Op::NeighborAlltoall, false) => {
+                    ffi::MPI_Neighbor_alltoall(sp, sblock, u8t, rp, rblock, u8t, g)
+                }
+                (Op::NeighborAlltoall, true) => {
+                    ffi::MPI_Ineighbor_alltoall(sp, sblock, u8t, rp, rblock, u8t, g, rq)
+                }
+                (Op::NeighborAlltoallv, false) => ffi::MPI_Neighbor_alltoallv(
+                    sp,
+                    scounts.as_ptr(),
+                    sd.as_ptr(),
+                    u8t,
+                    rp,
+                    rcounts.as_ptr(),
+                    rd.as_ptr(),
+                    u8t,
+                    g,
+                ),
+                (Op::NeighborAlltoallv, true) => ffi::MPI_Ineighbor_alltoallv(
+                    sp,
+                    scounts.as_ptr(),
+                    sd.as_ptr(),
+                    u8t,
+                    rp,
+                    rcounts.as_ptr(),
+                    rd.as_ptr(),
+                    u8t,
+                    g,
+                    rq,
+                ),
+                (_, false) => ffi::MPI_Neighbor_alltoallw(
+                    sp,
+                    scounts.as_ptr(),
+                    sda.as_ptr(),
+                    stys.as_ptr(),
+                    rp,
+                    rcounts.as_ptr(),
+                    rda.as_ptr(),
+                    rtys.as_ptr(),
+                    g,
+                ),
+                (_, true) => ffi::MPI_Ineighbor_alltoallw(
+                    sp,
+                    scounts.as_ptr(),
+                    sda.as_ptr(),
+                    stys.as_ptr(),
+                    rp,
+                    rcounts.as_ptr(),
+                    rda.as_ptr(),
+                    rtys.as_ptr(),
+                    g,
+                    rq,
+                ),
+            }
+        };
+        check(rc, op.name())?;
+        if nonblocking {
+            let keep: Vec<Box<dyn Any>> = vec![
+                Box::new(s),
+                Box::new(r),
+                Box::new(scounts),
+                Box::new(rcounts),
+                Box::new(sd),
+                Box::new(rd),
+                Box::new(sda),
+                Box::new(rda),
+                Box::new(stys),
+                Box::new(rtys),
+                Box::new(srcs),
+                Box::new(dsts),
+            ];
+            self.keep(e.p(Param::Request), req, keep);
+        }
+        Ok(())
+    }
+
+    /// The creations whose members are listed, and intercommunicators, issued as the real
+    /// call: MPI_Comm_create_group with the group of the listed MPI_COMM_WORLD ranks,
+    /// MPI_Intercomm_merge, MPI_Intercomm_create with the recorded leaders.
+    fn create_listed(&mut self, e: &FlatEvent) -> Result<(), String> {
+        let op = e.op;
+        let p = self.p;
+        let c = self.comm(e.p(Param::Comm))?;
+        let mut nc = p.self_;
+        // SAFETY (every arm): valid communicators and groups, arrays of the lengths given,
+        // valid out-parameters; every process the call involves makes it in trace order.
+        let rc = unsafe {
+            match op {
+                Op::CommCreateGroup => {
+                    let ranks: Vec<c_int> =
+                        op.list(&e.params).iter().map(|r| *r as c_int).collect();
+                    let mut wg = std::mem::zeroed();
+                    check(ffi::MPI_Comm_group(p.world, &mut wg), "MPI_Comm_group")?;
+                    let mut g = std::mem::zeroed();
+                    let rc = ffi::MPI_Group_incl(wg, ranks.len() as c_int, ranks.as_ptr(), &mut g);
+                    ffi::MPI_Group_free(&mut wg);
+                    check(rc, "MPI_Group_incl")?;
+                    let rc = ffi::MPI_Comm_create_group(c, g, e.p(Param::Tag) as c_int, &mut nc);
+                    ffi::MPI_Group_free(&mut g);
+                    rc
+                }
+                Op::IntercommMerge => {
+                    ffi::MPI_Intercomm_merge(c, e.p(Param::High) as c_int, &mut nc)
+                }
+                _ => {
+                    // The peer communicator and remote leader matter at the local leader
+                    // only, where the tracer recorded them.
+                    let peer = match e.p(Param::PeerComm) {
+                        id if id >= 0 => self.comm(id)?,
+                        _ => p.world,
+                    };
+                    ffi::MPI_Intercomm_create(
+                        c,
+                        e.p(Param::LocalLeader) as c_int,
+                        peer,
+                        e.p(Param::RemoteLeader).max(0) as c_int,
+                        e.p(Param::Tag) as c_int,
+                        &mut nc,
+                    )
+                }
+            }
+        };
+        check(rc, op.name())?;
+        let id = e.p(Param::Newcomm);
+        if id >= 0 {
+            self.comms.insert(id, nc);
+        }
+        Ok(())
     }
 
     fn comm(&self, id: i64) -> Result<ffi::MPI_Comm, String> {
@@ -523,7 +1068,7 @@ impl MpiRuntime {
     fn wait(&mut self, id: Option<i64>) -> Result<(), String> {
         let ids: Vec<i64> = match id {
             Some(i) => vec![i],
-            None => self.reqs.keys().copied().collect(),
+            None => self.reqs.keys().chain(&self.active).copied().collect(),
         };
         for i in ids {
             if let Some(mut p) = self.reqs.remove(&i) {
@@ -531,7 +1076,76 @@ impl MpiRuntime {
                 // the status is ignored.
                 let rc = unsafe { ffi::MPI_Wait(&mut p.req, std::ptr::null_mut()) };
                 check(rc, "MPI_Wait")?;
+            } else if self.active.remove(&i)
+                && let Some(p) = self.persist.get_mut(&i)
+            {
+                // SAFETY: a started persistent request, its buffer alive in `persist`; it
+                // becomes inactive and stays allocated.
+                let rc = unsafe { ffi::MPI_Wait(&mut p.req, std::ptr::null_mut()) };
+                check(rc, "MPI_Wait")?;
             }
+        }
+        Ok(())
+    }
+
+    /// Keeps a nonblocking call's request and what it reads or writes until it completes.
+    fn keep(&mut self, id: i64, req: ffi::MPI_Request, keep: Vec<Box<dyn Any>>) {
+        self.reqs.insert(
+            id,
+            Pending {
+                req,
+                _buf: Vec::new(),
+                _keep: keep,
+            },
+        );
+    }
+
+    /// MPI_Testall on the listed requests still active: when it finds them all complete
+    /// they are completed here too (a test that found nothing in the trace may find its
+    /// request complete in the replay, which the later wait then skips).
+    fn test_all(&mut self, ids: &[i64]) -> Result<(), String> {
+        let live: Vec<i64> = ids
+            .iter()
+            .copied()
+            .filter(|i| self.reqs.contains_key(i) || self.active.contains(i))
+            .collect();
+        let mut hs: Vec<ffi::MPI_Request> = live
+            .iter()
+            .filter_map(|i| self.reqs.get(i).or(self.persist.get(i)).map(|p| p.req))
+            .collect();
+        let mut flag: c_int = 0;
+        // SAFETY: active requests whose buffers are alive, as copies of the handles: MPI
+        // changes none when it finds them not all complete; when it does, the completed
+        // non-persistent ones are dropped below and the persistent ones keep their handle.
+        let rc = unsafe {
+            ffi::MPI_Testall(
+                hs.len() as c_int,
+                hs.as_mut_ptr(),
+                &mut flag,
+                self.p.statuses_ignore,
+            )
+        };
+        check(rc, "MPI_Testall")?;
+        if flag != 0 {
+            for i in live {
+                self.reqs.remove(&i);
+                self.active.remove(&i);
+            }
+        }
+        Ok(())
+    }
+
+    /// Detaches the buffer MPI_Buffer_attach attached, if any.
+    fn detach(&mut self) -> Result<(), String> {
+        if self.attached.take().is_some() {
+            let mut at: *mut c_void = std::ptr::null_mut();
+            let mut n: c_int = 0;
+            // SAFETY: a buffer is attached; MPI writes its address and size to valid
+            // out-parameters (the address parameter is a pointer to a pointer).
+            let rc = unsafe {
+                ffi::MPI_Buffer_detach(&mut at as *mut *mut c_void as *mut c_void, &mut n)
+            };
+            check(rc, "MPI_Buffer_detach")?;
         }
         Ok(())
     }
@@ -539,6 +1153,15 @@ impl MpiRuntime {
     /// Frees what the replay opened and MPI still holds, before `MPI_Finalize`.
     pub fn finish(&mut self) {
         let _ = self.wait(None);
+        let _ = self.detach();
+        for (_, mut r) in self.persist.drain() {
+            // SAFETY: inactive persistent requests (all were completed above), freed once.
+            unsafe { ffi::MPI_Request_free(&mut r.req) };
+        }
+        for (_, mut g) in self.graphs.drain() {
+            // SAFETY: communicators this runtime created, freed once.
+            unsafe { ffi::MPI_Comm_free(&mut g) };
+        }
         for (_, mut f) in self.files.drain() {
             // SAFETY: `f.fh` is a file this runtime opened and did not close.
             unsafe { ffi::MPI_File_close(&mut f.fh) };
@@ -568,15 +1191,21 @@ type RwAtFn = unsafe extern "C" fn(
     *mut ffi::MPI_Status,
 ) -> c_int;
 
+/// The MPI library shares file sizes and shared file pointers between ranks itself: the file
+/// table's own knowledge is never asked for more than the etype of a view.
+impl FileEnv for MpiRuntime {}
+
 impl Runtime for MpiRuntime {
     fn mpiio(
         &mut self,
         e: &FlatEvent,
         path: Option<&Path>,
-        types: &Types,
+        files: &FileTable,
+        _fx: &Effect,
         data: &mut Pattern,
     ) -> Result<u64, String> {
         let op = e.op;
+        let types = files.types();
         // MPI_File_delete names no handle.
         let id = e.get(Param::Fh).unwrap_or(0);
         let p = self.p;
@@ -605,7 +1234,7 @@ impl Runtime for MpiRuntime {
                     )
                 };
                 check(rc, "MPI_File_open")?;
-                self.files.insert(id, MFile { fh, etype: 4 });
+                self.files.insert(id, MFile { fh });
                 return Ok(0);
             }
             Op::FileDelete => {
@@ -620,7 +1249,9 @@ impl Runtime for MpiRuntime {
         let f = self.files.get_mut(&id).ok_or_else(|| {
             format!("file handle {id} is not open (its MPI_File_open was not replayed)")
         })?;
-        let es = types.size(f.etype).max(1);
+        // Views are set with a byte etype (the filetype rebuilt is made of bytes), so offsets
+        // and seeks in the trace's etypes convert to bytes with the recorded view's etype.
+        let es = files.mpi_file(id).map_or(1, |m| m.view.etype_size);
         // Data calls carry `bytes`; the others (close, sync, ...) move none.
         let bytes = e.get(Param::Bytes).unwrap_or(0).max(0);
         let fh = f.fh;
@@ -649,7 +1280,6 @@ impl Runtime for MpiRuntime {
                 return Ok(0);
             }
             Op::FileSetView => {
-                f.etype = e.p(Param::Etype);
                 let ft = e.p(Param::Filetype);
                 // A filetype built on a type the trace never built is replaced by bytes from
                 // the displacement (as an unknown filetype is): the accesses stay as large as
@@ -787,8 +1417,12 @@ impl Runtime for MpiRuntime {
         let op = e.op;
         let p = self.p;
         match op {
-            // The tracer records MPI_Comm_create and MPI_Comm_split_type as the split that
-            // builds the same communicator, so all three replay as MPI_Comm_split.
+            _ if matches!(op.creation(), Some(Creation::Members | Creation::Intercomm)) => {
+                return self.create_listed(e);
+            }
+            // The tracer records MPI_Comm_create, MPI_Comm_split_type and the topology
+            // creations as the split that builds the same communicator, so they replay as
+            // MPI_Comm_split.
             _ if op.creates_comm() => {
                 let c = self.comm(e.p(Param::Comm))?;
                 let mut nc = p.self_;
@@ -922,7 +1556,103 @@ impl Runtime for MpiRuntime {
                 };
                 check(rc, op.name())
             }
-            Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv => self.vcoll(e, types),
+            Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv | Op::Alltoallw => {
+                self.vcoll(e, types, None)
+            }
+            _ if op.is_neighborhood() => self.neighborhood(e),
+            _ if op.is_nonblocking_collective() => self.icoll(e, types),
+            _ if op.persistent().is_some() => {
+                let c = self.comm(e.p(Param::Comm))?;
+                let n = len(e.p(Param::Count) * tsize(Param::Datatype));
+                let peer = self.peer(c, e.p(Param::Peer));
+                let tag = self.tag(e.p(Param::Tag));
+                let mut buf = vec![0u8; n as usize];
+                let ptr = buf.as_mut_ptr() as *mut c_void;
+                let mut req = p.request_null;
+                // SAFETY: a buffer of `n` bytes kept in `persist` until the request is freed,
+                // the byte type, a valid communicator. Ready and buffered persistent sends are
+                // made standard, as their single-shot forms are.
+                let rc = unsafe {
+                    match op {
+                        Op::RecvInit => ffi::MPI_Recv_init(ptr, n, p.u8, peer, tag, c, &mut req),
+                        Op::SsendInit => ffi::MPI_Ssend_init(ptr, n, p.u8, peer, tag, c, &mut req),
+                        _ => ffi::MPI_Send_init(ptr, n, p.u8, peer, tag, c, &mut req),
+                    }
+                };
+                check(rc, op.name())?;
+                self.persist.insert(
+                    e.p(Param::Request),
+                    Pending {
+                        req,
+                        _buf: buf,
+                        _keep: Vec::new(),
+                    },
+                );
+                Ok(())
+            }
+            Op::Start | Op::Startall => {
+                let ids: Vec<i64> = if op == Op::Start {
+                    vec![e.p(Param::Request)]
+                } else {
+                    op.list(&e.params).to_vec()
+                };
+                let mut hs = Vec::with_capacity(ids.len());
+                for i in &ids {
+                    let q = self.persist.get(i).ok_or_else(|| {
+                        format!("request {i} was not made by a replayed persistent init")
+                    })?;
+                    hs.push(q.req);
+                }
+                // SAFETY: inactive persistent requests whose buffers live in `persist`; MPI
+                // does not change their handles when it starts them.
+                let rc = unsafe {
+                    if op == Op::Start {
+                        ffi::MPI_Start(&mut hs[0])
+                    } else {
+                        ffi::MPI_Startall(hs.len() as c_int, hs.as_mut_ptr())
+                    }
+                };
+                check(rc, op.name())?;
+                self.active.extend(ids);
+                Ok(())
+            }
+            Op::Probe | Op::Iprobe | Op::Mprobe | Op::Improbe => self.probe(e),
+            Op::Mrecv | Op::Imrecv => {
+                let n = len(e.p(Param::Count) * tsize(Param::Datatype));
+                let id = e.p(Param::Message);
+                let mut m = if id < 0 {
+                    p.message_no_proc
+                } else {
+                    self.msgs.remove(&id).ok_or_else(|| {
+                        format!("message {id} was not matched by a replayed probe")
+                    })?
+                };
+                let mut buf = vec![0u8; n as usize];
+                let ptr = buf.as_mut_ptr() as *mut c_void;
+                // SAFETY: a matched message, a buffer of `n` bytes (kept until completion for
+                // the nonblocking form), the byte type.
+                unsafe {
+                    if op == Op::Mrecv {
+                        let rc = ffi::MPI_Mrecv(ptr, n, p.u8, &mut m, std::ptr::null_mut());
+                        check(rc, "MPI_Mrecv")
+                    } else {
+                        let mut req = p.request_null;
+                        check(
+                            ffi::MPI_Imrecv(ptr, n, p.u8, &mut m, &mut req),
+                            "MPI_Imrecv",
+                        )?;
+                        self.reqs.insert(
+                            e.p(Param::Request),
+                            Pending {
+                                req,
+                                _buf: buf,
+                                _keep: Vec::new(),
+                            },
+                        );
+                        Ok(())
+                    }
+                }
+            }
             _ if op.p2p().is_some() => {
                 let c = self.comm(e.p(Param::Comm))?;
                 let n = len(e.p(Param::Count) * tsize(Param::Datatype));
@@ -953,12 +1683,43 @@ impl Runtime for MpiRuntime {
                                 _ => ffi::MPI_Isend(ptr, n, p.u8, peer, tag, c, &mut req),
                             };
                             check(rc, op.name())?;
-                            self.reqs
-                                .insert(e.p(Param::Request), Pending { req, _buf: buf });
+                            self.reqs.insert(
+                                e.p(Param::Request),
+                                Pending {
+                                    req,
+                                    _buf: buf,
+                                    _keep: Vec::new(),
+                                },
+                            );
                             Ok(())
                         }
                     }
                 }
+            }
+            Op::SendrecvReplace => {
+                let c = self.comm(e.p(Param::Comm))?;
+                let n = len(e.p(Param::Count) * tsize(Param::Datatype));
+                self.rbuf.resize(n as usize, 0);
+                let (dest, src) = (
+                    self.peer(c, e.p(Param::Dest)),
+                    self.peer(c, e.p(Param::Source)),
+                );
+                let (st, rt) = (self.tag(e.p(Param::Sendtag)), self.tag(e.p(Param::Recvtag)));
+                // SAFETY: a buffer of `n` bytes, the byte type, a valid communicator.
+                let rc = unsafe {
+                    ffi::MPI_Sendrecv_replace(
+                        self.rbuf.as_mut_ptr() as *mut c_void,
+                        n,
+                        p.u8,
+                        dest,
+                        st,
+                        src,
+                        rt,
+                        c,
+                        std::ptr::null_mut(),
+                    )
+                };
+                check(rc, "MPI_Sendrecv_replace")
             }
             Op::Sendrecv => {
                 let c = self.comm(e.p(Param::Comm))?;
@@ -998,10 +1759,76 @@ impl Runtime for MpiRuntime {
             },
             // Completed rather than freed: MPI_Request_free would leave the operation reading
             // or writing a buffer the replay is about to drop. Its message is matched (checked
-            // before the replay), so the wait ends.
-            Op::RequestFree => self.wait(Some(e.p(Param::Request))),
+            // before the replay), so the wait ends. A persistent request is completed if
+            // started, then freed for real (inactive, nothing reads its buffer any more).
+            Op::RequestFree => {
+                let q = e.p(Param::Request);
+                self.wait(Some(q))?;
+                if let Some(mut r) = self.persist.remove(&q) {
+                    // SAFETY: an inactive persistent request, freed once.
+                    check(unsafe { ffi::MPI_Request_free(&mut r.req) }, op.name())?;
+                }
+                Ok(())
+            }
+            // A test that found its requests complete completes them; one that did not is
+            // issued as MPI_Test(all) on the same requests.
+            Op::Test => {
+                let q = e.p(Param::Request);
+                match e.p(Param::Flag) {
+                    1 => self.wait(Some(q)),
+                    _ => self.test_all(&[q]),
+                }
+            }
+            Op::Testany => match (e.p(Param::Flag), e.p(Param::Request)) {
+                (1, q) if q >= 0 => self.wait(Some(q)),
+                // Which requests it tested is not recorded: nothing to issue.
+                _ => Ok(()),
+            },
+            Op::Testall => match e.p(Param::Flag) {
+                1 => op
+                    .list(&e.params)
+                    .iter()
+                    .try_for_each(|q| self.wait(Some(*q))),
+                _ => self.test_all(op.list(&e.params)),
+            },
+            // The requests that completed, as recorded.
+            Op::Waitsome | Op::Testsome => op
+                .list(&e.params)
+                .iter()
+                .try_for_each(|q| self.wait(Some(*q))),
+            Op::Cancel => {
+                let q = e.p(Param::Request);
+                let r = match self.reqs.get_mut(&q) {
+                    Some(r) => Some(&mut r.req),
+                    None if self.active.contains(&q) => {
+                        self.persist.get_mut(&q).map(|r| &mut r.req)
+                    }
+                    None => None,
+                };
+                match r {
+                    // SAFETY: an active request; its completion call follows in the trace.
+                    Some(r) => check(unsafe { ffi::MPI_Cancel(r) }, "MPI_Cancel"),
+                    None => Ok(()),
+                }
+            }
+            Op::BufferAttach => {
+                self.detach()?;
+                let mut b = vec![0u8; e.p(Param::Size).max(0) as usize];
+                // SAFETY: a buffer kept in `attached` until it is detached.
+                let rc = unsafe {
+                    ffi::MPI_Buffer_attach(b.as_mut_ptr() as *mut c_void, len(b.len() as i64))
+                };
+                check(rc, "MPI_Buffer_attach")?;
+                self.attached = Some(b);
+                Ok(())
+            }
+            Op::BufferDetach => self.detach(),
             Op::CommFree => {
                 let id = e.p(Param::Comm);
+                if let Some(mut g) = self.graphs.remove(&id) {
+                    // SAFETY: the graph communicator this runtime built on `id`, freed once.
+                    check(unsafe { ffi::MPI_Comm_free(&mut g) }, "MPI_Comm_free")?;
+                }
                 if id != rsd::mpi::COMM_WORLD
                     && id != rsd::mpi::COMM_SELF
                     && let Some(mut c) = self.comms.remove(&id)

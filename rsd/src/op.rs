@@ -76,7 +76,11 @@ params! {
     Stride => "stride", StrideBytes => "stride_bytes", Ndims => "ndims", Order => "order",
     Lb => "lb", Extent => "extent", Flags => "flags", Mode => "mode", Fd => "fd", Ret => "ret",
     Iovcnt => "iovcnt", Length => "length", Cmd => "cmd", Stream => "stream", Nmemb => "nmemb",
-    Newfd => "newfd", Closed => "closed",
+    Newfd => "newfd", Closed => "closed", Flag => "flag", Outcount => "outcount",
+    Message => "message", MatchedSource => "matched_source", MatchedTag => "matched_tag",
+    Indegree => "indegree", Outdegree => "outdegree", LocalLeader => "local_leader",
+    PeerComm => "peer_comm", RemoteLeader => "remote_leader", RemoteSize => "remote_size",
+    High => "high",
 }
 
 /// 1 for any parameter: counts a list's length in a constant expression.
@@ -288,6 +292,155 @@ ops! {
     // that block in bytes. Each rank sends every block, the sum of all ranks' counts.
     ReduceScatter => Mpi, "MPI_Reduce_scatter", None, [Count, Datatype, ReduceOp, Comm, Bytes];
     ReduceScatterBlock => Mpi, "MPI_Reduce_scatter_block", None, [Count, Datatype, ReduceOp, Comm, Bytes];
+
+    // ---- The rest of the MPI-3.1 communication API (issue 21). Conventions as above: peers
+    // relative to the caller (rsd::mpi::ANY_SOURCE / PROC_NULL sentinels), tags as passed
+    // (negative = MPI_ANY_TAG), `comm`, `datatype`, `op` symbolic ids, `bytes` = count times
+    // the datatype's size, a type of -1 for an MPI_IN_PLACE side.
+    //
+    // Request ids: the index in the rank's request table, as for `MPI_Isend`; -1 for
+    // MPI_REQUEST_NULL or a call that failed. A completion call records the ids it completed
+    // and releases them, except for a persistent request (below), which keeps its id until
+    // `MPI_Request_free`.
+
+    // Persistent requests. The init calls record what `MPI_Isend`/`MPI_Irecv` record (peer,
+    // tag, comm, bytes of one message) and the new persistent `request`; they move no message.
+    // Each `MPI_Start`/`MPI_Startall` of the request sends (or receives) one such message, and
+    // the completion call that follows (`Wait*`/`Test*`) records the request's id as it does
+    // for any request; the id stays allocated (the request is only inactive) until
+    // `MPI_Request_free`, which releases it.
+    SendInit => Mpi, "MPI_Send_init", None, [Count, Datatype, Peer, Tag, Comm, Bytes, Request];
+    BsendInit => Mpi, "MPI_Bsend_init", None, [Count, Datatype, Peer, Tag, Comm, Bytes, Request];
+    SsendInit => Mpi, "MPI_Ssend_init", None, [Count, Datatype, Peer, Tag, Comm, Bytes, Request];
+    RsendInit => Mpi, "MPI_Rsend_init", None, [Count, Datatype, Peer, Tag, Comm, Bytes, Request];
+    RecvInit => Mpi, "MPI_Recv_init", None, [Count, Datatype, Peer, Tag, Comm, Bytes, Request];
+    // `request`: the persistent request started.
+    Start => Mpi, "MPI_Start", None, [Request];
+    // `count` as passed, followed by the `count` persistent request ids started, in array order.
+    Startall => Mpi, "MPI_Startall", None, [Count];
+
+    // Probes. `peer`, `tag`: the source and tag asked for (wildcards as stored for a receive);
+    // `matched_source` (relative, as peers are) and `matched_tag`: the status of the message
+    // found; `bytes`: its size (MPI_Get_count of the status with MPI_BYTE). A probe on
+    // MPI_PROC_NULL finds the empty message: matched_source PROC_NULL, matched_tag -1, bytes 0.
+    // `flag`: 1 when the nonblocking probe found a message, 0 when not; with flag 0 the matched
+    // fields and bytes are 0 (meaningless) and `message` is -1.
+    // MPI_Probe/MPI_Iprobe receive nothing: the message stays for a later receive.
+    Probe => Mpi, "MPI_Probe", None, [Peer, Tag, Comm, MatchedSource, MatchedTag, Bytes];
+    Iprobe => Mpi, "MPI_Iprobe", None, [Peer, Tag, Comm, Flag, MatchedSource, MatchedTag, Bytes];
+    // Matched probes: MPI_Mprobe (and MPI_Improbe with flag 1) takes the message off the
+    // queue, so they are what counts as its receive; `message` is the index of the message
+    // handle in the rank's message table (-1 for MPI_MESSAGE_NO_PROC or flag 0).
+    Mprobe => Mpi, "MPI_Mprobe", None, [Peer, Tag, Comm, MatchedSource, MatchedTag, Bytes, Message];
+    Improbe => Mpi, "MPI_Improbe", None, [Peer, Tag, Comm, Flag, MatchedSource, MatchedTag, Bytes, Message];
+    // Receive of a matched message: `count`/`datatype` of the buffer, `message` the id
+    // Mprobe/Improbe recorded (released here; -1 for MPI_MESSAGE_NO_PROC), `bytes` count times
+    // the datatype size. They complete the receive, they do not count a second one.
+    Mrecv => Mpi, "MPI_Mrecv", None, [Count, Datatype, Message, Bytes];
+    Imrecv => Mpi, "MPI_Imrecv", None, [Count, Datatype, Message, Bytes, Request];
+
+    // Completion calls. A test that finds its request(s) complete is a completion, as the
+    // corresponding wait is; one that does not completes nothing.
+    // `count` as passed; `outcount` the number completed (0 when MPI returned MPI_UNDEFINED),
+    // followed by the `outcount` ids of the completed requests, in the order MPI's `indices`
+    // lists them (ids read before the call, since MPI nulls completed non-persistent ones).
+    Waitsome => Mpi, "MPI_Waitsome", None, [Count, Outcount];
+    // `request`: the id tested (-1 for MPI_REQUEST_NULL); `flag`: 1 when it completed (the id
+    // is then released, unless persistent), 0 when not.
+    Test => Mpi, "MPI_Test", None, [Request, Flag];
+    // `count` as passed, `flag` as returned, followed by the `count` request ids passed (read
+    // before the call; -1 for MPI_REQUEST_NULL). With flag 1 all of them completed, with
+    // flag 0 none did.
+    Testall => Mpi, "MPI_Testall", None, [Count, Flag];
+    // `request`: the id that completed, -1 for none (flag 0, or flag 1 with every request
+    // null); `flag` as returned.
+    Testany => Mpi, "MPI_Testany", None, [Count, Request, Flag];
+    // As `MPI_Waitsome`: `outcount` may be 0; followed by the `outcount` completed ids.
+    Testsome => Mpi, "MPI_Testsome", None, [Count, Outcount];
+    // `request`: the id cancelled. Not a completion: the request is still waited for or
+    // tested later, which records its completion (whether the cancel succeeded is not
+    // recorded).
+    Cancel => Mpi, "MPI_Cancel", None, [Request];
+
+    // As `MPI_Sendrecv`, one buffer: `count`/`datatype` serve both sides, `bytes` is one side.
+    SendrecvReplace => Mpi, "MPI_Sendrecv_replace", None, [Count, Datatype, Dest, Sendtag, Source, Recvtag, Comm, Bytes];
+    // As `MPI_Alltoallv` with a type per peer: `sendbytes`/`recvbytes` are the sums over peers
+    // of count times that peer's type size (sendbytes 0 for MPI_IN_PLACE); `bytes` = sendbytes.
+    Alltoallw => Mpi, "MPI_Alltoallw", None, [Sendbytes, Recvbytes, Comm, Bytes];
+    // `size` in bytes: of the buffer attached, and of the buffer detach returned.
+    BufferAttach => Mpi, "MPI_Buffer_attach", None, [Size];
+    BufferDetach => Mpi, "MPI_Buffer_detach", None, [Size];
+
+    // Nonblocking collectives: exactly the parameters of the blocking call (same meaning,
+    // same MPI_IN_PLACE rule), then the `request`. The call's messages move between the start
+    // and the completion of the request.
+    Ibarrier => Mpi, "MPI_Ibarrier", None, [Comm, Request];
+    Ibcast => Mpi, "MPI_Ibcast", None, [Count, Datatype, Root, Comm, Bytes, Request];
+    Ireduce => Mpi, "MPI_Ireduce", None, [Count, Datatype, ReduceOp, Root, Comm, Bytes, Request];
+    Iallreduce => Mpi, "MPI_Iallreduce", None, [Count, Datatype, ReduceOp, Comm, Bytes, Request];
+    Igather => Mpi, "MPI_Igather", None, [Sendcount, Sendtype, Recvcount, Recvtype, Root, Comm, Bytes, Request];
+    Igatherv => Mpi, "MPI_Igatherv", None, [Sendcount, Sendtype, Recvbytes, Recvtype, Root, Comm, Bytes, Request];
+    Iscatter => Mpi, "MPI_Iscatter", None, [Sendcount, Sendtype, Recvcount, Recvtype, Root, Comm, Bytes, Request];
+    Iscatterv => Mpi, "MPI_Iscatterv", None, [Sendbytes, Sendtype, Recvcount, Recvtype, Root, Comm, Bytes, Request];
+    Iallgather => Mpi, "MPI_Iallgather", None, [Sendcount, Sendtype, Recvcount, Recvtype, Comm, Bytes, Request];
+    Iallgatherv => Mpi, "MPI_Iallgatherv", None, [Sendcount, Sendtype, Recvbytes, Recvtype, Comm, Bytes, Request];
+    Ialltoall => Mpi, "MPI_Ialltoall", None, [Sendcount, Sendtype, Recvcount, Recvtype, Comm, Bytes, Request];
+    Ialltoallv => Mpi, "MPI_Ialltoallv", None, [Sendbytes, Sendtype, Recvbytes, Recvtype, Comm, Bytes, Request];
+    Ialltoallw => Mpi, "MPI_Ialltoallw", None, [Sendbytes, Recvbytes, Comm, Bytes, Request];
+    IreduceScatter => Mpi, "MPI_Ireduce_scatter", None, [Count, Datatype, ReduceOp, Comm, Bytes, Request];
+    IreduceScatterBlock => Mpi, "MPI_Ireduce_scatter_block", None, [Count, Datatype, ReduceOp, Comm, Bytes, Request];
+    Iscan => Mpi, "MPI_Iscan", None, [Count, Datatype, ReduceOp, Comm, Bytes, Request];
+    Iexscan => Mpi, "MPI_Iexscan", None, [Count, Datatype, ReduceOp, Comm, Bytes, Request];
+
+    // Neighbourhood collectives, one layout for all ten, so the replay can issue any of them on
+    // a graph of its own (the topology communicators are recorded as splits and carry none):
+    // `indegree`/`outdegree` the caller's neighbour counts (as MPI_Dist_graph_neighbors_count
+    // gives, or 2*ndims for a Cartesian communicator, or the graph's neighbour count for both),
+    // `sendbytes`/`recvbytes` the totals of the arrays below, then the `request` for the `I`
+    // forms. Followed by:
+    //   `indegree` source peers, then `outdegree` destination peers, in MPI's neighbour order
+    //   (Cartesian: for each dimension d in order, rank_source then rank_dest of
+    //   MPI_Cart_shift(comm, d, 1), the same list for sources and destinations; graph:
+    //   MPI_Graph_neighbors, the same list for both; distributed graph: the sources and
+    //   destinations of MPI_Dist_graph_neighbors), stored relative to the caller as any peer,
+    //   MPI_PROC_NULL as rsd::mpi::PROC_NULL;
+    //   `outdegree` byte counts sent to each destination, in that order (the same sendcount
+    //   times the type size for each in the allgather forms);
+    //   `indegree` byte counts received from each source, in that order.
+    NeighborAllgather => Mpi, "MPI_Neighbor_allgather", None, [Comm, Indegree, Outdegree, Sendbytes, Recvbytes];
+    NeighborAllgatherv => Mpi, "MPI_Neighbor_allgatherv", None, [Comm, Indegree, Outdegree, Sendbytes, Recvbytes];
+    NeighborAlltoall => Mpi, "MPI_Neighbor_alltoall", None, [Comm, Indegree, Outdegree, Sendbytes, Recvbytes];
+    NeighborAlltoallv => Mpi, "MPI_Neighbor_alltoallv", None, [Comm, Indegree, Outdegree, Sendbytes, Recvbytes];
+    NeighborAlltoallw => Mpi, "MPI_Neighbor_alltoallw", None, [Comm, Indegree, Outdegree, Sendbytes, Recvbytes];
+    IneighborAllgather => Mpi, "MPI_Ineighbor_allgather", None, [Comm, Indegree, Outdegree, Sendbytes, Recvbytes, Request];
+    IneighborAllgatherv => Mpi, "MPI_Ineighbor_allgatherv", None, [Comm, Indegree, Outdegree, Sendbytes, Recvbytes, Request];
+    IneighborAlltoall => Mpi, "MPI_Ineighbor_alltoall", None, [Comm, Indegree, Outdegree, Sendbytes, Recvbytes, Request];
+    IneighborAlltoallv => Mpi, "MPI_Ineighbor_alltoallv", None, [Comm, Indegree, Outdegree, Sendbytes, Recvbytes, Request];
+    IneighborAlltoallw => Mpi, "MPI_Ineighbor_alltoallw", None, [Comm, Indegree, Outdegree, Sendbytes, Recvbytes, Request];
+
+    // Topology communicators, recorded as the split that builds the same communicator, as
+    // `MPI_Cart_create` is: color = the parent-comm rank of the new communicator's rank 0
+    // (MPI_UNDEFINED where the caller gets MPI_COMM_NULL), key = the caller's rank in it.
+    // Every member of the parent makes these calls.
+    CartSub => Mpi, "MPI_Cart_sub", None, [Comm, Color, Key, Newcomm];
+    GraphCreate => Mpi, "MPI_Graph_create", None, [Comm, Color, Key, Newcomm];
+    DistGraphCreate => Mpi, "MPI_Dist_graph_create", None, [Comm, Color, Key, Newcomm];
+    DistGraphCreateAdjacent => Mpi, "MPI_Dist_graph_create_adjacent", None, [Comm, Color, Key, Newcomm];
+    // Only the group's members make this call, so it is no split of the parent: `tag` as
+    // passed, `size` the group's size, followed by the `size` MPI_COMM_WORLD ranks of the
+    // members, in the new communicator's rank order (the same list at every member).
+    CommCreateGroup => Mpi, "MPI_Comm_create_group", None, [Comm, Tag, Size, Newcomm];
+    // An intercommunicator. `comm`: the local communicator; `local_leader` as passed (a rank
+    // of `comm`); `peer_comm`: the id of the peer communicator at the local leader, -1
+    // elsewhere (MPI reads it only there); `remote_leader`: as passed (a rank of peer_comm) at
+    // the local leader, -1 elsewhere; `tag` as passed; `remote_size`: the remote group's
+    // size, followed by the `remote_size` MPI_COMM_WORLD ranks of the remote group, in its
+    // rank order. The local group is `comm`'s. Peers of messages on the intercommunicator are
+    // remote-group ranks, stored relative to the caller's local rank as any peer.
+    IntercommCreate => Mpi, "MPI_Intercomm_create", None, [Comm, LocalLeader, PeerComm, RemoteLeader, Tag, Newcomm, RemoteSize];
+    // `comm`: the intercommunicator; `high` as passed (0 or 1); `size`: the merged
+    // communicator's size, followed by its `size` MPI_COMM_WORLD ranks, in its rank order.
+    IntercommMerge => Mpi, "MPI_Intercomm_merge", None, [Comm, High, Newcomm, Size];
 }
 
 /// What a point-to-point call does with a message.
@@ -305,9 +458,29 @@ pub enum P2p {
     },
 }
 
+/// How a communicator creation is recorded, so every consumer rebuilds it the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Creation {
+    /// `MPI_Comm_dup`: the parent's members, in the parent's order.
+    Dup,
+    /// A split of the parent by `color` and `key` (`MPI_Comm_split` and every creation
+    /// recorded as one); every member of the parent makes the call.
+    Split,
+    /// The members are listed: the fixed parameters are followed by `size` MPI_COMM_WORLD
+    /// ranks, in the new communicator's order (`MPI_Comm_create_group`, where only they make
+    /// the call, and `MPI_Intercomm_merge`, made by both groups of the intercommunicator).
+    Members,
+    /// An intercommunicator: the local group is `comm`'s, the remote group's `remote_size`
+    /// MPI_COMM_WORLD ranks follow the fixed parameters. Every member of `comm` makes the call.
+    Intercomm,
+}
+
 impl Op {
     /// Collective communication calls (every member of the communicator makes them, in the
-    /// same order), communicator creation aside ([`Op::creates_comm`]).
+    /// same order), communicator creation aside ([`Op::creates_comm`]). The nonblocking ones
+    /// (those with a `request`, [`Op::is_nonblocking_collective`]) move their messages between
+    /// the call and the completion of the request; the neighbourhood collectives
+    /// ([`Op::is_neighborhood`]) only exchange with the recorded neighbours.
     pub fn is_collective(self) -> bool {
         matches!(
             self,
@@ -327,29 +500,195 @@ impl Op {
                 | Op::Exscan
                 | Op::ReduceScatter
                 | Op::ReduceScatterBlock
+                | Op::Alltoallw
+                | Op::Ibarrier
+                | Op::Ibcast
+                | Op::Ireduce
+                | Op::Iallreduce
+                | Op::Igather
+                | Op::Igatherv
+                | Op::Iscatter
+                | Op::Iscatterv
+                | Op::Iallgather
+                | Op::Iallgatherv
+                | Op::Ialltoall
+                | Op::Ialltoallv
+                | Op::Ialltoallw
+                | Op::IreduceScatter
+                | Op::IreduceScatterBlock
+                | Op::Iscan
+                | Op::Iexscan
+        ) || self.is_neighborhood()
+    }
+
+    /// Collectives that return a `request` instead of completing.
+    pub fn is_nonblocking_collective(self) -> bool {
+        self.is_collective() && self.params().contains(&Param::Request)
+    }
+
+    /// The blocking call a nonblocking collective starts (its layout less the `request`);
+    /// other ops are their own.
+    pub fn blocking_form(self) -> Op {
+        match self {
+            Op::Ibarrier => Op::Barrier,
+            Op::Ibcast => Op::Bcast,
+            Op::Ireduce => Op::Reduce,
+            Op::Iallreduce => Op::Allreduce,
+            Op::Igather => Op::Gather,
+            Op::Igatherv => Op::Gatherv,
+            Op::Iscatter => Op::Scatter,
+            Op::Iscatterv => Op::Scatterv,
+            Op::Iallgather => Op::Allgather,
+            Op::Iallgatherv => Op::Allgatherv,
+            Op::Ialltoall => Op::Alltoall,
+            Op::Ialltoallv => Op::Alltoallv,
+            Op::Ialltoallw => Op::Alltoallw,
+            Op::IreduceScatter => Op::ReduceScatter,
+            Op::IreduceScatterBlock => Op::ReduceScatterBlock,
+            Op::Iscan => Op::Scan,
+            Op::Iexscan => Op::Exscan,
+            Op::IneighborAllgather => Op::NeighborAllgather,
+            Op::IneighborAllgatherv => Op::NeighborAllgatherv,
+            Op::IneighborAlltoall => Op::NeighborAlltoall,
+            Op::IneighborAlltoallv => Op::NeighborAlltoallv,
+            Op::IneighborAlltoallw => Op::NeighborAlltoallw,
+            op => op,
+        }
+    }
+
+    /// The neighbourhood collectives, blocking and not: one layout for all (see the table).
+    pub fn is_neighborhood(self) -> bool {
+        matches!(
+            self,
+            Op::NeighborAllgather
+                | Op::NeighborAllgatherv
+                | Op::NeighborAlltoall
+                | Op::NeighborAlltoallv
+                | Op::NeighborAlltoallw
+                | Op::IneighborAllgather
+                | Op::IneighborAllgatherv
+                | Op::IneighborAlltoall
+                | Op::IneighborAlltoallv
+                | Op::IneighborAlltoallw
         )
     }
 
-    /// Calls that create a communicator from a parent (collective over the parent).
+    /// Calls that create a communicator from a parent `comm` (see [`Op::creation`] for who
+    /// makes them and how the new one's members are recorded).
     pub fn creates_comm(self) -> bool {
-        matches!(
-            self,
-            Op::CommDup | Op::CommSplit | Op::CommCreate | Op::CommSplitType | Op::CartCreate
-        )
+        self.creation().is_some()
+    }
+
+    /// How this communicator creation is recorded, or `None` for other calls.
+    pub fn creation(self) -> Option<Creation> {
+        match self {
+            Op::CommDup => Some(Creation::Dup),
+            Op::CommSplit
+            | Op::CommCreate
+            | Op::CommSplitType
+            | Op::CartCreate
+            | Op::CartSub
+            | Op::GraphCreate
+            | Op::DistGraphCreate
+            | Op::DistGraphCreateAdjacent => Some(Creation::Split),
+            Op::CommCreateGroup | Op::IntercommMerge => Some(Creation::Members),
+            Op::IntercommCreate => Some(Creation::Intercomm),
+            _ => None,
+        }
     }
 
     /// The point-to-point role of this op, for the calls that send or receive one message
-    /// (`MPI_Sendrecv` does both: it has none here).
+    /// each time they are made (`MPI_Sendrecv` and `MPI_Sendrecv_replace` do both: they have
+    /// none here). `MPI_Mprobe` is the receive of the message it matches (its `MPI_Mrecv`
+    /// only completes it); `MPI_Improbe` is one only when its `flag` is 1, so it is not listed;
+    /// persistent requests send or receive at each `MPI_Start` ([`Op::persistent`]).
     pub fn p2p(self) -> Option<P2p> {
         match self {
             Op::Send | Op::Ssend | Op::Rsend | Op::Bsend => Some(P2p::Send { nonblocking: false }),
             Op::Isend | Op::Issend | Op::Irsend | Op::Ibsend => {
                 Some(P2p::Send { nonblocking: true })
             }
-            Op::Recv => Some(P2p::Recv { nonblocking: false }),
+            Op::Recv | Op::Mprobe => Some(P2p::Recv { nonblocking: false }),
             Op::Irecv => Some(P2p::Recv { nonblocking: true }),
             _ => None,
         }
+    }
+
+    /// For the persistent-request inits, the message each start of the request moves
+    /// (always nonblocking: `MPI_Start` returns at once, a completion call ends it).
+    pub fn persistent(self) -> Option<P2p> {
+        match self {
+            Op::SendInit | Op::BsendInit | Op::SsendInit | Op::RsendInit => {
+                Some(P2p::Send { nonblocking: true })
+            }
+            Op::RecvInit => Some(P2p::Recv { nonblocking: true }),
+            _ => None,
+        }
+    }
+}
+
+/// The arrays a neighbourhood collective keeps after its fixed parameters (see the table):
+/// peers relative to the caller, byte counts in the same order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Neighborhood<'a> {
+    /// The `indegree` source peers.
+    pub sources: &'a [i64],
+    /// The `outdegree` destination peers.
+    pub destinations: &'a [i64],
+    /// Bytes sent to each destination.
+    pub sendbytes: &'a [i64],
+    /// Bytes received from each source.
+    pub recvbytes: &'a [i64],
+}
+
+impl Op {
+    /// The parameter that counts the entries of this op's one listed array, for the calls
+    /// whose array is a list of ids or ranks.
+    fn list_len(self) -> Option<Param> {
+        match self {
+            Op::Startall | Op::Testall => Some(Param::Count),
+            Op::Waitsome | Op::Testsome => Some(Param::Outcount),
+            Op::CommCreateGroup | Op::IntercommMerge => Some(Param::Size),
+            Op::IntercommCreate => Some(Param::RemoteSize),
+            _ => None,
+        }
+    }
+
+    /// The list an event of this op keeps after its fixed parameters (`params` without path
+    /// fields): the request ids of `MPI_Startall` and `MPI_Testall`, the completed ids of
+    /// `MPI_Waitsome` and `MPI_Testsome`, the MPI_COMM_WORLD ranks of the members of
+    /// `MPI_Comm_create_group` and `MPI_Intercomm_merge` and of `MPI_Intercomm_create`'s remote
+    /// group; empty for other ops. Never longer than the count says, nor than the event.
+    pub fn list(self, params: &[i64]) -> &[i64] {
+        let Some(n) = self.list_len() else {
+            return &[];
+        };
+        let n = self.param(params, n).max(0) as usize;
+        let rest = params.get(self.params().len()..).unwrap_or(&[]);
+        &rest[..n.min(rest.len())]
+    }
+
+    /// The arrays of a neighbourhood collective, or `None` for other ops and for an event
+    /// shorter than its degrees say.
+    pub fn neighborhood(self, params: &[i64]) -> Option<Neighborhood<'_>> {
+        if !self.is_neighborhood() {
+            return None;
+        }
+        let deg = |p: Param| usize::try_from(self.get(params, p)?).ok();
+        let (i, o) = (deg(Param::Indegree)?, deg(Param::Outdegree)?);
+        let rest = params.get(self.params().len()..)?;
+        if rest.len() < 2 * (i + o) {
+            return None;
+        }
+        let (sources, rest) = rest.split_at(i);
+        let (destinations, rest) = rest.split_at(o);
+        let (sendbytes, rest) = rest.split_at(o);
+        Some(Neighborhood {
+            sources,
+            destinations,
+            sendbytes,
+            recvbytes: &rest[..i],
+        })
     }
 }
 
@@ -478,6 +817,13 @@ impl Op {
             Op::TypeCreateHindexedBlock | Op::TypeCreateIndexedBlock => &["displacements"],
             Op::TypeCreateSubarray => &["sizes", "subsizes", "starts"],
             Op::TypeCreateStruct => &["blocklengths", "displacements", "types"],
+            Op::Startall | Op::Testall => &["requests"],
+            Op::Waitsome | Op::Testsome => &["completed"],
+            Op::CommCreateGroup | Op::IntercommMerge => &["members"],
+            Op::IntercommCreate => &["remote_group"],
+            // Sources, destinations, bytes sent, bytes received: the split depends on the
+            // degrees, which a display name cannot see, so one array.
+            _ if self.is_neighborhood() => &["neighborhood"],
             _ => &["extra"],
         };
         let per = (n_extra / arrays.len()).max(1);
@@ -568,6 +914,168 @@ mod tests {
         assert_eq!(Op::TypeIndexed.param_name(3, n, 0), "blocklengths[0]");
         assert_eq!(Op::TypeIndexed.param_name(6, n, 0), "displacements[1]");
         assert_eq!(Op::Open.param_name(3, 4, 1), "path[0]");
+    }
+
+    #[test]
+    fn the_rest_of_the_mpi_api_is_appended() {
+        // The order is the file format: the new ops come after the last one of the previous
+        // version, in the table's order.
+        let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
+        assert_eq!(at(Op::SendInit), at(Op::ReduceScatterBlock) + 1);
+        assert_eq!(at(Op::IntercommMerge), Op::ALL.len() - 1);
+        for op in &Op::ALL[at(Op::SendInit)..] {
+            assert_eq!(op.layer(), Layer::Mpi, "{}", op.name());
+            assert_eq!(op.dir(), Dir::None, "{}", op.name());
+        }
+    }
+
+    #[test]
+    fn roles_of_the_new_calls() {
+        assert!(Op::Ibarrier.is_collective() && Op::Ibarrier.is_nonblocking_collective());
+        assert!(Op::Alltoallw.is_collective() && !Op::Alltoallw.is_nonblocking_collective());
+        assert!(!Op::Bcast.is_nonblocking_collective());
+        assert!(Op::NeighborAlltoallw.is_collective() && Op::NeighborAlltoallw.is_neighborhood());
+        assert!(Op::IneighborAllgather.is_nonblocking_collective());
+        assert!(!Op::Isend.is_collective() && !Op::Isend.is_nonblocking_collective());
+        // Every nonblocking collective is its blocking call's layout plus the request.
+        let pairs = [
+            (Op::Barrier, Op::Ibarrier),
+            (Op::Bcast, Op::Ibcast),
+            (Op::Reduce, Op::Ireduce),
+            (Op::Allreduce, Op::Iallreduce),
+            (Op::Gather, Op::Igather),
+            (Op::Gatherv, Op::Igatherv),
+            (Op::Scatter, Op::Iscatter),
+            (Op::Scatterv, Op::Iscatterv),
+            (Op::Allgather, Op::Iallgather),
+            (Op::Allgatherv, Op::Iallgatherv),
+            (Op::Alltoall, Op::Ialltoall),
+            (Op::Alltoallv, Op::Ialltoallv),
+            (Op::Alltoallw, Op::Ialltoallw),
+            (Op::ReduceScatter, Op::IreduceScatter),
+            (Op::ReduceScatterBlock, Op::IreduceScatterBlock),
+            (Op::Scan, Op::Iscan),
+            (Op::Exscan, Op::Iexscan),
+            (Op::NeighborAllgather, Op::IneighborAllgather),
+            (Op::NeighborAllgatherv, Op::IneighborAllgatherv),
+            (Op::NeighborAlltoall, Op::IneighborAlltoall),
+            (Op::NeighborAlltoallv, Op::IneighborAlltoallv),
+            (Op::NeighborAlltoallw, Op::IneighborAlltoallw),
+        ];
+        for (b, i) in pairs {
+            assert_eq!(i.blocking_form(), b);
+            assert_eq!(b.blocking_form(), b);
+            assert_eq!(&i.params()[..b.params().len()], b.params(), "{}", i.name());
+            assert_eq!(
+                i.params()[b.params().len()..],
+                [Param::Request],
+                "{}",
+                i.name()
+            );
+            assert!(
+                b.is_collective() && !b.is_nonblocking_collective(),
+                "{}",
+                b.name()
+            );
+            assert!(i.is_nonblocking_collective(), "{}", i.name());
+        }
+        // Persistent inits record an Isend's layout; only a start moves the message.
+        for op in [Op::SendInit, Op::BsendInit, Op::SsendInit, Op::RsendInit] {
+            assert_eq!(op.params(), Op::Isend.params());
+            assert_eq!(op.persistent(), Some(P2p::Send { nonblocking: true }));
+            assert_eq!(op.p2p(), None);
+        }
+        assert_eq!(Op::RecvInit.params(), Op::Irecv.params());
+        assert_eq!(
+            Op::RecvInit.persistent(),
+            Some(P2p::Recv { nonblocking: true })
+        );
+        assert_eq!(Op::Start.p2p(), None);
+        // A matched probe is the receive; its Mrecv and a plain probe are not.
+        assert_eq!(Op::Mprobe.p2p(), Some(P2p::Recv { nonblocking: false }));
+        for op in [Op::Mrecv, Op::Imrecv, Op::Probe, Op::Iprobe, Op::Improbe] {
+            assert_eq!(op.p2p(), None, "{}", op.name());
+        }
+        assert_eq!(Op::SendrecvReplace.p2p(), None);
+        // Creations.
+        assert_eq!(Op::CommDup.creation(), Some(Creation::Dup));
+        for op in [
+            Op::CommSplit,
+            Op::CartCreate,
+            Op::CartSub,
+            Op::GraphCreate,
+            Op::DistGraphCreate,
+            Op::DistGraphCreateAdjacent,
+        ] {
+            assert_eq!(op.creation(), Some(Creation::Split), "{}", op.name());
+            assert_eq!(
+                op.params(),
+                [Param::Comm, Param::Color, Param::Key, Param::Newcomm]
+            );
+        }
+        assert_eq!(Op::CommCreateGroup.creation(), Some(Creation::Members));
+        assert_eq!(Op::IntercommMerge.creation(), Some(Creation::Members));
+        assert_eq!(Op::IntercommCreate.creation(), Some(Creation::Intercomm));
+        assert!(Op::IntercommCreate.creates_comm() && !Op::Send.creates_comm());
+        for op in Op::ALL {
+            if op.creates_comm() {
+                assert!(op.index(Param::Newcomm).is_some(), "{}", op.name());
+                assert!(!op.is_collective(), "{}", op.name());
+            }
+        }
+    }
+
+    #[test]
+    fn array_names_of_the_new_calls() {
+        // Startall: count = 2, then two request ids.
+        assert_eq!(Op::Startall.param_name(0, 3, 0), "count");
+        assert_eq!(Op::Startall.param_name(2, 3, 0), "requests[1]");
+        assert_eq!(Op::Waitsome.param_name(2, 3, 0), "completed[0]");
+        assert_eq!(Op::Testall.param_name(3, 4, 0), "requests[1]");
+        // A group of three.
+        assert_eq!(Op::CommCreateGroup.param_name(6, 7, 0), "members[2]");
+        assert_eq!(Op::IntercommCreate.param_name(7, 9, 0), "remote_group[0]");
+        // In 1, out 2: sources, destinations, sent, received (6 entries after 5 fixed).
+        assert_eq!(Op::NeighborAlltoall.param_name(5, 11, 0), "neighborhood[0]");
+        assert_eq!(
+            Op::NeighborAlltoall.param_name(10, 11, 0),
+            "neighborhood[5]"
+        );
+        let v = args::improbe(-1, 3, 0, 1, -1, 3, 16, 0);
+        assert_eq!(Op::Improbe.param(&v, Param::Message), 0);
+        assert_eq!(Op::Improbe.param(&v, Param::MatchedTag), 3);
+    }
+
+    #[test]
+    fn lists_and_neighborhoods_are_read_from_the_layout() {
+        let mut v = args::startall(2);
+        v.extend([5, 7]);
+        assert_eq!(Op::Startall.list(&v), [5, 7]);
+        // A short event gives what it has.
+        assert_eq!(Op::Startall.list(&v[..2]), [5]);
+        let mut v = args::waitsome(4, 1);
+        v.extend([3]);
+        assert_eq!(Op::Waitsome.list(&v), [3]);
+        let mut v = args::comm_create_group(0, 9, 2, 3);
+        v.extend([1, 3]);
+        assert_eq!(Op::CommCreateGroup.list(&v), [1, 3]);
+        assert_eq!(Op::Send.list(&args::send(1, 1, 1, 0, 0, 1)), [] as [i64; 0]);
+        // In 1, out 2.
+        let mut v = args::neighbor_alltoallv(2, 1, 2, 12, 4);
+        v.extend([-1, 1, 2, 4, 8, 4]);
+        let n = Op::NeighborAlltoallv.neighborhood(&v).unwrap();
+        assert_eq!(n.sources, [-1]);
+        assert_eq!(n.destinations, [1, 2]);
+        assert_eq!(n.sendbytes, [4, 8]);
+        assert_eq!(n.recvbytes, [4]);
+        assert_eq!(Op::NeighborAlltoallv.neighborhood(&v[..9]), None);
+        assert_eq!(Op::Alltoallv.neighborhood(&v), None);
+        let mut v = args::ineighbor_allgather(2, 0, 1, 8, 0, 6);
+        v.extend([1, 8]);
+        assert_eq!(
+            Op::IneighborAllgather.neighborhood(&v).unwrap().sendbytes,
+            [8]
+        );
     }
 
     #[test]

@@ -130,3 +130,90 @@ pub fn ops_of(j: &serde_json::Value) -> Vec<(String, u64, u64)> {
         })
         .collect()
 }
+
+// ---- through the binaries ----
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_iotrex-replay")
+}
+
+pub fn mpirun(np: u32, args: &[&str]) -> std::process::Output {
+    Command::new("timeout")
+        .args([
+            "60",
+            "mpirun",
+            "--oversubscribe",
+            "-np",
+            &np.to_string(),
+            bin(),
+        ])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .output()
+        .expect("mpirun runs")
+}
+
+/// Replays `trace` under `mpirun -np n` into `root` (created) with `extra` options, and checks
+/// what every MPI replay must give: success, counts and bytes equal to the trace's, no failed
+/// call. Returns the JSON report and stdout.
+pub fn replay_mpi(
+    n: u32,
+    trace: &Path,
+    root: &Path,
+    extra: &[&str],
+) -> (serde_json::Value, String) {
+    std::fs::create_dir_all(root).unwrap();
+    let json = root.with_extension("json");
+    let mut args = vec![
+        trace.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = mpirun(n, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("op counts and bytes equal the trace's"),
+        "{stdout}"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(j["mismatches"].as_array().unwrap().len(), 0, "{stdout}");
+    assert_eq!(j["failed"], 0, "{stdout}");
+    (j, stdout)
+}
+
+/// The bytes a replay leaves in a file the application wrote through views, derived from the
+/// application's own file: each rank wrote the byte rank+1 everywhere, so a byte's value says
+/// who wrote it, and zero bytes are holes. The replay fills each call's buffer with the
+/// pattern from its start, and a view maps a buffer onto the file in increasing order; so the
+/// k-th byte of the file a rank wrote is pattern byte k minus the start of its call, given the
+/// byte sizes of each rank's write calls on the file, in order.
+pub fn replayed_bytes(orig: &[u8], calls: &[usize]) -> Vec<u8> {
+    let mut seen: std::collections::HashMap<u8, usize> = std::collections::HashMap::new();
+    orig.iter()
+        .map(|&who| {
+            if who == 0 {
+                return 0;
+            }
+            let k = seen.entry(who).or_insert(0);
+            let mut at = *k;
+            *k += 1;
+            for c in calls {
+                if at < *c {
+                    break;
+                }
+                at -= c;
+            }
+            replay::engine::Pattern::byte(at)
+        })
+        .collect()
+}

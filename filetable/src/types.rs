@@ -237,18 +237,28 @@ impl Types {
 
     /// Records the datatype built by `e`, if `e` builds one.
     pub fn track(&mut self, e: &FlatEvent) {
-        let p = &e.params;
+        self.track_call(e.op, &e.params)
+    }
+
+    /// Records the datatype built by a call of `op` with parameters `p`, if it builds one.
+    pub fn track_call(&mut self, op: Op, p: &[i64]) {
         // Only some constructors have a count; the others never read it.
-        let n = e.get(Param::Count).unwrap_or(0).max(0);
+        let n = op.get(p, Param::Count).unwrap_or(0).max(0);
         // Placements of the old type(s): ranges of (displacement min, max) and the data size.
-        let (size, lb, ub) = match e.op {
+        let (size, lb, ub) = match op {
             Op::TypeContiguous | Op::TypeVector | Op::TypeHvector => {
-                let old = e.p(Param::Oldtype);
+                let old = op.param(p, Param::Oldtype);
                 let (olb, oext) = self.bounds(old);
-                let (bl, stride) = match e.op {
+                let (bl, stride) = match op {
                     Op::TypeContiguous => (1, oext),
-                    Op::TypeVector => (e.p(Param::Blocklength), e.p(Param::Stride) * oext),
-                    _ => (e.p(Param::Blocklength), e.p(Param::StrideBytes)),
+                    Op::TypeVector => (
+                        op.param(p, Param::Blocklength),
+                        op.param(p, Param::Stride) * oext,
+                    ),
+                    _ => (
+                        op.param(p, Param::Blocklength),
+                        op.param(p, Param::StrideBytes),
+                    ),
                 };
                 if n == 0 || bl <= 0 {
                     (0, 0, 0)
@@ -262,7 +272,7 @@ impl Types {
             | Op::TypeCreateHindexed
             | Op::TypeCreateIndexedBlock
             | Op::TypeCreateHindexedBlock => {
-                let Some((old, blocks)) = self.indexed(e.op, p) else {
+                let Some((old, blocks)) = self.indexed(op, p) else {
                     return;
                 };
                 let (olb, oext) = self.bounds(old);
@@ -278,13 +288,13 @@ impl Types {
                 if r.1 > r.2 { (0, 0, 0) } else { r }
             }
             Op::TypeDup => {
-                let old = e.p(Param::Oldtype);
+                let old = op.param(p, Param::Oldtype);
                 let (lb, ext) = self.bounds(old);
                 (self.size(old), lb, lb + ext)
             }
             Op::TypeCreateSubarray => {
-                let old = e.p(Param::Oldtype);
-                let nd = e.p(Param::Ndims).max(0) as usize;
+                let old = op.param(p, Param::Oldtype);
+                let nd = op.param(p, Param::Ndims).max(0) as usize;
                 let sizes = arr(p, 4, nd);
                 let sub: i64 = arr(p, 4 + nd, nd).iter().product();
                 // MPI gives a subarray the extent of the whole array, from 0.
@@ -310,12 +320,16 @@ impl Types {
                 if r.1 > r.2 { (0, 0, 0) } else { r }
             }
             Op::TypeCreateResized => {
-                let lb = e.p(Param::Lb);
-                (self.size(e.p(Param::Oldtype)), lb, lb + e.p(Param::Extent))
+                let lb = op.param(p, Param::Lb);
+                (
+                    self.size(op.param(p, Param::Oldtype)),
+                    lb,
+                    lb + op.param(p, Param::Extent),
+                )
             }
             _ => return,
         };
-        let id = e.p(Param::Newtype);
+        let id = op.param(p, Param::Newtype);
         if id < 0 {
             // The traced constructor failed: there is no type to describe.
             return;
@@ -323,8 +337,8 @@ impl Types {
         self.derived.insert(
             id,
             Derived {
-                op: e.op,
-                params: p.clone(),
+                op,
+                params: p.to_vec(),
                 size,
                 lb,
                 extent: ub - lb,

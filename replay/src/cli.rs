@@ -1,0 +1,176 @@
+//! The one definition of the replay command line, shared by `iotrex replay` (a subcommand of
+//! the `iotrex` CLI) and `iotrex-replay` (the `replay_mpi` binary): every flag, its spelling,
+//! its value parser and its help text are written here once, so the two cannot drift.
+//!
+//! It is a clap `Args` struct, and the rule is that libraries do not depend on clap: this
+//! module is behind the `cli` feature, off by default, which only the two binaries turn on. A
+//! program that uses the replay library (the examples, the tests, another front end) builds no
+//! clap. The alternatives were worse: a crate of its own for one struct, or the MPI package
+//! (which the `iotrex` CLI must not depend on, or it would build an MPI library).
+
+use crate::error::ReplayError;
+use crate::options::{self, CollectiveIo, CommMode, ComputeMode, LayerView, Options};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The replay's arguments, the same for `iotrex replay` and `iotrex-replay`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayArgs {
+    /// The trace file (.iotrex).
+    pub trace: PathBuf,
+    /// Directory every traced path is re-rooted under (must exist and be writable); nothing is
+    /// written outside it.
+    #[arg(long, value_name = "DIR")]
+    pub root: PathBuf,
+    /// Run every rank in this process, without MPI: one thread per rank, or past --max-threads
+    /// ranks as coroutines sharing that many threads. Required by `iotrex replay`; without it
+    /// `iotrex-replay` replays under MPI (`mpirun -np N iotrex-replay`).
+    #[arg(long)]
+    pub threads: bool,
+    /// With --threads, at most N OS threads run ranks. Default: one thread per rank up to a
+    /// quarter of /proc/sys/kernel/threads-max (256 to 8192), beyond that a pool of 4 threads
+    /// per core (8 to 256). In a pool, a rank waiting in a barrier, receive or delay lets
+    /// another run, but a blocking I/O call or --compute work holds its thread: at most that
+    /// many I/O calls are in flight and timing is coarser than one thread per rank.
+    #[arg(long, value_name = "N", value_parser = parse_max_threads)]
+    pub max_threads: Option<u32>,
+    /// Non-I/O MPI calls: delay (sleep the recorded mean), real (issue them), or skip. Under
+    /// MPI, real vector collectives (Gatherv, Scatterv, Allgatherv) first exchange each rank's
+    /// recorded count, then move those counts; Alltoallv's trace keeps only per-rank totals, so
+    /// the pairs are a matrix with those sums. With --threads, collectives (vector ones
+    /// included) are thread barriers and move no data, point-to-point calls are channels.
+    #[arg(long, default_value = "delay", value_parser = parse_comm)]
+    pub comm: CommMode,
+    /// Compute gaps: mean (sleep the recorded mean), sample (a draw from the recorded
+    /// histogram), work (compute, burning this thread's CPU time, for the gap's shortest
+    /// recorded instance: ranks sharing cores then compete for them as the traced ones did and
+    /// the time they waited for a core is not replayed twice; use with --comm real when the
+    /// traced or replaying node has fewer cores than ranks; lateness is not measured), or none.
+    #[arg(long, default_value = "mean", value_parser = parse_compute)]
+    pub compute: ComputeMode,
+    /// With --threads, collective MPI-IO data calls: library (issue, after a barrier, the
+    /// POSIX calls the MPI library made for them when traced: collective buffering's
+    /// aggregator writes, nothing from the other ranks; used when the trace recorded such
+    /// calls) or ranks (each rank's own piece at its view's offsets). Under MPI the library
+    /// does its own collective I/O.
+    #[arg(long, default_value = "library", value_parser = parse_collective_io)]
+    pub collective_io: CollectiveIo,
+    /// Multiply every delay by F.
+    #[arg(long, value_name = "F", default_value = "1", value_parser = parse_scale)]
+    pub time_scale: f64,
+    /// End the replay when a rank stays in one call longer than SECS plus ten times that call's
+    /// longest traced duration (a receive whose message never comes, a deadlock): every rank's
+    /// current call is printed and the exit status is non-zero (under MPI the job aborts).
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = parse_stall_timeout)]
+    pub stall_timeout: Duration,
+    /// Issue application calls (app) or only the POSIX view (posix).
+    #[arg(long, default_value = "app", value_parser = parse_layer)]
+    pub layer: LayerView,
+    /// First create the files the trace reads before writing, at the sizes its reads reach.
+    #[arg(long)]
+    pub prep: bool,
+    /// Replay a trace flagged incomplete.
+    #[arg(long)]
+    pub allow_incomplete: bool,
+    // `--json-out` in both commands (`iotrex --json` prints the report itself as JSON);
+    // `iotrex-replay` also takes its older spelling `--json FILE` ([`JSON_ALIAS`]).
+    /// Also write the report as JSON to FILE.
+    #[arg(id = JSON_OUT, long = "json-out", value_name = "FILE")]
+    pub json_out: Option<PathBuf>,
+}
+
+/// The id of the `--json-out` argument, for a binary that adds an alias to it.
+pub const JSON_OUT: &str = "json_out";
+/// `iotrex-replay`'s own spelling of `--json-out`, kept because scripts and tests use it; not
+/// possible in `iotrex replay`, where `--json` is the global flag.
+pub const JSON_ALIAS: &str = "json";
+
+impl ReplayArgs {
+    /// The options every rank shares.
+    pub fn options(&self) -> Options {
+        Options {
+            comm: self.comm,
+            compute: self.compute,
+            time_scale: self.time_scale,
+            layer: self.layer,
+            collective_io: self.collective_io,
+            stall_timeout: self.stall_timeout,
+        }
+    }
+}
+
+/// clap's value parsers take a `String` error; the library's parsers name the flag at fault.
+fn clap_err<T>(r: Result<T, ReplayError>) -> Result<T, String> {
+    r.map_err(|e| e.to_string())
+}
+
+fn parse_comm(s: &str) -> Result<CommMode, String> {
+    clap_err(options::parse_comm(s))
+}
+
+fn parse_max_threads(s: &str) -> Result<u32, String> {
+    clap_err(options::parse_max_threads(s))
+}
+
+fn parse_collective_io(s: &str) -> Result<CollectiveIo, String> {
+    clap_err(options::parse_collective_io(s))
+}
+
+fn parse_compute(s: &str) -> Result<ComputeMode, String> {
+    clap_err(options::parse_compute(s))
+}
+
+fn parse_layer(s: &str) -> Result<LayerView, String> {
+    clap_err(options::parse_layer(s))
+}
+
+fn parse_stall_timeout(s: &str) -> Result<Duration, String> {
+    clap_err(options::parse_stall_timeout(s))
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    clap_err(options::parse_scale(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ReplayArgs,
+    }
+
+    #[test]
+    fn definition_is_valid_and_defaults_are_the_libraries() {
+        Cli::command().debug_assert();
+        let c = Cli::try_parse_from(["x", "t.iotrex", "--root", "r"]).unwrap();
+        let (o, d) = (c.args.options(), Options::default());
+        assert_eq!(
+            (o.comm, o.compute, o.layer, o.collective_io),
+            (d.comm, d.compute, d.layer, d.collective_io)
+        );
+        assert_eq!(
+            (o.time_scale, o.stall_timeout),
+            (d.time_scale, d.stall_timeout)
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        for (flag, v) in [
+            ("--comm", "loud"),
+            ("--compute", "x"),
+            ("--max-threads", "0"),
+            ("--layer", "mpi"),
+            ("--collective-io", "all"),
+            ("--time-scale", "inf"),
+            ("--stall-timeout", "0"),
+        ] {
+            let e = Cli::try_parse_from(["x", "t", "--root", "r", flag, v]).unwrap_err();
+            assert!(e.to_string().contains(flag), "{flag}: {e}");
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! The replay's POSIX and stdio side: the files a rank opened through the OS, and each call
+//! issued on them (the kernel keeps their offsets, as it did for the application).
+
+use crate::pattern::Pattern;
+use rsd::op::{Op, Param};
+use rsd::trace::FlatEvent;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::PathBuf;
+
+/// A stdio stream: a file plus a write-behind buffer the size of glibc's default, so the
+/// calls that reach the file system are the ones stdio would make.
+#[derive(Debug)]
+struct Stream {
+    file: File,
+    buf: Vec<u8>,
+}
+
+const STDIO_BUF: usize = 4096;
+
+impl Stream {
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            self.file.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
+        if self.buf.len() + data.len() > STDIO_BUF {
+            self.flush()?;
+        }
+        if data.len() >= STDIO_BUF {
+            self.file.write_all(data)
+        } else {
+            self.buf.extend_from_slice(data);
+            Ok(())
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// Reads exactly `n` bytes or up to end of file; returns the count read.
+fn read_up_to(
+    mut f: impl FnMut(&mut [u8]) -> std::io::Result<usize>,
+    buf: &mut [u8],
+) -> std::io::Result<u64> {
+    let mut got = 0;
+    while got < buf.len() {
+        match f(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got as u64)
+}
+
+/// The open file an event's `fd` parameter names. A free function so that a write can borrow
+/// the descriptor table and the pattern buffer at once.
+fn fd_in<'f>(fds: &'f mut HashMap<i64, File>, e: &FlatEvent) -> Result<&'f mut File, String> {
+    let id = e.p(Param::Fd);
+    fds.get_mut(&id).ok_or_else(|| {
+        format!(
+            "{}: descriptor {id} is not open (its open was not replayed)",
+            e.op.name()
+        )
+    })
+}
+
+/// The open stream an event's `stream` parameter names (a free function for the same reason
+/// as [`fd_in`]).
+fn stream_in<'s>(
+    streams: &'s mut HashMap<i64, Stream>,
+    e: &FlatEvent,
+) -> Result<&'s mut Stream, String> {
+    let id = e.p(Param::Stream);
+    streams.get_mut(&id).ok_or_else(|| {
+        format!(
+            "{}: stream {id} is not open (its fopen was not replayed)",
+            e.op.name()
+        )
+    })
+}
+
+/// One rank's descriptors and streams, by traced id.
+#[derive(Debug, Default)]
+pub(crate) struct Local {
+    pub(crate) fds: HashMap<i64, File>,
+    streams: HashMap<i64, Stream>,
+    /// This rank's read buffer (see [`Pattern::trim_read_buf`]).
+    rbuf: Vec<u8>,
+}
+
+impl Local {
+    /// Closes every stream (flushing its buffer) and descriptor.
+    pub(crate) fn close_all(&mut self) {
+        self.streams.clear();
+        self.fds.clear();
+    }
+
+    fn fd(&mut self, e: &FlatEvent) -> Result<&mut File, String> {
+        fd_in(&mut self.fds, e)
+    }
+
+    fn stream(&mut self, e: &FlatEvent) -> Result<&mut Stream, String> {
+        stream_in(&mut self.streams, e)
+    }
+
+    /// Issues a POSIX or stdio call with the replay's write data `data`; `map_path` maps a
+    /// traced path under the root (creating parents when asked). Returns the bytes it moved.
+    pub(crate) fn issue(
+        &mut self,
+        e: &FlatEvent,
+        data: &mut Pattern,
+        map_path: &mut dyn FnMut(&FlatEvent, bool) -> Result<PathBuf, String>,
+    ) -> Result<u64, String> {
+        let op = e.op;
+        let io = |what: &str, err: std::io::Error| format!("{} {what}: {err}", op.name());
+        let size = |v: i64| v.max(0) as usize;
+        let bytes = match op {
+            Op::Open | Op::Openat | Op::Creat => {
+                let (flags, mode) = if op == Op::Creat {
+                    (
+                        libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+                        e.p(Param::Mode),
+                    )
+                } else {
+                    (e.p(Param::Flags) as i32, e.p(Param::Mode))
+                };
+                let id = e.p(Param::Fd);
+                if id < 0 {
+                    // The traced open failed: nothing to replay.
+                    return Ok(0);
+                }
+                let path = map_path(e, true)?;
+                let acc = flags & libc::O_ACCMODE;
+                // O_DIRECT needs aligned buffers the replay does not promise; the file was
+                // opened successfully in the trace, so it is created if it is missing (--prep
+                // gives it its recorded size).
+                let custom = (flags & !(libc::O_ACCMODE | libc::O_DIRECT)) | libc::O_CREAT;
+                let f = OpenOptions::new()
+                    .read(acc == libc::O_RDONLY || acc == libc::O_RDWR)
+                    .write(acc == libc::O_WRONLY || acc == libc::O_RDWR)
+                    .custom_flags(custom)
+                    .mode(if mode > 0 { mode as u32 } else { 0o644 })
+                    .open(&path)
+                    .map_err(|er| io(&path.display().to_string(), er))?;
+                self.fds.insert(id, f);
+                0
+            }
+            Op::Close => {
+                self.fds.remove(&e.p(Param::Fd));
+                0
+            }
+            // A descriptor copy (dup, dup2, dup3, F_DUPFD): the same open file under another
+            // id, sharing its offset as the original's did (`try_clone` is dup(2)). A dup2 onto
+            // a traced descriptor closed that one first.
+            Op::Dup => {
+                let closed = e.p(Param::Closed);
+                if closed >= 0 {
+                    self.fds.remove(&closed);
+                }
+                let new = e.p(Param::Newfd);
+                if new >= 0 {
+                    let f = fd_in(&mut self.fds, e)?
+                        .try_clone()
+                        .map_err(|er| io("", er))?;
+                    self.fds.insert(new, f);
+                }
+                0
+            }
+            // The buffer is borrowed, not copied: a copy per call sat between the lateness
+            // stamp and the syscall and cost ~0.5 us per 8 KiB.
+            Op::Write | Op::Writev => {
+                let n = size(e.p(Param::Ret));
+                fd_in(&mut self.fds, e)?
+                    .write_all(data.get(n))
+                    .map_err(|er| io("", er))?;
+                n as u64
+            }
+            Op::Pwrite | Op::Pwritev => {
+                let n = size(e.p(Param::Ret));
+                let off = e.p(Param::Offset).max(0) as u64;
+                fd_in(&mut self.fds, e)?
+                    .write_all_at(data.get(n), off)
+                    .map_err(|er| io("", er))?;
+                n as u64
+            }
+            Op::Read | Op::Readv => {
+                let n = size(e.p(Param::Ret));
+                let fds = &mut self.fds;
+                Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
+                    fd_in(fds, e)
+                        .and_then(|f| read_up_to(|b| f.read(b), buf).map_err(|er| io("", er)))
+                })?
+            }
+            Op::Pread | Op::Preadv => {
+                let n = size(e.p(Param::Ret));
+                let off = e.p(Param::Offset).max(0) as u64;
+                let fds = &mut self.fds;
+                Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
+                    let f = fd_in(fds, e)?;
+                    let mut pos = off;
+                    read_up_to(
+                        |b| {
+                            let k = f.read_at(b, pos)?;
+                            pos += k as u64;
+                            Ok(k)
+                        },
+                        buf,
+                    )
+                    .map_err(|er| io("", er))
+                })?
+            }
+            Op::Lseek => {
+                let off = e.p(Param::Offset);
+                let from = match e.p(Param::Whence) {
+                    0 => SeekFrom::Start(off.max(0) as u64),
+                    1 => SeekFrom::Current(off),
+                    2 => SeekFrom::End(off),
+                    // SEEK_DATA/SEEK_HOLE: go where the traced call went.
+                    _ => SeekFrom::Start(e.p(Param::Ret).max(0) as u64),
+                };
+                self.fd(e)?.seek(from).map_err(|er| io("", er))?;
+                0
+            }
+            Op::Fsync => {
+                self.fd(e)?.sync_all().map_err(|er| io("", er))?;
+                0
+            }
+            Op::Fdatasync => {
+                self.fd(e)?.sync_data().map_err(|er| io("", er))?;
+                0
+            }
+            Op::Ftruncate => {
+                let len = e.p(Param::Length).max(0) as u64;
+                self.fd(e)?.set_len(len).map_err(|er| io("", er))?;
+                0
+            }
+            // Metadata calls: their outcome (a file missing or not) is the file system's
+            // answer; it is not a replay failure.
+            Op::Unlink => {
+                let p = map_path(e, false)?;
+                let _ = std::fs::remove_file(p);
+                0
+            }
+            Op::Mkdir => {
+                let p = map_path(e, true)?;
+                let _ = std::fs::create_dir(p);
+                0
+            }
+            Op::Rmdir => {
+                let p = map_path(e, false)?;
+                let _ = std::fs::remove_dir(p);
+                0
+            }
+            Op::Stat | Op::Access => {
+                let p = map_path(e, false)?;
+                let _ = std::fs::metadata(p);
+                0
+            }
+            // fcntl's effect (locks, flags) is not recorded beyond its command.
+            Op::Fcntl => 0,
+            Op::Fopen => {
+                let bits = e.p(Param::Mode);
+                let id = e.p(Param::Stream);
+                if id < 0 {
+                    return Ok(0);
+                }
+                let path = map_path(e, true)?;
+                // Opened read-write whatever the mode: stdio checks the mode in user space, and
+                // a stream the trace shows writing is written. 'w' truncates, 'a' appends.
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(bits & rsd::op::fopen_mode::W != 0)
+                    .custom_flags(if bits & rsd::op::fopen_mode::A != 0 {
+                        libc::O_APPEND
+                    } else {
+                        0
+                    })
+                    .open(&path)
+                    .map_err(|er| io(&path.display().to_string(), er))?;
+                self.streams.insert(
+                    id,
+                    Stream {
+                        file: f,
+                        buf: Vec::new(),
+                    },
+                );
+                0
+            }
+            Op::Fclose => {
+                if let Some(mut s) = self.streams.remove(&e.p(Param::Stream)) {
+                    s.flush().map_err(|er| io("", er))?;
+                }
+                0
+            }
+            Op::Fwrite | Op::Fprintf => {
+                let n = op.data_bytes(&e.params) as usize;
+                let data = data.get(n).to_vec();
+                self.stream(e)?.write(&data).map_err(|er| io("", er))?;
+                n as u64
+            }
+            Op::Fread => {
+                let n = op.data_bytes(&e.params) as usize;
+                let streams = &mut self.streams;
+                Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
+                    let s = stream_in(streams, e)?;
+                    s.flush().map_err(|er| io("", er))?;
+                    read_up_to(|b| s.file.read(b), buf).map_err(|er| io("", er))
+                })?
+            }
+            Op::Fseek => {
+                let off = e.p(Param::Offset);
+                let from = match e.p(Param::Whence) {
+                    1 => SeekFrom::Current(off),
+                    2 => SeekFrom::End(off),
+                    _ => SeekFrom::Start(off.max(0) as u64),
+                };
+                let s = self.stream(e)?;
+                s.flush().map_err(|er| io("", er))?;
+                s.file.seek(from).map_err(|er| io("", er))?;
+                0
+            }
+            Op::Fflush => {
+                self.stream(e)?.flush().map_err(|er| io("", er))?;
+                0
+            }
+            _ => 0,
+        };
+        Ok(bytes)
+    }
+}

@@ -1,0 +1,176 @@
+//! The replay options every rank shares ([`Options`]), the enums of their choices and the
+//! parsers of their flags' values, apart from the engine that acts on them so that the command
+//! line (`cli`, behind the feature of that name) and the runtimes name them without reaching
+//! into the engine.
+
+use crate::error::ReplayError;
+use std::time::Duration;
+
+/// What to do with MPI calls that move no file data (`--comm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CommMode {
+    /// Sleep for the recorded mean duration.
+    #[default]
+    Delay,
+    /// Issue the call for real (thread barriers and channels, or MPI).
+    Real,
+    /// Do nothing.
+    Skip,
+}
+
+/// How compute gaps are replayed (`--compute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ComputeMode {
+    /// The recorded mean gap.
+    #[default]
+    Mean,
+    /// A draw from the recorded histogram.
+    Sample,
+    /// No gaps: as fast as possible.
+    None,
+    /// CPU work: each gap's shortest recorded instance, spent computing (this thread's CPU
+    /// time) instead of sleeping. A recorded gap is wall time: where the traced ranks shared
+    /// cores it includes the time a rank waited for one, and a replay that sleeps the mean
+    /// neither competes for cores as the application did nor leaves out the waits it will
+    /// meet again. With `--comm real` on such a node this reproduces the run; on a node with a
+    /// core per rank it only costs the cores the application used anyway.
+    Work,
+}
+
+/// Which view of the I/O is issued (`--layer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LayerView {
+    /// Application-level calls: MPI-IO calls are issued, their nested POSIX calls are not.
+    #[default]
+    App,
+    /// The POSIX view: MPI-IO calls are not issued, their nested POSIX calls are.
+    Posix,
+}
+
+/// How `--threads` replays collective MPI-IO data calls (`--collective-io`); under MPI the
+/// MPI library does its own collective I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CollectiveIo {
+    /// The POSIX calls the MPI library made for the call when traced (collective buffering:
+    /// an aggregator's large writes, nothing from the other ranks), after a barrier; when the
+    /// trace recorded none for any collective, each rank's own piece.
+    #[default]
+    Library,
+    /// Each rank's own piece at its view's offsets, after a barrier.
+    Ranks,
+}
+
+/// Replay options shared by every rank.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Non-I/O MPI calls.
+    pub comm: CommMode,
+    /// Compute gaps.
+    pub compute: ComputeMode,
+    /// Factor applied to every delay.
+    pub time_scale: f64,
+    /// Which layer's calls are issued.
+    pub layer: LayerView,
+    /// Collective MPI-IO under `--threads`.
+    pub collective_io: CollectiveIo,
+    /// `--stall-timeout`: how long past ten times its traced duration a call may take before
+    /// the watchdog ends the replay ([`crate::watchdog`]).
+    pub stall_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            comm: CommMode::Delay,
+            compute: ComputeMode::Mean,
+            time_scale: 1.0,
+            layer: LayerView::App,
+            collective_io: CollectiveIo::Library,
+            stall_timeout: crate::watchdog::DEFAULT_STALL_TIMEOUT,
+        }
+    }
+}
+
+/// Parses `--max-threads`: a whole number of at least 1.
+pub fn parse_max_threads(s: &str) -> Result<u32, ReplayError> {
+    match s.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(ReplayError::BadOption {
+            flag: "--max-threads",
+            why: format!("{s:?} is not a whole number >= 1"),
+        }),
+    }
+}
+
+/// Parses `--comm`.
+pub fn parse_comm(s: &str) -> Result<CommMode, ReplayError> {
+    match s {
+        "delay" => Ok(CommMode::Delay),
+        "real" => Ok(CommMode::Real),
+        "skip" => Ok(CommMode::Skip),
+        _ => Err(ReplayError::BadOption {
+            flag: "--comm",
+            why: format!("{s:?} is not one of delay, real, skip"),
+        }),
+    }
+}
+
+/// Parses `--compute`.
+pub fn parse_compute(s: &str) -> Result<ComputeMode, ReplayError> {
+    match s {
+        "mean" => Ok(ComputeMode::Mean),
+        "sample" => Ok(ComputeMode::Sample),
+        "none" => Ok(ComputeMode::None),
+        "work" => Ok(ComputeMode::Work),
+        _ => Err(ReplayError::BadOption {
+            flag: "--compute",
+            why: format!("{s:?} is not one of mean, sample, work, none"),
+        }),
+    }
+}
+
+/// Parses `--collective-io`.
+pub fn parse_collective_io(s: &str) -> Result<CollectiveIo, ReplayError> {
+    match s {
+        "library" => Ok(CollectiveIo::Library),
+        "ranks" => Ok(CollectiveIo::Ranks),
+        _ => Err(ReplayError::BadOption {
+            flag: "--collective-io",
+            why: format!("{s:?} is not one of library, ranks"),
+        }),
+    }
+}
+
+/// Parses `--stall-timeout SECS` (seconds, a positive number).
+pub fn parse_stall_timeout(s: &str) -> Result<std::time::Duration, ReplayError> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e9 => Ok(std::time::Duration::from_secs_f64(v)),
+        _ => Err(ReplayError::BadOption {
+            flag: "--stall-timeout",
+            why: format!("{s:?} is not a positive number of seconds"),
+        }),
+    }
+}
+
+/// Parses `--layer`.
+pub fn parse_layer(s: &str) -> Result<LayerView, ReplayError> {
+    match s {
+        "app" => Ok(LayerView::App),
+        "posix" => Ok(LayerView::Posix),
+        _ => Err(ReplayError::BadOption {
+            flag: "--layer",
+            why: format!("{s:?} is not one of app, posix"),
+        }),
+    }
+}
+
+/// Parses `--time-scale`: a finite factor of at least 0.
+pub fn parse_scale(s: &str) -> Result<f64, ReplayError> {
+    match s.parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 0.0 => Ok(f),
+        _ => Err(ReplayError::BadOption {
+            flag: "--time-scale",
+            why: format!("{s:?} is not a finite number >= 0"),
+        }),
+    }
+}

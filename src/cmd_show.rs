@@ -1,0 +1,127 @@
+//! `iotrex show`, `iotrex stats` and `iotrex expand`: a trace printed as stored, summarised,
+//! or expanded for one rank. The text comes from `rsd::show`, so other front ends get the same.
+
+use crate::exit::Usage;
+use crate::output::{print_json, print_text};
+use anyhow::{Context, Result};
+use clap::Args;
+use rsd::TraceFile;
+use rsd::show::{self, CallView, ShowJson, StatsView};
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+/// Arguments of `iotrex show`.
+#[derive(Debug, Args)]
+#[command(
+    about = "Print a trace as indented text, one line per event",
+    long_about = "Print the header, then the compressed trace as indented text, one line per \
+                  event: loops as `loop x100 { ... }`, rank sets as `ranks 0-63`, parameters as \
+                  functions of `rank` and the loop indices i (outermost), j, k..., paths as a \
+                  template and its fields, and timing as mean [min max]. \
+                  With --json, print the header and the trace exactly as stored.",
+    after_help = "Example:\n  iotrex show app.64.iotrex\n  iotrex show --json app.64.iotrex | jq .header"
+)]
+pub struct ShowArgs {
+    /// The trace file (.iotrex).
+    file: PathBuf,
+}
+
+/// Arguments of `iotrex stats`.
+#[derive(Debug, Args)]
+#[command(
+    about = "Print call counts and bytes per layer and op, per-rank totals and files touched",
+    long_about = "Print calls and file bytes per layer and per operation, the min/mean/max \
+                  calls and bytes per rank (with the ranks of the extremes), the files touched, \
+                  and the trace file's size and node count. Counts and bytes come from \
+                  expanding every rank, so they are exact.",
+    after_help = "Example:\n  iotrex stats app.64.iotrex\n  iotrex stats --json app.64.iotrex | jq .rank_bytes"
+)]
+pub struct StatsArgs {
+    /// The trace file (.iotrex).
+    file: PathBuf,
+}
+
+/// Arguments of `iotrex expand`.
+#[derive(Debug, Args)]
+#[command(
+    about = "Print the flat call list of one rank",
+    long_about = "Expand the compressed trace for one rank and print its calls in order, one \
+                  per line: the call, its path and its named parameters, with POSIX calls made \
+                  inside an MPI-IO call indented below it. Timing is not part of the output.",
+    after_help = "Example:\n  iotrex expand app.64.iotrex --rank 0 | head\n  iotrex expand --json app.64.iotrex --rank 63 | jq '.calls | length'"
+)]
+pub struct ExpandArgs {
+    /// The trace file (.iotrex).
+    file: PathBuf,
+    /// The rank whose calls to print.
+    #[arg(long, short)]
+    rank: u32,
+}
+
+/// Runs `iotrex show`.
+pub fn show(a: &ShowArgs, json: bool) -> Result<()> {
+    let tf = TraceFile::read(&a.file)?;
+    if json {
+        print_json(&ShowJson::new(&tf))
+    } else {
+        print_text(&show::render_trace_file(&tf))
+    }
+}
+
+/// Runs `iotrex stats`.
+pub fn stats(a: &StatsArgs, json: bool) -> Result<()> {
+    let tf = TraceFile::read(&a.file)?;
+    let size = std::fs::metadata(&a.file)
+        .with_context(|| format!("{}: cannot read file size", a.file.display()))?
+        .len();
+    let view = StatsView::new(&rsd::stats::summarize(&tf.trace), size);
+    if json {
+        print_json(&view)
+    } else {
+        print_text(&show::render_stats_view(&view))
+    }
+}
+
+/// Runs `iotrex expand`; a rank that is not in the trace is a usage error.
+pub fn expand(a: &ExpandArgs, json: bool) -> Result<()> {
+    let tf = TraceFile::read(&a.file)?;
+    let ranks = tf.trace.ranks();
+    if !ranks.contains(a.rank) {
+        return Err(Usage(format!(
+            "rank {} is not in the trace (--rank {}; {} has ranks {ranks})",
+            a.rank,
+            a.rank,
+            a.file.display()
+        ))
+        .into());
+    }
+    let mut out = BufWriter::new(io::stdout().lock());
+    if json {
+        // Streamed: a rank can have far more calls than fit comfortably in memory as JSON.
+        write!(out, "{{\"rank\":{},\"calls\":[", a.rank)?;
+        let mut first = true;
+        let mut err = None;
+        tf.trace.expand_with(a.rank, &mut |e| {
+            let sep = if first { "\n" } else { ",\n" };
+            first = false;
+            let r = out.write_all(sep.as_bytes()).and_then(|()| {
+                serde_json::to_writer(&mut out, &CallView::new(e)).map_err(io::Error::from)
+            });
+            match r {
+                Ok(()) => true,
+                Err(x) => {
+                    err = Some(x);
+                    false
+                }
+            }
+        });
+        if let Some(e) = err {
+            return Err(e.into());
+        }
+        writeln!(out, "\n]}}")?;
+    } else {
+        show::write_expand(&tf.trace, a.rank, &mut out)?;
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! How a command's result becomes the process's end: the error message, a hint where there is
+//! a useful one, and the exit status (0 success, 1 unreadable or invalid input, 2 bad arguments,
+//! or the traced command's own status).
+
+use rsd::RsdError;
+use std::io;
+use std::process::ExitCode;
+
+/// The traced command failed: exit with its status, without an error message of our own.
+#[derive(Debug)]
+pub struct ChildExit(pub i32);
+
+impl std::fmt::Display for ChildExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the traced command exited with status {}", self.0)
+    }
+}
+
+impl std::error::Error for ChildExit {}
+
+/// A bad argument: exit status 2, like clap's own usage errors.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A suggestion for what to do about an error, where there is a useful one.
+fn hint(e: &anyhow::Error) -> Option<String> {
+    if let Some(h) = crate::cmd_extrap::hint(e) {
+        return Some(h);
+    }
+    if let Some(h) = crate::cmd_replay::hint(e) {
+        return Some(h);
+    }
+    match e.downcast_ref::<RsdError>()? {
+        RsdError::BadMagic { .. } => {
+            Some("iotrex reads .iotrex files written by the iotrex tracer or `iotrex synth`".into())
+        }
+        RsdError::Truncated { .. } => Some(
+            "the file was cut short: an incomplete copy, or the run died while writing it".into(),
+        ),
+        RsdError::Corrupt { .. } => {
+            Some("the file was damaged after it was written; re-copy or re-trace it".into())
+        }
+        RsdError::UnknownOperation { .. } => Some(
+            "the file was written by a newer iotrex; read it with that version (or newer)".into(),
+        ),
+        RsdError::Io { error, .. } if error.kind() == io::ErrorKind::NotFound => {
+            Some("check the path".into())
+        }
+        _ => None,
+    }
+}
+
+/// The error and its causes, each cause left out when the message before already says it (rsd's
+/// I/O errors print their OS error and also return it as their source).
+fn message(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Prints the error of a failed command (with its hint) and gives the exit status.
+pub fn status(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // `iotrex expand big.iotrex --rank 0 | head` is normal use, not an error.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<ChildExit>().is_some() => {
+            let code = e.downcast_ref::<ChildExit>().map_or(1, |c| c.0);
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        }
+        Err(e) => {
+            eprintln!("error: {}", message(&e));
+            if let Some(h) = hint(&e) {
+                eprintln!("hint: {h}");
+            }
+            if e.downcast_ref::<Usage>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
