@@ -1,6 +1,7 @@
 //! `iotrex codes-stats`: a CODES export read back as CODES does (`codes_bridge`). The export
 //! itself is `iotrex export codes` ([`crate::cmd_export::codes`]).
 
+use crate::output::{print_json, print_text};
 use anyhow::Result;
 use clap::Args;
 use codes_bridge::Format;
@@ -34,16 +35,15 @@ pub fn parse_format(s: &str) -> Result<Format, String> {
 pub fn stats(a: &CodesStatsArgs, json: bool) -> Result<()> {
     let s = codes_bridge::codes_stats(&a.dir, a.format)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
-    } else {
-        let text = s.to_string();
-        print!("{text}");
-        if !text.ends_with('\n') {
-            println!();
-        }
-        for w in &s.warnings {
-            eprintln!("warning: {w}");
-        }
+        return print_json(&s);
+    }
+    let mut text = s.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    print_text(&text)?;
+    for w in &s.warnings {
+        eprintln!("warning: {w}");
     }
     Ok(())
 }

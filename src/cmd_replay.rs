@@ -1,7 +1,7 @@
 //! `iotrex replay`: the CLI side of the `replay` crate, for replays with threads in one
 //! process. Under MPI, ranks run `iotrex-replay` (the replay crate's binary) instead.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use replay::cli::ReplayArgs;
 
@@ -39,23 +39,11 @@ pub fn run(a: &ReplayCmd, json: bool) -> Result<()> {
             a.root.display()
         );
     }
-    let opts = a.options();
-    let max = a.max_threads;
-    let report =
-        replay::run_threads_file(&a.trace, &a.root, &opts, a.prep, a.allow_incomplete, max)?;
-    if let Some(p) = &a.json_out {
-        let s = serde_json::to_string_pretty(&report)?;
-        std::fs::write(p, s + "\n").with_context(|| format!("--json-out {}", p.display()))?;
-    }
+    let report = a.run_threads()?;
     if json {
         crate::output::print_json(&report)
     } else {
-        let mut text = report.render();
-        if let Some(a) = replay::advice(&opts, report.ranks as usize) {
-            text += &a;
-            text.push('\n');
-        }
-        crate::output::print_text(&text)
+        crate::output::print_text(&a.render(&report, report.ranks as usize))
     }
 }
 

@@ -27,6 +27,8 @@
 use crate::error::CodesError;
 use crate::stats::{CodesStats, OpCounts};
 use crate::view::{Kind, Sink, ViewOp};
+use crate::workload::{CODES_NAME_MAX, Workload};
+use crate::{ExportReport, Format};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -37,6 +39,81 @@ pub const META: &str = "meta.txt";
 /// A rank's kernel file name.
 pub fn kernel_name(rank: u32) -> String {
     format!("rank{rank}.kernel")
+}
+
+/// The iolang format: `DIR/meta.txt`, a line per rank naming its kernel `DIR/rank<R>.kernel`.
+pub(crate) struct Iolang {
+    /// The meta file, written a line per rank as each kernel is done.
+    meta: BufWriter<File>,
+    path: PathBuf,
+}
+
+impl Workload for Iolang {
+    const FORMAT: Format = Format::Iolang;
+    type Rank = IolangRank;
+
+    fn capacity(d: usize, last: u32) -> Option<String> {
+        let meta = d + 1 + META.len();
+        let kernel = d + 1 + kernel_name(last).len();
+        (meta.max(kernel) + 1 > CODES_NAME_MAX).then(|| {
+            format!(
+                "{} would need a {}-byte path and CODES holds {CODES_NAME_MAX}",
+                kernel_name(last),
+                meta.max(kernel)
+            )
+        })
+    }
+
+    fn is_export_file(name: &str) -> bool {
+        name == META
+            || name
+                .strip_prefix("rank")
+                .and_then(|s| s.strip_suffix(".kernel"))
+                .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+    }
+
+    fn begin(dir: &Path) -> Result<Iolang, CodesError> {
+        let path = dir.join(META);
+        let f = File::create(&path).map_err(|e| CodesError::io(&path, e))?;
+        Ok(Iolang {
+            meta: BufWriter::new(f),
+            path,
+        })
+    }
+
+    fn rank(&mut self, dir: &Path, rank: u32) -> Result<IolangRank, CodesError> {
+        IolangRank::create(dir, rank)
+    }
+
+    fn end_rank(
+        &mut self,
+        r: IolangRank,
+        _dir: &Path,
+        rank: u32,
+        trailing: u64,
+        rep: &mut ExportReport,
+    ) -> Result<OpCounts, CodesError> {
+        let (bytes, counts) = r.finish(trailing)?;
+        rep.bytes += bytes;
+        let line = format!("1 {rank} {rank} {}\n", kernel_name(rank));
+        rep.bytes += line.len() as u64;
+        self.meta
+            .write_all(line.as_bytes())
+            .map_err(|e| CodesError::io(&self.path, e))?;
+        Ok(counts)
+    }
+
+    fn end(mut self, rep: &mut ExportReport) -> Result<(), CodesError> {
+        self.meta
+            .flush()
+            .map_err(|e| CodesError::io(&self.path, e))?;
+        rep.files += 1;
+        Ok(())
+    }
+
+    fn read(path: &Path) -> Result<CodesStats, CodesError> {
+        read(path)
+    }
 }
 
 /// Streams one rank's kernel to disk.
@@ -509,7 +586,7 @@ fn run_kernel(
 
 /// Reads `meta.txt` (or the given meta file) and every kernel it names, for ranks 0..n where n
 /// is one past the largest rank of any line.
-pub(crate) fn read(path: &Path) -> Result<CodesStats, CodesError> {
+fn read(path: &Path) -> Result<CodesStats, CodesError> {
     let meta = if path.is_dir() {
         path.join(META)
     } else {

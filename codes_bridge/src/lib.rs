@@ -29,16 +29,19 @@ mod size;
 pub mod stats;
 mod view;
 mod walk;
+mod workload;
 
 pub use error::CodesError;
 pub use recorder::RECORDER_MAX_OPS;
 pub use size::parse_size;
 pub use stats::{CodesStats, OpCounts};
 
+use iolang::Iolang;
+use recorder::Recorder;
 use rsd::{Layer, TraceFile};
 use serde::Serialize;
-use std::io::Write as _;
 use std::path::Path;
+use workload::Workload;
 
 /// The workload format to write or read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -124,16 +127,9 @@ pub struct ExportReport {
     pub warnings: Vec<String>,
 }
 
-/// Longest path CODES keeps for the workload directory or meta file (`MAX_NAME_LENGTH_WKLD`).
-const CODES_NAME_MAX: usize = 512;
-/// Longest `DIR/log.<rank>` the recorder loader's `trace_file_name[1024]` holds.
-const RECORDER_FILE_MAX: usize = 1024;
-
 /// Checks that CODES can name every file of the export: its fixed-size path buffers are what
 /// limits how many ranks (how many digits) a directory can take.
-fn check_capacity(dir: &Path, nranks: u32, format: Format) -> Result<(), CodesError> {
-    let d = dir.to_string_lossy().len();
-    let last = nranks - 1;
+fn check_capacity<W: Workload>(dir: &Path, nranks: u32) -> Result<(), CodesError> {
     let too_many = |reason: String| CodesError::TooManyRanks {
         dir: dir.to_path_buf(),
         ranks: u64::from(nranks),
@@ -142,51 +138,13 @@ fn check_capacity(dir: &Path, nranks: u32, format: Format) -> Result<(), CodesEr
     if nranks > i32::MAX as u32 {
         return Err(too_many("CODES numbers ranks with a C int".into()));
     }
-    match format {
-        Format::Recorder => {
-            // The directory goes into a 512-byte field; "DIR/log.<rank>" into 1024 bytes.
-            if d + 1 > CODES_NAME_MAX {
-                return Err(too_many(format!(
-                    "CODES holds the directory in {CODES_NAME_MAX} bytes and this path has {d}"
-                )));
-            }
-            let longest = d + "/log.".len() + last.to_string().len();
-            if longest + 1 > RECORDER_FILE_MAX {
-                return Err(too_many(format!(
-                    "log.{last} would need a {longest}-byte path and CODES holds {RECORDER_FILE_MAX}"
-                )));
-            }
-        }
-        Format::Iolang => {
-            let meta = d + 1 + iolang::META.len();
-            let kernel = d + 1 + iolang::kernel_name(last).len();
-            if meta.max(kernel) + 1 > CODES_NAME_MAX {
-                return Err(too_many(format!(
-                    "{} would need a {}-byte path and CODES holds {CODES_NAME_MAX}",
-                    iolang::kernel_name(last),
-                    meta.max(kernel)
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn is_export_file(name: &str, format: Format) -> bool {
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    match format {
-        Format::Recorder => name.strip_prefix("log.").is_some_and(digits),
-        Format::Iolang => {
-            name == iolang::META
-                || name
-                    .strip_prefix("rank")
-                    .and_then(|s| s.strip_suffix(".kernel"))
-                    .is_some_and(digits)
-        }
+    match W::capacity(dir.to_string_lossy().len(), nranks - 1) {
+        Some(reason) => Err(too_many(reason)),
+        None => Ok(()),
     }
 }
 
-fn prepare_dir(dir: &Path, opts: &ExportOptions) -> Result<(), CodesError> {
+fn prepare_dir<W: Workload>(dir: &Path, opts: &ExportOptions) -> Result<(), CodesError> {
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => {
             return Err(CodesError::NotADirectory {
@@ -203,7 +161,7 @@ fn prepare_dir(dir: &Path, opts: &ExportOptions) -> Result<(), CodesError> {
                     break;
                 }
                 let name = ent.file_name();
-                if is_export_file(&name.to_string_lossy(), opts.format) {
+                if W::is_export_file(&name.to_string_lossy()) {
                     let p = ent.path();
                     std::fs::remove_file(&p).map_err(|e| CodesError::io(&p, e))?;
                 }
@@ -261,18 +219,31 @@ pub fn export_with_progress(
     opts: &ExportOptions,
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<ExportReport, CodesError> {
+    match opts.format {
+        Format::Recorder => export_as::<Recorder>(tf, dir, opts, progress),
+        Format::Iolang => export_as::<Iolang>(tf, dir, opts, progress),
+    }
+}
+
+/// [`export_with_progress`] in the format `W`.
+fn export_as<W: Workload>(
+    tf: &TraceFile,
+    dir: &Path,
+    opts: &ExportOptions,
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<ExportReport, CodesError> {
     let nranks = tf.header.nranks;
     if nranks == 0 {
         return Err(CodesError::NoRanks);
     }
-    check_capacity(dir, nranks, opts.format)?;
+    check_capacity::<W>(dir, nranks)?;
     if opts.nranks_check {
         check_nranks(tf)?;
     }
-    prepare_dir(dir, opts)?;
+    prepare_dir::<W>(dir, opts)?;
     let posix_traced = tf.header.layers.contains(&Layer::Posix);
     let mut rep = ExportReport {
-        format: opts.format,
+        format: W::FORMAT,
         ranks: u64::from(nranks),
         ..ExportReport::default()
     };
@@ -281,40 +252,13 @@ pub fn export_with_progress(
             "the trace is flagged incomplete (a rank died or a buffer limit was hit); the export covers what was recorded".into(),
         );
     }
-    let mut meta = match opts.format {
-        Format::Iolang => {
-            let p = dir.join(iolang::META);
-            let f = std::fs::File::create(&p).map_err(|e| CodesError::io(&p, e))?;
-            Some((std::io::BufWriter::new(f), p))
-        }
-        Format::Recorder => None,
-    };
+    let mut out = W::begin(dir)?;
     let mut barriers = (u64::MAX, 0u64);
     for rank in 0..nranks {
         let mut mapper = view::Mapper::new(posix_traced, opts.max_blocksize);
-        let counts = match opts.format {
-            Format::Recorder => {
-                let mut sink = recorder::RecorderRank::new();
-                map_rank(tf, rank, &mut mapper, &mut sink)?;
-                let trailing = mapper.finish();
-                let (bytes, dropped, counts) = sink.finish(rank, trailing, dir)?;
-                rep.bytes += bytes;
-                rep.dropped_delay_ns += dropped;
-                counts
-            }
-            Format::Iolang => {
-                let mut sink = iolang::IolangRank::create(dir, rank)?;
-                map_rank(tf, rank, &mut mapper, &mut sink)?;
-                let (bytes, counts) = sink.finish(mapper.finish())?;
-                rep.bytes += bytes;
-                let (w, p) = meta.as_mut().expect("iolang has a meta file");
-                let line = format!("1 {rank} {rank} {}\n", iolang::kernel_name(rank));
-                rep.bytes += line.len() as u64;
-                w.write_all(line.as_bytes())
-                    .map_err(|e| CodesError::io(p.as_path(), e))?;
-                counts
-            }
-        };
+        let mut sink = out.rank(dir, rank)?;
+        map_rank(tf, rank, &mut mapper, &mut sink)?;
+        let counts = out.end_rank(sink, dir, rank, mapper.finish(), &mut rep)?;
         rep.files += 1;
         rep.max_ops_per_rank = rep.max_ops_per_rank.max(counts.ops());
         rep.split_extra += mapper.split_extra;
@@ -326,10 +270,7 @@ pub fn export_with_progress(
         rep.counts.add(&counts);
         progress(rank + 1, nranks);
     }
-    if let Some((mut w, p)) = meta {
-        w.flush().map_err(|e| CodesError::io(&p, e))?;
-        rep.files += 1;
-    }
+    out.end(&mut rep)?;
     if barriers.0 != barriers.1 {
         rep.warnings.push(format!(
             "ranks have between {} and {} barriers; CODES barriers span all ranks, so the simulation will hang at an unmatched one",
@@ -378,7 +319,7 @@ pub fn export_file(
 /// and line.
 pub fn codes_stats(path: &Path, format: Format) -> Result<CodesStats, CodesError> {
     match format {
-        Format::Recorder => recorder::read_dir(path),
-        Format::Iolang => iolang::read(path),
+        Format::Recorder => Recorder::read(path),
+        Format::Iolang => Iolang::read(path),
     }
 }

@@ -30,6 +30,8 @@ use crate::error::CodesError;
 use crate::hash::file_id;
 use crate::stats::{CodesStats, OpCounts};
 use crate::view::{Kind, O_CREAT, Sink, ViewOp};
+use crate::workload::{CODES_NAME_MAX, Workload};
+use crate::{ExportReport, Format};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -42,6 +44,66 @@ const NEGLIGIBLE_NS: u64 = 10_000;
 const BASE_NS: u64 = 1_000_000_000;
 /// Path opened by ranks with no I/O, because the loader needs at least one open per rank.
 pub const IDLE_PATH: &str = "iotrex_idle";
+/// Longest `DIR/log.<rank>` the recorder loader's `trace_file_name[1024]` holds.
+const RECORDER_FILE_MAX: usize = 1024;
+
+/// The recorder format: one `DIR/log.<rank>` per rank, nothing else.
+pub(crate) struct Recorder;
+
+impl Workload for Recorder {
+    const FORMAT: Format = Format::Recorder;
+    type Rank = RecorderRank;
+
+    fn capacity(d: usize, last: u32) -> Option<String> {
+        // The directory goes into a 512-byte field; "DIR/log.<rank>" into 1024 bytes.
+        if d + 1 > CODES_NAME_MAX {
+            return Some(format!(
+                "CODES holds the directory in {CODES_NAME_MAX} bytes and this path has {d}"
+            ));
+        }
+        let longest = d + "/log.".len() + last.to_string().len();
+        (longest + 1 > RECORDER_FILE_MAX).then(|| {
+            format!(
+                "log.{last} would need a {longest}-byte path and CODES holds {RECORDER_FILE_MAX}"
+            )
+        })
+    }
+
+    fn is_export_file(name: &str) -> bool {
+        name.strip_prefix("log.")
+            .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+    }
+
+    fn begin(_dir: &Path) -> Result<Recorder, CodesError> {
+        Ok(Recorder)
+    }
+
+    fn rank(&mut self, _dir: &Path, _rank: u32) -> Result<RecorderRank, CodesError> {
+        Ok(RecorderRank::new())
+    }
+
+    fn end_rank(
+        &mut self,
+        r: RecorderRank,
+        dir: &Path,
+        rank: u32,
+        trailing: u64,
+        rep: &mut ExportReport,
+    ) -> Result<OpCounts, CodesError> {
+        let (bytes, dropped, counts) = r.finish(rank, trailing, dir)?;
+        rep.bytes += bytes;
+        rep.dropped_delay_ns += dropped;
+        Ok(counts)
+    }
+
+    fn end(self, _rep: &mut ExportReport) -> Result<(), CodesError> {
+        Ok(())
+    }
+
+    fn read(path: &Path) -> Result<CodesStats, CodesError> {
+        read_dir(path)
+    }
+}
 
 fn secs(ns: u64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
@@ -460,7 +522,7 @@ fn load_rank(path: &Path, text: &str, stats: &mut CodesStats) -> Result<(), Code
 }
 
 /// Reads `DIR/log.0 .. log.<n-1>` (n = the number of consecutive logs from 0).
-pub(crate) fn read_dir(dir: &Path) -> Result<CodesStats, CodesError> {
+fn read_dir(dir: &Path) -> Result<CodesStats, CodesError> {
     let log = |r: u64| -> PathBuf { dir.join(format!("log.{r}")) };
     if !dir.is_dir() {
         return Err(CodesError::NoWorkload {

@@ -584,3 +584,54 @@ fn stats_serialize_with_codes_names() {
     assert!(text.contains("TOTAL_DELAY:     0.0"), "{text}");
     let _ = Path::new(".");
 }
+
+/// The calls of the rest of the MPI API (persistent requests, probes, tests, nonblocking and
+/// neighbourhood collectives, topology and intercommunicator creation) export as delays: each
+/// one's gap and duration, in both formats, with the I/O around them unchanged.
+#[test]
+fn the_rest_of_the_mpi_api_exports_as_delays() {
+    let first = Op::ALL
+        .iter()
+        .position(|o| *o == Op::SendInit)
+        .expect("appended ops");
+    let new: Vec<Op> = Op::ALL[first..].to_vec();
+    assert!(new.len() >= 57, "{}", new.len());
+    let tf = trace_of(2, true, &|_| {
+        let mut v = vec![
+            ev(Op::Init, 1, vec![], None, 1, 2),
+            ev(Op::Open, 2, vec![0o101, 0o644, 3], Some("d/f"), 1, 2),
+        ];
+        for (i, op) in new.iter().enumerate() {
+            // MPI_COMM_SELF (1) everywhere an id goes: no barrier of the world among them.
+            v.push(ev(
+                *op,
+                10 + i as u64,
+                vec![1; op.params().len()],
+                None,
+                1,
+                2,
+            ));
+        }
+        v.push(ev(Op::Pwrite, 3, vec![3, 100, 0, 100], None, 1, 2));
+        v.push(ev(Op::Close, 4, vec![3], None, 1, 2));
+        v.push(ev(Op::Finalize, 5, vec![], None, 1, 2));
+        v
+    });
+    let n = new.len() as u64;
+    // Every gap, and the duration of every MPI call (Init, Finalize and the new ones).
+    let per_rank_ns = ((n + 5) + 2 * (n + 2)) * 1_000;
+    let want = expected(&tf);
+    assert_eq!(
+        (want.num_opens, want.num_writes, want.num_barriers),
+        (2, 2, 0)
+    );
+    let d = tempfile::tempdir().unwrap();
+    let rep = export(&tf, d.path(), &opts(Format::Iolang, None)).unwrap();
+    assert_eq!(rep.counts.delay_ns, 2 * per_rank_ns);
+    let got = codes_stats(d.path(), Format::Iolang).unwrap();
+    assert_eq!(counts_only(got), want);
+    let d = tempfile::tempdir().unwrap();
+    export(&tf, d.path(), &opts(Format::Recorder, None)).unwrap();
+    let got = codes_stats(d.path(), Format::Recorder).unwrap();
+    assert_eq!(counts_only(got), want);
+}

@@ -10,11 +10,18 @@
 
 use crate::error::ReplayError;
 use crate::options::{self, CollectiveIo, CommMode, ComputeMode, LayerView, Options};
+use crate::report::Report;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// The replay's arguments, the same for `iotrex replay` and `iotrex-replay`.
+///
+/// The numeric flags take values that look negative (`--stall-timeout -1`), so that the flag's
+/// own parser refuses them naming the flag, as the hand-written parser of `iotrex-replay` did,
+/// instead of clap taking `-1` for an unknown option. A flag given twice takes its last value,
+/// as it did there too.
 #[derive(Debug, Clone, clap::Args)]
+#[command(args_override_self = true)]
 pub struct ReplayArgs {
     /// The trace file (.iotrex).
     pub trace: PathBuf,
@@ -32,39 +39,39 @@ pub struct ReplayArgs {
     /// per core (8 to 256). In a pool, a rank waiting in a barrier, receive or delay lets
     /// another run, but a blocking I/O call or --compute work holds its thread: at most that
     /// many I/O calls are in flight and timing is coarser than one thread per rank.
-    #[arg(long, value_name = "N", value_parser = parse_max_threads)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = options::parse_max_threads)]
     pub max_threads: Option<u32>,
     /// Non-I/O MPI calls: delay (sleep the recorded mean), real (issue them), or skip. Under
     /// MPI, real vector collectives (Gatherv, Scatterv, Allgatherv) first exchange each rank's
     /// recorded count, then move those counts; Alltoallv's trace keeps only per-rank totals, so
     /// the pairs are a matrix with those sums. With --threads, collectives (vector ones
     /// included) are thread barriers and move no data, point-to-point calls are channels.
-    #[arg(long, default_value = "delay", value_parser = parse_comm)]
+    #[arg(long, default_value = "delay", value_parser = options::parse_comm)]
     pub comm: CommMode,
     /// Compute gaps: mean (sleep the recorded mean), sample (a draw from the recorded
     /// histogram), work (compute, burning this thread's CPU time, for the gap's shortest
     /// recorded instance: ranks sharing cores then compete for them as the traced ones did and
     /// the time they waited for a core is not replayed twice; use with --comm real when the
     /// traced or replaying node has fewer cores than ranks; lateness is not measured), or none.
-    #[arg(long, default_value = "mean", value_parser = parse_compute)]
+    #[arg(long, default_value = "mean", value_parser = options::parse_compute)]
     pub compute: ComputeMode,
     /// With --threads, collective MPI-IO data calls: library (issue, after a barrier, the
     /// POSIX calls the MPI library made for them when traced: collective buffering's
     /// aggregator writes, nothing from the other ranks; used when the trace recorded such
     /// calls) or ranks (each rank's own piece at its view's offsets). Under MPI the library
     /// does its own collective I/O.
-    #[arg(long, default_value = "library", value_parser = parse_collective_io)]
+    #[arg(long, default_value = "library", value_parser = options::parse_collective_io)]
     pub collective_io: CollectiveIo,
     /// Multiply every delay by F.
-    #[arg(long, value_name = "F", default_value = "1", value_parser = parse_scale)]
+    #[arg(long, value_name = "F", default_value = "1", allow_negative_numbers = true, value_parser = options::parse_scale)]
     pub time_scale: f64,
     /// End the replay when a rank stays in one call longer than SECS plus ten times that call's
     /// longest traced duration (a receive whose message never comes, a deadlock): every rank's
     /// current call is printed and the exit status is non-zero (under MPI the job aborts).
-    #[arg(long, value_name = "SECS", default_value = "60", value_parser = parse_stall_timeout)]
+    #[arg(long, value_name = "SECS", default_value = "60", allow_negative_numbers = true, value_parser = options::parse_stall_timeout)]
     pub stall_timeout: Duration,
     /// Issue application calls (app) or only the POSIX view (posix).
-    #[arg(long, default_value = "app", value_parser = parse_layer)]
+    #[arg(long, default_value = "app", value_parser = options::parse_layer)]
     pub layer: LayerView,
     /// First create the files the trace reads before writing, at the sizes its reads reach.
     #[arg(long)]
@@ -86,6 +93,45 @@ pub const JSON_OUT: &str = "json_out";
 pub const JSON_ALIAS: &str = "json";
 
 impl ReplayArgs {
+    /// `--threads`: replays every rank in this process ([`crate::run_threads_file`]) and
+    /// writes `--json-out`.
+    pub fn run_threads(&self) -> Result<Report, ReplayError> {
+        let r = crate::run_threads_file(
+            &self.trace,
+            &self.root,
+            &self.options(),
+            self.prep,
+            self.allow_incomplete,
+            self.max_threads,
+        )?;
+        self.write_json(&r)?;
+        Ok(r)
+    }
+
+    /// Writes the report to `--json-out`, when it is given.
+    pub fn write_json(&self, r: &Report) -> Result<(), ReplayError> {
+        let Some(path) = &self.json_out else {
+            return Ok(());
+        };
+        let err = |error: String| ReplayError::Json {
+            path: path.clone(),
+            error,
+        };
+        let s = serde_json::to_string_pretty(r).map_err(|e| err(e.to_string()))?;
+        std::fs::write(path, s + "\n").map_err(|e| err(e.to_string()))
+    }
+
+    /// The report as text, then the advice for these options ([`crate::advice`]) when
+    /// `ranks_here` ranks share this node's cores.
+    pub fn render(&self, r: &Report, ranks_here: usize) -> String {
+        let mut text = r.render();
+        if let Some(a) = crate::advice(&self.options(), ranks_here) {
+            text += &a;
+            text.push('\n');
+        }
+        text
+    }
+
     /// The options every rank shares.
     pub fn options(&self) -> Options {
         Options {
@@ -97,39 +143,6 @@ impl ReplayArgs {
             stall_timeout: self.stall_timeout,
         }
     }
-}
-
-/// clap's value parsers take a `String` error; the library's parsers name the flag at fault.
-fn clap_err<T>(r: Result<T, ReplayError>) -> Result<T, String> {
-    r.map_err(|e| e.to_string())
-}
-
-fn parse_comm(s: &str) -> Result<CommMode, String> {
-    clap_err(options::parse_comm(s))
-}
-
-fn parse_max_threads(s: &str) -> Result<u32, String> {
-    clap_err(options::parse_max_threads(s))
-}
-
-fn parse_collective_io(s: &str) -> Result<CollectiveIo, String> {
-    clap_err(options::parse_collective_io(s))
-}
-
-fn parse_compute(s: &str) -> Result<ComputeMode, String> {
-    clap_err(options::parse_compute(s))
-}
-
-fn parse_layer(s: &str) -> Result<LayerView, String> {
-    clap_err(options::parse_layer(s))
-}
-
-fn parse_stall_timeout(s: &str) -> Result<Duration, String> {
-    clap_err(options::parse_stall_timeout(s))
-}
-
-fn parse_scale(s: &str) -> Result<f64, String> {
-    clap_err(options::parse_scale(s))
 }
 
 #[cfg(test)]
@@ -159,6 +172,13 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_flag_takes_its_last_value() {
+        let c = Cli::try_parse_from(["x", "t", "--root", "r", "--comm", "real", "--comm", "skip"])
+            .unwrap();
+        assert_eq!(c.args.comm, CommMode::Skip);
+    }
+
+    #[test]
     fn bad_values_name_their_flag() {
         for (flag, v) in [
             ("--comm", "loud"),
@@ -166,7 +186,9 @@ mod tests {
             ("--max-threads", "0"),
             ("--layer", "mpi"),
             ("--collective-io", "all"),
-            ("--time-scale", "inf"),
+            ("--time-scale", "-1"),
+            ("--stall-timeout", "-1"),
+            ("--max-threads", "-2"),
             ("--stall-timeout", "0"),
         ] {
             let e = Cli::try_parse_from(["x", "t", "--root", "r", flag, v]).unwrap_err();

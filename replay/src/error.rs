@@ -58,7 +58,7 @@ pub enum ReplayError {
         why: String,
     },
     /// Writing the JSON report failed.
-    #[error("--json {path}: {error}")]
+    #[error("--json-out {path}: {error}")]
     Json {
         /// The report file.
         path: PathBuf,

@@ -419,12 +419,18 @@ fn communicators(
                             by_color.entry(*c).or_default().push((*k, i));
                         }
                     }
+                    let parent_inter = comms[cid].inter;
                     for (_, mut group) in by_color {
                         group.sort();
                         let id = comms.len();
-                        comms.push(Comm::intra(
-                            group.iter().map(|(_, i)| parent_members[*i]).collect(),
-                        ));
+                        // A copy of an intercommunicator (a dup: every member, in order) is
+                        // one too.
+                        let whole = group.len() == parent_members.len()
+                            && group.iter().enumerate().all(|(p, (_, i))| p == *i);
+                        comms.push(Comm {
+                            members: group.iter().map(|(_, i)| parent_members[*i]).collect(),
+                            inter: parent_inter.filter(|_| whole),
+                        });
                         for (pos, (_, i)) in group.iter().enumerate() {
                             let newid = entries[*i].2;
                             if newid >= 0 {
@@ -1205,6 +1211,13 @@ mod tests {
                 } else {
                     let from = if wrong { 1 - (r as i64 / 2) * 2 } else { 0 };
                     v.push(ev(Op::Recv, args::recv(1, 1, from, 1, 4, 1)));
+                }
+                // The same on a copy of the intercommunicator.
+                v.push(ev(Op::CommDup, vec![4, 6]));
+                if r % 2 == 0 {
+                    v.push(ev(Op::Send, args::send(1, 1, 0, 1, 6, 1)));
+                } else {
+                    v.push(ev(Op::Recv, args::recv(1, 1, 0, 1, 6, 1)));
                 }
                 let p = with(
                     args::intercomm_merge(4, (r % 2) as i64, 5, 4),

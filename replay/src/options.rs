@@ -104,41 +104,41 @@ pub fn parse_max_threads(s: &str) -> Result<u32, ReplayError> {
 
 /// Parses `--comm`.
 pub fn parse_comm(s: &str) -> Result<CommMode, ReplayError> {
-    match s {
-        "delay" => Ok(CommMode::Delay),
-        "real" => Ok(CommMode::Real),
-        "skip" => Ok(CommMode::Skip),
-        _ => Err(ReplayError::BadOption {
-            flag: "--comm",
-            why: format!("{s:?} is not one of delay, real, skip"),
-        }),
-    }
+    choice(
+        "--comm",
+        s,
+        &[
+            ("delay", CommMode::Delay),
+            ("real", CommMode::Real),
+            ("skip", CommMode::Skip),
+        ],
+    )
 }
 
 /// Parses `--compute`.
 pub fn parse_compute(s: &str) -> Result<ComputeMode, ReplayError> {
-    match s {
-        "mean" => Ok(ComputeMode::Mean),
-        "sample" => Ok(ComputeMode::Sample),
-        "none" => Ok(ComputeMode::None),
-        "work" => Ok(ComputeMode::Work),
-        _ => Err(ReplayError::BadOption {
-            flag: "--compute",
-            why: format!("{s:?} is not one of mean, sample, work, none"),
-        }),
-    }
+    choice(
+        "--compute",
+        s,
+        &[
+            ("mean", ComputeMode::Mean),
+            ("sample", ComputeMode::Sample),
+            ("work", ComputeMode::Work),
+            ("none", ComputeMode::None),
+        ],
+    )
 }
 
 /// Parses `--collective-io`.
 pub fn parse_collective_io(s: &str) -> Result<CollectiveIo, ReplayError> {
-    match s {
-        "library" => Ok(CollectiveIo::Library),
-        "ranks" => Ok(CollectiveIo::Ranks),
-        _ => Err(ReplayError::BadOption {
-            flag: "--collective-io",
-            why: format!("{s:?} is not one of library, ranks"),
-        }),
-    }
+    choice(
+        "--collective-io",
+        s,
+        &[
+            ("library", CollectiveIo::Library),
+            ("ranks", CollectiveIo::Ranks),
+        ],
+    )
 }
 
 /// Parses `--stall-timeout SECS` (seconds, a positive number).
@@ -154,14 +154,11 @@ pub fn parse_stall_timeout(s: &str) -> Result<std::time::Duration, ReplayError> 
 
 /// Parses `--layer`.
 pub fn parse_layer(s: &str) -> Result<LayerView, ReplayError> {
-    match s {
-        "app" => Ok(LayerView::App),
-        "posix" => Ok(LayerView::Posix),
-        _ => Err(ReplayError::BadOption {
-            flag: "--layer",
-            why: format!("{s:?} is not one of app, posix"),
-        }),
-    }
+    choice(
+        "--layer",
+        s,
+        &[("app", LayerView::App), ("posix", LayerView::Posix)],
+    )
 }
 
 /// Parses `--time-scale`: a finite factor of at least 0.
@@ -172,5 +169,19 @@ pub fn parse_scale(s: &str) -> Result<f64, ReplayError> {
             flag: "--time-scale",
             why: format!("{s:?} is not a finite number >= 0"),
         }),
+    }
+}
+
+/// The value of `flag` spelt `s`, one of `choices` (spelling, value), or an error listing them.
+fn choice<T: Copy>(flag: &'static str, s: &str, choices: &[(&str, T)]) -> Result<T, ReplayError> {
+    match choices.iter().find(|(name, _)| *name == s) {
+        Some(&(_, v)) => Ok(v),
+        None => {
+            let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+            Err(ReplayError::BadOption {
+                flag,
+                why: format!("{s:?} is not one of {}", names.join(", ")),
+            })
+        }
     }
 }

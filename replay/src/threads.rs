@@ -62,6 +62,8 @@ const NEIGHBOR_TAG: i64 = i64::MIN;
 const MERGE_KIND: i64 = i64::MIN;
 /// The "parent" of an `MPI_Intercomm_create` in [`ListedKey`] (its two groups have two).
 const INTER_UID: u64 = u64::MAX - 1;
+/// The uid of rank 0's MPI_COMM_SELF; rank r's is this minus r (created uids count up from 1).
+const SELF_UID: u64 = u64::MAX - 2;
 
 impl Shared {
     /// State for `nranks` rank threads.
@@ -432,7 +434,9 @@ impl ThreadsRuntime {
     pub fn new(rank: u32, sh: Arc<Shared>) -> ThreadsRuntime {
         let mut comms = HashMap::new();
         comms.insert(rsd::mpi::COMM_WORLD, (sh.world.clone(), rank as usize));
-        let me = Arc::new(CommObj::new(u64::MAX, vec![rank]));
+        // Each rank's own uid: creations from MPI_COMM_SELF are keyed by their parent's uid,
+        // and one shared by every rank mixed their (color, key) entries.
+        let me = Arc::new(CommObj::new(SELF_UID - u64::from(rank), vec![rank]));
         comms.insert(rsd::mpi::COMM_SELF, (me, 0));
         ThreadsRuntime {
             rank,

@@ -65,47 +65,18 @@ fn fail(e: &ReplayError) -> ExitCode {
     ExitCode::FAILURE
 }
 
-fn write_json(path: &std::path::Path, r: &Report) -> Result<(), ReplayError> {
-    let s = serde_json::to_string_pretty(r).map_err(|e| ReplayError::Json {
-        path: path.to_path_buf(),
-        error: e.to_string(),
-    })?;
-    std::fs::write(path, s + "\n").map_err(|e| ReplayError::Json {
-        path: path.to_path_buf(),
-        error: e.to_string(),
-    })
-}
-
 fn main() -> ExitCode {
     let args = parse_args();
-    let opts = args.options();
     if args.threads {
-        let r = replay::run_threads_file(
-            &args.trace,
-            &args.root,
-            &opts,
-            args.prep,
-            args.allow_incomplete,
-            args.max_threads,
-        )
-        .and_then(|r| {
-            if let Some(j) = &args.json_out {
-                write_json(j, &r)?;
-            }
-            Ok(r)
-        });
-        return match r {
+        return match args.run_threads() {
             Ok(r) => {
-                print!("{}", r.render());
-                if let Some(a) = replay::advice(&opts, r.ranks as usize) {
-                    println!("{a}");
-                }
+                print!("{}", args.render(&r, r.ranks as usize));
                 ExitCode::SUCCESS
             }
             Err(e) => fail(&e),
         };
     }
-    run_mpi(&args, &opts)
+    run_mpi(&args, &args.options())
 }
 
 fn mpi_init() -> (c_int, c_int) {
@@ -316,13 +287,9 @@ fn mpi_replay(
     if rank == 0 {
         let summary = rsd::stats::summarize(&tf.trace);
         let report = Report::build("mpi", &all, wall, tf.header.wall_ns, &summary);
-        print!("{}", report.render());
-        if let Some(a) = replay::advice(opts, 1) {
-            println!("{a}");
-        }
-        if let Some(j) = &args.json_out {
-            write_json(j, &report).map_err(|e| (e, false))?;
-        }
+        // One rank per process: the advice is about this node's ranks, not the job's.
+        print!("{}", args.render(&report, 1));
+        args.write_json(&report).map_err(|e| (e, false))?;
     }
     Ok(())
 }

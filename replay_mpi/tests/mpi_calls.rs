@@ -313,11 +313,18 @@ fn rank_calls(r: u32, brk: Break) -> Vec<RawEvent> {
     } else {
         v.push(ev(Op::Recv, 143, args::recv(8, BYTE, 0, 22, 9, 8)));
     }
+    // The same on a copy of the intercommunicator.
+    v.push(ev(Op::CommDup, 146, vec![9, 11]));
+    if r.is_multiple_of(2) {
+        v.push(ev(Op::Send, 147, args::send(8, BYTE, 0, 23, 11, 8)));
+    } else {
+        v.push(ev(Op::Recv, 148, args::recv(8, BYTE, 0, 23, 11, 8)));
+    }
     let p = args::intercomm_merge(9, ri % 2, 10, 4);
     v.push(ev(Op::IntercommMerge, 144, with(p, &[0, 2, 1, 3])));
     v.push(ev(Op::Allreduce, 145, args::allreduce(8, BYTE, 0, 10, 8)));
-    for c in [10, 9, 8, 6, 5, 4, 3, 2] {
-        v.push(ev(Op::CommFree, 146, args::comm_free(c)));
+    for c in [11, 10, 9, 8, 6, 5, 4, 3, 2] {
+        v.push(ev(Op::CommFree, 149, args::comm_free(c)));
     }
     v.push(ev(Op::Finalize, 150, vec![]));
     v
@@ -330,17 +337,25 @@ fn write_trace(dir: &Path, brk: Break) -> std::path::PathBuf {
     p
 }
 
-fn replay(trace: &Path, root: &Path, mpi: bool, json: Option<&Path>) -> Output {
+/// How a test replays: under mpirun, as threads, or as coroutines on a pool of one thread.
+#[derive(Clone, Copy, Debug)]
+enum How {
+    Mpi,
+    Threads,
+    Pool,
+}
+
+fn replay(trace: &Path, root: &Path, how: How, json: Option<&Path>) -> Output {
     let _ = std::fs::remove_dir_all(root);
     std::fs::create_dir_all(root).unwrap();
     let bin = env!("CARGO_BIN_EXE_iotrex-replay");
     let mut c = Command::new("timeout");
     c.arg("120");
-    if mpi {
-        c.args(["mpirun", "-np", &N.to_string(), bin]);
-    } else {
-        c.args([bin, "--threads"]);
-    }
+    match how {
+        How::Mpi => c.args(["mpirun", "-np", &N.to_string(), bin]),
+        How::Threads => c.args([bin, "--threads"]),
+        How::Pool => c.args([bin, "--threads", "--max-threads", "1"]),
+    };
     c.arg(trace)
         .args(["--comm", "real", "--stall-timeout", "20", "--root"])
         .arg(root);
@@ -354,12 +369,12 @@ fn replay(trace: &Path, root: &Path, mpi: bool, json: Option<&Path>) -> Output {
         .unwrap()
 }
 
-fn runtimes() -> Vec<bool> {
+fn runtimes() -> Vec<How> {
     if have_mpirun() {
-        vec![false, true]
+        vec![How::Threads, How::Pool, How::Mpi]
     } else {
         eprintln!("mpirun missing: only --threads is replayed");
-        vec![false]
+        vec![How::Threads, How::Pool]
     }
 }
 
@@ -375,18 +390,18 @@ fn every_call_replays_with_real_communication_and_the_trace_counts() {
             *want.entry(e.op.name()).or_default() += 1;
         }
     }
-    for mpi in runtimes() {
-        let root = t.path().join(format!("root{mpi}"));
-        let json = t.path().join(format!("r{mpi}.json"));
-        let o = replay(&trace, &root, mpi, Some(&json));
+    for how in runtimes() {
+        let root = t.path().join(format!("root{how:?}"));
+        let json = t.path().join(format!("r{how:?}.json"));
+        let o = replay(&trace, &root, how, Some(&json));
         let (out, err) = (
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr),
         );
-        assert!(o.status.success(), "mpi={mpi}: {out}\n{err}");
+        assert!(o.status.success(), "{how:?}: {out}\n{err}");
         assert!(
             out.contains("op counts and bytes equal the trace's"),
-            "mpi={mpi}: {out}"
+            "{how:?}: {out}"
         );
         let j: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -395,7 +410,7 @@ fn every_call_replays_with_real_communication_and_the_trace_counts() {
             .map(|(name, n, _)| (name, n))
             .collect();
         for (op, n) in &want {
-            assert_eq!(got.get(*op), Some(n), "mpi={mpi}: {op}: {got:?}");
+            assert_eq!(got.get(*op), Some(n), "{how:?}: {op}: {got:?}");
         }
         // Every new call is in the trace, so each was replayed.
         for op in [
@@ -406,7 +421,7 @@ fn every_call_replays_with_real_communication_and_the_trace_counts() {
             "MPI_Comm_create_group",
             "MPI_Ialltoallw",
         ] {
-            assert!(got.contains_key(op), "mpi={mpi}: {op} missing: {got:?}");
+            assert!(got.contains_key(op), "{how:?}: {op} missing: {got:?}");
         }
         assert_eq!(
             std::fs::metadata(root.join("out/rank_3")).unwrap().len(),
@@ -429,17 +444,17 @@ fn a_removed_persistent_or_neighbourhood_send_is_refused_before_any_io() {
         ),
     ] {
         let trace = write_trace(t.path(), brk);
-        for mpi in runtimes() {
+        for how in runtimes() {
             let root = t.path().join("root");
-            let o = replay(&trace, &root, mpi, None);
+            let o = replay(&trace, &root, how, None);
             let err = String::from_utf8_lossy(&o.stderr);
-            assert!(!o.status.success(), "mpi={mpi}: {err}");
-            assert!(err.contains(what), "mpi={mpi}: {err}");
-            assert!(err.contains("replay with --comm delay"), "mpi={mpi}: {err}");
+            assert!(!o.status.success(), "{how:?}: {err}");
+            assert!(err.contains(what), "{how:?}: {err}");
+            assert!(err.contains("replay with --comm delay"), "{how:?}: {err}");
             assert_eq!(
                 std::fs::read_dir(&root).unwrap().count(),
                 0,
-                "mpi={mpi}: the refused replay wrote files"
+                "{how:?}: the refused replay wrote files"
             );
         }
     }

@@ -6,8 +6,9 @@
 //!
 //! Values are printed as functions of `rank` and of the enclosing loops' indices, named `i`
 //! (outermost), `j`, `k`, ... as in [`crate::value::INDEX_NAMES`]: `offset = 1048576*rank +
-//! 65536*i`. The rendering here puts the constant term last and never parenthesises a rank term
-//! inside a sum, which [`Val::render`] does for mixed forms.
+//! 65536*i`, the constant term last, a rank term never parenthesised inside a sum. This is the one
+//! renderer of values: `Display` of [`Elastic`] and [`RankFn`] (`extrap --explain`, error
+//! messages) calls it too.
 
 use crate::format::{FORMAT_VERSION, Header, TraceFile};
 use crate::op::{Layer, Op};
@@ -15,7 +16,7 @@ use crate::path::PathTemplate;
 use crate::stats::{Spread, Summary};
 use crate::timing::{Stats, Timing, fmt_ns};
 use crate::trace::{Event, FlatEvent, Node, NodeKind, Trace};
-use crate::value::{Elastic, INDEX_NAMES, RankFn, Val};
+use crate::value::{Elastic, RankFn, Val, index_name};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use std::fmt::Write as _;
@@ -25,13 +26,6 @@ const INDENT: &str = "  ";
 /// Explicit value vectors longer than this print their first few elements only; `--json` has
 /// them all.
 const MAX_ITEMS: usize = 8;
-
-fn index_name(d: usize) -> String {
-    INDEX_NAMES
-        .get(d)
-        .map(|s| s.to_string())
-        .unwrap_or_else(|| format!("i{d}"))
-}
 
 /// `a*x`, with `x` and `-x` for unit coefficients; `None` for a zero coefficient.
 fn coef(a: i64, x: &str) -> Option<String> {
@@ -130,7 +124,8 @@ pub fn render_val(v: &Val<RankFn>, depth0: usize) -> String {
     }
 }
 
-fn render_rankfn(f: &RankFn) -> String {
+/// Renders a rank function: `2*rank + 3`, `(rank/4) - 1`, `7`.
+pub fn render_rankfn(f: &RankFn) -> String {
     let (t, c) = rank_term(f);
     join_terms(&t.into_iter().collect::<Vec<_>>(), c)
 }
@@ -695,6 +690,31 @@ mod tests {
             ],
         };
         assert_eq!(render_elastic(&e), "{0: 3; 1-7: 4}");
+    }
+
+    #[test]
+    fn display_reads_as_show_does() {
+        // `extrap --explain` prints values through Display: they must read as in `iotrex show`.
+        // Display had a renderer of its own that gave `(1048576*rank + 5) + -8*j` here.
+        let v = one(Val::Lin {
+            base: RankFn::Affine { a: 1048576, b: 5 },
+            strides: vec![RankFn::Const(0), RankFn::Const(-8)],
+        });
+        assert_eq!(v.to_string(), "1048576*rank - 8*j + 5");
+        assert_eq!(
+            RankFn::Div { a: -1, k: 4, b: 2 }.to_string(),
+            "-(rank/4) + 2"
+        );
+        // Beyond the named indices, the same fallback name everywhere.
+        let deep = one(Val::Lin {
+            base: RankFn::Const(0),
+            strides: vec![RankFn::Const(0); 8]
+                .into_iter()
+                .chain([RankFn::Const(3)])
+                .collect(),
+        });
+        assert_eq!(deep.to_string(), "3*i8");
+        assert_eq!(render_elastic(&deep), "3*i8");
     }
 
     #[test]

@@ -623,110 +623,31 @@ fn canonical_block(pts: &[(u32, Val<i64>)], groups: &mut Vec<Group>) {
     }
 }
 
+// Values are rendered in one place, `crate::show` (`iotrex show`, `expand`, and through these
+// Display impls `extrap --explain` and every error message that prints a value), so the same
+// value reads the same everywhere.
+
 impl fmt::Display for RankFn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let term = |f: &mut fmt::Formatter<'_>, a: i64, x: &str, b: i64| -> fmt::Result {
-            match a {
-                1 => write!(f, "{x}")?,
-                -1 => write!(f, "-{x}")?,
-                _ => write!(f, "{a}*{x}")?,
-            }
-            match b {
-                0 => Ok(()),
-                b if b > 0 => write!(f, " + {b}"),
-                b => write!(f, " - {}", b.unsigned_abs()),
-            }
-        };
-        match *self {
-            RankFn::Const(c) => write!(f, "{c}"),
-            RankFn::Affine { a, b } => term(f, a, "rank", b),
-            RankFn::Div { a, k, b } => term(f, a, &format!("(rank/{k})"), b),
-            RankFn::Mod { a, k, b } => term(f, a, &format!("(rank%{k})"), b),
-        }
+        f.write_str(&crate::show::render_rankfn(self))
     }
 }
 
 /// Loop index names used when printing, outermost first.
 pub const INDEX_NAMES: [&str; 8] = ["i", "j", "k", "l", "m", "p", "q", "s"];
 
-fn index_name(d: usize) -> String {
+/// The printed name of the loop index at nesting depth `d` (0 outermost): [`INDEX_NAMES`], then
+/// `i8`, `i9`, ...
+pub fn index_name(d: usize) -> String {
     INDEX_NAMES
         .get(d)
         .map(|s| s.to_string())
         .unwrap_or_else(|| format!("i{d}"))
 }
 
-impl<T: fmt::Display + Clone + PartialEq> Val<T> {
-    /// Renders the value with loop indices named from `depth0` (the number of enclosing loops
-    /// already consumed by Seq/Cycle nesting).
-    pub fn render(&self, depth0: usize) -> String {
-        match self {
-            Val::Const(x) => x.to_string(),
-            Val::Lin { base, strides } => {
-                let mut s = String::new();
-                for (d, st) in strides.iter().enumerate() {
-                    let t = st.to_string();
-                    if t == "0" {
-                        continue;
-                    }
-                    if !s.is_empty() {
-                        s.push_str(" + ");
-                    }
-                    let name = index_name(depth0 + d);
-                    if t == "1" {
-                        s.push_str(&name);
-                    } else if t.contains(' ') {
-                        s.push_str(&format!("({t})*{name}"));
-                    } else {
-                        s.push_str(&format!("{t}*{name}"));
-                    }
-                }
-                let b = base.to_string();
-                if s.is_empty() {
-                    b
-                } else if b == "0" {
-                    s
-                } else if b.contains(' ') {
-                    format!("({b}) + {s}")
-                } else {
-                    format!("{b} + {s}")
-                }
-            }
-            Val::Seq(v) | Val::Cycle(v) => {
-                let kind = if matches!(self, Val::Seq(_)) {
-                    ""
-                } else {
-                    "cycle"
-                };
-                let items: Vec<String> = v.iter().map(|e| e.render(depth0 + 1)).collect();
-                let name = index_name(depth0);
-                if items.len() > 8 {
-                    format!(
-                        "{kind}[{}, ... {} values][{name}]",
-                        items[..4].join(", "),
-                        items.len()
-                    )
-                } else {
-                    format!("{kind}[{}][{name}]", items.join(", "))
-                }
-            }
-        }
-    }
-}
-
 impl fmt::Display for Elastic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let [g] = self.groups.as_slice() {
-            return write!(f, "{}", g.val.render(0));
-        }
-        write!(f, "{{")?;
-        for (i, g) in self.groups.iter().enumerate() {
-            if i > 0 {
-                write!(f, "; ")?;
-            }
-            write!(f, "{}: {}", g.ranks, g.val.render(0))?;
-        }
-        write!(f, "}}")
+        f.write_str(&crate::show::render_elastic(self))
     }
 }
 
