@@ -55,6 +55,7 @@ mod handles;
 mod init;
 pub mod kinds;
 mod p2p;
+mod topo;
 mod types;
 
 pub use coll::*;
@@ -65,4 +66,5 @@ pub use handles::{Globals, TRACER_COMM, WRONG_MPI, globals};
 pub use init::*;
 pub(crate) use init::{finalize_common, init_common};
 pub use p2p::*;
+pub use topo::*;
 pub use types::*;

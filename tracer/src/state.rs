@@ -174,6 +174,11 @@ pub struct State {
     pub files: Table,
     /// Outstanding MPI requests.
     pub reqs: Table,
+    /// The persistent ones among them (`MPI_Send_init`, ...): a completion leaves them in
+    /// `reqs`, only `MPI_Request_free` removes them.
+    pub persistent: std::collections::HashSet<usize>,
+    /// Matched messages (`MPI_Mprobe`) not yet received.
+    pub msgs: Table,
     /// Communicators.
     pub comms: Ids,
     /// Datatypes, with their sizes cached.
@@ -209,6 +214,8 @@ impl State {
             streams: Table::default(),
             files: Table::default(),
             reqs: Table::default(),
+            persistent: Default::default(),
+            msgs: Table::default(),
             comms: Ids::starting_at(2),
             types: Ids::starting_at(1000),
             type_sizes: HashMap::new(),

@@ -40,54 +40,80 @@ fn at_root(
     }
 }
 
-mpi_hooks! {
+// Each collective and its nonblocking form (`MPI_Ibcast`, ...), which records the same
+// parameters and then its request (rsd's tests check the two layouts agree).
+macro_rules! collectives {
+    ($(
+        $(#[$doc:meta])*
+        $op:ident / $iop:ident: $c:ident, $f:tt / $ic:ident, $if:tt
+            ($($arg:ident: $kind:ty $([$n:ident])?),* $(,)?)
+            record |$st:ident| $body:expr;
+    )*) => { mpi_hooks! {$(
+        $(#[$doc])*
+        $c, $f ($($arg: $kind $([$n])?),*) => $op
+            record |$st, _| $body;
+
+        $(#[$doc])*
+        /// The nonblocking form: the same parameters, then the request.
+        $ic, $if ($($arg: $kind $([$n])?,)* req: New<Request>) => $iop
+            record |$st, r| {
+                let mut v = $body;
+                v.push(req.id($st, r));
+                v
+            };
+    )*}};
+}
+
+collectives! {
     /// Wrapper: `MPI_Barrier`.
-    MPI_Barrier, mpi_barrier_ (comm: Comm) => Barrier
-        record |st, _| args::barrier(comm.id(st));
+    Barrier / Ibarrier: MPI_Barrier, mpi_barrier_ / MPI_Ibarrier, mpi_ibarrier_ (comm: Comm)
+        record |st| args::barrier(comm.id(st));
 
     /// Wrapper: `MPI_Bcast`.
-    MPI_Bcast, mpi_bcast_ (buf: BufMut, count: Count, dt: Datatype, root: Int, comm: Comm) => Bcast
-        record |st, _| {
+    Bcast / Ibcast: MPI_Bcast, mpi_bcast_ / MPI_Ibcast, mpi_ibcast_
+        (buf: BufMut, count: Count, dt: Datatype, root: Int, comm: Comm)
+        record |st| {
             let b = dt.bytes(st, count);
             args::bcast(count.i(), dt.id(st), root.i(), comm.id(st), b)
         };
 
     /// Wrapper: `MPI_Reduce`.
-    MPI_Reduce, mpi_reduce_ (
+    Reduce / Ireduce: MPI_Reduce, mpi_reduce_ / MPI_Ireduce, mpi_ireduce_ (
         sbuf: Buf, rbuf: BufMut, count: Count, dt: Datatype, op: ReduceOp, root: Int, comm: Comm,
-    ) => Reduce
-        record |st, _| {
+    )
+        record |st| {
             let b = dt.bytes(st, count);
             args::reduce(count.i(), dt.id(st), op.id(st), root.i(), comm.id(st), b)
         };
 
     /// Wrapper: `MPI_Reduce_scatter`, recorded with the caller's own block (`recvcounts[rank]`).
-    MPI_Reduce_scatter, mpi_reduce_scatter_ (
+    ReduceScatter / IreduceScatter: MPI_Reduce_scatter, mpi_reduce_scatter_
+        / MPI_Ireduce_scatter, mpi_ireduce_scatter_ (
         sbuf: Buf, rbuf: BufMut, counts: Ints, dt: Datatype, op: ReduceOp, comm: Comm,
-    ) => ReduceScatter
-        record |st, _| {
+    )
+        record |st| {
             let count = counts.at(comm.rank());
             let (t, o, c) = (dt.id(st), op.id(st), comm.id(st));
             args::reduce_scatter(count, t, o, c, dt.bytes(st, count))
         };
 
     /// Wrapper: `MPI_Gather`.
-    MPI_Gather, mpi_gather_ (
+    Gather / Igather: MPI_Gather, mpi_gather_ / MPI_Igather, mpi_igather_ (
         sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcount: Count, rtype: Datatype,
         root: Int, comm: Comm,
-    ) => Gather
-        record |st, _| {
+    )
+        record |st| {
             let (sc, sty, b) = send_args(st, sbuf, scount, stype);
             let (rc, rty) = at_root(st, comm, root, rtype, |_| rcount.i());
             args::gather(sc, sty, rc, rty, root.i(), comm.id(st), b)
         };
 
     /// Wrapper: `MPI_Gatherv`.
-    MPI_Gatherv, mpi_gatherv_ (
+    Gatherv / Igatherv: MPI_Gatherv, mpi_gatherv_ / MPI_Igatherv, mpi_igatherv_ (
         sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcounts: Ints, displs: Ints,
         rtype: Datatype, root: Int, comm: Comm,
-    ) => Gatherv
-        record |st, _| {
+    )
+        record |st| {
             let (sc, sty, b) = send_args(st, sbuf, scount, stype);
             let (rb, rty) = at_root(st, comm, root, rtype, |st| {
                 rtype.bytes(st, rcounts.sum(comm.size()))
@@ -96,22 +122,22 @@ mpi_hooks! {
         };
 
     /// Wrapper: `MPI_Scatter`.
-    MPI_Scatter, mpi_scatter_ (
+    Scatter / Iscatter: MPI_Scatter, mpi_scatter_ / MPI_Iscatter, mpi_iscatter_ (
         sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcount: Count, rtype: Datatype,
         root: Int, comm: Comm,
-    ) => Scatter
-        record |st, _| {
+    )
+        record |st| {
             let (sc, sty) = at_root(st, comm, root, stype, |_| scount.i());
             let (rc, rty, b) = recv_args(st, rbuf, rcount, rtype);
             args::scatter(sc, sty, rc, rty, root.i(), comm.id(st), b)
         };
 
     /// Wrapper: `MPI_Scatterv`.
-    MPI_Scatterv, mpi_scatterv_ (
+    Scatterv / Iscatterv: MPI_Scatterv, mpi_scatterv_ / MPI_Iscatterv, mpi_iscatterv_ (
         sbuf: Buf, scounts: Ints, displs: Ints, stype: Datatype, rbuf: BufMut, rcount: Count,
         rtype: Datatype, root: Int, comm: Comm,
-    ) => Scatterv
-        record |st, _| {
+    )
+        record |st| {
             let (sb, sty) = at_root(st, comm, root, stype, |st| {
                 stype.bytes(st, scounts.sum(comm.size()))
             });
@@ -120,43 +146,43 @@ mpi_hooks! {
         };
 
     /// Wrapper: `MPI_Allgather`.
-    MPI_Allgather, mpi_allgather_ (
+    Allgather / Iallgather: MPI_Allgather, mpi_allgather_ / MPI_Iallgather, mpi_iallgather_ (
         sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcount: Count, rtype: Datatype,
         comm: Comm,
-    ) => Allgather
-        record |st, _| {
+    )
+        record |st| {
             let (sc, sty, b) = send_args(st, sbuf, scount, stype);
             args::allgather(sc, sty, rcount.i(), rtype.id(st), comm.id(st), b)
         };
 
     /// Wrapper: `MPI_Allgatherv`.
-    MPI_Allgatherv, mpi_allgatherv_ (
+    Allgatherv / Iallgatherv: MPI_Allgatherv, mpi_allgatherv_ / MPI_Iallgatherv, mpi_iallgatherv_ (
         sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcounts: Ints, displs: Ints,
         rtype: Datatype, comm: Comm,
-    ) => Allgatherv
-        record |st, _| {
+    )
+        record |st| {
             let (sc, sty, b) = send_args(st, sbuf, scount, stype);
             let rb = rtype.bytes(st, rcounts.sum(comm.size()));
             args::allgatherv(sc, sty, rb, rtype.id(st), comm.id(st), b)
         };
 
     /// Wrapper: `MPI_Alltoall`; `bytes` is everything this rank sends.
-    MPI_Alltoall, mpi_alltoall_ (
+    Alltoall / Ialltoall: MPI_Alltoall, mpi_alltoall_ / MPI_Ialltoall, mpi_ialltoall_ (
         sbuf: Buf, scount: Count, stype: Datatype, rbuf: BufMut, rcount: Count, rtype: Datatype,
         comm: Comm,
-    ) => Alltoall
-        record |st, _| {
+    )
+        record |st| {
             let (sc, sty, b) = send_args(st, sbuf, scount, stype);
             let n = comm.size();
             args::alltoall(sc, sty, rcount.i(), rtype.id(st), comm.id(st), b * n)
         };
 
     /// Wrapper: `MPI_Alltoallv`.
-    MPI_Alltoallv, mpi_alltoallv_ (
+    Alltoallv / Ialltoallv: MPI_Alltoallv, mpi_alltoallv_ / MPI_Ialltoallv, mpi_ialltoallv_ (
         sbuf: Buf, scounts: Ints, sdispls: Ints, stype: Datatype, rbuf: BufMut, rcounts: Ints,
         rdispls: Ints, rtype: Datatype, comm: Comm,
-    ) => Alltoallv
-        record |st, _| {
+    )
+        record |st| {
             let n = comm.size();
             let (sb, sty) = if sbuf.in_place() {
                 (0, -1)
@@ -166,23 +192,62 @@ mpi_hooks! {
             let rb = rtype.bytes(st, rcounts.sum(n));
             args::alltoallv(sb, sty, rb, rtype.id(st), comm.id(st), sb)
         };
+
+    /// Wrapper: `MPI_Alltoallw`: byte totals over the peers, each with its own type.
+    Alltoallw / Ialltoallw: MPI_Alltoallw, mpi_alltoallw_ / MPI_Ialltoallw, mpi_ialltoallw_ (
+        sbuf: Buf, scounts: Ints, sdispls: Ints, stypes: Handles<Datatype> [comm], rbuf: BufMut,
+        rcounts: Ints, rdispls: Ints, rtypes: Handles<Datatype> [comm], comm: Comm,
+    )
+        record |st| {
+            let n = comm.size();
+            let sb = if sbuf.in_place() { 0 } else { typed_bytes(st, scounts, stypes, n) };
+            let rb = typed_bytes(st, rcounts, rtypes, n);
+            args::alltoallw(sb, rb, comm.id(st), sb)
+        };
+
+    /// Wrapper: `MPI_Allreduce`.
+    Allreduce / Iallreduce: MPI_Allreduce, mpi_allreduce_ / MPI_Iallreduce, mpi_iallreduce_
+        (sbuf: Buf, rbuf: BufMut, count: Count, dt: Datatype, op: ReduceOp, comm: Comm)
+        record |st| reduction(st, count, dt, op, comm, args::allreduce);
+
+    /// Wrapper: `MPI_Scan`.
+    Scan / Iscan: MPI_Scan, mpi_scan_ / MPI_Iscan, mpi_iscan_
+        (sbuf: Buf, rbuf: BufMut, count: Count, dt: Datatype, op: ReduceOp, comm: Comm)
+        record |st| reduction(st, count, dt, op, comm, args::scan);
+
+    /// Wrapper: `MPI_Exscan`.
+    Exscan / Iexscan: MPI_Exscan, mpi_exscan_ / MPI_Iexscan, mpi_iexscan_
+        (sbuf: Buf, rbuf: BufMut, count: Count, dt: Datatype, op: ReduceOp, comm: Comm)
+        record |st| reduction(st, count, dt, op, comm, args::exscan);
+
+    /// Wrapper: `MPI_Reduce_scatter_block`.
+    ReduceScatterBlock / IreduceScatterBlock: MPI_Reduce_scatter_block, mpi_reduce_scatter_block_
+        / MPI_Ireduce_scatter_block, mpi_ireduce_scatter_block_
+        (sbuf: Buf, rbuf: BufMut, count: Count, dt: Datatype, op: ReduceOp, comm: Comm)
+        record |st| reduction(st, count, dt, op, comm, args::reduce_scatter_block);
 }
 
-// The reductions with `MPI_Allreduce`'s arguments.
-macro_rules! reduce_like {
-    ($($op:ident: $c:ident, $f:tt;)*) => { paste::paste! { mpi_hooks! {$(
-        /// Wrapper: a reduction with `MPI_Allreduce`'s arguments.
-        $c, $f (sbuf: Buf, rbuf: BufMut, count: Count, dt: Datatype, op: ReduceOp, comm: Comm)
-            => $op
-            record |st, _| {
-                let b = dt.bytes(st, count);
-                args::[<$op:snake>](count.i(), dt.id(st), op.id(st), comm.id(st), b)
-            };
-    )*}}};
+/// The parameters of a reduction with `MPI_Allreduce`'s arguments (`args`: the op's
+/// constructor).
+fn reduction(
+    st: &mut State,
+    count: Count,
+    dt: Datatype,
+    op: ReduceOp,
+    comm: Comm,
+    args: fn(i64, i64, i64, i64, i64) -> Vec<i64>,
+) -> Vec<i64> {
+    let b = dt.bytes(st, count);
+    args(count.i(), dt.id(st), op.id(st), comm.id(st), b)
 }
-reduce_like! {
-    Allreduce: MPI_Allreduce, mpi_allreduce_;
-    Scan: MPI_Scan, mpi_scan_;
-    Exscan: MPI_Exscan, mpi_exscan_;
-    ReduceScatterBlock: MPI_Reduce_scatter_block, mpi_reduce_scatter_block_;
+
+/// The bytes of `n` blocks of `counts[i]` elements of `types[i]`.
+fn typed_bytes(st: &mut State, counts: Ints, types: Handles<Datatype>, n: i64) -> i64 {
+    let counts = counts.read(n);
+    let types = types.read(n);
+    counts
+        .iter()
+        .zip(types)
+        .map(|(&c, t)| Datatype(t as H).bytes(st, c))
+        .sum()
 }

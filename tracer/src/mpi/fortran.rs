@@ -184,14 +184,14 @@ pub unsafe extern "C" fn mpi_file_open_(
     name_len: usize,
 ) {
     let path = fstring(name, name_len);
-    let mut out = New::<File>::from_f(fh, 0);
+    let mut out = New::<File>::from_f(fh);
     // SAFETY: converted arguments of the program's call.
     let rc = unsafe {
         super::MPI_File_open(
-            Comm::from_f(comm, 0),
+            Comm::from_f(comm),
             Str(path.as_ptr()),
-            Int::from_f(amode, 0),
-            Info::from_f(info, 0),
+            Int::from_f(amode),
+            Info::from_f(info),
             New::c(&mut out),
         )
     };
@@ -209,7 +209,7 @@ pub unsafe extern "C" fn mpi_file_delete_(
     let path = fstring(name, name_len);
     // SAFETY: converted arguments.
     set(ierr, unsafe {
-        super::MPI_File_delete(Str(path.as_ptr()), Info::from_f(info, 0))
+        super::MPI_File_delete(Str(path.as_ptr()), Info::from_f(info))
     });
 }
 
@@ -228,12 +228,12 @@ pub unsafe extern "C" fn mpi_file_set_view_(
     // SAFETY: converted arguments.
     set(ierr, unsafe {
         super::MPI_File_set_view(
-            File::from_f(fh, 0),
-            Offset::from_f(disp, 0),
-            Datatype::from_f(etype, 0),
-            Datatype::from_f(filetype, 0),
+            File::from_f(fh),
+            Offset::from_f(disp),
+            Datatype::from_f(etype),
+            Datatype::from_f(filetype),
             Str(rep.as_ptr()),
-            Info::from_f(info, 0),
+            Info::from_f(info),
         )
     });
 }

@@ -210,6 +210,29 @@ impl State {
         self.ops.id(hv(o))
     }
 
+    /// The id of request `h`, completed: released, unless it is persistent (-1 if unknown,
+    /// `MPI_REQUEST_NULL`).
+    pub(crate) fn complete_req(&mut self, h: usize) -> i64 {
+        if self.persistent.contains(&h) {
+            self.reqs.get(h)
+        } else {
+            self.reqs.remove(h)
+        }
+        .unwrap_or(-1)
+    }
+
+    /// The id of request `h`, released whatever its kind (`MPI_Request_free`).
+    pub(crate) fn free_req(&mut self, h: usize) -> i64 {
+        self.persistent.remove(&h);
+        self.reqs.remove(h).unwrap_or(-1)
+    }
+
+    /// The id of request `h`, which stays (`MPI_Start`, `MPI_Cancel`, a test that did not
+    /// complete it); -1 if unknown.
+    pub(crate) fn req_id(&self, h: usize) -> i64 {
+        self.reqs.get(h).unwrap_or(-1)
+    }
+
     pub(crate) fn file_id(&self, f: H) -> i64 {
         self.files.get(f as usize).unwrap_or(-1)
     }

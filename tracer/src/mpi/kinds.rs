@@ -22,8 +22,10 @@ pub trait Fortran: Sized {
     type F: Copy;
     /// The C argument and whatever must live until the call returns.
     type Tmp;
-    /// Converts the Fortran argument; `n` is the length of an array kind (0 otherwise).
-    fn from_f(f: Self::F, n: usize) -> Self::Tmp;
+    /// Converts the Fortran argument.
+    fn from_f(f: Self::F) -> Self::Tmp;
+    /// Sizes an array kind (`[n]` in the table), once every argument is converted.
+    fn set_len(_t: &mut Self::Tmp, _n: usize) {}
     /// The C argument.
     fn c(t: &mut Self::Tmp) -> Self;
     /// Copies outputs back to the Fortran argument.
@@ -62,7 +64,7 @@ macro_rules! by_value {
         impl Fortran for $kind {
             type F = $fty;
             type Tmp = $kind;
-            fn from_f($f: $fty, _: usize) -> $kind {
+            fn from_f($f: $fty) -> $kind {
                 $kind($conv)
             }
             fn c(t: &mut $kind) -> $kind {
@@ -100,6 +102,8 @@ handle! {
     Group, "PMPI_Group_f2c", "PMPI_Group_c2f";
     /// `MPI_Request`, by value (as a marker for [`New`], [`Ref`] and [`Requests`]).
     Request, "PMPI_Request_f2c", "PMPI_Request_c2f";
+    /// `MPI_Message` (as a marker for [`New`] and [`Ref`]).
+    Message, "PMPI_Message_f2c", "PMPI_Message_c2f";
 }
 
 by_value! {
@@ -186,6 +190,13 @@ pub struct Str(pub *const c_char);
 impl Len for Count {
     fn array_len(&self) -> usize {
         self.0.max(0) as usize
+    }
+}
+
+impl Len for Comm {
+    /// Arrays with one entry per member (`MPI_Alltoallw`'s types).
+    fn array_len(&self) -> usize {
+        self.size().max(0) as usize
     }
 }
 
@@ -367,7 +378,7 @@ macro_rules! handle_ptr_fortran {
         impl<K: Handle> Fortran for $kind<K> {
             type F = *mut Fint;
             type Tmp = HandleOut;
-            fn from_f($f: *mut Fint, _: usize) -> HandleOut {
+            fn from_f($f: *mut Fint) -> HandleOut {
                 HandleOut { f: $f, h: $init }
             }
             fn c(t: &mut HandleOut) -> Self {
@@ -455,6 +466,27 @@ impl New<Request> {
     pub fn id(self, st: &mut State, r: c_int) -> i64 {
         self.get(r).map_or(-1, |h| st.reqs.insert(h))
     }
+    /// The new persistent request's id: completions leave it in the table.
+    pub fn persistent_id(self, st: &mut State, r: c_int) -> i64 {
+        self.get(r).map_or(-1, |h| {
+            st.persistent.insert(h);
+            st.reqs.insert(h)
+        })
+    }
+}
+
+impl New<Message> {
+    /// The matched message's id, -1 for none: the call failed, found no message
+    /// (`MPI_Improbe` with flag 0) or matched `MPI_PROC_NULL` (`MPI_MESSAGE_NO_PROC`, which
+    /// `status` shows).
+    pub fn id(self, st: &mut State, r: c_int, found: bool, status: Status) -> i64 {
+        let (source, _) = status.source_tag();
+        let (_, proc_null) = abi::any_source_proc_null();
+        match self.get(r) {
+            Some(h) if found && i64::from(source) != proc_null => st.msgs.insert(h),
+            _ => -1,
+        }
+    }
 }
 
 /// A status the call writes (`MPI_STATUS_IGNORE` allowed).
@@ -473,6 +505,15 @@ impl Status {
             self
         }
     }
+    /// The source and tag the status holds (its `MPI_SOURCE` and `MPI_TAG`).
+    pub fn source_tag(self) -> (c_int, c_int) {
+        if abi::status_ignored(self.0) {
+            return (0, 0);
+        }
+        // SAFETY: a status the call just filled (ours when the application ignored its own).
+        unsafe { abi::status_source_tag(self.0) }
+    }
+
     /// The count in bytes the status holds, if MPI can say.
     pub fn bytes(self) -> Option<i64> {
         let byte = globals().map_or(0, |g| g.byte);
@@ -501,7 +542,7 @@ pub struct StatusOut {
 impl Fortran for Status {
     type F = *mut Fint;
     type Tmp = StatusOut;
-    fn from_f(f: *mut Fint, _: usize) -> StatusOut {
+    fn from_f(f: *mut Fint) -> StatusOut {
         let ignore = f.is_null() || f as usize == global_ptr("MPI_F_STATUS_IGNORE\0");
         StatusOut {
             f,
@@ -548,13 +589,19 @@ fn c_status_size() -> usize {
 impl Fortran for Statuses {
     type F = *mut Fint;
     type Tmp = StatusesOut;
-    fn from_f(f: *mut Fint, n: usize) -> StatusesOut {
+    fn from_f(f: *mut Fint) -> StatusesOut {
         let ignore = f.is_null() || f as usize == global_ptr("MPI_F_STATUSES_IGNORE\0");
         StatusesOut {
             f,
-            packed: vec![0; if ignore { 0 } else { n * c_status_size() }],
-            n,
+            packed: Vec::new(),
+            n: 0,
             ignore,
+        }
+    }
+    fn set_len(t: &mut StatusesOut, n: usize) {
+        if !t.ignore {
+            t.packed = vec![0; n * c_status_size()];
+            t.n = n;
         }
     }
     fn c(t: &mut StatusesOut) -> Statuses {
@@ -608,21 +655,23 @@ pub struct HandlesOut<K> {
 }
 
 impl<K: Handle> HandlesOut<K> {
-    fn new(f: *mut Fint, n: usize) -> Self {
-        let fs: &[Fint] = if f.is_null() {
+    fn new(f: *mut Fint) -> Self {
+        HandlesOut {
+            f,
+            wide: Vec::new(),
+            narrow: Vec::new(),
+            k: PhantomData,
+        }
+    }
+    fn fill(&mut self, n: usize) {
+        let fs: &[Fint] = if self.f.is_null() {
             &[]
         } else {
             // SAFETY: MPI requires `n` handles in the array.
-            unsafe { std::slice::from_raw_parts(f, n) }
+            unsafe { std::slice::from_raw_parts(self.f, n) }
         };
-        let wide: Vec<H> = fs.iter().map(|&x| K::f2c(x)).collect();
-        let narrow = wide.iter().map(|&h| h as usize as u32).collect();
-        HandlesOut {
-            f,
-            wide,
-            narrow,
-            k: PhantomData,
-        }
+        self.wide = fs.iter().map(|&x| K::f2c(x)).collect();
+        self.narrow = self.wide.iter().map(|&h| h as usize as u32).collect();
     }
     fn ptr(&mut self) -> *mut H {
         if self.f.is_null() {
@@ -638,8 +687,11 @@ impl<K: Handle> HandlesOut<K> {
 impl Fortran for Requests {
     type F = *mut Fint;
     type Tmp = HandlesOut<Request>;
-    fn from_f(f: *mut Fint, n: usize) -> Self::Tmp {
-        HandlesOut::new(f, n)
+    fn from_f(f: *mut Fint) -> Self::Tmp {
+        HandlesOut::new(f)
+    }
+    fn set_len(t: &mut Self::Tmp, n: usize) {
+        t.fill(n);
     }
     fn c(t: &mut Self::Tmp) -> Requests {
         Requests(t.ptr())
@@ -670,6 +722,14 @@ impl<K> Clone for Handles<K> {
 impl<K> Copy for Handles<K> {}
 
 impl<K> Handles<K> {
+    /// Handle `i` (0 for a null array).
+    pub fn at(self, i: usize) -> usize {
+        if self.0.is_null() {
+            return 0;
+        }
+        // SAFETY: MPI requires an entry per peer, and `i` is one.
+        unsafe { rd(self.0, i) }
+    }
     /// The first `n` handles.
     pub fn read(self, n: impl Into<i64>) -> Vec<usize> {
         let n = n.into();
@@ -684,8 +744,11 @@ impl<K> Handles<K> {
 impl<K: Handle> Fortran for Handles<K> {
     type F = *mut Fint;
     type Tmp = HandlesOut<K>;
-    fn from_f(f: *mut Fint, n: usize) -> Self::Tmp {
-        HandlesOut::new(f, n)
+    fn from_f(f: *mut Fint) -> Self::Tmp {
+        HandlesOut::new(f)
+    }
+    fn set_len(t: &mut Self::Tmp, n: usize) {
+        t.fill(n);
     }
     fn c(t: &mut Self::Tmp) -> Self {
         Handles(t.ptr().cast_const(), PhantomData)
@@ -718,7 +781,7 @@ pub struct IndexOut {
 impl Fortran for Index {
     type F = *mut Fint;
     type Tmp = IndexOut;
-    fn from_f(f: *mut Fint, _: usize) -> IndexOut {
+    fn from_f(f: *mut Fint) -> IndexOut {
         IndexOut { f, c: 0 }
     }
     fn c(t: &mut IndexOut) -> Index {
@@ -736,4 +799,104 @@ impl Fortran for Index {
 /// A handle's value, for the handle tables.
 pub fn value(h: H) -> usize {
     hv(h)
+}
+
+/// An `int` the call writes (`flag`, `outcount`, a size).
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct IntOut(pub *mut c_int);
+
+impl IntOut {
+    /// The value the call wrote (0 for a null pointer).
+    pub fn get(self) -> i64 {
+        if self.0.is_null() {
+            return 0;
+        }
+        // SAFETY: the application's out-parameter, which the call just set.
+        unsafe { *self.0 as i64 }
+    }
+}
+
+/// A C `int` and the Fortran `INTEGER` (or `LOGICAL`) it goes back to.
+pub struct IntBack {
+    f: *mut Fint,
+    c: c_int,
+}
+
+impl Fortran for IntOut {
+    type F = *mut Fint;
+    type Tmp = IntBack;
+    fn from_f(f: *mut Fint) -> IntBack {
+        IntBack { f, c: 0 }
+    }
+    fn c(t: &mut IntBack) -> IntOut {
+        IntOut(&mut t.c)
+    }
+    fn back(t: &IntBack) {
+        if !t.f.is_null() {
+            // SAFETY: the program's output argument.
+            unsafe { *t.f = t.c };
+        }
+    }
+}
+
+/// The indices of the requests that completed (`MPI_Waitsome`): 0-based in C, 1-based in
+/// Fortran.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct Indices(pub *mut c_int);
+
+impl Indices {
+    /// The first `n` indices the call wrote.
+    pub fn read(self, n: i64) -> Vec<i64> {
+        read_array(self.0.cast_const(), n, i64::from)
+    }
+}
+
+/// C indices and the Fortran array they go back to.
+pub struct IndicesBack {
+    f: *mut Fint,
+    c: Vec<c_int>,
+}
+
+impl Fortran for Indices {
+    type F = *mut Fint;
+    type Tmp = IndicesBack;
+    fn from_f(f: *mut Fint) -> IndicesBack {
+        IndicesBack { f, c: Vec::new() }
+    }
+    fn set_len(t: &mut IndicesBack, n: usize) {
+        t.c = vec![0; n];
+    }
+    fn c(t: &mut IndicesBack) -> Indices {
+        Indices(t.c.as_mut_ptr())
+    }
+    fn back(t: &IndicesBack) {
+        if t.f.is_null() {
+            return;
+        }
+        // Every entry: those past `outcount` are unspecified in both bindings.
+        for (i, &c) in t.c.iter().enumerate() {
+            // SAFETY: the program's array holds `incount` integers, the length of `c`.
+            unsafe { *t.f.add(i) = c + 1 };
+        }
+    }
+}
+
+/// Where `MPI_Buffer_detach` writes the buffer's address.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct AddrOut(pub *mut c_void);
+
+impl Fortran for AddrOut {
+    /// Fortran's buffer argument, which the binding does not write (it cannot hold a C
+    /// address): the C call writes into a pointer of ours.
+    type F = *mut c_void;
+    type Tmp = *mut c_void;
+    fn from_f(_: *mut c_void) -> *mut c_void {
+        std::ptr::null_mut()
+    }
+    fn c(t: &mut *mut c_void) -> AddrOut {
+        AddrOut((t as *mut *mut c_void).cast())
+    }
 }

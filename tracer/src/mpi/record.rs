@@ -105,7 +105,8 @@ macro_rules! fortran_hook {
             ierr: *mut $crate::mpi::fortran::Fint,
         ) {
             use $crate::mpi::kinds::Fortran;
-            $(let mut $arg = <$kind as Fortran>::from_f($arg, 0 $(+ $crate::mpi::kinds::Len::array_len(&$n))?);)*
+            $(let mut $arg = <$kind as Fortran>::from_f($arg);)*
+            $($(<$kind as Fortran>::set_len(&mut $arg, $crate::mpi::kinds::Len::array_len(&$n));)?)*
             // SAFETY: the program's arguments, each converted to its C type by its kind.
             let rc = unsafe { $cname($(<$kind as Fortran>::c(&mut $arg)),*) };
             $(<$kind as Fortran>::back(&$arg);)*
