@@ -195,6 +195,16 @@ fn comm_mix_counts_and_compute_gap() {
 }
 
 #[test]
+fn mpi_more_counts() {
+    // The rest of the MPI communication API (persistent requests, probes and matched
+    // receives, the test calls, Cancel, Sendrecv_replace, buffers, Alltoallw, the nonblocking
+    // and neighbourhood collectives, the topology, group and intercommunicator creations) is
+    // recorded call by call, as the app counts its calls.
+    let run = check(4, "mpi_more", &["3"], None, &[0, 1]);
+    let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
+}
+
+#[test]
 fn p2p_modes_counts() {
     // Every send mode (Ssend, Rsend, Bsend and their nonblocking forms), Waitany,
     // Request_free, Scan, Exscan and Comm_free are recorded, call by call.

@@ -8,22 +8,22 @@ use common::*;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Builds `tests/apps/fortran_io.f90` with mpif90 next to the C mini-apps.
-fn fortran_app() -> PathBuf {
+/// Builds `tests/apps/<name>.f90` with mpif90 next to the C mini-apps.
+fn fortran_app(name: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"))
         .join("iotrex-apps");
     std::fs::create_dir_all(&dir).expect("create target/iotrex-apps");
-    let bin = dir.join("fortran_io");
+    let bin = dir.join(name);
     // Build in a scratch directory: gfortran writes no .mod files for a lone program, but
     // keep the source tree clean whatever the compiler does.
     let tmp = scratch();
     let out = Command::new("mpif90")
         .args(["-O1", "-g", "-o"])
         .arg(&bin)
-        .arg(root.join("tests/apps/fortran_io.f90"))
+        .arg(root.join(format!("tests/apps/{name}.f90")))
         .current_dir(tmp.path())
         .output()
         .expect("run mpif90 (Open MPI's Fortran wrapper; gfortran comes with libopenmpi-dev)");
@@ -37,7 +37,7 @@ fn fortran_app() -> PathBuf {
 
 #[test]
 fn fortran_program_is_traced_like_c() {
-    let bin = fortran_app();
+    let bin = fortran_app("fortran_io");
     for np in [4, 6] {
         let dir = scratch();
         let d = dir.path().to_string_lossy().to_string();
@@ -70,4 +70,37 @@ fn fortran_program_is_traced_like_c() {
             .expect("MPI_File_read_at recorded");
         assert_eq!(read.op.data_bytes(&read.params), 4096, "{:?}", read.params);
     }
+}
+
+#[test]
+fn newer_calls_from_fortran_are_traced() {
+    // Persistent requests, the completion calls (1-based indices back to Fortran), probes,
+    // Sendrecv_replace, nonblocking collectives, Alltoallw's type array, a Cartesian
+    // sub-communicator's neighbourhood exchange, Comm_create_group and an intercommunicator:
+    // their Fortran hooks convert the arguments (the program checks its results) and record
+    // each call as the program counts it.
+    let bin = fortran_app("fortran_more");
+    let np = 4;
+    let dir = scratch();
+    let run = mpirun(
+        np,
+        &bin,
+        &[],
+        &dir.path().join("fortran_more.iotrex"),
+        &Opts {
+            raw: true,
+            ..Opts::default()
+        },
+    );
+    assert_counts_match(&run, np);
+    assert_expand_matches_raw(&run, 0);
+    // Waitsome records the ids it completed, read from the C indices (0-based), whatever
+    // Fortran got back.
+    let ev = run.read().trace.expand(1);
+    let some = ev
+        .iter()
+        .filter(|e| e.op == rsd::Op::Waitsome)
+        .map(|e| rsd::Op::Waitsome.list(&e.params).len())
+        .sum::<usize>();
+    assert_eq!(some, 2, "the two persistent requests completed by Waitsome");
 }

@@ -158,6 +158,14 @@ fn ior_like_collective_under_mpich() {
 }
 
 #[test]
+fn mpi_more_under_mpich() {
+    // The rest of the communication API through MPICH's ABI: its status layout (probes), its
+    // message and request handles, its topology constants (neighbourhood collectives on a
+    // ring, a graph and a distributed graph) and its group translation (member lists).
+    check(4, "mpi_more", &["3"], &[0, 1]);
+}
+
+#[test]
 fn groups_under_mpich() {
     check(8, "groups", &["{d}", "4", "3", "8192"], &[0, 4]);
 }

@@ -83,6 +83,13 @@ params! {
     High => "high",
 }
 
+/// 1 for any parameter: counts a list's length in a constant expression.
+macro_rules! one {
+    ($p:ident) => {
+        1
+    };
+}
+
 macro_rules! ops {
     ($( $v:ident => $layer:ident, $name:literal, $dir:ident, [$($p:ident),*] ;)*) => {
         /// One traced operation. The discriminant order is part of the file format: append only.
@@ -123,6 +130,21 @@ macro_rules! ops {
                     #[allow(clippy::too_many_arguments)]
                     #[inline]
                     pub fn [<$v:snake>]($([<$p:snake>]: i64),*) -> Vec<i64> { vec![$([<$p:snake>]),*] }
+                }
+            )*
+        }
+
+        /// The same constructors returning a fixed array, for producers on a hot path: the
+        /// tracer's POSIX hooks record a traced loop's calls without allocating.
+        pub mod fixed {
+            $(
+                paste::paste! {
+                    #[doc = concat!("The fixed parameters of `", $name, "`, in schema order.")]
+                    #[allow(clippy::too_many_arguments)]
+                    #[inline]
+                    pub fn [<$v:snake>]($([<$p:snake>]: i64),*) -> [i64; 0 $(+ one!($p))*] {
+                        [$([<$p:snake>]),*]
+                    }
                 }
             )*
         }

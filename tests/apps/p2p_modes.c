@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
     int bufsize = 8 * (4 * (int)sizeof(int) + MPI_BSEND_OVERHEAD);
     char *bsend_buf = malloc(bufsize);
     MPI_Buffer_attach(bsend_buf, bufsize);
+    count("MPI_Buffer_attach", 0);
 
     for (int i = 0; i < rounds; i++) {
         /* Synchronous: even ranks send first, odd ranks receive first. */
@@ -97,6 +98,7 @@ int main(int argc, char **argv) {
     }
 
     MPI_Buffer_detach(&bsend_buf, &bufsize);
+    count("MPI_Buffer_detach", 0);
     free(bsend_buf);
     MPI_Comm_free(&comm);
     count("MPI_Comm_free", 0);

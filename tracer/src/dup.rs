@@ -8,13 +8,13 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-use crate::callsite::signature;
-use crate::guard::{BUSY, Enter};
-use crate::posix::{errno, set_errno};
+use crate::guard::BUSY;
+use crate::posix::set_errno;
 use crate::real::real;
-use crate::state::{Call, fd_traced, now_ns, record, traceable, with_state};
+use crate::state::{fd_traced, run_recorded, traceable, with_state};
 use libc::{c_int, c_long};
 use rsd::Op;
+use rsd::op::args;
 
 /// Runs a duplication of `old` (onto `target` for `dup2`/`dup3`) and keeps the table right.
 pub(crate) fn dup_op(old: c_int, target: Option<c_int>, call: impl FnOnce() -> c_int) -> c_int {
@@ -40,32 +40,24 @@ pub(crate) fn dup_op(old: c_int, target: Option<c_int>, call: impl FnOnce() -> c
         }
         return r;
     };
-    let _g = Enter::new(BUSY);
-    let sig = signature();
     let op = if src { Op::Dup } else { Op::Close };
-    let t0 = now_ns();
-    let r = call();
-    let t1 = now_ns();
-    let e = errno();
-    record(Call { op, sig, t0, t1 }, child, |st| {
+    run_recorded(op, child, call, |st, r| {
         if r < 0 {
             // A failed duplication changed nothing; only one from a traced source is a call
             // on a traced file.
             return src
-                .then(|| Some((vec![st.fd(old)?, -1, -1], None)))
+                .then(|| Some((args::dup(st.fd(old)?, -1, -1), None)))
                 .flatten();
         }
         let closed = tgt.filter(|&t| t == r).and_then(|t| st.fd_close(t));
         if src {
             let id = st.fd(old)?;
             let new = st.fd_open(r);
-            Some((vec![id, new, closed.unwrap_or(-1)], None))
+            Some((args::dup(id, new, closed.unwrap_or(-1)), None))
         } else {
-            Some((vec![closed?], None))
+            Some((args::close(closed?), None))
         }
-    });
-    set_errno(e);
-    r
+    })
 }
 
 /// Hook: `dup`.

@@ -47,122 +47,42 @@ fn write_before_exec() {
     set_errno(e);
 }
 
-/// Hook: `execve`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
-    let Some(f) = real!(
-        "execve",
-        unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int
-    ) else {
-        set_errno(libc::ENOSYS);
-        return -1;
-    };
-    write_before_exec();
-    // SAFETY: forwarding the caller's arguments to the real function.
-    unsafe { f(path, argv, envp) }
+// The exec calls: the trace is written, then the real call replaces the process.
+macro_rules! exec_hooks {
+    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        #[doc = concat!("Hook: `", stringify!($name), "`.")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            let Some(f) = real!(stringify!($name), unsafe extern "C" fn($($ty),*) -> c_int) else {
+                return crate::posix::enosys();
+            };
+            write_before_exec();
+            // SAFETY: forwarding the caller's arguments to the real function.
+            unsafe { f($($arg),*) }
+        }
+    )*};
+}
+exec_hooks! {
+    execve(path: *const c_char, argv: Argv, envp: Argv);
+    execv(path: *const c_char, argv: Argv);
+    execvp(file: *const c_char, argv: Argv);
+    execvpe(file: *const c_char, argv: Argv, envp: Argv);
+    fexecve(fd: c_int, argv: Argv, envp: Argv);
 }
 
-/// Hook: `execv`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execv(path: *const c_char, argv: Argv) -> c_int {
-    let Some(f) = real!("execv", unsafe extern "C" fn(*const c_char, Argv) -> c_int) else {
-        set_errno(libc::ENOSYS);
-        return -1;
-    };
-    write_before_exec();
-    // SAFETY: forwarding the caller's arguments to the real function.
-    unsafe { f(path, argv) }
+shim_targets! {
+    iotrex_execv_hook => execv(path: *const c_char, argv: Argv);
+    iotrex_execvp_hook => execvp(file: *const c_char, argv: Argv);
+    iotrex_execve_hook => execve(path: *const c_char, argv: Argv, envp: Argv);
 }
 
-/// Hook: `execvp`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execvp(file: *const c_char, argv: Argv) -> c_int {
-    let Some(f) = real!("execvp", unsafe extern "C" fn(*const c_char, Argv) -> c_int) else {
-        set_errno(libc::ENOSYS);
-        return -1;
-    };
-    write_before_exec();
-    // SAFETY: forwarding the caller's arguments to the real function.
-    unsafe { f(file, argv) }
-}
-
-/// Hook: `execvpe`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int {
-    let Some(f) = real!(
-        "execvpe",
-        unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int
-    ) else {
-        set_errno(libc::ENOSYS);
-        return -1;
-    };
-    write_before_exec();
-    // SAFETY: forwarding the caller's arguments to the real function.
-    unsafe { f(file, argv, envp) }
-}
-
-/// Called by the C shim for `execl`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn iotrex_execv_hook(path: *const c_char, argv: Argv) -> c_int {
-    // SAFETY: the shim built `argv` (NULL-terminated) from the caller's arguments.
-    unsafe { execv(path, argv) }
-}
-
-/// Called by the C shim for `execlp`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn iotrex_execvp_hook(file: *const c_char, argv: Argv) -> c_int {
-    // SAFETY: as for `iotrex_execv_hook`.
-    unsafe { execvp(file, argv) }
-}
-
-/// Called by the C shim for `execle`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn iotrex_execve_hook(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
-    // SAFETY: as for `iotrex_execv_hook`; `envp` is the caller's.
-    unsafe { execve(path, argv, envp) }
-}
-
-#[cfg(target_arch = "x86_64")]
-unsafe extern "C" {
-    fn iotrex_c_execl();
-    fn iotrex_c_execlp();
-    fn iotrex_c_execle();
-}
-
-/// Hook: `execl`. A naked tail jump to the C shim, which then sees the original variadic call.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execl() {
-    core::arch::naked_asm!("jmp {f}", f = sym iotrex_c_execl);
-}
-
-/// Hook: `execlp`, as `execl`.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execlp() {
-    core::arch::naked_asm!("jmp {f}", f = sym iotrex_c_execlp);
-}
-
-/// Hook: `execle`, as `execl`.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execle() {
-    core::arch::naked_asm!("jmp {f}", f = sym iotrex_c_execle);
-}
-
-/// Hook: `fexecve`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
-    let Some(f) = real!("fexecve", unsafe extern "C" fn(c_int, Argv, Argv) -> c_int) else {
-        set_errno(libc::ENOSYS);
-        return -1;
-    };
-    write_before_exec();
-    // SAFETY: forwarding the caller's arguments to the real function.
-    unsafe { f(fd, argv, envp) }
+naked_jumps! {
+    /// Hook: `execl`.
+    execl => iotrex_c_execl;
+    /// Hook: `execlp`.
+    execlp => iotrex_c_execlp;
+    /// Hook: `execle`.
+    execle => iotrex_c_execle;
 }
 
 /// `_exit` ends the process without running exit handlers, and shells (dash) end that way, so

@@ -369,23 +369,31 @@ fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
     }
 }
 
-/// Creates `path` if it does not exist (raw syscalls: the signal handler uses this too).
-/// `Err(errno)` otherwise.
-fn create_excl(path: &str) -> Result<(), c_int> {
-    let c = std::ffi::CString::new(path).map_err(|_| libc::EINVAL)?;
-    // SAFETY: `c` is a NUL-terminated path; openat with O_CREAT takes a mode argument.
+/// Opens `path` for writing, created with mode 0644 and `flags` (`O_EXCL`, `O_TRUNC`), by the
+/// raw system call (no hook, no lock: the signal handler uses it). `Err(errno)` on failure.
+fn create_raw(path: &std::ffi::CStr, flags: c_int) -> Result<libc::c_long, c_int> {
+    // SAFETY: `path` is a NUL-terminated path; openat with O_CREAT takes a mode argument.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_openat,
             libc::AT_FDCWD,
-            c.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | flags,
             0o644,
         )
     };
     if fd < 0 {
-        return Err(crate::posix::errno());
+        Err(crate::posix::errno())
+    } else {
+        Ok(fd)
     }
+}
+
+/// Creates `path` if it does not exist (raw syscalls: the signal handler uses this too).
+/// `Err(errno)` otherwise.
+fn create_excl(path: &str) -> Result<(), c_int> {
+    let c = std::ffi::CString::new(path).map_err(|_| libc::EINVAL)?;
+    let fd = create_raw(&c, libc::O_EXCL)?;
     // SAFETY: closing the descriptor just opened.
     unsafe { libc::syscall(libc::SYS_close, fd) };
     Ok(())
@@ -465,19 +473,7 @@ pub fn before_exec() {
 fn write_file_raw(path: &str, bytes: &[u8]) -> Result<(), c_int> {
     let tmp = std::ffi::CString::new(format!("{path}.tmp")).map_err(|_| libc::EINVAL)?;
     let dst = std::ffi::CString::new(path).map_err(|_| libc::EINVAL)?;
-    // SAFETY: `tmp` is a NUL-terminated path; openat with O_CREAT takes a mode argument.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat,
-            libc::AT_FDCWD,
-            tmp.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
-            0o644,
-        )
-    };
-    if fd < 0 {
-        return Err(crate::posix::errno());
-    }
+    let fd = create_raw(&tmp, libc::O_TRUNC)?;
     let mut done = 0;
     while done < bytes.len() {
         // SAFETY: the slice is valid for its length; `fd` is ours.

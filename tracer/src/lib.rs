@@ -25,6 +25,8 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+#[macro_use]
+mod hook;
 pub mod callsite;
 pub mod dup;
 pub mod exec;

@@ -4,12 +4,12 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-use crate::callsite::signature;
-use crate::guard::{BUSY, Enter};
+use crate::guard::BUSY;
 use crate::real::real;
-use crate::state::{Call, fd_traced, now_ns, record, traceable};
+use crate::state::{fd_traced, run_recorded, traceable};
 use libc::{c_char, c_int, c_long, c_void, iovec, mode_t, off_t, size_t, ssize_t};
 use rsd::Op;
+use rsd::op::{args, fixed};
 
 /// This thread's errno (hooks save it around their own work and restore it).
 pub(crate) fn errno() -> c_int {
@@ -24,7 +24,7 @@ pub(crate) fn set_errno(e: c_int) {
 }
 
 /// Fails like a missing system call when the real function cannot be found.
-fn enosys<T: From<i8>>() -> T {
+pub(crate) fn enosys<T: From<i8>>() -> T {
     set_errno(libc::ENOSYS);
     T::from(-1)
 }
@@ -43,35 +43,47 @@ pub(crate) fn cpath(p: *const c_char) -> Option<String> {
     )
 }
 
-/// Runs a call on descriptor `fd`; records it with `params(fd_id, ret)` if `fd` is traced.
+/// What a call acts on that the tracer keeps a table of: a descriptor or a stream.
+pub(crate) trait Handle: Copy {
+    /// Whether the handle is in the table (calls on others are not recorded).
+    fn traced(self) -> bool;
+    /// Its id in the table.
+    fn id(self, st: &mut crate::state::State) -> Option<i64>;
+    /// Runs a call on a handle that is not traced.
+    fn pass<T>(self, call: impl FnOnce() -> T) -> T {
+        call()
+    }
+}
+
+impl Handle for c_int {
+    fn traced(self) -> bool {
+        fd_traced(self)
+    }
+    fn id(self, st: &mut crate::state::State) -> Option<i64> {
+        st.fd(self)
+    }
+}
+
+/// Runs a call on a descriptor or stream `h`; records it with `params(id, ret)` if `h` is
+/// traced. `params` may return a fixed array: the steady state of a traced loop then records
+/// without allocating.
 #[inline]
-fn fd_op<T: Copy, P: AsRef<[i64]>>(
-    fd: c_int,
+pub(crate) fn on_handle<T: Copy, P: AsRef<[i64]>>(
+    h: impl Handle,
     op: Op,
     call: impl FnOnce() -> T,
     ret: impl FnOnce(T) -> i64,
-    // A fixed array: the steady state of a traced loop then records without allocating.
     params: impl FnOnce(i64, i64) -> P,
 ) -> T {
     let Some(child) = traceable() else {
         return call();
     };
-    if !fd_traced(fd) {
-        return call();
+    if !h.traced() {
+        return h.pass(call);
     }
-    let _g = Enter::new(BUSY);
-    let sig = signature();
-    let t0 = now_ns();
-    let r = call();
-    let t1 = now_ns();
-    let e = errno();
-    let rv = ret(r);
-    record(Call { op, sig, t0, t1 }, child, |st| {
-        let id = st.fd(fd)?;
-        Some((params(id, rv), None))
-    });
-    set_errno(e);
-    r
+    run_recorded(op, child, call, |st, r| {
+        Some((params(h.id(st)?, ret(r)), None))
+    })
 }
 
 /// Runs a call that names a path; `params(state, ret)` may update the tables (opens).
@@ -93,18 +105,10 @@ fn path_op<T: Copy>(
     if child && p.as_deref().is_some_and(is_shared_library) {
         return call();
     }
-    let _g = Enter::new(BUSY);
-    let sig = signature();
-    let t0 = now_ns();
-    let r = call();
-    let t1 = now_ns();
-    let e = errno();
-    let rv = ret(r);
-    record(Call { op, sig, t0, t1 }, child, |st| {
+    run_recorded(op, child, call, |st, r| {
+        let rv = ret(r);
         Some((params(st, rv), p))
-    });
-    set_errno(e);
-    r
+    })
 }
 
 /// `lib.so` or `lib.so.1.2`: a shared library.
@@ -125,137 +129,96 @@ fn creates(flags: c_int) -> bool {
     flags & libc::O_CREAT != 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE
 }
 
-fn open_params(st: &mut crate::state::State, flags: c_int, mode: mode_t, r: i64) -> Vec<i64> {
-    let id = if r >= 0 { st.fd_open(r as c_int) } else { -1 };
+/// The parameters of an `open` (`args`: `args::open` or `args::openat`), which enters the
+/// descriptor it returned in the table.
+fn open_params(
+    st: &mut crate::state::State,
+    flags: c_int,
+    mode: mode_t,
+    r: i64,
+    args: fn(i64, i64, i64) -> Vec<i64>,
+) -> Vec<i64> {
+    let id = st.fd_open_result(r);
     // `mode` is only passed with O_CREAT/O_TMPFILE; otherwise the register holds garbage.
     let mode = if creates(flags) { mode as i64 } else { 0 };
-    vec![flags as i64, mode, id]
+    args(flags as i64, mode, id)
 }
 
-type OpenFn = unsafe extern "C" fn(*const c_char, c_int, mode_t) -> c_int;
-type OpenatFn = unsafe extern "C" fn(c_int, *const c_char, c_int, mode_t) -> c_int;
+libc_hooks! {
+    /// Hook: `open` family (the variadic `mode` is read as a third argument, which the
+    /// x86-64 and AArch64 calling conventions pass in a register either way).
+    open | open64 (path: *const c_char, flags: c_int, mode: mode_t) -> c_int
+        => path_op(path, Open) |st, r| open_params(st, flags, mode, r, args::open);
+    /// Hook: fortified `open` without a mode.
+    __open_2 | __open64_2 (path: *const c_char, flags: c_int) -> c_int
+        => path_op(path, Open) |st, r| open_params(st, flags, 0, r, args::open);
+    /// Hook: `openat` family.
+    openat | openat64 (dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int
+        => path_op(path, Openat) |st, r| open_params(st, flags, mode, r, args::openat);
+    /// Hook: fortified `openat` without a mode.
+    __openat_2 | __openat64_2 (dirfd: c_int, path: *const c_char, flags: c_int) -> c_int
+        => path_op(path, Openat) |st, r| open_params(st, flags, 0, r, args::openat);
+    /// Hook: `creat`.
+    creat | creat64 (path: *const c_char, mode: mode_t) -> c_int
+        => path_op(path, Creat) |st, r| args::creat(mode as i64, st.fd_open_result(r));
 
-macro_rules! open_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: `open` family (the variadic `mode` is read as a third argument, which the
-        /// x86-64 and AArch64 calling conventions pass in a register either way).
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
-            let Some(f) = real!($sym, OpenFn) else {
-                return enosys();
-            };
-            path_op(
-                path,
-                Op::Open,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(path, flags, mode) },
-                |r| r as i64,
-                |st, r| open_params(st, flags, mode, r),
-            )
-        }
-    };
-}
-open_hook!(open, "open");
-open_hook!(open64, "open64");
+    /// Hook: `read`.
+    read (fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
+        => on_handle(fd, Read) |id, r| fixed::read(id, n as i64, r);
+    /// Hook: fortified `read`.
+    __read_chk (fd: c_int, buf: *mut c_void, n: size_t, len: size_t) -> ssize_t
+        => on_handle(fd, Read) |id, r| fixed::read(id, n as i64, r);
+    /// Hook: `write`.
+    write (fd: c_int, buf: *const c_void, n: size_t) -> ssize_t
+        => on_handle(fd, Write) |id, r| fixed::write(id, n as i64, r);
+    /// Hook: `pread` (and its 64-bit name).
+    pread | pread64 (fd: c_int, buf: *mut c_void, n: size_t, off: off_t) -> ssize_t
+        => on_handle(fd, Pread) |id, r| fixed::pread(id, n as i64, off, r);
+    /// Hook: fortified `pread`.
+    __pread_chk | __pread64_chk (fd: c_int, buf: *mut c_void, n: size_t, off: off_t, len: size_t)
+        -> ssize_t => on_handle(fd, Pread) |id, r| fixed::pread(id, n as i64, off, r);
+    /// Hook: `pwrite` (and its 64-bit name).
+    pwrite | pwrite64 (fd: c_int, buf: *const c_void, n: size_t, off: off_t) -> ssize_t
+        => on_handle(fd, Pwrite) |id, r| fixed::pwrite(id, n as i64, off, r);
+    /// Hook: `readv`/`writev`, and `preadv`/`pwritev` (and their 64-bit names).
+    readv (fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t
+        => on_handle(fd, Readv) |id, r| fixed::readv(id, cnt as i64, r);
+    writev (fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t
+        => on_handle(fd, Writev) |id, r| fixed::writev(id, cnt as i64, r);
+    preadv | preadv64 (fd: c_int, iov: *const iovec, cnt: c_int, off: off_t) -> ssize_t
+        => on_handle(fd, Preadv) |id, r| fixed::preadv(id, cnt as i64, off, r);
+    pwritev | pwritev64 (fd: c_int, iov: *const iovec, cnt: c_int, off: off_t) -> ssize_t
+        => on_handle(fd, Pwritev) |id, r| fixed::pwritev(id, cnt as i64, off, r);
+    /// Hook: `lseek`.
+    lseek | lseek64 (fd: c_int, off: off_t, whence: c_int) -> off_t
+        => on_handle(fd, Lseek) |id, r| fixed::lseek(id, off, whence as i64, r);
+    /// Hook: `fsync`, `fdatasync`.
+    fsync (fd: c_int) -> c_int => on_handle(fd, Fsync) |id, _| fixed::fsync(id);
+    fdatasync (fd: c_int) -> c_int => on_handle(fd, Fdatasync) |id, _| fixed::fdatasync(id);
+    /// Hook: `ftruncate`.
+    ftruncate | ftruncate64 (fd: c_int, len: off_t) -> c_int
+        => on_handle(fd, Ftruncate) |id, _| fixed::ftruncate(id, len);
+    /// Hook: `vdprintf` and its fortified form, also the targets of the `dprintf` shims:
+    /// a `write` of the bytes written.
+    vdprintf (fd: c_int, fmt: *const c_char, ap: VaList) -> c_int, else -1
+        => on_handle(fd, Write) |id, r| fixed::write(id, r.max(0), r);
+    __vdprintf_chk (fd: c_int, flag: c_int, fmt: *const c_char, ap: VaList) -> c_int, else -1
+        => on_handle(fd, Write) |id, r| fixed::write(id, r.max(0), r);
 
-macro_rules! open2_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: fortified `open` without a mode.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(path: *const c_char, flags: c_int) -> c_int {
-            let Some(f) = real!($sym, unsafe extern "C" fn(*const c_char, c_int) -> c_int) else {
-                return enosys();
-            };
-            path_op(
-                path,
-                Op::Open,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(path, flags) },
-                |r| r as i64,
-                |st, r| open_params(st, flags, 0, r),
-            )
-        }
-    };
+    /// Hook: `unlink`, `rmdir`, `mkdir`, `access`.
+    unlink (path: *const c_char) -> c_int => path_op(path, Unlink) |_, _| args::unlink();
+    rmdir (path: *const c_char) -> c_int => path_op(path, Rmdir) |_, _| args::rmdir();
+    mkdir (path: *const c_char, mode: mode_t) -> c_int
+        => path_op(path, Mkdir) |_, _| args::mkdir(mode as i64);
+    access (path: *const c_char, mode: c_int) -> c_int
+        => path_op(path, Access) |_, r| args::access(mode as i64, r);
+    /// Hook: `stat`/`lstat` (glibc 2.33+ exports them as functions).
+    stat | stat64 | lstat | lstat64 (path: *const c_char, buf: *mut c_void) -> c_int
+        => path_op(path, Stat) |_, r| args::stat(r);
+    /// Hook: the versioned `__xstat` entry points older binaries call.
+    __xstat | __xstat64 | __lxstat | __lxstat64 (ver: c_int, path: *const c_char, buf: *mut c_void)
+        -> c_int => path_op(path, Stat) |_, r| args::stat(r);
 }
-open2_hook!(__open_2, "__open_2");
-open2_hook!(__open64_2, "__open64_2");
-
-macro_rules! openat_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: `openat` family.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            dirfd: c_int,
-            path: *const c_char,
-            flags: c_int,
-            mode: mode_t,
-        ) -> c_int {
-            let Some(f) = real!($sym, OpenatFn) else {
-                return enosys();
-            };
-            path_op(
-                path,
-                Op::Openat,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(dirfd, path, flags, mode) },
-                |r| r as i64,
-                |st, r| open_params(st, flags, mode, r),
-            )
-        }
-    };
-}
-openat_hook!(openat, "openat");
-openat_hook!(openat64, "openat64");
-
-macro_rules! openat2_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: fortified `openat` without a mode.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-            let Some(f) = real!(
-                $sym,
-                unsafe extern "C" fn(c_int, *const c_char, c_int) -> c_int
-            ) else {
-                return enosys();
-            };
-            path_op(
-                path,
-                Op::Openat,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(dirfd, path, flags) },
-                |r| r as i64,
-                |st, r| open_params(st, flags, 0, r),
-            )
-        }
-    };
-}
-openat2_hook!(__openat_2, "__openat_2");
-openat2_hook!(__openat64_2, "__openat64_2");
-
-macro_rules! creat_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: `creat`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(path: *const c_char, mode: mode_t) -> c_int {
-            let Some(f) = real!($sym, unsafe extern "C" fn(*const c_char, mode_t) -> c_int) else {
-                return enosys();
-            };
-            path_op(
-                path,
-                Op::Creat,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(path, mode) },
-                |r| r as i64,
-                |st, r| {
-                    let id = if r >= 0 { st.fd_open(r as c_int) } else { -1 };
-                    vec![mode as i64, id]
-                },
-            )
-        }
-    };
-}
-creat_hook!(creat, "creat");
-creat_hook!(creat64, "creat64");
 
 /// Hook: `close`.
 #[unsafe(no_mangle)]
@@ -276,349 +239,14 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(fd) };
     }
-    let _g = Enter::new(BUSY);
-    let sig = signature();
-    let t0 = now_ns();
-    // SAFETY: forwarding the caller's argument.
-    let r = unsafe { f(fd) };
-    let t1 = now_ns();
-    let e = errno();
-    record(
-        Call {
-            op: Op::Close,
-            sig,
-            t0,
-            t1,
-        },
+    run_recorded(
+        Op::Close,
         child,
-        |st| Some((vec![st.fd_close(fd)?], None)),
-    );
-    set_errno(e);
-    r
-}
-
-macro_rules! rw_hook {
-    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
-        /// Hook: `read`/`write`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int, buf: $buf, n: size_t) -> ssize_t {
-            let Some(f) = real!($sym, unsafe extern "C" fn(c_int, $buf, size_t) -> ssize_t) else {
-                return enosys();
-            };
-            fd_op(
-                fd,
-                $op,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(fd, buf, n) },
-                |r| r as i64,
-                |id, r| [id, n as i64, r],
-            )
-        }
-    };
-}
-rw_hook!(read, "read", Op::Read, *mut c_void);
-rw_hook!(write, "write", Op::Write, *const c_void);
-
-/// Hook: fortified `read`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __read_chk(
-    fd: c_int,
-    buf: *mut c_void,
-    n: size_t,
-    len: size_t,
-) -> ssize_t {
-    let Some(f) = real!(
-        "__read_chk",
-        unsafe extern "C" fn(c_int, *mut c_void, size_t, size_t) -> ssize_t
-    ) else {
-        return enosys();
-    };
-    fd_op(
-        fd,
-        Op::Read,
-        // SAFETY: forwarding the caller's arguments to the real function.
-        || unsafe { f(fd, buf, n, len) },
-        |r| r as i64,
-        |id, r| [id, n as i64, r],
+        // SAFETY: forwarding the caller's argument.
+        || unsafe { f(fd) },
+        |st, _| Some((args::close(st.fd_close(fd)?), None)),
     )
 }
-
-// `dprintf`: glibc formats into a buffer of its own and writes it through an internal entry
-// point, not the `write` symbol, so without these hooks its bytes went unrecorded. Recorded as
-// a `write` of the bytes it wrote (the count is only known afterwards).
-
-/// `va_list` as a function parameter is a pointer on x86-64: forwarded opaque.
-type VaList = *mut c_void;
-
-/// Hook: `vdprintf`; also the target of the `dprintf` shim.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn vdprintf(fd: c_int, fmt: *const libc::c_char, ap: VaList) -> c_int {
-    let Some(f) = real!(
-        "vdprintf",
-        unsafe extern "C" fn(c_int, *const libc::c_char, VaList) -> c_int
-    ) else {
-        return -1;
-    };
-    fd_op(
-        fd,
-        Op::Write,
-        // SAFETY: forwarding the caller's arguments (and its va_list) to the real function.
-        || unsafe { f(fd, fmt, ap) },
-        |r| r as i64,
-        |id, r| [id, r.max(0), r],
-    )
-}
-
-/// Hook: fortified `vdprintf`; also the target of the `__dprintf_chk` shim.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __vdprintf_chk(
-    fd: c_int,
-    flag: c_int,
-    fmt: *const libc::c_char,
-    ap: VaList,
-) -> c_int {
-    let Some(f) = real!(
-        "__vdprintf_chk",
-        unsafe extern "C" fn(c_int, c_int, *const libc::c_char, VaList) -> c_int
-    ) else {
-        return -1;
-    };
-    fd_op(
-        fd,
-        Op::Write,
-        // SAFETY: forwarding the caller's arguments (and its va_list) to the real function.
-        || unsafe { f(fd, flag, fmt, ap) },
-        |r| r as i64,
-        |id, r| [id, r.max(0), r],
-    )
-}
-
-/// Called by the C shim for `dprintf`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn iotrex_vdprintf_hook(
-    fd: c_int,
-    fmt: *const libc::c_char,
-    ap: VaList,
-) -> c_int {
-    // SAFETY: same contract as vdprintf, which the shim received from the application.
-    unsafe { vdprintf(fd, fmt, ap) }
-}
-
-/// Called by the C shim for `__dprintf_chk`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn iotrex_vdprintf_chk_hook(
-    fd: c_int,
-    flag: c_int,
-    fmt: *const libc::c_char,
-    ap: VaList,
-) -> c_int {
-    // SAFETY: same contract as __vdprintf_chk, which the shim received from the application.
-    unsafe { __vdprintf_chk(fd, flag, fmt, ap) }
-}
-
-#[cfg(target_arch = "x86_64")]
-unsafe extern "C" {
-    fn iotrex_c_dprintf();
-    fn iotrex_c_dprintf_chk();
-}
-
-/// Hook: `dprintf`. A naked tail jump to the C shim, which then sees the original variadic
-/// call (as `fprintf` in `stdio`).
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn dprintf() {
-    core::arch::naked_asm!("jmp {f}", f = sym iotrex_c_dprintf);
-}
-
-/// Hook: `__dprintf_chk` (`dprintf` under `_FORTIFY_SOURCE`), as `dprintf`.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __dprintf_chk() {
-    core::arch::naked_asm!("jmp {f}", f = sym iotrex_c_dprintf_chk);
-}
-
-macro_rules! prw_hook {
-    ($name:ident, $sym:literal, $op:expr, $buf:ty) => {
-        /// Hook: `pread`/`pwrite` (and their 64-bit names).
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int, buf: $buf, n: size_t, off: off_t) -> ssize_t {
-            let Some(f) = real!(
-                $sym,
-                unsafe extern "C" fn(c_int, $buf, size_t, off_t) -> ssize_t
-            ) else {
-                return enosys();
-            };
-            fd_op(
-                fd,
-                $op,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(fd, buf, n, off) },
-                |r| r as i64,
-                |id, r| [id, n as i64, off, r],
-            )
-        }
-    };
-}
-prw_hook!(pread, "pread", Op::Pread, *mut c_void);
-prw_hook!(pread64, "pread64", Op::Pread, *mut c_void);
-prw_hook!(pwrite, "pwrite", Op::Pwrite, *const c_void);
-prw_hook!(pwrite64, "pwrite64", Op::Pwrite, *const c_void);
-
-macro_rules! pread_chk_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: fortified `pread`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            fd: c_int,
-            buf: *mut c_void,
-            n: size_t,
-            off: off_t,
-            len: size_t,
-        ) -> ssize_t {
-            let Some(f) = real!(
-                $sym,
-                unsafe extern "C" fn(c_int, *mut c_void, size_t, off_t, size_t) -> ssize_t
-            ) else {
-                return enosys();
-            };
-            fd_op(
-                fd,
-                Op::Pread,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(fd, buf, n, off, len) },
-                |r| r as i64,
-                |id, r| [id, n as i64, off, r],
-            )
-        }
-    };
-}
-pread_chk_hook!(__pread_chk, "__pread_chk");
-pread_chk_hook!(__pread64_chk, "__pread64_chk");
-
-macro_rules! rwv_hook {
-    ($name:ident, $sym:literal, $op:expr) => {
-        /// Hook: `readv`/`writev`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-            let Some(f) = real!(
-                $sym,
-                unsafe extern "C" fn(c_int, *const iovec, c_int) -> ssize_t
-            ) else {
-                return enosys();
-            };
-            fd_op(
-                fd,
-                $op,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(fd, iov, cnt) },
-                |r| r as i64,
-                |id, r| [id, cnt as i64, r],
-            )
-        }
-    };
-}
-rwv_hook!(readv, "readv", Op::Readv);
-rwv_hook!(writev, "writev", Op::Writev);
-
-macro_rules! prwv_hook {
-    ($name:ident, $sym:literal, $op:expr) => {
-        /// Hook: `preadv`/`pwritev` (and their 64-bit names).
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            fd: c_int,
-            iov: *const iovec,
-            cnt: c_int,
-            off: off_t,
-        ) -> ssize_t {
-            let Some(f) = real!(
-                $sym,
-                unsafe extern "C" fn(c_int, *const iovec, c_int, off_t) -> ssize_t
-            ) else {
-                return enosys();
-            };
-            fd_op(
-                fd,
-                $op,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(fd, iov, cnt, off) },
-                |r| r as i64,
-                |id, r| [id, cnt as i64, off, r],
-            )
-        }
-    };
-}
-prwv_hook!(preadv, "preadv", Op::Preadv);
-prwv_hook!(preadv64, "preadv64", Op::Preadv);
-prwv_hook!(pwritev, "pwritev", Op::Pwritev);
-prwv_hook!(pwritev64, "pwritev64", Op::Pwritev);
-
-macro_rules! lseek_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: `lseek`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int, off: off_t, whence: c_int) -> off_t {
-            let Some(f) = real!($sym, unsafe extern "C" fn(c_int, off_t, c_int) -> off_t) else {
-                return enosys();
-            };
-            fd_op(
-                fd,
-                Op::Lseek,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(fd, off, whence) },
-                |r| r,
-                |id, r| [id, off, whence as i64, r],
-            )
-        }
-    };
-}
-lseek_hook!(lseek, "lseek");
-lseek_hook!(lseek64, "lseek64");
-
-macro_rules! sync_hook {
-    ($name:ident, $sym:literal, $op:expr) => {
-        /// Hook: `fsync`/`fdatasync`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int) -> c_int {
-            let Some(f) = real!($sym, unsafe extern "C" fn(c_int) -> c_int) else {
-                return enosys();
-            };
-            fd_op(
-                fd,
-                $op,
-                // SAFETY: forwarding the caller's argument to the real function.
-                || unsafe { f(fd) },
-                |r| r as i64,
-                |id, _| [id],
-            )
-        }
-    };
-}
-sync_hook!(fsync, "fsync", Op::Fsync);
-sync_hook!(fdatasync, "fdatasync", Op::Fdatasync);
-
-macro_rules! ftruncate_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: `ftruncate`.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(fd: c_int, len: off_t) -> c_int {
-            let Some(f) = real!($sym, unsafe extern "C" fn(c_int, off_t) -> c_int) else {
-                return enosys();
-            };
-            fd_op(
-                fd,
-                Op::Ftruncate,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(fd, len) },
-                |r| r as i64,
-                |id, _| [id, len],
-            )
-        }
-    };
-}
-ftruncate_hook!(ftruncate, "ftruncate");
-ftruncate_hook!(ftruncate64, "ftruncate64");
 
 macro_rules! fcntl_hook {
     ($name:ident, $sym:literal) => {
@@ -633,13 +261,13 @@ macro_rules! fcntl_hook {
                 // A new descriptor for the same file: traced like `dup`.
                 return crate::dup::fcntl_dup(f, fd, cmd, arg);
             }
-            fd_op(
+            on_handle(
                 fd,
                 Op::Fcntl,
                 // SAFETY: forwarding the caller's arguments to the real function.
                 || unsafe { f(fd, cmd, arg) },
                 |r| r as i64,
-                |id, r| [id, cmd as i64, r],
+                |id, r| fixed::fcntl(id, cmd as i64, r),
             )
         }
     };
@@ -647,129 +275,24 @@ macro_rules! fcntl_hook {
 fcntl_hook!(fcntl, "fcntl");
 fcntl_hook!(fcntl64, "fcntl64");
 
-/// Hook: `unlink`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
-    let Some(f) = real!("unlink", unsafe extern "C" fn(*const c_char) -> c_int) else {
-        return enosys();
-    };
-    // SAFETY: forwarding the caller's argument to the real function.
-    path_op(
-        path,
-        Op::Unlink,
-        || unsafe { f(path) },
-        |r| r as i64,
-        |_, _| vec![],
-    )
+// `dprintf`: glibc formats into a buffer of its own and writes it through an internal entry
+// point, not the `write` symbol, so without these hooks its bytes went unrecorded. Recorded as
+// a `write` of the bytes it wrote (the count is only known afterwards).
+
+/// `va_list` as a function parameter is a pointer on x86-64: forwarded opaque.
+type VaList = *mut c_void;
+
+shim_targets! {
+    iotrex_vdprintf_hook => vdprintf(fd: c_int, fmt: *const c_char, ap: VaList);
+    iotrex_vdprintf_chk_hook => __vdprintf_chk(fd: c_int, flag: c_int, fmt: *const c_char, ap: VaList);
 }
 
-/// Hook: `rmdir`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rmdir(path: *const c_char) -> c_int {
-    let Some(f) = real!("rmdir", unsafe extern "C" fn(*const c_char) -> c_int) else {
-        return enosys();
-    };
-    // SAFETY: forwarding the caller's argument to the real function.
-    path_op(
-        path,
-        Op::Rmdir,
-        || unsafe { f(path) },
-        |r| r as i64,
-        |_, _| vec![],
-    )
+naked_jumps! {
+    /// Hook: `dprintf`.
+    dprintf => iotrex_c_dprintf;
+    /// Hook: `__dprintf_chk` (`dprintf` under `_FORTIFY_SOURCE`).
+    __dprintf_chk => iotrex_c_dprintf_chk;
 }
-
-/// Hook: `mkdir`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mkdir(path: *const c_char, mode: mode_t) -> c_int {
-    let Some(f) = real!(
-        "mkdir",
-        unsafe extern "C" fn(*const c_char, mode_t) -> c_int
-    ) else {
-        return enosys();
-    };
-    path_op(
-        path,
-        Op::Mkdir,
-        // SAFETY: forwarding the caller's arguments to the real function.
-        || unsafe { f(path, mode) },
-        |r| r as i64,
-        |_, _| vec![mode as i64],
-    )
-}
-
-/// Hook: `access`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
-    let Some(f) = real!(
-        "access",
-        unsafe extern "C" fn(*const c_char, c_int) -> c_int
-    ) else {
-        return enosys();
-    };
-    path_op(
-        path,
-        Op::Access,
-        // SAFETY: forwarding the caller's arguments to the real function.
-        || unsafe { f(path, mode) },
-        |r| r as i64,
-        |_, r| vec![mode as i64, r],
-    )
-}
-
-macro_rules! stat_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: `stat`/`lstat` (glibc 2.33+ exports them as functions).
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(path: *const c_char, buf: *mut c_void) -> c_int {
-            let Some(f) = real!(
-                $sym,
-                unsafe extern "C" fn(*const c_char, *mut c_void) -> c_int
-            ) else {
-                return enosys();
-            };
-            path_op(
-                path,
-                Op::Stat,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(path, buf) },
-                |r| r as i64,
-                |_, r| vec![r],
-            )
-        }
-    };
-}
-stat_hook!(stat, "stat");
-stat_hook!(stat64, "stat64");
-stat_hook!(lstat, "lstat");
-stat_hook!(lstat64, "lstat64");
-
-macro_rules! xstat_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: the versioned `__xstat` entry points older binaries call.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(ver: c_int, path: *const c_char, buf: *mut c_void) -> c_int {
-            let Some(f) = real!(
-                $sym,
-                unsafe extern "C" fn(c_int, *const c_char, *mut c_void) -> c_int
-            ) else {
-                return enosys();
-            };
-            path_op(
-                path,
-                Op::Stat,
-                // SAFETY: forwarding the caller's arguments to the real function.
-                || unsafe { f(ver, path, buf) },
-                |r| r as i64,
-                |_, r| vec![r],
-            )
-        }
-    };
-}
-xstat_hook!(__xstat, "__xstat");
-xstat_hook!(__xstat64, "__xstat64");
-xstat_hook!(__lxstat, "__lxstat");
-xstat_hook!(__lxstat64, "__lxstat64");
 
 #[cfg(test)]
 mod tests {

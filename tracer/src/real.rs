@@ -17,7 +17,7 @@ pub fn lookup_global(name: &'static str) -> usize {
 /// `real!("name", fn type)` gives `Option<fn type>` for the next definition of `name`,
 /// resolved once and cached in an atomic (hooks can run on any thread, before constructors).
 macro_rules! real {
-    ($name:literal, $ty:ty) => {{
+    ($name:expr, $ty:ty) => {{
         static P: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let mut p = P.load(std::sync::atomic::Ordering::Relaxed);
         if p == 0 {

@@ -174,6 +174,11 @@ pub struct State {
     pub files: Table,
     /// Outstanding MPI requests.
     pub reqs: Table,
+    /// The persistent ones among them (`MPI_Send_init`, ...): a completion leaves them in
+    /// `reqs`, only `MPI_Request_free` removes them.
+    pub persistent: std::collections::HashSet<usize>,
+    /// Matched messages (`MPI_Mprobe`) not yet received.
+    pub msgs: Table,
     /// Communicators.
     pub comms: Ids,
     /// Datatypes, with their sizes cached.
@@ -209,6 +214,8 @@ impl State {
             streams: Table::default(),
             files: Table::default(),
             reqs: Table::default(),
+            persistent: Default::default(),
+            msgs: Table::default(),
             comms: Ids::starting_at(2),
             types: Ids::starting_at(1000),
             type_sizes: HashMap::new(),
@@ -226,6 +233,11 @@ impl State {
     pub fn fd_open(&mut self, fd: i32) -> i64 {
         fd_mark(fd, true);
         self.fds.insert(fd as usize)
+    }
+
+    /// Adds the descriptor an opening call returned (`r`), if it succeeded: its id, or -1.
+    pub fn fd_open_result(&mut self, r: i64) -> i64 {
+        if r >= 0 { self.fd_open(r as i32) } else { -1 }
     }
 
     /// Removes a descriptor from the table.
@@ -439,6 +451,28 @@ pub fn record<P: AsRef<[i64]>>(
             }
         });
     }
+}
+
+/// Runs a hooked call that is to be recorded: under the re-entry guard, timed, recorded with
+/// what `build` derives from the state and the call's result (`None`: not recorded, such as a
+/// descriptor the table does not know), with the call's `errno` left for the caller. The one
+/// core of the POSIX, stdio and descriptor hooks.
+#[inline]
+pub fn run_recorded<T: Copy, P: AsRef<[i64]>>(
+    op: Op,
+    child: bool,
+    call: impl FnOnce() -> T,
+    build: impl FnOnce(&mut State, T) -> Option<(P, Option<String>)>,
+) -> T {
+    let _g = guard::Enter::new(guard::BUSY);
+    let sig = crate::callsite::signature();
+    let t0 = now_ns();
+    let r = call();
+    let t1 = now_ns();
+    let e = crate::posix::errno();
+    record(Call { op, sig, t0, t1 }, child, |st| build(st, r));
+    crate::posix::set_errno(e);
+    r
 }
 
 /// Records a top-level call that carries children.

@@ -157,6 +157,45 @@ pub fn f_status_size() -> usize {
     }
 }
 
+/// The `MPI_SOURCE` and `MPI_TAG` of a C status: its first two `int`s in Open MPI, its third and
+/// fourth in MPICH (after the count).
+///
+/// # Safety
+/// `p` must point to a status of the loaded MPI's ABI.
+pub unsafe fn status_source_tag(p: H) -> (libc::c_int, libc::c_int) {
+    let p = p as *const libc::c_int;
+    let at = match flavour() {
+        Flavour::OpenMpi => 0,
+        Flavour::Mpich => 2,
+    };
+    // SAFETY: forwarded from the caller; both layouts hold these two ints.
+    unsafe { (*p.add(at), *p.add(at + 1)) }
+}
+
+/// A communicator's topology, from `MPI_Topo_test`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// `MPI_CART`.
+    Cart,
+    /// `MPI_GRAPH`.
+    Graph,
+    /// `MPI_DIST_GRAPH`.
+    DistGraph,
+    /// `MPI_UNDEFINED`: none.
+    None,
+}
+
+/// The library's topology constant as a [`Topology`]: `MPI_CART` is 1 and `MPI_GRAPH` 2 in
+/// Open MPI, the other way round in MPICH; `MPI_DIST_GRAPH` is 3 in both.
+pub fn topology(kind: libc::c_int) -> Topology {
+    match (flavour(), kind) {
+        (Flavour::OpenMpi, 1) | (Flavour::Mpich, 2) => Topology::Cart,
+        (Flavour::OpenMpi, 2) | (Flavour::Mpich, 1) => Topology::Graph,
+        (_, 3) => Topology::DistGraph,
+        _ => Topology::None,
+    }
+}
+
 /// Room for either library's `MPI_Status` (Open MPI: 24 bytes, MPICH: 20).
 pub type StatusBuf = [u64; 8];
 

@@ -1,0 +1,164 @@
+//! MPI-IO wrappers. POSIX calls the library makes inside them are recorded as their children.
+
+use super::kinds::*;
+use super::*;
+
+mpi_hooks! {
+    /// Wrapper: `MPI_File_open`.
+    MPI_File_open, _ (comm: Comm, name: Str, amode: Int, info: Info, fh: New<File>) => FileOpen
+        path cpath(name.0);
+        record |st, r| {
+            let c = comm.id(st);
+            let id = match fh.get(r) {
+                Some(h) => st.files.insert(h),
+                None => -1,
+            };
+            args::file_open(c, amode.i(), id)
+        };
+
+    /// Wrapper: `MPI_File_close`.
+    MPI_File_close, mpi_file_close_ (fh: Ref<File>) => FileClose
+        // Read before the call, which resets it to MPI_FILE_NULL.
+        let h = fh.peek();
+        record |st, _| args::file_close(st.files.remove(h).unwrap_or(-1));
+
+    /// Wrapper: `MPI_File_delete`.
+    MPI_File_delete, _ (name: Str, info: Info) => FileDelete
+        path cpath(name.0);
+        record |_, _| args::file_delete();
+
+    /// Wrapper: `MPI_File_set_size`.
+    MPI_File_set_size, mpi_file_set_size_ (fh: File, size: Offset) => FileSetSize
+        record |st, _| args::file_set_size(fh.id(st), size.i());
+
+    /// Wrapper: `MPI_File_get_size`.
+    MPI_File_get_size, mpi_file_get_size_ (fh: File, size: OffsetOut) => FileGetSize
+        record |st, r| args::file_get_size(fh.id(st), size.get(r));
+
+    /// Wrapper: `MPI_File_set_view`.
+    MPI_File_set_view, _ (
+        fh: File, disp: Offset, etype: Datatype, filetype: Datatype, datarep: Str, info: Info,
+    ) => FileSetView
+        record |st, _| args::file_set_view(fh.id(st), disp.i(), etype.id(st), filetype.id(st));
+
+    /// Wrapper: `MPI_File_seek`.
+    MPI_File_seek, mpi_file_seek_ (fh: File, off: Offset, whence: Int) => FileSeek
+        record |st, _| args::file_seek(fh.id(st), off.i(), whence.i());
+
+    /// Wrapper: `MPI_File_sync`.
+    MPI_File_sync, mpi_file_sync_ (fh: File) => FileSync
+        record |st, _| args::file_sync(fh.id(st));
+}
+
+/// Bytes a call that did not complete yet will move: count times the type size.
+fn io_bytes(st: &mut State, r: c_int, count: i64, dt: Datatype) -> i64 {
+    if r == MPI_SUCCESS {
+        dt.bytes(st, count)
+    } else {
+        0
+    }
+}
+
+/// Bytes a blocking MPI-IO call moved: its status's count in bytes, else (MPI could not say)
+/// count times the type size.
+fn io_bytes_done(st: &mut State, r: c_int, count: i64, dt: Datatype, status: Status) -> i64 {
+    if r != MPI_SUCCESS {
+        return 0;
+    }
+    status.bytes().unwrap_or_else(|| io_bytes(st, r, count, dt))
+}
+
+// The data calls, by family: each line gives the op, the C name, its Fortran hook and the
+// buffer kind; each also gets its MPI-4 large-count `_c` wrapper (an `MPI_Count` count,
+// recorded as the same op: MPICH 4 has them and codes such as IOR call them when they exist).
+macro_rules! file_data {
+    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
+        file_data!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
+    }};
+    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
+        /// Wrapper: an MPI-IO data call with the individual or shared file pointer.
+        $c, $f (fh: File, buf: $buf, count: $cnt, dt: Datatype, status: Status) => $op
+            let mut own = [0; 8];
+            let status = status.or_own(&mut own);
+            record |st, r| {
+                let b = io_bytes_done(st, r, count.i(), dt, status);
+                args::[<$op:snake>](fh.id(st), count.i(), dt.id(st), b)
+            };
+    )*}}};
+}
+file_data! {
+    FileRead: MPI_File_read, mpi_file_read_, IoBufMut;
+    FileReadAll: MPI_File_read_all, mpi_file_read_all_, IoBufMut;
+    FileReadShared: MPI_File_read_shared, mpi_file_read_shared_, IoBufMut;
+    FileReadOrdered: MPI_File_read_ordered, mpi_file_read_ordered_, IoBufMut;
+    FileWrite: MPI_File_write, mpi_file_write_, IoBuf;
+    FileWriteAll: MPI_File_write_all, mpi_file_write_all_, IoBuf;
+    FileWriteShared: MPI_File_write_shared, mpi_file_write_shared_, IoBuf;
+    FileWriteOrdered: MPI_File_write_ordered, mpi_file_write_ordered_, IoBuf;
+}
+
+macro_rules! file_data_at {
+    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
+        file_data_at!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
+    }};
+    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
+        /// Wrapper: an MPI-IO data call at an explicit offset.
+        $c, $f (fh: File, off: Offset, buf: $buf, count: $cnt, dt: Datatype, status: Status)
+            => $op
+            let mut own = [0; 8];
+            let status = status.or_own(&mut own);
+            record |st, r| {
+                let b = io_bytes_done(st, r, count.i(), dt, status);
+                args::[<$op:snake>](fh.id(st), off.i(), count.i(), dt.id(st), b)
+            };
+    )*}}};
+}
+file_data_at! {
+    FileReadAt: MPI_File_read_at, mpi_file_read_at_, IoBufMut;
+    FileReadAtAll: MPI_File_read_at_all, mpi_file_read_at_all_, IoBufMut;
+    FileWriteAt: MPI_File_write_at, mpi_file_write_at_, IoBuf;
+    FileWriteAtAll: MPI_File_write_at_all, mpi_file_write_at_all_, IoBuf;
+}
+
+macro_rules! file_idata {
+    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
+        file_idata!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
+    }};
+    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
+        /// Wrapper: a nonblocking MPI-IO data call.
+        $c, $f (fh: File, buf: $buf, count: $cnt, dt: Datatype, req: New<Request>) => $op
+            record |st, r| {
+                let b = io_bytes(st, r, count.i(), dt);
+                let q = req.id(st, r);
+                args::[<$op:snake>](fh.id(st), count.i(), dt.id(st), b, q)
+            };
+    )*}}};
+}
+file_idata! {
+    FileIread: MPI_File_iread, mpi_file_iread_, IoBufMut;
+    FileIreadAll: MPI_File_iread_all, mpi_file_iread_all_, IoBufMut;
+    FileIreadShared: MPI_File_iread_shared, mpi_file_iread_shared_, IoBufMut;
+    FileIwrite: MPI_File_iwrite, mpi_file_iwrite_, IoBuf;
+    FileIwriteAll: MPI_File_iwrite_all, mpi_file_iwrite_all_, IoBuf;
+    FileIwriteShared: MPI_File_iwrite_shared, mpi_file_iwrite_shared_, IoBuf;
+}
+
+macro_rules! file_idata_at {
+    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
+        file_idata_at!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
+    }};
+    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
+        /// Wrapper: a nonblocking MPI-IO data call at an explicit offset.
+        $c, $f (fh: File, off: Offset, buf: $buf, count: $cnt, dt: Datatype, req: New<Request>)
+            => $op
+            record |st, r| {
+                let b = io_bytes(st, r, count.i(), dt);
+                let q = req.id(st, r);
+                args::[<$op:snake>](fh.id(st), off.i(), count.i(), dt.id(st), b, q)
+            };
+    )*}}};
+}
+file_idata_at! {
+    FileIreadAt: MPI_File_iread_at, mpi_file_iread_at_, IoBufMut;
+    FileIwriteAt: MPI_File_iwrite_at, mpi_file_iwrite_at_, IoBuf;
+}

@@ -1,0 +1,116 @@
+//! The recording core every MPI wrapper goes through, and `mpi_hooks!`, the table that
+//! generates the wrappers.
+
+use super::*;
+
+/// Runs an MPI call and records it. In MPI-IO calls (the op's layer), POSIX calls made by the
+/// library become the event's children; in other calls they are not recorded. `path` is the
+/// file a call names (`MPI_File_open`, `MPI_File_delete`).
+#[inline]
+pub(crate) fn mpi_call(
+    op: Op,
+    path: Option<String>,
+    call: impl FnOnce() -> c_int,
+    build: impl FnOnce(&mut State, c_int) -> Vec<i64>,
+) -> c_int {
+    if crate::guard::mode() != IDLE || !RECORDING.load(Ordering::Relaxed) {
+        return call();
+    }
+    let io = op.layer() == rsd::op::Layer::MpiIo;
+    let g = Enter::new(BUSY);
+    let sig = signature();
+    let t0 = now_ns();
+    if io {
+        CHILDREN.with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut() {
+                c.0.clear();
+                c.1 = t0;
+            }
+        });
+        g.switch(IN_MPIIO);
+    }
+    let r = call();
+    let t1 = now_ns();
+    g.switch(BUSY);
+    let children = if io {
+        CHILDREN.with(|c| {
+            c.try_borrow_mut()
+                .map(|mut c| std::mem::take(&mut c.0))
+                .unwrap_or_default()
+        })
+    } else {
+        Vec::new()
+    };
+    record_parent(Call { op, sig, t0, t1 }, children, |st| {
+        Some((build(st, r), path))
+    });
+    r
+}
+
+/// The table of MPI wrappers. One entry per MPI call:
+///
+/// ```text
+/// /// doc
+/// MPI_Bcast, mpi_bcast_ (buf: BufMut, count: Count, dt: Datatype, root: Int, comm: Comm) => Bcast
+///     let h = ...;                 // optional: read before the call (handles MPI resets)
+///     path cpath(name);            // optional: the file the call names
+///     record |st, r| args::bcast(...);
+/// ```
+///
+/// The argument list is the C signature, stated once: every argument kind (`kinds`) is a
+/// `#[repr(transparent)]` newtype of the C type, so the list gives the exported `MPI_X`, the type
+/// of the `PMPI_X` it forwards to and, through each kind's `Fortran` conversion, the Fortran
+/// hook (`mpi_x_`, or `_` for none; `[n]` names the argument holding an array's length, which
+/// the Fortran conversion of request, status and handle arrays needs). `let` statements run
+/// before the call, on the application's arguments, and may rebind them (the forwarded call
+/// uses the latest binding); `record` builds the event's parameters with the op's generated
+/// constructor from what the kinds record (`comm.id(st)`, `peer.rel(comm)`, ...), `r` being the
+/// call's return code.
+macro_rules! mpi_hooks {
+    ($(
+        $(#[$doc:meta])*
+        $cname:ident, $fname:tt ($($arg:ident: $kind:ty $([$n:ident])?),* $(,)?) => $op:ident
+            $(let $p:pat = $e:expr;)*
+            $(path $path:expr;)?
+            record |$st:pat_param, $r:pat_param| $body:expr;
+    )*) => {$(
+        $(#[$doc])*
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $cname($($arg: $kind),*) -> c_int {
+            let f = pmpi!(
+                concat!("P", stringify!($cname)),
+                unsafe extern "C" fn($($kind),*) -> c_int
+            );
+            $(let $p = $e;)*
+            $crate::mpi::record::mpi_call(
+                rsd::Op::$op,
+                None $(.or($path))?,
+                // SAFETY: forwarding the application's arguments, of the C types MPI declares.
+                || unsafe { f($($arg),*) },
+                |$st, $r| $body,
+            )
+        }
+        fortran_hook!($fname, $cname, ($($arg: $kind $([$n])?),*));
+    )*};
+}
+
+/// The Fortran hook of an `mpi_hooks!` entry: every argument by reference and converted by its
+/// kind, the C wrapper called (which records and forwards), outputs converted back, `ierr` set.
+macro_rules! fortran_hook {
+    (_, $cname:ident, ($($t:tt)*)) => {};
+    ($fname:ident, $cname:ident, ($($arg:ident: $kind:ty $([$n:ident])?),*)) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $fname(
+            $($arg: <$kind as $crate::mpi::kinds::Fortran>::F,)*
+            ierr: *mut $crate::mpi::fortran::Fint,
+        ) {
+            use $crate::mpi::kinds::Fortran;
+            $(let mut $arg = <$kind as Fortran>::from_f($arg);)*
+            $($(<$kind as Fortran>::set_len(&mut $arg, $crate::mpi::kinds::Len::array_len(&$n));)?)*
+            // SAFETY: the program's arguments, each converted to its C type by its kind.
+            let rc = unsafe { $cname($(<$kind as Fortran>::c(&mut $arg)),*) };
+            $(<$kind as Fortran>::back(&$arg);)*
+            $crate::mpi::fortran::set(ierr, rc);
+        }
+    };
+}
