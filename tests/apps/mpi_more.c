@@ -508,8 +508,29 @@ static void groups(void) {
     MPI_Allreduce(&mrank, &s, 1, MPI_INT, MPI_SUM, merged);
     count("MPI_Allreduce", 0);
     CHECK(s == n * (n - 1) / 2, "merged sum %d", s);
-    MPI_Comm *cs[] = {&merged, &inter, &half};
-    for (int i = 0; i < 3; i++) {
+    /* The other copies of a communicator, recorded as the dups they are: one with hints, one
+     * nonblocking, completed by its wait; a ring on each checks it is a copy. */
+    MPI_Comm copies[2];
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpi_assert_no_any_tag", "false");
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &copies[0]);
+    count("MPI_Comm_dup", 0);
+    MPI_Info_free(&info);
+    MPI_Request req;
+    MPI_Comm_idup(MPI_COMM_WORLD, &copies[1], &req);
+    count("MPI_Comm_dup", 0);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    count("MPI_Wait", 0);
+    for (int i = 0; i < 2; i++) {
+        int to = (rank + 1) % n, from = (rank + n - 1) % n, got2 = -1;
+        MPI_Sendrecv(&rank, 1, MPI_INT, to, 23, &got2, 1, MPI_INT, from, 23, copies[i],
+                     MPI_STATUS_IGNORE);
+        count("MPI_Sendrecv", 0);
+        CHECK(got2 == from, "ring on a copy got %d", got2);
+    }
+    MPI_Comm *cs[] = {&merged, &inter, &half, &copies[0], &copies[1]};
+    for (int i = 0; i < 5; i++) {
         MPI_Comm_free(cs[i]);
         count("MPI_Comm_free", 0);
     }

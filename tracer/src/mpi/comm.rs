@@ -23,6 +23,27 @@ mpi_hooks! {
             args::comm_dup(c, newcomm.id(st, r))
         };
 
+    /// Wrapper: `MPI_Comm_dup_with_info`, recorded as the dup it is (its hints only tune the
+    /// copy, which sends the same messages to the same ranks).
+    MPI_Comm_dup_with_info, mpi_comm_dup_with_info_ (comm: Comm, info: Info, newcomm: New<Comm>)
+        => CommDup
+        record |st, r| {
+            let c = comm.id(st);
+            args::comm_dup(c, newcomm.id(st, r))
+        };
+
+    /// Wrapper: `MPI_Comm_idup`, recorded as a dup: every member makes it in the same order as
+    /// a dup, and the copy is the same. Its request gets an id, so the wait that completes it
+    /// is recorded as waiting on something, which a replay (having duplicated already) finds
+    /// nothing left to do for.
+    MPI_Comm_idup, mpi_comm_idup_ (comm: Comm, newcomm: New<Comm>, request: New<Request>)
+        => CommDup
+        record |st, r| {
+            let c = comm.id(st);
+            let _ = request.id(st, r);
+            args::comm_dup(c, newcomm.id(st, r))
+        };
+
     /// Wrapper: `MPI_Comm_split`.
     MPI_Comm_split, mpi_comm_split_ (comm: Comm, color: Int, key: Int, newcomm: New<Comm>)
         => CommSplit
