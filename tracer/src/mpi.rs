@@ -11,7 +11,6 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 pub mod abi;
-pub mod fortran;
 
 use crate::callsite::signature;
 use crate::guard::{BUSY, Enter, IDLE, IN_MPIIO};
@@ -51,6 +50,7 @@ mod record;
 mod coll;
 mod comm;
 mod file;
+pub mod fortran;
 mod handles;
 mod init;
 pub mod kinds;

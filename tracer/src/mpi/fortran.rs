@@ -9,8 +9,9 @@
 //! trace. `MPI_Init` and `MPI_Finalize` call the binding's own function instead, which may
 //! set up or tear down Fortran-specific state.
 //!
-//! Symbols carry one trailing underscore, the default of gfortran, ifort/ifx, flang and
-//! nvfortran on Linux. The `mpi_f08` bindings (`*_f08`) are not hooked.
+//! Hooks carry one trailing underscore, the default of gfortran, ifort/ifx, flang and
+//! nvfortran on Linux; the upper-case and two-underscore spellings jump to them
+//! (`fortran_spellings!`). The `mpi_f08` bindings (`*_f08`) are not hooked.
 
 #![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
 
@@ -167,6 +168,15 @@ bracketed! {
     mpi_init_() => init_common;
     mpi_init_thread_(required: *const Fint, provided: *mut Fint) => init_common;
     mpi_finalize_() => finalize_common;
+}
+
+fortran_spellings! {
+    mpi_init_ => MPI_INIT, mpi_init__;
+    mpi_init_thread_ => MPI_INIT_THREAD, mpi_init_thread__;
+    mpi_finalize_ => MPI_FINALIZE, mpi_finalize__;
+    mpi_file_open_ => MPI_FILE_OPEN, mpi_file_open__;
+    mpi_file_delete_ => MPI_FILE_DELETE, mpi_file_delete__;
+    mpi_file_set_view_ => MPI_FILE_SET_VIEW, mpi_file_set_view__;
 }
 
 // ---------------------------------------------------------------------------------------------

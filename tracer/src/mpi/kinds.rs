@@ -6,7 +6,7 @@
 //! Handles are `H` (pointer-sized): Open MPI's handles are pointers; MPICH's are 4-byte ints,
 //! passed in the same register, and read through pointers with `abi::rd`.
 
-use super::abi::{self, Flavour, StatusBuf, hv, rd, rd_all, rd_h};
+use super::abi::{self, Flavour, StatusBuf, rd, rd_all, rd_h};
 use super::fortran::{self as f, Fint, fbuf, global_ptr, v, v64};
 use super::handles::comm_rank;
 use super::{H, comm_size, globals};
@@ -794,11 +794,6 @@ impl Fortran for Index {
             unsafe { *t.f = i };
         }
     }
-}
-
-/// A handle's value, for the handle tables.
-pub fn value(h: H) -> usize {
-    hv(h)
 }
 
 /// An `int` the call writes (`flag`, `outcount`, a size).

@@ -112,5 +112,27 @@ macro_rules! fortran_hook {
             $(<$kind as Fortran>::back(&$arg);)*
             $crate::mpi::fortran::set(ierr, rc);
         }
+        paste::paste! {
+            fortran_spellings!($fname => [<$cname:upper>], [<$fname _>]);
+        }
+    };
+}
+
+/// The other spellings of a Fortran hook, for compilers that do not use gfortran's one
+/// trailing underscore: upper case (`MPI_BCAST`) and two underscores (`mpi_bcast__`, g77 and
+/// `-fsecond-underscore`), as Open MPI and MPICH define them. Each is a naked tail jump to
+/// the hook, whatever its arguments (hidden string lengths included).
+macro_rules! fortran_spellings {
+    ($($f:ident => $($alias:ident),+;)*) => {$($(
+        #[doc = concat!("Another spelling of `", stringify!($f), "`.")]
+        #[cfg(target_arch = "x86_64")]
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $alias() {
+            core::arch::naked_asm!("jmp {f}", f = sym $f);
+        }
+    )+)*};
+    ($f:ident => $($alias:ident),+) => {
+        fortran_spellings!($f => $($alias),+;);
     };
 }
