@@ -1,0 +1,147 @@
+//! The OMPIO model against real traces: every collective call of each mini-app, traced under
+//! Open MPI's defaults at every scale, must get exactly the nested POSIX calls the library
+//! made (op, offset, iovec count, bytes returned, in order, on every rank).
+
+mod common;
+
+use std::path::Path;
+
+/// The scales checked: every one from 1 to 17, then 24, 32, 64 (the brief's sweep; the
+/// scales in between are checked by `COLLIO_SCALES=1-64`, see the report).
+fn scales() -> Vec<u32> {
+    match std::env::var("COLLIO_SCALES") {
+        Ok(s) => s
+            .split(',')
+            .flat_map(|part| match part.split_once('-') {
+                Some((a, b)) => (a.parse::<u32>().unwrap()..=b.parse().unwrap()).collect(),
+                None => vec![part.parse().unwrap()],
+            })
+            .collect(),
+        Err(_) => (1..=17).chain([24, 32, 64]).collect(),
+    }
+}
+
+/// One mini-app: its name and its arguments given the scratch directory.
+struct Program {
+    app: &'static str,
+    args: fn(&Path) -> Vec<String>,
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+fn programs() -> Vec<(&'static str, Program)> {
+    vec![
+        (
+            "ior segmented",
+            Program {
+                app: "ior_like",
+                args: |d| {
+                    let o = d.join("seg.dat").display().to_string();
+                    let mut a = s(&[
+                        "-a", "mpiio", "-c", "-t", "65536", "-b", "131072", "-s", "2", "-R", "-o",
+                    ]);
+                    a.push(o);
+                    a
+                },
+            },
+        ),
+        (
+            "ior strided",
+            Program {
+                app: "ior_like",
+                args: |d| {
+                    let o = d.join("str.dat").display().to_string();
+                    let mut a = s(&[
+                        "-a", "mpiio", "-c", "-L", "strided", "-t", "4096", "-b", "8192", "-s",
+                        "2", "-R", "-o",
+                    ]);
+                    a.push(o);
+                    a
+                },
+            },
+        ),
+        (
+            "checkpoint 1000003 B",
+            Program {
+                app: "ckpt_strong",
+                args: |d| {
+                    vec![
+                        d.join("ck.dat").display().to_string(),
+                        "1000003".into(),
+                        "-R".into(),
+                    ]
+                },
+            },
+        ),
+        (
+            "checkpoint 40 MiB",
+            Program {
+                app: "ckpt_strong",
+                args: |d| {
+                    vec![
+                        d.join("ckbig.dat").display().to_string(),
+                        "41943049".into(),
+                        "-R".into(),
+                    ]
+                },
+            },
+        ),
+        (
+            "views",
+            Program {
+                app: "view_app",
+                args: |d| vec![d.display().to_string()],
+            },
+        ),
+    ]
+}
+
+#[test]
+fn ompio_model_reproduces_the_nested_calls_at_every_scale() {
+    let only = std::env::var("COLLIO_PROGRAMS").ok();
+    let mut failures = Vec::new();
+    for (name, p) in programs() {
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|x| name.starts_with(x)))
+        {
+            continue;
+        }
+        let bin = common::app(p.app);
+        for np in scales() {
+            let dir = common::scratch();
+            let trace = dir.path().join("t.iotrex");
+            let data = dir.path().join("data");
+            std::fs::create_dir(&data).unwrap();
+            let tf = common::traced(np, &bin, &(p.args)(&data), &trace);
+            match common::check(&tf, np) {
+                Ok(c) => {
+                    assert!(c.calls > 0, "{name} at {np}: no collective call traced");
+                    eprintln!(
+                        "{name} at {np} ranks: {} collective calls, {} nested calls identical; aggregators {:?}, async {}",
+                        c.calls,
+                        c.nested,
+                        {
+                            let mut a = c.aggregators.clone();
+                            a.dedup();
+                            a
+                        },
+                        c.async_calls
+                    );
+                }
+                Err(e) => {
+                    eprintln!("{name} at {np} ranks: DIFFERS: {e}");
+                    failures.push(format!("{name} at {np} ranks: {e}"));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
