@@ -11,13 +11,15 @@
 //! source. Its input is one collective call ([`Collective`]: each rank's file regions after
 //! the view, as `filetable::FileTable::apply` gives them, and the direction) plus the
 //! configuration ([`ompio::Config`], Open MPI 4.1.4's defaults by default); its output is,
-//! per rank, the POSIX calls in the order the rank issues them ([`Call`]).
+//! per rank, the POSIX calls in the order the rank issues them ([`Call`]). [`romio`] models
+//! ROMIO 3.2.1's generic two-phase collective I/O as Open MPI 4.1.4 ships it.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod fbtl;
 pub mod ompio;
+pub mod romio;
 
 use rsd::op::Op;
 
@@ -73,6 +75,9 @@ pub enum ModelError {
     /// The communicator has no rank.
     #[error("the collective call has no rank")]
     NoRanks,
+    /// The library does something here the model does not cover.
+    #[error("not modelled: {0}")]
+    Unmodelled(String),
     /// A configuration value the model divides by or counts with is out of range.
     #[error("configuration parameter {name} = {value} is out of range")]
     BadParameter {

@@ -100,6 +100,20 @@ fn programs() -> Vec<(&'static str, Program)> {
 
 #[test]
 fn ompio_model_reproduces_the_nested_calls_at_every_scale() {
+    sweep(common::Lib::Ompio, scales());
+}
+
+/// ROMIO is not Open MPI's default: it is run only to show its model, at fewer scales.
+#[test]
+fn romio_model_reproduces_the_nested_calls() {
+    let scales = match std::env::var("COLLIO_ROMIO_ALL_SCALES") {
+        Ok(_) => scales(),
+        Err(_) => vec![1, 2, 3, 4, 5, 8, 9, 16, 17, 32],
+    };
+    sweep(common::Lib::Romio, scales);
+}
+
+fn sweep(lib: common::Lib, scales: Vec<u32>) {
     let only = std::env::var("COLLIO_PROGRAMS").ok();
     let mut failures = Vec::new();
     for (name, p) in programs() {
@@ -110,17 +124,17 @@ fn ompio_model_reproduces_the_nested_calls_at_every_scale() {
             continue;
         }
         let bin = common::app(p.app);
-        for np in scales() {
+        for np in scales.iter().copied() {
             let dir = common::scratch();
             let trace = dir.path().join("t.iotrex");
             let data = dir.path().join("data");
             std::fs::create_dir(&data).unwrap();
-            let tf = common::traced(np, &bin, &(p.args)(&data), &trace);
-            match common::check(&tf, np) {
+            let tf = common::traced(np, &bin, &(p.args)(&data), &trace, lib);
+            match common::check(&tf, np, lib) {
                 Ok(c) => {
                     assert!(c.calls > 0, "{name} at {np}: no collective call traced");
                     eprintln!(
-                        "{name} at {np} ranks: {} collective calls, {} nested calls identical; aggregators {:?}, async {}",
+                        "{lib:?} {name} at {np} ranks: {} collective calls, {} nested calls identical; aggregators {:?}, async {}",
                         c.calls,
                         c.nested,
                         {
@@ -132,7 +146,7 @@ fn ompio_model_reproduces_the_nested_calls_at_every_scale() {
                     );
                 }
                 Err(e) => {
-                    eprintln!("{name} at {np} ranks: DIFFERS: {e}");
+                    eprintln!("{lib:?} {name} at {np} ranks: DIFFERS: {e}");
                     failures.push(format!("{name} at {np} ranks: {e}"));
                 }
             }

@@ -76,13 +76,27 @@ pub fn scratch() -> tempfile::TempDir {
         .expect("create a scratch dir in /dev/shm")
 }
 
-/// Runs `app args` on `np` ranks under the tracer (Open MPI's defaults), writing the trace to
-/// `trace`, and reads it back. Panics when mpirun fails.
-pub fn traced(np: u32, app: &Path, args: &[String], trace: &Path) -> TraceFile {
+/// The MPI-IO library a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lib {
+    /// Open MPI's default, OMPIO.
+    Ompio,
+    /// ROMIO (`--mca io romio321`): the library chosen to show the ROMIO model, nothing
+    /// else set.
+    Romio,
+}
+
+/// Runs `app args` on `np` ranks under the tracer (Open MPI's defaults, and the io component
+/// `lib` names), writing the trace to `trace`, and reads it back. Panics when mpirun fails.
+pub fn traced(np: u32, app: &Path, args: &[String], trace: &Path, lib: Lib) -> TraceFile {
     let _ = std::fs::remove_file(trace);
-    let out = Command::new("timeout")
-        .args(["-k", "5", "120", "mpirun", "-np", &np.to_string()])
-        .args(["--oversubscribe", "--mca", "btl", "self,vader"])
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-k", "5", "120", "mpirun", "-np", &np.to_string()])
+        .args(["--oversubscribe", "--mca", "btl", "self,vader"]);
+    if lib == Lib::Romio {
+        cmd.args(["--mca", "io", "romio321"]);
+    }
+    let out = cmd
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
@@ -215,8 +229,9 @@ pub struct Checked {
 
 /// Runs the model on every collective call of `tf` (all files opened on all `np` ranks)
 /// and compares its nested calls with the recorded ones. Returns the first difference.
-pub fn check(tf: &TraceFile, np: u32) -> Result<Checked, String> {
+pub fn check(tf: &TraceFile, np: u32, lib: Lib) -> Result<Checked, String> {
     let cfg = Config::default();
+    let romio_cfg = collio::romio::Config::default();
     let mut done = Checked::default();
     for (path, ranks) in collectives(tf, np) {
         let k = ranks[0].len();
@@ -234,22 +249,39 @@ pub fn check(tf: &TraceFile, np: u32) -> Result<Checked, String> {
                 file_size: ranks.iter().map(|c| c[i].size_before).max().unwrap_or(0),
             };
             let view = ViewStats::from_ranks(ranks.iter().map(|c| c[i].view_blocks.as_slice()));
-            let o = ompio::model(&cfg, view, &coll)
-                .map_err(|e| format!("{path}: collective call {i}: {e}"))?;
+            // The model's calls per rank, and how it got them.
+            let (calls_of, how) = match lib {
+                Lib::Ompio => {
+                    let o = ompio::model(&cfg, view, &coll)
+                        .map_err(|e| format!("{path}: collective call {i}: {e}"))?;
+                    done.aggregators.push(o.aggregators.len());
+                    done.async_calls += usize::from(o.async_writes);
+                    let how = format!(
+                        "OMPIO {:?}, aggregators {:?}, domain {:?}, cycles {}",
+                        o.fcoll, o.aggregators, o.domain_size, o.cycles
+                    );
+                    (o.calls, how)
+                }
+                Lib::Romio => {
+                    let o = collio::romio::model(&romio_cfg, &coll)
+                        .map_err(|e| format!("{path}: collective call {i}: {e}"))?;
+                    done.aggregators
+                        .push(if o.two_phase { o.aggregators.len() } else { 0 });
+                    let how = format!(
+                        "ROMIO two-phase {}, aggregators {:?}, domain {:?}",
+                        o.two_phase, o.aggregators, o.domain_size
+                    );
+                    (o.calls, how)
+                }
+            };
             done.calls += 1;
-            done.aggregators.push(o.aggregators.len());
-            done.async_calls += usize::from(o.async_writes);
             for (r, calls) in ranks.iter().enumerate() {
                 let rec = &calls[i].recorded;
-                let got = &o.calls[r];
+                let got = &calls_of[r];
                 let what = || {
                     format!(
-                        "{path}: {} #{i} at {np} ranks, rank {r} (model: {:?}, aggregators {:?}, domain {:?}, cycles {})",
-                        calls[i].op.name(),
-                        o.fcoll,
-                        o.aggregators,
-                        o.domain_size,
-                        o.cycles
+                        "{path}: {} #{i} at {np} ranks, rank {r} (model: {how})",
+                        calls[i].op.name()
                     )
                 };
                 for (j, (a, b)) in rec.iter().zip(got).enumerate() {
