@@ -99,21 +99,9 @@ fn single(dir: Dir, offset: u64, len: u64, size: &mut u64) -> Call {
     match dir {
         Dir::Write => {
             *size = (*size).max(offset + len);
-            Call {
-                op: Op::Pwrite,
-                offset,
-                iovcnt: None,
-                bytes: len,
-                ret: len,
-            }
+            Call::data(Op::Pwrite, offset, None, len, len)
         }
-        Dir::Read => Call {
-            op: Op::Pread,
-            offset,
-            iovcnt: None,
-            bytes: len,
-            ret: read_ret(offset, len, *size),
-        },
+        Dir::Read => Call::data(Op::Pread, offset, None, len, read_ret(offset, len, *size)),
     }
 }
 
@@ -154,22 +142,16 @@ fn datasieving(
         let start = entries[start_index].0;
         let end = entries[end_index - 1].0 + entries[end_index - 1].1;
         let len = end - start;
-        out.push(Call {
-            op: Op::Pread,
-            offset: start,
-            iovcnt: None,
-            bytes: len,
-            ret: read_ret(start, len, *size),
-        });
+        out.push(Call::data(
+            Op::Pread,
+            start,
+            None,
+            len,
+            read_ret(start, len, *size),
+        ));
         if dir == Dir::Write {
             *size = (*size).max(end);
-            out.push(Call {
-                op: Op::Pwrite,
-                offset: start,
-                iovcnt: None,
-                bytes: len,
-                ret: len,
-            });
+            out.push(Call::data(Op::Pwrite, start, None, len, len));
         }
     }
 }
@@ -204,13 +186,7 @@ fn generic(
             }
             Dir::Read => (Op::Preadv, read_ret(offset, bytes, *size)),
         };
-        out.push(Call {
-            op,
-            offset,
-            iovcnt: Some(count),
-            bytes,
-            ret,
-        });
+        out.push(Call::data(op, offset, Some(count), bytes, ret));
     }
 }
 

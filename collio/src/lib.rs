@@ -57,10 +57,43 @@ pub struct Call {
     pub bytes: u64,
     /// Bytes the call returns: `bytes` for writes, up to the file's end for reads.
     pub ret: u64,
+    /// The command of an `fcntl` (a lock or unlock of the range the library reads and
+    /// writes); `None` for the data calls.
+    pub cmd: Option<i64>,
+}
+
+impl Call {
+    /// A data call (`pwrite`, `pwritev`, `pread`, `preadv`).
+    pub fn data(op: Op, offset: u64, iovcnt: Option<u32>, bytes: u64, ret: u64) -> Call {
+        Call {
+            op,
+            offset,
+            iovcnt,
+            bytes,
+            ret,
+            cmd: None,
+        }
+    }
+
+    /// An `fcntl` lock command (`F_SETLKW` to lock, `F_SETLK` to unlock): the trace records
+    /// its command and result, not the range.
+    pub fn fcntl(cmd: i64) -> Call {
+        Call {
+            op: Op::Fcntl,
+            offset: 0,
+            iovcnt: None,
+            bytes: 0,
+            ret: 0,
+            cmd: Some(cmd),
+        }
+    }
 }
 
 impl std::fmt::Display for Call {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(cmd) = self.cmd {
+            return write!(f, "{} cmd {cmd} ret {}", self.op.name(), self.ret);
+        }
         write!(f, "{} offset {}", self.op.name(), self.offset)?;
         if let Some(n) = self.iovcnt {
             write!(f, " iovcnt {n}")?;

@@ -436,17 +436,18 @@ fn vulcan_write(
     // (from offset 0, not from the lowest offset), the piece going to aggregator
     // (offset / domain) % n. Per aggregator, the pieces of all ranks, in rank order.
     let mut per_aggr: Vec<Vec<(u64, u64)>> = vec![Vec::new(); aggregators.len()];
-    if domain > 0 {
-        for regions in &coll.regions {
-            for &(mut off, mut len) in regions {
-                while len > 0 {
-                    let owner = ((off / domain) % n_aggr) as usize;
-                    let rest = (off / domain + 1) * domain - off;
-                    let take = len.min(rest);
-                    per_aggr[owner].push((off, take));
-                    off += take;
-                    len -= take;
-                }
+    for regions in &coll.regions {
+        for &(mut off, mut len) in regions {
+            while len > 0 {
+                // No domain (0) only when no rank moves data.
+                let Some(d) = off.checked_div(domain) else {
+                    break;
+                };
+                let owner = (d % n_aggr) as usize;
+                let take = len.min((d + 1) * domain - off);
+                per_aggr[owner].push((off, take));
+                off += take;
+                len -= take;
             }
         }
     }

@@ -45,6 +45,14 @@ pub struct Config {
     pub cb_read: Switch,
     /// `romio_min_fdomain_size` (0).
     pub min_fdomain_size: u64,
+    /// `ind_wr_buffer_size`: the data-sieving window of an independent noncontiguous write.
+    pub ind_wr_buffer_size: u64,
+    /// `ind_rd_buffer_size`: the data-sieving window of an independent noncontiguous read.
+    pub ind_rd_buffer_size: u64,
+    /// `romio_ds_write`.
+    pub ds_write: Switch,
+    /// `romio_ds_read`.
+    pub ds_read: Switch,
     /// The node of each rank of the communicator, in rank order (node ids in any form); an
     /// empty list means every rank on one node.
     pub nodes: Vec<u64>,
@@ -58,6 +66,10 @@ impl Default for Config {
             cb_write: Switch::Automatic,
             cb_read: Switch::Automatic,
             min_fdomain_size: 0,
+            ind_wr_buffer_size: 512 << 10,
+            ind_rd_buffer_size: 4 << 20,
+            ds_write: Switch::Automatic,
+            ds_read: Switch::Automatic,
             nodes: Vec::new(),
         }
     }
@@ -101,13 +113,7 @@ fn write_contig(offset: u64, len: u64, size: &mut u64, out: &mut Vec<Call>) {
         return;
     }
     *size = (*size).max(offset + len);
-    out.push(Call {
-        op: Op::Pwrite,
-        offset,
-        iovcnt: None,
-        bytes: len,
-        ret: len,
-    });
+    out.push(Call::data(Op::Pwrite, offset, None, len, len));
 }
 
 /// `ADIOI_GEN_ReadContig`: `pread` until all bytes are read or one returns 0.
@@ -116,18 +122,99 @@ fn read_contig(offset: u64, len: u64, size: u64, out: &mut Vec<Call>) {
     while done < len {
         let at = offset + done;
         let got = (len - done).min(size.saturating_sub(at));
-        out.push(Call {
-            op: Op::Pread,
-            offset: at,
-            iovcnt: None,
-            bytes: len - done,
-            ret: got,
-        });
+        out.push(Call::data(Op::Pread, at, None, len - done, got));
         if got == 0 {
             break;
         }
         done += got;
     }
+}
+
+/// `ADIOI_GEN_WriteStrided` for a contiguous buffer and a noncontiguous view, with data
+/// sieving (`romio_ds_write` automatic): the whole range locked (`F_SETLKW`), each window of
+/// `ind_wr_buffer_size` bytes from the first request not yet covered read (`pread`) and
+/// written back whole (`pwrite`), the range unlocked (`F_SETLK`).
+fn write_strided(
+    cfg: &Config,
+    regions: &[(u64, u64)],
+    file_size: u64,
+    out: &mut Vec<Call>,
+) -> Result<(), ModelError> {
+    if cfg.ds_write == Switch::Disable {
+        return Err(ModelError::Unmodelled(
+            "ROMIO's independent noncontiguous write without data sieving".into(),
+        ));
+    }
+    let max = cfg.ind_wr_buffer_size.max(1) as i64;
+    let end_offset = regions.last().map_or(0, |l| (l.0 + l.1) as i64 - 1);
+    let mut size = file_size;
+    out.push(Call::fcntl(i64::from(libc::F_SETLKW)));
+    let (mut wb_off, mut wb_len) = (0i64, 0i64);
+    for &(off, len) in regions {
+        let (req_off, mut req_len) = (off as i64, len as i64);
+        if req_off >= wb_off + wb_len {
+            if wb_len > 0 {
+                write_contig(wb_off as u64, wb_len as u64, &mut size, out);
+            }
+            wb_off = req_off;
+            wb_len = max.min(end_offset - wb_off + 1);
+            read_contig(wb_off as u64, wb_len as u64, size, out);
+        }
+        let mut write_sz = req_len.min(wb_off + wb_len - req_off);
+        while write_sz != req_len {
+            write_contig(wb_off as u64, wb_len as u64, &mut size, out);
+            req_len -= write_sz;
+            wb_off += wb_len;
+            wb_len = max.min(end_offset - wb_off + 1);
+            read_contig(wb_off as u64, wb_len as u64, size, out);
+            write_sz = req_len.min(wb_len);
+        }
+    }
+    if wb_len > 0 {
+        write_contig(wb_off as u64, wb_len as u64, &mut size, out);
+    }
+    out.push(Call::fcntl(i64::from(libc::F_SETLK)));
+    Ok(())
+}
+
+/// `ADIOI_GEN_ReadStrided` for a contiguous buffer and a noncontiguous view, with data
+/// sieving (`romio_ds_read` automatic; no lock unless atomic mode): windows of
+/// `ind_rd_buffer_size` bytes from the first request not yet covered, a request crossing a
+/// window's end reading on from there.
+fn read_strided(
+    cfg: &Config,
+    regions: &[(u64, u64)],
+    file_size: u64,
+    out: &mut Vec<Call>,
+) -> Result<(), ModelError> {
+    if cfg.ds_read == Switch::Disable {
+        return Err(ModelError::Unmodelled(
+            "ROMIO's independent noncontiguous read without data sieving".into(),
+        ));
+    }
+    let max = cfg.ind_rd_buffer_size.max(1) as i64;
+    let end_offset = regions.last().map_or(0, |l| (l.0 + l.1) as i64 - 1);
+    let (mut rb_off, mut rb_len) = (0i64, 0i64);
+    for &(off, len) in regions {
+        let (req_off, req_len) = (off as i64, len as i64);
+        if req_off >= rb_off + rb_len {
+            rb_off = req_off;
+            rb_len = max.min(end_offset - rb_off + 1);
+            read_contig(rb_off as u64, rb_len as u64, file_size, out);
+        }
+        while req_len > rb_off + rb_len - req_off {
+            let partial = rb_off + rb_len - req_off;
+            rb_off += rb_len - partial;
+            rb_len = partial + max.min(end_offset - rb_off + 1);
+            read_contig(
+                (rb_off + partial) as u64,
+                (rb_len - partial) as u64,
+                file_size,
+                out,
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The POSIX calls of one collective call.
@@ -166,8 +253,8 @@ pub fn model(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
     let mut calls = vec![Vec::new(); n];
     if switch == Switch::Disable || (!interleaved && switch == Switch::Automatic) {
         // Independent accesses: a contiguous one is one ADIO_WriteContig/ReadContig; a
-        // noncontiguous one goes through ADIOI_GEN_WriteStrided/ReadStrided (data sieving
-        // in ind_wr/rd_buffer_size windows under fcntl locks), not modelled.
+        // noncontiguous one goes through ADIOI_GEN_WriteStrided/ReadStrided (data sieving).
+        // The user's buffer is taken as contiguous (the memory datatype is not decoded).
         for (r, regions) in coll.regions.iter().enumerate() {
             match regions.as_slice() {
                 [] => {}
@@ -178,12 +265,10 @@ pub fn model(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
                     }
                     Dir::Read => read_contig(*off, *len, coll.file_size, &mut calls[r]),
                 },
-                _ => {
-                    return Err(ModelError::Unmodelled(format!(
-                        "ROMIO's independent noncontiguous access (rank {r}, {} regions: data sieving)",
-                        regions.len()
-                    )));
-                }
+                _ => match coll.dir {
+                    Dir::Write => write_strided(cfg, regions, coll.file_size, &mut calls[r])?,
+                    Dir::Read => read_strided(cfg, regions, coll.file_size, &mut calls[r])?,
+                },
             }
         }
         return Ok(Outcome {
@@ -302,13 +387,7 @@ mod tests {
         assert_eq!(o.aggregators, vec![0]);
         assert_eq!(
             o.calls[0],
-            vec![Call {
-                op: Op::Pread,
-                offset: 0,
-                iovcnt: None,
-                bytes: 458752,
-                ret: 458752
-            }]
+            vec![Call::data(Op::Pread, 0, None, 458752, 458752)]
         );
     }
 

@@ -149,19 +149,25 @@ fn recorded(e: &FlatEvent) -> Call {
         _ => None,
     };
     let ret = get(Param::Ret);
-    Call {
-        op: e.op,
-        offset: get(Param::Offset) as u64,
-        iovcnt,
-        // pwritev/preadv record no byte count: what they asked for is what they returned
-        // unless a read hit the end of the file.
-        bytes: if iovcnt.is_some() {
-            ret as u64
-        } else {
-            get(Param::Count) as u64
-        },
-        ret: ret as u64,
+    if e.op == Op::Fcntl {
+        let mut c = Call::fcntl(get(Param::Cmd));
+        c.ret = ret as u64;
+        return c;
     }
+    // pwritev/preadv record no byte count: what they asked for is what they returned unless
+    // a read hit the end of the file.
+    let bytes = if iovcnt.is_some() {
+        ret
+    } else {
+        get(Param::Count)
+    };
+    Call::data(
+        e.op,
+        get(Param::Offset) as u64,
+        iovcnt,
+        bytes as u64,
+        ret as u64,
+    )
 }
 
 /// Per file path, per rank, the rank's collective calls in order.
