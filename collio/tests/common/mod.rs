@@ -13,6 +13,7 @@ use rsd::{FlatEvent, TraceFile};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -44,9 +45,19 @@ pub fn tracer_lib() -> PathBuf {
     );
 }
 
-/// Builds `tests/apps/<name>.c` with mpicc into target/iotrex-apps/collio (always: a few
-/// hundred milliseconds, and no race with the other test binaries' builds).
+/// The apps built by this test binary, by name.
+static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+/// mpirun runs one at a time: the machine's cores are shared.
+static MPIRUN: Mutex<()> = Mutex::new(());
+
+/// Builds `tests/apps/<name>.c` with mpicc into target/iotrex-apps/collio, once per test
+/// binary (a few hundred milliseconds; no race with other test binaries' builds, which use
+/// other directories).
 pub fn app(name: &str) -> PathBuf {
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(bin) = built.get(name) {
+        return bin.clone();
+    }
     let dir = target_dir().join("iotrex-apps/collio");
     std::fs::create_dir_all(&dir).expect("create target/iotrex-apps/collio");
     let src = workspace().join("tests/apps").join(format!("{name}.c"));
@@ -65,6 +76,7 @@ pub fn app(name: &str) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     std::fs::rename(&tmp, &bin).expect("rename the built app");
+    built.insert(name.to_string(), bin.clone());
     bin
 }
 
@@ -89,6 +101,7 @@ pub enum Lib {
 /// Runs `app args` on `np` ranks under the tracer (Open MPI's defaults, and the io component
 /// `lib` names), writing the trace to `trace`, and reads it back. Panics when mpirun fails.
 pub fn traced(np: u32, app: &Path, args: &[String], trace: &Path, lib: Lib) -> TraceFile {
+    let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
     let _ = std::fs::remove_file(trace);
     let mut cmd = Command::new("timeout");
     cmd.args(["-k", "5", "120", "mpirun", "-np", &np.to_string()])
