@@ -1,0 +1,122 @@
+//! Models of an MPI library's collective buffering.
+//!
+//! The POSIX calls nested in a collective MPI-IO call (`MPI_File_write_at_all`, `write_all`,
+//! `read_at_all`, `read_all`) are not the application's: the library derives them from every
+//! rank's application-level accesses in that call and its own configuration (how many ranks
+//! aggregate, which, their file domains, the cycle buffer). Fitting them per event across
+//! scales is the wrong model; this crate derives them instead.
+//!
+//! [`ompio`] models Open MPI 4.1's OMPIO (the `vulcan` and `individual` fcoll components its
+//! defaults select on a non-Lustre file system, and the `posix` fbtl), read from the v4.1.4
+//! source. Its input is one collective call ([`Collective`]: each rank's file regions after
+//! the view, as `filetable::FileTable::apply` gives them, and the direction) plus the
+//! configuration ([`ompio::Config`], Open MPI 4.1.4's defaults by default); its output is,
+//! per rank, the POSIX calls in the order the rank issues them ([`Call`]). [`romio`] models
+//! ROMIO 3.2.1's generic two-phase collective I/O as Open MPI 4.1.4 ships it.
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod fbtl;
+pub mod ompio;
+pub mod romio;
+
+use rsd::op::Op;
+
+/// Read or write: the direction of one collective call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    /// `MPI_File_read_all`, `MPI_File_read_at_all`.
+    Read,
+    /// `MPI_File_write_all`, `MPI_File_write_at_all`.
+    Write,
+}
+
+/// One collective call: what every rank of the file's communicator asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collective {
+    /// Read or write (the same on every rank).
+    pub dir: Dir,
+    /// Per rank of the communicator (index = rank in the communicator), the file regions
+    /// (byte offset, length) in the order the rank's data fills them: the view applied.
+    pub regions: Vec<Vec<(u64, u64)>>,
+    /// The file's size when the call starts: what reads (and data-sieving reads) can return.
+    pub file_size: u64,
+}
+
+/// One POSIX call the library issues inside the collective call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// `pwrite`, `pwritev`, `pread` or `preadv`.
+    pub op: Op,
+    /// File offset.
+    pub offset: u64,
+    /// The iovec count of `pwritev`/`preadv`; `None` for `pwrite`/`pread`.
+    pub iovcnt: Option<u32>,
+    /// Bytes asked for.
+    pub bytes: u64,
+    /// Bytes the call returns: `bytes` for writes, up to the file's end for reads.
+    pub ret: u64,
+    /// The command of an `fcntl` (a lock or unlock of the range the library reads and
+    /// writes); `None` for the data calls.
+    pub cmd: Option<i64>,
+}
+
+impl Call {
+    /// A data call (`pwrite`, `pwritev`, `pread`, `preadv`).
+    pub fn data(op: Op, offset: u64, iovcnt: Option<u32>, bytes: u64, ret: u64) -> Call {
+        Call {
+            op,
+            offset,
+            iovcnt,
+            bytes,
+            ret,
+            cmd: None,
+        }
+    }
+
+    /// An `fcntl` lock command (`F_SETLKW` to lock, `F_SETLK` to unlock): the trace records
+    /// its command and result, not the range.
+    pub fn fcntl(cmd: i64) -> Call {
+        Call {
+            op: Op::Fcntl,
+            offset: 0,
+            iovcnt: None,
+            bytes: 0,
+            ret: 0,
+            cmd: Some(cmd),
+        }
+    }
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(cmd) = self.cmd {
+            return write!(f, "{} cmd {cmd} ret {}", self.op.name(), self.ret);
+        }
+        write!(f, "{} offset {}", self.op.name(), self.offset)?;
+        if let Some(n) = self.iovcnt {
+            write!(f, " iovcnt {n}")?;
+        }
+        write!(f, " bytes {} ret {}", self.bytes, self.ret)
+    }
+}
+
+/// Why a collective call cannot be modelled.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ModelError {
+    /// The communicator has no rank.
+    #[error("the collective call has no rank")]
+    NoRanks,
+    /// The library does something here the model does not cover.
+    #[error("not modelled: {0}")]
+    Unmodelled(String),
+    /// A configuration value the model divides by or counts with is out of range.
+    #[error("configuration parameter {name} = {value} is out of range")]
+    BadParameter {
+        /// The parameter.
+        name: &'static str,
+        /// Its value.
+        value: i64,
+    },
+}
