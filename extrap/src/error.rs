@@ -77,6 +77,23 @@ pub enum ExtrapError {
         /// What would help.
         hint: String,
     },
+    /// Collective calls' nested calls that the library's model did not reproduce were fitted,
+    /// and the fitting refused too: both reasons.
+    #[error("{fit}; the collective-I/O model does not reproduce them either: {model}")]
+    ModelAndFit {
+        /// The first nested call the model got wrong (or why it could not run).
+        model: String,
+        /// The fitting's refusal.
+        fit: Box<ExtrapError>,
+    },
+    /// Re-compressing an input without its derived nested calls failed.
+    #[error("{input}: cannot strip the derived nested calls: {why}")]
+    Derive {
+        /// The input.
+        input: String,
+        /// Why.
+        why: String,
+    },
 }
 
 impl ExtrapError {
@@ -84,6 +101,7 @@ impl ExtrapError {
     pub fn hint(&self) -> Option<&str> {
         match self {
             ExtrapError::Refused { hint, .. } => Some(hint),
+            ExtrapError::ModelAndFit { fit, .. } => fit.hint(),
             // The usual cause with collective MPI-IO: the library's collective buffering picks
             // more aggregators as the rank count grows, so which rank writes what changes.
             ExtrapError::StructureDiffers { left, right, .. }

@@ -25,11 +25,13 @@
 // and ends it, so its size on the error path costs nothing worth boxing for.
 #![allow(clippy::result_large_err)]
 
+mod derive;
 pub mod diff;
 pub mod error;
 mod fit;
 pub mod patterns;
 
+pub use derive::DERIVE_LIMIT;
 pub use error::ExtrapError;
 pub use models;
 pub use models::{ModelSet, Plugin};
@@ -151,6 +153,106 @@ pub fn extrapolate(
             why: i.file.header.notes.join("; "),
         });
     }
+    if !sorted
+        .iter()
+        .any(|i| collective_with_children(&i.file.trace.nodes))
+    {
+        return fit_sorted(&sorted, target, models);
+    }
+    // Collective MPI-IO calls with nested POSIX calls: derive those the library's model
+    // reproduces at every scale, fit the rest (issue 13).
+    let named: Vec<(&str, &TraceFile)> =
+        sorted.iter().map(|i| (i.name.as_str(), &i.file)).collect();
+    let plan = derive::plan(&named);
+    let note = |why: String| Explain {
+        event: "collective MPI-IO calls".into(),
+        quantity: "nested POSIX calls".into(),
+        model: why,
+        curve: None,
+    };
+    if let Some(why) = &plan.skipped {
+        let mut out = fit_sorted(&sorted, target, models)?;
+        out.explain
+            .insert(0, note(format!("fitted, not derived: {why}")));
+        return Ok(out);
+    }
+    // The model's reason, added to a refusal of the fitting that stands in for it.
+    let with_model = |e: ExtrapError| match &plan.failure {
+        Some(m) => ExtrapError::ModelAndFit {
+            model: m.clone(),
+            fit: Box::new(e),
+        },
+        None => e,
+    };
+    if plan.derived.is_empty() {
+        return fit_sorted(&sorted, target, models).map_err(with_model);
+    }
+    if target > DERIVE_LIMIT {
+        let mut out = fit_sorted(&sorted, target, models).map_err(with_model)?;
+        out.explain.insert(
+            0,
+            note(format!(
+                "fitted, not derived: the model reproduces them at every input scale, but \
+                 deriving expands every rank and is done up to {DERIVE_LIMIT} ranks only"
+            )),
+        );
+        return Ok(out);
+    }
+    let mut stripped = Vec::with_capacity(sorted.len());
+    for i in &sorted {
+        let file = derive::strip(&i.file, &plan.derived).map_err(|why| ExtrapError::Derive {
+            input: i.name.clone(),
+            why,
+        })?;
+        stripped.push(Input {
+            name: i.name.clone(),
+            file,
+        });
+    }
+    let stripped: Vec<&Input> = stripped.iter().collect();
+    let mut out = fit_sorted(&stripped, target, models).map_err(with_model)?;
+    match derive::insert(&mut out.file, &plan) {
+        Ok(ex) => {
+            for (k, e) in ex.into_iter().enumerate() {
+                out.explain.insert(k, e);
+            }
+            out.file.header.notes.push(
+                "nested calls of collective MPI-IO calls derived by iotrex's model of the MPI \
+                 library's collective buffering; their timing is the inputs' mean per op"
+                    .into(),
+            );
+            Ok(out)
+        }
+        // The model cannot say what happens at the target: fit the nested calls instead.
+        Err(why) => fit_sorted(&sorted, target, models).map_err(|e| ExtrapError::ModelAndFit {
+            model: format!("at {target} ranks: {why}"),
+            fit: Box::new(e),
+        }),
+    }
+}
+
+/// Whether some collective MPI-IO call in `nodes` has nested calls.
+fn collective_with_children(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => {
+            matches!(
+                e.op,
+                rsd::Op::FileWriteAll
+                    | rsd::Op::FileWriteAtAll
+                    | rsd::Op::FileReadAll
+                    | rsd::Op::FileReadAtAll
+            ) && !e.children.is_empty()
+        }
+        NodeKind::Loop(l) => collective_with_children(&l.body),
+    })
+}
+
+/// Fits `sorted` (validated, increasing rank counts) and evaluates it at `target`.
+fn fit_sorted(
+    sorted: &[&Input],
+    target: u32,
+    models: &ModelSet,
+) -> Result<Extrapolated, ExtrapError> {
     let scales: Vec<u32> = sorted.iter().map(|i| i.file.header.nranks).collect();
     let mut fitter = fit::Fitter {
         ms: models,
@@ -169,7 +271,7 @@ pub fn extrapolate(
         .collect();
     let nodes = fitter
         .nodes(&lists, &names, "the top level")
-        .map_err(|e| name_irregular(e, &sorted))?;
+        .map_err(|e| name_irregular(e, sorted))?;
     // Exact quantities first, timing after: the former are what a reader checks.
     fitter
         .explain
