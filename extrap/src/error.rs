@@ -77,15 +77,6 @@ pub enum ExtrapError {
         /// What would help.
         hint: String,
     },
-    /// Collective calls' nested calls that the library's model did not reproduce were fitted,
-    /// and the fitting refused too: both reasons.
-    #[error("{fit}; the collective-I/O model does not reproduce them either: {model}")]
-    ModelAndFit {
-        /// The first nested call the model got wrong (or why it could not run).
-        model: String,
-        /// The fitting's refusal.
-        fit: Box<ExtrapError>,
-    },
     /// Re-compressing an input without its derived nested calls failed.
     #[error("{input}: cannot strip the derived nested calls: {why}")]
     Derive {
@@ -96,14 +87,36 @@ pub enum ExtrapError {
     },
 }
 
+/// What [`ExtrapError::not_derived`] adds to a refusal.
+const NOT_DERIVED: &str = "; the nested calls of collective MPI-IO calls are not derived: ";
+
 impl ExtrapError {
+    /// Adds to a refusal of the fitting why the nested calls of collective calls were fitted
+    /// rather than derived by the model of the library's collective buffering: both reasons.
+    pub(crate) fn not_derived(mut self, why: &str) -> ExtrapError {
+        let text = format!("{NOT_DERIVED}{why}");
+        match &mut self {
+            ExtrapError::StructureDiffers { irregular, .. } => irregular.push_str(&text),
+            ExtrapError::Refused { detail, .. } => detail.push_str(&text),
+            _ => {}
+        }
+        self
+    }
+
     /// A suggestion for the user, where there is one.
     pub fn hint(&self) -> Option<&str> {
         match self {
             ExtrapError::Refused { hint, .. } => Some(hint),
-            ExtrapError::ModelAndFit { fit, .. } => fit.hint(),
+
             // The usual cause with collective MPI-IO: the library's collective buffering picks
             // more aggregators as the rank count grows, so which rank writes what changes.
+            ExtrapError::StructureDiffers { irregular, .. } if irregular.contains(NOT_DERIVED) => {
+                Some(
+                    "the MPI library's collective buffering changes the nested calls' shape with \
+                     the scale; extrap derives them instead when the traces record the library's \
+                     configuration and its model reproduces every input scale (see why not above)",
+                )
+            }
             ExtrapError::StructureDiffers { left, right, .. }
                 if [left, right]
                     .iter()

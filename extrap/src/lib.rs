@@ -171,24 +171,26 @@ pub fn extrapolate(
         curve: None,
     };
     if let Some(why) = &plan.skipped {
-        let mut out = fit_sorted(&sorted, target, models)?;
+        let mut out = fit_sorted(&sorted, target, models).map_err(|e| e.not_derived(why))?;
         out.explain
             .insert(0, note(format!("fitted, not derived: {why}")));
         return Ok(out);
     }
     // The model's reason, added to a refusal of the fitting that stands in for it.
     let with_model = |e: ExtrapError| match &plan.failure {
-        Some(m) => ExtrapError::ModelAndFit {
-            model: m.clone(),
-            fit: Box::new(e),
-        },
+        Some(m) => e.not_derived(m),
         None => e,
     };
     if plan.derived.is_empty() {
         return fit_sorted(&sorted, target, models).map_err(with_model);
     }
     if target > DERIVE_LIMIT {
-        let mut out = fit_sorted(&sorted, target, models).map_err(with_model)?;
+        let mut out = fit_sorted(&sorted, target, models).map_err(|e| {
+            e.not_derived(&format!(
+                "the model reproduces them at every input scale, but deriving them expands \
+                     every rank and is done up to {DERIVE_LIMIT} ranks only (target {target})"
+            ))
+        })?;
         out.explain.insert(
             0,
             note(format!(
@@ -224,10 +226,8 @@ pub fn extrapolate(
             Ok(out)
         }
         // The model cannot say what happens at the target: fit the nested calls instead.
-        Err(why) => fit_sorted(&sorted, target, models).map_err(|e| ExtrapError::ModelAndFit {
-            model: format!("at {target} ranks: {why}"),
-            fit: Box::new(e),
-        }),
+        Err(why) => fit_sorted(&sorted, target, models)
+            .map_err(|e| e.not_derived(&format!("at {target} ranks: {why}"))),
     }
 }
 
