@@ -251,7 +251,7 @@ fn mpi_configuration_is_recorded() {
         assert_eq!(c.cvar("io"), Some(io.unwrap_or("")));
         // OMPIO's variables exist where OMPIO was loaded: under the defaults.
         if io.is_none() {
-            assert_eq!(c.cvar("io_ompio_num_aggregators"), Some("-1"));
+            assert_eq!(c.cvar("io_ompio_bytes_per_agg"), Some("33554432"));
             assert_eq!(c.cvar("io_ompio_max_aggregators_ratio"), Some("8"));
         }
         assert!(
