@@ -211,3 +211,57 @@ fn p2p_modes_counts() {
     let run = check(4, "p2p_modes", &["3"], None, &[0, 3]);
     let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
 }
+
+/// The MPI library's I/O configuration lands in the header, under the library's defaults and
+/// with ROMIO selected: the library, the node layout (one host here), the control variables
+/// that steer collective I/O (the defaults' values, and the component a run selected), and an
+/// entry for the file opened (Open MPI 4.1.4's MPI_File_get_info reports no hints of its own,
+/// so the entry is empty, as the library says).
+#[test]
+fn mpi_configuration_is_recorded() {
+    for io in [None, Some("romio321")] {
+        let dir = scratch();
+        let file = dir.path().join("ior.dat");
+        let run = mpirun(
+            4,
+            &app("ior_like"),
+            &args(&[
+                "-a",
+                "mpiio",
+                "-c",
+                "-t",
+                "4096",
+                "-b",
+                "16384",
+                "-s",
+                "2",
+                "-o",
+                file.to_str().unwrap(),
+            ]),
+            &dir.path().join("ior.iotrex"),
+            &Opts {
+                io,
+                ..Opts::default()
+            },
+        );
+        let tf = run.read();
+        let c = tf.header.mpi_config.as_ref().expect("an MPI configuration");
+        assert!(c.library.starts_with("Open MPI v4.1"), "{}", c.library);
+        assert_eq!((c.ranks(), c.nodes(), c.nodes_contiguous), (4, 1, true));
+        assert_eq!(c.cvar("io"), Some(io.unwrap_or("")));
+        // OMPIO's variables exist where OMPIO was loaded: under the defaults.
+        if io.is_none() {
+            assert_eq!(c.cvar("io_ompio_bytes_per_agg"), Some("33554432"));
+            assert_eq!(c.cvar("io_ompio_max_aggregators_ratio"), Some("8"));
+        }
+        assert!(
+            c.cvar("io_ompio_major_version").is_none(),
+            "versions are noise"
+        );
+        assert_eq!(c.file_hints.len(), 1, "{:?}", c.file_hints);
+        assert_eq!(c.file_hints[0].0, file.to_str().unwrap());
+        let shown = rsd::show::render_trace_file(&tf);
+        let want = format!("cvar       io = {}\n", io.unwrap_or(""));
+        assert!(shown.contains(&want), "{shown}");
+    }
+}

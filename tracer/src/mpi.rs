@@ -49,6 +49,7 @@ macro_rules! pmpi {
 mod record;
 mod coll;
 mod comm;
+mod config;
 mod file;
 pub mod fortran;
 mod handles;

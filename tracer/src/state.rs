@@ -192,6 +192,8 @@ pub struct State {
     /// MPI functions the program imports that are not recorded ([`crate::unseen`]), found at
     /// `MPI_Init` by rank 0.
     pub unrecorded_mpi: Vec<String>,
+    /// The MPI library's I/O configuration, kept by rank 0 (`mpi::config`).
+    pub mpi_config: Option<rsd::MpiConfig>,
     /// Whether something was not recorded.
     pub incomplete: bool,
     /// `MPI_Init` returned.
@@ -222,6 +224,7 @@ impl State {
             ops: Ids::starting_at(100),
             notes: Vec::new(),
             unrecorded_mpi: Vec::new(),
+            mpi_config: None,
             incomplete: false,
             mpi_initialized: false,
             done: false,

@@ -15,6 +15,9 @@ mpi_hooks! {
             };
             args::file_open(c, amode.i(), id)
         };
+        @after |r| if let Some(h) = fh.get(r) {
+            super::config::at_file_open(h as H, cpath(name.0).as_deref())
+        };
 
     /// Wrapper: `MPI_File_close`.
     MPI_File_close, mpi_file_close_ (fh: Ref<File>) => FileClose

@@ -27,7 +27,17 @@ fn after_init(r: c_int) {
             }
         }
     }
+    // The library's I/O configuration: collective over the tracer's communicator.
+    let tracer_comm = TRACER_COMM.load(Ordering::SeqCst);
+    let config = if tracer_comm != 0 {
+        super::config::at_init(tracer_comm as H, i64::from(rank), comm_size(g.world as H))
+    } else {
+        None
+    };
     with_state(|st| {
+        if rank == 0 {
+            st.mpi_config = config;
+        }
         if st.rank != rank {
             // Only possible when the launcher's environment did not name the rank; the events
             // recorded so far carry the wrong rank, so say so.

@@ -73,6 +73,7 @@ macro_rules! mpi_hooks {
             $(let $p:pat = $e:expr;)*
             $(path $path:expr;)?
             record |$st:pat_param, $r:pat_param| $body:expr;
+            $(@after |$ra:pat_param| $after:expr;)?
     )*) => {$(
         $(#[$doc])*
         #[unsafe(no_mangle)]
@@ -82,13 +83,19 @@ macro_rules! mpi_hooks {
                 unsafe extern "C" fn($($kind),*) -> c_int
             );
             $(let $p = $e;)*
-            $crate::mpi::record::mpi_call(
+            let rc = $crate::mpi::record::mpi_call(
                 rsd::Op::$op,
                 None $(.or($path))?,
                 // SAFETY: forwarding the application's arguments, of the C types MPI declares.
                 || unsafe { f($($arg),*) },
                 |$st, $r| $body,
-            )
+            );
+            // What the tracer reads from MPI after the call, outside the state's lock.
+            $({
+                let $ra = rc;
+                $after;
+            })?
+            rc
         }
         fortran_hook!($fname, $cname, ($($arg: $kind $([$n])?),*));
     )*};

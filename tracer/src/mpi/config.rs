@@ -1,0 +1,415 @@
+//! The MPI library's I/O configuration, for the trace header (`rsd::MpiConfig`): what its
+//! collective buffering depends on, which a model of it needs to derive the nested I/O of a
+//! collective call at another scale.
+//!
+//! - At `MPI_Init` (every rank, collectively on the tracer's communicator): the node layout,
+//!   from `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`; rank 0 also reads the library version.
+//! - At rank 0's first `MPI_File_open` (when the I/O components are loaded and their control
+//!   variables registered): the MPI_T control variables that steer collective I/O.
+//! - At each `MPI_File_open` of rank 0: the file's hints (`MPI_File_get_info`), once per path.
+//!
+//! Everything runs through PMPI in BUSY mode and only reads; a call MPI refuses leaves its part
+//! out. Hints of files that rank 0 never opens are not seen.
+
+use super::*;
+use std::ffi::CStr;
+
+/// Prefixes of the control variables that steer collective I/O (Open MPI's OMPIO and its
+/// fcoll/fbtl/fs components, ROMIO; MPICH's ROMIO). `io` and `fcoll` are the component
+/// selections themselves.
+const CVAR_PREFIXES: &[&str] = &[
+    "io_ompio_",
+    "fcoll_",
+    "fbtl_",
+    "fs_",
+    "io_romio",
+    "MPIR_CVAR_ROMIO",
+];
+const CVAR_NAMES: &[&str] = &["io", "fcoll", "fbtl", "fs", "sharedfp"];
+
+/// Suffixes of variables that say nothing about the I/O (component versions, debug output,
+/// the build's configure line).
+const CVAR_NOISE: &[&str] = &[
+    "_major_version",
+    "_minor_version",
+    "_release_version",
+    "_verbose",
+    "_configure_params",
+];
+
+/// `MPI_INT`'s id in `rsd::mpi::DATATYPES` (checked by a test).
+const MPI_INT_ID: usize = 7;
+
+/// The first line of `MPI_Get_library_version`.
+fn library_version() -> String {
+    let Some(f) = real!(
+        "PMPI_Get_library_version",
+        unsafe extern "C" fn(*mut c_char, *mut c_int) -> c_int
+    ) else {
+        return String::new();
+    };
+    // MPICH's MPI_MAX_LIBRARY_VERSION_STRING (Open MPI's is 256).
+    let mut buf = vec![0 as c_char; 8192];
+    let mut len: c_int = 0;
+    // SAFETY: a buffer of MPI_MAX_LIBRARY_VERSION_STRING bytes for the largest library we
+    // know, and a valid out-parameter.
+    if unsafe { f(buf.as_mut_ptr(), &mut len) } != MPI_SUCCESS {
+        return String::new();
+    }
+    buf[8191] = 0;
+    // SAFETY: MPI wrote a NUL-terminated string into `buf`, whose last byte is NUL anyway.
+    let s = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
+    s.lines().next().unwrap_or("").trim().to_string()
+}
+
+/// Ranks per node in rank order, run-length encoded, and whether nodes hold consecutive
+/// ranks; on rank 0 (the others give `None`). Collective over `comm` (the tracer's own).
+fn node_layout(comm: H, rank: i64, size: i64) -> Option<(Vec<(u32, u32)>, bool)> {
+    type SplitType = unsafe extern "C" fn(H, c_int, c_int, H, *mut H) -> c_int;
+    type Bcast = unsafe extern "C" fn(*mut libc::c_void, c_int, H, c_int, H) -> c_int;
+    type Gather = unsafe extern "C" fn(
+        *const libc::c_void,
+        c_int,
+        H,
+        *mut libc::c_void,
+        c_int,
+        H,
+        c_int,
+        H,
+    ) -> c_int;
+    let split = real!("PMPI_Comm_split_type", SplitType)?;
+    let bcast = real!("PMPI_Bcast", Bcast)?;
+    let gather = real!("PMPI_Gather", Gather)?;
+    let free = real!("PMPI_Comm_free", unsafe extern "C" fn(*mut H) -> c_int)?;
+    let (shared, info_null, int) = match abi::flavour() {
+        Flavour::Mpich => (1, 0x1c00_0000usize as H, abi::mpich::TYPES[MPI_INT_ID] as H),
+        _ => (
+            0,
+            lookup_global("ompi_mpi_info_null\0") as H,
+            lookup_global("ompi_mpi_int\0") as H,
+        ),
+    };
+    let mut node: H = std::ptr::null_mut();
+    // SAFETY: `comm` is the tracer's communicator, valid on every rank, which all make this
+    // call; MPI_COMM_TYPE_SHARED and MPI_INFO_NULL are the library's values; `node` is a valid
+    // out-parameter.
+    if unsafe { split(comm, shared, rank as c_int, info_null, &mut node) } != MPI_SUCCESS {
+        return None;
+    }
+    // The node's lowest rank names it: rank 0 of the node communicator (key = rank) tells.
+    let mut leader = rank as c_int;
+    // SAFETY: `node` was just created; one int from its rank 0.
+    unsafe { bcast((&mut leader as *mut c_int).cast(), 1, int, 0, node) };
+    let mut node_h = node;
+    // SAFETY: a communicator this function created, freed once.
+    unsafe { free(&mut node_h) };
+    let mut leaders = vec![0 as c_int; if rank == 0 { size as usize } else { 1 }];
+    // SAFETY: every rank of `comm` sends one int; rank 0 receives `size` of them.
+    let rc = unsafe {
+        gather(
+            (&leader as *const c_int).cast(),
+            1,
+            int,
+            leaders.as_mut_ptr().cast(),
+            1,
+            int,
+            0,
+            comm,
+        )
+    };
+    if rc != MPI_SUCCESS || rank != 0 {
+        return None;
+    }
+    Some(layout_of(&leaders))
+}
+
+/// Run-length encoded ranks per node (in order of each node's first rank) and whether every
+/// node's ranks are consecutive, from each rank's node leader.
+fn layout_of(leaders: &[c_int]) -> (Vec<(u32, u32)>, bool) {
+    let mut counts: Vec<(c_int, u32)> = Vec::new();
+    let mut contiguous = true;
+    for (i, l) in leaders.iter().enumerate() {
+        match counts.iter_mut().find(|(k, _)| k == l) {
+            Some(c) => {
+                contiguous &= leaders[i - 1] == *l;
+                c.1 += 1;
+            }
+            None => counts.push((*l, 1)),
+        }
+    }
+    let mut rle: Vec<(u32, u32)> = Vec::new();
+    for (_, c) in counts {
+        match rle.last_mut() {
+            Some((r, n)) if *r == c => *n += 1,
+            _ => rle.push((c, 1)),
+        }
+    }
+    (rle, contiguous)
+}
+
+/// The configuration every rank computes at `MPI_Init` (the node layout is collective), kept
+/// by rank 0.
+pub(crate) fn at_init(comm: H, rank: i64, size: i64) -> Option<rsd::MpiConfig> {
+    let layout = node_layout(comm, rank, size);
+    let (node_ranks, nodes_contiguous) = layout?;
+    Some(rsd::MpiConfig {
+        library: library_version(),
+        node_ranks,
+        nodes_contiguous,
+        cvars: Vec::new(),
+        file_hints: Vec::new(),
+    })
+}
+
+/// The MPI_T control variables of [`CVAR_PREFIXES`] and [`CVAR_NAMES`], as text.
+fn cvars() -> Vec<(String, String)> {
+    type InitThread = unsafe extern "C" fn(c_int, *mut c_int) -> c_int;
+    type GetNum = unsafe extern "C" fn(*mut c_int) -> c_int;
+    type GetInfo = unsafe extern "C" fn(
+        c_int,
+        *mut c_char,
+        *mut c_int,
+        *mut c_int,
+        *mut H,
+        *mut H,
+        *mut c_char,
+        *mut c_int,
+        *mut c_int,
+        *mut c_int,
+    ) -> c_int;
+    type HandleAlloc = unsafe extern "C" fn(c_int, *mut libc::c_void, *mut H, *mut c_int) -> c_int;
+    type Read = unsafe extern "C" fn(H, *mut libc::c_void) -> c_int;
+    type HandleFree = unsafe extern "C" fn(*mut H) -> c_int;
+    let (Some(init), Some(num), Some(info), Some(alloc), Some(read), Some(hfree), Some(fin)) = (
+        real!("PMPI_T_init_thread", InitThread),
+        real!("PMPI_T_cvar_get_num", GetNum),
+        real!("PMPI_T_cvar_get_info", GetInfo),
+        real!("PMPI_T_cvar_handle_alloc", HandleAlloc),
+        real!("PMPI_T_cvar_read", Read),
+        real!("PMPI_T_cvar_handle_free", HandleFree),
+        real!("PMPI_T_finalize", unsafe extern "C" fn() -> c_int),
+    ) else {
+        return Vec::new();
+    };
+    let mut provided = 0;
+    // SAFETY: MPI_THREAD_SINGLE is 0 in both ABIs; a valid out-parameter.
+    if unsafe { init(0, &mut provided) } != MPI_SUCCESS {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut n: c_int = 0;
+    // SAFETY: a valid out-parameter, after MPI_T_init_thread.
+    unsafe { num(&mut n) };
+    for i in 0..n {
+        let mut name = [0 as c_char; 256];
+        let mut name_len: c_int = name.len() as c_int;
+        let (mut verbosity, mut bind, mut scope) = (0, 0, 0);
+        let (mut dt, mut en): (H, H) = (std::ptr::null_mut(), std::ptr::null_mut());
+        let mut desc_len: c_int = 0;
+        // SAFETY: index below the count MPI gave; a name buffer of `name_len` bytes; a null
+        // description with length 0 (MPI then writes none); valid out-parameters.
+        let rc = unsafe {
+            info(
+                i,
+                name.as_mut_ptr(),
+                &mut name_len,
+                &mut verbosity,
+                &mut dt,
+                &mut en,
+                std::ptr::null_mut(),
+                &mut desc_len,
+                &mut bind,
+                &mut scope,
+            )
+        };
+        if rc != MPI_SUCCESS {
+            continue;
+        }
+        name[255] = 0;
+        // SAFETY: NUL-terminated by MPI, and by us at the end.
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .to_string();
+        let wanted = CVAR_NAMES.contains(&name.as_str())
+            || CVAR_PREFIXES.iter().any(|p| name.starts_with(p));
+        if !wanted || CVAR_NOISE.iter().any(|n| name.ends_with(n)) {
+            continue;
+        }
+        // Bound to no object (MPI_T_BIND_NO_OBJECT is 0 in both ABIs): a handle without one.
+        if bind != 0 {
+            continue;
+        }
+        let mut h: H = std::ptr::null_mut();
+        let mut count: c_int = 0;
+        // SAFETY: a valid index, no object for an unbound variable, valid out-parameters.
+        if unsafe { alloc(i, std::ptr::null_mut(), &mut h, &mut count) } != MPI_SUCCESS {
+            continue;
+        }
+        let value = read_value(h, dt, count, read);
+        // SAFETY: the handle just allocated, freed once.
+        unsafe { hfree(&mut h) };
+        if let Some(v) = value {
+            out.push((name, v));
+        }
+    }
+    // SAFETY: pairs the MPI_T_init_thread above.
+    unsafe { fin() };
+    out.sort();
+    out
+}
+
+/// The value behind an MPI_T handle of datatype `dt` and `count` elements, as text: integers
+/// and strings (what collective-I/O variables are); other types are left out.
+fn read_value(
+    h: H,
+    dt: H,
+    count: c_int,
+    read: unsafe extern "C" fn(H, *mut libc::c_void) -> c_int,
+) -> Option<String> {
+    let name = with_state(|st| st.types.id(hv(dt)))
+        .and_then(rsd::mpi::predefined)
+        .map(|t| t.name)?;
+    let count = count.max(1) as usize;
+    // Large enough for any element type times the count (strings come with their length).
+    let mut buf = vec![0u8; 16 * count + 16];
+    // SAFETY: `buf` holds `count` elements of any predefined type.
+    if unsafe { read(h, buf.as_mut_ptr().cast()) } != MPI_SUCCESS {
+        return None;
+    }
+    let le = |n: usize| {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&buf[..n]);
+        u64::from_le_bytes(b)
+    };
+    Some(match name {
+        "MPI_CHAR" => {
+            let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+            String::from_utf8_lossy(&buf[..end]).to_string()
+        }
+        "MPI_INT" => (le(4) as u32 as i32).to_string(),
+        "MPI_UNSIGNED" => (le(4) as u32).to_string(),
+        "MPI_LONG" | "MPI_LONG_LONG_INT" | "MPI_LONG_LONG" | "MPI_COUNT" => {
+            (le(8) as i64).to_string()
+        }
+        "MPI_UNSIGNED_LONG" | "MPI_UNSIGNED_LONG_LONG" => le(8).to_string(),
+        "MPI_C_BOOL" => (buf[0] != 0).to_string(),
+        _ => return None,
+    })
+}
+
+/// Rank 0, at an `MPI_File_open` that returned `fh` for `path`: the file's hints, once per
+/// path; and the control variables at the first open, when the I/O components are loaded.
+pub(crate) fn at_file_open(fh: H, path: Option<&str>) {
+    if !RECORDING.load(Ordering::Relaxed) {
+        return;
+    }
+    // The MPI calls below are the tracer's, not the application's.
+    let _busy = Enter::new(BUSY);
+    let want = with_state(|st| {
+        st.rank == 0
+            && st
+                .mpi_config
+                .as_ref()
+                .is_some_and(|c| !c.file_hints.iter().any(|(p, _)| Some(p.as_str()) == path))
+    });
+    if want != Some(true) {
+        return;
+    }
+    let first = with_state(|st| st.mpi_config.as_ref().is_some_and(|c| c.cvars.is_empty()));
+    let vars = if first == Some(true) {
+        cvars()
+    } else {
+        Vec::new()
+    };
+    let hints = file_hints(fh);
+    with_state(|st| {
+        if let Some(c) = st.mpi_config.as_mut() {
+            if c.cvars.is_empty() {
+                c.cvars = vars;
+            }
+            c.file_hints
+                .push((path.unwrap_or_default().to_string(), hints));
+        }
+    });
+}
+
+/// `MPI_File_get_info` of `fh`, as (key, value) pairs in the library's order.
+fn file_hints(fh: H) -> Vec<(String, String)> {
+    type GetInfo = unsafe extern "C" fn(H, *mut H) -> c_int;
+    type Nkeys = unsafe extern "C" fn(H, *mut c_int) -> c_int;
+    type Nthkey = unsafe extern "C" fn(H, c_int, *mut c_char) -> c_int;
+    type Valuelen = unsafe extern "C" fn(H, *const c_char, *mut c_int, *mut c_int) -> c_int;
+    type Get = unsafe extern "C" fn(H, *const c_char, c_int, *mut c_char, *mut c_int) -> c_int;
+    let (Some(get_info), Some(nkeys), Some(nthkey), Some(vlen), Some(get), Some(free)) = (
+        real!("PMPI_File_get_info", GetInfo),
+        real!("PMPI_Info_get_nkeys", Nkeys),
+        real!("PMPI_Info_get_nthkey", Nthkey),
+        real!("PMPI_Info_get_valuelen", Valuelen),
+        real!("PMPI_Info_get", Get),
+        real!("PMPI_Info_free", unsafe extern "C" fn(*mut H) -> c_int),
+    ) else {
+        return Vec::new();
+    };
+    let mut info: H = std::ptr::null_mut();
+    // SAFETY: `fh` is the file MPI just opened; a valid out-parameter.
+    if unsafe { get_info(fh, &mut info) } != MPI_SUCCESS {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut n: c_int = 0;
+    // SAFETY: the info object MPI just returned; a valid out-parameter.
+    unsafe { nkeys(info, &mut n) };
+    for i in 0..n {
+        // MPI_MAX_INFO_KEY is 255 in MPICH and 36 in Open MPI, plus the NUL.
+        let mut key = [0 as c_char; 256];
+        let (mut len, mut flag): (c_int, c_int) = (0, 0);
+        // SAFETY: `i` below the key count; a key buffer of MPI_MAX_INFO_KEY + 1 bytes;
+        // then the key MPI wrote, NUL-terminated, and valid out-parameters.
+        unsafe {
+            if nthkey(info, i, key.as_mut_ptr()) != MPI_SUCCESS {
+                continue;
+            }
+            key[255] = 0;
+            if vlen(info, key.as_ptr(), &mut len, &mut flag) != MPI_SUCCESS || flag == 0 {
+                continue;
+            }
+        }
+        let mut val = vec![0 as c_char; len.max(0) as usize + 1];
+        // SAFETY: a value buffer of `len + 1` bytes, which MPI fills with `len` characters
+        // and a NUL; the key as above.
+        unsafe { get(info, key.as_ptr(), len, val.as_mut_ptr(), &mut flag) };
+        if flag == 0 {
+            continue;
+        }
+        // SAFETY: both NUL-terminated (the value's last byte is ours and 0).
+        let (k, v) = unsafe { (CStr::from_ptr(key.as_ptr()), CStr::from_ptr(val.as_ptr())) };
+        out.push((
+            k.to_string_lossy().to_string(),
+            v.to_string_lossy().to_string(),
+        ));
+    }
+    // SAFETY: the info object MPI returned, freed once.
+    unsafe { free(&mut info) };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpi_int_id() {
+        assert_eq!(rsd::mpi::DATATYPES[MPI_INT_ID].name, "MPI_INT");
+    }
+
+    #[test]
+    fn node_layouts() {
+        assert_eq!(layout_of(&[0, 0, 0, 0]), (vec![(4, 1)], true));
+        assert_eq!(
+            layout_of(&[0, 0, 2, 2, 4, 4, 6]),
+            (vec![(2, 3), (1, 1)], true)
+        );
+        // Round-robin placement: two nodes of two, not consecutive.
+        assert_eq!(layout_of(&[0, 1, 0, 1]), (vec![(2, 2)], false));
+    }
+}
