@@ -42,6 +42,27 @@ pub struct Collective {
     pub regions: Vec<Vec<(u64, u64)>>,
     /// The file's size when the call starts: what reads (and data-sieving reads) can return.
     pub file_size: u64,
+    /// Per rank, the file offset its access starts at: where the explicit offset or the
+    /// file pointer points through the view. Only a rank without data needs it (ROMIO counts
+    /// such a rank's start in the call's range and its interleaving check); for the others
+    /// it is their first region's offset.
+    pub starts: Vec<u64>,
+}
+
+impl Collective {
+    /// A call whose ranks without data start at offset 0 (see [`Collective::starts`]).
+    pub fn new(dir: Dir, regions: Vec<Vec<(u64, u64)>>, file_size: u64) -> Collective {
+        let starts = regions
+            .iter()
+            .map(|r| r.first().map_or(0, |f| f.0))
+            .collect();
+        Collective {
+            dir,
+            regions,
+            file_size,
+            starts,
+        }
+    }
 }
 
 /// One POSIX call the library issues inside the collective call.

@@ -562,11 +562,7 @@ mod tests {
         // 16 ranks each write 64 KiB at r * 256 KiB: the range [0, 15*256K + 64K) in two
         // domains, aggregators 0 and 8.
         let regions: Vec<Vec<(u64, u64)>> = (0..16).map(|r| vec![(r * 262144, 65536)]).collect();
-        let coll = Collective {
-            dir: Dir::Write,
-            regions,
-            file_size: 0,
-        };
+        let coll = Collective::new(Dir::Write, regions, 0);
         let o = model(&Config::default(), ViewStats::default_view(), &coll).unwrap();
         assert_eq!(o.aggregators, vec![0, 8]);
         assert_eq!(o.domain_size, Some((15 * 262144 + 65536) / 2));

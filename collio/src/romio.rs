@@ -231,21 +231,20 @@ pub fn model(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
     }
     let aggs = aggregators(cfg, n as u32);
     // ADIOI_Calc_my_off_len: the first byte of the first region and the last byte of the
-    // last. A rank without data has start = its position and end = start - 1, which the
-    // model does not know (its input has no position): such ranks are left out of the
-    // interleaving check and the file domains.
-    let ends: Vec<Option<(i64, i64)>> = coll
+    // last; a rank without data starts where its offset points and ends one byte before.
+    let ends: Vec<(i64, i64)> = coll
         .regions
         .iter()
-        .map(|r| match (r.first(), r.last()) {
-            (Some(f), Some(l)) => Some((f.0 as i64, (l.0 + l.1) as i64 - 1)),
-            _ => None,
+        .enumerate()
+        .map(|(r, regions)| match (regions.first(), regions.last()) {
+            (Some(f), Some(l)) => (f.0 as i64, (l.0 + l.1) as i64 - 1),
+            _ => {
+                let st = coll.starts.get(r).copied().unwrap_or(0) as i64;
+                (st, st - 1)
+            }
         })
         .collect();
-    let present: Vec<(i64, i64)> = ends.iter().flatten().copied().collect();
-    let interleaved = present
-        .windows(2)
-        .any(|w| w[1].0 < w[0].1 && w[1].0 <= w[1].1);
+    let interleaved = ends.windows(2).any(|w| w[1].0 < w[0].1 && w[1].0 <= w[1].1);
     let switch = match coll.dir {
         Dir::Write => cfg.cb_write,
         Dir::Read => cfg.cb_read,
@@ -278,7 +277,7 @@ pub fn model(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
             calls,
         });
     }
-    if present.is_empty() {
+    if coll.regions.iter().all(|r| r.is_empty()) {
         return Ok(Outcome {
             two_phase: true,
             aggregators: aggs,
@@ -287,8 +286,8 @@ pub fn model(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
         });
     }
     // ADIOI_Calc_file_domains (no striping_unit hint: the "old way").
-    let min_st = present.iter().map(|e| e.0).min().expect("nonempty");
-    let max_end = present.iter().map(|e| e.1).max().expect("nonempty");
+    let min_st = ends.iter().map(|e| e.0).min().expect("ranks");
+    let max_end = ends.iter().map(|e| e.1).max().expect("ranks");
     let na = aggs.len() as i64;
     let fd_size = ((max_end - min_st + 1 + na - 1) / na).max(cfg.min_fdomain_size as i64);
     let fd_end = |i: i64| (min_st + (i + 1) * fd_size - 1).min(max_end);
@@ -376,11 +375,7 @@ mod tests {
             .collect();
         let o = model(
             &Config::default(),
-            &Collective {
-                dir: Dir::Read,
-                regions,
-                file_size: 1 << 20,
-            },
+            &Collective::new(Dir::Read, regions, 1 << 20),
         )
         .unwrap();
         assert!(o.two_phase);
@@ -394,15 +389,7 @@ mod tests {
     #[test]
     fn ordered_writes_are_independent() {
         let regions = (0..4u64).map(|r| vec![(r * 100, 100)]).collect();
-        let o = model(
-            &Config::default(),
-            &Collective {
-                dir: Dir::Write,
-                regions,
-                file_size: 0,
-            },
-        )
-        .unwrap();
+        let o = model(&Config::default(), &Collective::new(Dir::Write, regions, 0)).unwrap();
         assert!(!o.two_phase);
         assert!(
             o.calls

@@ -91,6 +91,17 @@ fn programs() -> Vec<(&'static str, Program)> {
             },
         ),
         (
+            "uneven checkpoint at 1 MiB",
+            Program {
+                app: "ckpt_strong",
+                args: |d| {
+                    let mut a = vec![d.join("cku.dat").display().to_string()];
+                    a.extend(s(&["1000003", "-R", "-u", "-b", "1048576"]));
+                    a
+                },
+            },
+        ),
+        (
             "views",
             Program {
                 app: "view_app",
