@@ -336,7 +336,6 @@ pub fn model(cfg: &Config, view: ViewStats, coll: &Collective) -> Result<Outcome
 fn individual(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
     let mut calls = Vec::with_capacity(coll.regions.len());
     let mut max_cycles = 0;
-    let mut file_size = coll.file_size;
     for regions in &coll.regions {
         let total: u64 = regions.iter().map(|r| r.1).sum();
         let per_cycle = if cfg.cycle_buffer_size == -1 {
@@ -359,10 +358,8 @@ fn individual(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
             fbtl::issue(&cfg.fbtl, coll.dir, &chunk, false, &mut size, &mut out);
         }
         max_cycles = max_cycles.max(cycles);
-        file_size = file_size.max(size);
         calls.push(out);
     }
-    let _ = file_size;
     Ok(Outcome {
         fcoll: Fcoll::Individual,
         aggregators: Vec::new(),
