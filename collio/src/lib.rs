@@ -21,8 +21,8 @@
 //!   `cb_buffer_size`, `romio_cb_write`, `collective_buffering`, ...), and the io component;
 //! - the node layout (ROMIO's aggregators are the first rank of each node) and whether
 //!   `mpirun` mapped ranks by node (OMPIO's groups then interleave);
-//! - the file system: on Lustre OMPIO selects `dynamic_gen2`, not modelled; on NFS both
-//!   libraries lock ranges with `fcntl` where the model issues none (OMPIO);
+//! - the file system: on Lustre OMPIO selects `dynamic_gen2`, not modelled; on NFS OMPIO's
+//!   fbtl locks ranges with `fcntl`, which the model does not issue;
 //! - whether the file's communicator is cartesian with 2+ dimensions (OMPIO then groups by
 //!   the topology, not modelled) and whether the program runs `MPI_THREAD_MULTIPLE` (no
 //!   write sieving in OMPIO's fbtl);

@@ -31,14 +31,26 @@ pub enum Switch {
     Automatic,
 }
 
+/// The `cb_config_list` hint: which processes may aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigList {
+    /// `*:1` (the default): the first process of each node.
+    OnePerNode,
+    /// `*:*`: any process, ranks 0 to `cb_nodes - 1`.
+    Any,
+}
+
 /// ROMIO's hints that steer collective I/O, with their defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// `cb_buffer_size`.
     pub cb_buffer_size: u64,
     /// The `cb_nodes` hint, if the program passed one (the default is the process count,
-    /// which `*:1` then caps at one per node).
+    /// which `*:1` then caps at one per node: a hint of 2 on one node still gives one
+    /// aggregator, seen with `ROMIO_HINTS` at 4 ranks).
     pub cb_nodes: Option<u32>,
+    /// `cb_config_list`.
+    pub cb_config_list: ConfigList,
     /// `romio_cb_write`.
     pub cb_write: Switch,
     /// `romio_cb_read`.
@@ -63,6 +75,7 @@ impl Default for Config {
         Config {
             cb_buffer_size: 16 << 20,
             cb_nodes: None,
+            cb_config_list: ConfigList::OnePerNode,
             cb_write: Switch::Automatic,
             cb_read: Switch::Automatic,
             min_fdomain_size: 0,
@@ -88,9 +101,12 @@ pub struct Outcome {
     pub calls: Vec<Vec<Call>>,
 }
 
-/// The aggregators of `cb_config_list` `*:1`: the first rank of each node, in rank order, at
-/// most `cb_nodes`.
+/// The aggregators (`ranklist`): for `*:1` the first rank of each node, in rank order, for
+/// `*:*` the first ranks; at most `cb_nodes`.
 pub fn aggregators(cfg: &Config, size: u32) -> Vec<u32> {
+    if cfg.cb_config_list == ConfigList::Any {
+        return (0..cfg.cb_nodes.unwrap_or(size).clamp(1, size.max(1))).collect();
+    }
     let mut seen = Vec::new();
     let mut out = Vec::new();
     for r in 0..size {
@@ -383,6 +399,32 @@ mod tests {
         assert_eq!(
             o.calls[0],
             vec![Call::data(Op::Pread, 0, None, 458752, 458752)]
+        );
+    }
+
+    #[test]
+    fn cb_nodes_is_capped_by_the_config_list() {
+        // Seen at 4 ranks on one node with ROMIO_HINTS: cb_nodes 2 alone gives one
+        // aggregator, with cb_config_list *:* ranks 0 and 1.
+        let mut cfg = Config {
+            cb_nodes: Some(2),
+            ..Config::default()
+        };
+        assert_eq!(aggregators(&cfg, 4), vec![0]);
+        cfg.cb_config_list = ConfigList::Any;
+        assert_eq!(aggregators(&cfg, 4), vec![0, 1]);
+        // The read-back of a 1000000-byte checkpoint then is two 500000-byte windows.
+        let regions = (0..4u64)
+            .map(|r| vec![(((r + 1) % 4) * 250000, 250000)])
+            .collect();
+        let o = model(&cfg, &Collective::new(Dir::Read, regions, 1000000)).unwrap();
+        assert_eq!(
+            o.calls[0],
+            vec![Call::data(Op::Pread, 0, None, 500000, 500000)]
+        );
+        assert_eq!(
+            o.calls[1],
+            vec![Call::data(Op::Pread, 500000, None, 500000, 500000)]
         );
     }
 
