@@ -1,6 +1,11 @@
-//! The OMPIO model against real traces: every collective call of each mini-app, traced under
-//! Open MPI's defaults at every scale, must get exactly the nested POSIX calls the library
-//! made (op, offset, iovec count, bytes returned, in order, on every rank).
+//! The models against real traces: every collective call of each mini-app, traced at many
+//! scales under Open MPI's defaults (OMPIO) and under ROMIO (`--mca io romio321`, nothing
+//! else set), must get exactly the nested POSIX calls the library made (op, offset, iovec
+//! count, bytes returned, fcntl commands, in order, on every rank).
+//!
+//! Environment: `COLLIO_SCALES` (e.g. `1-64` or `3,16,17`) replaces the OMPIO scales, and the
+//! ROMIO ones too with `COLLIO_ROMIO_ALL_SCALES=1`; `COLLIO_PROGRAMS` (comma-separated name
+//! prefixes) keeps only some programs.
 
 mod common;
 
