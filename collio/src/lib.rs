@@ -13,6 +13,28 @@
 //! configuration ([`ompio::Config`], Open MPI 4.1.4's defaults by default); its output is,
 //! per rank, the POSIX calls in the order the rank issues them ([`Call`]). [`romio`] models
 //! ROMIO 3.2.1's generic two-phase collective I/O as Open MPI 4.1.4 ships it.
+//!
+//! # What the libraries decide on that a trace does not show (today)
+//! The configuration structs carry these; their defaults are the libraries' defaults on one
+//! node of a local file system, which is what the tests run:
+//! - the MCA parameters and hints (`io_ompio_*`, `fcoll_vulcan_*`, `fbtl_posix_*`, `cb_nodes`,
+//!   `cb_buffer_size`, `romio_cb_write`, `collective_buffering`, ...), and the io component;
+//! - the node layout (ROMIO's aggregators are the first rank of each node) and whether
+//!   `mpirun` mapped ranks by node (OMPIO's groups then interleave);
+//! - the file system: on Lustre OMPIO selects `dynamic_gen2`, not modelled; on NFS OMPIO's
+//!   fbtl locks ranges with `fcntl`, which the model does not issue;
+//! - whether the file's communicator is cartesian with 2+ dimensions (OMPIO then groups by
+//!   the topology, not modelled) and whether the program runs `MPI_THREAD_MULTIPLE` (no
+//!   write sieving in OMPIO's fbtl);
+//! - the file's size when nothing in the trace wrote or sized it (what reads return), and
+//!   the size at a data-sieving read that races with another aggregator's write;
+//! - the user's memory datatype (taken as contiguous: a noncontiguous buffer splits OMPIO's
+//!   `individual` io array and changes ROMIO's strided paths).
+//!
+//! Not recorded by the tracer at all: OMPIO's `vulcan` writes asynchronously (`aio_write`)
+//! when a call takes more than 2 cycles (more than `bytes_per_agg` bytes for one
+//! aggregator), so those calls show no nested POSIX call; the model says so
+//! ([`ompio::Outcome::async_writes`]) and leaves them out.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -42,6 +64,27 @@ pub struct Collective {
     pub regions: Vec<Vec<(u64, u64)>>,
     /// The file's size when the call starts: what reads (and data-sieving reads) can return.
     pub file_size: u64,
+    /// Per rank, the file offset its access starts at: where the explicit offset or the
+    /// file pointer points through the view. Only a rank without data needs it (ROMIO counts
+    /// such a rank's start in the call's range and its interleaving check); for the others
+    /// it is their first region's offset.
+    pub starts: Vec<u64>,
+}
+
+impl Collective {
+    /// A call whose ranks without data start at offset 0 (see [`Collective::starts`]).
+    pub fn new(dir: Dir, regions: Vec<Vec<(u64, u64)>>, file_size: u64) -> Collective {
+        let starts = regions
+            .iter()
+            .map(|r| r.first().map_or(0, |f| f.0))
+            .collect();
+        Collective {
+            dir,
+            regions,
+            file_size,
+            starts,
+        }
+    }
 }
 
 /// One POSIX call the library issues inside the collective call.

@@ -336,7 +336,6 @@ pub fn model(cfg: &Config, view: ViewStats, coll: &Collective) -> Result<Outcome
 fn individual(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
     let mut calls = Vec::with_capacity(coll.regions.len());
     let mut max_cycles = 0;
-    let mut file_size = coll.file_size;
     for regions in &coll.regions {
         let total: u64 = regions.iter().map(|r| r.1).sum();
         let per_cycle = if cfg.cycle_buffer_size == -1 {
@@ -359,10 +358,8 @@ fn individual(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
             fbtl::issue(&cfg.fbtl, coll.dir, &chunk, false, &mut size, &mut out);
         }
         max_cycles = max_cycles.max(cycles);
-        file_size = file_size.max(size);
         calls.push(out);
     }
-    let _ = file_size;
     Ok(Outcome {
         fcoll: Fcoll::Individual,
         aggregators: Vec::new(),
@@ -562,11 +559,7 @@ mod tests {
         // 16 ranks each write 64 KiB at r * 256 KiB: the range [0, 15*256K + 64K) in two
         // domains, aggregators 0 and 8.
         let regions: Vec<Vec<(u64, u64)>> = (0..16).map(|r| vec![(r * 262144, 65536)]).collect();
-        let coll = Collective {
-            dir: Dir::Write,
-            regions,
-            file_size: 0,
-        };
+        let coll = Collective::new(Dir::Write, regions, 0);
         let o = model(&Config::default(), ViewStats::default_view(), &coll).unwrap();
         assert_eq!(o.aggregators, vec![0, 8]);
         assert_eq!(o.domain_size, Some((15 * 262144 + 65536) / 2));

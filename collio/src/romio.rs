@@ -31,14 +31,26 @@ pub enum Switch {
     Automatic,
 }
 
+/// The `cb_config_list` hint: which processes may aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigList {
+    /// `*:1` (the default): the first process of each node.
+    OnePerNode,
+    /// `*:*`: any process, ranks 0 to `cb_nodes - 1`.
+    Any,
+}
+
 /// ROMIO's hints that steer collective I/O, with their defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// `cb_buffer_size`.
     pub cb_buffer_size: u64,
     /// The `cb_nodes` hint, if the program passed one (the default is the process count,
-    /// which `*:1` then caps at one per node).
+    /// which `*:1` then caps at one per node: a hint of 2 on one node still gives one
+    /// aggregator, seen with `ROMIO_HINTS` at 4 ranks).
     pub cb_nodes: Option<u32>,
+    /// `cb_config_list`.
+    pub cb_config_list: ConfigList,
     /// `romio_cb_write`.
     pub cb_write: Switch,
     /// `romio_cb_read`.
@@ -63,6 +75,7 @@ impl Default for Config {
         Config {
             cb_buffer_size: 16 << 20,
             cb_nodes: None,
+            cb_config_list: ConfigList::OnePerNode,
             cb_write: Switch::Automatic,
             cb_read: Switch::Automatic,
             min_fdomain_size: 0,
@@ -88,9 +101,12 @@ pub struct Outcome {
     pub calls: Vec<Vec<Call>>,
 }
 
-/// The aggregators of `cb_config_list` `*:1`: the first rank of each node, in rank order, at
-/// most `cb_nodes`.
+/// The aggregators (`ranklist`): for `*:1` the first rank of each node, in rank order, for
+/// `*:*` the first ranks; at most `cb_nodes`.
 pub fn aggregators(cfg: &Config, size: u32) -> Vec<u32> {
+    if cfg.cb_config_list == ConfigList::Any {
+        return (0..cfg.cb_nodes.unwrap_or(size).clamp(1, size.max(1))).collect();
+    }
     let mut seen = Vec::new();
     let mut out = Vec::new();
     for r in 0..size {
@@ -231,21 +247,20 @@ pub fn model(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
     }
     let aggs = aggregators(cfg, n as u32);
     // ADIOI_Calc_my_off_len: the first byte of the first region and the last byte of the
-    // last. A rank without data has start = its position and end = start - 1, which the
-    // model does not know (its input has no position): such ranks are left out of the
-    // interleaving check and the file domains.
-    let ends: Vec<Option<(i64, i64)>> = coll
+    // last; a rank without data starts where its offset points and ends one byte before.
+    let ends: Vec<(i64, i64)> = coll
         .regions
         .iter()
-        .map(|r| match (r.first(), r.last()) {
-            (Some(f), Some(l)) => Some((f.0 as i64, (l.0 + l.1) as i64 - 1)),
-            _ => None,
+        .enumerate()
+        .map(|(r, regions)| match (regions.first(), regions.last()) {
+            (Some(f), Some(l)) => (f.0 as i64, (l.0 + l.1) as i64 - 1),
+            _ => {
+                let st = coll.starts.get(r).copied().unwrap_or(0) as i64;
+                (st, st - 1)
+            }
         })
         .collect();
-    let present: Vec<(i64, i64)> = ends.iter().flatten().copied().collect();
-    let interleaved = present
-        .windows(2)
-        .any(|w| w[1].0 < w[0].1 && w[1].0 <= w[1].1);
+    let interleaved = ends.windows(2).any(|w| w[1].0 < w[0].1 && w[1].0 <= w[1].1);
     let switch = match coll.dir {
         Dir::Write => cfg.cb_write,
         Dir::Read => cfg.cb_read,
@@ -278,7 +293,7 @@ pub fn model(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
             calls,
         });
     }
-    if present.is_empty() {
+    if coll.regions.iter().all(|r| r.is_empty()) {
         return Ok(Outcome {
             two_phase: true,
             aggregators: aggs,
@@ -287,8 +302,8 @@ pub fn model(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
         });
     }
     // ADIOI_Calc_file_domains (no striping_unit hint: the "old way").
-    let min_st = present.iter().map(|e| e.0).min().expect("nonempty");
-    let max_end = present.iter().map(|e| e.1).max().expect("nonempty");
+    let min_st = ends.iter().map(|e| e.0).min().expect("ranks");
+    let max_end = ends.iter().map(|e| e.1).max().expect("ranks");
     let na = aggs.len() as i64;
     let fd_size = ((max_end - min_st + 1 + na - 1) / na).max(cfg.min_fdomain_size as i64);
     let fd_end = |i: i64| (min_st + (i + 1) * fd_size - 1).min(max_end);
@@ -376,11 +391,7 @@ mod tests {
             .collect();
         let o = model(
             &Config::default(),
-            &Collective {
-                dir: Dir::Read,
-                regions,
-                file_size: 1 << 20,
-            },
+            &Collective::new(Dir::Read, regions, 1 << 20),
         )
         .unwrap();
         assert!(o.two_phase);
@@ -392,17 +403,35 @@ mod tests {
     }
 
     #[test]
+    fn cb_nodes_is_capped_by_the_config_list() {
+        // Seen at 4 ranks on one node with ROMIO_HINTS: cb_nodes 2 alone gives one
+        // aggregator, with cb_config_list *:* ranks 0 and 1.
+        let mut cfg = Config {
+            cb_nodes: Some(2),
+            ..Config::default()
+        };
+        assert_eq!(aggregators(&cfg, 4), vec![0]);
+        cfg.cb_config_list = ConfigList::Any;
+        assert_eq!(aggregators(&cfg, 4), vec![0, 1]);
+        // The read-back of a 1000000-byte checkpoint then is two 500000-byte windows.
+        let regions = (0..4u64)
+            .map(|r| vec![(((r + 1) % 4) * 250000, 250000)])
+            .collect();
+        let o = model(&cfg, &Collective::new(Dir::Read, regions, 1000000)).unwrap();
+        assert_eq!(
+            o.calls[0],
+            vec![Call::data(Op::Pread, 0, None, 500000, 500000)]
+        );
+        assert_eq!(
+            o.calls[1],
+            vec![Call::data(Op::Pread, 500000, None, 500000, 500000)]
+        );
+    }
+
+    #[test]
     fn ordered_writes_are_independent() {
         let regions = (0..4u64).map(|r| vec![(r * 100, 100)]).collect();
-        let o = model(
-            &Config::default(),
-            &Collective {
-                dir: Dir::Write,
-                regions,
-                file_size: 0,
-            },
-        )
-        .unwrap();
+        let o = model(&Config::default(), &Collective::new(Dir::Write, regions, 0)).unwrap();
         assert!(!o.two_phase);
         assert!(
             o.calls

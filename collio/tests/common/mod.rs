@@ -62,7 +62,8 @@ pub fn app(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("create target/iotrex-apps/collio");
     let src = workspace().join("tests/apps").join(format!("{name}.c"));
     let bin = dir.join(name);
-    let tmp = dir.join(format!("{name}.tmp"));
+    // A name of this process's own: another run of these tests may be building the same app.
+    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
     let out = Command::new("mpicc")
         .args(["-O1", "-g", "-o"])
         .arg(&tmp)
@@ -140,6 +141,9 @@ struct RankCall {
     regions: Vec<(u64, u64)>,
     recorded: Vec<Call>,
     view_blocks: Vec<u64>,
+    /// Where the access starts in the file (for a rank without data: where its offset or
+    /// file pointer points through the view).
+    start: u64,
     /// The file size this rank knows when it enters the call (its own writes and resizes).
     size_before: u64,
 }
@@ -191,6 +195,16 @@ fn collectives(tf: &TraceFile, np: u32) -> BTreeMap<String, Vec<Vec<RankCall>>> 
         // Bytes this rank knows each path holds.
         let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
         for e in tf.trace.expand(rank) {
+            // The data position (etypes) a collective call starts at, before the call moves
+            // the file pointer.
+            let etypes = match e.get(Param::Offset) {
+                Some(o) if collective_dir(e.op).is_some() => Some(o),
+                _ if collective_dir(e.op).is_some() => e
+                    .get(Param::Fh)
+                    .and_then(|fh| table.mpi_file(fh))
+                    .map(|f| f.pos),
+                _ => None,
+            };
             let (effect, _) = table.apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
             let path_of = |t: &FileTable, id| t.file(id).and_then(|f| f.path.clone());
             match effect {
@@ -208,6 +222,16 @@ fn collectives(tf: &TraceFile, np: u32) -> BTreeMap<String, Vec<Vec<RankCall>>> 
                     };
                     let f = table.file(a.file).expect("accessed file is open");
                     let view_blocks = ompio::view_blocks(&f.view, table.types());
+                    let start = match a.regions.first() {
+                        Some(r) => r.0,
+                        None => {
+                            let pos = etypes.unwrap_or(0) * f.view.etype_size;
+                            match &f.view.flat {
+                                None => (f.view.disp + pos).max(0) as u64,
+                                Some(_) => f.view.regions(pos, 1).first().map_or(0, |r| r.0),
+                            }
+                        }
+                    };
                     let recorded = e.children.iter().map(recorded).collect();
                     let ranks = out.entry(path).or_insert_with(|| {
                         (0..np).map(|_| Vec::new()).collect::<Vec<Vec<RankCall>>>()
@@ -218,6 +242,7 @@ fn collectives(tf: &TraceFile, np: u32) -> BTreeMap<String, Vec<Vec<RankCall>>> 
                         regions: a.regions,
                         recorded,
                         view_blocks,
+                        start,
                         size_before: before,
                     });
                 }
@@ -266,6 +291,7 @@ pub fn check(tf: &TraceFile, np: u32, lib: Lib) -> Result<Checked, String> {
                 dir,
                 regions: ranks.iter().map(|c| c[i].regions.clone()).collect(),
                 file_size: ranks.iter().map(|c| c[i].size_before).max().unwrap_or(0),
+                starts: ranks.iter().map(|c| c[i].start).collect(),
             };
             let view = ViewStats::from_ranks(ranks.iter().map(|c| c[i].view_blocks.as_slice()));
             // The model's calls per rank, and how it got them.
