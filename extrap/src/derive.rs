@@ -74,6 +74,9 @@ struct RankColl {
     path: String,
     dir: Dir,
     regions: Vec<(u64, u64)>,
+    /// Where the access starts in the file (for a rank without data: where its offset or
+    /// file pointer points through the view).
+    start: u64,
     view_blocks: Vec<u64>,
     /// The file size this rank knows when it enters the call.
     size_before: u64,
@@ -130,6 +133,17 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
     let mut opened: HashMap<i64, (Option<i64>, bool)> = HashMap::new();
     let mut colls = Vec::new();
     for (i, e) in events.iter().enumerate() {
+        // The data position (etypes) a collective call starts at, before the call moves the
+        // file pointer: a rank without data still has a start (see `Collective::starts`).
+        let etypes = match e.op.get(&e.params, Param::Offset) {
+            Some(o) if collective_dir(e.op).is_some() => Some(o),
+            _ if collective_dir(e.op).is_some() => {
+                e.op.get(&e.params, Param::Fh)
+                    .and_then(|fh| table.mpi_file(fh))
+                    .map(|f| f.pos)
+            }
+            _ => None,
+        };
         let (effect, _) = table.apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
         let path_of = |t: &FileTable, id| t.file(id).and_then(|f| f.path.clone());
         match effect {
@@ -159,6 +173,16 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
                     continue;
                 };
                 let view_blocks = ompio::view_blocks(&f.view, table.types());
+                let start = match a.regions.first() {
+                    Some(r) => r.0,
+                    None => {
+                        let pos = etypes.unwrap_or(0) * f.view.etype_size;
+                        match &f.view.flat {
+                            None => (f.view.disp + pos).max(0) as u64,
+                            Some(_) => f.view.regions(pos, 1).first().map_or(0, |r| r.0),
+                        }
+                    }
+                };
                 let (fd, world) = opened
                     .get(&e.op.param(&e.params, Param::Fh))
                     .copied()
@@ -169,6 +193,7 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
                     path,
                     dir,
                     regions: a.regions,
+                    start,
                     view_blocks,
                     size_before: before,
                     fd,
@@ -308,11 +333,21 @@ fn config(h: &Header, path: &str) -> Result<Config, String> {
     if let Some(v) = int("fbtl_posix_max_tmpbuf_size")? {
         cfg.fbtl.max_tmpbuf_size = v.max(0) as u64;
     }
-    if let Some(v) = int("fbtl_posix_read_datasieving")? {
-        cfg.fbtl.read_datasieving = v != 0;
+    // MPI_T gives booleans as `true`/`false`.
+    let boolean = |name: &str| -> Result<Option<bool>, String> {
+        mc.cvar(name)
+            .map(|v| match v.trim() {
+                "true" | "1" => Ok(true),
+                "false" | "0" => Ok(false),
+                _ => Err(format!("control variable {name} = {v:?} is not a boolean")),
+            })
+            .transpose()
+    };
+    if let Some(v) = boolean("fbtl_posix_read_datasieving")? {
+        cfg.fbtl.read_datasieving = v;
     }
-    if let Some(v) = int("fbtl_posix_write_datasieving")? {
-        cfg.fbtl.write_datasieving = v != 0;
+    if let Some(v) = boolean("fbtl_posix_write_datasieving")? {
+        cfg.fbtl.write_datasieving = v;
     }
     cfg.map_by_node = !mc.nodes_contiguous && mc.nodes() > 1;
     let hint = |key: &str| {
@@ -343,6 +378,7 @@ fn model(ranks: &[RankCalls], g: &Group, cfg: &Config) -> Result<Outcome, String
         dir: colls[0].dir,
         regions: colls.iter().map(|c| c.regions.clone()).collect(),
         file_size: colls.iter().map(|c| c.size_before).max().unwrap_or(0),
+        starts: colls.iter().map(|c| c.start).collect(),
     };
     let view = ViewStats::from_ranks(colls.iter().map(|c| c.view_blocks.as_slice()));
     ompio::model(cfg, view, &coll).map_err(|e| {
