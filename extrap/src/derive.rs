@@ -18,7 +18,8 @@
 //! site (gap and duration): timing is fitted or averaged everywhere in an extrapolated trace.
 
 use crate::Explain;
-use collio::ompio::{self, Config, Outcome, ViewStats};
+use collio::ompio::{self, Config, ViewStats};
+use collio::romio;
 use collio::{Call, Collective, Dir};
 use filetable::{Effect, FileTable, Offline};
 use rsd::op::{Op, Param, args};
@@ -266,10 +267,43 @@ fn groups(ranks: &[RankCalls], notes: &mut Vec<String>) -> Vec<Group> {
     out
 }
 
-/// Open MPI's configuration for `path` from a trace header, or why there is none to model
-/// with. Control variables and the file's `cb_nodes` hint override Open MPI 4.1.4's defaults;
-/// a header without a configuration is not modelled (the defaults are not assumed).
-fn config(h: &Header, path: &str) -> Result<Config, String> {
+/// The library's configuration a model runs with.
+#[derive(Debug, Clone, PartialEq)]
+enum LibConfig {
+    /// Open MPI's OMPIO.
+    Ompio(Config),
+    /// ROMIO as Open MPI ships it (`--mca io romio321`).
+    Romio(romio::Config),
+}
+
+impl LibConfig {
+    /// The configuration without what depends on the scale (ROMIO's node of each rank): what
+    /// must be the same at every input scale.
+    fn scale_free(&self) -> LibConfig {
+        match self {
+            LibConfig::Romio(c) => LibConfig::Romio(romio::Config {
+                nodes: Vec::new(),
+                ..c.clone()
+            }),
+            c => c.clone(),
+        }
+    }
+}
+
+/// The hint `key` of file `path` as `MPI_File_get_info` gave it.
+fn file_hint<'a>(mc: &'a rsd::MpiConfig, path: &str, key: &str) -> Option<&'a str> {
+    mc.file_hints
+        .iter()
+        .find(|(p, _)| p == path)
+        .and_then(|(_, hints)| hints.iter().find(|(k, _)| k == key))
+        .map(|(_, v)| v.as_str())
+}
+
+/// The library's configuration for `path` at `np` ranks from a trace header, or why there is
+/// none to model with. Control variables and the file's hints override Open MPI 4.1.4's
+/// defaults; a header without a configuration is not modelled (the defaults are not
+/// assumed).
+fn config(h: &Header, path: &str, np: u32) -> Result<LibConfig, String> {
     let Some(mc) = &h.mpi_config else {
         return Err(
             "the traces record no MPI library configuration (traced before iotrex \
@@ -281,17 +315,20 @@ fn config(h: &Header, path: &str) -> Result<Config, String> {
     if !mc.library.contains("Open MPI") {
         return Err(format!(
             "the MPI library {:?} has no collective-I/O model here (modelled: Open MPI 4.1's \
-             OMPIO)",
+             OMPIO and ROMIO 3.2.1)",
             mc.library
         ));
     }
-    if let Some(io) = mc
-        .cvar("io")
-        .filter(|v| !v.is_empty() && !v.contains("ompio"))
-    {
-        return Err(format!(
-            "Open MPI's io component is {io:?}: only OMPIO is wired into extrap yet"
-        ));
+    let hint = |key: &str| file_hint(mc, path, key);
+    match mc.cvar("io").map(str::trim) {
+        None | Some("") | Some("ompio") => {}
+        Some("romio321") => return romio_config(mc, path, np).map(LibConfig::Romio),
+        Some(io) => {
+            return Err(format!(
+                "Open MPI's io component {io:?} has no collective-I/O model here (modelled: \
+                 ompio, romio321)"
+            ));
+        }
     }
     let mut cfg = Config::default();
     let int = |name: &str| -> Result<Option<i64>, String> {
@@ -350,13 +387,6 @@ fn config(h: &Header, path: &str) -> Result<Config, String> {
         cfg.fbtl.write_datasieving = v;
     }
     cfg.map_by_node = !mc.nodes_contiguous && mc.nodes() > 1;
-    let hint = |key: &str| {
-        mc.file_hints
-            .iter()
-            .find(|(p, _)| p == path)
-            .and_then(|(_, hints)| hints.iter().find(|(k, _)| k == key))
-            .map(|(_, v)| v.as_str())
-    };
     if let Some(v) = hint("cb_nodes") {
         cfg.cb_nodes = Some(
             v.trim()
@@ -364,31 +394,163 @@ fn config(h: &Header, path: &str) -> Result<Config, String> {
                 .map_err(|_| format!("{path}: hint cb_nodes = {v:?} is not an integer"))?,
         );
     }
+    Ok(LibConfig::Ompio(cfg))
+}
+
+/// ROMIO's configuration from the file's hints (Open MPI 4.1.4 reports none of its own: the
+/// defaults stand unless the program passed some) and the node layout.
+fn romio_config(mc: &rsd::MpiConfig, path: &str, np: u32) -> Result<romio::Config, String> {
+    let hint = |key: &str| file_hint(mc, path, key);
+    let mut cfg = romio::Config::default();
+    let num = |key: &str| -> Result<Option<u64>, String> {
+        hint(key)
+            .map(|v| {
+                v.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("{path}: hint {key} = {v:?} is not a number"))
+            })
+            .transpose()
+    };
+    let switch = |key: &str| -> Result<Option<romio::Switch>, String> {
+        hint(key)
+            .map(|v| match v.trim() {
+                "enable" => Ok(romio::Switch::Enable),
+                "disable" => Ok(romio::Switch::Disable),
+                "automatic" => Ok(romio::Switch::Automatic),
+                _ => Err(format!("{path}: hint {key} = {v:?} is not a ROMIO switch")),
+            })
+            .transpose()
+    };
+    if let Some(v) = num("cb_buffer_size")? {
+        cfg.cb_buffer_size = v;
+    }
+    if let Some(v) = num("cb_nodes")? {
+        cfg.cb_nodes = Some(v as u32);
+    }
+    if let Some(v) = num("ind_wr_buffer_size")? {
+        cfg.ind_wr_buffer_size = v;
+    }
+    if let Some(v) = num("ind_rd_buffer_size")? {
+        cfg.ind_rd_buffer_size = v;
+    }
+    if let Some(v) = num("romio_min_fdomain_size")? {
+        cfg.min_fdomain_size = v;
+    }
+    if let Some(v) = switch("romio_cb_write")? {
+        cfg.cb_write = v;
+    }
+    if let Some(v) = switch("romio_cb_read")? {
+        cfg.cb_read = v;
+    }
+    if let Some(v) = switch("romio_ds_write")? {
+        cfg.ds_write = v;
+    }
+    if let Some(v) = switch("romio_ds_read")? {
+        cfg.ds_read = v;
+    }
+    match hint("cb_config_list").map(str::trim) {
+        None | Some("*:1") => {}
+        Some("*:*") => cfg.cb_config_list = romio::ConfigList::Any,
+        Some(v) => {
+            return Err(format!(
+                "{path}: hint cb_config_list = {v:?} is not modelled"
+            ));
+        }
+    }
+    // The aggregators are the first rank of each node: the layout matters on several nodes.
+    if mc.nodes() > 1 {
+        if mc.ranks() != u64::from(np) {
+            return Err(format!(
+                "ROMIO's aggregators depend on the node layout, which is not known at {np} \
+                 ranks (the traces ran on {} nodes)",
+                mc.nodes()
+            ));
+        }
+        if !mc.nodes_contiguous {
+            return Err(
+                "ROMIO's aggregators depend on which ranks share a node, and the trace \
+                        does not place them (nodes hold non-consecutive ranks)"
+                    .into(),
+            );
+        }
+        cfg.nodes = mc
+            .node_ranks
+            .iter()
+            .flat_map(|&(per, count)| std::iter::repeat_n(per, count as usize))
+            .enumerate()
+            .flat_map(|(node, per)| std::iter::repeat_n(node as u64, per as usize))
+            .collect();
+    }
     Ok(cfg)
 }
 
-/// Runs the model on one collective call.
-fn model(ranks: &[RankCalls], g: &Group, cfg: &Config) -> Result<Outcome, String> {
+/// The model's calls for one collective call, and how it got them.
+struct Modelled {
+    /// Per rank, the nested calls.
+    calls: Vec<Vec<Call>>,
+    /// The model and its choices, for `--explain` and mismatch messages.
+    how: String,
+}
+
+/// Runs the model on one collective call of `np` ranks.
+fn model(ranks: &[RankCalls], g: &Group, cfg: &LibConfig) -> Result<Modelled, String> {
     let colls: Vec<&RankColl> = g
         .members
         .iter()
         .map(|&(r, j)| &ranks[r as usize].colls[j])
         .collect();
+    let np = colls.len() as u32;
     let coll = Collective {
         dir: colls[0].dir,
         regions: colls.iter().map(|c| c.regions.clone()).collect(),
         file_size: colls.iter().map(|c| c.size_before).max().unwrap_or(0),
         starts: colls.iter().map(|c| c.start).collect(),
     };
-    let view = ViewStats::from_ranks(colls.iter().map(|c| c.view_blocks.as_slice()));
-    ompio::model(cfg, view, &coll).map_err(|e| {
+    let err = |e: collio::ModelError| {
         format!(
             "{}: collective call {} ({}): {e}",
             g.path,
             g.k,
             colls[0].site.0.name()
         )
-    })
+    };
+    match cfg {
+        LibConfig::Ompio(cfg) => {
+            let view = ViewStats::from_ranks(colls.iter().map(|c| c.view_blocks.as_slice()));
+            let out = ompio::model(cfg, view, &coll).map_err(err)?;
+            Ok(Modelled {
+                how: format!(
+                    "Open MPI 4.1's OMPIO collective buffering: {}",
+                    why_aggregators(cfg, np, &out)
+                ),
+                calls: out.calls,
+            })
+        }
+        LibConfig::Romio(cfg) => {
+            let out = romio::model(cfg, &coll).map_err(err)?;
+            let list = rsd::RankSet::from_sorted(&out.aggregators);
+            let why = match cfg.cb_nodes {
+                Some(n) => format!("the file's cb_nodes hint {n}"),
+                None => "cb_config_list *:1 (the first rank of each node)".into(),
+            };
+            let how = if out.two_phase {
+                format!(
+                    "ROMIO 3.2.1's two-phase collective buffering: {} aggregators (ranks \
+                     {list}) at {np} ranks from {why}",
+                    out.aggregators.len()
+                )
+            } else {
+                format!(
+                    "ROMIO 3.2.1: the accesses do not interleave, so every rank accesses \
+                     independently at {np} ranks (romio_cb_write/read automatic)"
+                )
+            };
+            Ok(Modelled {
+                how,
+                calls: out.calls,
+            })
+        }
+    }
 }
 
 /// A recorded nested call as the model's [`Call`].
@@ -451,7 +613,7 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
     let mut notes = Vec::new();
     // Configurations per path must agree between scales: a model fitted to one library
     // setting cannot say what another does.
-    let mut configs: BTreeMap<String, (u32, Config)> = BTreeMap::new();
+    let mut configs: BTreeMap<String, (u32, LibConfig)> = BTreeMap::new();
     for (name, tf) in inputs {
         let np = tf.header.nranks;
         let ranks: Vec<RankCalls> = (0..np).map(|r| walk_rank(&tf.trace, r)).collect();
@@ -462,7 +624,7 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
                 .map(|&(r, j)| ranks[r as usize].colls[j].site)
                 .collect();
             seen.extend(sites.iter().copied());
-            let cfg = match config(&tf.header, &g.path) {
+            let cfg = match config(&tf.header, &g.path, np) {
                 Ok(c) => c,
                 Err(why) => {
                     p.skipped = Some(why);
@@ -470,16 +632,12 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
                 }
             };
             match configs.get(&g.path) {
-                Some((n0, c0)) if *c0 != cfg => {
-                    let what = if c0.cb_nodes != cfg.cb_nodes {
-                        format!(
-                            "hint cb_nodes is {:?} at {n0} ranks but {:?} at {np}",
-                            c0.cb_nodes, cfg.cb_nodes
-                        )
-                    } else {
-                        format!("the MPI configuration differs between {n0} and {np} ranks")
-                    };
-                    p.failure.get_or_insert(format!("{}: {what}", g.path));
+                Some((n0, c0)) if c0.scale_free() != cfg.scale_free() => {
+                    p.failure.get_or_insert(format!(
+                        "{}: the MPI library's configuration (control variables or the file's \
+                         hints, such as cb_nodes) differs between {n0} and {np} ranks",
+                        g.path
+                    ));
                     wrong.extend(sites.iter().copied());
                     continue;
                 }
@@ -521,7 +679,7 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
 }
 
 /// The first nested call where the model and the recording differ, as text.
-fn compare(ranks: &[RankCalls], g: &Group, out: &Outcome, np: u32) -> Option<String> {
+fn compare(ranks: &[RankCalls], g: &Group, out: &Modelled, np: u32) -> Option<String> {
     for &(r, j) in &g.members {
         let c = &ranks[r as usize].colls[j];
         let rec: Vec<Call> = ranks[r as usize].events[c.event]
@@ -532,12 +690,11 @@ fn compare(ranks: &[RankCalls], g: &Group, out: &Outcome, np: u32) -> Option<Str
         let got = &out.calls[r as usize];
         let what = || {
             format!(
-                "{} #{} on {} at {np} ranks, rank {r} (OMPIO {:?}, aggregators {:?})",
+                "{} #{} on {} at {np} ranks, rank {r} (model: {})",
                 c.site.0.name(),
                 g.k,
                 g.path,
-                out.fcoll,
-                out.aggregators
+                out.how
             )
         };
         for (k, (a, b)) in rec.iter().zip(got).enumerate() {
@@ -611,7 +768,7 @@ pub(crate) fn strip(tf: &TraceFile, derived: &BTreeSet<Site>) -> Result<TraceFil
 }
 
 /// Why OMPIO took the aggregators it took, for `--explain`.
-fn why_aggregators(cfg: &Config, np: u32, out: &Outcome) -> String {
+fn why_aggregators(cfg: &Config, np: u32, out: &ompio::Outcome) -> String {
     if out.fcoll == ompio::Fcoll::Individual {
         return format!(
             "fcoll individual (a communicator of {np} ranks, at most 2): every rank does its own I/O"
@@ -670,15 +827,15 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
         if !p.derived.contains(&site) {
             continue;
         }
-        let cfg = config(&tf.header, &g.path)?;
+        let cfg = config(&tf.header, &g.path, np)?;
         let out = model(&ranks, &g, &cfg)?;
         explain.entry(site).or_insert_with(|| Explain {
             event: format!("{} (call site {:#x})", site.0.name(), site.1),
             quantity: "nested POSIX calls".into(),
             model: format!(
-                "derived by the model of Open MPI 4.1's OMPIO collective buffering (reproduced \
-                 every input scale exactly); {}; timing: the inputs' mean per nested op",
-                why_aggregators(&cfg, np, &out)
+                "derived by the model of {} (the model reproduced every input scale exactly); \
+                 timing: the inputs' mean per nested op",
+                out.how
             ),
             curve: None,
         });
