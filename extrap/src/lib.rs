@@ -11,6 +11,13 @@
 //! - when a parameter's rank groups do not line up across scales, each per-rank value as a
 //!   function of `(n, rank)` (`((rank+1) % n) * b`, blocks, plugin models).
 //!
+//! The POSIX calls nested in collective MPI-IO calls are the MPI library's, not the
+//! application's: when the traces record the library's configuration and `collio`'s model of
+//! its collective buffering (Open MPI's OMPIO, ROMIO) reproduces them at every input scale,
+//! they are left out of the fitting and derived by the model at the target instead
+//! (`derive`, up to [`DERIVE_LIMIT`] ranks); otherwise they are fitted like the rest, and a
+//! refusal says why they were not derived.
+//!
 //! Everything is exact: a quantity that fits no model, or that two models fit but predict
 //! differently at the target, refuses the whole extrapolation with an error naming the event,
 //! the parameter, the values at each scale and the models tried. Timing statistics are the
