@@ -132,7 +132,8 @@ pub fn view_blocks(view: &filetable::View, types: &filetable::Types) -> Vec<u64>
 /// The fcoll component OMPIO selects for the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fcoll {
-    /// Every rank does its own I/O (communicators of at most 2 ranks).
+    /// Every rank does its own I/O (communicators of at most 2 ranks, or the
+    /// `collective_buffering` hint false).
     Individual,
     /// Two-phase with even file partitioning.
     Vulcan,
