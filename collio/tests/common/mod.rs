@@ -1,0 +1,193 @@
+//! Real runs for the model's tests: build the C mini-apps of the workspace's `tests/apps`
+//! with mpicc, run them under the tracer with `mpirun` (timeout-wrapped, oversubscribed,
+//! Open MPI's defaults: no io/fcoll parameter is ever set), and check the model against the
+//! nested calls of every collective call of the trace.
+
+#![allow(dead_code)]
+
+use collio::ompio::{self, Config};
+use collio::traced;
+use rsd::TraceFile;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("collio lives in the workspace")
+        .to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"))
+}
+
+/// The preload library (target/release, then target/debug).
+pub fn tracer_lib() -> PathBuf {
+    let t = target_dir();
+    for p in [
+        t.join("release/libiotrex_tracer.so"),
+        t.join("debug/libiotrex_tracer.so"),
+    ] {
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!(
+        "libiotrex_tracer.so not found under {}: run `cargo build --release -p tracer` first",
+        t.display()
+    );
+}
+
+/// The apps built by this test binary, by name.
+static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+/// mpirun runs one at a time: the machine's cores are shared.
+static MPIRUN: Mutex<()> = Mutex::new(());
+
+/// Builds `tests/apps/<name>.c` with mpicc into target/iotrex-apps/collio, once per test
+/// binary (a few hundred milliseconds; no race with other test binaries' builds, which use
+/// other directories).
+pub fn app(name: &str) -> PathBuf {
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(bin) = built.get(name) {
+        return bin.clone();
+    }
+    let dir = target_dir().join("iotrex-apps/collio");
+    std::fs::create_dir_all(&dir).expect("create target/iotrex-apps/collio");
+    let src = workspace().join("tests/apps").join(format!("{name}.c"));
+    let bin = dir.join(name);
+    // A name of this process's own: another run of these tests may be building the same app.
+    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+    let out = Command::new("mpicc")
+        .args(["-O1", "-g", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .output()
+        .expect("run mpicc (is Open MPI installed?)");
+    assert!(
+        out.status.success(),
+        "mpicc {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::rename(&tmp, &bin).expect("rename the built app");
+    built.insert(name.to_string(), bin.clone());
+    bin
+}
+
+/// A scratch directory in /dev/shm.
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("iotrex-collio-")
+        .tempdir_in("/dev/shm")
+        .expect("create a scratch dir in /dev/shm")
+}
+
+/// The MPI-IO library a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lib {
+    /// Open MPI's default, OMPIO.
+    Ompio,
+    /// ROMIO (`--mca io romio321`): the library chosen to show the ROMIO model, nothing
+    /// else set.
+    Romio,
+}
+
+/// Runs `app args` on `np` ranks under the tracer (Open MPI's defaults, and the io component
+/// `lib` names), writing the trace to `trace`, and reads it back. Panics when mpirun fails.
+pub fn traced(np: u32, app: &Path, args: &[String], trace: &Path, lib: Lib) -> TraceFile {
+    let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = std::fs::remove_file(trace);
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-k", "5", "120", "mpirun", "-np", &np.to_string()])
+        .args(["--oversubscribe", "--mca", "btl", "self,vader"]);
+    if lib == Lib::Romio {
+        cmd.args(["--mca", "io", "romio321"]);
+    }
+    let out = cmd
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("LD_PRELOAD", "")
+        .env("IOTREX_OUT", trace)
+        .env("IOTREX_RAW", "0")
+        .args(["-x", &format!("LD_PRELOAD={}", tracer_lib().display())])
+        .args(["-x", "IOTREX_OUT", "-x", "IOTREX_RAW"])
+        .arg(app)
+        .args(args)
+        .output()
+        .expect("run timeout/mpirun");
+    assert!(
+        out.status.success(),
+        "mpirun -np {np} {} {args:?} failed ({}):\n{}\n{}",
+        app.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    TraceFile::read(trace).unwrap_or_else(|e| panic!("cannot read {}: {e}", trace.display()))
+}
+
+/// What one trace's check found.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// Collective calls compared.
+    pub calls: usize,
+    /// Nested POSIX calls compared.
+    pub nested: usize,
+    /// Aggregator counts seen (per call).
+    pub aggregators: Vec<usize>,
+    /// Calls whose aggregators wrote asynchronously (aio, not recorded).
+    pub async_calls: usize,
+}
+
+/// Runs the model on every collective call of `tf` (all files opened on all `np` ranks)
+/// and compares its nested calls with the recorded ones. Returns the first difference.
+pub fn check(tf: &TraceFile, np: u32, lib: Lib) -> Result<Checked, String> {
+    let cfg = Config::default();
+    let romio_cfg = collio::romio::Config::default();
+    let mut done = Checked::default();
+    let calls = traced::collective_calls(&tf.trace, np).map_err(|e| e.to_string())?;
+    for c in calls {
+        let (path, i) = (&c.path, c.index);
+        // The model's calls per rank, and how it got them.
+        let (modelled, how) = match lib {
+            Lib::Ompio => {
+                let o = ompio::model(&cfg, c.view, &c.input)
+                    .map_err(|e| format!("{path}: collective call {i}: {e}"))?;
+                done.aggregators.push(o.aggregators.len());
+                done.async_calls += usize::from(o.async_writes);
+                let how = format!(
+                    "OMPIO {:?}, aggregators {:?}, domain {:?}, cycles {}",
+                    o.fcoll, o.aggregators, o.domain_size, o.cycles
+                );
+                (o.calls, how)
+            }
+            Lib::Romio => {
+                let o = collio::romio::model(&romio_cfg, &c.input)
+                    .map_err(|e| format!("{path}: collective call {i}: {e}"))?;
+                done.aggregators
+                    .push(if o.two_phase { o.aggregators.len() } else { 0 });
+                let how = format!(
+                    "ROMIO two-phase {}, aggregators {:?}, domain {:?}",
+                    o.two_phase, o.aggregators, o.domain_size
+                );
+                (o.calls, how)
+            }
+        };
+        if let Some(d) = traced::first_difference(&c.recorded, &modelled) {
+            return Err(format!(
+                "{path}: {} #{i} at {np} ranks, rank {} (model: {how}): {d}",
+                c.op.name(),
+                c.ranks[d.rank_index]
+            ));
+        }
+        done.calls += 1;
+        done.nested += c.recorded.iter().map(Vec::len).sum::<usize>();
+    }
+    Ok(done)
+}

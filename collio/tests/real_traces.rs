@@ -1,0 +1,162 @@
+//! The models against real traces: every collective call of each mini-app, traced at many
+//! scales under Open MPI's defaults (OMPIO) and under ROMIO (`--mca io romio321`, nothing
+//! else set), must get exactly the nested POSIX calls the library made (op, offset, iovec
+//! count, bytes returned, fcntl commands, in order, on every rank).
+//!
+//! Environment: `COLLIO_SCALES` (e.g. `1-64` or `3,16,17`) replaces the OMPIO scales, and the
+//! ROMIO ones too with `COLLIO_ROMIO_ALL_SCALES=1`; `COLLIO_PROGRAMS` (comma-separated name
+//! prefixes) keeps only some programs.
+
+mod common;
+
+use std::path::Path;
+
+/// The scales checked: 1, 2, 3, 4, 5, 8, 9, 12, 16, 17, 24, 32 and 64 ranks, around every
+/// change of the library's choices (individual up to 2 ranks, a second aggregator at 16, a
+/// rest group from 17). `COLLIO_SCALES=1-64` (ranges and commas) checks others: the whole
+/// sweep from 1 to 64 takes about 15 minutes here.
+fn scales() -> Vec<u32> {
+    match std::env::var("COLLIO_SCALES") {
+        Ok(s) => s
+            .split(',')
+            .flat_map(|part| match part.split_once('-') {
+                Some((a, b)) => (a.parse::<u32>().unwrap()..=b.parse().unwrap()).collect(),
+                None => vec![part.parse().unwrap()],
+            })
+            .collect(),
+        Err(_) => vec![1, 2, 3, 4, 5, 8, 9, 12, 16, 17, 24, 32, 64],
+    }
+}
+
+/// One mini-app: its name and its arguments given the scratch directory.
+struct Program {
+    app: &'static str,
+    args: fn(&Path) -> Vec<String>,
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+fn programs() -> Vec<(&'static str, Program)> {
+    vec![
+        (
+            "ior segmented",
+            Program {
+                app: "ior_like",
+                args: |d| {
+                    let o = d.join("seg.dat").display().to_string();
+                    let mut a = s(&[
+                        "-a", "mpiio", "-c", "-t", "65536", "-b", "131072", "-s", "2", "-R", "-o",
+                    ]);
+                    a.push(o);
+                    a
+                },
+            },
+        ),
+        (
+            "ior strided",
+            Program {
+                app: "ior_like",
+                args: |d| {
+                    let o = d.join("str.dat").display().to_string();
+                    let mut a = s(&[
+                        "-a", "mpiio", "-c", "-L", "strided", "-t", "4096", "-b", "8192", "-s",
+                        "2", "-R", "-o",
+                    ]);
+                    a.push(o);
+                    a
+                },
+            },
+        ),
+        (
+            // Three checkpoints in one run: 1000003 B (one cycle), 40 MiB (more than 2
+            // cycles of half bytes_per_agg for one aggregator: asynchronous aio writes), and
+            // 1000003 B at 1 MiB where odd ranks move no data.
+            "checkpoints",
+            Program {
+                app: "ckpt_strong",
+                args: |d| {
+                    let f = |name: &str| d.join(name).display().to_string();
+                    let mut a = vec![f("ck.dat")];
+                    a.extend(s(&["1000003", "-R", "+"]));
+                    a.push(f("ckbig.dat"));
+                    a.extend(s(&["41943049", "-R", "+"]));
+                    a.push(f("cku.dat"));
+                    a.extend(s(&["1000003", "-R", "-u", "-b", "1048576"]));
+                    a
+                },
+            },
+        ),
+        (
+            "views",
+            Program {
+                app: "view_app",
+                args: |d| vec![d.display().to_string()],
+            },
+        ),
+    ]
+}
+
+#[test]
+fn ompio_model_reproduces_the_nested_calls_at_every_scale() {
+    sweep(common::Lib::Ompio, scales());
+}
+
+/// ROMIO is not Open MPI's default: it is run only to show its model, at fewer scales.
+#[test]
+fn romio_model_reproduces_the_nested_calls() {
+    let scales = match std::env::var("COLLIO_ROMIO_ALL_SCALES") {
+        Ok(_) => scales(),
+        Err(_) => vec![1, 2, 3, 4, 16, 32],
+    };
+    sweep(common::Lib::Romio, scales);
+}
+
+fn sweep(lib: common::Lib, scales: Vec<u32>) {
+    let only = std::env::var("COLLIO_PROGRAMS").ok();
+    let mut failures = Vec::new();
+    for (name, p) in programs() {
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|x| name.starts_with(x)))
+        {
+            continue;
+        }
+        let bin = common::app(p.app);
+        for np in scales.iter().copied() {
+            let dir = common::scratch();
+            let trace = dir.path().join("t.iotrex");
+            let data = dir.path().join("data");
+            std::fs::create_dir(&data).unwrap();
+            let tf = common::traced(np, &bin, &(p.args)(&data), &trace, lib);
+            match common::check(&tf, np, lib) {
+                Ok(c) => {
+                    assert!(c.calls > 0, "{name} at {np}: no collective call traced");
+                    assert!(c.nested > 0, "{name} at {np}: no nested call traced");
+                    eprintln!(
+                        "{lib:?} {name} at {np} ranks: {} collective calls, {} nested calls identical; aggregators {:?}, async {}",
+                        c.calls,
+                        c.nested,
+                        {
+                            let mut a = c.aggregators.clone();
+                            a.dedup();
+                            a
+                        },
+                        c.async_calls
+                    );
+                }
+                Err(e) => {
+                    eprintln!("{lib:?} {name} at {np} ranks: DIFFERS: {e}");
+                    failures.push(format!("{name} at {np} ranks: {e}"));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
