@@ -42,6 +42,7 @@
 pub mod fbtl;
 pub mod ompio;
 pub mod romio;
+pub mod traced;
 
 use rsd::op::Op;
 

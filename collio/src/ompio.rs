@@ -46,6 +46,9 @@ pub struct Config {
     /// The `cb_nodes` hint of the file (at open or set_view), which trumps
     /// `num_aggregators`.
     pub cb_nodes: Option<i64>,
+    /// The `collective_buffering` hint: `false` selects the `individual` fcoll whatever the
+    /// communicator's size.
+    pub collective_buffering: bool,
     /// `mpirun --map-by node` was used for `MPI_COMM_WORLD`: groups then take every
     /// `num_groups`-th rank instead of contiguous ranks. A trace does not know this unless
     /// the tracer records it.
@@ -65,6 +68,7 @@ impl Default for Config {
             aggregators_cutoff_threshold: 3,
             vulcan_async_io: 0,
             cb_nodes: None,
+            collective_buffering: true,
             map_by_node: false,
             fbtl: FbtlConfig::default(),
         }
@@ -128,7 +132,8 @@ pub fn view_blocks(view: &filetable::View, types: &filetable::Types) -> Vec<u64>
 /// The fcoll component OMPIO selects for the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fcoll {
-    /// Every rank does its own I/O (communicators of at most 2 ranks).
+    /// Every rank does its own I/O (communicators of at most 2 ranks, or the
+    /// `collective_buffering` hint false).
     Individual,
     /// Two-phase with even file partitioning.
     Vulcan,
@@ -320,7 +325,7 @@ pub fn model(cfg: &Config, view: ViewStats, coll: &Collective) -> Result<Outcome
     // The grouping happens at set_view time whatever fcoll then runs (it is what vulcan
     // uses); individual ignores it.
     let groups = initial_groups(cfg, size as u32, view)?;
-    if size <= 2 {
+    if size <= 2 || !cfg.collective_buffering {
         return individual(cfg, coll);
     }
     match coll.dir {

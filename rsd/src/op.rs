@@ -102,6 +102,7 @@ macro_rules! ops {
             pub const ALL: &'static [Op] = &[$(Op::$v),*];
 
             /// The layer the operation belongs to.
+            #[inline]
             pub fn layer(self) -> Layer { match self { $(Op::$v => Layer::$layer,)* } }
 
             /// The C name of the call, as users know it.

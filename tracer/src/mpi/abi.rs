@@ -196,6 +196,29 @@ pub fn topology(kind: libc::c_int) -> Topology {
     }
 }
 
+/// `MPI_COMM_TYPE_SHARED`: the first of Open MPI's split types, 1 in MPICH.
+pub fn comm_type_shared() -> libc::c_int {
+    match flavour() {
+        Flavour::Mpich => 1,
+        _ => 0,
+    }
+}
+
+/// `MPI_INFO_NULL`: a constant in MPICH, the address of a global in Open MPI.
+pub fn info_null() -> usize {
+    match flavour() {
+        Flavour::Mpich => mpich::INFO_NULL,
+        _ => crate::real::lookup_global("ompi_mpi_info_null\0"),
+    }
+}
+
+/// `MPI_THREAD_SINGLE` (0 in both).
+pub const THREAD_SINGLE: libc::c_int = 0;
+/// `MPI_T_BIND_NO_OBJECT` (0 in both).
+pub const T_BIND_NO_OBJECT: libc::c_int = 0;
+/// `MPI_MAX_LIBRARY_VERSION_STRING` of the larger library (MPICH's 8192; Open MPI's is 256).
+pub const MAX_LIBRARY_VERSION_STRING: usize = 8192;
+
 /// Room for either library's `MPI_Status` (Open MPI: 24 bytes, MPICH: 20).
 pub type StatusBuf = [u64; 8];
 
@@ -211,6 +234,8 @@ pub mod mpich {
     pub const BYTE: usize = 0x4c00_010d;
     /// `MPI_DATATYPE_NULL`.
     pub const DATATYPE_NULL: usize = 0x0c00_0000;
+    /// `MPI_INFO_NULL`.
+    pub const INFO_NULL: usize = 0x1c00_0000;
 
     /// Predefined datatypes in the order of `mpi::TYPES` (same names, MPICH values).
     pub const TYPES: &[usize] = &[

@@ -229,13 +229,14 @@ collectives! {
 
 /// The parameters of a reduction with `MPI_Allreduce`'s arguments (`args`: the op's
 /// constructor).
+#[inline]
 fn reduction(
     st: &mut State,
     count: Count,
     dt: Datatype,
     op: ReduceOp,
     comm: Comm,
-    args: fn(i64, i64, i64, i64, i64) -> Vec<i64>,
+    args: impl FnOnce(i64, i64, i64, i64, i64) -> Vec<i64>,
 ) -> Vec<i64> {
     let b = dt.bytes(st, count);
     args(count.i(), dt.id(st), op.id(st), comm.id(st), b)

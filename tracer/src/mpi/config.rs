@@ -48,15 +48,14 @@ fn library_version() -> String {
     ) else {
         return String::new();
     };
-    // MPICH's MPI_MAX_LIBRARY_VERSION_STRING (Open MPI's is 256).
-    let mut buf = vec![0 as c_char; 8192];
+    let mut buf = vec![0 as c_char; abi::MAX_LIBRARY_VERSION_STRING];
     let mut len: c_int = 0;
-    // SAFETY: a buffer of MPI_MAX_LIBRARY_VERSION_STRING bytes for the largest library we
-    // know, and a valid out-parameter.
+    // SAFETY: a buffer of the larger library's MPI_MAX_LIBRARY_VERSION_STRING, and a valid
+    // out-parameter.
     if unsafe { f(buf.as_mut_ptr(), &mut len) } != MPI_SUCCESS {
         return String::new();
     }
-    buf[8191] = 0;
+    buf[abi::MAX_LIBRARY_VERSION_STRING - 1] = 0;
     // SAFETY: MPI wrote a NUL-terminated string into `buf`, whose last byte is NUL anyway.
     let s = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
     s.lines().next().unwrap_or("").trim().to_string()
@@ -81,14 +80,12 @@ fn node_layout(comm: H, rank: i64, size: i64) -> Option<(Vec<(u32, u32)>, bool)>
     let bcast = real!("PMPI_Bcast", Bcast)?;
     let gather = real!("PMPI_Gather", Gather)?;
     let free = real!("PMPI_Comm_free", unsafe extern "C" fn(*mut H) -> c_int)?;
-    let (shared, info_null, int) = match abi::flavour() {
-        Flavour::Mpich => (1, 0x1c00_0000usize as H, abi::mpich::TYPES[MPI_INT_ID] as H),
-        _ => (
-            0,
-            lookup_global("ompi_mpi_info_null\0") as H,
-            lookup_global("ompi_mpi_int\0") as H,
-        ),
-    };
+    let (shared, info_null) = (abi::comm_type_shared(), abi::info_null() as H);
+    // MPI_INT: the library's handle of the predefined type of that name.
+    let int = match abi::flavour() {
+        Flavour::Mpich => abi::mpich::TYPES[MPI_INT_ID],
+        _ => lookup_global(TYPES[MPI_INT_ID]),
+    } as H;
     let mut node: H = std::ptr::null_mut();
     // SAFETY: `comm` is the tracer's communicator, valid on every rank, which all make this
     // call; MPI_COMM_TYPE_SHARED and MPI_INFO_NULL are the library's values; `node` is a valid
@@ -192,8 +189,8 @@ fn cvars() -> Vec<(String, String)> {
         return Vec::new();
     };
     let mut provided = 0;
-    // SAFETY: MPI_THREAD_SINGLE is 0 in both ABIs; a valid out-parameter.
-    if unsafe { init(0, &mut provided) } != MPI_SUCCESS {
+    // SAFETY: the library's MPI_THREAD_SINGLE; a valid out-parameter.
+    if unsafe { init(abi::THREAD_SINGLE, &mut provided) } != MPI_SUCCESS {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -235,8 +232,8 @@ fn cvars() -> Vec<(String, String)> {
         if !wanted || CVAR_NOISE.iter().any(|n| name.ends_with(n)) {
             continue;
         }
-        // Bound to no object (MPI_T_BIND_NO_OBJECT is 0 in both ABIs): a handle without one.
-        if bind != 0 {
+        // Bound to no object: a handle without one.
+        if bind != abi::T_BIND_NO_OBJECT {
             continue;
         }
         let mut h: H = std::ptr::null_mut();

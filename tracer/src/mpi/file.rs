@@ -71,97 +71,62 @@ fn io_bytes_done(st: &mut State, r: c_int, count: i64, dt: Datatype, status: Sta
     status.bytes().unwrap_or_else(|| io_bytes(st, r, count, dt))
 }
 
-// The data calls, by family: each line gives the op, the C name, its Fortran hook and the
-// buffer kind; each also gets its MPI-4 large-count `_c` wrapper (an `MPI_Count` count,
-// recorded as the same op: MPICH 4 has them and codes such as IOR call them when they exist).
+// The data calls. Each line gives the kind of call (`blocking`, with a status, or
+// `nonblocking`, with a request), the op, the C name, its Fortran hook, the buffer kind and,
+// for the explicit-offset calls, the offset argument (`off`). Each also gets its MPI-4
+// large-count `_c` wrapper (an `MPI_Count` count, recorded as the same op: MPICH 4 has them and
+// codes such as IOR call them when they exist).
 macro_rules! file_data {
-    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
-        file_data!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
+    ($($kind:ident $op:ident: $c:ident, $f:tt, $buf:ident $(, $at:ident)?;)*) => { paste::paste! {
+        $(file_data!(@$kind $op, $c, $f, $buf, Count $(, $at)?);)*
+        $(file_data!(@$kind $op, [<$c _c>], _, $buf, BigCount $(, $at)?);)*
     }};
-    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
-        /// Wrapper: an MPI-IO data call with the individual or shared file pointer.
-        $c, $f (fh: File, buf: $buf, count: $cnt, dt: Datatype, status: Status) => $op
-            let mut own = [0; 8];
-            let status = status.or_own(&mut own);
-            record |st, r| {
-                let b = io_bytes_done(st, r, count.i(), dt, status);
-                args::[<$op:snake>](fh.id(st), count.i(), dt.id(st), b)
-            };
-    )*}}};
+    (@blocking $op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident $(, $at:ident)?) => {
+        paste::paste! { mpi_hooks! {
+            /// Wrapper: a blocking MPI-IO data call.
+            $c, $f (fh: File, $($at: Offset,)? buf: $buf, count: $cnt, dt: Datatype, status: Status)
+                => $op
+                let mut own = [0; 8];
+                let status = status.or_own(&mut own);
+                record |st, r| {
+                    let b = io_bytes_done(st, r, count.i(), dt, status);
+                    args::[<$op:snake>](fh.id(st), $($at.i(),)? count.i(), dt.id(st), b)
+                };
+        }}
+    };
+    (@nonblocking $op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident $(, $at:ident)?) => {
+        paste::paste! { mpi_hooks! {
+            /// Wrapper: a nonblocking MPI-IO data call: the bytes it is to move.
+            $c, $f (fh: File, $($at: Offset,)? buf: $buf, count: $cnt, dt: Datatype, req: New<Request>)
+                => $op
+                record |st, r| {
+                    let b = io_bytes(st, r, count.i(), dt);
+                    let q = req.id(st, r);
+                    args::[<$op:snake>](fh.id(st), $($at.i(),)? count.i(), dt.id(st), b, q)
+                };
+        }}
+    };
 }
+
 file_data! {
-    FileRead: MPI_File_read, mpi_file_read_, IoBufMut;
-    FileReadAll: MPI_File_read_all, mpi_file_read_all_, IoBufMut;
-    FileReadShared: MPI_File_read_shared, mpi_file_read_shared_, IoBufMut;
-    FileReadOrdered: MPI_File_read_ordered, mpi_file_read_ordered_, IoBufMut;
-    FileWrite: MPI_File_write, mpi_file_write_, IoBuf;
-    FileWriteAll: MPI_File_write_all, mpi_file_write_all_, IoBuf;
-    FileWriteShared: MPI_File_write_shared, mpi_file_write_shared_, IoBuf;
-    FileWriteOrdered: MPI_File_write_ordered, mpi_file_write_ordered_, IoBuf;
-}
-
-macro_rules! file_data_at {
-    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
-        file_data_at!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
-    }};
-    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
-        /// Wrapper: an MPI-IO data call at an explicit offset.
-        $c, $f (fh: File, off: Offset, buf: $buf, count: $cnt, dt: Datatype, status: Status)
-            => $op
-            let mut own = [0; 8];
-            let status = status.or_own(&mut own);
-            record |st, r| {
-                let b = io_bytes_done(st, r, count.i(), dt, status);
-                args::[<$op:snake>](fh.id(st), off.i(), count.i(), dt.id(st), b)
-            };
-    )*}}};
-}
-file_data_at! {
-    FileReadAt: MPI_File_read_at, mpi_file_read_at_, IoBufMut;
-    FileReadAtAll: MPI_File_read_at_all, mpi_file_read_at_all_, IoBufMut;
-    FileWriteAt: MPI_File_write_at, mpi_file_write_at_, IoBuf;
-    FileWriteAtAll: MPI_File_write_at_all, mpi_file_write_at_all_, IoBuf;
-}
-
-macro_rules! file_idata {
-    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
-        file_idata!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
-    }};
-    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
-        /// Wrapper: a nonblocking MPI-IO data call.
-        $c, $f (fh: File, buf: $buf, count: $cnt, dt: Datatype, req: New<Request>) => $op
-            record |st, r| {
-                let b = io_bytes(st, r, count.i(), dt);
-                let q = req.id(st, r);
-                args::[<$op:snake>](fh.id(st), count.i(), dt.id(st), b, q)
-            };
-    )*}}};
-}
-file_idata! {
-    FileIread: MPI_File_iread, mpi_file_iread_, IoBufMut;
-    FileIreadAll: MPI_File_iread_all, mpi_file_iread_all_, IoBufMut;
-    FileIreadShared: MPI_File_iread_shared, mpi_file_iread_shared_, IoBufMut;
-    FileIwrite: MPI_File_iwrite, mpi_file_iwrite_, IoBuf;
-    FileIwriteAll: MPI_File_iwrite_all, mpi_file_iwrite_all_, IoBuf;
-    FileIwriteShared: MPI_File_iwrite_shared, mpi_file_iwrite_shared_, IoBuf;
-}
-
-macro_rules! file_idata_at {
-    ($($op:ident: $c:ident, $f:tt, $buf:ident;)*) => { paste::paste! {
-        file_idata_at!(@ $($op, $c, $f, $buf, Count;)* $($op, [<$c _c>], _, $buf, BigCount;)*);
-    }};
-    (@ $($op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident;)*) => { paste::paste! { mpi_hooks! {$(
-        /// Wrapper: a nonblocking MPI-IO data call at an explicit offset.
-        $c, $f (fh: File, off: Offset, buf: $buf, count: $cnt, dt: Datatype, req: New<Request>)
-            => $op
-            record |st, r| {
-                let b = io_bytes(st, r, count.i(), dt);
-                let q = req.id(st, r);
-                args::[<$op:snake>](fh.id(st), off.i(), count.i(), dt.id(st), b, q)
-            };
-    )*}}};
-}
-file_idata_at! {
-    FileIreadAt: MPI_File_iread_at, mpi_file_iread_at_, IoBufMut;
-    FileIwriteAt: MPI_File_iwrite_at, mpi_file_iwrite_at_, IoBuf;
+    blocking FileRead: MPI_File_read, mpi_file_read_, IoBufMut;
+    blocking FileReadAll: MPI_File_read_all, mpi_file_read_all_, IoBufMut;
+    blocking FileReadShared: MPI_File_read_shared, mpi_file_read_shared_, IoBufMut;
+    blocking FileReadOrdered: MPI_File_read_ordered, mpi_file_read_ordered_, IoBufMut;
+    blocking FileWrite: MPI_File_write, mpi_file_write_, IoBuf;
+    blocking FileWriteAll: MPI_File_write_all, mpi_file_write_all_, IoBuf;
+    blocking FileWriteShared: MPI_File_write_shared, mpi_file_write_shared_, IoBuf;
+    blocking FileWriteOrdered: MPI_File_write_ordered, mpi_file_write_ordered_, IoBuf;
+    blocking FileReadAt: MPI_File_read_at, mpi_file_read_at_, IoBufMut, off;
+    blocking FileReadAtAll: MPI_File_read_at_all, mpi_file_read_at_all_, IoBufMut, off;
+    blocking FileWriteAt: MPI_File_write_at, mpi_file_write_at_, IoBuf, off;
+    blocking FileWriteAtAll: MPI_File_write_at_all, mpi_file_write_at_all_, IoBuf, off;
+    nonblocking FileIread: MPI_File_iread, mpi_file_iread_, IoBufMut;
+    nonblocking FileIreadAll: MPI_File_iread_all, mpi_file_iread_all_, IoBufMut;
+    nonblocking FileIreadShared: MPI_File_iread_shared, mpi_file_iread_shared_, IoBufMut;
+    nonblocking FileIwrite: MPI_File_iwrite, mpi_file_iwrite_, IoBuf;
+    nonblocking FileIwriteAll: MPI_File_iwrite_all, mpi_file_iwrite_all_, IoBuf;
+    nonblocking FileIwriteShared: MPI_File_iwrite_shared, mpi_file_iwrite_shared_, IoBuf;
+    nonblocking FileIreadAt: MPI_File_iread_at, mpi_file_iread_at_, IoBufMut, off;
+    nonblocking FileIwriteAt: MPI_File_iwrite_at, mpi_file_iwrite_at_, IoBuf, off;
 }
