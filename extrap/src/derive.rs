@@ -18,10 +18,10 @@
 //! site (gap and duration): timing is fitted or averaged everywhere in an extrapolated trace.
 
 use crate::Explain;
-use collio::ompio::{self, Config, ViewStats};
+use collio::Call;
+use collio::ompio::{self, Config};
 use collio::romio;
-use collio::{Call, Collective, Dir};
-use filetable::{Effect, FileTable, Offline};
+use collio::traced::{self, TracedCall};
 use rsd::op::{Op, Param, args};
 use rsd::trace::{Event, flatten_event, visit};
 use rsd::{Compressor, Header, RawEvent, Trace, TraceFile};
@@ -34,15 +34,6 @@ pub const DERIVE_LIMIT: u32 = 1 << 16;
 
 /// A collective call site: the MPI-IO op and its call-site signature.
 pub(crate) type Site = (Op, u64);
-
-/// The collective data calls of the MPI-IO layer and their direction.
-fn collective_dir(op: Op) -> Option<Dir> {
-    match op {
-        Op::FileWriteAll | Op::FileWriteAtAll => Some(Dir::Write),
-        Op::FileReadAll | Op::FileReadAtAll => Some(Dir::Read),
-        _ => None,
-    }
-}
 
 /// What the derivation keeps of a recorded nested call to issue the model's calls like it:
 /// the call site inside the library and the mean timing.
@@ -67,20 +58,12 @@ pub(crate) struct Plan {
     pub skipped: Option<String>,
 }
 
-/// One collective call of one rank.
+/// One collective call of one rank: where it is and what its nested calls need.
 struct RankColl {
     /// Index of the call in the rank's events.
     event: usize,
     site: Site,
     path: String,
-    dir: Dir,
-    regions: Vec<(u64, u64)>,
-    /// Where the access starts in the file (for a rank without data: where its offset or
-    /// file pointer points through the view).
-    start: u64,
-    view_blocks: Vec<u64>,
-    /// The file size this rank knows when it enters the call.
-    size_before: u64,
     /// The descriptor the library opened the file with on this rank (the nested `open` of
     /// `MPI_File_open`), which its nested calls use.
     fd: Option<i64>,
@@ -120,7 +103,8 @@ fn raw_of(e: &Event, rank: u32, idx: &mut Vec<u64>) -> RawEvent {
     }
 }
 
-/// Expands `rank` of `trace` and finds its collective calls.
+/// Expands `rank` of `trace` and finds its collective calls and the file each is on (the
+/// path of the `MPI_File_open` that made its handle, as `collio::traced` resolves it).
 fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
     let mut events = Vec::new();
     let mut idx = Vec::new();
@@ -128,27 +112,13 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
         events.push(raw_of(e, rank, idx));
         true
     });
-    let mut table = FileTable::new();
-    let mut sizes: HashMap<String, u64> = HashMap::new();
-    // Per MPI file handle: the library's descriptor and whether it was opened on the world.
-    let mut opened: HashMap<i64, (Option<i64>, bool)> = HashMap::new();
+    // Per open MPI file handle: its path, the library's descriptor, whether on the world.
+    let mut open: HashMap<i64, (String, Option<i64>, bool)> = HashMap::new();
     let mut colls = Vec::new();
     for (i, e) in events.iter().enumerate() {
-        // The data position (etypes) a collective call starts at, before the call moves the
-        // file pointer: a rank without data still has a start (see `Collective::starts`).
-        let etypes = match e.op.get(&e.params, Param::Offset) {
-            Some(o) if collective_dir(e.op).is_some() => Some(o),
-            _ if collective_dir(e.op).is_some() => {
-                e.op.get(&e.params, Param::Fh)
-                    .and_then(|fh| table.mpi_file(fh))
-                    .map(|f| f.pos)
-            }
-            _ => None,
-        };
-        let (effect, _) = table.apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
-        let path_of = |t: &FileTable, id| t.file(id).and_then(|f| f.path.clone());
-        match effect {
-            Effect::Open(_) if e.op == Op::FileOpen => {
+        match e.op {
+            Op::FileOpen => {
+                let Some(path) = &e.path else { continue };
                 let fd = e
                     .children
                     .iter()
@@ -156,54 +126,20 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
                     .find(|c| matches!(c.op, Op::Open | Op::Openat) && c.path == e.path)
                     .map(|c| c.op.param(&c.params, Param::Fd));
                 let world = e.op.param(&e.params, Param::Comm) == rsd::mpi::COMM_WORLD;
-                opened.insert(e.op.param(&e.params, Param::Fh), (fd, world));
+                open.insert(e.op.param(&e.params, Param::Fh), (path.clone(), fd, world));
             }
-            Effect::Access(a) => {
-                let Some(path) = path_of(&table, a.file) else {
-                    continue;
-                };
-                let before = sizes.get(&path).copied().unwrap_or(0);
-                if a.dir == rsd::op::Dir::Write {
-                    let end = a.regions.iter().map(|r| r.0 + r.1).max().unwrap_or(0);
-                    sizes.insert(path.clone(), before.max(end));
-                }
-                let Some(dir) = collective_dir(e.op) else {
-                    continue;
-                };
-                let Some(f) = table.file(a.file) else {
-                    continue;
-                };
-                let view_blocks = ompio::view_blocks(&f.view, table.types());
-                let start = match a.regions.first() {
-                    Some(r) => r.0,
-                    None => {
-                        let pos = etypes.unwrap_or(0) * f.view.etype_size;
-                        match &f.view.flat {
-                            None => (f.view.disp + pos).max(0) as u64,
-                            Some(_) => f.view.regions(pos, 1).first().map_or(0, |r| r.0),
-                        }
-                    }
-                };
-                let (fd, world) = opened
-                    .get(&e.op.param(&e.params, Param::Fh))
-                    .copied()
-                    .unwrap_or((None, false));
-                colls.push(RankColl {
-                    event: i,
-                    site: (e.op, e.sig),
-                    path,
-                    dir,
-                    regions: a.regions,
-                    start,
-                    view_blocks,
-                    size_before: before,
-                    fd,
-                    world,
-                });
+            Op::FileClose => {
+                open.remove(&e.op.param(&e.params, Param::Fh));
             }
-            Effect::Resize { file, size } => {
-                if let Some(p) = path_of(&table, file) {
-                    sizes.insert(p, size);
+            op if traced::collective_dir(op).is_some() => {
+                if let Some((path, fd, world)) = open.get(&e.op.param(&e.params, Param::Fh)) {
+                    colls.push(RankColl {
+                        event: i,
+                        site: (e.op, e.sig),
+                        path: path.clone(),
+                        fd: *fd,
+                        world: *world,
+                    });
                 }
             }
             _ => {}
@@ -212,59 +148,69 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
     RankCalls { events, colls }
 }
 
-/// One collective call of all ranks: (rank, index into that rank's `colls`) per rank.
+/// One collective call: the model's input from `collio::traced`, and each of its ranks'
+/// (rank, index into that rank's `colls`).
 struct Group {
-    path: String,
-    k: usize,
+    call: TracedCall,
     members: Vec<(u32, usize)>,
 }
 
-/// The collective calls of a run: the k-th collective call on a file of every rank, together.
-/// Files opened on another communicator than the world are left out (their communicator's
-/// members are not known here); so are files whose ranks make different numbers of calls.
-fn groups(ranks: &[RankCalls], notes: &mut Vec<String>) -> Vec<Group> {
-    let mut per_path: BTreeMap<&str, Vec<Vec<usize>>> = BTreeMap::new();
-    for (r, rc) in ranks.iter().enumerate() {
-        for (j, c) in rc.colls.iter().enumerate() {
-            per_path
-                .entry(c.path.as_str())
-                .or_insert_with(|| vec![Vec::new(); ranks.len()])[r]
-                .push(j);
+/// The collective calls of a run of `np` ranks (`trace`, whose ranks `ranks` are), each
+/// matched with the ranks' events. Calls on files opened on another communicator than the
+/// world are left out (their communicator's members are not known here), with a note, as
+/// are all when the ranks do not agree on them; `covered` says which ranks' calls were kept.
+fn groups(
+    trace: &Trace,
+    ranks: &[RankCalls],
+    notes: &mut Vec<String>,
+) -> (Vec<Group>, Vec<Vec<bool>>) {
+    let np = ranks.len() as u32;
+    let mut covered: Vec<Vec<bool>> = ranks.iter().map(|r| vec![false; r.colls.len()]).collect();
+    let calls = match traced::collective_calls(trace, np) {
+        Ok(c) => c,
+        Err(e) => {
+            notes.push(format!("the collective calls cannot be put together: {e}"));
+            return (Vec::new(), covered);
         }
-    }
-    let mut out = Vec::new();
-    for (path, per_rank) in per_path {
-        let k = per_rank[0].len();
-        if let Some(r) = per_rank.iter().position(|v| v.len() != k) {
-            notes.push(format!(
-                "{path}: rank 0 makes {k} collective calls, rank {r} {}: not modelled",
-                per_rank[r].len()
-            ));
-            continue;
-        }
-        for i in 0..k {
-            if per_rank
-                .iter()
-                .enumerate()
-                .any(|(r, v)| !ranks[r].colls[v[i]].world)
-            {
-                notes.push(format!(
-                    "{path}: opened on a communicator other than MPI_COMM_WORLD: not modelled"
-                ));
-                break;
+    };
+    // Per rank and path, the rank's collective calls on it in order.
+    let by_path: Vec<HashMap<&str, Vec<usize>>> = ranks
+        .iter()
+        .map(|rc| {
+            let mut m: HashMap<&str, Vec<usize>> = HashMap::new();
+            for (j, c) in rc.colls.iter().enumerate() {
+                m.entry(c.path.as_str()).or_default().push(j);
             }
-            out.push(Group {
-                path: path.to_string(),
-                k: i,
-                members: per_rank
-                    .iter()
-                    .enumerate()
-                    .map(|(r, v)| (r as u32, v[i]))
-                    .collect(),
-            });
+            m
+        })
+        .collect();
+    let mut out = Vec::new();
+    for call in calls {
+        let members: Option<Vec<(u32, usize)>> = call
+            .ranks
+            .iter()
+            .map(|&r| {
+                let j = *by_path[r as usize]
+                    .get(call.path.as_str())?
+                    .get(call.index)?;
+                ranks[r as usize].colls[j].world.then_some((r, j))
+            })
+            .collect();
+        match members {
+            Some(m) if m.len() == np as usize => {
+                for &(r, j) in &m {
+                    covered[r as usize][j] = true;
+                }
+                out.push(Group { call, members: m });
+            }
+            _ => notes.push(format!(
+                "{}: collective call {} is not made by every rank on a file opened on \
+                 MPI_COMM_WORLD: not modelled",
+                call.path, call.index
+            )),
         }
     }
-    out
+    (out, covered)
 }
 
 /// The library's configuration a model runs with.
@@ -387,6 +333,15 @@ fn config(h: &Header, path: &str, np: u32) -> Result<LibConfig, String> {
         cfg.fbtl.write_datasieving = v;
     }
     cfg.map_by_node = !mc.nodes_contiguous && mc.nodes() > 1;
+    match hint("collective_buffering").map(str::trim) {
+        None | Some("true") => {}
+        Some("false") => cfg.collective_buffering = false,
+        Some(v) => {
+            return Err(format!(
+                "{path}: hint collective_buffering = {v:?} is not a boolean"
+            ));
+        }
+    }
     if let Some(v) = hint("cb_nodes") {
         cfg.cb_nodes = Some(
             v.trim()
@@ -492,32 +447,21 @@ struct Modelled {
     how: String,
 }
 
-/// Runs the model on one collective call of `np` ranks.
-fn model(ranks: &[RankCalls], g: &Group, cfg: &LibConfig) -> Result<Modelled, String> {
-    let colls: Vec<&RankColl> = g
-        .members
-        .iter()
-        .map(|&(r, j)| &ranks[r as usize].colls[j])
-        .collect();
-    let np = colls.len() as u32;
-    let coll = Collective {
-        dir: colls[0].dir,
-        regions: colls.iter().map(|c| c.regions.clone()).collect(),
-        file_size: colls.iter().map(|c| c.size_before).max().unwrap_or(0),
-        starts: colls.iter().map(|c| c.start).collect(),
-    };
+/// Runs the model on one collective call.
+fn model(g: &Group, cfg: &LibConfig) -> Result<Modelled, String> {
+    let t = &g.call;
+    let np = t.ranks.len() as u32;
     let err = |e: collio::ModelError| {
         format!(
             "{}: collective call {} ({}): {e}",
-            g.path,
-            g.k,
-            colls[0].site.0.name()
+            t.path,
+            t.index,
+            t.op.name()
         )
     };
     match cfg {
         LibConfig::Ompio(cfg) => {
-            let view = ViewStats::from_ranks(colls.iter().map(|c| c.view_blocks.as_slice()));
-            let out = ompio::model(cfg, view, &coll).map_err(err)?;
+            let out = ompio::model(cfg, t.view, &t.input).map_err(err)?;
             Ok(Modelled {
                 how: format!(
                     "Open MPI 4.1's OMPIO collective buffering: {}",
@@ -527,7 +471,7 @@ fn model(ranks: &[RankCalls], g: &Group, cfg: &LibConfig) -> Result<Modelled, St
             })
         }
         LibConfig::Romio(cfg) => {
-            let out = romio::model(cfg, &coll).map_err(err)?;
+            let out = romio::model(cfg, &t.input).map_err(err)?;
             let list = rsd::RankSet::from_sorted(&out.aggregators);
             let why = match cfg.cb_nodes {
                 Some(n) => format!("the file's cb_nodes hint {n}"),
@@ -551,35 +495,6 @@ fn model(ranks: &[RankCalls], g: &Group, cfg: &LibConfig) -> Result<Modelled, St
             })
         }
     }
-}
-
-/// A recorded nested call as the model's [`Call`].
-fn recorded(e: &RawEvent) -> Call {
-    let get = |p| e.op.get(&e.params, p).unwrap_or(-1);
-    let ret = get(Param::Ret);
-    if e.op == Op::Fcntl {
-        let mut c = Call::fcntl(get(Param::Cmd));
-        c.ret = ret as u64;
-        return c;
-    }
-    let iovcnt = match e.op {
-        Op::Pwritev | Op::Preadv => Some(get(Param::Iovcnt) as u32),
-        _ => None,
-    };
-    // pwritev/preadv record no byte count: what they asked for is what they returned unless
-    // a read hit the end of the file (the model says the same of its own calls).
-    let bytes = if iovcnt.is_some() {
-        ret
-    } else {
-        get(Param::Count)
-    };
-    Call::data(
-        e.op,
-        get(Param::Offset) as u64,
-        iovcnt,
-        bytes as u64,
-        ret as u64,
-    )
 }
 
 /// The model's call as a nested event of descriptor `fd`.
@@ -617,36 +532,45 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
     for (name, tf) in inputs {
         let np = tf.header.nranks;
         let ranks: Vec<RankCalls> = (0..np).map(|r| walk_rank(&tf.trace, r)).collect();
-        for g in groups(&ranks, &mut notes) {
+        let (groups, covered) = groups(&tf.trace, &ranks, &mut notes);
+        // A call site with a call the model did not see is not derived.
+        for (rc, cov) in ranks.iter().zip(&covered) {
+            for (c, &ok) in rc.colls.iter().zip(cov) {
+                seen.insert(c.site);
+                if !ok {
+                    wrong.insert(c.site);
+                }
+            }
+        }
+        for g in groups {
             let sites: BTreeSet<Site> = g
                 .members
                 .iter()
                 .map(|&(r, j)| ranks[r as usize].colls[j].site)
                 .collect();
-            seen.extend(sites.iter().copied());
-            let cfg = match config(&tf.header, &g.path, np) {
+            let path = &g.call.path;
+            let cfg = match config(&tf.header, path, np) {
                 Ok(c) => c,
                 Err(why) => {
                     p.skipped = Some(why);
                     return p;
                 }
             };
-            match configs.get(&g.path) {
+            match configs.get(path) {
                 Some((n0, c0)) if c0.scale_free() != cfg.scale_free() => {
                     p.failure.get_or_insert(format!(
-                        "{}: the MPI library's configuration (control variables or the file's \
-                         hints, such as cb_nodes) differs between {n0} and {np} ranks",
-                        g.path
+                        "{path}: the MPI library's configuration (control variables or the \
+                         file's hints, such as cb_nodes) differs between {n0} and {np} ranks"
                     ));
                     wrong.extend(sites.iter().copied());
                     continue;
                 }
                 Some(_) => {}
                 None => {
-                    configs.insert(g.path.clone(), (np, cfg.clone()));
+                    configs.insert(path.clone(), (np, cfg.clone()));
                 }
             }
-            let out = match model(&ranks, &g, &cfg) {
+            let out = match model(&g, &cfg) {
                 Ok(o) => o,
                 Err(why) => {
                     p.failure.get_or_insert(format!("{name}: {why}"));
@@ -654,7 +578,7 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
                     continue;
                 }
             };
-            if let Some(diff) = compare(&ranks, &g, &out, np) {
+            if let Some(diff) = compare(&g, &out) {
                 p.failure.get_or_insert(format!("{name}: {diff}"));
                 wrong.extend(sites.iter().copied());
                 continue;
@@ -679,46 +603,18 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
 }
 
 /// The first nested call where the model and the recording differ, as text.
-fn compare(ranks: &[RankCalls], g: &Group, out: &Modelled, np: u32) -> Option<String> {
-    for &(r, j) in &g.members {
-        let c = &ranks[r as usize].colls[j];
-        let rec: Vec<Call> = ranks[r as usize].events[c.event]
-            .children
-            .iter()
-            .map(recorded)
-            .collect();
-        let got = &out.calls[r as usize];
-        let what = || {
-            format!(
-                "{} #{} on {} at {np} ranks, rank {r} (model: {})",
-                c.site.0.name(),
-                g.k,
-                g.path,
-                out.how
-            )
-        };
-        for (k, (a, b)) in rec.iter().zip(got).enumerate() {
-            if a != b {
-                return Some(format!(
-                    "{}: nested call {k}: recorded {a}, modelled {b}",
-                    what()
-                ));
-            }
-        }
-        if rec.len() != got.len() {
-            let k = rec.len().min(got.len());
-            let show = |v: &[Call]| v.get(k).map_or("nothing".into(), |c| c.to_string());
-            return Some(format!(
-                "{}: {} nested calls recorded, {} modelled; call {k}: recorded {}, modelled {}",
-                what(),
-                rec.len(),
-                got.len(),
-                show(&rec),
-                show(got)
-            ));
-        }
-    }
-    None
+fn compare(g: &Group, out: &Modelled) -> Option<String> {
+    let t = &g.call;
+    let d = traced::first_difference(&t.recorded, &out.calls)?;
+    Some(format!(
+        "{} #{} on {} at {} ranks, rank {} (model: {}): {d}",
+        t.op.name(),
+        t.index,
+        t.path,
+        t.ranks.len(),
+        t.ranks[d.rank_index],
+        out.how
+    ))
 }
 
 /// Ranks re-compressed and merged at a time: a power of two, so merging the chunks' traces
@@ -821,14 +717,31 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
     let mut explain: BTreeMap<Site, Explain> = BTreeMap::new();
     // Per rank, the derived children of its collective calls, by event index.
     let mut derived: Vec<HashMap<usize, Vec<RawEvent>>> = vec![HashMap::new(); np as usize];
-    for g in groups(&ranks, &mut notes) {
+    let (groups, covered) = groups(&tf.trace, &ranks, &mut notes);
+    // A derived call site must be derived wherever it runs: its nested calls were stripped.
+    for (r, (rc, cov)) in ranks.iter().zip(&covered).enumerate() {
+        if let Some(c) = rc
+            .colls
+            .iter()
+            .zip(cov)
+            .find(|(c, ok)| !**ok && p.derived.contains(&c.site))
+        {
+            return Err(format!(
+                "at {np} ranks, rank {r}'s {} on {} cannot be modelled: {}",
+                c.0.site.0.name(),
+                c.0.path,
+                notes.join("; ")
+            ));
+        }
+    }
+    for g in groups {
         let (r0, j0) = g.members[0];
         let site = ranks[r0 as usize].colls[j0].site;
         if !p.derived.contains(&site) {
             continue;
         }
-        let cfg = config(&tf.header, &g.path, np)?;
-        let out = model(&ranks, &g, &cfg)?;
+        let cfg = config(&tf.header, &g.call.path, np)?;
+        let out = model(&g, &cfg)?;
         explain.entry(site).or_insert_with(|| Explain {
             event: format!("{} (call site {:#x})", site.0.name(), site.1),
             quantity: "nested POSIX calls".into(),
@@ -858,7 +771,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
                 let Some(fd) = c.fd else {
                     return Err(format!(
                         "{}: rank {r} has no traced descriptor for the file",
-                        g.path
+                        g.call.path
                     ));
                 };
                 children.push(issued(call, fd, t));
