@@ -790,3 +790,86 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
     tf.trace = trace;
     Ok(explain.into_values().collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(cvars: &[(&str, &str)], hints: &[(&str, &str)]) -> Header {
+        let mut h = Header::new(16);
+        h.mpi_config = Some(rsd::MpiConfig {
+            library: "Open MPI v4.1.4, package: Debian OpenMPI".into(),
+            node_ranks: vec![(16, 1)],
+            nodes_contiguous: true,
+            cvars: cvars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            file_hints: vec![(
+                "/f".into(),
+                hints
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )],
+        });
+        h
+    }
+
+    #[test]
+    fn recorded_control_variables_and_hints_override_the_defaults() {
+        let h = header(
+            &[
+                ("io", ""),
+                ("io_ompio_bytes_per_agg", "1048576"),
+                ("fbtl_posix_write_datasieving", "false"),
+            ],
+            &[("cb_nodes", "3")],
+        );
+        let LibConfig::Ompio(c) = config(&h, "/f", 16).unwrap() else {
+            panic!("OMPIO expected");
+        };
+        assert_eq!(c.bytes_per_agg, 1 << 20);
+        assert!(!c.fbtl.write_datasieving && c.fbtl.read_datasieving);
+        assert_eq!(c.cb_nodes, Some(3));
+        assert_eq!(
+            c.max_aggregators_ratio,
+            Config::default().max_aggregators_ratio
+        );
+        // Another file has no hint.
+        let LibConfig::Ompio(c) = config(&h, "/g", 16).unwrap() else {
+            panic!("OMPIO expected");
+        };
+        assert_eq!(c.cb_nodes, None);
+    }
+
+    #[test]
+    fn romio_is_chosen_by_the_io_component_and_reads_its_hints() {
+        let h = header(
+            &[("io", "romio321")],
+            &[("cb_buffer_size", "4096"), ("romio_cb_write", "enable")],
+        );
+        let LibConfig::Romio(c) = config(&h, "/f", 16).unwrap() else {
+            panic!("ROMIO expected");
+        };
+        assert_eq!(c.cb_buffer_size, 4096);
+        assert_eq!(c.cb_write, romio::Switch::Enable);
+        assert!(c.nodes.is_empty());
+    }
+
+    #[test]
+    fn no_configuration_or_another_library_is_not_modelled() {
+        let mut h = header(&[], &[]);
+        h.mpi_config = None;
+        assert!(
+            config(&h, "/f", 16)
+                .unwrap_err()
+                .contains("no MPI library configuration")
+        );
+        let mut h = header(&[], &[]);
+        h.mpi_config.as_mut().unwrap().library = "MPICH Version: 4.1".into();
+        assert!(config(&h, "/f", 16).unwrap_err().contains("MPICH"));
+        let h = header(&[("io_ompio_bytes_per_agg", "lots")], &[]);
+        assert!(config(&h, "/f", 16).unwrap_err().contains("not an integer"));
+    }
+}
