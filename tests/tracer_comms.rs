@@ -58,11 +58,13 @@ fn comm_create_extrapolates_exactly() {
     // in structure between scales; the communicators are what this test is about.
     let trace = |np: u32| {
         let t = dir.path().join(format!("cc.{np}.iotrex"));
-        let o = Opts {
-            env: vec![("OMPI_MCA_io_ompio_num_aggregators", "1".to_string())],
-            ..Opts::default()
-        };
-        mpirun(np, &app("comm_create"), &args(&[&d, "0", "4096"]), &t, &o);
+        mpirun(
+            np,
+            &app("comm_create"),
+            &args(&[&d, "0", "4096"]),
+            &t,
+            &Opts::default(),
+        );
         t.to_string_lossy().to_string()
     };
     let ins: Vec<String> = [4, 8, 12, 16].into_iter().map(trace).collect();
