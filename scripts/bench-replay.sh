@@ -35,8 +35,8 @@ cc -O2 -o "$W/pwrite_loop" replay/bench/pwrite_loop.c
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # The median and the range of the numbers read: "median min max".
 median_range() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)], a[1], a[NR]}'; }
-# One collective-buffering aggregator, as in demo.sh, so every run aggregates the same way.
-MPIRUN=(mpirun --mca btl self,vader --mca io_ompio_num_aggregators 1)
+# Open MPI's defaults (OMPIO: one collective-buffering aggregator per 8 ranks), as in demo.sh.
+MPIRUN=(mpirun --mca btl self,vader)
 
 # name|command (DIR is replaced by a scratch directory). Each run lasts 60-250 ms at 8 ranks:
 # runs of 7-20 ms (the sizes before) were dominated by start-up jitter, and their traced wall
