@@ -238,5 +238,5 @@ impl State {
     }
 }
 
-/// `MPI_UNDEFINED`, the same value in Open MPI and MPICH.
-pub(crate) const MPI_UNDEFINED: c_int = -32766;
+/// `MPI_UNDEFINED`, the same value in Open MPI and MPICH: the trace's own (`rsd::mpi`).
+pub(crate) const MPI_UNDEFINED: c_int = rsd::mpi::UNDEFINED as c_int;
