@@ -146,28 +146,27 @@ fn ior_collective_segmented_with_readback() {
     );
 }
 
+/// ior_like collective, strided, with the neighbour read-back: for both libraries.
+const STRIDED: &[&str] = &[
+    "-a",
+    "mpiio",
+    "-c",
+    "-L",
+    "strided",
+    "-t",
+    "4096",
+    "-b",
+    "8192",
+    "-s",
+    "2",
+    "-R",
+    "-o",
+    "{d}/str.dat",
+];
+
 #[test]
 fn ior_collective_strided_with_readback() {
-    check(
-        "ior collective strided",
-        "ior_like",
-        &[
-            "-a",
-            "mpiio",
-            "-c",
-            "-L",
-            "strided",
-            "-t",
-            "4096",
-            "-b",
-            "8192",
-            "-s",
-            "2",
-            "-R",
-            "-o",
-            "{d}/str.dat",
-        ],
-    );
+    check("ior collective strided", "ior_like", STRIDED);
 }
 
 /// Strong scaling: each rank writes floor(T/n) bytes of a T-byte checkpoint, so the
@@ -224,22 +223,7 @@ fn romio_collective_programs() {
     check_with(
         "ROMIO ior collective strided",
         "ior_like",
-        &[
-            "-a",
-            "mpiio",
-            "-c",
-            "-L",
-            "strided",
-            "-t",
-            "4096",
-            "-b",
-            "8192",
-            "-s",
-            "2",
-            "-R",
-            "-o",
-            "{d}/str.dat",
-        ],
+        STRIDED,
         Some("romio321"),
     );
     check_with(

@@ -93,6 +93,18 @@ struct Pending {
     recv: bool,
 }
 
+impl Pending {
+    /// A point-to-point request and the one buffer it reads or writes.
+    fn with_buf(req: ffi::MPI_Request, buf: Vec<u8>, recv: bool) -> Pending {
+        Pending {
+            req,
+            _buf: buf,
+            _keep: Vec::new(),
+            recv,
+        }
+    }
+}
+
 /// The MPI runtime of one rank.
 pub struct MpiRuntime {
     p: Predef,
@@ -1587,12 +1599,7 @@ impl Runtime for MpiRuntime {
                 check(rc, op.name())?;
                 self.persist.insert(
                     e.p(Param::Request),
-                    Pending {
-                        req,
-                        _buf: buf,
-                        _keep: Vec::new(),
-                        recv: op == Op::RecvInit,
-                    },
+                    Pending::with_buf(req, buf, op == Op::RecvInit),
                 );
                 Ok(())
             }
@@ -1647,15 +1654,8 @@ impl Runtime for MpiRuntime {
                             ffi::MPI_Imrecv(ptr, n, p.u8, &mut m, &mut req),
                             "MPI_Imrecv",
                         )?;
-                        self.reqs.insert(
-                            e.p(Param::Request),
-                            Pending {
-                                req,
-                                _buf: buf,
-                                _keep: Vec::new(),
-                                recv: false,
-                            },
-                        );
+                        self.reqs
+                            .insert(e.p(Param::Request), Pending::with_buf(req, buf, false));
                         Ok(())
                     }
                 }
@@ -1692,12 +1692,7 @@ impl Runtime for MpiRuntime {
                             check(rc, op.name())?;
                             self.reqs.insert(
                                 e.p(Param::Request),
-                                Pending {
-                                    req,
-                                    _buf: buf,
-                                    _keep: Vec::new(),
-                                    recv: op == Op::Irecv,
-                                },
+                                Pending::with_buf(req, buf, op == Op::Irecv),
                             );
                             Ok(())
                         }
