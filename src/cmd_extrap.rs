@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
                   (zero residual, rational arithmetic) as a function of the rank count n: \
                   constant, a*n+b, k/n, k/n+c, floor/ceil(K/n), largest power of two <= n and \
                   its remainder, log2 n, and per rank ((rank+a) % n)*b, rank/k, rank%k, plus \
-                  any --plugin models. When the structure differs between scales, a value fits \
-                  no model, or two models disagree at the target, nothing is written and the \
+                  any --plugin models. When the structure differs between scales (the error says \
+                  which scales agree with each other; --drop-inconsistent extrapolates from the \
+                  largest agreeing group of 3 or more), a value fits no model, or two models disagree at the target, nothing is written and the \
                   error names the event, parameter, values and models tried. Timing is fitted \
                   by least squares; --explain prints every varying quantity's model.",
     after_help = "Examples:\n  iotrex extrap app.4.iotrex app.8.iotrex app.12.iotrex app.16.iotrex --ranks 1024 -o app.1024.iotrex\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 64 -o app.64.iotrex --explain --plugin libmymodel.so"
@@ -39,6 +40,11 @@ pub struct ExtrapArgs {
     /// Print the model chosen for every quantity that varies with the rank count.
     #[arg(long)]
     pub explain: bool,
+    /// When the inputs disagree in structure (a scale took another path), extrapolate from
+    /// the largest group of at least 3 scales that agree with each other instead of refusing;
+    /// the output's header notes list the scales used and dropped.
+    #[arg(long)]
+    pub drop_inconsistent: bool,
 }
 
 #[derive(Serialize)]
@@ -47,6 +53,7 @@ struct Report<'a> {
     bytes: u64,
     ranks: u32,
     from: &'a [u32],
+    dropped: &'a [u32],
     explain: &'a [extrap::Explain],
 }
 
@@ -66,7 +73,14 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let x = extrap::extrapolate(&inputs, a.ranks, &models)?;
+    let x = extrap::extrapolate_consistent(&inputs, a.ranks, &models, a.drop_inconsistent)?;
+    // Inputs left out by --drop-inconsistent.
+    let mut dropped: Vec<u32> = inputs
+        .iter()
+        .map(|i| i.file.header.nranks)
+        .filter(|n| !x.scales.contains(n))
+        .collect();
+    dropped.sort_unstable();
     let bytes = x.file.write(&a.output)?;
     if json {
         return crate::output::print_json(&Report {
@@ -74,6 +88,7 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
             bytes,
             ranks: a.ranks,
             from: &x.scales,
+            dropped: &dropped,
             explain: if a.explain { &x.explain } else { &[] },
         });
     }
@@ -84,6 +99,13 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
         a.ranks,
         from.join(", ")
     );
+    if !dropped.is_empty() {
+        let d: Vec<String> = dropped.iter().map(u32::to_string).collect();
+        text.push_str(&format!(
+            "dropped {} ranks (another structure, --drop-inconsistent)\n",
+            d.join(", ")
+        ));
+    }
     if a.explain {
         for e in &x.explain {
             text.push_str(&format!("{}  {}: {}\n", e.event, e.quantity, e.model));

@@ -85,6 +85,14 @@ pub enum ExtrapError {
         /// Why.
         why: String,
     },
+    /// The inputs fall into groups of different structure.
+    #[error("the traces disagree in structure: {groups}")]
+    Inconsistent {
+        /// Which scales agree with each other and where the others differ.
+        groups: String,
+        /// What to do: `--drop-inconsistent`, or trace more scales.
+        hint: String,
+    },
 }
 
 /// What [`ExtrapError::not_derived`] adds to a refusal.
@@ -106,7 +114,9 @@ impl ExtrapError {
     /// A suggestion for the user, where there is one.
     pub fn hint(&self) -> Option<&str> {
         match self {
-            ExtrapError::Refused { hint, .. } => Some(hint),
+            ExtrapError::Refused { hint, .. } | ExtrapError::Inconsistent { hint, .. } => {
+                Some(hint)
+            }
 
             // The usual cause with collective MPI-IO: the library's collective buffering picks
             // more aggregators as the rank count grows, so which rank writes what changes.

@@ -32,12 +32,14 @@
 // and ends it, so its size on the error path costs nothing worth boxing for.
 #![allow(clippy::result_large_err)]
 
+pub mod consistent;
 mod derive;
 pub mod diff;
 pub mod error;
 mod fit;
 pub mod patterns;
 
+pub use consistent::extrapolate_consistent;
 pub use derive::DERIVE_LIMIT;
 pub use error::ExtrapError;
 pub use models;

@@ -1,0 +1,198 @@
+//! Inputs that disagree in structure (issue 14, "consistent scales").
+//!
+//! A real code can take another path at one scale: a process grid whose shape changes, a
+//! decomposition chosen by factorising the rank count, a step only some scales reach. The
+//! fitting refuses such inputs at the first differing node, which names two scales but not
+//! which of the others agree. This module partitions the inputs into groups of identical
+//! structure, says which scales agree with each other and where the odd ones differ, and with
+//! `--drop-inconsistent` extrapolates from the largest group of at least three scales.
+//!
+//! Structure here is what the fitter aligns: the sequence of nodes, each an event (op, call
+//! site, path, parameter count, nested calls) or a loop with its body, recursively. The
+//! nested calls of collective MPI-IO calls are left out: they are the MPI library's, derived
+//! by the collective-buffering model when it reproduces them (see `derive`), and their shape
+//! changes with the aggregator count by design.
+
+use crate::error::ExtrapError;
+use crate::{Extrapolated, Input, ModelSet, describe_node, extrapolate};
+use rsd::trace::{Node, NodeKind};
+
+/// Where two node lists first differ in structure, as text; `None` when they agree.
+fn first_difference(a: &[Node], b: &[Node], parent: &str) -> Option<String> {
+    for i in 0..a.len().max(b.len()) {
+        let (x, y) = (a.get(i), b.get(i));
+        let d = |n: Option<&Node>| n.map_or("the end of the list".to_string(), describe_node);
+        let (Some(x), Some(y)) = (x, y) else {
+            return Some(format!("node {i} of {parent}: {} vs {}", d(x), d(y)));
+        };
+        let here = || format!("node {i} of {parent}: {} vs {}", d(Some(x)), d(Some(y)));
+        match (&x.kind, &y.kind) {
+            (NodeKind::Event(e), NodeKind::Event(f)) => {
+                if (e.op, e.sig, &e.path, e.params.len()) != (f.op, f.sig, &f.path, f.params.len())
+                {
+                    return Some(here());
+                }
+                // The library's calls inside a collective call: derived or fitted, not
+                // structure of the application.
+                if collio::traced::collective_dir(e.op).is_none()
+                    && let Some(d) = first_difference(&e.children, &f.children, &describe_node(x))
+                {
+                    return Some(d);
+                }
+            }
+            (NodeKind::Loop(l), NodeKind::Loop(m)) => {
+                if let Some(d) = first_difference(&l.body, &m.body, &describe_node(x)) {
+                    return Some(d);
+                }
+            }
+            _ => return Some(here()),
+        }
+    }
+    None
+}
+
+/// One group of inputs with the same structure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// Indices into the inputs, by increasing rank count.
+    pub members: Vec<usize>,
+    /// Where this group differs from the first (largest) group; `None` for that one.
+    pub differs: Option<String>,
+}
+
+/// The inputs' rank counts of a group, distinct and increasing.
+fn scales(inputs: &[Input], members: &[usize]) -> Vec<u32> {
+    let mut s: Vec<u32> = members
+        .iter()
+        .map(|&i| inputs[i].file.header.nranks)
+        .collect();
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
+/// Partitions `inputs` by structure. The groups are ordered by their count of distinct
+/// scales, then by their largest scale (both decreasing): the first is the one
+/// `--drop-inconsistent` keeps.
+pub fn groups(inputs: &[Input]) -> Vec<Group> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let nodes = &input.file.trace.nodes;
+        match out.iter_mut().find(|g| {
+            first_difference(&inputs[g[0]].file.trace.nodes, nodes, "the top level").is_none()
+        }) {
+            Some(g) => g.push(i),
+            None => out.push(vec![i]),
+        }
+    }
+    for g in &mut out {
+        g.sort_by_key(|&i| inputs[i].file.header.nranks);
+    }
+    out.sort_by_key(|g| {
+        let s = scales(inputs, g);
+        std::cmp::Reverse((s.len(), s.last().copied().unwrap_or(0)))
+    });
+    let first = out.first().cloned().unwrap_or_default();
+    out.into_iter()
+        .enumerate()
+        .map(|(k, members)| Group {
+            differs: (k > 0).then(|| {
+                first_difference(
+                    &inputs[first[0]].file.trace.nodes,
+                    &inputs[members[0]].file.trace.nodes,
+                    "the top level",
+                )
+                .unwrap_or_default()
+            }),
+            members,
+        })
+        .collect()
+}
+
+/// `1, 2 and 3 ranks` style list.
+fn list(s: &[u32]) -> String {
+    let v: Vec<String> = s.iter().map(u32::to_string).collect();
+    match v.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => v.join(""),
+    }
+}
+
+/// The groups as one sentence per group, for refusals and notes.
+fn describe(inputs: &[Input], gs: &[Group]) -> String {
+    let mut parts = Vec::new();
+    for g in gs {
+        let s = scales(inputs, &g.members);
+        let who = if s.len() == 1 {
+            format!("{} ranks", list(&s))
+        } else {
+            format!("{} ranks agree with each other", list(&s))
+        };
+        match &g.differs {
+            None => parts.push(who),
+            Some(d) => {
+                let first = scales(inputs, &gs[0].members);
+                parts.push(format!(
+                    "{who} but differ from {} ranks at {d}",
+                    list(&first)
+                ));
+            }
+        }
+    }
+    parts.join("; ")
+}
+
+/// Extrapolates `inputs` to `target`, first checking that they agree in structure. When they
+/// do not: refuses, saying which scales agree and where the others differ, or, with `drop`,
+/// extrapolates from the largest agreeing group of at least three scales and lists the scales
+/// used and dropped in the output's header notes.
+pub fn extrapolate_consistent(
+    inputs: &[Input],
+    target: u32,
+    models: &ModelSet,
+    drop: bool,
+) -> Result<Extrapolated, ExtrapError> {
+    let gs = groups(inputs);
+    if gs.len() <= 1 {
+        return extrapolate(inputs, target, models);
+    }
+    let text = describe(inputs, &gs);
+    let keep = &gs[0];
+    let kept = scales(inputs, &keep.members);
+    if !drop || kept.len() < 3 {
+        return Err(ExtrapError::Inconsistent {
+            groups: text,
+            hint: if kept.len() >= 3 {
+                format!(
+                    "pass --drop-inconsistent to extrapolate from {} ranks only",
+                    list(&kept)
+                )
+            } else {
+                "no group of at least 3 scales agrees: trace more scales on the same path \
+                 (process grids of the same shape, say)"
+                    .into()
+            },
+        });
+    }
+    let mut dropped: Vec<u32> = gs[1..]
+        .iter()
+        .flat_map(|g| g.members.iter().map(|&i| inputs[i].file.header.nranks))
+        .collect();
+    dropped.sort_unstable();
+    dropped.dedup();
+    let used: Vec<Input> = keep
+        .members
+        .iter()
+        .map(|&i| Input {
+            name: inputs[i].name.clone(),
+            file: inputs[i].file.clone(),
+        })
+        .collect();
+    let mut out = extrapolate(&used, target, models)?;
+    out.file.header.notes.push(format!(
+        "scales used: {}; dropped (another structure): {} ({text})",
+        list(&kept),
+        list(&dropped)
+    ));
+    Ok(out)
+}
