@@ -23,7 +23,7 @@ fn scales_that_take_another_path_are_named_and_can_be_dropped() {
     let out = d.path().join("field.dat").display().to_string();
     let trace = |n: u32| {
         let t = d.path().join(format!("decomp.{n}.iotrex"));
-        mpirun(n, &exe, &[out.clone()], &t, &Opts::default());
+        mpirun(n, &exe, std::slice::from_ref(&out), &t, &Opts::default());
         t.display().to_string()
     };
     let inputs: Vec<String> = [6, 8, 9, 12, 16].into_iter().map(trace).collect();
