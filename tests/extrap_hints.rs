@@ -259,3 +259,45 @@ fn ompio_cb_nodes_and_hints_that_differ_between_scales() {
         assert!(!out.exists(), "a refused extrapolation writes nothing");
     }
 }
+
+/// Hints given to `MPI_File_set_view` are recorded for the keys the open did not give
+/// (Open MPI's `MPI_File_get_info` reports only the open's): OMPIO's default aggregator count
+/// at 8 ranks is 1, and the view's `cb_nodes` 3 makes it 3.
+#[test]
+fn hints_of_a_view_are_recorded() {
+    let dir = scratch();
+    let file = dir.path().join("v.dat").display().to_string();
+    let trace = dir.path().join("v.8.iotrex");
+    let run = mpirun(
+        8,
+        &app("view_hints"),
+        &[file.clone()],
+        &trace,
+        &Opts::default(),
+    );
+    assert_counts_match(&run, 8);
+    let hints = hints_of(&trace, "v.dat");
+    let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+    assert!(
+        hints.contains(&pair("cb_config_list", "*:*")) && hints.contains(&pair("cb_nodes", "3")),
+        "the open's cb_config_list wins, the view's cb_nodes is added: {hints:?}"
+    );
+    // The ranks whose write_all has nested writes: the library's aggregators.
+    let aggregators: Vec<u32> = (0..8)
+        .filter(|r| {
+            let o = iotrex(&["expand", trace.to_str().unwrap(), "--rank", &r.to_string()]);
+            let t = String::from_utf8_lossy(&o.stdout).to_string();
+            let after = t.split("MPI_File_write_all").nth(1).unwrap_or("");
+            after
+                .lines()
+                .skip(1)
+                .take_while(|l| l.starts_with("  "))
+                .any(|l| l.trim_start().starts_with("pwrite"))
+        })
+        .collect();
+    assert_eq!(
+        aggregators.len(),
+        3,
+        "OMPIO took the view's cb_nodes 3 (its default at 8 ranks is 1): {aggregators:?}"
+    );
+}
