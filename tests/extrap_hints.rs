@@ -271,7 +271,7 @@ fn hints_of_a_view_are_recorded() {
     let run = mpirun(
         8,
         &app("view_hints"),
-        &[file.clone()],
+        std::slice::from_ref(&file),
         &trace,
         &Opts::default(),
     );
