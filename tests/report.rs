@@ -285,3 +285,61 @@ fn report_explains_models_from_a_plugin() {
     );
     assert!(all.contains("/nonexistent/libnothing.so"), "{all}");
 }
+
+/// The MPI library's configuration the tracer recorded, on a real run under ROMIO with hints
+/// the program passed: library and version, nodes and ranks per node, the io and fcoll
+/// components, the control variables and the file's hints.
+#[test]
+fn report_shows_the_mpi_configuration_of_a_real_run() {
+    let dir = scratch();
+    let data = dir.path().join("str.dat").display().to_string();
+    let trace = dir.path().join("ior.4.iotrex");
+    let a = args(&[
+        "-a",
+        "mpiio",
+        "-c",
+        "-L",
+        "strided",
+        "-t",
+        "4096",
+        "-b",
+        "8192",
+        "-s",
+        "2",
+        "-o",
+        &data,
+        "-H",
+        "cb_config_list=*:*",
+        "-H",
+        "cb_nodes=2",
+    ]);
+    let opts = Opts {
+        io: Some("romio321"),
+        ..Opts::default()
+    };
+    mpirun(4, &app("ior_like"), &a, &trace, &opts);
+    let out = dir.path().join("r.html").display().to_string();
+    ok(&["report", trace.to_str().unwrap(), "-o", &out]);
+    let html = page(Path::new(&out));
+    let tf = rsd::TraceFile::read(&trace).unwrap();
+    let library = tf.header.mpi_config.unwrap().library;
+    assert!(library.contains("Open MPI"), "{library}");
+    for want in [
+        "<h3>MPI library configuration</h3>".to_string(),
+        format!(
+            "<tr><th>library</th><td>{}</td></tr>",
+            report::html::esc(&library)
+        ),
+        "<tr><th>nodes</th><td class=\"n\">1</td></tr>".into(),
+        "<tr><th>ranks per node</th><td>4 on 1 node</td></tr>".into(),
+        "<tr><th>io component</th><td><code>romio321</code></td></tr>".into(),
+        "<tr><th>fcoll component</th><td>not set".into(),
+        "<code>io_romio321_priority</code></td><td><code>10</code>".into(),
+        format!(
+            "<tr><td><code>{data}</code></td><td><code>cb_config_list=*:*</code> \
+             <code>cb_nodes=2</code></td></tr>"
+        ),
+    ] {
+        assert!(html.contains(&want), "the report lacks {want}");
+    }
+}

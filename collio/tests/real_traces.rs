@@ -28,10 +28,25 @@ fn scales() -> Vec<u32> {
     }
 }
 
-/// One mini-app: its name and its arguments given the scratch directory.
+/// One mini-app: its name, its arguments given the scratch directory, and the hints its
+/// arguments pass to `MPI_File_open` (the model is run with them).
 struct Program {
     app: &'static str,
     args: fn(&Path) -> Vec<String>,
+    hints: &'static [(&'static str, &'static str)],
+}
+
+/// `cb_nodes` 2 and 3 with `cb_config_list` `*:*`: under ROMIO the default `*:1` caps the
+/// aggregators at one per node, one here.
+const CB2: &[(&str, &str)] = &[("cb_config_list", "*:*"), ("cb_nodes", "2")];
+const CB3: &[(&str, &str)] = &[("cb_config_list", "*:*"), ("cb_nodes", "3")];
+
+/// `-H KEY=VALUE` per hint, as ior_like and ckpt_strong take them.
+fn hint_args(hints: &[(&str, &str)]) -> Vec<String> {
+    hints
+        .iter()
+        .flat_map(|(k, v)| ["-H".to_string(), format!("{k}={v}")])
+        .collect()
 }
 
 fn s(v: &[&str]) -> Vec<String> {
@@ -52,6 +67,7 @@ fn programs() -> Vec<(&'static str, Program)> {
                     a.push(o);
                     a
                 },
+                hints: &[],
             },
         ),
         (
@@ -67,6 +83,7 @@ fn programs() -> Vec<(&'static str, Program)> {
                     a.push(o);
                     a
                 },
+                hints: &[],
             },
         ),
         (
@@ -86,6 +103,7 @@ fn programs() -> Vec<(&'static str, Program)> {
                     a.extend(s(&["1000003", "-R", "-u", "-b", "1048576"]));
                     a
                 },
+                hints: &[],
             },
         ),
         (
@@ -93,6 +111,37 @@ fn programs() -> Vec<(&'static str, Program)> {
             Program {
                 app: "view_app",
                 args: |d| vec![d.display().to_string()],
+                hints: &[],
+            },
+        ),
+        (
+            "ior strided cb_nodes 2",
+            Program {
+                app: "ior_like",
+                args: |d| {
+                    let o = d.join("str.dat").display().to_string();
+                    let mut a = s(&[
+                        "-a", "mpiio", "-c", "-L", "strided", "-t", "4096", "-b", "8192", "-s",
+                        "2", "-R", "-o",
+                    ]);
+                    a.push(o);
+                    a.extend(hint_args(CB2));
+                    a
+                },
+                hints: CB2,
+            },
+        ),
+        (
+            "checkpoint cb_nodes 3",
+            Program {
+                app: "ckpt_strong",
+                args: |d| {
+                    let mut a = vec![d.join("ck.dat").display().to_string()];
+                    a.extend(s(&["1000003", "-R"]));
+                    a.extend(hint_args(CB3));
+                    a
+                },
+                hints: CB3,
             },
         ),
     ]
@@ -130,7 +179,7 @@ fn sweep(lib: common::Lib, scales: Vec<u32>) {
             let data = dir.path().join("data");
             std::fs::create_dir(&data).unwrap();
             let tf = common::traced(np, &bin, &(p.args)(&data), &trace, lib);
-            match common::check(&tf, np, lib) {
+            match common::check(&tf, np, lib, p.hints) {
                 Ok(c) => {
                     assert!(c.calls > 0, "{name} at {np}: no collective call traced");
                     assert!(c.nested > 0, "{name} at {np}: no nested call traced");

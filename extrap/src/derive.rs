@@ -56,6 +56,9 @@ pub(crate) struct Plan {
     pub failure: Option<String>,
     /// Why collective I/O was not modelled at all, for `--explain`.
     pub skipped: Option<String>,
+    /// Why the extrapolation must be refused: a file's configuration (its hints, the control
+    /// variables) differs between input scales, so no input says what the target's is.
+    pub refusal: Option<String>,
 }
 
 /// One collective call of one rank: where it is and what its nested calls need.
@@ -558,12 +561,8 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
             };
             match configs.get(path) {
                 Some((n0, c0)) if c0.scale_free() != cfg.scale_free() => {
-                    p.failure.get_or_insert(format!(
-                        "{path}: the MPI library's configuration (control variables or the \
-                         file's hints, such as cb_nodes) differs between {n0} and {np} ranks"
-                    ));
-                    wrong.extend(sites.iter().copied());
-                    continue;
+                    p.refusal = Some(config_differs(inputs, path, *n0, np));
+                    return p;
                 }
                 Some(_) => {}
                 None => {
@@ -600,6 +599,72 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
         p.failure = Some(notes.join("; "));
     }
     p
+}
+
+/// Why the configuration the model runs with differs between scales for `path`: each hint
+/// of the file and each control variable whose value is not the same at every input scale,
+/// with its values and the scales of each (first seen at `n0` and `np` ranks).
+fn config_differs(inputs: &[(&str, &TraceFile)], path: &str, n0: u32, np: u32) -> String {
+    // Per setting, its value at each scale (None: not given there).
+    let mut settings: BTreeMap<String, Vec<(u32, Option<String>)>> = BTreeMap::new();
+    let mut seen = |setting: String, n: u32, v: Option<&str>| {
+        let e = settings.entry(setting).or_default();
+        if !e.iter().any(|(m, _)| *m == n) {
+            e.push((n, v.map(str::to_string)));
+        }
+    };
+    let configs: Vec<(u32, &rsd::MpiConfig)> = inputs
+        .iter()
+        .filter_map(|(_, tf)| Some((tf.header.nranks, tf.header.mpi_config.as_ref()?)))
+        .collect();
+    for &(_, mc) in &configs {
+        let hints = mc.file_hints.iter().filter(|(p, _)| p == path);
+        for (k, _) in hints.flat_map(|(_, h)| h) {
+            for &(n, other) in &configs {
+                seen(format!("hint {k}"), n, file_hint(other, path, k));
+            }
+        }
+        for (k, _) in &mc.cvars {
+            for &(n, other) in &configs {
+                seen(format!("control variable {k}"), n, other.cvar(k));
+            }
+        }
+    }
+    let differing: Vec<String> = settings
+        .into_iter()
+        .filter(|(_, vals)| vals.iter().any(|(_, v)| *v != vals[0].1))
+        .map(|(setting, vals)| {
+            // The scales of each value, in the order the values first appear.
+            let mut by_value: Vec<(Option<String>, Vec<u32>)> = Vec::new();
+            for (n, v) in vals {
+                match by_value.iter_mut().find(|(w, _)| *w == v) {
+                    Some((_, ns)) => ns.push(n),
+                    None => by_value.push((v, vec![n])),
+                }
+            }
+            let parts: Vec<String> = by_value
+                .iter()
+                .map(|(v, ns)| {
+                    let ns: Vec<String> = ns.iter().map(u32::to_string).collect();
+                    let v = v.as_ref().map_or("not given".into(), |v| format!("{v:?}"));
+                    format!("{v} at {} ranks", ns.join(", "))
+                })
+                .collect();
+            format!("{setting} is {}", parts.join(", "))
+        })
+        .collect();
+    let what = if differing.is_empty() {
+        format!(
+            "the MPI library's configuration differs between {n0} and {np} ranks (the node \
+             placement of the ranks)"
+        )
+    } else {
+        differing.join("; ")
+    };
+    format!(
+        "{path}: {what}. The library's collective buffering depends on it, so no input says \
+         what it is at the target"
+    )
 }
 
 /// The first nested call where the model and the recording differ, as text.
@@ -841,6 +906,40 @@ mod tests {
             panic!("OMPIO expected");
         };
         assert_eq!(c.cb_nodes, None);
+    }
+
+    #[test]
+    fn a_configuration_that_differs_names_each_setting_its_values_and_scales() {
+        let at = |n: u32, hints: &[(&str, &str)], cvars: &[(&str, &str)]| {
+            let mut h = header(cvars, hints);
+            h.nranks = n;
+            TraceFile {
+                header: h,
+                trace: Trace::default(),
+            }
+        };
+        let io = [("io", "romio321")];
+        let (a, b, c) = (
+            at(4, &[("cb_nodes", "2")], &io),
+            at(8, &[("cb_nodes", "3")], &io),
+            at(12, &[], &[("io", "ompio")]),
+        );
+        let inputs = [("a", &a), ("b", &b), ("c", &c)];
+        let why = config_differs(&inputs, "/f", 4, 8);
+        assert!(why.starts_with("/f: "), "{why}");
+        assert!(
+            why.contains(
+                r#"hint cb_nodes is "2" at 4 ranks, "3" at 8 ranks, not given at 12 ranks"#
+            ),
+            "{why}"
+        );
+        assert!(
+            why.contains(r#"control variable io is "romio321" at 4, 8 ranks, "ompio" at 12 ranks"#),
+            "{why}"
+        );
+        // The same hints everywhere: only the node placement is left to blame.
+        let inputs = [("a", &a), ("a", &a)];
+        assert!(config_differs(&inputs, "/f", 4, 8).contains("node placement"));
     }
 
     #[test]

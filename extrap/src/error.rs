@@ -77,6 +77,13 @@ pub enum ExtrapError {
         /// What would help.
         hint: String,
     },
+    /// The MPI library's configuration for a file (its hints, the control variables)
+    /// differs between the inputs: the collective calls' nested I/O depends on it.
+    #[error("cannot extrapolate the collective MPI-IO calls on {why}")]
+    ConfigDiffers {
+        /// The file, the settings that differ, their values and scales.
+        why: String,
+    },
     /// Re-compressing an input without its derived nested calls failed.
     #[error("{input}: cannot strip the derived nested calls: {why}")]
     Derive {
@@ -143,6 +150,10 @@ impl ExtrapError {
             ExtrapError::StructureDiffers { .. } => Some(
                 "the program takes a different path at different scales; trace scales where it \
                  behaves alike, or extrapolate from the scales that agree",
+            ),
+            ExtrapError::ConfigDiffers { .. } => Some(
+                "trace every scale with the same MPI-IO hints and library settings (a hint the \
+                 program passes, such as cb_nodes, or an --mca option given at one scale only)",
             ),
             ExtrapError::TooFewInputs { .. } => {
                 Some("trace the program at 3 or more rank counts, e.g. 4, 8, 12 and 16")

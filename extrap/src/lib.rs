@@ -173,6 +173,9 @@ pub fn extrapolate(
     let named: Vec<(&str, &TraceFile)> =
         sorted.iter().map(|i| (i.name.as_str(), &i.file)).collect();
     let plan = derive::plan(&named);
+    if let Some(why) = plan.refusal {
+        return Err(ExtrapError::ConfigDiffers { why });
+    }
     let note = |why: String| Explain {
         event: "collective MPI-IO calls".into(),
         quantity: "nested POSIX calls".into(),

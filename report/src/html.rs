@@ -231,6 +231,7 @@ impl Page {
             }
             self.push(&s);
         }
+        self.mpi_config(a);
         self.ops_table(a);
         self.per_rank(a)?;
         self.stack(a, limits)?;
@@ -238,6 +239,86 @@ impl Page {
         self.timeline(a, limits)?;
         self.push("</details>");
         Ok(())
+    }
+
+    /// The MPI library's I/O configuration the tracer recorded (what its collective
+    /// buffering depends on): library, node layout, the io and fcoll components, the
+    /// collective-I/O control variables and each file's hints. Nothing for traces without one.
+    fn mpi_config(&mut self, a: &TraceAnalysis) {
+        let Some(c) = &a.header.mpi_config else {
+            return;
+        };
+        let mut s = String::from("<h3>MPI library configuration</h3><table>");
+        let layout: Vec<String> = c
+            .node_ranks
+            .iter()
+            .map(|(r, n)| format!("{r} on {n} node{}", if *n == 1 { "" } else { "s" }))
+            .collect();
+        // An empty selection: the user chose none, the library picks by priority.
+        let component = |name: &str| match c.cvar(name).map(str::trim) {
+            None => "not recorded".to_string(),
+            Some("") => "not set (chosen by the library by priority)".to_string(),
+            Some(v) => format!("<code>{}</code>", esc(v)),
+        };
+        let _ = write!(
+            s,
+            "<tr><th>library</th><td>{}</td></tr><tr><th>nodes</th><td class=\"n\">{}</td></tr>\
+             <tr><th>ranks per node</th><td>{}{}</td></tr>\
+             <tr><th>io component</th><td>{}</td></tr><tr><th>fcoll component</th><td>{}</td></tr>\
+             </table>",
+            esc(&c.library),
+            c.nodes(),
+            esc(&layout.join(", ")),
+            if c.nodes_contiguous {
+                ""
+            } else {
+                " (ranks not consecutive on nodes)"
+            },
+            component("io"),
+            component("fcoll")
+        );
+        if !c.cvars.is_empty() {
+            s.push_str(
+                "<details><summary>Collective-I/O control variables (MPI_T)</summary>\
+                 <table><tr><th>variable</th><th>value</th></tr>",
+            );
+            for (k, v) in &c.cvars {
+                let _ = write!(
+                    s,
+                    "<tr><td><code>{}</code></td><td><code>{}</code></td></tr>",
+                    esc(k),
+                    esc(v)
+                );
+            }
+            s.push_str("</table></details>");
+        }
+        if c.file_hints.is_empty() {
+            s.push_str("<p class=\"note\">No file was opened with MPI-IO on rank 0.</p>");
+        } else {
+            s.push_str("<table><tr><th>file (MPI-IO)</th><th>hints</th></tr>");
+            for (path, hints) in &c.file_hints {
+                let kv: Vec<String> = hints
+                    .iter()
+                    .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v)))
+                    .collect();
+                let _ = write!(
+                    s,
+                    "<tr><td><code>{}</code></td><td>{}</td></tr>",
+                    esc(path),
+                    if kv.is_empty() {
+                        "none".to_string()
+                    } else {
+                        kv.join(" ")
+                    }
+                );
+            }
+            s.push_str(
+                "</table><p class=\"note\">Hints as the library reported them \
+                 (MPI_File_get_info), with those the program passed to MPI_File_open and \
+                 MPI_File_set_view that it did not report.</p>",
+            );
+        }
+        self.push(&s);
     }
 
     fn ops_table(&mut self, a: &TraceAnalysis) {

@@ -3,8 +3,10 @@
  * MPI_File_write_at_all (the last T mod n bytes are not written), then, with -R, reads the
  * neighbour's (rank+1 mod n) part back with MPI_File_read_at_all and checks it.
  * With -u (uneven), odd ranks take part in the collective calls with 0 bytes.
+ * With -H KEY=VALUE (repeatable), the checkpoint's file is opened with that MPI-IO hint
+ * (e.g. cb_nodes=2); without, with MPI_INFO_NULL.
  * Several checkpoints, one after the other, are separated by "+" (one run, several files).
- * Usage: ckpt_strong PATH T [-R] [-u] [-b BASE] [+ PATH T [-R] [-u] [-b BASE]]... */
+ * Usage: ckpt_strong PATH T [-R] [-u] [-b BASE] [-H KEY=VALUE]... [+ PATH T ...]... */
 #include <mpi.h>
 #include <stdlib.h>
 #include "count.h"
@@ -13,13 +15,21 @@ static int rank, n;
 
 /* One checkpoint from args[0..argc). */
 static void checkpoint(int argc, char **args) {
-    if (argc < 2) DIE("usage: ckpt_strong PATH T [-R] [-u] [-b BASE] [+ ...]");
+    if (argc < 2) DIE("usage: ckpt_strong PATH T [-R] [-u] [-b BASE] [-H KEY=VALUE]... [+ ...]");
     long long total = atoll(args[1]), base = 0;
     int readback = 0, uneven = 0;
+    MPI_Info hints = MPI_INFO_NULL;
     for (int i = 2; i < argc; i++) {
         if (strcmp(args[i], "-R") == 0) readback = 1;
         else if (strcmp(args[i], "-u") == 0) uneven = 1;
         else if (strcmp(args[i], "-b") == 0 && i + 1 < argc) base = atoll(args[++i]);
+        else if (strcmp(args[i], "-H") == 0 && i + 1 < argc) {
+            char *kv = args[++i], *eq = strchr(kv, '=');
+            if (!eq || eq == kv) DIE("ckpt_strong: -H wants KEY=VALUE, got %s", kv);
+            *eq = 0;
+            if (hints == MPI_INFO_NULL) MPI_Info_create(&hints);
+            MPI_Info_set(hints, kv, eq + 1);
+        }
         else DIE("ckpt_strong: bad option %s", args[i]);
     }
     long long part = total / n;
@@ -28,7 +38,7 @@ static void checkpoint(int argc, char **args) {
     char *buf = malloc(part > 0 ? part : 1);
     memset(buf, 'A' + rank % 26, part);
     MPI_File fh;
-    if (MPI_File_open(MPI_COMM_WORLD, args[0], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh))
+    if (MPI_File_open(MPI_COMM_WORLD, args[0], MPI_MODE_CREATE | MPI_MODE_RDWR, hints, &fh))
         DIE("MPI_File_open %s", args[0]);
     count("MPI_File_open", 0);
     MPI_File_write_at_all(fh, base + (MPI_Offset)rank * part, buf, mine, MPI_BYTE, MPI_STATUS_IGNORE);
@@ -47,6 +57,7 @@ static void checkpoint(int argc, char **args) {
     }
     MPI_File_close(&fh);
     count("MPI_File_close", 0);
+    if (hints != MPI_INFO_NULL) MPI_Info_free(&hints);
     free(buf);
 }
 

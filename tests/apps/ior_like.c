@@ -13,7 +13,9 @@
  *   -i N             repetitions of the whole write(/read) (default 1)
  *   -r               random offsets: each transfer goes to a pseudo-random transfer slot of
  *                    the rank's own region (IOR's -z), seeded by rank and scale, so no exact
- *                    model of the offsets exists and extrapolation must refuse */
+ *                    model of the offsets exists and extrapolation must refuse
+ *   -H KEY=VALUE     an MPI-IO hint passed to MPI_File_open (IOR's hints), e.g. cb_nodes=2;
+ *                    repeatable (default: MPI_INFO_NULL) */
 #include <mpi.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,6 +27,16 @@ static int rank, n;
 static int mpiio, fpp, strided, coll, strong, readback, dofsync, randomized, reps = 1;
 static long xfer = 65536, block = 262144, segs = 4;
 static const char *opath = "/dev/shm/ior_like.dat";
+static MPI_Info hints = MPI_INFO_NULL;
+
+/* Adds "KEY=VALUE" to the hints given to MPI_File_open. */
+static void add_hint(char *kv) {
+    char *eq = strchr(kv, '=');
+    if (!eq || eq == kv) DIE("ior_like: -H wants KEY=VALUE, got %s", kv);
+    *eq = 0;
+    if (hints == MPI_INFO_NULL) MPI_Info_create(&hints);
+    MPI_Info_set(hints, kv, eq + 1);
+}
 
 /* Offset of transfer i of segment s for rank r. */
 /* A small deterministic generator (splitmix64), so runs are repeatable. */
@@ -83,7 +95,7 @@ static void mpiio_phase(char *buf, int writing, int target) {
     MPI_Comm comm = fpp ? MPI_COMM_SELF : MPI_COMM_WORLD;
     MPI_File fh;
     int amode = writing ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY;
-    if (MPI_File_open(comm, path, amode, MPI_INFO_NULL, &fh)) DIE("MPI_File_open %s", path);
+    if (MPI_File_open(comm, path, amode, hints, &fh)) DIE("MPI_File_open %s", path);
     count("MPI_File_open", 0);
     long nx = block / xfer;
     for (long s = 0; s < segs; s++)
@@ -114,7 +126,7 @@ static void mpiio_phase(char *buf, int writing, int target) {
 int main(int argc, char **argv) {
     app_init(&argc, &argv, &rank, &n);
     int c;
-    while ((c = getopt(argc, argv, "a:FL:ct:b:s:SReo:i:r")) != -1) {
+    while ((c = getopt(argc, argv, "a:FL:ct:b:s:SReo:i:rH:")) != -1) {
         switch (c) {
         case 'a': mpiio = strcmp(optarg, "mpiio") == 0; break;
         case 'F': fpp = 1; break;
@@ -129,6 +141,7 @@ int main(int argc, char **argv) {
         case 'o': opath = optarg; break;
         case 'i': reps = atoi(optarg); break;
         case 'r': randomized = 1; break;
+        case 'H': add_hint(optarg); break;
         default: DIE("ior_like: bad option");
         }
     }
@@ -153,6 +166,7 @@ int main(int argc, char **argv) {
             count("MPI_Barrier", 0);
         }
     }
+    if (hints != MPI_INFO_NULL) MPI_Info_free(&hints);
     count("MPI_Finalize", 0);
     MPI_Finalize();
     count_print(rank);

@@ -194,6 +194,8 @@ pub struct State {
     pub unrecorded_mpi: Vec<String>,
     /// The MPI library's I/O configuration, kept by rank 0 (`mpi::config`).
     pub mpi_config: Option<rsd::MpiConfig>,
+    /// Rank 0's open MPI files' paths by handle, for the hints of their views (`mpi::config`).
+    pub hinted_files: HashMap<usize, String>,
     /// Whether something was not recorded.
     pub incomplete: bool,
     /// `MPI_Init` returned.
@@ -225,6 +227,7 @@ impl State {
             notes: Vec::new(),
             unrecorded_mpi: Vec::new(),
             mpi_config: None,
+            hinted_files: HashMap::new(),
             incomplete: false,
             mpi_initialized: false,
             done: false,

@@ -145,15 +145,54 @@ pub struct Checked {
     pub async_calls: usize,
 }
 
-/// Runs the model on every collective call of `tf` (all files opened on all `np` ranks)
-/// and compares its nested calls with the recorded ones. Returns the first difference.
-pub fn check(tf: &TraceFile, np: u32, lib: Lib) -> Result<Checked, String> {
-    let cfg = Config::default();
-    let romio_cfg = collio::romio::Config::default();
+/// The models' configurations with the hints a program passed to every file it opens
+/// (`cb_nodes`, `cb_config_list` `*:1` or `*:*`) over the defaults.
+fn hinted(hints: &[(&str, &str)]) -> (Config, collio::romio::Config) {
+    let mut cfg = Config::default();
+    let mut romio_cfg = collio::romio::Config::default();
+    for &(k, v) in hints {
+        match (k, v) {
+            ("cb_nodes", n) => {
+                let n: u32 = n.parse().expect("cb_nodes is a number");
+                cfg.cb_nodes = Some(i64::from(n));
+                romio_cfg.cb_nodes = Some(n);
+            }
+            ("cb_config_list", "*:*") => romio_cfg.cb_config_list = collio::romio::ConfigList::Any,
+            ("cb_config_list", "*:1") => {}
+            _ => panic!("the test does not apply the hint {k}={v}"),
+        }
+    }
+    (cfg, romio_cfg)
+}
+
+/// Runs the model on every collective call of `tf` (all files opened on all `np` ranks),
+/// with the `hints` the program passed to every file, and compares its nested calls with the
+/// recorded ones. Each file's recorded hints must hold `hints`. Returns the first difference.
+pub fn check(tf: &TraceFile, np: u32, lib: Lib, hints: &[(&str, &str)]) -> Result<Checked, String> {
+    let (cfg, romio_cfg) = hinted(hints);
     let mut done = Checked::default();
     let calls = traced::collective_calls(&tf.trace, np).map_err(|e| e.to_string())?;
+    let mc = tf
+        .header
+        .mpi_config
+        .as_ref()
+        .ok_or("no MPI configuration")?;
     for c in calls {
         let (path, i) = (&c.path, c.index);
+        let recorded = mc
+            .file_hints
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, h)| h.as_slice())
+            .unwrap_or_default();
+        if let Some((k, v)) = hints
+            .iter()
+            .find(|(k, v)| !recorded.iter().any(|(rk, rv)| rk == k && rv == v))
+        {
+            return Err(format!(
+                "{path}: the hint {k}={v} the program passed is not recorded: {recorded:?}"
+            ));
+        }
         // The model's calls per rank, and how it got them.
         let (modelled, how) = match lib {
             Lib::Ompio => {

@@ -6,10 +6,32 @@
 //!   from `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`; rank 0 also reads the library version.
 //! - At rank 0's first `MPI_File_open` (when the I/O components are loaded and their control
 //!   variables registered): the MPI_T control variables that steer collective I/O.
-//! - At each `MPI_File_open` of rank 0: the file's hints (`MPI_File_get_info`), once per path.
+//! - At each `MPI_File_open` of rank 0: the file's hints, once per path: what
+//!   `MPI_File_get_info` reports, and the hints the program passed to the open.
+//! - At each `MPI_File_set_view` of rank 0: the hints the program passed to it, for keys the
+//!   file's entry does not hold yet.
 //!
 //! Everything runs through PMPI in BUSY mode and only reads; a call MPI refuses leaves its part
 //! out. Hints of files that rank 0 never opens are not seen.
+//!
+//! Why the hints passed are read too, and which wins:
+//! - Open MPI 4.1.4's `MPI_File_get_info` returns the open's info as the program gave it (its
+//!   own copy, under OMPIO and ROMIO alike), nothing the library chose, and nothing of a later
+//!   `MPI_File_set_view` or `MPI_File_set_info`. OMPIO honours `cb_nodes` and
+//!   `collective_buffering` given to `MPI_File_set_view` when the open gave none
+//!   (`common_ompio_file_view.c` reads the open's info first), so those only reach the trace
+//!   from the view's info.
+//! - MPICH's ROMIO reports what it uses, which can differ from what was passed: `cb_nodes` 2
+//!   at 4 ranks on one node comes back as 1 (`cb_config_list` `*:1` allows one aggregator per
+//!   node), and keys it does not know are dropped.
+//!
+//! So `MPI_File_get_info` wins where it reports a key (it is what the library used), the open's
+//! info fills the keys it does not report, and a view's info only keys still absent (the
+//! open's hint wins, as in OMPIO; ROMIO takes `cb_nodes` and `cb_config_list` only at open, and
+//! lets a view change its buffer sizes and switches, which a first-value-wins entry does not
+//! follow: the model's check against the recorded nested calls then says so).
+//! `MPI_File_set_info` is not read: Open MPI 4.1.4 passes it to neither OMPIO nor ROMIO
+//! (`opal_infosubscribe_change_info` only), so it changes nothing these models depend on.
 
 use super::*;
 use std::ffi::CStr;
@@ -294,22 +316,26 @@ fn read_value(
     })
 }
 
-/// Rank 0, at an `MPI_File_open` that returned `fh` for `path`: the file's hints, once per
-/// path; and the control variables at the first open, when the I/O components are loaded.
-pub(crate) fn at_file_open(fh: H, path: Option<&str>) {
-    if !RECORDING.load(Ordering::Relaxed) {
+/// Rank 0, at an `MPI_File_open` that returned `fh` for `path` with the program's `info`:
+/// the file's hints, once per path; and the control variables at the first open, when the I/O
+/// components are loaded. Runs after the call, for the application's calls only.
+pub(crate) fn at_file_open(fh: H, path: Option<&str>, info: H) {
+    if crate::guard::mode() != IDLE || !RECORDING.load(Ordering::Relaxed) {
         return;
     }
     // The MPI calls below are the tracer's, not the application's.
     let _busy = Enter::new(BUSY);
-    let want = with_state(|st| {
-        st.rank == 0
-            && st
-                .mpi_config
-                .as_ref()
-                .is_some_and(|c| !c.file_hints.iter().any(|(p, _)| Some(p.as_str()) == path))
+    if with_state(|st| st.rank == 0) != Some(true) {
+        return;
+    }
+    let path = path.unwrap_or_default().to_string();
+    let fresh = with_state(|st| {
+        st.hinted_files.insert(fh as usize, path.clone());
+        st.mpi_config
+            .as_ref()
+            .is_some_and(|c| !c.file_hints.iter().any(|(p, _)| *p == path))
     });
-    if want != Some(true) {
+    if fresh != Some(true) {
         return;
     }
     let first = with_state(|st| st.mpi_config.as_ref().is_some_and(|c| c.cvars.is_empty()));
@@ -318,31 +344,68 @@ pub(crate) fn at_file_open(fh: H, path: Option<&str>) {
     } else {
         Vec::new()
     };
-    let hints = file_hints(fh);
+    // What the library reports first: it wins (see the module's doc).
+    let mut hints = reported_hints(fh);
+    add_absent(&mut hints, info_pairs(info));
     with_state(|st| {
         if let Some(c) = st.mpi_config.as_mut() {
             if c.cvars.is_empty() {
                 c.cvars = vars;
             }
-            c.file_hints
-                .push((path.unwrap_or_default().to_string(), hints));
+            c.file_hints.push((path, hints));
         }
     });
 }
 
+/// Rank 0, at an `MPI_File_set_view` of `fh` with the program's `info`: its hints, for the
+/// keys the file's entry does not hold yet (see the module's doc).
+pub(crate) fn at_set_view(fh: H, info: H) {
+    if crate::guard::mode() != IDLE || !RECORDING.load(Ordering::Relaxed) {
+        return;
+    }
+    let _busy = Enter::new(BUSY);
+    let path = with_state(|st| {
+        if st.rank == 0 {
+            st.hinted_files.get(&(fh as usize)).cloned()
+        } else {
+            None
+        }
+    });
+    let Some(Some(path)) = path else { return };
+    let given = info_pairs(info);
+    if given.is_empty() {
+        return;
+    }
+    with_state(|st| {
+        let entry = st
+            .mpi_config
+            .as_mut()
+            .and_then(|c| c.file_hints.iter_mut().find(|(p, _)| *p == path));
+        if let Some((_, hints)) = entry {
+            add_absent(hints, given);
+        }
+    });
+}
+
+/// Rank 0, at an `MPI_File_close` of `fh`: its path is no longer needed for a view's hints.
+pub(crate) fn at_file_close(st: &mut State, fh: usize) {
+    st.hinted_files.remove(&fh);
+}
+
+/// Appends the pairs of `more` whose key `hints` does not hold.
+fn add_absent(hints: &mut Vec<(String, String)>, more: Vec<(String, String)>) {
+    for (k, v) in more {
+        if !hints.iter().any(|(h, _)| *h == k) {
+            hints.push((k, v));
+        }
+    }
+}
+
 /// `MPI_File_get_info` of `fh`, as (key, value) pairs in the library's order.
-fn file_hints(fh: H) -> Vec<(String, String)> {
+fn reported_hints(fh: H) -> Vec<(String, String)> {
     type GetInfo = unsafe extern "C" fn(H, *mut H) -> c_int;
-    type Nkeys = unsafe extern "C" fn(H, *mut c_int) -> c_int;
-    type Nthkey = unsafe extern "C" fn(H, c_int, *mut c_char) -> c_int;
-    type Valuelen = unsafe extern "C" fn(H, *const c_char, *mut c_int, *mut c_int) -> c_int;
-    type Get = unsafe extern "C" fn(H, *const c_char, c_int, *mut c_char, *mut c_int) -> c_int;
-    let (Some(get_info), Some(nkeys), Some(nthkey), Some(vlen), Some(get), Some(free)) = (
+    let (Some(get_info), Some(free)) = (
         real!("PMPI_File_get_info", GetInfo),
-        real!("PMPI_Info_get_nkeys", Nkeys),
-        real!("PMPI_Info_get_nthkey", Nthkey),
-        real!("PMPI_Info_get_valuelen", Valuelen),
-        real!("PMPI_Info_get", Get),
         real!("PMPI_Info_free", unsafe extern "C" fn(*mut H) -> c_int),
     ) else {
         return Vec::new();
@@ -352,10 +415,36 @@ fn file_hints(fh: H) -> Vec<(String, String)> {
     if unsafe { get_info(fh, &mut info) } != MPI_SUCCESS {
         return Vec::new();
     }
+    let out = info_pairs(info);
+    // SAFETY: the info object MPI returned, freed once.
+    unsafe { free(&mut info) };
+    out
+}
+
+/// The (key, value) pairs of the info object `info`, in its order; none for `MPI_INFO_NULL`.
+/// Only reads `info` (the program's, or one the tracer got from MPI).
+fn info_pairs(info: H) -> Vec<(String, String)> {
+    type Nkeys = unsafe extern "C" fn(H, *mut c_int) -> c_int;
+    type Nthkey = unsafe extern "C" fn(H, c_int, *mut c_char) -> c_int;
+    type Valuelen = unsafe extern "C" fn(H, *const c_char, *mut c_int, *mut c_int) -> c_int;
+    type Get = unsafe extern "C" fn(H, *const c_char, c_int, *mut c_char, *mut c_int) -> c_int;
+    if info.is_null() || info as usize == abi::info_null() {
+        return Vec::new();
+    }
+    let (Some(nkeys), Some(nthkey), Some(vlen), Some(get)) = (
+        real!("PMPI_Info_get_nkeys", Nkeys),
+        real!("PMPI_Info_get_nthkey", Nthkey),
+        real!("PMPI_Info_get_valuelen", Valuelen),
+        real!("PMPI_Info_get", Get),
+    ) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     let mut n: c_int = 0;
-    // SAFETY: the info object MPI just returned; a valid out-parameter.
-    unsafe { nkeys(info, &mut n) };
+    // SAFETY: a valid info object (not MPI_INFO_NULL); a valid out-parameter.
+    if unsafe { nkeys(info, &mut n) } != MPI_SUCCESS {
+        return Vec::new();
+    }
     for i in 0..n {
         // MPI_MAX_INFO_KEY is 255 in MPICH and 36 in Open MPI, plus the NUL.
         let mut key = [0 as c_char; 256];
@@ -385,8 +474,6 @@ fn file_hints(fh: H) -> Vec<(String, String)> {
             v.to_string_lossy().to_string(),
         ));
     }
-    // SAFETY: the info object MPI returned, freed once.
-    unsafe { free(&mut info) };
     out
 }
 
@@ -397,6 +484,24 @@ mod tests {
     #[test]
     fn mpi_int_id() {
         assert_eq!(rsd::mpi::DATATYPES[MPI_INT_ID].name, "MPI_INT");
+    }
+
+    #[test]
+    fn what_the_library_reports_wins_over_what_was_passed() {
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let mut hints = vec![pair("cb_nodes", "1"), pair("cb_config_list", "*:1")];
+        add_absent(
+            &mut hints,
+            vec![pair("cb_nodes", "2"), pair("striping_unit", "65536")],
+        );
+        assert_eq!(
+            hints,
+            vec![
+                pair("cb_nodes", "1"),
+                pair("cb_config_list", "*:1"),
+                pair("striping_unit", "65536")
+            ]
+        );
     }
 
     #[test]

@@ -16,14 +16,17 @@ mpi_hooks! {
             args::file_open(c, amode.i(), id)
         };
         @after |r| if let Some(h) = fh.get(r) {
-            super::config::at_file_open(h as H, cpath(name.0).as_deref())
+            super::config::at_file_open(h as H, cpath(name.0).as_deref(), info.0)
         };
 
     /// Wrapper: `MPI_File_close`.
     MPI_File_close, mpi_file_close_ (fh: Ref<File>) => FileClose
         // Read before the call, which resets it to MPI_FILE_NULL.
         let h = fh.peek();
-        record |st, _| args::file_close(st.files.remove(h).unwrap_or(-1));
+        record |st, _| {
+            super::config::at_file_close(st, h);
+            args::file_close(st.files.remove(h).unwrap_or(-1))
+        };
 
     /// Wrapper: `MPI_File_delete`.
     MPI_File_delete, _ (name: Str, info: Info) => FileDelete
@@ -43,6 +46,10 @@ mpi_hooks! {
         fh: File, disp: Offset, etype: Datatype, filetype: Datatype, datarep: Str, info: Info,
     ) => FileSetView
         record |st, _| args::file_set_view(fh.id(st), disp.i(), etype.id(st), filetype.id(st));
+        // The view's hints (OMPIO honours its cb_nodes): `mpi::config` says which win.
+        @after |r| if r == MPI_SUCCESS {
+            super::config::at_set_view(fh.0, info.0)
+        };
 
     /// Wrapper: `MPI_File_seek`.
     MPI_File_seek, mpi_file_seek_ (fh: File, off: Offset, whence: Int) => FileSeek
