@@ -22,7 +22,7 @@ use collio::Call;
 use collio::ompio::{self, Config};
 use collio::romio;
 use collio::traced::{self, TracedCall};
-use rsd::op::{Op, Param, args};
+use rsd::op::{Creation, Op, Param, args};
 use rsd::trace::{Event, flatten_event, visit};
 use rsd::{Compressor, Header, RawEvent, Trace, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -67,7 +67,8 @@ struct RankColl {
     /// The descriptor the library opened the file with on this rank (the nested `open` of
     /// `MPI_File_open`), which its nested calls use.
     fd: Option<i64>,
-    /// The file was opened on `MPI_COMM_WORLD`: only then are all ranks the communicator.
+    /// The file was opened on `MPI_COMM_WORLD` or a duplicate of it: only then are all ranks
+    /// the communicator, in the world's order.
     world: bool,
 }
 
@@ -114,9 +115,29 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
     });
     // Per open MPI file handle: its path, the library's descriptor, whether on the world.
     let mut open: HashMap<i64, (String, Option<i64>, bool)> = HashMap::new();
+    // The communicators with the world's ranks in the world's order: the world and its
+    // duplicates (parallel HDF5 opens its files on a duplicate of the communicator it is
+    // given), as long as they live.
+    let mut world_like: BTreeSet<i64> = BTreeSet::from([rsd::mpi::COMM_WORLD]);
     let mut colls = Vec::new();
     for (i, e) in events.iter().enumerate() {
+        if let Some(how) = e.op.creation() {
+            if let Some(new) = e.op.get(&e.params, Param::Newcomm) {
+                let parent = e.op.get(&e.params, Param::Comm);
+                if how == Creation::Dup && parent.is_some_and(|c| world_like.contains(&c)) {
+                    world_like.insert(new);
+                } else if new != rsd::mpi::COMM_WORLD {
+                    world_like.remove(&new);
+                }
+            }
+        }
         match e.op {
+            Op::CommFree => {
+                let c = e.op.param(&e.params, Param::Comm);
+                if c != rsd::mpi::COMM_WORLD {
+                    world_like.remove(&c);
+                }
+            }
             Op::FileOpen => {
                 let Some(path) = &e.path else { continue };
                 let fd = e
@@ -125,7 +146,7 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
                     .rev()
                     .find(|c| matches!(c.op, Op::Open | Op::Openat) && c.path == e.path)
                     .map(|c| c.op.param(&c.params, Param::Fd));
-                let world = e.op.param(&e.params, Param::Comm) == rsd::mpi::COMM_WORLD;
+                let world = world_like.contains(&e.op.param(&e.params, Param::Comm));
                 open.insert(e.op.param(&e.params, Param::Fh), (path.clone(), fd, world));
             }
             Op::FileClose => {
@@ -157,7 +178,7 @@ struct Group {
 
 /// The collective calls of a run of `np` ranks (`trace`, whose ranks `ranks` are), each
 /// matched with the ranks' events. Calls on files opened on another communicator than the
-/// world are left out (their communicator's members are not known here), with a note, as
+/// world or a duplicate of it are left out (their communicator's members are not known here), with a note, as
 /// are all when the ranks do not agree on them; `covered` says which ranks' calls were kept.
 fn groups(
     trace: &Trace,
@@ -205,7 +226,7 @@ fn groups(
             }
             _ => notes.push(format!(
                 "{}: collective call {} is not made by every rank on a file opened on \
-                 MPI_COMM_WORLD: not modelled",
+                 MPI_COMM_WORLD or a duplicate of it: not modelled",
                 call.path, call.index
             )),
         }
