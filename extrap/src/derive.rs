@@ -50,8 +50,9 @@ pub(crate) struct ChildTemplate {
 pub(crate) struct Plan {
     /// Call sites whose nested calls the model reproduced at every input scale.
     pub derived: BTreeSet<Site>,
-    /// Per derived call site and nested op, how the inputs recorded it.
-    children: BTreeMap<(Site, Op), ChildTemplate>,
+    /// Per derived call site and nested op (and `fcntl` command: a lock and an unlock are
+    /// made from different places in the library), how the inputs recorded it.
+    children: BTreeMap<(Site, Op, Option<i64>), ChildTemplate>,
     /// The first nested call the model got wrong, for a refusal.
     pub failure: Option<String>,
     /// Why collective I/O was not modelled at all, for `--explain`.
@@ -607,7 +608,11 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
             for &(r, j) in &g.members {
                 let c = &ranks[r as usize].colls[j];
                 for child in &ranks[r as usize].events[c.event].children {
-                    let t = p.children.entry((c.site, child.op)).or_default();
+                    let cmd = match child.op {
+                        Op::Fcntl => child.op.get(&child.params, Param::Cmd),
+                        _ => None,
+                    };
+                    let t = p.children.entry((c.site, child.op, cmd)).or_default();
                     t.sig = child.sig;
                     t.gap_sum += child.gap_ns as f64;
                     t.dur_sum += child.dur_ns as f64;
@@ -780,7 +785,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
             }
             let mut children = Vec::with_capacity(out.calls[r as usize].len());
             for call in &out.calls[r as usize] {
-                let Some(t) = p.children.get(&(c.site, call.op)) else {
+                let Some(t) = p.children.get(&(c.site, call.op, call.cmd)) else {
                     return Err(format!(
                         "at {np} ranks the model has rank {r} issue {} inside {} (call site \
                          {:#x}), which no input recorded there: its call site is unknown",
