@@ -122,14 +122,12 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
     let mut world_like: BTreeSet<i64> = BTreeSet::from([rsd::mpi::COMM_WORLD]);
     let mut colls = Vec::new();
     for (i, e) in events.iter().enumerate() {
-        if let Some(how) = e.op.creation() {
-            if let Some(new) = e.op.get(&e.params, Param::Newcomm) {
-                let parent = e.op.get(&e.params, Param::Comm);
-                if how == Creation::Dup && parent.is_some_and(|c| world_like.contains(&c)) {
-                    world_like.insert(new);
-                } else if new != rsd::mpi::COMM_WORLD {
-                    world_like.remove(&new);
-                }
+        if let (Some(how), Some(new)) = (e.op.creation(), e.op.get(&e.params, Param::Newcomm)) {
+            let parent = e.op.get(&e.params, Param::Comm);
+            if how == Creation::Dup && parent.is_some_and(|c| world_like.contains(&c)) {
+                world_like.insert(new);
+            } else if new != rsd::mpi::COMM_WORLD {
+                world_like.remove(&new);
             }
         }
         match e.op {

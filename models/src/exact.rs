@@ -327,7 +327,7 @@ impl ScaledFloorDiv {
     /// The proposals for every scale `a > 1` dividing `g`, the values' common divisor.
     fn fit_scales(&self, pts: &[Point], g: u64) -> Vec<Vec<Rat>> {
         let mut scales: Vec<u64> = (2..=g.isqrt())
-            .filter(|d| g % d == 0)
+            .filter(|d| g.is_multiple_of(*d))
             .flat_map(|d| [d, g / d])
             .chain([g])
             .collect();
