@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages iotrex needs, only if they are missing: Open MPI (mpicc,
-# mpirun, headers), libclang + clang (bindgen for mpi-sys), pkg-config; then a private MPICH
+# mpirun, headers), libclang + clang (bindgen for mpi-sys), pkg-config, parallel HDF5 for
+# Open MPI; then a private MPICH
 # for the tracer's MPICH tests (scripts/install-mpich.sh). Idempotent and quiet when
 # everything is there, so `make test` and `make demo` can call it every time.
 set -euo pipefail
@@ -16,6 +17,9 @@ command -v clang >/dev/null 2>&1 || missing+=(clang)
 # without it, glibc's backtrace() costs 1-2 us per traced call.
 ldconfig -p 2>/dev/null | grep -q 'libunwind\.so\.8' || missing+=(libunwind8)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+# Parallel HDF5 built on Open MPI, for the HDF5 mini-app (tests/apps/h5_coll.c); the tests
+# link it with the flags of `pkg-config hdf5-openmpi` (no pkg-config yet: install both).
+pkg-config --exists hdf5-openmpi 2>/dev/null || missing+=(libhdf5-openmpi-dev)
 # A real MPI application for replay's end-to-end test (replay_mpi/tests/lammps.rs).
 command -v lmp >/dev/null 2>&1 || missing+=(lammps)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)

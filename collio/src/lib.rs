@@ -70,20 +70,30 @@ pub struct Collective {
     /// such a rank's start in the call's range and its interleaving check); for the others
     /// it is their first region's offset.
     pub starts: Vec<u64>,
+    /// Per rank, whether its view's filetype is contiguous as ROMIO judges it (Open MPI's
+    /// `ADIOI_Datatype_iscontig`: two copies contiguous in memory and no hole before the
+    /// first byte, i.e. one block from the origin to the extent, as predefined types are).
+    /// ROMIO's independent path writes through a noncontiguous filetype with a byte-range
+    /// lock around the `pwrite` even when the access is one region (HDF5's hyperslab
+    /// filetypes are resized hindexed types: one region, noncontiguous type).
+    pub contig_filetype: Vec<bool>,
 }
 
 impl Collective {
-    /// A call whose ranks without data start at offset 0 (see [`Collective::starts`]).
+    /// A call whose ranks without data start at offset 0 (see [`Collective::starts`]) and
+    /// whose views' filetypes are contiguous (see [`Collective::contig_filetype`]).
     pub fn new(dir: Dir, regions: Vec<Vec<(u64, u64)>>, file_size: u64) -> Collective {
         let starts = regions
             .iter()
             .map(|r| r.first().map_or(0, |f| f.0))
             .collect();
+        let contig_filetype = vec![true; regions.len()];
         Collective {
             dir,
             regions,
             file_size,
             starts,
+            contig_filetype,
         }
     }
 }

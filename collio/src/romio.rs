@@ -267,22 +267,37 @@ pub fn model(cfg: &Config, coll: &Collective) -> Result<Outcome, ModelError> {
     };
     let mut calls = vec![Vec::new(); n];
     if switch == Switch::Disable || (!interleaved && switch == Switch::Automatic) {
-        // Independent accesses: a contiguous one is one ADIO_WriteContig/ReadContig; a
-        // noncontiguous one goes through ADIOI_GEN_WriteStrided/ReadStrided (data sieving).
-        // The user's buffer is taken as contiguous (the memory datatype is not decoded).
+        // Independent accesses: through a contiguous filetype one ADIO_WriteContig/
+        // ReadContig; through a noncontiguous one ADIOI_GEN_WriteStrided/ReadStrided, whose
+        // access within one block of the filetype is one contiguous call (a write locked
+        // around it: ADIOI_WRITE_LOCK, then ADIOI_UNLOCK, even for no byte) and otherwise
+        // data sieving. The user's buffer is taken as contiguous (the memory datatype is not
+        // decoded).
         for (r, regions) in coll.regions.iter().enumerate() {
+            let contig = coll.contig_filetype.get(r).copied().unwrap_or(true);
+            let out = &mut calls[r];
             match regions.as_slice() {
-                [] => {}
+                [] if contig || coll.dir == Dir::Read => {}
+                [] => {
+                    out.push(Call::fcntl(i64::from(libc::F_SETLKW)));
+                    out.push(Call::fcntl(i64::from(libc::F_SETLK)));
+                }
                 [(off, len)] => match coll.dir {
                     Dir::Write => {
                         let mut size = coll.file_size;
-                        write_contig(*off, *len, &mut size, &mut calls[r])
+                        if !contig {
+                            out.push(Call::fcntl(i64::from(libc::F_SETLKW)));
+                        }
+                        write_contig(*off, *len, &mut size, out);
+                        if !contig {
+                            out.push(Call::fcntl(i64::from(libc::F_SETLK)));
+                        }
                     }
-                    Dir::Read => read_contig(*off, *len, coll.file_size, &mut calls[r]),
+                    Dir::Read => read_contig(*off, *len, coll.file_size, out),
                 },
                 _ => match coll.dir {
-                    Dir::Write => write_strided(cfg, regions, coll.file_size, &mut calls[r])?,
-                    Dir::Read => read_strided(cfg, regions, coll.file_size, &mut calls[r])?,
+                    Dir::Write => write_strided(cfg, regions, coll.file_size, out)?,
+                    Dir::Read => read_strided(cfg, regions, coll.file_size, out)?,
                 },
             }
         }

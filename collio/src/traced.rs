@@ -112,6 +112,7 @@ struct RankPart {
     op: Op,
     regions: Vec<(u64, u64)>,
     start: u64,
+    contig_filetype: bool,
     view_blocks: Vec<u64>,
     size_before: u64,
     recorded: Vec<Call>,
@@ -165,6 +166,9 @@ pub fn collective_calls(trace: &Trace, np: u32) -> Result<Vec<TracedCall>, Trace
                     };
                     let part = RankPart {
                         op: e.op,
+                        // The file table flattens a filetype only when it is not one
+                        // block from its origin to its extent: ROMIO's contiguous type.
+                        contig_filetype: f.view.flat.is_none(),
                         view_blocks: ompio::view_blocks(&f.view, table.types()),
                         regions: a.regions,
                         start,
@@ -225,6 +229,7 @@ pub fn collective_calls(trace: &Trace, np: u32) -> Result<Vec<TracedCall>, Trace
                     regions: parts.iter().map(|p| p.regions.clone()).collect(),
                     file_size: parts.iter().map(|p| p.size_before).max().unwrap_or(0),
                     starts: parts.iter().map(|p| p.start).collect(),
+                    contig_filetype: parts.iter().map(|p| p.contig_filetype).collect(),
                 },
                 view: ViewStats::from_ranks(parts.iter().map(|p| p.view_blocks.as_slice())),
                 recorded: parts.iter().map(|p| p.recorded.clone()).collect(),

@@ -144,6 +144,35 @@ fn programs() -> Vec<(&'static str, Program)> {
                 hints: CB3,
             },
         ),
+        (
+            // Parallel HDF5 under its defaults: two steps of a strong-scaled 1-D dataset
+            // (odd ranks select nothing) and a weak-scaled 2-D one (a block of rows per
+            // rank), each written with one collective H5Dwrite through a derived filetype,
+            // then read back collectively from a reopened file. HDF5's metadata goes
+            // through independent calls, which are not modelled and not checked.
+            "hdf5 blocks",
+            Program {
+                app: "h5_coll",
+                args: |d| {
+                    let mut a = vec![d.join("blocks.h5").display().to_string()];
+                    a.extend(s(&["-s", "2", "-z", "-R"]));
+                    a
+                },
+            },
+        ),
+        (
+            // The same with the rows of the 2-D dataset interleaved over the ranks (rank,
+            // rank+n, ...: a strided hyperslab, a vector filetype).
+            "hdf5 interleaved",
+            Program {
+                app: "h5_coll",
+                args: |d| {
+                    let mut a = vec![d.join("rows.h5").display().to_string()];
+                    a.extend(s(&["-s", "2", "-i", "-R"]));
+                    a
+                },
+            },
+        ),
     ]
 }
 

@@ -22,7 +22,7 @@ use collio::Call;
 use collio::ompio::{self, Config};
 use collio::romio;
 use collio::traced::{self, TracedCall};
-use rsd::op::{Op, Param, args};
+use rsd::op::{Creation, Op, Param, args};
 use rsd::trace::{Event, flatten_event, visit};
 use rsd::{Compressor, Header, RawEvent, Trace, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -50,8 +50,9 @@ pub(crate) struct ChildTemplate {
 pub(crate) struct Plan {
     /// Call sites whose nested calls the model reproduced at every input scale.
     pub derived: BTreeSet<Site>,
-    /// Per derived call site and nested op, how the inputs recorded it.
-    children: BTreeMap<(Site, Op), ChildTemplate>,
+    /// Per derived call site and nested op (and `fcntl` command: a lock and an unlock are
+    /// made from different places in the library), how the inputs recorded it.
+    children: BTreeMap<(Site, Op, Option<i64>), ChildTemplate>,
     /// The first nested call the model got wrong, for a refusal.
     pub failure: Option<String>,
     /// Why collective I/O was not modelled at all, for `--explain`.
@@ -70,7 +71,8 @@ struct RankColl {
     /// The descriptor the library opened the file with on this rank (the nested `open` of
     /// `MPI_File_open`), which its nested calls use.
     fd: Option<i64>,
-    /// The file was opened on `MPI_COMM_WORLD`: only then are all ranks the communicator.
+    /// The file was opened on `MPI_COMM_WORLD` or a duplicate of it: only then are all ranks
+    /// the communicator, in the world's order.
     world: bool,
 }
 
@@ -117,9 +119,27 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
     });
     // Per open MPI file handle: its path, the library's descriptor, whether on the world.
     let mut open: HashMap<i64, (String, Option<i64>, bool)> = HashMap::new();
+    // The communicators with the world's ranks in the world's order: the world and its
+    // duplicates (parallel HDF5 opens its files on a duplicate of the communicator it is
+    // given), as long as they live.
+    let mut world_like: BTreeSet<i64> = BTreeSet::from([rsd::mpi::COMM_WORLD]);
     let mut colls = Vec::new();
     for (i, e) in events.iter().enumerate() {
+        if let (Some(how), Some(new)) = (e.op.creation(), e.op.get(&e.params, Param::Newcomm)) {
+            let parent = e.op.get(&e.params, Param::Comm);
+            if how == Creation::Dup && parent.is_some_and(|c| world_like.contains(&c)) {
+                world_like.insert(new);
+            } else if new != rsd::mpi::COMM_WORLD {
+                world_like.remove(&new);
+            }
+        }
         match e.op {
+            Op::CommFree => {
+                let c = e.op.param(&e.params, Param::Comm);
+                if c != rsd::mpi::COMM_WORLD {
+                    world_like.remove(&c);
+                }
+            }
             Op::FileOpen => {
                 let Some(path) = &e.path else { continue };
                 let fd = e
@@ -128,7 +148,7 @@ fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
                     .rev()
                     .find(|c| matches!(c.op, Op::Open | Op::Openat) && c.path == e.path)
                     .map(|c| c.op.param(&c.params, Param::Fd));
-                let world = e.op.param(&e.params, Param::Comm) == rsd::mpi::COMM_WORLD;
+                let world = world_like.contains(&e.op.param(&e.params, Param::Comm));
                 open.insert(e.op.param(&e.params, Param::Fh), (path.clone(), fd, world));
             }
             Op::FileClose => {
@@ -160,7 +180,7 @@ struct Group {
 
 /// The collective calls of a run of `np` ranks (`trace`, whose ranks `ranks` are), each
 /// matched with the ranks' events. Calls on files opened on another communicator than the
-/// world are left out (their communicator's members are not known here), with a note, as
+/// world or a duplicate of it are left out (their communicator's members are not known here), with a note, as
 /// are all when the ranks do not agree on them; `covered` says which ranks' calls were kept.
 fn groups(
     trace: &Trace,
@@ -208,7 +228,7 @@ fn groups(
             }
             _ => notes.push(format!(
                 "{}: collective call {} is not made by every rank on a file opened on \
-                 MPI_COMM_WORLD: not modelled",
+                 MPI_COMM_WORLD or a duplicate of it: not modelled",
                 call.path, call.index
             )),
         }
@@ -585,7 +605,11 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
             for &(r, j) in &g.members {
                 let c = &ranks[r as usize].colls[j];
                 for child in &ranks[r as usize].events[c.event].children {
-                    let t = p.children.entry((c.site, child.op)).or_default();
+                    let cmd = match child.op {
+                        Op::Fcntl => child.op.get(&child.params, Param::Cmd),
+                        _ => None,
+                    };
+                    let t = p.children.entry((c.site, child.op, cmd)).or_default();
                     t.sig = child.sig;
                     t.gap_sum += child.gap_ns as f64;
                     t.dur_sum += child.dur_ns as f64;
@@ -824,7 +848,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
             }
             let mut children = Vec::with_capacity(out.calls[r as usize].len());
             for call in &out.calls[r as usize] {
-                let Some(t) = p.children.get(&(c.site, call.op)) else {
+                let Some(t) = p.children.get(&(c.site, call.op, call.cmd)) else {
                     return Err(format!(
                         "at {np} ranks the model has rank {r} issue {} inside {} (call site \
                          {:#x}), which no input recorded there: its call site is unknown",

@@ -615,17 +615,56 @@ impl Fitter<'_> {
                     self.note(event, param, desc);
                     Ok(e)
                 }
-                Err(second) => Err(self.refuse(
-                    event,
-                    param,
-                    Failure {
-                        detail: format!("{}; per rank: {}", first.detail, second.detail),
-                        values: first.values,
-                        tried: format!("{} (per rank: {})", first.tried, second.tried),
-                    },
-                )),
+                Err(second) => match self.elastic_by_iterations(els, target_ranks) {
+                    Some(e) => {
+                        self.note(
+                            event,
+                            param,
+                            format!("{e}  [fitted iteration by iteration]"),
+                        );
+                        Ok(e)
+                    }
+                    None => Err(self.refuse(
+                        event,
+                        param,
+                        Failure {
+                            detail: format!("{}; per rank: {}", first.detail, second.detail),
+                            values: first.values,
+                            tried: format!("{} (per rank: {})", first.tried, second.tried),
+                        },
+                    )),
+                },
             },
         }
+    }
+
+    /// The last resort for a value affine in its loops' indices, `base + Σ s_d * i_d`: fit it
+    /// by its values at the loops' first and second iterations (`base` and `base + s_d`)
+    /// instead of by its strides. A loop whose iterations write different datasets (a
+    /// strong-scaled one of `floor(T/n)` elements, then a weak-scaled one of a constant
+    /// size, as HDF5 programs do) has a stride that is the difference of two laws and fits
+    /// no model, while the value of each iteration does. `None` when the value is not affine
+    /// or still does not fit.
+    fn elastic_by_iterations(
+        &mut self,
+        els: &[&Elastic],
+        target_ranks: &RankSet,
+    ) -> Option<Elastic> {
+        let moved: Vec<Elastic> = els
+            .iter()
+            .map(|e| by_iterations(e, 1))
+            .collect::<Option<_>>()?;
+        if moved.iter().zip(els).all(|(m, e)| m == *e) {
+            return None;
+        }
+        let refs: Vec<&Elastic> = moved.iter().collect();
+        let mut notes = Vec::new();
+        let fitted = match self.elastic_groups(&refs, &mut notes) {
+            Ok(e) => Some(e),
+            Err(_) => self.elastic_per_rank(&refs, target_ranks).ok().map(|r| r.0),
+        };
+        self.pending.borrow_mut().clear();
+        by_iterations(&fitted?, -1)
     }
 
     fn note(&mut self, event: &str, quantity: &str, model: String) {
@@ -838,4 +877,72 @@ impl Fitter<'_> {
             bins,
         }
     }
+}
+
+/// `x + sign * y` for two functions of the rank, when the sum is one of them (constants,
+/// affine functions, blocks or periods of the same size).
+fn rankfn_add(x: RankFn, y: RankFn, sign: i64) -> Option<RankFn> {
+    let m = |v: i64| v.checked_mul(sign);
+    let f = match (x, y) {
+        (RankFn::Const(a), RankFn::Const(b)) => RankFn::Const(a.checked_add(m(b)?)?),
+        (RankFn::Affine { a, b }, RankFn::Const(c)) => RankFn::Affine {
+            a,
+            b: b.checked_add(m(c)?)?,
+        },
+        (RankFn::Const(c), RankFn::Affine { a, b }) => RankFn::Affine {
+            a: m(a)?,
+            b: c.checked_add(m(b)?)?,
+        },
+        (RankFn::Affine { a, b }, RankFn::Affine { a: a2, b: b2 }) => RankFn::Affine {
+            a: a.checked_add(m(a2)?)?,
+            b: b.checked_add(m(b2)?)?,
+        },
+        (RankFn::Div { a, k, b }, RankFn::Const(c)) => RankFn::Div {
+            a,
+            k,
+            b: b.checked_add(m(c)?)?,
+        },
+        (RankFn::Mod { a, k, b }, RankFn::Const(c)) => RankFn::Mod {
+            a,
+            k,
+            b: b.checked_add(m(c)?)?,
+        },
+        _ => return None,
+    };
+    // The compressor writes an affine function of slope 0 as a constant.
+    Some(match f {
+        RankFn::Affine { a: 0, b } => RankFn::Const(b),
+        f => f,
+    })
+}
+
+/// `sign` 1: every affine value `base + Σ s_d * i_d` of `e` with each stride replaced by
+/// the value at the second iteration of its loop, `base + s_d`; `sign` -1: back.
+fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
+    fn val(v: &Val<RankFn>, sign: i64) -> Option<Val<RankFn>> {
+        Some(match v {
+            Val::Const(_) => v.clone(),
+            Val::Lin { base, strides } => Val::Lin {
+                base: *base,
+                strides: strides
+                    .iter()
+                    .map(|s| rankfn_add(*s, *base, sign))
+                    .collect::<Option<_>>()?,
+            },
+            Val::Seq(vs) => Val::Seq(vs.iter().map(|x| val(x, sign)).collect::<Option<_>>()?),
+            Val::Cycle(vs) => Val::Cycle(vs.iter().map(|x| val(x, sign)).collect::<Option<_>>()?),
+        })
+    }
+    Some(Elastic {
+        groups: e
+            .groups
+            .iter()
+            .map(|g| {
+                Some(Group {
+                    ranks: g.ranks.clone(),
+                    val: val(&g.val, sign)?,
+                })
+            })
+            .collect::<Option<_>>()?,
+    })
 }

@@ -263,6 +263,97 @@ impl Model for RoundedInverse {
     }
 }
 
+/// `a*floor(K/n)` for unknown integers `a > 1` and `K`: a strong-scaled count of elements
+/// measured in bytes (`floor(T/n)` elements of `a` bytes each, as HDF5 and MPI-IO views
+/// express it). `a` is tried among the divisors of the values' greatest common divisor; each
+/// `a` that leaves `floor(K/n)` values proposes the ends of `K`'s interval, so a caller that
+/// refuses on disagreement refuses when the data do not pin the value at the target down.
+struct ScaledFloorDiv;
+
+/// At most this many divisors of the values' common divisor are tried as the scale.
+const MAX_SCALES: usize = 64;
+
+impl Model for ScaledFloorDiv {
+    fn name(&self) -> &str {
+        "scaled-floor-div"
+    }
+    fn vars(&self) -> Vars {
+        Vars::N
+    }
+    fn nparams(&self) -> usize {
+        2
+    }
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
+        let g = pts.iter().fold(0u64, |g, p| gcd(g, p.y.unsigned_abs()));
+        if g < 2 || pts.iter().any(|p| p.y < 0) {
+            return vec![];
+        }
+        // Values that `floor(K/n)` or `K/n + c` already fit at four scales or more are
+        // theirs: with a scale, an exact division fits many coarser (a, K) pairs that
+        // disagree beyond the inputs. Leave-one-scale-out's refits (three scales of a
+        // strong-scaled count may all divide evenly) are not excluded: the held-out scale
+        // must pin the scale down.
+        if scales(pts).len() < 4 {
+            return self.fit_scales(pts, g);
+        }
+        let floor = RoundedInverse { ceil: false };
+        let Some(inverse) = pts
+            .iter()
+            .map(|p| Some(vec![Rat::new(1, p.n as i128)?, Rat::ONE]))
+            .collect::<Option<Vec<Vec<Rat>>>>()
+        else {
+            return vec![];
+        };
+        let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
+        if !floor.fit(pts).is_empty() || matches!(solve(&inverse, &ys), Solution::Unique(_)) {
+            return vec![];
+        }
+        self.fit_scales(pts, g)
+    }
+    fn eval(&self, c: &[Rat], n: i64, _rank: i64) -> Option<i64> {
+        let (k, a) = (c.first()?.to_i64()?, c.get(1)?.to_i64()?);
+        RoundedInverse { ceil: false }
+            .apply(k as i128, n)?
+            .checked_mul(a)
+    }
+    fn describe(&self, c: &[Rat]) -> String {
+        let k = c.first().copied().unwrap_or(Rat::ZERO);
+        let a = c.get(1).copied().unwrap_or(Rat::ONE);
+        format!("{a}*floor({k}/n)")
+    }
+}
+
+impl ScaledFloorDiv {
+    /// The proposals for every scale `a > 1` dividing `g`, the values' common divisor.
+    fn fit_scales(&self, pts: &[Point], g: u64) -> Vec<Vec<Rat>> {
+        let mut scales: Vec<u64> = (2..=g.isqrt())
+            .filter(|d| g.is_multiple_of(*d))
+            .flat_map(|d| [d, g / d])
+            .chain([g])
+            .collect();
+        scales.sort_unstable();
+        scales.dedup();
+        if scales.len() > MAX_SCALES {
+            scales = vec![g];
+        }
+        let floor = RoundedInverse { ceil: false };
+        let mut out = Vec::new();
+        for a in scales {
+            let Ok(ai) = i64::try_from(a) else { continue };
+            let scaled: Vec<Point> = pts.iter().map(|p| Point { y: p.y / ai, ..*p }).collect();
+            for mut k in floor.fit(&scaled) {
+                k.push(Rat::int(ai));
+                out.push(k);
+            }
+        }
+        out
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
 fn pow2_floor(n: i64) -> Option<i64> {
     (n > 0).then(|| 1i64 << n.ilog2())
 }
@@ -338,6 +429,7 @@ pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
         }),
         Box::new(RoundedInverse { ceil: false }),
         Box::new(RoundedInverse { ceil: true }),
+        Box::new(ScaledFloorDiv),
         Box::new(Basis {
             name: "pow2-floor",
             vars: Vars::N,
@@ -620,6 +712,31 @@ mod tests {
             agree(fits, |f| f.eval(998, 0)),
             Agreement::Disagree { .. }
         ));
+    }
+
+    #[test]
+    fn scaled_floor_division_of_a_strong_scaled_byte_count() {
+        let m = builtin_n_models();
+        // 4 bytes times floor(1000003/n) at 4, 8, 12, 16: 1000000, 500000, 333332, 250000,
+        // which plain floor(K/n) does not fit (333332*12 > 1000003*4 - 4).
+        let p = pts(|n| 4 * (1000003 / n));
+        let fits = fit_exact(&m, Vars::N, &p);
+        assert!(
+            fits.iter().all(|f| f.model.name() == "scaled-floor-div") && !fits.is_empty(),
+            "{fits:?}"
+        );
+        for target in [32i64, 64, 1000] {
+            assert!(
+                matches!(agree(fits.clone(), |f| f.eval(target, 0)), Agreement::Agree(_, v) if v == 4 * (1000003 / target)),
+                "at {target}"
+            );
+        }
+        // Values with no common divisor above 1 are not its business.
+        assert!(
+            !fit_exact(&m, Vars::N, &pts(|n| 1000003 / n + 1))
+                .iter()
+                .any(|f| f.model.name() == "scaled-floor-div")
+        );
     }
 
     #[test]

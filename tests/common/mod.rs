@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+mod link;
+
 use rsd::{FlatEvent, TraceFile};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,7 +44,7 @@ pub fn tracer_lib() -> PathBuf {
 }
 
 /// Builds `tests/apps/<name>.c` with mpicc into target/iotrex-apps (rebuilt when the source
-/// or count.h is newer).
+/// or count.h is newer), linking what [`link::flags`] says (HDF5 for the HDF5 apps).
 pub fn app(name: &str) -> PathBuf {
     let _g = BUILD.lock().unwrap_or_else(|p| p.into_inner());
     let dir = target_dir().join("iotrex-apps");
@@ -61,6 +63,7 @@ pub fn app(name: &str) -> PathBuf {
             .args(["-O1", "-g", "-o"])
             .arg(&tmp)
             .arg(&src)
+            .args(link::flags(&src))
             .output()
             .expect("run mpicc (is Open MPI installed?)");
         assert!(

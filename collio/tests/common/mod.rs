@@ -5,6 +5,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../../../tests/common/link.rs"]
+mod link;
+
 use collio::ompio::{self, Config};
 use collio::traced;
 use rsd::TraceFile;
@@ -48,8 +51,8 @@ static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
 /// mpirun runs one at a time: the machine's cores are shared.
 static MPIRUN: Mutex<()> = Mutex::new(());
 
-/// Builds `tests/apps/<name>.c` with mpicc into target/iotrex-apps/collio, once per test
-/// binary (a few hundred milliseconds; no race with other test binaries' builds, which use
+/// Builds `tests/apps/<name>.c` with mpicc into target/iotrex-apps/collio (with the
+/// libraries [`link::flags`] names: HDF5 for the HDF5 apps), once per test binary (a few hundred milliseconds; no race with other test binaries' builds, which use
 /// other directories).
 pub fn app(name: &str) -> PathBuf {
     let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
@@ -66,6 +69,7 @@ pub fn app(name: &str) -> PathBuf {
         .args(["-O1", "-g", "-o"])
         .arg(&tmp)
         .arg(&src)
+        .args(link::flags(&src))
         .output()
         .expect("run mpicc (is Open MPI installed?)");
     assert!(
