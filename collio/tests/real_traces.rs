@@ -158,6 +158,7 @@ fn programs() -> Vec<(&'static str, Program)> {
                     a.extend(s(&["-s", "2", "-z", "-R"]));
                     a
                 },
+                hints: &[],
             },
         ),
         (
@@ -171,6 +172,7 @@ fn programs() -> Vec<(&'static str, Program)> {
                     a.extend(s(&["-s", "2", "-i", "-R"]));
                     a
                 },
+                hints: &[],
             },
         ),
     ]
