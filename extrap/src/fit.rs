@@ -768,9 +768,7 @@ impl Fitter<'_> {
             })
             .collect();
         let pick = |f: &dyn Fn(&Timing) -> &Stats| -> Vec<Vec<&Stats>> {
-            runs.iter()
-                .map(|r| r.iter().map(|t| f(t)).collect())
-                .collect()
+            runs.iter().map(|r| r.iter().map(f).collect()).collect()
         };
         let (gap, gi) = self.stats(&pick(&|t| &t.gap), event, "gap");
         let (dur, di) = self.stats(&pick(&|t| &t.dur), event, "duration");
