@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 REPEAT=${REPEAT:-3}
 BIN=$PWD/target/release/iotrex
-cargo build --release -q -p iotrex -p tracer 2>/dev/null || cargo build --release -q
+cargo build --release -q -p iotrex -p tracer
 W=$(mktemp -d /dev/shm/iotrex-bench-timing.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 for a in ior_like io_sample comm_mix ckpt_strong; do mpicc -O2 -o "$W/$a" tests/apps/$a.c; done
@@ -25,7 +25,7 @@ for a in ior_like io_sample comm_mix ckpt_strong; do mpicc -O2 -o "$W/$a" tests/
 CONFIGS=(
   "ckpt_strong|ckpt_strong|{d}/ck.dat 16777216 -R"
   "ior_posix_fpp|ior_like|-a posix -F -t 65536 -b 524288 -s 4 -o {d}/f"
-  "ior_posix_strong|ior_like|-a posix -F -S -t 4096 -b 2097152 -s 1 -o {d}/f"
+  "ior_posix_strong|ior_like|-a posix -F -S -t 4096 -b 3145728 -s 1 -o {d}/f"
   "ior_mpiio_coll|ior_like|-a mpiio -c -t 65536 -b 262144 -s 2 -o {d}/f"
   "io_sample|io_sample|{d} 20 8192 3 65536"
   "comm_mix|comm_mix|{d} 5 20000 4096"
@@ -36,7 +36,8 @@ run() { # out np app args...: one traced run in a fresh data directory
   rm -rf "$W/d" && mkdir -p "$W/d"
   local args=()
   for x in "$@"; do args+=("${x//\{d\}/$W/d}"); done
-  timeout 600 "$BIN" trace -o "$out" -- mpirun -np "$np" "$W/$app" "${args[@]}" >/dev/null 2>&1
+  timeout 600 "$BIN" trace -o "$out" -- mpirun -np "$np" "$W/$app" "${args[@]}" \
+    >"$W/run.log" 2>&1 || { echo "$app at $np ranks failed: $(tail -c 300 "$W/run.log")"; return 1; }
 }
 
 rows="$W/rows.jsonl"
@@ -47,7 +48,7 @@ for c in "${CONFIGS[@]}"; do
   ins=()
   for np in 4 8 12 16; do
     for r in $(seq "$REPEAT"); do
-      run "$W/$name.$np.$r.iotrex" "$np" "$app" "${argv[@]}"
+      run "$W/$name.$np.$r.iotrex" "$np" "$app" "${argv[@]}" || continue 3
       ins+=("$W/$name.$np.$r.iotrex")
     done
   done
@@ -59,7 +60,7 @@ for c in "${CONFIGS[@]}"; do
     fi
     real=()
     for r in $(seq "$REPEAT"); do
-      run "$W/$name.$target.real$r.iotrex" "$target" "$app" "${argv[@]}"
+      run "$W/$name.$target.real$r.iotrex" "$target" "$app" "${argv[@]}" || continue 3
       real+=("$W/$name.$target.real$r.iotrex")
     done
     {

@@ -300,11 +300,14 @@ pub struct Prediction {
 
 /// The mean time per rank of each kind but [`TimeKind::Compensation`], ns, of a trace of
 /// `nranks` ranks: the top-level events' durations by kind and their gaps (nested calls are
-/// inside their parent's duration).
+/// inside their parent's duration), `MPI_Init` aside (the wall time starts when it returns).
 pub fn time_parts(nodes: &[crate::trace::Node], nranks: u32) -> Vec<(TimeKind, f64)> {
     fn walk(nodes: &[crate::trace::Node], acc: &mut [f64; 4]) {
         for n in nodes {
             match &n.kind {
+                // The wall time starts when MPI_Init returns: its time and the gap before
+                // it are the library's start-up, outside the run's wall time.
+                crate::trace::NodeKind::Event(e) if e.op == crate::Op::Init => {}
                 crate::trace::NodeKind::Event(e) => {
                     acc[TimeKind::of_call(e.op) as usize] += e.timing.dur.total();
                     acc[TimeKind::Compute as usize] += e.timing.gap.total();
