@@ -18,13 +18,20 @@ use std::path::{Path, PathBuf};
                   its remainder, log2 n, and per rank ((rank+a) % n)*b, rank/k, rank%k, plus \
                   any --plugin models. When the structure differs between scales (the error says \
                   which scales agree with each other; --drop-inconsistent extrapolates from the \
-                  largest agreeing group of 3 or more), a value fits no model, or two models disagree at the target, nothing is written and the \
-                  error names the event, parameter, values and models tried. Timing is fitted \
-                  by least squares; --explain prints every varying quantity's model.",
+                  largest agreeing group of 3 or more), a value fits no model, or two models \
+                  disagree at the target, nothing is written and the error names the event, \
+                  parameter, values and models tried. Timing is chosen \
+                  out of sample (leave-one-scale-out among constant, inverse, inverse+constant, \
+                  log, linear, power law, n log n, quadratic), refused where implausible up to \
+                  the target, and stored with a prediction interval; the wall time is the sum \
+                  of per-rank parts (I/O, communication, collective, compute gaps, \
+                  compensation). Several traces of one rank count are repeated runs: their \
+                  spread is the timing noise. --explain prints every varying quantity's model.",
     after_help = "Examples:\n  iotrex extrap app.4.iotrex app.8.iotrex app.12.iotrex app.16.iotrex --ranks 1024 -o app.1024.iotrex\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 64 -o app.64.iotrex --explain --plugin libmymodel.so"
 )]
 pub struct ExtrapArgs {
-    /// Traces of the same program at three or more different rank counts.
+    /// Traces of the same program at three or more different rank counts (several runs of
+    /// one rank count are repeated runs of the same command).
     #[arg(required = true, num_args = 3.., value_name = "IN")]
     pub inputs: Vec<PathBuf>,
     /// Rank count to extrapolate to.

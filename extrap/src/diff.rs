@@ -10,6 +10,7 @@
 
 use crate::describe_node;
 use rsd::TraceFile;
+use rsd::timing::Interval;
 use rsd::trace::{FlatEvent, Node, NodeKind};
 use serde::Serialize;
 
@@ -65,6 +66,8 @@ pub struct EventTiming {
     pub dur_diff_pct: f64,
     /// Same for the mean compute gap before the call.
     pub gap_diff_pct: f64,
+    /// The prediction interval of the mean duration on each side that is extrapolated.
+    pub dur_interval: (Option<Interval>, Option<Interval>),
 }
 
 /// The timing part of a comparison.
@@ -76,6 +79,8 @@ pub struct TimingReport {
     pub wall_ns: (u64, u64),
     /// Difference in wall time, %, when both are recorded.
     pub wall_diff_pct: Option<f64>,
+    /// The prediction interval of each side's wall time, where it is extrapolated.
+    pub wall_interval: (Option<Interval>, Option<Interval>),
     /// Sum of compute gaps and durations of all top-level calls of all ranks, ns.
     pub total_ns: (f64, f64),
     /// Difference in that total, %.
@@ -278,6 +283,10 @@ fn timing_walk(
                     right_mean_ns: f.timing.dur.mean,
                     dur_diff_pct: pct(e.timing.dur.mean, f.timing.dur.mean),
                     gap_diff_pct: pct(e.timing.gap.mean, f.timing.gap.mean),
+                    dur_interval: (
+                        e.timing.interval.map(|i| i.dur),
+                        f.timing.interval.map(|i| i.dur),
+                    ),
                 });
                 // Nested calls are inside their parent's duration: not added to the total.
                 timing_walk(&e.children, &f.children, out, totals, false);
@@ -353,6 +362,10 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
             events,
             wall_ns: (wa, wb),
             wall_diff_pct: (wa > 0 && wb > 0).then(|| pct(wa as f64, wb as f64)),
+            wall_interval: (
+                a.header.prediction.as_ref().map(|p| p.wall.interval),
+                b.header.prediction.as_ref().map(|p| p.wall.interval),
+            ),
             total_ns: totals,
             total_diff_pct: pct(totals.0, totals.1),
         });
@@ -389,12 +402,13 @@ pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
         for e in &t.events {
             let _ = writeln!(
                 s,
-                "  {:<60} {:>10} -> {:>10}  {:+.1}%  (gap {:+.1}%)",
+                "  {:<60} {:>10} -> {:>10}  {:+.1}%  (gap {:+.1}%){}",
                 format!("{} [{}]", e.event, e.ranks),
                 rsd::timing::fmt_ns(e.left_mean_ns),
                 rsd::timing::fmt_ns(e.right_mean_ns),
                 e.dur_diff_pct,
-                e.gap_diff_pct
+                e.gap_diff_pct,
+                interval_text(e.dur_interval, e.left_mean_ns, e.right_mean_ns)
             );
         }
         let _ = writeln!(
@@ -408,9 +422,10 @@ pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
             Some(p) => {
                 let _ = writeln!(
                     s,
-                    "  wall time: {} -> {}  {p:+.1}%",
+                    "  wall time: {} -> {}  {p:+.1}%{}",
                     rsd::timing::fmt_ns(t.wall_ns.0 as f64),
-                    rsd::timing::fmt_ns(t.wall_ns.1 as f64)
+                    rsd::timing::fmt_ns(t.wall_ns.1 as f64),
+                    interval_text(t.wall_interval, t.wall_ns.0 as f64, t.wall_ns.1 as f64)
                 );
             }
             None => {
@@ -419,4 +434,23 @@ pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
         }
     }
     s
+}
+
+/// `  predicted [lo, hi], the other side inside` for a side that is extrapolated.
+fn interval_text(iv: (Option<Interval>, Option<Interval>), left: f64, right: f64) -> String {
+    let one = |i: Interval, other: f64, side: &str| {
+        format!(
+            "  {side} predicted {i}, the other {}",
+            if i.contains(other) {
+                "inside"
+            } else {
+                "OUTSIDE"
+            }
+        )
+    };
+    match iv {
+        (Some(i), _) => one(i, right, "left"),
+        (None, Some(i)) => one(i, left, "right"),
+        (None, None) => String::new(),
+    }
 }

@@ -10,8 +10,11 @@ pub enum ExtrapError {
         /// How many were given.
         count: usize,
     },
-    /// Two inputs have the same rank count.
-    #[error("{first} and {second} both have {nranks} ranks; each input must be a different scale")]
+    /// Two inputs have the same rank count but are not repeated runs of one program.
+    #[error(
+        "{first} and {second} both have {nranks} ranks but are not repeated runs of the same \
+         program ({why}); inputs of one scale must be runs of the same command with the same calls"
+    )]
     DuplicateScale {
         /// Rank count.
         nranks: u32,
@@ -19,6 +22,8 @@ pub enum ExtrapError {
         first: String,
         /// The other.
         second: String,
+        /// What differs.
+        why: String,
     },
     /// An input trace is flagged incomplete.
     #[error("{input} is flagged incomplete ({why}); an incomplete trace cannot be extrapolated")]
@@ -155,9 +160,9 @@ impl ExtrapError {
                 "trace every scale with the same MPI-IO hints and library settings (a hint the \
                  program passes, such as cb_nodes, or an --mca option given at one scale only)",
             ),
-            ExtrapError::TooFewInputs { .. } => {
-                Some("trace the program at 3 or more rank counts, e.g. 4, 8, 12 and 16")
-            }
+            ExtrapError::TooFewInputs { .. } => Some(
+                "trace the program at 3 or more rank counts, e.g. 4, 8, 12 and 16 (repeated runs of one rank count count once)",
+            ),
             _ => None,
         }
     }

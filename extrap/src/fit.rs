@@ -5,10 +5,10 @@ use crate::error::ExtrapError;
 use crate::{Curve, Explain, describe_node};
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, fit_exact};
-use models::timing::fit_timing;
+use models::timing::{TimingChoice, choose};
 use rsd::RankSet;
 use rsd::ranks::Prsd;
-use rsd::timing::{BINS, Stats, Timing};
+use rsd::timing::{BINS, Interval, Intervals, Stats, Timing};
 use rsd::trace::{Event, Loop, Node, NodeKind};
 use rsd::value::{Elastic, Group, RankFn, Val};
 
@@ -35,6 +35,11 @@ pub(crate) struct Fitter<'a> {
     pub explain: Vec<Explain>,
     /// Curves of the exact models fitted since the current parameter began (see `elastic`).
     pub pending: std::cell::RefCell<Vec<Curve>>,
+    /// Per scale, the timings of every further run of that scale, each run's events in the
+    /// order [`Fitter::nodes`] visits them (`crate::timings_post_order`).
+    pub repeats: Vec<Vec<Vec<Timing>>>,
+    /// The index of the next event [`Fitter::timing`] sees, in that order.
+    pub cursor: usize,
 }
 
 fn values_text<T: std::fmt::Display>(scales: &[i64], vals: &[T]) -> String {
@@ -787,60 +792,118 @@ impl Fitter<'_> {
     }
 
     fn timing(&mut self, ts: &[&Timing], event: &str) -> Timing {
-        let gap = self.stats(&ts.iter().map(|t| &t.gap).collect::<Vec<_>>(), event, "gap");
-        let dur = self.stats(
-            &ts.iter().map(|t| &t.dur).collect::<Vec<_>>(),
-            event,
-            "duration",
-        );
-        Timing { gap, dur }
+        let idx = self.cursor;
+        self.cursor += 1;
+        // Every run of each scale: the fitted one, then the repeats.
+        let runs: Vec<Vec<Timing>> = ts
+            .iter()
+            .enumerate()
+            .map(|(s, t)| {
+                let mut v = vec![(*t).clone()];
+                if let Some(reps) = self.repeats.get(s) {
+                    v.extend(reps.iter().filter_map(|r| r.get(idx)).cloned());
+                }
+                v
+            })
+            .collect();
+        let pick = |f: &dyn Fn(&Timing) -> &Stats| -> Vec<Vec<&Stats>> {
+            runs.iter().map(|r| r.iter().map(f).collect()).collect()
+        };
+        let (gap, gi) = self.stats(&pick(&|t| &t.gap), event, "gap");
+        let (dur, di) = self.stats(&pick(&|t| &t.dur), event, "duration");
+        let interval = match (gi, di) {
+            (Some(gap), Some(dur)) => Some(Intervals { gap, dur }),
+            _ => None,
+        };
+        Timing { gap, dur, interval }
     }
 
-    fn fit_f64(&mut self, ys: &[f64], event: &str, what: &str, explain: bool) -> f64 {
-        let ns: Vec<f64> = self.scales.iter().map(|&n| n as f64).collect();
-        match fit_timing(&ns, ys, self.target as f64) {
-            Some(f) => {
-                if explain {
-                    let curve = Curve {
-                        points: self
-                            .scales
-                            .iter()
-                            .copied()
-                            .zip(ys.iter().copied())
-                            .collect(),
-                        samples: crate::sample_ns(self.scales[0], self.target)
-                            .into_iter()
-                            .map(|n| (n, f.eval(n as f64)))
-                            .collect(),
-                    };
-                    self.note_curve(event, what, f.to_string(), Some(curve));
-                }
-                f.eval(self.target as f64).max(0.0)
+    /// One timed quantity's model chosen over every run's value (`ys[s]`: the runs of scale
+    /// `s`), with `noise` the standard deviation of one observation known from the repeated
+    /// calls; `None` when nothing can be fitted.
+    fn choose(
+        &mut self,
+        ys: &[Vec<f64>],
+        noise: f64,
+        event: &str,
+        what: &str,
+        explain: bool,
+    ) -> Option<TimingChoice> {
+        let (mut ns, mut flat) = (Vec::new(), Vec::new());
+        for (&n, v) in self.scales.iter().zip(ys) {
+            for &y in v {
+                ns.push(n as f64);
+                flat.push(y);
             }
-            None => ys.last().copied().unwrap_or(0.0),
         }
+        let c = choose(&ns, &flat, noise, self.target as f64)?;
+        if explain {
+            let curve = crate::timing::curve(&ns, &flat, &c, self.target);
+            self.note_curve(event, what, c.describe(), Some(curve));
+        }
+        Some(c)
     }
 
     /// Timing statistics at the target: the count exactly where a model fits (it follows the
-    /// structure: ranks times iterations), mean/min/max/std by least squares.
-    fn stats(&mut self, ss: &[&Stats], event: &str, what: &str) -> Stats {
-        if ss.iter().all(|s| s.count == 0) {
-            return Stats::default();
+    /// structure: ranks times iterations), the mean chosen out of sample over every run with
+    /// the spread of the repeated calls as its noise, min/max/std likewise without a word;
+    /// and the mean's prediction interval.
+    fn stats(
+        &mut self,
+        runs: &[Vec<&Stats>],
+        event: &str,
+        what: &str,
+    ) -> (Stats, Option<Interval>) {
+        if runs.iter().flatten().all(|s| s.count == 0) {
+            return (Stats::default(), None);
         }
+        let ss: Vec<&Stats> = runs.iter().map(|r| r[0]).collect();
         let counts: Vec<i64> = ss.iter().map(|s| s.count as i64).collect();
         let count = match self.number(&counts, "count") {
             Ok((c, _)) if c >= 0 => c as f64,
             _ => {
-                let c: Vec<f64> = counts.iter().map(|&c| c as f64).collect();
-                self.fit_f64(&c, event, &format!("{what} count"), false)
+                let c: Vec<Vec<f64>> = counts.iter().map(|&c| vec![c as f64]).collect();
+                self.choose(&c, 0.0, event, "", false)
+                    .map_or(counts[counts.len() - 1] as f64, |c| c.value)
                     .round()
             }
         };
-        let col = |f: &dyn Fn(&Stats) -> f64| -> Vec<f64> { ss.iter().map(|s| f(s)).collect() };
-        let mean = self.fit_f64(&col(&|s| s.mean), event, &format!("{what} mean"), true);
-        let mut min = self.fit_f64(&col(&|s| s.min as f64), event, "", false);
-        let mut max = self.fit_f64(&col(&|s| s.max as f64), event, "", false);
-        let std = self.fit_f64(&col(&|s| s.variance().sqrt()), event, "", false);
+        let col = |f: &dyn Fn(&Stats) -> f64| -> Vec<Vec<f64>> {
+            runs.iter()
+                .map(|r| r.iter().map(|s| f(s)).collect())
+                .collect()
+        };
+        // The standard error of a run's mean from the spread of its calls (pooled).
+        let sem = {
+            let all: Vec<f64> = runs
+                .iter()
+                .flatten()
+                .filter(|s| s.count > 0)
+                .map(|s| s.variance() / s.count as f64)
+                .collect();
+            (all.iter().sum::<f64>() / all.len().max(1) as f64).sqrt()
+        };
+        let last_mean = ss[ss.len() - 1].mean;
+        let (mean, interval) =
+            match self.choose(&col(&|s| s.mean), sem, event, &format!("{what} mean"), true) {
+                Some(c) => (
+                    c.value,
+                    Some(Interval {
+                        lo: c.interval.0,
+                        hi: c.interval.1,
+                    }),
+                ),
+                None => (last_mean, None),
+            };
+        let mut other = |f: &dyn Fn(&Stats) -> f64| {
+            let v = col(f);
+            let fallback = v[v.len() - 1][0];
+            self.choose(&v, 0.0, event, "", false)
+                .map_or(fallback, |c| c.value)
+        };
+        let mut min = other(&|s| s.min as f64);
+        let mut max = other(&|s| s.max as f64);
+        let std = other(&|s| s.variance().sqrt());
         min = min.min(mean);
         max = max.max(mean);
         let last = ss[ss.len() - 1];
@@ -866,7 +929,7 @@ impl Fitter<'_> {
             }
         }
         let rank_ok = |r: u32| if (r as i64) < self.target { r } else { 0 };
-        Stats {
+        let stats = Stats {
             count: count_u,
             min: min.round() as u64,
             max: max.round() as u64,
@@ -875,7 +938,8 @@ impl Fitter<'_> {
             mean,
             m2: std * std * count,
             bins,
-        }
+        };
+        (stats, interval)
     }
 }
 

@@ -38,6 +38,7 @@ pub mod diff;
 pub mod error;
 mod fit;
 pub mod patterns;
+mod timing;
 
 pub use consistent::extrapolate_consistent;
 pub use derive::DERIVE_LIMIT;
@@ -128,45 +129,57 @@ pub fn describe_node(n: &Node) -> String {
     }
 }
 
-/// Extrapolates `inputs` (any order, at least three distinct rank counts) to `target` ranks.
+/// Extrapolates `inputs` (any order, at least three distinct rank counts; several runs of one
+/// rank count are repeated runs, used to measure the timing noise) to `target` ranks.
 pub fn extrapolate(
     inputs: &[Input],
     target: u32,
     models: &ModelSet,
 ) -> Result<Extrapolated, ExtrapError> {
-    if inputs.len() < 3 {
-        return Err(ExtrapError::TooFewInputs {
-            count: inputs.len(),
-        });
-    }
     if target == 0 {
         return Err(ExtrapError::BadTarget {
             target: 0,
             why: "a run has at least one rank".into(),
         });
     }
-    let mut sorted: Vec<&Input> = inputs.iter().collect();
-    sorted.sort_by_key(|i| i.file.header.nranks);
-    for w in sorted.windows(2) {
-        if w[0].file.header.nranks == w[1].file.header.nranks {
-            return Err(ExtrapError::DuplicateScale {
-                nranks: w[0].file.header.nranks,
-                first: w[0].name.clone(),
-                second: w[1].name.clone(),
-            });
-        }
-    }
-    if let Some(i) = sorted.iter().find(|i| i.file.header.incomplete) {
+    let mut all: Vec<&Input> = inputs.iter().collect();
+    all.sort_by_key(|i| i.file.header.nranks);
+    if let Some(i) = all.iter().find(|i| i.file.header.incomplete) {
         return Err(ExtrapError::Incomplete {
             input: i.name.clone(),
             why: i.file.header.notes.join("; "),
         });
     }
+    // Runs per scale, the first of each the one whose structure is fitted.
+    let mut groups: Vec<Vec<&Input>> = Vec::new();
+    for i in all {
+        match groups.last_mut() {
+            Some(g) if g[0].file.header.nranks == i.file.header.nranks => {
+                if let Some(why) = repeat_differs(&g[0].file, &i.file) {
+                    return Err(ExtrapError::DuplicateScale {
+                        nranks: i.file.header.nranks,
+                        first: g[0].name.clone(),
+                        second: i.name.clone(),
+                        why,
+                    });
+                }
+                g.push(i);
+            }
+            _ => groups.push(vec![i]),
+        }
+    }
+    if groups.len() < 3 {
+        return Err(ExtrapError::TooFewInputs {
+            count: groups.len(),
+        });
+    }
+    let sorted: Vec<&Input> = groups.iter().map(|g| g[0]).collect();
+    let fit = |g: &[Vec<&Input>]| fit_sorted(g, &groups, target, models);
     if !sorted
         .iter()
         .any(|i| collective_with_children(&i.file.trace.nodes))
     {
-        return fit_sorted(&sorted, target, models);
+        return fit(&groups);
     }
     // Collective MPI-IO calls with nested POSIX calls: derive those the library's model
     // reproduces at every scale, fit the rest (issue 13).
@@ -183,7 +196,7 @@ pub fn extrapolate(
         curve: None,
     };
     if let Some(why) = &plan.skipped {
-        let mut out = fit_sorted(&sorted, target, models).map_err(|e| e.not_derived(why))?;
+        let mut out = fit(&groups).map_err(|e| e.not_derived(why))?;
         out.explain
             .insert(0, note(format!("fitted, not derived: {why}")));
         return Ok(out);
@@ -194,10 +207,10 @@ pub fn extrapolate(
         None => e,
     };
     if plan.derived.is_empty() {
-        return fit_sorted(&sorted, target, models).map_err(with_model);
+        return fit(&groups).map_err(with_model);
     }
     if target > DERIVE_LIMIT {
-        let mut out = fit_sorted(&sorted, target, models).map_err(|e| {
+        let mut out = fit(&groups).map_err(|e| {
             e.not_derived(&format!(
                 "the model reproduces them at every input scale, but deriving them expands \
                      every rank and is done up to {DERIVE_LIMIT} ranks only (target {target})"
@@ -212,19 +225,24 @@ pub fn extrapolate(
         );
         return Ok(out);
     }
-    let mut stripped = Vec::with_capacity(sorted.len());
-    for i in &sorted {
-        let file = derive::strip(&i.file, &plan.derived).map_err(|why| ExtrapError::Derive {
-            input: i.name.clone(),
-            why,
-        })?;
-        stripped.push(Input {
-            name: i.name.clone(),
-            file,
-        });
+    let mut stripped: Vec<Vec<Input>> = Vec::with_capacity(groups.len());
+    for g in &groups {
+        let mut runs = Vec::with_capacity(g.len());
+        for i in g {
+            let file =
+                derive::strip(&i.file, &plan.derived).map_err(|why| ExtrapError::Derive {
+                    input: i.name.clone(),
+                    why,
+                })?;
+            runs.push(Input {
+                name: i.name.clone(),
+                file,
+            });
+        }
+        stripped.push(runs);
     }
-    let stripped: Vec<&Input> = stripped.iter().collect();
-    let mut out = fit_sorted(&stripped, target, models).map_err(with_model)?;
+    let stripped: Vec<Vec<&Input>> = stripped.iter().map(|g| g.iter().collect()).collect();
+    let mut out = fit(&stripped).map_err(with_model)?;
     match derive::insert(&mut out.file, &plan) {
         Ok(ex) => {
             for (k, e) in ex.into_iter().enumerate() {
@@ -238,8 +256,64 @@ pub fn extrapolate(
             Ok(out)
         }
         // The model cannot say what happens at the target: fit the nested calls instead.
-        Err(why) => fit_sorted(&sorted, target, models)
-            .map_err(|e| e.not_derived(&format!("at {target} ranks: {why}"))),
+        Err(why) => fit(&groups).map_err(|e| e.not_derived(&format!("at {target} ranks: {why}"))),
+    }
+}
+
+/// Why `b` is not a repeated run of `a` (same rank count assumed): another command, or other
+/// calls (anything but timing differs).
+fn repeat_differs(a: &TraceFile, b: &TraceFile) -> Option<String> {
+    if a.header.command != b.header.command {
+        return Some(format!(
+            "commands `{}` and `{}`",
+            a.header.command.join(" "),
+            b.header.command.join(" ")
+        ));
+    }
+    fn untimed(nodes: &[Node]) -> Vec<Node> {
+        nodes
+            .iter()
+            .map(|n| {
+                let mut n = n.clone();
+                match &mut n.kind {
+                    NodeKind::Event(e) => {
+                        e.timing = Default::default();
+                        e.children = untimed(&e.children);
+                    }
+                    NodeKind::Loop(l) => l.body = untimed(&l.body),
+                }
+                n
+            })
+            .collect()
+    }
+    let (x, y) = (untimed(&a.trace.nodes), untimed(&b.trace.nodes));
+    if x != y {
+        let at = x
+            .iter()
+            .zip(&y)
+            .position(|(p, q)| p != q)
+            .unwrap_or(x.len().min(y.len()));
+        let d = |v: &[Node]| v.get(at).map_or("the end".into(), describe_node);
+        return Some(format!(
+            "their calls differ at top-level node {at}: {} and {}",
+            d(&x),
+            d(&y)
+        ));
+    }
+    None
+}
+
+/// The timing of every event of `nodes` in the order [`fit::Fitter::nodes`] visits them
+/// (an event's nested calls before the event).
+pub(crate) fn timings_post_order(nodes: &[Node], out: &mut Vec<rsd::timing::Timing>) {
+    for n in nodes {
+        match &n.kind {
+            NodeKind::Event(e) => {
+                timings_post_order(&e.children, out);
+                out.push(e.timing.clone());
+            }
+            NodeKind::Loop(l) => timings_post_order(&l.body, out),
+        }
     }
 }
 
@@ -259,19 +333,38 @@ fn collective_with_children(nodes: &[Node]) -> bool {
     })
 }
 
-/// Fits `sorted` (validated, increasing rank counts) and evaluates it at `target`.
+/// Fits `groups` (validated runs per scale, increasing rank counts; the first run of each is
+/// fitted, the others add timing observations) and evaluates it at `target`. `originals` are
+/// the same runs before any nested calls were stripped: the wall time's parts come from them.
 fn fit_sorted(
-    sorted: &[&Input],
+    groups: &[Vec<&Input>],
+    originals: &[Vec<&Input>],
     target: u32,
     models: &ModelSet,
 ) -> Result<Extrapolated, ExtrapError> {
+    let sorted: Vec<&Input> = groups.iter().map(|g| g[0]).collect();
     let scales: Vec<u32> = sorted.iter().map(|i| i.file.header.nranks).collect();
+    let repeats = groups
+        .iter()
+        .map(|g| {
+            g[1..]
+                .iter()
+                .map(|i| {
+                    let mut v = Vec::new();
+                    timings_post_order(&i.file.trace.nodes, &mut v);
+                    v
+                })
+                .collect()
+        })
+        .collect();
     let mut fitter = fit::Fitter {
         ms: models,
         scales: scales.iter().map(|&n| n as i64).collect(),
         target: target as i64,
         explain: Vec::new(),
         pending: std::cell::RefCell::new(Vec::new()),
+        repeats,
+        cursor: 0,
     };
     let lists: Vec<&[Node]> = sorted
         .iter()
@@ -283,40 +376,22 @@ fn fit_sorted(
         .collect();
     let nodes = fitter
         .nodes(&lists, &names, "the top level")
-        .map_err(|e| name_irregular(e, sorted))?;
+        .map_err(|e| name_irregular(e, &sorted))?;
     // Exact quantities first, timing after: the former are what a reader checks.
     fitter
         .explain
-        .sort_by_key(|e| e.quantity.contains("mean") && e.model.contains("fitness"));
+        .sort_by_key(|e| e.quantity.contains("mean") && e.model.contains("held-out"));
     let largest = &sorted[sorted.len() - 1].file;
     let mut header = largest.header.clone();
     header.nranks = target;
-    let walls: Vec<u64> = sorted.iter().map(|i| i.file.header.wall_ns).collect();
-    if walls.iter().all(|&w| w > 0) {
-        let ns: Vec<f64> = scales.iter().map(|&n| n as f64).collect();
-        let ys: Vec<f64> = walls.iter().map(|&w| w as f64).collect();
-        if let Some(f) = models::timing::fit_timing(&ns, &ys, target as f64) {
-            header.wall_ns = f.eval(target as f64).max(0.0).round() as u64;
-            let curve = Curve {
-                points: scales
-                    .iter()
-                    .map(|&n| n as i64)
-                    .zip(ys.iter().copied())
-                    .collect(),
-                samples: sample_ns(scales[0] as i64, target as i64)
-                    .into_iter()
-                    .map(|n| (n, f.eval(n as f64)))
-                    .collect(),
-            };
-            fitter.explain.push(Explain {
-                event: "run".into(),
-                quantity: "wall time".into(),
-                model: f.to_string(),
-                curve: Some(curve),
-            });
+    let (prediction, explain) = timing::wall(originals, target);
+    fitter.explain.extend(explain);
+    match prediction {
+        Some(p) => {
+            header.wall_ns = p.wall.value.round() as u64;
+            header.prediction = Some(p);
         }
-    } else {
-        header.wall_ns = 0;
+        None => header.wall_ns = 0,
     }
     let list = scales
         .iter()
@@ -324,7 +399,7 @@ fn fit_sorted(
         .collect::<Vec<_>>()
         .join(",");
     header.notes.push(format!(
-        "extrapolated from {list} ranks to {target} by iotrex extrap; timing is fitted, not measured"
+        "extrapolated from {list} ranks to {target} by iotrex extrap; timing is predicted, not measured"
     ));
     Ok(Extrapolated {
         file: TraceFile {

@@ -300,6 +300,7 @@ pub fn run_threads_capped(
     }
     let summary = rsd::stats::summarize(&tf.trace);
     let mut report = Report::build("threads", &stats, wall, tf.header.wall_ns, &summary);
+    report.against(&tf.header);
     if let Plan::Pool(w) = plan {
         // Said in the report: a pool's timing is coarser than a thread per rank's.
         report.mode = format!("threads, pool of {w}");

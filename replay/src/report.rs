@@ -141,6 +141,9 @@ pub struct Report {
     pub traced_wall_ns: u64,
     /// Replay wall time against the traced wall time, percent.
     pub vs_traced_pct: Option<f64>,
+    /// The trace is extrapolated (its header holds a prediction): its wall time is predicted,
+    /// not traced, and the text says "vs predicted". Set with [`Report::against`].
+    pub predicted: Option<rsd::timing::Predicted>,
     /// Calls that failed when replayed.
     pub failed: u64,
     /// The first failures.
@@ -154,6 +157,12 @@ pub struct Report {
 }
 
 impl Report {
+    /// Records what the replay is compared with: an extrapolated trace's predicted wall time
+    /// (with its interval) or a traced one.
+    pub fn against(&mut self, header: &rsd::Header) {
+        self.predicted = header.prediction.as_ref().map(|p| p.wall);
+    }
+
     /// Builds the report from every rank's stats and the trace's own totals.
     pub fn build(
         mode: &str,
@@ -319,8 +328,23 @@ impl Report {
         if !self.waits.is_empty() {
             let _ = writeln!(s, "waits: {}", self.waits);
         }
-        match self.vs_traced_pct {
-            Some(p) => {
+        match (self.vs_traced_pct, &self.predicted) {
+            (Some(p), Some(pred)) => {
+                let _ = writeln!(
+                    s,
+                    "replay vs predicted time: {p:+.1}% ({} vs {} predicted {}; the trace is \
+                     extrapolated, its time was never measured){}",
+                    f(self.wall_ns),
+                    f(self.traced_wall_ns),
+                    pred.interval,
+                    if pred.interval.contains(self.wall_ns as f64) {
+                        ", inside the interval"
+                    } else {
+                        ", outside the interval"
+                    }
+                );
+            }
+            (Some(p), None) => {
                 let _ = writeln!(
                     s,
                     "replay vs traced time: {p:+.1}% ({} vs {})",
@@ -328,7 +352,7 @@ impl Report {
                     f(self.traced_wall_ns)
                 );
             }
-            None => {
+            (None, _) => {
                 let _ = writeln!(
                     s,
                     "replay vs traced time: n/a (the trace records no wall time)"

@@ -286,7 +286,8 @@ fn mpi_replay(
     let all = gather_stats(p, rank, size, &stats);
     if rank == 0 {
         let summary = rsd::stats::summarize(&tf.trace);
-        let report = Report::build("mpi", &all, wall, tf.header.wall_ns, &summary);
+        let mut report = Report::build("mpi", &all, wall, tf.header.wall_ns, &summary);
+        report.against(&tf.header);
         // One rank per process: the advice is about this node's ranks, not the job's.
         print!("{}", args.render(&report, 1));
         args.write_json(&report).map_err(|e| (e, false))?;

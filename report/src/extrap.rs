@@ -201,7 +201,8 @@ impl ModelSource for ExtrapModels {
                 || e.quantity.contains("min")
                 || e.quantity.contains("max")
                 || e.quantity.contains("std")
-                || e.quantity == "wall time";
+                || e.quantity == "wall time"
+                || e.quantity.starts_with("time per rank");
             let samples = c.samples;
             let target = samples.last().map(|s| s.1);
             qs.push(Quantity {
@@ -329,7 +330,11 @@ fn totals(inputs: &[&TraceAnalysis], out: &TraceAnalysis) -> Vec<Quantity> {
     // Wall time is only known for traced runs (0 means the producer did not record it).
     if inputs.iter().all(|a| a.header.wall_ns > 0) {
         q.push(Quantity {
-            name: "wall time".into(),
+            // "wall time 1.9 s [1.6, 2.3]": an extrapolated trace's wall time is predicted.
+            name: match &out.header.prediction {
+                Some(p) => format!("wall time, predicted {}", p.wall),
+                None => "wall time".into(),
+            },
             kind: Kind::Timing,
             unit: Unit::Nanos,
             points: inputs
@@ -372,16 +377,16 @@ fn totals(inputs: &[&TraceAnalysis], out: &TraceAnalysis) -> Vec<Quantity> {
                 target: Some(get(out).bytes as f64),
             });
         }
+        // A time summed over ranks grows with the rank count whatever the program does: the
+        // mean per rank is what a rank waits.
+        let per_rank = |a: &TraceAnalysis| get(a).time_ns / f64::from(a.header.nranks.max(1));
         by_kind.entry(2).or_default().push(Quantity {
-            name: format!("{name} time (all ranks)"),
+            name: format!("{name} time per rank (mean)"),
             kind: Kind::Timing,
             unit: Unit::Nanos,
-            points: inputs
-                .iter()
-                .map(|a| point(a, &|a| get(a).time_ns))
-                .collect(),
+            points: inputs.iter().map(|a| point(a, &per_rank)).collect(),
             model: None,
-            target: Some(get(out).time_ns),
+            target: Some(per_rank(out)),
         });
     }
     q.extend(by_kind.into_values().flatten());

@@ -324,7 +324,7 @@ impl Page {
     fn ops_table(&mut self, a: &TraceAnalysis) {
         let mut s = String::from(
             "<h3>Calls and bytes per layer and operation</h3><table><tr><th>layer</th><th>operation</th>\
-             <th>calls</th><th>bytes</th><th>time (all ranks)</th><th>mean per call</th></tr>",
+             <th>calls</th><th>bytes</th><th>time per rank (mean)</th><th>mean per call</th></tr>",
         );
         let per_layer = a.summary.per_layer();
         for (&(layer, op), t) in &a.summary.ops {
@@ -336,7 +336,7 @@ impl Page {
                 op.name(),
                 t.count,
                 esc(&fmt_bytes(t.bytes)),
-                fmt_ns(t.time_ns),
+                fmt_ns(t.time_ns / f64::from(a.header.nranks.max(1))),
                 if t.count > 0 {
                     fmt_ns(t.time_ns / t.count as f64)
                 } else {

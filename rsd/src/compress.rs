@@ -64,6 +64,7 @@ impl Acc {
             Acc::One { gap, dur } => Timing {
                 gap: Stats::one(*gap, rank),
                 dur: Stats::one(*dur, rank),
+                interval: None,
             },
             Acc::Many(t) => (**t).clone(),
         }

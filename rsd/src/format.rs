@@ -63,6 +63,10 @@ pub struct Header {
     /// depends on); `None` in traces of serial programs and in older traces.
     #[serde(default)]
     pub mpi_config: Option<MpiConfig>,
+    /// How the times of an extrapolated trace were predicted (wall time, its parts and their
+    /// intervals); `None` in a traced run, so its presence says the trace is extrapolated.
+    #[serde(default)]
+    pub prediction: Option<crate::timing::Prediction>,
 }
 
 /// The MPI library's configuration that steers its I/O: which library, how ranks sit on
@@ -113,7 +117,9 @@ impl Serialize for Header {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         // The version-1 fields, then the later ones up to the last that is not empty.
-        let later = if self.mpi_config.is_some() {
+        let later = if self.prediction.is_some() {
+            3
+        } else if self.mpi_config.is_some() {
             2
         } else if !self.unrecorded_mpi.is_empty() {
             1
@@ -135,6 +141,9 @@ impl Serialize for Header {
         if later >= 2 {
             st.serialize_field("mpi_config", &self.mpi_config)?;
         }
+        if later >= 3 {
+            st.serialize_field("prediction", &self.prediction)?;
+        }
         st.end()
     }
 }
@@ -153,6 +162,7 @@ impl Header {
             notes: Vec::new(),
             unrecorded_mpi: Vec::new(),
             mpi_config: None,
+            prediction: None,
         }
     }
 }
@@ -406,6 +416,38 @@ mod tests {
         let b = sample();
         let tf = TraceFile::from_bytes(&b, Path::new("x")).unwrap();
         assert_eq!(tf.to_bytes().unwrap(), b);
+    }
+
+    #[test]
+    fn predictions_are_additive() {
+        use crate::timing::{Interval, Intervals, Predicted, Prediction, TimeKind};
+        let b = sample();
+        let mut tf = TraceFile::from_bytes(&b, Path::new("x")).unwrap();
+        // Without intervals the bytes are today's (the golden files check the same).
+        assert_eq!(tf.to_bytes().unwrap(), b);
+        let iv = Interval { lo: 1.0, hi: 3.0 };
+        let p = Predicted {
+            value: 2.0,
+            interval: iv,
+        };
+        tf.header.prediction = Some(Prediction {
+            inputs: vec![(4, 3), (8, 1)],
+            wall: p,
+            parts: vec![(TimeKind::Io, p), (TimeKind::Compensation, p)],
+        });
+        fn first_event(n: &mut [Node]) -> Option<&mut crate::trace::Event> {
+            n.iter_mut().find_map(|n| match &mut n.kind {
+                NodeKind::Event(e) => Some(e),
+                NodeKind::Loop(l) => first_event(&mut l.body),
+            })
+        }
+        first_event(&mut tf.trace.nodes).unwrap().timing.interval =
+            Some(Intervals { gap: iv, dur: iv });
+        let with = tf.to_bytes().unwrap();
+        assert!(with.len() > b.len());
+        let back = TraceFile::from_bytes(&with, Path::new("x")).unwrap();
+        assert_eq!(back, tf);
+        assert_eq!(back.to_bytes().unwrap(), with);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::format::{FORMAT_VERSION, Header, TraceFile};
 use crate::op::{Layer, Op};
 use crate::path::PathTemplate;
 use crate::stats::{Spread, Summary};
-use crate::timing::{Stats, Timing, fmt_ns};
+use crate::timing::{Stats, TimeKind, Timing, fmt_ns};
 use crate::trace::{Event, FlatEvent, Node, NodeKind, Trace};
 use crate::value::{Elastic, RankFn, Val, index_name};
 use serde::Serialize;
@@ -170,14 +170,36 @@ pub fn render_stats(s: &Stats) -> String {
     )
 }
 
-/// Timing of an event: call count, duration and the compute gap before it.
+/// Timing of an event: call count, duration and the compute gap before it; in an
+/// extrapolated trace each mean's prediction interval follows it.
 pub fn render_timing(t: &Timing) -> String {
-    format!(
-        "calls {}, dur {}, gap {}",
-        t.dur.count,
-        render_stats(&t.dur),
-        render_stats(&t.gap)
-    )
+    match &t.interval {
+        None => format!(
+            "calls {}, dur {}, gap {}",
+            t.dur.count,
+            render_stats(&t.dur),
+            render_stats(&t.gap)
+        ),
+        Some(i) => format!(
+            "calls {}, dur {} predicted {}, gap {} predicted {}",
+            t.dur.count,
+            render_stats(&t.dur),
+            i.dur,
+            render_stats(&t.gap),
+            i.gap
+        ),
+    }
+}
+
+/// The measured time per rank of each kind, compensation (the wall time not in them) last
+/// when the wall time is recorded.
+pub fn time_per_rank(tf: &TraceFile) -> Vec<(TimeKind, f64)> {
+    let mut v = crate::timing::time_parts(&tf.trace.nodes, tf.header.nranks);
+    if tf.header.wall_ns > 0 {
+        let sum: f64 = v.iter().map(|(_, t)| t).sum();
+        v.push((TimeKind::Compensation, tf.header.wall_ns as f64 - sum));
+    }
+    v
 }
 
 /// Writes the header block of `iotrex show`.
@@ -203,7 +225,40 @@ pub fn render_header(h: &Header, out: &mut String) {
     } else {
         fmt_ns(h.wall_ns as f64)
     };
-    let _ = writeln!(out, "{INDENT}wall time  {wall}");
+    match &h.prediction {
+        Some(p) => {
+            let _ = writeln!(
+                out,
+                "{INDENT}wall time  {wall} {} (predicted: the sum of the parts below)",
+                p.wall.interval
+            );
+            let parts: Vec<String> = p
+                .parts
+                .iter()
+                .map(|(k, v)| format!("{} {v}", k.name()))
+                .collect();
+            let _ = writeln!(out, "{INDENT}per rank   {}", parts.join("; "));
+            let ins: Vec<String> = p
+                .inputs
+                .iter()
+                .map(|(n, r)| {
+                    if *r > 1 {
+                        format!("{n} x{r}")
+                    } else {
+                        n.to_string()
+                    }
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "{INDENT}predicted  from runs at {} ranks",
+                ins.join(", ")
+            );
+        }
+        None => {
+            let _ = writeln!(out, "{INDENT}wall time  {wall}");
+        }
+    }
     let _ = writeln!(
         out,
         "{INDENT}complete   {}",
@@ -335,6 +390,9 @@ pub struct ShowJson<'a> {
     /// Header and trace, as stored.
     #[serde(flatten)]
     pub file: &'a TraceFile,
+    /// Measured (or, in an extrapolated trace, predicted) time per rank by kind, ns
+    /// ([`time_per_rank`]).
+    pub time_per_rank: Vec<(TimeKind, f64)>,
 }
 
 impl<'a> ShowJson<'a> {
@@ -343,6 +401,7 @@ impl<'a> ShowJson<'a> {
         ShowJson {
             format_version: FORMAT_VERSION,
             file,
+            time_per_rank: time_per_rank(file),
         }
     }
 }

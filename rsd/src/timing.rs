@@ -159,12 +159,50 @@ impl Stats {
 }
 
 /// The timing of one event: the compute gap before it and its duration.
+///
+/// `interval` was added after format version 1 was fixed: it is the last field, written only
+/// when present (an extrapolated event), and reads as `None` from traces without it, so a
+/// trace without intervals keeps its bytes.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Timing {
     /// Time from the end of the previous traced call to the start of this one.
     pub gap: Stats,
     /// Time spent inside the call.
     pub dur: Stats,
+    /// Prediction intervals of the mean gap and mean duration, in an extrapolated trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Intervals>,
+}
+
+/// A prediction interval of an extrapolated time, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Lower end.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+}
+
+impl Interval {
+    /// Whether `x` lies inside.
+    pub fn contains(&self, x: f64) -> bool {
+        self.lo <= x && x <= self.hi
+    }
+}
+
+impl std::fmt::Display for Interval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}, {}]", fmt_ns(self.lo), fmt_ns(self.hi))
+    }
+}
+
+/// The prediction intervals of an extrapolated event's mean gap and mean duration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Intervals {
+    /// Of the mean compute gap.
+    pub gap: Interval,
+    /// Of the mean duration.
+    pub dur: Interval,
 }
 
 impl Timing {
@@ -173,14 +211,118 @@ impl Timing {
         Timing {
             gap: Stats::one(gap_ns, rank),
             dur: Stats::one(dur_ns, rank),
+            interval: None,
         }
     }
 
-    /// Folds another event's timing in.
+    /// Folds another event's timing in (measured samples: a prediction interval no longer
+    /// applies to the merged statistics).
     pub fn merge(&mut self, o: &Timing) {
         self.gap.merge(&o.gap);
         self.dur.merge(&o.dur);
+        self.interval = None;
     }
+}
+
+/// What a run's time is spent on, per rank: the parts an extrapolation models one by one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum TimeKind {
+    /// Inside I/O calls (MPI-IO, POSIX, stdio; an MPI-IO call's nested calls are in it).
+    Io,
+    /// Inside MPI calls other than collectives (point-to-point, waits, init, queries).
+    Communication,
+    /// Inside MPI collectives and communicator creation.
+    Collective,
+    /// Between traced calls (the compute gaps).
+    Compute,
+    /// The rest of the wall time: the slowest rank's wall time minus the mean rank's traced
+    /// time (imbalance, untraced start and end).
+    Compensation,
+}
+
+impl TimeKind {
+    /// Every kind, in the order they are printed.
+    pub const ALL: [TimeKind; 5] = [
+        TimeKind::Io,
+        TimeKind::Communication,
+        TimeKind::Collective,
+        TimeKind::Compute,
+        TimeKind::Compensation,
+    ];
+
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeKind::Io => "I/O",
+            TimeKind::Communication => "communication",
+            TimeKind::Collective => "collective",
+            TimeKind::Compute => "compute gaps",
+            TimeKind::Compensation => "compensation",
+        }
+    }
+
+    /// The kind of time spent inside a call of `op`.
+    pub fn of_call(op: crate::Op) -> TimeKind {
+        match op.layer() {
+            crate::Layer::Mpi if op.is_collective() || op.creates_comm() => TimeKind::Collective,
+            crate::Layer::Mpi => TimeKind::Communication,
+            _ => TimeKind::Io,
+        }
+    }
+}
+
+/// A predicted time and its prediction interval, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Predicted {
+    /// The prediction.
+    pub value: f64,
+    /// Its interval.
+    pub interval: Interval,
+}
+
+impl std::fmt::Display for Predicted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", fmt_ns(self.value), self.interval)
+    }
+}
+
+/// How an extrapolated trace's times were predicted (the header's `prediction`; its presence
+/// marks the trace as extrapolated): the inputs, and the wall time as the sum of its parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// The input rank counts, increasing, and how many runs of each were given.
+    pub inputs: Vec<(u32, u32)>,
+    /// The wall time: the sum of `parts`.
+    pub wall: Predicted,
+    /// The time per rank of each kind (means over ranks), compensation last.
+    pub parts: Vec<(TimeKind, Predicted)>,
+}
+
+/// The mean time per rank of each kind but [`TimeKind::Compensation`], ns, of a trace of
+/// `nranks` ranks: the top-level events' durations by kind and their gaps (nested calls are
+/// inside their parent's duration), `MPI_Init` aside (the wall time starts when it returns).
+pub fn time_parts(nodes: &[crate::trace::Node], nranks: u32) -> Vec<(TimeKind, f64)> {
+    fn walk(nodes: &[crate::trace::Node], acc: &mut [f64; 4]) {
+        for n in nodes {
+            match &n.kind {
+                // The wall time starts when MPI_Init returns: its time and the gap before
+                // it are the library's start-up, outside the run's wall time.
+                crate::trace::NodeKind::Event(e) if e.op == crate::Op::Init => {}
+                crate::trace::NodeKind::Event(e) => {
+                    acc[TimeKind::of_call(e.op) as usize] += e.timing.dur.total();
+                    acc[TimeKind::Compute as usize] += e.timing.gap.total();
+                }
+                crate::trace::NodeKind::Loop(l) => walk(&l.body, acc),
+            }
+        }
+    }
+    let mut acc = [0.0; 4];
+    walk(nodes, &mut acc);
+    let n = f64::from(nranks.max(1));
+    TimeKind::ALL[..4]
+        .iter()
+        .map(|&k| (k, acc[k as usize] / n))
+        .collect()
 }
 
 /// Formats nanoseconds with a readable unit: `12.1us`, `3.40ms`.
