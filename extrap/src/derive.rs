@@ -19,6 +19,7 @@
 
 use crate::Explain;
 use collio::Call;
+use collio::mca;
 use collio::ompio::{self, Config};
 use collio::romio;
 use collio::traced::{self, TracedCall};
@@ -277,8 +278,9 @@ fn config(h: &Header, path: &str, np: u32) -> Result<LibConfig, String> {
         }
     }
     let mut cfg = Config::default();
-    let int = |name: &str| -> Result<Option<i64>, String> {
-        mc.cvar(name)
+    let int = |p: mca::Param| -> Result<Option<i64>, String> {
+        let name = p.full();
+        mc.cvar(&name)
             .map(|v| {
                 v.trim()
                     .parse::<i64>()
@@ -286,39 +288,40 @@ fn config(h: &Header, path: &str, np: u32) -> Result<LibConfig, String> {
             })
             .transpose()
     };
-    if let Some(v) = int("io_ompio_num_aggregators")? {
+    if let Some(v) = int(mca::NUM_AGGREGATORS)? {
         cfg.num_aggregators = v;
     }
-    if let Some(v) = int("io_ompio_bytes_per_agg")? {
+    if let Some(v) = int(mca::BYTES_PER_AGG)? {
         cfg.bytes_per_agg = v.max(0) as u64;
     }
-    if let Some(v) = int("io_ompio_cycle_buffer_size")? {
+    if let Some(v) = int(mca::CYCLE_BUFFER_SIZE)? {
         cfg.cycle_buffer_size = v;
     }
-    if let Some(v) = int("io_ompio_grouping_option")? {
+    if let Some(v) = int(mca::GROUPING_OPTION)? {
         cfg.grouping_option = v;
     }
-    if let Some(v) = int("io_ompio_max_aggregators_ratio")? {
+    if let Some(v) = int(mca::MAX_AGGREGATORS_RATIO)? {
         cfg.max_aggregators_ratio = v;
     }
-    if let Some(v) = int("io_ompio_aggregators_cutoff_threshold")? {
+    if let Some(v) = int(mca::AGGREGATORS_CUTOFF_THRESHOLD)? {
         cfg.aggregators_cutoff_threshold = v;
     }
-    if let Some(v) = int("fcoll_vulcan_async_io")? {
+    if let Some(v) = int(mca::VULCAN_ASYNC_IO)? {
         cfg.vulcan_async_io = v;
     }
-    if let Some(v) = int("fbtl_posix_max_block_size")? {
+    if let Some(v) = int(mca::FBTL_MAX_BLOCK_SIZE)? {
         cfg.fbtl.max_block_size = v.max(0) as u64;
     }
-    if let Some(v) = int("fbtl_posix_max_gap_size")? {
+    if let Some(v) = int(mca::FBTL_MAX_GAP_SIZE)? {
         cfg.fbtl.max_gap_size = v.max(0) as u64;
     }
-    if let Some(v) = int("fbtl_posix_max_tmpbuf_size")? {
+    if let Some(v) = int(mca::FBTL_MAX_TMPBUF_SIZE)? {
         cfg.fbtl.max_tmpbuf_size = v.max(0) as u64;
     }
     // MPI_T gives booleans as `true`/`false`.
-    let boolean = |name: &str| -> Result<Option<bool>, String> {
-        mc.cvar(name)
+    let boolean = |p: mca::Param| -> Result<Option<bool>, String> {
+        let name = p.full();
+        mc.cvar(&name)
             .map(|v| match v.trim() {
                 "true" | "1" => Ok(true),
                 "false" | "0" => Ok(false),
@@ -326,10 +329,10 @@ fn config(h: &Header, path: &str, np: u32) -> Result<LibConfig, String> {
             })
             .transpose()
     };
-    if let Some(v) = boolean("fbtl_posix_read_datasieving")? {
+    if let Some(v) = boolean(mca::FBTL_READ_DATASIEVING)? {
         cfg.fbtl.read_datasieving = v;
     }
-    if let Some(v) = boolean("fbtl_posix_write_datasieving")? {
+    if let Some(v) = boolean(mca::FBTL_WRITE_DATASIEVING)? {
         cfg.fbtl.write_datasieving = v;
     }
     cfg.map_by_node = !mc.nodes_contiguous && mc.nodes() > 1;
@@ -673,12 +676,14 @@ fn why_aggregators(cfg: &Config, np: u32, out: &ompio::Outcome) -> String {
     let why = if let Some(n) = cfg.cb_nodes {
         format!("the file's cb_nodes hint {n}")
     } else if cfg.num_aggregators != -1 {
-        format!("io_ompio_num_aggregators {}", cfg.num_aggregators)
+        format!("OMPIO's num_aggregators parameter {}", cfg.num_aggregators)
     } else {
         format!(
-            "the simple grouping's cost model (io_ompio_grouping_option {}), capped at one per \
-             io_ompio_max_aggregators_ratio = {} ranks ({np}/{} = {})",
+            "the simple grouping's cost model ({} {}), capped at one per {} = {} ranks \
+             ({np}/{} = {})",
+            mca::GROUPING_OPTION,
             cfg.grouping_option,
+            mca::MAX_AGGREGATORS_RATIO,
             cfg.max_aggregators_ratio,
             cfg.max_aggregators_ratio,
             u64::from(np) / cfg.max_aggregators_ratio.max(1) as u64
