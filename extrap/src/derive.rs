@@ -28,10 +28,27 @@ use rsd::trace::{Event, flatten_event, visit};
 use rsd::{Compressor, Header, RawEvent, Trace, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// The largest target this module derives at: every rank is expanded, modelled and
-/// re-compressed, which is linear in the rank count. Beyond it extrap falls back to fitting
-/// the nested calls (the symbolic derivation for 2^20 ranks is issue 13's item 4, not done).
+mod scaled;
+
+/// The largest target the per-rank derivation runs at: it expands, models and re-compresses
+/// every rank, which is linear in the rank count. The compressed derivation ([`scaled`]) has
+/// no such limit and is tried first; the per-rank one stands in for it, up to this many
+/// ranks, where the trace is not uniform on rank intervals (strided rank sets, block or
+/// periodic functions of the rank).
 pub const DERIVE_LIMIT: u32 = 1 << 16;
+
+/// How [`insert`] derives the nested calls at the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Derivation {
+    /// The compressed derivation, else (up to [`DERIVE_LIMIT`] ranks) the per-rank one.
+    #[default]
+    Auto,
+    /// Only the compressed derivation (any scale).
+    Compressed,
+    /// Only the per-rank derivation (up to [`DERIVE_LIMIT`] ranks): the reference the
+    /// compressed one is checked against.
+    PerRank,
+}
 
 /// A collective call site: the MPI-IO op and its call-site signature.
 pub(crate) type Site = (Op, u64);
@@ -704,11 +721,44 @@ fn why_aggregators(cfg: &Config, np: u32, out: &ompio::Outcome) -> String {
 }
 
 /// Puts the model's nested calls into every derived collective call of the extrapolated
-/// trace `tf` (at `tf.header.nranks` ranks) and re-compresses it. Returns an `--explain`
-/// entry per derived call site. Every rank is expanded twice (once for the collective calls'
+/// trace `tf` (at `tf.header.nranks` ranks), as `how` says. Returns an `--explain` entry per
+/// derived call site, or why the calls cannot be derived at the target.
+pub(crate) fn insert(
+    tf: &mut TraceFile,
+    p: &Plan,
+    how: Derivation,
+) -> Result<Vec<Explain>, String> {
+    let np = tf.header.nranks;
+    let per_rank = |tf: &mut TraceFile, why: Option<String>| {
+        if np > DERIVE_LIMIT {
+            let why = why.map_or(String::new(), |w| format!("{w}; "));
+            return Err(format!(
+                "{why}the per-rank derivation expands every rank and runs up to \
+                 {DERIVE_LIMIT} ranks only (target {np})"
+            ));
+        }
+        insert_per_rank(tf, p)
+    };
+    match how {
+        Derivation::PerRank => per_rank(tf, None),
+        Derivation::Compressed => scaled::insert(tf, p),
+        Derivation::Auto => {
+            let mut work = tf.clone();
+            match scaled::insert(&mut work, p) {
+                Ok(ex) => {
+                    *tf = work;
+                    Ok(ex)
+                }
+                Err(why) => per_rank(tf, Some(format!("the compressed derivation: {why}"))),
+            }
+        }
+    }
+}
+
+/// [`insert`] rank by rank: every rank is expanded twice (once for the collective calls'
 /// regions, once to re-compress it with its derived calls) so that only the regions, not
-/// every rank's calls, are held at once.
-pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String> {
+/// every rank's calls, are held at once; the ranks are then merged as the tracer does.
+fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String> {
     let np = tf.header.nranks;
     let ranks: Vec<RankCalls> = (0..np)
         .map(|r| {

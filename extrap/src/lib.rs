@@ -15,7 +15,8 @@
 //! application's: when the traces record the library's configuration and `collio`'s model of
 //! its collective buffering (Open MPI's OMPIO, ROMIO) reproduces them at every input scale,
 //! they are left out of the fitting and derived by the model at the target instead
-//! (`derive`, up to [`DERIVE_LIMIT`] ranks); otherwise they are fitted like the rest, and a
+//! (`derive`: in compressed form at any scale, or rank by rank up to [`DERIVE_LIMIT`]
+//! ranks); otherwise they are fitted like the rest, and a
 //! refusal says why they were not derived.
 //!
 //! Everything is exact: a quantity that fits no model, or that two models fit but predict
@@ -38,7 +39,7 @@ pub mod error;
 mod fit;
 pub mod patterns;
 
-pub use derive::DERIVE_LIMIT;
+pub use derive::{DERIVE_LIMIT, Derivation};
 pub use error::ExtrapError;
 pub use models;
 pub use models::{ModelSet, Plugin};
@@ -132,6 +133,17 @@ pub fn extrapolate(
     target: u32,
     models: &ModelSet,
 ) -> Result<Extrapolated, ExtrapError> {
+    extrapolate_with(inputs, target, models, Derivation::Auto)
+}
+
+/// [`extrapolate`], deriving the nested calls of collective calls as `how` says (the tests
+/// check the compressed derivation against the per-rank one).
+pub fn extrapolate_with(
+    inputs: &[Input],
+    target: u32,
+    models: &ModelSet,
+    how: Derivation,
+) -> Result<Extrapolated, ExtrapError> {
     if inputs.len() < 3 {
         return Err(ExtrapError::TooFewInputs {
             count: inputs.len(),
@@ -191,22 +203,6 @@ pub fn extrapolate(
     if plan.derived.is_empty() {
         return fit_sorted(&sorted, target, models).map_err(with_model);
     }
-    if target > DERIVE_LIMIT {
-        let mut out = fit_sorted(&sorted, target, models).map_err(|e| {
-            e.not_derived(&format!(
-                "the model reproduces them at every input scale, but deriving them expands \
-                     every rank and is done up to {DERIVE_LIMIT} ranks only (target {target})"
-            ))
-        })?;
-        out.explain.insert(
-            0,
-            note(format!(
-                "fitted, not derived: the model reproduces them at every input scale, but \
-                 deriving expands every rank and is done up to {DERIVE_LIMIT} ranks only"
-            )),
-        );
-        return Ok(out);
-    }
     let mut stripped = Vec::with_capacity(sorted.len());
     for i in &sorted {
         let file = derive::strip(&i.file, &plan.derived).map_err(|why| ExtrapError::Derive {
@@ -220,7 +216,7 @@ pub fn extrapolate(
     }
     let stripped: Vec<&Input> = stripped.iter().collect();
     let mut out = fit_sorted(&stripped, target, models).map_err(with_model)?;
-    match derive::insert(&mut out.file, &plan) {
+    match derive::insert(&mut out.file, &plan, how) {
         Ok(ex) => {
             for (k, e) in ex.into_iter().enumerate() {
                 out.explain.insert(k, e);
