@@ -10,9 +10,12 @@
 //!    A call site whose every call is reproduced at every scale is *derived*.
 //! 2. [`strip`] removes the derived call sites' children from the inputs, which are then
 //!    fitted as usual.
-//! 3. [`insert`] expands every rank of the extrapolated trace, runs the model on each
-//!    collective call at the target scale and puts its calls back as children, then
-//!    re-compresses the ranks and merges them, as the tracer does at `MPI_Finalize`.
+//! 3. [`insert`] runs the model on each collective call of the extrapolated trace at the
+//!    target scale and puts its calls back as children: in compressed form ([`scaled`]: the
+//!    regions laid out from rank intervals where the trace is affine in the rank, only the
+//!    ranks with nested calls expanded), or, where the trace is not uniform on intervals
+//!    and up to [`DERIVE_LIMIT`] ranks, rank by rank (every rank expanded, re-compressed and
+//!    merged, as the tracer does at `MPI_Finalize`).
 //!
 //! The derived children's timing is the mean the inputs recorded for that op under that call
 //! site (gap and duration): timing is fitted or averaged everywhere in an extrapolated trace.

@@ -250,6 +250,15 @@ fn without(s: &RankSet, minus: &[u32], memo: &mut HashMap<RankSet, RankSet>) -> 
     r
 }
 
+/// Timing statistics of a node that keeps the fraction `f` of its ranks.
+fn scale(s: &mut rsd::timing::Stats, f: f64) {
+    s.count = (s.count as f64 * f).round() as u64;
+    s.m2 *= f;
+    for b in &mut s.bins {
+        *b = (*b as f64 * f).round() as u64;
+    }
+}
+
 /// `nodes` for the ranks not in `minus` only: node and value-group rank sets shrunk, nodes
 /// and groups left empty dropped.
 fn restrict(nodes: &[Node], minus: &[u32], memo: &mut HashMap<RankSet, RankSet>) -> Vec<Node> {
@@ -268,6 +277,13 @@ fn restrict(nodes: &[Node], minus: &[u32], memo: &mut HashMap<RankSet, RankSet>)
         let kind = match &n.kind {
             NodeKind::Event(e) => {
                 let mut e = e.clone();
+                // The node's calls are now those of fewer ranks: its counts shrink in
+                // proportion (the means stay).
+                if ranks.len() != n.ranks.len() {
+                    let f = ranks.len() as f64 / n.ranks.len().max(1) as f64;
+                    scale(&mut e.timing.gap, f);
+                    scale(&mut e.timing.dur, f);
+                }
                 e.params.iter_mut().for_each(&mut groups);
                 e.children = restrict(&e.children, minus, memo);
                 NodeKind::Event(e)
