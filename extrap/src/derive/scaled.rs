@@ -124,6 +124,9 @@ fn at(base: u64, d: i64, k: u64) -> u64 {
     base.wrapping_add((d as u64).wrapping_mul(k))
 }
 
+/// One rank's collective calls by (path, index on the path): call site and access.
+type RankCallsAt = BTreeMap<(String, usize), (Site, RankAccess)>;
+
 /// The collective calls of the ranks `lo..hi`, from a few of them, checked affine.
 fn interval_calls(trace: &Trace, lo: u32, hi: u32) -> Result<IntervalCalls, String> {
     let mut samples: Vec<u32> = [lo, lo + 1, lo + 2, lo + (hi - lo) / 2, hi - 2, hi - 1]
@@ -133,7 +136,7 @@ fn interval_calls(trace: &Trace, lo: u32, hi: u32) -> Result<IntervalCalls, Stri
     samples.sort_unstable();
     samples.dedup();
     // Per sample rank, its calls by (path, index).
-    let mut per: Vec<(u32, BTreeMap<(String, usize), (Site, RankAccess)>)> = Vec::new();
+    let mut per: Vec<(u32, RankCallsAt)> = Vec::new();
     for &r in &samples {
         let rc = walk_rank(trace, r);
         let mut by_path: HashMap<&str, Vec<&super::RankColl>> = HashMap::new();
