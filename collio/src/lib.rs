@@ -40,6 +40,7 @@
 #![warn(missing_docs)]
 
 pub mod fbtl;
+pub mod mca;
 pub mod ompio;
 pub mod romio;
 pub mod traced;

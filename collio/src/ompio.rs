@@ -29,7 +29,7 @@ pub const DEFAULT_FILE_VIEW_SIZE: u64 = 6 * 1024 * 1024;
 /// (`ompi_info --param io ompio --level 9`, `ompi_info --param fcoll all --level 9`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// `io_ompio_num_aggregators` (-1: chosen by the grouping).
+    /// OMPIO's num_aggregators parameter (-1: chosen by the grouping).
     pub num_aggregators: i64,
     /// `io_ompio_bytes_per_agg`.
     pub bytes_per_agg: u64,
@@ -297,7 +297,11 @@ pub fn initial_groups(
     let n = if cfg.num_aggregators != -1 || cfg.cb_nodes.is_some() {
         // A requested count: the hint trumps the parameter; at most one per rank.
         let n = cfg.cb_nodes.unwrap_or(cfg.num_aggregators);
-        param("cb_nodes/io_ompio_num_aggregators", n, n > 0)?;
+        param(
+            "the cb_nodes hint or OMPIO's num_aggregators parameter",
+            n,
+            n > 0,
+        )?;
         (n as u64).min(size)
     } else {
         // Grouping option 7 (simple+) takes the chunk size as the default view's; cartesian

@@ -107,90 +107,110 @@ pub fn recorded_call(e: &FlatEvent) -> Call {
     )
 }
 
-/// One rank's part of one collective call.
-struct RankPart {
-    op: Op,
-    regions: Vec<(u64, u64)>,
-    start: u64,
-    contig_filetype: bool,
-    view_blocks: Vec<u64>,
-    size_before: u64,
-    recorded: Vec<Call>,
+/// One rank's part of one collective data call, as the file table resolves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RankAccess {
+    /// The file's path.
+    pub path: String,
+    /// The rank's op.
+    pub op: Op,
+    /// The file regions the call accesses (the view applied), in data order.
+    pub regions: Vec<(u64, u64)>,
+    /// The file offset the access starts at (see [`Collective::starts`]).
+    pub start: u64,
+    /// Whether the rank's filetype is contiguous as ROMIO sees it (one block from its origin
+    /// to its extent): ROMIO locks around a noncontiguous one's independent writes.
+    pub contig_filetype: bool,
+    /// The block lengths of the rank's view ([`ompio::view_blocks`]).
+    pub view_blocks: Vec<u64>,
+    /// The file's size as this rank knows it before the call.
+    pub size_before: u64,
+    /// The nested calls recorded.
+    pub recorded: Vec<Call>,
+}
+
+/// The collective data calls of `rank` in `trace`, in order, each with its file's path.
+pub fn rank_accesses(trace: &Trace, rank: u32) -> Vec<RankAccess> {
+    let mut out = Vec::new();
+    let mut table = FileTable::new();
+    let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
+    trace.expand_with(rank, &mut |e| {
+        let coll = collective_dir(e.op).is_some();
+        // The data position (etypes) the call starts at, before the call moves the
+        // individual file pointer.
+        let etypes = match e.get(Param::Offset) {
+            Some(o) if coll => Some(o),
+            _ if coll => e
+                .get(Param::Fh)
+                .and_then(|fh| table.mpi_file(fh))
+                .map(|f| f.pos),
+            _ => None,
+        };
+        let (effect, _) = table.apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
+        let path_of = |t: &FileTable, id| t.file(id).and_then(|f| f.path.clone());
+        match effect {
+            Effect::Access(a) => {
+                let Some(path) = path_of(&table, a.file) else {
+                    return true;
+                };
+                let before = sizes.get(&path).copied().unwrap_or(0);
+                if a.dir == rsd::op::Dir::Write {
+                    let end = a.regions.iter().map(|r| r.0 + r.1).max().unwrap_or(0);
+                    sizes.insert(path.clone(), before.max(end));
+                }
+                if !coll {
+                    return true;
+                }
+                let f = table.file(a.file).expect("an accessed file is open");
+                let start = match a.regions.first() {
+                    Some(r) => r.0,
+                    None => {
+                        let pos = etypes.unwrap_or(0) * f.view.etype_size;
+                        match &f.view.flat {
+                            None => (f.view.disp + pos).max(0) as u64,
+                            Some(_) => f.view.regions(pos, 1).first().map_or(0, |r| r.0),
+                        }
+                    }
+                };
+                out.push(RankAccess {
+                    path,
+                    op: e.op,
+                    // The file table flattens a filetype unless it is one block from its
+                    // origin to its extent: ROMIO's contiguous type.
+                    contig_filetype: f.view.flat.is_none(),
+                    view_blocks: ompio::view_blocks(&f.view, table.types()),
+                    regions: a.regions,
+                    start,
+                    size_before: before,
+                    recorded: e.children.iter().map(recorded_call).collect(),
+                });
+            }
+            Effect::Resize { file, size } => {
+                if let Some(p) = path_of(&table, file) {
+                    sizes.insert(p, size);
+                }
+            }
+            _ => {}
+        }
+        true
+    });
+    out
 }
 
 /// Every collective data call of `trace` (ranks `0..np`), in order per file, files by path.
 /// The file size a call sees is the most any of its ranks knows from the trace (its writes
 /// and resizes before the call: a collective call starts after every rank entered it).
 pub fn collective_calls(trace: &Trace, np: u32) -> Result<Vec<TracedCall>, TracedError> {
-    let mut per_path: BTreeMap<String, BTreeMap<u32, Vec<RankPart>>> = BTreeMap::new();
+    let mut per_path: BTreeMap<String, BTreeMap<u32, Vec<RankAccess>>> = BTreeMap::new();
     for rank in 0..np {
-        let mut table = FileTable::new();
-        let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
-        trace.expand_with(rank, &mut |e| {
-            let coll = collective_dir(e.op).is_some();
-            // The data position (etypes) the call starts at, before the call moves the
-            // individual file pointer.
-            let etypes = match e.get(Param::Offset) {
-                Some(o) if coll => Some(o),
-                _ if coll => e
-                    .get(Param::Fh)
-                    .and_then(|fh| table.mpi_file(fh))
-                    .map(|f| f.pos),
-                _ => None,
-            };
-            let (effect, _) = table.apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
-            let path_of = |t: &FileTable, id| t.file(id).and_then(|f| f.path.clone());
-            match effect {
-                Effect::Access(a) => {
-                    let Some(path) = path_of(&table, a.file) else {
-                        return true;
-                    };
-                    let before = sizes.get(&path).copied().unwrap_or(0);
-                    if a.dir == rsd::op::Dir::Write {
-                        let end = a.regions.iter().map(|r| r.0 + r.1).max().unwrap_or(0);
-                        sizes.insert(path.clone(), before.max(end));
-                    }
-                    if !coll {
-                        return true;
-                    }
-                    let f = table.file(a.file).expect("an accessed file is open");
-                    let start = match a.regions.first() {
-                        Some(r) => r.0,
-                        None => {
-                            let pos = etypes.unwrap_or(0) * f.view.etype_size;
-                            match &f.view.flat {
-                                None => (f.view.disp + pos).max(0) as u64,
-                                Some(_) => f.view.regions(pos, 1).first().map_or(0, |r| r.0),
-                            }
-                        }
-                    };
-                    let part = RankPart {
-                        op: e.op,
-                        // The file table flattens a filetype only when it is not one
-                        // block from its origin to its extent: ROMIO's contiguous type.
-                        contig_filetype: f.view.flat.is_none(),
-                        view_blocks: ompio::view_blocks(&f.view, table.types()),
-                        regions: a.regions,
-                        start,
-                        size_before: before,
-                        recorded: e.children.iter().map(recorded_call).collect(),
-                    };
-                    per_path
-                        .entry(path)
-                        .or_default()
-                        .entry(rank)
-                        .or_default()
-                        .push(part);
-                }
-                Effect::Resize { file, size } => {
-                    if let Some(p) = path_of(&table, file) {
-                        sizes.insert(p, size);
-                    }
-                }
-                _ => {}
-            }
-            true
-        });
+        for a in rank_accesses(trace, rank) {
+            per_path
+                .entry(a.path.clone())
+                .or_default()
+                .entry(rank)
+                .or_default()
+                .push(a);
+        }
     }
     let mut out = Vec::new();
     for (path, ranks) in per_path {
@@ -207,7 +227,7 @@ pub fn collective_calls(trace: &Trace, np: u32) -> Result<Vec<TracedCall>, Trace
         }
         let order: Vec<u32> = ranks.keys().copied().collect();
         for index in 0..k {
-            let parts: Vec<&RankPart> = ranks.values().map(|p| &p[index]).collect();
+            let parts: Vec<&RankAccess> = ranks.values().map(|p| &p[index]).collect();
             let dir = collective_dir(parts[0].op).expect("collective");
             if let Some(i) = parts.iter().position(|p| collective_dir(p.op) != Some(dir)) {
                 return Err(TracedError::Direction {

@@ -10,15 +10,19 @@
 //!    A call site whose every call is reproduced at every scale is *derived*.
 //! 2. [`strip`] removes the derived call sites' children from the inputs, which are then
 //!    fitted as usual.
-//! 3. [`insert`] expands every rank of the extrapolated trace, runs the model on each
-//!    collective call at the target scale and puts its calls back as children, then
-//!    re-compresses the ranks and merges them, as the tracer does at `MPI_Finalize`.
+//! 3. [`insert`] runs the model on each collective call of the extrapolated trace at the
+//!    target scale and puts its calls back as children: in compressed form ([`scaled`]: the
+//!    regions laid out from rank intervals where the trace is affine in the rank, only the
+//!    ranks with nested calls expanded), or, where the trace is not uniform on intervals
+//!    and up to [`DERIVE_LIMIT`] ranks, rank by rank (every rank expanded, re-compressed and
+//!    merged, as the tracer does at `MPI_Finalize`).
 //!
 //! The derived children's timing is the mean the inputs recorded for that op under that call
 //! site (gap and duration): timing is fitted or averaged everywhere in an extrapolated trace.
 
 use crate::Explain;
 use collio::Call;
+use collio::mca;
 use collio::ompio::{self, Config};
 use collio::romio;
 use collio::traced::{self, TracedCall};
@@ -27,10 +31,27 @@ use rsd::trace::{Event, flatten_event, visit};
 use rsd::{Compressor, Header, RawEvent, Trace, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// The largest target this module derives at: every rank is expanded, modelled and
-/// re-compressed, which is linear in the rank count. Beyond it extrap falls back to fitting
-/// the nested calls (the symbolic derivation for 2^20 ranks is issue 13's item 4, not done).
+mod scaled;
+
+/// The largest target the per-rank derivation runs at: it expands, models and re-compresses
+/// every rank, which is linear in the rank count. The compressed derivation ([`scaled`]) has
+/// no such limit and is tried first; the per-rank one stands in for it, up to this many
+/// ranks, where the trace is not uniform on rank intervals (strided rank sets, block or
+/// periodic functions of the rank).
 pub const DERIVE_LIMIT: u32 = 1 << 16;
+
+/// How [`insert`] derives the nested calls at the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Derivation {
+    /// The compressed derivation, else (up to [`DERIVE_LIMIT`] ranks) the per-rank one.
+    #[default]
+    Auto,
+    /// Only the compressed derivation (any scale).
+    Compressed,
+    /// Only the per-rank derivation (up to [`DERIVE_LIMIT`] ranks): the reference the
+    /// compressed one is checked against.
+    PerRank,
+}
 
 /// A collective call site: the MPI-IO op and its call-site signature.
 pub(crate) type Site = (Op, u64);
@@ -300,8 +321,9 @@ fn config(h: &Header, path: &str, np: u32) -> Result<LibConfig, String> {
         }
     }
     let mut cfg = Config::default();
-    let int = |name: &str| -> Result<Option<i64>, String> {
-        mc.cvar(name)
+    let int = |p: mca::Param| -> Result<Option<i64>, String> {
+        let name = p.full();
+        mc.cvar(&name)
             .map(|v| {
                 v.trim()
                     .parse::<i64>()
@@ -309,39 +331,40 @@ fn config(h: &Header, path: &str, np: u32) -> Result<LibConfig, String> {
             })
             .transpose()
     };
-    if let Some(v) = int("io_ompio_num_aggregators")? {
+    if let Some(v) = int(mca::NUM_AGGREGATORS)? {
         cfg.num_aggregators = v;
     }
-    if let Some(v) = int("io_ompio_bytes_per_agg")? {
+    if let Some(v) = int(mca::BYTES_PER_AGG)? {
         cfg.bytes_per_agg = v.max(0) as u64;
     }
-    if let Some(v) = int("io_ompio_cycle_buffer_size")? {
+    if let Some(v) = int(mca::CYCLE_BUFFER_SIZE)? {
         cfg.cycle_buffer_size = v;
     }
-    if let Some(v) = int("io_ompio_grouping_option")? {
+    if let Some(v) = int(mca::GROUPING_OPTION)? {
         cfg.grouping_option = v;
     }
-    if let Some(v) = int("io_ompio_max_aggregators_ratio")? {
+    if let Some(v) = int(mca::MAX_AGGREGATORS_RATIO)? {
         cfg.max_aggregators_ratio = v;
     }
-    if let Some(v) = int("io_ompio_aggregators_cutoff_threshold")? {
+    if let Some(v) = int(mca::AGGREGATORS_CUTOFF_THRESHOLD)? {
         cfg.aggregators_cutoff_threshold = v;
     }
-    if let Some(v) = int("fcoll_vulcan_async_io")? {
+    if let Some(v) = int(mca::VULCAN_ASYNC_IO)? {
         cfg.vulcan_async_io = v;
     }
-    if let Some(v) = int("fbtl_posix_max_block_size")? {
+    if let Some(v) = int(mca::FBTL_MAX_BLOCK_SIZE)? {
         cfg.fbtl.max_block_size = v.max(0) as u64;
     }
-    if let Some(v) = int("fbtl_posix_max_gap_size")? {
+    if let Some(v) = int(mca::FBTL_MAX_GAP_SIZE)? {
         cfg.fbtl.max_gap_size = v.max(0) as u64;
     }
-    if let Some(v) = int("fbtl_posix_max_tmpbuf_size")? {
+    if let Some(v) = int(mca::FBTL_MAX_TMPBUF_SIZE)? {
         cfg.fbtl.max_tmpbuf_size = v.max(0) as u64;
     }
     // MPI_T gives booleans as `true`/`false`.
-    let boolean = |name: &str| -> Result<Option<bool>, String> {
-        mc.cvar(name)
+    let boolean = |p: mca::Param| -> Result<Option<bool>, String> {
+        let name = p.full();
+        mc.cvar(&name)
             .map(|v| match v.trim() {
                 "true" | "1" => Ok(true),
                 "false" | "0" => Ok(false),
@@ -349,10 +372,10 @@ fn config(h: &Header, path: &str, np: u32) -> Result<LibConfig, String> {
             })
             .transpose()
     };
-    if let Some(v) = boolean("fbtl_posix_read_datasieving")? {
+    if let Some(v) = boolean(mca::FBTL_READ_DATASIEVING)? {
         cfg.fbtl.read_datasieving = v;
     }
-    if let Some(v) = boolean("fbtl_posix_write_datasieving")? {
+    if let Some(v) = boolean(mca::FBTL_WRITE_DATASIEVING)? {
         cfg.fbtl.write_datasieving = v;
     }
     cfg.map_by_node = !mc.nodes_contiguous && mc.nodes() > 1;
@@ -762,12 +785,14 @@ fn why_aggregators(cfg: &Config, np: u32, out: &ompio::Outcome) -> String {
     let why = if let Some(n) = cfg.cb_nodes {
         format!("the file's cb_nodes hint {n}")
     } else if cfg.num_aggregators != -1 {
-        format!("io_ompio_num_aggregators {}", cfg.num_aggregators)
+        format!("OMPIO's num_aggregators parameter {}", cfg.num_aggregators)
     } else {
         format!(
-            "the simple grouping's cost model (io_ompio_grouping_option {}), capped at one per \
-             io_ompio_max_aggregators_ratio = {} ranks ({np}/{} = {})",
+            "the simple grouping's cost model ({} {}), capped at one per {} = {} ranks \
+             ({np}/{} = {})",
+            mca::GROUPING_OPTION,
             cfg.grouping_option,
+            mca::MAX_AGGREGATORS_RATIO,
             cfg.max_aggregators_ratio,
             cfg.max_aggregators_ratio,
             u64::from(np) / cfg.max_aggregators_ratio.max(1) as u64
@@ -788,11 +813,44 @@ fn why_aggregators(cfg: &Config, np: u32, out: &ompio::Outcome) -> String {
 }
 
 /// Puts the model's nested calls into every derived collective call of the extrapolated
-/// trace `tf` (at `tf.header.nranks` ranks) and re-compresses it. Returns an `--explain`
-/// entry per derived call site. Every rank is expanded twice (once for the collective calls'
+/// trace `tf` (at `tf.header.nranks` ranks), as `how` says. Returns an `--explain` entry per
+/// derived call site, or why the calls cannot be derived at the target.
+pub(crate) fn insert(
+    tf: &mut TraceFile,
+    p: &Plan,
+    how: Derivation,
+) -> Result<Vec<Explain>, String> {
+    let np = tf.header.nranks;
+    let per_rank = |tf: &mut TraceFile, why: Option<String>| {
+        if np > DERIVE_LIMIT {
+            let why = why.map_or(String::new(), |w| format!("{w}; "));
+            return Err(format!(
+                "{why}the per-rank derivation expands every rank and runs up to \
+                 {DERIVE_LIMIT} ranks only (target {np})"
+            ));
+        }
+        insert_per_rank(tf, p)
+    };
+    match how {
+        Derivation::PerRank => per_rank(tf, None),
+        Derivation::Compressed => scaled::insert(tf, p),
+        Derivation::Auto => {
+            let mut work = tf.clone();
+            match scaled::insert(&mut work, p) {
+                Ok(ex) => {
+                    *tf = work;
+                    Ok(ex)
+                }
+                Err(why) => per_rank(tf, Some(format!("the compressed derivation: {why}"))),
+            }
+        }
+    }
+}
+
+/// [`insert`] rank by rank: every rank is expanded twice (once for the collective calls'
 /// regions, once to re-compress it with its derived calls) so that only the regions, not
-/// every rank's calls, are held at once.
-pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String> {
+/// every rank's calls, are held at once; the ranks are then merged as the tracer does.
+fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String> {
     let np = tf.header.nranks;
     let ranks: Vec<RankCalls> = (0..np)
         .map(|r| {

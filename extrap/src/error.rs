@@ -147,9 +147,9 @@ impl ExtrapError {
                 Some(
                     "collective MPI-IO calls change shape when the MPI library uses more \
                      collective-buffering aggregators at larger scales (Open MPI's OMPIO takes one \
-                     per 8 ranks by default): trace every scale with a fixed count, e.g. \
-                     `mpirun --mca io_ompio_num_aggregators 1` (or ROMIO's cb_nodes hint); \
-                     otherwise trace scales where the program behaves alike",
+                     per 8 ranks by default): trace with this iotrex, whose tracer records the \
+                     library's configuration, so that extrap derives the library's nested calls \
+                     with its model instead of fitting them",
                 )
             }
             ExtrapError::StructureDiffers { .. } => Some(
@@ -191,7 +191,8 @@ mod tests {
             "loop around MPI_File_write_at_all (call site 0x1)",
             "MPI_File_write_at_all (call site 0x1)",
         );
-        assert!(e.hint().unwrap().contains("io_ompio_num_aggregators"));
+        let h = e.hint().unwrap();
+        assert!(h.contains("aggregators") && h.contains("records the library's configuration"));
         let e = differs(
             "pwrite (call site 0x1)",
             "loop around pwrite (call site 0x1)",

@@ -15,7 +15,8 @@
 //! application's: when the traces record the library's configuration and `collio`'s model of
 //! its collective buffering (Open MPI's OMPIO, ROMIO) reproduces them at every input scale,
 //! they are left out of the fitting and derived by the model at the target instead
-//! (`derive`, up to [`DERIVE_LIMIT`] ranks); otherwise they are fitted like the rest, and a
+//! (`derive`: in compressed form at any scale, or rank by rank up to [`DERIVE_LIMIT`]
+//! ranks); otherwise they are fitted like the rest, and a
 //! refusal says why they were not derived.
 //!
 //! Everything is exact: a quantity that fits no model, or that two models fit but predict
@@ -41,7 +42,7 @@ pub mod patterns;
 mod timing;
 
 pub use consistent::extrapolate_consistent;
-pub use derive::DERIVE_LIMIT;
+pub use derive::{DERIVE_LIMIT, Derivation};
 pub use error::ExtrapError;
 pub use models;
 pub use models::{ModelSet, Plugin};
@@ -136,6 +137,17 @@ pub fn extrapolate(
     target: u32,
     models: &ModelSet,
 ) -> Result<Extrapolated, ExtrapError> {
+    extrapolate_with(inputs, target, models, Derivation::Auto)
+}
+
+/// [`extrapolate`], deriving the nested calls of collective calls as `how` says (the tests
+/// check the compressed derivation against the per-rank one).
+pub fn extrapolate_with(
+    inputs: &[Input],
+    target: u32,
+    models: &ModelSet,
+    how: Derivation,
+) -> Result<Extrapolated, ExtrapError> {
     if target == 0 {
         return Err(ExtrapError::BadTarget {
             target: 0,
@@ -209,22 +221,6 @@ pub fn extrapolate(
     if plan.derived.is_empty() {
         return fit(&groups).map_err(with_model);
     }
-    if target > DERIVE_LIMIT {
-        let mut out = fit(&groups).map_err(|e| {
-            e.not_derived(&format!(
-                "the model reproduces them at every input scale, but deriving them expands \
-                     every rank and is done up to {DERIVE_LIMIT} ranks only (target {target})"
-            ))
-        })?;
-        out.explain.insert(
-            0,
-            note(format!(
-                "fitted, not derived: the model reproduces them at every input scale, but \
-                 deriving expands every rank and is done up to {DERIVE_LIMIT} ranks only"
-            )),
-        );
-        return Ok(out);
-    }
     let mut stripped: Vec<Vec<Input>> = Vec::with_capacity(groups.len());
     for g in &groups {
         let mut runs = Vec::with_capacity(g.len());
@@ -243,7 +239,7 @@ pub fn extrapolate(
     }
     let stripped: Vec<Vec<&Input>> = stripped.iter().map(|g| g.iter().collect()).collect();
     let mut out = fit(&stripped).map_err(with_model)?;
-    match derive::insert(&mut out.file, &plan) {
+    match derive::insert(&mut out.file, &plan, how) {
         Ok(ex) => {
             for (k, e) in ex.into_iter().enumerate() {
                 out.explain.insert(k, e);
