@@ -154,6 +154,12 @@ pub fn extrapolate(
             });
         }
     }
+    // Extrapolation of approximate quantities (fitting their statistics against n) is not
+    // built yet: a summary is refused, never fitted as if it were exact.
+    for i in &sorted {
+        rsd::approx::require_exact(&i.file.trace, &i.name, "extrapolation")
+            .map_err(ExtrapError::Approximate)?;
+    }
     if let Some(i) = sorted.iter().find(|i| i.file.header.incomplete) {
         return Err(ExtrapError::Incomplete {
             input: i.name.clone(),
