@@ -159,7 +159,7 @@ impl Policy {
             return false;
         };
         if op.layer() == Layer::Mpi {
-            self.comm && (op.p2p().is_some() || op.is_collective()) && is_message_size(p)
+            self.comm && communicates(op) && is_message_size(p)
         } else {
             self.io
                 && matches!(
@@ -174,6 +174,20 @@ impl Policy {
                 )
         }
     }
+}
+
+/// The MPI calls that move messages: point-to-point (sends, receives, `MPI_Sendrecv*`, matched
+/// receives, persistent inits) and collectives; not datatype or communicator calls.
+fn communicates(op: Op) -> bool {
+    op.p2p().is_some()
+        || op.persistent().is_some()
+        || op.is_collective()
+        || op.params().iter().any(|p| {
+            matches!(
+                p,
+                Param::Peer | Param::Dest | Param::Source | Param::Message
+            )
+        })
 }
 
 /// The parameters that say how much a message carries.
@@ -407,4 +421,101 @@ pub fn count(trace: &Trace) -> usize {
             .sum()
     }
     walk(&trace.nodes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::compress;
+    use crate::format::{Header, TraceFile};
+    use crate::trace::RawEvent;
+    use std::path::Path;
+
+    /// One rank's halo-like stream: 30 sends whose counts follow no pattern.
+    fn rank_trace(rank: u32) -> Trace {
+        let evs: Vec<RawEvent> = (0..30u32)
+            .map(|i| {
+                let c = i64::from((rank * 7919 + i * 131) % 97 + 3);
+                RawEvent::new(Op::Send, 1, crate::op::args::send(c, 7, 1, 0, 0, 4 * c))
+            })
+            .collect();
+        compress(rank, &evs)
+    }
+
+    #[test]
+    fn over_budget_sizes_become_one_summary_with_every_sample() {
+        let p = Policy {
+            budget: 8,
+            ..Policy::default()
+        };
+        let mut ts: Vec<Trace> = (0..4).map(rank_trace).collect();
+        for t in &mut ts {
+            let done = bound(t, &p);
+            assert_eq!(done.len(), 2, "count and bytes of one rank");
+        }
+        let mut m = crate::merge::merge_tree(ts).unwrap();
+        assert!(bound(&mut m, &p).len() <= 2);
+        let NodeKind::Loop(l) = &m.nodes[0].kind else {
+            panic!("{m:?}")
+        };
+        let NodeKind::Event(e) = &l.body[0].kind else {
+            panic!()
+        };
+        let count = &e.params[0];
+        assert_eq!(count.groups.len(), 1, "{count}");
+        let Val::Approx(s) = &count.groups[0].val else {
+            panic!("{count}")
+        };
+        let mut want = Stats::default();
+        for r in 0..4u32 {
+            for i in 0..30u32 {
+                want.add(u64::from((r * 7919 + i * 131) % 97 + 3), r);
+            }
+        }
+        assert_eq!(s.stats.count, 120);
+        assert_eq!((s.stats.min, s.stats.max), (want.min, want.max));
+        assert!((s.stats.mean - want.mean).abs() < 1e-9);
+        // The peer is not a size: exact.
+        assert!(!e.params[2].is_approx());
+        assert_eq!(first(&m).unwrap().param, "count");
+        // The summary survives the format, and the refusal names it.
+        let tf = TraceFile {
+            header: Header::new(4),
+            trace: m,
+        };
+        let back = TraceFile::from_bytes(&tf.to_bytes().unwrap(), Path::new("x")).unwrap();
+        assert_eq!(back, tf);
+        let e = require_exact(&back.trace, "x", "replay").unwrap_err();
+        assert!(e.to_string().contains("MPI_Send"), "{e}");
+    }
+
+    #[test]
+    fn none_and_under_budget_leave_the_trace_as_it_was() {
+        let t = rank_trace(0);
+        let mut a = t.clone();
+        assert!(bound(&mut a, &Policy::EXACT).is_empty());
+        assert_eq!(a, t);
+        let mut b = t.clone();
+        let big = Policy {
+            budget: 1000,
+            ..Policy::default()
+        };
+        assert!(bound(&mut b, &big).is_empty());
+        assert_eq!(b, t);
+    }
+
+    #[test]
+    fn settings_parse_or_name_the_variable() {
+        assert_eq!(Policy::from_vars(None, None).unwrap(), Policy::default());
+        let p = Policy::from_vars(Some("comm,io"), Some("10")).unwrap();
+        assert!(p.comm && p.io && p.budget == 10);
+        let p = Policy::from_vars(Some("none"), None).unwrap();
+        assert!(!p.comm && !p.io);
+        let e = Policy::from_vars(Some("coms"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("IOTREX_APPROX=coms"), "{e}");
+        let e = Policy::from_vars(None, Some("0")).unwrap_err().to_string();
+        assert!(e.contains("IOTREX_VALUE_BUDGET=0"), "{e}");
+    }
 }
