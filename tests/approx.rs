@@ -256,7 +256,11 @@ fn lammps(np: u32, grid: [u32; 3]) -> TraceFile {
         "-screen",
         "none",
     ];
-    let run = mpirun(np, Path::new("lmp"), &args(&a), &trace, &Opts::default());
+    let o = Opts {
+        env: vec![("IOTREX_APPROX", "comm".to_string())],
+        ..Opts::default()
+    };
+    let run = mpirun(np, Path::new("lmp"), &args(&a), &trace, &o);
     run.read()
 }
 

@@ -10,7 +10,7 @@
 //! Environment: `IOTREX_OUT`, `IOTREX_STACK_DEPTH` (call-site frames, default 4, 0 = off),
 //! `IOTREX_RAW=1` (also write `<out>.rank<r>.jsonl`, one flat event per line, for tests),
 //! `IOTREX_MAX_NODES` (compressed nodes per rank before recording stops, flagged),
-//! `IOTREX_APPROX` (`comm` by default, `none`, `io`, `comm,io`: which parameters may be kept
+//! `IOTREX_APPROX` (`none` by default for now, `comm`, `io`, `comm,io`: which parameters may be kept
 //! as statistical summaries when their exact form exceeds `IOTREX_VALUE_BUDGET` values,
 //! default 64; see [`rsd::approx`]), `IOTREX_DISABLE=1` (pass everything through), `IOTREX_VERBOSE=1` (rank 0 prints where the
 //! trace went, its size and the merge time), `IOTREX_ONE_WRITER=1` (set by `iotrex trace` for
