@@ -33,6 +33,16 @@ pub struct TraceArgs {
     /// Return-address frames hashed into each call-site signature (0 turns signatures off).
     #[arg(long, value_name = "N")]
     pub stack_depth: Option<u32>,
+    /// Which parameters may be kept as statistical summaries when their exact form exceeds
+    /// the value budget: `comm` (message sizes of communication calls), `none` (an exact trace,
+    /// the tracer's default for now), `io` (sizes and offsets of I/O calls) or `comm,io`. Sets
+    /// `IOTREX_APPROX` for every rank.
+    #[arg(long, value_name = "LIST", value_parser = parse_approx)]
+    pub approx: Option<String>,
+    /// The numbers one parameter's exact form may take before it is summarised (sets
+    /// `IOTREX_VALUE_BUDGET`; default 64).
+    #[arg(long, value_name = "N")]
+    pub value_budget: Option<usize>,
     /// Also write a flat per-rank log of every call (`<out>.rank<r>.jsonl`), for debugging.
     #[arg(long)]
     pub raw: bool,
@@ -146,10 +156,23 @@ pub fn variables(a: &TraceArgs, lib: &Path) -> Result<Vec<(String, String)>> {
     if let Some(d) = a.stack_depth {
         v.push(("IOTREX_STACK_DEPTH".into(), d.to_string()));
     }
+    if let Some(x) = &a.approx {
+        v.push((rsd::approx::APPROX_ENV.into(), x.clone()));
+    }
+    if let Some(b) = a.value_budget {
+        v.push((rsd::approx::BUDGET_ENV.into(), b.to_string()));
+    }
     if a.raw {
         v.push(("IOTREX_RAW".into(), "1".into()));
     }
     Ok(v)
+}
+
+/// `--approx`: the tracer's syntax, checked here so a typo fails before the run.
+fn parse_approx(s: &str) -> Result<String, String> {
+    rsd::approx::Policy::parse_layers(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// The command line to run: launcher flags inserted right after the launcher's name.

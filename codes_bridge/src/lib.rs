@@ -219,6 +219,8 @@ pub fn export_with_progress(
     opts: &ExportOptions,
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<ExportReport, CodesError> {
+    // Drawing approximate values from their summaries is not built yet: refuse, naming them.
+    rsd::approx::require_exact(&tf.trace, "the trace", "the CODES export")?;
     match opts.format {
         Format::Recorder => export_as::<Recorder>(tf, dir, opts, progress),
         Format::Iolang => export_as::<Iolang>(tf, dir, opts, progress),

@@ -25,6 +25,9 @@ pub enum ExtrapError {
         /// What differs.
         why: String,
     },
+    /// An input holds a summarised parameter (`rsd::approx`), which has no exact values to fit.
+    #[error("{0}")]
+    Approximate(rsd::RsdError),
     /// An input trace is flagged incomplete.
     #[error("{input} is flagged incomplete ({why}); an incomplete trace cannot be extrapolated")]
     Incomplete {

@@ -156,6 +156,12 @@ pub fn extrapolate_with(
     }
     let mut all: Vec<&Input> = inputs.iter().collect();
     all.sort_by_key(|i| i.file.header.nranks);
+    // Extrapolation of approximate quantities (fitting their statistics against n) is not
+    // built yet: a summary is refused, never fitted as if it were exact.
+    for i in &all {
+        rsd::approx::require_exact(&i.file.trace, &i.name, "extrapolation")
+            .map_err(ExtrapError::Approximate)?;
+    }
     if let Some(i) = all.iter().find(|i| i.file.header.incomplete) {
         return Err(ExtrapError::Incomplete {
             input: i.name.clone(),

@@ -52,6 +52,7 @@ use std::time::Instant;
 /// Reads a trace for replay, refusing an incomplete one unless `allow_incomplete`.
 pub fn load(path: &Path, allow_incomplete: bool) -> Result<TraceFile, ReplayError> {
     let tf = TraceFile::read(path)?;
+    rsd::approx::require_exact(&tf.trace, &path.display().to_string(), "replay")?;
     if tf.header.incomplete && !allow_incomplete {
         let why = if tf.header.notes.is_empty() {
             "no reason recorded".to_string()

@@ -8,7 +8,7 @@
 //! become elastic [`Val`]s; nothing is dropped, so memory is bounded by the compressed size and
 //! irregular streams simply stay long.
 
-use crate::op::Op;
+use crate::op::{Layer, Op, Param};
 use crate::path::PathTemplate;
 use crate::ranks::RankSet;
 use crate::timing::{Stats, Timing};
@@ -440,9 +440,18 @@ impl Compressor {
     }
 }
 
-/// Whether appending `c` as iteration `n` leaves every value of `a` that is regular now
-/// (constant or affine) regular. Values that are already explicit or periodic do not count,
+/// Whether appending `c` as iteration `n` leaves every *structural* value of `a` that is regular
+/// now (constant or affine) regular. Values that are already explicit or periodic do not count,
 /// nor do nested children.
+///
+/// Loops fold on the sequence of calls (op, call site, nesting), and only two kinds of value
+/// may refine that ([`structural`]): where a call sits in a file, and a test's completion flag.
+/// A single call site that writes `s*S + i*I` is a nested loop in the program, and its affine
+/// offsets are the only evidence of it; `while (!flag) MPI_Test(..., &flag)` is a loop that the
+/// flag ends. Every other value (message sizes and peers, byte counts, return values) depends on the
+/// data or the process grid: letting it split loops would give two runs of one program
+/// different structures (with two ranks in a dimension both neighbours are the same rank and
+/// the peers look affine; with three they do not). Such values become per-iteration vectors.
 fn keeps_regular(a: &CNode, n: u64, c: &CNode, inner: usize) -> bool {
     let ok = |v: &Val<i64>, w: &Val<i64>, inner| !v.is_regular() || v.continues(n, w, inner);
     match (&a.kind, &c.kind) {
@@ -453,7 +462,8 @@ fn keeps_regular(a: &CNode, n: u64, c: &CNode, inner: usize) -> bool {
             .params
             .iter()
             .zip(&ec.params)
-            .all(|(v, w)| ok(v, w, inner)),
+            .enumerate()
+            .all(|(k, (v, w))| !structural(ea, k) || ok(v, w, inner)),
         (CKind::Loop(la), CKind::Loop(lc)) => {
             ok(&la.iters, &lc.iters, inner)
                 && la
@@ -463,6 +473,25 @@ fn keeps_regular(a: &CNode, n: u64, c: &CNode, inner: usize) -> bool {
                     .all(|(x, y)| keeps_regular(x, n, y, inner + 1))
         }
         _ => false,
+    }
+}
+
+/// Whether parameter `k` of `e` may split a loop: for I/O calls, which file (a handle, a path
+/// field) or where in it (an offset, a view's displacement), which follow the program's loops
+/// over files and blocks; for MPI calls only a test's `flag`, the control flow of a polling
+/// loop. Sizes, peers and everything else follow the data or the process grid.
+fn structural(e: &CEvent, k: usize) -> bool {
+    let p = e.op.params().get(k);
+    if e.op.layer() == Layer::Mpi {
+        return p == Some(&Param::Flag);
+    }
+    match p {
+        Some(p) => matches!(
+            p,
+            Param::Offset | Param::Disp | Param::Fd | Param::Fh | Param::Stream
+        ),
+        // Past the fixed parameters: the path's fields (the I/O ops have no array parameters).
+        None => e.path.is_some(),
     }
 }
 

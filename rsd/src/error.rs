@@ -80,4 +80,32 @@ pub enum RsdError {
         /// A rank in both.
         rank: u32,
     },
+    /// A setting (environment variable) with a value it does not take.
+    #[error("{name}={value}: expected {expected}")]
+    BadSetting {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What it takes.
+        expected: &'static str,
+    },
+    /// A consumer that needs exact values met a summarised parameter.
+    #[error(
+        "{file}: {op} (ranks {ranks}) parameter `{param}` is approximate (a statistical summary, \
+         IOTREX_APPROX): {what} needs its exact values and does not use a summary yet; trace \
+         with IOTREX_APPROX=none (or `iotrex trace --approx none`) for an exact trace"
+    )]
+    Approximate {
+        /// The trace.
+        file: String,
+        /// The event's operation.
+        op: &'static str,
+        /// The parameter.
+        param: String,
+        /// The event's ranks.
+        ranks: String,
+        /// The consumer.
+        what: &'static str,
+    },
 }

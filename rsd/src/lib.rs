@@ -2,6 +2,7 @@
 //!
 //! - [`op`]: the traced operations and their parameters.
 //! - [`mpi`]: how MPI values (peers, tags, colors, communicators) are encoded.
+//! - [`approx`]: declared approximation: summaries of parameters over a value budget.
 //! - [`value`]: elastic values over loop iterations ([`Val`]) and ranks ([`Elastic`], [`RankFn`]).
 //! - [`ranks`]: PRSD rank sets.
 //! - [`timing`]: mergeable timing statistics.
@@ -16,11 +17,13 @@
 //! - [`synth`]: synthetic traces for tests, benchmarks and the demo.
 //!
 //! The invariant everything here keeps: expanding a trace for rank `r` gives back exactly
-//! rank `r`'s calls with every recorded parameter; only timing is summarised.
+//! rank `r`'s calls with every recorded parameter; only timing is summarised, and parameters
+//! the user allowed to be approximate ([`approx`]) when their exact form is over budget.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod approx;
 pub mod chrome;
 pub mod compress;
 pub mod error;

@@ -121,7 +121,32 @@ pub fn render_val(v: &Val<RankFn>, depth0: usize) -> String {
                 format!("{kind}[{}][{name}]", shown.join(", "))
             }
         }
+        Val::Approx(a) => render_summary(a),
     }
+}
+
+/// A summarised value, marked approximate by its leading `~`: `~{n 3600, mean 812.4, sd 210.3,
+/// min 12 (rank 3), max 1400 (rank 7), log4 bins 2:10 3:900 ...}`.
+pub fn render_summary(a: &crate::approx::Summary) -> String {
+    let s = &a.stats;
+    let bins: Vec<String> = s
+        .bins
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(b, c)| format!("{b}:{c}"))
+        .collect();
+    format!(
+        "~{{approx n {}, mean {:.1}, sd {:.1}, min {} (rank {}), max {} (rank {}), log4 bins {}}}",
+        s.count,
+        s.mean,
+        s.variance().sqrt(),
+        s.min,
+        s.min_rank,
+        s.max,
+        s.max_rank,
+        bins.join(" ")
+    )
 }
 
 /// Renders a rank function: `2*rank + 3`, `(rank/4) - 1`, `7`.
@@ -373,6 +398,13 @@ pub fn render_nodes(
 pub fn render_trace_file(tf: &TraceFile) -> String {
     let mut out = String::new();
     render_header(&tf.header, &mut out);
+    let approx = crate::approx::count(&tf.trace);
+    if approx > 0 {
+        let _ = writeln!(
+            out,
+            "  approx     {approx} parameters are statistical summaries, not exact (~{{...}})"
+        );
+    }
     out.push('\n');
     let _ = writeln!(
         out,
@@ -579,6 +611,8 @@ pub struct StatsView {
     pub rank_bytes: SpreadRow,
     /// Paths named by any call, sorted.
     pub files: Vec<String>,
+    /// Parameters kept as statistical summaries, one line each (empty for an exact trace).
+    pub approximate: Vec<String>,
 }
 
 impl StatsView {
@@ -613,6 +647,7 @@ impl StatsView {
             rank_calls: (&s.rank_calls).into(),
             rank_bytes: (&s.rank_bytes).into(),
             files: s.files.iter().cloned().collect(),
+            approximate: s.approximate.clone(),
         }
     }
 }
@@ -685,6 +720,18 @@ pub fn render_stats_view(v: &StatsView) -> String {
         );
     }
     out.push('\n');
+    if !v.approximate.is_empty() {
+        let _ = writeln!(
+            out,
+            "approximate: {} parameters are statistical summaries (IOTREX_APPROX); byte totals \
+             use their means",
+            v.approximate.len()
+        );
+        for a in &v.approximate {
+            let _ = writeln!(out, "{INDENT}{a}");
+        }
+        out.push('\n');
+    }
     let _ = writeln!(out, "files touched: {}", v.files.len());
     // File-per-process runs name thousands of files of one pattern: list patterns, not files.
     let mut by_template: std::collections::BTreeMap<String, Vec<(Vec<i64>, &str)>> =

@@ -45,6 +45,10 @@ pub struct Summary {
     pub files: BTreeSet<String>,
     /// Nodes in the compressed trace (events and loops, all levels).
     pub nodes: u64,
+    /// Parameters kept as statistical summaries ([`crate::approx`]), one line each
+    /// (`MPI_Irecv count, ranks 0-63: ~mean ...`). Byte totals that depend on them use each
+    /// call's mean, so a layer's total is the mean times the count.
+    pub approximate: Vec<String>,
 }
 
 impl Summary {
@@ -76,16 +80,31 @@ fn spread(v: &[(u64, u32)]) -> Spread {
     }
 }
 
-fn count_nodes(nodes: &[Node], out: &mut BTreeMap<(Layer, Op), OpTotals>) -> u64 {
+fn count_nodes(
+    nodes: &[Node],
+    out: &mut BTreeMap<(Layer, Op), OpTotals>,
+    approx: &mut Vec<String>,
+) -> u64 {
     let mut n = 0;
     for node in nodes {
         n += 1;
         match &node.kind {
             NodeKind::Event(e) => {
                 out.entry((e.op.layer(), e.op)).or_default().time_ns += e.timing.dur.total();
-                n += count_nodes(&e.children, out);
+                for (k, p) in e.params.iter().enumerate() {
+                    if p.is_approx() {
+                        let name = e.op.params().get(k).map_or("?", |p| p.name());
+                        approx.push(format!(
+                            "{} {name}, ranks {}: {}",
+                            e.op.name(),
+                            node.ranks,
+                            crate::show::render_elastic(p)
+                        ));
+                    }
+                }
+                n += count_nodes(&e.children, out, approx);
             }
-            NodeKind::Loop(l) => n += count_nodes(&l.body, out),
+            NodeKind::Loop(l) => n += count_nodes(&l.body, out, approx),
         }
     }
     n
@@ -94,7 +113,7 @@ fn count_nodes(nodes: &[Node], out: &mut BTreeMap<(Layer, Op), OpTotals>) -> u64
 /// Computes the summary of a trace.
 pub fn summarize(trace: &Trace) -> Summary {
     let mut s = Summary::default();
-    s.nodes = count_nodes(&trace.nodes, &mut s.ops);
+    s.nodes = count_nodes(&trace.nodes, &mut s.ops, &mut s.approximate);
     let ranks = trace.ranks();
     s.ranks = ranks.len();
     let mut calls = Vec::new();

@@ -7,6 +7,7 @@
 //! `rank/k`, `rank%k`), grouped by rank set in an [`Elastic`]. Nothing is approximated: a value
 //! that fits no compact form is kept explicitly.
 
+use crate::approx::Summary;
 use crate::ranks::RankSet;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -27,6 +28,11 @@ pub enum Val<T> {
     Seq(Vec<Val<T>>),
     /// Periodic over the outermost loop: iteration `i` takes element `i % len`.
     Cycle(Vec<Val<T>>),
+    /// Not exact: a statistical summary of the value over every iteration of the enclosing
+    /// loops on every rank of its group ([`crate::approx`]). Appended after format version 1
+    /// was fixed (a new variant index), so exact traces keep their bytes. Evaluates to the
+    /// rounded mean; consumers that need exact values refuse it ([`crate::approx::first`]).
+    Approx(Box<Summary>),
 }
 
 /// Guards recursion on values read from files: deeper nesting than this is corrupt.
@@ -42,6 +48,7 @@ impl<T: Clone> Val<T> {
                 out.extend(strides.iter().cloned());
             }
             Val::Seq(v) | Val::Cycle(v) => v.iter().for_each(|e| e.leaves(out)),
+            Val::Approx(_) => {}
         }
     }
 
@@ -55,6 +62,7 @@ impl<T: Clone> Val<T> {
             },
             Val::Seq(v) => Val::Seq(v.iter().map(|e| e.map(f)).collect()),
             Val::Cycle(v) => Val::Cycle(v.iter().map(|e| e.map(f)).collect()),
+            Val::Approx(a) => Val::Approx(a.clone()),
         }
     }
 
@@ -79,6 +87,7 @@ impl<T: Clone> Val<T> {
                     .map(|e| e.with_leaves(leaves))
                     .collect::<Option<_>>()?,
             ),
+            Val::Approx(a) => Val::Approx(a.clone()),
         })
     }
 
@@ -90,6 +99,9 @@ impl<T: Clone> Val<T> {
             (Val::Seq(a), Val::Seq(b)) | (Val::Cycle(a), Val::Cycle(b)) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_shape(y))
             }
+            // A summary has no leaves: only the same summary has its shape, so per-rank
+            // summaries stay apart until `approx` joins them.
+            (Val::Approx(a), Val::Approx(b)) => a == b,
             _ => false,
         }
     }
@@ -115,6 +127,7 @@ impl Val<i64> {
                 (Some(&i), false) => v[(i % v.len() as u64) as usize].eval(&idx[1..]),
                 (None, false) => v[0].eval(&[]),
             },
+            Val::Approx(a) => a.typical(),
         }
     }
 
@@ -181,6 +194,7 @@ impl Val<i64> {
             }
             Val::Seq(v) => v[(i as usize).min(v.len() - 1)].clone(),
             Val::Cycle(v) => v[(i % v.len() as u64) as usize].clone(),
+            Val::Approx(_) => self.clone(),
         }
     }
 
@@ -206,7 +220,7 @@ impl Val<i64> {
             }
             Val::Lin { .. } => false,
             Val::Cycle(v) => v[(n % v.len() as u64) as usize] == *c,
-            Val::Seq(_) => false,
+            Val::Seq(_) | Val::Approx(_) => false,
         }
     }
 
@@ -416,6 +430,7 @@ fn eval_at(v: &Val<RankFn>, rank: u32, idx: &[u64]) -> i64 {
             (Some(&i), false) => eval_at(&v[(i % v.len() as u64) as usize], rank, &idx[1..]),
             (None, false) => eval_at(&v[0], rank, &[]),
         },
+        Val::Approx(a) => a.typical(),
     }
 }
 
@@ -444,6 +459,11 @@ impl Elastic {
                 val: v.map(&mut |&x| RankFn::Const(x)),
             }],
         }
+    }
+
+    /// Whether some group holds a summary instead of exact values.
+    pub fn is_approx(&self) -> bool {
+        self.groups.iter().any(|g| matches!(g.val, Val::Approx(_)))
     }
 
     /// The per-rank value of `rank`, if the rank is covered.
@@ -477,6 +497,11 @@ impl Elastic {
 
     /// `self = self.merge(other)`, in place when both sides are one group with the same value.
     pub fn merge_with(&mut self, other: &Elastic) {
+        if self.is_approx() || other.is_approx() {
+            // Equal summaries of two ranks are two sets of samples: they add, never union.
+            *self = self.merge(other);
+            return;
+        }
         if let Some(m) = self.merge_two_ranks(other) {
             *self = m;
             return;
@@ -523,7 +548,11 @@ impl Elastic {
     }
 
     /// Merges the values of two disjoint rank sets into the canonical form of their union.
+    /// Two summaries become one, over the union of their ranks ([`Summary::merge`]).
     pub fn merge(&self, other: &Elastic) -> Elastic {
+        if self.is_approx() || other.is_approx() {
+            return Elastic::merge_approx(self.groups.iter().chain(&other.groups));
+        }
         if let ([a], [b]) = (self.groups.as_slice(), other.groups.as_slice())
             && a.val == b.val
         {
@@ -544,6 +573,40 @@ impl Elastic {
         pts.sort_by_key(|p| p.0);
         pts.dedup_by_key(|p| p.0);
         Elastic::canonical(&pts)
+    }
+
+    /// Groups of which some are summaries: the summaries become one over all their ranks (a
+    /// summary's samples cannot be told apart by rank again), the exact groups keep their
+    /// canonical form next to it.
+    fn merge_approx<'a>(groups: impl Iterator<Item = &'a Group>) -> Elastic {
+        let mut summary: Option<(RankSet, Summary)> = None;
+        let mut pts: Vec<(u32, Val<i64>)> = Vec::new();
+        for g in groups {
+            match &g.val {
+                Val::Approx(s) => match &mut summary {
+                    Some((r, t)) => {
+                        r.union_with(&g.ranks);
+                        t.merge(s);
+                    }
+                    None => summary = Some((g.ranks.clone(), (**s).clone())),
+                },
+                _ => g
+                    .ranks
+                    .for_each(|r| pts.push((r, g.val.map(&mut |f| f.eval(r))))),
+            }
+        }
+        pts.sort_by_key(|p| p.0);
+        pts.dedup_by_key(|p| p.0);
+        let mut out = Elastic::canonical(&pts);
+        if let Some((ranks, s)) = summary {
+            out.groups.push(Group {
+                ranks,
+                val: Val::Approx(Box::new(s)),
+            });
+            out.groups
+                .sort_by_key(|g| g.ranks.first().unwrap_or(u32::MAX));
+        }
+        out
     }
 
     /// The canonical form of per-rank values (ranks strictly increasing).

@@ -183,6 +183,14 @@ fn recv_bytes(src: i64, comm: H, byte: H) -> Option<Vec<u8>> {
     (rc == 0).then_some(buf)
 }
 
+/// `trace` with its over-budget parameters summarised as the configuration allows
+/// ([`rsd::approx::bound`]); on each rank before the merge, so what travels stays bounded,
+/// and at rank 0 after it.
+fn bounded(mut trace: rsd::Trace, cfg: &crate::state::Config) -> rsd::Trace {
+    rsd::approx::bound(&mut trace, &cfg.approx);
+    trace
+}
+
 /// Inside `MPI_Finalize`: merges every rank's trace over a binary radix tree (in round k, rank
 /// r receives from r + 2^k when r is a multiple of 2^(k+1), otherwise sends to r - 2^k and is
 /// done) and rank 0 writes the file. Every rank takes part whatever happened before (a rank
@@ -196,7 +204,7 @@ pub fn merge_and_write(comm: H) {
     let st = std::panic::catch_unwind(take_state).ok().flatten();
     let mut payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &st {
         Some(st) => Payload {
-            trace: st.comp.finish(),
+            trace: bounded(st.comp.finish(), &st.cfg),
             wall_ns: now_ns().saturating_sub(st.start_ns),
             incomplete: st.incomplete,
             notes: st.notes.clone(),
@@ -272,6 +280,14 @@ pub fn merge_and_write(comm: H) {
     if rank == 0
         && let (Some(st), Some(out)) = (&st, &out)
     {
+        // The ranks' summaries joined in the merge; a parameter that some ranks summarised and
+        // others kept exact becomes one summary here.
+        payload.trace = bounded(std::mem::take(&mut payload.trace), &st.cfg);
+        if let Some(e) = &st.cfg.approx_error {
+            payload
+                .notes
+                .push(format!("{e}; the default approximation was used"));
+        }
         let tf = TraceFile {
             header: header(st, size as u32, &payload),
             trace: payload.trace,

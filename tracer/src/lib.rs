@@ -10,7 +10,9 @@
 //! Environment: `IOTREX_OUT`, `IOTREX_STACK_DEPTH` (call-site frames, default 4, 0 = off),
 //! `IOTREX_RAW=1` (also write `<out>.rank<r>.jsonl`, one flat event per line, for tests),
 //! `IOTREX_MAX_NODES` (compressed nodes per rank before recording stops, flagged),
-//! `IOTREX_DISABLE=1` (pass everything through), `IOTREX_VERBOSE=1` (rank 0 prints where the
+//! `IOTREX_APPROX` (`none` by default for now, `comm`, `io`, `comm,io`: which parameters may be kept
+//! as statistical summaries when their exact form exceeds `IOTREX_VALUE_BUDGET` values,
+//! default 64; see [`rsd::approx`]), `IOTREX_DISABLE=1` (pass everything through), `IOTREX_VERBOSE=1` (rank 0 prints where the
 //! trace went, its size and the merge time), `IOTREX_ONE_WRITER=1` (set by `iotrex trace` for
 //! a plain command: the first process to write claims `IOTREX_OUT`, later ones write
 //! `<stem>.pid<PID>.iotrex`).
@@ -74,6 +76,10 @@ fn init() {
             .or_else(|| env_num("PMIX_RANK"))
             .or_else(|| env_num("PMI_RANK"));
         let env_size = env_num("OMPI_COMM_WORLD_SIZE").or_else(|| env_num("PMI_SIZE"));
+        let (approx, approx_error) = match rsd::approx::Policy::from_env() {
+            Ok(p) => (p, None),
+            Err(e) => (rsd::approx::Policy::default(), Some(e.to_string())),
+        };
         let cfg = state::Config {
             depth: env_num("IOTREX_STACK_DEPTH").unwrap_or(4),
             raw: std::env::var("IOTREX_RAW").is_ok_and(|v| v == "1"),
@@ -85,6 +91,8 @@ fn init() {
             env_rank,
             env_size,
             verbose: std::env::var("IOTREX_VERBOSE").is_ok_and(|v| v == "1"),
+            approx,
+            approx_error,
         };
         callsite::init(cfg.depth);
         // SAFETY: registering a plain function as the fork-child handler; it only stores

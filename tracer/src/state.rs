@@ -72,6 +72,10 @@ pub struct Config {
     pub env_size: Option<u32>,
     /// Print where the trace went, its size and the merge time (`IOTREX_VERBOSE=1`).
     pub verbose: bool,
+    /// What may be summarised when over budget (`IOTREX_APPROX`, `IOTREX_VALUE_BUDGET`).
+    pub approx: rsd::approx::Policy,
+    /// Why the approximation settings were not taken (the defaults apply), for the notes.
+    pub approx_error: Option<String>,
 }
 
 /// A table of open handles: a handle's symbolic id is its slot, the lowest free one, as the
