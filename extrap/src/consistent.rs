@@ -16,6 +16,8 @@
 use crate::error::ExtrapError;
 use crate::{Extrapolated, Input, ModelSet, describe_node, extrapolate};
 use rsd::trace::{Node, NodeKind};
+use rsd::TraceFile;
+use std::collections::BTreeSet;
 
 /// Where two node lists first differ in structure, as text; `None` when they agree.
 fn first_difference(a: &[Node], b: &[Node], parent: &str) -> Option<String> {
@@ -51,6 +53,35 @@ fn first_difference(a: &[Node], b: &[Node], parent: &str) -> Option<String> {
     None
 }
 
+/// The call sites of collective MPI-IO calls with nested calls in `nodes`.
+fn collective_sites(nodes: &[Node], out: &mut BTreeSet<crate::derive::Site>) {
+    for n in nodes {
+        match &n.kind {
+            NodeKind::Event(e) => {
+                if collio::traced::collective_dir(e.op).is_some() && !e.children.is_empty() {
+                    out.insert((e.op, e.sig));
+                }
+                collective_sites(&e.children, out);
+            }
+            NodeKind::Loop(l) => collective_sites(&l.body, out),
+        }
+    }
+}
+
+/// `tf` without the nested calls of its collective MPI-IO calls, re-compressed. The library's
+/// calls inside a collective call differ from rank to rank (aggregators), so the merge of the
+/// ranks splits the application's nodes along them: at 16 ranks under OMPIO's defaults (two
+/// aggregators) the top level no longer lines up with 8 ranks' (one). Without them, the
+/// structure compared is the application's.
+fn without_collective_children(tf: &TraceFile) -> Option<TraceFile> {
+    let mut sites = BTreeSet::new();
+    collective_sites(&tf.trace.nodes, &mut sites);
+    if sites.is_empty() {
+        return None;
+    }
+    crate::derive::strip(tf, &sites).ok()
+}
+
 /// One group of inputs with the same structure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
@@ -75,12 +106,23 @@ fn scales(inputs: &[Input], members: &[usize]) -> Vec<u32> {
 /// scales, then by their largest scale (both decreasing): the first is the one
 /// `--drop-inconsistent` keeps.
 pub fn groups(inputs: &[Input]) -> Vec<Group> {
+    let stripped: Vec<Option<TraceFile>> = inputs
+        .iter()
+        .map(|i| without_collective_children(&i.file))
+        .collect();
+    let nodes_of = |i: usize| -> &[Node] {
+        match &stripped[i] {
+            Some(t) => &t.trace.nodes,
+            None => &inputs[i].file.trace.nodes,
+        }
+    };
     let mut out: Vec<Vec<usize>> = Vec::new();
-    for (i, input) in inputs.iter().enumerate() {
-        let nodes = &input.file.trace.nodes;
-        match out.iter_mut().find(|g| {
-            first_difference(&inputs[g[0]].file.trace.nodes, nodes, "the top level").is_none()
-        }) {
+    for i in 0..inputs.len() {
+        let nodes = nodes_of(i);
+        match out
+            .iter_mut()
+            .find(|g| first_difference(nodes_of(g[0]), nodes, "the top level").is_none())
+        {
             Some(g) => g.push(i),
             None => out.push(vec![i]),
         }
@@ -97,11 +139,7 @@ pub fn groups(inputs: &[Input]) -> Vec<Group> {
         .enumerate()
         .map(|(k, members)| Group {
             differs: (k > 0).then(|| {
-                first_difference(
-                    &inputs[first[0]].file.trace.nodes,
-                    &inputs[members[0]].file.trace.nodes,
-                    "the top level",
-                )
+                first_difference(nodes_of(first[0]), nodes_of(members[0]), "the top level")
                 .unwrap_or_default()
             }),
             members,
