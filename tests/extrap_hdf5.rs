@@ -167,7 +167,7 @@ fn below_the_metadata_entry_count_the_metadata_flush_refuses() {
     );
     let t = text(&o);
     assert!(
-        t.contains("differ in structure") && t.contains("loop around MPI_File_write_at "),
+        t.contains("disagree in structure") && t.contains("loop around MPI_File_write_at "),
         "the refusal must be HDF5's metadata writes:\n{t}"
     );
     assert!(

@@ -15,8 +15,8 @@
 
 use crate::error::ExtrapError;
 use crate::{Extrapolated, Input, ModelSet, describe_node, extrapolate};
-use rsd::trace::{Node, NodeKind};
 use rsd::TraceFile;
+use rsd::trace::{Node, NodeKind};
 use std::collections::BTreeSet;
 
 /// Where two node lists first differ in structure, as text; `None` when they agree.
@@ -140,7 +140,7 @@ pub fn groups(inputs: &[Input]) -> Vec<Group> {
         .map(|(k, members)| Group {
             differs: (k > 0).then(|| {
                 first_difference(nodes_of(first[0]), nodes_of(members[0]), "the top level")
-                .unwrap_or_default()
+                    .unwrap_or_default()
             }),
             members,
         })
@@ -198,18 +198,34 @@ pub fn extrapolate_consistent(
     let keep = &gs[0];
     let kept = scales(inputs, &keep.members);
     if !drop || kept.len() < 3 {
-        return Err(ExtrapError::Inconsistent {
-            groups: text,
-            hint: if kept.len() >= 3 {
+        // Values with no exact pattern (random offsets, say) make the loop structure differ
+        // from scale to scale: they are the real reason, so they are named.
+        let irregular = crate::irregular_params(&inputs.iter().collect::<Vec<_>>());
+        let (groups, advice) = if irregular.is_empty() {
+            (text, "")
+        } else {
+            (
                 format!(
-                    "pass --drop-inconsistent to extrapolate from {} ranks only",
-                    list(&kept)
-                )
-            } else {
-                "no group of at least 3 scales agrees: trace more scales on the same path \
+                    "{text}; parameters with no regular pattern: {}",
+                    irregular.join(", ")
+                ),
+                "values with no exact pattern (such as random offsets) cannot be extrapolated \
+                 exactly; ",
+            )
+        };
+        return Err(ExtrapError::Inconsistent {
+            groups,
+            hint: advice.to_string()
+                + &if kept.len() >= 3 {
+                    format!(
+                        "pass --drop-inconsistent to extrapolate from {} ranks only",
+                        list(&kept)
+                    )
+                } else {
+                    "no group of at least 3 scales agrees: trace more scales on the same path \
                  (process grids of the same shape, say)"
-                    .into()
-            },
+                        .into()
+                },
         });
     }
     let mut dropped: Vec<u32> = gs[1..]

@@ -66,6 +66,62 @@ pub(crate) struct ChildTemplate {
     count: u64,
 }
 
+impl Plan {
+    /// The template to issue the model's `call` inside a collective call of `site` with: the
+    /// recorded one, or, when no input recorded that nested op there (the model issues it only
+    /// at the target's scale: OMPIO writing with `pwritev` where every input's aggregators
+    /// sieved), one whose call site is made up from the collective call's and the op (the
+    /// call site of a call inside the MPI library is an identity only: nothing else reads it)
+    /// and whose timing is the mean of the site's recorded nested calls. A made-up call site
+    /// is said in `notes`, which go to the output's header.
+    pub(crate) fn template(
+        &self,
+        site: Site,
+        call: &Call,
+        notes: &mut BTreeSet<String>,
+    ) -> Result<ChildTemplate, String> {
+        if let Some(t) = self.children.get(&(site, call.op, call.cmd)) {
+            return Ok(t.clone());
+        }
+        let mut t = ChildTemplate::default();
+        for (_, r) in self.children.iter().filter(|((s, _, _), _)| *s == site) {
+            t.gap_sum += r.gap_sum;
+            t.dur_sum += r.dur_sum;
+            t.count += r.count;
+        }
+        if t.count == 0 {
+            return Err(format!(
+                "the model issues {} inside {} (call site {:#x}), and no input recorded any \
+                 nested call there",
+                call.op.name(),
+                site.0.name(),
+                site.1
+            ));
+        }
+        t.sig = made_up_sig(site, call.op, call.cmd);
+        notes.insert(format!(
+            "the model issues {} inside {} (call site {:#x}) at this scale, which no input \
+             recorded there: its call site {:#x} is made up",
+            call.op.name(),
+            site.0.name(),
+            site.1,
+            t.sig
+        ));
+        Ok(t)
+    }
+}
+
+/// A call site for a nested call no input recorded: a mix of the collective call's site, the
+/// op and the fcntl command, with the top bit set so that it reads as made up.
+fn made_up_sig(site: Site, op: Op, cmd: Option<i64>) -> u64 {
+    let mut h = site.1 ^ 0x9e37_79b9_7f4a_7c15;
+    for x in [op as u64, cmd.unwrap_or(-1) as u64] {
+        h = (h ^ x).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^= h >> 29;
+    }
+    h | 1 << 63
+}
+
 /// What [`plan`] found.
 #[derive(Debug, Default)]
 pub(crate) struct Plan {
@@ -861,6 +917,7 @@ fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String>
         })
         .collect();
     let mut notes = Vec::new();
+    let mut made_up = BTreeSet::new();
     let mut explain: BTreeMap<Site, Explain> = BTreeMap::new();
     // Per rank, the derived children of its collective calls, by event index.
     let mut derived: Vec<HashMap<usize, Vec<RawEvent>>> = vec![HashMap::new(); np as usize];
@@ -906,22 +963,16 @@ fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String>
             }
             let mut children = Vec::with_capacity(out.calls[r as usize].len());
             for call in &out.calls[r as usize] {
-                let Some(t) = p.children.get(&(c.site, call.op, call.cmd)) else {
-                    return Err(format!(
-                        "at {np} ranks the model has rank {r} issue {} inside {} (call site \
-                         {:#x}), which no input recorded there: its call site is unknown",
-                        call.op.name(),
-                        c.site.0.name(),
-                        c.site.1
-                    ));
-                };
+                let t = p
+                    .template(c.site, call, &mut made_up)
+                    .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
                 let Some(fd) = c.fd else {
                     return Err(format!(
                         "{}: rank {r} has no traced descriptor for the file",
                         g.call.path
                     ));
                 };
-                children.push(issued(call, fd, t));
+                children.push(issued(call, fd, &t));
             }
             derived[r as usize].insert(c.event, children);
         }
@@ -935,6 +986,7 @@ fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String>
         Ok(events)
     })?;
     tf.trace = trace;
+    tf.header.notes.extend(made_up);
     Ok(explain.into_values().collect())
 }
 

@@ -415,7 +415,7 @@ fn fit_sorted(
 
 /// Parameters whose values follow no pattern (explicit value vectors) in any input, as
 /// `op param (at N, M ranks)` entries, at most a few.
-fn irregular_params(inputs: &[&Input]) -> Vec<String> {
+pub(crate) fn irregular_params(inputs: &[&Input]) -> Vec<String> {
     fn walk(nodes: &[Node], n: u32, out: &mut std::collections::BTreeMap<String, Vec<u32>>) {
         for node in nodes {
             match &node.kind {

@@ -332,6 +332,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
         ));
     }
     let mut explain: BTreeMap<Site, Explain> = BTreeMap::new();
+    let mut made_up = BTreeSet::new();
     // Per rank with nested calls: (path, index) -> the calls.
     let mut derived: BTreeMap<u32, HashMap<(String, usize), Vec<collio::Call>>> = BTreeMap::new();
     for key in keys {
@@ -456,16 +457,10 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
             };
             let mut children = Vec::with_capacity(issue.len());
             for call in issue {
-                let Some(t) = p.children.get(&(c.site, call.op, call.cmd)) else {
-                    return Err(format!(
-                        "at {np} ranks the model has rank {r} issue {} inside {} (call site \
-                         {:#x}), which no input recorded there: its call site is unknown",
-                        call.op.name(),
-                        c.site.0.name(),
-                        c.site.1
-                    ));
-                };
-                children.push(issued(call, fd, t));
+                let t = p
+                    .template(c.site, call, &mut made_up)
+                    .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
+                children.push(issued(call, fd, &t));
             }
             events[c.event].children = children;
         }
@@ -483,5 +478,6 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
         nodes.extend(merged.nodes);
     }
     tf.trace = Trace { nodes };
+    tf.header.notes.extend(made_up);
     Ok(explain.into_values().collect())
 }
