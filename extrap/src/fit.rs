@@ -995,6 +995,8 @@ fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
             },
             Val::Seq(vs) => Val::Seq(vs.iter().map(|x| val(x, sign)).collect::<Option<_>>()?),
             Val::Cycle(vs) => Val::Cycle(vs.iter().map(|x| val(x, sign)).collect::<Option<_>>()?),
+            // A summary has no iterations' values.
+            Val::Approx(_) => return None,
         })
     }
     Some(Elastic {
