@@ -160,6 +160,9 @@ pub struct Realized {
     pub values: u64,
 }
 
+/// Each summarised (event, parameter)'s per-rank values, in rank order.
+type Built = HashMap<(usize, usize), Vec<(u32, Val<i64>)>>;
+
 fn key(e: &Event) -> usize {
     e as *const Event as usize
 }
@@ -284,7 +287,7 @@ pub fn realize(trace: &mut Trace, seed: u64) -> Result<Realized, RsdError> {
         values.insert((ev, k), v);
     }
     // Pass 2: each rank's values in call order, as a per-rank explicit value.
-    let mut built: HashMap<(usize, usize), Vec<(u32, Val<i64>)>> = HashMap::new();
+    let mut built: Built = HashMap::new();
     ranks.for_each(|rank| {
         let mut idx = Vec::new();
         // Where this rank's draws start: after those of the ranks before it (per-rank
@@ -341,7 +344,7 @@ fn assign(
     slots: &HashMap<(usize, usize), Slot>,
     values: &HashMap<(usize, usize), Vec<i64>>,
     at: &mut HashMap<(usize, usize), u64>,
-    built: &mut HashMap<(usize, usize), Vec<(u32, Val<i64>)>>,
+    built: &mut Built,
 ) {
     visit(nodes, rank, idx, &mut |e, idx| {
         let ev = key(e);
@@ -394,7 +397,7 @@ fn insert(v: &mut Val<i64>, idx: &[u64], x: i64) {
     insert(&mut items[i as usize], rest, x);
 }
 
-fn replace(nodes: &mut [Node], built: &mut HashMap<(usize, usize), Vec<(u32, Val<i64>)>>) {
+fn replace(nodes: &mut [Node], built: &mut Built) {
     for n in nodes {
         match &mut n.kind {
             NodeKind::Event(e) => {
