@@ -219,8 +219,29 @@ pub fn export_with_progress(
     opts: &ExportOptions,
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<ExportReport, CodesError> {
-    // Drawing approximate values from their summaries is not built yet: refuse, naming them.
-    rsd::approx::require_exact(&tf.trace, "the trace", "the CODES export")?;
+    export_seeded(tf, dir, opts, rsd::draw::DEFAULT_SEED, progress)
+}
+
+/// [`export_with_progress`], drawing the values of summarised parameters with `seed`
+/// (`--seed`).
+pub fn export_seeded(
+    tf: &TraceFile,
+    dir: &Path,
+    opts: &ExportOptions,
+    seed: u64,
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<ExportReport, CodesError> {
+    // Summarised values become exact draws first (as replay's), so the export issues sizes
+    // whose totals match the recorded means times the counts.
+    let drawn;
+    let tf = if rsd::approx::first(&tf.trace).is_some() {
+        let mut t = tf.clone();
+        rsd::draw::realize(&mut t.trace, seed)?;
+        drawn = t;
+        &drawn
+    } else {
+        tf
+    };
     match opts.format {
         Format::Recorder => export_as::<Recorder>(tf, dir, opts, progress),
         Format::Iolang => export_as::<Iolang>(tf, dir, opts, progress),

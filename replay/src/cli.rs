@@ -79,6 +79,10 @@ pub struct ReplayArgs {
     /// Replay a trace flagged incomplete.
     #[arg(long)]
     pub allow_incomplete: bool,
+    /// Seed of the values drawn for approximate (summarised) parameters: the same seed
+    /// issues the same calls on every run and in both runtimes.
+    #[arg(long, value_name = "N", default_value_t = rsd::draw::DEFAULT_SEED)]
+    pub seed: u64,
     // `--json-out` in both commands (`iotrex --json` prints the report itself as JSON);
     // `iotrex-replay` also takes its older spelling `--json FILE` ([`JSON_ALIAS`]).
     /// Also write the report as JSON to FILE.
@@ -96,13 +100,14 @@ impl ReplayArgs {
     /// `--threads`: replays every rank in this process ([`crate::run_threads_file`]) and
     /// writes `--json-out`.
     pub fn run_threads(&self) -> Result<Report, ReplayError> {
-        let r = crate::run_threads_file(
+        let r = crate::run_threads_file_seeded(
             &self.trace,
             &self.root,
             &self.options(),
             self.prep,
             self.allow_incomplete,
             self.max_threads,
+            self.seed,
         )?;
         self.write_json(&r)?;
         Ok(r)

@@ -49,10 +49,21 @@ use rsd::TraceFile;
 use std::path::Path;
 use std::time::Instant;
 
-/// Reads a trace for replay, refusing an incomplete one unless `allow_incomplete`.
+/// Reads a trace for replay, refusing an incomplete one unless `allow_incomplete`; values
+/// summarised in the trace are drawn with [`rsd::draw::DEFAULT_SEED`].
 pub fn load(path: &Path, allow_incomplete: bool) -> Result<TraceFile, ReplayError> {
-    let tf = TraceFile::read(path)?;
-    rsd::approx::require_exact(&tf.trace, &path.display().to_string(), "replay")?;
+    load_seeded(path, allow_incomplete, rsd::draw::DEFAULT_SEED)
+}
+
+/// [`load`], drawing the exact values of summarised parameters with `seed` (`--seed`): the
+/// same seed gives every rank, runtime and run the same calls ([`rsd::draw::realize`]).
+pub fn load_seeded(
+    path: &Path,
+    allow_incomplete: bool,
+    seed: u64,
+) -> Result<TraceFile, ReplayError> {
+    let mut tf = TraceFile::read(path)?;
+    rsd::draw::realize(&mut tf.trace, seed)?;
     if tf.header.incomplete && !allow_incomplete {
         let why = if tf.header.notes.is_empty() {
             "no reason recorded".to_string()
@@ -456,8 +467,29 @@ pub fn run_threads_file(
     allow_incomplete: bool,
     max_threads: Option<u32>,
 ) -> Result<Report, ReplayError> {
+    run_threads_file_seeded(
+        trace,
+        root,
+        opts,
+        prep,
+        allow_incomplete,
+        max_threads,
+        rsd::draw::DEFAULT_SEED,
+    )
+}
+
+/// [`run_threads_file`], drawing summarised values with `seed` ([`load_seeded`]).
+pub fn run_threads_file_seeded(
+    trace: &Path,
+    root: &Path,
+    opts: &Options,
+    prep: bool,
+    allow_incomplete: bool,
+    max_threads: Option<u32>,
+    seed: u64,
+) -> Result<Report, ReplayError> {
     let max_threads = max_threads.map(Cap::user).unwrap_or_default();
-    let tf = load(trace, allow_incomplete)?;
+    let tf = load_seeded(trace, allow_incomplete, seed)?;
     // Refused before --prep writes anything.
     plan(nranks(&tf), max_threads, max_map_count())?;
     check_matching(&tf, opts)?;

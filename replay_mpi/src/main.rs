@@ -204,7 +204,8 @@ fn mpi_replay(
 ) -> Result<(), (ReplayError, bool)> {
     let everywhere = |e| (e, true);
     // Every rank reads the trace and checks the root: the errors are the same everywhere.
-    let tf = replay::load(&args.trace, args.allow_incomplete).map_err(everywhere)?;
+    let tf =
+        replay::load_seeded(&args.trace, args.allow_incomplete, args.seed).map_err(everywhere)?;
     let n = replay::nranks(&tf);
     if n != size as u32 {
         return Err(everywhere(ReplayError::RankCount {

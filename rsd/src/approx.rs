@@ -5,7 +5,7 @@
 //! log-4 histogram of its values over every call on every rank of the node (the same
 //! statistics as timing, [`Stats`]). Which parameters may be summarised is the user's choice
 //! ([`Policy`]): `comm`, the message sizes of communication calls; I/O sizes and offsets only
-//! when allowed (`io`); nothing by default for now ([`DEFAULT_APPROX`] says why). Everything else stays exact, and a trace in which nothing is
+//! when allowed (`io`); `comm` by default ([`DEFAULT_APPROX`]). Everything else stays exact, and a trace in which nothing is
 //! over budget keeps its bytes.
 //!
 //! A summary is marked in the format (a [`Val::Approx`] value), in `show`, `stats` and
@@ -26,11 +26,10 @@ use std::hash::{Hash, Hasher};
 /// The environment variable that chooses what may be summarised: `none`, `comm`, `io`,
 /// `comm,io`; [`DEFAULT_APPROX`] when unset.
 pub const APPROX_ENV: &str = "IOTREX_APPROX";
-/// What is summarised when `IOTREX_APPROX` is unset. Issue 14 asks for `comm`; it stays `none`
-/// until replay draws values from summaries, because replay refuses a summary and the LAMMPS
-/// replay test (replay_mpi/tests/lammps.rs, traced under the defaults) would then fail. Flip
-/// this one constant to `"comm"` when replay can use summaries.
-pub const DEFAULT_APPROX: &str = "none";
+/// What is summarised when `IOTREX_APPROX` is unset: the message sizes of communication calls
+/// (issue 14). Replay and the CODES export draw exact values from the summaries
+/// ([`crate::draw`]); I/O parameters stay exact unless the user allows `io`.
+pub const DEFAULT_APPROX: &str = "comm";
 /// The environment variable that sets [`Policy::budget`].
 pub const BUDGET_ENV: &str = "IOTREX_VALUE_BUDGET";
 /// Default budget: the numbers one parameter's exact form may take (its leaves and rank-set

@@ -108,4 +108,17 @@ pub enum RsdError {
         /// The consumer.
         what: &'static str,
     },
+    /// Drawing exact values for a summarised parameter would take more calls than allowed.
+    #[error(
+        "{param}: {calls} calls to draw values for, more than the {limit} a drawn trace holds \
+         explicitly; replay or export fewer ranks"
+    )]
+    TooManyDraws {
+        /// The call and parameter.
+        param: String,
+        /// Its calls over every rank.
+        calls: u64,
+        /// [`crate::draw::DRAW_LIMIT`].
+        limit: u64,
+    },
 }

@@ -26,6 +26,7 @@
 pub mod approx;
 pub mod chrome;
 pub mod compress;
+pub mod draw;
 pub mod error;
 pub mod format;
 pub mod merge;

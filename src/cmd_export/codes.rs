@@ -41,6 +41,9 @@ pub struct ExportCodesArgs {
     /// Write into a non-empty directory, replacing an earlier export there.
     #[arg(long)]
     pub force: bool,
+    /// Seed of the values drawn for approximate (summarised) parameters.
+    #[arg(long, value_name = "N", default_value_t = rsd::draw::DEFAULT_SEED)]
+    pub seed: u64,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -62,10 +65,11 @@ impl Exporter for ExportCodesArgs {
             force: self.force,
             nranks_check: self.nranks_check,
         };
-        Ok(codes_bridge::export_with_progress(
+        Ok(codes_bridge::export_seeded(
             tf,
             &self.output,
             &opts,
+            self.seed,
             progress,
         )?)
     }
