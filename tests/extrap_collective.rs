@@ -8,22 +8,6 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn iotrex(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iotrex"))
-        .args(args)
-        .output()
-        .expect("run iotrex")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Traces `app args` at `np` ranks into `dir/<np>.iotrex`, every scale with the same data
 /// directory (`{d}` in `args`), emptied first (ROMIO's open makes a `stat` only when the file

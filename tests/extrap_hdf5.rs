@@ -18,22 +18,6 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn iotrex(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iotrex"))
-        .args(args)
-        .output()
-        .expect("run iotrex")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Two steps of both datasets, read back from the reopened file.
 const ARGS: &[&str] = &["{d}/ckpt.h5", "-s", "2", "-R"];

@@ -10,22 +10,6 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn iotrex(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_iotrex"))
-        .args(args)
-        .output()
-        .expect("run iotrex")
-}
-
-fn text(o: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Traces `app args` at `np` ranks into `dir/<np>.iotrex`. All scales share `data` as the
 /// application's data directory, so paths are the same template at every scale.

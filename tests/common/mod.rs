@@ -273,3 +273,20 @@ pub fn assert_expand_matches_raw(run: &Run, rank: u32) {
 pub fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
 }
+
+/// Runs this build's `iotrex` with `args`.
+pub fn iotrex(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iotrex"))
+        .args(args)
+        .output()
+        .expect("run iotrex")
+}
+
+/// A command's stdout then stderr, for assertion messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
