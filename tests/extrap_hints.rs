@@ -156,10 +156,12 @@ fn romio_ior_contiguous_and_strided_with_cb_nodes_2_and_3() {
     }
 }
 
-/// Three checkpoints in one run, each its own file opened with its own hints, collective
-/// buffering forced for the writes too (`romio_cb_write=enable`; the writes do not
-/// interleave, so ROMIO's automatic choice writes independently): 2 and 3 aggregators, and
-/// `cb_nodes` 2 without a `cb_config_list`, which ROMIO caps at one aggregator per node.
+/// Three checkpoints in one run through one call site, each its own file opened with its own
+/// hints: 2 and 3 aggregators with collective buffering forced for the writes
+/// (`romio_cb_write=enable`: two-phase), and `cb_nodes` 2 without a `cb_config_list` (which
+/// ROMIO caps at one aggregator per node) left automatic, so that its writes, which do not
+/// interleave, go independently. The one call site's nested calls then come from two of the
+/// library's paths, each with its own call sites inside the library.
 #[test]
 fn romio_checkpoints_with_cb_nodes_2_and_3() {
     let cb = |n: &'static str| ["-H", "romio_cb_write=enable", "-H", n];
@@ -174,8 +176,7 @@ fn romio_checkpoints_with_cb_nodes_2_and_3() {
         "cb_config_list=*:*",
     ]);
     args.extend(cb("cb_nodes=3"));
-    args.extend(["+", "{d}/cu.dat", "1000003", "-R"]);
-    args.extend(cb("cb_nodes=2"));
+    args.extend(["+", "{d}/cu.dat", "1000003", "-R", "-H", "cb_nodes=2"]);
     // --explain names one file's choice per call site (ck2.dat, the first by path); diff
     // checks all three.
     let runs = check(

@@ -77,14 +77,15 @@ impl Plan {
     pub(crate) fn template(
         &self,
         site: Site,
+        route: Route,
         call: &Call,
         notes: &mut BTreeSet<String>,
     ) -> Result<ChildTemplate, String> {
-        if let Some(t) = self.children.get(&(site, call.op, call.cmd)) {
+        if let Some(t) = self.children.get(&(site, route, call.op, call.cmd)) {
             return Ok(t.clone());
         }
         let mut t = ChildTemplate::default();
-        for (_, r) in self.children.iter().filter(|((s, _, _), _)| *s == site) {
+        for (_, r) in self.children.iter().filter(|((s, _, _, _), _)| *s == site) {
             t.gap_sum += r.gap_sum;
             t.dur_sum += r.dur_sum;
             t.count += r.count;
@@ -129,7 +130,7 @@ pub(crate) struct Plan {
     pub derived: BTreeSet<Site>,
     /// Per derived call site and nested op (and `fcntl` command: a lock and an unlock are
     /// made from different places in the library), how the inputs recorded it.
-    children: BTreeMap<(Site, Op, Option<i64>), ChildTemplate>,
+    children: BTreeMap<(Site, Route, Op, Option<i64>), ChildTemplate>,
     /// The first nested call the model got wrong, for a refusal.
     pub failure: Option<String>,
     /// Why collective I/O was not modelled at all, for `--explain`.
@@ -545,8 +546,25 @@ fn romio_config(mc: &rsd::MpiConfig, path: &str, np: u32) -> Result<romio::Confi
 struct Modelled {
     /// Per rank, the nested calls.
     calls: Vec<Vec<Call>>,
+    /// Which of the library's paths made them.
+    route: Route,
     /// The model and its choices, for `--explain` and mismatch messages.
     how: String,
+}
+
+/// The library's path through a collective call. Its nested calls come from other functions
+/// on each path (ROMIO's two-phase writes and its independent ones, say), so a recorded call
+/// site stands for one op on one path: two files at one call site can take different paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Route {
+    /// OMPIO's vulcan two-phase collective buffering.
+    Vulcan,
+    /// OMPIO's individual fcoll: every rank on its own.
+    Individual,
+    /// ROMIO's two-phase collective buffering.
+    TwoPhase,
+    /// ROMIO's independent accesses (collective buffering off or not worth it).
+    Independent,
 }
 
 /// Runs the model on one collective call.
@@ -569,6 +587,11 @@ fn model(g: &Group, cfg: &LibConfig) -> Result<Modelled, String> {
                     "Open MPI 4.1's OMPIO collective buffering: {}",
                     why_aggregators(cfg, np, &out)
                 ),
+                route: if out.fcoll == ompio::Fcoll::Individual {
+                    Route::Individual
+                } else {
+                    Route::Vulcan
+                },
                 calls: out.calls,
             })
         }
@@ -593,6 +616,11 @@ fn model(g: &Group, cfg: &LibConfig) -> Result<Modelled, String> {
             };
             Ok(Modelled {
                 how,
+                route: if out.two_phase {
+                    Route::TwoPhase
+                } else {
+                    Route::Independent
+                },
                 calls: out.calls,
             })
         }
@@ -688,7 +716,10 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
                         Op::Fcntl => child.op.get(&child.params, Param::Cmd),
                         _ => None,
                     };
-                    let t = p.children.entry((c.site, child.op, cmd)).or_default();
+                    let t = p
+                        .children
+                        .entry((c.site, out.route, child.op, cmd))
+                        .or_default();
                     t.sig = child.sig;
                     t.gap_sum += child.gap_ns as f64;
                     t.dur_sum += child.dur_ns as f64;
@@ -964,7 +995,7 @@ fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String>
             let mut children = Vec::with_capacity(out.calls[r as usize].len());
             for call in &out.calls[r as usize] {
                 let t = p
-                    .template(c.site, call, &mut made_up)
+                    .template(c.site, out.route, call, &mut made_up)
                     .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
                 let Some(fd) = c.fd else {
                     return Err(format!(

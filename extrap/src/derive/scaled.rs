@@ -14,7 +14,7 @@
 //! events. The result is the stripped trace restricted to the other ranks followed by the
 //! aggregators' merged trace: each rank runs exactly the calls the full derivation gives it.
 
-use super::{Group, Plan, Site, config, issued, model, walk_rank};
+use super::{Group, Plan, Route, Site, config, issued, model, walk_rank};
 use crate::Explain;
 use collio::Collective;
 use collio::traced::{self, RankAccess, TracedCall};
@@ -334,7 +334,8 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
     let mut explain: BTreeMap<Site, Explain> = BTreeMap::new();
     let mut made_up = BTreeSet::new();
     // Per rank with nested calls: (path, index) -> the calls.
-    let mut derived: BTreeMap<u32, HashMap<(String, usize), Vec<collio::Call>>> = BTreeMap::new();
+    let mut derived: BTreeMap<u32, HashMap<(String, usize), (Route, Vec<collio::Call>)>> =
+        BTreeMap::new();
     for key in keys {
         let sites: BTreeSet<Site> = parts.iter().map(|q| q.calls[key].site).collect();
         let is_derived = sites.iter().filter(|s| p.derived.contains(s)).count();
@@ -426,7 +427,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
                 derived
                     .entry(r as u32)
                     .or_default()
-                    .insert(key.clone(), calls);
+                    .insert(key.clone(), (out.route, calls));
             }
         }
         if derived.len() > MAX_AGGREGATORS {
@@ -446,7 +447,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
             let k = seen.entry(c.path.as_str()).or_default();
             let index = *k;
             *k += 1;
-            let Some(issue) = calls.get(&(c.path.clone(), index)) else {
+            let Some((route, issue)) = calls.get(&(c.path.clone(), index)) else {
                 continue;
             };
             let Some(fd) = c.fd else {
@@ -458,7 +459,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
             let mut children = Vec::with_capacity(issue.len());
             for call in issue {
                 let t = p
-                    .template(c.site, call, &mut made_up)
+                    .template(c.site, *route, call, &mut made_up)
                     .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
                 children.push(issued(call, fd, &t));
             }
