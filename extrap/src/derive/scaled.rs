@@ -15,6 +15,10 @@
 //! aggregators' merged trace: each rank runs exactly the calls the full derivation gives it.
 
 use super::{Group, Plan, Route, Site, config, issued, model, walk_rank};
+
+/// One rank's derived nested calls: per collective call (path, index on that path), the
+/// library's path and the calls.
+type RankDerived = HashMap<(String, usize), (Route, Vec<collio::Call>)>;
 use crate::Explain;
 use collio::Collective;
 use collio::traced::{self, RankAccess, TracedCall};
@@ -334,8 +338,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
     let mut explain: BTreeMap<Site, Explain> = BTreeMap::new();
     let mut made_up = BTreeSet::new();
     // Per rank with nested calls: (path, index) -> the calls.
-    let mut derived: BTreeMap<u32, HashMap<(String, usize), (Route, Vec<collio::Call>)>> =
-        BTreeMap::new();
+    let mut derived: BTreeMap<u32, RankDerived> = BTreeMap::new();
     for key in keys {
         let sites: BTreeSet<Site> = parts.iter().map(|q| q.calls[key].site).collect();
         let is_derived = sites.iter().filter(|s| p.derived.contains(s)).count();
