@@ -176,11 +176,15 @@ pub fn command_line(cmd: &[OsString], kind: Launcher, vars: &[(String, String)])
 /// Runs `iotrex trace`; returns the exit status to use.
 pub fn run(a: &TraceArgs) -> Result<i32> {
     let lib = find_lib(a.lib.as_deref())?;
-    let vars = variables(a, &lib)?;
+    let mut vars = variables(a, &lib)?;
     if a.env {
         for (k, v) in &vars {
             println!("export {k}={}", shell_quote(v));
         }
+        // One id per run of the job script (its shell's pid and the time), shared by every
+        // process it starts: the tracer lets the MPI ranks alone own the trace when there
+        // are any, so mpirun and the script's helpers do not overwrite it.
+        println!("export {}=\"iotrex-$$-$(date +%s%N)\"", rsd::job::JOB_VAR);
         if let Some(c0) = a.command.first() {
             let kind = detect(Path::new(c0));
             let line = command_line(&a.command, kind, &vars);
@@ -197,6 +201,21 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
             "no command to trace (COMMAND)\nhint: iotrex trace -o app.iotrex -- mpirun -np 8 ./app"
         );
     }
+    // Every process of this command is one job (see the tracer's `job` module): when some are
+    // MPI ranks, the others (mpirun under `timeout`, a shell's helpers) leave the trace to them.
+    let job = format!(
+        "iotrex-{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    );
+    let job_dir = rsd::job::job_dir(
+        &rsd::job::tmp_dir(std::env::var("TMPDIR").ok().as_deref()),
+        &job,
+    );
+    vars.push((rsd::job::JOB_VAR.to_string(), job));
     let kind = detect(Path::new(&a.command[0]));
     let line = command_line(&a.command, kind, &vars);
     let start = SystemTime::now();
@@ -234,6 +253,8 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
             Path::new(&a.command[0]).display()
         )
     })?;
+    // The job's few marker files (the tracer keeps nothing else there).
+    let _ = std::fs::remove_dir_all(&job_dir);
     // Killed by a signal: the shell's convention, 128 + the signal number.
     let code = status
         .code()

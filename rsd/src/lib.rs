@@ -25,6 +25,7 @@ pub mod chrome;
 pub mod compress;
 pub mod error;
 pub mod format;
+pub mod job;
 pub mod merge;
 pub mod mpi;
 pub mod op;

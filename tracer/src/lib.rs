@@ -13,7 +13,9 @@
 //! `IOTREX_DISABLE=1` (pass everything through), `IOTREX_VERBOSE=1` (rank 0 prints where the
 //! trace went, its size and the merge time), `IOTREX_ONE_WRITER=1` (set by `iotrex trace` for
 //! a plain command: the first process to write claims `IOTREX_OUT`, later ones write
-//! `<stem>.pid<PID>.iotrex`).
+//! `<stem>.pid<PID>.iotrex`), `IOTREX_JOB` (the id shared by the processes of one job, see
+//! [`job`]), `IOTREX_ALL_PROCESSES=1` (processes of an MPI job that are not ranks keep their
+//! own traces, as `<stem>.nonrank-<exe>-<pid>.iotrex`; without it they write nothing).
 //!
 //! A process killed by SIGTERM, SIGINT or SIGHUP writes what it recorded from the signal
 //! handler ([`signals`]), per rank and flagged incomplete, then dies of the signal.
@@ -32,6 +34,7 @@ pub mod dup;
 pub mod exec;
 pub mod finalize;
 pub mod guard;
+pub mod job;
 pub mod mpi;
 pub mod paths;
 pub mod posix;
@@ -86,6 +89,7 @@ fn init() {
             env_size,
             verbose: std::env::var("IOTREX_VERBOSE").is_ok_and(|v| v == "1"),
         };
+        job::init(state::now_ns());
         callsite::init(cfg.depth);
         // SAFETY: registering a plain function as the fork-child handler; it only stores
         // atomics, which is async-signal-safe.
