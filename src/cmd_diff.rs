@@ -15,8 +15,9 @@ use std::path::PathBuf;
                   parameter and the value on each side. Traces that encode the same calls \
                   differently are expanded rank by rank (up to 4096 ranks) and count as \
                   identical when every rank's calls are. --timing adds the per-event \
-                  difference in mean time (%) and the total and wall time. Exit status: 0 \
-                  identical, 1 different (or unreadable input).",
+                  difference in mean time (%) and the total and wall time. Exit status, as \
+                  diff(1): 0 identical, 1 different, 2 trouble (an unreadable input, a bad \
+                  argument).",
     after_help = "Example:\n  iotrex diff app.64.extrap.iotrex app.64.iotrex\n  iotrex diff --timing --json a.iotrex b.iotrex | jq .timing.total_diff_pct"
 )]
 pub struct DiffArgs {
