@@ -38,6 +38,7 @@ pub mod job;
 pub mod mpi;
 pub mod paths;
 pub mod posix;
+pub mod posix_more;
 pub(crate) mod real;
 pub mod signals;
 pub mod state;

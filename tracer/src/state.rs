@@ -172,6 +172,10 @@ pub struct State {
     pub streams: Table,
     /// MPI files.
     pub files: Table,
+    /// Directory streams opened through a traced `opendir`.
+    pub dirs: Table,
+    /// Mappings of traced descriptors by start address (`posix_more`).
+    pub maps: std::collections::BTreeMap<usize, crate::posix_more::Mapping>,
     /// Outstanding MPI requests.
     pub reqs: Table,
     /// The persistent ones among them (`MPI_Send_init`, ...): a completion leaves them in
@@ -217,6 +221,8 @@ impl State {
             fds: Table::default(),
             streams: Table::default(),
             files: Table::default(),
+            dirs: Table::default(),
+            maps: Default::default(),
             reqs: Table::default(),
             persistent: Default::default(),
             msgs: Table::default(),
