@@ -31,6 +31,7 @@
 mod hook;
 pub mod callsite;
 pub mod dup;
+pub mod elf;
 pub mod exec;
 pub mod finalize;
 pub mod guard;
@@ -89,6 +90,7 @@ fn init() {
             env_rank,
             env_size,
             verbose: std::env::var("IOTREX_VERBOSE").is_ok_and(|v| v == "1"),
+            build_id: elf::build_id("/proc/self/exe"),
         };
         job::init(state::now_ns());
         callsite::init(cfg.depth);

@@ -72,6 +72,9 @@ pub struct Config {
     pub env_size: Option<u32>,
     /// Print where the trace went, its size and the merge time (`IOTREX_VERBOSE=1`).
     pub verbose: bool,
+    /// The executable's GNU build id, read at start-up (the header is also built in signal
+    /// handlers, which must not read files).
+    pub build_id: Option<String>,
 }
 
 /// A table of open handles: a handle's symbolic id is its slot, the lowest free one, as the
