@@ -200,7 +200,12 @@ pub fn merge_and_write(comm: H) {
             trace: st.comp.finish(),
             wall_ns: now_ns().saturating_sub(st.start_ns),
             incomplete: st.incomplete,
-            notes: st.notes.clone(),
+            notes: st
+                .notes
+                .iter()
+                .cloned()
+                .chain(crate::posix_more::unrecorded_note(st.rank))
+                .collect(),
         },
         None => Payload {
             incomplete: true,
@@ -328,6 +333,7 @@ struct Alone {
 /// what ended the process early (a signal); `None` for a normal exit.
 fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
     let mut notes = st.notes.clone();
+    notes.extend(crate::posix_more::unrecorded_note(st.rank));
     if st.mpi_initialized {
         let nranks = st.cfg.env_size.unwrap_or(1);
         notes.push(format!(

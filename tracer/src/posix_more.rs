@@ -4,8 +4,8 @@
 //! `fallocate`, `fdopen` and file mappings. The ops and what each parameter means are in
 //! `rsd::op` (the entries after `MPI_Intercomm_merge`).
 //!
-//! Not hooked: `aio_*` (glibc runs them on threads of its own, through `pread`/`pwrite`,
-//! which are recorded there, on descriptors the application's table knows).
+//! `aio_*` requests are not recorded (glibc performs them on threads of its own through
+//! internal calls): those on traced descriptors are counted into a header note.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -587,3 +587,98 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
     // SAFETY: forwarding the caller's arguments to the real function.
     on_mapping(Op::Munmap, addr, len, || unsafe { f(addr, len) })
 }
+
+// ---------------------------------------------------------------------------------------------
+// preadv2/pwritev2, and the asynchronous calls counted as unrecorded.
+
+libc_hooks! {
+    /// Hook: `preadv2`: `preadv` at an offset, `readv` at the position (offset -1).
+    preadv2 | preadv64v2 (fd: c_int, iov: *const libc::iovec, cnt: c_int, off: off_t, flags: c_int)
+        -> ssize_t => on_handle(fd, Preadv)
+        |id, r| if off == -1 { args::readv(id, cnt as i64, r) } else { args::preadv(id, cnt as i64, off, r) };
+    /// Hook: `pwritev2`, as `preadv2`.
+    pwritev2 | pwritev64v2 (fd: c_int, iov: *const libc::iovec, cnt: c_int, off: off_t, flags: c_int)
+        -> ssize_t => on_handle(fd, Pwritev)
+        |id, r| if off == -1 { args::writev(id, cnt as i64, r) } else { args::pwritev(id, cnt as i64, off, r) };
+}
+
+/// Asynchronous requests (`aio_read`, `aio_write`, `lio_listio` entries) on traced descriptors:
+/// glibc performs them on threads of its own through internal calls no hook sees, so their
+/// bytes are not in the trace; the header says how many there were.
+pub static AIO_UNRECORDED: AtomicUsize = AtomicUsize::new(0);
+
+/// The header note for [`AIO_UNRECORDED`], if any.
+pub fn unrecorded_note(rank: u32) -> Option<String> {
+    let n = AIO_UNRECORDED.load(Ordering::Relaxed);
+    (n > 0).then(|| {
+        format!(
+            "rank {rank}: {n} asynchronous I/O request(s) (aio_read/aio_write/lio_listio) on \
+             traced descriptors were not recorded: their bytes are missing from this trace"
+        )
+    })
+}
+
+fn count_aio(cb: *const libc::aiocb) {
+    if cb.is_null() || traceable().is_none() {
+        return;
+    }
+    // SAFETY: the caller passed a valid control block to the real function.
+    let fd = unsafe { (*cb).aio_fildes };
+    if fd_traced(fd) {
+        AIO_UNRECORDED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+macro_rules! aio_hook {
+    ($name:ident, $sym:literal) => {
+        /// Hook: counts the request when its descriptor is traced (see [`AIO_UNRECORDED`]).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(cb: *mut libc::aiocb) -> c_int {
+            let Some(f) = real!($sym, unsafe extern "C" fn(*mut libc::aiocb) -> c_int) else {
+                return enosys();
+            };
+            count_aio(cb);
+            // SAFETY: forwarding the caller's argument to the real function.
+            unsafe { f(cb) }
+        }
+    };
+}
+aio_hook!(aio_read, "aio_read");
+aio_hook!(aio_write, "aio_write");
+aio_hook!(aio_read64, "aio_read64");
+aio_hook!(aio_write64, "aio_write64");
+
+type LioFn =
+    unsafe extern "C" fn(c_int, *const *mut libc::aiocb, c_int, *mut libc::sigevent) -> c_int;
+
+macro_rules! lio_hook {
+    ($name:ident, $sym:literal) => {
+        /// Hook: counts the list's requests on traced descriptors (see [`AIO_UNRECORDED`]).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            mode: c_int,
+            list: *const *mut libc::aiocb,
+            n: c_int,
+            sig: *mut libc::sigevent,
+        ) -> c_int {
+            let Some(f) = real!($sym, LioFn) else {
+                return enosys();
+            };
+            if !list.is_null() {
+                for i in 0..n.max(0) as usize {
+                    // SAFETY: the caller passed an array of `n` control-block pointers (null
+                    // entries are allowed and skipped).
+                    let cb = unsafe { *list.add(i) };
+                    // SAFETY: as above; a non-null entry is a valid control block.
+                    if !cb.is_null() && unsafe { (*cb).aio_lio_opcode } != libc::LIO_NOP {
+                        count_aio(cb);
+                    }
+                }
+            }
+            // SAFETY: forwarding the caller's arguments to the real function.
+            unsafe { f(mode, list, n, sig) }
+        }
+    };
+}
+lio_hook!(lio_listio, "lio_listio");
+lio_hook!(lio_listio64, "lio_listio64");
