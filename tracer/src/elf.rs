@@ -95,11 +95,11 @@ pub fn symbols(path: &str, hash: impl Fn(&[u8]) -> u64) -> Option<Syms> {
         ))
     };
     let table = (0..shnum as usize)
-        .filter_map(|i| sec(i))
+        .filter_map(&sec)
         .find(|s| s.0 == SHT_SYMTAB)
         .or_else(|| {
             (0..shnum as usize)
-                .filter_map(|i| sec(i))
+                .filter_map(&sec)
                 .find(|s| s.0 == SHT_DYNSYM)
         })?;
     let (_, off, size, link) = table;
