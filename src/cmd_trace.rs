@@ -307,7 +307,9 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
 }
 
 /// The traces written beside `out` by the other processes of a plain command
-/// (`<stem>.pid<PID>.iotrex`, see `IOTREX_ONE_WRITER`) since `since`, oldest first.
+/// (`<stem>.pid<PID>.iotrex`, see `IOTREX_ONE_WRITER`, and with `IOTREX_ALL_PROCESSES=1` the
+/// `<stem>.nonrank-<exe>-<pid>.iotrex` of an MPI job's other processes) since `since`, oldest
+/// first.
 fn others(out: &Path, since: SystemTime) -> Vec<PathBuf> {
     let since = since.checked_sub(Duration::from_secs(1)).unwrap_or(since);
     let name = out.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -324,11 +326,15 @@ fn others(out: &Path, since: SystemTime) -> Vec<PathBuf> {
         .filter_map(|e| e.ok())
         .filter(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
-            n.strip_prefix(&format!("{stem}.pid"))
+            let pid_file = n
+                .strip_prefix(&format!("{stem}.pid"))
                 .and_then(|r| r.strip_suffix(".iotrex"))
                 .is_some_and(|pid| {
                     !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit() || b == b'-')
-                })
+                });
+            // A process of an MPI job that is not a rank, kept by IOTREX_ALL_PROCESSES=1.
+            let nonrank = n.starts_with(&format!("{stem}.nonrank-")) && n.ends_with(".iotrex");
+            pid_file || nonrank
         })
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .filter(|(m, _)| *m >= since)
