@@ -130,6 +130,18 @@ fn the_other_file_calls_are_recorded_and_replay() {
     let of = |op: Op| -> Vec<&FlatEvent> { calls.iter().filter(|c| c.op == op).collect() };
     let w = work.display().to_string();
     assert_eq!(of(Op::Fstat).len(), 1, "{calls:?}");
+    // pwritev2 at an offset is a pwritev; the aio request is counted, not recorded.
+    let pv = of(Op::Pwritev);
+    assert_eq!(pv.len(), 1, "{calls:?}");
+    assert_eq!(pv[0].op.data_bytes(&pv[0].params), 100);
+    assert!(
+        tf.header
+            .notes
+            .iter()
+            .any(|n| n.contains("1 asynchronous I/O request")),
+        "{:?}",
+        tf.header.notes
+    );
     assert_eq!(
         of(Op::Fstat)[0]
             .op
@@ -217,7 +229,7 @@ fn the_other_file_calls_are_recorded_and_replay() {
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let written = bytes(&calls, Dir::Write, |_| true);
-    assert_eq!(written, 4096 + 4096 + 5, "{calls:?}");
+    assert_eq!(written, 4096 + 100 + 4096 + 5, "{calls:?}");
     assert_eq!(v["failed"], 0, "{v}");
     let ops = v["ops"].as_array().unwrap();
     for op in ops {
@@ -226,7 +238,9 @@ fn the_other_file_calls_are_recorded_and_replay() {
     }
     let replayed: u64 = ops
         .iter()
-        .filter(|o| ["write", "msync", "munmap", "fwrite"].contains(&o["op"].as_str().unwrap()))
+        .filter(|o| {
+            ["write", "pwritev", "msync", "munmap", "fwrite"].contains(&o["op"].as_str().unwrap())
+        })
         .map(|o| o["bytes"].as_u64().unwrap())
         .sum();
     assert_eq!(replayed, written, "{v}");
