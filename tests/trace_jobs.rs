@@ -90,17 +90,34 @@ fn job_script(out: &Path, dir: &Path, script: &str, all: bool) -> Output {
         .filter(|l| l.starts_with("export "))
         .map(|l| format!("{l}\n"))
         .collect();
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let mut c = Command::new("timeout");
     c.args(["-k", "5", "150", "/bin/sh", "-c"])
         .arg(format!("{exports}{script}"))
         .env("APP", common::app("io_sample"))
         .env("DIR", dir)
-        .env("MPIRUN", "mpirun -np 4 --mca btl self,vader");
+        .env("MPIRUN", "mpirun -np 4 --mca btl self,vader")
+        // The job's marker directory goes under TMPDIR: in the scratch directory, removed with
+        // it (under --env nothing else removes it).
+        .env("TMPDIR", &tmp);
     mpi_env(&mut c);
     if all {
         c.env("IOTREX_ALL_PROCESSES", "1");
     }
-    c.output().unwrap()
+    let o = c.output().unwrap();
+    // The processes shared one job directory there.
+    let jobs = std::fs::read_dir(&tmp)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("iotrex-job-iotrex-")
+        })
+        .count();
+    assert_eq!(jobs, 1, "{}", text(&o));
+    o
 }
 
 const SCRIPT: &str = "set -e\n\

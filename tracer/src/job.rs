@@ -136,8 +136,14 @@ fn rename(from: &str, to: &str) -> bool {
     }
 }
 
-/// Called by every rank when `MPI_Init` succeeded: the job has ranks.
+/// Called by every rank when `MPI_Init` succeeded: the job has ranks. A rank that made up
+/// the job id itself (launched with `-x LD_PRELOAD` and no `IOTREX_JOB`) shares it with no one
+/// who needs the mark (the helpers it starts are told apart by the launcher's rank variables),
+/// so it leaves no directory behind, even when it is killed.
 pub fn mark_rank() {
+    if ROOT.load(Ordering::SeqCst) {
+        return;
+    }
     let Some(dir) = DIR.get() else { return };
     let mark = format!("{dir}/{MPI_MARK}");
     if !exists(&mark) {
