@@ -96,6 +96,11 @@ fn error_json(msg: &str, hint: Option<&str>) -> String {
     serde_json::json!({ "error": msg, "hint": hint }).to_string()
 }
 
+/// Prints a usage error (bad arguments, found by clap) as JSON on stdout.
+pub fn print_usage_json(msg: &str) {
+    println!("{}", error_json(msg, Some("see --help")));
+}
+
 /// Prints the error of a failed command (with its hint) and gives the exit status.
 pub fn status(result: anyhow::Result<()>, how: Report) -> ExitCode {
     match result {

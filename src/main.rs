@@ -107,8 +107,31 @@ fn run(cli: &Cli) -> Result<()> {
 /// that release builds refuse within the default 2 MiB. Only touched pages cost memory.
 const WORK_STACK: usize = 64 << 20;
 
+/// Parses the command line; a usage error exits 2 as clap does, and with `--json` anywhere on
+/// the line it is also printed on stdout as `{"error": ..., "hint": ...}` like every other error.
+fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let shown = matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            );
+            if !shown && std::env::args_os().any(|a| a == "--json") {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or_default();
+                exit::print_usage_json(first.strip_prefix("error: ").unwrap_or(first));
+            }
+            e.exit()
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let how = exit::Report {
         json: cli.json,
         // diff(1)'s convention: 1 means "different", so trouble is 2.

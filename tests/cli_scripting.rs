@@ -69,6 +69,14 @@ fn json_errors_are_json_on_stdout() {
     // Without --json, stdout stays empty.
     let o = iotrex(&["show", s(&missing)]);
     assert!(o.stdout.is_empty());
+    // A usage error (clap's) too, with its status 2.
+    let o = iotrex(&["--json", "show"]);
+    assert_eq!(o.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("required"), "{v}");
+    let o = iotrex(&["--json", "--help"]);
+    assert!(o.status.success());
+    assert!(serde_json::from_slice::<Value>(&o.stdout).is_err());
 }
 
 #[test]
