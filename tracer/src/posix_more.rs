@@ -4,6 +4,8 @@
 //! `fallocate`, `fdopen` and file mappings. The ops and what each parameter means are in
 //! `rsd::op` (the entries after `MPI_Intercomm_merge`).
 //!
+//! Except for the copies and `preadv2`/`pwritev2` (data), these are recorded only when the
+//! application makes them, not inside MPI-IO calls, where they are the library's bookkeeping.
 //! `aio_*` requests are not recorded (glibc performs them on threads of its own through
 //! internal calls): those on traced descriptors are counted into a header note.
 
@@ -185,9 +187,11 @@ fn two_paths(
     new: *const c_char,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
-    let Some(child) = traceable() else {
+    // Only the application's (see `app_on_handle`).
+    let Some(false) = traceable() else {
         return call();
     };
+    let child = false;
     let p = match (cpath(old), cpath(new)) {
         (Some(a), Some(b)) => Some(rsd::op::path_pair(&a, &b)),
         _ => None,
@@ -276,29 +280,62 @@ pub unsafe extern "C" fn symlink(target: *const c_char, path: *const c_char) -> 
 // ---------------------------------------------------------------------------------------------
 // Descriptor and path calls through the hook table.
 
+/// [`on_handle`] for the calls recorded only when the application makes them: inside an
+/// MPI-IO call they are the library's own bookkeeping (Open MPI's shared file pointer is a
+/// mapped file), not data the collective-buffering model accounts for, and are not recorded.
+#[inline]
+fn app_on_handle<T: Copy, P: AsRef<[i64]>>(
+    h: impl Handle,
+    op: Op,
+    call: impl FnOnce() -> T,
+    ret: impl FnOnce(T) -> i64,
+    params: impl FnOnce(i64, i64) -> P,
+) -> T {
+    if traceable() == Some(true) {
+        return h.pass(call);
+    }
+    on_handle(h, op, call, ret, params)
+}
+
+/// [`path_op`] for the calls recorded only when the application makes them (see
+/// [`app_on_handle`]).
+#[inline]
+fn app_path_op<T: Copy>(
+    path: *const c_char,
+    op: Op,
+    call: impl FnOnce() -> T,
+    ret: impl FnOnce(T) -> i64,
+    params: impl FnOnce(&mut crate::state::State, i64) -> Vec<i64>,
+) -> T {
+    if traceable() == Some(true) {
+        return call();
+    }
+    path_op(path, op, call, ret, params)
+}
+
 libc_hooks! {
     /// Hook: `fstat` (glibc 2.33+ exports it as a function).
     fstat | fstat64 (fd: c_int, buf: *mut c_void) -> c_int
-        => on_handle(fd, Fstat) |id, r| fixed::fstat(id, r);
+        => app_on_handle(fd, Fstat) |id, r| fixed::fstat(id, r);
     /// Hook: the versioned `__fxstat` entry points older binaries call.
     __fxstat | __fxstat64 (ver: c_int, fd: c_int, buf: *mut c_void) -> c_int
-        => on_handle(fd, Fstat) |id, r| fixed::fstat(id, r);
+        => app_on_handle(fd, Fstat) |id, r| fixed::fstat(id, r);
     /// Hook: `fstatat` and its names.
     fstatat | fstatat64 | newfstatat (dirfd: c_int, path: *const c_char, buf: *mut c_void, flags: c_int)
-        -> c_int => path_op(path, Fstatat) |_, r| args::fstatat(flags as i64, r);
+        -> c_int => app_path_op(path, Fstatat) |_, r| args::fstatat(flags as i64, r);
     /// Hook: `statx`.
     statx (dirfd: c_int, path: *const c_char, flags: c_int, mask: c_uint, buf: *mut c_void)
-        -> c_int => path_op(path, Statx) |_, r| args::statx(flags as i64, r);
+        -> c_int => app_path_op(path, Statx) |_, r| args::statx(flags as i64, r);
     /// Hook: `truncate`.
     truncate | truncate64 (path: *const c_char, len: off_t) -> c_int
-        => path_op(path, Truncate) |_, r| args::truncate(len, r);
+        => app_path_op(path, Truncate) |_, r| args::truncate(len, r);
     /// Hook: `fallocate`.
     fallocate | fallocate64 (fd: c_int, mode: c_int, off: off_t, len: off_t) -> c_int
-        => on_handle(fd, Fallocate) |id, r| fixed::fallocate(id, mode as i64, off, len, r);
+        => app_on_handle(fd, Fallocate) |id, r| fixed::fallocate(id, mode as i64, off, len, r);
     /// Hook: `posix_fallocate` (recorded as `fallocate` with mode 0; it returns an error
     /// number, not -1).
     posix_fallocate | posix_fallocate64 (fd: c_int, off: off_t, len: off_t) -> c_int
-        => on_handle(fd, Fallocate) |id, r| fixed::fallocate(id, 0, off, len, r);
+        => app_on_handle(fd, Fallocate) |id, r| fixed::fallocate(id, 0, off, len, r);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -342,7 +379,7 @@ pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut c_void {
         crate::posix::set_errno(libc::ENOSYS);
         return std::ptr::null_mut();
     };
-    path_op(
+    app_path_op(
         path,
         Op::Opendir,
         // SAFETY: forwarding the caller's argument to the real function.
@@ -368,7 +405,7 @@ macro_rules! readdir_hook {
                 crate::posix::set_errno(libc::ENOSYS);
                 return std::ptr::null_mut();
             };
-            on_handle(
+            app_on_handle(
                 DirHandle(d),
                 Op::Readdir,
                 // SAFETY: forwarding the caller's argument to the real function.
@@ -388,7 +425,7 @@ pub unsafe extern "C" fn closedir(d: *mut c_void) -> c_int {
     let Some(f) = real!("closedir", unsafe extern "C" fn(*mut c_void) -> c_int) else {
         return enosys();
     };
-    on_handle(
+    app_on_handle(
         ClosingDir(d),
         Op::Closedir,
         // SAFETY: forwarding the caller's argument to the real function.
@@ -412,7 +449,8 @@ pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
         return std::ptr::null_mut();
     };
     let m = cpath(mode).map_or(0, |m| crate::stdio::mode_bits(&m));
-    let Some(child) = traceable() else {
+    // Only the application's (see `app_on_handle`).
+    let Some(child @ false) = traceable() else {
         // SAFETY: forwarding the caller's arguments to the real function.
         return unsafe { f(fd, mode) };
     };
@@ -481,7 +519,8 @@ macro_rules! mmap_hook {
                 // SAFETY: forwarding the caller's arguments to the real function.
                 return unsafe { f(addr, len, prot, flags, fd, off) };
             }
-            let Some(child) = traceable() else {
+            // Only the application's (see `app_on_handle`).
+            let Some(child @ false) = traceable() else {
                 // SAFETY: forwarding the caller's arguments to the real function.
                 return unsafe { f(addr, len, prot, flags, fd, off) };
             };
@@ -524,7 +563,8 @@ fn on_mapping(op: Op, addr: *mut c_void, len: size_t, call: impl FnOnce() -> c_i
     if MAPPINGS.load(Ordering::Relaxed) == 0 {
         return call();
     }
-    let Some(child) = traceable() else {
+    // Only the application's (see `app_on_handle`).
+    let Some(child @ false) = traceable() else {
         return call();
     };
     let a = addr as usize;
