@@ -7,6 +7,10 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// One mpirun at a time (the machine's cores are few).
+static MPIRUN: Mutex<()> = Mutex::new(());
 
 fn text(o: &Output) -> String {
     format!(
@@ -48,6 +52,7 @@ fn io_sample_args(dir: &str) -> Vec<String> {
 
 #[test]
 fn mpirun_under_timeout_leaves_only_the_ranks_trace() {
+    let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
     let dir = common::scratch();
     let d = dir.path().display().to_string();
     let app = common::app("io_sample");
@@ -81,6 +86,7 @@ fn mpirun_under_timeout_leaves_only_the_ranks_trace() {
 /// Runs `script` under `/bin/sh` after the `--env` lines of `iotrex trace --env -o out`, as a
 /// job script would; `$APP`, `$DIR` and `$MPIRUN` are set.
 fn job_script(out: &Path, dir: &Path, script: &str, all: bool) -> Output {
+    let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
     let mut e = Command::new(env!("CARGO_BIN_EXE_iotrex"));
     e.args(["trace", "--env", "-o"]).arg(out);
     let env = mpi_env(&mut e).output().unwrap();
