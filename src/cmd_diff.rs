@@ -15,8 +15,11 @@ use std::path::PathBuf;
                   parameter and the value on each side. Traces that encode the same calls \
                   differently are expanded rank by rank (up to 4096 ranks) and count as \
                   identical when every rank's calls are. --timing adds the per-event \
-                  difference in mean time (%) and the total and wall time. Exit status: 0 \
-                  identical, 1 different (or unreadable input).",
+                  difference in mean time (%) and the total and wall time. Exit status, as \
+                  diff(1): 0 identical, 1 different, 2 trouble (an unreadable input, a bad \
+                  argument). The headers of traces of different programs or builds (GNU build id) \
+                  are named, since their call sites differ; --ignore-call-sites compares the \
+                  calls alone.",
     after_help = "Example:\n  iotrex diff app.64.extrap.iotrex app.64.iotrex\n  iotrex diff --timing --json a.iotrex b.iotrex | jq .timing.total_diff_pct"
 )]
 pub struct DiffArgs {
@@ -27,6 +30,10 @@ pub struct DiffArgs {
     /// Also compare timing: per-event mean time difference (%) and total wall time.
     #[arg(long)]
     pub timing: bool,
+    /// Compare calls without their call sites (two builds of one program, or traces taken
+    /// with different --stack-depth).
+    #[arg(long)]
+    pub ignore_call_sites: bool,
     /// Show at most this many differences.
     #[arg(long, default_value_t = 10)]
     pub max: usize,
@@ -43,6 +50,7 @@ pub fn run(a: &DiffArgs, json: bool) -> Result<()> {
     let opts = DiffOptions {
         timing: a.timing,
         max_shown: a.max,
+        ignore_call_sites: a.ignore_call_sites,
         ..DiffOptions::default()
     };
     let r = diff(&x, &y, &opts);

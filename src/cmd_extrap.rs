@@ -52,6 +52,10 @@ pub struct ExtrapArgs {
     /// the output's header notes list the scales used and dropped.
     #[arg(long)]
     pub drop_inconsistent: bool,
+    /// Fit the calls without their call sites, for inputs traced from different builds of the
+    /// program (the output then has no call sites).
+    #[arg(long)]
+    pub ignore_call_sites: bool,
 }
 
 #[derive(Serialize)]
@@ -80,6 +84,35 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    // Inputs of different programs or builds have different call sites where their calls are
+    // the same, which reads as "another path at another scale": say so first.
+    if let Some(first) = inputs.first() {
+        for i in &inputs[1..] {
+            if let Some(o) = first.file.header.origin_differs(&i.file.header) {
+                eprintln!(
+                    "note: {} and {}: {o}{}",
+                    first.name,
+                    i.name,
+                    if a.ignore_call_sites {
+                        " (call sites are left out, --ignore-call-sites)"
+                    } else {
+                        "; if their call sites differ, fit with --ignore-call-sites"
+                    }
+                );
+            }
+        }
+    }
+    let inputs: Vec<Input> = if a.ignore_call_sites {
+        inputs
+            .into_iter()
+            .map(|i| Input {
+                file: extrap::diff::without_call_sites(&i.file),
+                ..i
+            })
+            .collect()
+    } else {
+        inputs
+    };
     let x = extrap::extrapolate_consistent(&inputs, a.ranks, &models, a.drop_inconsistent)?;
     // Inputs left out by --drop-inconsistent.
     let mut dropped: Vec<u32> = inputs

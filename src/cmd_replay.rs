@@ -22,7 +22,7 @@ use replay::cli::ReplayArgs;
                   and per-rank time, time in I/O/compute/comm, op counts and bytes per layer \
                   and op (checked against the trace's), lateness percentiles and replay vs \
                   traced time. Under MPI, run `mpirun -np N iotrex-replay TRACE --root DIR`.",
-    after_help = "Example:\n  iotrex replay app.64.iotrex --threads --root /tmp/replay --comm real\n  mpirun -np 8 iotrex-replay app.8.iotrex --root /scratch/replay"
+    after_help = "Example:\n  iotrex replay app.64.iotrex --root /tmp/replay --comm real\n  mpirun -np 8 iotrex-replay app.8.iotrex --root /scratch/replay"
 )]
 pub struct ReplayCmd {
     #[command(flatten)]
@@ -31,14 +31,9 @@ pub struct ReplayCmd {
 
 /// Runs `iotrex replay`. Returns a hint for the error, if there is one, with the error.
 pub fn run(a: &ReplayCmd, json: bool) -> Result<()> {
+    // Threads are this command's only mode, so `--threads` may be left out (it is accepted
+    // for the scripts that pass it, and because `iotrex-replay` shares the definition).
     let a = &a.args;
-    if !a.threads {
-        anyhow::bail!(
-            "iotrex replay runs ranks as threads only (add --threads); under MPI run `mpirun -np N iotrex-replay {} --root {}`",
-            a.trace.display(),
-            a.root.display()
-        );
-    }
     let report = a.run_threads()?;
     if json {
         crate::output::print_json(&report)

@@ -199,11 +199,15 @@ pub fn command_line(cmd: &[OsString], kind: Launcher, vars: &[(String, String)])
 /// Runs `iotrex trace`; returns the exit status to use.
 pub fn run(a: &TraceArgs) -> Result<i32> {
     let lib = find_lib(a.lib.as_deref())?;
-    let vars = variables(a, &lib)?;
+    let mut vars = variables(a, &lib)?;
     if a.env {
         for (k, v) in &vars {
             println!("export {k}={}", shell_quote(v));
         }
+        // One id per run of the job script (its shell's pid and the time), shared by every
+        // process it starts: the tracer lets the MPI ranks alone own the trace when there
+        // are any, so mpirun and the script's helpers do not overwrite it.
+        println!("export {}=\"iotrex-$$-$(date +%s%N)\"", rsd::job::JOB_VAR);
         if let Some(c0) = a.command.first() {
             let kind = detect(Path::new(c0));
             let line = command_line(&a.command, kind, &vars);
@@ -220,6 +224,21 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
             "no command to trace (COMMAND)\nhint: iotrex trace -o app.iotrex -- mpirun -np 8 ./app"
         );
     }
+    // Every process of this command is one job (see the tracer's `job` module): when some are
+    // MPI ranks, the others (mpirun under `timeout`, a shell's helpers) leave the trace to them.
+    let job = format!(
+        "iotrex-{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    );
+    let job_dir = rsd::job::job_dir(
+        &rsd::job::tmp_dir(std::env::var("TMPDIR").ok().as_deref()),
+        &job,
+    );
+    vars.push((rsd::job::JOB_VAR.to_string(), job));
     let kind = detect(Path::new(&a.command[0]));
     let line = command_line(&a.command, kind, &vars);
     let start = SystemTime::now();
@@ -257,6 +276,8 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
             Path::new(&a.command[0]).display()
         )
     })?;
+    // The job's few marker files (the tracer keeps nothing else there).
+    let _ = std::fs::remove_dir_all(&job_dir);
     // Killed by a signal: the shell's convention, 128 + the signal number.
     let code = status
         .code()
@@ -309,7 +330,9 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
 }
 
 /// The traces written beside `out` by the other processes of a plain command
-/// (`<stem>.pid<PID>.iotrex`, see `IOTREX_ONE_WRITER`) since `since`, oldest first.
+/// (`<stem>.pid<PID>.iotrex`, see `IOTREX_ONE_WRITER`, and with `IOTREX_ALL_PROCESSES=1` the
+/// `<stem>.nonrank-<exe>-<pid>.iotrex` of an MPI job's other processes) since `since`, oldest
+/// first.
 fn others(out: &Path, since: SystemTime) -> Vec<PathBuf> {
     let since = since.checked_sub(Duration::from_secs(1)).unwrap_or(since);
     let name = out.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -326,11 +349,15 @@ fn others(out: &Path, since: SystemTime) -> Vec<PathBuf> {
         .filter_map(|e| e.ok())
         .filter(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
-            n.strip_prefix(&format!("{stem}.pid"))
+            let pid_file = n
+                .strip_prefix(&format!("{stem}.pid"))
                 .and_then(|r| r.strip_suffix(".iotrex"))
                 .is_some_and(|pid| {
                     !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit() || b == b'-')
-                })
+                });
+            // A process of an MPI job that is not a rank, kept by IOTREX_ALL_PROCESSES=1.
+            let nonrank = n.starts_with(&format!("{stem}.nonrank-")) && n.ends_with(".iotrex");
+            pid_file || nonrank
         })
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .filter(|(m, _)| *m >= since)

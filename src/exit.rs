@@ -1,6 +1,8 @@
 //! How a command's result becomes the process's end: the error message, a hint where there is
 //! a useful one, and the exit status (0 success, 1 unreadable or invalid input, 2 bad arguments,
-//! or the traced command's own status).
+//! or the traced command's own status; `diff`, like diff(1), 0 same, 1 different, 2 trouble).
+//! With `--json` the error is also printed on stdout as `{"error": ..., "hint": ...}`, so a
+//! script reading stdout sees it.
 
 use rsd::RsdError;
 use std::io;
@@ -79,8 +81,28 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// How the error of a failed command is reported.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Report {
+    /// `--json`: the error also goes to stdout as JSON.
+    pub json: bool,
+    /// The exit status of an error (not of a usage error, always 2): 1, or 2 for `diff`,
+    /// whose 1 means "different".
+    pub trouble: u8,
+}
+
+/// The error as JSON: `{"error": message, "hint": hint or null}`.
+fn error_json(msg: &str, hint: Option<&str>) -> String {
+    serde_json::json!({ "error": msg, "hint": hint }).to_string()
+}
+
+/// Prints a usage error (bad arguments, found by clap) as JSON on stdout.
+pub fn print_usage_json(msg: &str) {
+    println!("{}", error_json(msg, Some("see --help")));
+}
+
 /// Prints the error of a failed command (with its hint) and gives the exit status.
-pub fn status(result: anyhow::Result<()>) -> ExitCode {
+pub fn status(result: anyhow::Result<()>, how: Report) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // `iotrex expand big.iotrex --rank 0 | head` is normal use, not an error.
@@ -90,15 +112,31 @@ pub fn status(result: anyhow::Result<()>) -> ExitCode {
             ExitCode::from(u8::try_from(code).unwrap_or(1))
         }
         Err(e) => {
-            eprintln!("error: {}", message(&e));
-            if let Some(h) = hint(&e) {
+            let msg = message(&e);
+            let h = hint(&e);
+            eprintln!("error: {msg}");
+            if let Some(h) = &h {
                 eprintln!("hint: {h}");
+            }
+            if how.json {
+                println!("{}", error_json(&msg, h.as_deref()));
             }
             if e.downcast_ref::<Usage>().is_some() {
                 ExitCode::from(2)
             } else {
-                ExitCode::FAILURE
+                ExitCode::from(how.trouble.max(1))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn error_json_has_both_fields() {
+        let v: serde_json::Value =
+            serde_json::from_str(&super::error_json("a \"b\"", None)).unwrap();
+        assert_eq!(v["error"], "a \"b\"");
+        assert!(v["hint"].is_null());
     }
 }

@@ -6,7 +6,8 @@
 //! front ends get the same text.
 //!
 //! Exit status: 0 on success, 1 when an input cannot be read or is not a valid trace, 2 for bad
-//! arguments (including a rank that is not in the trace).
+//! arguments (including a rank that is not in the trace); `diff` exits 0 identical, 1
+//! different, 2 on any trouble, like diff(1).
 
 mod cmd_codes;
 mod cmd_diff;
@@ -42,7 +43,9 @@ Examples:
   iotrex stats --json demo.iotrex
   iotrex expand demo.iotrex --rank 2
 
-Exit status: 0 success, 1 unreadable or invalid input, 2 bad arguments.";
+Exit status: 0 success, 1 unreadable or invalid input, 2 bad arguments (diff: 0 identical,
+1 different, 2 trouble). With --json, an error is also printed on stdout as
+{\"error\": ..., \"hint\": ...}.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -104,8 +107,40 @@ fn run(cli: &Cli) -> Result<()> {
 /// that release builds refuse within the default 2 MiB. Only touched pages cost memory.
 const WORK_STACK: usize = 64 << 20;
 
+/// Parses the command line; a usage error exits 2 as clap does, and with `--json` anywhere on
+/// the line it is also printed on stdout as `{"error": ..., "hint": ...}` like every other error.
+fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let shown = matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            );
+            if !shown && std::env::args_os().any(|a| a == "--json") {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or_default();
+                exit::print_usage_json(first.strip_prefix("error: ").unwrap_or(first));
+            }
+            e.exit()
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
+    let how = exit::Report {
+        json: cli.json,
+        // diff(1)'s convention: 1 means "different", so trouble is 2.
+        trouble: if matches!(cli.cmd, Cmd::Diff(_)) {
+            2
+        } else {
+            1
+        },
+    };
     let result = std::thread::Builder::new()
         .name("iotrex".into())
         .stack_size(WORK_STACK)
@@ -115,7 +150,7 @@ fn main() -> ExitCode {
             Ok(r) => r,
             Err(panic) => std::panic::resume_unwind(panic),
         });
-    exit::status(result)
+    exit::status(result, how)
 }
 
 #[cfg(test)]

@@ -24,6 +24,9 @@ pub struct DiffOptions {
     /// Expand and compare per rank when structures differ and both traces have at most this
     /// many ranks.
     pub expand_limit: u32,
+    /// Compare the calls without their call sites (`--ignore-call-sites`): two builds of a
+    /// program, or runs with different `IOTREX_STACK_DEPTH`, agree where their calls do.
+    pub ignore_call_sites: bool,
 }
 
 impl Default for DiffOptions {
@@ -32,6 +35,7 @@ impl Default for DiffOptions {
             timing: false,
             max_shown: 10,
             expand_limit: 4096,
+            ignore_call_sites: false,
         }
     }
 }
@@ -102,6 +106,31 @@ pub struct DiffReport {
     pub note: Option<String>,
     /// Timing comparison, with `--timing`.
     pub timing: Option<TimingReport>,
+    /// When the headers say the traces are of different programs or builds (whose call sites
+    /// differ where their calls are the same), what they say.
+    pub origin: Option<String>,
+    /// Whether call sites were left out of the comparison.
+    pub ignore_call_sites: bool,
+}
+
+/// Sets every call site of `nodes` to 0.
+fn erase_call_sites(nodes: &mut [Node]) {
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                e.sig = 0;
+                erase_call_sites(&mut e.children);
+            }
+            NodeKind::Loop(l) => erase_call_sites(&mut l.body),
+        }
+    }
+}
+
+/// `t` without call sites.
+pub fn without_call_sites(t: &TraceFile) -> TraceFile {
+    let mut t = t.clone();
+    erase_call_sites(&mut t.trace.nodes);
+    t
 }
 
 struct Walk {
@@ -301,6 +330,13 @@ fn timing_walk(
 
 /// Compares `a` and `b`.
 pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
+    let erased;
+    let (a, b) = if opts.ignore_call_sites {
+        erased = (without_call_sites(a), without_call_sites(b));
+        (&erased.0, &erased.1)
+    } else {
+        (a, b)
+    };
     let mut w = Walk {
         count: 0,
         max: opts.max_shown,
@@ -323,6 +359,8 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         differences: w.out,
         note: None,
         timing: None,
+        origin: a.header.origin_differs(&b.header),
+        ignore_call_sites: opts.ignore_call_sites,
     };
     let small = a.header.nranks <= opts.expand_limit && b.header.nranks <= opts.expand_limit;
     if !report.identical && small && a.header.nranks == b.header.nranks {
@@ -396,6 +434,19 @@ pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
     }
     if let Some(n) = &r.note {
         let _ = writeln!(s, "note: {n}");
+    }
+    if let Some(o) = &r.origin {
+        if r.ignore_call_sites {
+            let _ = writeln!(s, "note: {o} (call sites were not compared)");
+        } else if r.identical {
+            let _ = writeln!(s, "note: {o}; their call sites agree");
+        } else {
+            let _ = writeln!(
+                s,
+                "note: {o}: their call sites differ where their calls do not; compare the calls \
+                 alone with --ignore-call-sites"
+            );
+        }
     }
     if let Some(t) = &r.timing {
         let _ = writeln!(s, "timing (mean duration left -> right, difference):");

@@ -343,6 +343,18 @@ impl FileTable {
                 self.files.get_mut(&id).expect("resolved").refs += 1;
                 (Effect::Dup(id), closed)
             }
+            // A stream on a traced descriptor: one open file under both handles, as a dup.
+            Op::Fdopen => {
+                let s = get(Param::Stream);
+                if s < 0 {
+                    return (Effect::None, None);
+                }
+                let (id, _) = self.resolve(Handle::Fd, get(Param::Fd), ctx);
+                self.release(Handle::Stream, s);
+                self.handles.insert((Handle::Stream, s), id);
+                self.files.get_mut(&id).expect("resolved").refs += 1;
+                (Effect::Dup(id), None)
+            }
             Op::Ftruncate | Op::FileSetSize => {
                 let (kind, h) = handle_of(op, params).expect("acts on a handle");
                 let size = get(if op == Op::Ftruncate {

@@ -30,8 +30,9 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "DIR")]
     pub root: PathBuf,
     /// Run every rank in this process, without MPI: one thread per rank, or past --max-threads
-    /// ranks as coroutines sharing that many threads. Required by `iotrex replay`; without it
-    /// `iotrex-replay` replays under MPI (`mpirun -np N iotrex-replay`).
+    /// ranks as coroutines sharing that many threads. The only mode of `iotrex replay`, where
+    /// it may be left out; without it `iotrex-replay` replays under MPI (`mpirun -np N
+    /// iotrex-replay`).
     #[arg(long)]
     pub threads: bool,
     /// With --threads, at most N OS threads run ranks. Default: one thread per rank up to a

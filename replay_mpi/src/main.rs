@@ -48,7 +48,8 @@ struct Cli {
 /// Parses the command line (exits with clap's usage error and status 2 on bad arguments).
 fn parse_args() -> ReplayArgs {
     let mut cmd = Cli::command().mut_arg(replay::cli::JSON_OUT, |a| {
-        a.visible_alias(replay::cli::JSON_ALIAS)
+        // One spelling in the help of both commands (`--json-out`); the older one still works.
+        a.alias(replay::cli::JSON_ALIAS)
     });
     let m = cmd.get_matches_mut();
     match Cli::from_arg_matches(&m) {
@@ -63,6 +64,37 @@ fn fail(e: &ReplayError) -> ExitCode {
         eprintln!("hint: {h}");
     }
     ExitCode::FAILURE
+}
+
+/// The file whose exclusive creation elects the one rank that prints an error every rank may
+/// hit at once (a failing call of an SPMD trace, a stall): in the replay's root, which all
+/// ranks share; rank 0 removes a stale one before the ranks start.
+const FIRST_ERROR: &str = ".iotrex-replay-error";
+
+/// Prints `e` unless another rank of the job already printed its error (see [`FIRST_ERROR`]):
+/// under mpirun the ranks that failed would otherwise each say it, interleaved.
+fn fail_first(root: &std::path::Path, rank: c_int, e: &ReplayError) {
+    let first = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(root.join(FIRST_ERROR))
+        .map(|mut f| {
+            use std::io::Write;
+            let _ = writeln!(f, "rank {rank}: {e}");
+        });
+    match first {
+        Ok(()) => {
+            eprintln!("error: rank {rank}: {e}");
+            if let Some(h) = replay::hint(e) {
+                eprintln!("hint: {h}");
+            }
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        // The root is not writable: better every rank's error than none.
+        Err(_) => {
+            fail(e);
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -232,11 +264,14 @@ fn mpi_replay(
         Ok(())
     };
     if !all_ok(p, prep.is_ok()) {
-        return Err((
+        // Rank 0 holds the error and prints it; the others only know that it failed.
+        return Err(everywhere(
             prep.err()
                 .unwrap_or(ReplayError::Mpi("--prep failed on rank 0".into())),
-            false,
         ));
+    }
+    if rank == 0 {
+        let _ = std::fs::remove_file(args.root.join(FIRST_ERROR));
     }
     // Rank 0 draws a bar of its own calls on a terminal (counted before the timed run).
     let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -259,8 +294,9 @@ fn mpi_replay(
     // releases the ranks waiting for it.
     let watch = replay::watchdog::Watch::new([rank as u32]);
     let timeout_s = opts.stall_timeout.as_secs_f64();
+    let dog_root = args.root.clone();
     let _dog = replay::watchdog::Watchdog::start(watch.clone(), move |_| {
-        fail(&ReplayError::Stalled { timeout_s });
+        fail_first(&dog_root, rank, &ReplayError::Stalled { timeout_s });
         // SAFETY: MPI is initialised; MPI_Abort ends every process of the job, including this
         // one, from any thread in practice (Open MPI and MPICH kill the job through the
         // launcher). Should it return, the process exits after the grace period.
@@ -275,7 +311,7 @@ fn mpi_replay(
     if !ok {
         // The other ranks may be waiting in a collective for this one: stop the job.
         if let Err(e) = &result {
-            fail(e);
+            fail_first(&args.root, rank, e);
         }
         // SAFETY: MPI is initialised; aborting the whole job is the only way to release ranks
         // blocked in a collective this rank will never join.

@@ -67,6 +67,11 @@ pub struct Header {
     /// intervals); `None` in a traced run, so its presence says the trace is extrapolated.
     #[serde(default)]
     pub prediction: Option<crate::timing::Prediction>,
+    /// The GNU build id of the traced executable (hex), when it has one: two traces of
+    /// different builds have different call sites, which `diff` and `extrap` then say.
+    /// Added after `prediction`, written only when known (older traces keep their bytes).
+    #[serde(default)]
+    pub build_id: Option<String>,
 }
 
 /// The MPI library's configuration that steers its I/O: which library, how ranks sit on
@@ -117,7 +122,9 @@ impl Serialize for Header {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         // The version-1 fields, then the later ones up to the last that is not empty.
-        let later = if self.prediction.is_some() {
+        let later = if self.build_id.is_some() {
+            4
+        } else if self.prediction.is_some() {
             3
         } else if self.mpi_config.is_some() {
             2
@@ -144,6 +151,9 @@ impl Serialize for Header {
         if later >= 3 {
             st.serialize_field("prediction", &self.prediction)?;
         }
+        if later >= 4 {
+            st.serialize_field("build_id", &self.build_id)?;
+        }
         st.end()
     }
 }
@@ -163,6 +173,32 @@ impl Header {
             unrecorded_mpi: Vec::new(),
             mpi_config: None,
             prediction: None,
+            build_id: None,
+        }
+    }
+
+    /// The program the trace is of: the file name of the command's first word.
+    pub fn program(&self) -> Option<&str> {
+        let c = self.command.first()?;
+        Some(c.rsplit('/').next().unwrap_or(c))
+    }
+
+    /// Why two traces may not be of the same program build, in words, or `None` when nothing
+    /// says so (same program and build id, or not recorded): their call sites then differ
+    /// even where the calls are the same.
+    pub fn origin_differs(&self, other: &Header) -> Option<String> {
+        match (self.program(), other.program()) {
+            (Some(a), Some(b)) if a != b => {
+                return Some(format!("different programs: {a} and {b}"));
+            }
+            _ => {}
+        }
+        match (&self.build_id, &other.build_id) {
+            (Some(a), Some(b)) if a != b => Some(format!(
+                "different builds of {}: build id {a} and {b}",
+                self.program().unwrap_or("the program")
+            )),
+            _ => None,
         }
     }
 }

@@ -29,6 +29,7 @@ pub mod compress;
 pub mod draw;
 pub mod error;
 pub mod format;
+pub mod job;
 pub mod merge;
 pub mod mpi;
 pub mod op;

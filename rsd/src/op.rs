@@ -80,7 +80,7 @@ params! {
     Message => "message", MatchedSource => "matched_source", MatchedTag => "matched_tag",
     Indegree => "indegree", Outdegree => "outdegree", LocalLeader => "local_leader",
     PeerComm => "peer_comm", RemoteLeader => "remote_leader", RemoteSize => "remote_size",
-    High => "high",
+    High => "high", Prot => "prot", Dirp => "dir",
 }
 
 /// 1 for any parameter: counts a list's length in a constant expression.
@@ -442,6 +442,56 @@ ops! {
     // `comm`: the intercommunicator; `high` as passed (0 or 1); `size`: the merged
     // communicator's size, followed by its `size` MPI_COMM_WORLD ranks, in its rank order.
     IntercommMerge => Mpi, "MPI_Intercomm_merge", None, [Comm, High, Newcomm, Size];
+
+    // ---- Calls that moved or named file data unseen before (issue 16). The copies that move
+    // data inside the kernel (`copy_file_range`, `sendfile`, `splice`) have no op of their
+    // own: each is recorded as the read and the write it does, `read`/`pread` on a traced
+    // source (`pread` when the call was given an offset, which it then leaves the position
+    // alone for) and `write`/`pwrite` on a traced destination, so every consumer counts,
+    // places and replays their bytes as it does any read or write.
+    //
+    // Two paths, old then new, joined by [`PATH_PAIR_SEP`] into the event's path.
+    Rename => Posix, "rename", None, [Ret];
+    Link => Posix, "link", None, [Ret];
+    Symlink => Posix, "symlink", None, [Ret];
+    Fstat => Posix, "fstat", None, [Fd, Ret];
+    // `fstatat`/`newfstatat` and `statx` name a path (relative to a directory descriptor,
+    // which is not recorded); `flags` as passed.
+    Fstatat => Posix, "fstatat", None, [Flags, Ret];
+    Statx => Posix, "statx", None, [Flags, Ret];
+    // `dir`: the index of the `DIR *` in the rank's table of open directories (-1: failed).
+    Opendir => Posix, "opendir", None, [Dirp];
+    // `ret`: 1 for an entry, 0 at the end (or an error).
+    Readdir => Posix, "readdir", None, [Dirp, Ret];
+    Closedir => Posix, "closedir", None, [Dirp];
+    Truncate => Posix, "truncate", None, [Length, Ret];
+    // `fallocate` and `posix_fallocate` (recorded with mode 0); `ret` 0 on success.
+    Fallocate => Posix, "fallocate", None, [Fd, Mode, Offset, Length, Ret];
+    // A stream on a traced descriptor: `mode` encoded as `fopen`'s (`fopen_mode`), `stream`
+    // the new stream's id (-1: failed). The stream and the descriptor share the open file.
+    Fdopen => Stdio, "fdopen", None, [Fd, Mode, Stream];
+    // A mapping of a traced descriptor; `flags` as passed (MAP_SHARED or MAP_PRIVATE, ...).
+    Mmap => Posix, "mmap", None, [Fd, Length, Offset, Prot, Flags];
+    // The bytes of a shared writable mapping reach the file at `msync` (the range synced) or,
+    // when it was never synced, at `munmap` (the whole mapping): recorded as a positioned
+    // write of `ret` bytes at file offset `offset` (0 bytes for other mappings). The pages
+    // the program really dirtied are not known: this is the most the mapping could write.
+    Msync => Posix, "msync", Write, [Fd, Offset, Ret];
+    Munmap => Posix, "munmap", Write, [Fd, Offset, Ret];
+}
+
+/// Separates the two paths of a call that names two (`rename`, `link`, `symlink`: old, new)
+/// in its event's path.
+pub const PATH_PAIR_SEP: char = '\n';
+
+/// The path of a call that names two (see [`PATH_PAIR_SEP`]).
+pub fn path_pair(old: &str, new: &str) -> String {
+    format!("{old}{PATH_PAIR_SEP}{new}")
+}
+
+/// The two paths of a call that names two, or `None` when `path` holds one.
+pub fn split_path_pair(path: &str) -> Option<(&str, &str)> {
+    path.split_once(PATH_PAIR_SEP)
 }
 
 /// What a point-to-point call does with a message.
@@ -923,11 +973,29 @@ mod tests {
         // version, in the table's order.
         let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
         assert_eq!(at(Op::SendInit), at(Op::ReduceScatterBlock) + 1);
-        assert_eq!(at(Op::IntercommMerge), Op::ALL.len() - 1);
-        for op in &Op::ALL[at(Op::SendInit)..] {
+        // Issue 16's file calls were appended after it (the last op of the MPI API's batch).
+        assert_eq!(at(Op::IntercommMerge) + 1, at(Op::Rename));
+        for op in &Op::ALL[at(Op::SendInit)..=at(Op::IntercommMerge)] {
             assert_eq!(op.layer(), Layer::Mpi, "{}", op.name());
             assert_eq!(op.dir(), Dir::None, "{}", op.name());
         }
+    }
+
+    #[test]
+    fn the_file_calls_of_issue_16_are_appended() {
+        let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
+        assert_eq!(at(Op::Munmap), Op::ALL.len() - 1);
+        // Only the mapping writes move data; they are positioned writes of `ret` bytes.
+        for op in &Op::ALL[at(Op::Rename)..] {
+            let moves = matches!(op, Op::Msync | Op::Munmap);
+            assert_eq!(op.dir() == Dir::Write, moves, "{}", op.name());
+            assert!(op.dir() != Dir::Read, "{}", op.name());
+        }
+        assert_eq!(Op::Munmap.data_bytes(&[3, 4096, 8192]), 8192);
+        assert_eq!(Op::Fdopen.handle(), Some(Handle::Fd));
+        let p = path_pair("a/x_1", "a/y_1");
+        assert_eq!(split_path_pair(&p), Some(("a/x_1", "a/y_1")));
+        assert_eq!(split_path_pair("a/x_1"), None);
     }
 
     #[test]

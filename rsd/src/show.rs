@@ -241,6 +241,9 @@ pub fn render_header(h: &Header, out: &mut String) {
         h.command.join(" ")
     };
     let _ = writeln!(out, "{INDENT}command    {cmd}");
+    if let Some(b) = &h.build_id {
+        let _ = writeln!(out, "{INDENT}build id   {b}");
+    }
     let layers: Vec<&str> = h.layers.iter().map(|l| l.name()).collect();
     let _ = writeln!(out, "{INDENT}layers     {}", layers.join(", "));
     let _ = writeln!(out, "{INDENT}clock      {}", h.clock);

@@ -1,6 +1,11 @@
-//! Call-site signatures: the return-address stack as (module, offset) pairs, hashed.
+//! Call-site signatures: the return-address stack as (module, function, offset) triples,
+//! hashed.
 //!
-//! Module-relative offsets are what make a signature equal across ranks and runs despite ASLR.
+//! Module-relative offsets are what make a signature equal across ranks and runs despite ASLR;
+//! naming the function (from the module's symbol table, [`crate::elf`]) and counting the offset
+//! from its start is what keeps it equal across a rebuild that changes other code (a string,
+//! another function, the link order). A frame in a module without symbols for it keeps its
+//! module offset. Debug information (file:line) is not read.
 //! The stack comes from libunwind's `unw_backtrace` when libunwind.so.8 is installed, else
 //! from glibc's `backtrace()` (both use unwind tables, so no frame pointers are needed);
 //! frames inside this library are skipped. Address-to-module lookups (`dladdr`) are cached,
@@ -39,7 +44,38 @@ fn fnv(h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-fn module_of(addr: usize) -> Option<(usize, u64, u64)> {
+/// Function symbols of the modules seen so far, by load base (`None`: no symbol table).
+static SYMS: Mutex<Vec<(usize, Option<std::sync::Arc<crate::elf::Syms>>)>> = Mutex::new(Vec::new());
+
+fn syms_of(base: usize, path: &[u8]) -> Option<std::sync::Arc<crate::elf::Syms>> {
+    if let Some((_, s)) = SYMS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(b, _)| *b == base)
+    {
+        return s.clone();
+    }
+    // The main program is named by its argv[0], which may be relative to another directory
+    // or found through PATH: the kernel's link is the file.
+    let path = match std::str::from_utf8(path) {
+        Ok(p) if p.starts_with('/') => p.to_string(),
+        _ => "/proc/self/exe".to_string(),
+    };
+    // Read outside the lock (file I/O).
+    let s = crate::elf::symbols(&path, |b| fnv(SEED, b)).map(std::sync::Arc::new);
+    let mut g = SYMS.lock().unwrap_or_else(|p| p.into_inner());
+    if !g.iter().any(|(b, _)| *b == base) {
+        g.push((base, s.clone()));
+    }
+    s
+}
+
+/// The module holding `addr`: its base, the hash of its file name, and where in it `addr`
+/// lies. With `symbolize`, where is the function's name and the offset from its start,
+/// hashed, when the module has a symbol for it (a rebuild that changes other functions, data
+/// or the link order leaves it alone); otherwise the offset from the module's base.
+fn module_of(addr: usize, symbolize: bool) -> Option<(usize, u64, u64)> {
     let mut info = libc::Dl_info {
         dli_fname: std::ptr::null(),
         dli_fbase: std::ptr::null_mut(),
@@ -61,7 +97,16 @@ fn module_of(addr: usize) -> Option<(usize, u64, u64)> {
     };
     // The file name only: the same binary launched as `./app` or `/abs/app` is one module.
     let base_name = name.rsplit(|&c| c == b'/').next().unwrap_or(name);
-    Some((base, fnv(SEED, base_name), (addr - base) as u64))
+    let offset = (addr - base) as u64;
+    let at = symbolize
+        .then(|| syms_of(base, name))
+        .flatten()
+        .and_then(|s| s.lookup(if s.fixed_address { addr as u64 } else { offset }))
+        // Marked so that "function hash + offset" never equals a plain module offset.
+        .map_or(offset, |(func, off)| {
+            fnv(fnv(SEED ^ 1, &func.to_le_bytes()), &off.to_le_bytes())
+        });
+    Some((base, fnv(SEED, base_name), at))
 }
 
 /// Records where this library is loaded and warms the unwinder (its first call loads
@@ -84,7 +129,7 @@ pub fn init(depth: usize) {
             slots::init(h);
         }
     }
-    if let Some((base, _, _)) = module_of(init as *const () as usize) {
+    if let Some((base, _, _)) = module_of(init as *const () as usize, false) {
         SELF_BASE.store(base, Ordering::Relaxed);
     }
     let mut buf = [std::ptr::null_mut(); 4];
@@ -235,10 +280,10 @@ fn signature_of(addrs: &[usize], depth: usize) -> (u64, usize) {
     let found: Vec<(usize, (u64, u64))> = misses
         .iter()
         .map(|&a| {
-            let v = match module_of(a) {
+            let v = match module_of(a, true) {
                 // Own frames are marked with a module hash of 0.
                 Some((base, _, _)) if base == me => (0, 0),
-                Some((_, m, off)) => (m, off),
+                Some((_, m, at)) => (m, at),
                 // Not in any object (JIT code): a fixed marker, as a raw address would
                 // differ between runs.
                 None => (1, 0),

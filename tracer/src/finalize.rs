@@ -85,6 +85,7 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h.notes = p.notes.clone();
     h.unrecorded_mpi = st.unrecorded_mpi.clone();
     h.mpi_config = st.mpi_config.clone();
+    h.build_id = st.cfg.build_id.clone();
     h
 }
 
@@ -207,7 +208,12 @@ pub fn merge_and_write(comm: H) {
             trace: bounded(st.comp.finish(), &st.cfg),
             wall_ns: now_ns().saturating_sub(st.start_ns),
             incomplete: st.incomplete,
-            notes: st.notes.clone(),
+            notes: st
+                .notes
+                .iter()
+                .cloned()
+                .chain(crate::posix_more::unrecorded_note(st.rank))
+                .collect(),
         },
         None => Payload {
             incomplete: true,
@@ -288,6 +294,14 @@ pub fn merge_and_write(comm: H) {
                 .notes
                 .push(format!("{e}; the default approximation was used"));
         }
+        // Non-rank processes of the job that wrote before any rank existed (a helper the job
+        // script ran first) hand the output over to the ranks.
+        let taken = crate::job::take_back();
+        if st.cfg.verbose {
+            for t in &taken {
+                say(&format!("trace of a non-rank process of this job: {t}"));
+            }
+        }
         let tf = TraceFile {
             header: header(st, size as u32, &payload),
             trace: payload.trace,
@@ -325,7 +339,8 @@ struct Alone {
     path: String,
     /// `IOTREX_OUT` (or the default), for the raw log's name.
     out: String,
-    /// A serial program's trace, whose path may be claimed (see [`ONE_WRITER`]).
+    /// A serial program's trace, whose path may be claimed (see [`ONE_WRITER`]) and which the
+    /// job's ranks, if any start later, take back (see [`crate::job`]).
     serial: bool,
     tf: TraceFile,
 }
@@ -334,6 +349,7 @@ struct Alone {
 /// what ended the process early (a signal); `None` for a normal exit.
 fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
     let mut notes = st.notes.clone();
+    notes.extend(crate::posix_more::unrecorded_note(st.rank));
     if st.mpi_initialized {
         let nranks = st.cfg.env_size.unwrap_or(1);
         notes.push(format!(
@@ -360,10 +376,24 @@ fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
     } else if st.cfg.env_size.is_none() && st.comp.events() > 0 {
         // A process that recorded nothing writes nothing: a preloaded wrapper (`timeout`,
         // `env`) exits after the program it ran and must not overwrite that program's trace.
+        // Nor does a process of a job whose ranks own the trace (a launcher, a helper of the
+        // job script), unless asked to keep it under a name that says what it is.
+        let of_mpi_job = crate::job::has_ranks();
+        if of_mpi_job && !crate::job::ALL_PROCESSES.load(Ordering::SeqCst) {
+            return None;
+        }
         if let Some(w) = why {
             notes.push(format!("{w}; the calls up to then are in this file"));
         }
-        let out = out_path(st, 1);
+        let out = if of_mpi_job {
+            notes.push(format!(
+                "not an MPI rank: a process ({}) of an MPI job, kept by IOTREX_ALL_PROCESSES=1",
+                st.cfg.exe
+            ));
+            crate::job::own_nonrank_path(st.cfg.out.as_deref(), &st.cfg.exe)
+        } else {
+            out_path(st, 1)
+        };
         let p = Payload {
             trace: st.comp.finish(),
             wall_ns: now_ns().saturating_sub(st.start_ns),
@@ -373,7 +403,7 @@ fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
         Some(Alone {
             path: out.clone(),
             out,
-            serial: true,
+            serial: !of_mpi_job,
             tf: TraceFile {
                 header: header(st, 1, &p),
                 trace: p.trace,
@@ -473,7 +503,11 @@ pub fn at_exit() {
         write_raw(&st, &a.out);
         let path = if a.serial { claim(&a.path) } else { a.path };
         write_trace(&path, &a.tf);
+        if a.serial {
+            crate::job::note_written(&path, st.cfg.out.as_deref(), &st.cfg.exe);
+        }
     }
+    crate::job::cleanup_if_root();
     EXITING.store(false, Ordering::SeqCst);
     crate::signals::raise_held();
 }
@@ -566,18 +600,21 @@ pub fn on_signal(why: &str, last: bool) {
         let Some(a) = alone(st, Some(why)) else {
             return;
         };
+        let who = Some((st.cfg.out.clone(), st.cfg.exe.clone()));
         match a.tf.to_bytes() {
-            Ok(b) => (a.path, a.serial, b),
+            Ok(b) => (a.path, a.serial, b, who),
             Err(e) => {
                 say(&format!("{why}: cannot encode the trace: {e}"));
                 return;
             }
         }
     };
-    let (path, serial, bytes) = encoded;
+    let (path, serial, bytes, who) = encoded;
     let path = if serial { claim(&path) } else { path };
     if let Err(e) = write_file_raw(&path, &bytes) {
         say(&format!("{why}: cannot write {path} (errno {e})"));
+    } else if serial && let Some((out, exe)) = who {
+        crate::job::note_written(&path, out.as_deref(), &exe);
     }
 }
 

@@ -10,12 +10,14 @@
 //! Environment: `IOTREX_OUT`, `IOTREX_STACK_DEPTH` (call-site frames, default 4, 0 = off),
 //! `IOTREX_RAW=1` (also write `<out>.rank<r>.jsonl`, one flat event per line, for tests),
 //! `IOTREX_MAX_NODES` (compressed nodes per rank before recording stops, flagged),
-//! `IOTREX_APPROX` (`none` by default for now, `comm`, `io`, `comm,io`: which parameters may be kept
+//! `IOTREX_APPROX` (`comm` by default, `none`, `io`, `comm,io`: which parameters may be kept
 //! as statistical summaries when their exact form exceeds `IOTREX_VALUE_BUDGET` values,
 //! default 64; see [`rsd::approx`]), `IOTREX_DISABLE=1` (pass everything through), `IOTREX_VERBOSE=1` (rank 0 prints where the
 //! trace went, its size and the merge time), `IOTREX_ONE_WRITER=1` (set by `iotrex trace` for
 //! a plain command: the first process to write claims `IOTREX_OUT`, later ones write
-//! `<stem>.pid<PID>.iotrex`).
+//! `<stem>.pid<PID>.iotrex`), `IOTREX_JOB` (the id shared by the processes of one job, see
+//! [`job`]), `IOTREX_ALL_PROCESSES=1` (processes of an MPI job that are not ranks keep their
+//! own traces, as `<stem>.nonrank-<exe>-<pid>.iotrex`; without it they write nothing).
 //!
 //! A process killed by SIGTERM, SIGINT or SIGHUP writes what it recorded from the signal
 //! handler ([`signals`]), per rank and flagged incomplete, then dies of the signal.
@@ -31,12 +33,15 @@
 mod hook;
 pub mod callsite;
 pub mod dup;
+pub mod elf;
 pub mod exec;
 pub mod finalize;
 pub mod guard;
+pub mod job;
 pub mod mpi;
 pub mod paths;
 pub mod posix;
+pub mod posix_more;
 pub(crate) mod real;
 pub mod signals;
 pub mod state;
@@ -93,7 +98,9 @@ fn init() {
             verbose: std::env::var("IOTREX_VERBOSE").is_ok_and(|v| v == "1"),
             approx,
             approx_error,
+            build_id: elf::build_id("/proc/self/exe"),
         };
+        job::init(state::now_ns());
         callsite::init(cfg.depth);
         // SAFETY: registering a plain function as the fork-child handler; it only stores
         // atomics, which is async-signal-safe.

@@ -88,7 +88,7 @@ pub(crate) fn on_handle<T: Copy, P: AsRef<[i64]>>(
 
 /// Runs a call that names a path; `params(state, ret)` may update the tables (opens).
 #[inline]
-fn path_op<T: Copy>(
+pub(crate) fn path_op<T: Copy>(
     path: *const c_char,
     op: Op,
     call: impl FnOnce() -> T,

@@ -76,6 +76,9 @@ pub struct Config {
     pub approx: rsd::approx::Policy,
     /// Why the approximation settings were not taken (the defaults apply), for the notes.
     pub approx_error: Option<String>,
+    /// The executable's GNU build id, read at start-up (the header is also built in signal
+    /// handlers, which must not read files).
+    pub build_id: Option<String>,
 }
 
 /// A table of open handles: a handle's symbolic id is its slot, the lowest free one, as the
@@ -176,6 +179,10 @@ pub struct State {
     pub streams: Table,
     /// MPI files.
     pub files: Table,
+    /// Directory streams opened through a traced `opendir`.
+    pub dirs: Table,
+    /// Mappings of traced descriptors by start address (`posix_more`).
+    pub maps: std::collections::BTreeMap<usize, crate::posix_more::Mapping>,
     /// Outstanding MPI requests.
     pub reqs: Table,
     /// The persistent ones among them (`MPI_Send_init`, ...): a completion leaves them in
@@ -221,6 +228,8 @@ impl State {
             fds: Table::default(),
             streams: Table::default(),
             files: Table::default(),
+            dirs: Table::default(),
+            maps: Default::default(),
             reqs: Table::default(),
             persistent: Default::default(),
             msgs: Table::default(),

@@ -10,6 +10,8 @@ fn after_init(r: c_int) {
         return;
     }
     let Some(g) = globals() else { return };
+    // The job has ranks: its launcher and helpers leave the trace to them (`crate::job`).
+    crate::job::mark_rank();
     let rank = comm_rank(g.world as H) as u32;
     // The tracer's own communicator, so the finalize-time merge never matches an application
     // message.

@@ -1,0 +1,257 @@
+//! The file calls that went unseen (issue 16, item 3): `cp` copies with `copy_file_range`,
+//! `cat` with it or `sendfile`; renames, links, `fstat`, directory streams, `truncate`,
+//! `fallocate`, `fdopen` and shared mappings are recorded, and the trace still replays.
+
+mod common;
+
+use rsd::op::Dir;
+use rsd::{FlatEvent, Op, Param};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn iotrex(args: &[&str]) -> Output {
+    Command::new("timeout")
+        .args(["-k", "5", "120", env!("CARGO_BIN_EXE_iotrex")])
+        .args(args)
+        .env_remove("LD_PRELOAD")
+        .env_remove("IOTREX_JOB")
+        .env("IOTREX_TRACER_LIB", common::tracer_lib())
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Every call of every trace the command left beside `out` (`out` and `<stem>.pid*`).
+fn calls_beside(out: &Path) -> Vec<FlatEvent> {
+    let stem = out.file_stem().unwrap().to_string_lossy().into_owned();
+    std::fs::read_dir(out.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with(&stem) && n.ends_with(".iotrex")
+        })
+        .flat_map(|p| rsd::TraceFile::read(&p).unwrap().trace.expand(0))
+        .collect()
+}
+
+fn bytes(calls: &[FlatEvent], dir: Dir, path_of: impl Fn(&FlatEvent) -> bool) -> u64 {
+    calls
+        .iter()
+        .filter(|c| c.op.dir() == dir && path_of(c))
+        .map(|c| c.op.data_bytes(&c.params))
+        .sum()
+}
+
+const MIB3: u64 = 3 << 20;
+
+#[test]
+fn cp_records_the_bytes_it_copies() {
+    let d = common::scratch();
+    let big = d.path().join("big");
+    std::fs::write(&big, vec![7u8; MIB3 as usize]).unwrap();
+    let other = d.path().join("other");
+    let out = d.path().join("cp.iotrex");
+    let o = iotrex(&[
+        "trace",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "cp",
+        big.to_str().unwrap(),
+        other.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let tf = rsd::TraceFile::read(&out).unwrap();
+    let calls = tf.trace.expand(0);
+    assert_eq!(bytes(&calls, Dir::Read, |_| true), MIB3, "{calls:?}");
+    assert_eq!(bytes(&calls, Dir::Write, |_| true), MIB3, "{calls:?}");
+    assert_eq!(std::fs::read(&other).unwrap().len() as u64, MIB3);
+}
+
+#[test]
+fn cat_into_a_file_records_the_read() {
+    let d = common::scratch();
+    let f = d.path().join("f");
+    std::fs::write(&f, vec![1u8; MIB3 as usize]).unwrap();
+    let g = d.path().join("g");
+    let out = d.path().join("cat.iotrex");
+    let o = iotrex(&[
+        "trace",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "/bin/sh",
+        "-c",
+        "cat \"$0\" > \"$1\"",
+        f.to_str().unwrap(),
+        g.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // cat reads f on a descriptor it opened; its stdout is the shell's redirection, not a
+    // descriptor cat opened, so its write is not cat's to record.
+    let calls = calls_beside(&out);
+    assert_eq!(bytes(&calls, Dir::Read, |_| true), MIB3, "{calls:?}");
+}
+
+#[test]
+fn the_other_file_calls_are_recorded_and_replay() {
+    let d = common::scratch();
+    let app = common::app("file_calls");
+    let work = d.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = d.path().join("fc.iotrex");
+    let o = iotrex(&[
+        "trace",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        app.to_str().unwrap(),
+        work.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let entries: usize = String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .strip_prefix("entries ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let tf = rsd::TraceFile::read(&out).unwrap();
+    let calls = tf.trace.expand(0);
+    let of = |op: Op| -> Vec<&FlatEvent> { calls.iter().filter(|c| c.op == op).collect() };
+    let w = work.display().to_string();
+    assert_eq!(of(Op::Fstat).len(), 1, "{calls:?}");
+    // pwritev2 at an offset is a pwritev; the aio request is counted, not recorded.
+    let pv = of(Op::Pwritev);
+    assert_eq!(pv.len(), 1, "{calls:?}");
+    assert_eq!(pv[0].op.data_bytes(&pv[0].params), 100);
+    assert!(
+        tf.header
+            .notes
+            .iter()
+            .any(|n| n.contains("1 asynchronous I/O request")),
+        "{:?}",
+        tf.header.notes
+    );
+    assert_eq!(
+        of(Op::Fstat)[0]
+            .op
+            .param(&of(Op::Fstat)[0].params, Param::Ret),
+        0
+    );
+    let fa = of(Op::Fallocate);
+    assert_eq!(fa.len(), 2, "fallocate and posix_fallocate: {calls:?}");
+    assert!(
+        fa.iter()
+            .all(|c| Op::Fallocate.param(&c.params, Param::Length) == 8192)
+    );
+    let mm = of(Op::Mmap);
+    assert_eq!(mm.len(), 1);
+    assert_eq!(Op::Mmap.param(&mm[0].params, Param::Length), 8192);
+    // The mapping's bytes reach the file at msync (4096 synced); munmap adds none after it.
+    assert_eq!(
+        bytes(
+            &of(Op::Msync).into_iter().cloned().collect::<Vec<_>>(),
+            Dir::Write,
+            |_| true
+        ),
+        4096
+    );
+    assert_eq!(of(Op::Munmap).len(), 1);
+    assert_eq!(
+        of(Op::Munmap)[0].op.data_bytes(&of(Op::Munmap)[0].params),
+        0
+    );
+    // fdopen on the dup: the stream's 5 bytes are an fwrite on a traced stream.
+    let fd = of(Op::Fdopen);
+    assert_eq!(fd.len(), 1, "{calls:?}");
+    let stream = Op::Fdopen.param(&fd[0].params, Param::Stream);
+    assert!(stream >= 0);
+    assert!(
+        calls.iter().any(|c| c.op == Op::Fwrite
+            && Op::Fwrite.param(&c.params, Param::Stream) == stream
+            && c.op.data_bytes(&c.params) == 5),
+        "{calls:?}"
+    );
+    let pair = |op: Op, a: &str, b: &str| {
+        let cs = of(op);
+        assert_eq!(cs.len(), 1, "{}: {calls:?}", op.name());
+        let p = cs[0].path.as_deref().unwrap();
+        assert_eq!(
+            rsd::op::split_path_pair(p),
+            Some((format!("{w}/{a}").as_str(), format!("{w}/{b}").as_str())),
+            "{}",
+            op.name()
+        );
+    };
+    pair(Op::Rename, "a", "b");
+    pair(Op::Link, "b", "c");
+    pair(Op::Symlink, "b", "d");
+    let tr = of(Op::Truncate);
+    assert_eq!(tr.len(), 1);
+    assert_eq!(Op::Truncate.param(&tr[0].params, Param::Length), 100);
+    assert_eq!(of(Op::Statx).len(), 1);
+    assert!(!of(Op::Fstatat).is_empty());
+    assert_eq!(of(Op::Opendir).len(), 1);
+    // One readdir per entry, and the one that said the end.
+    let rd = of(Op::Readdir);
+    assert_eq!(rd.len(), entries + 1, "{calls:?}");
+    assert_eq!(
+        rd.iter()
+            .filter(|c| Op::Readdir.param(&c.params, Param::Ret) == 1)
+            .count(),
+        entries
+    );
+    assert_eq!(of(Op::Closedir).len(), 1);
+
+    // The replay handles every new op (the writes of the mapping as positioned writes, the
+    // stream on the descriptor) or skips it, and moves the trace's bytes.
+    let root = d.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let o = iotrex(&[
+        "--json",
+        "replay",
+        out.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--compute",
+        "none",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let written = bytes(&calls, Dir::Write, |_| true);
+    assert_eq!(written, 4096 + 100 + 4096 + 5, "{calls:?}");
+    assert_eq!(v["failed"], 0, "{v}");
+    let ops = v["ops"].as_array().unwrap();
+    for op in ops {
+        assert_eq!(op["bytes"], op["trace_bytes"], "{op}");
+        assert_eq!(op["count"], op["trace_count"], "{op}");
+    }
+    let replayed: u64 = ops
+        .iter()
+        .filter(|o| {
+            ["write", "pwritev", "msync", "munmap", "fwrite"].contains(&o["op"].as_str().unwrap())
+        })
+        .map(|o| o["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(replayed, written, "{v}");
+    // And the CODES export takes it.
+    let codes = d.path().join("codes");
+    let o = iotrex(&[
+        "export",
+        "codes",
+        out.to_str().unwrap(),
+        "-o",
+        codes.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+}
