@@ -231,13 +231,9 @@ impl Compressor {
         let children = if ev.children.is_empty() {
             Vec::new()
         } else {
-            let mut sub = Compressor::with_window(self.rank, self.window);
-            for c in &ev.children {
-                sub.push(c);
-            }
-            sub.reduce(false);
-            self.events += sub.events;
-            sub.items
+            let (items, events) = self.children(&ev.children);
+            self.events += events;
+            items
         };
         let skey = event_skey(
             ev.op,
@@ -260,6 +256,38 @@ impl Compressor {
                 children,
             }),
         }
+    }
+
+    /// The nested calls of one call, compressed, and how many calls they are. They are all
+    /// known at once, so one alternative is weighed too: the first call kept apart. An MPI
+    /// library's collective buffering often starts with one irregular call (a partial block at
+    /// the start of a file domain) before a regular run; folded greedily, the first two calls
+    /// pair up and every later pair repeats the mismatch, which leaves explicit vectors as long
+    /// as the run. The smaller of both (in values kept) wins, the greedy one on a tie.
+    fn children(&self, calls: &[RawEvent]) -> (Vec<CNode>, u64) {
+        let compress = |calls: &[RawEvent]| {
+            let mut sub = Compressor::with_window(self.rank, self.window);
+            for c in calls {
+                sub.push(c);
+            }
+            sub.reduce(false);
+            (sub.items, sub.events)
+        };
+        let (items, events) = compress(calls);
+        if calls.len() < 3 || !items.iter().any(has_vector) {
+            return (items, events);
+        }
+        let mut head = Compressor::with_window(self.rank, self.window);
+        let first = head.convert(&calls[0]);
+        let (rest, rest_events) = compress(&calls[1..]);
+        let peeled = 1 + rest.iter().map(size).sum::<usize>();
+        if peeled < items.iter().map(size).sum::<usize>() {
+            let mut out = Vec::with_capacity(rest.len() + 1);
+            out.push(first);
+            out.extend(rest);
+            return (out, head.events + rest_events);
+        }
+        (items, events)
     }
 
     fn push_node(&mut self, node: CNode) {
@@ -572,6 +600,31 @@ fn to_node(c: &CNode, rank: u32) -> Node {
     Node {
         ranks: RankSet::single(rank),
         kind,
+    }
+}
+
+/// Whether a node holds an explicit or periodic vector of values.
+fn has_vector(c: &CNode) -> bool {
+    match &c.kind {
+        CKind::Event(e) => {
+            e.params.iter().any(|v| !v.is_regular()) || e.children.iter().any(has_vector)
+        }
+        CKind::Loop(l) => !l.iters.is_regular() || l.body.iter().any(has_vector),
+    }
+}
+
+/// The size of a node in values kept: one per node and one per numeric leaf.
+fn size(c: &CNode) -> usize {
+    let leaves = |v: &Val<i64>| {
+        let mut l = Vec::new();
+        v.leaves(&mut l);
+        l.len()
+    };
+    1 + match &c.kind {
+        CKind::Event(e) => {
+            e.params.iter().map(leaves).sum::<usize>() + e.children.iter().map(size).sum::<usize>()
+        }
+        CKind::Loop(l) => leaves(&l.iters) + l.body.iter().map(size).sum::<usize>(),
     }
 }
 
