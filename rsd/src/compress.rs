@@ -231,13 +231,9 @@ impl Compressor {
         let children = if ev.children.is_empty() {
             Vec::new()
         } else {
-            let mut sub = Compressor::with_window(self.rank, self.window);
-            for c in &ev.children {
-                sub.push(c);
-            }
-            sub.reduce(false);
-            self.events += sub.events;
-            sub.items
+            let (items, events) = self.children(&ev.children);
+            self.events += events;
+            items
         };
         let skey = event_skey(
             ev.op,
@@ -260,6 +256,114 @@ impl Compressor {
                 children,
             }),
         }
+    }
+
+    /// The nested calls of one call, compressed, and how many calls they are. They are all
+    /// known at once, so alternatives are weighed too: the first call, the last call, or both
+    /// kept apart from the rest. An MPI library's collective buffering often starts and ends a
+    /// regular run with one irregular call (partial blocks at a file domain's ends): folded
+    /// greedily, the first two calls pair up and every later pair repeats the mismatch, and a
+    /// last call that continues the run's offsets with a shorter length makes the run's
+    /// lengths explicit, either way vectors as long as the run. The smallest (in values kept)
+    /// wins, the greedy one on a tie.
+    fn children(&self, calls: &[RawEvent]) -> (Vec<CNode>, u64) {
+        let compress = |calls: &[RawEvent]| {
+            let mut sub = Compressor::with_window(self.rank, self.window);
+            for c in calls {
+                sub.push(c);
+            }
+            sub.reduce(false);
+            (sub.items, sub.events)
+        };
+        let greedy = compress(calls);
+        let n = calls.len();
+        if n < 3 || !greedy.0.iter().any(has_vector) {
+            return greedy;
+        }
+        let mut best = greedy;
+        let mut best_size: usize = best.0.iter().map(size).sum();
+        let runs = self.affine_runs(calls);
+        let runs_size: usize = runs.0.iter().map(size).sum();
+        if runs_size < best_size {
+            best_size = runs_size;
+            best = runs;
+        }
+        for (head, tail) in [(1, 0), (0, 1), (1, 1)] {
+            let mut apart = Compressor::with_window(self.rank, self.window);
+            let mut items: Vec<CNode> = calls[..head].iter().map(|c| apart.convert(c)).collect();
+            let (mid, events) = compress(&calls[head..n - tail]);
+            items.extend(mid);
+            items.extend(calls[n - tail..].iter().map(|c| apart.convert(c)));
+            let s = items.iter().map(size).sum();
+            if s < best_size {
+                best_size = s;
+                best = (items, events + apart.events);
+            }
+        }
+        best
+    }
+
+    /// The calls cut into maximal runs of the same call whose every parameter (not only the
+    /// structural ones) is affine in the position, each run one loop, nothing folded further:
+    /// a library's nested calls are often a few such runs (a domain's full blocks, split at a
+    /// cycle's end) that the greedy folding would nest into loops of unequal trip counts with
+    /// explicit vectors. A run of two that the third call breaks is not started: its first
+    /// call stands alone (a partial block before a regular run).
+    fn affine_runs(&self, calls: &[RawEvent]) -> (Vec<CNode>, u64) {
+        let mut c = Compressor::with_window(self.rank, self.window);
+        let mut out = Vec::new();
+        let mut pending: Option<CNode> = None;
+        let mut i = 0;
+        while i < calls.len() {
+            let mut body = match pending.take() {
+                Some(n) => n,
+                None => c.convert(&calls[i]),
+            };
+            let mut cnt = 1u64;
+            let mut j = i + 1;
+            while j < calls.len() {
+                let mut next = c.convert(&calls[j]);
+                let fits = next.skey == body.skey
+                    && matches!((&body.kind, &next.kind), (CKind::Event(a), CKind::Event(b))
+                        if a.children.is_empty() && b.children.is_empty()
+                            && (cnt == 1 || a.params.iter().zip(&b.params)
+                                .all(|(x, y)| x.continues(cnt, y, 0))));
+                if !fits {
+                    pending = Some(next);
+                    break;
+                }
+                if cnt == 1 {
+                    body = wrap_node(body, next, 0, self.rank);
+                } else {
+                    extend_node(&mut body, cnt, &mut next, 0, self.rank);
+                }
+                cnt += 1;
+                j += 1;
+            }
+            if cnt == 2 && j < calls.len() {
+                // Broken by the third call: the first stands alone, the second starts over.
+                out.push(c.convert(&calls[i]));
+                pending = None;
+                i += 1;
+                continue;
+            }
+            out.push(if cnt == 1 {
+                body
+            } else {
+                CNode {
+                    skey: loop_skey(std::iter::once(body.skey)),
+                    kind: CKind::Loop(CLoop {
+                        iters: Val::Const(cnt as i64),
+                        body: vec![body],
+                    }),
+                }
+            });
+            i = j;
+        }
+        (
+            out,
+            calls.len() as u64 + calls.iter().map(nested).sum::<u64>(),
+        )
     }
 
     fn push_node(&mut self, node: CNode) {
@@ -572,6 +676,36 @@ fn to_node(c: &CNode, rank: u32) -> Node {
     Node {
         ranks: RankSet::single(rank),
         kind,
+    }
+}
+
+/// The calls nested in `e`, at any depth.
+fn nested(e: &RawEvent) -> u64 {
+    e.children.len() as u64 + e.children.iter().map(nested).sum::<u64>()
+}
+
+/// Whether a node holds an explicit or periodic vector of values.
+fn has_vector(c: &CNode) -> bool {
+    match &c.kind {
+        CKind::Event(e) => {
+            e.params.iter().any(|v| !v.is_regular()) || e.children.iter().any(has_vector)
+        }
+        CKind::Loop(l) => !l.iters.is_regular() || l.body.iter().any(has_vector),
+    }
+}
+
+/// The size of a node in values kept: one per node and one per numeric leaf.
+fn size(c: &CNode) -> usize {
+    let leaves = |v: &Val<i64>| {
+        let mut l = Vec::new();
+        v.leaves(&mut l);
+        l.len()
+    };
+    1 + match &c.kind {
+        CKind::Event(e) => {
+            e.params.iter().map(leaves).sum::<usize>() + e.children.iter().map(size).sum::<usize>()
+        }
+        CKind::Loop(l) => leaves(&l.iters) + l.body.iter().map(size).sum::<usize>(),
     }
 }
 

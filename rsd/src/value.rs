@@ -410,6 +410,28 @@ pub fn fit_affine(r0: u32, v0: i64, r1: u32, v1: i64) -> Option<RankFn> {
     })
 }
 
+/// The function through two consecutive points of a run of ranks that goes on with the same
+/// rank step: the line when its slope is an integer, else the value affine in the position
+/// along the run, `a * (rank / k) + b` with `k` the step (exact on `r0 + m*k`, where
+/// `rank / k` is `r0 / k + m`). Ranks spaced unevenly by a partition of the index space (an
+/// MPI library's aggregators, one per 5462 ranks) hold values affine in their index that no
+/// integer line through the ranks gives.
+fn fit_run((r0, v0): (u32, i64), (r1, v1): (u32, i64)) -> Option<RankFn> {
+    if let Some(f) = fit_affine(r0, v0, r1, v1) {
+        return Some(f);
+    }
+    let k = i64::from(r1.checked_sub(r0)?);
+    if k < 2 {
+        return None;
+    }
+    let a = v1.checked_sub(v0)?;
+    Some(RankFn::Div {
+        a,
+        k,
+        b: v0.checked_sub(a.checked_mul(i64::from(r0) / k)?)?,
+    })
+}
+
 /// `v.map(|f| f.eval(rank)).eval(idx)` without building the mapped value.
 fn eval_at(v: &Val<RankFn>, rank: u32, idx: &[u64]) -> i64 {
     match v {
@@ -660,7 +682,7 @@ fn canonical_block(pts: &[(u32, Val<i64>)], groups: &mut Vec<Group>) {
         let mut e = s + 1;
         let fns: Option<Vec<RankFn>> = if s + 1 < pts.len() {
             (0..nleaves)
-                .map(|k| fit_affine(ranks[s], leaves[s][k], ranks[s + 1], leaves[s + 1][k]))
+                .map(|k| fit_run((ranks[s], leaves[s][k]), (ranks[s + 1], leaves[s + 1][k])))
                 .collect()
         } else {
             None

@@ -333,3 +333,73 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&back, &tf);
     }
 }
+
+/// An OMPIO aggregator's nested calls in one collective write: a partial block at its file
+/// domain's start, full blocks every 8 KiB, a block split in two at a cycle's end, full
+/// blocks again and a partial block at the domain's end.
+fn aggregator_calls(head: i64, n1: i64, n2: i64, tail: i64) -> Vec<RawEvent> {
+    let w = |off: i64, len: i64| RawEvent::new(Op::Pwritev, 7, vec![0, 1, off, len]);
+    let mut c = vec![w(8192 - head, head)];
+    c.extend((0..n1).map(|i| w(8192 * (1 + i), 4096)));
+    let split = 8192 * (1 + n1);
+    c.extend([w(split, 1000), w(split + 1000, 3096)]);
+    c.extend((0..n2).map(|i| w(split + 8192 * (1 + i), 4096)));
+    c.push(w(split + 8192 * (1 + n2), tail));
+    c
+}
+
+#[test]
+fn nested_runs_with_irregular_ends_stay_compact() {
+    // Folded greedily, the partial first block pairs with the first full one and every later
+    // pair repeats the mismatch; a shorter last block makes the run's lengths explicit. Both
+    // would keep vectors as long as the run; kept apart, the trace has a constant shape.
+    let size_of = |n: i64| {
+        let mut e = RawEvent::new(Op::FileWriteAtAll, 9, vec![0, 0, 4096, 4, 4096]);
+        e.children = aggregator_calls(1386, n, n / 3, 2710);
+        let evs = vec![e];
+        let t = compress(0, &evs, 64);
+        check_all(&t, &[evs]).unwrap();
+        rmp_size(&t)
+    };
+    let (small, large) = (size_of(30), size_of(3000));
+    // Only the numbers' own widths grow (a vector would add bytes per call).
+    assert!(
+        large < small + 64,
+        "the nested calls' size grows with the run: {small} B for 30 blocks, {large} B for 3000"
+    );
+}
+
+#[test]
+fn aggregators_spaced_unevenly_merge_into_one_group_per_run() {
+    // One aggregator per 5462 ranks, then one per 5461: a value affine in the aggregator's
+    // index (its file domain's start) is no integer line through the ranks.
+    let ranks: Vec<u32> = (0..4)
+        .map(|k| 5462 * k)
+        .chain((0..4).map(|m| 21849 + 5461 * m))
+        .collect();
+    let per_rank: Vec<Vec<RawEvent>> = ranks
+        .iter()
+        .enumerate()
+        .map(|(k, _)| {
+            vec![RawEvent::new(
+                Op::Pwrite,
+                1,
+                vec![3, 4096, 22_369_622 * k as i64, 4096],
+            )]
+        })
+        .collect();
+    let traces: Vec<Trace> = ranks
+        .iter()
+        .zip(&per_rank)
+        .map(|(&r, e)| compress(r, e, 64))
+        .collect();
+    let t = merge_tree(traces).unwrap();
+    for (r, evs) in ranks.iter().zip(&per_rank) {
+        let want: Vec<_> = evs.iter().map(RawEvent::flat).collect();
+        assert_eq!(t.expand(*r), want, "rank {r}");
+    }
+    let rsd::trace::NodeKind::Event(e) = &t.nodes[0].kind else {
+        panic!("{t:?}")
+    };
+    assert_eq!(e.params[2].groups.len(), 2, "{:?}", e.params[2]);
+}
