@@ -268,6 +268,12 @@ fn held_out_error(model: TimingModel, ns: &[f64], ys: &[f64], reference: f64) ->
     Some((sq / means.len() as f64).sqrt())
 }
 
+/// The steepest growth the bound allows beyond the inputs, whatever their slope: a slope of 3
+/// or 4 between 4 and 16 ranks is what oversubscribed cores do to a barrier, and carried to
+/// 2^20 ranks it predicted one `MPI_Barrier` of 10^17 s. No algorithm of an MPI or I/O call
+/// grows faster than quadratically in the rank count.
+const MAX_GROWTH_EXPONENT: f64 = 2.0;
+
 /// The log-log slope the data support: the exponent of the power law through the scale means
 /// (0 when some mean is not positive).
 fn data_exponent(ns: &[f64], ys: &[f64]) -> f64 {
@@ -296,7 +302,7 @@ pub fn implausible(f: &TimingFit, ns: &[f64], ys: &[f64], target: f64) -> Option
     let scales = distinct_scales(ns);
     let (nmin, nmax) = (scales[0], scales[scales.len() - 1]);
     let ymax = ys.iter().copied().fold(0.0f64, f64::max);
-    let e = data_exponent(ns, ys).max(1.0);
+    let e = data_exponent(ns, ys).clamp(1.0, MAX_GROWTH_EXPONENT);
     for n in check_points(nmin.min(target), nmax.max(target)) {
         let v = f.eval(n);
         if !v.is_finite() {
