@@ -296,13 +296,30 @@ fn check_points(lo: f64, hi: f64) -> Vec<f64> {
     v
 }
 
-/// Why a fitted model is implausible over `[min(inputs, target), max(inputs, target)]`, if it
-/// is: not finite, negative, or above `GROWTH_SLACK * y_max * (n/n_max)^e` beyond the inputs.
-pub fn implausible(f: &TimingFit, ns: &[f64], ys: &[f64], target: f64) -> Option<String> {
+/// The most a time may reach at `n` ranks beyond the inputs' range:
+/// `GROWTH_SLACK * y_max * (n/n_max)^e` (or towards fewer ranks, `(n_min/n)^e`), with `e` the
+/// inputs' log-log slope within `[1, MAX_GROWTH_EXPONENT]`; infinite within the range.
+fn growth_bound(ns: &[f64], ys: &[f64], n: f64) -> (f64, f64) {
     let scales = distinct_scales(ns);
     let (nmin, nmax) = (scales[0], scales[scales.len() - 1]);
     let ymax = ys.iter().copied().fold(0.0f64, f64::max);
     let e = data_exponent(ns, ys).clamp(1.0, MAX_GROWTH_EXPONENT);
+    let bound = if n > nmax {
+        GROWTH_SLACK * ymax * (n / nmax).powf(e)
+    } else if n < nmin {
+        GROWTH_SLACK * ymax * (nmin / n).powf(e)
+    } else {
+        f64::INFINITY
+    };
+    (bound, e)
+}
+
+/// Why a fitted model is implausible over `[min(inputs, target), max(inputs, target)]`, if it
+/// is: not finite, negative, or above [`growth_bound`] beyond the inputs.
+pub fn implausible(f: &TimingFit, ns: &[f64], ys: &[f64], target: f64) -> Option<String> {
+    let scales = distinct_scales(ns);
+    let (nmin, nmax) = (scales[0], scales[scales.len() - 1]);
+    let ymax = ys.iter().copied().fold(0.0f64, f64::max);
     for n in check_points(nmin.min(target), nmax.max(target)) {
         let v = f.eval(n);
         if !v.is_finite() {
@@ -312,13 +329,7 @@ pub fn implausible(f: &TimingFit, ns: &[f64], ys: &[f64], target: f64) -> Option
         if v < -0.5 {
             return Some(format!("negative at {n:.0} ranks ({v:.3e} ns)"));
         }
-        let bound = if n > nmax {
-            GROWTH_SLACK * ymax * (n / nmax).powf(e)
-        } else if n < nmin {
-            GROWTH_SLACK * ymax * (nmin / n).powf(e)
-        } else {
-            f64::INFINITY
-        };
+        let (bound, e) = growth_bound(ns, ys, n);
         if ymax > 0.0 && v > bound {
             return Some(format!(
                 "grows to {v:.3e} ns at {n:.0} ranks, beyond the n^{e:.2} growth the inputs \
@@ -655,6 +666,19 @@ mod tests {
         // Near the inputs the same data keep the quadratic.
         let c = choose(&NS, &ys, 0.0, 20.0).unwrap();
         assert_eq!(c.fit.model, TimingModel::Quadratic, "{}", c.describe());
+    }
+
+    #[test]
+    fn steep_inputs_carried_far_stay_within_the_growth_bound() {
+        // An oversubscribed barrier: n^4 from 4 to 16 ranks. At 2^20 ranks the prediction may
+        // not pass the bound of growth n^2 (the steepest allowed), whatever the inputs' slope.
+        let ns = [4.0, 8.0, 12.0, 16.0];
+        let ys: Vec<f64> = ns.iter().map(|n: &f64| 100.0 * n.powi(4)).collect();
+        let target = (1u64 << 20) as f64;
+        let c = choose(&ns, &ys, 0.0, target).unwrap();
+        let bound = GROWTH_SLACK * ys[3] * (target / 16.0).powi(2);
+        assert!(c.value <= bound, "{}", c.describe());
+        assert!(c.interval.0 <= c.value && c.value <= c.interval.1);
     }
 
     #[test]
