@@ -9,9 +9,7 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// Traces `app args` at `np` ranks into `dir/<np>.iotrex`, every scale with the same data
-/// directory (`{d}` in `args`), emptied first (ROMIO's open makes a `stat` only when the file
-/// does not exist yet), under Open MPI's defaults or with the io component `io`.
+/// Traces `app args` at `np` ranks into `dir/<np>.iotrex` (see [`trace_in`]).
 fn trace(
     dir: &Path,
     data: &Path,
@@ -20,27 +18,8 @@ fn trace(
     args: &[&str],
     io: Option<&str>,
 ) -> PathBuf {
-    for f in std::fs::read_dir(data).unwrap() {
-        std::fs::remove_file(f.unwrap().path()).unwrap();
-    }
-    let d = data.display().to_string();
-    let a: Vec<String> = args.iter().map(|s| s.replace("{d}", &d)).collect();
     let out = dir.join(format!("{np}.iotrex"));
-    let opts = Opts {
-        io,
-        ..Opts::default()
-    };
-    let tf = mpirun(np, &app(app_name), &a, &out, &opts).read();
-    assert!(
-        !tf.header.incomplete,
-        "{app_name} at {np}: {:?}",
-        tf.header.notes
-    );
-    let cfg =
-        tf.header.mpi_config.as_ref().unwrap_or_else(|| {
-            panic!("{app_name} at {np}: the tracer recorded no MPI configuration")
-        });
-    assert!(cfg.library.contains("Open MPI"), "{}", cfg.library);
+    trace_in(&out, data, np, app_name, args, io);
     out
 }
 
@@ -67,16 +46,7 @@ fn check_with(
     for target in [32u32, 64] {
         let real = trace(dir.path(), &data, target, app_name, args, io);
         let out = dir.path().join(format!("{target}.extrap.iotrex"));
-        let t = target.to_string();
-        let mut a: Vec<&str> = vec!["extrap"];
-        a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-        a.extend(["--ranks", &t, "-o", out.to_str().unwrap(), "--explain"]);
-        let o = iotrex(&a);
-        assert!(
-            o.status.success(),
-            "{name}: extrap to {target} refused:\n{}",
-            text(&o)
-        );
+        let (all, derived) = extrap_explained(name, &inputs, target, &out);
         // OMPIO's default: one aggregator per 8 ranks (the simple grouping's cost model
         // wants more, io_ompio_max_aggregators_ratio caps it); ROMIO's: one per node, and
         // all ranks run on this one.
@@ -84,26 +54,15 @@ fn check_with(
             None => (format!("{} aggregators", target / 8), "OMPIO"),
             Some(_) => ("1 aggregators (ranks 0)".to_string(), "ROMIO"),
         };
-        let derived: Vec<String> = text(&o)
-            .lines()
-            .filter(|l| l.contains("nested POSIX calls"))
-            .map(str::to_string)
-            .collect();
         assert!(
             !derived.is_empty()
                 && derived
                     .iter()
                     .all(|l| l.contains("derived by the model") && l.contains(lib))
                 && derived.iter().any(|l| l.contains(&aggs)),
-            "{name}: at {target} every collective call site must be derived with {aggs}:\n{}",
-            text(&o)
+            "{name}: at {target} every collective call site must be derived with {aggs}:\n{all}"
         );
-        let o = iotrex(&["diff", out.to_str().unwrap(), real.to_str().unwrap()]);
-        assert!(
-            o.status.success() && text(&o).contains("identical"),
-            "{name}: extrapolated and real {target}-rank traces differ:\n{}",
-            text(&o)
-        );
+        assert_identical(name, &out, &real);
     }
     (inputs, dir)
 }

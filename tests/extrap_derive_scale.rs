@@ -15,18 +15,11 @@ use std::path::Path;
 fn inputs(dir: &Path, app_name: &str, args: &[&str]) -> Vec<Input> {
     let data = dir.join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let d = data.display().to_string();
-    let a: Vec<String> = args.iter().map(|s| s.replace("{d}", &d)).collect();
     [4u32, 8, 12, 16]
         .iter()
         .map(|&np| {
-            for f in std::fs::read_dir(&data).unwrap() {
-                std::fs::remove_file(f.unwrap().path()).unwrap();
-            }
             let out = dir.join(format!("{np}.iotrex"));
-            let file = mpirun(np, &app(app_name), &a, &out, &Opts::default()).read();
-            assert!(!file.header.incomplete, "{app_name} at {np}");
-            assert!(file.header.mpi_config.is_some());
+            let file = trace_in(&out, &data, np, app_name, args, None);
             Input {
                 name: out.display().to_string(),
                 file,

@@ -13,27 +13,6 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// Traces `app args` at `np` ranks into `out`, with the data directory (`{d}` in `args`)
-/// emptied first (ROMIO's open makes a `stat` only when the file does not exist yet), under
-/// Open MPI's defaults or with the io component `io`.
-fn trace(out: &Path, data: &Path, np: u32, app_name: &str, args: &[&str], io: Option<&str>) {
-    for f in std::fs::read_dir(data).unwrap() {
-        std::fs::remove_file(f.unwrap().path()).unwrap();
-    }
-    let d = data.display().to_string();
-    let a: Vec<String> = args.iter().map(|s| s.replace("{d}", &d)).collect();
-    let opts = Opts {
-        io,
-        ..Opts::default()
-    };
-    let tf = mpirun(np, &app(app_name), &a, out, &opts).read();
-    assert!(
-        !tf.header.incomplete,
-        "{app_name} at {np}: {:?}",
-        tf.header.notes
-    );
-}
-
 /// The hints recorded for the file named `name` (in the data directory).
 fn hints_of(trace: &Path, name: &str) -> Vec<(String, String)> {
     let tf = rsd::TraceFile::read(trace).unwrap();
@@ -63,30 +42,16 @@ fn check(name: &str, app_name: &str, args: &[&str], io: Option<&str>, cb: u32, a
     let inputs: Vec<PathBuf> = [4, 8, 12, 16]
         .iter()
         .map(|&np| {
-            trace(&at(np), &data, np, app_name, args, io);
+            trace_in(&at(np), &data, np, app_name, args, io);
             at(np)
         })
         .collect();
     let lib = if io.is_some() { "ROMIO" } else { "OMPIO" };
     for target in [32u32, 64] {
         let real = dir.path().join(format!("{target}.real.iotrex"));
-        trace(&real, &data, target, app_name, args, io);
+        trace_in(&real, &data, target, app_name, args, io);
         let out = dir.path().join(format!("{target}.extrap.iotrex"));
-        let t = target.to_string();
-        let mut a: Vec<&str> = vec!["extrap"];
-        a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-        a.extend(["--ranks", &t, "-o", out.to_str().unwrap(), "--explain"]);
-        let o = iotrex(&a);
-        assert!(
-            o.status.success(),
-            "{name}: extrap to {target} refused:\n{}",
-            text(&o)
-        );
-        let derived: Vec<String> = text(&o)
-            .lines()
-            .filter(|l| l.contains("nested POSIX calls"))
-            .map(str::to_string)
-            .collect();
+        let (all, derived) = extrap_explained(name, &inputs, target, &out);
         let hint = format!("the file's cb_nodes hint {cb}");
         assert!(
             !derived.is_empty()
@@ -97,15 +62,9 @@ fn check(name: &str, app_name: &str, args: &[&str], io: Option<&str>, cb: u32, a
                     .iter()
                     .any(|l| l.contains(aggs) && l.contains(&hint)),
             "{name}: at {target} every collective call site must be derived, with {aggs} \
-             from {hint}:\n{}",
-            text(&o)
+             from {hint}:\n{all}"
         );
-        let o = iotrex(&["diff", out.to_str().unwrap(), real.to_str().unwrap()]);
-        assert!(
-            o.status.success() && text(&o).contains("identical"),
-            "{name}: extrapolated and real {target}-rank traces differ:\n{}",
-            text(&o)
-        );
+        assert_identical(name, &out, &real);
     }
     Runs { dir, data, inputs }
 }
@@ -212,7 +171,7 @@ fn ompio_cb_nodes_and_hints_that_differ_between_scales() {
     // At 4 ranks: cb_nodes 2 instead of 3, then no hint at all (same file, same program).
     let at4 = |hints: &[&'static str], file: &str| {
         let p = runs.dir.path().join(file);
-        trace(&p, &runs.data, 4, "ior_like", &ior(true, hints), None);
+        trace_in(&p, &runs.data, 4, "ior_like", &ior(true, hints), None);
         p
     };
     let two = at4(&["cb_nodes=2"], "4.cb2.iotrex");

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-mod link;
+mod build;
 
 use rsd::{FlatEvent, TraceFile};
 use std::collections::BTreeMap;
@@ -14,75 +14,17 @@ use std::sync::Mutex;
 
 /// mpirun runs one at a time: 16 ranks on 2 cores is already oversubscribed.
 static MPIRUN: Mutex<()> = Mutex::new(());
-static BUILD: Mutex<()> = Mutex::new(());
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+pub use build::tracer_lib;
 
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target"))
-}
-
-/// The preload library: target/release first, then target/debug.
-pub fn tracer_lib() -> PathBuf {
-    let t = target_dir();
-    for p in [
-        t.join("release/libiotrex_tracer.so"),
-        t.join("debug/libiotrex_tracer.so"),
-    ] {
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!(
-        "libiotrex_tracer.so not found under {}/{{release,debug}}: run `cargo build --release -p tracer` first",
-        t.display()
-    );
-}
-
-/// Builds `tests/apps/<name>.c` with mpicc into target/iotrex-apps (rebuilt when the source
-/// or count.h is newer), linking what [`link::flags`] says (HDF5 for the HDF5 apps).
+/// Builds `tests/apps/<name>.c` into target/iotrex-apps (see [`build::app_in`]).
 pub fn app(name: &str) -> PathBuf {
-    let _g = BUILD.lock().unwrap_or_else(|p| p.into_inner());
-    let dir = target_dir().join("iotrex-apps");
-    std::fs::create_dir_all(&dir).expect("create target/iotrex-apps");
-    let src = root().join("tests/apps").join(format!("{name}.c"));
-    let hdr = root().join("tests/apps/count.h");
-    let bin = dir.join(name);
-    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let fresh = match (mtime(&bin), mtime(&src), mtime(&hdr)) {
-        (Some(b), Some(s), Some(h)) => b > s && b > h,
-        _ => false,
-    };
-    if !fresh {
-        let tmp = dir.join(format!("{name}.tmp"));
-        let out = Command::new("mpicc")
-            .args(["-O1", "-g", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .args(link::flags(&src))
-            .output()
-            .expect("run mpicc (is Open MPI installed?)");
-        assert!(
-            out.status.success(),
-            "mpicc {} failed:\n{}",
-            src.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::rename(&tmp, &bin).expect("rename built app");
-    }
-    bin
+    build::app_in("", name)
 }
 
 /// A scratch directory in /dev/shm (tmpfs: fast, small runs only).
 pub fn scratch() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("iotrex-test-")
-        .tempdir_in("/dev/shm")
-        .expect("create a scratch dir in /dev/shm")
+    build::scratch_with("iotrex-test-")
 }
 
 /// One traced run.
@@ -289,4 +231,82 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// Traces `app args` at `np` ranks into `out` with the data directory `data` emptied first
+/// (ROMIO's open makes a `stat` only when the file does not exist yet, so every scale must
+/// start from the same state) and substituted for `{d}` in `args`, under Open MPI's defaults
+/// or with the io component `io`. The trace must be complete and carry Open MPI's
+/// configuration, which the collective model needs.
+pub fn trace_in(
+    out: &Path,
+    data: &Path,
+    np: u32,
+    app_name: &str,
+    args: &[&str],
+    io: Option<&str>,
+) -> TraceFile {
+    for f in std::fs::read_dir(data).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    let d = data.display().to_string();
+    let a: Vec<String> = args.iter().map(|s| s.replace("{d}", &d)).collect();
+    let opts = Opts {
+        io,
+        ..Opts::default()
+    };
+    let tf = mpirun(np, &app(app_name), &a, out, &opts).read();
+    assert!(
+        !tf.header.incomplete,
+        "{app_name} at {np}: {:?}",
+        tf.header.notes
+    );
+    let cfg =
+        tf.header.mpi_config.as_ref().unwrap_or_else(|| {
+            panic!("{app_name} at {np}: the tracer recorded no MPI configuration")
+        });
+    assert!(cfg.library.contains("Open MPI"), "{}", cfg.library);
+    tf
+}
+
+/// Runs `iotrex extrap INPUTS --ranks target -o out --explain`, which must succeed, and
+/// returns its output and the `--explain` lines about collective calls' nested POSIX calls.
+pub fn extrap_explained(
+    name: &str,
+    inputs: &[PathBuf],
+    target: u32,
+    out: &Path,
+) -> (String, Vec<String>) {
+    let t = target.to_string();
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    a.extend(["--ranks", &t, "-o", out.to_str().unwrap(), "--explain"]);
+    let o = iotrex(&a);
+    let all = text(&o);
+    assert!(
+        o.status.success(),
+        "{name}: extrap to {target} refused:\n{all}"
+    );
+    let nested = all
+        .lines()
+        .filter(|l| l.contains("nested POSIX calls"))
+        .map(str::to_string)
+        .collect();
+    (all, nested)
+}
+
+/// `iotrex diff extrapolated real` must say identical.
+pub fn assert_identical(name: &str, extrapolated: &Path, real: &Path) {
+    let o = iotrex(&[
+        "diff",
+        extrapolated.to_str().unwrap(),
+        real.to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.success() && text(&o).contains("identical"),
+        "{name}: extrapolated {} and real {} differ:\n{}",
+        extrapolated.display(),
+        real.display(),
+        text(&o)
+    );
 }

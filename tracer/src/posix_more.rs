@@ -110,45 +110,39 @@ fn copy(
 type CopyRangeFn =
     unsafe extern "C" fn(c_int, *mut loff_t, c_int, *mut loff_t, size_t, c_uint) -> ssize_t;
 
-/// Hook: `copy_file_range` (coreutils' `cp` copies with it).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn copy_file_range(
-    fd_in: c_int,
-    off_in: *mut loff_t,
-    fd_out: c_int,
-    off_out: *mut loff_t,
-    len: size_t,
-    flags: c_uint,
-) -> ssize_t {
-    let Some(f) = real!("copy_file_range", CopyRangeFn) else {
-        return enosys();
+macro_rules! copy_range_hook {
+    ($name:ident, $sym:literal, $doc:literal) => {
+        #[doc = $doc]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            fd_in: c_int,
+            off_in: *mut loff_t,
+            fd_out: c_int,
+            off_out: *mut loff_t,
+            len: size_t,
+            flags: c_uint,
+        ) -> ssize_t {
+            let Some(f) = real!($sym, CopyRangeFn) else {
+                return enosys();
+            };
+            let (a, b) = (peek(off_in), peek(off_out));
+            copy((fd_in, a), (fd_out, b), len, || {
+                // SAFETY: forwarding the caller's arguments to the real function.
+                unsafe { f(fd_in, off_in, fd_out, off_out, len, flags) }
+            })
+        }
     };
-    let (a, b) = (peek(off_in), peek(off_out));
-    copy((fd_in, a), (fd_out, b), len, || {
-        // SAFETY: forwarding the caller's arguments to the real function.
-        unsafe { f(fd_in, off_in, fd_out, off_out, len, flags) }
-    })
 }
-
-/// Hook: `splice` (one side is a pipe, which is never traced).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn splice(
-    fd_in: c_int,
-    off_in: *mut loff_t,
-    fd_out: c_int,
-    off_out: *mut loff_t,
-    len: size_t,
-    flags: c_uint,
-) -> ssize_t {
-    let Some(f) = real!("splice", CopyRangeFn) else {
-        return enosys();
-    };
-    let (a, b) = (peek(off_in), peek(off_out));
-    copy((fd_in, a), (fd_out, b), len, || {
-        // SAFETY: forwarding the caller's arguments to the real function.
-        unsafe { f(fd_in, off_in, fd_out, off_out, len, flags) }
-    })
-}
+copy_range_hook!(
+    copy_file_range,
+    "copy_file_range",
+    "Hook: `copy_file_range` (coreutils' `cp` copies with it)."
+);
+copy_range_hook!(
+    splice,
+    "splice",
+    "Hook: `splice` (one side is a pipe, which is never traced)."
+);
 
 type SendfileFn = unsafe extern "C" fn(c_int, c_int, *mut off_t, size_t) -> ssize_t;
 

@@ -5,90 +5,29 @@
 
 #![allow(dead_code)]
 
-#[path = "../../../tests/common/link.rs"]
-mod link;
+#[path = "../../../tests/common/build.rs"]
+mod build;
 
 use collio::ompio::{self, Config};
 use collio::traced;
 use rsd::TraceFile;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("collio lives in the workspace")
-        .to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
-}
-
-/// The preload library (target/release, then target/debug).
-pub fn tracer_lib() -> PathBuf {
-    let t = target_dir();
-    for p in [
-        t.join("release/libiotrex_tracer.so"),
-        t.join("debug/libiotrex_tracer.so"),
-    ] {
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!(
-        "libiotrex_tracer.so not found under {}: run `cargo build --release -p tracer` first",
-        t.display()
-    );
-}
-
-/// The apps built by this test binary, by name.
-static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
 /// mpirun runs one at a time: the machine's cores are shared.
 static MPIRUN: Mutex<()> = Mutex::new(());
 
-/// Builds `tests/apps/<name>.c` with mpicc into target/iotrex-apps/collio (with the
-/// libraries [`link::flags`] names: HDF5 for the HDF5 apps), once per test binary (a few hundred milliseconds; no race with other test binaries' builds, which use
-/// other directories).
+pub use build::tracer_lib;
+
+/// Builds `tests/apps/<name>.c` into target/iotrex-apps/collio (see [`build::app_in`]).
 pub fn app(name: &str) -> PathBuf {
-    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(bin) = built.get(name) {
-        return bin.clone();
-    }
-    let dir = target_dir().join("iotrex-apps/collio");
-    std::fs::create_dir_all(&dir).expect("create target/iotrex-apps/collio");
-    let src = workspace().join("tests/apps").join(format!("{name}.c"));
-    let bin = dir.join(name);
-    // A name of this process's own: another run of these tests may be building the same app.
-    let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
-    let out = Command::new("mpicc")
-        .args(["-O1", "-g", "-o"])
-        .arg(&tmp)
-        .arg(&src)
-        .args(link::flags(&src))
-        .output()
-        .expect("run mpicc (is Open MPI installed?)");
-    assert!(
-        out.status.success(),
-        "mpicc {} failed:\n{}",
-        src.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::rename(&tmp, &bin).expect("rename the built app");
-    built.insert(name.to_string(), bin.clone());
-    bin
+    build::app_in("collio", name)
 }
 
 /// A scratch directory in /dev/shm.
 pub fn scratch() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("iotrex-collio-")
-        .tempdir_in("/dev/shm")
-        .expect("create a scratch dir in /dev/shm")
+    build::scratch_with("iotrex-collio-")
 }
 
 /// The MPI-IO library a run uses.

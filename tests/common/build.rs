@@ -1,0 +1,120 @@
+//! Building and finding what the end-to-end tests run, for both test harnesses (the
+//! workspace's `tests/common` and collio's, which includes this file by path): the preload
+//! library, the C mini-apps of `tests/apps` (built with mpicc, linking parallel HDF5 for the
+//! apps that include `<hdf5.h>`), and scratch directories.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// The pkg-config package of parallel HDF5 built on Open MPI (Debian's
+/// `libhdf5-openmpi-dev`, installed by `scripts/install-deps.sh`).
+const HDF5: &str = "hdf5-openmpi";
+
+/// One mpicc at a time within a test binary.
+static BUILD: Mutex<()> = Mutex::new(());
+
+/// The workspace root: the first ancestor of the test's package that holds `tests/apps`
+/// (the root package itself, or collio's parent).
+pub fn workspace() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    dir.ancestors()
+        .find(|d| d.join("tests/apps").is_dir())
+        .unwrap_or_else(|| panic!("no tests/apps above {}", dir.display()))
+        .to_path_buf()
+}
+
+/// Cargo's target directory.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"))
+}
+
+/// The preload library: target/release first, then target/debug.
+pub fn tracer_lib() -> PathBuf {
+    let t = target_dir();
+    for p in [
+        t.join("release/libiotrex_tracer.so"),
+        t.join("debug/libiotrex_tracer.so"),
+    ] {
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!(
+        "libiotrex_tracer.so not found under {}/{{release,debug}}: run `cargo build --release -p tracer` first",
+        t.display()
+    );
+}
+
+/// Builds `tests/apps/<name>.c` with mpicc into `target/iotrex-apps/<sub>` (rebuilt when the
+/// source or count.h is newer), linking what [`flags`] says.
+pub fn app_in(sub: &str, name: &str) -> PathBuf {
+    let _g = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = target_dir().join("iotrex-apps").join(sub);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    let apps = workspace().join("tests/apps");
+    let src = apps.join(format!("{name}.c"));
+    let hdr = apps.join("count.h");
+    let bin = dir.join(name);
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = match (mtime(&bin), mtime(&src), mtime(&hdr)) {
+        (Some(b), Some(s), Some(h)) => b > s && b > h,
+        _ => false,
+    };
+    if !fresh {
+        // A name of this process's own: another test binary may be building the same app
+        // into the same directory.
+        let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+        let out = Command::new("mpicc")
+            .args(["-O1", "-g", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .args(flags(&src))
+            .output()
+            .expect("run mpicc (is Open MPI installed?)");
+        assert!(
+            out.status.success(),
+            "mpicc {} failed:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::rename(&tmp, &bin).expect("rename built app");
+    }
+    bin
+}
+
+/// A scratch directory in /dev/shm (tmpfs: fast, small runs only).
+pub fn scratch_with(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/dev/shm")
+        .expect("create a scratch dir in /dev/shm")
+}
+
+/// Extra compiler and linker arguments for the app whose source is `src` (after the source
+/// on mpicc's command line): an app that includes `<hdf5.h>` links Open MPI's parallel HDF5
+/// with the flags of `pkg-config hdf5-openmpi`. The other apps get nothing and run no
+/// pkg-config.
+pub fn flags(src: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(src)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()));
+    if !text.contains("#include <hdf5.h>") {
+        return Vec::new();
+    }
+    let out = Command::new("pkg-config")
+        .args(["--cflags", "--libs", HDF5])
+        .output()
+        .expect("run pkg-config (is pkg-config installed? scripts/install-deps.sh)");
+    assert!(
+        out.status.success(),
+        "pkg-config {HDF5} failed for {} (scripts/install-deps.sh installs libhdf5-openmpi-dev):\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
