@@ -22,6 +22,10 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists hdf5-openmpi 2>/dev/null || missing+=(libhdf5-openmpi-dev)
 # A real MPI application for replay's end-to-end test (replay_mpi/tests/lammps.rs).
 command -v lmp >/dev/null 2>&1 || missing+=(lammps)
+# The second real application (tests/real_python.rs): a Python program on Debian's
+# mpi4py and parallel h5py, under Debian's own interpreter.
+/usr/bin/python3 -c 'import mpi4py' >/dev/null 2>&1 || missing+=(python3-mpi4py)
+ls /usr/lib/python3/dist-packages/h5py._debian_h5py_mpi* >/dev/null 2>&1 || missing+=(python3-h5py-mpi)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 
 if [ ${#missing[@]} -eq 0 ]; then
