@@ -246,6 +246,8 @@ struct Flush {
     entries: Vec<RawEvent>,
     /// `before[a]`: the entries some rank at some scale wrote after entry `a`.
     before: Vec<BTreeSet<usize>>,
+    /// The orders the ranks wrote their entries in, per input scale, for messages.
+    seen: String,
 }
 
 /// A modelled call site.
@@ -363,10 +365,20 @@ fn model_site(
             e.dur_ns = mean(&|e| e.dur_ns);
             entries.push(e);
         }
+        let seen = obs
+            .iter()
+            .zip(scales)
+            .map(|(o, n)| {
+                let ks: Vec<String> = o.orders.iter().map(|ks| format!("{ks:?}")).collect();
+                format!("{} at {n}", ks.join(" "))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
         flushes.push(Flush {
             anchor: *a,
             entries,
             before,
+            seen,
         });
     }
     let cs: Vec<String> = cs.iter().map(usize::to_string).collect();
@@ -563,13 +575,19 @@ fn ordered(f: &Flush, chunk: std::ops::Range<usize>) -> Result<Vec<usize>, Strin
 
 /// Deals the modelled sites' entries over the ranks of `tf` (at the target) and puts each
 /// rank's after its anchor.
-fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), String> {
+fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
     let n = tf.header.nranks;
     if n > DERIVE_LIMIT {
-        return Err(format!(
-            "dealing the writes at {n} ranks expands every rank; it is done up to {DERIVE_LIMIT}"
+        return Err((
+            format!(
+                "dealing the writes at {n} ranks expands every rank; it is done up to \
+                 {DERIVE_LIMIT}"
+            ),
+            String::new(),
         ));
     }
+    // The orders the inputs saw, for a refusal.
+    let mut orders_seen = String::new();
     let trace = compress_ranks(n, |r| {
         let events = rank_events(&tf.trace, r);
         // Where each anchor is in this rank's calls.
@@ -595,7 +613,13 @@ fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), String> {
                         describe_anchor(&f.anchor)
                     )
                 })?;
-                let ks = ordered(f, chunk).map_err(|e| format!("at {n} ranks, rank {r}: {e}"))?;
+                let ks = match ordered(f, chunk) {
+                    Ok(ks) => ks,
+                    Err(e) => {
+                        orders_seen = format!("entries written per rank {}", f.seen);
+                        return Err(format!("at {n} ranks, rank {r}: {e}"));
+                    }
+                };
                 inserts.push((at, ks.iter().map(|&k| f.entries[k].clone()).collect()));
             }
         }
@@ -605,7 +629,8 @@ fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), String> {
             events.splice(at..at, es);
         }
         Ok(events)
-    })?;
+    })
+    .map_err(|e| (e, std::mem::take(&mut orders_seen)))?;
     tf.trace = trace;
     Ok(())
 }
@@ -641,16 +666,25 @@ pub(crate) fn around(
         });
     }
     let mut out = inner(&stripped)?;
-    insert(&mut out.file, &p).map_err(|why| ExtrapError::Refused {
+    let most = p
+        .sites
+        .iter()
+        .flat_map(|s| s.flushes.iter().map(|f| f.entries.len()))
+        .max()
+        .unwrap_or(0);
+    insert(&mut out.file, &p).map_err(|(why, seen)| ExtrapError::Refused {
         event: p
             .explain
             .first()
             .map_or_else(String::new, |e| e.event.clone()),
         param: "dealt writes".into(),
         detail: why,
-        values: String::new(),
+        values: seen,
         tried: "block dealing (parallel HDF5's distributed metadata flush)".into(),
-        hint: "pick a target the inputs determine".into(),
+        hint: format!(
+            "trace a scale at which one rank writes both entries, or pick a target of at least \
+             {most} ranks (each rank then writes one entry at most)"
+        ),
     })?;
     for (k, e) in p.explain.into_iter().enumerate() {
         out.explain.insert(k, e);
@@ -682,5 +716,63 @@ mod tests {
         assert_eq!(sizes(8, 4), [2, 2, 2, 2]);
         assert_eq!(block(9, 4, 1), 3..5);
         assert_eq!(block(9, 16, 12), 9..9);
+    }
+
+    /// A barrier, then rank `r`'s writes of the 9 entries at offsets 100*k (entry `k`).
+    fn rank(entries: &[usize]) -> Vec<RawEvent> {
+        let mut v = vec![RawEvent::new(
+            Op::Barrier,
+            7,
+            rsd::op::args::barrier(rsd::mpi::COMM_WORLD),
+        )];
+        for &k in entries {
+            let off = 100 * k as i64;
+            v.push(RawEvent::new(
+                Op::FileWriteAt,
+                9,
+                rsd::op::args::file_write_at(0, off, 8, 1, 8),
+            ));
+        }
+        v.push(v[0].clone());
+        v
+    }
+
+    /// Nine entries over 4 ranks, each rank in its own order: dealt in blocks, one flush after
+    /// the first barrier, each rank's order kept; rank 1 writing an entry of rank 2's block
+    /// is not the dealing.
+    #[test]
+    fn a_flush_is_checked_against_the_block_dealing() {
+        let site = (Op::FileWriteAt, 9);
+        let ranks = vec![
+            rank(&[1, 2, 0]),
+            rank(&[4, 3]),
+            rank(&[6, 5]),
+            rank(&[7, 8]),
+        ];
+        let got = observe(&ranks, site).unwrap();
+        let a = Some((Op::Barrier, 7, 0));
+        assert_eq!(got.keys().copied().collect::<Vec<_>>(), [a]);
+        let f = &got[&a];
+        assert_eq!(f.entries.len(), 9);
+        assert_eq!(
+            f.orders,
+            [vec![1, 2, 0], vec![4, 3], vec![6, 5], vec![7, 8]]
+        );
+        let wrong = vec![
+            rank(&[1, 2, 0]),
+            rank(&[4, 5]),
+            rank(&[6, 3]),
+            rank(&[7, 8]),
+        ];
+        let e = observe(&wrong, site).err().unwrap();
+        assert!(e.contains("rank 1 writes entries [4, 5] of 9"), "{e}");
+        // A rank whose block is not empty but writes nothing.
+        let missing = vec![
+            rank(&[0, 1, 2]),
+            rank(&[3, 4]),
+            rank(&[5, 6, 7, 8]),
+            rank(&[]),
+        ];
+        assert!(observe(&missing, site).is_err());
     }
 }
