@@ -192,27 +192,17 @@ fn observe(ranks: &[Vec<RawEvent>], site: Site) -> Result<BTreeMap<Anchor, Obser
     Ok(out)
 }
 
-/// What must be equal across scales for an entry to be the same entry: op, call site, path,
-/// parameter count, and the same of its nested calls.
-fn shape(
-    e: &RawEvent,
-) -> (
-    Op,
-    u64,
-    Option<String>,
-    usize,
-    Vec<(Op, u64, Option<String>, usize)>,
-) {
-    (
-        e.op,
-        e.sig,
-        e.path.clone(),
-        e.params.len(),
-        e.children
-            .iter()
-            .map(|c| (c.op, c.sig, c.path.clone(), c.params.len()))
-            .collect(),
-    )
+/// One call's identity: op, call site, path and parameter count.
+type CallShape = (Op, u64, Option<String>, usize);
+
+fn call_shape(e: &RawEvent) -> CallShape {
+    (e.op, e.sig, e.path.clone(), e.params.len())
+}
+
+/// What must be equal across scales for an entry to be the same entry: its identity and its
+/// nested calls'.
+fn shape(e: &RawEvent) -> (CallShape, Vec<CallShape>) {
+    (call_shape(e), e.children.iter().map(call_shape).collect())
 }
 
 /// An entry's numbers: its parameters, then each nested call's.
