@@ -19,6 +19,11 @@
 //! ranks); otherwise they are fitted like the rest, and a
 //! refusal says why they were not derived.
 //!
+//! Independent writes a library deals over the ranks in blocks (parallel HDF5's distributed
+//! metadata flush) change the structure below their count; `dealt` checks its declared model
+//! of them at every input scale, takes them out before the rest is grouped and fitted, and
+//! deals them again at the target.
+//!
 //! Everything is exact: a quantity that fits no model, or that two models fit but predict
 //! differently at the target, refuses the whole extrapolation with an error naming the event,
 //! the parameter, the values at each scale and the models tried. Timing statistics are the
