@@ -190,6 +190,20 @@ pub fn extrapolate_consistent(
     models: &ModelSet,
     drop: bool,
 ) -> Result<Extrapolated, ExtrapError> {
+    // Independent writes the library deals over the ranks change the structure below their
+    // count (HDF5's metadata flush): modelled around the rest, before the grouping.
+    crate::dealt::around(inputs, target, models, |inputs| {
+        consistent_dealt_apart(inputs, target, models, drop)
+    })
+}
+
+/// [`extrapolate_consistent`] on inputs whose dealt writes, if any, were taken out.
+fn consistent_dealt_apart(
+    inputs: &[Input],
+    target: u32,
+    models: &ModelSet,
+    drop: bool,
+) -> Result<Extrapolated, ExtrapError> {
     let gs = groups(inputs);
     if gs.len() <= 1 {
         return extrapolate(inputs, target, models);

@@ -186,15 +186,21 @@ fn raw_of(e: &Event, rank: u32, idx: &mut Vec<u64>) -> RawEvent {
     }
 }
 
-/// Expands `rank` of `trace` and finds its collective calls and the file each is on (the
-/// path of the `MPI_File_open` that made its handle, as `collio::traced` resolves it).
-fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
+/// Every call of `rank` of `trace`, nested calls included, each with its node's mean timing.
+pub(crate) fn rank_events(trace: &Trace, rank: u32) -> Vec<RawEvent> {
     let mut events = Vec::new();
     let mut idx = Vec::new();
     visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
         events.push(raw_of(e, rank, idx));
         true
     });
+    events
+}
+
+/// Expands `rank` of `trace` and finds its collective calls and the file each is on (the
+/// path of the `MPI_File_open` that made its handle, as `collio::traced` resolves it).
+fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
+    let events = rank_events(trace, rank);
     // Per open MPI file handle: its path, the library's descriptor, whether on the world.
     let mut open: HashMap<i64, (String, Option<i64>, bool)> = HashMap::new();
     // The communicators with the world's ranks in the world's order: the world and its
@@ -823,7 +829,7 @@ const CHUNK: u32 = 256;
 
 /// Compresses every rank's calls, as `calls(rank)` gives them (one compressor per rank, as
 /// the tracer does), and merges the ranks as the tracer merges them at `MPI_Finalize`.
-fn compress_ranks(
+pub(crate) fn compress_ranks(
     np: u32,
     mut calls: impl FnMut(u32) -> Result<Vec<RawEvent>, String>,
 ) -> Result<Trace, String> {

@@ -19,6 +19,11 @@
 //! ranks); otherwise they are fitted like the rest, and a
 //! refusal says why they were not derived.
 //!
+//! Independent writes a library deals over the ranks in blocks (parallel HDF5's distributed
+//! metadata flush) change the structure below their count; `dealt` checks its declared model
+//! of them at every input scale, takes them out before the rest is grouped and fitted, and
+//! deals them again at the target.
+//!
 //! Everything is exact: a quantity that fits no model, or that two models fit but predict
 //! differently at the target, refuses the whole extrapolation with an error naming the event,
 //! the parameter, the values at each scale and the models tried. Timing statistics are the
@@ -34,6 +39,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod consistent;
+mod dealt;
 mod derive;
 pub mod diff;
 pub mod error;
@@ -143,6 +149,20 @@ pub fn extrapolate(
 /// [`extrapolate`], deriving the nested calls of collective calls as `how` says (the tests
 /// check the compressed derivation against the per-rank one).
 pub fn extrapolate_with(
+    inputs: &[Input],
+    target: u32,
+    models: &ModelSet,
+    how: Derivation,
+) -> Result<Extrapolated, ExtrapError> {
+    // Independent writes the library deals over the ranks (HDF5's metadata flush) are modelled
+    // around the rest (`dealt`).
+    dealt::around(inputs, target, models, |inputs| {
+        extrapolate_dealt_apart(inputs, target, models, how)
+    })
+}
+
+/// [`extrapolate_with`] on inputs whose dealt writes, if any, were taken out.
+fn extrapolate_dealt_apart(
     inputs: &[Input],
     target: u32,
     models: &ModelSet,

@@ -1,0 +1,768 @@
+//! Independent writes a library deals over the ranks in blocks: a declared model of parallel
+//! HDF5's distributed metadata flush (issue 13).
+//!
+//! At a sync point, parallel HDF5 (1.10 and later, `H5AC_METADATA_WRITE_STRATEGY__DISTRIBUTED`,
+//! its default) sorts the C dirty metadata entries of its cache by address and deals them over
+//! the n ranks in contiguous blocks (`H5C_apply_candidate_list`'s candidate assignment table):
+//! the first `C mod n` ranks get `C/n + 1` entries, the others `C/n` (none when `C < n`). Each
+//! rank writes each of its entries with one independent `MPI_File_write_at`, in the order of
+//! the cache's LRU list, ring by ring (the superblock last), which is the same on every rank.
+//! C is the number of dirty entries, a property of the program's metadata, not of n. Below C
+//! ranks how many entries a rank writes, and which, changes with n, so the trace's structure
+//! changes with the scale and no per-event model of n fits it.
+//!
+//! The model, for one call site of an independent explicit-offset write ([`DEALT_OPS`]):
+//! - A *flush* is, on each rank, a maximal run of consecutive calls at that site, placed by its
+//!   *anchor*: the call just before it (op, call site, and how many calls of that op at that
+//!   site the rank made before it). The runs of all ranks at one anchor are the flush's
+//!   entries, sorted by offset.
+//! - [`around`] checks at every input scale that every flush's entries are dealt by the rule
+//!   above, that each flush has the same C at every scale, and that the ranks write their
+//!   entries in one order of the entries; then fits each entry's numbers (offset, count, its
+//!   nested calls) against n exactly, as every other quantity is fitted; removes the site's
+//!   calls from the inputs, which are extrapolated as usual; and deals the entries at the
+//!   target, putting each rank's back after its anchor (every rank expanded, re-compressed and
+//!   merged, up to [`DERIVE_LIMIT`] ranks).
+//!
+//! The model is used only where it is needed (some input has a flush with more entries than
+//! ranks, so the structure changes with the scale) and where it reproduces every input;
+//! otherwise the calls are fitted as before and a refusal stands as it was.
+
+use crate::derive::{compress_ranks, rank_events};
+use crate::error::ExtrapError;
+use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
+use models::ModelSet;
+use models::exact::{Agreement, Point, Vars, agree, fit_exact};
+use rsd::op::{Op, Param};
+use rsd::trace::{Node, NodeKind};
+use rsd::{RawEvent, TraceFile};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The independent, explicit-offset write ops a library may deal over the ranks (HDF5's MPI-IO
+/// driver writes metadata with `MPI_File_write_at`).
+const DEALT_OPS: &[Op] = &[Op::FileWriteAt];
+
+/// A call site of a dealt op.
+type Site = (Op, u64);
+
+/// Where a flush sits on a rank: right after the call numbered `.2` (from 0) of op `.0` at call
+/// site `.1` among that rank's calls, or at the start (`None`). Calls of [`DEALT_OPS`] are not
+/// counted: they are what is dealt.
+type Anchor = Option<(Op, u64, usize)>;
+
+/// The first entry of `rank` when `c` entries are dealt over `n` ranks in blocks: the first
+/// `c mod n` ranks get `c/n + 1` entries, the others `c/n`. Rank `rank` writes entries
+/// `block_start(c, n, rank)..block_start(c, n, rank + 1)`.
+pub(crate) fn block_start(c: u64, n: u64, rank: u64) -> u64 {
+    let (q, m) = (c / n, c % n);
+    rank * q + rank.min(m)
+}
+
+/// Rank `rank`'s entries when `c` are dealt over `n` ranks.
+fn block(c: u64, n: u64, rank: u64) -> std::ops::Range<usize> {
+    block_start(c, n, rank) as usize..block_start(c, n, rank + 1) as usize
+}
+
+fn describe_anchor(a: &Anchor) -> String {
+    match a {
+        None => "at the start".into(),
+        Some((op, sig, k)) => format!("after call {} of {} (call site {sig:#x})", k + 1, op.name()),
+    }
+}
+
+/// One rank's runs of calls at `site`, each with its anchor and its range in `events`.
+fn runs(events: &[RawEvent], site: Site) -> Result<Vec<(Anchor, std::ops::Range<usize>)>, String> {
+    let mut seen: HashMap<(Op, u64), usize> = HashMap::new();
+    let mut anchor: Anchor = None;
+    // Whether the last call was the anchor itself (a run must follow it directly).
+    let mut at_anchor = true;
+    let mut out: Vec<(Anchor, std::ops::Range<usize>)> = Vec::new();
+    let mut i = 0;
+    while i < events.len() {
+        let e = &events[i];
+        if (e.op, e.sig) == site {
+            let start = i;
+            while i < events.len() && (events[i].op, events[i].sig) == site {
+                i += 1;
+            }
+            if !at_anchor || out.last().is_some_and(|(a, _)| *a == anchor) {
+                return Err(format!(
+                    "a run of its calls does not follow the call {} directly",
+                    describe_anchor(&anchor)
+                ));
+            }
+            out.push((anchor, start..i));
+            at_anchor = false;
+        } else if DEALT_OPS.contains(&e.op) {
+            at_anchor = false;
+            i += 1;
+        } else {
+            let c = seen.entry((e.op, e.sig)).or_insert(0);
+            anchor = Some((e.op, e.sig, *c));
+            *c += 1;
+            at_anchor = true;
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// One flush at one scale.
+struct Observed {
+    /// Every rank's entries, by offset.
+    entries: Vec<RawEvent>,
+    /// Per writing rank, its entries' indices in the order it wrote them.
+    orders: Vec<Vec<usize>>,
+}
+
+/// The flushes of `site` in a run of `n` ranks whose calls are `ranks`, checked against the
+/// block dealing.
+fn observe(ranks: &[Vec<RawEvent>], site: Site) -> Result<BTreeMap<Anchor, Observed>, String> {
+    let n = ranks.len() as u64;
+    let mut at: BTreeMap<Anchor, Vec<(u32, Vec<RawEvent>)>> = BTreeMap::new();
+    for (r, events) in ranks.iter().enumerate() {
+        for (a, range) in runs(events, site).map_err(|e| format!("rank {r}: {e}"))? {
+            at.entry(a)
+                .or_default()
+                .push((r as u32, events[range].to_vec()));
+        }
+    }
+    let offset = |e: &RawEvent| e.op.param(&e.params, Param::Offset);
+    let mut out = BTreeMap::new();
+    for (a, parts) in at {
+        let mut all: Vec<(i64, u32, usize)> = Vec::new();
+        for (r, evs) in &parts {
+            for (j, e) in evs.iter().enumerate() {
+                all.push((offset(e), *r, j));
+            }
+        }
+        all.sort_unstable();
+        if let Some(w) = all.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(format!(
+                "{}: two writes at offset {}",
+                describe_anchor(&a),
+                w[0].0
+            ));
+        }
+        let c = all.len() as u64;
+        let index: HashMap<(u32, usize), usize> = all
+            .iter()
+            .enumerate()
+            .map(|(k, &(_, r, j))| ((r, j), k))
+            .collect();
+        let mut orders = Vec::new();
+        let mut writers = BTreeSet::new();
+        for (r, evs) in &parts {
+            let ks: Vec<usize> = (0..evs.len()).map(|j| index[&(*r, j)]).collect();
+            let mut sorted = ks.clone();
+            sorted.sort_unstable();
+            let want: Vec<usize> = block(c, n, u64::from(*r)).collect();
+            if sorted != want {
+                return Err(format!(
+                    "{}: at {n} ranks rank {r} writes entries {sorted:?} of {c}, block dealing \
+                     gives it {want:?}",
+                    describe_anchor(&a)
+                ));
+            }
+            writers.insert(*r);
+            orders.push(ks);
+        }
+        if let Some(r) =
+            (0..n).find(|&r| !block(c, n, r).is_empty() && !writers.contains(&(r as u32)))
+        {
+            return Err(format!(
+                "{}: at {n} ranks rank {r} writes nothing, block dealing of {c} entries gives it {:?}",
+                describe_anchor(&a),
+                block(c, n, r)
+            ));
+        }
+        let entries = all
+            .iter()
+            .map(|&(_, r, j)| {
+                parts
+                    .iter()
+                    .find(|(pr, _)| *pr == r)
+                    .expect("rank of an entry")
+                    .1[j]
+                    .clone()
+            })
+            .collect();
+        out.insert(a, Observed { entries, orders });
+    }
+    Ok(out)
+}
+
+/// One call's identity: op, call site, path and parameter count.
+type CallShape = (Op, u64, Option<String>, usize);
+
+fn call_shape(e: &RawEvent) -> CallShape {
+    (e.op, e.sig, e.path.clone(), e.params.len())
+}
+
+/// What must be equal across scales for an entry to be the same entry: its identity and its
+/// nested calls'.
+fn shape(e: &RawEvent) -> (CallShape, Vec<CallShape>) {
+    (call_shape(e), e.children.iter().map(call_shape).collect())
+}
+
+/// An entry's numbers: its parameters, then each nested call's.
+fn numbers(e: &RawEvent) -> Vec<i64> {
+    let mut v = e.params.clone();
+    for c in &e.children {
+        v.extend(&c.params);
+    }
+    v
+}
+
+/// `template` with `numbers` put back in [`numbers`]' order.
+fn with_numbers(template: &RawEvent, numbers: &[i64]) -> RawEvent {
+    let mut e = template.clone();
+    let mut it = numbers.iter().copied();
+    for p in e.params.iter_mut() {
+        *p = it.next().expect("as many numbers as parameters");
+    }
+    for c in e.children.iter_mut() {
+        for p in c.params.iter_mut() {
+            *p = it.next().expect("as many numbers as parameters");
+        }
+    }
+    e
+}
+
+/// One flush of a modelled site, ready for the target.
+struct Flush {
+    anchor: Anchor,
+    /// The entries at the target, by offset.
+    entries: Vec<RawEvent>,
+    /// `before[a]`: the entries some rank at some scale wrote after entry `a`.
+    before: Vec<BTreeSet<usize>>,
+    /// The orders the ranks wrote their entries in, per input scale, for messages.
+    seen: String,
+}
+
+/// A modelled call site.
+struct SitePlan {
+    site: Site,
+    flushes: Vec<Flush>,
+}
+
+/// Why a site is not modelled, or the fitted flushes.
+enum Outcome {
+    /// The site's calls are left to the fitting: the model is not needed or does not hold.
+    Skip,
+    Model(SitePlan, Vec<Explain>),
+}
+
+/// The parameter names of `e`'s numbers, for messages.
+fn number_name(e: &RawEvent, i: usize) -> String {
+    let n = e.params.len();
+    if i < n {
+        return e.op.param_name(i, n, 0).to_string();
+    }
+    let mut i = i - n;
+    for c in &e.children {
+        if i < c.params.len() {
+            return format!("{} {}", c.op.name(), c.op.param_name(i, c.params.len(), 0));
+        }
+        i -= c.params.len();
+    }
+    "?".into()
+}
+
+fn model_site(
+    site: Site,
+    scales: &[u32],
+    expanded: &[Vec<Vec<RawEvent>>],
+    target: u32,
+    models: &ModelSet,
+) -> Result<Outcome, ExtrapError> {
+    let mut per_scale = Vec::with_capacity(scales.len());
+    for ranks in expanded {
+        match observe(ranks, site) {
+            Ok(o) => per_scale.push(o),
+            Err(_) => return Ok(Outcome::Skip),
+        }
+    }
+    // Needed: some flush has more entries than its run has ranks.
+    let needed = per_scale
+        .iter()
+        .zip(scales)
+        .any(|(o, &n)| o.values().any(|f| f.entries.len() as u64 > u64::from(n)));
+    let anchors: Vec<Anchor> = per_scale[0].keys().copied().collect();
+    if !needed
+        || per_scale
+            .iter()
+            .any(|o| o.keys().copied().collect::<Vec<_>>() != anchors)
+    {
+        return Ok(Outcome::Skip);
+    }
+    let site_name = format!("{} (call site {:#x})", site.0.name(), site.1);
+    let ns: Vec<i64> = scales.iter().map(|&n| i64::from(n)).collect();
+    let mut explain = Vec::new();
+    let mut flushes = Vec::new();
+    let mut cs = Vec::new();
+    for a in &anchors {
+        let obs: Vec<&Observed> = per_scale.iter().map(|o| &o[a]).collect();
+        let c = obs[0].entries.len();
+        if obs.iter().any(|o| o.entries.len() != c) {
+            return Ok(Outcome::Skip);
+        }
+        cs.push(c);
+        let mut before = vec![BTreeSet::new(); c];
+        for o in &obs {
+            for ks in &o.orders {
+                for (x, &p) in ks.iter().enumerate() {
+                    for &q in &ks[x + 1..] {
+                        before[p].insert(q);
+                    }
+                }
+            }
+        }
+        // One order of the entries: never a before b at one rank or scale and b before a at
+        // another.
+        if (0..c).any(|p| before[p].iter().any(|&q| before[q].contains(&p))) {
+            return Ok(Outcome::Skip);
+        }
+        let mut entries = Vec::with_capacity(c);
+        for k in 0..c {
+            let first = &obs[obs.len() - 1].entries[k];
+            if obs.iter().any(|o| shape(&o.entries[k]) != shape(first)) {
+                return Ok(Outcome::Skip);
+            }
+            let cols: Vec<Vec<i64>> = obs.iter().map(|o| numbers(&o.entries[k])).collect();
+            let mut at_target = Vec::with_capacity(cols[0].len());
+            for i in 0..cols[0].len() {
+                let ys: Vec<i64> = cols.iter().map(|v| v[i]).collect();
+                let what = format!("entry {k} of the dealt writes {}", describe_anchor(a));
+                let param = number_name(first, i);
+                at_target.push(fit_number(
+                    &ns,
+                    &ys,
+                    target,
+                    models,
+                    &site_name,
+                    &what,
+                    &param,
+                    &mut explain,
+                )?);
+            }
+            let mut e = with_numbers(first, &at_target);
+            let mean = |f: &dyn Fn(&RawEvent) -> u64| {
+                (obs.iter().map(|o| f(&o.entries[k]) as f64).sum::<f64>() / obs.len() as f64)
+                    .round() as u64
+            };
+            e.gap_ns = mean(&|e| e.gap_ns);
+            e.dur_ns = mean(&|e| e.dur_ns);
+            entries.push(e);
+        }
+        let seen = obs
+            .iter()
+            .zip(scales)
+            .map(|(o, n)| {
+                let ks: Vec<String> = o.orders.iter().map(|ks| format!("{ks:?}")).collect();
+                format!("{} at {n}", ks.join(" "))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        flushes.push(Flush {
+            anchor: *a,
+            entries,
+            before,
+            seen,
+        });
+    }
+    let cs: Vec<String> = cs.iter().map(usize::to_string).collect();
+    explain.insert(
+        0,
+        Explain {
+            event: site_name,
+            quantity: "independent writes dealt over the ranks".into(),
+            model: format!(
+                "declared model: the C entries of each flush, sorted by offset, dealt over the \
+                 ranks in blocks (the first C mod n ranks write C/n + 1, the others C/n, each \
+                 rank in one order of the entries; parallel HDF5's distributed metadata flush, \
+                 H5C_apply_candidate_list); reproduced at every input scale; {} flush(es) of C \
+                 = {} entries; each entry's numbers fitted against n, its timing the inputs' \
+                 mean",
+                flushes.len(),
+                cs.join(", ")
+            ),
+            curve: None,
+        },
+    );
+    Ok(Outcome::Model(SitePlan { site, flushes }, explain))
+}
+
+/// One number per scale fitted exactly against n and evaluated at `target` (a constant when
+/// it does not vary); a varying one is explained.
+#[allow(clippy::too_many_arguments)]
+fn fit_number(
+    ns: &[i64],
+    ys: &[i64],
+    target: u32,
+    models: &ModelSet,
+    event: &str,
+    what: &str,
+    param: &str,
+    explain: &mut Vec<Explain>,
+) -> Result<i64, ExtrapError> {
+    if ys.iter().all(|&y| y == ys[0]) {
+        return Ok(ys[0]);
+    }
+    let pts: Vec<Point> = ns
+        .iter()
+        .zip(ys)
+        .map(|(&n, &y)| Point { n, rank: 0, y })
+        .collect();
+    let values = ns
+        .iter()
+        .zip(ys)
+        .map(|(n, y)| format!("{y} at {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let refuse = |detail: String| ExtrapError::Refused {
+        event: event.to_string(),
+        param: param.to_string(),
+        detail,
+        values: values.clone(),
+        tried: models.names(Vars::N).join(", "),
+        hint: "trace one more scale so fewer models fit, or load a model plugin (--plugin \
+               lib.so) that expresses this pattern"
+            .into(),
+    };
+    match agree(fit_exact(&models.models, Vars::N, &pts), |f| {
+        f.eval(i64::from(target), 0)
+    }) {
+        Agreement::Agree(f, v) => {
+            explain.push(Explain {
+                event: event.to_string(),
+                quantity: format!("{param} of {what}"),
+                model: f.describe(),
+                curve: None,
+            });
+            Ok(v)
+        }
+        Agreement::Disagree { first, second } => Err(refuse(format!(
+            "{param} of {what}: models disagree at {target} ranks: {} gives {}, {} gives {}",
+            first.0.describe(),
+            first.1,
+            second.0.describe(),
+            second.1
+        ))),
+        Agreement::None => Err(refuse(format!(
+            "{param} of {what} fits no exact model of n"
+        ))),
+    }
+}
+
+/// Whether `nodes` hold a call of a dealt op at the top level (nested calls are the MPI
+/// library's, never an application's independent write).
+fn has_dealt_op(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => DEALT_OPS.contains(&e.op),
+        NodeKind::Loop(l) => has_dealt_op(&l.body),
+    })
+}
+
+/// The modelled sites and what `--explain` says of them.
+struct Plan {
+    sites: Vec<SitePlan>,
+    explain: Vec<Explain>,
+}
+
+/// The sites whose calls are dealt writes in every input (`sorted`: one run per scale,
+/// increasing rank counts), fitted for `target`; `None` when there are none.
+fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan>, ExtrapError> {
+    if !sorted.iter().any(|i| has_dealt_op(&i.file.trace.nodes))
+        || sorted.iter().any(|i| {
+            i.file.header.nranks > DERIVE_LIMIT
+                || i.file.header.incomplete
+                || rsd::approx::require_exact(&i.file.trace, &i.name, "extrapolation").is_err()
+        })
+    {
+        return Ok(None);
+    }
+    let scales: Vec<u32> = sorted.iter().map(|i| i.file.header.nranks).collect();
+    let expanded: Vec<Vec<Vec<RawEvent>>> = sorted
+        .iter()
+        .map(|i| {
+            (0..i.file.header.nranks)
+                .map(|r| rank_events(&i.file.trace, r))
+                .collect()
+        })
+        .collect();
+    let mut sites = BTreeSet::new();
+    for ranks in &expanded {
+        for e in ranks.iter().flatten() {
+            if DEALT_OPS.contains(&e.op) {
+                sites.insert((e.op, e.sig));
+            }
+        }
+    }
+    let mut out = Plan {
+        sites: Vec::new(),
+        explain: Vec::new(),
+    };
+    for site in sites {
+        if let Outcome::Model(p, ex) = model_site(site, &scales, &expanded, target, models)? {
+            out.sites.push(p);
+            out.explain.extend(ex);
+        }
+    }
+    Ok((!out.sites.is_empty()).then_some(out))
+}
+
+/// `tf` without the calls of the modelled sites.
+fn strip(tf: &TraceFile, p: &Plan) -> Result<TraceFile, String> {
+    let sites: BTreeSet<Site> = p.sites.iter().map(|s| s.site).collect();
+    let trace = compress_ranks(tf.header.nranks, |r| {
+        let mut events = rank_events(&tf.trace, r);
+        events.retain(|e| !sites.contains(&(e.op, e.sig)));
+        Ok(events)
+    })?;
+    Ok(TraceFile {
+        header: tf.header.clone(),
+        trace,
+    })
+}
+
+/// The entries of `chunk` in the order the inputs wrote them, or why that order is not known.
+fn ordered(f: &Flush, chunk: std::ops::Range<usize>) -> Result<Vec<usize>, String> {
+    let reach = |from: usize| {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from];
+        while let Some(p) = todo.pop() {
+            for &q in &f.before[p] {
+                if seen.insert(q) {
+                    todo.push(q);
+                }
+            }
+        }
+        seen
+    };
+    let reaches: Vec<(usize, BTreeSet<usize>)> = chunk.clone().map(|k| (k, reach(k))).collect();
+    for (x, (a, ra)) in reaches.iter().enumerate() {
+        for (b, rb) in &reaches[x + 1..] {
+            if ra.contains(b) == rb.contains(a) {
+                return Err(format!(
+                    "no input says in which order one rank writes entries {a} and {b}"
+                ));
+            }
+        }
+    }
+    let mut ks: Vec<usize> = chunk.collect();
+    // Entries written after more others come first.
+    ks.sort_by_key(|k| {
+        std::cmp::Reverse(
+            reaches
+                .iter()
+                .find(|(a, _)| a == k)
+                .map_or(0, |(_, r)| r.len()),
+        )
+    });
+    Ok(ks)
+}
+
+/// Deals the modelled sites' entries over the ranks of `tf` (at the target) and puts each
+/// rank's after its anchor.
+fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
+    let n = tf.header.nranks;
+    if n > DERIVE_LIMIT {
+        return Err((
+            format!(
+                "dealing the writes at {n} ranks expands every rank; it is done up to \
+                 {DERIVE_LIMIT}"
+            ),
+            String::new(),
+        ));
+    }
+    // The orders the inputs saw, for a refusal.
+    let mut orders_seen = String::new();
+    let trace = compress_ranks(n, |r| {
+        let events = rank_events(&tf.trace, r);
+        // Where each anchor is in this rank's calls.
+        let mut seen: HashMap<(Op, u64), usize> = HashMap::new();
+        let mut pos: HashMap<Anchor, usize> = HashMap::from([(None, 0)]);
+        for (i, e) in events.iter().enumerate() {
+            if !DEALT_OPS.contains(&e.op) {
+                let c = seen.entry((e.op, e.sig)).or_insert(0);
+                pos.insert(Some((e.op, e.sig, *c)), i + 1);
+                *c += 1;
+            }
+        }
+        let mut inserts: Vec<(usize, Vec<RawEvent>)> = Vec::new();
+        for s in &p.sites {
+            for f in &s.flushes {
+                let chunk = block(f.entries.len() as u64, u64::from(n), u64::from(r));
+                if chunk.is_empty() {
+                    continue;
+                }
+                let at = *pos.get(&f.anchor).ok_or_else(|| {
+                    format!(
+                        "at {n} ranks rank {r} has no call {} to write its dealt entries after",
+                        describe_anchor(&f.anchor)
+                    )
+                })?;
+                let ks = match ordered(f, chunk) {
+                    Ok(ks) => ks,
+                    Err(e) => {
+                        orders_seen = format!("entries written per rank {}", f.seen);
+                        return Err(format!("at {n} ranks, rank {r}: {e}"));
+                    }
+                };
+                inserts.push((at, ks.iter().map(|&k| f.entries[k].clone()).collect()));
+            }
+        }
+        inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+        let mut events = events;
+        for (at, es) in inserts {
+            events.splice(at..at, es);
+        }
+        Ok(events)
+    })
+    .map_err(|e| (e, std::mem::take(&mut orders_seen)))?;
+    tf.trace = trace;
+    Ok(())
+}
+
+/// Runs `inner` (an extrapolation to `target`) on `inputs` with the dealt writes modelled:
+/// when some call site's independent writes are dealt over the ranks in blocks at every input
+/// scale and the structure changes with the scale because of it, they are removed from the
+/// inputs, `inner` extrapolates the rest, and they are dealt at the target. Otherwise `inner`
+/// runs on the inputs as they are.
+pub(crate) fn around(
+    inputs: &[Input],
+    target: u32,
+    models: &ModelSet,
+    inner: impl FnOnce(&[Input]) -> Result<Extrapolated, ExtrapError>,
+) -> Result<Extrapolated, ExtrapError> {
+    let mut sorted: Vec<&Input> = inputs.iter().collect();
+    sorted.sort_by_key(|i| i.file.header.nranks);
+    sorted.dedup_by_key(|i| i.file.header.nranks);
+    if sorted.len() < 3 || target == 0 {
+        return inner(inputs);
+    }
+    let Some(p) = plan(&sorted, target, models)? else {
+        return inner(inputs);
+    };
+    let mut stripped = Vec::with_capacity(inputs.len());
+    for i in inputs {
+        stripped.push(Input {
+            name: i.name.clone(),
+            file: strip(&i.file, &p).map_err(|why| ExtrapError::Derive {
+                input: i.name.clone(),
+                why,
+            })?,
+        });
+    }
+    let mut out = inner(&stripped)?;
+    let most = p
+        .sites
+        .iter()
+        .flat_map(|s| s.flushes.iter().map(|f| f.entries.len()))
+        .max()
+        .unwrap_or(0);
+    insert(&mut out.file, &p).map_err(|(why, seen)| ExtrapError::Refused {
+        event: p
+            .explain
+            .first()
+            .map_or_else(String::new, |e| e.event.clone()),
+        param: "dealt writes".into(),
+        detail: why,
+        values: seen,
+        tried: "block dealing (parallel HDF5's distributed metadata flush)".into(),
+        hint: format!(
+            "trace a scale at which one rank writes both entries, or pick a target of at least \
+             {most} ranks (each rank then writes one entry at most)"
+        ),
+    })?;
+    for (k, e) in p.explain.into_iter().enumerate() {
+        out.explain.insert(k, e);
+    }
+    out.file.header.notes.push(
+        "independent writes dealt over the ranks in blocks (parallel HDF5's distributed \
+         metadata flush) derived by iotrex's declared model; their timing is the inputs' mean \
+         per entry"
+            .into(),
+    );
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// HDF5's candidate assignment table: 9 entries over 4 ranks are 3, 2, 2, 2; over 16,
+    /// one each on ranks 0-8 and none on the rest.
+    #[test]
+    fn block_dealing_is_hdf5s_candidate_assignment() {
+        let sizes = |c, n| (0..n).map(|r| block(c, n, r).len()).collect::<Vec<_>>();
+        assert_eq!(sizes(9, 4), [3, 2, 2, 2]);
+        assert_eq!(sizes(9, 8), [2, 1, 1, 1, 1, 1, 1, 1]);
+        assert_eq!(sizes(9, 9), [1; 9]);
+        let s16 = sizes(9, 16);
+        assert_eq!(&s16[..9], &[1; 9]);
+        assert!(s16[9..].iter().all(|&s| s == 0));
+        assert_eq!(sizes(8, 4), [2, 2, 2, 2]);
+        assert_eq!(block(9, 4, 1), 3..5);
+        assert_eq!(block(9, 16, 12), 9..9);
+    }
+
+    /// A barrier, then rank `r`'s writes of the 9 entries at offsets 100*k (entry `k`).
+    fn rank(entries: &[usize]) -> Vec<RawEvent> {
+        let mut v = vec![RawEvent::new(
+            Op::Barrier,
+            7,
+            rsd::op::args::barrier(rsd::mpi::COMM_WORLD),
+        )];
+        for &k in entries {
+            let off = 100 * k as i64;
+            v.push(RawEvent::new(
+                Op::FileWriteAt,
+                9,
+                rsd::op::args::file_write_at(0, off, 8, 1, 8),
+            ));
+        }
+        v.push(v[0].clone());
+        v
+    }
+
+    /// Nine entries over 4 ranks, each rank in its own order: dealt in blocks, one flush after
+    /// the first barrier, each rank's order kept; rank 1 writing an entry of rank 2's block
+    /// is not the dealing.
+    #[test]
+    fn a_flush_is_checked_against_the_block_dealing() {
+        let site = (Op::FileWriteAt, 9);
+        let ranks = vec![
+            rank(&[1, 2, 0]),
+            rank(&[4, 3]),
+            rank(&[6, 5]),
+            rank(&[7, 8]),
+        ];
+        let got = observe(&ranks, site).unwrap();
+        let a = Some((Op::Barrier, 7, 0));
+        assert_eq!(got.keys().copied().collect::<Vec<_>>(), [a]);
+        let f = &got[&a];
+        assert_eq!(f.entries.len(), 9);
+        assert_eq!(
+            f.orders,
+            [vec![1, 2, 0], vec![4, 3], vec![6, 5], vec![7, 8]]
+        );
+        let wrong = vec![
+            rank(&[1, 2, 0]),
+            rank(&[4, 5]),
+            rank(&[6, 3]),
+            rank(&[7, 8]),
+        ];
+        let e = observe(&wrong, site).err().unwrap();
+        assert!(e.contains("rank 1 writes entries [4, 5] of 9"), "{e}");
+        // A rank whose block is not empty but writes nothing.
+        let missing = vec![
+            rank(&[0, 1, 2]),
+            rank(&[3, 4]),
+            rank(&[5, 6, 7, 8]),
+            rank(&[]),
+        ];
+        assert!(observe(&missing, site).is_err());
+    }
+}
