@@ -26,28 +26,8 @@ const ARGS: &[&str] = &["{d}/ckpt.h5", "-s", "2", "-R"];
 /// Traces h5_coll at `np` ranks into `dir/<np>.iotrex`, the data directory emptied first
 /// (HDF5 truncates an existing file with `MPI_File_set_size`, a new one it does not).
 fn trace(dir: &Path, data: &Path, np: u32, io: Option<&str>) -> PathBuf {
-    for f in std::fs::read_dir(data).unwrap() {
-        std::fs::remove_file(f.unwrap().path()).unwrap();
-    }
-    let d = data.display().to_string();
-    let a: Vec<String> = ARGS.iter().map(|s| s.replace("{d}", &d)).collect();
     let out = dir.join(format!("{np}.iotrex"));
-    let opts = Opts {
-        io,
-        ..Opts::default()
-    };
-    let tf = mpirun(np, &app("h5_coll"), &a, &out, &opts).read();
-    assert!(
-        !tf.header.incomplete,
-        "h5_coll at {np}: {:?}",
-        tf.header.notes
-    );
-    let cfg = tf
-        .header
-        .mpi_config
-        .as_ref()
-        .unwrap_or_else(|| panic!("h5_coll at {np}: no MPI configuration recorded"));
-    assert!(cfg.library.contains("Open MPI"), "{}", cfg.library);
+    let tf = trace_in(&out, data, np, "h5_coll", ARGS, io);
     // HDF5 really wrote collectively: every rank made collective writes.
     let s = rsd::stats::summarize(&tf.trace);
     let coll = s
@@ -68,30 +48,15 @@ fn trace(dir: &Path, data: &Path, np: u32, io: Option<&str>) -> PathBuf {
 /// calls of every collective call site derived by `lib`'s model; returns the output path.
 fn extrap(dir: &Path, inputs: &[PathBuf], target: u32, lib: &str) -> (PathBuf, String) {
     let out = dir.join(format!("{target}.extrap.iotrex"));
-    let t = target.to_string();
-    let mut a: Vec<&str> = vec!["extrap"];
-    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-    a.extend(["--ranks", &t, "-o", out.to_str().unwrap(), "--explain"]);
-    let o = iotrex(&a);
-    assert!(
-        o.status.success(),
-        "h5_coll: extrap to {target} refused:\n{}",
-        text(&o)
-    );
-    let derived: Vec<String> = text(&o)
-        .lines()
-        .filter(|l| l.contains("nested POSIX calls"))
-        .map(str::to_string)
-        .collect();
+    let (all, derived) = extrap_explained("h5_coll", inputs, target, &out);
     assert!(
         !derived.is_empty()
             && derived
                 .iter()
                 .all(|l| l.contains("derived by the model") && l.contains(lib)),
-        "h5_coll: at {target} every collective call site must be derived by {lib}'s model:\n{}",
-        text(&o)
+        "h5_coll: at {target} every collective call site must be derived by {lib}'s model:\n{all}"
     );
-    (out, text(&o))
+    (out, all)
 }
 
 /// Traces at `scales` extrapolate to 32 and 64, identical to real runs. With `dealt`, the
@@ -127,12 +92,7 @@ fn check_from(scales: &[u32], io: Option<&str>, lib: &str, dealt: bool) {
                 "h5_coll ({lib}) from {scales:?}: the dealing model is not needed:\n{explain}"
             );
         }
-        let o = iotrex(&["diff", out.to_str().unwrap(), real.to_str().unwrap()]);
-        assert!(
-            o.status.success() && text(&o).contains("identical"),
-            "h5_coll ({lib}): extrapolated and real {target}-rank traces differ:\n{}",
-            text(&o)
-        );
+        assert_identical(&format!("h5_coll ({lib})"), &out, &real);
     }
 }
 
