@@ -21,15 +21,21 @@ REPEAT=${REPEAT:-3}
 BIN=$PWD/target/release/iotrex
 cargo build --release -q -p iotrex -p tracer
 REUSE=${REUSE:-0}
+# The apps' files always go to memory (D, removed at the end), whatever keeps the traces (W);
+# with BENCH_DIR, D's name follows from it, so the kept traces' paths agree between runs.
 if [ -n "${BENCH_DIR:-}" ]; then
-  W=$BENCH_DIR
+  W=$(realpath -m "$BENCH_DIR")
   mkdir -p "$W"
+  D=/dev/shm/iotrex-bench-timing.$(printf '%s' "$W" | cksum | cut -d' ' -f1)
+  mkdir -p "$D"
+  trap 'rm -rf "$D"' EXIT
 else
+  D=$(mktemp -d /dev/shm/iotrex-bench-timing.XXXXXX)
   [ "$REUSE" = 1 ] && { echo "REUSE=1 needs BENCH_DIR (the directory of the kept traces)"; exit 2; }
-  W=$(mktemp -d /dev/shm/iotrex-bench-timing.XXXXXX)
-  trap 'rm -rf "$W"' EXIT
+  W=$D
+  trap 'rm -rf "$D"' EXIT
 fi
-[ "$REUSE" = 1 ] || for a in ior_like io_sample comm_mix ckpt_strong; do mpicc -O2 -o "$W/$a" tests/apps/$a.c; done
+[ "$REUSE" = 1 ] || for a in ior_like io_sample comm_mix ckpt_strong; do mpicc -O2 -o "$D/$a" tests/apps/$a.c; done
 
 # name | app | arguments ({d} is an empty data directory, fresh for every run)
 CONFIGS=(
@@ -47,10 +53,10 @@ run() { # out np app args...: one traced run in a fresh data directory (kept one
     [ -s "$out" ] && return 0
     echo "REUSE=1: $out was not kept"; return 1
   fi
-  rm -rf "$W/d" && mkdir -p "$W/d"
+  rm -rf "$D/d" && mkdir -p "$D/d"
   local args=()
-  for x in "$@"; do args+=("${x//\{d\}/$W/d}"); done
-  timeout 600 "$BIN" trace -o "$out" -- mpirun -np "$np" "$W/$app" "${args[@]}" \
+  for x in "$@"; do args+=("${x//\{d\}/$D/d}"); done
+  timeout 600 "$BIN" trace -o "$out" -- mpirun -np "$np" "$D/$app" "${args[@]}" \
     >"$W/run.log" 2>&1 || { echo "$app at $np ranks failed: $(tail -c 300 "$W/run.log")"; return 1; }
 }
 
