@@ -30,8 +30,8 @@ if [ -n "${BENCH_DIR:-}" ]; then
   mkdir -p "$D"
   trap 'rm -rf "$D"' EXIT
 else
-  D=$(mktemp -d /dev/shm/iotrex-bench-timing.XXXXXX)
   [ "$REUSE" = 1 ] && { echo "REUSE=1 needs BENCH_DIR (the directory of the kept traces)"; exit 2; }
+  D=$(mktemp -d /dev/shm/iotrex-bench-timing.XXXXXX)
   W=$D
   trap 'rm -rf "$D"' EXIT
 fi
