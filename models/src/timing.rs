@@ -69,8 +69,8 @@ impl TimingModel {
         TimingModel::Constant,
         TimingModel::Inverse,
         TimingModel::InverseConstant,
-        TimingModel::Log,
         TimingModel::Linear,
+        TimingModel::Log,
         TimingModel::PowerLaw,
         TimingModel::NLogN,
         TimingModel::Quadratic,
@@ -397,19 +397,59 @@ fn fmt_time(ns: f64) -> String {
     }
 }
 
+/// A run this many times slower (or faster) than the median of its scale's runs is a stall of
+/// the machine (another job, a page-cache flush), not the program's time: with three runs a
+/// stalled one moved a scale's mean by 2-4x and hid a tenfold trend under "noise" (issue 15).
+/// The run-to-run noise of a quiet machine stays well within it.
+pub const STALL: f64 = 1.5;
+
+/// The runs that are not stalls ([`STALL`]), where a scale has at least three runs to tell.
+fn without_stalls(ns: &[f64], ys: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let mut keep = vec![true; ns.len()];
+    for s in distinct_scales(ns) {
+        let idx: Vec<usize> = (0..ns.len()).filter(|&i| ns[i] == s).collect();
+        if idx.len() < 3 {
+            continue;
+        }
+        let mut v: Vec<f64> = idx.iter().map(|&i| ys[i]).collect();
+        v.sort_by(f64::total_cmp);
+        let k = v.len();
+        let med = if k % 2 == 1 {
+            v[k / 2]
+        } else {
+            (v[k / 2 - 1] + v[k / 2]) / 2.0
+        };
+        if med <= 0.0 {
+            continue;
+        }
+        for &i in &idx {
+            keep[i] = ys[i] <= STALL * med && ys[i] * STALL >= med;
+        }
+    }
+    (0..ns.len())
+        .filter(|&i| keep[i])
+        .map(|i| (ns[i], ys[i]))
+        .unzip()
+}
+
 /// Chooses the model of `ys` observed at rank counts `ns` (a rank count may repeat: repeated
-/// runs) and predicts it at `target`. `noise` is the standard deviation of one observation
-/// (ns) known from elsewhere (the spread of the repeated calls behind a mean); the spread of
-/// repeated observations at one scale is measured here and the larger is used.
+/// runs, of which stalls are left out, see [`STALL`]) and predicts it at `target`. `noise` is
+/// the standard deviation of one observation (ns) known from elsewhere (the spread of the
+/// repeated calls behind a mean); the spread of repeated observations at one scale is
+/// measured here and the larger is used.
 pub fn choose(ns: &[f64], ys: &[f64], noise: f64, target: f64) -> Option<TimingChoice> {
     if ns.is_empty() || ns.len() != ys.len() || ys.iter().any(|y| !y.is_finite()) {
         return None;
     }
+    let (ns, ys) = without_stalls(ns, ys);
+    let (ns, ys) = (&ns[..], &ys[..]);
     let reference = {
         let m = ys.iter().map(|y| y.abs()).sum::<f64>() / ys.len() as f64;
         if m > 0.0 { m } else { 1.0 }
     };
-    let noise_rel = (noise.max(repeat_spread(ns, ys)) / reference).max(0.0);
+    // The noise of one run: a trend smaller than it is not fitted.
+    let noise_run = (noise.max(repeat_spread(ns, ys)) / reference).max(0.0);
+    let noise_rel = noise_run;
     // (family, fit on everything, held-out error), for every family that can be fitted.
     let mut cands: Vec<(TimingFit, f64)> = Vec::new();
     for m in TimingModel::ALL {
@@ -468,23 +508,26 @@ pub fn choose(ns: &[f64], ys: &[f64], noise: f64, target: f64) -> Option<TimingC
             .any(|(f, e)| f.model == *m && *e < err && f.model != fit.model)
     });
     let value = fit.eval(target).max(0.0);
-    let (mut lo, mut hi) = interval(value, err, noise_rel, ns, target);
+    let s = interval_half_width(err, noise_run, ns, target);
+    let (mut lo, mut hi) = (value * (-s).exp(), value * s.exp());
     // The families the inputs cannot tell from the choice (not clearly worse out of sample)
-    // and that are plausible: where they predict differently, the truth may be theirs.
+    // and that are plausible: where they predict differently, the truth may be theirs, with
+    // the same uncertainty.
     for (f, e) in &cands {
         let close = *e <= (err / CLEARLY_BETTER).max(err + noise_rel) + EXACT;
         if close && f.model != fit.model && implausible(f, ns, ys, target).is_none() {
             let v = f.eval(target).max(0.0);
-            lo = lo.min(v);
-            hi = hi.max(v);
+            lo = lo.min(v * (-s).exp());
+            hi = hi.max(v * s.exp());
         }
     }
-    let interval = (lo, hi);
+    // No time beyond the growth bound, whatever the interval's arithmetic says.
+    hi = hi.min(growth_bound(ns, ys, target).0.max(value));
     Some(TimingChoice {
         fit,
         value,
-        interval,
-        noise: noise_rel,
+        interval: (lo, hi),
+        noise: noise_run,
         refused,
     })
 }
@@ -509,10 +552,10 @@ fn repeat_spread(ns: &[f64], ys: &[f64]) -> f64 {
     }
 }
 
-/// The prediction interval: log-normal around `value`, its log standard deviation the
-/// held-out error grown with the number of doublings from the largest input to the target,
-/// combined with the noise.
-fn interval(value: f64, held_out: f64, noise_rel: f64, ns: &[f64], target: f64) -> (f64, f64) {
+/// The prediction interval's half-width in log units (log-normal around the prediction): its
+/// standard deviation the held-out error grown with the number of doublings from the largest
+/// input to the target, combined with the noise of one run.
+fn interval_half_width(held_out: f64, noise_run: f64, ns: &[f64], target: f64) -> f64 {
     let scales = distinct_scales(ns);
     let (nmin, nmax) = (scales[0], scales[scales.len() - 1]);
     let dist = if target > nmax {
@@ -523,10 +566,77 @@ fn interval(value: f64, held_out: f64, noise_rel: f64, ns: &[f64], target: f64) 
         0.0
     };
     let grow = dist.max(1.0);
-    let sd = ((held_out * grow).powi(2) + noise_rel.powi(2)).sqrt();
+    let sd = ((held_out * grow).powi(2) + noise_run.powi(2)).sqrt();
     // ln(1 + x) keeps small relative errors as they are and large ones from exploding.
-    let s = (1.0 + sd).ln() * INTERVAL_Z;
-    (value * (-s).exp(), value * s.exp())
+    (1.0 + sd).ln() * INTERVAL_Z
+}
+
+/// The family refitted with each scale held out in turn (stalls left out as in [`choose`]):
+/// `(rank count, prediction there)`; `None` when some refit is degenerate.
+pub fn held_out_predictions(model: TimingModel, ns: &[f64], ys: &[f64]) -> Option<Vec<(f64, f64)>> {
+    let (ns, ys) = without_stalls(ns, ys);
+    distinct_scales(&ns)
+        .into_iter()
+        .map(|s| {
+            let (hn, hy): (Vec<f64>, Vec<f64>) = ns
+                .iter()
+                .zip(&ys)
+                .filter(|(n, _)| **n != s)
+                .map(|(n, y)| (*n, *y))
+                .unzip();
+            let p = solve(model, &hn, &hy)?.eval(s).max(0.0);
+            p.is_finite().then_some((s, p))
+        })
+        .collect()
+}
+
+/// The interval of a sum of parts (their values and intervals) at `target`, observed as a
+/// whole (`ns`, `ys`: every run's total) with `held_out` the total's held-out predictions at
+/// each scale (the sum of the parts' refits). Each side is the wider of two: the parts'
+/// half-widths combined in quadrature (independent parts), and the total's own held-out error
+/// carried to the target like a part's (the parts' errors are not independent where a loaded
+/// machine slows them all, and then the total's own errors say so).
+pub fn sum_interval(
+    parts: &[(f64, (f64, f64))],
+    ns: &[f64],
+    ys: &[f64],
+    held_out: &[(f64, f64)],
+    target: f64,
+) -> (f64, (f64, f64)) {
+    let value: f64 = parts.iter().map(|(v, _)| v).sum();
+    let side = |f: &dyn Fn(&(f64, (f64, f64))) -> f64| {
+        parts
+            .iter()
+            .map(|p| f(p).max(0.0).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    let down = side(&|(v, (lo, _))| v - lo);
+    let up = side(&|(v, (_, hi))| hi - v);
+    let (mut lo, mut hi) = (value - down, value + up);
+    let (kn, ky) = without_stalls(ns, ys);
+    if !kn.is_empty() && !held_out.is_empty() {
+        let means = scale_means(&kn, &ky);
+        let reference = {
+            let m = ky.iter().map(|y| y.abs()).sum::<f64>() / ky.len() as f64;
+            if m > 0.0 { m } else { 1.0 }
+        };
+        let sq: f64 = means
+            .iter()
+            .filter_map(|(s, y)| {
+                held_out
+                    .iter()
+                    .find(|(n, _)| n == s)
+                    .map(|(_, p)| ((p - y) / reference).powi(2))
+            })
+            .sum();
+        let err = (sq / means.len() as f64).sqrt();
+        let noise_run = repeat_spread(&kn, &ky) / reference;
+        let s = interval_half_width(err, noise_run, &kn, target);
+        lo = lo.min(value * (-s).exp());
+        hi = hi.max(value * s.exp());
+    }
+    (value, (lo.max(0.0), hi))
 }
 
 /// The chosen model for `ys` at `ns` (see [`choose`]), without noise information.
