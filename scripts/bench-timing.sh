@@ -10,16 +10,32 @@
 # (target < 15%).
 #
 # Open MPI runs under its defaults (nothing pinned). On a 2-core machine 32 and 64 ranks are
-# oversubscribed: the figures are ratios of one machine's runs, noisy by nature.
+# oversubscribed: the figures are ratios of one machine's runs, noisy by nature, so candidate
+# models are compared on the SAME runs: BENCH_DIR=/tmp/x keeps every trace (inputs and real
+# runs) there, and REUSE=1 with the same BENCH_DIR traces nothing again, only re-extrapolates
+# the kept traces and compares with the kept real runs. APPS="name ..." limits the configs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 REPEAT=${REPEAT:-3}
 BIN=$PWD/target/release/iotrex
 cargo build --release -q -p iotrex -p tracer
-W=$(mktemp -d /dev/shm/iotrex-bench-timing.XXXXXX)
-trap 'rm -rf "$W"' EXIT
-for a in ior_like io_sample comm_mix ckpt_strong; do mpicc -O2 -o "$W/$a" tests/apps/$a.c; done
+REUSE=${REUSE:-0}
+# The apps' files always go to memory (D, removed at the end), whatever keeps the traces (W);
+# with BENCH_DIR, D's name follows from it, so the kept traces' paths agree between runs.
+if [ -n "${BENCH_DIR:-}" ]; then
+  W=$(realpath -m "$BENCH_DIR")
+  mkdir -p "$W"
+  D=/dev/shm/iotrex-bench-timing.$(printf '%s' "$W" | cksum | cut -d' ' -f1)
+  mkdir -p "$D"
+  trap 'rm -rf "$D"' EXIT
+else
+  [ "$REUSE" = 1 ] && { echo "REUSE=1 needs BENCH_DIR (the directory of the kept traces)"; exit 2; }
+  D=$(mktemp -d /dev/shm/iotrex-bench-timing.XXXXXX)
+  W=$D
+  trap 'rm -rf "$D"' EXIT
+fi
+[ "$REUSE" = 1 ] || for a in ior_like io_sample comm_mix ckpt_strong; do mpicc -O2 -o "$D/$a" tests/apps/$a.c; done
 
 # name | app | arguments ({d} is an empty data directory, fresh for every run)
 CONFIGS=(
@@ -31,12 +47,16 @@ CONFIGS=(
   "comm_mix|comm_mix|{d} 5 20000 4096"
 )
 
-run() { # out np app args...: one traced run in a fresh data directory
+run() { # out np app args...: one traced run in a fresh data directory (kept one under REUSE=1)
   local out=$1 np=$2 app=$3; shift 3
-  rm -rf "$W/d" && mkdir -p "$W/d"
+  if [ "$REUSE" = 1 ]; then
+    [ -s "$out" ] && return 0
+    echo "REUSE=1: $out was not kept"; return 1
+  fi
+  rm -rf "$D/d" && mkdir -p "$D/d"
   local args=()
-  for x in "$@"; do args+=("${x//\{d\}/$W/d}"); done
-  timeout 600 "$BIN" trace -o "$out" -- mpirun -np "$np" "$W/$app" "${args[@]}" \
+  for x in "$@"; do args+=("${x//\{d\}/$D/d}"); done
+  timeout 600 "$BIN" trace -o "$out" -- mpirun -np "$np" "$D/$app" "${args[@]}" \
     >"$W/run.log" 2>&1 || { echo "$app at $np ranks failed: $(tail -c 300 "$W/run.log")"; return 1; }
 }
 
@@ -44,6 +64,7 @@ rows="$W/rows.jsonl"
 : > "$rows"
 for c in "${CONFIGS[@]}"; do
   IFS='|' read -r name app args <<< "$c"
+  if [ -n "${APPS:-}" ] && [[ " $APPS " != *" $name "* ]]; then continue; fi
   read -r -a argv <<< "$args"
   ins=()
   for np in 4 8 12 16; do

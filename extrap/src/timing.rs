@@ -1,10 +1,12 @@
 //! The wall time of an extrapolated trace, composed as the papers behind iotrex do: the time
 //! per rank of each kind (I/O, communication, collectives, compute gaps) fitted on its own,
 //! plus a compensation term (the slowest rank's wall time minus the mean rank's traced time)
-//! fitted on its own, so the predicted wall time is the sum of modelled parts.
+//! fitted on its own, so the predicted wall time is the sum of modelled parts. Its interval
+//! combines the parts' in quadrature, widened to the sum's own held-out error where that is
+//! larger ([`models::timing::sum_interval`]).
 
 use crate::{Curve, Explain, Input, sample_ns};
-use models::timing::{TimingChoice, choose};
+use models::timing::{TimingChoice, choose, held_out_predictions, sum_interval};
 use rsd::timing::{Interval, Predicted, Prediction, TimeKind, fmt_ns, time_parts};
 
 /// A choice's prediction as stored in the trace.
@@ -91,25 +93,28 @@ pub(crate) fn wall(groups: &[Vec<&Input>], target: u32) -> (Option<Prediction>, 
         });
         parts.push((*kind, c));
     }
-    let value: f64 = parts.iter().map(|(_, c)| c.value).sum();
-    // The parts' errors are not independent (a slower machine slows every part), so the
-    // interval of the sum adds the parts' half-widths.
-    let lo = value
-        - parts
-            .iter()
-            .map(|(_, c)| c.value - c.interval.0)
-            .sum::<f64>();
-    let hi = value
-        + parts
-            .iter()
-            .map(|(_, c)| c.interval.1 - c.value)
-            .sum::<f64>();
+    // The total's own held-out predictions: every part's chosen family refitted without the
+    // scale, summed.
+    let mut held_out: Vec<(f64, f64)> = Vec::new();
+    for (k, (_, c)) in parts.iter().enumerate() {
+        let ys: Vec<f64> = rows.iter().map(|r| r[k].1).collect();
+        let Some(h) = held_out_predictions(c.fit.model, &ns, &ys) else {
+            held_out.clear();
+            break;
+        };
+        if k == 0 {
+            held_out = h;
+        } else {
+            for ((_, acc), (_, p)) in held_out.iter_mut().zip(h) {
+                *acc += p;
+            }
+        }
+    }
+    let summed: Vec<(f64, (f64, f64))> = parts.iter().map(|(_, c)| (c.value, c.interval)).collect();
+    let (value, (lo, hi)) = sum_interval(&summed, &ns, &walls, &held_out, t);
     let wall = Predicted {
         value,
-        interval: Interval {
-            lo: lo.max(0.0),
-            hi,
-        },
+        interval: Interval { lo, hi },
     };
     let list: Vec<String> = parts
         .iter()

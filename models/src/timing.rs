@@ -18,11 +18,17 @@
 //!   larger than the trend, the simplest adequate family wins.
 //! - The interval also spans the predictions of the plausible families the inputs cannot tell
 //!   from the choice (held-out error not clearly worse): that is where the truth may lie.
+//! - **Stalls**: with three or more runs per scale, a run more than [`STALL`] times from its
+//!   scale's median is left out (a loaded machine's stall, not the program's time).
 //! - **Plausibility** over the whole range from the inputs to the target: finite, non-negative,
-//!   and growing no faster than the data support (`n^e` with `e` the data's own log-log slope,
-//!   at least 1); a refused family gives way to the next, and the refusal is reported.
+//!   and growing no faster than the data support (`n^e` with `e` the data's own log-log slope
+//!   in `[1, 2]` as far as the inputs reach, linear beyond: [`growth_bound`]); a refused
+//!   family gives way to the next, and the refusal is reported.
 //! - **Prediction interval**: log-normal around the prediction, its width from the held-out
-//!   error (grown with the distance to the target in doublings) and the noise.
+//!   error (grown with the distance to the target in doublings) and the noise, spanning the
+//!   plausible families not clearly worse, never above the growth bound. A sum of parts (the
+//!   wall time) combines its parts' intervals in quadrature, widened to its own held-out
+//!   error ([`sum_interval`]).
 
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
@@ -69,8 +75,8 @@ impl TimingModel {
         TimingModel::Constant,
         TimingModel::Inverse,
         TimingModel::InverseConstant,
-        TimingModel::Log,
         TimingModel::Linear,
+        TimingModel::Log,
         TimingModel::PowerLaw,
         TimingModel::NLogN,
         TimingModel::Quadratic,
@@ -268,10 +274,13 @@ fn held_out_error(model: TimingModel, ns: &[f64], ys: &[f64], reference: f64) ->
     Some((sq / means.len() as f64).sqrt())
 }
 
-/// The steepest growth the bound allows beyond the inputs, whatever their slope: a slope of 3
-/// or 4 between 4 and 16 ranks is what oversubscribed cores do to a barrier, and carried to
-/// 2^20 ranks it predicted one `MPI_Barrier` of 10^17 s. No algorithm of an MPI or I/O call
-/// grows faster than quadratically in the rank count.
+/// The steepest growth the bound allows far beyond the inputs. No MPI or I/O algorithm makes
+/// one rank's time grow faster than linearly in the rank count (one message to or from every
+/// other rank); steeper slopes between 4 and 16 ranks are what oversubscribed cores do to
+/// waits. Carried to 2^20 ranks, a barrier's slope of 3-4 predicted one `MPI_Barrier` of
+/// 10^17 s, and a quadratic cap still left a nested `open`'s gap at 7.7e7 s.
+const FAR_GROWTH_EXPONENT: f64 = 1.0;
+/// The steepest growth the inputs' own slope may justify, as far as they reach.
 const MAX_GROWTH_EXPONENT: f64 = 2.0;
 
 /// The log-log slope the data support: the exponent of the power law through the scale means
@@ -296,21 +305,26 @@ fn check_points(lo: f64, hi: f64) -> Vec<f64> {
     v
 }
 
-/// The most a time may reach at `n` ranks beyond the inputs' range:
-/// `GROWTH_SLACK * y_max * (n/n_max)^e` (or towards fewer ranks, `(n_min/n)^e`), with `e` the
-/// inputs' log-log slope within `[1, MAX_GROWTH_EXPONENT]`; infinite within the range.
-fn growth_bound(ns: &[f64], ys: &[f64], n: f64) -> (f64, f64) {
-    let scales = distinct_scales(ns);
-    let (nmin, nmax) = (scales[0], scales[scales.len() - 1]);
-    let ymax = ys.iter().copied().fold(0.0f64, f64::max);
-    let e = data_exponent(ns, ys).clamp(1.0, MAX_GROWTH_EXPONENT);
-    let bound = if n > nmax {
-        GROWTH_SLACK * ymax * (n / nmax).powf(e)
+/// The most a time may reach at `n` ranks beyond the inputs' range: `GROWTH_SLACK * y_max`
+/// times the growth from the nearest input, with `y_max` the largest mean of a scale. The
+/// inputs' own log-log slope (within `[1, MAX_GROWTH_EXPONENT]`) is allowed as far as the
+/// inputs reach (as many doublings beyond them as they span), linear growth
+/// ([`FAR_GROWTH_EXPONENT`]) beyond that; infinite within the range. Returns the bound and the
+/// inputs' exponent.
+pub fn growth_bound(ns: &[f64], ys: &[f64], n: f64) -> (f64, f64) {
+    let means = scale_means(ns, ys);
+    let (nmin, nmax) = (means[0].0, means[means.len() - 1].0);
+    let ymax = means.iter().map(|m| m.1).fold(0.0f64, f64::max);
+    let e = data_exponent(ns, ys).clamp(FAR_GROWTH_EXPONENT, MAX_GROWTH_EXPONENT);
+    let ratio = if n > nmax {
+        n / nmax
     } else if n < nmin {
-        GROWTH_SLACK * ymax * (nmin / n).powf(e)
+        nmin / n
     } else {
-        f64::INFINITY
+        return (f64::INFINITY, e);
     };
+    let near = ratio.min((nmax / nmin).max(2.0));
+    let bound = GROWTH_SLACK * ymax * near.powf(e) * (ratio / near).powf(FAR_GROWTH_EXPONENT);
     (bound, e)
 }
 
@@ -332,8 +346,8 @@ pub fn implausible(f: &TimingFit, ns: &[f64], ys: &[f64], target: f64) -> Option
         let (bound, e) = growth_bound(ns, ys, n);
         if ymax > 0.0 && v > bound {
             return Some(format!(
-                "grows to {v:.3e} ns at {n:.0} ranks, beyond the n^{e:.2} growth the inputs \
-                 support (bound {bound:.3e} ns)"
+                "grows to {v:.3e} ns at {n:.0} ranks, beyond the growth the inputs support \
+                 (n^{e:.2} as far as they reach, linear beyond; bound {bound:.3e} ns)"
             ));
         }
     }
@@ -389,19 +403,59 @@ fn fmt_time(ns: f64) -> String {
     }
 }
 
+/// A run this many times slower (or faster) than the median of its scale's runs is a stall of
+/// the machine (another job, a page-cache flush), not the program's time: with three runs a
+/// stalled one moved a scale's mean by 2-4x and hid a tenfold trend under "noise" (issue 15).
+/// The run-to-run noise of a quiet machine stays well within it.
+pub const STALL: f64 = 1.5;
+
+/// The runs that are not stalls ([`STALL`]), where a scale has at least three runs to tell.
+fn without_stalls(ns: &[f64], ys: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let mut keep = vec![true; ns.len()];
+    for s in distinct_scales(ns) {
+        let idx: Vec<usize> = (0..ns.len()).filter(|&i| ns[i] == s).collect();
+        if idx.len() < 3 {
+            continue;
+        }
+        let mut v: Vec<f64> = idx.iter().map(|&i| ys[i]).collect();
+        v.sort_by(f64::total_cmp);
+        let k = v.len();
+        let med = if k % 2 == 1 {
+            v[k / 2]
+        } else {
+            (v[k / 2 - 1] + v[k / 2]) / 2.0
+        };
+        if med <= 0.0 {
+            continue;
+        }
+        for &i in &idx {
+            keep[i] = ys[i] <= STALL * med && ys[i] * STALL >= med;
+        }
+    }
+    (0..ns.len())
+        .filter(|&i| keep[i])
+        .map(|i| (ns[i], ys[i]))
+        .unzip()
+}
+
 /// Chooses the model of `ys` observed at rank counts `ns` (a rank count may repeat: repeated
-/// runs) and predicts it at `target`. `noise` is the standard deviation of one observation
-/// (ns) known from elsewhere (the spread of the repeated calls behind a mean); the spread of
-/// repeated observations at one scale is measured here and the larger is used.
+/// runs, of which stalls are left out, see [`STALL`]) and predicts it at `target`. `noise` is
+/// the standard deviation of one observation (ns) known from elsewhere (the spread of the
+/// repeated calls behind a mean); the spread of repeated observations at one scale is
+/// measured here and the larger is used.
 pub fn choose(ns: &[f64], ys: &[f64], noise: f64, target: f64) -> Option<TimingChoice> {
     if ns.is_empty() || ns.len() != ys.len() || ys.iter().any(|y| !y.is_finite()) {
         return None;
     }
+    let (ns, ys) = without_stalls(ns, ys);
+    let (ns, ys) = (&ns[..], &ys[..]);
     let reference = {
         let m = ys.iter().map(|y| y.abs()).sum::<f64>() / ys.len() as f64;
         if m > 0.0 { m } else { 1.0 }
     };
-    let noise_rel = (noise.max(repeat_spread(ns, ys)) / reference).max(0.0);
+    // The noise of one run: a trend smaller than it is not fitted.
+    let noise_run = (noise.max(repeat_spread(ns, ys)) / reference).max(0.0);
+    let noise_rel = noise_run;
     // (family, fit on everything, held-out error), for every family that can be fitted.
     let mut cands: Vec<(TimingFit, f64)> = Vec::new();
     for m in TimingModel::ALL {
@@ -460,23 +514,26 @@ pub fn choose(ns: &[f64], ys: &[f64], noise: f64, target: f64) -> Option<TimingC
             .any(|(f, e)| f.model == *m && *e < err && f.model != fit.model)
     });
     let value = fit.eval(target).max(0.0);
-    let (mut lo, mut hi) = interval(value, err, noise_rel, ns, target);
+    let s = interval_half_width(err, noise_run, ns, target);
+    let (mut lo, mut hi) = (value * (-s).exp(), value * s.exp());
     // The families the inputs cannot tell from the choice (not clearly worse out of sample)
-    // and that are plausible: where they predict differently, the truth may be theirs.
+    // and that are plausible: where they predict differently, the truth may be theirs, with
+    // the same uncertainty.
     for (f, e) in &cands {
         let close = *e <= (err / CLEARLY_BETTER).max(err + noise_rel) + EXACT;
         if close && f.model != fit.model && implausible(f, ns, ys, target).is_none() {
             let v = f.eval(target).max(0.0);
-            lo = lo.min(v);
-            hi = hi.max(v);
+            lo = lo.min(v * (-s).exp());
+            hi = hi.max(v * s.exp());
         }
     }
-    let interval = (lo, hi);
+    // No time beyond the growth bound, whatever the interval's arithmetic says.
+    hi = hi.min(growth_bound(ns, ys, target).0.max(value));
     Some(TimingChoice {
         fit,
         value,
-        interval,
-        noise: noise_rel,
+        interval: (lo, hi),
+        noise: noise_run,
         refused,
     })
 }
@@ -501,10 +558,10 @@ fn repeat_spread(ns: &[f64], ys: &[f64]) -> f64 {
     }
 }
 
-/// The prediction interval: log-normal around `value`, its log standard deviation the
-/// held-out error grown with the number of doublings from the largest input to the target,
-/// combined with the noise.
-fn interval(value: f64, held_out: f64, noise_rel: f64, ns: &[f64], target: f64) -> (f64, f64) {
+/// The prediction interval's half-width in log units (log-normal around the prediction): its
+/// standard deviation the held-out error grown with the number of doublings from the largest
+/// input to the target, combined with the noise of one run.
+fn interval_half_width(held_out: f64, noise_run: f64, ns: &[f64], target: f64) -> f64 {
     let scales = distinct_scales(ns);
     let (nmin, nmax) = (scales[0], scales[scales.len() - 1]);
     let dist = if target > nmax {
@@ -515,10 +572,71 @@ fn interval(value: f64, held_out: f64, noise_rel: f64, ns: &[f64], target: f64) 
         0.0
     };
     let grow = dist.max(1.0);
-    let sd = ((held_out * grow).powi(2) + noise_rel.powi(2)).sqrt();
+    let sd = ((held_out * grow).powi(2) + noise_run.powi(2)).sqrt();
     // ln(1 + x) keeps small relative errors as they are and large ones from exploding.
-    let s = (1.0 + sd).ln() * INTERVAL_Z;
-    (value * (-s).exp(), value * s.exp())
+    (1.0 + sd).ln() * INTERVAL_Z
+}
+
+/// The family refitted with each scale held out in turn (stalls left out as in [`choose`]):
+/// `(rank count, prediction there)`; `None` when some refit is degenerate.
+pub fn held_out_predictions(model: TimingModel, ns: &[f64], ys: &[f64]) -> Option<Vec<(f64, f64)>> {
+    let (ns, ys) = without_stalls(ns, ys);
+    distinct_scales(&ns)
+        .into_iter()
+        .map(|s| {
+            let (hn, hy): (Vec<f64>, Vec<f64>) = ns
+                .iter()
+                .zip(&ys)
+                .filter(|(n, _)| **n != s)
+                .map(|(n, y)| (*n, *y))
+                .unzip();
+            let p = solve(model, &hn, &hy)?.eval(s).max(0.0);
+            p.is_finite().then_some((s, p))
+        })
+        .collect()
+}
+
+/// The interval of a sum of parts (their values and intervals) at `target`, observed as a
+/// whole (`ns`, `ys`: every run's total) with `held_out` the total's held-out predictions at
+/// each scale (the sum of the parts' refits). Each side is the wider of two: the parts'
+/// half-widths combined in quadrature (independent parts), and the total's own held-out error
+/// carried to the target like a part's (the parts' errors are not independent where a loaded
+/// machine slows them all, and then the total's own errors say so).
+pub fn sum_interval(
+    parts: &[(f64, (f64, f64))],
+    ns: &[f64],
+    ys: &[f64],
+    held_out: &[(f64, f64)],
+    target: f64,
+) -> (f64, (f64, f64)) {
+    let value: f64 = parts.iter().map(|(v, _)| v).sum();
+    let quad = |w: Vec<f64>| w.iter().map(|x| x.max(0.0).powi(2)).sum::<f64>().sqrt();
+    let down = quad(parts.iter().map(|(v, (lo, _))| v - lo).collect());
+    let up = quad(parts.iter().map(|(v, (_, hi))| hi - v).collect());
+    let (mut lo, mut hi) = (value - down, value + up);
+    let (kn, ky) = without_stalls(ns, ys);
+    if !kn.is_empty() && !held_out.is_empty() {
+        let means = scale_means(&kn, &ky);
+        let reference = {
+            let m = ky.iter().map(|y| y.abs()).sum::<f64>() / ky.len() as f64;
+            if m > 0.0 { m } else { 1.0 }
+        };
+        let sq: f64 = means
+            .iter()
+            .filter_map(|(s, y)| {
+                held_out
+                    .iter()
+                    .find(|(n, _)| n == s)
+                    .map(|(_, p)| ((p - y) / reference).powi(2))
+            })
+            .sum();
+        let err = (sq / means.len() as f64).sqrt();
+        let noise_run = repeat_spread(&kn, &ky) / reference;
+        let s = interval_half_width(err, noise_run, &kn, target);
+        lo = lo.min(value * (-s).exp());
+        hi = hi.max(value * s.exp());
+    }
+    (value, (lo.max(0.0), hi))
 }
 
 /// The chosen model for `ys` at `ns` (see [`choose`]), without noise information.
@@ -696,5 +814,62 @@ mod tests {
         let noisy = choose(&NS, &ys, 300.0, 32.0).unwrap();
         assert!(w(&noisy) > w(&near));
         assert!(near.interval.0 <= near.value && near.value <= near.interval.1);
+    }
+
+    #[test]
+    fn a_stalled_run_does_not_hide_a_trend() {
+        // A collective's time per rank growing tenfold from 4 to 16 ranks (+-10% between runs),
+        // one of the three runs at 12 ranks stalled 3.5x by the machine: the trend is fitted
+        // (a two-parameter family, near the truth at 64), not a constant under "noise".
+        let mut ns = Vec::new();
+        let mut ys = Vec::new();
+        for n in NS {
+            for (r, f) in [0.9, 1.0, 1.1].into_iter().enumerate() {
+                ns.push(n);
+                let stall = if n == 12.0 && r == 2 { 3.5 } else { 1.0 };
+                ys.push((3.6e6 * n - 1e7) * f * stall);
+            }
+        }
+        let c = choose(&ns, &ys, 0.0, 64.0).unwrap();
+        let truth = 3.6e6 * 64.0 - 1e7;
+        assert_eq!(c.fit.model.nparams(), 2, "{}", c.describe());
+        assert!((c.value - truth).abs() / truth < 0.2, "{}", c.describe());
+        assert!(
+            c.interval.0 <= truth && truth <= c.interval.1,
+            "{}",
+            c.describe()
+        );
+    }
+
+    #[test]
+    fn the_interval_of_a_sum_combines_its_parts() {
+        // Two independent parts of +-50 each: in quadrature +-70.7, not +-100.
+        let parts = [(100.0, (50.0, 150.0)), (200.0, (150.0, 250.0))];
+        let ns = [4.0, 8.0, 12.0, 16.0];
+        let ys = [300.0; 4];
+        let exact: Vec<(f64, f64)> = ns.iter().map(|&n| (n, 300.0)).collect();
+        let (v, (lo, hi)) = sum_interval(&parts, &ns, &ys, &exact, 20.0);
+        assert_eq!(v, 300.0);
+        assert!((hi - v - 50.0 * 2f64.sqrt()).abs() < 1e-9, "{lo} {hi}");
+        assert!((v - lo - 50.0 * 2f64.sqrt()).abs() < 1e-9, "{lo} {hi}");
+        // The sum's own held-out predictions off by 40%: wider than the parts say.
+        let off: Vec<(f64, f64)> = ns.iter().map(|&n| (n, 420.0)).collect();
+        let (_, (lo2, hi2)) = sum_interval(&parts, &ns, &ys, &off, 20.0);
+        assert!(hi2 > hi && lo2 < lo, "{lo2} {hi2}");
+    }
+
+    #[test]
+    fn far_targets_grow_at_most_linearly_beyond_the_inputs_reach() {
+        // Inputs growing as n^2 from 4 to 16: their slope is allowed to 64 (two doublings, as
+        // far as they reach), linear growth beyond; the interval stays under the bound too.
+        let ys: Vec<f64> = NS.iter().map(|n| 1e3 * n * n).collect();
+        let (b64, e) = growth_bound(&NS, &ys, 64.0);
+        assert!((e - 2.0).abs() < 1e-9);
+        assert!((b64 - 2.0 * 256e3 * 16.0).abs() < 1e-3, "{b64}");
+        let far = 1048576.0;
+        let (bfar, _) = growth_bound(&NS, &ys, far);
+        assert!((bfar - b64 * far / 64.0).abs() / bfar < 1e-9, "{bfar}");
+        let c = choose(&NS, &ys, 0.0, far).unwrap();
+        assert!(c.value <= bfar && c.interval.1 <= bfar, "{}", c.describe());
     }
 }
