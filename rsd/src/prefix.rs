@@ -583,6 +583,17 @@ mod tests {
         let mut shown = String::new();
         crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
         assert!(shown.contains("offset = exscan(count, over calls)"), "{shown}");
+        // The model survives the format (an appended variant of the value).
+        let tf = crate::format::TraceFile {
+            header: crate::format::Header::new(n),
+            trace: m.clone(),
+        };
+        let read = crate::format::TraceFile::from_bytes(
+            &tf.to_bytes().unwrap(),
+            std::path::Path::new("x"),
+        )
+        .unwrap();
+        assert_eq!(read, tf);
         let mut back = m.clone();
         assert!(resolve(&mut back) >= 1);
         assert!(!present(&back));
