@@ -21,9 +21,9 @@
 //!   one's draw times the ratio of their means (the datatype's size), not a draw of its own.
 
 use crate::approx::Summary;
-use crate::prefix::insert;
 use crate::error::RsdError;
 use crate::op::{Op, P2p, Param};
+use crate::prefix::insert;
 use crate::ranks::RankSet;
 use crate::timing::{BINS, Stats};
 use crate::trace::{Event, Node, NodeKind, Trace, visit};
@@ -389,7 +389,6 @@ fn assign(
         true
     });
 }
-
 
 fn replace(nodes: &mut [Node], built: &mut Built) {
     for n in nodes {

@@ -195,7 +195,11 @@ fn compact(v: &Val<i64>, loops: usize) -> Val<i64> {
     }
     let inner = loops - 1;
     let parts: Vec<Val<i64>> = items.iter().map(|x| compact(x, inner)).collect();
-    let mut acc = Val::wrap2(parts[0].clone(), parts.get(1).unwrap_or(&parts[0]).clone(), inner);
+    let mut acc = Val::wrap2(
+        parts[0].clone(),
+        parts.get(1).unwrap_or(&parts[0]).clone(),
+        inner,
+    );
     for (n, p) in parts.into_iter().enumerate().skip(2) {
         acc.extend(n as u64, p, inner);
     }
@@ -318,9 +322,7 @@ pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
     let mut found: HashMap<usize, (usize, bool, Val<i64>)> = HashMap::new();
     for calls in sites.values() {
         let evs: HashSet<usize> = calls.values().flatten().map(|c| c.ev).collect();
-        if !evs.iter().any(|e| irregular.contains(e))
-            || evs.iter().any(|e| site_of[e].len() > 1)
-        {
+        if !evs.iter().any(|e| irregular.contains(e)) || evs.iter().any(|e| site_of[e].len() > 1) {
             continue;
         }
         let nsizes = calls
@@ -582,7 +584,10 @@ mod tests {
         assert!(present(&m));
         let mut shown = String::new();
         crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
-        assert!(shown.contains("offset = exscan(count, over calls)"), "{shown}");
+        assert!(
+            shown.contains("offset = exscan(count, over calls)"),
+            "{shown}"
+        );
         // The model survives the format (an appended variant of the value).
         let tf = crate::format::TraceFile {
             header: crate::format::Header::new(n),
