@@ -234,7 +234,8 @@ pub fn export_seeded(
     // Summarised values become exact draws first (as replay's), so the export issues sizes
     // whose totals match the recorded means times the counts.
     let drawn;
-    let tf = if rsd::approx::first(&tf.trace).is_some() {
+    // Offsets held as prefix sums of sizes are computed from the sizes the same way.
+    let tf = if rsd::approx::first(&tf.trace).is_some() || rsd::prefix::present(&tf.trace) {
         let mut t = tf.clone();
         rsd::draw::realize(&mut t.trace, seed)?;
         drawn = t;

@@ -364,7 +364,9 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     };
     let small = a.header.nranks <= opts.expand_limit && b.header.nranks <= opts.expand_limit;
     if !report.identical && small && a.header.nranks == b.header.nranks {
-        let (n, first) = expansion(a, b, opts.max_shown);
+        // Each rank's calls: offsets held as prefix sums of sizes are computed first.
+        let (ea, eb) = (crate::prefix::resolved(a), crate::prefix::resolved(b));
+        let (n, first) = expansion(&ea, &eb, opts.max_shown);
         if n == 0 {
             report.note = Some(format!(
                 "the traces encode their calls differently ({} places) but every rank's calls \

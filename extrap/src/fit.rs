@@ -998,6 +998,12 @@ fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
             // A summary has no iterations to refit through (extrap refuses summaries before
             // fitting).
             Val::Approx(_) => return None,
+            // The prefix-sum model's start is a value over the loops like any other.
+            Val::Exscan(x) => Val::Exscan(Box::new(rsd::prefix::Exscan {
+                of: x.of,
+                running: x.running,
+                start: val(&x.start, sign)?,
+            })),
         })
     }
     Some(Elastic {

@@ -45,6 +45,7 @@ pub mod diff;
 pub mod error;
 mod fit;
 pub mod patterns;
+mod prefix;
 mod timing;
 
 pub use consistent::extrapolate_consistent;
@@ -221,8 +222,14 @@ fn extrapolate_dealt_apart(
     }
     // Collective MPI-IO calls with nested POSIX calls: derive those the library's model
     // reproduces at every scale, fit the rest (issue 13).
-    let named: Vec<(&str, &TraceFile)> =
-        sorted.iter().map(|i| (i.name.as_str(), &i.file)).collect();
+    // The model reads every rank's regions: offsets held as prefix sums are resolved for it.
+    let exact: Vec<std::borrow::Cow<'_, TraceFile>> =
+        sorted.iter().map(|i| prefix::resolved(&i.file)).collect();
+    let named: Vec<(&str, &TraceFile)> = sorted
+        .iter()
+        .zip(&exact)
+        .map(|(i, f)| (i.name.as_str(), f.as_ref()))
+        .collect();
     let plan = derive::plan(&named);
     if let Some(why) = plan.refusal {
         return Err(ExtrapError::ConfigDiffers { why });
@@ -251,11 +258,16 @@ fn extrapolate_dealt_apart(
     for g in &groups {
         let mut runs = Vec::with_capacity(g.len());
         for i in g {
-            let file =
-                derive::strip(&i.file, &plan.derived).map_err(|why| ExtrapError::Derive {
-                    input: i.name.clone(),
-                    why,
-                })?;
+            // Stripping re-compresses every rank from its exact calls; prefix-sum offsets are
+            // resolved for it and recognised again after.
+            let mut file = i.file.clone();
+            prefix::keeping_model(&mut file, |f| {
+                derive::strip(f, &plan.derived).map(|s| *f = s)
+            })
+            .map_err(|why| ExtrapError::Derive {
+                input: i.name.clone(),
+                why,
+            })?;
             runs.push(Input {
                 name: i.name.clone(),
                 file,
@@ -265,7 +277,7 @@ fn extrapolate_dealt_apart(
     }
     let stripped: Vec<Vec<&Input>> = stripped.iter().map(|g| g.iter().collect()).collect();
     let mut out = fit(&stripped).map_err(with_model)?;
-    match derive::insert(&mut out.file, &plan, how) {
+    match prefix::keeping_model(&mut out.file, |f| derive::insert(f, &plan, how)) {
         Ok(ex) => {
             for (k, e) in ex.into_iter().enumerate() {
                 out.explain.insert(k, e);

@@ -1,5 +1,6 @@
 //! Exact values drawn from summaries (issue 14, item 6), for the consumers that must issue
-//! real calls: replay (both runtimes) and the CODES export.
+//! real calls: replay (both runtimes) and the CODES export. Offsets held as prefix sums of
+//! sizes ([`crate::prefix`]) are computed last, from the drawn sizes.
 //!
 //! [`realize`] replaces every [`Val::Approx`] of a trace by exact per-rank values, drawn
 //! deterministically (a seed, [`DEFAULT_SEED`] unless the user gives one) from the recorded
@@ -22,6 +23,7 @@
 use crate::approx::Summary;
 use crate::error::RsdError;
 use crate::op::{Op, P2p, Param};
+use crate::prefix::insert;
 use crate::ranks::RankSet;
 use crate::timing::{BINS, Stats};
 use crate::trace::{Event, Node, NodeKind, Trace, visit};
@@ -158,6 +160,8 @@ pub struct Realized {
     pub params: usize,
     /// Values drawn, over all of them.
     pub values: u64,
+    /// Events whose offsets were computed from the sizes ([`crate::prefix::resolve`]).
+    pub offsets: usize,
 }
 
 /// Each summarised (event, parameter)'s per-rank values, in rank order.
@@ -239,7 +243,10 @@ pub fn realize(trace: &mut Trace, seed: u64) -> Result<Realized, RsdError> {
     }
     find(&trace.nodes, seed, &mut ordinal, &mut slots);
     if slots.is_empty() {
-        return Ok(Realized::default());
+        return Ok(Realized {
+            offsets: crate::prefix::resolve(trace),
+            ..Realized::default()
+        });
     }
     // A receive may match a send of another event (another call site, loop or rank group),
     // whose summary reaches higher than its own: every receive-side size takes the largest
@@ -316,6 +323,9 @@ pub fn realize(trace: &mut Trace, seed: u64) -> Result<Realized, RsdError> {
     // An exact receive may match a summarised send too (a loop's last iterations under budget,
     // another call site): its constant sizes are raised to the largest drawn send.
     raise_receives(trace, &mut top);
+    // Offsets that are prefix sums of sizes follow the drawn sizes: the dump stays
+    // contiguous and non-overlapping.
+    done.offsets = crate::prefix::resolve(trace);
     Ok(done)
 }
 
@@ -378,23 +388,6 @@ fn assign(
         }
         true
     });
-}
-
-/// Puts `x` at iteration indices `idx` of a value being built in call order (so each index
-/// is the next one of its loop, or the current one).
-fn insert(v: &mut Val<i64>, idx: &[u64], x: i64) {
-    let Some((&i, rest)) = idx.split_first() else {
-        *v = Val::Const(x);
-        return;
-    };
-    if !matches!(v, Val::Seq(_)) {
-        *v = Val::Seq(Vec::new());
-    }
-    let Val::Seq(items) = v else { unreachable!() };
-    while items.len() <= i as usize {
-        items.push(Val::Seq(Vec::new()));
-    }
-    insert(&mut items[i as usize], rest, x);
 }
 
 fn replace(nodes: &mut [Node], built: &mut Built) {

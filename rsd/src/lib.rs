@@ -4,6 +4,7 @@
 //! - [`mpi`]: how MPI values (peers, tags, colors, communicators) are encoded.
 //! - [`approx`]: declared approximation: summaries of parameters over a value budget.
 //! - [`value`]: elastic values over loop iterations ([`Val`]) and ranks ([`Elastic`], [`RankFn`]).
+//! - [`prefix`]: offsets that are prefix sums of the ranks' sizes (shared-file dumps).
 //! - [`ranks`]: PRSD rank sets.
 //! - [`timing`]: mergeable timing statistics.
 //! - [`path`]: path templates with integer fields.
@@ -34,6 +35,7 @@ pub mod merge;
 pub mod mpi;
 pub mod op;
 pub mod path;
+pub mod prefix;
 pub mod ranks;
 pub mod show;
 pub mod stats;

@@ -122,6 +122,8 @@ pub fn render_val(v: &Val<RankFn>, depth0: usize) -> String {
             }
         }
         Val::Approx(a) => render_summary(a),
+        // Without its event the summed parameter has no name here; `render_event` names it.
+        Val::Exscan(x) => crate::prefix::render(x, &format!("#{}", x.of), depth0),
     }
 }
 
@@ -360,7 +362,19 @@ pub fn render_event(e: &Event) -> String {
     let params: Vec<String> = e.params[..n - nf]
         .iter()
         .enumerate()
-        .map(|(i, v)| format!("{} = {}", e.op.param_name(i, n, nf), render_elastic(v)))
+        .map(|(i, v)| {
+            let shown = match v.groups.as_slice() {
+                // The prefix-sum model names the parameter it sums: `exscan(count)`.
+                [g] => match &g.val {
+                    Val::Exscan(x) => {
+                        crate::prefix::render(x, &e.op.param_name(x.of as usize, n, nf), 0)
+                    }
+                    _ => render_elastic(v),
+                },
+                _ => render_elastic(v),
+            };
+            format!("{} = {shown}", e.op.param_name(i, n, nf))
+        })
         .collect();
     if !params.is_empty() {
         let _ = write!(s, "  {}", params.join(", "));

@@ -8,6 +8,7 @@
 //! that fits no compact form is kept explicitly.
 
 use crate::approx::Summary;
+pub use crate::prefix::Exscan;
 use crate::ranks::RankSet;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -33,6 +34,12 @@ pub enum Val<T> {
     /// was fixed (a new variant index), so exact traces keep their bytes. Evaluates to the
     /// rounded mean; consumers that need exact values refuse it ([`crate::approx::first`]).
     Approx(Box<Summary>),
+    /// An offset that is the running sum of a size of the same call over the ranks (and, when
+    /// [`Exscan::running`], over the earlier calls): the prefix-sum model of a shared-file dump
+    /// ([`crate::prefix`]). Appended after [`Val::Approx`] (a new variant index), so older
+    /// traces keep their bytes. It depends on other ranks' values: [`crate::prefix::resolve`]
+    /// turns it into exact per-rank values, and evaluating it alone gives only its start.
+    Exscan(Box<Exscan<T>>),
 }
 
 /// Guards recursion on values read from files: deeper nesting than this is corrupt.
@@ -49,6 +56,7 @@ impl<T: Clone> Val<T> {
             }
             Val::Seq(v) | Val::Cycle(v) => v.iter().for_each(|e| e.leaves(out)),
             Val::Approx(_) => {}
+            Val::Exscan(x) => x.start.leaves(out),
         }
     }
 
@@ -63,6 +71,11 @@ impl<T: Clone> Val<T> {
             Val::Seq(v) => Val::Seq(v.iter().map(|e| e.map(f)).collect()),
             Val::Cycle(v) => Val::Cycle(v.iter().map(|e| e.map(f)).collect()),
             Val::Approx(a) => Val::Approx(a.clone()),
+            Val::Exscan(x) => Val::Exscan(Box::new(Exscan {
+                of: x.of,
+                running: x.running,
+                start: x.start.map(f),
+            })),
         }
     }
 
@@ -88,6 +101,11 @@ impl<T: Clone> Val<T> {
                     .collect::<Option<_>>()?,
             ),
             Val::Approx(a) => Val::Approx(a.clone()),
+            Val::Exscan(x) => Val::Exscan(Box::new(Exscan {
+                of: x.of,
+                running: x.running,
+                start: x.start.with_leaves(leaves)?,
+            })),
         })
     }
 
@@ -102,6 +120,9 @@ impl<T: Clone> Val<T> {
             // A summary has no leaves: only the same summary has its shape, so per-rank
             // summaries stay apart until `approx` joins them.
             (Val::Approx(a), Val::Approx(b)) => a == b,
+            (Val::Exscan(a), Val::Exscan(b)) => {
+                a.of == b.of && a.running == b.running && a.start.same_shape(&b.start)
+            }
             _ => false,
         }
     }
@@ -128,6 +149,7 @@ impl Val<i64> {
                 (None, false) => v[0].eval(&[]),
             },
             Val::Approx(a) => a.typical(),
+            Val::Exscan(x) => x.start.eval(idx),
         }
     }
 
@@ -194,7 +216,7 @@ impl Val<i64> {
             }
             Val::Seq(v) => v[(i as usize).min(v.len() - 1)].clone(),
             Val::Cycle(v) => v[(i % v.len() as u64) as usize].clone(),
-            Val::Approx(_) => self.clone(),
+            Val::Approx(_) | Val::Exscan(_) => self.clone(),
         }
     }
 
@@ -220,7 +242,7 @@ impl Val<i64> {
             }
             Val::Lin { .. } => false,
             Val::Cycle(v) => v[(n % v.len() as u64) as usize] == *c,
-            Val::Seq(_) | Val::Approx(_) => false,
+            Val::Seq(_) | Val::Approx(_) | Val::Exscan(_) => false,
         }
     }
 
@@ -453,6 +475,7 @@ fn eval_at(v: &Val<RankFn>, rank: u32, idx: &[u64]) -> i64 {
             (None, false) => eval_at(&v[0], rank, &[]),
         },
         Val::Approx(a) => a.typical(),
+        Val::Exscan(x) => eval_at(&x.start, rank, idx),
     }
 }
 
@@ -486,6 +509,11 @@ impl Elastic {
     /// Whether some group holds a summary instead of exact values.
     pub fn is_approx(&self) -> bool {
         self.groups.iter().any(|g| matches!(g.val, Val::Approx(_)))
+    }
+
+    /// Whether some group holds the prefix-sum model ([`Val::Exscan`]).
+    pub fn is_exscan(&self) -> bool {
+        self.groups.iter().any(|g| matches!(g.val, Val::Exscan(_)))
     }
 
     /// The per-rank value of `rank`, if the rank is covered.

@@ -286,6 +286,11 @@ pub fn merge_and_write(comm: H) {
     if rank == 0
         && let (Some(st), Some(out)) = (&st, &out)
     {
+        // Offsets that are prefix sums of the ranks' sizes (a shared-file dump) become that
+        // model while every rank's exact values are here, before any size is summarised.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rsd::prefix::recognise(&mut payload.trace)
+        }));
         // The ranks' summaries joined in the merge; a parameter that some ranks summarised and
         // others kept exact becomes one summary here.
         payload.trace = bounded(std::mem::take(&mut payload.trace), &st.cfg);

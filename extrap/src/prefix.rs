@@ -1,0 +1,33 @@
+//! Offsets held as prefix sums of sizes ([`rsd::prefix`]) where extrapolation needs every
+//! rank's values: the model of the MPI library's collective buffering reads each rank's byte
+//! regions, and `diff` compares each rank's calls. Fitting itself keeps the model: its start is
+//! fitted like any value, and at the target the offsets are the prefix sums of the target's
+//! sizes.
+
+use rsd::TraceFile;
+use std::borrow::Cow;
+
+/// `tf` with every prefix-sum offset replaced by each rank's exact offsets (borrowed as it is
+/// when it holds none).
+pub(crate) fn resolved(tf: &TraceFile) -> Cow<'_, TraceFile> {
+    if !rsd::prefix::present(&tf.trace) {
+        return Cow::Borrowed(tf);
+    }
+    let mut t = tf.clone();
+    rsd::prefix::resolve(&mut t.trace);
+    Cow::Owned(t)
+}
+
+/// Runs `f` on `tf` with its prefix-sum offsets resolved, then recognises them again (`f`
+/// re-compresses every rank, which turns them back into per-rank values), when `tf` held any.
+pub(crate) fn keeping_model<T>(tf: &mut TraceFile, f: impl FnOnce(&mut TraceFile) -> T) -> T {
+    let had = rsd::prefix::present(&tf.trace);
+    if had {
+        rsd::prefix::resolve(&mut tf.trace);
+    }
+    let out = f(tf);
+    if had {
+        rsd::prefix::recognise(&mut tf.trace);
+    }
+    out
+}

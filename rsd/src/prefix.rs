@@ -1,0 +1,712 @@
+//! The prefix-sum model of shared-file dumps (issue 14, item 2).
+//!
+//! A code that dumps text to one shared file formats each rank's block, whose length depends
+//! on the data, takes `MPI_Exscan` of the lengths as its offset (plus the file's length so far)
+//! and writes with `MPI_File_write_at(_all)`. The offsets are then no function of the rank:
+//! they are the running sum of a size of the same call over the lower ranks. [`recognise`]
+//! finds such offsets in a merged trace and stores them as that model ([`Exscan`], a
+//! [`Val::Exscan`] value), exactly: every rank's every offset is reproduced. Where the sizes are
+//! summaries ([`crate::approx`]) or extrapolated, the offsets follow whatever sizes are issued:
+//! [`resolve`] computes them from the exact (or drawn, [`crate::draw::realize`]) sizes, so the
+//! layout stays contiguous and non-overlapping at any scale.
+//!
+//! "The same call" is the same call site writing through the same handle: the `c`-th call of
+//! it on every rank (an aggregator's and the other ranks' calls of one `MPI_File_write_at_all`
+//! land in different event nodes, and a loop over steps may be cut in two by the compressor, so
+//! the nodes do not say it). The offset of rank `r`'s `c`-th call is
+//! `start + Σ_{r' < r} size(r', c)`, plus, for a [`Exscan::running`] sum, every rank's sizes of
+//! the calls before `c`: the usual dump appends step after step.
+
+use crate::op::{Dir, Op, Param};
+use crate::ranks::RankSet;
+use crate::trace::{Event, Node, NodeKind, Trace, visit};
+use crate::value::{Elastic, Group, RankFn, Val};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// An offset as the running sum of a size of the same call over ranks ([`Val::Exscan`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Exscan<T> {
+    /// The index of the summed parameter among the event's parameters (its `count` or
+    /// `bytes`).
+    pub of: u32,
+    /// Whether the sum runs on over the earlier calls of the call site (every rank's sizes of
+    /// each earlier call, then the lower ranks' of this one), or restarts at every call.
+    pub running: bool,
+    /// Added to the sum: a value over the enclosing loops, the same on every rank (a header's
+    /// length, a fixed slot per step).
+    pub start: Val<T>,
+}
+
+/// The sizes an offset may be the running sum of, in the order they are tried.
+pub const SIZES: [Param; 2] = [Param::Count, Param::Bytes];
+
+/// Where an I/O call keeps its offset, handle and sizes.
+#[derive(Debug, Clone)]
+struct Layout {
+    offset: usize,
+    handle: Option<usize>,
+    sizes: Vec<usize>,
+}
+
+fn layout(op: Op) -> Option<Layout> {
+    if op.dir() == Dir::None {
+        return None;
+    }
+    let ps = op.params();
+    let offset = ps.iter().position(|&p| p == Param::Offset)?;
+    let handle = ps
+        .iter()
+        .position(|&p| matches!(p, Param::Fh | Param::Fd | Param::Stream));
+    let sizes: Vec<usize> = SIZES
+        .iter()
+        .filter_map(|s| ps.iter().position(|p| p == s))
+        .collect();
+    (!sizes.is_empty()).then_some(Layout {
+        offset,
+        handle,
+        sizes,
+    })
+}
+
+/// One call site writing through one handle (its value at the call).
+type Site = (Op, u64, i64);
+
+/// Identifies an event node while the trace is walked (stable while it is only read).
+fn key(e: &Event) -> usize {
+    e as *const Event as usize
+}
+
+/// One call of a site by one rank.
+struct Call {
+    ev: usize,
+    idx: Vec<u64>,
+    offset: i64,
+    /// The candidate sizes, in [`Layout::sizes`] order.
+    sizes: Vec<i64>,
+}
+
+/// An offset [`recognise`] found to be a prefix sum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recognised {
+    /// The event's operation.
+    pub op: Op,
+    /// The summed parameter's name.
+    pub of: &'static str,
+    /// Whether the sum runs on over the earlier calls.
+    pub running: bool,
+    /// The event's ranks.
+    pub ranks: RankSet,
+}
+
+/// The calls of every rank at the sites of the events `want` says, per site and rank, in
+/// call order. Nested calls (the library's) are not walked.
+fn collect(
+    trace: &Trace,
+    want: &dyn Fn(&Event) -> Option<Layout>,
+) -> HashMap<Site, BTreeMap<u32, Vec<Call>>> {
+    let mut sites: HashMap<Site, BTreeMap<u32, Vec<Call>>> = HashMap::new();
+    trace.ranks().for_each(|rank| {
+        let mut idx = Vec::new();
+        visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
+            if let Some(l) = want(e) {
+                let h = l.handle.map_or(0, |k| e.params[k].eval_member(rank, idx));
+                sites
+                    .entry((e.op, e.sig, h))
+                    .or_default()
+                    .entry(rank)
+                    .or_default()
+                    .push(Call {
+                        ev: key(e),
+                        idx: idx.clone(),
+                        offset: e.params[l.offset].eval_member(rank, idx),
+                        sizes: l
+                            .sizes
+                            .iter()
+                            .map(|&k| e.params[k].eval_member(rank, idx))
+                            .collect(),
+                    });
+            }
+            true
+        });
+    });
+    sites
+}
+
+/// Per call ordinal: the sum of every rank's size (`size` picks it from a call).
+fn totals(calls: &BTreeMap<u32, Vec<Call>>, size: &dyn Fn(&Call) -> i64) -> Vec<i64> {
+    let n = calls.values().map(Vec::len).max().unwrap_or(0);
+    let mut t = vec![0i64; n];
+    for cs in calls.values() {
+        for (c, call) in cs.iter().enumerate() {
+            t[c] = t[c].wrapping_add(size(call));
+        }
+    }
+    t
+}
+
+/// Calls `f(rank, ordinal, call, lower, earlier)` for every call of a site in rank order:
+/// `lower` is the sum of the lower ranks' sizes of the same ordinal, `earlier` every rank's
+/// sizes of the ordinals before.
+fn sums(
+    calls: &BTreeMap<u32, Vec<Call>>,
+    size: &dyn Fn(&Call) -> i64,
+    f: &mut dyn FnMut(u32, &Call, i64, i64),
+) {
+    let t = totals(calls, size);
+    let mut earlier = vec![0i64; t.len()];
+    for c in 1..t.len() {
+        earlier[c] = earlier[c - 1].wrapping_add(t[c - 1]);
+    }
+    let mut lower = vec![0i64; t.len()];
+    for (&rank, cs) in calls {
+        for (c, call) in cs.iter().enumerate() {
+            f(rank, call, lower[c], earlier[c]);
+            lower[c] = lower[c].wrapping_add(size(call));
+        }
+    }
+}
+
+/// Puts `x` at iteration indices `idx` of a value built in call order, so each index is the
+/// next one of its loop or the current one (nested explicit vectors, one level per loop).
+pub(crate) fn insert(v: &mut Val<i64>, idx: &[u64], x: i64) {
+    let Some((&i, rest)) = idx.split_first() else {
+        *v = Val::Const(x);
+        return;
+    };
+    if !matches!(v, Val::Seq(_)) {
+        *v = Val::Seq(Vec::new());
+    }
+    let Val::Seq(items) = v else { unreachable!() };
+    while items.len() <= i as usize {
+        items.push(Val::Seq(Vec::new()));
+    }
+    insert(&mut items[i as usize], rest, x);
+}
+
+/// The compact form of a value built by [`insert`] over `loops` loops: each level folded as
+/// the compressor folds iterations (constants, affine sequences, cycles).
+fn compact(v: &Val<i64>, loops: usize) -> Val<i64> {
+    let Val::Seq(items) = v else {
+        return v.clone();
+    };
+    if loops == 0 || items.is_empty() {
+        return v.clone();
+    }
+    let inner = loops - 1;
+    let parts: Vec<Val<i64>> = items.iter().map(|x| compact(x, inner)).collect();
+    let mut acc = Val::wrap2(
+        parts[0].clone(),
+        parts.get(1).unwrap_or(&parts[0]).clone(),
+        inner,
+    );
+    for (n, p) in parts.into_iter().enumerate().skip(2) {
+        acc.extend(n as u64, p, inner);
+    }
+    acc
+}
+
+/// A value over the loops that takes `points` (iteration indices, value): compact when the
+/// values follow a pattern, explicit otherwise.
+fn value_at(points: &[(Vec<u64>, i64)]) -> Val<i64> {
+    if points.iter().all(|p| p.1 == points[0].1) {
+        return Val::Const(points.first().map_or(0, |p| p.1));
+    }
+    let mut raw = Val::Seq(Vec::new());
+    for (idx, x) in points {
+        insert(&mut raw, idx, *x);
+    }
+    let loops = points.iter().map(|p| p.0.len()).max().unwrap_or(0);
+    let c = compact(&raw, loops);
+    if points.iter().all(|(idx, x)| c.eval(idx) == *x) {
+        c
+    } else {
+        raw
+    }
+}
+
+fn leaf_count(v: &Val<i64>) -> usize {
+    let mut l = Vec::new();
+    v.leaves(&mut l);
+    l.len()
+}
+
+/// The starts of a site's events under one model, or `None` when some call's offset minus the
+/// sum differs between ranks at the same iteration of the same event.
+fn starts(
+    calls: &BTreeMap<u32, Vec<Call>>,
+    j: usize,
+    running: bool,
+) -> Option<HashMap<usize, Val<i64>>> {
+    let mut res: HashMap<(usize, Vec<u64>), i64> = HashMap::new();
+    let mut ok = true;
+    sums(calls, &|c| c.sizes[j], &mut |_, call, lower, earlier| {
+        let r = call
+            .offset
+            .wrapping_sub(lower)
+            .wrapping_sub(if running { earlier } else { 0 });
+        match res.get(&(call.ev, call.idx.clone())) {
+            Some(&x) if x != r => ok = false,
+            Some(_) => {}
+            None => {
+                res.insert((call.ev, call.idx.clone()), r);
+            }
+        }
+    });
+    if !ok {
+        return None;
+    }
+    let mut per: HashMap<usize, Vec<(Vec<u64>, i64)>> = HashMap::new();
+    for ((ev, idx), r) in res {
+        per.entry(ev).or_default().push((idx, r));
+    }
+    Some(
+        per.into_iter()
+            .map(|(ev, mut pts)| {
+                pts.sort();
+                (ev, value_at(&pts))
+            })
+            .collect(),
+    )
+}
+
+/// Finds the offsets of `trace` that are prefix sums of a size of the same call over the ranks
+/// and stores them as [`Val::Exscan`]; returns what it recognised. Only a call site whose
+/// offsets are no single function of the rank somewhere (more than one rank group: the
+/// data-dependent dump) is considered, so regular traces keep their bytes; every call of the
+/// site on every rank must fit, exactly. A site whose events also write through other handles
+/// is left as it was. Run on a merged trace with exact sizes and offsets (the tracer does, at
+/// rank 0, before summarising).
+pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
+    // Events whose offset is exact, over more than one rank group, with exact sizes.
+    let mut irregular: HashSet<usize> = HashSet::new();
+    fn find(nodes: &[Node], out: &mut HashSet<usize>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    if let Some(l) = layout(e.op)
+                        && e.params[l.offset].groups.len() > 1
+                        && usable(e, &l)
+                    {
+                        out.insert(key(e));
+                    }
+                }
+                NodeKind::Loop(l) => find(&l.body, out),
+            }
+        }
+    }
+    fn usable(e: &Event, l: &Layout) -> bool {
+        let exact = |k: usize| {
+            e.params
+                .get(k)
+                .is_some_and(|v| !v.is_approx() && !v.is_exscan())
+        };
+        exact(l.offset) && l.sizes.iter().all(|&k| exact(k))
+    }
+    find(&trace.nodes, &mut irregular);
+    if irregular.is_empty() {
+        return Vec::new();
+    }
+    let want = |e: &Event| layout(e.op).filter(|l| usable(e, l));
+    let sites = collect(trace, &want);
+    // The sites of each event: one written through several handles is left alone.
+    let mut site_of: HashMap<usize, HashSet<Site>> = HashMap::new();
+    for (s, calls) in &sites {
+        for cs in calls.values() {
+            for c in cs {
+                site_of.entry(c.ev).or_default().insert(*s);
+            }
+        }
+    }
+    // ev -> (size slot, running, start)
+    let mut found: HashMap<usize, (usize, bool, Val<i64>)> = HashMap::new();
+    for calls in sites.values() {
+        let evs: HashSet<usize> = calls.values().flatten().map(|c| c.ev).collect();
+        if !evs.iter().any(|e| irregular.contains(e)) || evs.iter().any(|e| site_of[e].len() > 1) {
+            continue;
+        }
+        let nsizes = calls
+            .values()
+            .flatten()
+            .map(|c| c.sizes.len())
+            .min()
+            .unwrap_or(0);
+        'sizes: for j in 0..nsizes {
+            // Both models hold together whenever one does (they differ by the earlier calls'
+            // totals, the same on every rank); the one whose starts are simpler is kept, a
+            // sum restarting at every call when they tie.
+            let mut best: Option<(usize, bool, HashMap<usize, Val<i64>>)> = None;
+            for running in [false, true] {
+                if let Some(st) = starts(calls, j, running) {
+                    let cost: usize = st.values().map(leaf_count).sum();
+                    if best.as_ref().is_none_or(|b| cost < b.0) {
+                        best = Some((cost, running, st));
+                    }
+                }
+            }
+            if let Some((_, running, st)) = best {
+                for (ev, v) in st {
+                    found.insert(ev, (j, running, v));
+                }
+                break 'sizes;
+            }
+        }
+    }
+    let mut done = Vec::new();
+    fn replace(
+        nodes: &mut [Node],
+        found: &HashMap<usize, (usize, bool, Val<i64>)>,
+        done: &mut Vec<Recognised>,
+    ) {
+        for n in nodes {
+            match &mut n.kind {
+                NodeKind::Event(e) => {
+                    let Some((j, running, start)) = found.get(&key(e)) else {
+                        continue;
+                    };
+                    let Some(l) = layout(e.op) else { continue };
+                    let of = l.sizes[*j];
+                    let v = &mut e.params[l.offset];
+                    let ranks = v
+                        .groups
+                        .iter()
+                        .fold(RankSet::default(), |a, g| a.union(&g.ranks));
+                    done.push(Recognised {
+                        op: e.op,
+                        of: e.op.params()[of].name(),
+                        running: *running,
+                        ranks: ranks.clone(),
+                    });
+                    *v = Elastic {
+                        groups: vec![Group {
+                            ranks,
+                            val: Val::Exscan(Box::new(Exscan {
+                                of: of as u32,
+                                running: *running,
+                                start: start.map(&mut |&x| RankFn::Const(x)),
+                            })),
+                        }],
+                    };
+                }
+                NodeKind::Loop(l) => replace(&mut l.body, found, done),
+            }
+        }
+    }
+    replace(&mut trace.nodes, &found, &mut done);
+    done
+}
+
+/// Whether some event of `trace` holds the prefix-sum model.
+pub fn present(trace: &Trace) -> bool {
+    fn walk(nodes: &[Node]) -> bool {
+        nodes.iter().any(|n| match &n.kind {
+            NodeKind::Event(e) => e.params.iter().any(Elastic::is_exscan),
+            NodeKind::Loop(l) => walk(&l.body),
+        })
+    }
+    walk(&trace.nodes)
+}
+
+/// Replaces every [`Val::Exscan`] of `trace` by each rank's exact offsets, computed from the
+/// sizes the trace holds (exact, or drawn by [`crate::draw::realize`] first): the offsets of
+/// one call site are contiguous and non-overlapping in rank order. Returns the number of
+/// events resolved. Summarised sizes count as their typical value: draw them first.
+pub fn resolve(trace: &mut Trace) -> usize {
+    // The model of each event that holds one, and the call sites that have one.
+    let mut models: HashMap<usize, Exscan<RankFn>> = HashMap::new();
+    let mut of_site: HashMap<(Op, u64), u32> = HashMap::new();
+    fn find(
+        nodes: &[Node],
+        models: &mut HashMap<usize, Exscan<RankFn>>,
+        of_site: &mut HashMap<(Op, u64), u32>,
+    ) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    let Some(l) = layout(e.op) else { continue };
+                    if let Some(Val::Exscan(x)) = e.params[l.offset].groups.first().map(|g| &g.val)
+                    {
+                        models.insert(key(e), (**x).clone());
+                        of_site.entry((e.op, e.sig)).or_insert(x.of);
+                    }
+                }
+                NodeKind::Loop(l) => find(&l.body, models, of_site),
+            }
+        }
+    }
+    find(&trace.nodes, &mut models, &mut of_site);
+    if models.is_empty() {
+        return 0;
+    }
+    // Every call of those sites, with the size the site sums (the event's own `of`, or the
+    // site's for a call of it that kept explicit offsets).
+    let want = |e: &Event| {
+        let of = *of_site.get(&(e.op, e.sig))?;
+        let mut l = layout(e.op)?;
+        let of = models.get(&key(e)).map_or(of, |m| m.of) as usize;
+        l.sizes = vec![of.min(e.params.len().saturating_sub(1))];
+        Some(l)
+    };
+    let sites = collect(trace, &want);
+    let mut built: HashMap<usize, BTreeMap<u32, Val<i64>>> = HashMap::new();
+    for calls in sites.values() {
+        sums(calls, &|c| c.sizes[0], &mut |rank, call, lower, earlier| {
+            let Some(m) = models.get(&call.ev) else {
+                return;
+            };
+            let start = m.start.map(&mut |f| f.eval(rank)).eval(&call.idx);
+            let x = start
+                .wrapping_add(lower)
+                .wrapping_add(if m.running { earlier } else { 0 });
+            let v = built
+                .entry(call.ev)
+                .or_default()
+                .entry(rank)
+                .or_insert_with(|| Val::Seq(Vec::new()));
+            insert(v, &call.idx, x);
+        });
+    }
+    let mut n = 0;
+    fn replace(
+        nodes: &mut [Node],
+        built: &mut HashMap<usize, BTreeMap<u32, Val<i64>>>,
+        n: &mut usize,
+    ) {
+        for node in nodes {
+            match &mut node.kind {
+                NodeKind::Event(e) => {
+                    let Some(l) = layout(e.op) else { continue };
+                    let id = key(e);
+                    let v = &mut e.params[l.offset];
+                    if !v.is_exscan() {
+                        continue;
+                    }
+                    *n += 1;
+                    *v = match built.remove(&id) {
+                        Some(per) => {
+                            let pts: Vec<(u32, Val<i64>)> = per.into_iter().collect();
+                            Elastic::canonical(&pts)
+                        }
+                        // No rank reaches it: its start.
+                        None => Elastic {
+                            groups: v
+                                .groups
+                                .iter()
+                                .map(|g| Group {
+                                    ranks: g.ranks.clone(),
+                                    val: match &g.val {
+                                        Val::Exscan(x) => x.start.clone(),
+                                        other => other.clone(),
+                                    },
+                                })
+                                .collect(),
+                        },
+                    };
+                }
+                NodeKind::Loop(l) => replace(&mut l.body, built, n),
+            }
+        }
+    }
+    replace(&mut trace.nodes, &mut built, &mut n);
+    n
+}
+
+/// `exscan(count)`: the sum of `count` over the lower ranks in the same call;
+/// `exscan(count, over calls)`: over every rank in the earlier calls too; a start other than 0
+/// comes first (`4096 + exscan(bytes)`). `of` is the summed parameter's name.
+pub fn render(x: &Exscan<RankFn>, of: &str, depth0: usize) -> String {
+    let sum = if x.running {
+        format!("exscan({of}, over calls)")
+    } else {
+        format!("exscan({of})")
+    };
+    match &x.start {
+        Val::Const(RankFn::Const(0)) => sum,
+        s => format!("{} + {sum}", crate::show::render_val(s, depth0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::compress;
+    use crate::op::args;
+    use crate::trace::RawEvent;
+
+    /// The dump of `textdump`: per step, rank r writes `len(r, s)` bytes at the sum of every
+    /// rank's lengths of the earlier steps plus the lower ranks' of this one.
+    fn len(r: u32, s: u32) -> i64 {
+        i64::from((r * 7919 + s * 131 + r * r * 17) % 97 + 3)
+    }
+
+    fn dump(n: u32, steps: u32) -> Trace {
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let mut evs = Vec::new();
+                let mut base = 0;
+                for s in 0..steps {
+                    let off: i64 = base + (0..r).map(|q| len(q, s)).sum::<i64>();
+                    let c = len(r, s);
+                    evs.push(RawEvent::new(
+                        Op::FileWriteAtAll,
+                        5,
+                        args::file_write_at_all(0, off, c, 1, c),
+                    ));
+                    base += (0..n).map(|q| len(q, s)).sum::<i64>();
+                }
+                compress(r, &evs)
+            })
+            .collect();
+        crate::merge::merge_tree(ts).unwrap()
+    }
+
+    fn offsets(t: &Trace, n: u32) -> Vec<Vec<(i64, i64)>> {
+        (0..n)
+            .map(|r| {
+                t.expand(r)
+                    .iter()
+                    .filter(|e| e.op == Op::FileWriteAtAll)
+                    .map(|e| (e.p(Param::Offset), e.p(Param::Count)))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_dump_is_recognised_and_resolves_to_the_same_offsets() {
+        let n = 9;
+        let t = dump(n, 4);
+        let want = offsets(&t, n);
+        let mut m = t.clone();
+        let rec = recognise(&mut m);
+        assert!(!rec.is_empty(), "{t:?}");
+        assert!(rec.iter().all(|r| r.running && r.of == "count"), "{rec:?}");
+        assert!(present(&m));
+        let mut shown = String::new();
+        crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
+        assert!(
+            shown.contains("offset = exscan(count, over calls)"),
+            "{shown}"
+        );
+        // The model survives the format (an appended variant of the value).
+        let tf = crate::format::TraceFile {
+            header: crate::format::Header::new(n),
+            trace: m.clone(),
+        };
+        let read = crate::format::TraceFile::from_bytes(
+            &tf.to_bytes().unwrap(),
+            std::path::Path::new("x"),
+        )
+        .unwrap();
+        assert_eq!(read, tf);
+        let mut back = m.clone();
+        assert!(resolve(&mut back) >= 1);
+        assert!(!present(&back));
+        assert_eq!(offsets(&back, n), want);
+        // Contiguous and non-overlapping: sorted by offset, each block starts where the last
+        // one ended, from 0 to the total.
+        let mut blocks: Vec<(i64, i64)> = want.concat();
+        blocks.sort();
+        let mut end = 0;
+        for (o, c) in blocks {
+            assert_eq!(o, end);
+            end += c;
+        }
+    }
+
+    #[test]
+    fn regular_offsets_are_left_as_they_are() {
+        // ior-like: rank r writes 4096 bytes at 4096*r + 4096*n*i: already a rank function.
+        let n = 8;
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let evs: Vec<RawEvent> = (0..3)
+                    .map(|i| {
+                        let off = 4096 * (i64::from(r) + i64::from(n) * i);
+                        RawEvent::new(
+                            Op::FileWriteAtAll,
+                            5,
+                            args::file_write_at_all(0, off, 4096, 1, 4096),
+                        )
+                    })
+                    .collect();
+                compress(r, &evs)
+            })
+            .collect();
+        let t = crate::merge::merge_tree(ts).unwrap();
+        let mut m = t.clone();
+        assert!(recognise(&mut m).is_empty());
+        assert_eq!(m, t);
+    }
+
+    #[test]
+    fn offsets_that_are_not_a_prefix_sum_are_left_as_they_are() {
+        let n = 6;
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let c = len(r, 0);
+                // Blocks in reverse rank order with a gap: no prefix sum of the sizes.
+                let off = 1000 - 10 * i64::from(r * r);
+                compress(
+                    r,
+                    &[RawEvent::new(
+                        Op::FileWriteAt,
+                        5,
+                        args::file_write_at(0, off, c, 1, c),
+                    )],
+                )
+            })
+            .collect();
+        let t = crate::merge::merge_tree(ts).unwrap();
+        let mut m = t.clone();
+        assert!(recognise(&mut m).is_empty());
+        assert_eq!(m, t);
+    }
+
+    #[test]
+    fn drawn_sizes_give_offsets_that_tile_the_file() {
+        let n = 12;
+        let mut t = dump(n, 3);
+        assert!(!recognise(&mut t).is_empty());
+        let p = crate::approx::Policy {
+            comm: false,
+            io: true,
+            budget: 4,
+        };
+        crate::approx::bound(&mut t, &p);
+        assert!(crate::approx::count(&t) > 0, "sizes summarised");
+        assert!(present(&t), "the offsets keep the model");
+        let recorded: f64 = {
+            let mut s = 0.0;
+            fn walk(nodes: &[Node], s: &mut f64) {
+                for n in nodes {
+                    match &n.kind {
+                        NodeKind::Event(e) => {
+                            if let Some(Group {
+                                val: Val::Approx(a),
+                                ..
+                            }) = e.params[2].groups.first()
+                            {
+                                *s += a.total();
+                            }
+                        }
+                        NodeKind::Loop(l) => walk(&l.body, s),
+                    }
+                }
+            }
+            walk(&t.nodes, &mut s);
+            s
+        };
+        let mut d = t.clone();
+        crate::draw::realize(&mut d, 3).unwrap();
+        assert!(!present(&d) && crate::approx::count(&d) == 0);
+        let mut blocks: Vec<(i64, i64)> = offsets(&d, n).concat();
+        blocks.sort();
+        let mut end = 0;
+        for (o, c) in blocks {
+            assert_eq!(o, end, "contiguous");
+            end += c;
+        }
+        assert_eq!(end, recorded.round() as i64, "the recorded total");
+    }
+}
