@@ -85,6 +85,13 @@ struct Report<'a> {
 
 /// Runs `iotrex extrap`.
 pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
+    // A misspelt --ignore is a bad argument (status 2), found before any input is read.
+    let ignored = a
+        .ignore
+        .iter()
+        .map(|s| extrap::approx::Ignore::parse(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| crate::exit::Usage(format!("{e} ({})", e.hint().unwrap_or_default())))?;
     let mut models = ModelSet::builtin();
     for p in &a.plugin {
         models.add_plugin(Plugin::load(p)?);
@@ -132,11 +139,6 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
     if a.exact {
         extrap::approx::require_exact(&inputs)?;
     }
-    let ignored = a
-        .ignore
-        .iter()
-        .map(|s| extrap::approx::Ignore::parse(s))
-        .collect::<Result<Vec<_>, _>>()?;
     let inputs = if ignored.is_empty() {
         inputs
     } else {
