@@ -89,9 +89,11 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
     let ignored = a
         .ignore
         .iter()
-        .map(|s| extrap::approx::Ignore::parse(s))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| crate::exit::Usage(format!("{e} ({})", e.hint().unwrap_or_default())))?;
+        .map(|s| {
+            extrap::approx::Ignore::parse(s)
+                .map_err(|e| crate::exit::Usage(format!("{e} ({})", e.hint().unwrap_or_default())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut models = ModelSet::builtin();
     for p in &a.plugin {
         models.add_plugin(Plugin::load(p)?);
