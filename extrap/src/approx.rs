@@ -386,6 +386,89 @@ pub(crate) fn fit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rsd::approx::{Policy, bound};
+    use rsd::compress::compress;
+
+    /// `n` ranks of 30 sends each, whose counts follow no pattern (mean about 50), summarised
+    /// where their exact form exceeds `budget` numbers.
+    fn sends(n: u32, budget: usize) -> Input {
+        let ranks: Vec<Trace> = (0..n)
+            .map(|rank| {
+                let evs: Vec<rsd::RawEvent> = (0..30u32)
+                    .map(|i| {
+                        let c = i64::from((rank * 7919 + i * 131) % 97 + 3);
+                        rsd::RawEvent::new(Op::Send, 1, rsd::op::args::send(c, 7, 1, 0, 0, 4 * c))
+                    })
+                    .collect();
+                compress(rank, &evs)
+            })
+            .collect();
+        let mut trace = rsd::merge_tree(ranks).unwrap();
+        let p = Policy {
+            comm: true,
+            io: false,
+            budget,
+        };
+        bound(&mut trace, &p);
+        Input {
+            name: format!("sends.{n}"),
+            file: TraceFile {
+                header: rsd::Header::new(n),
+                trace,
+            },
+        }
+    }
+
+    #[test]
+    fn a_parameter_summarised_at_the_larger_scales_only_is_fitted_at_every_scale() {
+        // Exact at 4 ranks (under a budget of 200 numbers), a summary at 16.
+        let ins: Vec<Input> = [4, 8, 12, 16].iter().map(|&n| sends(n, 200)).collect();
+        assert_eq!(rsd::approx::count(&ins[0].file.trace), 0);
+        assert!(rsd::approx::count(&ins[3].file.trace) > 0);
+        let x = crate::extrapolate(&ins, 64, &crate::ModelSet::builtin()).unwrap();
+        let want = sends(64, 1);
+        let (got, real) = (
+            rsd::approx::first(&x.file.trace).unwrap(),
+            rsd::approx::first(&want.file.trace).unwrap(),
+        );
+        assert_eq!((got.op, got.param.as_str()), (Op::Send, "count"));
+        assert_eq!(got.ranks, real.ranks);
+        let stats = |t: &Trace| -> Stats {
+            let mut s = Stats::default();
+            fn walk(nodes: &[Node], s: &mut Stats) {
+                for n in nodes {
+                    match &n.kind {
+                        NodeKind::Event(e) => {
+                            if let Val::Approx(x) = &e.params[0].groups[0].val {
+                                s.merge(&x.stats);
+                            }
+                        }
+                        NodeKind::Loop(l) => walk(&l.body, s),
+                    }
+                }
+            }
+            walk(&t.nodes, &mut s);
+            s
+        };
+        let (g, w) = (stats(&x.file.trace), stats(&want.file.trace));
+        assert_eq!(g.count, w.count, "calls follow the structure: 30 per rank");
+        assert!((g.mean - w.mean).abs() < 0.1 * w.mean, "{g:?} {w:?}");
+        assert!(
+            x.explain
+                .iter()
+                .any(|e| e.quantity == "count (approximate)")
+        );
+        assert!(
+            x.file
+                .header
+                .notes
+                .iter()
+                .any(|n| n.starts_with("approximate:"))
+        );
+        // --exact refuses the first summary.
+        let e = require_exact(&ins).unwrap_err().to_string();
+        assert!(e.contains("sends.16") && e.contains("`count`"), "{e}");
+    }
 
     #[test]
     fn ignore_names_an_op_and_a_parameter_or_says_what_exists() {
