@@ -26,8 +26,13 @@ use std::path::{Path, PathBuf};
                   the target, and stored with a prediction interval; the wall time is the sum \
                   of per-rank parts (I/O, communication, collective, compute gaps, \
                   compensation). Several traces of one rank count are repeated runs: their \
-                  spread is the timing noise. --explain prints every varying quantity's model.",
-    after_help = "Examples:\n  iotrex extrap app.4.iotrex app.8.iotrex app.12.iotrex app.16.iotrex --ranks 1024 -o app.1024.iotrex\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 64 -o app.64.iotrex --explain --plugin libmymodel.so"
+                  spread is the timing noise. Parameters the inputs hold as statistical \
+                  summaries (IOTREX_APPROX), or that --ignore declares irrelevant, are fitted \
+                  by their statistics (mean, spread, min, max; count exactly where it follows \
+                  the structure) with the timing models and written as summaries marked \
+                  approximate; --exact refuses them instead. --explain prints every varying \
+                  quantity's model, approximate ones with their held-out error.",
+    after_help = "Examples:\n  iotrex extrap app.4.iotrex app.8.iotrex app.12.iotrex app.16.iotrex --ranks 1024 -o app.1024.iotrex\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 64 -o app.64.iotrex --explain --plugin libmymodel.so\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 32 -o app.32.iotrex --ignore fprintf.ret"
 )]
 pub struct ExtrapArgs {
     /// Traces of the same program at three or more different rank counts (several runs of
@@ -56,6 +61,16 @@ pub struct ExtrapArgs {
     /// program (the output then has no call sites).
     #[arg(long)]
     pub ignore_call_sites: bool,
+    /// Refuse inputs that hold approximate values (statistical summaries), as extrap did before
+    /// it fitted them: the error names the first summarised event and parameter.
+    #[arg(long, conflicts_with = "ignore")]
+    pub exact: bool,
+    /// Declare a parameter irrelevant: OP.PARAM as `iotrex show` names them (e.g.
+    /// fprintf.ret). It becomes a statistical summary in every input before fitting, so a
+    /// value no exact model explains (a log line's length, a time printed) extrapolates
+    /// approximately instead of refusing. May be repeated.
+    #[arg(long, value_name = "OP.PARAM")]
+    pub ignore: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -70,6 +85,15 @@ struct Report<'a> {
 
 /// Runs `iotrex extrap`.
 pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
+    // A misspelt --ignore is a bad argument (status 2), found before any input is read.
+    let ignored = a
+        .ignore
+        .iter()
+        .map(|s| {
+            extrap::approx::Ignore::parse(s)
+                .map_err(|e| crate::exit::Usage(format!("{e} ({})", e.hint().unwrap_or_default())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut models = ModelSet::builtin();
     for p in &a.plugin {
         models.add_plugin(Plugin::load(p)?);
@@ -111,6 +135,23 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
             })
             .collect()
     } else {
+        inputs
+    };
+    // Approximate values: refused with --exact; parameters named by --ignore summarised.
+    if a.exact {
+        extrap::approx::require_exact(&inputs)?;
+    }
+    let inputs = if ignored.is_empty() {
+        inputs
+    } else {
+        let (inputs, found) = extrap::approx::ignore(inputs, &ignored);
+        for (g, _) in found.iter().filter(|(_, n)| *n == 0) {
+            eprintln!(
+                "note: --ignore {g}: no input summarised it (the inputs do not call {}, or its \
+                 values are negative somewhere)",
+                g.op.name()
+            );
+        }
         inputs
     };
     let x = extrap::extrapolate_consistent(&inputs, a.ranks, &models, a.drop_inconsistent)?;
@@ -157,6 +198,17 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
 /// What to do about an extrapolation or plugin error.
 pub fn hint(e: &anyhow::Error) -> Option<String> {
     if let Some(x) = e.downcast_ref::<ExtrapError>() {
+        // A value that fits no model and does not matter can be declared irrelevant.
+        if let ExtrapError::Refused { event, param, .. } = x
+            && let Some(op) = event.split_whitespace().next()
+            && extrap::approx::Ignore::parse(&format!("{op}.{param}")).is_ok()
+        {
+            return Some(format!(
+                "{}; if this value does not matter to the I/O (a log line's length, a time \
+                 printed), extrapolate it approximately with --ignore {op}.{param}",
+                x.hint().unwrap_or_default()
+            ));
+        }
         return x.hint().map(str::to_string);
     }
     match e.downcast_ref::<extrap::models::ModelError>()? {

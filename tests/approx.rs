@@ -6,6 +6,11 @@
 //! the same rank (the peers look regular), on 3x2x2 they are not. LAMMPS (Debian `lmp`) runs
 //! tests/apps/lammps_weak.in, weak-scaled, with MPI-IO text dumps; skipped (saying so) where
 //! `lmp` is not installed.
+//!
+//! Issue 14 items 3 and 5: halo3d's summaries at four scales extrapolate to twice the largest
+//! (fitted statistics, marked approximate) within 10% of a real run's, and `iotrex diff`
+//! compares them by their statistics: within tolerance against the real run, outside it
+//! against a doctored or a different-scale trace.
 
 mod common;
 
@@ -173,17 +178,19 @@ fn consumers_refuse_a_summary_naming_the_event_and_parameter() {
     let p = d.path().join("halo.8.iotrex");
     tf.write(&p).unwrap();
     let iotrex = Path::new(env!("CARGO_BIN_EXE_iotrex"));
+    // diff compares summaries by their statistics (issue 14 item 5): a trace against itself
+    // is identical within the tolerance, every approximate part 0% apart.
     let out = Command::new(iotrex)
         .arg("diff")
         .arg(&p)
         .arg(&p)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "diff accepted a summary");
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "diff of a trace with itself: {so}");
     assert!(
-        err.contains("MPI_Sendrecv") && err.contains("approximate") && err.contains("diff"),
-        "{err}"
+        so.starts_with("identical within tolerance") && so.contains("MPI_Sendrecv"),
+        "{so}"
     );
     // Replay and the CODES export draw exact values from the summaries (issue 14, item 6):
     // the halo's MPI_Sendrecv replays with real messages, and the same seed gives the same
@@ -314,4 +321,173 @@ fn lammps_loop_structure_is_the_same_on_3x2x2_and_4x2x2() {
         );
     }
     assert!(rsd::approx::count(&a.trace) > 0, "nothing summarised");
+}
+
+/// halo3d on a 1x1xN periodic grid with 20 steps and no dump: the data-dependent message
+/// sizes (summarised, `comm`) are what varies; the peers (+1 and the wrap-around) are regular
+/// in n, so the exact parts extrapolate exactly. Writes `dir/halo.N.iotrex`.
+fn halo_line(np: u32, dir: &Path) -> std::path::PathBuf {
+    let trace = dir.join(format!("halo.{np}.iotrex"));
+    let d = dir.to_str().unwrap().to_string();
+    let n = np.to_string();
+    let a: Vec<&str> = vec![&d, "1", "1", &n, "20", "1000"];
+    let o = Opts {
+        env: vec![("IOTREX_APPROX", "comm".to_string())],
+        ..Opts::default()
+    };
+    mpirun(np, &app("halo3d"), &args(&a), &trace, &o);
+    trace
+}
+
+/// Every summary of a trace merged per parameter name.
+fn merged(tf: &TraceFile) -> std::collections::BTreeMap<&'static str, rsd::timing::Stats> {
+    let mut m: std::collections::BTreeMap<&'static str, rsd::timing::Stats> = Default::default();
+    for (_, p, s) in summarised(tf) {
+        m.entry(p).or_default().merge(&s.stats);
+    }
+    m
+}
+
+fn run_iotrex(a: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_iotrex"))
+        .args(a)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn halo_summaries_extrapolate_within_ten_percent_and_diff_compares_them() {
+    let d = scratch();
+    let ins: Vec<String> = [8u32, 12, 16, 20]
+        .iter()
+        .map(|&n| halo_line(n, d.path()).to_str().unwrap().to_string())
+        .collect();
+    let real = halo_line(40, d.path());
+    let real_s = real.to_str().unwrap();
+    let out = d.path().join("halo.40.extrap.iotrex");
+    let out_s = out.to_str().unwrap();
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(ins.iter().map(String::as_str));
+    a.extend(["--ranks", "40", "-o", out_s, "--explain"]);
+    let o = run_iotrex(&a);
+    let text = common::text(&o);
+    assert!(o.status.success(), "extrap refused the summaries: {text}");
+    // --explain names every approximate quantity, its model and held-out error.
+    for p in ["sendcount", "recvcount", "bytes"] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("{p} (approximate)")))
+            .unwrap_or_else(|| panic!("--explain does not name {p}: {text}"));
+        assert!(
+            line.contains("mean ") && line.contains("held-out error") && line.contains("count "),
+            "{line}"
+        );
+    }
+    // The output is marked approximate: summaries in the format and a header note.
+    let x = TraceFile::read(&out).unwrap();
+    let r = TraceFile::read(&real).unwrap();
+    assert_eq!(x.header.nranks, 40);
+    assert!(rsd::approx::count(&x.trace) > 0, "no summary in the output");
+    assert!(
+        x.header.notes.iter().any(|n| n.starts_with("approximate:")),
+        "{:?}",
+        x.header.notes
+    );
+    // Means within 10% of the real run's, calls (structural) exactly the real run's.
+    let (mx, mr) = (merged(&x), merged(&r));
+    assert_eq!(
+        mx.keys().collect::<Vec<_>>(),
+        mr.keys().collect::<Vec<_>>(),
+        "different parameters summarised"
+    );
+    for (p, want) in &mr {
+        let got = &mx[p];
+        let err = (got.mean - want.mean).abs() / want.mean;
+        eprintln!(
+            "halo3d 8-20 -> 40, {p}: mean {:.2} extrapolated, {:.2} real ({:.1}%); calls {} / {}",
+            got.mean,
+            want.mean,
+            100.0 * err,
+            got.count,
+            want.count
+        );
+        assert!(err < 0.10, "{p}: mean {} vs real {}", got.mean, want.mean);
+        assert_eq!(got.count, want.count, "{p}: calls");
+        assert!(got.min <= got.max && got.bins.iter().sum::<u64>() == got.count);
+    }
+    // --exact restores the refusal, naming the first summary; nothing is written.
+    let refused = d.path().join("exact.iotrex");
+    let mut a: Vec<&str> = vec!["extrap", "--exact"];
+    a.extend(ins.iter().map(String::as_str));
+    a.extend(["--ranks", "40", "-o", refused.to_str().unwrap()]);
+    let o = run_iotrex(&a);
+    let t = common::text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("MPI_Sendrecv") && t.contains("`sendcount`") && t.contains("approximate"),
+        "{t}"
+    );
+    assert!(!refused.exists());
+
+    // diff: the extrapolation against the real run passes, exact parts identical and every
+    // approximate part within the default 10%.
+    let o = run_iotrex(&["diff", out_s, real_s]);
+    let t = common::text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.starts_with("identical within tolerance"), "{t}");
+    assert!(t.contains("sendcount: mean") && t.contains("within"), "{t}");
+    let o = run_iotrex(&["--json", "diff", out_s, real_s]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["identical"], true, "{v}");
+    assert_eq!(v["approx"]["tolerance_pct"], 10.0);
+    assert!(v["approx"]["exact_compared"].as_u64().unwrap() > 0, "{v}");
+    let parts = v["approx"]["parts"].as_array().unwrap();
+    assert!(
+        parts.len() >= 3 && parts.iter().all(|p| p["within"] == true),
+        "{v}"
+    );
+    // A tolerance of 0% holds only where the extrapolated statistics are the real ones.
+    let o = run_iotrex(&["diff", "--tolerance", "0%", out_s, real_s]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    // A doctored trace: the real run with the particles' mean message size 30% larger.
+    let mut doctored = r.clone();
+    fn scale(nodes: &mut [Node]) {
+        for n in nodes {
+            match &mut n.kind {
+                NodeKind::Event(e) => {
+                    let Some(k) = e.op.params().iter().position(|p| p.name() == "sendcount") else {
+                        continue;
+                    };
+                    for g in &mut e.params[k].groups {
+                        if let Val::Approx(s) = &mut g.val {
+                            s.stats.mean *= 1.3;
+                        }
+                    }
+                }
+                NodeKind::Loop(l) => scale(&mut l.body),
+            }
+        }
+    }
+    scale(&mut doctored.trace.nodes);
+    let doc = d.path().join("doctored.iotrex");
+    doctored.write(&doc).unwrap();
+    let o = run_iotrex(&["diff", out_s, doc.to_str().unwrap()]);
+    let t = common::text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("MPI_Sendrecv") && t.contains("sendcount:") && t.contains("OUTSIDE"),
+        "{t}"
+    );
+    assert!(t.contains("beyond 10%"), "{t}");
+    // A different scale: the totals are half the real run's.
+    let o = run_iotrex(&["diff", &ins[3], real_s]);
+    let t = common::text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("nranks") && t.contains("sendcount: mean") && t.contains("OUTSIDE"),
+        "{t}"
+    );
+    // A bad tolerance is trouble (2), not a difference.
+    let o = run_iotrex(&["diff", "--tolerance", "ten", out_s, real_s]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
 }

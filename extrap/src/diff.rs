@@ -7,12 +7,26 @@
 //! expanded on both sides and the call sequences compared: equal sequences mean the traces are
 //! identical (the report says the representations differ). Larger traces are judged on the
 //! walk alone, which can only err towards "different".
+//!
+//! Approximate parts (parameters held as statistical summaries) are compared by their
+//! statistics, not their values: where either side holds a summary, the same parameter of
+//! the other side is summarised too, and the two agree when their means and totals (mean
+//! times count) are within the tolerance ([`DiffOptions::tolerance`], [`DEFAULT_TOLERANCE`]
+//! when either side has summaries). Exact parts must be identical as before. The report says
+//! how many exact values were compared and, for every approximate part, both sides'
+//! statistics and how far apart they are ([`ApproxReport`]).
 
 use crate::describe_node;
 use rsd::TraceFile;
+use rsd::approx::Summary;
 use rsd::timing::Interval;
 use rsd::trace::{FlatEvent, Node, NodeKind};
+use rsd::value::{Elastic, Group, RankFn, Val};
 use serde::Serialize;
+
+/// The tolerance on the means and totals of approximate parts when either trace holds
+/// summaries and the user gives none (`--tolerance`): 10% (issue 14).
+pub const DEFAULT_TOLERANCE: f64 = 0.10;
 
 /// Options for [`diff`].
 #[derive(Debug, Clone)]
@@ -27,6 +41,10 @@ pub struct DiffOptions {
     /// Compare the calls without their call sites (`--ignore-call-sites`): two builds of a
     /// program, or runs with different `IOTREX_STACK_DEPTH`, agree where their calls do.
     pub ignore_call_sites: bool,
+    /// The largest relative difference (a fraction: 0.1 is 10%) between the means, and
+    /// between the totals, of two summaries that still agree; `None`: [`DEFAULT_TOLERANCE`].
+    /// Used only when either trace holds summaries; exact parts must be identical.
+    pub tolerance: Option<f64>,
 }
 
 impl Default for DiffOptions {
@@ -36,8 +54,45 @@ impl Default for DiffOptions {
             max_shown: 10,
             expand_limit: 4096,
             ignore_call_sites: false,
+            tolerance: None,
         }
     }
+}
+
+/// One approximate part compared: a parameter that is a summary on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApproxPart {
+    /// The event (op, call site, path).
+    pub event: String,
+    /// Its ranks in the first trace.
+    pub ranks: String,
+    /// The parameter.
+    pub param: String,
+    /// Mean on each side.
+    pub mean: (f64, f64),
+    /// `(right - left) / left` of the means, in %.
+    pub mean_diff_pct: f64,
+    /// Total (mean times count) on each side.
+    pub total: (f64, f64),
+    /// `(right - left) / left` of the totals, in %.
+    pub total_diff_pct: f64,
+    /// Number of calls on each side.
+    pub count: (u64, u64),
+    /// Whether both differences are within the tolerance.
+    pub within: bool,
+}
+
+/// How the approximate parts compared, when either trace holds summaries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApproxReport {
+    /// The tolerance on means and totals, in %.
+    pub tolerance_pct: f64,
+    /// Exact parameter values compared (they must be identical), over the aligned events.
+    pub exact_compared: usize,
+    /// Every approximate part compared, in program order.
+    pub parts: Vec<ApproxPart>,
+    /// Approximate parts outside the tolerance (or a summary facing exact values).
+    pub outside: usize,
 }
 
 /// One difference.
@@ -111,6 +166,10 @@ pub struct DiffReport {
     pub origin: Option<String>,
     /// Whether call sites were left out of the comparison.
     pub ignore_call_sites: bool,
+    /// With summaries on either side: which parts were exact and which approximate, and by how
+    /// much the approximate ones differ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approx: Option<ApproxReport>,
 }
 
 /// Sets every call site of `nodes` to 0.
@@ -137,13 +196,108 @@ struct Walk {
     count: usize,
     max: usize,
     out: Vec<Difference>,
+    /// The tolerance on summaries (a fraction), when either side has them.
+    tol: Option<f64>,
+    /// Exact parameter values compared.
+    exact: usize,
+    /// Approximate parts compared.
+    approx: Vec<ApproxPart>,
+    /// Differences that are approximate parts (outside the tolerance), of `count`.
+    approx_outside: usize,
+    /// The first of them.
+    approx_diffs: Vec<Difference>,
+}
+
+/// A summary's statistics as a difference shows them.
+fn summary_text(e: &Elastic) -> String {
+    match one_summary(e) {
+        Some(s) => format!(
+            "~mean {:.1}, total {:.0}, {} calls",
+            s.stats.mean,
+            s.total(),
+            s.stats.count
+        ),
+        None => e.to_string(),
+    }
+}
+
+/// The summary of a value that is one summary over its ranks.
+fn one_summary(e: &Elastic) -> Option<&Summary> {
+    match e.groups.as_slice() {
+        [
+            Group {
+                val: Val::Approx(s),
+                ..
+            },
+        ] => Some(s),
+        _ => None,
+    }
 }
 
 impl Walk {
+    /// Records a difference of an approximate part.
+    fn push_approx(&mut self, d: Difference) {
+        self.approx_outside += 1;
+        if self.approx_diffs.len() < self.max {
+            self.approx_diffs.push(d.clone());
+        }
+        self.push(d);
+    }
+
     fn push(&mut self, d: Difference) {
         self.count += 1;
         if self.out.len() < self.max {
             self.out.push(d);
+        }
+    }
+
+    /// Compares one parameter that is a summary on either side by its statistics.
+    fn approx_part(
+        &mut self,
+        ev: &str,
+        ranks: &rsd::RankSet,
+        param: String,
+        p: &Elastic,
+        q: &Elastic,
+        tol: f64,
+    ) {
+        let (Some(s), Some(t)) = (one_summary(p), one_summary(q)) else {
+            // A summary facing exact values (that `complete` could not summarise).
+            self.push_approx(Difference {
+                event: ev.to_string(),
+                ranks: ranks.to_string(),
+                param,
+                left: summary_text(p),
+                right: summary_text(q),
+            });
+            return;
+        };
+        let (dm, dt) = (pct(s.stats.mean, t.stats.mean), pct(s.total(), t.total()));
+        let limit = tol * 100.0 + 1e-9;
+        let within = dm.abs() <= limit && dt.abs() <= limit;
+        self.approx.push(ApproxPart {
+            event: ev.to_string(),
+            ranks: ranks.to_string(),
+            param: param.clone(),
+            mean: (s.stats.mean, t.stats.mean),
+            mean_diff_pct: dm,
+            total: (s.total(), t.total()),
+            total_diff_pct: dt,
+            count: (s.stats.count, t.stats.count),
+            within,
+        });
+        if !within {
+            self.push_approx(Difference {
+                event: ev.to_string(),
+                ranks: ranks.to_string(),
+                param,
+                left: summary_text(p),
+                right: format!(
+                    "{} (mean {dm:+.1}%, total {dt:+.1}%, beyond {:.0}%)",
+                    summary_text(q),
+                    tol * 100.0
+                ),
+            });
         }
     }
 
@@ -186,6 +340,13 @@ impl Walk {
                 (NodeKind::Event(e), NodeKind::Event(f)) => {
                     let (np, nf) = (e.params.len(), e.nfields());
                     for (k, (p, q)) in e.params.iter().zip(&f.params).enumerate() {
+                        if let Some(tol) = self.tol
+                            && (p.is_approx() || q.is_approx())
+                        {
+                            self.approx_part(&ev, &x.ranks, e.op.param_name(k, np, nf), p, q, tol);
+                            continue;
+                        }
+                        self.exact += 1;
                         // A single group whose ranks differ only as the node's do is
                         // reported once, as the node's ranks.
                         let same_value = matches!((p.groups.as_slice(), q.groups.as_slice()),
@@ -328,6 +489,24 @@ fn timing_walk(
     }
 }
 
+/// Every summarised parameter of `nodes` replaced by 0 over its ranks: the per-rank
+/// expansion compares exact values only (summaries are compared by the walk).
+fn erase_summaries(nodes: &mut [Node]) {
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                for p in e.params.iter_mut().filter(|p| p.is_approx()) {
+                    for g in &mut p.groups {
+                        g.val = Val::Const(RankFn::Const(0));
+                    }
+                }
+                erase_summaries(&mut e.children);
+            }
+            NodeKind::Loop(l) => erase_summaries(&mut l.body),
+        }
+    }
+}
+
 /// Compares `a` and `b`.
 pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     let erased;
@@ -337,10 +516,38 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     } else {
         (a, b)
     };
+    // Summaries on either side: the same parameters summarised on both, compared by their
+    // statistics within the tolerance.
+    let approx = rsd::approx::count(&a.trace) + rsd::approx::count(&b.trace) > 0;
+    let tol = approx.then(|| opts.tolerance.unwrap_or(DEFAULT_TOLERANCE));
+    let completed;
+    let (a, b) = match crate::approx::complete(&[&a.trace, &b.trace]) {
+        Some(mut t) => {
+            let tb = t.pop().expect("two traces");
+            let ta = t.pop().expect("two traces");
+            completed = (
+                TraceFile {
+                    header: a.header.clone(),
+                    trace: ta,
+                },
+                TraceFile {
+                    header: b.header.clone(),
+                    trace: tb,
+                },
+            );
+            (&completed.0, &completed.1)
+        }
+        None => (a, b),
+    };
     let mut w = Walk {
         count: 0,
         max: opts.max_shown,
         out: Vec::new(),
+        tol,
+        exact: 0,
+        approx: Vec::new(),
+        approx_outside: 0,
+        approx_diffs: Vec::new(),
     };
     if a.header.nranks != b.header.nranks {
         w.push(Difference {
@@ -352,6 +559,8 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         });
     }
     w.nodes(&a.trace.nodes, &b.trace.nodes);
+    let outside = w.approx_outside;
+    let approx_diffs = std::mem::take(&mut w.approx_diffs);
     let mut report = DiffReport {
         identical: w.count == 0,
         method: "structure",
@@ -361,22 +570,42 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         timing: None,
         origin: a.header.origin_differs(&b.header),
         ignore_call_sites: opts.ignore_call_sites,
+        approx: tol.map(|t| ApproxReport {
+            tolerance_pct: t * 100.0,
+            exact_compared: w.exact,
+            parts: w.approx,
+            outside,
+        }),
     };
     let small = a.header.nranks <= opts.expand_limit && b.header.nranks <= opts.expand_limit;
-    if !report.identical && small && a.header.nranks == b.header.nranks {
-        // Each rank's calls: offsets held as prefix sums of sizes are computed first.
-        let (ea, eb) = (crate::prefix::resolved(a), crate::prefix::resolved(b));
+    // Only exact differences can be encodings of the same calls.
+    if report.count > outside && small && a.header.nranks == b.header.nranks {
+        // Each rank's calls: summaries erased (compared above), offsets held as prefix sums of
+        // sizes computed.
+        let erased;
+        let (ea, eb) = if approx {
+            let (mut x, mut y) = (a.clone(), b.clone());
+            erase_summaries(&mut x.trace.nodes);
+            erase_summaries(&mut y.trace.nodes);
+            erased = (x, y);
+            (&erased.0, &erased.1)
+        } else {
+            (a, b)
+        };
+        let (ea, eb) = (crate::prefix::resolved(ea), crate::prefix::resolved(eb));
         let (n, first) = expansion(&ea, &eb, opts.max_shown);
         if n == 0 {
             report.note = Some(format!(
                 "the traces encode their calls differently ({} places) but every rank's calls \
-                 and parameters are identical",
-                report.count
+                 and {}parameters are identical",
+                report.count - outside,
+                if approx { "exact " } else { "" }
             ));
-            report.identical = true;
+            report.identical = outside == 0;
             report.method = "expansion";
-            report.count = 0;
-            report.differences.clear();
+            report.count = outside;
+            // What is left are the approximate parts outside the tolerance.
+            report.differences = approx_diffs;
         } else {
             report.note = Some(format!("{n} of {} ranks call differently", a.header.nranks));
             // The walk's differences name the parameter across a rank set, which reads
@@ -417,7 +646,16 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
 pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    if r.identical {
+    if let (true, Some(a)) = (r.identical, &r.approx) {
+        let _ = writeln!(
+            s,
+            "identical within tolerance: {left} and {right} record the same calls; exact parts \
+             identical ({} exact values), {} approximate parts within {:.0}% (means and totals)",
+            a.exact_compared,
+            a.parts.len(),
+            a.tolerance_pct
+        );
+    } else if r.identical {
         let _ = writeln!(
             s,
             "identical: {left} and {right} record the same calls and parameters"
@@ -432,6 +670,46 @@ pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
             let _ = writeln!(s, "  {}  ranks {}  {}:", d.event, d.ranks, d.param);
             let _ = writeln!(s, "    < {}", d.left);
             let _ = writeln!(s, "    > {}", d.right);
+        }
+    }
+    if let Some(a) = &r.approx {
+        if !r.identical {
+            let _ = writeln!(
+                s,
+                "exact parts: {} values compared; approximate parts: {} compared, {} outside \
+                 {:.0}%",
+                a.exact_compared,
+                a.parts.len(),
+                a.outside,
+                a.tolerance_pct
+            );
+        }
+        const SHOWN: usize = 20;
+        for p in a.parts.iter().take(SHOWN) {
+            let _ = writeln!(
+                s,
+                "  ~ {}  ranks {}  {}: mean {:.1} -> {:.1} ({:+.1}%), total {:.0} -> {:.0} \
+                 ({:+.1}%), {} -> {} calls  {}",
+                p.event,
+                p.ranks,
+                p.param,
+                p.mean.0,
+                p.mean.1,
+                p.mean_diff_pct,
+                p.total.0,
+                p.total.1,
+                p.total_diff_pct,
+                p.count.0,
+                p.count.1,
+                if p.within { "within" } else { "OUTSIDE" }
+            );
+        }
+        if a.parts.len() > SHOWN {
+            let _ = writeln!(
+                s,
+                "  ... and {} more approximate parts (--json lists every one)",
+                a.parts.len() - SHOWN
+            );
         }
     }
     if let Some(n) = &r.note {

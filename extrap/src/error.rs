@@ -28,6 +28,14 @@ pub enum ExtrapError {
     /// An input holds a summarised parameter (`rsd::approx`), which has no exact values to fit.
     #[error("{0}")]
     Approximate(rsd::RsdError),
+    /// An `--ignore` that names no traced operation or parameter.
+    #[error("--ignore {spec}: {why}")]
+    BadIgnore {
+        /// What the user wrote.
+        spec: String,
+        /// What is wrong with it, and what exists.
+        why: String,
+    },
     /// An input trace is flagged incomplete.
     #[error("{input} is flagged incomplete ({why}); an incomplete trace cannot be extrapolated")]
     Incomplete {
@@ -162,6 +170,14 @@ impl ExtrapError {
             ExtrapError::ConfigDiffers { .. } => Some(
                 "trace every scale with the same MPI-IO hints and library settings (a hint the \
                  program passes, such as cb_nodes, or an --mca option given at one scale only)",
+            ),
+            ExtrapError::BadIgnore { .. } => Some(
+                "name a parameter as OP.PARAM, the op and parameter as `iotrex show` prints them \
+                 (e.g. --ignore fprintf.ret)",
+            ),
+            ExtrapError::Approximate(_) => Some(
+                "without --exact, extrap fits a summary's statistics (mean, spread, min, max) \
+                 against the rank count and marks the output approximate",
             ),
             ExtrapError::TooFewInputs { .. } => Some(
                 "trace the program at 3 or more rank counts, e.g. 4, 8, 12 and 16 (repeated runs of one rank count count once)",

@@ -97,7 +97,7 @@ impl Fitter<'_> {
 
     /// One integer per scale, fitted exactly as a function of n and evaluated at the target.
     /// Returns the value and, when it varies, the model's readable form.
-    fn number(&self, ys: &[i64], what: &str) -> Result<(i64, Option<String>), Failure> {
+    pub(crate) fn number(&self, ys: &[i64], what: &str) -> Result<(i64, Option<String>), Failure> {
         self.number_on(&self.scales, ys, what)
     }
 
@@ -580,6 +580,10 @@ impl Fitter<'_> {
         event: &str,
         param: &str,
     ) -> Result<Elastic, ExtrapError> {
+        // Summaries: their statistics are fitted, not their values.
+        if els.iter().any(|e| e.is_approx()) {
+            return crate::approx::fit(self, els, target_ranks, event, param);
+        }
         if els.iter().all(|e| *e == els[0]) {
             return Ok(els[0].clone());
         }
@@ -995,8 +999,8 @@ fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
             },
             Val::Seq(vs) => Val::Seq(vs.iter().map(|x| val(x, sign)).collect::<Option<_>>()?),
             Val::Cycle(vs) => Val::Cycle(vs.iter().map(|x| val(x, sign)).collect::<Option<_>>()?),
-            // A summary has no iterations to refit through (extrap refuses summaries before
-            // fitting).
+            // A summary has no iterations to refit through (its statistics are fitted by
+            // `approx` before this is reached).
             Val::Approx(_) => return None,
             // The prefix-sum model's start is a value over the loops like any other.
             Val::Exscan(x) => Val::Exscan(Box::new(rsd::prefix::Exscan {

@@ -26,9 +26,11 @@
 //!
 //! Everything is exact: a quantity that fits no model, or that two models fit but predict
 //! differently at the target, refuses the whole extrapolation with an error naming the event,
-//! the parameter, the values at each scale and the models tried. Timing statistics are the
-//! only approximate quantities: they are fitted by least squares and `--explain` says which
-//! model each uses.
+//! the parameter, the values at each scale and the models tried. Timing statistics are
+//! approximate: they are fitted by least squares and `--explain` says which model each uses.
+//! So are parameters the traces hold as statistical summaries (or the user declares
+//! irrelevant): their statistics are fitted the same way and the output marks them
+//! ([`approx`]).
 //!
 //! [`diff::diff`] compares two traces for `iotrex diff`.
 
@@ -38,6 +40,7 @@
 // and ends it, so its size on the error path costs nothing worth boxing for.
 #![allow(clippy::result_large_err)]
 
+pub mod approx;
 pub mod consistent;
 mod dealt;
 mod derive;
@@ -177,12 +180,25 @@ fn extrapolate_dealt_apart(
     }
     let mut all: Vec<&Input> = inputs.iter().collect();
     all.sort_by_key(|i| i.file.header.nranks);
-    // Extrapolation of approximate quantities (fitting their statistics against n) is not
-    // built yet: a summary is refused, never fitted as if it were exact.
-    for i in &all {
-        rsd::approx::require_exact(&i.file.trace, &i.name, "extrapolation")
-            .map_err(ExtrapError::Approximate)?;
-    }
+    // A parameter summarised in some inputs is summarised in all of them, so that its
+    // statistics are fitted scale by scale (`approx`).
+    let completed = approx::complete_inputs(&all);
+    let all: Vec<&Input> = match &completed {
+        Some(c) => c.iter().collect(),
+        None => all,
+    };
+    let mut out = extrapolate_sorted(all, target, models, how)?;
+    approx::note(&mut out.file);
+    Ok(out)
+}
+
+/// [`extrapolate_with`] on inputs sorted by rank count whose summaries agree.
+fn extrapolate_sorted(
+    all: Vec<&Input>,
+    target: u32,
+    models: &ModelSet,
+    how: Derivation,
+) -> Result<Extrapolated, ExtrapError> {
     if let Some(i) = all.iter().find(|i| i.file.header.incomplete) {
         return Err(ExtrapError::Incomplete {
             input: i.name.clone(),

@@ -244,25 +244,49 @@ fn key(e: &Event) -> usize {
 /// exact groups join the summary). Returns what it summarised; a trace with nothing over
 /// budget is left untouched.
 pub fn bound(trace: &mut Trace, policy: &Policy) -> Vec<Summarised> {
+    summarise_where(trace, &mut |_, e, k| {
+        let v = &e.params[k];
+        policy.allows(e.op, k) && (v.is_approx() || size(v) > policy.budget)
+    })
+}
+
+/// Summarises, in place, every parameter `k` of every event for which `select(path, event, k)`
+/// holds, whatever its layer and size: a consumer that fits or compares summaries (`extrap`,
+/// `diff`) makes the same parameter a summary in every trace it aligns, and the user's
+/// `extrap --ignore op.param` names parameters to summarise. `path` is the event's position:
+/// the index of each node from the top level down, through loop bodies and nested calls.
+/// Parameters with a negative value on some call stay exact (a summary holds non-negative
+/// values). Returns what it summarised.
+pub fn summarise_where(
+    trace: &mut Trace,
+    select: &mut dyn FnMut(&[usize], &Event, usize) -> bool,
+) -> Vec<Summarised> {
     // (event, parameter) -> statistics of its exact values so far; None when it cannot be
     // summarised (a negative value).
     let mut marked: HashMap<(usize, usize), Option<Stats>> = HashMap::new();
-    fn mark(nodes: &[Node], p: &Policy, out: &mut HashMap<(usize, usize), Option<Stats>>) {
-        for n in nodes {
+    fn mark(
+        nodes: &[Node],
+        path: &mut Vec<usize>,
+        select: &mut dyn FnMut(&[usize], &Event, usize) -> bool,
+        out: &mut HashMap<(usize, usize), Option<Stats>>,
+    ) {
+        for (i, n) in nodes.iter().enumerate() {
+            path.push(i);
             match &n.kind {
                 NodeKind::Event(e) => {
-                    for (k, v) in e.params.iter().enumerate() {
-                        if p.allows(e.op, k) && (v.is_approx() || size(v) > p.budget) {
+                    for k in 0..e.params.len() {
+                        if select(path, e, k) {
                             out.insert((key(e), k), Some(Stats::default()));
                         }
                     }
-                    mark(&e.children, p, out);
+                    mark(&e.children, path, select, out);
                 }
-                NodeKind::Loop(l) => mark(&l.body, p, out),
+                NodeKind::Loop(l) => mark(&l.body, path, select, out),
             }
+            path.pop();
         }
     }
-    mark(&trace.nodes, policy, &mut marked);
+    mark(&trace.nodes, &mut Vec::new(), select, &mut marked);
     if marked.is_empty() {
         return Vec::new();
     }
@@ -334,7 +358,7 @@ fn replace(
                     }
                     done.push(Summarised {
                         op: e.op,
-                        param: names[k].name(),
+                        param: names.get(k).map_or("(array or path field)", |p| p.name()),
                         exact_size: size(v),
                         summary: summary.clone(),
                     });

@@ -93,7 +93,7 @@ pub enum RsdError {
     /// A consumer that needs exact values met a summarised parameter.
     #[error(
         "{file}: {op} (ranks {ranks}) parameter `{param}` is approximate (a statistical summary, \
-         IOTREX_APPROX): {what} needs its exact values and does not use a summary yet; trace \
+         IOTREX_APPROX): {what} needs its exact values; trace \
          with IOTREX_APPROX=none (or `iotrex trace --approx none`) for an exact trace"
     )]
     Approximate {
