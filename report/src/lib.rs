@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod axis;
 pub mod error;
 pub mod extrap;
 pub mod html;
