@@ -5,11 +5,11 @@
 //! event's timing as statistics merged over ranks and iterations, so per-rank time and the
 //! timeline are rebuilt from mean gaps and durations, as `rsd::chrome` does. The page says so.
 
+use filetable::{Effect, FileTable, Offline};
 use rsd::op::{Dir, Layer, Op};
 use rsd::path::PathTemplate;
 use rsd::ranks::RankSet;
 use rsd::stats::Summary;
-use filetable::{Effect, FileTable, Offline};
 use rsd::trace::{Event, FlatEvent, Node, NodeKind, Trace, visit};
 use rsd::{Header, TraceFile};
 use std::collections::{BTreeMap, BTreeSet};
@@ -365,7 +365,10 @@ fn file_groups(trace: &Trace, s: &Summary, cap: usize) -> (Vec<FileGroup>, u64) 
 fn layers(trace: &Trace) -> Vec<LayerIo> {
     let mut m: BTreeMap<(bool, usize), LayerIo> = BTreeMap::new();
     let key = |op: Op, nested: bool| {
-        let l = Layer::ALL.iter().position(|l| *l == op.layer()).unwrap_or(0);
+        let l = Layer::ALL
+            .iter()
+            .position(|l| *l == op.layer())
+            .unwrap_or(0);
         (nested, l)
     };
     let new = |op: Op, nested: bool| LayerIo {
@@ -379,11 +382,7 @@ fn layers(trace: &Trace) -> Vec<LayerIo> {
         write_ns: 0.0,
     };
     // Time and calls from the timing statistics (merged over ranks and iterations).
-    fn walk(
-        nodes: &[Node],
-        nested: bool,
-        f: &mut dyn FnMut(&Event, bool),
-    ) {
+    fn walk(nodes: &[Node], nested: bool, f: &mut dyn FnMut(&Event, bool)) {
         for n in nodes {
             match &n.kind {
                 NodeKind::Event(e) => {
@@ -395,7 +394,9 @@ fn layers(trace: &Trace) -> Vec<LayerIo> {
         }
     }
     walk(&trace.nodes, false, &mut |e, nested| {
-        let l = m.entry(key(e.op, nested)).or_insert_with(|| new(e.op, nested));
+        let l = m
+            .entry(key(e.op, nested))
+            .or_insert_with(|| new(e.op, nested));
         let t = e.timing.dur.total();
         l.calls += e.timing.dur.count;
         l.time_ns += t;
@@ -419,7 +420,9 @@ fn layers(trace: &Trace) -> Vec<LayerIo> {
                 if b == 0 {
                     return;
                 }
-                let l = m.entry(key(e.op, nested)).or_insert_with(|| new(e.op, nested));
+                let l = m
+                    .entry(key(e.op, nested))
+                    .or_insert_with(|| new(e.op, nested));
                 match e.op.dir() {
                     Dir::Read => l.read += b,
                     Dir::Write => l.written += b,

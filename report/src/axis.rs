@@ -142,11 +142,17 @@ pub fn ticks(
         // Spacing between neighbouring ticks in pixels against what each label needs.
         let spacing = px * step / (uhi - ulo);
         let need = if horizontal {
-            labels.iter().map(|l| text_px(l, font_px)).fold(0.0, f64::max) + font_px
+            labels
+                .iter()
+                .map(|l| text_px(l, font_px))
+                .fold(0.0, f64::max)
+                + font_px
         } else {
             font_px * 2.0
         };
-        let fits = n <= 1 || spacing >= need;
+        // A few ticks read faster than many, even where more would fit.
+        let most = if horizontal { 11 } else { 8 };
+        let fits = n <= 1 || (spacing >= need && n <= most);
         best = Some(Ticks {
             values: values.iter().map(|v| v * div).collect(),
             labels,
@@ -170,12 +176,16 @@ pub fn log2_ticks(lo: f64, hi: f64, px: f64, font_px: f64) -> Ticks {
     let mut every = 1;
     loop {
         let values: Vec<f64> = (a..=b)
-            .filter(|e| (e - a) % every == 0)
+            .filter(|e| (b - e) % every == 0)
             .map(|e| 2f64.powi(e))
             .collect();
         let labels: Vec<String> = values.iter().map(|v| rank_label(*v)).collect();
         let spacing = px * f64::from(every) / decades;
-        let need = labels.iter().map(|l| text_px(l, font_px)).fold(0.0, f64::max) + font_px;
+        let need = labels
+            .iter()
+            .map(|l| text_px(l, font_px))
+            .fold(0.0, f64::max)
+            + font_px;
         if spacing >= need || values.len() <= 2 {
             return Ticks { values, labels };
         }
@@ -212,7 +222,11 @@ mod tests {
         let t = ticks(-0.5, 4095.5, Unit::Count, 900.0, 12.0, true, true);
         assert!(t.values.len() >= 4 && t.values.len() <= 12, "{t:?}");
         let spacing = 900.0 * (t.values[1] - t.values[0]) / 4096.0;
-        let widest = t.labels.iter().map(|l| text_px(l, 12.0)).fold(0.0, f64::max);
+        let widest = t
+            .labels
+            .iter()
+            .map(|l| text_px(l, 12.0))
+            .fold(0.0, f64::max);
         assert!(spacing > widest, "{t:?}");
         assert!(t.values.iter().all(|v| v.fract() == 0.0));
     }
@@ -227,16 +241,28 @@ mod tests {
 
     #[test]
     fn log_rank_axis_thins_out() {
-        let t = log2_ticks(4.0 / 1.4, 1024.0 * 1.4, 360.0, 12.0);
-        assert_eq!(t.labels, ["4", "8", "16", "32", "64", "128", "256", "512", "1024"]);
+        let t = log2_ticks(4.0 / 1.4, 1024.0 * 1.4, 500.0, 12.0);
+        assert_eq!(
+            t.labels,
+            ["4", "8", "16", "32", "64", "128", "256", "512", "1024"]
+        );
+        let t = log2_ticks(4.0 / 1.4, 1024.0 * 1.4, 360.0, 13.0);
+        assert_eq!(
+            t.labels,
+            ["4", "16", "64", "256", "1024"],
+            "the target end kept"
+        );
         let t = log2_ticks(4.0 / 1.4, 1_048_576.0 * 1.4, 360.0, 12.0);
-        assert!(t.values.len() < 12 && t.labels.last().unwrap() == "1Mi", "{t:?}");
+        assert!(
+            t.values.len() < 12 && t.labels.last().unwrap() == "1Mi",
+            "{t:?}"
+        );
     }
 
     #[test]
     fn time_in_round_units() {
         let t = ticks(0.0, 3.3e6, Unit::Nanos, 250.0, 12.0, false, false);
-        assert!(t.labels.contains(&"1 ms".to_string()), "{t:?}");
+        assert!(t.labels.contains(&"1.0 ms".to_string()), "{t:?}");
         let t = ticks(0.0, 0.8e6, Unit::Nanos, 250.0, 12.0, false, false);
         assert!(t.labels.contains(&"200 µs".to_string()), "{t:?}");
     }

@@ -113,26 +113,29 @@ pub fn render(
         }
         None => None,
     };
-    let mut page = html::Page::new();
+    let all: Vec<&TraceAnalysis> = analyses.iter().chain(out.as_ref()).collect();
+    // One colour per op over the whole page.
+    let mut page = html::Page::new(html::OpColours::new(all.iter().copied()));
     let mut overview: Vec<(&TraceAnalysis, &str)> = analyses.iter().map(|a| (a, "input")).collect();
     if let Some(o) = &out {
         overview.push((o, "extrapolated"));
     }
+    // As PyDarshan's job summary: the overview, then per-file and per-rank views of each
+    // trace, then the extrapolation.
     page.overview(&overview);
-    let mut nav = vec![("overview".to_string(), "traces".to_string())];
+    let mut nav = vec![("overview".to_string(), "overview".to_string())];
+    step("trace plots", progress);
+    for (k, a) in all.iter().enumerate() {
+        let id = format!("trace-{k}");
+        page.trace(&id, a, k == 0, limits)?;
+        nav.push((id, short_name(&a.label)));
+    }
     if let Some(o) = &out {
         step("extrapolation plots", progress);
         let refs: Vec<&TraceAnalysis> = analyses.iter().collect();
         let x = extrap::build(&refs, o, models)?;
         page.extrapolation(&x)?;
         nav.push(("extrap".into(), format!("extrapolation to {}", x.target)));
-    }
-    step("trace plots", progress);
-    let all: Vec<&TraceAnalysis> = analyses.iter().chain(out.as_ref()).collect();
-    for (k, a) in all.iter().enumerate() {
-        let id = format!("trace-{k}");
-        page.trace(&id, a, k == 0, limits)?;
-        nav.push((id, short_name(&a.label)));
     }
     let plots = page.plots.len();
     let marks = page.plots.iter().map(|p| p.marks).sum();
@@ -198,10 +201,7 @@ pub fn check(html: &str) -> Result<Checked, String> {
     if lower.contains("<script") || lower.contains("<link") || lower.contains("@import") {
         return Err("page loads scripts or stylesheets".into());
     }
-    let colours: Vec<String> = plot::PALETTE
-        .iter()
-        .map(|(r, g, b)| format!("#{r:02x}{g:02x}{b:02x}"))
-        .collect();
+    let colours: Vec<String> = (0..plot::COLOURS).map(plot::hex).collect();
     let mut svgs = 0;
     let mut min_marks = usize::MAX;
     let mut rest = lower.as_str();

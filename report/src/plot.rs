@@ -12,6 +12,62 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+/// A linear or log axis whose ticks the report chose ([`axis::ticks`]); plotters draws its
+/// grid lines and labels at those and nowhere else.
+struct Keyed {
+    range: std::ops::Range<f64>,
+    log: bool,
+    keys: Vec<f64>,
+}
+
+impl Keyed {
+    fn lin(range: std::ops::Range<f64>, t: &axis::Ticks) -> Keyed {
+        Keyed {
+            range,
+            log: false,
+            keys: t.values.clone(),
+        }
+    }
+
+    fn log(range: std::ops::Range<f64>, t: &axis::Ticks) -> Keyed {
+        Keyed {
+            range,
+            log: true,
+            keys: t.values.clone(),
+        }
+    }
+}
+
+impl Ranged for Keyed {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let f = |x: f64| {
+            if self.log {
+                x.max(f64::MIN_POSITIVE).ln()
+            } else {
+                x
+            }
+        };
+        let (a, b) = (f(self.range.start), f(self.range.end));
+        let t = if b > a { (f(*v) - a) / (b - a) } else { 0.0 };
+        limit.0 + (t * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<H: plotters::coord::ranged1d::KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.keys.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.range.clone()
+    }
+}
+
 /// A drawn plot.
 #[derive(Debug, Clone)]
 pub struct Plot {
@@ -89,6 +145,8 @@ pub fn hex(i: usize) -> String {
 }
 
 const WIDTH: u32 = 1000;
+/// Plots shown two per row.
+const HALF_WIDTH: u32 = 490;
 const FONT: &str = "sans-serif";
 /// Tick labels and axis descriptions: 13 and 14 px, legible when a 1000 px plot is shown at
 /// the page's 1060 px width or a 480 px one at two per row.
@@ -126,7 +184,7 @@ impl Ctx<'_> {
 /// Pixel width of the left label column for category labels (the SVG backend has no font
 /// metrics, so this estimates ~7 px per character at 13 px).
 fn label_width(labels: impl Iterator<Item = usize>) -> u32 {
-    (labels.max().unwrap_or(4) as u32 * 7 + 16).clamp(60, 340)
+    (labels.max().unwrap_or(4) as u32 * 8 + 16).clamp(60, 340)
 }
 
 fn right_label(
@@ -134,13 +192,14 @@ fn right_label(
     text: &str,
     at: (i32, i32),
 ) -> Result<(), String> {
-    let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
+    let style =
+        TextStyle::from((FONT, TICK_FONT).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
     root.draw(&Text::new(text.to_string(), (at.0 - 6, at.1), style))
         .map_err(|e| e.to_string())
 }
 
 /// Horizontal stacked bars, one row per category: `rows` are (label, one value per part);
-/// part `p` is drawn in colour `colours[p]` (an op's colour, or the part's index).
+/// part `p` is drawn in colour `parts[p].1` (an op's colour, or the part's index).
 pub fn hbars(
     title: &str,
     input: &str,
@@ -149,15 +208,48 @@ pub fn hbars(
     rows: &[(String, Vec<f64>)],
     parts: &[(&str, usize)],
 ) -> Result<Plot, ReportError> {
-    let ctx = Ctx { plot: title, input };
-    let rows: Vec<&(String, Vec<f64>)> = rows
+    let rows: Vec<(String, Vec<(f64, usize)>)> = rows
         .iter()
-        .filter(|r| r.1.iter().sum::<f64>() > 0.0)
+        .map(|(l, v)| {
+            (
+                l.clone(),
+                v.iter().zip(parts).map(|(v, p)| (*v, p.1)).collect(),
+            )
+        })
         .collect();
-    let max = rows
+    let legend = parts.iter().map(|(p, c)| (p.to_string(), *c)).collect();
+    bars_h(title, input, x_desc, unit, &rows, legend, WIDTH)
+}
+
+/// One bar per op, in the op's colour: `rows` are (label, value, colour). Half-width, so two
+/// sit side by side; the labels name the ops, so there is no legend.
+pub fn op_bars(
+    title: &str,
+    input: &str,
+    x_desc: &str,
+    unit: Unit,
+    rows: &[(String, Vec<f64>, usize)],
+) -> Result<Plot, ReportError> {
+    let rows: Vec<(String, Vec<(f64, usize)>)> = rows
         .iter()
-        .map(|r| r.1.iter().sum::<f64>())
-        .fold(0.0f64, f64::max);
+        .map(|(l, v, c)| (l.clone(), v.iter().map(|v| (*v, *c)).collect()))
+        .collect();
+    bars_h(title, input, x_desc, unit, &rows, Vec::new(), HALF_WIDTH)
+}
+
+fn bars_h(
+    title: &str,
+    input: &str,
+    x_desc: &str,
+    unit: Unit,
+    rows: &[(String, Vec<(f64, usize)>)],
+    legend: Vec<(String, usize)>,
+    width: u32,
+) -> Result<Plot, ReportError> {
+    let ctx = Ctx { plot: title, input };
+    let sum = |r: &[(f64, usize)]| r.iter().map(|p| p.0).sum::<f64>();
+    let rows: Vec<&(String, Vec<(f64, usize)>)> = rows.iter().filter(|r| sum(&r.1) > 0.0).collect();
+    let max = rows.iter().map(|r| sum(&r.1)).fold(0.0f64, f64::max);
     if rows.is_empty() || max <= 0.0 {
         return Err(ctx.empty());
     }
@@ -167,27 +259,24 @@ pub fn hbars(
     let mut svg = String::new();
     let mut marks = 0;
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| ctx.draw(e))?;
         let xt = axis::ticks(
             0.0,
             max * 1.05,
             unit,
-            f64::from(WIDTH - left - 30),
+            f64::from(width - left - 30),
             f64::from(TICK_FONT),
             true,
             false,
         );
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 16))
+            .caption(title, (FONT, if width < WIDTH { 14 } else { 16 }))
             .margin(10)
             .margin_left(left)
             .margin_right(20)
             .x_label_area_size(40)
-            .build_cartesian_2d(
-                (0f64..max * 1.05).with_key_points(xt.values.clone()),
-                0f64..n as f64,
-            )
+            .build_cartesian_2d(Keyed::lin(0f64..max * 1.05, &xt), 0f64..n as f64)
             .map_err(|e| ctx.draw(e))?;
         chart
             .configure_mesh()
@@ -203,14 +292,14 @@ pub fn hbars(
             // Row 0 at the top.
             let y = (n - 1 - i) as f64;
             let mut x = 0.0;
-            for (p, v) in vals.iter().enumerate() {
+            for (v, c) in vals {
                 if *v <= 0.0 {
                     continue;
                 }
                 chart
                     .draw_series(std::iter::once(Rectangle::new(
                         [(x, y + 0.15), (x + v, y + 0.85)],
-                        color(parts[p].1).filled(),
+                        color(*c).filled(),
                     )))
                     .map_err(|e| ctx.draw(e))?;
                 marks += 1;
@@ -221,15 +310,7 @@ pub fn hbars(
         }
         root.present().map_err(|e| ctx.draw(e))?;
     }
-    Ok(Plot {
-        svg,
-        marks,
-        legend: parts
-            .iter()
-            .filter(|p| !p.0.is_empty())
-            .map(|(p, c)| (p.to_string(), *c))
-            .collect(),
-    })
+    Ok(Plot { svg, marks, legend })
 }
 
 /// Vertical stacked bars over ranks: `parts[p][i]` is part `p` of rank `ranks[i]`.
@@ -289,10 +370,7 @@ pub fn rank_bars(
             .margin_right(20)
             .x_label_area_size(40)
             .y_label_area_size(Y_LABELS)
-            .build_cartesian_2d(
-                (lo..hi).with_key_points(xt.values.clone()),
-                (0f64..max * 1.08).with_key_points(yt.values.clone()),
-            )
+            .build_cartesian_2d(Keyed::lin(lo..hi, &xt), Keyed::lin(0f64..max * 1.08, &yt))
             .map_err(|e| ctx.draw(e))?;
         chart
             .configure_mesh()
@@ -377,10 +455,7 @@ pub fn timeline(
             .margin_left(left)
             .margin_right(20)
             .x_label_area_size(40)
-            .build_cartesian_2d(
-                (0f64..end * 1.01).with_key_points(xt.values.clone()),
-                0f64..n as f64,
-            )
+            .build_cartesian_2d(Keyed::lin(0f64..end * 1.01, &xt), 0f64..n as f64)
             .map_err(|e| ctx.draw(e))?;
         chart
             .configure_mesh()
@@ -474,7 +549,12 @@ pub fn scaling(
     let (x0, x1) = (x_min / 1.4, x_max * 1.4);
     const W: u32 = 480;
     const H: u32 = 300;
-    let xt = axis::log2_ticks(x0, x1, f64::from(W - SCALING_Y_LABELS - 30), f64::from(TICK_FONT));
+    let xt = axis::log2_ticks(
+        x0,
+        x1,
+        f64::from(W - SCALING_Y_LABELS - 30),
+        f64::from(TICK_FONT),
+    );
     let yt = axis::ticks(
         y0,
         y1,
@@ -496,10 +576,7 @@ pub fn scaling(
             .margin_right(16)
             .x_label_area_size(40)
             .y_label_area_size(SCALING_Y_LABELS)
-            .build_cartesian_2d(
-                (x0..x1).log_scale().with_key_points(xt.values.clone()),
-                (y0..y1).with_key_points(yt.values.clone()),
-            )
+            .build_cartesian_2d(Keyed::log(x0..x1, &xt), Keyed::lin(y0..y1, &yt))
             .map_err(|e| ctx.draw(e))?;
         chart
             .configure_mesh()
