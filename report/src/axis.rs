@@ -11,7 +11,7 @@ use crate::extrap::Unit;
 /// Approximate advance of one character of the plots' sans-serif font, as a fraction of its
 /// size (the SVG has no font metrics; digits and most letters of common sans fonts are
 /// 0.5-0.6 em wide).
-const CHAR_EM: f64 = 0.6;
+const CHAR_EM: f64 = 0.56;
 
 /// Estimated pixel width of `text` at `font_px`.
 pub fn text_px(text: &str, font_px: f64) -> f64 {

@@ -327,9 +327,9 @@ impl EventNames {
 }
 
 /// A model as a legend shows it: `3.3409e0*n*log2(n) + 1.0914e3 (n log n, held-out error
-/// 1.5%); at target ...` -> `3.341*n*log2(n) + 1091 ns (n log n, held-out error 1.5%)` for
-/// timing; the value's formula of an exact model (`[group 0 value = 1048576*n]` ->
-/// `1048576*n`).
+/// 1.5%); at target ...` -> `3.34ns*n*log2(n) + 1.09us (n log n, held-out error 1.5%)` for
+/// timing (each coefficient a time with its unit); the value's formula of an exact model
+/// (`[group 0 value = 1048576*n]` -> `1048576*n`).
 fn formula(model: &str, timing: bool) -> String {
     if timing {
         let (f, rest) = match model.find(" (") {
@@ -341,11 +341,11 @@ fn formula(model: &str, timing: bool) -> String {
             .next()
             .unwrap_or("")
             .trim_start_matches(" (");
-        let f: Vec<String> = f.split(' ').map(plain_number).collect();
+        let f: Vec<String> = f.split(' ').map(time_coefficients).collect();
         if how.is_empty() {
-            format!("{} ns", f.join(" "))
+            f.join(" ")
         } else {
-            format!("{} ns ({how})", f.join(" "))
+            format!("{} ({how})", f.join(" "))
         }
     } else {
         match (model.rfind("= "), model.rfind(']')) {
@@ -355,15 +355,31 @@ fn formula(model: &str, timing: bool) -> String {
     }
 }
 
-/// Numbers in `1.0914e3` form, inside a term such as `3.3409e0*n`, printed plainly with four
-/// significant digits.
-fn plain_number(term: &str) -> String {
+/// The nanosecond coefficients of a timing term (`1.0914e3`, `-2.6575e2*log2(n)`) as times
+/// with units, three significant digits (`1.09us`, `-266ns*log2(n)`).
+fn time_coefficients(term: &str) -> String {
     term.split('*')
         .map(|t| match t.parse::<f64>() {
-            Ok(v) if t.contains('e') && v.abs() >= 1e-3 && v.abs() < 1e9 => {
-                let digits = (v.abs().log10().floor() as i32).max(0);
-                let d = (3 - digits).max(0) as usize;
-                format!("{v:.d$}")
+            Ok(v) if t.contains('e') => {
+                let sign = if v < 0.0 { "-" } else { "" };
+                let a = v.abs();
+                let (x, u) = if a >= 1e9 {
+                    (a / 1e9, "s")
+                } else if a >= 1e6 {
+                    (a / 1e6, "ms")
+                } else if a >= 1e3 {
+                    (a / 1e3, "us")
+                } else {
+                    (a, "ns")
+                };
+                let d = if x >= 100.0 {
+                    0
+                } else if x >= 10.0 {
+                    1
+                } else {
+                    2
+                };
+                format!("{sign}{x:.d$}{u}")
             }
             _ => t.to_string(),
         })
@@ -563,7 +579,7 @@ mod tests {
                 "3.3409e0*n*log2(n) + 1.0914e3 (n log n, held-out error 1.5%); at target 4.1us",
                 true
             ),
-            "3.341*n*log2(n) + 1091 ns (n log n, held-out error 1.5%)"
+            "3.34ns*n*log2(n) + 1.09us (n log n, held-out error 1.5%)"
         );
         assert_eq!(
             formula("134217728*i  [group 0 leaf 1 value = 1048576*n]", false),

@@ -29,13 +29,13 @@ code{font-size:12px;background:#f0f0f0;padding:0 3px;word-break:break-all}
 .plot{background:#fff;border:1px solid #ddd;margin:8px 0;padding:4px;display:inline-block;vertical-align:top}
 .plot svg{display:block;max-width:100%;height:auto}
 .grid{display:flex;flex-wrap:wrap;gap:8px}
-.grid .plot{width:auto}
+.grid .plot{width:490px}
 .legend{font-size:12px;margin:4px 6px}.legend span{margin-right:12px;white-space:nowrap}
 .sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px;border-radius:2px}
 .note{font-size:13px;color:#555;margin:4px 0}.warn{color:#a33;font-weight:bold}
 details>summary{cursor:pointer;font-size:1.3em;font-weight:bold;margin:26px 0 6px;color:#2f4b7c}
 details.t>summary{font-size:14px;font-weight:normal;margin:8px 0 4px;color:#2f4b7c}
-table.w td.n,table.w th.n{white-space:nowrap}
+table.w td.n,table.w th.n,td.nm,td.nm code{white-space:nowrap;word-break:normal}
 nav a{margin-right:12px}
 ";
 
@@ -72,14 +72,17 @@ impl OpColours {
         OpColours(
             ops.into_iter()
                 .enumerate()
-                .map(|(i, (_, o))| (o, i))
+                .map(|(i, (_, o))| (o, plot::op_colour(i)))
                 .collect(),
         )
     }
 
     /// The op's colour index (ops not on the page share the last index past them).
     pub fn of(&self, op: Op) -> usize {
-        self.0.get(&op).copied().unwrap_or(self.0.len())
+        self.0
+            .get(&op)
+            .copied()
+            .unwrap_or_else(|| plot::op_colour(self.0.len()))
     }
 
     /// Ops with a colour.
@@ -242,11 +245,22 @@ impl Page {
     /// The overview: one row per trace (command, ranks, runtime, the share of it in I/O,
     /// bytes moved by the application), then each trace's I/O per layer with rates.
     pub fn overview(&mut self, traces: &[(&TraceAnalysis, &str)]) {
-        let mut s = String::from(
-            "<h2 id=\"overview\">Overview</h2><table class=\"w\"><tr><th>trace</th><th>role</th>\
-             <th>command</th><th class=\"n\">ranks</th><th class=\"n\">runtime</th>\
-             <th class=\"n\">I/O time per rank</th><th class=\"n\">I/O share of runtime</th>\
-             <th class=\"n\">read</th><th class=\"n\">written</th><th>flags</th></tr>",
+        let mut s = String::from("<h2 id=\"overview\">Overview</h2>");
+        // One command for all (the usual case: one program at several scales) is said once.
+        let command = |a: &TraceAnalysis| a.header.command.join(" ");
+        let same = traces
+            .windows(2)
+            .all(|w| command(w[0].0) == command(w[1].0));
+        if same && let Some((a, _)) = traces.first() {
+            let _ = write!(s, "<p>Command: <code>{}</code></p>", esc(&command(a)));
+        }
+        let _ = write!(
+            s,
+            "<table class=\"w\"><tr><th>trace</th><th>role</th>{}<th class=\"n\">ranks</th>\
+             <th class=\"n\">runtime</th><th class=\"n\">I/O time per rank</th>\
+             <th class=\"n\">I/O share of runtime</th><th class=\"n\">read</th>\
+             <th class=\"n\">written</th><th>flags</th></tr>",
+            if same { "" } else { "<th>command</th>" }
         );
         for (a, role) in traces {
             let n = f64::from(a.header.nranks.max(1));
@@ -258,12 +272,16 @@ impl Page {
             let wall = a.header.wall_ns as f64;
             let _ = write!(
                 s,
-                "<tr><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td>\
+                "<tr><td class=\"nm\"><code>{}</code></td><td>{}</td>{}<td class=\"n\">{}</td>\
                  <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
-                esc(&a.label),
+                 <td class=\"n\" title=\"{read} bytes\">{}</td><td class=\"n\" title=\"{written} bytes\">{}</td><td>{}</td></tr>",
+                esc(&short_label(&a.label)),
                 esc(role),
-                esc(&a.header.command.join(" ")),
+                if same {
+                    String::new()
+                } else {
+                    format!("<td><code>{}</code></td>", esc(&command(a)))
+                },
                 a.header.nranks,
                 if wall > 0.0 { fmt_ns(wall) } else { "-".into() },
                 fmt_ns(io_ns),
@@ -272,8 +290,8 @@ impl Page {
                 } else {
                     "-".into()
                 },
-                esc(&fmt_bytes(read)),
-                esc(&fmt_bytes(written)),
+                short_bytes(read as f64),
+                short_bytes(written as f64),
                 if a.header.incomplete {
                     "<span class=\"warn\">incomplete</span>"
                 } else {
@@ -297,9 +315,11 @@ impl Page {
         for (a, _) in traces {
             let n = f64::from(a.header.nranks.max(1));
             let wall = a.header.wall_ns as f64;
-            for l in &a.layers {
+            // File I/O only: MPI communication is not I/O (and MPI_Init's start-up would
+            // dwarf it).
+            for l in a.layers.iter().filter(|l| l.is_io()) {
                 rows.push(format!(
-                    "<tr><td><code>{}</code></td><td>{}{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                    "<tr><td class=\"nm\"><code>{}</code></td><td>{}{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
                      <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
                      <td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
                     esc(&short_label(&a.label)),
@@ -310,8 +330,8 @@ impl Page {
                         ""
                     },
                     l.calls,
-                    esc(&fmt_bytes(l.read)),
-                    esc(&fmt_bytes(l.written)),
+                    short_bytes(l.read as f64),
+                    short_bytes(l.written as f64),
                     fmt_ns(l.time_ns / n),
                     if wall > 0.0 {
                         format!("{:.1}%", 100.0 * l.time_ns / n / wall)
@@ -411,7 +431,7 @@ impl Page {
         );
         if !c.cvars.is_empty() {
             s.push_str(
-                "<details><summary>Collective-I/O control variables (MPI_T)</summary>\
+                "<details class=\"t\"><summary>Collective-I/O control variables (MPI_T)</summary>\
                  <table><tr><th>variable</th><th>value</th></tr>",
             );
             for (k, v) in &c.cvars {
@@ -476,7 +496,7 @@ impl Page {
             &calls,
         ))?;
         self.plot(plot::op_bars(
-            "Time per rank in each operation (mean over ranks)",
+            "Time per rank per operation (mean)",
             &a.label,
             "time per rank",
             Unit::Nanos,
@@ -548,8 +568,8 @@ impl Page {
             Unit::Bytes,
             &ranks,
             &[
-                ("written", 0, col(&|r| r.written as f64)),
-                ("read", 1, col(&|r| r.read as f64)),
+                ("written", plot::CATEGORY[0], col(&|r| r.written as f64)),
+                ("read", plot::CATEGORY[1], col(&|r| r.read as f64)),
             ],
         ))?;
         // MPI time (MPI_Init above all) would dwarf the I/O, so only the I/O layers are drawn.
@@ -557,7 +577,8 @@ impl Page {
             .iter()
             .enumerate()
             .filter(|(_, l)| **l != Layer::Mpi)
-            .map(|(i, l)| (l.name(), i, col(&|r| r.layer_ns[i])))
+            .enumerate()
+            .map(|(k, (i, l))| (l.name(), plot::CATEGORY[k], col(&|r| r.layer_ns[i])))
             .collect();
         self.plot(plot::rank_bars(
             "Time in I/O calls per rank (application-level calls, by layer)",
@@ -599,7 +620,10 @@ impl Page {
             "time per rank",
             Unit::Nanos,
             &rows,
-            &[("in the MPI-IO layer", 0), ("in nested POSIX calls", 1)],
+            &[
+                ("in the MPI-IO layer", plot::CATEGORY[0]),
+                ("in nested POSIX calls", plot::CATEGORY[1]),
+            ],
         ))?;
         // Call sites by their op and file; a second site of the same op and file is "#2".
         let mut seen: BTreeMap<(Op, Option<&str>), usize> = BTreeMap::new();
@@ -815,10 +839,19 @@ impl Page {
         // Plots: every varying parameter, the top timing quantities by value at the largest
         // scale, then varying totals, up to the cap.
         let last = |q: &Quantity| q.points.last().map_or(0.0, |p| p.1);
+        // One plot per quantity: an op whose call time the model source plots (with its model)
+        // is not plotted again as a measured time per rank without one.
+        let modelled: Vec<Op> = x
+            .quantities
+            .iter()
+            .filter(|q| q.kind == Kind::Timing && q.model.is_some())
+            .filter_map(|q| q.op)
+            .collect();
         let mut timing: Vec<&Quantity> = x
             .quantities
             .iter()
             .filter(|q| q.kind == Kind::Timing && q.varies())
+            .filter(|q| q.model.is_some() || !q.op.is_some_and(|o| modelled.contains(&o)))
             .collect();
         timing.sort_by(|a, b| last(b).total_cmp(&last(a)));
         let mut chosen: Vec<&Quantity> = x
@@ -860,7 +893,7 @@ impl Page {
                 &pts,
                 curve.as_ref(),
                 Some((x.target as f64, q.target)),
-                q.op.map_or(plot::COLOURS - 1, |o| self.colours.of(o)),
+                q.op.map_or(plot::CATEGORY[2], |o| self.colours.of(o)),
             ))?;
         }
         self.push("</div>");

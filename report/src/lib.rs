@@ -140,7 +140,25 @@ pub fn render(
     let plots = page.plots.len();
     let marks = page.plots.iter().map(|p| p.marks).sum();
     let omitted = std::mem::take(&mut page.omitted);
-    let html = page.finish("iotrex report", &nav);
+    // The program's name and the scales, as a reader would title the page.
+    let program = all
+        .first()
+        .and_then(|a| {
+            // The first word that is not a launcher or an option names the program.
+            a.header.command.iter().find(|w| {
+                let base = short_name(w);
+                !matches!(base.as_str(), "mpirun" | "mpiexec" | "srun" | "timeout")
+                    && !w.starts_with('-')
+                    && !w.chars().all(|c| c.is_ascii_digit())
+            })
+        })
+        .map(|w| short_name(w));
+    let scales: Vec<String> = all.iter().map(|a| a.header.nranks.to_string()).collect();
+    let title = match program {
+        Some(p) => format!("iotrex report: {p} at {} ranks", scales.join(", ")),
+        None => "iotrex report".to_string(),
+    };
+    let html = page.finish(&title, &nav);
     progress(Progress {
         done: total,
         total,

@@ -80,8 +80,9 @@ pub struct Plot {
 }
 
 /// Colours by index: Tableau 10, then the lighter Tableau 20 shades, so 20 ops on one page
-/// each get their own colour; beyond 20, [`color`] spreads further hues.
-pub const PALETTE: [(u8, u8, u8); 20] = [
+/// each get their own colour; then the slate shades of [`CATEGORY`]; beyond, [`color`]
+/// spreads further hues.
+pub const PALETTE: [(u8, u8, u8); 24] = [
     (0x4e, 0x79, 0xa7),
     (0xf2, 0x8e, 0x2b),
     (0xe1, 0x57, 0x59),
@@ -102,7 +103,25 @@ pub const PALETTE: [(u8, u8, u8); 20] = [
     (0xd3, 0x72, 0x95),
     (0x49, 0x98, 0x94),
     (0x6a, 0x3d, 0x9a),
+    // Slate shades for what is not an op (bytes written or read, layers, the extrapolated
+    // value), so that colour always means an op.
+    (0x37, 0x47, 0x4f),
+    (0x90, 0xa4, 0xae),
+    (0x5d, 0x7b, 0x8a),
+    (0x1b, 0x26, 0x2c),
 ];
+
+/// Indices of the slate shades: dark, light, middle, darkest.
+pub const CATEGORY: [usize; 4] = [20, 21, 22, 23];
+
+/// Ops get the colours before [`CATEGORY`], then the hues past the palette.
+pub fn op_colour(k: usize) -> usize {
+    if k < CATEGORY[0] {
+        k
+    } else {
+        k + CATEGORY.len()
+    }
+}
 
 /// Colours [`check`](crate::check) accepts as data marks: the palette and the hues [`color`]
 /// makes beyond it for pages with many ops.
@@ -156,8 +175,8 @@ const DESC_FONT: u32 = 14;
 const Y_LABELS: u32 = 100;
 /// The same for the scaling plots.
 const SCALING_Y_LABELS: u32 = 90;
-/// The extrapolated value's marker: the dark blue no op is given before the 11th.
-const TARGET_COLOUR: usize = 10;
+/// The extrapolated value's marker: the darkest slate.
+const TARGET_COLOUR: usize = CATEGORY[3];
 
 struct Ctx<'a> {
     plot: &'a str,
@@ -217,7 +236,12 @@ pub fn hbars(
             )
         })
         .collect();
-    let legend = parts.iter().map(|(p, c)| (p.to_string(), *c)).collect();
+    let legend = parts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| rows.iter().any(|r| r.1.get(*i).is_some_and(|v| v.0 > 0.0)))
+        .map(|(_, (p, c))| (p.to_string(), *c))
+        .collect();
     bars_h(title, input, x_desc, unit, &rows, legend, WIDTH)
 }
 
@@ -383,7 +407,13 @@ pub fn rank_bars(
             .axis_desc_style((FONT, DESC_FONT))
             .draw()
             .map_err(|e| ctx.draw(e))?;
-        let w = step * 0.4;
+        // Bars under 4 px wide are drawn touching: gaps that thin alias into stripes.
+        let px_per_step = f64::from(WIDTH - Y_LABELS - 30) * step / (hi - lo);
+        let w = if px_per_step < 4.0 {
+            step * 0.5
+        } else {
+            step * 0.4
+        };
         for (i, &r) in ranks.iter().enumerate() {
             let mut y = 0.0;
             for (_, c, vals) in parts {
@@ -407,7 +437,12 @@ pub fn rank_bars(
     Ok(Plot {
         svg,
         marks,
-        legend: parts.iter().map(|p| (p.0.to_string(), p.1)).collect(),
+        // Parts with nothing drawn (no reads, no stdio) stay out of the legend.
+        legend: parts
+            .iter()
+            .filter(|p| p.2.iter().any(|v| *v > 0.0))
+            .map(|p| (p.0.to_string(), p.1))
+            .collect(),
     })
 }
 
@@ -461,7 +496,7 @@ pub fn timeline(
             .configure_mesh()
             .disable_y_mesh()
             .y_labels(0)
-            .x_desc("time since MPI_Init returned (rebuilt from mean gaps and durations)")
+            .x_desc("time (rebuilt from mean gaps and durations)")
             .x_label_formatter(&|v| xt.label(*v))
             .label_style((FONT, TICK_FONT))
             .axis_desc_style((FONT, DESC_FONT))
