@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages iotrex needs, only if they are missing: Open MPI (mpicc,
 # mpirun, headers), libclang + clang (bindgen for mpi-sys), pkg-config, parallel HDF5 for
-# Open MPI; then a private MPICH
+# Open MPI, Chromium (the report's rendering test); then a private MPICH
 # for the tracer's MPICH tests (scripts/install-mpich.sh). Idempotent and quiet when
 # everything is there, so `make test` and `make demo` can call it every time.
 set -euo pipefail
@@ -22,6 +22,9 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists hdf5-openmpi 2>/dev/null || missing+=(libhdf5-openmpi-dev)
 # A real MPI application for replay's end-to-end test (replay_mpi/tests/lammps.rs).
 command -v lmp >/dev/null 2>&1 || missing+=(lammps)
+# Headless Chromium renders `iotrex report` pages for tests/report_screens.rs (layout, text
+# overlap, screenshots) and scripts/check-report.sh.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -209,14 +209,8 @@ impl ModelSource for ExtrapModels {
                 || e.quantity.starts_with("time per rank");
             let samples = c.samples;
             let target = samples.last().map(|s| s.1);
-            let (op, event) = names.human(&e.event);
-            let quantity = e
-                .quantity
-                .split(':')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
+            let (op, event) = names.human(&e.event, &e.quantity);
+            let quantity = e.quantity.clone();
             // POSIX and stdio sizes and offsets are bytes; MPI-IO's count in datatypes.
             let bytes = matches!(quantity.as_str(), "count" | "offset" | "ret")
                 && op.is_some_and(|o| matches!(o.layer(), Layer::Posix | Layer::Stdio));
@@ -279,15 +273,26 @@ impl ModelSource for ExtrapModels {
 #[derive(Default)]
 struct EventNames {
     sites: Vec<(String, String)>,
+    /// Quantities seen per (event, quantity): the same call site's ranks can split into
+    /// groups that do different things (rank 0 and the others), each its own event.
+    seen: BTreeMap<(String, String), usize>,
 }
 
 impl EventNames {
     /// `MPI_File_open (call site 0x51570005, path out/shared.dat)` -> `MPI_File_open
     /// out/shared.dat`; `run` (the whole job) -> empty.
-    fn human(&mut self, event: &str) -> (Option<Op>, String) {
+    fn human(&mut self, event: &str, quantity: &str) -> (Option<Op>, String) {
         if event == "run" {
             return (None, String::new());
         }
+        let group = {
+            let k = self
+                .seen
+                .entry((event.to_string(), quantity.to_string()))
+                .or_default();
+            *k += 1;
+            *k
+        };
         let (head, site, path) = match event.find(" (call site ") {
             Some(i) => {
                 let inner = event[i + 12..].trim_end_matches(')');
@@ -321,6 +326,9 @@ impl EventNames {
         };
         if k > 1 {
             name = format!("{name} #{k}");
+        }
+        if group > 1 {
+            name = format!("{name} (rank group {group})");
         }
         (op, name)
     }
@@ -587,16 +595,23 @@ mod tests {
         );
         let mut n = EventNames::default();
         assert_eq!(
-            n.human("MPI_File_open (call site 0x51570005, path out/shared.dat)"),
+            n.human(
+                "MPI_File_open (call site 0x51570005, path out/shared.dat)",
+                "gap mean"
+            ),
             (
                 Some(Op::FileOpen),
                 "MPI_File_open out/shared.dat".to_string()
             )
         );
-        assert_eq!(n.human("pwrite (call site 0x3)").1, "pwrite");
-        assert_eq!(n.human("pwrite (call site 0x7)").1, "pwrite #2");
-        assert_eq!(n.human("pwrite (call site 0x3)").1, "pwrite");
-        assert_eq!(n.human("run"), (None, String::new()));
+        assert_eq!(n.human("pwrite (call site 0x3)", "gap mean").1, "pwrite");
+        assert_eq!(n.human("pwrite (call site 0x7)", "gap mean").1, "pwrite #2");
+        assert_eq!(n.human("pwrite (call site 0x3)", "count").1, "pwrite");
+        assert_eq!(
+            n.human("pwrite (call site 0x3)", "gap mean").1,
+            "pwrite (rank group 2)"
+        );
+        assert_eq!(n.human("run", "wall time"), (None, String::new()));
     }
 
     #[test]

@@ -25,12 +25,12 @@ h3{margin:22px 0 6px;color:#2f4b7c}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px;background:#fff}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#eef2f7}td.n{text-align:right;font-variant-numeric:tabular-nums}
-code{font-size:12px;background:#f0f0f0;padding:0 3px;word-break:break-all}
+code{font-size:12px;background:#f0f0f0;padding:0 3px;overflow-wrap:break-word}
 .plot{background:#fff;border:1px solid #ddd;margin:8px 0;padding:4px;display:inline-block;vertical-align:top}
 .plot svg{display:block;max-width:100%;height:auto}
 .grid{display:flex;flex-wrap:wrap;gap:8px}
 .grid .plot{width:490px}
-.legend{font-size:12px;margin:4px 6px}.legend span{margin-right:12px;white-space:nowrap}
+.legend{font-size:12px;margin:4px 6px}.legend span{margin-right:12px;display:inline-block;max-width:100%}
 .sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px;border-radius:2px}
 .note{font-size:13px;color:#555;margin:4px 0}.warn{color:#a33;font-weight:bold}
 details>summary{cursor:pointer;font-size:1.3em;font-weight:bold;margin:26px 0 6px;color:#2f4b7c}
@@ -141,6 +141,18 @@ fn fmt_unit(u: Unit, v: f64) -> String {
             }
         }
     }
+}
+
+/// `2nd`, `3rd`, `6th`, `11th`, `21st`.
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// The file name of a trace's path, for table cells.
@@ -550,10 +562,10 @@ impl Page {
         let pr = &a.per_rank;
         if pr.stride > 1 {
             self.push(&format!(
-                "<p class=\"note\">Capped: {} of {} ranks shown (every {}th rank and the last).</p>",
+                "<p class=\"note\">Capped: {} of {} ranks shown (every {} rank and the last).</p>",
                 pr.rows.len(),
                 pr.total,
-                pr.stride
+                ordinal(pr.stride)
             ));
         }
         let ranks: Vec<u32> = pr.rows.iter().map(|r| r.rank).collect();

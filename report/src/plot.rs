@@ -407,29 +407,55 @@ pub fn rank_bars(
             .axis_desc_style((FONT, DESC_FONT))
             .draw()
             .map_err(|e| ctx.draw(e))?;
-        // Bars under 4 px wide are drawn touching: gaps that thin alias into stripes.
+        // Bars under 4 px wide would alias into stripes: each part is then one stepped area
+        // over the ranks instead.
         let px_per_step = f64::from(WIDTH - Y_LABELS - 30) * step / (hi - lo);
-        let w = if px_per_step < 4.0 {
-            step * 0.5
-        } else {
-            step * 0.4
-        };
-        for (i, &r) in ranks.iter().enumerate() {
-            let mut y = 0.0;
+        if px_per_step < 4.0 {
+            let mut below = vec![0.0; ranks.len()];
             for (_, c, vals) in parts {
-                let v = vals[i];
-                if v <= 0.0 {
+                if vals.iter().all(|v| *v <= 0.0) {
                     continue;
                 }
-                let x = r as f64;
+                let above: Vec<f64> = below
+                    .iter()
+                    .zip(vals)
+                    .map(|(b, v)| b + v.max(0.0))
+                    .collect();
+                let h = step / 2.0;
+                let mut pts: Vec<(f64, f64)> = Vec::with_capacity(4 * ranks.len());
+                for (i, &r) in ranks.iter().enumerate() {
+                    pts.push((r as f64 - h, above[i]));
+                    pts.push((r as f64 + h, above[i]));
+                }
+                for (i, &r) in ranks.iter().enumerate().rev() {
+                    pts.push((r as f64 + h, below[i]));
+                    pts.push((r as f64 - h, below[i]));
+                }
                 chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(x - w, y), (x + w, y + v)],
-                        color(*c).filled(),
-                    )))
+                    .draw_series(std::iter::once(Polygon::new(pts, color(*c).filled())))
                     .map_err(|e| ctx.draw(e))?;
                 marks += 1;
-                y += v;
+                below = above;
+            }
+        } else {
+            let w = step * 0.4;
+            for (i, &r) in ranks.iter().enumerate() {
+                let mut y = 0.0;
+                for (_, c, vals) in parts {
+                    let v = vals[i];
+                    if v <= 0.0 {
+                        continue;
+                    }
+                    let x = r as f64;
+                    chart
+                        .draw_series(std::iter::once(Rectangle::new(
+                            [(x - w, y), (x + w, y + v)],
+                            color(*c).filled(),
+                        )))
+                        .map_err(|e| ctx.draw(e))?;
+                    marks += 1;
+                    y += v;
+                }
             }
         }
         root.present().map_err(|e| ctx.draw(e))?;
