@@ -193,6 +193,43 @@ pub fn log2_ticks(lo: f64, hi: f64, px: f64, font_px: f64) -> Ticks {
     }
 }
 
+/// Ticks for a log axis of `unit` from `lo` to `hi` (both positive): powers of 1024 and their
+/// power-of-two multiples for bytes (`1 KiB`, `4 KiB`, ...), of ten otherwise (`10 µs`,
+/// `1000`), thinned to every k-th while they do not fit stacked along `px` pixels.
+pub fn log_ticks(lo: f64, hi: f64, unit: Unit, px: f64, font_px: f64) -> Ticks {
+    let base: f64 = if unit == Unit::Bytes { 2.0 } else { 10.0 };
+    let (a, b) = (
+        (lo.log(base) - 1e-9).ceil() as i32,
+        (hi.log(base) + 1e-9).floor() as i32,
+    );
+    let span = (hi / lo).log(base).max(1e-9);
+    let mut every = 1;
+    loop {
+        let values: Vec<f64> = (a..=b)
+            .filter(|e| (b - e) % every == 0)
+            .map(|e| base.powi(e))
+            .collect();
+        let spacing = px * f64::from(every) / span;
+        if spacing >= font_px * 2.0 || values.len() <= 2 {
+            let labels = values
+                .iter()
+                .map(|v| {
+                    let (div, suffix) = scale(unit, *v);
+                    let sep = match unit {
+                        Unit::Bytes | Unit::Nanos => " ",
+                        Unit::Count | Unit::Plain => "",
+                    };
+                    let x = v / div;
+                    let d = if x >= 1.0 || x == 0.0 { 0 } else { decimals(x) };
+                    format!("{x:.d$}{sep}{suffix}")
+                })
+                .collect();
+            return Ticks { values, labels };
+        }
+        every *= 2;
+    }
+}
+
 /// A rank count as people write it: `512`, `4096`, `64Ki`, `1Mi` (powers of two beyond 10^4).
 pub fn rank_label(v: f64) -> String {
     if v >= 1_048_576.0 && (v / 1_048_576.0).fract() == 0.0 {
@@ -257,6 +294,15 @@ mod tests {
             t.values.len() < 12 && t.labels.last().unwrap() == "1Mi",
             "{t:?}"
         );
+    }
+
+    #[test]
+    fn log_value_axes() {
+        let t = log_ticks(10.0, 5000.0, Unit::Count, 200.0, 13.0);
+        assert_eq!(t.labels, ["10", "100", "1000"]);
+        let t = log_ticks(200_000.0, 300_000_000.0, Unit::Bytes, 200.0, 13.0);
+        assert!(t.labels.contains(&"256 MiB".to_string()), "{t:?}");
+        assert!(t.values.len() <= 8, "{t:?}");
     }
 
     #[test]

@@ -597,15 +597,27 @@ pub fn scaling(
             .collect(),
         None => Vec::new(),
     };
-    let ys = points
+    let ys_all: Vec<f64> = points
         .iter()
         .map(|p| p.1)
         .chain(line.iter().map(|p| p.1))
-        .chain(target.and_then(|t| t.1));
-    let (y_lo, y_hi) = ys.fold((0.0f64, 0.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
+        .chain(target.and_then(|t| t.1))
+        .collect();
+    let (y_lo, y_hi) = ys_all
+        .iter()
+        .fold((0.0f64, 0.0f64), |(lo, hi), y| (lo.min(*y), hi.max(*y)));
     let y_hi = if y_hi > y_lo { y_hi } else { y_lo + 1.0 };
     let pad = (y_hi - y_lo) * 0.1;
-    let (y0, y1) = (y_lo - pad.min(y_lo.abs()), y_hi + pad);
+    // Values over orders of magnitude (calls or bytes growing with the rank count from 4 to
+    // 1,024) on a log axis too, so that the input scales are not flattened onto zero.
+    let positive = ys_all.iter().all(|y| *y > 0.0);
+    let y_min = ys_all.iter().copied().fold(f64::INFINITY, f64::min);
+    let log_y = positive && y_hi / y_min > 30.0;
+    let (y0, y1) = if log_y {
+        (y_min / 1.6, y_hi * 1.6)
+    } else {
+        (y_lo - pad.min(y_lo.abs()), y_hi + pad)
+    };
     // Half a power of two either side, so the first and last points are not on the frame.
     let (x0, x1) = (x_min / 1.4, x_max * 1.4);
     const W: u32 = 480;
@@ -616,15 +628,19 @@ pub fn scaling(
         f64::from(W - SCALING_Y_LABELS - 30),
         f64::from(TICK_FONT),
     );
-    let yt = axis::ticks(
-        y0,
-        y1,
-        unit,
-        f64::from(H - 100),
-        f64::from(TICK_FONT),
-        false,
-        false,
-    );
+    let yt = if log_y {
+        axis::log_ticks(y0, y1, unit, f64::from(H - 100), f64::from(TICK_FONT))
+    } else {
+        axis::ticks(
+            y0,
+            y1,
+            unit,
+            f64::from(H - 100),
+            f64::from(TICK_FONT),
+            false,
+            false,
+        )
+    };
     let mut svg = String::new();
     let mut marks = 0;
     let mut legend = vec![("measured at the input scales".to_string(), colour)];
@@ -637,12 +653,23 @@ pub fn scaling(
             .margin_right(16)
             .x_label_area_size(40)
             .y_label_area_size(SCALING_Y_LABELS)
-            .build_cartesian_2d(Keyed::log(x0..x1, &xt), Keyed::lin(y0..y1, &yt))
+            .build_cartesian_2d(
+                Keyed::log(x0..x1, &xt),
+                if log_y {
+                    Keyed::log(y0..y1, &yt)
+                } else {
+                    Keyed::lin(y0..y1, &yt)
+                },
+            )
             .map_err(|e| ctx.draw(e))?;
         chart
             .configure_mesh()
             .x_desc("ranks (log scale)")
-            .y_desc(y_desc)
+            .y_desc(if log_y {
+                format!("{y_desc} (log scale)")
+            } else {
+                y_desc.to_string()
+            })
             .x_label_formatter(&|v| xt.label(*v))
             .y_label_formatter(&|v| yt.label(*v))
             .label_style((FONT, TICK_FONT))
