@@ -387,3 +387,54 @@ fn report_pages_at_4_64_and_1024_ranks_render_legibly_in_chromium() {
         );
     }
 }
+
+/// The per-rank axes stay legible at 4,096 ranks (a synthetic trace: no machine here runs
+/// 4,096 real ranks): every rank in the file-bytes chart, round ticks that do not touch.
+#[test]
+fn report_page_at_4096_ranks_has_legible_rank_axes() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("s.4096.iotrex");
+    let html = dir.path().join("report-4096.html");
+    let o = iotrex(&[
+        "synth",
+        "--ranks",
+        "4096",
+        "--iters",
+        "2",
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = iotrex(&[
+        "report",
+        t.to_str().unwrap(),
+        "--max-ranks",
+        "4096",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let shot = dir.path().join("report-4096.png");
+    let (g, _) = render(&html, &shot, dir.path());
+    if let Some(k) = std::env::var_os("IOTREX_REPORT_SHOTS").map(PathBuf::from) {
+        std::fs::create_dir_all(&k).unwrap();
+        std::fs::copy(&shot, k.join("report-4096.png")).unwrap();
+    }
+    assert_legible(&g, "report-4096");
+    for title in [
+        "File bytes per rank",
+        "Time in I/O calls per rank (application-level calls, by layer)",
+    ] {
+        let p = g
+            .svgs
+            .iter()
+            .find(|s| s.title() == title)
+            .unwrap_or_else(|| panic!("no {title:?} plot"));
+        let ticks = p.rank_ticks();
+        assert!((4..=11).contains(&ticks.len()), "{title}: {ticks:?}");
+        for w in ticks.windows(2) {
+            assert!(w[1].0 > w[0].0 && w[1].1 > w[0].2 + 4.0, "{title}: {w:?}");
+        }
+        assert!(ticks.last().unwrap().0 >= 2048, "{title}: {ticks:?}");
+    }
+}
