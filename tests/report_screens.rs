@@ -138,8 +138,9 @@ fn run_chromium(args: &[String]) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
 }
 
-/// Renders `report` (every section opened) in Chromium: the measured geometry, and a
-/// screenshot of the whole page at `shot`.
+/// Renders `report` (every section opened) in Chromium: the measured geometry, and
+/// screenshots of the page as delivered at `shot` and with every section open beside it
+/// (`NAME-open.png`).
 fn render(report: &Path, shot: &Path, dir: &Path) -> (Geometry, String) {
     let html = std::fs::read_to_string(report).expect("report written");
     report::check(&html).unwrap_or_else(|e| panic!("{}: {e}", report.display()));
@@ -149,13 +150,12 @@ fn render(report: &Path, shot: &Path, dir: &Path) -> (Geometry, String) {
         .replace("</body>", &format!("{MEASURE}</body>"));
     let copy = report.with_extension("open.html");
     std::fs::write(&copy, &open).unwrap();
-    let url = format!("file://{}", copy.display());
     let profile = dir.join("chromium-profile");
     let (dom, stderr) = run_chromium(&[
         format!("--user-data-dir={}", profile.display()),
         "--window-size=1400,1000".into(),
         "--dump-dom".into(),
-        url.clone(),
+        format!("file://{}", copy.display()),
     ]);
     assert!(
         !stderr.contains("Uncaught") && !stderr.contains(":CONSOLE"),
@@ -169,18 +169,25 @@ fn render(report: &Path, shot: &Path, dir: &Path) -> (Geometry, String) {
     let json = unescape(&body[..body.find("</pre>").expect("closed pre")]);
     let g: Geometry = serde_json::from_str(&json).expect("geometry JSON");
     assert!(g.errors.is_empty(), "{:?}", g.errors);
-    // Chromium caps a screenshot's height; the page is cut there, which is enough to see it.
-    let height = g.height.clamp(800, 16_000);
-    run_chromium(&[
-        format!("--user-data-dir={}", profile.display()),
-        format!("--window-size=1400,{height}"),
-        format!("--screenshot={}", shot.display()),
-        "--hide-scrollbars".into(),
-        url,
-    ]);
-    let size = std::fs::metadata(shot).map(|m| m.len()).unwrap_or(0);
-    // A blank page compresses to a few KB; plots and tables do not.
-    assert!(size > 50_000, "{} is only {size} bytes", shot.display());
+    // Two screenshots: the page as delivered (the first trace open, the extrapolation at the
+    // end) and with every section open. Chromium caps a screenshot's height; a longer page is
+    // cut there, which is enough to see it.
+    let open_shot = shot.with_file_name(format!(
+        "{}-open.png",
+        shot.file_stem().unwrap().to_string_lossy()
+    ));
+    for (page, png) in [(report, shot), (copy.as_path(), open_shot.as_path())] {
+        run_chromium(&[
+            format!("--user-data-dir={}", profile.display()),
+            format!("--window-size=1400,{}", g.height.clamp(800, 16_000)),
+            format!("--screenshot={}", png.display()),
+            "--hide-scrollbars".into(),
+            format!("file://{}", page.display()),
+        ]);
+        let size = std::fs::metadata(png).map(|m| m.len()).unwrap_or(0);
+        // A blank page compresses to a few KB; plots and tables do not.
+        assert!(size > 50_000, "{} is only {size} bytes", png.display());
+    }
     (g, dom)
 }
 
@@ -312,6 +319,11 @@ fn report_pages_at_4_64_and_1024_ranks_render_legibly_in_chromium() {
         if let Some(k) = &keep {
             std::fs::create_dir_all(k).unwrap();
             std::fs::copy(&shot, k.join(format!("{name}.png"))).unwrap();
+            std::fs::copy(
+                d(&format!("{name}-open.png")),
+                k.join(format!("{name}-open.png")),
+            )
+            .unwrap();
             std::fs::copy(&html, k.join(format!("{name}.html"))).unwrap();
         }
         assert_legible(&g, name);

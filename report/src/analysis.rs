@@ -333,9 +333,21 @@ fn file_groups(trace: &Trace, s: &Summary, cap: usize) -> (Vec<FileGroup>, u64) 
             files.sort();
             let first = files.first().map_or("", |f| f.1).to_string();
             let last = files.last().map_or("", |f| f.1).to_string();
+            // Fields equal in every file (digits in a directory name) are shown as they are;
+            // only the ones that vary stay `%d`.
+            let shown: Vec<Option<i64>> = (0..files[0].0.len())
+                .map(|k| {
+                    let v = files[0].0[k];
+                    files.iter().all(|f| f.0.get(k) == Some(&v)).then_some(v)
+                })
+                .collect();
             let mut g = FileGroup {
                 // One file: its real name reads better than a template of it.
-                template: if files.len() == 1 { first.clone() } else { t },
+                template: if files.len() == 1 {
+                    first.clone()
+                } else {
+                    partial_render(&t, &shown)
+                },
                 files: files.len(),
                 first,
                 last,
@@ -359,6 +371,40 @@ fn file_groups(trace: &Trace, s: &Summary, cap: usize) -> (Vec<FileGroup>, u64) 
         })
         .collect();
     (groups, shown.len() as u64)
+}
+
+/// A path template with the fields that are `Some` filled in and the others left as their
+/// placeholder (`%d`, `%04d`).
+fn partial_render(t: &str, fields: &[Option<i64>]) -> String {
+    let mut out = String::with_capacity(t.len());
+    let mut k = 0;
+    let mut chars = t.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            out.push('%');
+            continue;
+        }
+        let mut spec = String::from("%");
+        let mut width = 0usize;
+        while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+            width = (width * 10 + d as usize).min(64);
+            spec.push(chars.next().unwrap_or('0'));
+        }
+        if chars.peek() == Some(&'d') {
+            spec.push(chars.next().unwrap_or('d'));
+        }
+        match fields.get(k).copied().flatten() {
+            Some(v) => out.push_str(&format!("{v:0width$}")),
+            None => out.push_str(&spec),
+        }
+        k += 1;
+    }
+    out
 }
 
 /// Calls, bytes and time per layer, application calls and nested calls apart.
@@ -658,6 +704,14 @@ mod tests {
         assert!(coll.iter().all(|r| r.posix_ns <= r.total_ns));
         assert!(!a.timeline.is_empty() && a.timeline.iter().all(|l| !l.spans.is_empty()));
         assert!(a.files.iter().any(|f| f.files == 8));
+    }
+
+    #[test]
+    fn templates_keep_constant_digits() {
+        assert_eq!(
+            partial_render("/tmp/x-%dab/f.%04d.%d", &[Some(6), None, Some(2)]),
+            "/tmp/x-6ab/f.%04d.2"
+        );
     }
 
     #[test]
