@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages iotrex needs, only if they are missing: Open MPI (mpicc,
 # mpirun, headers), libclang + clang (bindgen for mpi-sys), pkg-config, parallel HDF5 for
-# Open MPI; then a private MPICH
+# Open MPI, Chromium (the report's rendering test); then a private MPICH
 # for the tracer's MPICH tests (scripts/install-mpich.sh). Idempotent and quiet when
 # everything is there, so `make test` and `make demo` can call it every time.
 set -euo pipefail
@@ -26,6 +26,9 @@ command -v lmp >/dev/null 2>&1 || missing+=(lammps)
 # mpi4py and parallel h5py, under Debian's own interpreter.
 /usr/bin/python3 -c 'import mpi4py' >/dev/null 2>&1 || missing+=(python3-mpi4py)
 ls /usr/lib/python3/dist-packages/h5py._debian_h5py_mpi* >/dev/null 2>&1 || missing+=(python3-h5py-mpi)
+# Headless Chromium renders `iotrex report` pages for tests/report_screens.rs (layout, text
+# overlap, screenshots) and scripts/check-report.sh.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 
 if [ ${#missing[@]} -eq 0 ]; then

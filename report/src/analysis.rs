@@ -5,13 +5,14 @@
 //! event's timing as statistics merged over ranks and iterations, so per-rank time and the
 //! timeline are rebuilt from mean gaps and durations, as `rsd::chrome` does. The page says so.
 
+use filetable::{Effect, FileTable, Offline};
 use rsd::op::{Dir, Layer, Op};
 use rsd::path::PathTemplate;
 use rsd::ranks::RankSet;
 use rsd::stats::Summary;
-use rsd::trace::{Event, Node, NodeKind, visit};
+use rsd::trace::{Event, FlatEvent, Node, NodeKind, Trace, visit};
 use rsd::{Header, TraceFile};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Caps that keep the page small and fast whatever the rank or call count.
 #[derive(Debug, Clone)]
@@ -26,6 +27,9 @@ pub struct Limits {
     pub file_groups: usize,
     /// MPI-IO call sites listed in the I/O-stack table.
     pub stack_rows: usize,
+    /// Ranks whose calls are resolved to files for the per-file table; above this, evenly
+    /// spaced ranks are (the page says so).
+    pub file_ranks: usize,
 }
 
 impl Default for Limits {
@@ -36,6 +40,7 @@ impl Default for Limits {
             timeline_spans: 3000,
             file_groups: 40,
             stack_rows: 40,
+            file_ranks: 4096,
         }
     }
 }
@@ -77,6 +82,44 @@ pub struct FileGroup {
     pub first: String,
     /// Last file in field order.
     pub last: String,
+    /// Bytes read from these files by the application's own calls (all ranks).
+    pub read: u64,
+    /// Bytes written to them by the application's own calls (all ranks).
+    pub written: u64,
+    /// The application's calls that moved data to or from them.
+    pub accesses: u64,
+    /// Ranks that moved data to or from them.
+    pub ranks: u64,
+}
+
+/// The I/O of one layer over all ranks, split into the application's own calls and the calls
+/// made inside another layer's call (the POSIX calls of an MPI-IO call), so that bytes moved
+/// once are not counted twice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerIo {
+    /// The layer.
+    pub layer: Layer,
+    /// Calls made inside another call (by the MPI library), not by the application.
+    pub nested: bool,
+    /// Calls over all ranks and iterations.
+    pub calls: u64,
+    /// Bytes read over all ranks.
+    pub read: u64,
+    /// Bytes written over all ranks.
+    pub written: u64,
+    /// Time in these calls summed over ranks, ns.
+    pub time_ns: f64,
+    /// Time in the reading calls summed over ranks, ns.
+    pub read_ns: f64,
+    /// Time in the writing calls summed over ranks, ns.
+    pub write_ns: f64,
+}
+
+impl LayerIo {
+    /// Whether this is file I/O (not MPI communication).
+    pub fn is_io(&self) -> bool {
+        self.layer != Layer::Mpi
+    }
 }
 
 /// One MPI-IO call site and what it cost at each layer.
@@ -151,6 +194,10 @@ pub struct TraceAnalysis {
     pub per_rank: PerRank,
     /// Files touched, by template.
     pub files: Vec<FileGroup>,
+    /// Ranks whose file accesses `files` counts (all of them unless capped).
+    pub file_ranks: u64,
+    /// Per layer, application calls first, then calls nested in another layer's calls.
+    pub layers: Vec<LayerIo>,
     /// MPI-IO call sites.
     pub stack: Vec<StackRow>,
     /// Timeline lanes.
@@ -161,11 +208,14 @@ pub struct TraceAnalysis {
 pub fn analyze(label: &str, tf: &TraceFile, limits: &Limits) -> TraceAnalysis {
     let summary = rsd::stats::summarize(&tf.trace);
     let ranks = tf.trace.ranks();
+    let (files, file_ranks) = file_groups(&tf.trace, &summary, limits.file_ranks);
     TraceAnalysis {
         label: label.to_string(),
         header: tf.header.clone(),
         per_rank: per_rank(&tf.trace.nodes, &ranks, limits.rank_bars),
-        files: file_groups(&summary),
+        files,
+        file_ranks,
+        layers: layers(&tf.trace),
         stack: stack_rows(&tf.trace.nodes),
         timeline: timeline(&tf.trace.nodes, &ranks, &summary, limits),
         summary,
@@ -228,26 +278,207 @@ fn per_rank(nodes: &[Node], ranks: &RankSet, cap: usize) -> PerRank {
     }
 }
 
-fn file_groups(s: &Summary) -> Vec<FileGroup> {
+/// Bytes per file: each shown rank's own calls resolved to files through its open-file table
+/// (`filetable`: descriptors, streams and MPI file handles to paths), grouped by template.
+fn file_groups(trace: &Trace, s: &Summary, cap: usize) -> (Vec<FileGroup>, u64) {
+    #[derive(Default)]
+    struct Acc {
+        read: u64,
+        written: u64,
+        accesses: u64,
+        ranks: u64,
+        last_rank: Option<u32>,
+    }
+    let mut by_path: BTreeMap<String, Acc> = BTreeMap::new();
+    let all = trace.ranks().to_vec();
+    let (shown, _) = sample(&all, cap);
+    for &rank in &shown {
+        let mut table = FileTable::new();
+        trace.expand_with(rank, &mut |e| {
+            let (effect, _) = table.apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
+            if let Effect::Access(a) = effect {
+                let path = table
+                    .file(a.file)
+                    .and_then(|f| f.path.clone())
+                    .unwrap_or_else(|| "(no traced open)".into());
+                let acc = by_path.entry(path).or_default();
+                match a.dir {
+                    Dir::Read => acc.read += a.bytes,
+                    Dir::Write => acc.written += a.bytes,
+                    Dir::None => {}
+                }
+                acc.accesses += 1;
+                if acc.last_rank != Some(rank) {
+                    acc.last_rank = Some(rank);
+                    acc.ranks += 1;
+                }
+            }
+            true
+        });
+    }
     let mut by: BTreeMap<String, Vec<(Vec<i64>, &str)>> = BTreeMap::new();
-    for f in &s.files {
+    let names: BTreeSet<&str> = s
+        .files
+        .iter()
+        .map(String::as_str)
+        .chain(by_path.keys().map(String::as_str))
+        .collect();
+    for f in names {
         let (t, fields) = PathTemplate::parse(f);
         by.entry(t.0).or_default().push((fields, f));
     }
-    by.into_iter()
+    let groups = by
+        .into_iter()
         .map(|(t, mut files)| {
             files.sort();
             let first = files.first().map_or("", |f| f.1).to_string();
             let last = files.last().map_or("", |f| f.1).to_string();
-            FileGroup {
+            // Fields equal in every file (digits in a directory name) are shown as they are;
+            // only the ones that vary stay `%d`.
+            let shown: Vec<Option<i64>> = (0..files[0].0.len())
+                .map(|k| {
+                    let v = files[0].0[k];
+                    files.iter().all(|f| f.0.get(k) == Some(&v)).then_some(v)
+                })
+                .collect();
+            let mut g = FileGroup {
                 // One file: its real name reads better than a template of it.
-                template: if files.len() == 1 { first.clone() } else { t },
+                template: if files.len() == 1 {
+                    first.clone()
+                } else {
+                    partial_render(&t, &shown)
+                },
                 files: files.len(),
                 first,
                 last,
+                read: 0,
+                written: 0,
+                accesses: 0,
+                ranks: 0,
+            };
+            // Ranks of a group: the most of any of its files (N files of one rank each: 1;
+            // a shared file: all its ranks). Counting distinct ranks over files would need a
+            // set per group, which 2^20-rank traces cannot afford.
+            for (_, f) in &files {
+                if let Some(a) = by_path.get(*f) {
+                    g.read += a.read;
+                    g.written += a.written;
+                    g.accesses += a.accesses;
+                    g.ranks = g.ranks.max(a.ranks);
+                }
             }
+            g
         })
-        .collect()
+        .collect();
+    (groups, shown.len() as u64)
+}
+
+/// A path template with the fields that are `Some` filled in and the others left as their
+/// placeholder (`%d`, `%04d`).
+fn partial_render(t: &str, fields: &[Option<i64>]) -> String {
+    let mut out = String::with_capacity(t.len());
+    let mut k = 0;
+    let mut chars = t.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            out.push('%');
+            continue;
+        }
+        let mut spec = String::from("%");
+        let mut width = 0usize;
+        while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+            width = (width * 10 + d as usize).min(64);
+            spec.push(chars.next().unwrap_or('0'));
+        }
+        if chars.peek() == Some(&'d') {
+            spec.push(chars.next().unwrap_or('d'));
+        }
+        match fields.get(k).copied().flatten() {
+            Some(v) => out.push_str(&format!("{v:0width$}")),
+            None => out.push_str(&spec),
+        }
+        k += 1;
+    }
+    out
+}
+
+/// Calls, bytes and time per layer, application calls and nested calls apart.
+fn layers(trace: &Trace) -> Vec<LayerIo> {
+    let mut m: BTreeMap<(bool, usize), LayerIo> = BTreeMap::new();
+    let key = |op: Op, nested: bool| {
+        let l = Layer::ALL
+            .iter()
+            .position(|l| *l == op.layer())
+            .unwrap_or(0);
+        (nested, l)
+    };
+    let new = |op: Op, nested: bool| LayerIo {
+        layer: op.layer(),
+        nested,
+        calls: 0,
+        read: 0,
+        written: 0,
+        time_ns: 0.0,
+        read_ns: 0.0,
+        write_ns: 0.0,
+    };
+    // Time and calls from the timing statistics (merged over ranks and iterations).
+    fn walk(nodes: &[Node], nested: bool, f: &mut dyn FnMut(&Event, bool)) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    f(e, nested);
+                    walk(&e.children, true, f);
+                }
+                NodeKind::Loop(l) => walk(&l.body, nested, f),
+            }
+        }
+    }
+    walk(&trace.nodes, false, &mut |e, nested| {
+        let l = m
+            .entry(key(e.op, nested))
+            .or_insert_with(|| new(e.op, nested));
+        let t = e.timing.dur.total();
+        l.calls += e.timing.dur.count;
+        l.time_ns += t;
+        match e.op.dir() {
+            Dir::Read => l.read_ns += t,
+            Dir::Write => l.write_ns += t,
+            Dir::None => {}
+        }
+    });
+    // Bytes by expanding every rank (exact).
+    fn bytes(e: &FlatEvent, nested: bool, m: &mut dyn FnMut(&FlatEvent, bool)) {
+        m(e, nested);
+        for c in &e.children {
+            bytes(c, true, m);
+        }
+    }
+    trace.ranks().for_each(|r| {
+        trace.expand_with(r, &mut |e| {
+            bytes(e, false, &mut |e, nested| {
+                let b = e.op.data_bytes(&e.params);
+                if b == 0 {
+                    return;
+                }
+                let l = m
+                    .entry(key(e.op, nested))
+                    .or_insert_with(|| new(e.op, nested));
+                match e.op.dir() {
+                    Dir::Read => l.read += b,
+                    Dir::Write => l.written += b,
+                    Dir::None => {}
+                }
+            });
+            true
+        });
+    });
+    m.into_values().collect()
 }
 
 fn is_collective(op: Op) -> bool {
@@ -473,6 +704,14 @@ mod tests {
         assert!(coll.iter().all(|r| r.posix_ns <= r.total_ns));
         assert!(!a.timeline.is_empty() && a.timeline.iter().all(|l| !l.spans.is_empty()));
         assert!(a.files.iter().any(|f| f.files == 8));
+    }
+
+    #[test]
+    fn templates_keep_constant_digits() {
+        assert_eq!(
+            partial_render("/tmp/x-%dab/f.%04d.%d", &[Some(6), None, Some(2)]),
+            "/tmp/x-6ab/f.%04d.2"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use crate::analysis::TraceAnalysis;
 use crate::error::ReportError;
+use rsd::op::{Layer, Op};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -68,6 +69,8 @@ pub struct Quantity {
     pub points: Vec<(u32, f64)>,
     /// The chosen model, when the source supplies one.
     pub model: Option<Model>,
+    /// The op it belongs to, if any: its plot is drawn in the op's colour.
+    pub op: Option<Op>,
     /// The value in the extrapolated trace at the target.
     pub target: Option<f64>,
 }
@@ -194,6 +197,7 @@ impl ModelSource for ExtrapModels {
         let ms = self.model_set()?;
         let x = extrap::extrapolate(&self.inputs, out.header.nranks, &ms)
             .map_err(|e| format!("extrap refuses these inputs: {e}"))?;
+        let mut names = EventNames::default();
         let mut qs = Vec::new();
         for e in x.explain {
             let Some(c) = e.curve else { continue };
@@ -205,25 +209,37 @@ impl ModelSource for ExtrapModels {
                 || e.quantity.starts_with("time per rank");
             let samples = c.samples;
             let target = samples.last().map(|s| s.1);
+            let (op, event) = names.human(&e.event, &e.quantity);
+            let quantity = e.quantity.clone();
+            // POSIX and stdio sizes and offsets are bytes; MPI-IO's count in datatypes.
+            let bytes = matches!(quantity.as_str(), "count" | "offset" | "ret")
+                && op.is_some_and(|o| matches!(o.layer(), Layer::Posix | Layer::Stdio));
             qs.push(Quantity {
-                name: if e.event == "run" {
-                    e.quantity.clone()
+                name: if event.is_empty() {
+                    quantity.clone()
                 } else {
-                    format!("{}: {}", e.event, e.quantity)
+                    format!("{event}: {quantity}")
                 },
                 kind: if timing {
                     Kind::Timing
                 } else {
                     Kind::Parameter
                 },
-                unit: if timing { Unit::Nanos } else { Unit::Plain },
+                unit: if timing {
+                    Unit::Nanos
+                } else if bytes {
+                    Unit::Bytes
+                } else {
+                    Unit::Plain
+                },
+                op,
                 points: c
                     .points
                     .iter()
                     .filter_map(|&(n, y)| u32::try_from(n).ok().map(|n| (n, y)))
                     .collect(),
                 model: Some(Model {
-                    formula: e.model,
+                    formula: formula(&e.model, timing),
                     eval: Box::new(move |n| sampled(&samples, n)),
                 }),
                 target,
@@ -250,6 +266,133 @@ impl ModelSource for ExtrapModels {
             Err(e) => Err(format!("extrap refuses these inputs: {e}")),
         }
     }
+}
+
+/// Events named as a reader knows them: the op and its file, not the call-site hash; a second
+/// call site of the same op and file is `#2`.
+#[derive(Default)]
+struct EventNames {
+    sites: Vec<(String, String)>,
+    /// Quantities seen per (event, quantity): the same call site's ranks can split into
+    /// groups that do different things (rank 0 and the others), each its own event.
+    seen: BTreeMap<(String, String), usize>,
+}
+
+impl EventNames {
+    /// `MPI_File_open (call site 0x51570005, path out/shared.dat)` -> `MPI_File_open
+    /// out/shared.dat`; `run` (the whole job) -> empty.
+    fn human(&mut self, event: &str, quantity: &str) -> (Option<Op>, String) {
+        if event == "run" {
+            return (None, String::new());
+        }
+        let group = {
+            let k = self
+                .seen
+                .entry((event.to_string(), quantity.to_string()))
+                .or_default();
+            *k += 1;
+            *k
+        };
+        let (head, site, path) = match event.find(" (call site ") {
+            Some(i) => {
+                let inner = event[i + 12..].trim_end_matches(')');
+                let (site, path) = match inner.find(", path ") {
+                    Some(j) => (&inner[..j], Some(&inner[j + 7..])),
+                    None => (inner, None),
+                };
+                (&event[..i], site, path)
+            }
+            None => (event, "", None),
+        };
+        let op_name = head.rsplit(' ').next().unwrap_or(head);
+        let op = Op::ALL.iter().copied().find(|o| o.name() == op_name);
+        let mut name = head.to_string();
+        if let Some(p) = path {
+            name = format!("{name} {p}");
+        }
+        // The n-th distinct call site of this name.
+        let same: Vec<String> = self
+            .sites
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, s)| s.clone())
+            .collect();
+        let k = match same.iter().position(|s| *s == site) {
+            Some(k) => k + 1,
+            None => {
+                self.sites.push((name.clone(), site.to_string()));
+                same.len() + 1
+            }
+        };
+        if k > 1 {
+            name = format!("{name} #{k}");
+        }
+        if group > 1 {
+            name = format!("{name} (rank group {group})");
+        }
+        (op, name)
+    }
+}
+
+/// A model as a legend shows it: `3.3409e0*n*log2(n) + 1.0914e3 (n log n, held-out error
+/// 1.5%); at target ...` -> `3.34ns*n*log2(n) + 1.09us (n log n, held-out error 1.5%)` for
+/// timing (each coefficient a time with its unit); the value's formula of an exact model
+/// (`[group 0 value = 1048576*n]` -> `1048576*n`).
+fn formula(model: &str, timing: bool) -> String {
+    if timing {
+        let (f, rest) = match model.find(" (") {
+            Some(i) => (&model[..i], &model[i..]),
+            None => (model, ""),
+        };
+        let how = rest
+            .split(')')
+            .next()
+            .unwrap_or("")
+            .trim_start_matches(" (");
+        let f: Vec<String> = f.split(' ').map(time_coefficients).collect();
+        if how.is_empty() {
+            f.join(" ")
+        } else {
+            format!("{} ({how})", f.join(" "))
+        }
+    } else {
+        match (model.rfind("= "), model.rfind(']')) {
+            (Some(i), Some(j)) if j > i => model[i + 2..j].trim().to_string(),
+            _ => model.to_string(),
+        }
+    }
+}
+
+/// The nanosecond coefficients of a timing term (`1.0914e3`, `-2.6575e2*log2(n)`) as times
+/// with units, three significant digits (`1.09us`, `-266ns*log2(n)`).
+fn time_coefficients(term: &str) -> String {
+    term.split('*')
+        .map(|t| match t.parse::<f64>() {
+            Ok(v) if t.contains('e') => {
+                let sign = if v < 0.0 { "-" } else { "" };
+                let a = v.abs();
+                let (x, u) = if a >= 1e9 {
+                    (a / 1e9, "s")
+                } else if a >= 1e6 {
+                    (a / 1e6, "ms")
+                } else if a >= 1e3 {
+                    (a / 1e3, "us")
+                } else {
+                    (a, "ns")
+                };
+                let d = if x >= 100.0 {
+                    0
+                } else if x >= 10.0 {
+                    1
+                } else {
+                    2
+                };
+                format!("{sign}{x:.d$}{u}")
+            }
+            _ => t.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("*")
 }
 
 /// A model sampled by extrap at increasing rank counts, read at `n` by linear interpolation
@@ -306,7 +449,14 @@ pub fn build(
         Ok(q) => (q, None),
         Err(why) => (Vec::new(), Some(why)),
     };
-    quantities.extend(totals(&sorted, out));
+    // The source's wall time carries its model: the measured one would be the same points
+    // drawn a second time.
+    let has_wall = quantities.iter().any(|q| q.name.starts_with("wall time"));
+    quantities.extend(
+        totals(&sorted, out)
+            .into_iter()
+            .filter(|q| !(has_wall && q.name.starts_with("wall time"))),
+    );
     Ok(Extrapolation {
         target: out.header.nranks,
         out: out.label.clone(),
@@ -342,6 +492,7 @@ fn totals(inputs: &[&TraceAnalysis], out: &TraceAnalysis) -> Vec<Quantity> {
                 .map(|a| point(a, &|a| a.header.wall_ns as f64))
                 .collect(),
             model: None,
+            op: None,
             target: (out.header.wall_ns > 0).then_some(out.header.wall_ns as f64),
         });
     }
@@ -358,6 +509,7 @@ fn totals(inputs: &[&TraceAnalysis], out: &TraceAnalysis) -> Vec<Quantity> {
                 .map(|a| point(a, &|a| get(a).count as f64))
                 .collect(),
             model: None,
+            op: Some(key.1),
             target: Some(get(out).count as f64),
         });
         if inputs
@@ -374,6 +526,7 @@ fn totals(inputs: &[&TraceAnalysis], out: &TraceAnalysis) -> Vec<Quantity> {
                     .map(|a| point(a, &|a| get(a).bytes as f64))
                     .collect(),
                 model: None,
+                op: Some(key.1),
                 target: Some(get(out).bytes as f64),
             });
         }
@@ -386,6 +539,7 @@ fn totals(inputs: &[&TraceAnalysis], out: &TraceAnalysis) -> Vec<Quantity> {
             unit: Unit::Nanos,
             points: inputs.iter().map(|a| point(a, &per_rank)).collect(),
             model: None,
+            op: Some(key.1),
             target: Some(per_rank(out)),
         });
     }
@@ -424,6 +578,40 @@ mod tests {
         assert_eq!(pw.points, vec![(2, 11.0), (4, 19.0), (8, 35.0)]);
         assert_eq!(pw.target, Some(67.0));
         assert!(pw.varies() && pw.model.is_none());
+    }
+
+    #[test]
+    fn models_and_events_read_as_people_write_them() {
+        assert_eq!(
+            formula(
+                "3.3409e0*n*log2(n) + 1.0914e3 (n log n, held-out error 1.5%); at target 4.1us",
+                true
+            ),
+            "3.34ns*n*log2(n) + 1.09us (n log n, held-out error 1.5%)"
+        );
+        assert_eq!(
+            formula("134217728*i  [group 0 leaf 1 value = 1048576*n]", false),
+            "1048576*n"
+        );
+        let mut n = EventNames::default();
+        assert_eq!(
+            n.human(
+                "MPI_File_open (call site 0x51570005, path out/shared.dat)",
+                "gap mean"
+            ),
+            (
+                Some(Op::FileOpen),
+                "MPI_File_open out/shared.dat".to_string()
+            )
+        );
+        assert_eq!(n.human("pwrite (call site 0x3)", "gap mean").1, "pwrite");
+        assert_eq!(n.human("pwrite (call site 0x7)", "gap mean").1, "pwrite #2");
+        assert_eq!(n.human("pwrite (call site 0x3)", "count").1, "pwrite");
+        assert_eq!(
+            n.human("pwrite (call site 0x3)", "gap mean").1,
+            "pwrite (rank group 2)"
+        );
+        assert_eq!(n.human("run", "wall time"), (None, String::new()));
     }
 
     #[test]

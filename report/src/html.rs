@@ -1,6 +1,6 @@
 //! The page: one HTML file with inline CSS and inline SVG, nothing fetched from anywhere.
 
-use crate::analysis::{Limits, TraceAnalysis};
+use crate::analysis::{LayerIo, Limits, TraceAnalysis};
 use crate::error::ReportError;
 use crate::extrap::{Extrapolation, Kind, Quantity, Unit};
 use crate::plot::{self, Curve, Plot};
@@ -9,6 +9,9 @@ use rsd::show::fmt_bytes;
 use rsd::timing::fmt_ns;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+/// Tables longer than this are collapsed into a `<details>` that says how many rows it holds.
+const LONG_TABLE: usize = 12;
 
 /// Plots drawn in the extrapolation section at most; the table lists every quantity.
 const MAX_SCALING_PLOTS: usize = 30;
@@ -22,15 +25,17 @@ h3{margin:22px 0 6px;color:#2f4b7c}
 table{border-collapse:collapse;margin:6px 0 10px;font-size:13px;background:#fff}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#eef2f7}td.n{text-align:right;font-variant-numeric:tabular-nums}
-code{font-size:12px;background:#f0f0f0;padding:0 3px;word-break:break-all}
+code{font-size:12px;background:#f0f0f0;padding:0 3px;overflow-wrap:break-word}
 .plot{background:#fff;border:1px solid #ddd;margin:8px 0;padding:4px;display:inline-block;vertical-align:top}
 .plot svg{display:block;max-width:100%;height:auto}
 .grid{display:flex;flex-wrap:wrap;gap:8px}
 .grid .plot{width:490px}
-.legend{font-size:12px;margin:4px 6px}.legend span{margin-right:12px;white-space:nowrap}
+.legend{font-size:12px;margin:4px 6px}.legend span{margin-right:12px;display:inline-block;max-width:100%}
 .sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px;border-radius:2px}
 .note{font-size:13px;color:#555;margin:4px 0}.warn{color:#a33;font-weight:bold}
 details>summary{cursor:pointer;font-size:1.3em;font-weight:bold;margin:26px 0 6px;color:#2f4b7c}
+details.t>summary{font-size:14px;font-weight:normal;margin:8px 0 4px;color:#2f4b7c}
+table.w td.n,table.w th.n,td.nm,td.nm code{white-space:nowrap;word-break:normal}
 nav a{margin-right:12px}
 ";
 
@@ -50,9 +55,74 @@ pub fn esc(s: &str) -> String {
     o
 }
 
+/// One colour per op for the whole page, so an op is the same colour in every plot: ops in
+/// (layer, op) order over every trace on the page, each its own palette index.
+#[derive(Debug, Clone, Default)]
+pub struct OpColours(BTreeMap<Op, usize>);
+
+impl OpColours {
+    /// Colours for every op of these traces.
+    pub fn new<'a>(traces: impl IntoIterator<Item = &'a TraceAnalysis>) -> OpColours {
+        let mut ops: Vec<(Layer, Op)> = traces
+            .into_iter()
+            .flat_map(|a| a.summary.ops.keys().copied())
+            .collect();
+        ops.sort();
+        ops.dedup();
+        OpColours(
+            ops.into_iter()
+                .enumerate()
+                .map(|(i, (_, o))| (o, plot::op_colour(i)))
+                .collect(),
+        )
+    }
+
+    /// The op's colour index (ops not on the page share the last index past them).
+    pub fn of(&self, op: Op) -> usize {
+        self.0
+            .get(&op)
+            .copied()
+            .unwrap_or_else(|| plot::op_colour(self.0.len()))
+    }
+
+    /// Ops with a colour.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no op has a colour.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// A table, collapsed into a `<details>` when it has more than [`LONG_TABLE`] rows.
+fn table(what: &str, head: &str, rows: &[String]) -> String {
+    let t = format!("<table class=\"w\">{head}{}</table>", rows.concat());
+    if rows.len() > LONG_TABLE {
+        format!(
+            "<details class=\"t\"><summary>{} ({} rows)</summary>{t}</details>",
+            esc(what),
+            rows.len()
+        )
+    } else {
+        t
+    }
+}
+
+/// `12.3 MiB/s`; `-` without time.
+fn rate(bytes: u64, ns: f64) -> String {
+    if bytes == 0 || ns <= 0.0 {
+        return "-".into();
+    }
+    format!("{}/s", short_bytes(bytes as f64 / (ns / 1e9)))
+}
+
 /// The page being written and what went into it.
 pub struct Page {
     body: String,
+    /// The colour of each op.
+    pub colours: OpColours,
     /// Plots drawn.
     pub plots: Vec<Plot>,
     /// Plots left out because they had nothing to draw, with the reason.
@@ -73,6 +143,25 @@ fn fmt_unit(u: Unit, v: f64) -> String {
     }
 }
 
+/// `2nd`, `3rd`, `6th`, `11th`, `21st`.
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// The file name of a trace's path, for table cells.
+fn short_label(label: &str) -> String {
+    std::path::Path::new(label)
+        .file_name()
+        .map_or_else(|| label.to_string(), |f| f.to_string_lossy().into_owned())
+}
+
 /// `2.0 MiB`, for axes (tables give exact bytes).
 fn short_bytes(v: f64) -> String {
     const U: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -90,10 +179,11 @@ fn short_bytes(v: f64) -> String {
 }
 
 impl Page {
-    /// An empty page.
-    pub fn new() -> Page {
+    /// An empty page with these op colours.
+    pub fn new(colours: OpColours) -> Page {
         Page {
             body: String::new(),
+            colours,
             plots: Vec::new(),
             omitted: Vec::new(),
         }
@@ -164,29 +254,56 @@ impl Page {
         h
     }
 
-    /// The overview table: one row per trace.
+    /// The overview: one row per trace (command, ranks, runtime, the share of it in I/O,
+    /// bytes moved by the application), then each trace's I/O per layer with rates.
     pub fn overview(&mut self, traces: &[(&TraceAnalysis, &str)]) {
-        let mut s = String::from(
-            "<h2 id=\"overview\">Traces</h2><table><tr><th>trace</th><th>role</th><th>ranks</th>\
-             <th>command</th><th>wall time</th><th>calls</th><th>file bytes</th><th>flags</th></tr>",
+        let mut s = String::from("<h2 id=\"overview\">Overview</h2>");
+        // One command for all (the usual case: one program at several scales) is said once.
+        let command = |a: &TraceAnalysis| a.header.command.join(" ");
+        let same = traces
+            .windows(2)
+            .all(|w| command(w[0].0) == command(w[1].0));
+        if same && let Some((a, _)) = traces.first() {
+            let _ = write!(s, "<p>Command: <code>{}</code></p>", esc(&command(a)));
+        }
+        let _ = write!(
+            s,
+            "<table class=\"w\"><tr><th>trace</th><th>role</th>{}<th class=\"n\">ranks</th>\
+             <th class=\"n\">runtime</th><th class=\"n\">I/O time per rank</th>\
+             <th class=\"n\">I/O share of runtime</th><th class=\"n\">read</th>\
+             <th class=\"n\">written</th><th>flags</th></tr>",
+            if same { "" } else { "<th>command</th>" }
         );
         for (a, role) in traces {
-            let calls: u64 = a.summary.ops.values().map(|t| t.count).sum();
-            let bytes: u64 = a.summary.per_layer().values().map(|v| v.1).sum();
+            let n = f64::from(a.header.nranks.max(1));
+            let app: Vec<&LayerIo> = a.layers.iter().filter(|l| !l.nested && l.is_io()).collect();
+            let io_ns = app.iter().map(|l| l.time_ns).sum::<f64>() / n;
+            let (read, written) = app
+                .iter()
+                .fold((0, 0), |(r, w), l| (r + l.read, w + l.written));
+            let wall = a.header.wall_ns as f64;
             let _ = write!(
                 s,
-                "<tr><td><code>{}</code></td><td>{}</td><td class=\"n\">{}</td><td><code>{}</code></td>\
-                 <td class=\"n\">{}</td><td class=\"n\">{calls}</td><td class=\"n\">{}</td><td>{}</td></tr>",
-                esc(&a.label),
+                "<tr><td class=\"nm\"><code>{}</code></td><td>{}</td>{}<td class=\"n\">{}</td>\
+                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\" title=\"{read} bytes\">{}</td><td class=\"n\" title=\"{written} bytes\">{}</td><td>{}</td></tr>",
+                esc(&short_label(&a.label)),
                 esc(role),
+                if same {
+                    String::new()
+                } else {
+                    format!("<td><code>{}</code></td>", esc(&command(a)))
+                },
                 a.header.nranks,
-                esc(&a.header.command.join(" ")),
-                if a.header.wall_ns > 0 {
-                    fmt_ns(a.header.wall_ns as f64)
+                if wall > 0.0 { fmt_ns(wall) } else { "-".into() },
+                fmt_ns(io_ns),
+                if wall > 0.0 {
+                    format!("{:.1}%", 100.0 * io_ns / wall)
                 } else {
                     "-".into()
                 },
-                esc(&fmt_bytes(bytes)),
+                short_bytes(read as f64),
+                short_bytes(written as f64),
                 if a.header.incomplete {
                     "<span class=\"warn\">incomplete</span>"
                 } else {
@@ -195,8 +312,55 @@ impl Page {
             );
         }
         s.push_str(
-            "</table><p class=\"note\">Calls count every layer's view (POSIX calls nested \
-                    in MPI-IO calls included); bytes are file bytes of each layer summed.</p>",
+            "</table><p class=\"note\">Runtime is the job's wall time as traced (predicted, for an \
+             extrapolated trace). I/O time per rank is the mean over ranks of the time in the \
+             application's own file I/O calls (MPI-IO, POSIX, stdio; not MPI communication); \
+             bytes are those the application's calls moved, each byte once (the POSIX calls the \
+             MPI library made inside an MPI-IO call are not added again).</p>",
+        );
+        s.push_str("<h3>I/O per layer</h3>");
+        let head = "<tr><th>trace</th><th>layer</th><th class=\"n\">calls</th><th class=\"n\">read</th>\
+                    <th class=\"n\">written</th><th class=\"n\">time per rank (mean)</th>\
+                    <th class=\"n\">share of runtime</th><th class=\"n\">read rate</th>\
+                    <th class=\"n\">write rate</th></tr>";
+        let mut rows = Vec::new();
+        for (a, _) in traces {
+            let n = f64::from(a.header.nranks.max(1));
+            let wall = a.header.wall_ns as f64;
+            // File I/O only: MPI communication is not I/O (and MPI_Init's start-up would
+            // dwarf it).
+            for l in a.layers.iter().filter(|l| l.is_io()) {
+                rows.push(format!(
+                    "<tr><td class=\"nm\"><code>{}</code></td><td>{}{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                     <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                     <td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                    esc(&short_label(&a.label)),
+                    l.layer.name(),
+                    if l.nested {
+                        " <span class=\"note\">inside MPI-IO calls (the library's)</span>"
+                    } else {
+                        ""
+                    },
+                    l.calls,
+                    short_bytes(l.read as f64),
+                    short_bytes(l.written as f64),
+                    fmt_ns(l.time_ns / n),
+                    if wall > 0.0 {
+                        format!("{:.1}%", 100.0 * l.time_ns / n / wall)
+                    } else {
+                        "-".into()
+                    },
+                    rate(l.read, l.read_ns / n),
+                    rate(l.written, l.write_ns / n),
+                ));
+            }
+        }
+        s.push_str(&table("I/O per layer of every trace", head, &rows));
+        s.push_str(
+            "<p class=\"note\">Rates are the bytes of all ranks over the mean time per rank in the \
+             reading or writing calls: the aggregate rate when ranks do their I/O at the same time. \
+             Rows \"inside MPI-IO calls\" are the POSIX calls the MPI library made for the \
+             application's MPI-IO calls: their bytes and time are part of the MPI-IO row's.</p>",
         );
         self.push(&s);
     }
@@ -231,12 +395,12 @@ impl Page {
             }
             self.push(&s);
         }
-        self.mpi_config(a);
-        self.ops_table(a);
+        self.ops_table(a)?;
+        self.files(a, limits);
         self.per_rank(a)?;
         self.stack(a, limits)?;
-        self.files(a, limits);
         self.timeline(a, limits)?;
+        self.mpi_config(a);
         self.push("</details>");
         Ok(())
     }
@@ -279,7 +443,7 @@ impl Page {
         );
         if !c.cvars.is_empty() {
             s.push_str(
-                "<details><summary>Collective-I/O control variables (MPI_T)</summary>\
+                "<details class=\"t\"><summary>Collective-I/O control variables (MPI_T)</summary>\
                  <table><tr><th>variable</th><th>value</th></tr>",
             );
             for (k, v) in &c.cvars {
@@ -321,41 +485,62 @@ impl Page {
         self.push(&s);
     }
 
-    fn ops_table(&mut self, a: &TraceAnalysis) {
-        let mut s = String::from(
-            "<h3>Calls and bytes per layer and operation</h3><table><tr><th>layer</th><th>operation</th>\
-             <th>calls</th><th>bytes</th><th>time per rank (mean)</th><th>mean per call</th></tr>",
-        );
-        let per_layer = a.summary.per_layer();
+    fn ops_table(&mut self, a: &TraceAnalysis) -> Result<(), ReportError> {
+        self.push("<h3>Operations</h3>");
+        let n = f64::from(a.header.nranks.max(1));
+        // Each op its own colour, the same in every plot of the page; rows in (layer, op) order.
+        let mut calls = Vec::new();
+        let mut time = Vec::new();
+        let mut parts: Vec<(String, usize)> = Vec::new();
         for (&(layer, op), t) in &a.summary.ops {
-            let _ = write!(
-                s,
-                "<tr><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            let name = format!("{} ({})", op.name(), layer.name());
+            let c = self.colours.of(op);
+            calls.push((name.clone(), vec![t.count as f64], c));
+            time.push((name.clone(), vec![t.time_ns / n], c));
+            parts.push((name, c));
+        }
+        self.push("<div class=\"grid\">");
+        self.plot(plot::op_bars(
+            "Calls per operation (all ranks)",
+            &a.label,
+            "calls",
+            Unit::Count,
+            &calls,
+        ))?;
+        self.plot(plot::op_bars(
+            "Time per rank per operation (mean)",
+            &a.label,
+            "time per rank",
+            Unit::Nanos,
+            &time,
+        ))?;
+        self.push("</div>");
+        let head = "<tr><th>layer</th><th>operation</th><th class=\"n\">calls</th><th class=\"n\">bytes</th>\
+                    <th class=\"n\">time per rank (mean)</th><th class=\"n\">mean per call</th></tr>";
+        let mut rows = Vec::new();
+        for (&(layer, op), t) in &a.summary.ops {
+            rows.push(format!(
+                "<tr><td>{}</td><td><i class=\"sw\" style=\"background:{}\"></i><code>{}</code></td>\
+                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
                 layer.name(),
+                plot::hex(self.colours.of(op)),
                 op.name(),
                 t.count,
                 esc(&fmt_bytes(t.bytes)),
-                fmt_ns(t.time_ns / f64::from(a.header.nranks.max(1))),
+                fmt_ns(t.time_ns / n),
                 if t.count > 0 {
                     fmt_ns(t.time_ns / t.count as f64)
                 } else {
                     "-".into()
                 }
-            );
+            ));
         }
-        for (l, (c, b)) in &per_layer {
-            let _ = write!(
-                s,
-                "<tr><th>{}</th><th>all</th><th class=\"n\">{c}</th><th class=\"n\">{}</th><th></th><th></th></tr>",
-                l.name(),
-                esc(&fmt_bytes(*b))
-            );
-        }
-        s.push_str("</table>");
+        let mut s = table("Every operation: calls, bytes and time", head, &rows);
         let _ = write!(
             s,
-            "<p class=\"note\">Per rank (calls the application made itself): calls {} (rank {}) … {} \
+            "<p class=\"note\">Each layer's view: the POSIX calls the MPI library made inside \
+             MPI-IO calls are counted under POSIX too (the overview counts each byte once). \
+             Per rank (calls the application made itself): calls {} (rank {}) … {} \
              (rank {}), mean {:.1}; bytes {} (rank {}) … {} (rank {}), mean {}.</p>",
             a.summary.rank_calls.min.0,
             a.summary.rank_calls.min.1,
@@ -369,6 +554,7 @@ impl Page {
             short_bytes(a.summary.rank_bytes.mean)
         );
         self.push(&s);
+        Ok(())
     }
 
     fn per_rank(&mut self, a: &TraceAnalysis) -> Result<(), ReportError> {
@@ -376,10 +562,10 @@ impl Page {
         let pr = &a.per_rank;
         if pr.stride > 1 {
             self.push(&format!(
-                "<p class=\"note\">Capped: {} of {} ranks shown (every {}th rank and the last).</p>",
+                "<p class=\"note\">Capped: {} of {} ranks shown (every {} rank and the last).</p>",
                 pr.rows.len(),
                 pr.total,
-                pr.stride
+                ordinal(pr.stride)
             ));
         }
         let ranks: Vec<u32> = pr.rows.iter().map(|r| r.rank).collect();
@@ -391,32 +577,33 @@ impl Page {
             "File bytes per rank",
             input,
             "bytes",
+            Unit::Bytes,
             &ranks,
             &[
-                ("written", col(&|r| r.written as f64)),
-                ("read", col(&|r| r.read as f64)),
+                ("written", plot::CATEGORY[0], col(&|r| r.written as f64)),
+                ("read", plot::CATEGORY[1], col(&|r| r.read as f64)),
             ],
-            &short_bytes,
         ))?;
         // MPI time (MPI_Init above all) would dwarf the I/O, so only the I/O layers are drawn.
-        let layers: Vec<(&str, Vec<f64>)> = Layer::ALL
+        let layers: Vec<(&str, usize, Vec<f64>)> = Layer::ALL
             .iter()
             .enumerate()
             .filter(|(_, l)| **l != Layer::Mpi)
-            .map(|(i, l)| (l.name(), col(&|r| r.layer_ns[i])))
+            .enumerate()
+            .map(|(k, (i, l))| (l.name(), plot::CATEGORY[k], col(&|r| r.layer_ns[i])))
             .collect();
         self.plot(plot::rank_bars(
             "Time in I/O calls per rank (application-level calls, by layer)",
             input,
             "time",
+            Unit::Nanos,
             &ranks,
             &layers,
-            &|v| fmt_ns(v),
         ))?;
         self.push(
-            "<p class=\"note\">Bytes are exact. Time per rank is the sum of each call's mean \
-             duration over all ranks (a trace keeps timing as statistics), so it shows how calls \
-             are distributed, not one rank's measured time.</p>",
+            "<p class=\"note\">Bytes are exact. A rank's time is the sum of the mean durations \
+             (over all ranks) of the calls it makes: a trace keeps timing as statistics, so this \
+             shows how calls are spread over ranks, not one rank's measured time.</p>",
         );
         Ok(())
     }
@@ -427,59 +614,71 @@ impl Page {
             self.push("<p class=\"note\">No MPI-IO calls in this trace.</p>");
             return Ok(());
         }
+        // Means per rank: a sum over ranks grows with the rank count whatever each rank waits.
+        let n = f64::from(a.header.nranks.max(1));
         let mut by_op: BTreeMap<Op, (f64, f64)> = BTreeMap::new();
         for r in &a.stack {
             let e = by_op.entry(r.op).or_default();
-            e.0 += r.mpiio_only_ns();
-            e.1 += r.posix_ns;
+            e.0 += r.mpiio_only_ns() / n;
+            e.1 += r.posix_ns / n;
         }
         let rows: Vec<(String, Vec<f64>)> = by_op
             .iter()
             .map(|(op, (m, p))| (op.name().to_string(), vec![*m, *p]))
             .collect();
         self.plot(plot::hbars(
-            "Time in MPI-IO calls, all ranks",
+            "Time per rank in MPI-IO calls (mean over ranks)",
             &a.label,
-            "time",
+            "time per rank",
+            Unit::Nanos,
             &rows,
-            &["in the MPI-IO layer", "in nested POSIX calls"],
-            &|v| fmt_ns(v),
+            &[
+                ("in the MPI-IO layer", plot::CATEGORY[0]),
+                ("in nested POSIX calls", plot::CATEGORY[1]),
+            ],
         ))?;
-        let mut s = String::from(
-            "<table><tr><th>call site</th><th>path</th><th>ranks</th><th>calls</th>\
-             <th>total time</th><th>MPI-IO layer</th><th>nested POSIX</th><th>POSIX calls</th>\
-             <th>aggregators</th></tr>",
-        );
+        // Call sites by their op and file; a second site of the same op and file is "#2".
+        let mut seen: BTreeMap<(Op, Option<&str>), usize> = BTreeMap::new();
+        let head = "<tr><th>call</th><th>path</th><th class=\"n\">ranks</th><th class=\"n\">calls</th>\
+                    <th class=\"n\">time per rank (mean)</th><th class=\"n\">MPI-IO layer</th>\
+                    <th class=\"n\">nested POSIX</th><th class=\"n\">POSIX calls</th>\
+                    <th class=\"n\">aggregators</th></tr>";
+        let mut rows = Vec::new();
         for r in a.stack.iter().take(limits.stack_rows) {
+            let k = seen.entry((r.op, r.path.as_deref())).or_default();
+            *k += 1;
+            let site = if *k > 1 {
+                format!(" <span class=\"note\">#{k}</span>")
+            } else {
+                String::new()
+            };
             let share = if r.total_ns > 0.0 {
                 format!(" ({:.0}%)", 100.0 * r.posix_ns / r.total_ns)
             } else {
                 String::new()
             };
-            let _ = write!(
-                s,
-                "<tr><td><code>{}</code> <span class=\"note\">{:08x}</span></td><td>{}</td>\
+            rows.push(format!(
+                "<tr><td><code>{}</code>{site}</td><td>{}</td>\
                  <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
                  <td class=\"n\">{}{share}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
                 r.op.name(),
-                r.sig >> 32,
                 r.path
                     .as_deref()
                     .map_or(String::new(), |p| format!("<code>{}</code>", esc(p))),
                 r.ranks,
                 r.calls,
-                fmt_ns(r.total_ns),
-                fmt_ns(r.mpiio_only_ns()),
-                fmt_ns(r.posix_ns),
+                fmt_ns(r.total_ns / n),
+                fmt_ns(r.mpiio_only_ns() / n),
+                fmt_ns(r.posix_ns / n),
                 r.posix_calls,
                 if r.collective {
                     format!("{} of {}", r.ranks_with_children, r.ranks)
                 } else {
                     "-".into()
                 }
-            );
+            ));
         }
-        s.push_str("</table>");
+        let mut s = table("Every MPI-IO call site", head, &rows);
         if a.stack.len() > limits.stack_rows {
             let _ = write!(
                 s,
@@ -491,7 +690,8 @@ impl Page {
         s.push_str(
             "<p class=\"note\">Aggregators: for a collective call, the ranks that issued POSIX \
              calls inside it (the ranks that touched the file system). MPI-IO layer time is the \
-             call's time minus its nested POSIX time.</p>",
+             call's time minus its nested POSIX time. Times are sums over ranks divided by the \
+             rank count.</p>",
         );
         self.push(&s);
         Ok(())
@@ -499,29 +699,42 @@ impl Page {
 
     fn files(&mut self, a: &TraceAnalysis, limits: &Limits) {
         let mut s = format!(
-            "<h3>Files touched</h3><p class=\"note\">{} files in {} name patterns.</p>\
-             <table><tr><th>name or template</th><th>files</th><th>range</th></tr>",
+            "<h3>Files</h3><p class=\"note\">{} files in {} name patterns.</p>",
             a.summary.files.len(),
             a.files.len()
         );
-        for g in a.files.iter().take(limits.file_groups) {
-            let range = if g.files > 1 {
+        let head = "<tr><th>name or pattern</th><th class=\"n\">files</th>\
+                    <th class=\"n\">ranks</th><th class=\"n\">read</th><th class=\"n\">written</th>\
+                    <th class=\"n\">I/O calls</th><th>range</th></tr>";
+        // Most bytes first: the files a reader looks for.
+        let mut groups: Vec<_> = a.files.iter().collect();
+        groups.sort_by_key(|g| std::cmp::Reverse(g.read + g.written));
+        let rows: Vec<String> = groups
+            .iter()
+            .take(limits.file_groups)
+            .map(|g| {
+                let range = if g.files > 1 {
+                    format!(
+                        "<code>{}</code> … <code>{}</code>",
+                        esc(&g.first),
+                        esc(&g.last)
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    "<code>{}</code> … <code>{}</code>",
-                    esc(&g.first),
-                    esc(&g.last)
+                    "<tr><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                     <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{range}</td></tr>",
+                    esc(&g.template),
+                    g.files,
+                    g.ranks,
+                    esc(&fmt_bytes(g.read)),
+                    esc(&fmt_bytes(g.written)),
+                    g.accesses
                 )
-            } else {
-                String::new()
-            };
-            let _ = write!(
-                s,
-                "<tr><td><code>{}</code></td><td class=\"n\">{}</td><td>{range}</td></tr>",
-                esc(&g.template),
-                g.files
-            );
-        }
-        s.push_str("</table>");
+            })
+            .collect();
+        s.push_str(&table("Every file pattern", head, &rows));
         if a.files.len() > limits.file_groups {
             let _ = write!(
                 s,
@@ -531,12 +744,25 @@ impl Page {
                 a.files.len()
             );
         }
+        let mut note = String::from(
+            "Bytes and calls of the application's own calls, each resolved to its file through \
+             the rank's open descriptors, streams and MPI file handles; ranks: the most ranks \
+             that touched any one file of the pattern.",
+        );
+        if a.file_ranks < a.header.nranks.into() {
+            let _ = write!(
+                note,
+                " Counted over {} evenly spaced ranks of {}.",
+                a.file_ranks, a.header.nranks
+            );
+        }
+        let _ = write!(s, "<p class=\"note\">{}</p>", esc(&note));
         self.push(&s);
     }
 
     fn timeline(&mut self, a: &TraceAnalysis, limits: &Limits) -> Result<(), ReportError> {
         self.push("<h3>Timeline</h3>");
-        // One colour per op, in order of first appearance.
+        // The page's colour of each op; the legend lists the ops drawn, in order of appearance.
         let mut colors: Vec<Op> = Vec::new();
         let mut lanes = Vec::new();
         for l in &a.timeline {
@@ -544,19 +770,22 @@ impl Page {
                 .spans
                 .iter()
                 .map(|s| {
-                    let c = colors.iter().position(|o| *o == s.op).unwrap_or_else(|| {
+                    if !colors.contains(&s.op) {
                         colors.push(s.op);
-                        colors.len() - 1
-                    });
-                    (s.start, s.dur, s.nested, c)
+                    }
+                    (s.start, s.dur, s.nested, self.colours.of(s.op))
                 })
                 .collect();
             lanes.push((format!("rank {}", l.rank), marks));
         }
         let legend = colors
             .iter()
-            .enumerate()
-            .map(|(i, o)| (format!("{} ({})", o.name(), o.layer().name()), i))
+            .map(|o| {
+                (
+                    format!("{} ({})", o.name(), o.layer().name()),
+                    self.colours.of(*o),
+                )
+            })
             .collect();
         self.plot(plot::timeline(
             "Calls of a few ranks",
@@ -572,13 +801,7 @@ impl Page {
             a.header.nranks,
             limits.timeline_ranks
         )];
-        if colors.len() > plot::PALETTE.len() {
-            notes.push(format!(
-                "{} operations share {} colours; the legend gives each op's colour.",
-                colors.len(),
-                plot::PALETTE.len()
-            ));
-        }
+
         if let Some(init) = a.timeline.iter().find_map(|l| l.init_ns) {
             notes.push(format!(
                 "MPI_Init ({} mean) is left out: time 0 is when it returned.",
@@ -628,10 +851,19 @@ impl Page {
         // Plots: every varying parameter, the top timing quantities by value at the largest
         // scale, then varying totals, up to the cap.
         let last = |q: &Quantity| q.points.last().map_or(0.0, |p| p.1);
+        // One plot per quantity: an op whose call time the model source plots (with its model)
+        // is not plotted again as a measured time per rank without one.
+        let modelled: Vec<Op> = x
+            .quantities
+            .iter()
+            .filter(|q| q.kind == Kind::Timing && q.model.is_some())
+            .filter_map(|q| q.op)
+            .collect();
         let mut timing: Vec<&Quantity> = x
             .quantities
             .iter()
             .filter(|q| q.kind == Kind::Timing && q.varies())
+            .filter(|q| q.model.is_some() || !q.op.is_some_and(|o| modelled.contains(&o)))
             .collect();
         timing.sort_by(|a, b| last(b).total_cmp(&last(a)));
         let mut chosen: Vec<&Quantity> = x
@@ -654,20 +886,26 @@ impl Page {
                 formula: &m.formula,
                 eval: &*m.eval,
             });
-            let unit = q.unit;
+            // The axis says what is measured: the parameter's name, or the unit's.
+            let what = q.name.rsplit(": ").next().unwrap_or(&q.name);
+            let y_desc = match q.unit {
+                Unit::Bytes => format!("{what} (bytes)"),
+                Unit::Nanos if q.kind == Kind::Timing && q.name.starts_with("wall time") => {
+                    "wall time".into()
+                }
+                Unit::Nanos => "time".into(),
+                Unit::Count => "calls, all ranks".into(),
+                Unit::Plain => what.to_string(),
+            };
             self.plot(plot::scaling(
                 &q.name,
                 &x.out,
-                match unit {
-                    Unit::Bytes => "bytes",
-                    Unit::Nanos => "time",
-                    Unit::Count => "count",
-                    Unit::Plain => "value",
-                },
+                &y_desc,
+                q.unit,
                 &pts,
                 curve.as_ref(),
                 Some((x.target as f64, q.target)),
-                &|v| fmt_unit(unit, v),
+                q.op.map_or(plot::CATEGORY[2], |o| self.colours.of(o)),
             ))?;
         }
         self.push("</div>");
@@ -686,36 +924,44 @@ impl Page {
                 s.push_str("<p class=\"note\">Nothing varies with the rank count.</p>")
             }
             Ok(rows) => {
-                s.push_str("<table><tr><th>event</th><th>parameter</th><th>model</th></tr>");
-                for r in rows {
-                    let _ = write!(
-                        s,
-                        "<tr><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
-                        esc(&r.event),
-                        esc(&r.quantity),
-                        esc(&r.model)
-                    );
-                }
-                s.push_str("</table>");
+                let rows: Vec<String> = rows
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "<tr><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
+                            esc(&r.event),
+                            esc(&r.quantity),
+                            esc(&r.model)
+                        )
+                    })
+                    .collect();
+                s.push_str(&table(
+                    "Every parameter and timing statistic with its model",
+                    "<tr><th>event</th><th>parameter</th><th>model</th></tr>",
+                    &rows,
+                ));
+                s.push_str(
+                    "<p class=\"note\">As <code>iotrex extrap --explain</code> prints them: \
+                     timing models are in ns, <code>n</code> is the rank count.</p>",
+                );
             }
             Err(why) => {
                 let _ = write!(s, "<p class=\"warn\">No explanation: {}.</p>", esc(why));
             }
         }
-        s.push_str(
-            "<h3>Measured totals at each scale</h3><table><tr><th>quantity</th><th>kind</th>",
-        );
+        s.push_str("<h3>Measured totals at each scale</h3>");
+        let mut head = String::from("<tr><th>quantity</th><th>kind</th>");
         for sc in &x.scales {
-            let _ = write!(s, "<th>{sc} ranks</th>");
+            let _ = write!(head, "<th class=\"n\">{sc} ranks</th>");
         }
         let _ = write!(
-            s,
-            "<th>model</th><th>model at {0}</th><th>in the trace at {0}</th></tr>",
+            head,
+            "<th>model</th><th class=\"n\">model at {0}</th><th class=\"n\">in the trace at {0}</th></tr>",
             x.target
         );
+        let mut rows = Vec::new();
         for q in &x.quantities {
-            let _ = write!(
-                s,
+            let mut r = format!(
                 "<tr><td>{}</td><td>{}</td>",
                 esc(&q.name),
                 match q.kind {
@@ -731,7 +977,7 @@ impl Page {
                     .find(|p| p.0 == *sc)
                     .map(|p| fmt_unit(q.unit, p.1));
                 let _ = write!(
-                    s,
+                    r,
                     "<td class=\"n\">{}</td>",
                     v.unwrap_or_else(|| "-".into())
                 );
@@ -752,12 +998,13 @@ impl Page {
                 ),
             };
             let _ = write!(
-                s,
+                r,
                 "<td>{formula}</td><td class=\"n\">{at}</td><td class=\"n\">{}</td></tr>",
                 q.target.map_or("-".into(), |v| fmt_unit(q.unit, v))
             );
+            rows.push(r);
         }
-        s.push_str("</table>");
+        s.push_str(&table("Every quantity at each scale", &head, &rows));
         self.push(&s);
         Ok(())
     }
@@ -765,6 +1012,6 @@ impl Page {
 
 impl Default for Page {
     fn default() -> Self {
-        Page::new()
+        Page::new(OpColours::default())
     }
 }

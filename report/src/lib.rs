@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod axis;
 pub mod error;
 pub mod extrap;
 pub mod html;
@@ -112,13 +113,23 @@ pub fn render(
         }
         None => None,
     };
-    let mut page = html::Page::new();
+    let all: Vec<&TraceAnalysis> = analyses.iter().chain(out.as_ref()).collect();
+    // One colour per op over the whole page.
+    let mut page = html::Page::new(html::OpColours::new(all.iter().copied()));
     let mut overview: Vec<(&TraceAnalysis, &str)> = analyses.iter().map(|a| (a, "input")).collect();
     if let Some(o) = &out {
         overview.push((o, "extrapolated"));
     }
+    // As PyDarshan's job summary: the overview, then per-file and per-rank views of each
+    // trace, then the extrapolation.
     page.overview(&overview);
-    let mut nav = vec![("overview".to_string(), "traces".to_string())];
+    let mut nav = vec![("overview".to_string(), "overview".to_string())];
+    step("trace plots", progress);
+    for (k, a) in all.iter().enumerate() {
+        let id = format!("trace-{k}");
+        page.trace(&id, a, k == 0, limits)?;
+        nav.push((id, short_name(&a.label)));
+    }
     if let Some(o) = &out {
         step("extrapolation plots", progress);
         let refs: Vec<&TraceAnalysis> = analyses.iter().collect();
@@ -126,17 +137,28 @@ pub fn render(
         page.extrapolation(&x)?;
         nav.push(("extrap".into(), format!("extrapolation to {}", x.target)));
     }
-    step("trace plots", progress);
-    let all: Vec<&TraceAnalysis> = analyses.iter().chain(out.as_ref()).collect();
-    for (k, a) in all.iter().enumerate() {
-        let id = format!("trace-{k}");
-        page.trace(&id, a, k == 0, limits)?;
-        nav.push((id, short_name(&a.label)));
-    }
     let plots = page.plots.len();
     let marks = page.plots.iter().map(|p| p.marks).sum();
     let omitted = std::mem::take(&mut page.omitted);
-    let html = page.finish("iotrex report", &nav);
+    // The program's name and the scales, as a reader would title the page.
+    let program = all
+        .first()
+        .and_then(|a| {
+            // The first word that is not a launcher or an option names the program.
+            a.header.command.iter().find(|w| {
+                let base = short_name(w);
+                !matches!(base.as_str(), "mpirun" | "mpiexec" | "srun" | "timeout")
+                    && !w.starts_with('-')
+                    && !w.chars().all(|c| c.is_ascii_digit())
+            })
+        })
+        .map(|w| short_name(w));
+    let scales: Vec<String> = all.iter().map(|a| a.header.nranks.to_string()).collect();
+    let title = match program {
+        Some(p) => format!("iotrex report: {p} at {} ranks", scales.join(", ")),
+        None => "iotrex report".to_string(),
+    };
+    let html = page.finish(&title, &nav);
     progress(Progress {
         done: total,
         total,
@@ -197,10 +219,7 @@ pub fn check(html: &str) -> Result<Checked, String> {
     if lower.contains("<script") || lower.contains("<link") || lower.contains("@import") {
         return Err("page loads scripts or stylesheets".into());
     }
-    let colours: Vec<String> = plot::PALETTE
-        .iter()
-        .map(|(r, g, b)| format!("#{r:02x}{g:02x}{b:02x}"))
-        .collect();
+    let colours: Vec<String> = (0..plot::COLOURS).map(plot::hex).collect();
     let mut svgs = 0;
     let mut min_marks = usize::MAX;
     let mut rest = lower.as_str();
