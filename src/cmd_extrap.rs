@@ -71,7 +71,18 @@ pub struct ExtrapArgs {
     /// approximately instead of refusing. May be repeated.
     #[arg(long, value_name = "OP.PARAM")]
     pub ignore: Vec<String>,
+    /// Summarise, instead of refusing, every quantity (a size, a count, a returned length, a
+    /// datatype's block length) that fits no exact model: as if each were named with
+    /// --ignore, and each is said on stderr and in the output's notes. Offsets, peers,
+    /// handles and the loop structure stay exact or refuse. For real codes whose message and
+    /// block sizes follow their data.
+    #[arg(long, conflicts_with = "exact")]
+    pub approx_unfit: bool,
 }
+
+/// How many parameters --approx-unfit summarises before it gives up (each costs one more
+/// extrapolation of every input).
+const MAX_UNFIT: usize = 64;
 
 #[derive(Serialize)]
 struct Report<'a> {
@@ -141,20 +152,7 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
     if a.exact {
         extrap::approx::require_exact(&inputs)?;
     }
-    let inputs = if ignored.is_empty() {
-        inputs
-    } else {
-        let (inputs, found) = extrap::approx::ignore(inputs, &ignored);
-        for (g, _) in found.iter().filter(|(_, n)| *n == 0) {
-            eprintln!(
-                "note: --ignore {g}: no input summarised it (the inputs do not call {}, or its \
-                 values are negative somewhere)",
-                g.op.name()
-            );
-        }
-        inputs
-    };
-    let x = extrap::extrapolate_consistent(&inputs, a.ranks, &models, a.drop_inconsistent)?;
+    let x = extrapolate_summarising(a, &inputs, ignored, &models)?;
     // Inputs left out by --drop-inconsistent.
     let mut dropped: Vec<u32> = inputs
         .iter()
@@ -193,6 +191,53 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
         }
     }
     crate::output::print_text(&text)
+}
+
+/// Extrapolates `inputs` with the parameters `ignored` summarised, and with --approx-unfit
+/// every quantity that fits no exact model too, one refusal at a time.
+fn extrapolate_summarising(
+    a: &ExtrapArgs,
+    inputs: &[Input],
+    mut ignored: Vec<extrap::approx::Ignore>,
+    models: &ModelSet,
+) -> Result<extrap::Extrapolated> {
+    let named = ignored.len();
+    loop {
+        let summarised;
+        let these = if ignored.is_empty() {
+            inputs
+        } else {
+            let (s, found) = extrap::approx::ignore(inputs.to_vec(), &ignored);
+            for (g, _) in found[..named].iter().filter(|(_, n)| *n == 0) {
+                eprintln!(
+                    "note: --ignore {g}: no input summarised it (the inputs do not call {}, or \
+                     its values are negative somewhere)",
+                    g.op.name()
+                );
+            }
+            summarised = s;
+            &summarised[..]
+        };
+        let e = match extrap::extrapolate_consistent(these, a.ranks, models, a.drop_inconsistent) {
+            Ok(x) => return Ok(x),
+            Err(e) => e,
+        };
+        let unfit = match &e {
+            ExtrapError::Refused { event, param, .. } if a.approx_unfit => event
+                .split_whitespace()
+                .next()
+                .and_then(|op| extrap::approx::Ignore::parse(&format!("{op}.{param}")).ok())
+                .filter(|g| g.op.params()[g.param].is_quantity() && !ignored.contains(g)),
+            _ => None,
+        };
+        match unfit {
+            Some(g) if ignored.len() - named < MAX_UNFIT => {
+                eprintln!("note: --approx-unfit: {g} fits no exact model; summarised");
+                ignored.push(g);
+            }
+            _ => return Err(e.into()),
+        }
+    }
 }
 
 /// What to do about an extrapolation or plugin error.

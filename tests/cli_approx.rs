@@ -114,4 +114,24 @@ fn ignore_turns_a_log_line_length_into_a_summary_and_the_rest_stays_exact() {
     // --exact and --ignore contradict each other.
     let o = extrap(&["--ignore", "fprintf.ret", "--exact"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // --approx-unfit finds the quantity itself, says so, and gives the same trace as
+    // --ignore fprintf.ret did (compared exactly, summaries included).
+    let named = d.path().join("timelog.32.named.iotrex");
+    std::fs::rename(&out, &named).unwrap();
+    let o = extrap(&["--approx-unfit"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("--approx-unfit: fprintf.ret fits no exact model; summarised"),
+        "{t}"
+    );
+    assert_eq!(
+        t.matches("--approx-unfit:").count(),
+        1,
+        "only fprintf's ret needs it: {t}"
+    );
+    let o = iotrex(&["diff", "--tolerance", "0%", out_s, named.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = extrap(&["--approx-unfit", "--exact"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }

@@ -62,6 +62,7 @@ use rsd::trace::{Node, NodeKind};
 use serde::Serialize;
 
 /// One input trace and the name used for it in messages (its path).
+#[derive(Clone)]
 pub struct Input {
     /// Name for messages.
     pub name: String,

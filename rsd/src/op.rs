@@ -84,6 +84,35 @@ params! {
 }
 
 /// 1 for any parameter: counts a list's length in a constant expression.
+impl Param {
+    /// Whether the parameter is a quantity that follows the program's data (a size, a count,
+    /// a returned length, a datatype's block length or extent), which an approximate
+    /// extrapolation may summarise; the others name things (handles, peers, communicators,
+    /// datatypes, tags) or places (offsets, displacements), whose summaries would replay as
+    /// other files, partners or layouts.
+    pub fn is_quantity(self) -> bool {
+        matches!(
+            self,
+            Param::Size
+                | Param::Count
+                | Param::Bytes
+                | Param::Sendcount
+                | Param::Recvcount
+                | Param::Recvbytes
+                | Param::Sendbytes
+                | Param::Blocklength
+                | Param::Stride
+                | Param::StrideBytes
+                | Param::Lb
+                | Param::Extent
+                | Param::Ret
+                | Param::Length
+                | Param::Nmemb
+                | Param::Outcount
+        )
+    }
+}
+
 macro_rules! one {
     ($p:ident) => {
         1
