@@ -303,6 +303,20 @@ pub enum RankFn {
         /// Constant term.
         b: i64,
     },
+    /// `(rank%p + w)%p - rank%p`: the offset from the rank to the one `w` places on, cyclically,
+    /// in its block of `p` consecutive ranks. It is the relative peer of a shift along one
+    /// dimension of a periodic process grid (row-major or not: `p` is the dimension's extent
+    /// times its stride, `w` the displacement times the stride, taken modulo `p`) and of a ring
+    /// (`p` its size): `w` where the shift does not wrap around the grid's edge, `w - p` where
+    /// it does, so no line through the ranks gives it and it used to take a rank group per
+    /// wrap. Appended after format version 1 was fixed (a new variant index): traces without
+    /// it keep their bytes.
+    Shift {
+        /// The displacement in ranks, `0 < w < p`.
+        w: i64,
+        /// The block (the period of the wrap-around).
+        p: i64,
+    },
 }
 
 impl RankFn {
@@ -314,6 +328,11 @@ impl RankFn {
             RankFn::Affine { a, b } => a.wrapping_mul(r).wrapping_add(b),
             RankFn::Div { a, k, b } => a.wrapping_mul(r / k.max(1)).wrapping_add(b),
             RankFn::Mod { a, k, b } => a.wrapping_mul(r % k.max(1)).wrapping_add(b),
+            RankFn::Shift { w, p } => {
+                let p = p.max(1);
+                let m = r % p;
+                (m.wrapping_add(w.rem_euclid(p)) % p).wrapping_sub(m)
+            }
         }
     }
 
@@ -389,8 +408,28 @@ impl RankFn {
                 }
             }
         }
+        // Cyclic shifts, tried last so that what the other forms fit keeps its form.
+        if let Some(f) = fit_shift(vals)
+            && check(f)
+        {
+            return Some(f);
+        }
         None
     }
+}
+
+/// The cyclic shift ([`RankFn::Shift`]) that two values can be: the positive one is the
+/// displacement `w` (no wrap-around), the negative one `w - p` (wrapped), which gives the
+/// block `p`. Whether the ranks wrap where the shift says is for the caller to check.
+fn fit_shift(vals: &[i64]) -> Option<RankFn> {
+    let (lo, hi) = (*vals.iter().min()?, *vals.iter().max()?);
+    if lo >= 0 || hi <= 0 || vals.iter().any(|&v| v != lo && v != hi) {
+        return None;
+    }
+    Some(RankFn::Shift {
+        w: hi,
+        p: hi.checked_sub(lo)?,
+    })
 }
 
 /// The line through two points, if its slope is an integer.
@@ -791,6 +830,63 @@ mod tests {
             RankFn::fit(&every4, &v),
             Some(RankFn::Div { a: 1, k: 4, b: 0 })
         );
+    }
+
+    /// The relative peers of a periodic 4x3x5 grid (row-major, as `MPI_Cart_create` numbers
+    /// it): a shift by -1, +1 or +2 along any dimension is one function of the rank, where
+    /// the wrap-around took a rank group per grid line before.
+    #[test]
+    fn periodic_grid_peers_are_one_shift() {
+        let dims = [4i64, 3, 5];
+        let strides = [15i64, 5, 1];
+        let ranks: Vec<u32> = (0..60).collect();
+        let rel = |d: usize, disp: i64| -> Vec<i64> {
+            ranks
+                .iter()
+                .map(|&r| {
+                    let c = (r as i64 / strides[d]) % dims[d];
+                    strides[d] * ((c + disp).rem_euclid(dims[d]) - c)
+                })
+                .collect()
+        };
+        for d in 0..3 {
+            for disp in [-1i64, 1, 2] {
+                let v = rel(d, disp);
+                let f = RankFn::fit(&ranks, &v);
+                let p = dims[d] * strides[d];
+                assert_eq!(
+                    f,
+                    Some(RankFn::Shift {
+                        w: (disp * strides[d]).rem_euclid(p),
+                        p
+                    }),
+                    "dim {d} disp {disp}"
+                );
+                let f = f.unwrap();
+                assert!(ranks.iter().zip(&v).all(|(&r, &x)| f.eval(r) == x));
+                // The exchange with both neighbours, a per-iteration vector: one group.
+                let back = rel(d, -disp);
+                let pts: Vec<(u32, Val<i64>)> = ranks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &r)| (r, Val::Seq(vec![Val::Const(v[i]), Val::Const(back[i])])))
+                    .collect();
+                let e = Elastic::canonical(&pts);
+                assert_eq!(e.groups.len(), 1, "dim {d} disp {disp}: {e}");
+                for (i, &r) in ranks.iter().enumerate() {
+                    assert_eq!(e.eval(r, &[1]), Some(back[i]));
+                }
+            }
+        }
+        // A ring: +1 everywhere but the last rank.
+        let ring: Vec<i64> = (0..8).map(|r| if r < 7 { 1 } else { -7 }).collect();
+        assert_eq!(
+            RankFn::fit(&(0..8).collect::<Vec<_>>(), &ring),
+            Some(RankFn::Shift { w: 1, p: 8 })
+        );
+        // Two values that wrap at the wrong ranks are no shift.
+        let wrong = [1, -3, 1, 1, 1, -3, 1, 1];
+        assert_eq!(RankFn::fit(&(0..8).collect::<Vec<_>>(), &wrong), None);
     }
 
     #[test]
