@@ -303,19 +303,25 @@ pub enum RankFn {
         /// Constant term.
         b: i64,
     },
-    /// `(rank%p + w)%p - rank%p`: the offset from the rank to the one `w` places on, cyclically,
-    /// in its block of `p` consecutive ranks. It is the relative peer of a shift along one
-    /// dimension of a periodic process grid (row-major or not: `p` is the dimension's extent
-    /// times its stride, `w` the displacement times the stride, taken modulo `p`) and of a ring
-    /// (`p` its size): `w` where the shift does not wrap around the grid's edge, `w - p` where
-    /// it does, so no line through the ranks gives it and it used to take a rank group per
-    /// wrap. Appended after format version 1 was fixed (a new variant index): traces without
-    /// it keep their bytes.
+    /// `(m + w)%p - m` with `m = (rank + o)%p`: the offset from the rank to the one `w`
+    /// places on, cyclically, in its block of `p` consecutive ranks (blocks start where
+    /// `rank + o` is a multiple of `p`). With `o = 0` it is the relative peer of a shift along
+    /// one dimension of a periodic process grid (row-major or not: `p` is the dimension's
+    /// extent times its stride, `w` the displacement times the stride, modulo `p`) or of a
+    /// ring (`p` its size): `w` where the shift does not wrap around the grid's edge, `w - p`
+    /// where it does, so no line through the ranks gives it and it used to take a rank group
+    /// per wrap-around. The difference of two shifts of one block is a shift with a phase
+    /// (`shift(w1) - shift(w2)` is `shift(w1 - w2)` with `o = w2`): the step of an affine
+    /// sequence of peers, such as both neighbours of a dimension in a loop of two iterations.
+    /// Appended after format version 1 was fixed (a new variant index): traces without it
+    /// keep their bytes.
     Shift {
         /// The displacement in ranks, `0 < w < p`.
         w: i64,
         /// The block (the period of the wrap-around).
         p: i64,
+        /// The phase, `0 <= o < p`.
+        o: i64,
     },
 }
 
@@ -328,9 +334,9 @@ impl RankFn {
             RankFn::Affine { a, b } => a.wrapping_mul(r).wrapping_add(b),
             RankFn::Div { a, k, b } => a.wrapping_mul(r / k.max(1)).wrapping_add(b),
             RankFn::Mod { a, k, b } => a.wrapping_mul(r % k.max(1)).wrapping_add(b),
-            RankFn::Shift { w, p } => {
+            RankFn::Shift { w, p, o } => {
                 let p = p.max(1);
-                let m = r % p;
+                let m = r.wrapping_add(o).rem_euclid(p);
                 (m.wrapping_add(w.rem_euclid(p)) % p).wrapping_sub(m)
             }
         }
@@ -409,7 +415,7 @@ impl RankFn {
             }
         }
         // Cyclic shifts, tried last so that what the other forms fit keeps its form.
-        if let Some(f) = fit_shift(vals)
+        if let Some(f) = fit_shift(ranks, vals)
             && check(f)
         {
             return Some(f);
@@ -418,18 +424,26 @@ impl RankFn {
     }
 }
 
-/// The cyclic shift ([`RankFn::Shift`]) that two values can be: the positive one is the
-/// displacement `w` (no wrap-around), the negative one `w - p` (wrapped), which gives the
-/// block `p`. Whether the ranks wrap where the shift says is for the caller to check.
-fn fit_shift(vals: &[i64]) -> Option<RankFn> {
+/// The cyclic shift ([`RankFn::Shift`]) that values can be: two values, the positive one is
+/// the displacement `w` (no wrap-around), the negative one `w - p` (wrapped), which gives the
+/// block `p`; the first change between consecutive ranks gives the phase (the start of the
+/// wrapped part of a block, or its end), else the phase is 0. Whether every rank wraps where
+/// the shift says is for the caller to check.
+fn fit_shift(ranks: &[u32], vals: &[i64]) -> Option<RankFn> {
     let (lo, hi) = (*vals.iter().min()?, *vals.iter().max()?);
     if lo >= 0 || hi <= 0 || vals.iter().any(|&v| v != lo && v != hi) {
         return None;
     }
-    Some(RankFn::Shift {
-        w: hi,
-        p: hi.checked_sub(lo)?,
-    })
+    let p = hi.checked_sub(lo)?;
+    let change = (1..ranks.len()).find(|&i| ranks[i] == ranks[i - 1] + 1 && vals[i] != vals[i - 1]);
+    let o = match change {
+        // The wrapped part of a block starts here: `(rank + o) % p == p - w`.
+        Some(i) if vals[i] == lo => (p - hi - i64::from(ranks[i])).rem_euclid(p),
+        // A block starts here: `(rank + o) % p == 0`.
+        Some(i) => (-i64::from(ranks[i])).rem_euclid(p),
+        None => 0,
+    };
+    Some(RankFn::Shift { w: hi, p, o })
 }
 
 /// The line through two points, if its slope is an integer.
@@ -858,7 +872,8 @@ mod tests {
                     f,
                     Some(RankFn::Shift {
                         w: (disp * strides[d]).rem_euclid(p),
-                        p
+                        p,
+                        o: 0
                     }),
                     "dim {d} disp {disp}"
                 );
@@ -876,16 +891,35 @@ mod tests {
                 for (i, &r) in ranks.iter().enumerate() {
                     assert_eq!(e.eval(r, &[1]), Some(back[i]));
                 }
+                // A loop of two iterations makes it affine: the step is the difference of
+                // the two shifts, a shift with a phase. Still one group.
+                let pts: Vec<(u32, Val<i64>)> = ranks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &r)| (r, Val::wrap2(Val::Const(v[i]), Val::Const(back[i]), 0)))
+                    .collect();
+                let e = Elastic::canonical(&pts);
+                assert_eq!(e.groups.len(), 1, "dim {d} disp {disp}: {e}");
+                for (i, &r) in ranks.iter().enumerate() {
+                    assert_eq!(e.eval(r, &[0]), Some(v[i]));
+                    assert_eq!(e.eval(r, &[1]), Some(back[i]));
+                }
             }
         }
         // A ring: +1 everywhere but the last rank.
         let ring: Vec<i64> = (0..8).map(|r| if r < 7 { 1 } else { -7 }).collect();
         assert_eq!(
             RankFn::fit(&(0..8).collect::<Vec<_>>(), &ring),
-            Some(RankFn::Shift { w: 1, p: 8 })
+            Some(RankFn::Shift { w: 1, p: 8, o: 0 })
         );
-        // Two values that wrap at the wrong ranks are no shift.
-        let wrong = [1, -3, 1, 1, 1, -3, 1, 1];
+        // Wrapped one place later in each block: a phase.
+        let late = [1, -3, 1, 1, 1, -3, 1, 1];
+        assert_eq!(
+            RankFn::fit(&(0..8).collect::<Vec<_>>(), &late),
+            Some(RankFn::Shift { w: 1, p: 4, o: 2 })
+        );
+        // Two values that wrap at no period are no shift.
+        let wrong = [1, -3, 1, 1, 1, 1, -3, 1];
         assert_eq!(RankFn::fit(&(0..8).collect::<Vec<_>>(), &wrong), None);
     }
 

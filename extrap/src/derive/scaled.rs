@@ -67,19 +67,22 @@ fn intervals(nodes: &[Node], np: u32) -> Result<Vec<(u32, u32)>, String> {
                         "{what} is a block or periodic function of the rank ({f:?})"
                     ));
                 }
-                RankFn::Shift { w, p } => {
+                RankFn::Shift { w, p, o } => {
                     let p = u32::try_from(p).unwrap_or(u32::MAX).max(1);
                     if (np / p) as usize >= MAX_INTERVALS / 2 {
                         return Err(format!(
                             "{what} is a cyclic shift in blocks of {p} ranks ({f:?})"
                         ));
                     }
-                    let wrap = p.saturating_sub(u32::try_from(w.rem_euclid(i64::from(p))).unwrap_or(0));
-                    let mut b = 0u32;
-                    while b < np {
-                        cuts.insert(b);
-                        cuts.insert(b.saturating_add(wrap));
-                        b = b.saturating_add(p);
+                    // Blocks start where `rank + o` is a multiple of `p`; the wrapped part
+                    // starts `p - w` ranks in.
+                    let p64 = i64::from(p);
+                    for first in [(-o).rem_euclid(p64), (p64 - w - o).rem_euclid(p64)] {
+                        let mut r = first;
+                        while r < i64::from(np) {
+                            cuts.insert(r as u32);
+                            r += p64;
+                        }
                     }
                 }
                 _ => {}
