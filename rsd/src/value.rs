@@ -415,35 +415,40 @@ impl RankFn {
             }
         }
         // Cyclic shifts, tried last so that what the other forms fit keeps its form.
-        if let Some(f) = fit_shift(ranks, vals)
-            && check(f)
-        {
-            return Some(f);
-        }
-        None
+        fit_shift(ranks, vals, check)
     }
 }
 
+/// The most phases [`fit_shift`] tries: the ranks between two consecutive ranks of the
+/// set where the value changes (the ranks of a node's set skip the ranks that run other
+/// nodes, such as a grid line's first rank).
+const MAX_PHASES: i64 = 64;
+
 /// The cyclic shift ([`RankFn::Shift`]) that values can be: two values, the positive one is
 /// the displacement `w` (no wrap-around), the negative one `w - p` (wrapped), which gives the
-/// block `p`; the first change between consecutive ranks gives the phase (the start of the
-/// wrapped part of a block, or its end), else the phase is 0. Whether every rank wraps where
-/// the shift says is for the caller to check.
-fn fit_shift(ranks: &[u32], vals: &[i64]) -> Option<RankFn> {
+/// block `p`. The first change of value between two ranks of the set says where the wrapped
+/// part of a block starts (or ends): at one of the ranks after the first and up to the
+/// second, tried in order; the first phase that `fits` wins.
+fn fit_shift(ranks: &[u32], vals: &[i64], fits: impl Fn(RankFn) -> bool) -> Option<RankFn> {
     let (lo, hi) = (*vals.iter().min()?, *vals.iter().max()?);
     if lo >= 0 || hi <= 0 || vals.iter().any(|&v| v != lo && v != hi) {
         return None;
     }
     let p = hi.checked_sub(lo)?;
-    let change = (1..ranks.len()).find(|&i| ranks[i] == ranks[i - 1] + 1 && vals[i] != vals[i - 1]);
-    let o = match change {
-        // The wrapped part of a block starts here: `(rank + o) % p == p - w`.
-        Some(i) if vals[i] == lo => (p - hi - i64::from(ranks[i])).rem_euclid(p),
-        // A block starts here: `(rank + o) % p == 0`.
-        Some(i) => (-i64::from(ranks[i])).rem_euclid(p),
-        None => 0,
-    };
-    Some(RankFn::Shift { w: hi, p, o })
+    let i = (1..ranks.len()).find(|&i| vals[i] != vals[i - 1])?;
+    let (a, b) = (i64::from(ranks[i - 1]), i64::from(ranks[i]));
+    (a + 1..=b.min(a + MAX_PHASES))
+        .map(|r| {
+            let o = if vals[i] == lo {
+                // The wrapped part starts at r: `(r + o) % p == p - w`.
+                (p - hi - r).rem_euclid(p)
+            } else {
+                // A block starts at r: `(r + o) % p == 0`.
+                (-r).rem_euclid(p)
+            };
+            RankFn::Shift { w: hi, p, o }
+        })
+        .find(|&f| fits(f))
 }
 
 /// The line through two points, if its slope is an integer.
