@@ -42,11 +42,17 @@ fn skel(tf: &TraceFile, rank: u32) -> String {
 }
 
 fn halo(np: u32, grid: [u32; 3], approx: &str) -> (TraceFile, u64) {
+    halo_dumping(np, grid, approx, 5)
+}
+
+/// [`halo`] with a dump every `every` steps (none when `every` exceeds the 20 steps).
+fn halo_dumping(np: u32, grid: [u32; 3], approx: &str, every: u32) -> (TraceFile, u64) {
     let d = scratch();
     let trace = d.path().join(format!("halo.{np}.iotrex"));
     let dir = d.path().to_str().unwrap().to_string();
     let g: Vec<String> = grid.iter().map(|x| x.to_string()).collect();
-    let a: Vec<&str> = vec![&dir, &g[0], &g[1], &g[2], "20", "5"];
+    let every = every.to_string();
+    let a: Vec<&str> = vec![&dir, &g[0], &g[1], &g[2], "20", &every];
     let o = Opts {
         env: vec![("IOTREX_APPROX", approx.to_string())],
         ..Opts::default()
@@ -490,4 +496,73 @@ fn halo_summaries_extrapolate_within_ten_percent_and_diff_compares_them() {
     // A bad tolerance is trouble (2), not a difference.
     let o = run_iotrex(&["diff", "--tolerance", "ten", out_s, real_s]);
     assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+
+/// The halo's peers on a periodic 3x3x3 grid: the shift along each dimension wraps around at
+/// the grid's edge, so the peers are no line through the ranks. Each is one rank function (a
+/// cyclic shift, `RankFn::Shift`) per node where it took a rank group per wrap-around before,
+/// the trace gives every rank its real neighbours back, and the halo exchange's trace does not
+/// grow with the ranks: 27 ranks within 1.1x of 8 (measured: 8,264 and 8,289 bytes; 8,360 at
+/// 64). Without the dump: its collective write gives each of OMPIO's aggregators (one per 8
+/// ranks) nodes of its own, a growth that is the collective I/O's (issue 13), not the peers'.
+#[test]
+fn halo_peers_of_a_periodic_grid_are_one_function_and_the_trace_is_bounded() {
+    let (_, s8) = halo_dumping(8, [2, 2, 2], "comm", 1000);
+    let (tf, s27) = halo_dumping(27, [3, 3, 3], "comm", 1000);
+    eprintln!("halo3d sizes without dumps: 8 ranks {s8}, 27 ranks {s27}");
+    // MPI_Cart_create numbers the grid row-major; MPI_Cart_shift(d, dir) gives the source
+    // at -dir and the destination at +dir along d.
+    let dims = [3i64, 3, 3];
+    let neighbour = |rank: i64, d: usize, disp: i64| -> i64 {
+        let mut c = [rank / 9, (rank / 3) % 3, rank % 3];
+        c[d] = (c[d] + disp).rem_euclid(dims[d]);
+        c[0] * 9 + c[1] * 3 + c[2]
+    };
+    for rank in 0..27u32 {
+        let calls: Vec<_> = tf
+            .trace
+            .expand(rank)
+            .into_iter()
+            .filter(|e| e.op == Op::Sendrecv)
+            .collect();
+        assert_eq!(calls.len(), 20 * 6 * 2, "rank {rank}: MPI_Sendrecv calls");
+        for (k, e) in calls.iter().enumerate() {
+            let swap = (k / 2) % 6;
+            let (d, dir) = (swap / 2, if swap % 2 == 0 { -1 } else { 1 });
+            let me = i64::from(rank);
+            let peer = |p| rsd::mpi::decode_peer(e.p(p), me);
+            assert_eq!(
+                (peer(rsd::Param::Dest), peer(rsd::Param::Source)),
+                (
+                    rsd::mpi::Peer::Rank(neighbour(me, d, dir)),
+                    rsd::mpi::Peer::Rank(neighbour(me, d, -dir))
+                ),
+                "rank {rank}, call {k}"
+            );
+        }
+    }
+    fn groups(nodes: &[Node], out: &mut Vec<(rsd::Param, usize)>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) if e.op == Op::Sendrecv => {
+                    for p in [rsd::Param::Dest, rsd::Param::Source] {
+                        let k = e.op.params().iter().position(|&q| q == p).unwrap();
+                        out.push((p, e.params[k].groups.len()));
+                    }
+                }
+                NodeKind::Event(_) => {}
+                NodeKind::Loop(l) => groups(&l.body, out),
+            }
+        }
+    }
+    let mut g = Vec::new();
+    groups(&tf.trace.nodes, &mut g);
+    assert!(!g.is_empty());
+    assert!(
+        g.iter().all(|&(_, n)| n == 1),
+        "peers in several rank groups: {g:?}"
+    );
+    assert!(
+        10 * s27 <= 11 * s8,
+        "27 ranks {s27} bytes, more than 1.1x 8 ranks ({s8})"
+    );
 }

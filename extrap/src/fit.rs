@@ -325,12 +325,14 @@ impl Fitter<'_> {
                 RankFn::Const(c) => vec![c],
                 RankFn::Affine { a, b } => vec![a, b],
                 RankFn::Div { a, k, b } | RankFn::Mod { a, k, b } => vec![a, k, b],
+                RankFn::Shift { w, p, o } => vec![w, p, o],
             }
         };
         let cs: Vec<Vec<i64>> = lifted.iter().map(coef).collect();
         let names: &[&str] = match lifted[0] {
             RankFn::Const(_) => &["value"],
             RankFn::Affine { .. } => &["rank coefficient", "constant term"],
+            RankFn::Shift { .. } => &["shift", "period", "phase"],
             _ => &["coefficient", "period", "constant term"],
         };
         let mut out = Vec::with_capacity(names.len());
@@ -349,6 +351,23 @@ impl Fitter<'_> {
             RankFn::Affine { .. } => RankFn::Affine {
                 a: out[0],
                 b: out[1],
+            },
+            // A shift is a displacement inside its period: one outside it names no rank.
+            RankFn::Shift { .. }
+                if out[0] <= 0 || out[0] >= out[1] || out[2] < 0 || out[2] >= out[1] =>
+            {
+                return Err(self.shape_failure(
+                    format!(
+                        "{what}: the cyclic shift evaluates to {} with phase {} in a period of {} at {} ranks",
+                        out[0], out[2], out[1], self.target
+                    ),
+                    fs,
+                ));
+            }
+            RankFn::Shift { .. } => RankFn::Shift {
+                w: out[0],
+                p: out[1],
+                o: out[2],
             },
             _ if out[1] <= 0 => {
                 return Err(self.shape_failure(

@@ -44,6 +44,11 @@ fn rank_term(f: &RankFn) -> (Option<String>, i64) {
         RankFn::Affine { a, b } => (coef(a, "rank"), b),
         RankFn::Div { a, k, b } => (coef(a, &format!("(rank/{k})")), b),
         RankFn::Mod { a, k, b } => (coef(a, &format!("(rank%{k})")), b),
+        RankFn::Shift { w, p, o: 0 } => (Some(format!("((rank%{p}+{w})%{p} - rank%{p})")), 0),
+        RankFn::Shift { w, p, o } => (
+            Some(format!("(((rank+{o})%{p}+{w})%{p} - (rank+{o})%{p})")),
+            0,
+        ),
     }
 }
 

@@ -325,6 +325,26 @@ pub enum RankFn {
         /// Constant term.
         b: i64,
     },
+    /// `(m + w)%p - m` with `m = (rank + o)%p`: the offset from the rank to the one `w`
+    /// places on, cyclically, in its block of `p` consecutive ranks (blocks start where
+    /// `rank + o` is a multiple of `p`). With `o = 0` it is the relative peer of a shift along
+    /// one dimension of a periodic process grid (row-major or not: `p` is the dimension's
+    /// extent times its stride, `w` the displacement times the stride, modulo `p`) or of a
+    /// ring (`p` its size): `w` where the shift does not wrap around the grid's edge, `w - p`
+    /// where it does, so no line through the ranks gives it and it used to take a rank group
+    /// per wrap-around. The difference of two shifts of one block is a shift with a phase
+    /// (`shift(w1) - shift(w2)` is `shift(w1 - w2)` with `o = w2`): the step of an affine
+    /// sequence of peers, such as both neighbours of a dimension in a loop of two iterations.
+    /// Appended after format version 1 was fixed (a new variant index): traces without it
+    /// keep their bytes.
+    Shift {
+        /// The displacement in ranks, `0 < w < p`.
+        w: i64,
+        /// The block (the period of the wrap-around).
+        p: i64,
+        /// The phase, `0 <= o < p`.
+        o: i64,
+    },
 }
 
 impl RankFn {
@@ -336,6 +356,11 @@ impl RankFn {
             RankFn::Affine { a, b } => a.wrapping_mul(r).wrapping_add(b),
             RankFn::Div { a, k, b } => a.wrapping_mul(r / k.max(1)).wrapping_add(b),
             RankFn::Mod { a, k, b } => a.wrapping_mul(r % k.max(1)).wrapping_add(b),
+            RankFn::Shift { w, p, o } => {
+                let p = p.max(1);
+                let m = r.wrapping_add(o).rem_euclid(p);
+                (m.wrapping_add(w.rem_euclid(p)) % p).wrapping_sub(m)
+            }
         }
     }
 
@@ -411,8 +436,41 @@ impl RankFn {
                 }
             }
         }
-        None
+        // Cyclic shifts, tried last so that what the other forms fit keeps its form.
+        fit_shift(ranks, vals, check)
     }
+}
+
+/// The most phases [`fit_shift`] tries: the ranks between two consecutive ranks of the
+/// set where the value changes (the ranks of a node's set skip the ranks that run other
+/// nodes, such as a grid line's first rank).
+const MAX_PHASES: i64 = 64;
+
+/// The cyclic shift ([`RankFn::Shift`]) that values can be: two values, the positive one is
+/// the displacement `w` (no wrap-around), the negative one `w - p` (wrapped), which gives the
+/// block `p`. The first change of value between two ranks of the set says where the wrapped
+/// part of a block starts (or ends): at one of the ranks after the first and up to the
+/// second, tried in order; the first phase that `fits` wins.
+fn fit_shift(ranks: &[u32], vals: &[i64], fits: impl Fn(RankFn) -> bool) -> Option<RankFn> {
+    let (lo, hi) = (*vals.iter().min()?, *vals.iter().max()?);
+    if lo >= 0 || hi <= 0 || vals.iter().any(|&v| v != lo && v != hi) {
+        return None;
+    }
+    let p = hi.checked_sub(lo)?;
+    let i = (1..ranks.len()).find(|&i| vals[i] != vals[i - 1])?;
+    let (a, b) = (i64::from(ranks[i - 1]), i64::from(ranks[i]));
+    (a + 1..=b.min(a + MAX_PHASES))
+        .map(|r| {
+            let o = if vals[i] == lo {
+                // The wrapped part starts at r: `(r + o) % p == p - w`.
+                (p - hi - r).rem_euclid(p)
+            } else {
+                // A block starts at r: `(r + o) % p == 0`.
+                (-r).rem_euclid(p)
+            };
+            RankFn::Shift { w: hi, p, o }
+        })
+        .find(|&f| fits(f))
 }
 
 /// The line through two points, if its slope is an integer.
@@ -819,6 +877,83 @@ mod tests {
             RankFn::fit(&every4, &v),
             Some(RankFn::Div { a: 1, k: 4, b: 0 })
         );
+    }
+
+    /// The relative peers of a periodic 4x3x5 grid (row-major, as `MPI_Cart_create` numbers
+    /// it): a shift by -1, +1 or +2 along any dimension is one function of the rank, where
+    /// the wrap-around took a rank group per grid line before.
+    #[test]
+    fn periodic_grid_peers_are_one_shift() {
+        let dims = [4i64, 3, 5];
+        let strides = [15i64, 5, 1];
+        let ranks: Vec<u32> = (0..60).collect();
+        let rel = |d: usize, disp: i64| -> Vec<i64> {
+            ranks
+                .iter()
+                .map(|&r| {
+                    let c = (r as i64 / strides[d]) % dims[d];
+                    strides[d] * ((c + disp).rem_euclid(dims[d]) - c)
+                })
+                .collect()
+        };
+        for d in 0..3 {
+            for disp in [-1i64, 1, 2] {
+                let v = rel(d, disp);
+                let f = RankFn::fit(&ranks, &v);
+                let p = dims[d] * strides[d];
+                assert_eq!(
+                    f,
+                    Some(RankFn::Shift {
+                        w: (disp * strides[d]).rem_euclid(p),
+                        p,
+                        o: 0
+                    }),
+                    "dim {d} disp {disp}"
+                );
+                let f = f.unwrap();
+                assert!(ranks.iter().zip(&v).all(|(&r, &x)| f.eval(r) == x));
+                // The exchange with both neighbours, a per-iteration vector: one group.
+                let back = rel(d, -disp);
+                let pts: Vec<(u32, Val<i64>)> = ranks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &r)| (r, Val::Seq(vec![Val::Const(v[i]), Val::Const(back[i])])))
+                    .collect();
+                let e = Elastic::canonical(&pts);
+                assert_eq!(e.groups.len(), 1, "dim {d} disp {disp}: {e}");
+                for (i, &r) in ranks.iter().enumerate() {
+                    assert_eq!(e.eval(r, &[1]), Some(back[i]));
+                }
+                // A loop of two iterations makes it affine: the step is the difference of
+                // the two shifts, a shift with a phase. Still one group.
+                let pts: Vec<(u32, Val<i64>)> = ranks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &r)| (r, Val::wrap2(Val::Const(v[i]), Val::Const(back[i]), 0)))
+                    .collect();
+                let e = Elastic::canonical(&pts);
+                assert_eq!(e.groups.len(), 1, "dim {d} disp {disp}: {e}");
+                for (i, &r) in ranks.iter().enumerate() {
+                    assert_eq!(e.eval(r, &[0]), Some(v[i]));
+                    assert_eq!(e.eval(r, &[1]), Some(back[i]));
+                }
+            }
+        }
+        // A ring: +1 everywhere but the last rank.
+        let ring: Vec<i64> = (0..8).map(|r| if r < 7 { 1 } else { -7 }).collect();
+        assert_eq!(
+            RankFn::fit(&(0..8).collect::<Vec<_>>(), &ring),
+            Some(RankFn::Shift { w: 1, p: 8, o: 0 })
+        );
+        // Wrapped one place later in each block: a phase.
+        let late = [1, -3, 1, 1, 1, -3, 1, 1];
+        assert_eq!(
+            RankFn::fit(&(0..8).collect::<Vec<_>>(), &late),
+            Some(RankFn::Shift { w: 1, p: 4, o: 2 })
+        );
+        // Two values that wrap at no period are no shift.
+        let wrong = [1, -3, 1, 1, 1, 1, -3, 1];
+        assert_eq!(RankFn::fit(&(0..8).collect::<Vec<_>>(), &wrong), None);
     }
 
     #[test]

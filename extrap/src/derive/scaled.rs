@@ -49,20 +49,48 @@ fn intervals(nodes: &[Node], np: u32) -> Result<Vec<(u32, u32)>, String> {
         }
         Ok(())
     }
-    fn affine(v: &Val<RankFn>, what: &str) -> Result<(), String> {
+    /// A cyclic shift is constant on each side of its wrap-around in every block: cut there
+    /// (a ring's peer takes two intervals). Blocks or periods of another form are not affine
+    /// on intervals.
+    fn affine(
+        v: &Val<RankFn>,
+        what: &str,
+        np: u32,
+        cuts: &mut BTreeSet<u32>,
+    ) -> Result<(), String> {
         let mut leaves = Vec::new();
         v.leaves(&mut leaves);
-        match leaves
-            .iter()
-            .find(|f| matches!(f, RankFn::Div { .. } | RankFn::Mod { .. }))
-        {
-            Some(f) => Err(format!(
-                "{what} is a block or periodic function of the rank ({f:?})"
-            )),
-            None => Ok(()),
+        for f in &leaves {
+            match *f {
+                RankFn::Div { .. } | RankFn::Mod { .. } => {
+                    return Err(format!(
+                        "{what} is a block or periodic function of the rank ({f:?})"
+                    ));
+                }
+                RankFn::Shift { w, p, o } => {
+                    let p = u32::try_from(p).unwrap_or(u32::MAX).max(1);
+                    if (np / p) as usize >= MAX_INTERVALS / 2 {
+                        return Err(format!(
+                            "{what} is a cyclic shift in blocks of {p} ranks ({f:?})"
+                        ));
+                    }
+                    // Blocks start where `rank + o` is a multiple of `p`; the wrapped part
+                    // starts `p - w` ranks in.
+                    let p64 = i64::from(p);
+                    for first in [(-o).rem_euclid(p64), (p64 - w - o).rem_euclid(p64)] {
+                        let mut r = first;
+                        while r < i64::from(np) {
+                            cuts.insert(r as u32);
+                            r += p64;
+                        }
+                    }
+                }
+                _ => {}
+            }
         }
+        Ok(())
     }
-    fn walk(nodes: &[Node], cuts: &mut BTreeSet<u32>) -> Result<(), String> {
+    fn walk(nodes: &[Node], np: u32, cuts: &mut BTreeSet<u32>) -> Result<(), String> {
         for n in nodes {
             set(&n.ranks, cuts)?;
             match &n.kind {
@@ -70,10 +98,10 @@ fn intervals(nodes: &[Node], np: u32) -> Result<Vec<(u32, u32)>, String> {
                     for p in &e.params {
                         for g in &p.groups {
                             set(&g.ranks, cuts)?;
-                            affine(&g.val, &format!("a parameter of {}", e.op.name()))?;
+                            affine(&g.val, &format!("a parameter of {}", e.op.name()), np, cuts)?;
                         }
                     }
-                    walk(&e.children, cuts)?;
+                    walk(&e.children, np, cuts)?;
                 }
                 NodeKind::Loop(l) => {
                     for g in &l.iters.groups {
@@ -84,14 +112,14 @@ fn intervals(nodes: &[Node], np: u32) -> Result<Vec<(u32, u32)>, String> {
                             return Err("a loop's iteration count depends on the rank".into());
                         }
                     }
-                    walk(&l.body, cuts)?;
+                    walk(&l.body, np, cuts)?;
                 }
             }
         }
         Ok(())
     }
     let mut cuts = BTreeSet::from([0, np]);
-    walk(nodes, &mut cuts)?;
+    walk(nodes, np, &mut cuts)?;
     let cuts: Vec<u32> = cuts.into_iter().filter(|&c| c <= np).collect();
     if cuts.len() > MAX_INTERVALS {
         return Err(format!(
