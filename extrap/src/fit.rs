@@ -4,7 +4,7 @@
 use crate::error::ExtrapError;
 use crate::{Curve, Explain, describe_node};
 use models::ModelSet;
-use models::exact::{Agreement, Point, Vars, agree, fit_exact};
+use models::exact::{Agreement, Point, Vars, agree, digits_growth, fit_exact};
 use models::timing::{TimingChoice, choose};
 use rsd::RankSet;
 use rsd::ranks::Prsd;
@@ -26,6 +26,9 @@ pub(crate) struct Failure {
     detail: String,
     values: String,
     tried: String,
+    /// What the values grow with, when that is the decimal width of n or of the rank
+    /// ([`models::exact::digits_growth`]), for the hint.
+    digits: Option<&'static str>,
 }
 
 pub(crate) struct Fitter<'a> {
@@ -78,10 +81,32 @@ impl Fitter<'_> {
                     iotrex does not know, load a model plugin (--plugin lib.so) that expresses it"
                 .to_string();
         }
+        if let Some(of) = f.digits {
+            // The values step where n (or the rank) gains a decimal digit, as the length of
+            // a line that prints it does: not the clock, not random numbers. The step model
+            // fits, so what failed is its guard: a step seen from one input scale only.
+            hint = format!(
+                "this value grows with the decimal width of {of} (one byte per digit, as text \
+                 that prints the number does), but the inputs do not pin that step down: a \
+                 model may not rest on one input scale, so trace at least two scales on each \
+                 side of the power of ten where it steps (for example 4, 8, 12 and 16 ranks \
+                 around 10)"
+            );
+        }
         if f.detail.contains("disagree") {
             hint = format!(
                 "the inputs cannot tell these models apart at {} ranks; trace a scale that does \
                  (for example {} ranks) or pick a target closer to the inputs",
+                self.target, self.target
+            );
+        }
+        let smallest = self.scales.iter().copied().min().unwrap_or(1);
+        if self.target < smallest {
+            // Fewer ranks than any input: more scales or plugins are beside the point.
+            hint = format!(
+                "--ranks {} is below every input scale ({smallest} ranks and up): extrap \
+                 predicts larger runs from smaller ones, and a run this small is cheaper to \
+                 trace than to predict (iotrex trace -- mpirun -np {} ...)",
                 self.target, self.target
             );
         }
@@ -144,11 +169,13 @@ impl Fitter<'_> {
                 ),
                 values: values_text(scales, ys),
                 tried: self.ms.names(Vars::N).join(", "),
+                digits: None,
             }),
             Agreement::None => Err(Failure {
                 detail: format!("{what} fits no exact model of n"),
                 values: values_text(scales, ys),
                 tried: self.ms.names(Vars::N).join(", "),
+                digits: digits_growth(&pts),
             }),
         }
     }
@@ -158,6 +185,7 @@ impl Fitter<'_> {
             detail,
             values: values_text(&self.scales, vals),
             tried: "none (the shape must match at every scale before values are fitted)".into(),
+            digits: None,
         }
     }
 
@@ -536,6 +564,7 @@ impl Fitter<'_> {
                         ),
                         values: values_text(&self.scales, els),
                         tried: self.ms.names(Vars::NRank).join(", "),
+                        digits: None,
                     });
                 }
                 Agreement::None => {
@@ -543,6 +572,7 @@ impl Fitter<'_> {
                         detail: "no per-rank model fits".into(),
                         values: values_text(&self.scales, els),
                         tried: self.ms.names(Vars::NRank).join(", "),
+                        digits: digits_growth(p),
                     });
                 }
             }
@@ -636,6 +666,7 @@ impl Fitter<'_> {
                             detail: format!("{}; per rank: {}", first.detail, second.detail),
                             values: first.values,
                             tried: format!("{} (per rank: {})", first.tried, second.tried),
+                            digits: first.digits.or(second.digits),
                         },
                     )),
                 },
