@@ -39,6 +39,7 @@ pub mod diff;
 pub mod error;
 mod fit;
 pub mod patterns;
+pub mod provenance;
 mod timing;
 
 pub use consistent::extrapolate_consistent;
@@ -395,14 +396,7 @@ fn fit_sorted(
         }
         None => header.wall_ns = 0,
     }
-    let list = scales
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    header.notes.push(format!(
-        "extrapolated from {list} ranks to {target} by iotrex extrap; timing is predicted, not measured"
-    ));
+    header.notes.push(provenance::note(&scales, target));
     Ok(Extrapolated {
         file: TraceFile {
             header,
