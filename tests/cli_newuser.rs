@@ -1,6 +1,6 @@
 //! What a new user trips on (issue 16 item 7), one test per point: the README's links stay in
 //! the repository, the top-level help says what iotrex does, `--raw` names its files as its
-//! help says, `export --help` has examples, `report --extrap` checks that its trace is an
+//! help says, `export --help` has examples, `report --extrap` checks that its trace can be the
 //! extrapolation of the inputs, `codes-stats` recognises an iolang export by itself, an empty
 //! file is called empty, a directory given as a trace gets a hint, and `extrap --ranks 1`
 //! does not ask for more scales.
@@ -168,7 +168,8 @@ fn export_help_has_examples() {
     assert!(h.contains("iotrex export chrome "), "{h}");
 }
 
-/// `report --extrap` takes only a trace extrapolated from the inputs given.
+/// `report --extrap` takes only a trace of the inputs' program, and, when it was extrapolated,
+/// one extrapolated from rank counts among the inputs'.
 #[test]
 fn report_extrap_checks_the_extrapolation() {
     let d = tempfile::tempdir().unwrap();
@@ -198,22 +199,26 @@ fn report_extrap_checks_the_extrapolation() {
         s(&html),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    // A trace that was never extrapolated.
-    let plain = synth(d.path(), 64);
+    // A trace of another program (`cat`'s).
+    let src = d.path().join("in.txt");
+    std::fs::write(&src, b"abc").unwrap();
+    let other = d.path().join("cat.iotrex");
+    let o = iotrex(&["trace", "-o", s(&other), "--", "cat", s(&src)]);
+    assert!(o.status.success(), "{}", text(&o));
     let o = iotrex(&[
         "report",
         s(&ins[0]),
         s(&ins[1]),
         s(&ins[2]),
         "--extrap",
-        s(&plain),
+        s(&other),
         "-o",
         s(&html),
     ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(
-        t.contains(s(&plain)) && t.contains("is not an extrapolated trace"),
+        t.contains(s(&other)) && t.contains("are not of the same program"),
         "{t}"
     );
     assert!(t.contains("hint: "), "{t}");

@@ -120,3 +120,81 @@ fn log_lines_printing_n_extrapolate_across_a_digit_boundary() {
         "{v}"
     );
 }
+
+/// Traces of a program whose collective writes have nested `pwrite`s on one rank per 8 (as
+/// OMPIO's aggregators), each writing 8 blocks of 4 KiB per member at an offset the program
+/// does not determine alone, without the library's configuration in the header (as a trace
+/// from before iotrex recorded it), so extrap fits the nested calls instead of deriving them.
+fn collective_traces(dir: &Path) -> Vec<PathBuf> {
+    use rsd::op::{Op, args};
+    use rsd::{RawEvent, mpi};
+    [4u32, 8, 12, 16]
+        .iter()
+        .map(|&n| {
+            let ranks = (0..n)
+                .map(|r| {
+                    let mut c = rsd::Compressor::new(r);
+                    let amode = mpi::amode::CREATE | mpi::amode::WRONLY;
+                    let mut open =
+                        RawEvent::new(Op::FileOpen, 1, args::file_open(mpi::COMM_WORLD, amode, 0));
+                    open.path = Some("out/shared".into());
+                    c.push(&open);
+                    let (r, nn) = (i64::from(r), i64::from(n));
+                    let mut w = RawEvent::new(
+                        Op::FileWriteAtAll,
+                        2,
+                        args::file_write_at_all(0, r * 4096, 4096, mpi::BYTE, 4096),
+                    );
+                    if r % 8 == 0 {
+                        // The aggregator's file domain: its members' blocks, at an offset that
+                        // depends on the aggregator count ((n + 7) / 8) as well as on n.
+                        let members = (nn - r).min(8);
+                        let off = r * 4096 + (nn + 7) / 8 * 512;
+                        w.children.push(RawEvent::new(
+                            Op::Pwrite,
+                            3,
+                            args::pwrite(7, members * 4096, off, members * 4096),
+                        ));
+                    }
+                    c.push(&w);
+                    c.push(&RawEvent::new(Op::FileClose, 4, args::file_close(0)));
+                    c.finish()
+                })
+                .collect();
+            let mut header = rsd::Header::new(n);
+            header.command = vec!["coll_app".into()];
+            let tf = rsd::TraceFile {
+                header,
+                trace: rsd::merge_tree(ranks).unwrap(),
+            };
+            let p = dir.join(format!("coll.{n}.iotrex"));
+            tf.write(&p).unwrap();
+            p
+        })
+        .collect()
+}
+
+#[test]
+fn nested_collective_values_hint_at_the_aggregator_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let ins = collective_traces(dir.path());
+    let out = dir.path().join("x.iotrex");
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(ins.iter().map(|p| p.to_str().unwrap()));
+    a.extend(["--ranks", "64", "-o", out.to_str().unwrap()]);
+    let o = iotrex(&a);
+    let msg = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{msg}");
+    // The collective call's ranks with nested calls are where the shapes part.
+    assert!(msg.contains("MPI_File_write_at_all"), "{msg}");
+    assert!(
+        msg.contains("hint: this value changes with the aggregator count")
+            && msg.contains("1 at 4 ranks, 1 at 8, 2 at 12, 2 at 16"),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains("the clock") && !msg.contains("decimal width"),
+        "{msg}"
+    );
+    assert!(!out.exists());
+}

@@ -368,6 +368,7 @@ fn fit_sorted(
         pending: std::cell::RefCell::new(Vec::new()),
         repeats,
         cursor: 0,
+        scope: Default::default(),
     };
     let lists: Vec<&[Node]> = sorted
         .iter()

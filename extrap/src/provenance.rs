@@ -1,6 +1,6 @@
 //! What an extrapolated trace says about where it came from: the note `iotrex extrap` writes
-//! in its header, written and read here only, and the check that a trace was extrapolated
-//! from given inputs (`iotrex report --extrap`).
+//! in its header, written and read here only, and the check that a trace can stand as the
+//! extrapolation of given inputs (`iotrex report --extrap`).
 
 use rsd::Header;
 
@@ -27,15 +27,9 @@ pub fn source_scales(h: &Header) -> Option<Vec<u32>> {
     })
 }
 
-/// Why a trace given as an extrapolation of some inputs is not one.
+/// Why a trace given as the extrapolation of some inputs cannot be one.
 #[derive(Debug, thiserror::Error)]
 pub enum ProvenanceError {
-    /// The trace was not written by `iotrex extrap`.
-    #[error("{output} is not an extrapolated trace (its header has no note of iotrex extrap)")]
-    NotExtrapolated {
-        /// The trace.
-        output: String,
-    },
     /// It was extrapolated from rank counts the inputs do not have.
     #[error("{output} was extrapolated from {made} ranks, but the inputs given have {given} ranks")]
     OtherScales {
@@ -58,19 +52,27 @@ pub enum ProvenanceError {
     },
 }
 
-/// Checks that `output` was extrapolated from traces among `inputs` (by name and file): its
-/// header says it was extrapolated, every rank count it was made from is one of the inputs'
-/// (inputs left out by `--drop-inconsistent` may be given too), and no input is of another
-/// program or build.
+/// Checks that `output` can stand as the extrapolation of `inputs` (by name and file): no
+/// input is of another program or build, and when its header says it was extrapolated, every
+/// rank count it was made from is one of the inputs' (inputs left out by
+/// `--drop-inconsistent` may be given too). A traced run of the same program at another scale
+/// passes: the report then draws the inputs' models through to a real run.
 pub fn check_made_from(
     output: (&str, &rsd::TraceFile),
     inputs: &[(&str, &rsd::TraceFile)],
 ) -> Result<(), ProvenanceError> {
     let (name, out) = output;
+    for (input, f) in inputs {
+        if let Some(why) = out.header.origin_differs(&f.header) {
+            return Err(ProvenanceError::OtherProgram {
+                output: name.to_string(),
+                input: input.to_string(),
+                why,
+            });
+        }
+    }
     let Some(made) = source_scales(&out.header) else {
-        return Err(ProvenanceError::NotExtrapolated {
-            output: name.to_string(),
-        });
+        return Ok(());
     };
     let mut given: Vec<u32> = inputs.iter().map(|(_, f)| f.header.nranks).collect();
     given.sort_unstable();
@@ -82,15 +84,6 @@ pub fn check_made_from(
             made: list(&made),
             given: list(&given),
         });
-    }
-    for (input, f) in inputs {
-        if let Some(why) = out.header.origin_differs(&f.header) {
-            return Err(ProvenanceError::OtherProgram {
-                output: name.to_string(),
-                input: input.to_string(),
-                why,
-            });
-        }
     }
     Ok(())
 }

@@ -45,6 +45,40 @@ pub trait Model: Send + Sync {
     fn eval(&self, coeffs: &[Rat], n: i64, rank: i64) -> Option<i64>;
     /// The fitted function in readable form, e.g. `960/n`.
     fn describe(&self, coeffs: &[Rat]) -> String;
+    /// Whether the model is the width of a printed number (`digits(n)`: a step at each power
+    /// of ten), which the sizes of text follow and little else does: a count of aggregators,
+    /// `ceil(n/8)`, steps between 8 and 12 ranks too. Callers offer these models only to the
+    /// sizes of data a call moves.
+    fn text_width(&self) -> bool {
+        false
+    }
+}
+
+/// A model of the width of printed numbers ([`Model::text_width`]).
+struct Width(Basis);
+
+impl Model for Width {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn vars(&self) -> Vars {
+        self.0.vars()
+    }
+    fn nparams(&self) -> usize {
+        self.0.nparams()
+    }
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
+        self.0.fit(pts)
+    }
+    fn eval(&self, coeffs: &[Rat], n: i64, rank: i64) -> Option<i64> {
+        self.0.eval(coeffs, n, rank)
+    }
+    fn describe(&self, coeffs: &[Rat]) -> String {
+        self.0.describe(coeffs)
+    }
+    fn text_width(&self) -> bool {
+        true
+    }
 }
 
 /// A model with its fitted coefficients.
@@ -455,21 +489,21 @@ pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
         // longer per decimal digit of n. Last in the list: a step at 10, 100, ... is only the
         // answer when nothing smoother reproduces the values, and it fits only where the
         // inputs straddle a power of ten (otherwise its column equals the constant's).
-        Box::new(Basis {
+        Box::new(Width(Basis {
             name: "digits",
             vars: Vars::N,
             terms: vec![|n, _| digits_of(n), |_, _| r(1)],
             show: |c| poly(c, &["digits(n)", ""]),
-        }),
+        })),
         // The same for the last rank (`"ranks 0-%d", n - 1`). The inputs rarely tell it from
         // `digits(n)`; the two disagree only at a power of ten (100, 1000 ranks), where the
         // caller then refuses instead of guessing which the program prints.
-        Box::new(Basis {
+        Box::new(Width(Basis {
             name: "digits-last-rank",
             vars: Vars::N,
             terms: vec![|n, _| digits_of(n.checked_sub(1)?), |_, _| r(1)],
             show: |c| poly(c, &["digits(n - 1)", ""]),
-        }),
+        })),
     ]
 }
 
@@ -542,12 +576,12 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         // A per-rank line that prints the rank and the rank count (`"rank %d of %d\n"`):
         // digits of both. With every input below 10 ranks its `digits(n)` column equals the
         // constant one and it does not fit, leaving such inputs to rank-digits.
-        Box::new(Basis {
+        Box::new(Width(Basis {
             name: "rank-digits+digits",
             vars: Vars::NRank,
             terms: vec![|_, rank| digits_of(rank), |n, _| digits_of(n), |_, _| r(1)],
             show: |c| poly(c, &["digits(rank)", "digits(n)", ""]),
-        }),
+        })),
         Box::new(Basis {
             name: "rank-affine",
             vars: Vars::NRank,
