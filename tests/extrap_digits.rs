@@ -68,6 +68,18 @@ fn log_lines_printing_n_extrapolate_across_a_digit_boundary() {
         );
         assert!(String::from_utf8_lossy(&o.stdout).starts_with("identical"));
     }
+    // At 100 ranks the inputs cannot tell a printed n from a printed n - 1: refused, with
+    // the scale that would tell them apart.
+    let out = dir.path().join("100.iotrex");
+    let o = extrap(&inputs, 100, &out, &[]);
+    let msg = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{msg}");
+    assert!(
+        msg.contains("digits(n) + 13 gives 16, digits(n - 1) + 13 gives 15"),
+        "{msg}"
+    );
+    assert!(msg.contains("add a trace at 10 ranks"), "{msg}");
+    assert!(!out.exists());
     // `iotrex show` of the extrapolated 128-rank trace reads as the real one: rank 0's line is
     // 16 bytes ("ckpt: 128 ranks\n"), the per-rank lines 23, 24 and 25 bytes by rank width.
     let o = iotrex(&[

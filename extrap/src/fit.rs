@@ -30,6 +30,9 @@ pub(crate) struct Failure {
     /// What the values grow with, when that is the decimal width of n or of the rank
     /// ([`models::exact::digits_growth`]), for the hint.
     digits: Option<&'static str>,
+    /// Two decimal-width models (`digits(n)`, `digits(n - 1)`) fit and disagree at the target,
+    /// a power of ten: one more scale at 10 ranks tells them apart.
+    widths_disagree: bool,
 }
 
 /// Where the quantity being fitted is in the trace: which models it may take and what a
@@ -122,6 +125,15 @@ impl Fitter<'_> {
                 "the inputs cannot tell these models apart at {} ranks; trace a scale that does \
                  (for example {} ranks) or pick a target closer to the inputs",
                 self.target, self.target
+            );
+        }
+        if f.widths_disagree {
+            hint = format!(
+                "this value grows with the decimal width of a printed number, and the inputs \
+                 cannot tell whether that number is n or n - 1 (the last rank): the two differ \
+                 only at a power of ten such as {} ranks; add a trace at 10 ranks, where n has \
+                 two digits and n - 1 one",
+                self.target
             );
         }
         if let Some(agg) = &self.scope.aggregators {
@@ -222,6 +234,7 @@ impl Fitter<'_> {
                 Ok((v, Some(f.describe())))
             }
             Agreement::Disagree { first, second } => Err(Failure {
+                widths_disagree: first.0.model.text_width() && second.0.model.text_width(),
                 detail: format!(
                     "{what}: models disagree at {} ranks: {} gives {}, {} gives {}",
                     self.target,
@@ -239,6 +252,7 @@ impl Fitter<'_> {
                 values: values_text(scales, ys),
                 tried: self.tried(Vars::N),
                 digits: self.digits_growth(&pts),
+                widths_disagree: false,
             }),
         }
     }
@@ -249,6 +263,7 @@ impl Fitter<'_> {
             values: values_text(&self.scales, vals),
             tried: "none (the shape must match at every scale before values are fitted)".into(),
             digits: None,
+            widths_disagree: false,
         }
     }
 
@@ -632,6 +647,7 @@ impl Fitter<'_> {
                         values: values_text(&self.scales, els),
                         tried: self.tried(Vars::NRank),
                         digits: None,
+                        widths_disagree: false,
                     });
                 }
                 Agreement::None => {
@@ -640,6 +656,7 @@ impl Fitter<'_> {
                         values: values_text(&self.scales, els),
                         tried: self.tried(Vars::NRank),
                         digits: self.digits_growth(p),
+                        widths_disagree: false,
                     });
                 }
             }
@@ -734,6 +751,7 @@ impl Fitter<'_> {
                             values: first.values,
                             tried: format!("{} (per rank: {})", first.tried, second.tried),
                             digits: first.digits.or(second.digits),
+                            widths_disagree: first.widths_disagree,
                         },
                     )),
                 },
