@@ -16,14 +16,15 @@ use std::path::PathBuf;
                   operation cap) and print the counts `codes-workload-dump -s` prints: \
                   NUM_OPENS, NUM_CLOSES, NUM_BARRIERS, TOTAL_DELAY, NUM_READS, READ_SIZE, \
                   NUM_WRITES, WRITE_SIZE.",
-    after_help = "Example:\n  iotrex codes-stats codes/\n  iotrex codes-stats --format iolang --json codes/"
+    after_help = "Example:\n  iotrex codes-stats codes/\n  iotrex codes-stats --json codes-iolang/meta.txt"
 )]
 pub struct CodesStatsArgs {
     /// The export directory (or, for iolang, its meta file).
     pub dir: PathBuf,
-    /// Workload format: recorder or iolang.
-    #[arg(long, default_value = "recorder", value_parser = parse_format)]
-    pub format: Format,
+    /// Workload format: recorder or iolang. Without it, the export's file names say which
+    /// (a meta.txt is iolang, log.<rank> files are recorder).
+    #[arg(long, value_parser = parse_format)]
+    pub format: Option<Format>,
 }
 
 /// Parses `--format` (of `codes-stats` and `export codes`).
@@ -33,7 +34,7 @@ pub fn parse_format(s: &str) -> Result<Format, String> {
 
 /// Runs `iotrex codes-stats`.
 pub fn stats(a: &CodesStatsArgs, json: bool) -> Result<()> {
-    let s = codes_bridge::codes_stats(&a.dir, a.format)?;
+    let s = codes_bridge::codes_stats_detect(&a.dir, a.format)?;
     if json {
         return print_json(&s);
     }

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
                   (zero residual, rational arithmetic) as a function of the rank count n: \
                   constant, a*n+b, k/n, k/n+c, floor/ceil(K/n), largest power of two <= n and \
                   its remainder, log2 n, and per rank ((rank+a) % n)*b, rank/k, rank%k, plus \
-                  any --plugin models. When the structure differs between scales (the error says \
+                  any --plugin models; last, for the sizes of data only (the length of a log \
+                  line that prints n or the rank), a + b*digits(n), digits(n - 1) and \
+                  digits(rank) + digits(n), the decimal widths. When the structure differs between scales (the error says \
                   which scales agree with each other; --drop-inconsistent extrapolates from the \
                   largest agreeing group of 3 or more), a value fits no model, or two models \
                   disagree at the target, nothing is written and the error names the event, \

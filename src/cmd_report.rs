@@ -62,6 +62,13 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
     };
     let inputs = a.inputs.iter().map(read).collect::<Result<Vec<_>>>()?;
     let out = a.extrap.as_ref().map(read).transpose()?;
+    // The extrapolation section draws the inputs' models through to the output: an output
+    // that was not extrapolated from these inputs would be drawn as if it were.
+    if let Some(o) = &out {
+        let named: Vec<(&str, &rsd::TraceFile)> =
+            inputs.iter().map(|i| (i.label.as_str(), &i.file)).collect();
+        extrap::provenance::check_made_from((&o.label, &o.file), &named)?;
+    }
     // The extrapolation's models, recomputed from the inputs (extrap is deterministic).
     let models = report::ExtrapModels::new(
         inputs

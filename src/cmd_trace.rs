@@ -43,7 +43,9 @@ pub struct TraceArgs {
     /// `IOTREX_VALUE_BUDGET`; default 64).
     #[arg(long, value_name = "N")]
     pub value_budget: Option<usize>,
-    /// Also write a flat per-rank log of every call (`<out>.rank<r>.jsonl`), for debugging.
+    /// Also write a flat per-rank log of every call, for debugging: the output's name with
+    /// `.iotrex` replaced by `.rank<r>.jsonl` (`-o app.8.iotrex` writes `app.8.rank0.jsonl`,
+    /// `app.8.rank1.jsonl`, ...).
     #[arg(long)]
     pub raw: bool,
     /// The preload library. Default: `$IOTREX_TRACER_LIB`, else `libiotrex_tracer.so` next to

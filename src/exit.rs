@@ -40,9 +40,26 @@ fn hint(e: &anyhow::Error) -> Option<String> {
     if let Some(h) = crate::cmd_replay::hint(e) {
         return Some(h);
     }
+    if e.downcast_ref::<extrap::provenance::ProvenanceError>()
+        .is_some()
+    {
+        return Some(
+            "give --extrap the trace `iotrex extrap` wrote from the traces given as IN (the same \
+             program at the rank counts it names)"
+                .into(),
+        );
+    }
     match e.downcast_ref::<RsdError>()? {
+        RsdError::BadMagic { found, .. } if found.is_empty() => Some(
+            "an empty file is what a run that failed or is still running, or an interrupted \
+             copy, leaves: trace again or copy the trace again"
+                .into(),
+        ),
         RsdError::BadMagic { .. } => {
             Some("iotrex reads .iotrex files written by the iotrex tracer or `iotrex synth`".into())
+        }
+        RsdError::Io { path, error } if error.kind() == io::ErrorKind::IsADirectory => {
+            Some(directory_hint(path))
         }
         RsdError::Truncated { .. } => Some(
             "the file was cut short: an incomplete copy, or the run died while writing it".into(),
@@ -57,6 +74,34 @@ fn hint(e: &anyhow::Error) -> Option<String> {
             Some("check the path".into())
         }
         _ => None,
+    }
+}
+
+/// What to give instead of the directory `dir`: the traces in it, if there are any.
+fn directory_hint(dir: &std::path::Path) -> String {
+    let mut traces: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "iotrex"))
+        .map(|p| p.display().to_string())
+        .collect();
+    traces.sort();
+    let more = traces.len().saturating_sub(4);
+    traces.truncate(4);
+    match (traces.is_empty(), more) {
+        (true, _) => "this is a directory: give the path of a .iotrex file, which iotrex trace \
+                      writes where -o says"
+            .into(),
+        (false, 0) => format!(
+            "this is a directory: give a trace in it, such as {}",
+            traces.join(" ")
+        ),
+        (false, m) => format!(
+            "this is a directory: give a trace in it, such as {} (and {m} more)",
+            traces.join(" ")
+        ),
     }
 }
 

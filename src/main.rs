@@ -38,10 +38,11 @@ static VERSION: LazyLock<String> = LazyLock::new(|| {
 
 const TOP_HELP: &str = "\
 Examples:
+  iotrex trace -o app.8.iotrex -- mpirun -np 8 ./app
+  iotrex extrap app.{4,8,12,16}.iotrex --ranks 1024 -o app.1024.iotrex --explain
+  iotrex diff app.64.extrap.iotrex app.64.iotrex
+  iotrex show app.8.iotrex
   iotrex synth --ranks 4 --iters 10 -o demo.iotrex
-  iotrex show demo.iotrex
-  iotrex stats --json demo.iotrex
-  iotrex expand demo.iotrex --rank 2
 
 Exit status: 0 success, 1 unreadable or invalid input, 2 bad arguments (diff: 0 identical,
 1 different, 2 trouble). With --json, an error is also printed on stdout as
@@ -51,10 +52,15 @@ Exit status: 0 success, 1 unreadable or invalid input, 2 bad arguments (diff: 0 
 #[command(
     name = "iotrex",
     version = VERSION.as_str(),
-    about = "HPC I/O tracing and extrapolation: inspect compressed .iotrex traces",
-    long_about = "iotrex reads compressed traces of the I/O and MPI calls of a parallel run \
-                  (.iotrex files, one per run, nearly constant in size whatever the rank or loop \
-                  count) and shows, summarises or expands them.",
+    about = "HPC I/O tracing and extrapolation: trace MPI programs, extrapolate, diff, replay and export their traces",
+    long_about = "iotrex traces the I/O and MPI calls of an unmodified parallel program (`trace` \
+                  preloads its tracer into the ranks) into a compressed .iotrex file, one per \
+                  run and nearly constant in size whatever the rank or loop count; extrapolates \
+                  traces taken at three or more rank counts to a rank count nobody ran \
+                  (`extrap`, exact or refused with the reason); compares two traces (`diff`); \
+                  replays a trace's I/O (`replay`); exports it to the CODES simulator or \
+                  Chrome/Perfetto (`export`); writes an HTML report (`report`); and shows, \
+                  summarises or expands a trace (`show`, `stats`, `expand`).",
     after_help = TOP_HELP
 )]
 struct Cli {

@@ -347,3 +347,47 @@ pub fn codes_stats(path: &Path, format: Format) -> Result<CodesStats, CodesError
         Format::Iolang => Iolang::read(path),
     }
 }
+
+/// The format of the export at `path`, from the names of its files: a meta file (given
+/// itself, or in the directory) is iolang, `log.<rank>` files are recorder. A directory
+/// holding both (two exports in different formats) is ambiguous and an error; one holding
+/// neither is taken as recorder, whose reader then says what is missing.
+pub fn detect_format(path: &Path) -> Result<Format, CodesError> {
+    if !path.is_dir() {
+        return Ok(match path.file_name().and_then(|n| n.to_str()) {
+            Some(n) if Iolang::is_export_file(n) => Format::Iolang,
+            _ => Format::Recorder,
+        });
+    }
+    let (mut recorder, mut iolang) = (false, false);
+    let entries = std::fs::read_dir(path).map_err(|e| CodesError::io(path, e))?;
+    for e in entries {
+        let e = e.map_err(|e| CodesError::io(path, e))?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        recorder |= Recorder::is_export_file(name);
+        iolang |= name == iolang::META;
+    }
+    match (recorder, iolang) {
+        (true, true) => Err(CodesError::NoWorkload {
+            path: path.to_path_buf(),
+            format: "recorder or iolang",
+            detail: format!(
+                "it holds a recorder export (log.<rank>) and an iolang one ({}): name one \
+                 with --format",
+                iolang::META
+            ),
+        }),
+        (false, true) => Ok(Format::Iolang),
+        _ => Ok(Format::Recorder),
+    }
+}
+
+/// As [`codes_stats`], with the format found by [`detect_format`] when `format` is `None`.
+pub fn codes_stats_detect(path: &Path, format: Option<Format>) -> Result<CodesStats, CodesError> {
+    let format = match format {
+        Some(f) => f,
+        None => detect_format(path)?,
+    };
+    codes_stats(path, format)
+}

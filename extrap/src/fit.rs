@@ -4,9 +4,10 @@
 use crate::error::ExtrapError;
 use crate::{Curve, Explain, describe_node};
 use models::ModelSet;
-use models::exact::{Agreement, Point, Vars, agree, fit_exact};
+use models::exact::{Agreement, Point, Vars, agree, digits_growth, fit_exact};
 use models::timing::{TimingChoice, choose};
 use rsd::RankSet;
+use rsd::op::Param;
 use rsd::ranks::Prsd;
 use rsd::timing::{BINS, Interval, Intervals, Stats, Timing};
 use rsd::trace::{Event, Loop, Node, NodeKind};
@@ -26,6 +27,33 @@ pub(crate) struct Failure {
     detail: String,
     values: String,
     tried: String,
+    /// What the values grow with, when that is the decimal width of n or of the rank
+    /// ([`models::exact::digits_growth`]), for the hint.
+    digits: Option<&'static str>,
+    /// Two decimal-width models (`digits(n)`, `digits(n - 1)`) fit and disagree at the target,
+    /// a power of ten: one more scale at 10 ranks tells them apart.
+    widths_disagree: bool,
+}
+
+/// Where the quantity being fitted is in the trace: which models it may take and what a
+/// refusal's hint says about it.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Scope {
+    /// The quantity is the size of the data a call moves (a count, size, byte count or
+    /// result), the only kind offered the text-width models ([`models::Model::text_width`]).
+    data_size: std::cell::Cell<bool>,
+    /// The quantity belongs to a call nested in a collective MPI-IO call: the MPI library's,
+    /// made by its collective-buffering aggregators, never text the program printed.
+    in_collective: bool,
+    /// When the number of ranks making those nested calls differs between the scales, that
+    /// number per scale, as text (`1 at 4 ranks, 1 at 8, 2 at 12, 2 at 16`).
+    aggregators: Option<String>,
+}
+
+impl Scope {
+    fn text_width_allowed(&self) -> bool {
+        self.data_size.get() && !self.in_collective
+    }
 }
 
 pub(crate) struct Fitter<'a> {
@@ -40,6 +68,8 @@ pub(crate) struct Fitter<'a> {
     pub repeats: Vec<Vec<Vec<Timing>>>,
     /// The index of the next event [`Fitter::timing`] sees, in that order.
     pub cursor: usize,
+    /// Where the quantity being fitted is.
+    pub scope: Scope,
 }
 
 fn values_text<T: std::fmt::Display>(scales: &[i64], vals: &[T]) -> String {
@@ -78,10 +108,51 @@ impl Fitter<'_> {
                     iotrex does not know, load a model plugin (--plugin lib.so) that expresses it"
                 .to_string();
         }
+        if let Some(of) = f.digits {
+            // The values step where n (or the rank) gains a decimal digit, as the length of
+            // a line that prints it does: not the clock, not random numbers. The step model
+            // fits, so what failed is its guard: a step seen from one input scale only.
+            hint = format!(
+                "this value grows with the decimal width of {of} (one byte per digit, as text \
+                 that prints the number does), but the inputs do not pin that step down: a \
+                 model may not rest on one input scale, so trace at least two scales on each \
+                 side of the power of ten where it steps (for example 4, 8, 12 and 16 ranks \
+                 around 10)"
+            );
+        }
         if f.detail.contains("disagree") {
             hint = format!(
                 "the inputs cannot tell these models apart at {} ranks; trace a scale that does \
                  (for example {} ranks) or pick a target closer to the inputs",
+                self.target, self.target
+            );
+        }
+        if f.widths_disagree {
+            hint = format!(
+                "this value grows with the decimal width of a printed number, and the inputs \
+                 cannot tell whether that number is n or n - 1 (the last rank): the two differ \
+                 only at a power of ten such as {} ranks; add a trace at 10 ranks, where n has \
+                 two digits and n - 1 one",
+                self.target
+            );
+        }
+        if let Some(agg) = &self.scope.aggregators {
+            hint = format!(
+                "this value changes with the aggregator count: the calls nested in a collective \
+                 MPI-IO call are made by the MPI library's collective-buffering aggregators, \
+                 and the ranks making them number {agg}, so no function of n alone need fit \
+                 them; extrap derives such calls with its model of the library instead where \
+                 the traces record the library's configuration (traced by this iotrex) and the \
+                 model reproduces every input scale"
+            );
+        }
+        let smallest = self.scales.iter().copied().min().unwrap_or(1);
+        if self.target < smallest {
+            // Fewer ranks than any input: more scales or plugins are beside the point.
+            hint = format!(
+                "--ranks {} is below every input scale ({smallest} ranks and up): extrap \
+                 predicts larger runs from smaller ones, and a run this small is cheaper to \
+                 trace than to predict (iotrex trace -- mpirun -np {} ...)",
                 self.target, self.target
             );
         }
@@ -93,6 +164,35 @@ impl Fitter<'_> {
             tried: f.tried,
             hint,
         }
+    }
+
+    /// The fits the quantity in scope may take: text-width models only for the sizes of data
+    /// outside collective calls.
+    fn allowed<'m>(&self, mut fits: Vec<models::Fitted<'m>>) -> Vec<models::Fitted<'m>> {
+        if !self.scope.text_width_allowed() {
+            fits.retain(|f| !f.model.text_width());
+        }
+        fits
+    }
+
+    /// The names of the models of kind `vars` the quantity in scope was offered, for a refusal.
+    fn tried(&self, vars: Vars) -> String {
+        let allowed = self.scope.text_width_allowed();
+        self.ms
+            .models
+            .iter()
+            .filter(|m| m.vars() == vars && (allowed || !m.text_width()))
+            .map(|m| m.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// What the values grow with when that is a decimal width, for a quantity that may be one.
+    fn digits_growth(&self, pts: &[Point]) -> Option<&'static str> {
+        self.scope
+            .text_width_allowed()
+            .then(|| digits_growth(pts))
+            .flatten()
     }
 
     /// One integer per scale, fitted exactly as a function of n and evaluated at the target.
@@ -116,7 +216,7 @@ impl Fitter<'_> {
             .zip(ys)
             .map(|(&n, &y)| Point { n, rank: 0, y })
             .collect();
-        let fits = fit_exact(&self.ms.models, Vars::N, &pts);
+        let fits = self.allowed(fit_exact(&self.ms.models, Vars::N, &pts));
         match agree(fits, |f| f.eval(self.target, 0)) {
             Agreement::Agree(f, v) => {
                 let samples = crate::sample_ns(scales[0], self.target)
@@ -134,6 +234,7 @@ impl Fitter<'_> {
                 Ok((v, Some(f.describe())))
             }
             Agreement::Disagree { first, second } => Err(Failure {
+                widths_disagree: first.0.model.text_width() && second.0.model.text_width(),
                 detail: format!(
                     "{what}: models disagree at {} ranks: {} gives {}, {} gives {}",
                     self.target,
@@ -143,12 +244,15 @@ impl Fitter<'_> {
                     second.1
                 ),
                 values: values_text(scales, ys),
-                tried: self.ms.names(Vars::N).join(", "),
+                tried: self.tried(Vars::N),
+                digits: None,
             }),
             Agreement::None => Err(Failure {
                 detail: format!("{what} fits no exact model of n"),
                 values: values_text(scales, ys),
-                tried: self.ms.names(Vars::N).join(", "),
+                tried: self.tried(Vars::N),
+                digits: self.digits_growth(&pts),
+                widths_disagree: false,
             }),
         }
     }
@@ -158,6 +262,8 @@ impl Fitter<'_> {
             detail,
             values: values_text(&self.scales, vals),
             tried: "none (the shape must match at every scale before values are fitted)".into(),
+            digits: None,
+            widths_disagree: false,
         }
     }
 
@@ -411,11 +517,15 @@ impl Fitter<'_> {
         for g in 0..counts[0] {
             let gs: Vec<&Group> = els.iter().map(|e| &e.groups[g]).collect();
             let what = format!("group {g}");
+            // A group's ranks are no size of data, whatever its values are.
+            let size = self.scope.data_size.replace(false);
             let ranks = self.rankset(
                 &gs.iter().map(|x| &x.ranks).collect::<Vec<_>>(),
                 &format!("{what} ranks"),
                 notes,
-            )?;
+            );
+            self.scope.data_size.set(size);
+            let ranks = ranks?;
             if gs.iter().any(|x| !x.val.same_shape(&gs[0].val)) {
                 return Err(self.shape_failure(
                     format!(
@@ -529,7 +639,7 @@ impl Fitter<'_> {
                 cols.push(vec![p[0].y; ranks.len()]);
                 continue;
             }
-            let fits = fit_exact(&self.ms.models, Vars::NRank, p);
+            let fits = self.allowed(fit_exact(&self.ms.models, Vars::NRank, p));
             let at = |f: &models::Fitted| -> Option<Vec<i64>> {
                 ranks
                     .iter()
@@ -554,14 +664,18 @@ impl Fitter<'_> {
                             second.0.describe()
                         ),
                         values: values_text(&self.scales, els),
-                        tried: self.ms.names(Vars::NRank).join(", "),
+                        tried: self.tried(Vars::NRank),
+                        digits: None,
+                        widths_disagree: false,
                     });
                 }
                 Agreement::None => {
                     return Err(Failure {
                         detail: "no per-rank model fits".into(),
                         values: values_text(&self.scales, els),
-                        tried: self.ms.names(Vars::NRank).join(", "),
+                        tried: self.tried(Vars::NRank),
+                        digits: self.digits_growth(p),
+                        widths_disagree: false,
                     });
                 }
             }
@@ -587,7 +701,7 @@ impl Fitter<'_> {
         if pts.len() != 1 || pts[0].len() > 4096 {
             return None;
         }
-        fit_exact(&self.ms.models, Vars::NRank, &pts[0])
+        self.allowed(fit_exact(&self.ms.models, Vars::NRank, &pts[0]))
             .first()
             .map(|f| f.describe())
     }
@@ -659,6 +773,8 @@ impl Fitter<'_> {
                             detail: format!("{}; per rank: {}", first.detail, second.detail),
                             values: first.values,
                             tried: format!("{} (per rank: {})", first.tried, second.tried),
+                            digits: first.digits.or(second.digits),
+                            widths_disagree: first.widths_disagree,
                         },
                     )),
                 },
@@ -735,6 +851,22 @@ impl Fitter<'_> {
             }
             let ns: Vec<&Node> = here.into_iter().map(|n| n.expect("same key")).collect();
             let desc = describe_node(ns[0]);
+            // A collective MPI-IO call and its nested calls: which ranks make the nested
+            // calls (and so which ranks' calls have them) is the library's choice of
+            // aggregators, said in a refusal's hint when it changes with the scale.
+            let outer = self.scope.clone();
+            if let NodeKind::Event(e0) = &ns[0].kind
+                && collio::traced::collective_dir(e0.op).is_some()
+            {
+                let kids: Vec<&[Node]> = ns
+                    .iter()
+                    .map(|n| match &n.kind {
+                        NodeKind::Event(e) => e.children.as_slice(),
+                        NodeKind::Loop(_) => &[],
+                    })
+                    .collect();
+                self.scope.aggregators = aggregator_counts(&self.scales, &kids);
+            }
             let mut notes = Vec::new();
             let ranks = self
                 .rankset(
@@ -768,7 +900,18 @@ impl Fitter<'_> {
                         let name = e0.op.param_name(k, np, nf);
                         let els: Vec<&Elastic> = evs.iter().map(|e| &e.params[k]).collect();
                         let before = self.explain.len();
-                        params.push(self.elastic(&els, &ranks, &desc, &name)?);
+                        self.scope.data_size.set(
+                            e0.op.dir() != rsd::op::Dir::None
+                                && e0.op.params().get(k).is_some_and(|p| {
+                                    matches!(
+                                        p,
+                                        Param::Count | Param::Size | Param::Bytes | Param::Ret
+                                    )
+                                }),
+                        );
+                        let fitted = self.elastic(&els, &ranks, &desc, &name);
+                        self.scope.data_size.set(false);
+                        params.push(fitted?);
                         // Path fields read as the issue writes them: `path: out/file.%08d [rank]`.
                         if name.starts_with("path[")
                             && let (Some(t), Some(x)) = (&e0.path, self.explain.get_mut(before))
@@ -778,7 +921,13 @@ impl Fitter<'_> {
                         }
                     }
                     let kids: Vec<&[Node]> = evs.iter().map(|e| e.children.as_slice()).collect();
-                    let children = self.nodes(&kids, inputs, &desc)?;
+                    let inner = self.scope.in_collective;
+                    if collio::traced::collective_dir(e0.op).is_some() {
+                        self.scope.in_collective = true;
+                    }
+                    let children = self.nodes(&kids, inputs, &desc);
+                    self.scope.in_collective = inner;
+                    let children = children?;
                     let timing =
                         self.timing(&evs.iter().map(|e| &e.timing).collect::<Vec<_>>(), &desc);
                     NodeKind::Event(Event {
@@ -809,6 +958,7 @@ impl Fitter<'_> {
                     NodeKind::Loop(Loop { iters, body })
                 }
             };
+            self.scope = outer;
             out.push(Node { ranks, kind });
         }
         Ok(out)
@@ -966,6 +1116,52 @@ impl Fitter<'_> {
     }
 }
 
+/// The number of ranks making the nested calls `kids` of a collective call at each scale, as
+/// `1 at 4 ranks, 1 at 8, 2 at 12, 2 at 16`, when it differs between the scales (`None` when
+/// it does not, or an input is too large to count).
+fn aggregator_counts(scales: &[i64], kids: &[&[Node]]) -> Option<String> {
+    fn ranks(nodes: &[Node], out: &mut std::collections::BTreeSet<u32>) -> Option<()> {
+        for n in nodes {
+            if n.ranks.len() > INPUT_EXPAND_LIMIT {
+                return None;
+            }
+            n.ranks.for_each(|r| {
+                out.insert(r);
+            });
+            match &n.kind {
+                NodeKind::Event(e) => ranks(&e.children, out)?,
+                NodeKind::Loop(l) => ranks(&l.body, out)?,
+            }
+        }
+        Some(())
+    }
+    let counts: Vec<usize> = kids
+        .iter()
+        .map(|k| {
+            let mut set = std::collections::BTreeSet::new();
+            ranks(k, &mut set).map(|_| set.len())
+        })
+        .collect::<Option<_>>()?;
+    if counts.iter().all(|&c| c == counts[0]) {
+        return None;
+    }
+    Some(
+        counts
+            .iter()
+            .zip(scales)
+            .enumerate()
+            .map(|(i, (c, n))| {
+                if i == 0 {
+                    format!("{c} at {n} ranks")
+                } else {
+                    format!("{c} at {n}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
 /// `x + sign * y` for two functions of the rank, when the sum is one of them (constants,
 /// affine functions, blocks or periods of the same size).
 fn rankfn_add(x: RankFn, y: RankFn, sign: i64) -> Option<RankFn> {
@@ -1041,4 +1237,68 @@ fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
             })
             .collect::<Option<_>>()?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ExtrapError, Input, ModelSet, extrapolate};
+    use rsd::op::{Op, args};
+    use rsd::trace::RawEvent;
+
+    /// Rank 0 prints a line of `13 + digits(n)` bytes, then every rank writes 4 KiB at
+    /// `offset(n, rank)`.
+    fn inputs(offset: fn(i64, i64) -> i64) -> Vec<Input> {
+        [4u32, 8, 12, 16]
+            .iter()
+            .map(|&n| {
+                let ranks = (0..n)
+                    .map(|r| {
+                        let mut c = rsd::Compressor::new(r);
+                        let width = n.to_string().len() as i64;
+                        if r == 0 {
+                            c.push(&RawEvent::new(Op::Fprintf, 1, args::fprintf(0, 13 + width)));
+                        }
+                        let off = offset(n as i64, r as i64);
+                        c.push(&RawEvent::new(
+                            Op::Pwrite,
+                            2,
+                            args::pwrite(3, 4096, off, 4096),
+                        ));
+                        c.finish()
+                    })
+                    .collect();
+                let mut header = rsd::Header::new(n);
+                header.command = vec!["widths".into()];
+                Input {
+                    name: format!("w.{n}.iotrex"),
+                    file: rsd::TraceFile {
+                        header,
+                        trace: rsd::merge_tree(ranks).unwrap(),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn text_width_models_are_for_sizes_of_data_only() {
+        let ms = ModelSet::builtin();
+        // The printed line's size steps with the width of n: extrapolated.
+        let x = extrapolate(&inputs(|_, r| r * 4096), 128, &ms).unwrap();
+        assert!(
+            x.explain.iter().any(|e| e.model.contains("digits(n) + 13")),
+            "{:?}",
+            x.explain
+        );
+        // An offset that steps between 8 and 12 ranks (one block per 8 ranks, as aggregators
+        // are) is no text: refused, not taken for digits(n).
+        let e = extrapolate(&inputs(|n, _| (n + 7) / 8 * 4096), 32, &ms).unwrap_err();
+        match &e {
+            ExtrapError::Refused { param, hint, .. } => {
+                assert_eq!(param, "offset", "{e}");
+                assert!(!hint.contains("decimal width"), "{hint}");
+            }
+            other => panic!("expected a refusal of the offset, got {other}"),
+        }
+    }
 }

@@ -49,6 +49,7 @@ pub mod error;
 mod fit;
 pub mod patterns;
 mod prefix;
+pub mod provenance;
 mod timing;
 
 pub use consistent::extrapolate_consistent;
@@ -416,6 +417,7 @@ fn fit_sorted(
         pending: std::cell::RefCell::new(Vec::new()),
         repeats,
         cursor: 0,
+        scope: Default::default(),
     };
     let lists: Vec<&[Node]> = sorted
         .iter()
@@ -444,14 +446,7 @@ fn fit_sorted(
         }
         None => header.wall_ns = 0,
     }
-    let list = scales
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    header.notes.push(format!(
-        "extrapolated from {list} ranks to {target} by iotrex extrap; timing is predicted, not measured"
-    ));
+    header.notes.push(provenance::note(&scales, target));
     Ok(Extrapolated {
         file: TraceFile {
             header,

@@ -45,6 +45,40 @@ pub trait Model: Send + Sync {
     fn eval(&self, coeffs: &[Rat], n: i64, rank: i64) -> Option<i64>;
     /// The fitted function in readable form, e.g. `960/n`.
     fn describe(&self, coeffs: &[Rat]) -> String;
+    /// Whether the model is the width of a printed number (`digits(n)`: a step at each power
+    /// of ten), which the sizes of text follow and little else does: a count of aggregators,
+    /// `ceil(n/8)`, steps between 8 and 12 ranks too. Callers offer these models only to the
+    /// sizes of data a call moves.
+    fn text_width(&self) -> bool {
+        false
+    }
+}
+
+/// A model of the width of printed numbers ([`Model::text_width`]).
+struct Width(Basis);
+
+impl Model for Width {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn vars(&self) -> Vars {
+        self.0.vars()
+    }
+    fn nparams(&self) -> usize {
+        self.0.nparams()
+    }
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
+        self.0.fit(pts)
+    }
+    fn eval(&self, coeffs: &[Rat], n: i64, rank: i64) -> Option<i64> {
+        self.0.eval(coeffs, n, rank)
+    }
+    fn describe(&self, coeffs: &[Rat]) -> String {
+        self.0.describe(coeffs)
+    }
+    fn text_width(&self) -> bool {
+        true
+    }
 }
 
 /// A model with its fitted coefficients.
@@ -451,7 +485,31 @@ pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
             ],
             show: |c| poly(c, &["log2(n)", ""]),
         }),
+        // Text that prints the rank count (`fprintf(log, "ckpt: %d ranks\n", n)`) is one byte
+        // longer per decimal digit of n. Last in the list: a step at 10, 100, ... is only the
+        // answer when nothing smoother reproduces the values, and it fits only where the
+        // inputs straddle a power of ten (otherwise its column equals the constant's).
+        Box::new(Width(Basis {
+            name: "digits",
+            vars: Vars::N,
+            terms: vec![|n, _| digits_of(n), |_, _| r(1)],
+            show: |c| poly(c, &["digits(n)", ""]),
+        })),
+        // The same for the last rank (`"ranks 0-%d", n - 1`). The inputs rarely tell it from
+        // `digits(n)`; the two disagree only at a power of ten (100, 1000 ranks), where the
+        // caller then refuses instead of guessing which the program prints.
+        Box::new(Width(Basis {
+            name: "digits-last-rank",
+            vars: Vars::N,
+            terms: vec![|n, _| digits_of(n.checked_sub(1)?), |_, _| r(1)],
+            show: |c| poly(c, &["digits(n - 1)", ""]),
+        })),
     ]
+}
+
+/// `digits(x)` as a model term: defined for non-negative `x` only (a rank count or a rank).
+fn digits_of(x: i64) -> Option<Rat> {
+    (x >= 0).then(|| Rat::int(decimal_digits(x)))
 }
 
 fn max_n(pts: &[Point]) -> i64 {
@@ -515,6 +573,15 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
             terms: vec![|_, rank| r(decimal_digits(rank)), |_, _| r(1)],
             show: |c| poly(c, &["digits(rank)", ""]),
         }),
+        // A per-rank line that prints the rank and the rank count (`"rank %d of %d\n"`):
+        // digits of both. With every input below 10 ranks its `digits(n)` column equals the
+        // constant one and it does not fit, leaving such inputs to rank-digits.
+        Box::new(Width(Basis {
+            name: "rank-digits+digits",
+            vars: Vars::NRank,
+            terms: vec![|_, rank| digits_of(rank), |n, _| digits_of(n), |_, _| r(1)],
+            show: |c| poly(c, &["digits(rank)", "digits(n)", ""]),
+        })),
         Box::new(Basis {
             name: "rank-affine",
             vars: Vars::NRank,
@@ -538,6 +605,42 @@ fn decimal_digits(x: i64) -> i64 {
         d += 1;
     }
     d
+}
+
+/// What the values grow with, when a step at each power of ten reproduces them but no model
+/// survived the guards (or no single-variable model takes them): `Some("n")`, `Some("the
+/// rank")` or `Some("the rank and of n")` when `a + b*digits(rank) + c*digits(n)` fits every
+/// point exactly with a non-zero digit coefficient, fitted without the guards. For refusal
+/// hints: such values come from text that prints numbers, not from the clock or a random
+/// number generator, and tracing scales on both sides of a power of ten pins them down.
+pub fn digits_growth(pts: &[Point]) -> Option<&'static str> {
+    let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
+    let fits = |terms: &[fn(&Point) -> Option<Rat>]| -> Option<Vec<Rat>> {
+        let rows = pts
+            .iter()
+            .map(|p| terms.iter().map(|t| t(p)).collect::<Option<Vec<Rat>>>())
+            .collect::<Option<Vec<_>>>()?;
+        match solve(&rows, &ys) {
+            Solution::Unique(c) => Some(c),
+            _ => None,
+        }
+    };
+    let dn: fn(&Point) -> Option<Rat> = |p| digits_of(p.n);
+    let dr: fn(&Point) -> Option<Rat> = |p| digits_of(p.rank);
+    let one: fn(&Point) -> Option<Rat> = |_| Some(Rat::ONE);
+    if let Some(c) = fits(&[dn, one]) {
+        return (!c[0].is_zero()).then_some("n");
+    }
+    if let Some(c) = fits(&[dr, one]) {
+        return (!c[0].is_zero()).then_some("the rank");
+    }
+    let c = fits(&[dr, dn, one])?;
+    match (c[0].is_zero(), c[1].is_zero()) {
+        (false, false) => Some("the rank and of n"),
+        (true, false) => Some("n"),
+        (false, true) => Some("the rank"),
+        (true, true) => None,
+    }
 }
 
 /// Number of distinct scales among the points.
@@ -689,6 +792,80 @@ mod tests {
             predict(&m, &pts(|n| 4096 * n), 1 << 20),
             Some(("4096*n".into(), 4096 << 20))
         );
+    }
+
+    #[test]
+    fn digits_of_n_only_when_nothing_simpler_fits() {
+        let m = builtin_n_models();
+        // `fprintf(log, "ckpt: %d ranks\n", n)` returns 37 at 4 and 8 ranks, 38 at 12 and 16.
+        let p = pts(|n| 36 + decimal_digits(n));
+        let fits = fit_exact(&m, Vars::N, &p);
+        let names: Vec<&str> = fits.iter().map(|f| f.model.name()).collect();
+        assert_eq!(names, ["digits", "digits-last-rank"], "{fits:?}");
+        assert_eq!(fits[0].describe(), "digits(n) + 36");
+        assert_eq!(fits[1].describe(), "digits(n - 1) + 36");
+        // Both sides of the next power of ten.
+        assert_eq!(predict(&m, &p, 32), Some(("digits(n) + 36".into(), 38)));
+        assert_eq!(predict(&m, &p, 128), Some(("digits(n) + 36".into(), 39)));
+        // At 100 ranks the inputs cannot tell n from n - 1: refused, not guessed.
+        assert!(matches!(
+            agree(fits, |f| f.eval(100, 0)),
+            Agreement::Disagree { .. }
+        ));
+        // Values a simpler model fits are not given a step.
+        let simpler: [fn(i64) -> i64; 3] = [|n| 3 * n + 1, |n| 960 / n, |n| n.ilog2() as i64];
+        for f in simpler {
+            assert!(
+                !fit_exact(&m, Vars::N, &pts(f))
+                    .iter()
+                    .any(|f| f.model.name().starts_with("digits")),
+            );
+        }
+        // Scales on one side of 10 say nothing about a step there: the column is the
+        // constant's, and constant values are the constant model's.
+        let low: Vec<Point> = [2i64, 4, 6, 8]
+            .iter()
+            .map(|&n| Point { n, rank: 0, y: 37 })
+            .collect();
+        let fits = fit_exact(&m, Vars::N, &low);
+        assert_eq!(fits[0].model.name(), "constant");
+        assert!(!fits.iter().any(|f| f.model.name().starts_with("digits")));
+        // One scale past the step decides it alone: leave-one-scale-out rejects it.
+        let one: Vec<Point> = [8i64, 16, 32, 64]
+            .iter()
+            .map(|&n| Point {
+                n,
+                rank: 0,
+                y: 36 + decimal_digits(n),
+            })
+            .collect();
+        assert!(fit_exact(&m, Vars::N, &one).is_empty());
+        // ... but what the values look like is still said.
+        assert_eq!(digits_growth(&one), Some("n"));
+        assert_eq!(digits_growth(&pts(|n| 3 * n + 1)), None);
+        assert_eq!(digits_growth(&low), None);
+    }
+
+    #[test]
+    fn per_rank_lines_with_digits_of_rank_and_n() {
+        let m = builtin_rank_models();
+        // `fprintf(log, "rank %d of %d\n", rank, n)`: 10 bytes plus both widths.
+        let p: Vec<Point> = [4i64, 8, 12, 16]
+            .iter()
+            .flat_map(|&n| {
+                (0..n).map(move |rank| Point {
+                    n,
+                    rank,
+                    y: 10 + decimal_digits(rank) + decimal_digits(n),
+                })
+            })
+            .collect();
+        let fits = fit_exact(&m, Vars::NRank, &p);
+        assert_eq!(fits.len(), 1, "{fits:?}");
+        assert_eq!(fits[0].describe(), "digits(rank) + digits(n) + 10");
+        assert_eq!(fits[0].eval(128, 127), Some(16));
+        assert_eq!(fits[0].eval(128, 9), Some(14));
+        assert_eq!(digits_growth(&p), Some("the rank and of n"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum RsdError {
     /// The file does not start with the iotrex magic bytes.
-    #[error("{path}: not an iotrex trace (bad magic bytes {found:02x?})")]
+    #[error("{path}: not an iotrex trace ({})", magic_detail(found))]
     BadMagic {
         /// The file.
         path: PathBuf,
@@ -121,4 +121,14 @@ pub enum RsdError {
         /// [`crate::draw::DRAW_LIMIT`].
         limit: u64,
     },
+}
+
+/// What a file that does not start with the magic bytes starts with instead: nothing at all is
+/// said as such (an empty file is a copy or a run that went wrong, not a file of another kind).
+fn magic_detail(found: &[u8]) -> String {
+    if found.is_empty() {
+        "bad magic: the file is empty".into()
+    } else {
+        format!("bad magic bytes {found:02x?}")
+    }
 }

@@ -36,7 +36,10 @@ const BAR_FROM_RANKS: u32 = 256;
 
 /// Arguments of `iotrex export`: the target format.
 #[derive(Debug, Args)]
-#[command(about = "Export a trace to another tool's format")]
+#[command(
+    about = "Export a trace to another tool's format",
+    after_help = "Examples:\n  iotrex export codes app.1024.iotrex -o codes/ --max-blocksize 256KiB && iotrex codes-stats codes/\n  iotrex export codes app.64.iotrex -o codes-iolang/ --format iolang\n  iotrex export chrome app.8.iotrex -o app.8.json   # open in https://ui.perfetto.dev"
+)]
 pub struct ExportArgs {
     #[command(subcommand)]
     pub cmd: ExportCmd,

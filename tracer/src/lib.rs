@@ -8,7 +8,8 @@
 //! `./<exe>.<nranks>.iotrex`). A serial program writes its trace at exit.
 //!
 //! Environment: `IOTREX_OUT`, `IOTREX_STACK_DEPTH` (call-site frames, default 4, 0 = off),
-//! `IOTREX_RAW=1` (also write `<out>.rank<r>.jsonl`, one flat event per line, for tests),
+//! `IOTREX_RAW=1` (also write `<out>.rank<r>.jsonl`, `<out>` being `IOTREX_OUT` without its
+//! `.iotrex`: `app.8.rank0.jsonl` for `app.8.iotrex`; one flat event per line, for tests),
 //! `IOTREX_MAX_NODES` (compressed nodes per rank before recording stops, flagged),
 //! `IOTREX_APPROX` (`comm` by default, `none`, `io`, `comm,io`: which parameters may be kept
 //! as statistical summaries when their exact form exceeds `IOTREX_VALUE_BUDGET` values,
