@@ -496,6 +496,7 @@ fn halo_summaries_extrapolate_within_ten_percent_and_diff_compares_them() {
     // A bad tolerance is trouble (2), not a difference.
     let o = run_iotrex(&["diff", "--tolerance", "ten", out_s, real_s]);
     assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+}
 
 /// The halo's peers on a periodic 3x3x3 grid: the shift along each dimension wraps around at
 /// the grid's edge, so the peers are no line through the ranks. Each is one rank function (a
