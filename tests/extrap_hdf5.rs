@@ -25,9 +25,14 @@ const ARGS: &[&str] = &["{d}/ckpt.h5", "-s", "2", "-R"];
 
 /// Traces h5_coll at `np` ranks into `dir/<np>.iotrex`, the data directory emptied first
 /// (HDF5 truncates an existing file with `MPI_File_set_size`, a new one it does not).
-fn trace(dir: &Path, data: &Path, np: u32, io: Option<&str>) -> PathBuf {
+/// `hints` (KEY=VALUE) go to HDF5's file access property list (`h5_coll -H`).
+fn trace(dir: &Path, data: &Path, np: u32, io: Option<&str>, hints: &[&str]) -> PathBuf {
     let out = dir.join(format!("{np}.iotrex"));
-    let tf = trace_in(&out, data, np, "h5_coll", ARGS, io);
+    let mut args = ARGS.to_vec();
+    for h in hints {
+        args.extend(["-H", h]);
+    }
+    let tf = trace_in(&out, data, np, "h5_coll", &args, io);
     // HDF5 really wrote collectively: every rank made collective writes.
     let s = rsd::stats::summarize(&tf.trace);
     let coll = s
@@ -61,18 +66,30 @@ fn extrap(dir: &Path, inputs: &[PathBuf], target: u32, lib: &str) -> (PathBuf, S
 
 /// Traces at `scales` extrapolate to 32 and 64, identical to real runs. With `dealt`, the
 /// metadata flush's writes must be dealt by the declared model (inputs below 9 ranks),
-/// otherwise it must not be used.
-fn check_from(scales: &[u32], io: Option<&str>, lib: &str, dealt: bool) {
+/// otherwise it must not be used. With a `cb_nodes` hint among `hints`, the derivation must
+/// say it took its aggregator count from it.
+fn check_from(scales: &[u32], io: Option<&str>, lib: &str, dealt: bool, hints: &[&str]) {
     let dir = scratch();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     let inputs: Vec<PathBuf> = scales
         .iter()
-        .map(|&np| trace(dir.path(), &data, np, io))
+        .map(|&np| trace(dir.path(), &data, np, io, hints))
         .collect();
     for target in [32u32, 64] {
-        let real = trace(dir.path(), &data, target, io);
+        let real = trace(dir.path(), &data, target, io, hints);
         let (out, explain) = extrap(dir.path(), &inputs, target, lib);
+        if let Some(cb) = hints.iter().find_map(|h| h.strip_prefix("cb_nodes=")) {
+            let said = format!("{cb} aggregators");
+            let from = format!("the file's cb_nodes hint {cb}");
+            assert!(
+                explain.lines().any(|l| l.contains("nested POSIX calls")
+                    && l.contains(&said)
+                    && l.contains(&from)),
+                "h5_coll ({lib}, {hints:?}): at {target} the collective calls must be derived with \
+                 {said} from {from}:\n{explain}"
+            );
+        }
         let line = explain
             .lines()
             .find(|l| l.contains("independent writes dealt over the ranks"));
@@ -98,7 +115,7 @@ fn check_from(scales: &[u32], io: Option<&str>, lib: &str, dealt: bool) {
 
 /// Traces at 12, 16, 20 and 24 ranks extrapolate to 32 and 64, identical to real runs.
 fn check(io: Option<&str>, lib: &str) {
-    check_from(&[12, 16, 20, 24], io, lib, false);
+    check_from(&[12, 16, 20, 24], io, lib, false, &[]);
 }
 
 /// Open MPI's defaults: no `--mca` option at all.
@@ -119,13 +136,29 @@ fn hdf5_under_romio() {
 /// and 64 ranks, identical to real runs.
 #[test]
 fn hdf5_from_4_to_16_ranks_under_open_mpi_defaults() {
-    check_from(&[4, 8, 12, 16], None, "OMPIO", true);
+    check_from(&[4, 8, 12, 16], None, "OMPIO", true, &[]);
 }
 
 /// The same under ROMIO (`--mca io romio321`).
 #[test]
 fn hdf5_from_4_to_16_ranks_under_romio() {
-    check_from(&[4, 8, 12, 16], Some("romio321"), "ROMIO", true);
+    check_from(&[4, 8, 12, 16], Some("romio321"), "ROMIO", true, &[]);
+}
+
+/// ROMIO with HDF5 passing the `cb_nodes` hint 2, then 3, through its file access property
+/// list (and `cb_config_list` `*:*`, without which ROMIO takes one aggregator per host
+/// whatever `cb_nodes` says): from 4/8/12/16 ranks to 32 and 64, identical to real runs.
+#[test]
+fn hdf5_from_4_to_16_ranks_under_romio_with_cb_nodes_2_and_3() {
+    for cb in ["cb_nodes=2", "cb_nodes=3"] {
+        check_from(
+            &[4, 8, 12, 16],
+            Some("romio321"),
+            "ROMIO",
+            true,
+            &["cb_config_list=*:*", cb],
+        );
+    }
 }
 
 /// At 5 ranks the dealing gives rank 1 entries 2 and 3, which no input at 4 to 16 ranks has
@@ -138,7 +171,7 @@ fn a_target_whose_dealing_no_input_shows_is_refused() {
     std::fs::create_dir_all(&data).unwrap();
     let inputs: Vec<PathBuf> = [4, 8, 12, 16]
         .iter()
-        .map(|&np| trace(dir.path(), &data, np, None))
+        .map(|&np| trace(dir.path(), &data, np, None, &[]))
         .collect();
     let out = dir.path().join("5.iotrex");
     let mut a: Vec<&str> = vec!["extrap"];

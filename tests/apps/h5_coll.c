@@ -1,5 +1,6 @@
 /* h5_coll: parallel HDF5 writing datasets collectively, under the MPI library's defaults.
- * One file (H5Pset_fapl_mpio on MPI_COMM_WORLD, no info), STEPS steps; each step creates
+ * One file (H5Pset_fapl_mpio on MPI_COMM_WORLD, with the MPI-IO hints of -H, none by
+ * default), STEPS steps; each step creates
  * two datasets of ints and writes them with one collective H5Dwrite each
  * (H5Pset_dxpl_mpio(H5FD_MPIO_COLLECTIVE)):
  *   "strong<step>": strong scaling, a 1-D dataset of T elements; each of the n ranks writes
@@ -12,13 +13,16 @@
  * With -z, odd ranks select nothing in the strong dataset (zero-size participants).
  * Then the file is closed; with -R it is reopened read-only and each rank reads back its
  * neighbour's (rank+1 mod n) part of every dataset collectively and checks every element.
- * Usage: h5_coll PATH [-t T] [-r ROWS] [-c COLS] [-s STEPS] [-i] [-z] [-R] */
+ * -H KEY=VALUE (repeatable) passes an MPI-IO hint through the file access property list.
+ * Usage: h5_coll PATH [-t T] [-r ROWS] [-c COLS] [-s STEPS] [-i] [-z] [-R] [-H KEY=VALUE]... */
 #include <hdf5.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include "count.h"
 
 static int rank, n;
+/* The hints of -H, given to every open (MPI_INFO_NULL without any). */
+static MPI_Info hints = MPI_INFO_NULL;
 
 #define CHECK(x)                                                                                   \
     do {                                                                                           \
@@ -137,7 +141,7 @@ static void weak(hid_t file, hid_t dxpl, const struct opts *o, int step, int r, 
 static hid_t open_file(const char *path, int create) {
     hid_t fapl, file;
     CHECK(fapl = H5Pcreate(H5P_FILE_ACCESS));
-    CHECK(H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL));
+    CHECK(H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, hints));
     if (create)
         CHECK(file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
     else
@@ -148,7 +152,8 @@ static hid_t open_file(const char *path, int create) {
 
 int main(int argc, char **argv) {
     app_init(&argc, &argv, &rank, &n);
-    if (argc < 2) DIE("usage: h5_coll PATH [-t T] [-r ROWS] [-c COLS] [-s STEPS] [-i] [-z] [-R]");
+    if (argc < 2)
+        DIE("usage: h5_coll PATH [-t T] [-r ROWS] [-c COLS] [-s STEPS] [-i] [-z] [-R] [-H KEY=VALUE]...");
     struct opts o = {.total = 1000003, .rows = 4, .cols = 1024, .steps = 2};
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) o.total = atoll(argv[++i]);
@@ -158,7 +163,13 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "-i") == 0) o.interleaved = 1;
         else if (strcmp(argv[i], "-z") == 0) o.zeros = 1;
         else if (strcmp(argv[i], "-R") == 0) o.readback = 1;
-        else DIE("h5_coll: bad option %s", argv[i]);
+        else if (strcmp(argv[i], "-H") == 0 && i + 1 < argc) {
+            char *kv = argv[++i], *eq = strchr(kv, '=');
+            if (!eq) DIE("h5_coll: -H wants KEY=VALUE, not %s", kv);
+            *eq = '\0';
+            if (hints == MPI_INFO_NULL) MPI_Info_create(&hints);
+            MPI_Info_set(hints, kv, eq + 1);
+        } else DIE("h5_coll: bad option %s", argv[i]);
     }
     if (o.total < n || o.rows < 1 || o.cols < 1 || o.steps < 1) DIE("h5_coll: sizes too small");
     hid_t dxpl;
@@ -182,6 +193,7 @@ int main(int argc, char **argv) {
         CHECK(H5Fclose(file));
     }
     CHECK(H5Pclose(dxpl));
+    if (hints != MPI_INFO_NULL) MPI_Info_free(&hints);
     MPI_Finalize();
     return 0;
 }
