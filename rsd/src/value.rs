@@ -651,6 +651,39 @@ impl Elastic {
     }
 }
 
+impl Elastic {
+    /// [`Elastic::canonical`], or the same per interleaved class of the points when that
+    /// takes fewer groups: the points at positions `c, c+p, c+2p, ...` (`p` from 2 to
+    /// `max_period`) each canonical on their own, their groups interleaved. An MPI library's
+    /// aggregators spread over a file whose blocks do not divide the file domains: each
+    /// aggregator's domain starts at another phase of the blocks, the phase advancing by
+    /// almost a whole block every few aggregators, so the value is affine along every
+    /// `p`-th aggregator for long stretches and along consecutive ones for two at most.
+    /// Groups may then interleave (their rank sets stay disjoint).
+    pub fn canonical_interleaved(pts: &[(u32, Val<i64>)], max_period: usize) -> Elastic {
+        let mut best = Elastic::canonical(pts);
+        if best.groups.len() <= 2 {
+            return best;
+        }
+        for p in 2..=max_period.min(pts.len() / 2) {
+            let mut groups = Vec::new();
+            for c in 0..p {
+                let class: Vec<(u32, Val<i64>)> =
+                    pts.iter().skip(c).step_by(p).cloned().collect();
+                groups.extend(Elastic::canonical(&class).groups);
+                if groups.len() >= best.groups.len() {
+                    break;
+                }
+            }
+            if groups.len() < best.groups.len() {
+                groups.sort_by_key(|g| g.ranks.first().unwrap_or(u32::MAX));
+                best = Elastic { groups };
+            }
+        }
+        best
+    }
+}
+
 fn canonical_block(pts: &[(u32, Val<i64>)], groups: &mut Vec<Group>) {
     let ranks: Vec<u32> = pts.iter().map(|p| p.0).collect();
     let leaves: Vec<Vec<i64>> = pts
