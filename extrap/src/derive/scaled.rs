@@ -735,81 +735,118 @@ fn grid(dims: &[u64], at: &mut Vec<u64>, leaf: &mut dyn FnMut(&[u64]) -> Val<i64
 }
 
 /// The most interleaved classes a derived value is split into (see
-/// [`Elastic::canonical_interleaved`]).
+/// [`Elastic::canonical_free`]).
 const MAX_PERIOD: usize = 8;
 
-/// Per rank, a value given at every position of the grid `dims` (row-major) as (value, step
-/// along an inner loop when `inner`), in the simplest form that has the same shape on every
-/// rank: a constant, affine in the loop indices, or explicit over the grid.
-fn uniform(dims: &[u64], per_rank: Vec<(u32, Vec<(i64, i64)>)>, inner: bool) -> Vec<(u32, Val<i64>)> {
-    let step_const = |v: &[(i64, i64)]| v.iter().all(|x| x.1 == v[0].1);
-    // Strides of the grid dimensions, if the values are affine in the indices.
-    let affine = |v: &[(i64, i64)]| -> Option<Vec<i64>> {
-        let mut strides = Vec::with_capacity(dims.len());
-        let mut span = 1usize;
-        let mut spans = vec![0usize; dims.len()];
-        for (k, &n) in dims.iter().enumerate().rev() {
-            spans[k] = span;
-            span *= n as usize;
-        }
-        for (k, &n) in dims.iter().enumerate() {
-            strides.push(if n > 1 { v[spans[k]].0.wrapping_sub(v[0].0) } else { 0 });
-        }
-        let mut at = vec![0u64; dims.len()];
-        for x in v {
-            let want = at
-                .iter()
-                .zip(&strides)
-                .fold(v[0].0, |acc, (&i, &s)| acc.wrapping_add(s.wrapping_mul(i as i64)));
-            if x.0 != want {
-                return None;
-            }
-            for k in (0..dims.len()).rev() {
-                at[k] += 1;
-                if at[k] < dims[k] {
-                    break;
-                }
-                at[k] = 0;
-            }
-        }
-        Some(strides)
-    };
-    let all_const = per_rank
-        .iter()
-        .all(|(_, v)| v.iter().all(|x| *x == (v[0].0, 0)));
-    if all_const {
-        return per_rank
-            .into_iter()
-            .map(|(r, v)| (r, Val::Const(v[0].0)))
-            .collect();
-    }
-    if per_rank.iter().all(|(_, v)| step_const(v) && affine(v).is_some()) {
+/// One leaf of a derived value at one grid position: its value and its step along the
+/// run's own loop, either of which may be free (`None`: the run does not happen there, or
+/// has one call and so no step).
+type Cell = Option<(i64, Option<i64>)>;
+
+/// Per rank, a value given at every position of the grid `dims` (row-major), in the simplest
+/// form that has the same shape on every rank: a constant, affine in the loop indices, or
+/// explicit over the grid; with `inner`, affine along the run's own loop too. Returns the
+/// points and, per point, which of its leaves are free.
+type Points = (Vec<(u32, Val<i64>)>, Vec<Vec<bool>>);
+
+fn uniform(dims: &[u64], per_rank: Vec<(u32, Vec<Cell>)>, inner: bool) -> Points {
+    let known = |v: &[Cell]| -> Vec<(i64, Option<i64>)> { v.iter().flatten().copied().collect() };
+    // One value, one step (or none known) per rank.
+    let constant = per_rank.iter().all(|(_, v)| {
+        let k = known(v);
+        k.iter().all(|x| x.0 == k[0].0)
+            && (!inner || k.iter().all(|x| x.1.unwrap_or(0) == 0))
+    });
+    if constant && !inner {
         return per_rank
             .into_iter()
             .map(|(r, v)| {
-                let mut strides = affine(&v).expect("checked");
-                if inner {
-                    strides.push(v[0].1);
+                let k = known(&v);
+                ((r, Val::Const(k.first().map_or(0, |x| x.0))), vec![k.is_empty()])
+            })
+            .unzip();
+    }
+    if constant {
+        return per_rank
+            .into_iter()
+            .map(|(r, v)| {
+                let k = known(&v);
+                ((r, Val::Const(k.first().map_or(0, |x| x.0))), vec![k.is_empty()])
+            })
+            .unzip();
+    }
+    // Strides of the grid dimensions when every position is known and affine in the indices.
+    let mut spans = vec![0usize; dims.len()];
+    let mut span = 1usize;
+    for (k, &n) in dims.iter().enumerate().rev() {
+        spans[k] = span;
+        span *= n as usize;
+    }
+    let affine = |v: &[Cell]| -> Option<(i64, Vec<i64>, Option<i64>)> {
+        let b = v.first()?.as_ref()?.0;
+        let strides: Vec<i64> = dims
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| {
+                if n > 1 {
+                    v[spans[k]].map_or(0, |x| x.0.wrapping_sub(b))
+                } else {
+                    0
                 }
-                (r, Val::Lin { base: v[0].0, strides })
             })
             .collect();
+        let steps: Vec<i64> = v.iter().flatten().filter_map(|x| x.1).collect();
+        if steps.iter().any(|&x| x != steps[0]) {
+            return None;
+        }
+        for (p, c) in v.iter().enumerate() {
+            let c = c.as_ref()?;
+            let want = (0..dims.len()).fold(b, |acc, k| {
+                let i = (p / spans[k]) as u64 % dims[k];
+                acc.wrapping_add(strides[k].wrapping_mul(i as i64))
+            });
+            if c.0 != want {
+                return None;
+            }
+        }
+        Some((b, strides, steps.first().copied()))
+    };
+    if per_rank.iter().all(|(_, v)| affine(v).is_some()) {
+        return per_rank
+            .into_iter()
+            .map(|(r, v)| {
+                let (base, mut strides, step) = affine(&v).expect("checked");
+                let mut free = vec![false; 1 + strides.len()];
+                if inner {
+                    strides.push(step.unwrap_or(0));
+                    free.push(step.is_none());
+                }
+                ((r, Val::Lin { base, strides }), free)
+            })
+            .unzip();
     }
+    let pos = |at: &[u64]| at.iter().zip(dims).fold(0u64, |acc, (&i, &n)| acc * n + i) as usize;
     per_rank
         .into_iter()
         .map(|(r, v)| {
-            let pos = |at: &[u64]| at.iter().zip(dims).fold(0u64, |acc, (&i, &n)| acc * n + i) as usize;
+            let mut free = Vec::new();
             let val = grid(dims, &mut Vec::new(), &mut |at| {
-                let (b, st) = v[pos(at)];
+                let c = v[pos(at)];
+                free.push(c.is_none());
+                let (b, st) = c.unwrap_or((0, None));
                 if inner {
-                    Val::Lin { base: b, strides: vec![st] }
+                    free.push(st.is_none());
+                    Val::Lin {
+                        base: b,
+                        strides: vec![st.unwrap_or(0)],
+                    }
                 } else {
                     Val::Const(b)
                 }
             });
-            (r, val)
+            ((r, val), free)
         })
-        .collect()
+        .unzip()
 }
 
 /// Stats of `count` equal samples `ns`.
@@ -898,42 +935,42 @@ fn attach(trace: &Trace, by_node: ByNode) -> Result<Trace, String> {
                 }
             }
             let (gap, dur) = timing.unwrap_or((0, 0));
-            let iters = Elastic::canonical_interleaved(
-                &uniform(
-                    &d,
-                    slots
-                        .iter()
-                        .map(|(r, per)| {
-                            let v = per
-                                .iter()
-                                .map(|o| (o[s].map_or(0, |run| run.count as i64), 0))
-                                .collect();
-                            (*r, v)
-                        })
-                        .collect(),
-                    false,
-                ),
-                MAX_PERIOD,
+            let (pts, free) = uniform(
+                &d,
+                slots
+                    .iter()
+                    .map(|(r, per)| {
+                        let v = per
+                            .iter()
+                            .map(|o| Some((o[s].map_or(0, |run| run.count as i64), None)))
+                            .collect();
+                        (*r, v)
+                    })
+                    .collect(),
+                false,
             );
+            let iters = Elastic::canonical_free(&pts, &free, MAX_PERIOD);
             let params: Vec<Elastic> = (0..nparams)
                 .map(|p| {
-                    Elastic::canonical_interleaved(
-                        &uniform(
-                            &d,
-                            slots
-                                .iter()
-                                .map(|(r, per)| {
-                                    let v = per
-                                        .iter()
-                                        .map(|o| o[s].map_or((0, 0), |run| (run.first[p], run.step[p])))
-                                        .collect();
-                                    (*r, v)
-                                })
-                                .collect(),
-                            true,
-                        ),
-                        MAX_PERIOD,
-                    )
+                    let (pts, free) = uniform(
+                        &d,
+                        slots
+                            .iter()
+                            .map(|(r, per)| {
+                                let v = per
+                                    .iter()
+                                    .map(|o| {
+                                        o[s].map(|run| {
+                                            (run.first[p], (run.count > 1).then_some(run.step[p]))
+                                        })
+                                    })
+                                    .collect();
+                                (*r, v)
+                            })
+                            .collect(),
+                        true,
+                    );
+                    Elastic::canonical_free(&pts, &free, MAX_PERIOD)
                 })
                 .collect();
             let first = ranks[0];
