@@ -303,6 +303,23 @@ pub enum RankFn {
         /// Constant term.
         b: i64,
     },
+    /// `a * (rank / k) + b`, plus `d` from rank `t` on: affine in the block index with one
+    /// jump. An MPI library's aggregators see the file's blocks at a phase that drifts from
+    /// one aggregator to the next, and where the drift crosses a block boundary a partial
+    /// block appears or goes and a length wraps. Appended after format version 1 was fixed
+    /// (a new variant index): traces without it keep their bytes.
+    Step {
+        /// Coefficient of the block index.
+        a: i64,
+        /// Block size (1: the rank itself).
+        k: i64,
+        /// Constant term.
+        b: i64,
+        /// The first rank with the jump.
+        t: u32,
+        /// The jump.
+        d: i64,
+    },
 }
 
 impl RankFn {
@@ -314,6 +331,10 @@ impl RankFn {
             RankFn::Affine { a, b } => a.wrapping_mul(r).wrapping_add(b),
             RankFn::Div { a, k, b } => a.wrapping_mul(r / k.max(1)).wrapping_add(b),
             RankFn::Mod { a, k, b } => a.wrapping_mul(r % k.max(1)).wrapping_add(b),
+            RankFn::Step { a, k, b, t, d } => a
+                .wrapping_mul(r / k.max(1))
+                .wrapping_add(b)
+                .wrapping_add(if rank >= t { d } else { 0 }),
         }
     }
 
@@ -764,7 +785,29 @@ impl Growing {
                 true
             }
             Growing::Fit(c) => {
+                let before = c.clone();
                 c.retain(|f| f.eval(r) == v);
+                if c.is_empty() {
+                    // One jump from here on: each candidate with the difference added.
+                    *c = before
+                        .iter()
+                        .filter_map(|f| {
+                            let (a, k, b) = match *f {
+                                RankFn::Const(b) => (0, 1, b),
+                                RankFn::Affine { a, b } => (a, 1, b),
+                                RankFn::Div { a, k, b } => (a, k, b),
+                                RankFn::Mod { .. } | RankFn::Step { .. } => return None,
+                            };
+                            Some(RankFn::Step {
+                                a,
+                                k,
+                                b,
+                                t: r,
+                                d: v.checked_sub(f.eval(r))?,
+                            })
+                        })
+                        .collect();
+                }
                 !c.is_empty()
             }
         }
@@ -838,8 +881,8 @@ fn free_runs(
         while e < at.len() {
             let i = at[e];
             let mut next = g.clone();
-            let fits = (0..nleaves)
-                .all(|k| free[i][k] || next[k].take(pts[i].0, leaves[i][k], &blocks));
+            let fits =
+                (0..nleaves).all(|k| free[i][k] || next[k].take(pts[i].0, leaves[i][k], &blocks));
             if !fits {
                 break;
             }

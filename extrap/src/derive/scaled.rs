@@ -9,10 +9,12 @@
 //! the interval, both ends included, and must be affine in the rank there; they are then laid
 //! out for every rank of the interval. The model runs on the regions of all ranks (it is the
 //! library's algorithm; its cost is linear in the regions, not in the trace). Only the ranks
-//! the model gives nested calls (OMPIO's aggregators) are expanded, given their calls,
-//! re-compressed and merged, as the tracer would; every other rank keeps its stripped
-//! events. The result is the stripped trace restricted to the other ranks followed by the
-//! aggregators' merged trace: each rank runs exactly the calls the full derivation gives it.
+//! the model gives nested calls (OMPIO's aggregators) are walked again: their calls are put
+//! into the stripped trace's own collective events as children whose rank set is the
+//! aggregators', in one shape for every aggregator and every occurrence of the call (see
+//! [`attach`]): each rank runs exactly the calls the full derivation gives it. Where that
+//! cannot be done, the aggregators are expanded, given their calls, re-compressed and merged
+//! as the tracer would, after the stripped trace restricted to the other ranks.
 
 use super::{Group, Plan, Route, Site, config, issued, model, walk_rank};
 
@@ -440,16 +442,15 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
         }
     }
     // First, the nested calls put into the trace's own collective events, in one shape for
-    // every rank (see `attach`); where that cannot be done, the ranks with nested calls are
-    // expanded, given their calls, re-compressed and merged.
-    match by_node(trace, p, &derived, np, &mut made_up).and_then(|b| attach(trace, b)) {
-        Ok(t) => {
-            tf.trace = t;
-            tf.header.notes.extend(made_up);
-            return Ok(explain.into_values().collect());
-        }
-        Err(why) => made_up.insert(format!("DEBUG attach: {why}")),
-    };
+    // every rank (see `attach`); where that cannot be done (a derived call in a loop whose
+    // count depends on the rank), the ranks with nested calls are expanded, given their
+    // calls, re-compressed and merged.
+    let mut notes = BTreeSet::new();
+    if let Ok(t) = by_node(trace, p, &derived, np, &mut notes).and_then(|b| attach(trace, b)) {
+        tf.trace = t;
+        tf.header.notes.extend(notes);
+        return Ok(explain.into_values().collect());
+    }
     // The ranks with nested calls, each expanded, given its calls and re-compressed.
     let aggs: Vec<u32> = derived.keys().copied().collect();
     let mut traces = Vec::with_capacity(aggs.len());
@@ -551,9 +552,11 @@ fn runs(calls: &[RawEvent]) -> Vec<Run> {
         let mut j = i + 2;
         while j < calls.len()
             && same(c, &calls[j])
-            && calls[j].params.iter().enumerate().all(|(p, &v)| {
-                c.params[p].wrapping_add(step[p].wrapping_mul((j - i) as i64)) == v
-            })
+            && calls[j]
+                .params
+                .iter()
+                .enumerate()
+                .all(|(p, &v)| c.params[p].wrapping_add(step[p].wrapping_mul((j - i) as i64)) == v)
         {
             j += 1;
         }
@@ -754,24 +757,17 @@ fn uniform(dims: &[u64], per_rank: Vec<(u32, Vec<Cell>)>, inner: bool) -> Points
     // One value, one step (or none known) per rank.
     let constant = per_rank.iter().all(|(_, v)| {
         let k = known(v);
-        k.iter().all(|x| x.0 == k[0].0)
-            && (!inner || k.iter().all(|x| x.1.unwrap_or(0) == 0))
+        k.iter().all(|x| x.0 == k[0].0) && (!inner || k.iter().all(|x| x.1.unwrap_or(0) == 0))
     });
-    if constant && !inner {
-        return per_rank
-            .into_iter()
-            .map(|(r, v)| {
-                let k = known(&v);
-                ((r, Val::Const(k.first().map_or(0, |x| x.0))), vec![k.is_empty()])
-            })
-            .unzip();
-    }
     if constant {
         return per_rank
             .into_iter()
             .map(|(r, v)| {
                 let k = known(&v);
-                ((r, Val::Const(k.first().map_or(0, |x| x.0))), vec![k.is_empty()])
+                (
+                    (r, Val::Const(k.first().map_or(0, |x| x.0))),
+                    vec![k.is_empty()],
+                )
             })
             .unzip();
     }
@@ -876,7 +872,9 @@ fn attach(trace: &Trace, by_node: ByNode) -> Result<Trace, String> {
     let mut kids: HashMap<usize, Vec<Node>> = HashMap::new();
     for (id, per_rank) in by_node {
         let Some(d) = dims.get(id).cloned().flatten() else {
-            return Err("a derived collective call sits in a loop whose count depends on the rank".into());
+            return Err(
+                "a derived collective call sits in a loop whose count depends on the rank".into(),
+            );
         };
         let occurrences: u64 = d.iter().product();
         // Per rank, per occurrence, its runs.
@@ -1017,7 +1015,9 @@ fn by_node(
     for (&r, calls) in derived {
         let rc = walk_rank(trace, r);
         let mut ids = Vec::with_capacity(rc.events.len());
-        visit_ids(&trace.nodes, r, &mut Vec::new(), &mut 0, &mut |id, _| ids.push(id));
+        visit_ids(&trace.nodes, r, &mut Vec::new(), &mut 0, &mut |id, _| {
+            ids.push(id)
+        });
         if ids.len() != rc.events.len() {
             return Err(format!("rank {r}: the events walked differ"));
         }
