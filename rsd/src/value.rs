@@ -1038,6 +1038,67 @@ mod tests {
         );
     }
 
+    /// Aggregators one per 5462 ranks, then one per 5461, whose value advances by 2710 per
+    /// aggregator modulo 8192 (a file domain's phase in 8 KiB blocks): affine along every
+    /// third aggregator with one wrap, so three interleaved groups with a jump each, exact at
+    /// every point; a free leaf takes any value.
+    #[test]
+    fn interleaved_classes_with_a_jump() {
+        let ranks: Vec<u32> = (0..192u32).map(|g| 5461 * g + g.min(64)).collect();
+        let pts: Vec<(u32, Val<i64>)> = ranks
+            .iter()
+            .enumerate()
+            .map(|(g, &r)| (r, Val::Const((2710 * g as i64) % 8192)))
+            .collect();
+        let free = vec![vec![false]; pts.len()];
+        let plain = Elastic::canonical(&pts);
+        let e = Elastic::canonical_free(&pts, &free, 8);
+        assert!(e.groups.len() <= 6, "{e}");
+        assert!(plain.groups.len() > 3 * e.groups.len(), "{plain}");
+        assert!(
+            e.groups
+                .iter()
+                .any(|g| matches!(g.val, Val::Const(RankFn::Step { .. }))),
+            "{e}"
+        );
+        for (r, v) in &pts {
+            assert_eq!(e.eval(*r, &[]), Some(v.eval(&[])), "rank {r}");
+        }
+        // Every other point free: the rest is one line, whatever the free points hold.
+        let pts: Vec<(u32, Val<i64>)> = (0..64u32)
+            .map(|r| (r, Val::Const(if r % 2 == 0 { 3 * r as i64 } else { -7 })))
+            .collect();
+        let free: Vec<Vec<bool>> = (0..64).map(|r| vec![r % 2 == 1]).collect();
+        let e = Elastic::canonical_free(&pts, &free, 8);
+        assert_eq!(e.groups.len(), 1, "{e}");
+        for r in (0..64).step_by(2) {
+            assert_eq!(e.eval(r, &[]), Some(3 * r as i64));
+        }
+    }
+
+    #[test]
+    fn step_evaluates_and_prints() {
+        let f = RankFn::Step {
+            a: 62,
+            k: 16383,
+            b: -128,
+            t: 400000,
+            d: 4096,
+        };
+        assert_eq!(f.eval(16383 * 3), 62 * 3 - 128);
+        assert_eq!(f.eval(409575), 62 * 25 - 128 + 4096);
+        assert_eq!(f.to_string(), "62*(rank/16383) + 4096*[rank>=400000] - 128");
+        let g = RankFn::Step {
+            a: 0,
+            k: 1,
+            b: 1,
+            t: 5,
+            d: -1,
+        };
+        assert_eq!((g.eval(4), g.eval(5)), (1, 0));
+        assert_eq!(g.to_string(), "-[rank>=5] + 1");
+    }
+
     #[test]
     fn neighbour_pattern_is_two_groups() {
         let n = 64u32;
