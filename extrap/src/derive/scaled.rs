@@ -419,7 +419,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
                     "derived by the model of {} (the model reproduced every input scale \
                      exactly), in compressed form: the model ran on the regions of all {np} \
                      ranks, laid out from {} rank intervals where the trace is affine in the \
-                     rank, and only the ranks with nested calls were expanded; timing: the \
+                     rank, and only the ranks with nested calls were walked again; timing: the \
                      inputs' mean per nested op",
                     out.how,
                     parts.len()
