@@ -163,3 +163,32 @@ fn strided_collective_with_readback() {
         x.file.header.notes
     );
 }
+
+/// Segmented writes of 8 KiB blocks in 4 KiB transfers: OMPIO's file domains cut the blocks
+/// at another place on every aggregator (a partial first or last block on some, a cycle
+/// ending inside a block on others), so the aggregators' nested calls differ in shape; the
+/// compressed derivation gives every aggregator the per-rank derivation's calls, and reaches
+/// 2^20 ranks within twice the input.
+#[test]
+fn segmented_collective_partial_blocks() {
+    let dir = scratch();
+    let ins = inputs(
+        dir.path(),
+        "ior_like",
+        &[
+            "-a",
+            "mpiio",
+            "-c",
+            "-t",
+            "4096",
+            "-b",
+            "8192",
+            "-s",
+            "2",
+            "-o",
+            "{d}/seg.dat",
+        ],
+    );
+    same_as_per_rank("segmented partial blocks", &ins, &[64, 1000, 4096]);
+    reaches_a_million("segmented partial blocks", &ins);
+}

@@ -50,16 +50,10 @@ fn check_mode(name: &str, app_name: &str, args: &[&str]) {
     );
     let size = |p: &Path| std::fs::metadata(p).unwrap().len();
     let largest = inputs.iter().map(|p| size(p)).max().unwrap();
-    // The target is 2x. Known exception (issue 13 item 4, open): segmented collective writes of
-    // 8 KiB blocks, whose OMPIO file domains cut the blocks at a different place on every
-    // aggregator (2710*k mod 8192 at 2^20 ranks), so the partial blocks and run lengths are no
-    // function of the rank the format has; 125 KB from 11.4 KB inputs. Bounded at 16x so that
-    // it cannot grow back (it was 60.7 MB), not called done.
-    let factor = if name == "ior_mpiio_collective_segmented" {
-        16
-    } else {
-        2
-    };
+    // Issue 13 item 4: at most 2x. The segmented collective writes of 8 KiB blocks, whose
+    // OMPIO file domains cut the blocks at another place on every aggregator, were 125 KB
+    // from 11.4 KB inputs (60.7 MB before that).
+    let factor = 2;
     assert!(
         size(&out) <= factor * largest,
         "{name}: {} B at 2^20 ranks vs {largest} B input",

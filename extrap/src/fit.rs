@@ -405,6 +405,13 @@ impl Fitter<'_> {
         if fs.iter().all(|f| *f == fs[0]) {
             return Ok(fs[0]);
         }
+        if fs.iter().any(|f| matches!(f, RankFn::Step { .. })) {
+            // Only the derivation of a library's nested calls writes it, at the target.
+            return Err(self.shape_failure(
+                format!("{what}: a rank function with a jump is not fitted between scales"),
+                fs,
+            ));
+        }
         let variant = |f: &RankFn| std::mem::discriminant(f);
         let lifted: Vec<RankFn> = if fs.iter().all(|f| variant(f) == variant(&fs[0])) {
             fs.to_vec()
@@ -432,6 +439,7 @@ impl Fitter<'_> {
                 RankFn::Affine { a, b } => vec![a, b],
                 RankFn::Div { a, k, b } | RankFn::Mod { a, k, b } => vec![a, k, b],
                 RankFn::Shift { w, p, o } => vec![w, p, o],
+                RankFn::Step { .. } => unreachable!("refused above"),
             }
         };
         let cs: Vec<Vec<i64>> = lifted.iter().map(coef).collect();

@@ -49,6 +49,20 @@ fn rank_term(f: &RankFn) -> (Option<String>, i64) {
             Some(format!("(((rank+{o})%{p}+{w})%{p} - (rank+{o})%{p})")),
             0,
         ),
+        RankFn::Step { a, k, b, t, d } => {
+            let index = if k == 1 {
+                "rank".to_string()
+            } else {
+                format!("(rank/{k})")
+            };
+            let jump = coef(d, &format!("[rank>={t}]"));
+            let term = match (coef(a, &index), jump) {
+                (Some(x), Some(j)) if j.starts_with('-') => Some(format!("{x} - {}", &j[1..])),
+                (Some(x), Some(j)) => Some(format!("{x} + {j}")),
+                (x, j) => x.or(j),
+            };
+            (term, b)
+        }
     }
 }
 

@@ -345,6 +345,23 @@ pub enum RankFn {
         /// The phase, `0 <= o < p`.
         o: i64,
     },
+    /// `a * (rank / k) + b`, plus `d` from rank `t` on: affine in the block index with one
+    /// jump. An MPI library's aggregators see the file's blocks at a phase that drifts from
+    /// one aggregator to the next, and where the drift crosses a block boundary a partial
+    /// block appears or goes and a length wraps. Appended after format version 1 was fixed
+    /// (a new variant index): traces without it keep their bytes.
+    Step {
+        /// Coefficient of the block index.
+        a: i64,
+        /// Block size (1: the rank itself).
+        k: i64,
+        /// Constant term.
+        b: i64,
+        /// The first rank with the jump.
+        t: u32,
+        /// The jump.
+        d: i64,
+    },
 }
 
 impl RankFn {
@@ -361,6 +378,10 @@ impl RankFn {
                 let m = r.wrapping_add(o).rem_euclid(p);
                 (m.wrapping_add(w.rem_euclid(p)) % p).wrapping_sub(m)
             }
+            RankFn::Step { a, k, b, t, d } => a
+                .wrapping_mul(r / k.max(1))
+                .wrapping_add(b)
+                .wrapping_add(if rank >= t { d } else { 0 }),
         }
     }
 
@@ -737,6 +758,230 @@ impl Elastic {
     }
 }
 
+impl Elastic {
+    /// The canonical form of per-rank values of one shape (ranks strictly increasing) some of
+    /// whose leaves are free (`free[i][k]`: leaf `k` of point `i`, in [`Val::leaves`] order,
+    /// may take any value: a parameter of a call in a loop that does not run on that rank
+    /// there), with as few groups as this finds. Each group's leaves fit the points where
+    /// they are not free; a free leaf takes whatever its group's function gives. Tried: the
+    /// points as they come, and the points at positions `c, c+p, c+2p, ...` (`p` from 2 to
+    /// `max_period`) each on their own, their groups interleaved. An MPI library's
+    /// aggregators spread over a file whose blocks do not divide the file domains: each
+    /// aggregator's domain starts at another phase of the blocks, the phase advancing by
+    /// almost a whole block every few aggregators, so a value is affine along every `p`-th
+    /// aggregator for long stretches and along consecutive ones for two at most. Groups may
+    /// then interleave (their rank sets stay disjoint).
+    ///
+    /// # Panics
+    /// When the points differ in shape or `free` does not match them.
+    pub fn canonical_free(
+        pts: &[(u32, Val<i64>)],
+        free: &[Vec<bool>],
+        max_period: usize,
+    ) -> Elastic {
+        assert_eq!(pts.len(), free.len(), "one mask per point");
+        if pts.is_empty() {
+            return Elastic { groups: Vec::new() };
+        }
+        let leaves: Vec<Vec<i64>> = pts
+            .iter()
+            .map(|p| {
+                assert!(p.1.same_shape(&pts[0].1), "points of one shape");
+                let mut l = Vec::new();
+                p.1.leaves(&mut l);
+                l
+            })
+            .collect();
+        let all: Vec<usize> = (0..pts.len()).collect();
+        let mut best = free_runs(pts, &leaves, free, &all);
+        for p in 2..=max_period.min(pts.len() / 2) {
+            if best.len() <= 1 {
+                break;
+            }
+            let mut groups = Vec::new();
+            for c in 0..p {
+                let class: Vec<usize> = (c..pts.len()).step_by(p).collect();
+                groups.extend(free_runs(pts, &leaves, free, &class));
+                if groups.len() >= best.len() {
+                    break;
+                }
+            }
+            if groups.len() < best.len() {
+                best = groups;
+            }
+        }
+        best.sort_by_key(|g| g.ranks.first().unwrap_or(u32::MAX));
+        Elastic { groups: best }
+    }
+}
+
+/// One leaf's function while a run of points grows: nothing seen yet, one point, or the
+/// functions that fit every point so far (first preferred).
+#[derive(Clone)]
+enum Growing {
+    Open,
+    One(u32, i64),
+    Fit(Vec<RankFn>),
+}
+
+/// `a * (rank / k) + b` through two points, if its coefficient is an integer.
+fn fit_div(k: i64, (r0, v0): (u32, i64), (r1, v1): (u32, i64)) -> Option<RankFn> {
+    let (q0, q1) = (i64::from(r0) / k, i64::from(r1) / k);
+    let dv = v1.checked_sub(v0)?;
+    if q1 == q0 || dv % (q1 - q0) != 0 {
+        return None;
+    }
+    let a = dv / (q1 - q0);
+    Some(RankFn::Div {
+        a,
+        k,
+        b: v0.checked_sub(a.checked_mul(q0)?)?,
+    })
+}
+
+impl Growing {
+    /// Takes the point `(r, v)`, or says it does not fit. `blocks` are block sizes to try
+    /// besides the step between the first two points: the ranks' other steps, where a
+    /// partition of the ranks into groups of two sizes spaces them unevenly, and any step
+    /// divides the ranks into blocks of the smaller size.
+    fn take(&mut self, r: u32, v: i64, blocks: &[i64]) -> bool {
+        match self {
+            Growing::Open => {
+                *self = Growing::One(r, v);
+                true
+            }
+            Growing::One(_, v0) if *v0 == v => {
+                *self = Growing::Fit(vec![RankFn::Const(v)]);
+                true
+            }
+            Growing::One(r0, v0) => {
+                let p0 = (*r0, *v0);
+                let mut c: Vec<RankFn> = fit_run(p0, (r, v)).into_iter().collect();
+                for &k in blocks {
+                    if let Some(f) = fit_div(k, p0, (r, v))
+                        && !c.contains(&f)
+                    {
+                        c.push(f);
+                    }
+                }
+                if c.is_empty() {
+                    return false;
+                }
+                *self = Growing::Fit(c);
+                true
+            }
+            Growing::Fit(c) => {
+                let before = c.clone();
+                c.retain(|f| f.eval(r) == v);
+                if c.is_empty() {
+                    // One jump from here on: each candidate with the difference added.
+                    *c = before
+                        .iter()
+                        .filter_map(|f| {
+                            let (a, k, b) = match *f {
+                                RankFn::Const(b) => (0, 1, b),
+                                RankFn::Affine { a, b } => (a, 1, b),
+                                RankFn::Div { a, k, b } => (a, k, b),
+                                RankFn::Mod { .. } | RankFn::Step { .. } => return None,
+                            };
+                            Some(RankFn::Step {
+                                a,
+                                k,
+                                b,
+                                t: r,
+                                d: v.checked_sub(f.eval(r))?,
+                            })
+                        })
+                        .collect();
+                }
+                !c.is_empty()
+            }
+        }
+    }
+
+    fn done(self) -> RankFn {
+        match self {
+            Growing::Open => RankFn::Const(0),
+            Growing::One(_, v) => RankFn::Const(v),
+            Growing::Fit(c) => c[0],
+        }
+    }
+}
+
+/// The points `at` (indices into `pts`, increasing) cut into groups: all of them when every
+/// leaf fits one function on its points that are not free, else greedy runs.
+fn free_runs(
+    pts: &[(u32, Val<i64>)],
+    leaves: &[Vec<i64>],
+    free: &[Vec<bool>],
+    at: &[usize],
+) -> Vec<Group> {
+    let nleaves = leaves[at[0]].len();
+    let group = |idx: &[usize], fns: Vec<RankFn>| {
+        let ranks: Vec<u32> = idx.iter().map(|&i| pts[i].0).collect();
+        Group {
+            ranks: RankSet::from_sorted(&ranks),
+            val: pts[idx[0]]
+                .1
+                .with_leaves(&mut fns.into_iter())
+                .expect("same shape"),
+        }
+    };
+    // The steps between the points' ranks, smallest first (a few at most).
+    let mut blocks: Vec<i64> = at
+        .windows(2)
+        .map(|w| i64::from(pts[w[1]].0) - i64::from(pts[w[0]].0))
+        .filter(|&k| k >= 2)
+        .collect();
+    blocks.sort_unstable();
+    blocks.dedup();
+    blocks.truncate(4);
+    // Whole: each leaf by the general fit over its points that are not free.
+    let whole: Option<Vec<RankFn>> = (0..nleaves)
+        .map(|k| {
+            let (rs, vs): (Vec<u32>, Vec<i64>) = at
+                .iter()
+                .filter(|&&i| !free[i][k])
+                .map(|&i| (pts[i].0, leaves[i][k]))
+                .unzip();
+            if rs.is_empty() {
+                return Some(RankFn::Const(0));
+            }
+            RankFn::fit(&rs, &vs).or_else(|| {
+                let mut g = Growing::Open;
+                rs.iter()
+                    .zip(&vs)
+                    .all(|(&r, &v)| g.take(r, v, &blocks))
+                    .then(|| g.done())
+            })
+        })
+        .collect();
+    if let Some(fns) = whole {
+        return vec![group(at, fns)];
+    }
+    let mut out = Vec::new();
+    let mut s = 0;
+    while s < at.len() {
+        let mut g = vec![Growing::Open; nleaves];
+        let mut e = s;
+        while e < at.len() {
+            let i = at[e];
+            let mut next = g.clone();
+            let fits =
+                (0..nleaves).all(|k| free[i][k] || next[k].take(pts[i].0, leaves[i][k], &blocks));
+            if !fits {
+                break;
+            }
+            g = next;
+            e += 1;
+        }
+        // A point fits an empty run always, so every run takes at least one.
+        out.push(group(&at[s..e], g.into_iter().map(Growing::done).collect()));
+        s = e;
+    }
+    out
+}
+
 fn canonical_block(pts: &[(u32, Val<i64>)], groups: &mut Vec<Group>) {
     let ranks: Vec<u32> = pts.iter().map(|p| p.0).collect();
     let leaves: Vec<Vec<i64>> = pts
@@ -954,6 +1199,67 @@ mod tests {
         // Two values that wrap at no period are no shift.
         let wrong = [1, -3, 1, 1, 1, 1, -3, 1];
         assert_eq!(RankFn::fit(&(0..8).collect::<Vec<_>>(), &wrong), None);
+    }
+
+    /// Aggregators one per 5462 ranks, then one per 5461, whose value advances by 2710 per
+    /// aggregator modulo 8192 (a file domain's phase in 8 KiB blocks): affine along every
+    /// third aggregator with one wrap, so three interleaved groups with a jump each, exact at
+    /// every point; a free leaf takes any value.
+    #[test]
+    fn interleaved_classes_with_a_jump() {
+        let ranks: Vec<u32> = (0..192u32).map(|g| 5461 * g + g.min(64)).collect();
+        let pts: Vec<(u32, Val<i64>)> = ranks
+            .iter()
+            .enumerate()
+            .map(|(g, &r)| (r, Val::Const((2710 * g as i64) % 8192)))
+            .collect();
+        let free = vec![vec![false]; pts.len()];
+        let plain = Elastic::canonical(&pts);
+        let e = Elastic::canonical_free(&pts, &free, 8);
+        assert!(e.groups.len() <= 6, "{e}");
+        assert!(plain.groups.len() > 3 * e.groups.len(), "{plain}");
+        assert!(
+            e.groups
+                .iter()
+                .any(|g| matches!(g.val, Val::Const(RankFn::Step { .. }))),
+            "{e}"
+        );
+        for (r, v) in &pts {
+            assert_eq!(e.eval(*r, &[]), Some(v.eval(&[])), "rank {r}");
+        }
+        // Every other point free: the rest is one line, whatever the free points hold.
+        let pts: Vec<(u32, Val<i64>)> = (0..64u32)
+            .map(|r| (r, Val::Const(if r % 2 == 0 { 3 * r as i64 } else { -7 })))
+            .collect();
+        let free: Vec<Vec<bool>> = (0..64).map(|r| vec![r % 2 == 1]).collect();
+        let e = Elastic::canonical_free(&pts, &free, 8);
+        assert_eq!(e.groups.len(), 1, "{e}");
+        for r in (0..64).step_by(2) {
+            assert_eq!(e.eval(r, &[]), Some(3 * r as i64));
+        }
+    }
+
+    #[test]
+    fn step_evaluates_and_prints() {
+        let f = RankFn::Step {
+            a: 62,
+            k: 16383,
+            b: -128,
+            t: 400000,
+            d: 4096,
+        };
+        assert_eq!(f.eval(16383 * 3), 62 * 3 - 128);
+        assert_eq!(f.eval(409575), 62 * 25 - 128 + 4096);
+        assert_eq!(f.to_string(), "62*(rank/16383) + 4096*[rank>=400000] - 128");
+        let g = RankFn::Step {
+            a: 0,
+            k: 1,
+            b: 1,
+            t: 5,
+            d: -1,
+        };
+        assert_eq!((g.eval(4), g.eval(5)), (1, 0));
+        assert_eq!(g.to_string(), "-[rank>=5] + 1");
     }
 
     #[test]

@@ -9,10 +9,12 @@
 //! the interval, both ends included, and must be affine in the rank there; they are then laid
 //! out for every rank of the interval. The model runs on the regions of all ranks (it is the
 //! library's algorithm; its cost is linear in the regions, not in the trace). Only the ranks
-//! the model gives nested calls (OMPIO's aggregators) are expanded, given their calls,
-//! re-compressed and merged, as the tracer would; every other rank keeps its stripped
-//! events. The result is the stripped trace restricted to the other ranks followed by the
-//! aggregators' merged trace: each rank runs exactly the calls the full derivation gives it.
+//! the model gives nested calls (OMPIO's aggregators) are walked again: their calls are put
+//! into the stripped trace's own collective events as children whose rank set is the
+//! aggregators', in one shape for every aggregator and every occurrence of the call (see
+//! [`attach`]): each rank runs exactly the calls the full derivation gives it. Where that
+//! cannot be done, the aggregators are expanded, given their calls, re-compressed and merged
+//! as the tracer would, after the stripped trace restricted to the other ranks.
 
 use super::{Group, Plan, Route, Site, config, issued, model, walk_rank};
 
@@ -22,9 +24,9 @@ type RankDerived = HashMap<(String, usize), (Route, Vec<collio::Call>)>;
 use crate::Explain;
 use collio::Collective;
 use collio::traced::{self, RankAccess, TracedCall};
-use rsd::trace::{Node, NodeKind};
-use rsd::value::{RankFn, Val};
-use rsd::{Compressor, RankSet, Trace, TraceFile};
+use rsd::trace::{Event, Node, NodeKind};
+use rsd::value::{Elastic, RankFn, Val};
+use rsd::{Compressor, RankSet, RawEvent, Trace, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The most rank intervals the trace may fall into: each is walked at a few ranks.
@@ -445,7 +447,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
                     "derived by the model of {} (the model reproduced every input scale \
                      exactly), in compressed form: the model ran on the regions of all {np} \
                      ranks, laid out from {} rank intervals where the trace is affine in the \
-                     rank, and only the ranks with nested calls were expanded; timing: the \
+                     rank, and only the ranks with nested calls were walked again; timing: the \
                      inputs' mean per nested op",
                     out.how,
                     parts.len()
@@ -466,6 +468,16 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
                 "more than {MAX_AGGREGATORS} ranks issue nested calls at {np} ranks"
             ));
         }
+    }
+    // First, the nested calls put into the trace's own collective events, in one shape for
+    // every rank (see `attach`); where that cannot be done (a derived call in a loop whose
+    // count depends on the rank), the ranks with nested calls are expanded, given their
+    // calls, re-compressed and merged.
+    let mut notes = BTreeSet::new();
+    if let Ok(t) = by_node(trace, p, &derived, np, &mut notes).and_then(|b| attach(trace, b)) {
+        tf.trace = t;
+        tf.header.notes.extend(notes);
+        return Ok(explain.into_values().collect());
     }
     // The ranks with nested calls, each expanded, given its calls and re-compressed.
     let aggs: Vec<u32> = derived.keys().copied().collect();
@@ -512,4 +524,564 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
     tf.trace = Trace { nodes };
     tf.header.notes.extend(made_up);
     Ok(explain.into_values().collect())
+}
+
+/// One run of a collective call's nested calls on one rank: the same call (op, call site,
+/// descriptor) repeated `count` times with every parameter affine in the position.
+#[derive(Debug, Clone)]
+struct Run {
+    op: rsd::Op,
+    sig: u64,
+    first: Vec<i64>,
+    step: Vec<i64>,
+    count: u64,
+    gap_ns: u64,
+    dur_ns: u64,
+}
+
+impl Run {
+    /// The run's kind in the shape: the call, and whether it repeats (a single call is a run
+    /// of one whose steps are 0).
+    fn kind(&self) -> (rsd::Op, u64, bool) {
+        (self.op, self.sig, self.count > 1)
+    }
+}
+
+/// `calls` cut into maximal runs affine in the position (as the compressor's affine runs: a
+/// run of two that the third call breaks is not started, its first call stands alone).
+fn runs(calls: &[RawEvent]) -> Vec<Run> {
+    let same = |a: &RawEvent, b: &RawEvent| {
+        a.op == b.op && a.sig == b.sig && a.params.len() == b.params.len()
+    };
+    let single = |c: &RawEvent| Run {
+        op: c.op,
+        sig: c.sig,
+        first: c.params.clone(),
+        step: vec![0; c.params.len()],
+        count: 1,
+        gap_ns: c.gap_ns,
+        dur_ns: c.dur_ns,
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < calls.len() {
+        let c = &calls[i];
+        if i + 1 == calls.len() || !same(c, &calls[i + 1]) {
+            out.push(single(c));
+            i += 1;
+            continue;
+        }
+        let step: Vec<i64> = c
+            .params
+            .iter()
+            .zip(&calls[i + 1].params)
+            .map(|(a, b)| b.wrapping_sub(*a))
+            .collect();
+        let mut j = i + 2;
+        while j < calls.len()
+            && same(c, &calls[j])
+            && calls[j]
+                .params
+                .iter()
+                .enumerate()
+                .all(|(p, &v)| c.params[p].wrapping_add(step[p].wrapping_mul((j - i) as i64)) == v)
+        {
+            j += 1;
+        }
+        if j == i + 2 && j < calls.len() {
+            out.push(single(c));
+            i += 1;
+            continue;
+        }
+        out.push(Run {
+            count: (j - i) as u64,
+            step,
+            ..single(c)
+        });
+        i = j;
+    }
+    out
+}
+
+type Kind = (rsd::Op, u64, bool);
+
+/// The shortest common supersequence of `a` and `b` (by longest common subsequence).
+fn supersequence(a: &[Kind], b: &[Kind]) -> Vec<Kind> {
+    let (n, m) = (a.len(), b.len());
+    let mut l = vec![vec![0usize; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            l[i][j] = if a[i] == b[j] {
+                l[i + 1][j + 1] + 1
+            } else {
+                l[i + 1][j].max(l[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, Vec::with_capacity(n + m));
+    while i < n && j < m {
+        if a[i] == b[j] {
+            out.push(a[i]);
+            i += 1;
+            j += 1;
+        } else if l[i + 1][j] >= l[i][j + 1] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+/// Where each of `kinds` goes in `shape` (leftmost embedding).
+fn embed(kinds: &[Kind], shape: &[Kind]) -> Option<Vec<usize>> {
+    let mut at = Vec::with_capacity(kinds.len());
+    let mut s = 0;
+    for k in kinds {
+        while s < shape.len() && shape[s] != *k {
+            s += 1;
+        }
+        if s == shape.len() {
+            return None;
+        }
+        at.push(s);
+        s += 1;
+    }
+    Some(at)
+}
+
+/// Calls `f(id, idx)` for every event node `rank` executes, in order (as
+/// [`rsd::trace::visit`]), `id` the node's position among the event nodes of `nodes` in
+/// depth-first order.
+fn visit_ids(
+    nodes: &[Node],
+    rank: u32,
+    idx: &mut Vec<u64>,
+    next: &mut usize,
+    f: &mut dyn FnMut(usize, &[u64]),
+) {
+    for n in nodes {
+        match &n.kind {
+            NodeKind::Event(_) => {
+                if n.ranks.contains(rank) {
+                    f(*next, idx);
+                }
+                *next += 1;
+            }
+            NodeKind::Loop(l) => {
+                let start = *next;
+                let size = event_nodes(&l.body);
+                if n.ranks.contains(rank) {
+                    let iters = l.iters.eval_member(rank, idx).max(0) as u64;
+                    idx.push(0);
+                    for i in 0..iters {
+                        *idx.last_mut().expect("pushed") = i;
+                        *next = start;
+                        visit_ids(&l.body, rank, idx, next, f);
+                    }
+                    idx.pop();
+                }
+                *next = start + size;
+            }
+        }
+    }
+}
+
+fn event_nodes(nodes: &[Node]) -> usize {
+    nodes
+        .iter()
+        .map(|n| match &n.kind {
+            NodeKind::Event(_) => 1,
+            NodeKind::Loop(l) => event_nodes(&l.body),
+        })
+        .sum()
+}
+
+/// The loop counts around each event node (by id), from the trace's structure: constant
+/// counts only (the intervals are uniform).
+fn loop_dims(nodes: &[Node], dims: &mut Vec<u64>, out: &mut Vec<Option<Vec<u64>>>) {
+    for n in nodes {
+        match &n.kind {
+            NodeKind::Event(_) => out.push(Some(dims.clone())),
+            NodeKind::Loop(l) => {
+                let c = match l.iters.groups.as_slice() {
+                    [g] => match g.val {
+                        Val::Const(RankFn::Const(c)) => Some(c.max(0) as u64),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match c {
+                    Some(c) => {
+                        dims.push(c);
+                        loop_dims(&l.body, dims, out);
+                        dims.pop();
+                    }
+                    None => {
+                        let from = out.len();
+                        loop_dims(&l.body, &mut Vec::new(), out);
+                        out[from..].iter_mut().for_each(|d| *d = None);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sets the children of event node `id` (depth-first order) from `kids`.
+fn set_children(nodes: &mut [Node], next: &mut usize, kids: &mut HashMap<usize, Vec<Node>>) {
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                if let Some(k) = kids.remove(next) {
+                    e.children = k;
+                }
+                *next += 1;
+            }
+            NodeKind::Loop(l) => set_children(&mut l.body, next, kids),
+        }
+    }
+}
+
+/// A value over the loops `dims` (outermost first) as nested explicit vectors, with `leaf`
+/// at the innermost: the same shape on every rank, so the ranks' values join leaf by leaf.
+fn grid(dims: &[u64], at: &mut Vec<u64>, leaf: &mut dyn FnMut(&[u64]) -> Val<i64>) -> Val<i64> {
+    match dims.split_first() {
+        None => leaf(at),
+        Some((&d, rest)) => Val::Seq(
+            (0..d)
+                .map(|i| {
+                    at.push(i);
+                    let v = grid(rest, at, leaf);
+                    at.pop();
+                    v
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// The most interleaved classes a derived value is split into (see
+/// [`Elastic::canonical_free`]).
+const MAX_PERIOD: usize = 8;
+
+/// One leaf of a derived value at one grid position: its value and its step along the
+/// run's own loop, either of which may be free (`None`: the run does not happen there, or
+/// has one call and so no step).
+type Cell = Option<(i64, Option<i64>)>;
+
+/// Per rank, a value given at every position of the grid `dims` (row-major), in the simplest
+/// form that has the same shape on every rank: a constant, affine in the loop indices, or
+/// explicit over the grid; with `inner`, affine along the run's own loop too. Returns the
+/// points and, per point, which of its leaves are free.
+type Points = (Vec<(u32, Val<i64>)>, Vec<Vec<bool>>);
+
+fn uniform(dims: &[u64], per_rank: Vec<(u32, Vec<Cell>)>, inner: bool) -> Points {
+    let known = |v: &[Cell]| -> Vec<(i64, Option<i64>)> { v.iter().flatten().copied().collect() };
+    // One value, one step (or none known) per rank.
+    let constant = per_rank.iter().all(|(_, v)| {
+        let k = known(v);
+        k.iter().all(|x| x.0 == k[0].0) && (!inner || k.iter().all(|x| x.1.unwrap_or(0) == 0))
+    });
+    if constant {
+        return per_rank
+            .into_iter()
+            .map(|(r, v)| {
+                let k = known(&v);
+                (
+                    (r, Val::Const(k.first().map_or(0, |x| x.0))),
+                    vec![k.is_empty()],
+                )
+            })
+            .unzip();
+    }
+    // Strides of the grid dimensions when every position is known and affine in the indices.
+    let mut spans = vec![0usize; dims.len()];
+    let mut span = 1usize;
+    for (k, &n) in dims.iter().enumerate().rev() {
+        spans[k] = span;
+        span *= n as usize;
+    }
+    let affine = |v: &[Cell]| -> Option<(i64, Vec<i64>, Option<i64>)> {
+        let b = v.first()?.as_ref()?.0;
+        let strides: Vec<i64> = dims
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| {
+                if n > 1 {
+                    v[spans[k]].map_or(0, |x| x.0.wrapping_sub(b))
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let steps: Vec<i64> = v.iter().flatten().filter_map(|x| x.1).collect();
+        if steps.iter().any(|&x| x != steps[0]) {
+            return None;
+        }
+        for (p, c) in v.iter().enumerate() {
+            let c = c.as_ref()?;
+            let want = (0..dims.len()).fold(b, |acc, k| {
+                let i = (p / spans[k]) as u64 % dims[k];
+                acc.wrapping_add(strides[k].wrapping_mul(i as i64))
+            });
+            if c.0 != want {
+                return None;
+            }
+        }
+        Some((b, strides, steps.first().copied()))
+    };
+    if per_rank.iter().all(|(_, v)| affine(v).is_some()) {
+        return per_rank
+            .into_iter()
+            .map(|(r, v)| {
+                let (base, mut strides, step) = affine(&v).expect("checked");
+                let mut free = vec![false; 1 + strides.len()];
+                if inner {
+                    strides.push(step.unwrap_or(0));
+                    free.push(step.is_none());
+                }
+                ((r, Val::Lin { base, strides }), free)
+            })
+            .unzip();
+    }
+    let pos = |at: &[u64]| at.iter().zip(dims).fold(0u64, |acc, (&i, &n)| acc * n + i) as usize;
+    per_rank
+        .into_iter()
+        .map(|(r, v)| {
+            let mut free = Vec::new();
+            let val = grid(dims, &mut Vec::new(), &mut |at| {
+                let c = v[pos(at)];
+                free.push(c.is_none());
+                let (b, st) = c.unwrap_or((0, None));
+                if inner {
+                    free.push(st.is_none());
+                    Val::Lin {
+                        base: b,
+                        strides: vec![st.unwrap_or(0)],
+                    }
+                } else {
+                    Val::Const(b)
+                }
+            });
+            ((r, val), free)
+        })
+        .unzip()
+}
+
+/// Stats of `count` equal samples `ns`.
+fn repeated(ns: u64, count: u64, rank: u32) -> rsd::timing::Stats {
+    let mut s = rsd::timing::Stats::one(ns, rank);
+    s.count = count;
+    s.bins[rsd::timing::bin_of(ns)] = count;
+    s
+}
+
+/// Per event node id: per aggregator rank, per occurrence (in the rank's visit order), the
+/// nested calls issued there.
+type ByNode = BTreeMap<usize, BTreeMap<u32, Vec<Vec<RawEvent>>>>;
+
+/// The derived nested calls put into the extrapolated trace's collective events themselves,
+/// in one shape for every aggregator and every occurrence of the call: the calls of each
+/// occurrence are cut into affine runs, the runs of all occurrences aligned into one sequence
+/// of loops (the shortest common supersequence of their kinds), and each loop's trip count
+/// (0 where an occurrence has no such run: a file domain that starts or ends between two
+/// blocks, a cycle that ends on a block boundary) and values become functions of the rank
+/// and the enclosing loops. An OMPIO aggregator's file domain cuts the ranks' blocks at
+/// another place on every aggregator, so the partial blocks exist on some aggregators only:
+/// as separate shapes they scattered the aggregators into hundreds of rank groups.
+fn attach(trace: &Trace, by_node: ByNode) -> Result<Trace, String> {
+    let mut dims = Vec::new();
+    loop_dims(&trace.nodes, &mut Vec::new(), &mut dims);
+    let mut kids: HashMap<usize, Vec<Node>> = HashMap::new();
+    for (id, per_rank) in by_node {
+        let Some(d) = dims.get(id).cloned().flatten() else {
+            return Err(
+                "a derived collective call sits in a loop whose count depends on the rank".into(),
+            );
+        };
+        let occurrences: u64 = d.iter().product();
+        // Per rank, per occurrence, its runs.
+        let mut all: Vec<(u32, Vec<Vec<Run>>)> = Vec::with_capacity(per_rank.len());
+        for (r, occ) in per_rank {
+            if occ.len() as u64 != occurrences {
+                return Err(format!(
+                    "rank {r} makes a derived collective call {} times where its loops run {occurrences} times",
+                    occ.len()
+                ));
+            }
+            all.push((r, occ.iter().map(|c| runs(c)).collect()));
+        }
+        // The shape: every occurrence's kinds as a subsequence.
+        let mut distinct: BTreeSet<Vec<Kind>> = BTreeSet::new();
+        for (_, occ) in &all {
+            for rs in occ {
+                distinct.insert(rs.iter().map(Run::kind).collect());
+            }
+        }
+        let mut shape: Vec<Kind> = Vec::new();
+        for k in &distinct {
+            shape = supersequence(&shape, k);
+        }
+        // Per rank, per occurrence, the run in each slot of the shape.
+        let mut slots: Vec<(u32, Vec<Vec<Option<&Run>>>)> = Vec::with_capacity(all.len());
+        for (r, occ) in &all {
+            let mut per = Vec::with_capacity(occ.len());
+            for rs in occ {
+                let kinds: Vec<Kind> = rs.iter().map(Run::kind).collect();
+                let at = embed(&kinds, &shape).ok_or("the runs do not embed in their shape")?;
+                let mut s: Vec<Option<&Run>> = vec![None; shape.len()];
+                for (run, &k) in rs.iter().zip(&at) {
+                    s[k] = Some(run);
+                }
+                per.push(s);
+            }
+            slots.push((*r, per));
+        }
+        let ranks: Vec<u32> = slots.iter().map(|s| s.0).collect();
+        let set = RankSet::from_sorted(&ranks);
+        let mut out = Vec::with_capacity(shape.len());
+        for (s, &(op, sig, _)) in shape.iter().enumerate() {
+            let nparams = slots
+                .iter()
+                .flat_map(|(_, p)| p.iter())
+                .find_map(|o| o[s].map(|r| r.first.len()))
+                .unwrap_or(0);
+            let (mut total, mut timing) = (0u64, None);
+            for (_, per) in &slots {
+                for o in per {
+                    if let Some(run) = o[s] {
+                        total += run.count;
+                        timing.get_or_insert((run.gap_ns, run.dur_ns));
+                    }
+                }
+            }
+            let (gap, dur) = timing.unwrap_or((0, 0));
+            let (pts, free) = uniform(
+                &d,
+                slots
+                    .iter()
+                    .map(|(r, per)| {
+                        let v = per
+                            .iter()
+                            .map(|o| Some((o[s].map_or(0, |run| run.count as i64), None)))
+                            .collect();
+                        (*r, v)
+                    })
+                    .collect(),
+                false,
+            );
+            let iters = Elastic::canonical_free(&pts, &free, MAX_PERIOD);
+            let params: Vec<Elastic> = (0..nparams)
+                .map(|p| {
+                    let (pts, free) = uniform(
+                        &d,
+                        slots
+                            .iter()
+                            .map(|(r, per)| {
+                                let v = per
+                                    .iter()
+                                    .map(|o| {
+                                        o[s].map(|run| {
+                                            (run.first[p], (run.count > 1).then_some(run.step[p]))
+                                        })
+                                    })
+                                    .collect();
+                                (*r, v)
+                            })
+                            .collect(),
+                        true,
+                    );
+                    Elastic::canonical_free(&pts, &free, MAX_PERIOD)
+                })
+                .collect();
+            let first = ranks[0];
+            let event = Event {
+                op,
+                sig,
+                path: None,
+                params,
+                timing: rsd::timing::Timing {
+                    gap: repeated(gap, total, first),
+                    dur: repeated(dur, total, first),
+                    interval: None,
+                },
+                children: Vec::new(),
+            };
+            out.push(Node {
+                ranks: set.clone(),
+                kind: NodeKind::Loop(rsd::trace::Loop {
+                    iters,
+                    body: vec![Node {
+                        ranks: set.clone(),
+                        kind: NodeKind::Event(event),
+                    }],
+                }),
+            });
+        }
+        kids.insert(id, out);
+    }
+    let mut t = trace.clone();
+    set_children(&mut t.nodes, &mut 0, &mut kids);
+    Ok(t)
+}
+
+/// The derived calls by event node (see [`ByNode`]): each rank with nested calls walked
+/// once, its collective calls matched with the nodes it executes them at.
+fn by_node(
+    trace: &Trace,
+    p: &Plan,
+    derived: &BTreeMap<u32, RankDerived>,
+    np: u32,
+    made_up: &mut BTreeSet<String>,
+) -> Result<ByNode, String> {
+    let mut out: ByNode = BTreeMap::new();
+    for (&r, calls) in derived {
+        let rc = walk_rank(trace, r);
+        let mut ids = Vec::with_capacity(rc.events.len());
+        visit_ids(&trace.nodes, r, &mut Vec::new(), &mut 0, &mut |id, _| {
+            ids.push(id)
+        });
+        if ids.len() != rc.events.len() {
+            return Err(format!("rank {r}: the events walked differ"));
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for c in &rc.colls {
+            let k = seen.entry(c.path.as_str()).or_default();
+            let index = *k;
+            *k += 1;
+            if !p.derived.contains(&c.site) {
+                continue;
+            }
+            let issue = match calls.get(&(c.path.clone(), index)) {
+                Some((route, issue)) => {
+                    let Some(fd) = c.fd else {
+                        return Err(format!(
+                            "{}: rank {r} has no traced descriptor for the file",
+                            c.path
+                        ));
+                    };
+                    let mut v = Vec::with_capacity(issue.len());
+                    for call in issue {
+                        let t = p
+                            .template(c.site, *route, call, made_up)
+                            .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
+                        v.push(issued(call, fd, &t));
+                    }
+                    v
+                }
+                None => Vec::new(),
+            };
+            out.entry(ids[c.event])
+                .or_default()
+                .entry(r)
+                .or_default()
+                .push(issue);
+        }
+    }
+    Ok(out)
 }
