@@ -882,7 +882,9 @@ impl Growing {
                                 RankFn::Const(b) => (0, 1, b),
                                 RankFn::Affine { a, b } => (a, 1, b),
                                 RankFn::Div { a, k, b } => (a, k, b),
-                                RankFn::Mod { .. } | RankFn::Step { .. } => return None,
+                                RankFn::Mod { .. } | RankFn::Shift { .. } | RankFn::Step { .. } => {
+                                    return None;
+                                }
                             };
                             Some(RankFn::Step {
                                 a,
