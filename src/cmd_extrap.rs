@@ -203,24 +203,27 @@ fn extrapolate_summarising(
     mut ignored: Vec<extrap::approx::Ignore>,
     models: &ModelSet,
 ) -> Result<extrap::Extrapolated> {
+    // What the user named is looked for once, for the notes: extrap summarises it itself,
+    // after checking its models of the MPI library against the exact values.
+    if !ignored.is_empty() {
+        let (_, found) = extrap::approx::ignore(inputs.to_vec(), &ignored);
+        for (g, _) in found.iter().filter(|(_, n)| *n == 0) {
+            eprintln!(
+                "note: --ignore {g}: no input summarised it (the inputs do not call {}, or \
+                 its values are negative somewhere)",
+                g.op.name()
+            );
+        }
+    }
     let named = ignored.len();
     loop {
-        let summarised;
-        let these = if ignored.is_empty() {
-            inputs
-        } else {
-            let (s, found) = extrap::approx::ignore(inputs.to_vec(), &ignored);
-            for (g, _) in found[..named].iter().filter(|(_, n)| *n == 0) {
-                eprintln!(
-                    "note: --ignore {g}: no input summarised it (the inputs do not call {}, or \
-                     its values are negative somewhere)",
-                    g.op.name()
-                );
-            }
-            summarised = s;
-            &summarised[..]
-        };
-        let e = match extrap::extrapolate_consistent(these, a.ranks, models, a.drop_inconsistent) {
+        let e = match extrap::extrapolate_consistent_ignoring(
+            inputs,
+            &ignored,
+            a.ranks,
+            models,
+            a.drop_inconsistent,
+        ) {
             Ok(x) => return Ok(x),
             Err(e) => e,
         };

@@ -14,7 +14,7 @@
 //! changes with the aggregator count by design.
 
 use crate::error::ExtrapError;
-use crate::{Extrapolated, Input, ModelSet, describe_node, extrapolate};
+use crate::{Derivation, Extrapolated, Input, ModelSet, describe_node};
 use rsd::TraceFile;
 use rsd::trace::{Node, NodeKind};
 use std::collections::BTreeSet;
@@ -190,23 +190,37 @@ pub fn extrapolate_consistent(
     models: &ModelSet,
     drop: bool,
 ) -> Result<Extrapolated, ExtrapError> {
+    extrapolate_consistent_ignoring(inputs, &[], target, models, drop)
+}
+
+/// [`extrapolate_consistent`] with the parameters `ignored` summarised in every input
+/// (`extrap --ignore`, `--approx-unfit`), after the models of the MPI library were checked
+/// against the exact values (see `extrapolate_ignoring`).
+pub fn extrapolate_consistent_ignoring(
+    inputs: &[Input],
+    ignored: &[crate::approx::Ignore],
+    target: u32,
+    models: &ModelSet,
+    drop: bool,
+) -> Result<Extrapolated, ExtrapError> {
     // Independent writes the library deals over the ranks change the structure below their
     // count (HDF5's metadata flush): modelled around the rest, before the grouping.
     crate::dealt::around(inputs, target, models, |inputs| {
-        consistent_dealt_apart(inputs, target, models, drop)
+        consistent_dealt_apart(inputs, ignored, target, models, drop)
     })
 }
 
 /// [`extrapolate_consistent`] on inputs whose dealt writes, if any, were taken out.
 fn consistent_dealt_apart(
     inputs: &[Input],
+    ignored: &[crate::approx::Ignore],
     target: u32,
     models: &ModelSet,
     drop: bool,
 ) -> Result<Extrapolated, ExtrapError> {
     let gs = groups(inputs);
     if gs.len() <= 1 {
-        return extrapolate(inputs, target, models);
+        return crate::extrapolate_ignoring(inputs, ignored, target, models, Derivation::Auto);
     }
     let text = describe(inputs, &gs);
     let keep = &gs[0];
@@ -256,7 +270,7 @@ fn consistent_dealt_apart(
             file: inputs[i].file.clone(),
         })
         .collect();
-    let mut out = extrapolate(&used, target, models)?;
+    let mut out = crate::extrapolate_ignoring(&used, ignored, target, models, Derivation::Auto)?;
     out.file.header.notes.push(format!(
         "scales used: {}; dropped (another structure): {} ({text})",
         list(&kept),

@@ -52,7 +52,7 @@ mod prefix;
 pub mod provenance;
 mod timing;
 
-pub use consistent::extrapolate_consistent;
+pub use consistent::{extrapolate_consistent, extrapolate_consistent_ignoring};
 pub use derive::{DERIVE_LIMIT, Derivation};
 pub use error::ExtrapError;
 pub use models;
@@ -160,16 +160,32 @@ pub fn extrapolate_with(
     models: &ModelSet,
     how: Derivation,
 ) -> Result<Extrapolated, ExtrapError> {
+    extrapolate_ignoring(inputs, &[], target, models, how)
+}
+
+/// [`extrapolate_with`] with the parameters `ignored` summarised ([`approx::ignore`]) just
+/// before the fit: the models of the MPI library (the nested calls of collective calls, the
+/// dealt metadata writes) are checked against the inputs' exact values, which a summary no
+/// longer holds (a collective write's summarised counts make every rank's region the mean's
+/// length, and the regions no longer tile the file as the library saw them).
+pub(crate) fn extrapolate_ignoring(
+    inputs: &[Input],
+    ignored: &[approx::Ignore],
+    target: u32,
+    models: &ModelSet,
+    how: Derivation,
+) -> Result<Extrapolated, ExtrapError> {
     // Independent writes the library deals over the ranks (HDF5's metadata flush) are modelled
     // around the rest (`dealt`).
     dealt::around(inputs, target, models, |inputs| {
-        extrapolate_dealt_apart(inputs, target, models, how)
+        extrapolate_dealt_apart(inputs, ignored, target, models, how)
     })
 }
 
 /// [`extrapolate_with`] on inputs whose dealt writes, if any, were taken out.
 fn extrapolate_dealt_apart(
     inputs: &[Input],
+    ignored: &[approx::Ignore],
     target: u32,
     models: &ModelSet,
     how: Derivation,
@@ -189,7 +205,7 @@ fn extrapolate_dealt_apart(
         Some(c) => c.iter().collect(),
         None => all,
     };
-    let mut out = extrapolate_sorted(all, target, models, how)?;
+    let mut out = extrapolate_sorted(all, ignored, target, models, how)?;
     approx::note(&mut out.file);
     Ok(out)
 }
@@ -197,6 +213,7 @@ fn extrapolate_dealt_apart(
 /// [`extrapolate_with`] on inputs sorted by rank count whose summaries agree.
 fn extrapolate_sorted(
     all: Vec<&Input>,
+    ignored: &[approx::Ignore],
     target: u32,
     models: &ModelSet,
     how: Derivation,
@@ -231,7 +248,19 @@ fn extrapolate_sorted(
         });
     }
     let sorted: Vec<&Input> = groups.iter().map(|g| g[0]).collect();
-    let fit = |g: &[Vec<&Input>]| fit_sorted(g, &groups, target, models);
+    // The ignored parameters are summarised in what is fitted only: the library's model
+    // below reads the exact values.
+    let fit = |g: &[Vec<&Input>]| {
+        if ignored.is_empty() {
+            return fit_sorted(g, &groups, target, models);
+        }
+        let summarised: Vec<Vec<Input>> = g
+            .iter()
+            .map(|runs| approx::ignore(runs.iter().map(|&i| i.clone()).collect(), ignored).0)
+            .collect();
+        let refs: Vec<Vec<&Input>> = summarised.iter().map(|r| r.iter().collect()).collect();
+        fit_sorted(&refs, &groups, target, models)
+    };
     if !sorted
         .iter()
         .any(|i| collective_with_children(&i.file.trace.nodes))
