@@ -472,9 +472,19 @@ const MAX_PHASES: i64 = 64;
 /// block `p`. The first change of value between two ranks of the set says where the wrapped
 /// part of a block starts (or ends): at one of the ranks after the first and up to the
 /// second, tried in order; the first phase that `fits` wins.
+///
+/// Values of which one is taken by a single rank are left to the rank groups: a ring's one
+/// wrap-around, or a root's value among the others' (`MPI_Gather`'s receive type, 7 at rank 0
+/// and -1 elsewhere, is a shift by -1 of a ring of 8 at 8 ranks but no shift at 12). Either
+/// keeps two groups at every scale, which extrap fits, where a shift at some scales and groups
+/// at others would differ in shape between scales.
 fn fit_shift(ranks: &[u32], vals: &[i64], fits: impl Fn(RankFn) -> bool) -> Option<RankFn> {
     let (lo, hi) = (*vals.iter().min()?, *vals.iter().max()?);
     if lo >= 0 || hi <= 0 || vals.iter().any(|&v| v != lo && v != hi) {
+        return None;
+    }
+    let once = |x: i64| vals.iter().filter(|&&v| v == x).count() == 1;
+    if once(lo) || once(hi) {
         return None;
     }
     let p = hi.checked_sub(lo)?;
@@ -1186,12 +1196,18 @@ mod tests {
                 }
             }
         }
-        // A ring: +1 everywhere but the last rank.
+        // One ring: +1 everywhere but the last rank, whose wrap-around is left to the rank
+        // groups (one rank takes it); two rings of 8 in 16 ranks are one shift.
         let ring: Vec<i64> = (0..8).map(|r| if r < 7 { 1 } else { -7 }).collect();
+        assert_eq!(RankFn::fit(&(0..8).collect::<Vec<_>>(), &ring), None);
+        let rings: Vec<i64> = (0..16).map(|r| if r % 8 < 7 { 1 } else { -7 }).collect();
         assert_eq!(
-            RankFn::fit(&(0..8).collect::<Vec<_>>(), &ring),
+            RankFn::fit(&(0..16).collect::<Vec<_>>(), &rings),
             Some(RankFn::Shift { w: 1, p: 8, o: 0 })
         );
+        // A root's value among the others' (MPI_Gather's receive type): no shift.
+        let root: Vec<i64> = (0..8).map(|r| if r == 0 { 7 } else { -1 }).collect();
+        assert_eq!(RankFn::fit(&(0..8).collect::<Vec<_>>(), &root), None);
         // Wrapped one place later in each block: a phase.
         let late = [1, -3, 1, 1, 1, -3, 1, 1];
         assert_eq!(
