@@ -227,14 +227,9 @@ fn extrapolate_summarising(
             Ok(x) => return Ok(x),
             Err(e) => e,
         };
-        let unfit = match &e {
-            ExtrapError::Refused { event, param, .. } if a.approx_unfit => event
-                .split_whitespace()
-                .next()
-                .and_then(|op| extrap::approx::Ignore::parse(&format!("{op}.{param}")).ok())
-                .filter(|g| g.op.params()[g.param].is_quantity() && !ignored.contains(g)),
-            _ => None,
-        };
+        let unfit = refused_param(&e)
+            .filter(|_| a.approx_unfit)
+            .filter(|g| g.op.params()[g.param].is_quantity() && !ignored.contains(g));
         match unfit {
             Some(g) if ignored.len() - named < MAX_UNFIT => {
                 eprintln!("note: --approx-unfit: {g} fits no exact model; summarised");
@@ -245,17 +240,23 @@ fn extrapolate_summarising(
     }
 }
 
+/// The parameter a refusal is about (`op.param`, as --ignore takes it), when it names one.
+fn refused_param(e: &ExtrapError) -> Option<extrap::approx::Ignore> {
+    let ExtrapError::Refused { event, param, .. } = e else {
+        return None;
+    };
+    let op = event.split_whitespace().next()?;
+    extrap::approx::Ignore::parse(&format!("{op}.{param}")).ok()
+}
+
 /// What to do about an extrapolation or plugin error.
 pub fn hint(e: &anyhow::Error) -> Option<String> {
     if let Some(x) = e.downcast_ref::<ExtrapError>() {
         // A value that fits no model and does not matter can be declared irrelevant.
-        if let ExtrapError::Refused { event, param, .. } = x
-            && let Some(op) = event.split_whitespace().next()
-            && extrap::approx::Ignore::parse(&format!("{op}.{param}")).is_ok()
-        {
+        if let Some(g) = refused_param(x) {
             return Some(format!(
                 "{}; if this value does not matter to the I/O (a log line's length, a time \
-                 printed), extrapolate it approximately with --ignore {op}.{param}",
+                 printed), extrapolate it approximately with --ignore {g}",
                 x.hint().unwrap_or_default()
             ));
         }
