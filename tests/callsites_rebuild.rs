@@ -6,31 +6,14 @@
 //! differ (here: one traced with `--stack-depth 0`).
 
 mod common;
+use common::status_text as text;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn iotrex(args: &[&str]) -> Output {
-    Command::new("timeout")
-        .args(["-k", "5", "120", env!("CARGO_BIN_EXE_iotrex")])
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env_remove("LD_PRELOAD")
-        .env_remove("IOTREX_JOB")
-        .env("IOTREX_TRACER_LIB", common::tracer_lib())
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+/// `iotrex ARGS` as a user runs `iotrex trace` ([`common::iotrex_traced`]).
+fn iotrex(args: &[&str]) -> std::process::Output {
+    common::iotrex_traced(args, &[])
 }
 
 /// Builds `tests/apps/rebuild_app.c` with its tag replaced by `tag` into `dir/rebuild_app`.

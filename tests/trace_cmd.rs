@@ -2,33 +2,9 @@
 //! the output path, report the trace, and keep the command's exit status.
 
 mod common;
+use common::{iotrex_traced as iotrex, status_text as text};
 
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn iotrex(args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut c = Command::new("timeout");
-    c.args(["-k", "5", "120", env!("CARGO_BIN_EXE_iotrex")])
-        .args(args);
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env_remove("LD_PRELOAD")
-        .env("IOTREX_TRACER_LIB", common::tracer_lib());
-    for (k, v) in envs {
-        c.env(k, v);
-    }
-    c.output().expect("run iotrex")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 #[test]
 fn traces_an_mpi_run_through_mpirun() {

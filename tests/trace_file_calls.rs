@@ -3,30 +3,15 @@
 //! `fallocate`, `fdopen` and shared mappings are recorded, and the trace still replays.
 
 mod common;
+use common::status_text as text;
 
 use rsd::op::Dir;
 use rsd::{FlatEvent, Op, Param};
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn iotrex(args: &[&str]) -> Output {
-    Command::new("timeout")
-        .args(["-k", "5", "120", env!("CARGO_BIN_EXE_iotrex")])
-        .args(args)
-        .env_remove("LD_PRELOAD")
-        .env_remove("IOTREX_JOB")
-        .env("IOTREX_TRACER_LIB", common::tracer_lib())
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+/// `iotrex ARGS` as a user runs `iotrex trace` ([`common::iotrex_traced`]).
+fn iotrex(args: &[&str]) -> std::process::Output {
+    common::iotrex_traced(args, &[])
 }
 
 /// Every call of every trace the command left beside `out` (`out` and `<stem>.pid*`).

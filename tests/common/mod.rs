@@ -310,3 +310,32 @@ pub fn assert_identical(name: &str, extrapolated: &Path, real: &Path) {
         text(&o)
     );
 }
+
+/// Runs `iotrex ARGS` the way a user runs `iotrex trace`: under `timeout`, with MPI allowed to
+/// run as root and oversubscribed, this build's preload library (`IOTREX_TRACER_LIB`), no
+/// preload or job marker inherited from the test's own environment, plus `envs`.
+pub fn iotrex_traced(args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut c = Command::new("timeout");
+    c.args(["-k", "5", "120", env!("CARGO_BIN_EXE_iotrex")])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env_remove("LD_PRELOAD")
+        .env_remove("IOTREX_JOB")
+        .env("IOTREX_TRACER_LIB", tracer_lib());
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.output().expect("run iotrex")
+}
+
+/// A command's status, stdout and stderr, labelled, for assertion messages.
+pub fn status_text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
