@@ -1,7 +1,8 @@
 //! Merging compressed traces of disjoint rank sets.
 //!
 //! Node lists with the same structure are merged pairwise in one linear pass. Otherwise they are
-//! aligned on their structural keys with Myers' O((m+n)·D) diff, so that rank 0 doing extra work
+//! aligned on their merge keys ([`Node::merge_key`]: the structure without the nested calls of
+//! MPI-IO calls, which are aligned in turn) with Myers' O((m+n)·D) diff, so that rank 0 doing extra work
 //! costs a few unmatched nodes instead of a quadratic LCS. Matched nodes union their rank sets and
 //! merge their values with [`Elastic::merge`], which keeps affine-in-rank values affine.
 
@@ -57,8 +58,8 @@ pub fn merge_tree(mut traces: Vec<Trace>) -> Result<Trace, RsdError> {
 }
 
 fn merge_lists(a: &mut Vec<Node>, b: &[Node]) {
-    let ka: Vec<u64> = a.iter().map(Node::skey).collect();
-    let kb: Vec<u64> = b.iter().map(Node::skey).collect();
+    let ka: Vec<u64> = a.iter().map(Node::merge_key).collect();
+    let kb: Vec<u64> = b.iter().map(Node::merge_key).collect();
     if ka == kb {
         for (x, y) in a.iter_mut().zip(b) {
             merge_node(x, y);
@@ -87,7 +88,7 @@ fn merge_lists(a: &mut Vec<Node>, b: &[Node]) {
     };
 }
 
-/// Merges `y` into `x`; both have equal structural keys.
+/// Merges `y` into `x`; both have equal merge keys ([`Node::merge_key`]).
 fn merge_node(x: &mut Node, y: &Node) {
     x.ranks.union_with(&y.ranks);
     match (&mut x.kind, &y.kind) {
@@ -96,9 +97,8 @@ fn merge_node(x: &mut Node, y: &Node) {
             for (p, q) in ex.params.iter_mut().zip(&ey.params) {
                 p.merge_with(q);
             }
-            for (p, q) in ex.children.iter_mut().zip(&ey.children) {
-                merge_node(p, q);
-            }
+            // Equal merge keys say nothing of the nested calls: they are aligned as a list.
+            merge_lists(&mut ex.children, &ey.children);
         }
         (NodeKind::Loop(lx), NodeKind::Loop(ly)) => {
             lx.iters.merge_with(&ly.iters);
@@ -106,7 +106,7 @@ fn merge_node(x: &mut Node, y: &Node) {
                 merge_node(p, q);
             }
         }
-        _ => unreachable!("equal structural keys imply equal kinds"),
+        _ => unreachable!("equal merge keys imply equal kinds"),
     }
 }
 
@@ -225,6 +225,45 @@ mod tests {
         assert_eq!((ra.as_slice(), rb.as_slice()), (&a[..], &b[..]));
         assert_eq!(d, 5);
         assert!(myers(b"AAAA", b"BBBB", 3).is_none());
+    }
+
+    /// One rank's program: three collective writes in a loop; `agg` ranks' library writes
+    /// one block inside each (an aggregator's nested call), the others' writes nothing.
+    fn collective_rank(rank: u32, agg: bool) -> Trace {
+        use crate::op::Op;
+        use crate::trace::RawEvent;
+        let evs: Vec<RawEvent> = (0..3i64)
+            .map(|i| {
+                let mut w = RawEvent::new(Op::FileWriteAtAll, 6, vec![0, 8 * i, 8, 1, 8]);
+                if agg {
+                    w.children
+                        .push(RawEvent::new(Op::Pwrite, 9, vec![4, 64, 64 * i, 64]));
+                }
+                w
+            })
+            .collect();
+        crate::compress::compress(rank, &evs)
+    }
+
+    #[test]
+    fn nested_calls_of_some_ranks_do_not_split_their_callers() {
+        let ts: Vec<Trace> = (0..8u32).map(|r| collective_rank(r, r % 4 == 0)).collect();
+        let m = merge_tree(ts.clone()).unwrap();
+        // One loop for every rank; the nested pwrite is a node of the aggregators alone.
+        assert_eq!(m.nodes.len(), 1, "{m:?}");
+        assert_eq!(m.nodes[0].ranks.to_string(), "0-7");
+        let NodeKind::Loop(l) = &m.nodes[0].kind else {
+            panic!("{m:?}")
+        };
+        let NodeKind::Event(e) = &l.body[0].kind else {
+            panic!("{m:?}")
+        };
+        assert_eq!(e.children.len(), 1);
+        assert_eq!(e.children[0].ranks.to_string(), "0-4:4");
+        // Every rank expands to exactly its own calls.
+        for (r, t) in ts.iter().enumerate() {
+            assert_eq!(m.expand(r as u32), t.expand(r as u32), "rank {r}");
+        }
     }
 
     proptest! {

@@ -908,16 +908,19 @@ mod tests {
         assert!(text.contains("open out/file_%d [rank]"), "{text}");
         assert!(text.contains("offset = 8192*i"), "{text}");
         assert!(text.contains("offset = 1048576*rank + 4194304*i"), "{text}");
-        // Rank 0 alone aggregates, so its collective loop is apart from ranks 1-3, and its
-        // pwrite child is indented under the collective write without repeating the ranks.
+        // Rank 0 alone aggregates: the collective loop is one node of every rank, and rank 0's
+        // pwrite child is indented under the collective write with its own rank set.
         let lines: Vec<&str> = text.lines().collect();
         let at = lines
             .iter()
-            .position(|l| *l == "ranks 0  loop x3 {")
+            .position(|l| *l == "ranks 0-3  loop x3 {")
             .expect(&text);
-        assert!(lines[at + 1].starts_with("  MPI_File_write_at_all  fh = 0, offset = 4194304*i"));
-        assert!(lines[at + 2].starts_with("    pwrite  fd = 4, count = 4194304"));
-        assert!(text.contains("ranks 1-3  loop x3 {"), "{text}");
+        assert!(
+            lines[at + 1]
+                .starts_with("  MPI_File_write_at_all  fh = 0, offset = 1048576*rank + 4194304*i")
+        );
+        assert!(lines[at + 2].starts_with("    ranks 0  pwrite  fd = 4, count = 4194304"));
+        assert!(!text.contains("ranks 1-3  loop x3 {"), "{text}");
     }
 
     #[test]

@@ -194,6 +194,26 @@ impl Node {
             NodeKind::Loop(l) => loop_skey(l.body.iter().map(Node::skey)),
         }
     }
+
+    /// The key on which ranks' node lists are aligned and merged: [`Node::skey`] without the
+    /// nested calls, at any depth. The calls an MPI library makes inside a collective MPI-IO
+    /// call depend on the rank's role in it (OMPIO's and ROMIO's aggregators write, the
+    /// others do not, and each aggregator's file domain cuts the blocks at its own place), so
+    /// keying on them split every loop around such a call into one copy per role, each with its
+    /// own values; merged on this key, the event is one node and its nested calls are nodes of
+    /// their own rank sets (the aggregators'), aligned like any node list.
+    pub fn merge_key(&self) -> u64 {
+        match &self.kind {
+            NodeKind::Event(e) => event_skey(
+                e.op,
+                e.sig,
+                e.path.as_ref().map(|p| p.0.as_str()),
+                e.params.len(),
+                std::iter::empty(),
+            ),
+            NodeKind::Loop(l) => loop_skey(l.body.iter().map(Node::merge_key)),
+        }
+    }
 }
 
 /// A compressed trace: the node list of all ranks.
