@@ -439,7 +439,12 @@ const MAX_SITES_SHOWN: usize = 20;
 
 fn pct(x: f64, of: f64) -> String {
     if of > 0.0 {
-        format!("{:.0}%", 100.0 * x / of)
+        let p = 100.0 * x / of;
+        if p > 0.0 && p < 0.5 {
+            "<1%".into()
+        } else {
+            format!("{p:.0}%")
+        }
     } else {
         "-".into()
     }
@@ -588,7 +593,7 @@ fn tree(p: &Part, site_ns: f64, of: u64, depth: usize, out: &mut String) {
     let _ = writeln!(
         out,
         "{ind}  {:<24} {:<6} {:>11} {:>5}",
-        format!("(in {} itself)", p.op.name()),
+        format!("(in {})", p.layer.name()),
         p.layer.name(),
         fmt_ns(p.t.exclusive_ns),
         pct(p.t.exclusive_ns, site_ns)
