@@ -660,4 +660,33 @@ mod tests {
         let text = render(&a, "t.iotrex");
         assert!(text.contains("pwrite (nested)"), "{text}");
     }
+
+    /// Three levels, as an HDF5 call over MPI-IO over POSIX will be: nothing here knows which
+    /// layer sits above which (an `fwrite` stands in for the top call).
+    #[test]
+    fn any_depth_and_any_layer_on_top() {
+        let mut c = Compressor::new(0);
+        let pw = ev(Op::Pwrite, vec![3, 100, 0, 100], 200, vec![]);
+        let mpi = ev(Op::FileWriteAtAll, vec![0, 0, 1, 1, 100], 700, vec![pw]);
+        c.push(&ev(Op::Fwrite, vec![0, 1, 100, 100], 1000, vec![mpi]));
+        let a = analyze(&c.finish());
+        let s = &a.sites[0];
+        assert_eq!(
+            equation(s),
+            "fwrite 1.0us = MPI_File_write_at_all 700ns (pwrite 200ns + 500ns in MPIIO) + 300ns in STDIO"
+        );
+        let by: Vec<(Layer, f64)> = s.by_layer();
+        assert_eq!(
+            by,
+            vec![
+                (Layer::MpiIo, 500.0),
+                (Layer::Posix, 200.0),
+                (Layer::Stdio, 300.0)
+            ]
+        );
+        let excl: f64 = a.layers.iter().map(|l| l.t.exclusive_ns).sum();
+        assert_eq!((excl, a.total_ns), (1000.0, 1000.0));
+        let nested: Vec<(Op, bool)> = a.ops.iter().map(|o| (o.op, o.nested)).collect();
+        assert!(nested.contains(&(Op::FileWriteAtAll, true)), "{nested:?}");
+    }
 }
