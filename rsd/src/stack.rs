@@ -406,9 +406,10 @@ fn ranks_text(p: &Part, of: u64) -> String {
 /// One part as an equation over the parts below it:
 /// `MPI_File_write_at_all 11.40ms = pwritev 3.00ms on 1 of 4 ranks + 8.40ms in MPIIO`. Deeper
 /// parts are bracketed: `H5Dwrite 12.1ms = MPI_File_write_at_all 11.4ms (pwritev 3.0ms + 8.4ms
-/// in MPIIO) + 0.7ms in HDF5`.
-pub fn equation(p: &Part) -> String {
-    fn terms(p: &Part, of: u64) -> String {
+/// in MPIIO) + 0.7ms in HDF5`. Times are divided by `per`: 1 for sums over ranks, the rank count for means per rank.
+pub fn equation(p: &Part, per: f64) -> String {
+    let per_ns = |ns: f64| fmt_ns(ns / per);
+    fn terms(p: &Part, of: u64, fmt_ns: &dyn Fn(f64) -> String) -> String {
         let mut s = String::new();
         for b in &p.below {
             let _ = write!(
@@ -419,7 +420,7 @@ pub fn equation(p: &Part) -> String {
                 ranks_text(b, of)
             );
             if !b.below.is_empty() {
-                let _ = write!(s, " ({})", terms(b, of));
+                let _ = write!(s, " ({})", terms(b, of, fmt_ns));
             }
             s.push_str(" + ");
         }
@@ -429,8 +430,8 @@ pub fn equation(p: &Part) -> String {
     format!(
         "{} {} = {}",
         p.op.name(),
-        fmt_ns(p.t.inclusive_ns),
-        terms(p, p.ranks)
+        per_ns(p.t.inclusive_ns),
+        terms(p, p.ranks, &per_ns)
     )
 }
 
@@ -536,7 +537,7 @@ pub fn render(a: &StackAnalysis, file: &str) -> String {
                 s.t.calls,
                 s.sig.unwrap_or(0)
             );
-            let _ = writeln!(out, "  {}", equation(s));
+            let _ = writeln!(out, "  {}", equation(s, 1.0));
             tree(s, s.t.inclusive_ns, s.ranks, 1, &mut out);
             let layers: Vec<String> = s
                 .by_layer()
@@ -654,7 +655,7 @@ mod tests {
         assert_eq!(s.below.len(), 1);
         assert_eq!((s.below[0].op, s.below[0].ranks), (Op::Pwrite, 1));
         assert_eq!(
-            equation(s),
+            equation(s, 1.0),
             "MPI_File_write_at_all 4.0us = pwrite 600ns on 1 of 2 ranks + 3.4us in MPIIO"
         );
         let text = render(&a, "t.iotrex");
@@ -672,7 +673,7 @@ mod tests {
         let a = analyze(&c.finish());
         let s = &a.sites[0];
         assert_eq!(
-            equation(s),
+            equation(s, 1.0),
             "fwrite 1.0us = MPI_File_write_at_all 700ns (pwrite 200ns + 500ns in MPIIO) + 300ns in STDIO"
         );
         let by: Vec<(Layer, f64)> = s.by_layer();
