@@ -32,13 +32,41 @@ pub struct ShowArgs {
     about = "Print call counts and bytes per layer and op, per-rank totals and files touched",
     long_about = "Print calls and file bytes per layer and per operation, the min/mean/max \
                   calls and bytes per rank (with the ranks of the extremes), the files touched, \
-                  and the trace file's size and node count. Counts and bytes come from \
+                  and the trace file's size and node count; with --stack, inclusive and \
+                  exclusive time per layer and op and per call site over the layers below. \
+                  Counts and bytes come from \
                   expanding every rank, so they are exact.",
-    after_help = "Example:\n  iotrex stats app.64.iotrex\n  iotrex stats --json app.64.iotrex | jq .rank_bytes"
+    after_help = "Example:\n  iotrex stats app.64.iotrex\n  iotrex stats --json app.64.iotrex | jq .rank_bytes\n  \
+                  iotrex stats --stack app.64.iotrex\n  \
+                  iotrex stats --stack --json app.64.iotrex | jq '.sites[0]'\n\n\
+                  With --stack, the columns are:\n  \
+                  calls       calls over all ranks and iterations (exact)\n  \
+                  nested      of those, calls made inside another traced call: by a library \
+                  (the POSIX calls of an MPI-IO call), not by the application\n  \
+                  bytes       file bytes moved (exact)\n  \
+                  inclusive   time inside the calls, nested calls included\n  \
+                  exclusive   inclusive time minus the inclusive time of the calls nested \
+                  directly inside them: the time spent in that layer itself. The exclusive \
+                  times of all layers add up to the time of the application-level calls\n  \
+                  excl        a layer's exclusive time as a share of that total\n  \
+                  throughput  bytes per second of inclusive time: the rate seen inside the \
+                  calls (per rank, since times are summed over ranks)\n\
+                  Times are summed over all ranks and calls: each node's mean duration times \
+                  its exact call count, which for a recorded trace is the sum of the recorded \
+                  durations. In an extrapolated trace they are the timing models' predictions, \
+                  and the output says so.\n\
+                  Then each application-level call site with calls nested in it, largest first: \
+                  its time as the nested calls' inclusive times (grouped by op, with the ranks \
+                  that made them when not all did: a collective's aggregators) plus the time in \
+                  its own layer, as an equation, a tree, and split by layer."
 )]
 pub struct StatsArgs {
     /// The trace file (.iotrex).
     file: PathBuf,
+    /// Per layer and per op: calls, bytes, inclusive and exclusive time and throughput, and
+    /// each application-level call site's time broken down over the layers below it.
+    #[arg(long)]
+    stack: bool,
 }
 
 /// Arguments of `iotrex expand`.
@@ -71,6 +99,14 @@ pub fn show(a: &ShowArgs, json: bool) -> Result<()> {
 /// Runs `iotrex stats`.
 pub fn stats(a: &StatsArgs, json: bool) -> Result<()> {
     let tf = TraceFile::read(&a.file)?;
+    if a.stack {
+        let view = rsd::stack::analyze(&tf.trace);
+        return if json {
+            print_json(&view)
+        } else {
+            print_text(&rsd::stack::render(&view, &a.file.display().to_string()))
+        };
+    }
     let size = std::fs::metadata(&a.file)
         .with_context(|| format!("{}: cannot read file size", a.file.display()))?
         .len();

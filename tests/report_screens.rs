@@ -264,6 +264,42 @@ fn assert_one_colour_per_op(html: &str) {
     );
 }
 
+/// The per-layer section of the first trace: both charts drawn, the I/O layers with their
+/// time in the label (a thin bar is otherwise invisible), the collective write broken down
+/// over the library's POSIX writes below it, and its equation.
+fn assert_layer_times(g: &Geometry, dom: &str, page: &str) {
+    let find = |title: &str| {
+        g.svgs
+            .iter()
+            .find(|s| s.section == "trace-0" && s.title() == title)
+            .unwrap_or_else(|| panic!("{page}: no {title:?} plot"))
+    };
+    let layers = find("Time per I/O layer (mean per rank): exclusive, then nested below");
+    for l in ["MPIIO ", "POSIX "] {
+        assert!(
+            layers.texts.iter().any(|t| t.s.starts_with(l)),
+            "{page}: no {l:?} row in the per-layer chart"
+        );
+    }
+    let sites = find("Application-level calls: time by layer (mean per rank)");
+    assert!(
+        sites
+            .texts
+            .iter()
+            .any(|t| t.s.starts_with("MPI_File_write_at_all (POSIX ")),
+        "{page}: the collective write's row does not give its POSIX share"
+    );
+    let eq = dom
+        .split("<code>")
+        .find(|c| c.starts_with("MPI_File_write_at_all ") && c.contains(" = "))
+        .unwrap_or_else(|| panic!("{page}: no equation of the collective write"));
+    let eq = &eq[..eq.find("</code>").unwrap()];
+    assert!(
+        eq.contains(" = pwrite") && eq.ends_with(" in MPIIO"),
+        "{page}: {eq}"
+    );
+}
+
 #[test]
 fn report_pages_at_4_64_and_1024_ranks_render_legibly_in_chromium() {
     let dir = scratch();
@@ -343,6 +379,7 @@ fn report_pages_at_4_64_and_1024_ranks_render_legibly_in_chromium() {
             "<h3>Files</h3>",
             "Per-rank I/O volume and time",
             "I/O stack",
+            "<h3>Time per layer: inclusive and exclusive</h3>",
             "<h3>Timeline</h3>",
         ],
     );
@@ -355,6 +392,11 @@ fn report_pages_at_4_64_and_1024_ranks_render_legibly_in_chromium() {
         .map(|t| t.0)
         .collect();
     assert_eq!(ticks, [0, 1, 2, 3], "rank ticks at 4 ranks");
+
+    for name in ["report-4", "report-64"] {
+        let (g, dom) = &rendered[name];
+        assert_layer_times(g, dom, name);
+    }
 
     let (g64, _) = &rendered["report-64"];
     let t64 = per_rank_bytes(g64, "trace-0").rank_ticks();

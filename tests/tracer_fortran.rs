@@ -104,3 +104,44 @@ fn newer_calls_from_fortran_are_traced() {
         .sum::<usize>();
     assert_eq!(some, 2, "the two persistent requests completed by Waitsome");
 }
+
+#[test]
+fn mpi_f08_program_is_traced_like_c() {
+    // `use mpi_f08`: derived-type handles, optional ierror, strings through Open MPI's
+    // `ompi_*_f` functions. Before their hooks, such a program left no trace at all.
+    let bin = fortran_app("fortran_f08");
+    let np = 4;
+    let dir = scratch();
+    let d = dir.path().to_string_lossy().to_string();
+    let run = mpirun(
+        np,
+        &bin,
+        &args(&[&d, "3"]),
+        &dir.path().join("fortran_f08.iotrex"),
+        &Opts {
+            raw: true,
+            ..Opts::default()
+        },
+    );
+    assert_counts_match(&run, np);
+    assert_expand_matches_raw(&run, np - 1);
+    let tf = run.read();
+    let ev = tf.trace.expand(1);
+    let open = ev
+        .iter()
+        .find(|e| e.op == rsd::Op::FileOpen)
+        .expect("MPI_File_open recorded");
+    assert!(
+        open.path
+            .as_deref()
+            .is_some_and(|p| p.ends_with("/fortran_f08.dat")),
+        "the file name passed with its hidden length: {:?}",
+        open.path
+    );
+    // The collective writes carry the POSIX calls of the library below them, as from C.
+    let w = ev
+        .iter()
+        .find(|e| e.op == rsd::Op::FileWriteAtAll)
+        .expect("MPI_File_write_at_all recorded");
+    assert_eq!(w.op.data_bytes(&w.params), 8192);
+}

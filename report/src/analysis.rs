@@ -27,6 +27,9 @@ pub struct Limits {
     pub file_groups: usize,
     /// MPI-IO call sites listed in the I/O-stack table.
     pub stack_rows: usize,
+    /// Application-level call sites drawn in the per-layer breakdown chart (the table below it
+    /// lists up to `stack_rows`).
+    pub stack_sites: usize,
     /// Ranks whose calls are resolved to files for the per-file table; above this, evenly
     /// spaced ranks are (the page says so).
     pub file_ranks: usize,
@@ -40,6 +43,7 @@ impl Default for Limits {
             timeline_spans: 3000,
             file_groups: 40,
             stack_rows: 40,
+            stack_sites: 10,
             file_ranks: 4096,
         }
     }
@@ -200,6 +204,9 @@ pub struct TraceAnalysis {
     pub layers: Vec<LayerIo>,
     /// MPI-IO call sites.
     pub stack: Vec<StackRow>,
+    /// Inclusive and exclusive time per layer and op, and each application-level call site's
+    /// time over the layers below it.
+    pub layer_times: rsd::stack::StackAnalysis,
     /// Timeline lanes.
     pub timeline: Vec<Lane>,
 }
@@ -217,6 +224,7 @@ pub fn analyze(label: &str, tf: &TraceFile, limits: &Limits) -> TraceAnalysis {
         file_ranks,
         layers: layers(&tf.trace),
         stack: stack_rows(&tf.trace.nodes),
+        layer_times: rsd::stack::analyze(&tf.trace),
         timeline: timeline(&tf.trace.nodes, &ranks, &summary, limits),
         summary,
     }

@@ -118,6 +118,38 @@ fn rate(bytes: u64, ns: f64) -> String {
     format!("{}/s", short_bytes(bytes as f64 / (ns / 1e9)))
 }
 
+/// A layer's colour in the per-layer charts: the slate shades in [`Layer::ALL`] order,
+/// MPI communication (not drawn with the I/O layers elsewhere) after the I/O layers, then hues
+/// from the end of the range, away from the ops' colours.
+fn layer_colour(l: Layer) -> usize {
+    let k = Layer::ALL
+        .iter()
+        .filter(|x| **x != Layer::Mpi)
+        .chain(std::iter::once(&Layer::Mpi))
+        .position(|x| *x == l)
+        .unwrap_or(Layer::ALL.len());
+    plot::CATEGORY
+        .get(k)
+        .copied()
+        .unwrap_or(plot::COLOURS - 1 - k)
+}
+
+/// A call site's label in a chart: its op and file name; a second site of the same op and
+/// file is "#2".
+fn site_label(p: &rsd::stack::Part, seen: &mut BTreeMap<String, usize>) -> String {
+    let mut l = p.op.name().to_string();
+    if let Some(path) = &p.path {
+        l.push(' ');
+        l.push_str(&short_label(path));
+    }
+    let k = seen.entry(l.clone()).or_default();
+    *k += 1;
+    if *k > 1 {
+        let _ = write!(l, " #{k}");
+    }
+    l
+}
+
 /// The page being written and what went into it.
 pub struct Page {
     body: String,
@@ -399,6 +431,7 @@ impl Page {
         self.files(a, limits);
         self.per_rank(a)?;
         self.stack(a, limits)?;
+        self.layer_times(a, limits)?;
         self.timeline(a, limits)?;
         self.mpi_config(a);
         self.push("</details>");
@@ -693,6 +726,199 @@ impl Page {
              call's time minus its nested POSIX time. Times are sums over ranks divided by the \
              rank count.</p>",
         );
+        self.push(&s);
+        Ok(())
+    }
+
+    /// Inclusive and exclusive time per layer, then each application-level call site's time
+    /// split over the layers below it: two charts, a table per layer, the largest call sites as
+    /// equations over their nested calls.
+    fn layer_times(&mut self, a: &TraceAnalysis, limits: &Limits) -> Result<(), ReportError> {
+        let st = &a.layer_times;
+        self.push("<h3>Time per layer: inclusive and exclusive</h3>");
+        if st.layers.is_empty() {
+            self.push("<p class=\"note\">No calls in this trace.</p>");
+            return Ok(());
+        }
+        // Means per rank, as elsewhere on the page.
+        let n = f64::from(a.header.nranks.max(1));
+        // MPI communication (MPI_Init above all) would dwarf the I/O layers in the chart; it
+        // is in the table.
+        let io = |l: Layer| l != Layer::Mpi;
+        let rows: Vec<(String, Vec<f64>)> = st
+            .layers
+            .iter()
+            .filter(|l| io(l.layer))
+            .map(|l| {
+                // The time in the label: a layer far below another is too thin a bar to see.
+                (
+                    format!("{} {}", l.layer.name(), fmt_ns(l.t.inclusive_ns / n)),
+                    vec![l.t.exclusive_ns / n, l.t.nested_ns().max(0.0) / n],
+                )
+            })
+            .collect();
+        self.plot(plot::hbars(
+            "Time per I/O layer (mean per rank): exclusive, then nested below",
+            &a.label,
+            "time per rank",
+            Unit::Nanos,
+            &rows,
+            &[
+                ("exclusive: in the layer itself", plot::CATEGORY[0]),
+                ("in calls nested below it", plot::CATEGORY[1]),
+            ],
+        ))?;
+        let shown: Vec<&rsd::stack::Part> = st.sites.iter().take(limits.stack_sites).collect();
+        if !shown.is_empty() {
+            let layers: Vec<Layer> = Layer::ALL
+                .iter()
+                .copied()
+                .filter(|l| shown.iter().any(|s| s.by_layer().iter().any(|x| x.0 == *l)))
+                .collect();
+            let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+            let rows: Vec<(String, Vec<f64>)> = shown
+                .iter()
+                .map(|s| {
+                    let by = s.by_layer();
+                    // The shares of the layers below in the label, for the same reason.
+                    let below: Vec<String> = by
+                        .iter()
+                        .filter(|x| x.0 != s.layer && s.t.inclusive_ns > 0.0)
+                        .map(|x| {
+                            let p = 100.0 * x.1 / s.t.inclusive_ns;
+                            let p = if p < 0.1 {
+                                "<0.1".into()
+                            } else {
+                                format!("{p:.1}")
+                            };
+                            format!("{} {p}%", x.0.name())
+                        })
+                        .collect();
+                    let mut label = site_label(s, &mut seen);
+                    if !below.is_empty() {
+                        let _ = write!(label, " ({})", below.join(", "));
+                    }
+                    (
+                        label,
+                        layers
+                            .iter()
+                            .map(|l| by.iter().find(|x| x.0 == *l).map_or(0.0, |x| x.1 / n))
+                            .collect(),
+                    )
+                })
+                .collect();
+            let parts: Vec<(&str, usize)> = layers
+                .iter()
+                .map(|l| (l.name(), layer_colour(*l)))
+                .collect();
+            self.plot(plot::hbars(
+                "Application-level calls: time by layer (mean per rank)",
+                &a.label,
+                "time per rank",
+                Unit::Nanos,
+                &rows,
+                &parts,
+            ))?;
+        }
+        let head = "<tr><th>layer</th><th class=\"n\">calls</th><th class=\"n\">nested calls</th>\
+                    <th class=\"n\">bytes</th><th class=\"n\">inclusive per rank</th>\
+                    <th class=\"n\">exclusive per rank</th><th class=\"n\">share</th>\
+                    <th class=\"n\">throughput</th></tr>";
+        let share = |x: f64| {
+            if st.total_ns > 0.0 {
+                format!("{:.1}%", 100.0 * x / st.total_ns)
+            } else {
+                "-".into()
+            }
+        };
+        let rows: Vec<String> = st
+            .layers
+            .iter()
+            .map(|l| {
+                format!(
+                    "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                     <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                     <td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                    l.layer.name(),
+                    l.t.calls,
+                    l.nested_calls,
+                    fmt_bytes(l.t.bytes),
+                    fmt_ns(l.t.inclusive_ns / n),
+                    fmt_ns(l.t.exclusive_ns / n),
+                    share(l.t.exclusive_ns),
+                    rate(l.t.bytes, l.t.inclusive_ns)
+                )
+            })
+            .collect();
+        let mut s = table("Every layer", head, &rows);
+        let head = "<tr><th>layer</th><th>op</th><th class=\"n\">calls</th>\
+                    <th class=\"n\">bytes</th><th class=\"n\">inclusive per rank</th>\
+                    <th class=\"n\">exclusive per rank</th><th class=\"n\">throughput</th></tr>";
+        let rows: Vec<String> = st
+            .ops
+            .iter()
+            .map(|o| {
+                format!(
+                    "<tr><td>{}</td><td><i class=\"sw\" style=\"background:{}\"></i><code>{}</code>{}</td>\
+                     <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                     <td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                    o.layer.name(),
+                    plot::hex(self.colours.of(o.op)),
+                    o.op.name(),
+                    if o.nested { " <span class=\"note\">nested</span>" } else { "" },
+                    o.t.calls,
+                    fmt_bytes(o.t.bytes),
+                    fmt_ns(o.t.inclusive_ns / n),
+                    fmt_ns(o.t.exclusive_ns / n),
+                    rate(o.t.bytes, o.t.inclusive_ns)
+                )
+            })
+            .collect();
+        s.push_str(&table("Every op, by layer", head, &rows));
+        if !st.sites.is_empty() {
+            s.push_str(
+                "<p class=\"note\">Where the time of each application-level call goes \
+                        (mean per rank; \"on k of n ranks\": only those ranks made the nested \
+                        calls, for a collective its aggregators):</p><ul>",
+            );
+            for p in st.sites.iter().take(limits.stack_rows) {
+                let _ = write!(
+                    s,
+                    "<li><code>{}</code></li>",
+                    esc(&rsd::stack::equation(p, n))
+                );
+            }
+            s.push_str("</ul>");
+            if st.sites.len() > limits.stack_rows {
+                let _ = write!(
+                    s,
+                    "<p class=\"note\">Capped: {} of {} call sites listed.</p>",
+                    limits.stack_rows,
+                    st.sites.len()
+                );
+            }
+        }
+        s.push_str(
+            "<p class=\"note\">Inclusive: time inside the calls, nested calls included. \
+             Exclusive: inclusive minus the calls nested directly inside (the time in the layer \
+             itself); the exclusive times of all layers add up to the application-level calls' \
+             time. Throughput: bytes per second of inclusive time, the rate seen inside the \
+             calls of one rank.</p>",
+        );
+        if st.modelled {
+            s.push_str(
+                "<p class=\"note\">Times are modelled: this is an extrapolated trace, whose \
+                 timing is predicted by fitted models (nested calls derived from the MPI \
+                 library's model carry the inputs' mean per op), not measured.</p>",
+            );
+        }
+        for note in &st.notes {
+            let _ = write!(
+                s,
+                "<p class=\"note\">Nested time over the call's own: {}</p>",
+                esc(note)
+            );
+        }
         self.push(&s);
         Ok(())
     }

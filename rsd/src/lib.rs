@@ -13,6 +13,7 @@
 //! - [`merge`]: merging traces of disjoint rank sets (Myers alignment, radix tree).
 //! - [`format`]: the `.iotrex` file format, the only code that knows its bytes.
 //! - [`stats`]: per-layer and per-rank totals.
+//! - [`stack`]: inclusive and exclusive time per layer and op, and per call site over the layers below.
 //! - [`show`]: readable text and JSON views for the CLI.
 //! - [`chrome`]: Chrome/Perfetto `traceEvents` export.
 //! - [`synth`]: synthetic traces for tests, benchmarks and the demo.
@@ -38,6 +39,7 @@ pub mod path;
 pub mod prefix;
 pub mod ranks;
 pub mod show;
+pub mod stack;
 pub mod stats;
 pub mod synth;
 pub mod timing;

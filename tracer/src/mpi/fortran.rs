@@ -11,7 +11,15 @@
 //!
 //! Hooks carry one trailing underscore, the default of gfortran, ifort/ifx, flang and
 //! nvfortran on Linux; the upper-case and two-underscore spellings jump to them
-//! (`fortran_spellings!`). The `mpi_f08` bindings (`*_f08`) are not hooked.
+//! (`fortran_spellings!`).
+//!
+//! `use mpi_f08`: Open MPI 4.1's procedures (`mpi_send_f08_` in `libmpi_usempif08`) pass each
+//! handle's integer (`comm%MPI_VAL`), a status as its integer array, `MPI_IN_PLACE` as the
+//! same common block, and a string with its hidden length on to the C functions behind the
+//! mpif.h binding (`ompi_send_f` in `libmpi_mpifh`, of which `mpi_send_` is an alias), called
+//! through the PLT; those call `PMPI_*`. So the hooks here are also exported as `ompi_x_f`
+//! and an f08 program is recorded as a mpif.h one is. MPICH's f08 binding (`*_f08ts`, through
+//! its own C descriptors) is not hooked.
 
 #![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
 
@@ -171,12 +179,12 @@ bracketed! {
 }
 
 fortran_spellings! {
-    mpi_init_ => MPI_INIT, mpi_init__;
-    mpi_init_thread_ => MPI_INIT_THREAD, mpi_init_thread__;
-    mpi_finalize_ => MPI_FINALIZE, mpi_finalize__;
-    mpi_file_open_ => MPI_FILE_OPEN, mpi_file_open__;
-    mpi_file_delete_ => MPI_FILE_DELETE, mpi_file_delete__;
-    mpi_file_set_view_ => MPI_FILE_SET_VIEW, mpi_file_set_view__;
+    mpi_init_ => MPI_INIT, mpi_init__, ompi_init_f;
+    mpi_init_thread_ => MPI_INIT_THREAD, mpi_init_thread__, ompi_init_thread_f;
+    mpi_finalize_ => MPI_FINALIZE, mpi_finalize__, ompi_finalize_f;
+    mpi_file_open_ => MPI_FILE_OPEN, mpi_file_open__, ompi_file_open_f;
+    mpi_file_delete_ => MPI_FILE_DELETE, mpi_file_delete__, ompi_file_delete_f;
+    mpi_file_set_view_ => MPI_FILE_SET_VIEW, mpi_file_set_view__, ompi_file_set_view_f;
 }
 
 // ---------------------------------------------------------------------------------------------

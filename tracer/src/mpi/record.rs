@@ -120,7 +120,8 @@ macro_rules! fortran_hook {
             $crate::mpi::fortran::set(ierr, rc);
         }
         paste::paste! {
-            fortran_spellings!($fname => [<$cname:upper>], [<$fname _>]);
+            // `ompi_x_f`: what Open MPI's mpi_f08 procedures call (see `fortran.rs`).
+            fortran_spellings!($fname => [<$cname:upper>], [<$fname _>], [<o $fname f>]);
         }
     };
 }
