@@ -15,11 +15,16 @@ use std::sync::Mutex;
 /// mpirun runs one at a time: 16 ranks on 2 cores is already oversubscribed.
 static MPIRUN: Mutex<()> = Mutex::new(());
 
-pub use build::{shared_lib, tracer_lib};
+pub use build::tracer_lib;
 
 /// Builds `tests/apps/<name>.c` into target/iotrex-apps (see [`build::app_in`]).
 pub fn app(name: &str) -> PathBuf {
     build::app_in("", name)
+}
+
+/// Builds `tests/apps/<name>.c` into a shared object to preload (see [`build::shared_lib`]).
+pub fn shared_lib(name: &str) -> PathBuf {
+    build::shared_lib(name)
 }
 
 /// A scratch directory in /dev/shm (tmpfs: fast, small runs only).
