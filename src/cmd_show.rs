@@ -86,14 +86,62 @@ pub struct ExpandArgs {
     rank: u32,
 }
 
-/// Runs `iotrex show`.
+/// Runs `iotrex show`. When the trace was not written (a run whose merge did not complete)
+/// but its ranks left their own files (`<stem>.rank<r>.iotrex`), those are shown merged, and
+/// the header says which ranks are missing.
 pub fn show(a: &ShowArgs, json: bool) -> Result<()> {
-    let tf = TraceFile::read(&a.file)?;
+    let (tf, from) = read_or_rank_files(&a.file)?;
     if json {
-        print_json(&ShowJson::new(&tf))
-    } else {
-        print_text(&show::render_trace_file(&tf))
+        return print_json(&ShowJson::new(&tf));
     }
+    let mut text = String::new();
+    if let Some(files) = from {
+        text.push_str(&format!(
+            "{} was not written; its ranks' own files are shown merged: {}\n",
+            a.file.display(),
+            files.join(", ")
+        ));
+    }
+    text.push_str(&show::render_trace_file(&tf));
+    print_text(&text)
+}
+
+/// `file`, or when it does not exist, the per-rank files beside it merged into one trace
+/// flagged incomplete, with the names of those files.
+fn read_or_rank_files(file: &std::path::Path) -> Result<(TraceFile, Option<Vec<String>>)> {
+    let ranks = if file.exists() {
+        Vec::new()
+    } else {
+        rsd::job::rank_files(file)
+    };
+    if ranks.is_empty() {
+        return Ok((TraceFile::read(file)?, None));
+    }
+    let mut merged: Option<TraceFile> = None;
+    let mut names = Vec::new();
+    for (_, p) in &ranks {
+        let tf = TraceFile::read(p)?;
+        names.push(p.display().to_string());
+        merged = Some(match merged {
+            None => tf,
+            Some(mut m) => {
+                m.trace = rsd::merge(&m.trace, &tf.trace).with_context(|| {
+                    format!("cannot merge {} with the files before it", p.display())
+                })?;
+                m.header.wall_ns = m.header.wall_ns.max(tf.header.wall_ns);
+                m.header.nranks = m.header.nranks.max(tf.header.nranks);
+                for n in tf.header.notes {
+                    if !m.header.notes.contains(&n) {
+                        m.header.notes.push(n);
+                    }
+                }
+                m
+            }
+        });
+    }
+    let mut tf = merged.expect("at least one per-rank file");
+    tf.header.incomplete = true;
+    Ok((tf, Some(names)))
 }
 
 /// Runs `iotrex stats`.

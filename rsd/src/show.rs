@@ -430,10 +430,54 @@ pub fn render_nodes(
     }
 }
 
+/// The ranks of the run (`0..nranks`) that an incomplete trace does not hold (a rank killed,
+/// left out of the merge, or a per-rank file); empty for a complete trace.
+pub fn missing_ranks(tf: &TraceFile) -> Vec<u32> {
+    if !tf.header.incomplete {
+        return Vec::new();
+    }
+    let have = tf.trace.ranks();
+    if have.len() >= u64::from(tf.header.nranks) {
+        return Vec::new();
+    }
+    (0..tf.header.nranks)
+        .filter(|&r| !have.contains(r))
+        .collect()
+}
+
+/// `[1, 2, 3, 7]` -> `1-3, 7`.
+pub fn rank_ranges(ranks: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", ranks[i], ranks[j])
+        } else {
+            ranks[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
 /// The whole text of `iotrex show`: header, a legend line, then the nodes.
 pub fn render_trace_file(tf: &TraceFile) -> String {
     let mut out = String::new();
     render_header(&tf.header, &mut out);
+    let missing = missing_ranks(tf);
+    if !missing.is_empty() {
+        let _ = writeln!(
+            out,
+            "{INDENT}missing    {} of {} ranks are not in this trace: {}",
+            missing.len(),
+            tf.header.nranks,
+            rank_ranges(&missing)
+        );
+    }
     let approx = crate::approx::count(&tf.trace);
     if approx > 0 {
         let _ = writeln!(
@@ -958,6 +1002,12 @@ mod tests {
         ] {
             assert!(out.contains(want), "{want:?} in {out}");
         }
+    }
+
+    #[test]
+    fn rank_ranges_fold_runs() {
+        assert_eq!(super::rank_ranges(&[1, 2, 3, 7, 9, 10]), "1-3, 7, 9-10");
+        assert_eq!(super::rank_ranges(&[]), "");
     }
 
     #[test]

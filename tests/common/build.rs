@@ -85,6 +85,37 @@ pub fn app_in(sub: &str, name: &str) -> PathBuf {
     bin
 }
 
+/// Builds `tests/apps/<name>.c` with mpicc into the shared object
+/// `target/iotrex-apps/<name>.so` (rebuilt when the source is newer): a library a test
+/// preloads, such as the fault injector `fault_shim`.
+pub fn shared_lib(name: &str) -> PathBuf {
+    let _g = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = target_dir().join("iotrex-apps");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    let src = workspace().join("tests/apps").join(format!("{name}.c"));
+    let lib = dir.join(format!("{name}.so"));
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if matches!((mtime(&lib), mtime(&src)), (Some(l), Some(s)) if l > s) {
+        return lib;
+    }
+    let tmp = dir.join(format!("{name}.{}.so.tmp", std::process::id()));
+    let out = Command::new("mpicc")
+        .args(["-O1", "-g", "-shared", "-fPIC", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .arg("-ldl")
+        .output()
+        .expect("run mpicc (is Open MPI installed?)");
+    assert!(
+        out.status.success(),
+        "mpicc -shared {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::rename(&tmp, &lib).expect("rename built library");
+    lib
+}
+
 /// A scratch directory in /dev/shm (tmpfs: fast, small runs only).
 pub fn scratch_with(prefix: &str) -> tempfile::TempDir {
     tempfile::Builder::new()

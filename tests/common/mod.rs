@@ -22,6 +22,11 @@ pub fn app(name: &str) -> PathBuf {
     build::app_in("", name)
 }
 
+/// Builds `tests/apps/<name>.c` into a shared object to preload (see [`build::shared_lib`]).
+pub fn shared_lib(name: &str) -> PathBuf {
+    build::shared_lib(name)
+}
+
 /// A scratch directory in /dev/shm (tmpfs: fast, small runs only).
 pub fn scratch() -> tempfile::TempDir {
     build::scratch_with("iotrex-test-")

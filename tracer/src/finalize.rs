@@ -1,15 +1,26 @@
 //! Handing the trace over: the finalize-time radix-tree merge over PMPI point-to-point, the
-//! write by rank 0, the per-rank fallback when a process exits without `MPI_Finalize`, and the
+//! write by rank 0, the per-rank fallback when a process exits without `MPI_Finalize` or the
+//! merge does not end with the merged trace (a signal, a rank that never answers), and the
 //! `IOTREX_RAW=1` debug log.
+//!
+//! The merge never hangs on a rank that stopped answering: once every rank has reached
+//! `MPI_Finalize` (an unbounded wait, as `MPI_Finalize` itself has: ranks legitimately arrive
+//! minutes apart), each wait of the merge is bounded by `IOTREX_MERGE_TIMEOUT` seconds per
+//! round of the tree (default 60). A subtree that does not arrive in time is left out of the
+//! merged trace, which is flagged incomplete and names it; the ranks left out write their
+//! own files (`<stem>.rank<r>.iotrex`), as do ranks killed by a signal while they wait.
 
 use crate::mpi::{self, H};
+use crate::outfile::{self, Dest};
 use crate::real::real;
 use crate::state::{RECORDING, STATE, State, now_ns, say};
 use libc::c_int;
 use rsd::{Header, Trace, TraceFile};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// What one rank sends to its parent in the merge tree.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -19,9 +30,6 @@ struct Payload {
     incomplete: bool,
     notes: Vec<String>,
 }
-
-/// Tag of the tracer's messages (on its own communicator, so any value would do).
-const TAG: libc::c_int = 0x10_7e;
 
 /// The trace path: `IOTREX_OUT`, or `./<exe>.<nranks>.iotrex`.
 pub fn out_path(st: &State, nranks: u32) -> String {
@@ -33,8 +41,79 @@ pub fn out_path(st: &State, nranks: u32) -> String {
 
 /// `app.8.iotrex` -> `app.8.rank3.iotrex`: where a rank writes on its own.
 pub fn rank_path(out: &str, rank: u32, ext: &str) -> String {
-    let stem = out.strip_suffix(".iotrex").unwrap_or(out);
-    format!("{stem}.rank{rank}.{ext}")
+    rsd::job::rank_path(out, rank, ext)
+}
+
+/// Each round of the merge waits this long for a rank (`IOTREX_MERGE_TIMEOUT`, in seconds).
+static MERGE_TIMEOUT_MS: AtomicU64 = AtomicU64::new(DEFAULT_MERGE_TIMEOUT_S * 1000);
+const DEFAULT_MERGE_TIMEOUT_S: u64 = 60;
+/// The variable that sets [`MERGE_TIMEOUT_MS`].
+const MERGE_TIMEOUT_VAR: &str = "IOTREX_MERGE_TIMEOUT";
+
+/// At start-up (the constructor): the merge's timeout and the output writer's set-up.
+pub fn init() {
+    outfile::init();
+    if let Ok(v) = std::env::var(MERGE_TIMEOUT_VAR) {
+        match v.trim().parse::<f64>() {
+            Ok(s) if s > 0.0 && s.is_finite() => {
+                MERGE_TIMEOUT_MS.store((s * 1000.0).ceil() as u64, Ordering::SeqCst)
+            }
+            _ => say(&format!(
+                "{MERGE_TIMEOUT_VAR}={v:?} is not a number of seconds above 0; the merge waits {DEFAULT_MERGE_TIMEOUT_S} s per round"
+            )),
+        }
+    }
+}
+
+fn merge_timeout() -> Duration {
+    Duration::from_millis(MERGE_TIMEOUT_MS.load(Ordering::SeqCst))
+}
+
+/// The timeout as the notes and messages say it.
+fn timeout_text() -> String {
+    format!(
+        "{} s ({MERGE_TIMEOUT_VAR})",
+        MERGE_TIMEOUT_MS.load(Ordering::SeqCst) as f64 / 1000.0
+    )
+}
+
+/// This rank's own calls, encoded as its per-rank file when `MPI_Finalize` begins, and written
+/// if the merge does not end with the merged trace holding them: from the signal handler (no
+/// encoding or allocation there: SIGKILL follows mpirun's SIGTERM within a second), when its
+/// parent in the merge stops answering, or at exit.
+struct Pending {
+    dest: Dest,
+    alt: Option<Dest>,
+    bytes: Vec<u8>,
+    rank: u32,
+}
+
+static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
+/// Set once [`PENDING`] was written (or made unnecessary), so it is written once.
+static PENDING_DONE: AtomicBool = AtomicBool::new(false);
+
+/// Writes this rank's pending file, if there is one still to write; `why` goes on stderr when
+/// `tell` (not from a signal handler: a killed rank's file is its usual outcome). Never blocks
+/// (the signal handler calls it): a lock held elsewhere means the merge is setting it up, and
+/// nothing is written.
+fn write_pending(why: &str, tell: bool) {
+    let Ok(g) = PENDING.try_lock() else { return };
+    let Some(p) = g.as_ref() else { return };
+    if PENDING_DONE.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let what = format!("rank {}'s calls ({why})", p.rank);
+    if let Some(at) = outfile::put_or_fallback(&what, &p.dest, p.alt.as_ref(), &p.bytes, false)
+        && at == p.dest.path
+        && tell
+    {
+        say(&format!("rank {}: {why}; its calls are in {at}", p.rank));
+    }
+}
+
+/// The merged trace holds this rank's calls: nothing to write on its own.
+fn pending_not_needed() {
+    PENDING_DONE.store(true, Ordering::SeqCst);
 }
 
 /// Takes the state out of the lock, so nothing below holds it while doing I/O (the `close`
@@ -89,99 +168,198 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h
 }
 
-fn write_trace(path: &str, tf: &TraceFile) {
-    match tf.write(std::path::Path::new(path)) {
-        Ok(_) => {}
-        Err(e) => say(&format!("cannot write the trace: {e}")),
+/// Writes `tf` at `path`, whole or not at all, or in the temporary directory when `path`
+/// refuses it (see [`outfile`]); returns where it went.
+fn write_trace(path: &str, tf: &TraceFile) -> Option<String> {
+    match tf.to_bytes() {
+        Ok(b) => outfile::write_path("the trace", path, &b),
+        Err(e) => {
+            say(&format!("cannot encode the trace for {path}: {e}"));
+            None
+        }
     }
 }
 
-type SendFn = unsafe extern "C" fn(
-    *const libc::c_void,
-    libc::c_int,
-    H,
-    libc::c_int,
-    libc::c_int,
-    H,
-) -> libc::c_int;
-type RecvFn = unsafe extern "C" fn(
-    *mut libc::c_void,
-    libc::c_int,
-    H,
-    libc::c_int,
-    libc::c_int,
-    H,
-    *mut libc::c_void,
-) -> libc::c_int;
+/// The PMPI calls of the merge, on the tracer's communicator. Requests and statuses are only
+/// ever passed by address, so one layout serves both ABIs: a pointer-sized, zeroed request
+/// (Open MPI's pointer, MPICH's int) and a 64-byte status (either library's `MPI_Status`).
+struct Pmpi {
+    comm: H,
+    byte: H,
+    isend: IsendFn,
+    iprobe: IprobeFn,
+    recv: RecvFn,
+    test: TestFn,
+    get_count: GetCountFn,
+    ibarrier: IbarrierFn,
+    request_free: unsafe extern "C" fn(*mut H) -> c_int,
+}
 
-fn send_bytes(bytes: &[u8], dest: i64, comm: H, byte: H) -> bool {
-    let Some(send) = real!("PMPI_Send", SendFn) else {
-        return false;
-    };
-    let len = bytes.len() as u64;
-    // Messages above 2 GiB would need chunking; a compressed trace that large means the
-    // compression failed anyway, so it is refused here and flagged by the caller.
-    let Ok(n) = libc::c_int::try_from(bytes.len()) else {
-        return false;
-    };
-    // SAFETY: the buffers are valid for the counts given in MPI_BYTE; `comm` is the tracer's
-    // communicator and `dest` a rank in it.
-    unsafe {
-        send(
-            (&len as *const u64).cast(),
-            8,
-            byte,
-            dest as libc::c_int,
-            TAG,
+type IsendFn =
+    unsafe extern "C" fn(*const libc::c_void, c_int, H, c_int, c_int, H, *mut H) -> c_int;
+type IprobeFn = unsafe extern "C" fn(c_int, c_int, H, *mut c_int, *mut libc::c_void) -> c_int;
+type RecvFn =
+    unsafe extern "C" fn(*mut libc::c_void, c_int, H, c_int, c_int, H, *mut libc::c_void) -> c_int;
+type TestFn = unsafe extern "C" fn(*mut H, *mut c_int, *mut libc::c_void) -> c_int;
+type GetCountFn = unsafe extern "C" fn(*const libc::c_void, H, *mut c_int) -> c_int;
+type IbarrierFn = unsafe extern "C" fn(H, *mut H) -> c_int;
+
+/// Tag of the traces sent up the merge tree, and of the word sent back down that the merged
+/// trace was written (on the tracer's own communicator, so any values would do).
+const TAG: c_int = 0x10_7e;
+const TAG_DONE: c_int = TAG + 1;
+
+/// Why a wait of the merge ended without its message.
+#[derive(Debug, PartialEq)]
+enum Missed {
+    /// The deadline passed.
+    Timeout,
+    /// MPI refused (an error code), or the message was malformed.
+    Failed,
+}
+
+/// Polls `ready` until it says done or `deadline` passes: busy at first (a merge round is
+/// usually quick), then sleeping up to 2 ms between polls, so ranks waiting on a slow one
+/// leave the node's cores to it.
+fn poll(
+    deadline: Option<Instant>,
+    mut ready: impl FnMut() -> Result<bool, ()>,
+) -> Result<(), Missed> {
+    let mut nap = Duration::from_micros(20);
+    for i in 0u64.. {
+        match ready() {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(()) => return Err(Missed::Failed),
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Missed::Timeout);
+        }
+        if i < 200 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(2));
+        }
+    }
+    Err(Missed::Timeout)
+}
+
+impl Pmpi {
+    fn load(comm: H, byte: H) -> Option<Pmpi> {
+        Some(Pmpi {
             comm,
-        ) == 0
-            && send(
+            byte,
+            isend: real!("PMPI_Isend", IsendFn)?,
+            iprobe: real!("PMPI_Iprobe", IprobeFn)?,
+            recv: real!("PMPI_Recv", RecvFn)?,
+            test: real!("PMPI_Test", TestFn)?,
+            get_count: real!("PMPI_Get_count", GetCountFn)?,
+            ibarrier: real!("PMPI_Ibarrier", IbarrierFn)?,
+            request_free: real!("PMPI_Request_free", unsafe extern "C" fn(*mut H) -> c_int)?,
+        })
+    }
+
+    /// Waits for a started request until `deadline`. On a timeout the request is left to
+    /// MPI (`MPI_Request_free`) and `keep` (its buffer) leaked, since MPI may still read it.
+    fn wait(&self, mut req: H, deadline: Option<Instant>, keep: Vec<u8>) -> Result<(), Missed> {
+        let mut status = [0u64; 8];
+        let r = poll(deadline, || {
+            let mut flag: c_int = 0;
+            // SAFETY: `req` is the request MPI gave, `flag` and `status` valid out-parameters.
+            let rc = unsafe { (self.test)(&mut req, &mut flag, status.as_mut_ptr().cast()) };
+            if rc != 0 { Err(()) } else { Ok(flag != 0) }
+        });
+        if r.is_err() {
+            // SAFETY: the request is still active; freeing lets MPI complete it on its own.
+            unsafe { (self.request_free)(&mut req) };
+            std::mem::forget(keep);
+        }
+        r
+    }
+
+    /// Sends `bytes` to `dest` with `tag`, waiting until `deadline` at most.
+    fn send(
+        &self,
+        bytes: Vec<u8>,
+        dest: i64,
+        tag: c_int,
+        deadline: Option<Instant>,
+    ) -> Result<(), Missed> {
+        // A compressed trace over 2 GiB means the compression failed anyway; the caller sends
+        // a flagged empty payload instead.
+        let n = c_int::try_from(bytes.len()).map_err(|_| Missed::Failed)?;
+        let mut req: H = std::ptr::null_mut();
+        // SAFETY: the buffer stays alive until the request completes (or is leaked by `wait`);
+        // `comm` is the tracer's communicator and `dest` a rank in it.
+        let rc = unsafe {
+            (self.isend)(
                 bytes.as_ptr().cast(),
                 n,
-                byte,
-                dest as libc::c_int,
-                TAG,
-                comm,
-            ) == 0
+                self.byte,
+                dest as c_int,
+                tag,
+                self.comm,
+                &mut req,
+            )
+        };
+        if rc != 0 {
+            return Err(Missed::Failed);
+        }
+        self.wait(req, deadline, bytes)
     }
-}
 
-fn recv_bytes(src: i64, comm: H, byte: H) -> Option<Vec<u8>> {
-    let recv = real!("PMPI_Recv", RecvFn)?;
-    let mut len = 0u64;
-    // A real status buffer rather than MPI_STATUS_IGNORE, whose value differs between Open MPI
-    // (null) and MPICH ((MPI_Status *)1); 64 bytes hold either library's MPI_Status.
-    let mut status = [0u64; 8];
-    // SAFETY: `len` holds 8 bytes and `status` a whole MPI_Status.
-    let rc = unsafe {
-        recv(
-            (&mut len as *mut u64).cast(),
-            8,
-            byte,
-            src as libc::c_int,
-            TAG,
-            comm,
-            status.as_mut_ptr().cast(),
-        )
-    };
-    if rc != 0 {
-        return None;
+    /// Receives one message from `src` with `tag`, of whatever length, waiting for it until
+    /// `deadline` at most.
+    fn recv(&self, src: i64, tag: c_int, deadline: Option<Instant>) -> Result<Vec<u8>, Missed> {
+        let mut status = [0u64; 8];
+        poll(deadline, || {
+            let mut flag: c_int = 0;
+            // SAFETY: valid out-parameters; `comm` is the tracer's communicator.
+            let rc = unsafe {
+                (self.iprobe)(
+                    src as c_int,
+                    tag,
+                    self.comm,
+                    &mut flag,
+                    status.as_mut_ptr().cast(),
+                )
+            };
+            if rc != 0 { Err(()) } else { Ok(flag != 0) }
+        })?;
+        let mut n: c_int = 0;
+        // SAFETY: `status` is the one the probe filled.
+        if unsafe { (self.get_count)(status.as_ptr().cast(), self.byte, &mut n) } != 0 || n < 0 {
+            return Err(Missed::Failed);
+        }
+        let mut buf = vec![0u8; n as usize];
+        // SAFETY: `buf` holds the `n` bytes the probed message has, which this receive takes.
+        let rc = unsafe {
+            (self.recv)(
+                buf.as_mut_ptr().cast(),
+                n,
+                self.byte,
+                src as c_int,
+                tag,
+                self.comm,
+                status.as_mut_ptr().cast(),
+            )
+        };
+        if rc != 0 {
+            return Err(Missed::Failed);
+        }
+        Ok(buf)
     }
-    let n = libc::c_int::try_from(len).ok()?;
-    let mut buf = vec![0u8; len as usize];
-    // SAFETY: `buf` holds `len` bytes, which is what the sender announced; `status` as above.
-    let rc = unsafe {
-        recv(
-            buf.as_mut_ptr().cast(),
-            n,
-            byte,
-            src as libc::c_int,
-            TAG,
-            comm,
-            status.as_mut_ptr().cast(),
-        )
-    };
-    (rc == 0).then_some(buf)
+
+    /// Waits, without a deadline, until every rank has reached the merge.
+    fn barrier(&self) -> Result<(), Missed> {
+        let mut req: H = std::ptr::null_mut();
+        // SAFETY: `comm` is the tracer's communicator; `req` a valid out-parameter.
+        if unsafe { (self.ibarrier)(self.comm, &mut req) } != 0 {
+            return Err(Missed::Failed);
+        }
+        self.wait(req, None, Vec::new())
+    }
 }
 
 /// `trace` with its over-budget parameters summarised as the configuration allows
@@ -192,10 +370,43 @@ fn bounded(mut trace: rsd::Trace, cfg: &crate::state::Config) -> rsd::Trace {
     trace
 }
 
+/// Prepares [`PENDING`]: this rank's own calls as its per-rank file, flagged incomplete.
+fn set_pending(st: &State, out: &str, nranks: u32, own: &Payload) {
+    let mut notes = own.notes.clone();
+    notes.push(format!(
+        "rank {}: the merge in MPI_Finalize did not complete (a signal, or a rank that did not answer); only this rank's calls are in this file",
+        st.rank
+    ));
+    let p = Payload {
+        trace: own.trace.clone(),
+        wall_ns: own.wall_ns,
+        incomplete: true,
+        notes,
+    };
+    let tf = TraceFile {
+        header: header(st, nranks, &p),
+        trace: p.trace,
+    };
+    let path = rank_path(out, st.rank, "iotrex");
+    let (Ok(bytes), Some(dest)) = (tf.to_bytes(), Dest::new(&path)) else {
+        return;
+    };
+    let pending = Pending {
+        alt: outfile::fallback(&path),
+        dest,
+        bytes,
+        rank: st.rank,
+    };
+    if let Ok(mut g) = PENDING.lock() {
+        *g = Some(pending);
+    }
+}
+
 /// Inside `MPI_Finalize`: merges every rank's trace over a binary radix tree (in round k, rank
 /// r receives from r + 2^k when r is a multiple of 2^(k+1), otherwise sends to r - 2^k and is
-/// done) and rank 0 writes the file. Every rank takes part whatever happened before (a rank
-/// whose tracer was disabled sends an empty, flagged trace), so the merge never hangs.
+/// done) and rank 0 writes the file, then tells the ranks it holds, down the same tree. Every
+/// rank takes part whatever happened before (a rank whose tracer was disabled sends an empty,
+/// flagged trace); each wait after the first barrier is bounded (see the module's text).
 pub fn merge_and_write(comm: H) {
     let Some(g) = mpi::globals() else { return };
     let t_start = now_ns();
@@ -229,16 +440,38 @@ pub fn merge_and_write(comm: H) {
     let out = st.as_ref().map(|s| out_path(s, size as u32));
     if let (Some(st), Some(out)) = (&st, &out) {
         write_raw(st, out);
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            set_pending(st, out, size as u32, &payload)
+        }));
     }
-    let mut step = 1i64;
+    let Some(m) = Pmpi::load(comm, byte) else {
+        say("the MPI library lacks a call the merge needs; each rank writes its own file");
+        write_pending("no merge", true);
+        return;
+    };
+    // Unbounded: ranks reach MPI_Finalize when their work is done, minutes apart if need be,
+    // and MPI_Finalize itself would wait for them too.
+    if m.barrier().is_err() {
+        say("the tracer's barrier failed at MPI_Finalize; each rank writes its own file");
+        write_pending("no merge", true);
+        return;
+    }
+    let t0 = Instant::now();
+    let t = merge_timeout();
+    let at = |rounds: u32| Some(t0 + t * rounds);
+    let mut merged_from: Vec<i64> = Vec::new();
+    let (mut step, mut round) = (1i64, 0u32);
+    let mut parent = None;
     while step < size {
         if rank % (2 * step) == 0 {
             let src = rank + step;
             if src < size {
-                let got = recv_bytes(src, comm, byte)
-                    .and_then(|b| rmp_serde::from_slice::<Payload>(&b).ok());
+                let got = m
+                    .recv(src, TAG, at(round + 1))
+                    .and_then(|b| rmp_serde::from_slice::<Payload>(&b).map_err(|_| Missed::Failed));
                 match got {
-                    Some(p) => {
+                    Ok(p) => {
+                        merged_from.push(src);
                         let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             rsd::merge(&payload.trace, &p.trace)
                         }));
@@ -259,7 +492,24 @@ pub fn merge_and_write(comm: H) {
                         payload.incomplete |= p.incomplete;
                         payload.notes.extend(p.notes);
                     }
-                    None => {
+                    Err(Missed::Timeout) => {
+                        let last = (src + step).min(size) - 1;
+                        let who = if last > src {
+                            format!("ranks {src}-{last}")
+                        } else {
+                            format!("rank {src}")
+                        };
+                        say(&format!(
+                            "rank {rank}: no trace from {who} within {}; the merge goes on without them, and they write their own files",
+                            timeout_text()
+                        ));
+                        payload.incomplete = true;
+                        payload.notes.push(format!(
+                            "{who}: trace not received within {} at MPI_Finalize; not in this trace",
+                            timeout_text()
+                        ));
+                    }
+                    Err(Missed::Failed) => {
                         payload.incomplete = true;
                         payload
                             .notes
@@ -268,58 +518,108 @@ pub fn merge_and_write(comm: H) {
                 }
             }
         } else {
+            parent = Some(rank - step);
             let bytes = rmp_serde::to_vec(&payload).unwrap_or_default();
-            if !send_bytes(&bytes, rank - step, comm, byte) {
-                // The parent still waits for two messages; send an empty flagged payload.
+            let bytes = if c_int::try_from(bytes.len()).is_ok() {
+                bytes
+            } else {
+                // The parent still waits for a message; an empty flagged payload.
                 let empty = Payload {
                     incomplete: true,
                     notes: vec![format!("rank {rank}: trace too large to send")],
                     ..Payload::default()
                 };
-                let b = rmp_serde::to_vec(&empty).unwrap_or_default();
-                send_bytes(&b, rank - step, comm, byte);
+                rmp_serde::to_vec(&empty).unwrap_or_default()
+            };
+            if let Err(e) = m.send(bytes, rank - step, TAG, at(round + 2)) {
+                say(&format!(
+                    "rank {rank}: could not hand its trace to rank {} ({}); it writes its own file",
+                    rank - step,
+                    match e {
+                        Missed::Timeout => format!("no answer within {}", timeout_text()),
+                        Missed::Failed => "MPI refused".to_string(),
+                    }
+                ));
+                write_pending("its parent in the merge did not answer", true);
+                return;
             }
             break;
         }
         step *= 2;
+        round += 1;
     }
-    if rank == 0
-        && let (Some(st), Some(out)) = (&st, &out)
-    {
-        // Offsets that are prefix sums of the ranks' sizes (a shared-file dump) become that
-        // model while every rank's exact values are here, before any size is summarised.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            rsd::prefix::recognise(&mut payload.trace)
-        }));
-        // The ranks' summaries joined in the merge; a parameter that some ranks summarised and
-        // others kept exact becomes one summary here.
-        payload.trace = bounded(std::mem::take(&mut payload.trace), &st.cfg);
-        if let Some(e) = &st.cfg.approx_error {
-            payload
-                .notes
-                .push(format!("{e}; the default approximation was used"));
-        }
-        // Non-rank processes of the job that wrote before any rank existed (a helper the job
-        // script ran first) hand the output over to the ranks.
-        let taken = crate::job::take_back();
-        if st.cfg.verbose {
-            for t in &taken {
-                say(&format!("trace of a non-rank process of this job: {t}"));
+    let rounds = (size.max(1) as u64).next_power_of_two().trailing_zeros();
+    let written = if rank == 0 {
+        st.as_ref().zip(out.as_ref()).is_some_and(|(st, out)| {
+            let w = write_merged(st, out, size as u32, payload);
+            if st.cfg.verbose
+                && let Some(w) = &w
+            {
+                let bytes = std::fs::metadata(w).map(|m| m.len()).unwrap_or(0);
+                say(&format!(
+                    "{size} ranks merged in {:.1} ms; trace {w} ({bytes} bytes)",
+                    now_ns().saturating_sub(t_start) as f64 / 1e6
+                ));
             }
+            w.is_some()
+        })
+    } else {
+        // The word comes back down the tree once rank 0 has written.
+        let word = parent.map(|p| m.recv(p, TAG_DONE, at(rounds + 2)));
+        match word {
+            Some(Ok(w)) => w.first() == Some(&1),
+            Some(Err(Missed::Timeout)) => {
+                write_pending(
+                    &format!(
+                        "no word from rank 0 that the merged trace holds it within {}",
+                        timeout_text()
+                    ),
+                    true,
+                );
+                return;
+            }
+            _ => false,
         }
-        let tf = TraceFile {
-            header: header(st, size as u32, &payload),
-            trace: payload.trace,
-        };
-        write_trace(out, &tf);
-        if st.cfg.verbose {
-            let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-            say(&format!(
-                "{size} ranks merged in {:.1} ms; trace {out} ({bytes} bytes)",
-                now_ns().saturating_sub(t_start) as f64 / 1e6
-            ));
+    };
+    // The ranks merged here are in the file (or not, and then they write their own).
+    for c in merged_from {
+        let _ = m.send(vec![u8::from(written)], c, TAG_DONE, at(rounds + 3));
+    }
+    if written {
+        pending_not_needed();
+    } else {
+        write_pending("the merged trace could not be written", true);
+    }
+}
+
+/// Rank 0, after the merge: finishes the merged trace and writes it; returns where it went.
+fn write_merged(st: &State, out: &str, size: u32, mut payload: Payload) -> Option<String> {
+    // Offsets that are prefix sums of the ranks' sizes (a shared-file dump) become that
+    // model while every rank's exact values are here, before any size is summarised.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rsd::prefix::recognise(&mut payload.trace)
+    }));
+    // The ranks' summaries joined in the merge; a parameter that some ranks summarised and
+    // others kept exact becomes one summary here.
+    payload.trace = bounded(std::mem::take(&mut payload.trace), &st.cfg);
+    if let Some(e) = &st.cfg.approx_error {
+        payload
+            .notes
+            .push(format!("{e}; the default approximation was used"));
+    }
+    // Non-rank processes of the job that wrote before any rank existed (a helper the job
+    // script ran first) hand the output over to the ranks.
+    let taken = crate::job::take_back();
+    if st.cfg.verbose {
+        for t in &taken {
+            say(&format!("trace of a non-rank process of this job: {t}"));
         }
     }
+    let tf = TraceFile {
+        header: header(st, size, &payload),
+        trace: payload.trace,
+    };
+    write_trace(out, &tf)
 }
 
 /// Set by the launcher (`IOTREX_ONE_WRITER=1`, read at start-up) for a plain command: every
@@ -502,14 +802,18 @@ pub fn at_exit() {
         return;
     }
     EXITING.store(true, Ordering::SeqCst);
+    // Exiting inside MPI_Finalize, before the merged trace was confirmed (an MPI error
+    // handler that exits, say): this rank's own calls.
+    write_pending("exited during the merge in MPI_Finalize", true);
     if let Some(st) = take_state()
         && let Some(a) = alone(&st, None)
     {
         write_raw(&st, &a.out);
         let path = if a.serial { claim(&a.path) } else { a.path };
-        write_trace(&path, &a.tf);
-        if a.serial {
-            crate::job::note_written(&path, st.cfg.out.as_deref(), &st.cfg.exe);
+        if let Some(at) = write_trace(&path, &a.tf)
+            && a.serial
+        {
+            crate::job::note_written(&at, st.cfg.out.as_deref(), &st.cfg.exe);
         }
     }
     crate::job::cleanup_if_root();
@@ -524,53 +828,6 @@ pub fn before_exec() {
     at_exit();
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename, with raw syscalls (no std
-/// I/O, no hook, no lock: this runs in a signal handler). Returns the errno on failure.
-fn write_file_raw(path: &str, bytes: &[u8]) -> Result<(), c_int> {
-    let tmp = std::ffi::CString::new(format!("{path}.tmp")).map_err(|_| libc::EINVAL)?;
-    let dst = std::ffi::CString::new(path).map_err(|_| libc::EINVAL)?;
-    let fd = create_raw(&tmp, libc::O_TRUNC)?;
-    let mut done = 0;
-    while done < bytes.len() {
-        // SAFETY: the slice is valid for its length; `fd` is ours.
-        let n = unsafe {
-            libc::syscall(
-                libc::SYS_write,
-                fd,
-                bytes[done..].as_ptr(),
-                bytes.len() - done,
-            )
-        };
-        if n < 0 && crate::posix::errno() == libc::EINTR {
-            continue;
-        }
-        if n <= 0 {
-            let e = crate::posix::errno();
-            // SAFETY: closing our own descriptor.
-            unsafe { libc::syscall(libc::SYS_close, fd) };
-            return Err(e);
-        }
-        done += n as usize;
-    }
-    // SAFETY: closing our own descriptor.
-    unsafe { libc::syscall(libc::SYS_close, fd) };
-    // SAFETY: both paths are NUL-terminated; renameat2 with flags 0 is rename.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            tmp.as_ptr(),
-            libc::AT_FDCWD,
-            dst.as_ptr(),
-            0,
-        )
-    };
-    if r < 0 {
-        return Err(crate::posix::errno());
-    }
-    Ok(())
-}
-
 /// In the handler of a terminating signal: writes what this process recorded, the way
 /// [`at_exit`] would, flagged incomplete with `why`. `last`: the process is about to die, so
 /// recording stops; otherwise (the application handles the signal and may go on) it is a
@@ -583,6 +840,9 @@ pub fn on_signal(why: &str, last: bool) {
     if crate::state::FORKED.load(Ordering::SeqCst) || mpi::WRONG_MPI.load(Ordering::SeqCst) {
         return;
     }
+    // Inside MPI_Finalize, before the merged trace was confirmed: the file encoded when the
+    // merge began (the state below is already taken).
+    write_pending(why, false);
     let encoded = {
         let mut g = match STATE.try_lock() {
             Ok(g) => g,
@@ -616,10 +876,16 @@ pub fn on_signal(why: &str, last: bool) {
     };
     let (path, serial, bytes, who) = encoded;
     let path = if serial { claim(&path) } else { path };
-    if let Err(e) = write_file_raw(&path, &bytes) {
-        say(&format!("{why}: cannot write {path} (errno {e})"));
-    } else if serial && let Some((out, exe)) = who {
-        crate::job::note_written(&path, out.as_deref(), &exe);
+    let Some(d) = Dest::new(&path) else { return };
+    let at = outfile::put_or_fallback(
+        "this process's trace",
+        &d,
+        outfile::fallback(&path).as_ref(),
+        &bytes,
+        false,
+    );
+    if let (Some(at), true, Some((out, exe))) = (at, serial, who) {
+        crate::job::note_written(&at, out.as_deref(), &exe);
     }
 }
 

@@ -40,6 +40,7 @@ pub mod finalize;
 pub mod guard;
 pub mod job;
 pub mod mpi;
+pub mod outfile;
 pub mod paths;
 pub mod posix;
 pub mod posix_more;
@@ -102,6 +103,7 @@ fn init() {
             build_id: elf::build_id("/proc/self/exe"),
         };
         job::init(state::now_ns());
+        finalize::init();
         callsite::init(cfg.depth);
         // SAFETY: registering a plain function as the fork-child handler; it only stores
         // atomics, which is async-signal-safe.

@@ -1,0 +1,593 @@
+//! Fault injection for the tracer (issue 18, item 2), each under a real `mpirun` of
+//! `tests/apps/fault_app.c`: a full disk and a failing disk while the trace is written (the
+//! preloaded `tests/apps/fault_shim.c`), a read-only output directory (a read-only bind mount
+//! in a private mount namespace), an `IOTREX_OUT` that already exists, a rank killed with
+//! SIGKILL during the merge, a rank that stops answering during the merge (SIGSTOP), MPI_Abort,
+//! fork without exec, and a second thread writing during MPI_Finalize.
+//!
+//! For each, the application's exit status, its output and the files it writes are what they
+//! are in the same run untraced (run first, with the same fault where there is one at that
+//! point untraced); the trace is complete, or flagged incomplete with the per-rank files kept
+//! and `iotrex show` naming the missing ranks; and nothing hangs.
+
+mod common;
+
+use common::{shared_lib, tracer_lib};
+use rsd::TraceFile;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One mpirun at a time: 4 ranks on 2 cores is already oversubscribed.
+static MPIRUN: Mutex<()> = Mutex::new(());
+
+const NP: u32 = 4;
+const ITERS: &str = "10";
+
+/// How a run is set up: the app's mode, extra environment for the ranks, whether the fault
+/// shim is preloaded, and a command the launcher runs under (a mount namespace).
+#[derive(Default, Clone)]
+struct Setup {
+    mode: &'static str,
+    env: Vec<(&'static str, String)>,
+    shim: bool,
+    wrap: Vec<String>,
+}
+
+/// The command of one run: `timeout mpirun -np 4 fault_app DATA 10 MODE`, traced into `out`
+/// when given.
+fn command(s: &Setup, data: &Path, out: Option<&Path>) -> Command {
+    let app = common::app("fault_app");
+    let mut preload: Vec<String> = Vec::new();
+    if out.is_some() {
+        preload.push(tracer_lib().display().to_string());
+    }
+    if s.shim {
+        // After the tracer: the tracer's own `write` and PMPI calls go through it.
+        preload.push(shared_lib("fault_shim").display().to_string());
+    }
+    let mut c = match s.wrap.split_first() {
+        Some((w, rest)) => {
+            let mut c = Command::new(w);
+            c.args(rest);
+            c.arg("timeout");
+            c
+        }
+        None => Command::new("timeout"),
+    };
+    c.args(["-k", "5", "120", "mpirun", "-np", &NP.to_string()]);
+    c.args(["--oversubscribe", "--mca", "btl", "self,vader"]);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env_remove("LD_PRELOAD")
+        .env_remove("IOTREX_JOB")
+        .env("IOTREX_RAW", "0");
+    c.args(["-x", &format!("LD_PRELOAD={}", preload.join(":"))]);
+    if let Some(o) = out {
+        c.env("IOTREX_OUT", o).args(["-x", "IOTREX_OUT"]);
+    }
+    for (k, v) in &s.env {
+        c.env(k, v).args(["-x", k]);
+    }
+    c.arg(app).arg(data).args([ITERS, s.mode]);
+    c
+}
+
+fn run(s: &Setup, data: &Path, out: Option<&Path>) -> Output {
+    let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let o = command(s, data, out).output().expect("run timeout/mpirun");
+    assert_ne!(o.status.code(), Some(124), "mpirun hung:\n{}", text(&o));
+    o
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn dir(root: &Path, name: &str) -> PathBuf {
+    let d = root.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// File names in `d`, sorted.
+fn names(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The application's stdout as a sorted list of lines (ranks interleave differently in every
+/// run, traced or not).
+fn lines(o: &Output) -> Vec<String> {
+    let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+/// The traced run's exit status, output and data files equal the untraced run's. The thread
+/// mode's `thread_*` files are compared by name only (the thread writes for as long as
+/// MPI_Finalize takes).
+fn assert_same_as_untraced(
+    what: &str,
+    traced: &Output,
+    tdata: &Path,
+    plain: &Output,
+    udata: &Path,
+) {
+    assert_eq!(
+        (
+            traced.status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&traced.status)
+        ),
+        (
+            plain.status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&plain.status)
+        ),
+        "{what}: exit status differs from the untraced run\ntraced: {}\nuntraced: {}",
+        text(traced),
+        text(plain)
+    );
+    assert_eq!(
+        lines(traced),
+        lines(plain),
+        "{what}: output differs from the untraced run\ntraced: {}\nuntraced: {}",
+        text(traced),
+        text(plain)
+    );
+    assert_eq!(names(tdata), names(udata), "{what}: the app's files differ");
+    for n in names(tdata).iter().filter(|n| !n.starts_with("thread_")) {
+        assert_eq!(
+            std::fs::read(tdata.join(n)).unwrap(),
+            std::fs::read(udata.join(n)).unwrap(),
+            "{what}: {n} differs from the untraced run's"
+        );
+    }
+}
+
+/// Runs `s` untraced (with `untraced_env` instead of `s.env`) and traced into `out`, checks
+/// the app saw no difference, and returns the traced run.
+fn both(root: &Path, s: &Setup, untraced_env: Vec<(&'static str, String)>, out: &Path) -> Output {
+    let udata = dir(root, "data-untraced");
+    let tdata = dir(root, "data-traced");
+    let u = Setup {
+        env: untraced_env,
+        wrap: Vec::new(),
+        ..s.clone()
+    };
+    let plain = run(&u, &udata, None);
+    let traced = run(s, &tdata, Some(out));
+    assert_same_as_untraced(s.mode, &traced, &tdata, &plain, &udata);
+    traced
+}
+
+/// The trace at `p`, which must be complete, with every rank.
+fn complete(p: &Path, o: &Output) -> TraceFile {
+    let tf = TraceFile::read(p).unwrap_or_else(|e| panic!("{e}\n{}", text(o)));
+    assert!(!tf.header.incomplete, "{:?}", tf.header.notes);
+    assert_eq!(tf.header.nranks, NP);
+    assert_eq!(tf.trace.ranks().len(), u64::from(NP));
+    tf
+}
+
+/// `pwrite` calls of `rank` in the trace.
+fn pwrites(tf: &TraceFile, rank: u32) -> usize {
+    let mut n = 0;
+    tf.trace.expand_with(rank, &mut |e| {
+        n += usize::from(e.op.name() == "pwrite");
+        true
+    });
+    n
+}
+
+/// `iotrex show PATH`, which must succeed.
+fn show(p: &Path) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_iotrex"))
+        .arg("show")
+        .arg(p)
+        .output()
+        .expect("run iotrex show");
+    assert!(
+        o.status.success(),
+        "iotrex show {}:\n{}",
+        p.display(),
+        text(&o)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// After a run that did not write the merged trace: the per-rank files left, each only its
+/// rank's calls and flagged incomplete; `iotrex show OUT` says the others are missing.
+/// Returns the ranks that have files.
+fn assert_rank_files(out: &Path, o: &Output) -> Vec<u32> {
+    assert!(!out.exists(), "no merged trace expected:\n{}", text(o));
+    let files = rsd::job::rank_files(out);
+    let have: Vec<u32> = files.iter().map(|(r, _)| *r).collect();
+    for (r, p) in &files {
+        let tf = TraceFile::read(p).unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        assert!(tf.header.incomplete, "rank {r}: flagged incomplete");
+        assert_eq!(tf.trace.ranks().to_vec(), vec![*r]);
+        assert_eq!(pwrites(&tf, *r), 10, "rank {r}: its pwrites");
+    }
+    let missing: Vec<u32> = (0..NP).filter(|r| !have.contains(r)).collect();
+    let s = show(out);
+    assert!(
+        s.contains("was not written; its ranks' own files are shown merged"),
+        "{s}"
+    );
+    if missing.is_empty() {
+        assert!(!s.contains("missing "), "{s}");
+    } else {
+        let want = format!(
+            "missing    {} of {NP} ranks are not in this trace: {}",
+            missing.len(),
+            rsd::show::rank_ranges(&missing)
+        );
+        assert!(s.contains(&want), "expected {want:?} in:\n{s}");
+    }
+    // Nothing half-written beside them.
+    let dir = out.parent().unwrap();
+    assert!(
+        names(dir).iter().all(|n| !n.ends_with(".tmp")),
+        "temporary files left: {:?}",
+        names(dir)
+    );
+    have
+}
+
+fn scratch() -> tempfile::TempDir {
+    common::scratch()
+}
+
+#[test]
+fn a_full_disk_sends_the_trace_to_tmpdir_whole() {
+    let root = scratch();
+    let outdir = dir(root.path(), "out");
+    let tmp = dir(root.path(), "tmp");
+    let out = outdir.join("t.4.iotrex");
+    // The disk fills up 100 bytes into the trace: ENOSPC from then on, on that directory only.
+    let s = Setup {
+        mode: "plain",
+        shim: true,
+        env: vec![
+            ("FAULT_WRITE_MATCH", outdir.display().to_string()),
+            ("FAULT_WRITE_ERRNO", "28".into()),
+            ("FAULT_WRITE_AFTER", "100".into()),
+            ("TMPDIR", tmp.display().to_string()),
+        ],
+        ..Setup::default()
+    };
+    let o = both(root.path(), &s, Vec::new(), &out);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        names(&outdir),
+        Vec::<String>::new(),
+        "nothing (half) written at the full disk"
+    );
+    let moved: Vec<String> = names(&tmp)
+        .into_iter()
+        .filter(|n| n.starts_with("iotrex-") && n.ends_with("-t.4.iotrex"))
+        .collect();
+    assert_eq!(moved.len(), 1, "{:?}\n{}", names(&tmp), text(&o));
+    let tf = complete(&tmp.join(&moved[0]), &o);
+    assert_eq!(pwrites(&tf, 2), 10);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("cannot write the trace to {}", out.display()))
+            && err.contains("No space left on device")
+            && err.contains(&format!("it is in {}", tmp.join(&moved[0]).display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failing_disk_loses_the_trace_cleanly_and_says_so() {
+    let root = scratch();
+    let bad = dir(root.path(), "bad");
+    let outdir = dir(&bad, "out");
+    let tmp = dir(&bad, "tmp");
+    let out = outdir.join("t.4.iotrex");
+    // EIO on every write under `bad`: the output directory and the fallback alike.
+    let s = Setup {
+        mode: "plain",
+        shim: true,
+        env: vec![
+            ("FAULT_WRITE_MATCH", bad.display().to_string()),
+            ("FAULT_WRITE_ERRNO", "5".into()),
+            ("FAULT_WRITE_AFTER", "100".into()),
+            ("TMPDIR", tmp.display().to_string()),
+        ],
+        ..Setup::default()
+    };
+    let o = both(root.path(), &s, Vec::new(), &out);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(names(&outdir), Vec::<String>::new(), "no half file");
+    assert!(
+        names(&tmp).iter().all(|n| !n.contains("iotrex")),
+        "no half file in the fallback: {:?}",
+        names(&tmp)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("cannot write the trace to {}", out.display()))
+            && err.contains("Input/output error")
+            && err.contains("it is lost"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_read_only_output_directory_sends_the_trace_to_tmpdir() {
+    let root = scratch();
+    let outdir = dir(root.path(), "out");
+    let tmp = dir(root.path(), "tmp");
+    let out = outdir.join("t.4.iotrex");
+    // Root ignores permission bits, so the directory is made read-only by a read-only bind
+    // mount, in a mount namespace of the run's own (gone with it).
+    let s = Setup {
+        mode: "plain",
+        env: vec![("TMPDIR", tmp.display().to_string())],
+        wrap: vec![
+            "unshare".into(),
+            "-m".into(),
+            "sh".into(),
+            "-c".into(),
+            r#"mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@""#.into(),
+            outdir.display().to_string(),
+        ],
+        ..Setup::default()
+    };
+    let o = both(root.path(), &s, Vec::new(), &out);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(names(&outdir), Vec::<String>::new());
+    let moved: Vec<String> = names(&tmp)
+        .into_iter()
+        .filter(|n| n.starts_with("iotrex-") && n.ends_with("-t.4.iotrex"))
+        .collect();
+    assert_eq!(moved.len(), 1, "{:?}\n{}", names(&tmp), text(&o));
+    complete(&tmp.join(&moved[0]), &o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("Read-only file system"), "{err}");
+}
+
+#[test]
+fn an_existing_iotrex_out_is_replaced_and_a_directory_there_is_left_alone() {
+    let root = scratch();
+    let outdir = dir(root.path(), "out");
+    let tmp = dir(root.path(), "tmp");
+    // An old trace of another run: replaced by this run's, whole.
+    let out = outdir.join("t.4.iotrex");
+    let old = TraceFile {
+        header: rsd::Header::new(2),
+        trace: rsd::Trace::default(),
+    };
+    old.write(&out).unwrap();
+    let s = Setup {
+        mode: "plain",
+        env: vec![("TMPDIR", tmp.display().to_string())],
+        ..Setup::default()
+    };
+    let o = both(root.path(), &s, Vec::new(), &out);
+    assert!(o.status.success(), "{}", text(&o));
+    complete(&out, &o);
+    assert_eq!(names(&outdir), vec!["t.4.iotrex".to_string()]);
+    // A directory of that name: kept as it was, the trace goes to TMPDIR and that is said.
+    let out = outdir.join("d.4.iotrex");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("keep"), b"mine").unwrap();
+    let o = both(root.path(), &s, Vec::new(), &out);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(names(&out), vec!["keep".to_string()]);
+    assert_eq!(std::fs::read(out.join("keep")).unwrap(), b"mine");
+    let moved: Vec<String> = names(&tmp)
+        .into_iter()
+        .filter(|n| n.starts_with("iotrex-") && n.ends_with("-d.4.iotrex"))
+        .collect();
+    assert_eq!(moved.len(), 1, "{:?}\n{}", names(&tmp), text(&o));
+    complete(&tmp.join(&moved[0]), &o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("Is a directory"), "{err}");
+}
+
+#[test]
+fn a_rank_killed_during_the_merge_leaves_the_others_files() {
+    let root = scratch();
+    let outdir = dir(root.path(), "out");
+    let out = outdir.join("t.4.iotrex");
+    let kill = |at: &str| {
+        vec![
+            ("FAULT_RANK", "1".to_string()),
+            ("FAULT_SIGNAL", "KILL".to_string()),
+            ("FAULT_AT", at.to_string()),
+        ]
+    };
+    // Untraced, the same rank dies at the same point of the program: in MPI_Finalize.
+    let s = Setup {
+        mode: "plain",
+        shim: true,
+        env: kill("send"),
+        ..Setup::default()
+    };
+    let o = both(root.path(), &s, kill("finalize"), &out);
+    let have = assert_rank_files(&out, &o);
+    assert!(!have.contains(&1), "the killed rank wrote nothing");
+    // mpirun kills the other ranks (SIGTERM, then SIGKILL a second later): they write from
+    // their signal handlers the files encoded when MPI_Finalize began. A rank not scheduled
+    // within that second cannot; at least one always is.
+    assert!(!have.is_empty(), "no rank left its calls:\n{}", text(&o));
+}
+
+#[test]
+fn a_rank_that_stops_answering_is_left_out_after_the_merge_timeout() {
+    let root = scratch();
+    let outdir = dir(root.path(), "out");
+    let out = outdir.join("t.4.iotrex");
+    let pid_file = root.path().join("stopped.pid");
+    let s = Setup {
+        mode: "plain",
+        shim: true,
+        env: vec![
+            ("FAULT_RANK", "3".to_string()),
+            ("FAULT_SIGNAL", "STOP".to_string()),
+            ("FAULT_AT", "send".to_string()),
+            ("FAULT_PID_FILE", pid_file.display().to_string()),
+            ("IOTREX_MERGE_TIMEOUT", "2".to_string()),
+        ],
+        ..Setup::default()
+    };
+    let udata = dir(root.path(), "data-untraced");
+    let tdata = dir(root.path(), "data-traced");
+    // Untraced there is no merge: the shim never stops the rank.
+    let plain = run(
+        &Setup {
+            env: Vec::new(),
+            ..s.clone()
+        },
+        &udata,
+        None,
+    );
+    let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let child = command(&s, &tdata, Some(&out))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mpirun");
+    // Rank 3 stops inside the merge. The others must write the merged trace without it, once
+    // the timeout passed; only then is rank 3 let go.
+    let start = Instant::now();
+    let mut written_while_stopped = false;
+    while start.elapsed() < Duration::from_secs(60) {
+        if out.exists() {
+            written_while_stopped = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+    let cont = Command::new("kill")
+        .args(["-CONT", pid.trim()])
+        .status()
+        .expect("run kill");
+    let o = child.wait_with_output().expect("wait for mpirun");
+    assert!(
+        cont.success(),
+        "rank 3 never stopped (pid {pid:?}):\n{}",
+        text(&o)
+    );
+    assert_ne!(o.status.code(), Some(124), "mpirun hung:\n{}", text(&o));
+    assert!(
+        written_while_stopped,
+        "no merged trace while rank 3 was stopped (60 s):\n{}",
+        text(&o)
+    );
+    assert_same_as_untraced("stop", &o, &tdata, &plain, &udata);
+    let tf = TraceFile::read(&out).unwrap();
+    assert!(tf.header.incomplete);
+    assert_eq!(tf.trace.ranks().to_vec(), vec![0, 1, 2]);
+    assert!(
+        tf.header
+            .notes
+            .iter()
+            .any(|n| n.contains("rank 3: trace not received within 2 s (IOTREX_MERGE_TIMEOUT)")),
+        "{:?}",
+        tf.header.notes
+    );
+    for r in 0..3 {
+        assert_eq!(pwrites(&tf, r), 10, "rank {r}");
+    }
+    let s = show(&out);
+    assert!(
+        s.contains("missing    1 of 4 ranks are not in this trace: 3"),
+        "{s}"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no trace from rank 3 within 2 s (IOTREX_MERGE_TIMEOUT)"),
+        "{err}"
+    );
+    // Let go, rank 3 finds its parent gone and keeps its own calls.
+    let own = PathBuf::from(rsd::job::rank_path(&out.display().to_string(), 3, "iotrex"));
+    let tf = TraceFile::read(&own).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
+    assert_eq!(tf.trace.ranks().to_vec(), vec![3]);
+    assert_eq!(pwrites(&tf, 3), 10);
+}
+
+#[test]
+fn mpi_abort_keeps_the_ranks_files_and_show_names_the_missing() {
+    let root = scratch();
+    let outdir = dir(root.path(), "out");
+    let out = outdir.join("t.4.iotrex");
+    let s = Setup {
+        mode: "abort",
+        ..Setup::default()
+    };
+    let o = both(root.path(), &s, Vec::new(), &out);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let have = assert_rank_files(&out, &o);
+    // The aborting rank leaves through exit; the others are killed by mpirun (see above).
+    assert!(
+        have.contains(&1),
+        "the aborting rank's calls:\n{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn fork_without_exec_in_a_rank_changes_nothing() {
+    let root = scratch();
+    let outdir = dir(root.path(), "out");
+    let out = outdir.join("t.4.iotrex");
+    let s = Setup {
+        mode: "fork",
+        ..Setup::default()
+    };
+    let o = both(root.path(), &s, Vec::new(), &out);
+    assert!(o.status.success(), "{}", text(&o));
+    let tf = complete(&out, &o);
+    // The child neither records into its parent's trace nor writes one of its own.
+    assert_eq!(names(&outdir), vec!["t.4.iotrex".to_string()]);
+    let mut child_paths = 0;
+    tf.trace.expand_with(1, &mut |e| {
+        child_paths += usize::from(format!("{e:?}").contains("child_1"));
+        true
+    });
+    assert_eq!(child_paths, 0, "the child's open is not rank 1's");
+    for r in 0..NP {
+        assert_eq!(pwrites(&tf, r), 10, "rank {r}");
+    }
+}
+
+#[test]
+fn a_second_thread_writing_during_finalize_changes_nothing() {
+    let root = scratch();
+    let outdir = dir(root.path(), "out");
+    let out = outdir.join("t.4.iotrex");
+    let s = Setup {
+        mode: "thread",
+        ..Setup::default()
+    };
+    let o = both(root.path(), &s, Vec::new(), &out);
+    assert!(o.status.success(), "{}", text(&o));
+    let tf = complete(&out, &o);
+    // The main thread's 10 pwrites and at least the thread's 10 before MPI_Finalize; what the
+    // thread writes once MPI_Finalize has begun is after the trace's end.
+    for r in 0..NP {
+        assert!(pwrites(&tf, r) >= 20, "rank {r}: {}", pwrites(&tf, r));
+    }
+}
