@@ -246,10 +246,14 @@ struct SitePlan {
     flushes: Vec<Flush>,
 }
 
+/// How a skip that is no failure of the model starts: the structure does not change.
+const NOT_NEEDED: &str = "not needed";
+
 /// Why a site is not modelled, or the fitted flushes.
 enum Outcome {
-    /// The site's calls are left to the fitting: the model is not needed or does not hold.
-    Skip,
+    /// The site's calls are left to the fitting: the model is not needed or does not hold,
+    /// and why (said with a refusal of the fitting).
+    Skip(String),
     Model(SitePlan, Vec<Explain>),
 }
 
@@ -277,10 +281,10 @@ fn model_site(
     models: &ModelSet,
 ) -> Result<Outcome, ExtrapError> {
     let mut per_scale = Vec::with_capacity(scales.len());
-    for ranks in expanded {
+    for (ranks, n) in expanded.iter().zip(scales) {
         match observe(ranks, site) {
             Ok(o) => per_scale.push(o),
-            Err(_) => return Ok(Outcome::Skip),
+            Err(e) => return Ok(Outcome::Skip(format!("at {n} ranks {e}"))),
         }
     }
     // Needed: some flush has more entries than its run has ranks.
@@ -288,13 +292,32 @@ fn model_site(
         .iter()
         .zip(scales)
         .any(|(o, &n)| o.values().any(|f| f.entries.len() as u64 > u64::from(n)));
+    if !needed {
+        return Ok(Outcome::Skip(format!(
+            "{NOT_NEEDED}: no flush has more entries than its run has ranks"
+        )));
+    }
     let anchors: Vec<Anchor> = per_scale[0].keys().copied().collect();
-    if !needed
-        || per_scale
-            .iter()
-            .any(|o| o.keys().copied().collect::<Vec<_>>() != anchors)
+    if let Some((o, n)) = per_scale
+        .iter()
+        .zip(scales)
+        .find(|(o, _)| o.keys().copied().collect::<Vec<_>>() != anchors)
     {
-        return Ok(Outcome::Skip);
+        let other = o.keys().find(|a| !anchors.contains(a));
+        let missing = anchors.iter().find(|a| !o.contains_key(a));
+        return Ok(Outcome::Skip(format!(
+            "the flushes are not at the same calls at every scale: at {n} ranks {}, at {} ranks \
+             {}",
+            other.map_or_else(
+                || "none".to_string(),
+                |a| format!("one {}", describe_anchor(a))
+            ),
+            scales[0],
+            missing.map_or_else(
+                || "none".to_string(),
+                |a| format!("one {}", describe_anchor(a))
+            ),
+        )));
     }
     let site_name = format!("{} (call site {:#x})", site.0.name(), site.1);
     let ns: Vec<i64> = scales.iter().map(|&n| i64::from(n)).collect();
@@ -305,7 +328,16 @@ fn model_site(
         let obs: Vec<&Observed> = per_scale.iter().map(|o| &o[a]).collect();
         let c = obs[0].entries.len();
         if obs.iter().any(|o| o.entries.len() != c) {
-            return Ok(Outcome::Skip);
+            let cs: Vec<String> = obs
+                .iter()
+                .zip(scales)
+                .map(|(o, n)| format!("{} at {n}", o.entries.len()))
+                .collect();
+            return Ok(Outcome::Skip(format!(
+                "the flush {} has another number of entries at each scale: {}",
+                describe_anchor(a),
+                cs.join(", ")
+            )));
         }
         cs.push(c);
         let mut before = vec![BTreeSet::new(); c];
@@ -320,14 +352,31 @@ fn model_site(
         }
         // One order of the entries: never a before b at one rank or scale and b before a at
         // another.
-        if (0..c).any(|p| before[p].iter().any(|&q| before[q].contains(&p))) {
-            return Ok(Outcome::Skip);
+        if let Some((p, q)) = (0..c)
+            .flat_map(|p| before[p].iter().map(move |&q| (p, q)))
+            .find(|&(p, q)| before[q].contains(&p))
+        {
+            return Ok(Outcome::Skip(format!(
+                "the flush {}: entry {p} is written before entry {q} somewhere and after it \
+                 elsewhere (no one order of the entries)",
+                describe_anchor(a)
+            )));
         }
         let mut entries = Vec::with_capacity(c);
         for k in 0..c {
             let first = &obs[obs.len() - 1].entries[k];
-            if obs.iter().any(|o| shape(&o.entries[k]) != shape(first)) {
-                return Ok(Outcome::Skip);
+            if let Some(n) = obs
+                .iter()
+                .zip(scales)
+                .find(|(o, _)| shape(&o.entries[k]) != shape(first))
+                .map(|x| x.1)
+            {
+                return Ok(Outcome::Skip(format!(
+                    "the flush {}: entry {k} is another call (op, call site or nested calls) at \
+                     {n} ranks than at {} ranks",
+                    describe_anchor(a),
+                    scales[scales.len() - 1]
+                )));
             }
             let cols: Vec<Vec<i64>> = obs.iter().map(|o| numbers(&o.entries[k])).collect();
             let mut at_target = Vec::with_capacity(cols[0].len());
@@ -468,19 +517,43 @@ fn has_dealt_op(nodes: &[Node]) -> bool {
 struct Plan {
     sites: Vec<SitePlan>,
     explain: Vec<Explain>,
+    /// The sites where some input writes more entries than ranks but the model was not taken,
+    /// and why: said with a refusal of the fitting, which they then likely caused.
+    skipped: Vec<String>,
 }
 
 /// The sites whose calls are dealt writes in every input (`sorted`: one run per scale,
-/// increasing rank counts), fitted for `target`; `None` when there are none.
+/// increasing rank counts), fitted for `target`; `None` when no input has a dealt op.
 fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan>, ExtrapError> {
-    if !sorted.iter().any(|i| has_dealt_op(&i.file.trace.nodes))
-        || sorted.iter().any(|i| {
-            i.file.header.nranks > DERIVE_LIMIT
-                || i.file.header.incomplete
-                || rsd::approx::require_exact(&i.file.trace, &i.name, "extrapolation").is_err()
-        })
-    {
+    if !sorted.iter().any(|i| has_dealt_op(&i.file.trace.nodes)) {
         return Ok(None);
+    }
+    let mut out = Plan {
+        sites: Vec::new(),
+        explain: Vec::new(),
+        skipped: Vec::new(),
+    };
+    // Each rank's calls are expanded, and compressed again without the dealt writes.
+    let unusable = |i: &Input| {
+        if i.file.header.nranks > DERIVE_LIMIT {
+            Some(format!(
+                "{} has over {DERIVE_LIMIT} ranks to expand",
+                i.name
+            ))
+        } else if i.file.header.incomplete {
+            Some(format!("{} is flagged incomplete", i.name))
+        } else {
+            rsd::approx::require_exact(&i.file.trace, &i.name, "expanding every rank")
+                .err()
+                .map(|e| {
+                    format!("{e} (compressing the expanded calls again would keep its mean only)")
+                })
+        }
+    };
+    if let Some(why) = sorted.iter().find_map(|i| unusable(i)) {
+        // The reason names the input.
+        out.skipped.push(why);
+        return Ok(Some(out));
     }
     let scales: Vec<u32> = sorted.iter().map(|i| i.file.header.nranks).collect();
     let expanded: Vec<Vec<Vec<RawEvent>>> = sorted
@@ -499,17 +572,21 @@ fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan
             }
         }
     }
-    let mut out = Plan {
-        sites: Vec::new(),
-        explain: Vec::new(),
-    };
     for site in sites {
-        if let Outcome::Model(p, ex) = model_site(site, &scales, &expanded, target, models)? {
-            out.sites.push(p);
-            out.explain.extend(ex);
+        match model_site(site, &scales, &expanded, target, models)? {
+            Outcome::Model(p, ex) => {
+                out.sites.push(p);
+                out.explain.extend(ex);
+            }
+            Outcome::Skip(why) if why.starts_with(NOT_NEEDED) => {}
+            Outcome::Skip(why) => out.skipped.push(format!(
+                "{} (call site {:#x}): {why}",
+                site.0.name(),
+                site.1
+            )),
         }
     }
-    Ok((!out.sites.is_empty()).then_some(out))
+    Ok(Some(out))
 }
 
 /// `tf` without the calls of the modelled sites.
@@ -645,6 +722,10 @@ pub(crate) fn around(
     let Some(p) = plan(&sorted, target, models)? else {
         return inner(inputs);
     };
+    if p.sites.is_empty() {
+        let why = p.skipped.join("; ");
+        return inner(inputs).map_err(|e| if why.is_empty() { e } else { e.not_dealt(&why) });
+    }
     let mut stripped = Vec::with_capacity(inputs.len());
     for i in inputs {
         stripped.push(Input {
@@ -764,5 +845,31 @@ mod tests {
             rank(&[]),
         ];
         assert!(observe(&missing, site).is_err());
+    }
+
+    /// A site the model does not take says why: here a flush of 9 entries at 4 and 8 ranks
+    /// but 8 at 12 (C is the program's, the same at every scale).
+    #[test]
+    fn a_site_left_to_the_fitting_says_why() {
+        let site = (Op::FileWriteAt, 9);
+        let dealt = |c: u64, n: u64| -> Vec<Vec<RawEvent>> {
+            (0..n)
+                .map(|r| rank(&block(c, n, r).collect::<Vec<_>>()))
+                .collect()
+        };
+        let expanded = vec![dealt(9, 4), dealt(9, 8), dealt(8, 12)];
+        let ms = ModelSet::builtin();
+        match model_site(site, &[4, 8, 12], &expanded, 32, &ms).unwrap() {
+            Outcome::Skip(why) => assert!(
+                why.contains("another number of entries at each scale: 9 at 4, 9 at 8, 8 at 12"),
+                "{why}"
+            ),
+            Outcome::Model(..) => panic!("modelled a flush whose C changes"),
+        }
+        let expanded = vec![dealt(9, 4), dealt(9, 8), dealt(9, 12)];
+        assert!(matches!(
+            model_site(site, &[4, 8, 12], &expanded, 32, &ms).unwrap(),
+            Outcome::Model(..)
+        ));
     }
 }

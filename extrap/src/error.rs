@@ -134,6 +134,29 @@ impl ExtrapError {
         self
     }
 
+    /// Adds to a refusal why parallel HDF5's dealt metadata writes were not modelled
+    /// (`dealt`): the structure of such writes changes with the scale, so the refusal is most
+    /// likely theirs.
+    pub(crate) fn not_dealt(mut self, why: &str) -> ExtrapError {
+        let text = format!(
+            "; the independent writes dealt over the ranks (HDF5's metadata flush) are not \
+             modelled: {why}"
+        );
+        // The model is tried around the grouping by structure and again around the fit:
+        // the reason is said once.
+        match &mut self {
+            ExtrapError::StructureDiffers { irregular: s, .. }
+            | ExtrapError::Refused { detail: s, .. }
+            | ExtrapError::Inconsistent { groups: s, .. }
+                if !s.contains(&text) =>
+            {
+                s.push_str(&text)
+            }
+            _ => {}
+        }
+        self
+    }
+
     /// A suggestion for the user, where there is one.
     pub fn hint(&self) -> Option<&str> {
         match self {

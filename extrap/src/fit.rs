@@ -1230,6 +1230,7 @@ fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
                 of: x.of,
                 running: x.running,
                 start: val(&x.start, sign)?,
+                from: x.from,
             })),
         })
     }

@@ -198,6 +198,9 @@ fn extrapolate_dealt_apart(
     }
     let mut all: Vec<&Input> = inputs.iter().collect();
     all.sort_by_key(|i| i.file.header.nranks);
+    // Values that are prefix sums over the ranks of sizes, as models (`prefix`).
+    let recognised = prefix::recognised(&all);
+    let all: Vec<&Input> = recognised.iter().map(|c| c.as_ref()).collect();
     // A parameter summarised in some inputs is summarised in all of them, so that its
     // statistics are fitted scale by scale (`approx`).
     let completed = approx::complete_inputs(&all);

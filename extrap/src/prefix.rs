@@ -31,3 +31,28 @@ pub(crate) fn keeping_model<T>(tf: &mut TraceFile, f: impl FnOnce(&mut TraceFile
     }
     out
 }
+
+/// The inputs with their values that are prefix sums over the ranks recognised
+/// ([`rsd::prefix::recognise`]), where the tracer did not (traces of an older tracer, or
+/// models it does not look for): a value the ranks compute from the data (an `MPI_Exscan` of
+/// particle counts) has no model of n, its prefix-sum model does; borrowed as they are when
+/// nothing is recognised.
+pub(crate) fn recognised<'a>(inputs: &[&'a crate::Input]) -> Vec<Cow<'a, crate::Input>> {
+    inputs
+        .iter()
+        .map(|i| {
+            let mut t = i.file.trace.clone();
+            if rsd::prefix::recognise(&mut t).is_empty() {
+                Cow::Borrowed(*i)
+            } else {
+                Cow::Owned(crate::Input {
+                    name: i.name.clone(),
+                    file: TraceFile {
+                        header: i.file.header.clone(),
+                        trace: t,
+                    },
+                })
+            }
+        })
+        .collect()
+}

@@ -36,6 +36,27 @@ pub struct Exscan<T> {
     /// Added to the sum: a value over the enclosing loops, the same on every rank (a header's
     /// length, a fixed slot per step).
     pub start: Val<T>,
+    /// Where the summed size is another call's ([`Source`]: `of` indexes that call's
+    /// parameters), scaled; `None`: this event's own. Appended to the model after its first
+    /// files were written, and left out of the bytes when `None`, so they keep theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Source>,
+}
+
+/// The call whose size a value of another call sums ([`Exscan::from`]): on each rank, the next
+/// call of `op` at call site `sig` after the event (HDF5 builds a rank's hyperslab filetype,
+/// whose displacement is the byte prefix sum of the ranks' element counts, then writes that
+/// rank's count collectively), matched over the ranks by its ordinal among the site's calls;
+/// the sum is multiplied by `scale` (an element's size where the value counts bytes and the
+/// size elements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Source {
+    /// The summing call's operation.
+    pub op: Op,
+    /// Its call site.
+    pub sig: u64,
+    /// The factor of the sum.
+    pub scale: i64,
 }
 
 /// The sizes an offset may be the running sum of, in the order they are tried.
@@ -305,7 +326,7 @@ pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
     }
     find(&trace.nodes, &mut irregular);
     if irregular.is_empty() {
-        return Vec::new();
+        return recognise_from(trace);
     }
     let want = |e: &Event| layout(e.op).filter(|l| usable(e, l));
     let sites = collect(trace, &want);
@@ -384,6 +405,7 @@ pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
                                 of: of as u32,
                                 running: *running,
                                 start: start.map(&mut |&x| RankFn::Const(x)),
+                                from: None,
                             })),
                         }],
                     };
@@ -393,6 +415,7 @@ pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
         }
     }
     replace(&mut trace.nodes, &found, &mut done);
+    done.extend(recognise_from(trace));
     done
 }
 
@@ -425,6 +448,7 @@ pub fn resolve(trace: &mut Trace) -> usize {
                 NodeKind::Event(e) => {
                     let Some(l) = layout(e.op) else { continue };
                     if let Some(Val::Exscan(x)) = e.params[l.offset].groups.first().map(|g| &g.val)
+                        && x.from.is_none()
                     {
                         models.insert(key(e), (**x).clone());
                         of_site.entry((e.op, e.sig)).or_insert(x.of);
@@ -435,8 +459,10 @@ pub fn resolve(trace: &mut Trace) -> usize {
         }
     }
     find(&trace.nodes, &mut models, &mut of_site);
+    // The values that sum another call's sizes first: they read sizes, never offsets.
+    let from = resolve_from(trace);
     if models.is_empty() {
-        return 0;
+        return from;
     }
     // Every call of those sites, with the size the site sums (the event's own `of`, or the
     // site's for a call of it that kept explicit offsets).
@@ -478,7 +504,7 @@ pub fn resolve(trace: &mut Trace) -> usize {
                     let Some(l) = layout(e.op) else { continue };
                     let id = key(e);
                     let v = &mut e.params[l.offset];
-                    if !v.is_exscan() {
+                    if !v.is_exscan() || from_model(v).is_some() {
                         continue;
                     }
                     *n += 1;
@@ -508,7 +534,411 @@ pub fn resolve(trace: &mut Trace) -> usize {
         }
     }
     replace(&mut trace.nodes, &mut built, &mut n);
+    n + from
+}
+
+/// The model of a value that sums another call's size, if `v` holds one.
+fn from_model(v: &Elastic) -> Option<(&Exscan<RankFn>, Source)> {
+    match v.groups.as_slice() {
+        [
+            Group {
+                val: Val::Exscan(x),
+                ..
+            },
+        ] => x.from.map(|f| (&**x, f)),
+        _ => None,
+    }
+}
+
+/// Whether parameter `k` of an event of `op` may be the prefix sum of another call's size: a
+/// datatype constructor's arrays (displacements, starts) and a file view's displacement.
+fn may_sum_another(op: Op, k: usize) -> bool {
+    let ps = op.params();
+    (ps.contains(&Param::Newtype) && k >= ps.len()) || ps.get(k) == Some(&Param::Disp)
+}
+
+/// The parameters of a call that may be summed by another's value: its sizes, when it moves
+/// data.
+fn sized(op: Op) -> Vec<usize> {
+    if op.dir() == Dir::None {
+        return Vec::new();
+    }
+    let ps = op.params();
+    SIZES
+        .iter()
+        .filter_map(|s| ps.iter().position(|p| p == s))
+        .collect()
+}
+
+/// One rank's calls as [`recognise_from`] and [`resolve_from`] need them: per summing site,
+/// every call's parameters in call order; per value (event, parameter slot), each occurrence
+/// with its loop indices, its value and the ordinal of the next call of `next`'s site (the
+/// first call that moves data after it, or the site `next` names).
+struct Linked {
+    /// (event, slot, loop indices, value, site, ordinal).
+    values: Vec<(usize, usize, Vec<u64>, i64, CallSite, usize)>,
+    calls: HashMap<(Op, u64), Vec<Vec<i64>>>,
+}
+
+/// An op at a call site.
+type CallSite = (Op, u64);
+
+/// Whether slot `k` of an event is a value to link, and to which site (`None`: the first call
+/// that moves data after it).
+type Want<'a> = &'a dyn Fn(&Event, usize) -> Option<Option<CallSite>>;
+
+/// A value waiting for its summing call: (event, slot, loop indices, value, the site wanted).
+type Pending = (usize, usize, Vec<u64>, i64, Option<CallSite>);
+
+/// Walks every rank, linking the values `value` wants to their summing calls.
+fn link(trace: &Trace, value: Want<'_>) -> BTreeMap<u32, Linked> {
+    let mut out = BTreeMap::new();
+    trace.ranks().for_each(|rank| {
+        let mut l = Linked {
+            values: Vec::new(),
+            calls: HashMap::new(),
+        };
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut idx = Vec::new();
+        visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
+            if !sized(e.op).is_empty() {
+                let site = (e.op, e.sig);
+                let calls = l.calls.entry(site).or_default();
+                let c = calls.len();
+                calls.push(
+                    (0..e.params.len())
+                        .map(|k| e.params[k].eval_member(rank, idx))
+                        .collect(),
+                );
+                pending.retain(|(ev, k, at, v, want)| {
+                    if want.is_none_or(|w| w == site) {
+                        l.values.push((*ev, *k, at.clone(), *v, site, c));
+                        false
+                    } else {
+                        true
+                    }
+                });
+            }
+            for k in 0..e.params.len() {
+                if let Some(want) = value(e, k) {
+                    pending.push((
+                        key(e),
+                        k,
+                        idx.clone(),
+                        e.params[k].eval_member(rank, idx),
+                        want,
+                    ));
+                }
+            }
+            true
+        });
+        out.insert(rank, l);
+    });
+    out
+}
+
+/// Per summing site and ordinal, the sum of size `j` of that call over the ranks below each
+/// rank (`lower`), and over every rank in the site's earlier calls (`earlier`).
+struct Sums {
+    lower: HashMap<((Op, u64), usize, u32), i64>,
+    earlier: HashMap<((Op, u64), usize), i64>,
+}
+
+fn sums_of(ranks: &BTreeMap<u32, Linked>, site: (Op, u64), j: usize) -> Sums {
+    let mut lower = HashMap::new();
+    let mut run: Vec<i64> = Vec::new();
+    for (&rank, l) in ranks {
+        let Some(calls) = l.calls.get(&site) else {
+            continue;
+        };
+        for (c, ps) in calls.iter().enumerate() {
+            if run.len() <= c {
+                run.resize(c + 1, 0);
+            }
+            lower.insert((site, c, rank), run[c]);
+            run[c] = run[c].wrapping_add(ps.get(j).copied().unwrap_or(0));
+        }
+    }
+    let mut earlier = HashMap::new();
+    let mut acc = 0i64;
+    for (c, t) in run.iter().enumerate() {
+        earlier.insert((site, c), acc);
+        acc = acc.wrapping_add(*t);
+    }
+    Sums { lower, earlier }
+}
+
+/// Finds the values that are the exclusive prefix sum over the ranks of another call's size
+/// (times a factor, plus a start the same on every rank): a datatype's displacements or a
+/// view's displacement computed from the sizes the ranks then write ([`Source`]). Only values
+/// over more than one rank group are considered, and every occurrence on every rank must fit.
+fn recognise_from(trace: &mut Trace) -> Vec<Recognised> {
+    fn candidates(nodes: &[Node], out: &mut HashSet<(usize, usize)>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    for (k, v) in e.params.iter().enumerate() {
+                        if may_sum_another(e.op, k)
+                            && v.groups.len() > 1
+                            && !v.is_approx()
+                            && !v.is_exscan()
+                        {
+                            out.insert((key(e), k));
+                        }
+                    }
+                }
+                NodeKind::Loop(l) => candidates(&l.body, out),
+            }
+        }
+    }
+    let mut cand = HashSet::new();
+    candidates(&trace.nodes, &mut cand);
+    if cand.is_empty() {
+        return Vec::new();
+    }
+    let ranks = link(trace, &|e, k| cand.contains(&(key(e), k)).then_some(None));
+    // Every occurrence of each candidate, with its rank: (rank, idx, value, site, ordinal).
+    type Occ = (u32, Vec<u64>, i64, (Op, u64), usize);
+    let mut occ: HashMap<(usize, usize), Vec<Occ>> = HashMap::new();
+    for (&rank, l) in &ranks {
+        for (ev, k, idx, v, site, c) in &l.values {
+            occ.entry((*ev, *k))
+                .or_default()
+                .push((rank, idx.clone(), *v, *site, *c));
+        }
+    }
+    let mut found: HashMap<(usize, usize), Exscan<RankFn>> = HashMap::new();
+    let mut sums: HashMap<((Op, u64), usize), Sums> = HashMap::new();
+    for (&(ev, k), os) in &occ {
+        // One summing site for every occurrence, and every occurrence linked to one.
+        let site = os[0].3;
+        if os.iter().any(|o| o.3 != site) {
+            continue;
+        }
+        let total: usize = ranks
+            .values()
+            .flat_map(|l| &l.values)
+            .filter(|x| (x.0, x.1) == (ev, k))
+            .count();
+        if total != os.len() {
+            continue;
+        }
+        'model: for j in sized(site.0) {
+            for running in [false, true] {
+                let sm = sums
+                    .entry((site, j))
+                    .or_insert_with(|| sums_of(&ranks, site, j));
+                let sum = |o: &Occ| -> Option<i64> {
+                    let lower = *sm.lower.get(&(site, o.4, o.0))?;
+                    let earlier = if running {
+                        *sm.earlier.get(&(site, o.4))?
+                    } else {
+                        0
+                    };
+                    Some(lower.wrapping_add(earlier))
+                };
+                // The factor: from two ranks at one iteration whose sums differ.
+                let mut by_iter: BTreeMap<&Vec<u64>, Vec<(i64, i64)>> = BTreeMap::new();
+                let mut ok = true;
+                for o in os {
+                    match sum(o) {
+                        Some(x) => by_iter.entry(&o.1).or_default().push((o.2, x)),
+                        None => ok = false,
+                    }
+                }
+                if !ok {
+                    continue;
+                }
+                let scale = by_iter.values().find_map(|pts| {
+                    let (v0, s0) = pts[0];
+                    pts.iter().find_map(|&(v, x)| {
+                        let (dv, dx) = (v.wrapping_sub(v0), x.wrapping_sub(s0));
+                        (dx != 0 && dv % dx == 0 && dv / dx != 0).then(|| dv / dx)
+                    })
+                });
+                let Some(scale) = scale else { continue };
+                let mut points = Vec::new();
+                for (idx, pts) in &by_iter {
+                    let start = pts[0].0.wrapping_sub(scale.wrapping_mul(pts[0].1));
+                    if pts
+                        .iter()
+                        .any(|&(v, x)| v.wrapping_sub(scale.wrapping_mul(x)) != start)
+                    {
+                        continue 'model;
+                    }
+                    points.push(((*idx).clone(), start));
+                }
+                found.insert(
+                    (ev, k),
+                    Exscan {
+                        of: j as u32,
+                        running,
+                        start: value_at(&points).map(&mut |&x| RankFn::Const(x)),
+                        from: Some(Source {
+                            op: site.0,
+                            sig: site.1,
+                            scale,
+                        }),
+                    },
+                );
+                break 'model;
+            }
+        }
+    }
+    let mut done = Vec::new();
+    fn replace(
+        nodes: &mut [Node],
+        found: &mut HashMap<(usize, usize), Exscan<RankFn>>,
+        done: &mut Vec<Recognised>,
+    ) {
+        for n in nodes {
+            match &mut n.kind {
+                NodeKind::Event(e) => {
+                    let id = key(e);
+                    for k in 0..e.params.len() {
+                        let Some(x) = found.remove(&(id, k)) else {
+                            continue;
+                        };
+                        let v = &mut e.params[k];
+                        let ranks = v
+                            .groups
+                            .iter()
+                            .fold(RankSet::default(), |a, g| a.union(&g.ranks));
+                        let src = x.from.expect("a model of another call's size");
+                        done.push(Recognised {
+                            op: e.op,
+                            of: src.op.params()[x.of as usize].name(),
+                            running: x.running,
+                            ranks: ranks.clone(),
+                        });
+                        *v = Elastic {
+                            groups: vec![Group {
+                                ranks,
+                                val: Val::Exscan(Box::new(x)),
+                            }],
+                        };
+                    }
+                }
+                NodeKind::Loop(l) => replace(&mut l.body, found, done),
+            }
+        }
+    }
+    replace(&mut trace.nodes, &mut found, &mut done);
+    done
+}
+
+/// Replaces every value that sums another call's size by each rank's exact values, computed
+/// from the sizes the trace holds (exact, drawn, or a summary's typical value). Returns the
+/// number of parameters resolved.
+fn resolve_from(trace: &mut Trace) -> usize {
+    let mut models: HashMap<(usize, usize), (Exscan<RankFn>, Source)> = HashMap::new();
+    fn find(nodes: &[Node], models: &mut HashMap<(usize, usize), (Exscan<RankFn>, Source)>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    for (k, v) in e.params.iter().enumerate() {
+                        if let Some((x, f)) = from_model(v) {
+                            models.insert((key(e), k), (x.clone(), f));
+                        }
+                    }
+                }
+                NodeKind::Loop(l) => find(&l.body, models),
+            }
+        }
+    }
+    find(&trace.nodes, &mut models);
+    if models.is_empty() {
+        return 0;
+    }
+    let ranks = link(trace, &|e, k| {
+        models.get(&(key(e), k)).map(|(_, f)| Some((f.op, f.sig)))
+    });
+    let mut sums: HashMap<((Op, u64), usize), Sums> = HashMap::new();
+    let mut built: HashMap<(usize, usize), BTreeMap<u32, Val<i64>>> = HashMap::new();
+    for (&rank, l) in &ranks {
+        for (ev, k, idx, _, site, c) in &l.values {
+            let (m, f) = &models[&(*ev, *k)];
+            let sm = sums
+                .entry((*site, m.of as usize))
+                .or_insert_with(|| sums_of(&ranks, *site, m.of as usize));
+            let lower = sm.lower.get(&(*site, *c, rank)).copied().unwrap_or(0);
+            let earlier = if m.running {
+                sm.earlier.get(&(*site, *c)).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            let start = m.start.map(&mut |g| g.eval(rank)).eval(idx);
+            let x = start.wrapping_add(f.scale.wrapping_mul(lower.wrapping_add(earlier)));
+            let v = built
+                .entry((*ev, *k))
+                .or_default()
+                .entry(rank)
+                .or_insert_with(|| Val::Seq(Vec::new()));
+            insert(v, idx, x);
+        }
+    }
+    let mut n = 0;
+    fn replace(
+        nodes: &mut [Node],
+        built: &mut HashMap<(usize, usize), BTreeMap<u32, Val<i64>>>,
+        n: &mut usize,
+    ) {
+        for node in nodes {
+            match &mut node.kind {
+                NodeKind::Event(e) => {
+                    let id = key(e);
+                    for (k, v) in e.params.iter_mut().enumerate() {
+                        let Some((x, _)) = from_model(v) else {
+                            continue;
+                        };
+                        *n += 1;
+                        *v = match built.remove(&(id, k)) {
+                            Some(per) => {
+                                let pts: Vec<(u32, Val<i64>)> = per.into_iter().collect();
+                                Elastic::canonical(&pts)
+                            }
+                            // No rank reaches a call of its site after it: its start.
+                            None => Elastic {
+                                groups: v
+                                    .groups
+                                    .iter()
+                                    .map(|g| Group {
+                                        ranks: g.ranks.clone(),
+                                        val: x.start.clone(),
+                                    })
+                                    .collect(),
+                            },
+                        };
+                    }
+                }
+                NodeKind::Loop(l) => replace(&mut l.body, built, n),
+            }
+        }
+    }
+    replace(&mut trace.nodes, &mut built, &mut n);
     n
+}
+
+/// The name [`render`] gives the summed parameter of `x`, held by an event of `op` with
+/// `nparams` parameters and `nfields` path fields: its own parameter's, or the summing call's
+/// (`bytes of the next MPI_File_write_at_all`).
+pub fn summed_name(x: &Exscan<RankFn>, op: Op, nparams: usize, nfields: usize) -> String {
+    match x.from {
+        None => op.param_name(x.of as usize, nparams, nfields),
+        Some(f) => {
+            let name = f.op.params().get(x.of as usize).map_or("?", |p| p.name());
+            let of = format!(
+                "{name} of the next {} (call site {:#x})",
+                f.op.name(),
+                f.sig
+            );
+            if f.scale == 1 {
+                of
+            } else {
+                format!("{} * {of}", f.scale)
+            }
+        }
+    }
 }
 
 /// `exscan(count)`: the sum of `count` over the lower ranks in the same call;
@@ -611,6 +1041,126 @@ mod tests {
         for (o, c) in blocks {
             assert_eq!(o, end);
             end += c;
+        }
+    }
+
+    /// h5py's collective write of a hyperslab: per step, rank r builds a hindexed filetype
+    /// whose displacement is 8 times the particles of the lower ranks (`MPI_Exscan` of the
+    /// counts), sets the view at the dataset's address and writes its `8 * len(r, s)` bytes at
+    /// offset 0.
+    fn hyperslabs(n: u32, steps: u32) -> Trace {
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let mut evs = Vec::new();
+                for s in 0..steps {
+                    let disp: i64 = 8 * (0..r).map(|q| len(q, s)).sum::<i64>();
+                    let mut h = args::type_create_hindexed(1, 1001, 1002 + i64::from(s));
+                    h.extend([1, disp]);
+                    evs.push(RawEvent::new(Op::TypeCreateHindexed, 3, h));
+                    evs.push(RawEvent::new(
+                        Op::FileSetView,
+                        4,
+                        args::file_set_view(0, 2104 + 4096 * i64::from(s), 4, 1002),
+                    ));
+                    let c = 8 * len(r, s);
+                    evs.push(RawEvent::new(
+                        Op::FileWriteAtAll,
+                        5,
+                        args::file_write_at_all(0, 0, c, 4, c),
+                    ));
+                }
+                compress(r, &evs)
+            })
+            .collect();
+        crate::merge::merge_tree(ts).unwrap()
+    }
+
+    fn displacements(t: &Trace, n: u32) -> Vec<Vec<i64>> {
+        (0..n)
+            .map(|r| {
+                t.expand(r)
+                    .iter()
+                    .filter(|e| e.op == Op::TypeCreateHindexed)
+                    .map(|e| e.params[4])
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_displacement_that_sums_a_later_calls_size_is_recognised_and_resolves() {
+        let n = 7;
+        let t = hyperslabs(n, 3);
+        let want = displacements(&t, n);
+        let mut m = t.clone();
+        let rec = recognise(&mut m);
+        assert_eq!(rec.len(), 1, "{rec:?}");
+        assert_eq!((rec[0].op, rec[0].of), (Op::TypeCreateHindexed, "count"));
+        assert!(!rec[0].running);
+        let mut shown = String::new();
+        crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
+        assert!(
+            shown.contains(
+                "displacements[0] = exscan(count of the next MPI_File_write_at_all (call site 0x5))"
+            ),
+            "{shown}"
+        );
+        // The model survives the format, and an own-size model keeps its bytes (no `from`).
+        let tf = crate::format::TraceFile {
+            header: crate::format::Header::new(n),
+            trace: m.clone(),
+        };
+        let bytes = tf.to_bytes().unwrap();
+        let read = crate::format::TraceFile::from_bytes(&bytes, std::path::Path::new("x")).unwrap();
+        assert_eq!(read, tf);
+        let own = Exscan::<RankFn> {
+            of: 2,
+            running: true,
+            start: Val::Const(RankFn::Const(0)),
+            from: None,
+        };
+        let old = (2u32, true, Val::Const(RankFn::Const(0i64)));
+        assert_eq!(
+            rmp_serde::to_vec(&own).unwrap(),
+            rmp_serde::to_vec(&old).unwrap()
+        );
+        let mut back = m.clone();
+        assert_eq!(resolve(&mut back), 1);
+        assert!(!present(&back));
+        assert_eq!(displacements(&back, n), want);
+    }
+
+    #[test]
+    fn drawn_sizes_give_displacements_that_tile_each_dataset() {
+        let n = 12;
+        let mut t = hyperslabs(n, 3);
+        assert_eq!(recognise(&mut t).len(), 1);
+        let p = crate::approx::Policy {
+            comm: false,
+            io: true,
+            budget: 4,
+        };
+        crate::approx::bound(&mut t, &p);
+        assert!(crate::approx::count(&t) > 0, "sizes summarised");
+        assert!(present(&t), "the displacements keep the model");
+        let mut d = t.clone();
+        crate::draw::realize(&mut d, 5).unwrap();
+        assert!(!present(&d) && crate::approx::count(&d) == 0);
+        // Per step, the ranks' blocks [displacement, + bytes written) tile the dataset from 0.
+        let disp = displacements(&d, n);
+        for s in 0..3 {
+            let mut end = 0;
+            for (r, ds) in disp.iter().enumerate() {
+                let c = d
+                    .expand(r as u32)
+                    .iter()
+                    .filter(|e| e.op == Op::FileWriteAtAll)
+                    .map(|e| e.p(Param::Count))
+                    .nth(s)
+                    .unwrap();
+                assert_eq!(ds[s], end, "rank {r} step {s}");
+                end += c;
+            }
         }
     }
 

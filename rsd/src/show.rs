@@ -386,7 +386,7 @@ pub fn render_event(e: &Event) -> String {
                 // The prefix-sum model names the parameter it sums: `exscan(count)`.
                 [g] => match &g.val {
                     Val::Exscan(x) => {
-                        crate::prefix::render(x, &e.op.param_name(x.of as usize, n, nf), 0)
+                        crate::prefix::render(x, &crate::prefix::summed_name(x, e.op, n, nf), 0)
                     }
                     _ => render_elastic(v),
                 },

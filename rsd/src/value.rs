@@ -75,6 +75,7 @@ impl<T: Clone> Val<T> {
                 of: x.of,
                 running: x.running,
                 start: x.start.map(f),
+                from: x.from,
             })),
         }
     }
@@ -105,6 +106,7 @@ impl<T: Clone> Val<T> {
                 of: x.of,
                 running: x.running,
                 start: x.start.with_leaves(leaves)?,
+                from: x.from,
             })),
         })
     }
@@ -121,7 +123,10 @@ impl<T: Clone> Val<T> {
             // summaries stay apart until `approx` joins them.
             (Val::Approx(a), Val::Approx(b)) => a == b,
             (Val::Exscan(a), Val::Exscan(b)) => {
-                a.of == b.of && a.running == b.running && a.start.same_shape(&b.start)
+                a.of == b.of
+                    && a.running == b.running
+                    && a.from == b.from
+                    && a.start.same_shape(&b.start)
             }
             _ => false,
         }
