@@ -6,9 +6,9 @@
 
 use crate::ExportError;
 use crate::table::TableWriter;
-use filetable::{Effect, FileId, FileTable, Offline};
+use filetable::{FileId, FileTable};
+use rsd::Param;
 use rsd::trace::{Event, flatten_event, visit};
-use rsd::{Handle, Param};
 use std::path::Path;
 
 /// What the calls table holds.
@@ -97,7 +97,7 @@ impl Walk<'_> {
         dur: f64,
     ) -> bool {
         let flat = flatten_event(e, self.rank, idx);
-        let (file, path, file_offset) = self.resolve(&flat, ctx);
+        let r = self.files.resolve_call(&flat, ctx);
         let seq = self.seq;
         self.seq += 1;
         let approx = e.params.iter().any(|p| p.is_approx());
@@ -110,11 +110,11 @@ impl Walk<'_> {
         w.text(e.op.layer().name());
         w.text(e.op.name());
         w.text(&format!("{:016x}", e.sig));
-        w.opt_text(path.as_deref());
+        w.opt_text(r.path.as_deref());
         let get = |p| flat.get(p);
         w.opt_int(get(Param::Fd).or(get(Param::Fh)).or(get(Param::Stream)));
         w.opt_int(get(Param::Offset));
-        w.opt_int(file_offset);
+        w.opt_int(r.offset.map(|o| i64::try_from(o).unwrap_or(i64::MAX)));
         w.int(i64::try_from(e.op.data_bytes(&flat.params)).unwrap_or(i64::MAX));
         w.opt_int(get(Param::Ret));
         let params: serde_json::Map<String, serde_json::Value> = rsd::show::named_params(&flat)
@@ -138,58 +138,7 @@ impl Walk<'_> {
             let cs = (t + c.timing.gap.mean).min(end);
             let cd = c.timing.dur.mean.min(end - cs).max(0.0);
             t = cs + cd;
-            self.call(c, idx, depth + 1, Some(seq), file.or(ctx), cs, cd)
+            self.call(c, idx, depth + 1, Some(seq), r.file.or(ctx), cs, cd)
         })
-    }
-
-    /// Applies `flat` to the rank's file table: the file it acts on, that file's path, and
-    /// the byte offset of the first region it moved.
-    fn resolve(
-        &mut self,
-        flat: &rsd::FlatEvent,
-        ctx: Option<FileId>,
-    ) -> (Option<FileId>, Option<String>, Option<i64>) {
-        // The handle's file before the call: a close takes it out of the table.
-        let before = flat.op.handle().and_then(|kind| {
-            let p = match kind {
-                Handle::Fd => Param::Fd,
-                Handle::Stream => Param::Stream,
-                Handle::MpiFile => Param::Fh,
-            };
-            self.files.lookup(kind, flat.get(p)?)
-        });
-        let before_path = before
-            .and_then(|id| self.files.file(id))
-            .and_then(|f| f.path.clone());
-        let (effect, closed) = self.files.apply(
-            flat.op,
-            &flat.params,
-            flat.path.as_deref(),
-            ctx,
-            &mut Offline,
-        );
-        let (file, offset) = match &effect {
-            Effect::Open(id) | Effect::Dup(id) => (Some(*id), None),
-            Effect::Access(a) => (
-                Some(a.file),
-                a.regions
-                    .first()
-                    .map(|r| i64::try_from(r.0).unwrap_or(i64::MAX)),
-            ),
-            Effect::Close { file, .. }
-            | Effect::Resize { file, .. }
-            | Effect::SetView { file, .. } => (Some(*file), None),
-            Effect::None => (before, None),
-        };
-        let path = flat
-            .path
-            .clone()
-            .or_else(|| {
-                file.and_then(|id| self.files.file(id))
-                    .and_then(|f| f.path.clone())
-            })
-            .or_else(|| closed.and_then(|(_, f)| f.path))
-            .or(before_path);
-        (file, path, offset)
     }
 }
