@@ -29,10 +29,28 @@ ls /usr/lib/python3/dist-packages/h5py._debian_h5py_mpi* >/dev/null 2>&1 || miss
 # Headless Chromium renders `iotrex report` pages for tests/report_screens.rs (layout, text
 # overlap, screenshots) and scripts/check-report.sh.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# OTF2 (loaded at run time by `iotrex export otf2`) and otf2-print, which reads the
+# exports back in tests/export_otf2.rs.
+ldconfig -p 2>/dev/null | grep -q 'libopen-trace-format2\.so' || missing+=(libotf2-trace-dev)
+command -v otf2-print >/dev/null 2>&1 || missing+=(otf2-tools)
+# pip, for the one test dependency Debian does not package (duckdb, see pydeps below).
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+
+# DuckDB (from PyPI: Debian has no package) reads `iotrex export parquet` back in
+# tests/export_parquet.rs, into target/pydeps so Debian's own Python stays untouched.
+pydeps() {
+  local dir
+  dir="$(cd "$here/.." && pwd)/target/pydeps"
+  if ! PYTHONPATH="$dir" /usr/bin/python3 -c 'import duckdb' >/dev/null 2>&1; then
+    echo "install-deps: installing duckdb (PyPI) into $dir"
+    /usr/bin/python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --target "$dir" duckdb
+  fi
+}
 
 if [ ${#missing[@]} -eq 0 ]; then
   bash "$here/install-mpich.sh"
+  pydeps
   exit 0
 fi
 
@@ -52,3 +70,4 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
 echo "install-deps: done"
 bash "$here/install-mpich.sh"
+pydeps

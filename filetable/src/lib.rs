@@ -11,5 +11,5 @@
 pub mod table;
 pub mod types;
 
-pub use table::{Access, Effect, FileEnv, FileId, FileTable, Offline, OpenFile, View};
+pub use table::{Access, Effect, FileEnv, FileId, FileTable, Offline, OpenFile, Resolved, View};
 pub use types::{Flat, Types};

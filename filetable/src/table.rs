@@ -197,6 +197,17 @@ pub enum Effect {
     None,
 }
 
+/// What [`FileTable::resolve_call`] found for one call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolved {
+    /// The file the call acted on.
+    pub file: Option<FileId>,
+    /// Its traced path.
+    pub path: Option<String>,
+    /// Where the first byte the call moved lies in the file.
+    pub offset: Option<u64>,
+}
+
 /// What only the caller knows: the real state a replay shares between ranks.
 pub trait FileEnv {
     /// The size of the file MPI file handle `fh` refers to now, when the caller knows it
@@ -274,6 +285,37 @@ impl FileTable {
     pub fn mpi_file(&self, fh: i64) -> Option<&OpenFile> {
         self.lookup(Handle::MpiFile, fh)
             .and_then(|id| self.file(id))
+    }
+
+    /// Applies one expanded call offline and names what it touched, for exports that show
+    /// each call with its file: the file it acts on, that file's path (a call on a handle
+    /// gets the path of the handle's open), and the byte offset where the data it moved
+    /// starts. `ctx` is the file of the call it is nested in.
+    pub fn resolve_call(&mut self, e: &rsd::FlatEvent, ctx: Option<FileId>) -> Resolved {
+        // The handle's file before the call: a close takes it out of the table.
+        let before = handle_of(e.op, &e.params).and_then(|(kind, h)| self.lookup(kind, h));
+        let before_path = before
+            .and_then(|id| self.file(id))
+            .and_then(|f| f.path.clone());
+        let (effect, closed) = self.apply(e.op, &e.params, e.path.as_deref(), ctx, &mut Offline);
+        let (file, offset) = match &effect {
+            Effect::Open(id) | Effect::Dup(id) => (Some(*id), None),
+            Effect::Access(a) => (Some(a.file), a.regions.first().map(|r| r.0)),
+            Effect::Close { file, .. }
+            | Effect::Resize { file, .. }
+            | Effect::SetView { file, .. } => (Some(*file), None),
+            Effect::None => (before, None),
+        };
+        let path = e
+            .path
+            .clone()
+            .or_else(|| {
+                file.and_then(|id| self.file(id))
+                    .and_then(|f| f.path.clone())
+            })
+            .or_else(|| closed.and_then(|(_, f)| f.path))
+            .or(before_path);
+        Resolved { file, path, offset }
     }
 
     /// The size this rank knows `path` has.

@@ -1,10 +1,12 @@
 //! `iotrex export FORMAT`: a trace written in another tool's format. Every format is an
 //! [`Exporter`] in a file of its own ([`codes`]: CODES workloads, recorder or iolang;
-//! [`chrome`]: Chrome/Perfetto JSON); reading the trace, the progress bar, printing the report
+//! [`chrome`]: Chrome/Perfetto JSON; [`parquet`]: Parquet tables; [`otf2`]: OTF2 archives); reading the trace, the progress bar, printing the report
 //! (text or `--json`) and the warnings are done once, here, in [`run`].
 
 pub mod chrome;
 pub mod codes;
+pub mod otf2;
+pub mod parquet;
 
 use crate::output::{print_json, print_text};
 use anyhow::Result;
@@ -38,7 +40,7 @@ const BAR_FROM_RANKS: u32 = 256;
 #[derive(Debug, Args)]
 #[command(
     about = "Export a trace to another tool's format",
-    after_help = "Examples:\n  iotrex export codes app.1024.iotrex -o codes/ --max-blocksize 256KiB && iotrex codes-stats codes/\n  iotrex export codes app.64.iotrex -o codes-iolang/ --format iolang\n  iotrex export chrome app.8.iotrex -o app.8.json   # open in https://ui.perfetto.dev"
+    after_help = "Examples:\n  iotrex export codes app.1024.iotrex -o codes/ --max-blocksize 256KiB && iotrex codes-stats codes/\n  iotrex export codes app.64.iotrex -o codes-iolang/ --format iolang\n  iotrex export chrome app.8.iotrex -o app.8.json   # open in https://ui.perfetto.dev\n  iotrex export parquet app.64.iotrex -o app-pq/   # calls.parquet, events.parquet\n  iotrex export otf2 app.64.iotrex -o app-otf2/   # then: otf2-print app-otf2/traces.otf2"
 )]
 pub struct ExportArgs {
     #[command(subcommand)]
@@ -50,6 +52,8 @@ pub struct ExportArgs {
 pub enum ExportCmd {
     Codes(codes::ExportCodesArgs),
     Chrome(chrome::ExportChromeArgs),
+    Parquet(parquet::ExportParquetArgs),
+    Otf2(otf2::ExportOtf2Args),
 }
 
 /// Runs `iotrex export`.
@@ -57,6 +61,8 @@ pub fn run(a: &ExportArgs, json: bool) -> Result<()> {
     match &a.cmd {
         ExportCmd::Codes(e) => export(e, json),
         ExportCmd::Chrome(e) => export(e, json),
+        ExportCmd::Parquet(e) => export(e, json),
+        ExportCmd::Otf2(e) => export(e, json),
     }
 }
 
