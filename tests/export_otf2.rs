@@ -69,7 +69,7 @@ fn expected(tf: &TraceFile) -> BTreeMap<u64, (u64, u64, u64)> {
             walk(&e, &mut calls, &mut sends);
         }
         // Bytes moved by top-level data calls (the I/O records of nested calls count again).
-        let bytes: u64 = tf.trace.expand(r).iter().map(|e| io_bytes(e)).sum();
+        let bytes: u64 = tf.trace.expand(r).iter().map(io_bytes).sum();
         m.insert(u64::from(r), (calls, sends, bytes));
     });
     m

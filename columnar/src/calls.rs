@@ -24,6 +24,22 @@ pub struct CallsWritten {
     pub approximate: u64,
 }
 
+/// Where a call sits: its nesting depth, the call it was made inside, and that call's file.
+#[derive(Clone, Copy)]
+struct Nest {
+    depth: i64,
+    parent: Option<i64>,
+    ctx: Option<FileId>,
+}
+
+impl Nest {
+    const TOP: Nest = Nest {
+        depth: 0,
+        parent: None,
+        ctx: None,
+    };
+}
+
 /// The per-rank state of the walk.
 struct Walk<'a> {
     w: &'a mut TableWriter,
@@ -67,7 +83,7 @@ pub fn write_calls(
             let start = t + e.timing.gap.mean;
             let dur = e.timing.dur.mean;
             t = start + dur;
-            walk.call(e, idx, 0, None, None, start, dur)
+            walk.call(e, idx, Nest::TOP, start, dur)
         });
         if let Some(e) = walk.err {
             return Err(e);
@@ -86,16 +102,8 @@ pub fn write_calls(
 
 impl Walk<'_> {
     /// Writes `e` and the calls made inside it; false stops the walk on an error.
-    fn call(
-        &mut self,
-        e: &Event,
-        idx: &mut Vec<u64>,
-        depth: i64,
-        parent: Option<i64>,
-        ctx: Option<FileId>,
-        start: f64,
-        dur: f64,
-    ) -> bool {
+    fn call(&mut self, e: &Event, idx: &mut Vec<u64>, at: Nest, start: f64, dur: f64) -> bool {
+        let Nest { depth, parent, ctx } = at;
         let flat = flatten_event(e, self.rank, idx);
         let r = self.files.resolve_call(&flat, ctx);
         let seq = self.seq;
@@ -138,7 +146,12 @@ impl Walk<'_> {
             let cs = (t + c.timing.gap.mean).min(end);
             let cd = c.timing.dur.mean.min(end - cs).max(0.0);
             t = cs + cd;
-            self.call(c, idx, depth + 1, Some(seq), r.file.or(ctx), cs, cd)
+            let inside = Nest {
+                depth: depth + 1,
+                parent: Some(seq),
+                ctx: r.file.or(ctx),
+            };
+            self.call(c, idx, inside, cs, cd)
         })
     }
 }

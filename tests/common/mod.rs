@@ -15,7 +15,10 @@ use std::sync::Mutex;
 /// mpirun runs one at a time: 16 ranks on 2 cores is already oversubscribed.
 static MPIRUN: Mutex<()> = Mutex::new(());
 
-pub use build::{target_dir, tracer_lib};
+pub use build::tracer_lib;
+// Only some test binaries use it (each includes this module).
+#[allow(unused_imports)]
+pub use build::target_dir;
 
 /// Builds `tests/apps/<name>.c` into target/iotrex-apps (see [`build::app_in`]).
 pub fn app(name: &str) -> PathBuf {
