@@ -100,7 +100,7 @@ impl Workload for Iolang {
         Ok(counts)
     }
 
-    fn end(mut self, rep: &mut ExportReport) -> Result<(), CodesError> {
+    fn end(self, rep: &mut ExportReport) -> Result<(), CodesError> {
         self.meta
             .commit()
             .map_err(|e| CodesError::io(&self.path, e))?;

@@ -259,22 +259,23 @@ impl Local {
                 self.fd(e)?.set_len(len).map_err(|er| io("", er))?;
                 0
             }
-            // Metadata calls: their outcome (a file missing or not) is the file system's
-            // answer; it is not a replay failure.
+            // Metadata calls: their outcome (a file missing or not, a parent missing) is the
+            // file system's answer; it is not a replay failure. A path refused stops the
+            // replay all the same (`map_path` says so to the engine).
             Op::Unlink => {
-                let _ = map_path(e, Resolve::Entry)?.unlink();
+                let _ = map_path(e, Resolve::Entry).map(|m| m.unlink());
                 0
             }
             Op::Mkdir => {
-                let _ = map_path(e, Resolve::NewEntry)?.mkdir();
+                let _ = map_path(e, Resolve::NewEntry).map(|m| m.mkdir());
                 0
             }
             Op::Rmdir => {
-                let _ = map_path(e, Resolve::Entry)?.rmdir();
+                let _ = map_path(e, Resolve::Entry).map(|m| m.rmdir());
                 0
             }
             Op::Stat | Op::Access => {
-                let _ = map_path(e, Resolve::Existing)?.stat();
+                let _ = map_path(e, Resolve::Existing).map(|m| m.stat());
                 0
             }
             // fcntl's effect (locks, flags) is not recorded beyond its command.

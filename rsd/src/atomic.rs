@@ -106,9 +106,9 @@ impl Drop for AtomicFile {
 }
 
 /// Writes `bytes` to `path` through an [`AtomicFile`].
-pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
     let mut f = AtomicFile::create(path)?;
-    f.write_all(bytes)?;
+    f.write_all(bytes.as_ref())?;
     f.commit()
 }
 
