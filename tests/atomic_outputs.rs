@@ -20,7 +20,14 @@ const RANKS: u32 = 256;
 fn big(dir: &Path) -> PathBuf {
     let t = dir.join("big.iotrex");
     let o = Command::new(iotrex())
-        .args(["synth", "--ranks", &RANKS.to_string(), "--iters", "2000", "-o"])
+        .args([
+            "synth",
+            "--ranks",
+            &RANKS.to_string(),
+            "--iters",
+            "2000",
+            "-o",
+        ])
         .arg(&t)
         .output()
         .unwrap();
@@ -78,10 +85,17 @@ fn killed_chrome_export_leaves_no_half_file() {
                     text.len()
                 )
             });
-            assert!(v["traceEvents"].as_array().is_some_and(|a| a.len() > 500_000));
+            assert!(
+                v["traceEvents"]
+                    .as_array()
+                    .is_some_and(|a| a.len() > 500_000)
+            );
         }
     }
-    assert!(killed > 0, "no run was killed before it ended: nothing was tested");
+    assert!(
+        killed > 0,
+        "no run was killed before it ended: nothing was tested"
+    );
 }
 
 #[test]
@@ -129,5 +143,8 @@ fn killed_codes_export_leaves_no_half_file() {
             }
         }
     }
-    assert!(killed > 0, "no run was killed before it ended: nothing was tested");
+    assert!(
+        killed > 0,
+        "no run was killed before it ended: nothing was tested"
+    );
 }

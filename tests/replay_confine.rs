@@ -406,7 +406,7 @@ fn a_symlink_swapped_in_during_the_replay_never_leads_out() {
                     }
                     // Mostly a directory, a symlink only between two swaps: a check by name
                     // then mostly passes, and the open after it sometimes meets the link.
-                    if swaps.load(Ordering::Relaxed) % 2 == 0 {
+                    if swaps.load(Ordering::Relaxed).is_multiple_of(2) {
                         std::thread::sleep(std::time::Duration::from_micros(20));
                     }
                 }

@@ -537,7 +537,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), base.join("a/out")).unwrap();
         rustix::fs::mknodat(
             CWD,
-            &base.join("a/fifo"),
+            base.join("a/fifo"),
             FileType::Fifo,
             Mode::from_raw_mode(0o644),
             0,
