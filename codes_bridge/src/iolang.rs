@@ -29,8 +29,8 @@ use crate::stats::{CodesStats, OpCounts};
 use crate::view::{Kind, Sink, ViewOp};
 use crate::workload::{CODES_NAME_MAX, Workload};
 use crate::{ExportReport, Format};
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use rsd::atomic::AtomicFile;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The meta file's name inside the export directory.
@@ -44,7 +44,7 @@ pub fn kernel_name(rank: u32) -> String {
 /// The iolang format: `DIR/meta.txt`, a line per rank naming its kernel `DIR/rank<R>.kernel`.
 pub(crate) struct Iolang {
     /// The meta file, written a line per rank as each kernel is done.
-    meta: BufWriter<File>,
+    meta: AtomicFile,
     path: PathBuf,
 }
 
@@ -74,11 +74,8 @@ impl Workload for Iolang {
 
     fn begin(dir: &Path) -> Result<Iolang, CodesError> {
         let path = dir.join(META);
-        let f = File::create(&path).map_err(|e| CodesError::io(&path, e))?;
-        Ok(Iolang {
-            meta: BufWriter::new(f),
-            path,
-        })
+        let f = AtomicFile::create(&path).map_err(|e| CodesError::io(&path, e))?;
+        Ok(Iolang { meta: f, path })
     }
 
     fn rank(&mut self, dir: &Path, rank: u32) -> Result<IolangRank, CodesError> {
@@ -103,9 +100,9 @@ impl Workload for Iolang {
         Ok(counts)
     }
 
-    fn end(mut self, rep: &mut ExportReport) -> Result<(), CodesError> {
+    fn end(self, rep: &mut ExportReport) -> Result<(), CodesError> {
         self.meta
-            .flush()
+            .commit()
             .map_err(|e| CodesError::io(&self.path, e))?;
         rep.files += 1;
         Ok(())
@@ -118,7 +115,7 @@ impl Workload for Iolang {
 
 /// Streams one rank's kernel to disk.
 pub(crate) struct IolangRank {
-    w: BufWriter<File>,
+    w: AtomicFile,
     path: PathBuf,
     bytes: u64,
     counts: OpCounts,
@@ -127,9 +124,9 @@ pub(crate) struct IolangRank {
 impl IolangRank {
     pub fn create(dir: &Path, rank: u32) -> Result<IolangRank, CodesError> {
         let path = dir.join(kernel_name(rank));
-        let f = File::create(&path).map_err(|e| CodesError::io(&path, e))?;
+        let f = AtomicFile::create(&path).map_err(|e| CodesError::io(&path, e))?;
         let mut k = IolangRank {
-            w: BufWriter::new(f),
+            w: f,
             path,
             bytes: 0,
             counts: OpCounts::default(),
@@ -153,7 +150,7 @@ impl IolangRank {
             self.put(format_args!("sleep {trailing};"))?;
         }
         self.put(format_args!("exit 0;"))?;
-        self.w.flush().map_err(|e| CodesError::io(&self.path, e))?;
+        self.w.commit().map_err(|e| CodesError::io(&self.path, e))?;
         Ok((self.bytes, self.counts))
     }
 }

@@ -172,7 +172,7 @@ impl RecorderRank {
             });
         }
         let path = dir.join(format!("log.{rank}"));
-        std::fs::write(&path, &self.buf).map_err(|e| CodesError::io(&path, e))?;
+        rsd::atomic::write(&path, &self.buf).map_err(|e| CodesError::io(&path, e))?;
         Ok((self.buf.len() as u64, self.carry + trailing, self.counts))
     }
 }

@@ -124,7 +124,7 @@ impl ReplayArgs {
             error,
         };
         let s = serde_json::to_string_pretty(r).map_err(|e| err(e.to_string()))?;
-        std::fs::write(path, s + "\n").map_err(|e| err(e.to_string()))
+        rsd::atomic::write(path, (s + "\n").as_bytes()).map_err(|e| err(e.to_string()))
     }
 
     /// The report as text, then the advice for these options ([`crate::advice`]) when

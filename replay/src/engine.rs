@@ -4,18 +4,16 @@
 
 use crate::clock::Waiter;
 use crate::error::ReplayError;
-use crate::local::Local;
+use crate::local::{Local, Resolve};
 use crate::options::{CommMode, ComputeMode, LayerView, Options};
 use crate::report::RankStats;
-use crate::root::Root;
+use crate::root::{Mapped, Root};
 use crate::watchdog::Watch;
 use filetable::{Effect, FileTable};
 use rsd::op::{Dir, Handle, Layer, Op, Param};
 use rsd::timing::{Stats, Timing};
 use rsd::trace::{Event, FlatEvent, Node, NodeKind, flatten_event, visit};
 use std::collections::HashMap;
-use std::fs::OpenOptions;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 // Where the rest of the replay and replay_mpi have always named them.
@@ -320,19 +318,16 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             && !self.local.fds.contains_key(&fd)
             && let Some((p, fh)) = parent
         {
-            match self.root.map(p, true) {
+            // The MPI file's name, as the library opened it (without a ROMIO prefix).
+            match self.root.map_mpi(p, true) {
                 Ok(path) => {
-                    if let Ok(f) = OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .create(true)
-                        .truncate(false)
-                        .open(&path)
-                    {
+                    if let Ok(f) = path.open(libc::O_RDWR | libc::O_CREAT, 0o666) {
                         self.local.fds.insert(fd, f);
                         self.nested_fds.entry(fh).or_default().push(fd);
                     }
                 }
+                // A missing parent: the descriptor stays unopened and its calls fail.
+                Err(ReplayError::Path { .. }) => {}
                 Err(err) => {
                     self.fatal = Some(err);
                     return;
@@ -384,16 +379,22 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         }
     }
 
-    fn map_path(&mut self, e: &FlatEvent, create_parents: bool) -> Result<PathBuf, String> {
+    /// Maps an MPI-IO call's file name (see [`Root::map_mpi`]); MPI_File_delete names the
+    /// entry itself. An open whose name cannot be resolved stops the replay whatever the
+    /// reason: it is collective, and the other ranks would wait for this one.
+    fn map_mpi_path(&mut self, e: &FlatEvent) -> Result<Mapped, String> {
         let traced = e.path.as_deref().unwrap_or("");
-        match self.root.map(traced, create_parents) {
-            Ok(p) => Ok(p),
-            Err(err) => {
-                let msg = err.to_string();
-                self.fatal = Some(err);
-                Err(msg)
-            }
+        if e.op == Op::FileDelete {
+            return self
+                .root
+                .map_entry(rsd::mpi::strip_fs_prefix(traced), false)
+                .map_err(|err| refuse(&mut self.fatal, err));
         }
+        self.root.map_mpi(traced, true).map_err(|err| {
+            let msg = err.to_string();
+            self.fatal = Some(err);
+            msg
+        })
     }
 
     /// Issues an MPI-IO call; with `sync_only`, everything but its data transfer (its nested
@@ -408,7 +409,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             }
         }
         let path = match &e.path {
-            Some(_) => Some(self.map_path(e, true)?),
+            Some(_) => Some(self.map_mpi_path(e)?),
             None => None,
         };
         // The file table resolves the call before it is issued (its regions, the pointers it
@@ -423,10 +424,10 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         let fx = if open { Effect::None } else { apply(self) };
         let r = if sync_only {
             self.rt
-                .mpiio_sync(e, path.as_deref(), &self.files, &fx, &mut self.data)
+                .mpiio_sync(e, path.as_ref(), &self.files, &fx, &mut self.data)
         } else {
             self.rt
-                .mpiio(e, path.as_deref(), &self.files, &fx, &mut self.data)
+                .mpiio(e, path.as_ref(), &self.files, &fx, &mut self.data)
         };
         if open {
             apply(self);
@@ -470,13 +471,15 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
     /// Issues a POSIX or stdio call. Returns the bytes it moved.
     fn posix(&mut self, e: &FlatEvent) -> Result<u64, String> {
         let (root, fatal) = (self.root, &mut self.fatal);
-        let mut map_path = |e: &FlatEvent, create_parents: bool| {
+        let mut map_path = |e: &FlatEvent, how: Resolve| {
             let traced = e.path.as_deref().unwrap_or("");
-            root.map(traced, create_parents).map_err(|err| {
-                let msg = err.to_string();
-                *fatal = Some(err);
-                msg
-            })
+            match how {
+                Resolve::Create => root.map(traced, true),
+                Resolve::Existing => root.map(traced, false),
+                Resolve::Entry => root.map_entry(traced, false),
+                Resolve::NewEntry => root.map_entry(traced, true),
+            }
+            .map_err(|err| refuse(fatal, err))
         };
         let bytes = self.local.issue(e, &mut self.data, &mut map_path)?;
         let op = e.op;
@@ -489,4 +492,15 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         }
         Ok(bytes)
     }
+}
+
+/// The message of a path that could not be mapped; a path refused (out of the root, onto a
+/// special file) also stops the replay through `fatal`, a path the file system could not
+/// resolve (a missing parent) fails only its call.
+fn refuse(fatal: &mut Option<ReplayError>, err: ReplayError) -> String {
+    let msg = err.to_string();
+    if !matches!(err, ReplayError::Path { .. }) {
+        *fatal = Some(err);
+    }
+    msg
 }

@@ -49,6 +49,33 @@ pub enum ReplayError {
         /// Where it would lead.
         resolved: PathBuf,
     },
+    /// A traced path ends, inside the root, on a file that is not a regular file or a
+    /// directory (a FIFO, a socket, a device node): writing it would move the replay's bytes
+    /// out of the root's files, or wait forever.
+    #[error(
+        "--root {root}: traced path {traced:?} resolves to {found}, which is {what}; refusing to touch it"
+    )]
+    NotRegular {
+        /// The root.
+        root: PathBuf,
+        /// The path as traced.
+        traced: String,
+        /// The special file found.
+        found: PathBuf,
+        /// What it is.
+        what: &'static str,
+    },
+    /// The file system refused to resolve a traced path inside the root (a parent missing, a
+    /// component that is not a directory): the call fails, as it would have.
+    #[error("traced path {traced:?} (as {mapped}): {error}")]
+    Path {
+        /// The path as traced.
+        traced: String,
+        /// Its lexical mapping under the root.
+        mapped: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
     /// A flag has a value that cannot be used.
     #[error("{flag}: {why}")]
     BadOption {

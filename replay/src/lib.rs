@@ -43,7 +43,7 @@ pub use options::{
     parse_compute, parse_layer, parse_max_threads, parse_scale, parse_stall_timeout,
 };
 pub use report::Report;
-pub use root::Root;
+pub use root::{Mapped, Root};
 
 use rsd::TraceFile;
 use std::path::Path;
@@ -532,6 +532,7 @@ pub fn hint(e: &ReplayError) -> Option<String> {
         )),
         ReplayError::Root { .. } => Some("create the directory (mkdir -p) and check that you may write in it".into()),
         ReplayError::Escape { .. } => Some("remove the symlink from the root, or use an empty root".into()),
+        ReplayError::NotRegular { .. } => Some("remove the special file from the root, or use an empty root".into()),
         ReplayError::Incomplete { .. } => Some("the counts of an incomplete trace will not match the application's".into()),
         ReplayError::Thread(why) if why.starts_with("cannot") => Some(format!(
             "lower --max-threads: ranks beyond it run as coroutines on that many threads (each rank reserves {} KiB of stack address space and 2 memory maps, a thread 4; see `ulimit -u`, /proc/sys/kernel/threads-max and /proc/sys/vm/max_map_count, which root can raise), or replay under MPI: mpirun -np N iotrex-replay",

@@ -2,13 +2,13 @@
 //! issued on them (the kernel keeps their offsets, as it did for the application).
 
 use crate::pattern::Pattern;
+use crate::root::Mapped;
 use rsd::op::{Op, Param};
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::os::unix::fs::FileExt;
 
 /// A stdio stream: a file plus a write-behind buffer the size of glibc's default, so the
 /// calls that reach the file system are the ones stdio would make.
@@ -92,6 +92,22 @@ fn stream_in<'s>(
     })
 }
 
+/// How a call resolves its traced path in the root (see [`crate::Root`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resolve {
+    /// The file a path names, its missing parents created (open, fopen).
+    Create,
+    /// The file a path names, as it is (stat, access).
+    Existing,
+    /// The entry itself, a symlink not followed (unlink, rmdir).
+    Entry,
+    /// The entry itself, its missing parents created (mkdir).
+    NewEntry,
+}
+
+/// Maps an event's traced path in the root, or says why not.
+pub(crate) type MapPath<'a> = dyn FnMut(&FlatEvent, Resolve) -> Result<Mapped, String> + 'a;
+
 /// One rank's descriptors and streams, by traced id.
 #[derive(Debug, Default)]
 pub(crate) struct Local {
@@ -117,12 +133,12 @@ impl Local {
     }
 
     /// Issues a POSIX or stdio call with the replay's write data `data`; `map_path` maps a
-    /// traced path under the root (creating parents when asked). Returns the bytes it moved.
+    /// traced path under the root. Returns the bytes it moved.
     pub(crate) fn issue(
         &mut self,
         e: &FlatEvent,
         data: &mut Pattern,
-        map_path: &mut dyn FnMut(&FlatEvent, bool) -> Result<PathBuf, String>,
+        map_path: &mut MapPath,
     ) -> Result<u64, String> {
         let op = e.op;
         let io = |what: &str, err: std::io::Error| format!("{} {what}: {err}", op.name());
@@ -142,19 +158,14 @@ impl Local {
                     // The traced open failed: nothing to replay.
                     return Ok(0);
                 }
-                let path = map_path(e, true)?;
-                let acc = flags & libc::O_ACCMODE;
+                let path = map_path(e, Resolve::Create)?;
                 // O_DIRECT needs aligned buffers the replay does not promise; the file was
                 // opened successfully in the trace, so it is created if it is missing (--prep
                 // gives it its recorded size).
-                let custom = (flags & !(libc::O_ACCMODE | libc::O_DIRECT)) | libc::O_CREAT;
-                let f = OpenOptions::new()
-                    .read(acc == libc::O_RDONLY || acc == libc::O_RDWR)
-                    .write(acc == libc::O_WRONLY || acc == libc::O_RDWR)
-                    .custom_flags(custom)
-                    .mode(if mode > 0 { mode as u32 } else { 0o644 })
-                    .open(&path)
-                    .map_err(|er| io(&path.display().to_string(), er))?;
+                let flags = (flags & !libc::O_DIRECT) | libc::O_CREAT;
+                let f = path
+                    .open(flags, if mode > 0 { mode as u32 } else { 0o644 })
+                    .map_err(|er| io(&path.path().display().to_string(), er))?;
                 self.fds.insert(id, f);
                 0
             }
@@ -248,26 +259,23 @@ impl Local {
                 self.fd(e)?.set_len(len).map_err(|er| io("", er))?;
                 0
             }
-            // Metadata calls: their outcome (a file missing or not) is the file system's
-            // answer; it is not a replay failure.
+            // Metadata calls: their outcome (a file missing or not, a parent missing) is the
+            // file system's answer; it is not a replay failure. A path refused stops the
+            // replay all the same (`map_path` says so to the engine).
             Op::Unlink => {
-                let p = map_path(e, false)?;
-                let _ = std::fs::remove_file(p);
+                let _ = map_path(e, Resolve::Entry).map(|m| m.unlink());
                 0
             }
             Op::Mkdir => {
-                let p = map_path(e, true)?;
-                let _ = std::fs::create_dir(p);
+                let _ = map_path(e, Resolve::NewEntry).map(|m| m.mkdir());
                 0
             }
             Op::Rmdir => {
-                let p = map_path(e, false)?;
-                let _ = std::fs::remove_dir(p);
+                let _ = map_path(e, Resolve::Entry).map(|m| m.rmdir());
                 0
             }
             Op::Stat | Op::Access => {
-                let p = map_path(e, false)?;
-                let _ = std::fs::metadata(p);
+                let _ = map_path(e, Resolve::Existing).map(|m| m.stat());
                 0
             }
             // fcntl's effect (locks, flags) is not recorded beyond its command.
@@ -278,21 +286,19 @@ impl Local {
                 if id < 0 {
                     return Ok(0);
                 }
-                let path = map_path(e, true)?;
+                let path = map_path(e, Resolve::Create)?;
                 // Opened read-write whatever the mode: stdio checks the mode in user space, and
                 // a stream the trace shows writing is written. 'w' truncates, 'a' appends.
-                let f = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(bits & rsd::op::fopen_mode::W != 0)
-                    .custom_flags(if bits & rsd::op::fopen_mode::A != 0 {
-                        libc::O_APPEND
-                    } else {
-                        0
-                    })
-                    .open(&path)
-                    .map_err(|er| io(&path.display().to_string(), er))?;
+                let mut flags = libc::O_RDWR | libc::O_CREAT;
+                if bits & rsd::op::fopen_mode::W != 0 {
+                    flags |= libc::O_TRUNC;
+                }
+                if bits & rsd::op::fopen_mode::A != 0 {
+                    flags |= libc::O_APPEND;
+                }
+                let f = path
+                    .open(flags, 0o666)
+                    .map_err(|er| io(&path.path().display().to_string(), er))?;
                 self.streams.insert(
                     id,
                     Stream {

@@ -64,13 +64,10 @@ pub fn prep(trace: &Trace, root: &Root) -> Result<BTreeMap<String, u64>, ReplayE
         let path = root.map(traced, true)?;
         let io = |er: std::io::Error| ReplayError::Root {
             path: root.dir().to_path_buf(),
-            why: format!("--prep: cannot create {}: {er}", path.display()),
+            why: format!("--prep: cannot create {}: {er}", path.path().display()),
         };
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
+        let mut f = path
+            .open(libc::O_WRONLY | libc::O_CREAT, 0o666)
             .map_err(io)?;
         let have = f.metadata().map_err(io)?.len();
         if have < *size {

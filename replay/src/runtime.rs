@@ -2,20 +2,20 @@
 //! (`replay_mpi`).
 
 use crate::pattern::Pattern;
+use crate::root::Mapped;
 use crate::types::Types;
 use filetable::{Effect, FileEnv, FileTable};
 use rsd::trace::FlatEvent;
-use std::path::Path;
 
 /// The MPI side of a replay: MPI-IO calls and MPI calls. As a [`FileEnv`], it tells the
 /// file table what the ranks share (the real size of a file, shared file pointers).
 pub trait Runtime: FileEnv {
-    /// Issues an application-level MPI-IO call; `path` is the re-rooted path for calls that name
-    /// one. Returns the file bytes moved, or an error message.
+    /// Issues an application-level MPI-IO call; `path` is the file's name resolved in the root
+    /// for calls that name one (open, delete). Returns the file bytes moved, or an error message.
     fn mpiio(
         &mut self,
         e: &FlatEvent,
-        path: Option<&Path>,
+        path: Option<&Mapped>,
         files: &FileTable,
         fx: &Effect,
         data: &mut Pattern,
@@ -51,7 +51,7 @@ pub trait Runtime: FileEnv {
     fn mpiio_sync(
         &mut self,
         e: &FlatEvent,
-        path: Option<&Path>,
+        path: Option<&Mapped>,
         files: &FileTable,
         fx: &Effect,
         data: &mut Pattern,

@@ -12,14 +12,15 @@
 //! calls are exactly those of the trace.
 
 use crate::engine::{Pattern, Runtime};
+use crate::root::Mapped;
 use crate::types::Types;
 use filetable::{Effect, FileEnv, FileTable};
 use rsd::op::{Creation as Made, Op, P2p, Param};
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -400,7 +401,8 @@ use rsd::mpi::{ANY_SOURCE, PROC_NULL, UNDEFINED};
 /// table's.
 struct MFile {
     file: File,
-    path: PathBuf,
+    /// Its name in the root, held open for MPI_MODE_DELETE_ON_CLOSE.
+    path: Mapped,
     comm: (Arc<CommObj>, usize),
     /// The shared file pointer, in etypes, shared by every rank that opened the path.
     shared: Arc<AtomicU64>,
@@ -763,7 +765,7 @@ impl ThreadsRuntime {
     fn file_call(
         &mut self,
         e: &FlatEvent,
-        path: Option<&Path>,
+        path: Option<&Mapped>,
         fx: &Effect,
         data: &mut Pattern,
         move_data: bool,
@@ -781,19 +783,24 @@ impl ThreadsRuntime {
                 return Ok(0);
             }
             let amode = e.p(Param::Amode);
-            let path = path.ok_or("no path")?.to_path_buf();
-            let file = OpenOptions::new()
-                .read(amode & (RDONLY | RDWR) != 0)
-                .write(amode & (WRONLY | RDWR) != 0)
-                .create(amode & CREATE != 0 && amode & RDONLY == 0)
-                .open(&path)
-                .map_err(|er| format!("{}: {er}", path.display()))?;
+            let path = path.ok_or("no path")?.clone();
+            let mut flags = match (amode & (RDONLY | RDWR) != 0, amode & (WRONLY | RDWR) != 0) {
+                (true, true) => libc::O_RDWR,
+                (false, true) => libc::O_WRONLY,
+                _ => libc::O_RDONLY,
+            };
+            if amode & CREATE != 0 && amode & RDONLY == 0 {
+                flags |= libc::O_CREAT;
+            }
+            let file = path
+                .open(flags, 0o666)
+                .map_err(|er| format!("{}: {er}", path.path().display()))?;
             let shared = self
                 .sh
                 .shared_fps
                 .lock()
                 .map_err(|_| "poisoned")?
-                .entry(path.clone())
+                .entry(path.path().to_path_buf())
                 .or_default()
                 .clone();
             self.files.insert(
@@ -810,7 +817,7 @@ impl ThreadsRuntime {
         }
         if op == Op::FileDelete {
             if let Some(p) = path {
-                let _ = std::fs::remove_file(p);
+                let _ = p.unlink();
             }
             return Ok(0);
         }
@@ -829,7 +836,7 @@ impl ThreadsRuntime {
             Op::FileClose => {
                 let f = self.files.remove(&fh).ok_or_else(|| fh_err(fh))?;
                 if f.delete_on_close && f.comm.1 == 0 {
-                    let _ = std::fs::remove_file(&f.path);
+                    let _ = f.path.unlink();
                 }
                 return Ok(0);
             }
@@ -917,7 +924,7 @@ impl Runtime for ThreadsRuntime {
     fn mpiio(
         &mut self,
         e: &FlatEvent,
-        path: Option<&Path>,
+        path: Option<&Mapped>,
         _files: &FileTable,
         fx: &Effect,
         data: &mut Pattern,
@@ -1057,7 +1064,7 @@ impl Runtime for ThreadsRuntime {
     fn mpiio_sync(
         &mut self,
         e: &FlatEvent,
-        path: Option<&Path>,
+        path: Option<&Mapped>,
         _files: &FileTable,
         fx: &Effect,
         data: &mut Pattern,

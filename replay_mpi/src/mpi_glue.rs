@@ -14,6 +14,7 @@
 
 use filetable::{Effect, FileEnv, FileTable};
 use mpi::ffi;
+use replay::Mapped;
 use replay::engine::{Pattern, Runtime};
 use replay::types::Types;
 use rsd::op::{Creation, Dir, Op, Param};
@@ -22,7 +23,6 @@ use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::os::raw::{c_int, c_void};
-use std::path::Path;
 
 use rsd::mpi::{ANY_SOURCE, PROC_NULL};
 
@@ -80,6 +80,10 @@ fn check(rc: c_int, what: &str) -> Result<(), String> {
 
 struct MFile {
     fh: ffi::MPI_File,
+    /// Its name in the root: the directory it holds open is what the library's name for the
+    /// file goes through (see `Mapped::kernel_path`), and ROMIO may open the file again later
+    /// (deferred open on the ranks that are not aggregators).
+    _name: Mapped,
 }
 
 /// A pending nonblocking call and its buffer, kept alive until completion.
@@ -1216,7 +1220,7 @@ impl Runtime for MpiRuntime {
     fn mpiio(
         &mut self,
         e: &FlatEvent,
-        path: Option<&Path>,
+        path: Option<&Mapped>,
         files: &FileTable,
         _fx: &Effect,
         data: &mut Pattern,
@@ -1226,9 +1230,14 @@ impl Runtime for MpiRuntime {
         // MPI_File_delete names no handle.
         let id = e.get(Param::Fh).unwrap_or(0);
         let p = self.p;
-        let cpath = |path: Option<&Path>| -> Result<CString, String> {
-            CString::new(path.ok_or("no path")?.as_os_str().as_encoded_bytes())
-                .map_err(|_| "path holds a NUL byte".to_string())
+        let cpath = |path: Option<&Mapped>| -> Result<CString, String> {
+            CString::new(
+                path.ok_or("no path")?
+                    .kernel_path()
+                    .into_os_string()
+                    .into_encoded_bytes(),
+            )
+            .map_err(|_| "path holds a NUL byte".to_string())
         };
         match op {
             // The traced open failed (IOR probes for its file this way): nothing to replay,
@@ -1251,7 +1260,13 @@ impl Runtime for MpiRuntime {
                     )
                 };
                 check(rc, "MPI_File_open")?;
-                self.files.insert(id, MFile { fh });
+                self.files.insert(
+                    id,
+                    MFile {
+                        fh,
+                        _name: path.ok_or("no path")?.clone(),
+                    },
+                );
                 return Ok(0);
             }
             Op::FileDelete => {

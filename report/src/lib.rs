@@ -180,7 +180,7 @@ fn short_name(label: &str) -> String {
 
 /// Writes the page to `path`; the error names the file.
 pub fn write(report: &Report, path: &Path) -> Result<(), ReportError> {
-    std::fs::write(path, &report.html).map_err(|source| ReportError::Write {
+    rsd::atomic::write(path, report.html.as_bytes()).map_err(|source| ReportError::Write {
         path: path.to_path_buf(),
         source,
     })

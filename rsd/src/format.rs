@@ -402,18 +402,14 @@ impl TraceFile {
         nodes_ok(&self.trace.nodes, 0)
     }
 
-    /// Writes the file atomically (a temporary file renamed into place), so a crash never leaves
-    /// a half-written trace under the final name.
+    /// Writes the file atomically ([`crate::atomic`]), so a crash never leaves a half-written
+    /// trace under the final name.
     pub fn write(&self, path: &Path) -> Result<u64, RsdError> {
         let bytes = self.to_bytes()?;
-        let io = |error| RsdError::Io {
+        crate::atomic::write(path, &bytes).map_err(|error| RsdError::Io {
             path: path.to_path_buf(),
             error,
-        };
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        std::fs::write(&tmp, &bytes).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)?;
+        })?;
         Ok(bytes.len() as u64)
     }
 

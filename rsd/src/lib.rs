@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod approx;
+pub mod atomic;
 pub mod chrome;
 pub mod compress;
 pub mod draw;

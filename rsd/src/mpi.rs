@@ -149,6 +149,39 @@ pub mod amode {
     pub const SEQUENTIAL: i64 = 256;
 }
 
+/// The file-system prefixes ROMIO accepts before an MPI-IO file name (`ufs:/scratch/f`
+/// selects its UFS driver for `/scratch/f`); a prefix it does not know is part of the name.
+pub const FS_PREFIXES: &[&str] = &[
+    "ufs",
+    "nfs",
+    "lustre",
+    "gpfs",
+    "pvfs2",
+    "panfs",
+    "xfs",
+    "testfs",
+    "daos",
+    "ime",
+    "quobytefs",
+    "bg",
+    "bglockless",
+    "pfs",
+    "piofs",
+    "pvfs",
+    "ftp",
+    "gsiftp",
+    "zoidfs",
+];
+
+/// An MPI-IO file name without its file-system prefix (see [`FS_PREFIXES`]): the path the
+/// library opens.
+pub fn strip_fs_prefix(name: &str) -> &str {
+    match name.split_once(':') {
+        Some((prefix, rest)) if FS_PREFIXES.contains(&prefix) => rest,
+        _ => name,
+    }
+}
+
 /// `MPI_Type_create_subarray`'s array order as stored: C order 0, Fortran order 1 (Open MPI's
 /// values). Traces written before the order was normalised hold the producing library's
 /// value, and MPICH's are 56 and 57: [`order_is_fortran`] reads both.
@@ -216,6 +249,16 @@ pub fn is_any_tag(tag: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fs_prefix_is_dropped_only_when_known() {
+        assert_eq!(strip_fs_prefix("ufs:/scratch/f"), "/scratch/f");
+        assert_eq!(strip_fs_prefix("lustre:out/f"), "out/f");
+        assert_eq!(strip_fs_prefix("ufs:../../etc/x"), "../../etc/x");
+        assert_eq!(strip_fs_prefix("/a/b:c"), "/a/b:c");
+        assert_eq!(strip_fs_prefix("notafs:x"), "notafs:x");
+    }
+
     use proptest::prelude::*;
 
     // Open MPI's and MPICH's MPI_ANY_SOURCE and MPI_PROC_NULL.

@@ -44,12 +44,11 @@ impl Exporter for ExportChromeArgs {
     }
 
     fn export(&self, tf: &TraceFile, _progress: &mut dyn FnMut(u32, u32)) -> Result<ChromeReport> {
-        let file = std::fs::File::create(&self.output)
+        let mut w = rsd::atomic::AtomicFile::create(&self.output)
             .with_context(|| format!("cannot create {} (--output)", self.output.display()))?;
-        let mut w = std::io::BufWriter::new(file);
         let rep =
             rsd::chrome::write_chrome(&tf.trace, self.ranks.as_ref(), self.max_events, &mut w)
-                .and_then(|r| std::io::Write::flush(&mut w).map(|()| r))
+                .and_then(|r| w.commit().map(|()| r))
                 .with_context(|| format!("cannot write {} (--output)", self.output.display()))?;
         Ok(rep)
     }
