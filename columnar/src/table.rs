@@ -7,7 +7,7 @@ use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Ty
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
-use std::fs::File;
+use rsd::atomic::AtomicFile;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -152,7 +152,9 @@ pub struct TableWriter {
     at: usize,
     rows_in_group: usize,
     rows_per_group: usize,
-    writer: SerializedFileWriter<File>,
+    /// Written under a temporary name, renamed into place by [`TableWriter::finish`]: an
+    /// interrupted export never leaves a half table under the name.
+    writer: SerializedFileWriter<AtomicFile>,
     /// Rows written so far.
     pub rows: u64,
     /// Row groups written so far.
@@ -173,7 +175,7 @@ impl TableWriter {
                 .set_created_by(format!("iotrex {}", env!("CARGO_PKG_VERSION")))
                 .build(),
         );
-        let file = File::create(path).map_err(|source| ExportError::Io {
+        let file = AtomicFile::create(path).map_err(|source| ExportError::Io {
             path: path.to_path_buf(),
             source,
         })?;
@@ -337,10 +339,15 @@ impl TableWriter {
     pub fn finish(mut self) -> Result<(u64, u64), ExportError> {
         self.flush()?;
         let path = self.path.clone();
-        self.writer.close().map_err(|source| ExportError::Parquet {
-            path: path.clone(),
-            source,
-        })?;
+        let file = self
+            .writer
+            .into_inner()
+            .map_err(|source| ExportError::Parquet {
+                path: path.clone(),
+                source,
+            })?;
+        file.commit()
+            .map_err(|source| ExportError::Io { path, source })?;
         Ok((self.rows, self.row_groups))
     }
 }

@@ -35,6 +35,9 @@ pub enum Otf2Error {
         "{0} already exists: OTF2 writes a new archive directory; remove it or pick another --output"
     )]
     Exists(PathBuf),
+    /// The finished archive could not be moved to its name.
+    #[error("cannot move the OTF2 archive into {0}: {1}")]
+    Rename(PathBuf, std::io::Error),
     /// A path cannot be passed to C.
     #[error("{0}: the path contains a NUL byte")]
     BadPath(PathBuf),
@@ -199,6 +202,43 @@ pub fn export_otf2(
     if dir.exists() {
         return Err(Otf2Error::Exists(dir.to_path_buf()));
     }
+    // The archive is written into a hidden directory beside the output and renamed into
+    // place once closed, so an interrupted export never leaves a half archive under the name.
+    let tmp = tmp_dir(dir);
+    let _ = std::fs::remove_dir_all(&tmp);
+    let rep = write_into(&api, tf, &tmp, progress);
+    let rep = match rep {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+    };
+    if let Err(e) = std::fs::rename(&tmp, dir) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(Otf2Error::Rename(dir.to_path_buf(), e));
+    }
+    Ok(Otf2Report {
+        anchor: dir.join(format!("{ARCHIVE_NAME}.otf2")),
+        ..rep
+    })
+}
+
+/// The hidden directory an archive for `dir` is written into.
+fn tmp_dir(dir: &Path) -> PathBuf {
+    let name = dir
+        .file_name()
+        .map_or_else(|| "otf2".into(), |n| n.to_string_lossy().into_owned());
+    dir.with_file_name(format!(".{name}.{}.iotrex-tmp", std::process::id()))
+}
+
+/// Writes the archive into `dir`.
+fn write_into(
+    api: &ffi::Api,
+    tf: &TraceFile,
+    dir: &Path,
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<Otf2Report, Otf2Error> {
     let ck = Check { path: dir };
     let cdir = CString::new(dir.as_os_str().as_encoded_bytes())
         .map_err(|_| Otf2Error::BadPath(dir.to_path_buf()))?;
@@ -220,11 +260,10 @@ pub fn export_otf2(
                 ffi::COMPRESSION_NONE,
             ),
         )?;
-        let result = write_archive(&api, &ck, archive, tf, progress);
+        let result = write_archive(api, &ck, archive, tf, progress);
         let close = (api.archive_close)(archive);
         let mut rep = result?;
         ck.ok("OTF2_Archive_Close", close)?;
-        rep.anchor = dir.join(format!("{ARCHIVE_NAME}.otf2"));
         rep.predicted = predicted;
         Ok(rep)
     }
