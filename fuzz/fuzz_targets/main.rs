@@ -1,0 +1,82 @@
+//! One libFuzzer binary for every iotrex reader; `IOTREX_FUZZ_TARGET` picks the target (one
+//! binary links once, and `scripts/fuzz.sh TARGET SECONDS` sets the variable). Each target calls
+//! the library functions behind a command, never a subprocess, and never replay's I/O.
+//!
+//! Trace inputs are the *body* of a `.iotrex` file (the MessagePack after the 32-byte prefix):
+//! a checksum over the body would make nearly every mutation a checksum error, so the harness
+//! goes past it with `TraceFile::decode_body`; the `read` target also feeds raw bytes through
+//! the prefix checks. Targets with several inputs (`extrap`, `diff`, `report`, `codes`) split
+//! the fuzz input at [`SEP`].
+//!
+//! A command that expands a trace does work proportional to its ranks times its calls, which a
+//! valid file may make as large as it likes (2^20 ranks, 2^40 iterations): that is its
+//! intended cost, not a hang. So the commands run only on traces within [`budget`] (bounded
+//! ranks, calls counted by a stopped expansion); every input is still decoded, validated and
+//! shown.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rsd::TraceFile;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+mod budget;
+mod targets;
+
+/// Separates the inputs of multi-input targets (also in `fuzz/dict/iotrex.dict`).
+pub const SEP: &[u8] = b"\x00IOTREX-FUZZ-NEXT\x00";
+
+/// Name the decoded inputs carry, so error messages can be checked to name it.
+pub const NAME: &str = "fuzz.iotrex";
+
+static TARGET: LazyLock<String> = LazyLock::new(|| {
+    let t = std::env::var("IOTREX_FUZZ_TARGET").unwrap_or_default();
+    if !targets::NAMES.contains(&t.as_str()) {
+        // Not an input's fault: refuse to start so a typo does not fuzz nothing.
+        eprintln!(
+            "IOTREX_FUZZ_TARGET={t:?}: set it to one of {}",
+            targets::NAMES.join(", ")
+        );
+        std::process::exit(2);
+    }
+    t
+});
+
+/// Scratch directory of this process (export and CODES targets write files there).
+pub static SCRATCH: LazyLock<PathBuf> = LazyLock::new(|| {
+    let base = std::env::var_os("IOTREX_FUZZ_SCRATCH")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let d = base.join(format!("iotrex-fuzz-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("create the fuzz scratch directory");
+    d
+});
+
+/// Decodes a body; an error must name the input.
+pub fn decode(body: &[u8]) -> Option<TraceFile> {
+    match TraceFile::decode_body(body, Path::new(NAME)) {
+        Ok(tf) => Some(tf),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.contains(NAME), "error does not name the input: {msg}");
+            None
+        }
+    }
+}
+
+/// The inputs of a multi-input target.
+pub fn split(data: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while let Some(at) = rest.windows(SEP.len()).position(|w| w == SEP) {
+        out.push(&rest[..at]);
+        rest = &rest[at + SEP.len()..];
+    }
+    out.push(rest);
+    out
+}
+
+fuzz_target!(|data: &[u8]| {
+    targets::run(&TARGET, data);
+});
