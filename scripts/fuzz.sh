@@ -20,8 +20,12 @@ ROOT=$PWD
 OUT=$ROOT/target/fuzz
 BIN=$OUT/x86_64-unknown-linux-gnu/release/iotrex-fuzz
 TARGETS=(read stats expand extrap diff export_codes export_chrome report codes plugin replay)
-# Separates the inputs of multi-input targets (fuzz/fuzz_targets/main.rs, SEP).
-SEP=$'\x00IOTREX-FUZZ-NEXT\x00'
+# Separates the inputs of multi-input targets (fuzz/fuzz_targets/main.rs, SEP); a function,
+# since a shell variable cannot hold its NUL bytes.
+sep() { printf '\0IOTREX-FUZZ-NEXT\0'; }
+# Scratch files of the export and CODES targets: in memory where the machine has /dev/shm.
+SCRATCH=$OUT/scratch
+[ -d /dev/shm ] && [ -w /dev/shm ] && SCRATCH=/dev/shm/iotrex-fuzz
 
 build() {
     # Stable rustc accepts the sanitizer-coverage pass and its LLVM options (what cargo-fuzz
@@ -58,6 +62,7 @@ corpus() {
         for app in io_sample ior_like; do
             mpicc -O1 -o "$work/$app" "tests/apps/$app.c" || continue
             for n in 2 4 6; do
+                [ -f "$seeds/$app.$n.iotrex" ] && continue
                 (cd "$work" && timeout 120 "$iotrex" trace -o "$seeds/$app.$n.iotrex" -- \
                     timeout 100 mpirun -np "$n" "./$app" >/dev/null 2>&1) ||
                     echo "fuzz.sh: tracing $app at $n ranks failed; seeding without it" >&2
@@ -73,22 +78,25 @@ corpus() {
         for t in read stats expand export_codes export_chrome replay; do
             body "$f" >"$c/$t/$name"
         done
-        { body "$f"; printf '%s' "$SEP"; body "$f"; } >"$c/diff/$name.self"
+        { body "$f"; sep; body "$f"; } >"$c/diff/$name.self"
         { body "$f"; } >"$c/report/$name"
     done
     # Three scales of one program (and a target) for extrap and diff; four for report --extrap.
     local prog
     for prog in synth io_sample ior_like; do
-        local s=() ; for f in "$seeds/$prog".*.iotrex; do [ -f "$f" ] && s+=("$f"); done
+        local s=()
+        for f in "$seeds/$prog".*.iotrex; do
+            [[ $(basename "$f") =~ ^$prog\.[0-9]+\.iotrex$ ]] && s+=("$f")
+        done
         [ "${#s[@]}" -ge 3 ] || continue
         mapfile -t s < <(printf '%s\n' "${s[@]}" | sort -t. -k2 -n)
-        { body "${s[0]}"; printf '%s' "$SEP"; body "${s[1]}"; printf '%s' "$SEP"; body "${s[2]}"
-          printf '%s32' "$SEP"; } >"$c/extrap/$prog"
-        { body "${s[0]}"; printf '%s' "$SEP"; body "${s[1]}"; } >"$c/diff/$prog.pair"
+        { body "${s[0]}"; sep; body "${s[1]}"; sep; body "${s[2]}"
+          sep; printf 32; } >"$c/extrap/$prog"
+        { body "${s[0]}"; sep; body "${s[1]}"; } >"$c/diff/$prog.pair"
         local x=$OUT/seeds/$prog.extrap.iotrex
         if "$iotrex" extrap "${s[0]}" "${s[1]}" "${s[2]}" --ranks 32 -o "$x" >/dev/null 2>&1; then
-            { body "${s[0]}"; printf '%s' "$SEP"; body "${s[1]}"; printf '%s' "$SEP"
-              body "${s[2]}"; printf '%s' "$SEP"; body "$x"; } >"$c/report/$prog.extrap"
+            { body "${s[0]}"; sep; body "${s[1]}"; sep
+              body "${s[2]}"; sep; body "$x"; } >"$c/report/$prog.extrap"
         fi
     done
     # CODES exports of the seeds, both formats: first byte 0 recorder, 1 iolang.
@@ -101,14 +109,14 @@ corpus() {
         if "$iotrex" export codes "$f" -o "$d" --format recorder >/dev/null 2>&1; then
             { printf '\0'; local first=1 r
               for r in $(ls "$d" | sed -n 's/^log\.//p' | sort -n); do
-                  [ $first = 1 ] || printf '%s' "$SEP"; first=0; cat "$d/log.$r"
+                  [ $first = 1 ] || sep; first=0; cat "$d/log.$r"
               done; } >"$c/codes/$name.recorder"
         fi
         rm -rf "$d"
         if "$iotrex" export codes "$f" -o "$d" --format iolang >/dev/null 2>&1; then
             { printf '\1'; cat "$d/meta.txt"; local r=0
               while [ -f "$d/rank$r.kernel" ]; do
-                  printf '%s' "$SEP"; cat "$d/rank$r.kernel"; r=$((r + 1))
+                  sep; cat "$d/rank$r.kernel"; r=$((r + 1))
               done; } >"$c/codes/$name.iolang"
         fi
     done
@@ -126,9 +134,9 @@ campaign() {
     [ -x "$BIN" ] || build
     [ -d "$OUT/corpus/$t" ] || corpus
     local art=$OUT/artifacts/$t log=$OUT/logs/$t.log
-    mkdir -p "$art" "$OUT/logs" "$OUT/scratch"
+    mkdir -p "$art" "$OUT/logs" "$SCRATCH"
     local rc=0
-    IOTREX_FUZZ_TARGET=$t IOTREX_FUZZ_SCRATCH=$OUT/scratch nice -n 19 "$BIN" \
+    IOTREX_FUZZ_TARGET=$t IOTREX_FUZZ_SCRATCH=$SCRATCH nice -n 19 "$BIN" \
         -max_total_time="$secs" -timeout=1 -rss_limit_mb=1024 -malloc_limit_mb=1024 \
         -max_len=262144 -dict=fuzz/dict/iotrex.dict -print_final_stats=1 \
         -artifact_prefix="$art/" "$@" "$OUT/corpus/$t" >"$log" 2>&1 || rc=$?

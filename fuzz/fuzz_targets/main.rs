@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 mod budget;
+mod plugin;
 mod targets;
 
 /// Separates the inputs of multi-input targets (also in `fuzz/dict/iotrex.dict`).
@@ -53,12 +54,22 @@ pub static SCRATCH: LazyLock<PathBuf> = LazyLock::new(|| {
     d
 });
 
+/// With `IOTREX_FUZZ_STAGES` set, prints each stage an input reaches (`-runs=0` over a corpus
+/// then says how much of it gets past decoding to the command).
+pub fn stage(name: &str) {
+    static ON: LazyLock<bool> = LazyLock::new(|| std::env::var_os("IOTREX_FUZZ_STAGES").is_some());
+    if *ON {
+        eprintln!("stage: {name}");
+    }
+}
+
 /// Decodes a body; an error must name the input.
 pub fn decode(body: &[u8]) -> Option<TraceFile> {
     match TraceFile::decode_body(body, Path::new(NAME)) {
         Ok(tf) => Some(tf),
         Err(e) => {
             let msg = e.to_string();
+            stage(&format!("refused: {msg:.100}"));
             assert!(msg.contains(NAME), "error does not name the input: {msg}");
             None
         }

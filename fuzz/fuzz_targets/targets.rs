@@ -1,6 +1,6 @@
 //! The fuzz targets: each is the library side of one command (or reader), as the CLI calls it.
 
-use crate::{NAME, SCRATCH, budget, decode, split};
+use crate::{NAME, SCRATCH, budget, decode, split, stage};
 use rsd::TraceFile;
 use std::path::Path;
 
@@ -38,7 +38,12 @@ pub fn run(target: &str, data: &[u8]) {
 
 /// A decoded trace within the work budget, or nothing.
 fn small(body: &[u8]) -> Option<TraceFile> {
-    decode(body).filter(budget::within)
+    let tf = decode(body)?;
+    stage("decoded");
+    budget::within(&tf).then(|| {
+        stage("within budget");
+        tf
+    })
 }
 
 /// `TraceFile::from_bytes` on raw bytes (magic, version, length, checksum), then the body
@@ -102,7 +107,9 @@ fn extrap(data: &[u8]) {
         .and_then(|t| t.trim().parse::<u32>().ok())
         .unwrap_or(32);
     let models = extrap::ModelSet::builtin();
+    stage("extrap: three inputs");
     if let Ok(x) = extrap::extrapolate_consistent(&inputs, target, &models, true) {
+        stage("extrap: extrapolated");
         // What extrap writes must read back.
         let bytes = x.file.to_bytes().expect("an extrapolation encodes");
         TraceFile::from_bytes(&bytes, Path::new(NAME)).expect("an extrapolation reads back");
@@ -192,6 +199,7 @@ fn report(data: &[u8]) {
             .collect(),
     );
     let limits = report::Limits::default();
+    stage(if out.is_some() { "report: with --extrap" } else { "report: inputs" });
     let _ = report::render(&inputs, out.as_ref(), &models, &limits, &mut |_| {});
 }
 
@@ -218,7 +226,9 @@ fn codes(data: &[u8]) {
         }
         codes_bridge::Format::Iolang
     };
-    if let Err(e) = codes_bridge::codes_stats(&dir, format) {
+    let r = codes_bridge::codes_stats(&dir, format);
+    stage(if r.is_ok() { "codes: read" } else { "codes: refused" });
+    if let Err(e) = r {
         let msg = e.to_string();
         assert!(
             msg.contains(dir.to_str().expect("utf-8 scratch")),
