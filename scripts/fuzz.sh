@@ -146,6 +146,16 @@ campaign() {
     ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
     crashes=$(find "$art" -type f | wc -l)
     echo "fuzz $t: ${execs:-0} executions, ${cov:-0} edges (cov), ${ft:-0} features, $crashes crash files in $art (log $log)"
+    # libFuzzer's -timeout is wall time, which a loaded shared machine stretches: re-run each
+    # timeout alone and print its CPU time, the figure that says whether the input is slow.
+    local f
+    for f in "$art"/timeout-*; do
+        [ -f "$f" ] || continue
+        local cpu
+        cpu=$( { IOTREX_FUZZ_TARGET=$t IOTREX_FUZZ_SCRATCH=$SCRATCH /usr/bin/time -f '%U+%S' \
+            timeout 60 "$BIN" -runs=1 "$f" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+        echo "  $(basename "$f"): CPU ${cpu}s (user+sys) when re-run alone"
+    done
     return "$rc"
 }
 

@@ -5,12 +5,15 @@
 //! Input: u32 ABI version, u16 model count (up to 2047, so the loader's cap of 1024 is
 //! crossed), a flags byte (bit 0: null model array), then per model: flags (bit 0 null name,
 //! bit 1 null fit, bit 2 null eval), coefficient count, variables, name length and name bytes.
-//! What is left: points and proposed coefficients for the fit check, as i64s.
+//! What is left: points (u16 n, u16 rank, i64 y) and proposed coefficients (i64 pairs).
 
 use models::plugin::{ModelV1, PluginV1, check_descriptor};
 use models::{Model, Point, Rat, Vars, fit_exact};
 use std::ffi::{CString, c_char};
 use std::path::Path;
+
+/// Largest rank count of a fuzzed point: the most ranks `diff` expands one by one.
+const MAX_N: u16 = 4096;
 
 /// Reads fuzz bytes, zeros once they run out.
 struct Bytes<'a>(&'a [u8]);
@@ -131,11 +134,14 @@ pub fn run(data: &[u8]) {
     // Proposals of the first declared model, on fuzzed points.
     let Some(d) = declared.first() else { return };
     let npts = usize::from(b.u8() % 16);
+    // Points as extrap makes them: a rank count n of an input trace and a rank below it.
+    // (The per-rank search models try every knob up to n, O(n) solves: at n = 2^40 that is
+    // hours, as is expanding such a trace, so n stays within what extrap expands per rank.)
     let pts: Vec<Point> = (0..npts)
-        .map(|_| Point {
-            n: b.i64(),
-            rank: b.i64(),
-            y: b.i64(),
+        .map(|_| {
+            let n = i64::from(u16::from_le_bytes([b.u8(), b.u8()]) % MAX_N) + 1;
+            let rank = i64::from(u16::from_le_bytes([b.u8(), b.u8()])) % n;
+            Point { n, rank, y: b.i64() }
         })
         .collect();
     let nprop = usize::from(b.u8() % 4);
