@@ -21,9 +21,7 @@ pub fn within(tf: &TraceFile) -> bool {
     let mut ok = true;
     ranks.for_each(|r| {
         let mut steps = 0u64;
-        ok = ok
-            && u64::from(r) < RANKS
-            && walk(&tf.trace.nodes, r, &mut Vec::new(), &mut steps);
+        ok = ok && u64::from(r) < RANKS && walk(&tf.trace.nodes, r, &mut Vec::new(), &mut steps);
     });
     ok
 }

@@ -88,6 +88,36 @@ pub fn split(data: &[u8]) -> Vec<&[u8]> {
     out
 }
 
+/// CPU time of this process, in seconds.
+fn cpu_seconds() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// The most CPU time one input may take (`IOTREX_FUZZ_CPU_LIMIT`, 1 s). libFuzzer's
+/// `-timeout` is wall time, which a shared machine under load stretches several times over,
+/// so scripts/fuzz.sh gives it a wide margin (it still catches inputs that never end) and this
+/// check holds each input that does end to the 1 s of its own work.
+static CPU_LIMIT: LazyLock<f64> = LazyLock::new(|| {
+    std::env::var("IOTREX_FUZZ_CPU_LIMIT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1.0)
+});
+
 fuzz_target!(|data: &[u8]| {
+    let start = cpu_seconds();
     targets::run(&TARGET, data);
+    let used = cpu_seconds() - start;
+    assert!(
+        used <= *CPU_LIMIT,
+        "slow input: {used:.2} s of CPU time (limit {} s, IOTREX_FUZZ_CPU_LIMIT)",
+        *CPU_LIMIT
+    );
 });

@@ -38,7 +38,13 @@ impl Bytes<'_> {
     }
 }
 
-unsafe extern "C" fn fit_fn(_: *const i64, _: *const i64, _: *const i64, _: u64, _: *mut i64) -> i32 {
+unsafe extern "C" fn fit_fn(
+    _: *const i64,
+    _: *const i64,
+    _: *const i64,
+    _: u64,
+    _: *mut i64,
+) -> i32 {
     0
 }
 unsafe extern "C" fn eval_fn(_: *const i64, _: i64, _: i64, _: *mut i64) -> i32 {
@@ -127,7 +133,10 @@ pub fn run(data: &[u8]) {
         Ok(d) => d,
         Err(e) => {
             let msg = e.to_string();
-            assert!(msg.contains("fuzz-plugin.so"), "error does not name the plugin: {msg}");
+            assert!(
+                msg.contains("fuzz-plugin.so"),
+                "error does not name the plugin: {msg}"
+            );
             return;
         }
     };
@@ -141,7 +150,11 @@ pub fn run(data: &[u8]) {
         .map(|_| {
             let n = i64::from(u16::from_le_bytes([b.u8(), b.u8()]) % MAX_N) + 1;
             let rank = i64::from(u16::from_le_bytes([b.u8(), b.u8()])) % n;
-            Point { n, rank, y: b.i64() }
+            Point {
+                n,
+                rank,
+                y: b.i64(),
+            }
         })
         .collect();
     let nprop = usize::from(b.u8() % 4);

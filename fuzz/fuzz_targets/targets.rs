@@ -199,7 +199,11 @@ fn report(data: &[u8]) {
             .collect(),
     );
     let limits = report::Limits::default();
-    stage(if out.is_some() { "report: with --extrap" } else { "report: inputs" });
+    stage(if out.is_some() {
+        "report: with --extrap"
+    } else {
+        "report: inputs"
+    });
     let _ = report::render(&inputs, out.as_ref(), &models, &limits, &mut |_| {});
 }
 
@@ -227,7 +231,11 @@ fn codes(data: &[u8]) {
         codes_bridge::Format::Iolang
     };
     let r = codes_bridge::codes_stats(&dir, format);
-    stage(if r.is_ok() { "codes: read" } else { "codes: refused" });
+    stage(if r.is_ok() {
+        "codes: read"
+    } else {
+        "codes: refused"
+    });
     if let Err(e) = r {
         let msg = e.to_string();
         assert!(
