@@ -159,10 +159,10 @@ campaign() {
     local f
     for f in "$art"/timeout-*; do
         [ -f "$f" ] || continue
-        local cpu
-        cpu=$( { IOTREX_FUZZ_TARGET=$t IOTREX_FUZZ_SCRATCH=$SCRATCH /usr/bin/time -f '%U+%S' \
-            timeout 60 "$BIN" -runs=1 "$f" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
-        echo "  $(basename "$f"): CPU ${cpu}s (user+sys) when re-run alone"
+        IOTREX_FUZZ_TARGET=$t IOTREX_FUZZ_SCRATCH=$SCRATCH IOTREX_FUZZ_CPU_LIMIT=1000 \
+            /usr/bin/time -f '%U+%S' -o "$OUT/logs/cpu" timeout 60 "$BIN" -runs=1 "$f" \
+            >/dev/null 2>&1 || true
+        echo "  $(basename "$f"): CPU $(tail -1 "$OUT/logs/cpu") s (user+sys) when re-run alone"
     done
     return "$rc"
 }
