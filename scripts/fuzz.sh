@@ -152,12 +152,15 @@ campaign() {
     # (A log without a coverage line, e.g. a crash on a seed, is not an error of the script.)
     cov=$(grep -ao 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
     ft=$(grep -ao 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
-    crashes=$(find "$art" -type f | wc -l)
+    # slow-unit-* files are inputs over libFuzzer's wall-time report threshold, not crashes
+    # (their CPU time is printed below).
+    crashes=$(find "$art" -type f ! -name 'slow-unit-*' | wc -l)
     echo "fuzz $t: ${execs:-0} executions, ${cov:-0} edges (cov), ${ft:-0} features, $crashes crash files in $art (log $log)"
-    # libFuzzer's -timeout is wall time, which a loaded shared machine stretches: re-run each
-    # timeout alone and print its CPU time, the figure that says whether the input is slow.
+    # libFuzzer's -timeout and slow-unit reports are wall time, which a loaded shared machine
+    # stretches: re-run each such input alone and print its CPU time, the figure that says
+    # whether the input is slow.
     local f
-    for f in "$art"/timeout-*; do
+    for f in "$art"/timeout-* "$art"/slow-unit-*; do
         [ -f "$f" ] || continue
         IOTREX_FUZZ_TARGET=$t IOTREX_FUZZ_SCRATCH=$SCRATCH IOTREX_FUZZ_CPU_LIMIT=1000 \
             /usr/bin/time -f '%U+%S' -o "$OUT/logs/cpu" timeout 60 "$BIN" -runs=1 "$f" \
