@@ -147,6 +147,7 @@ campaign() {
         -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=1024 \
         -max_len=262144 -dict=fuzz/dict/iotrex.dict -print_final_stats=1 \
         -artifact_prefix="$art/" "$@" "$OUT/corpus/$t" >"$log" 2>&1 || rc=$?
+    rm -rf "$SCRATCH"/iotrex-fuzz-*
     local execs cov ft crashes
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1 || true)
     # (A log without a coverage line, e.g. a crash on a seed, is not an error of the script.)
