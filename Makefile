@@ -11,12 +11,13 @@ export CARGO_TERM_COLOR := never
 
 CARGO ?= cargo
 
-.PHONY: help deps build test lint bench demo clean-demo
+.PHONY: help deps build test lint bench demo clean-demo fuzz
 
 help:
 	@echo "make demo   - install deps, build (release), run the pipeline on the bundled data"
 	@echo "make test   - install deps, build (release), fmt + clippy + every test"
 	@echo "make bench  - criterion benchmarks and size tables (figures printed)"
+	@echo "make fuzz   - a short libFuzzer campaign on every reader (scripts/fuzz.sh; not part of make test)"
 
 deps:
 	@bash scripts/install-deps.sh
@@ -39,6 +40,11 @@ bench: build
 	bash scripts/bench-extrap.sh
 	$(CARGO) run --release -p replay --example accuracy
 	bash scripts/bench-replay.sh
+
+# A short campaign, FUZZ_SECONDS per target; long ones: scripts/fuzz.sh TARGET SECONDS.
+FUZZ_SECONDS ?= 20
+fuzz: deps
+	bash scripts/fuzz.sh all $(FUZZ_SECONDS)
 
 demo: build
 	@bash scripts/demo.sh

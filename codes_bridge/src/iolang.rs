@@ -601,7 +601,7 @@ fn read(path: &Path) -> Result<CodesStats, CodesError> {
         Err(e) => return Err(CodesError::io(&meta, e)),
     };
     let base = meta.parent().unwrap_or(Path::new("."));
-    // (gid, min, max, kernel path)
+    // (min, max, kernel path, meta line)
     let mut groups = Vec::new();
     let mut stats = CodesStats::default();
     for (i, line) in text.lines().enumerate() {
@@ -632,7 +632,7 @@ fn read(path: &Path) -> Result<CodesStats, CodesError> {
             ));
         }
         // The dump tool joins the kernel name to the meta file's directory (--i-use-relpath).
-        groups.push((min, max, base.join(f[3])));
+        groups.push((min, max, base.join(f[3]), i + 1));
     }
     let n = groups
         .iter()
@@ -644,15 +644,21 @@ fn read(path: &Path) -> Result<CodesStats, CodesError> {
             detail: format!("{} names no kernels", meta.display()),
         })?;
     for r in 0..n {
-        let (min, max, kpath) = groups
-            .iter()
-            .find(|g| r >= g.0 && r <= g.1)
-            .ok_or_else(|| CodesError::Parse {
-                path: meta.clone(),
-                line: 0,
-                msg: format!("no line covers rank {r}: CODES exits"),
-            })?;
-        let k = std::fs::read_to_string(kpath).map_err(|e| CodesError::io(kpath, e))?;
+        let (min, max, kpath, line) =
+            groups
+                .iter()
+                .find(|g| r >= g.0 && r <= g.1)
+                .ok_or_else(|| CodesError::Parse {
+                    path: meta.clone(),
+                    line: 0,
+                    msg: format!("no line covers rank {r}: CODES exits"),
+                })?;
+        // The kernel is named by a line of the meta file: say which, as well as the kernel.
+        let k = std::fs::read_to_string(kpath).map_err(|e| CodesError::Parse {
+            path: meta.clone(),
+            line: *line,
+            msg: format!("cannot read the kernel it names, {}: {e}", kpath.display()),
+        })?;
         run_kernel(kpath, &k, r, max - min, &mut stats)?;
     }
     stats.ranks = n as u64;

@@ -344,6 +344,17 @@ fn load_rank(path: &Path, text: &str, stats: &mut CodesStats) -> Result<(), Code
                 wkld_start = atof(tok);
             }
             start = atof(tok) - wkld_start;
+            // An infinite time (`1e999`) or one that is not a number (infinities subtracted)
+            // makes the replay below, CODES' recorder_io_workload_get_next, loop forever:
+            // its delay never brings the clock to the operation's start.
+            if !start.is_finite() {
+                return Err(perr(
+                    ln,
+                    &format!(
+                        "timestamp {tok} minus the first ({wkld_start}) is {start}: CODES' replay of this log never ends"
+                    ),
+                ));
+            }
             tok = t
                 .next(", ")
                 .ok_or_else(|| crash("timestamp without a call name"))?;

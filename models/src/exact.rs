@@ -306,6 +306,11 @@ struct ScaledFloorDiv;
 
 /// At most this many divisors of the values' common divisor are tried as the scale.
 const MAX_SCALES: usize = 64;
+/// Divisors of the common divisor are found by trial division up to this bound, so the cost
+/// is bounded whatever the values (a trace value near 2^62 took 3 * 10^9 trial divisions, tens
+/// of seconds, before). Each divisor found brings its cofactor, so every divisor of a common
+/// divisor below 2^40 is found; above, only those with a cofactor or divisor below the bound.
+const MAX_TRIAL_DIVISOR: u64 = 1 << 20;
 
 impl Model for ScaledFloorDiv {
     fn name(&self) -> &str {
@@ -360,7 +365,7 @@ impl Model for ScaledFloorDiv {
 impl ScaledFloorDiv {
     /// The proposals for every scale `a > 1` dividing `g`, the values' common divisor.
     fn fit_scales(&self, pts: &[Point], g: u64) -> Vec<Vec<Rat>> {
-        let mut scales: Vec<u64> = (2..=g.isqrt())
+        let mut scales: Vec<u64> = (2..=g.isqrt().min(MAX_TRIAL_DIVISOR))
             .filter(|d| g.is_multiple_of(*d))
             .flat_map(|d| [d, g / d])
             .chain([g])
@@ -955,5 +960,36 @@ mod tests {
             .collect();
         let f = fit_exact(&m, Vars::NRank, &blocks);
         assert_eq!(f[0].describe(), "(rank/4)");
+    }
+
+    #[test]
+    fn scaled_floor_division_of_huge_values_tries_bounded_divisors() {
+        // Found by fuzzing (fuzz/, target plugin): values whose common divisor is a large
+        // prime made the divisor search trial-divide up to its square root, 1.5 * 10^9 steps.
+        // p = 2^61 - 1 is prime: p * floor(8/n) at 4, 8, 12 (2p, p, 0) fits with the scale p
+        // alone, found without searching past MAX_TRIAL_DIVISOR.
+        let m = builtin_n_models();
+        let at = |y: [i64; 3]| -> Vec<Point> {
+            [4, 8, 12]
+                .iter()
+                .zip(y)
+                .map(|(&n, y)| Point { n, rank: 0, y })
+                .collect()
+        };
+        let scales = |pts: &[Point]| -> Vec<Rat> {
+            fit_exact(&m, Vars::N, pts)
+                .iter()
+                .filter(|f| f.model.name() == "scaled-floor-div")
+                .map(|f| f.coeffs[1])
+                .collect()
+        };
+        let p: i64 = (1 << 61) - 1;
+        let found = scales(&at([2 * p, p, 0]));
+        assert!(!found.is_empty(), "no scaled-floor-div fit");
+        assert!(found.iter().all(|&a| a == Rat::int(p)), "{found:?}");
+        // A composite common divisor above 2^40 (3p): the values h * floor(4/n) fit with h.
+        let h = 3 * p;
+        let found = scales(&at([h, 0, 0]));
+        assert!(found.contains(&Rat::int(h)), "{found:?}");
     }
 }

@@ -102,69 +102,114 @@ impl Plugin {
         })?;
         // SAFETY: calling the entry point as declared by the ABI; it takes no arguments.
         let desc = unsafe { entry() };
-        if desc.is_null() {
-            return Err(ModelError::BadDescriptor {
-                path: p(),
-                detail: format!("{ENTRY_SYMBOL} returned a null descriptor"),
-            });
-        }
-        // SAFETY: `desc` is non-null and points to a descriptor whose first field is a u32 in
-        // every ABI version; only that field is read before the version is known.
-        let version = unsafe { std::ptr::read(desc.cast::<u32>()) };
-        if version != ABI_VERSION {
-            return Err(ModelError::AbiVersion {
-                path: p(),
-                found: version,
-                supported: ABI_VERSION,
-            });
-        }
-        // SAFETY: the version matches, so the descriptor has the V1 layout and the plugin
-        // promises it lives as long as the library (it is static data in the library).
-        let d = unsafe { &*desc };
-        if d.nmodels == 0 || d.models.is_null() || d.nmodels > 1024 {
-            return Err(ModelError::BadDescriptor {
-                path: p(),
-                detail: format!("declares {} models", d.nmodels),
-            });
-        }
-        // SAFETY: `models` is non-null and the plugin declares `nmodels` entries there.
-        let raw = unsafe { std::slice::from_raw_parts(d.models, d.nmodels as usize) };
-        let mut models = Vec::with_capacity(raw.len());
-        for (i, m) in raw.iter().enumerate() {
-            let bad = |detail: String| ModelError::BadDescriptor {
-                path: p(),
-                detail: format!("model {i}: {detail}"),
-            };
-            if m.name.is_null() {
-                return Err(bad("null name".into()));
-            }
-            // SAFETY: non-null, and the ABI requires a NUL-terminated string in the library.
-            let name = unsafe { CStr::from_ptr(m.name) }
-                .to_str()
-                .map_err(|_| bad("name is not UTF-8".into()))?
-                .to_string();
-            if m.nparams == 0 || m.nparams > MAX_PARAMS {
-                return Err(bad(format!("`{name}` declares {} coefficients", m.nparams)));
-            }
-            let vars = match m.vars {
-                1 => Vars::N,
-                2 => Vars::NRank,
-                v => return Err(bad(format!("`{name}` has unknown vars {v}"))),
-            };
-            let (Some(fit), Some(eval)) = (m.fit, m.eval) else {
-                return Err(bad(format!("`{name}` has a null fit or eval function")));
-            };
-            models.push(PluginModel {
-                name,
-                nparams: m.nparams as usize,
-                vars,
-                fit,
-                eval,
+        // SAFETY: `desc` is what the entry point returned: the ABI says null or a descriptor
+        // that lives as long as the library, which `lib` keeps mapped.
+        let declared = unsafe { check_descriptor(desc, path) }?;
+        let models = declared
+            .into_iter()
+            .map(|d| PluginModel {
+                name: d.name,
+                nparams: d.nparams,
+                vars: d.vars,
+                fit: d.fit,
+                eval: d.eval,
                 _lib: lib.clone(),
-            });
-        }
+            })
+            .collect();
         Ok(Plugin { path: p(), models })
     }
+}
+
+/// One model of a descriptor that passed [`check_descriptor`].
+#[derive(Debug)]
+pub struct Declared {
+    /// Its name, UTF-8.
+    pub name: String,
+    /// Coefficient count, 1 to [`MAX_PARAMS`].
+    pub nparams: usize,
+    /// Its variables.
+    pub vars: Vars,
+    /// The fit function.
+    pub fit: FitFn,
+    /// The eval function.
+    pub eval: EvalFn,
+}
+
+/// The loader's checks of a descriptor, apart from loading so they can be fuzzed: the version
+/// first, then the model count, and each model's name, coefficient count, variables and
+/// functions. `path` names the plugin in the errors.
+///
+/// # Safety
+/// `desc` is null, or points to a readable `u32`; when that `u32` is [`ABI_VERSION`], to a
+/// [`PluginV1`] whose `models` (when non-null and `nmodels` is at most 1024) points to
+/// `nmodels` readable [`ModelV1`]s, each `name` null or a NUL-terminated string. This is
+/// what the ABI asks of a plugin's entry point.
+pub unsafe fn check_descriptor(
+    desc: *const PluginV1,
+    path: &Path,
+) -> Result<Vec<Declared>, ModelError> {
+    let p = || path.to_path_buf();
+    if desc.is_null() {
+        return Err(ModelError::BadDescriptor {
+            path: p(),
+            detail: format!("{ENTRY_SYMBOL} returned a null descriptor"),
+        });
+    }
+    // SAFETY: `desc` is non-null and points to a descriptor whose first field is a u32 in
+    // every ABI version; only that field is read before the version is known.
+    let version = unsafe { std::ptr::read(desc.cast::<u32>()) };
+    if version != ABI_VERSION {
+        return Err(ModelError::AbiVersion {
+            path: p(),
+            found: version,
+            supported: ABI_VERSION,
+        });
+    }
+    // SAFETY: the version matches, so the descriptor has the V1 layout and the plugin
+    // promises it lives as long as the library (it is static data in the library).
+    let d = unsafe { &*desc };
+    if d.nmodels == 0 || d.models.is_null() || d.nmodels > 1024 {
+        return Err(ModelError::BadDescriptor {
+            path: p(),
+            detail: format!("declares {} models", d.nmodels),
+        });
+    }
+    // SAFETY: `models` is non-null and the plugin declares `nmodels` entries there.
+    let raw = unsafe { std::slice::from_raw_parts(d.models, d.nmodels as usize) };
+    let mut models = Vec::with_capacity(raw.len());
+    for (i, m) in raw.iter().enumerate() {
+        let bad = |detail: String| ModelError::BadDescriptor {
+            path: p(),
+            detail: format!("model {i}: {detail}"),
+        };
+        if m.name.is_null() {
+            return Err(bad("null name".into()));
+        }
+        // SAFETY: non-null, and the ABI requires a NUL-terminated string in the library.
+        let name = unsafe { CStr::from_ptr(m.name) }
+            .to_str()
+            .map_err(|_| bad("name is not UTF-8".into()))?
+            .to_string();
+        if m.nparams == 0 || m.nparams > MAX_PARAMS {
+            return Err(bad(format!("`{name}` declares {} coefficients", m.nparams)));
+        }
+        let vars = match m.vars {
+            1 => Vars::N,
+            2 => Vars::NRank,
+            v => return Err(bad(format!("`{name}` has unknown vars {v}"))),
+        };
+        let (Some(fit), Some(eval)) = (m.fit, m.eval) else {
+            return Err(bad(format!("`{name}` has a null fit or eval function")));
+        };
+        models.push(Declared {
+            name,
+            nparams: m.nparams as usize,
+            vars,
+            fit,
+            eval,
+        });
+    }
+    Ok(models)
 }
 
 impl Model for PluginModel {
