@@ -267,6 +267,25 @@ fn walk(
     })
 }
 
+/// As [`visit`], with containers opened: an event of a container layer
+/// ([`Layer::is_container`](crate::op::Layer::is_container), HDF5) is not handed out, its
+/// children are, in its place and with the same indices (recursively). The calls a replay or
+/// the POSIX view issue are those the libraries below made; the container only groups them.
+pub fn visit_calls(
+    nodes: &[Node],
+    rank: u32,
+    idx: &mut Vec<u64>,
+    f: &mut dyn FnMut(&Event, &mut Vec<u64>) -> bool,
+) -> bool {
+    visit(nodes, rank, idx, &mut |e, idx| {
+        if e.op.layer().is_container() {
+            visit_calls(&e.children, rank, idx, f)
+        } else {
+            f(e, idx)
+        }
+    })
+}
+
 /// Calls `f` with every event node `rank` executes, in order, with the iteration indices of
 /// its enclosing loops (outermost first). Nested children are not visited: call `visit` on
 /// `e.children` with the same indices for them. Consumers that need timing (the event's

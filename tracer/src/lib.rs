@@ -38,6 +38,7 @@ pub mod elf;
 pub mod exec;
 pub mod finalize;
 pub mod guard;
+pub mod hdf5;
 pub mod job;
 pub mod mpi;
 pub mod paths;
