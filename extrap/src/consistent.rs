@@ -203,6 +203,9 @@ pub fn extrapolate_consistent_ignoring(
     models: &ModelSet,
     drop: bool,
 ) -> Result<Extrapolated, ExtrapError> {
+    // Containers (HDF5 calls) are followed by what they made (`containers`).
+    let lifted = crate::containers::lifted(inputs);
+    let inputs = lifted.as_deref().unwrap_or(inputs);
     // Independent writes the library deals over the ranks change the structure below their
     // count (HDF5's metadata flush): modelled around the rest, before the grouping.
     crate::dealt::around(inputs, target, models, |inputs| {

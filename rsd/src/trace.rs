@@ -233,6 +233,48 @@ impl Trace {
     }
 }
 
+impl Trace {
+    /// Whether some call of a container layer ([`Layer::is_container`](crate::op::Layer::is_container),
+    /// HDF5) carries children.
+    pub fn has_containers(&self) -> bool {
+        fn any(nodes: &[Node]) -> bool {
+            nodes.iter().any(|n| match &n.kind {
+                NodeKind::Event(e) => e.op.layer().is_container() && !e.children.is_empty(),
+                NodeKind::Loop(l) => any(&l.body),
+            })
+        }
+        any(&self.nodes)
+    }
+
+    /// Lifts the children of every container call out of it: the call is followed, in its
+    /// node list, by the nodes of the calls it made (whose values range over the same loops,
+    /// so the sequence every rank executes is unchanged), and keeps no children. The
+    /// libraries below (MPI-IO collective calls with their nested POSIX calls, HDF5's dealt
+    /// metadata writes) are then where the extrapolation's models of them look, at the top
+    /// level. The container keeps its inclusive timing.
+    pub fn lift_containers(&mut self) {
+        fn lift(nodes: Vec<Node>) -> Vec<Node> {
+            let mut out = Vec::with_capacity(nodes.len());
+            for mut n in nodes {
+                let lifted = match &mut n.kind {
+                    NodeKind::Event(e) if e.op.layer().is_container() => {
+                        lift(std::mem::take(&mut e.children))
+                    }
+                    NodeKind::Event(_) => Vec::new(),
+                    NodeKind::Loop(l) => {
+                        l.body = lift(std::mem::take(&mut l.body));
+                        Vec::new()
+                    }
+                };
+                out.push(n);
+                out.extend(lifted);
+            }
+            out
+        }
+        self.nodes = lift(std::mem::take(&mut self.nodes));
+    }
+}
+
 /// Evaluates an event for `rank` at iteration indices `idx`; `rank` must run the event's node
 /// (the events [`visit`] hands out).
 pub fn flatten_event(e: &Event, rank: u32, idx: &mut Vec<u64>) -> FlatEvent {
