@@ -252,13 +252,30 @@ impl Trace {
     /// libraries below (MPI-IO collective calls with their nested POSIX calls, HDF5's dealt
     /// metadata writes) are then where the extrapolation's models of them look, at the top
     /// level. The container keeps its inclusive timing.
+    ///
+    /// A lifted call's call-site signature is mixed with its container's: inside a library the
+    /// return addresses of a few frames say which of the library's paths made the call, not
+    /// for which of the program's calls. HDF5 writes a dataset's data and its metadata cache's
+    /// entries through one `MPI_File_write_at` call site; mixed with the `H5Dwrite` or the
+    /// `H5Fclose` that made them, they are two sites, and a model of one (the dealt metadata
+    /// flush) does not see the other's calls.
     pub fn lift_containers(&mut self) {
+        fn resign(nodes: &mut [Node], container: u64) {
+            for n in nodes {
+                match &mut n.kind {
+                    NodeKind::Event(e) => e.sig = mix(e.sig, container),
+                    NodeKind::Loop(l) => resign(&mut l.body, container),
+                }
+            }
+        }
         fn lift(nodes: Vec<Node>) -> Vec<Node> {
             let mut out = Vec::with_capacity(nodes.len());
             for mut n in nodes {
                 let lifted = match &mut n.kind {
                     NodeKind::Event(e) if e.op.layer().is_container() => {
-                        lift(std::mem::take(&mut e.children))
+                        let mut c = std::mem::take(&mut e.children);
+                        resign(&mut c, e.sig);
+                        lift(c)
                     }
                     NodeKind::Event(_) => Vec::new(),
                     NodeKind::Loop(l) => {
