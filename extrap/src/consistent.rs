@@ -208,9 +208,13 @@ pub fn extrapolate_consistent_ignoring(
     let inputs = lifted.as_deref().unwrap_or(inputs);
     // Independent writes the library deals over the ranks change the structure below their
     // count (HDF5's metadata flush): modelled around the rest, before the grouping.
-    crate::dealt::around(inputs, target, models, |inputs| {
+    let mut out = crate::dealt::around(inputs, target, models, |inputs| {
         consistent_dealt_apart(inputs, ignored, target, models, drop)
-    })
+    })?;
+    if lifted.is_some() {
+        crate::containers::note(&mut out.file);
+    }
+    Ok(out)
 }
 
 /// [`extrapolate_consistent`] on inputs whose dealt writes, if any, were taken out.

@@ -277,12 +277,9 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 }
             },
             Layer::Mpi => self.mpi(e, t),
-            // `run_with` opens containers (`visit_calls`): their children come here instead.
-            Layer::Hdf5 => {
-                for c in &e.children {
-                    self.credit(c);
-                }
-            }
+            // A library call above MPI-IO (HDF5) issues nothing itself: its children do,
+            // lifted after it by `load` or handed out after it by `run_with` (`visit_calls`).
+            Layer::Hdf5 => self.stats.count(e.op, e.op.data_bytes(&e.params), true),
         }
     }
 

@@ -24,8 +24,14 @@ pub enum Layer {
 }
 
 impl Layer {
-    /// All layers, in display order.
-    pub const ALL: [Layer; 5] = [
+    /// The layers of a trace header (`Header::layers`), in display order: those of format
+    /// version 1, which its golden files record. [`Layer::STACK`] adds the libraries above
+    /// MPI-IO.
+    pub const ALL: [Layer; 4] = [Layer::MpiIo, Layer::Mpi, Layer::Posix, Layer::Stdio];
+
+    /// Every layer, the application's libraries first (HDF5 above MPI-IO): what per-layer
+    /// totals and displays iterate over.
+    pub const STACK: [Layer; 5] = [
         Layer::Hdf5,
         Layer::MpiIo,
         Layer::Mpi,

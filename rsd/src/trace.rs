@@ -326,10 +326,11 @@ fn walk(
     })
 }
 
-/// As [`visit`], with containers opened: an event of a container layer
-/// ([`Layer::is_container`](crate::op::Layer::is_container), HDF5) is not handed out, its
-/// children are, in its place and with the same indices (recursively). The calls a replay or
-/// the POSIX view issue are those the libraries below made; the container only groups them.
+/// As [`visit`], with containers opened as [`Trace::lift_containers`] lifts them: an event of
+/// a container layer ([`Layer::is_container`](crate::op::Layer::is_container), HDF5) is
+/// handed out, then its children, with the same indices (recursively). The calls a replay
+/// issues are those the libraries below made; the container only groups them (its children
+/// are still attached to the event handed out: a consumer leaves them alone).
 pub fn visit_calls(
     nodes: &[Node],
     rank: u32,
@@ -337,11 +338,10 @@ pub fn visit_calls(
     f: &mut dyn FnMut(&Event, &mut Vec<u64>) -> bool,
 ) -> bool {
     visit(nodes, rank, idx, &mut |e, idx| {
-        if e.op.layer().is_container() {
-            visit_calls(&e.children, rank, idx, f)
-        } else {
-            f(e, idx)
+        if !f(e, idx) {
+            return false;
         }
+        !e.op.layer().is_container() || visit_calls(&e.children, rank, idx, f)
     })
 }
 
