@@ -385,3 +385,95 @@ pub fn visit(
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Compressor, Op};
+
+    fn call(op: Op, sig: u64, params: Vec<i64>, children: Vec<RawEvent>) -> RawEvent {
+        RawEvent {
+            children,
+            ..RawEvent::new(op, sig, params)
+        }
+    }
+
+    /// Three iterations of an `H5Dwrite` whose collective write has a `pwrite` below it,
+    /// then an `H5Fclose` that wrote metadata with the same `MPI_File_write_at` site as the
+    /// data of an independent `H5Dwrite`.
+    fn nested() -> Trace {
+        let mut c = Compressor::new(0);
+        for i in 0..3 {
+            let pw = call(Op::Pwrite, 9, vec![0, 64, 64 * i, 64], vec![]);
+            let wr = call(Op::FileWriteAtAll, 8, vec![0, 64 * i, 16, 4, 64], vec![pw]);
+            c.push(&call(
+                Op::H5Dwrite,
+                7,
+                vec![1, 2, 3, 1, 4, 16, 64],
+                vec![wr],
+            ));
+        }
+        let data = call(Op::FileWriteAt, 5, vec![0, 192, 1, 4, 4], vec![]);
+        c.push(&call(
+            Op::H5Dwrite,
+            6,
+            vec![1, 2, 3, 0, 4, 1, 4],
+            vec![data],
+        ));
+        let meta = call(Op::FileWriteAt, 5, vec![0, 0, 96, 4, 96], vec![]);
+        c.push(&call(Op::H5Fclose, 4, vec![0], vec![meta]));
+        c.finish()
+    }
+
+    #[test]
+    fn lifting_keeps_every_call_in_order() {
+        let t = nested();
+        assert!(t.has_containers());
+        let mut l = t.clone();
+        l.lift_containers();
+        assert!(!l.has_containers());
+        // The nested sequence, flattened one level for the containers only.
+        let mut want = Vec::new();
+        for e in t.expand(0) {
+            let mut e2 = e.clone();
+            e2.children.clear();
+            want.push((e2.op, e2.params.clone(), 0));
+            for c in e.children {
+                want.push((c.op, c.params.clone(), c.children.len()));
+            }
+        }
+        let got: Vec<_> = l
+            .expand(0)
+            .into_iter()
+            .map(|e| (e.op, e.params, e.children.len()))
+            .collect();
+        assert_eq!(got, want);
+        // The MPI-IO call keeps its POSIX child.
+        assert_eq!(got[1], (Op::FileWriteAtAll, vec![0, 0, 16, 4, 64], 1));
+        // One MPI_File_write_at site inside the library, two sites once lifted: the data's
+        // under H5Dwrite, the metadata's under H5Fclose.
+        let sites: Vec<u64> = l
+            .expand(0)
+            .into_iter()
+            .filter(|e| e.op == Op::FileWriteAt)
+            .map(|e| e.sig)
+            .collect();
+        assert_eq!(sites.len(), 2);
+        assert_ne!(sites[0], sites[1]);
+    }
+
+    #[test]
+    fn visit_calls_hands_out_containers_then_children() {
+        let t = nested();
+        let mut ops = Vec::new();
+        visit_calls(&t.nodes, 0, &mut Vec::new(), &mut |e, _| {
+            ops.push(e.op);
+            true
+        });
+        let mut l = t.clone();
+        l.lift_containers();
+        let lifted: Vec<Op> = l.expand(0).into_iter().map(|e| e.op).collect();
+        assert_eq!(ops, lifted);
+        assert_eq!(ops[..2], [Op::H5Dwrite, Op::FileWriteAtAll]);
+    }
+}
