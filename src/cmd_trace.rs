@@ -48,6 +48,10 @@ pub struct TraceArgs {
     /// `app.8.rank1.jsonl`, ...).
     #[arg(long)]
     pub raw: bool,
+    /// Record the HDF5 layer: each HDF5 call (`H5Dwrite`, `H5Sselect_hyperslab`, ...) with the
+    /// MPI, MPI-IO and POSIX calls it made nested as its children (sets `IOTREX_HDF5=1`).
+    #[arg(long)]
+    pub hdf5: bool,
     /// The preload library. Default: `$IOTREX_TRACER_LIB`, else `libiotrex_tracer.so` next to
     /// this `iotrex` binary.
     #[arg(long, value_name = "PATH")]
@@ -166,6 +170,9 @@ pub fn variables(a: &TraceArgs, lib: &Path) -> Result<Vec<(String, String)>> {
     }
     if a.raw {
         v.push(("IOTREX_RAW".into(), "1".into()));
+    }
+    if a.hdf5 {
+        v.push(("IOTREX_HDF5".into(), "1".into()));
     }
     Ok(v)
 }

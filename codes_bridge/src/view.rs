@@ -169,6 +169,13 @@ impl Mapper {
             Layer::MpiIo if !ev.children.is_empty() => self.mpiio_nested(ev, sink),
             Layer::MpiIo => self.mpiio_alone(ev, sink),
             Layer::Mpi => self.mpi(ev, sink),
+            // A library above MPI-IO (HDF5) is a container: its calls are what it made.
+            Layer::Hdf5 => {
+                self.pending += ev
+                    .dur_ns
+                    .saturating_sub(ev.children.iter().map(|c| c.gap_ns + c.dur_ns).sum::<u64>());
+                ev.children.iter().try_for_each(|c| self.event(c, sink))
+            }
         }
     }
 

@@ -203,11 +203,18 @@ pub fn extrapolate_consistent_ignoring(
     models: &ModelSet,
     drop: bool,
 ) -> Result<Extrapolated, ExtrapError> {
+    // Containers (HDF5 calls) are followed by what they made (`containers`).
+    let lifted = crate::containers::lifted(inputs);
+    let inputs = lifted.as_deref().unwrap_or(inputs);
     // Independent writes the library deals over the ranks change the structure below their
     // count (HDF5's metadata flush): modelled around the rest, before the grouping.
-    crate::dealt::around(inputs, target, models, |inputs| {
+    let mut out = crate::dealt::around(inputs, target, models, |inputs| {
         consistent_dealt_apart(inputs, ignored, target, models, drop)
-    })
+    })?;
+    if lifted.is_some() {
+        crate::containers::note(&mut out.file);
+    }
+    Ok(out)
 }
 
 /// [`extrapolate_consistent`] on inputs whose dealt writes, if any, were taken out.

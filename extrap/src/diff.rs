@@ -509,6 +509,18 @@ fn erase_summaries(nodes: &mut [Node]) {
 
 /// Compares `a` and `b`.
 pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
+    // Containers (HDF5 calls) on either side are compared lifted, as extrapolation writes
+    // them: each followed by the calls it made.
+    let lifted;
+    let (a, b) = if a.trace.has_containers() || b.trace.has_containers() {
+        lifted = (
+            crate::containers::lifted_file(a),
+            crate::containers::lifted_file(b),
+        );
+        (&lifted.0, &lifted.1)
+    } else {
+        (a, b)
+    };
     let erased;
     let (a, b) = if opts.ignore_call_sites {
         erased = (without_call_sites(a), without_call_sites(b));

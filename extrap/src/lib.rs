@@ -42,6 +42,7 @@
 
 pub mod approx;
 pub mod consistent;
+mod containers;
 mod dealt;
 mod derive;
 pub mod diff;
@@ -175,11 +176,17 @@ pub(crate) fn extrapolate_ignoring(
     models: &ModelSet,
     how: Derivation,
 ) -> Result<Extrapolated, ExtrapError> {
+    let lifted = containers::lifted(inputs);
+    let inputs = lifted.as_deref().unwrap_or(inputs);
     // Independent writes the library deals over the ranks (HDF5's metadata flush) are modelled
     // around the rest (`dealt`).
-    dealt::around(inputs, target, models, |inputs| {
+    let mut out = dealt::around(inputs, target, models, |inputs| {
         extrapolate_dealt_apart(inputs, ignored, target, models, how)
-    })
+    })?;
+    if lifted.is_some() {
+        containers::note(&mut out.file);
+    }
+    Ok(out)
 }
 
 /// [`extrapolate_with`] on inputs whose dealt writes, if any, were taken out.

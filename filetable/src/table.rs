@@ -439,6 +439,9 @@ impl FileTable {
                 self.types.track_call(op, params);
                 (Effect::None, None)
             }
+            // A library above MPI-IO (HDF5) moves its bytes through the calls it made, its
+            // children: its own call names objects inside the file, not file regions.
+            _ if op.layer().is_container() => (Effect::None, None),
             _ if op.dir() != Dir::None => (self.access(op, params, ctx, env), None),
             _ => (Effect::None, None),
         }

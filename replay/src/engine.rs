@@ -12,7 +12,7 @@ use crate::watchdog::Watch;
 use filetable::{Effect, FileTable};
 use rsd::op::{Dir, Handle, Layer, Op, Param};
 use rsd::timing::{Stats, Timing};
-use rsd::trace::{Event, FlatEvent, Node, NodeKind, flatten_event, visit};
+use rsd::trace::{Event, FlatEvent, Node, NodeKind, flatten_event, visit_calls};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -135,7 +135,8 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         let mut done = 0u64;
         let watch = self.watch.clone();
         let (stall, scale) = (self.opts.stall_timeout, self.opts.time_scale);
-        visit(nodes, rank, &mut idx, &mut |e, idx| {
+        // Library calls above MPI-IO (HDF5) are containers: what they made is issued.
+        visit_calls(nodes, rank, &mut idx, &mut |e, idx| {
             let flat = flatten_event(e, rank, idx);
             if let Some((w, slot)) = &watch {
                 let b = crate::watchdog::bound(stall, e.timing.dur.max as f64, scale);
@@ -274,6 +275,9 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 }
             },
             Layer::Mpi => self.mpi(e, t),
+            // A library call above MPI-IO (HDF5) issues nothing itself: its children do,
+            // lifted after it by `load` or handed out after it by `run_with` (`visit_calls`).
+            Layer::Hdf5 => self.stats.count(e.op, e.op.data_bytes(&e.params), true),
         }
     }
 

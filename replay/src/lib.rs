@@ -64,6 +64,11 @@ pub fn load_seeded(
 ) -> Result<TraceFile, ReplayError> {
     let mut tf = TraceFile::read(path)?;
     rsd::draw::realize(&mut tf.trace, seed)?;
+    // Library calls above MPI-IO (HDF5) are containers: replay issues what they made, each
+    // call after its own gap, the container's gap first ([`rsd::Trace::lift_containers`]).
+    if tf.trace.has_containers() {
+        tf.trace.lift_containers();
+    }
     if tf.header.incomplete && !allow_incomplete {
         let why = if tf.header.notes.is_empty() {
             "no reason recorded".to_string()

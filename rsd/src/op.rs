@@ -18,11 +18,26 @@ pub enum Layer {
     Posix,
     /// C stdio streams (`fopen`, `fwrite`, ...).
     Stdio,
+    /// HDF5 (`H5Fcreate`, `H5Dwrite`, ...): library calls above MPI-IO, recorded as containers
+    /// whose children are the MPI, MPI-IO and POSIX calls the library made for them.
+    Hdf5,
 }
 
 impl Layer {
-    /// All layers, in display order.
+    /// The layers of a trace header (`Header::layers`), in display order: those of format
+    /// version 1, which its golden files record. [`Layer::STACK`] adds the libraries above
+    /// MPI-IO.
     pub const ALL: [Layer; 4] = [Layer::MpiIo, Layer::Mpi, Layer::Posix, Layer::Stdio];
+
+    /// Every layer, the application's libraries first (HDF5 above MPI-IO): what per-layer
+    /// totals and displays iterate over.
+    pub const STACK: [Layer; 5] = [
+        Layer::Hdf5,
+        Layer::MpiIo,
+        Layer::Mpi,
+        Layer::Posix,
+        Layer::Stdio,
+    ];
 
     /// The name shown to users.
     pub fn name(self) -> &'static str {
@@ -31,7 +46,15 @@ impl Layer {
             Layer::Mpi => "MPI",
             Layer::Posix => "POSIX",
             Layer::Stdio => "STDIO",
+            Layer::Hdf5 => "HDF5",
         }
+    }
+
+    /// Whether the layer's calls are containers: a library above MPI-IO whose own calls move
+    /// no bytes themselves, the calls it made (its event's children) do. Replay issues the
+    /// children, the POSIX view and per-layer byte counts read them.
+    pub fn is_container(self) -> bool {
+        self == Layer::Hdf5
     }
 }
 
@@ -81,6 +104,9 @@ params! {
     Indegree => "indegree", Outdegree => "outdegree", LocalLeader => "local_leader",
     PeerComm => "peer_comm", RemoteLeader => "remote_leader", RemoteSize => "remote_size",
     High => "high", Prot => "prot", Dirp => "dir",
+    Loc => "loc", H5File => "file", Dset => "dset", Space => "space", MemSpace => "mem_space",
+    FileSpace => "file_space", Attr => "attr", Group => "group", SelectOp => "select_op",
+    Scope => "scope", Xfer => "xfer",
 }
 
 /// 1 for any parameter: counts a list's length in a constant expression.
@@ -507,6 +533,64 @@ ops! {
     // the program really dirtied are not known: this is the most the mapping could write.
     Msync => Posix, "msync", Write, [Fd, Offset, Ret];
     Munmap => Posix, "munmap", Write, [Fd, Offset, Ret];
+
+    // ---- HDF5 (issue 17), the calls Recorder 2.4 wraps that decide I/O. Every `hid_t` the
+    // program gets from a traced call (files, groups, datasets, attributes, dataspaces) is an
+    // index in the rank's one table of HDF5 identifiers, the lowest free slot as for
+    // descriptors, -1 for a failed call or an identifier no traced call returned (a dataspace
+    // from an untraced `H5Aget_space`), 0... for the others; `H5S_ALL` (0) is recorded as -2.
+    // A file's name is the event's path (its template and integer fields); an object's name
+    // (dataset, group, attribute) too, relative to `loc`: a name such as `strong3` keeps its
+    // number as a path field, so it extrapolates like a file name. `size` is the element size
+    // of the datatype in bytes, `count` the number of elements selected, `bytes` their product.
+    // Arrays follow the fixed parameters, one entry per dimension (`ndims`), in C order;
+    // `H5S_UNLIMITED` is -1. The MPI, MPI-IO and POSIX calls HDF5 makes inside a call are its
+    // children ([`Layer::is_container`]).
+    // `flags` as passed (H5F_ACC_*), `file` the new identifier.
+    H5Fcreate => Hdf5, "H5Fcreate", None, [Flags, H5File];
+    H5Fopen => Hdf5, "H5Fopen", None, [Flags, H5File];
+    H5Fclose => Hdf5, "H5Fclose", None, [H5File];
+    // `loc` any object of the file, `scope` as passed (H5F_SCOPE_LOCAL 0, GLOBAL 1).
+    H5Fflush => Hdf5, "H5Fflush", None, [Loc, Scope];
+    // `space` the dataspace given, `dset` the new dataset.
+    H5Dcreate2 => Hdf5, "H5Dcreate2", None, [Loc, Size, Space, Dset];
+    H5Dopen2 => Hdf5, "H5Dopen2", None, [Loc, Dset];
+    // `xfer`: the transfer mode of the property list (H5FD_MPIO_INDEPENDENT 0, COLLECTIVE 1;
+    // -1 without the MPI-IO driver's property). `count`: elements selected in the memory
+    // dataspace (the dataset's whole extent for H5S_ALL).
+    H5Dwrite => Hdf5, "H5Dwrite", Write, [Dset, MemSpace, FileSpace, Xfer, Size, Count, Bytes];
+    H5Dread => Hdf5, "H5Dread", Read, [Dset, MemSpace, FileSpace, Xfer, Size, Count, Bytes];
+    H5Dclose => Hdf5, "H5Dclose", None, [Dset];
+    // Followed by the `ndims` new dimensions.
+    H5DsetExtent => Hdf5, "H5Dset_extent", None, [Dset, Ndims];
+    // `space` the new dataspace; followed by `ndims` dimensions, then `ndims` maximum
+    // dimensions (the dimensions again when none were given).
+    H5ScreateSimple => Hdf5, "H5Screate_simple", None, [Ndims, Space];
+    // `select_op` as passed (H5S_SELECT_SET 0, OR 1, ...). Followed by `ndims` starts, strides,
+    // counts and blocks (strides and blocks 1 where NULL was passed): a rank's hyperslab is
+    // four elastic vectors, which extrapolate as offsets do.
+    H5SselectHyperslab => Hdf5, "H5Sselect_hyperslab", None, [Space, SelectOp, Ndims];
+    // `count` the number of points (their coordinates are not recorded).
+    H5SselectElements => Hdf5, "H5Sselect_elements", None, [Space, SelectOp, Count];
+    H5SselectAll => Hdf5, "H5Sselect_all", None, [Space];
+    H5SselectNone => Hdf5, "H5Sselect_none", None, [Space];
+    // `xfer` the mode set (as for H5Dwrite).
+    H5PsetDxplMpio => Hdf5, "H5Pset_dxpl_mpio", None, [Xfer];
+    // `comm` the communicator's symbolic id, as MPI calls record it.
+    H5PsetFaplMpio => Hdf5, "H5Pset_fapl_mpio", None, [Comm];
+    // Followed by the `ndims` chunk dimensions.
+    H5PsetChunk => Hdf5, "H5Pset_chunk", None, [Ndims];
+    // `space` the attribute's dataspace, `attr` the new attribute; its name is the path.
+    H5Acreate2 => Hdf5, "H5Acreate2", None, [Loc, Size, Space, Attr];
+    // `bytes`: element size times the attribute's elements (metadata, not dataset data).
+    H5Awrite => Hdf5, "H5Awrite", None, [Attr, Size, Bytes];
+    H5Aclose => Hdf5, "H5Aclose", None, [Attr];
+    H5Gcreate2 => Hdf5, "H5Gcreate2", None, [Loc, Group];
+    H5Gclose => Hdf5, "H5Gclose", None, [Group];
+    // Dataspaces: a dataset's (its selection is then made on it) and their release, which
+    // keeps the identifier table's slots reused across iterations.
+    H5DgetSpace => Hdf5, "H5Dget_space", None, [Dset, Space];
+    H5Sclose => Hdf5, "H5Sclose", None, [Space];
 }
 
 /// Separates the two paths of a call that names two (`rename`, `link`, `symlink`: old, new)
@@ -901,6 +985,9 @@ impl Op {
             Op::Waitsome | Op::Testsome => &["completed"],
             Op::CommCreateGroup | Op::IntercommMerge => &["members"],
             Op::IntercommCreate => &["remote_group"],
+            Op::H5ScreateSimple => &["dims", "maxdims"],
+            Op::H5SselectHyperslab => &["start", "stride", "count", "block"],
+            Op::H5DsetExtent | Op::H5PsetChunk => &["dims"],
             // Sources, destinations, bytes sent, bytes received: the split depends on the
             // degrees, which a display name cannot see, so one array.
             _ if self.is_neighborhood() => &["neighborhood"],
@@ -926,6 +1013,7 @@ impl Op {
                 Op::Fprintf => get(Param::Ret),
                 _ => get(Param::Size).saturating_mul(get(Param::Ret)),
             },
+            Layer::Hdf5 => get(Param::Bytes),
             Layer::Mpi => 0,
         };
         v.max(0) as u64
@@ -1013,9 +1101,10 @@ mod tests {
     #[test]
     fn the_file_calls_of_issue_16_are_appended() {
         let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
-        assert_eq!(at(Op::Munmap), Op::ALL.len() - 1);
+        // Issue 17's HDF5 layer was appended after it.
+        assert_eq!(at(Op::Munmap) + 1, at(Op::H5Fcreate));
         // Only the mapping writes move data; they are positioned writes of `ret` bytes.
-        for op in &Op::ALL[at(Op::Rename)..] {
+        for op in &Op::ALL[at(Op::Rename)..=at(Op::Munmap)] {
             let moves = matches!(op, Op::Msync | Op::Munmap);
             assert_eq!(op.dir() == Dir::Write, moves, "{}", op.name());
             assert!(op.dir() != Dir::Read, "{}", op.name());

@@ -681,7 +681,7 @@ pub struct StatsView {
     pub nodes: u64,
     /// Ranks present in the trace.
     pub ranks: u64,
-    /// Totals per layer, in [`Layer::ALL`] order, layers without calls left out.
+    /// Totals per layer, in [`Layer::STACK`] order, layers without calls left out.
     pub layers: Vec<LayerRow>,
     /// Totals per operation, grouped by layer.
     pub ops: Vec<OpRow>,
@@ -703,7 +703,7 @@ impl StatsView {
             file_bytes,
             nodes: s.nodes,
             ranks: s.ranks,
-            layers: Layer::ALL
+            layers: Layer::STACK
                 .iter()
                 .filter_map(|l| {
                     per_layer.get(l).map(|&(calls, bytes)| LayerRow {

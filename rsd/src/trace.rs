@@ -253,6 +253,65 @@ impl Trace {
     }
 }
 
+impl Trace {
+    /// Whether some call of a container layer ([`Layer::is_container`](crate::op::Layer::is_container),
+    /// HDF5) carries children.
+    pub fn has_containers(&self) -> bool {
+        fn any(nodes: &[Node]) -> bool {
+            nodes.iter().any(|n| match &n.kind {
+                NodeKind::Event(e) => e.op.layer().is_container() && !e.children.is_empty(),
+                NodeKind::Loop(l) => any(&l.body),
+            })
+        }
+        any(&self.nodes)
+    }
+
+    /// Lifts the children of every container call out of it: the call is followed, in its
+    /// node list, by the nodes of the calls it made (whose values range over the same loops,
+    /// so the sequence every rank executes is unchanged), and keeps no children. The
+    /// libraries below (MPI-IO collective calls with their nested POSIX calls, HDF5's dealt
+    /// metadata writes) are then where the extrapolation's models of them look, at the top
+    /// level. The container keeps its inclusive timing.
+    ///
+    /// A lifted call's call-site signature is mixed with its container's: inside a library the
+    /// return addresses of a few frames say which of the library's paths made the call, not
+    /// for which of the program's calls. HDF5 writes a dataset's data and its metadata cache's
+    /// entries through one `MPI_File_write_at` call site; mixed with the `H5Dwrite` or the
+    /// `H5Fclose` that made them, they are two sites, and a model of one (the dealt metadata
+    /// flush) does not see the other's calls.
+    pub fn lift_containers(&mut self) {
+        fn resign(nodes: &mut [Node], container: u64) {
+            for n in nodes {
+                match &mut n.kind {
+                    NodeKind::Event(e) => e.sig = mix(e.sig, container),
+                    NodeKind::Loop(l) => resign(&mut l.body, container),
+                }
+            }
+        }
+        fn lift(nodes: Vec<Node>) -> Vec<Node> {
+            let mut out = Vec::with_capacity(nodes.len());
+            for mut n in nodes {
+                let lifted = match &mut n.kind {
+                    NodeKind::Event(e) if e.op.layer().is_container() => {
+                        let mut c = std::mem::take(&mut e.children);
+                        resign(&mut c, e.sig);
+                        lift(c)
+                    }
+                    NodeKind::Event(_) => Vec::new(),
+                    NodeKind::Loop(l) => {
+                        l.body = lift(std::mem::take(&mut l.body));
+                        Vec::new()
+                    }
+                };
+                out.push(n);
+                out.extend(lifted);
+            }
+            out
+        }
+        self.nodes = lift(std::mem::take(&mut self.nodes));
+    }
+}
+
 /// Evaluates an event for `rank` at iteration indices `idx`; `rank` must run the event's node
 /// (the events [`visit`] hands out).
 pub fn flatten_event(e: &Event, rank: u32, idx: &mut Vec<u64>) -> FlatEvent {
@@ -284,6 +343,25 @@ fn walk(
 ) -> bool {
     visit(nodes, rank, idx, &mut |e, idx| {
         f(&flatten_event(e, rank, idx))
+    })
+}
+
+/// As [`visit`], with containers opened as [`Trace::lift_containers`] lifts them: an event of
+/// a container layer ([`Layer::is_container`](crate::op::Layer::is_container), HDF5) is
+/// handed out, then its children, with the same indices (recursively). The calls a replay
+/// issues are those the libraries below made; the container only groups them (its children
+/// are still attached to the event handed out: a consumer leaves them alone).
+pub fn visit_calls(
+    nodes: &[Node],
+    rank: u32,
+    idx: &mut Vec<u64>,
+    f: &mut dyn FnMut(&Event, &mut Vec<u64>) -> bool,
+) -> bool {
+    visit(nodes, rank, idx, &mut |e, idx| {
+        if !f(e, idx) {
+            return false;
+        }
+        !e.op.layer().is_container() || visit_calls(&e.children, rank, idx, f)
     })
 }
 
@@ -326,4 +404,96 @@ pub fn visit(
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Compressor, Op};
+
+    fn call(op: Op, sig: u64, params: Vec<i64>, children: Vec<RawEvent>) -> RawEvent {
+        RawEvent {
+            children,
+            ..RawEvent::new(op, sig, params)
+        }
+    }
+
+    /// Three iterations of an `H5Dwrite` whose collective write has a `pwrite` below it,
+    /// then an `H5Fclose` that wrote metadata with the same `MPI_File_write_at` site as the
+    /// data of an independent `H5Dwrite`.
+    fn nested() -> Trace {
+        let mut c = Compressor::new(0);
+        for i in 0..3 {
+            let pw = call(Op::Pwrite, 9, vec![0, 64, 64 * i, 64], vec![]);
+            let wr = call(Op::FileWriteAtAll, 8, vec![0, 64 * i, 16, 4, 64], vec![pw]);
+            c.push(&call(
+                Op::H5Dwrite,
+                7,
+                vec![1, 2, 3, 1, 4, 16, 64],
+                vec![wr],
+            ));
+        }
+        let data = call(Op::FileWriteAt, 5, vec![0, 192, 1, 4, 4], vec![]);
+        c.push(&call(
+            Op::H5Dwrite,
+            6,
+            vec![1, 2, 3, 0, 4, 1, 4],
+            vec![data],
+        ));
+        let meta = call(Op::FileWriteAt, 5, vec![0, 0, 96, 4, 96], vec![]);
+        c.push(&call(Op::H5Fclose, 4, vec![0], vec![meta]));
+        c.finish()
+    }
+
+    #[test]
+    fn lifting_keeps_every_call_in_order() {
+        let t = nested();
+        assert!(t.has_containers());
+        let mut l = t.clone();
+        l.lift_containers();
+        assert!(!l.has_containers());
+        // The nested sequence, flattened one level for the containers only.
+        let mut want = Vec::new();
+        for e in t.expand(0) {
+            let mut e2 = e.clone();
+            e2.children.clear();
+            want.push((e2.op, e2.params.clone(), 0));
+            for c in e.children {
+                want.push((c.op, c.params.clone(), c.children.len()));
+            }
+        }
+        let got: Vec<_> = l
+            .expand(0)
+            .into_iter()
+            .map(|e| (e.op, e.params, e.children.len()))
+            .collect();
+        assert_eq!(got, want);
+        // The MPI-IO call keeps its POSIX child.
+        assert_eq!(got[1], (Op::FileWriteAtAll, vec![0, 0, 16, 4, 64], 1));
+        // One MPI_File_write_at site inside the library, two sites once lifted: the data's
+        // under H5Dwrite, the metadata's under H5Fclose.
+        let sites: Vec<u64> = l
+            .expand(0)
+            .into_iter()
+            .filter(|e| e.op == Op::FileWriteAt)
+            .map(|e| e.sig)
+            .collect();
+        assert_eq!(sites.len(), 2);
+        assert_ne!(sites[0], sites[1]);
+    }
+
+    #[test]
+    fn visit_calls_hands_out_containers_then_children() {
+        let t = nested();
+        let mut ops = Vec::new();
+        visit_calls(&t.nodes, 0, &mut Vec::new(), &mut |e, _| {
+            ops.push(e.op);
+            true
+        });
+        let mut l = t.clone();
+        l.lift_containers();
+        let lifted: Vec<Op> = l.expand(0).into_iter().map(|e| e.op).collect();
+        assert_eq!(ops, lifted);
+        assert_eq!(ops[..2], [Op::H5Dwrite, Op::FileWriteAtAll]);
+    }
 }

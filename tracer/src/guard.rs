@@ -1,8 +1,9 @@
 //! The per-thread re-entry guard.
 //!
-//! Every hook first looks at its thread's mode. Only `IDLE` (the application calling) and
+//! Every hook first looks at its thread's mode. Only `IDLE` (the application calling),
 //! `IN_MPIIO` (a POSIX call made by the MPI library inside a traced MPI-IO call, recorded as a
-//! child) are traced; in `BUSY` the hook goes straight to the real function. The tracer's own
+//! child) and `IN_HDF5` (an MPI, MPI-IO or POSIX call made by HDF5 inside a traced HDF5 call,
+//! recorded as its child, an MPI-IO one with its own POSIX children) are traced; in `BUSY` the hook goes straight to the real function. The tracer's own
 //! work (recording, writing the trace, the MPI runtime inside `MPI_Init`) runs in `BUSY`, which
 //! is what keeps it from tracing itself or recursing.
 //!
@@ -17,6 +18,8 @@ pub const IDLE: u8 = 0;
 pub const BUSY: u8 = 1;
 /// A traced MPI-IO call is running: POSIX calls become its children.
 pub const IN_MPIIO: u8 = 2;
+/// A traced HDF5 call is running: MPI, MPI-IO and POSIX calls become its children.
+pub const IN_HDF5: u8 = 3;
 
 thread_local! {
     static MODE: Cell<u8> = const { Cell::new(IDLE) };

@@ -18,7 +18,10 @@
 //! a plain command: the first process to write claims `IOTREX_OUT`, later ones write
 //! `<stem>.pid<PID>.iotrex`), `IOTREX_JOB` (the id shared by the processes of one job, see
 //! [`job`]), `IOTREX_ALL_PROCESSES=1` (processes of an MPI job that are not ranks keep their
-//! own traces, as `<stem>.nonrank-<exe>-<pid>.iotrex`; without it they write nothing).
+//! own traces, as `<stem>.nonrank-<exe>-<pid>.iotrex`; without it they write nothing),
+//! `IOTREX_HDF5=1` (record the HDF5 layer: HDF5 calls with the MPI, MPI-IO and POSIX calls
+//! they make as children, see [`hdf5`]; without it HDF5's calls pass through and what it
+//! makes is recorded at the top level, as before the layer existed).
 //!
 //! A process killed by SIGTERM, SIGINT or SIGHUP writes what it recorded from the signal
 //! handler ([`signals`]), per rank and flagged incomplete, then dies of the signal.
@@ -38,6 +41,7 @@ pub mod elf;
 pub mod exec;
 pub mod finalize;
 pub mod guard;
+pub mod hdf5;
 pub mod job;
 pub mod mpi;
 pub mod outfile;
@@ -115,6 +119,10 @@ fn init() {
         }
         finalize::ONE_WRITER.store(
             std::env::var("IOTREX_ONE_WRITER").is_ok_and(|v| v == "1"),
+            Ordering::SeqCst,
+        );
+        hdf5::ENABLED.store(
+            std::env::var("IOTREX_HDF5").is_ok_and(|v| v == "1"),
             Ordering::SeqCst,
         );
         state::RECORDING.store(true, Ordering::SeqCst);

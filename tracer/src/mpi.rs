@@ -13,10 +13,13 @@
 pub mod abi;
 
 use crate::callsite::signature;
-use crate::guard::{BUSY, Enter, IDLE, IN_MPIIO};
+use crate::guard::{BUSY, Enter, IDLE, IN_HDF5, IN_MPIIO};
 use crate::posix::cpath;
 use crate::real::{lookup_global, real};
-use crate::state::{CHILDREN, Call, RECORDING, State, now_ns, record_parent, say, with_state};
+use crate::state::{
+    Call, RECORDING, State, close_frame, now_ns, open_frame, record_nested, record_parent, say,
+    with_state,
+};
 use abi::{Flavour, hv};
 use libc::{c_char, c_int, c_void};
 use rsd::Op;

@@ -1,21 +1,24 @@
 //! Lazy, cached lookup of the real functions behind the hooks.
 
-/// Looks up `name` (NUL-terminated) in the libraries loaded after this one; an MPI name
-/// that is not there is looked up in the libraries loaded privately (see [`lookup_local`]).
+/// Looks up `name` (NUL-terminated) in the libraries loaded after this one; an MPI or HDF5
+/// name that is not there is looked up in the libraries loaded privately (see
+/// [`lookup_local`]).
 pub fn lookup(name: &'static str) -> usize {
     debug_assert!(name.ends_with('\0'));
     // SAFETY: `name` is a NUL-terminated static string; dlsym has no other precondition and
     // returns null when the symbol is absent.
     let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) as usize };
-    if p == 0 && is_mpi(name) {
+    if p == 0 && may_be_private(name) {
         return lookup_local(name);
     }
     p
 }
 
-/// MPI's C and Fortran names, the only ones a program may load out of the global scope.
-fn is_mpi(name: &str) -> bool {
-    ["PMPI_", "MPI_", "pmpi_", "mpi_"]
+/// MPI's C and Fortran names and HDF5's, the only ones a program may load out of the global
+/// scope (Python loads mpi4py's and h5py's extensions, which link libmpi and libhdf5, with
+/// `RTLD_LOCAL`).
+fn may_be_private(name: &str) -> bool {
+    ["PMPI_", "MPI_", "pmpi_", "mpi_", "H5"]
         .iter()
         .any(|p| name.starts_with(p))
 }

@@ -183,6 +183,9 @@ pub struct State {
     pub dirs: Table,
     /// Mappings of traced descriptors by start address (`posix_more`).
     pub maps: std::collections::BTreeMap<usize, crate::posix_more::Mapping>,
+    /// HDF5 identifiers (files, groups, datasets, attributes, dataspaces) traced calls
+    /// returned (`hdf5`).
+    pub h5: Table,
     /// Outstanding MPI requests.
     pub reqs: Table,
     /// The persistent ones among them (`MPI_Send_init`, ...): a completion leaves them in
@@ -230,6 +233,7 @@ impl State {
             files: Table::default(),
             dirs: Table::default(),
             maps: Default::default(),
+            h5: Table::default(),
             reqs: Table::default(),
             persistent: Default::default(),
             msgs: Table::default(),
@@ -396,14 +400,49 @@ pub fn traceable() -> Option<bool> {
     if m == guard::BUSY || !RECORDING.load(Ordering::Relaxed) {
         return None;
     }
-    Some(m == guard::IN_MPIIO)
+    Some(m == guard::IN_MPIIO || m == guard::IN_HDF5)
 }
 
 thread_local! {
-    /// POSIX calls made inside the current MPI-IO call of this thread; each holds the time of
-    /// the end of the previous child, for the gaps.
-    pub static CHILDREN: std::cell::RefCell<(Vec<RawEvent>, u64)> =
-        const { std::cell::RefCell::new((Vec::new(), 0)) };
+    /// The calls made inside the running container calls of this thread, innermost last: an
+    /// HDF5 call's frame below the frame of an MPI-IO call it made. Each frame holds the
+    /// children recorded so far and the end of the previous one, for the gaps.
+    static CHILDREN: std::cell::RefCell<Vec<(Vec<RawEvent>, u64)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Opens a frame for the children of a call that starts at `t0`.
+pub fn open_frame(t0: u64) {
+    CHILDREN.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            c.push((Vec::new(), t0));
+        }
+    });
+}
+
+/// Closes the innermost frame, giving its children.
+pub fn close_frame() -> Vec<RawEvent> {
+    CHILDREN.with(|c| {
+        c.try_borrow_mut()
+            .ok()
+            .and_then(|mut c| c.pop())
+            .map(|f| f.0)
+            .unwrap_or_default()
+    })
+}
+
+/// Adds a finished call to the innermost frame, its gap measured from the previous child's
+/// end (or the frame's start).
+fn push_child(mut ev: RawEvent, t0: u64, t1: u64) {
+    CHILDREN.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut()
+            && let Some(f) = c.last_mut()
+        {
+            ev.gap_ns = t0.saturating_sub(f.1);
+            f.1 = t1;
+            f.0.push(ev);
+        }
+    });
 }
 
 /// One finished call, ready to record.
@@ -461,14 +500,8 @@ pub fn record<P: AsRef<[i64]>>(
         }
         Some(())
     });
-    if let Some(mut ev) = out {
-        CHILDREN.with(|c| {
-            if let Ok(mut c) = c.try_borrow_mut() {
-                ev.gap_ns = call.t0.saturating_sub(c.1);
-                c.1 = call.t1;
-                c.0.push(ev);
-            }
-        });
+    if let Some(ev) = out {
+        push_child(ev, call.t0, call.t1);
     }
 }
 
@@ -492,6 +525,34 @@ pub fn run_recorded<T: Copy, P: AsRef<[i64]>>(
     record(Call { op, sig, t0, t1 }, child, |st| build(st, r));
     crate::posix::set_errno(e);
     r
+}
+
+/// Records a call that carries children: top-level, or when `child` in the innermost frame
+/// (an MPI-IO call made by HDF5, with its own POSIX children).
+pub fn record_nested(
+    call: Call,
+    child: bool,
+    children: Vec<RawEvent>,
+    build: impl FnOnce(&mut State) -> Option<(Vec<i64>, Option<String>)>,
+) {
+    if !child {
+        return record_parent(call, children, build);
+    }
+    let ev = with_state(|st| {
+        let (params, path) = build(st)?;
+        Some(RawEvent {
+            op: call.op,
+            sig: call.sig,
+            path: path.map(|p| st.norm_path(p)),
+            params,
+            gap_ns: 0,
+            dur_ns: call.t1.saturating_sub(call.t0),
+            children,
+        })
+    });
+    if let Some(Some(ev)) = ev {
+        push_child(ev, call.t0, call.t1);
+    }
 }
 
 /// Records a top-level call that carries children.

@@ -4,7 +4,8 @@
 use super::*;
 
 /// Runs an MPI call and records it. In MPI-IO calls (the op's layer), POSIX calls made by the
-/// library become the event's children; in other calls they are not recorded. `path` is the
+/// library become the event's children; in other calls they are not recorded. Made by HDF5
+/// inside a traced HDF5 call, the call is that call's child. `path` is the
 /// file a call names (`MPI_File_open`, `MPI_File_delete`).
 #[inline]
 pub(crate) fn mpi_call(
@@ -13,7 +14,13 @@ pub(crate) fn mpi_call(
     call: impl FnOnce() -> c_int,
     build: impl FnOnce(&mut State, c_int) -> Vec<i64>,
 ) -> c_int {
-    if crate::guard::mode() != IDLE || !RECORDING.load(Ordering::Relaxed) {
+    // Inside a traced HDF5 call, the library's MPI calls are that call's children.
+    let child = match crate::guard::mode() {
+        IDLE => false,
+        IN_HDF5 => true,
+        _ => return call(),
+    };
+    if !RECORDING.load(Ordering::Relaxed) {
         return call();
     }
     let io = op.layer() == rsd::op::Layer::MpiIo;
@@ -21,27 +28,14 @@ pub(crate) fn mpi_call(
     let sig = signature();
     let t0 = now_ns();
     if io {
-        CHILDREN.with(|c| {
-            if let Ok(mut c) = c.try_borrow_mut() {
-                c.0.clear();
-                c.1 = t0;
-            }
-        });
+        open_frame(t0);
         g.switch(IN_MPIIO);
     }
     let r = call();
     let t1 = now_ns();
     g.switch(BUSY);
-    let children = if io {
-        CHILDREN.with(|c| {
-            c.try_borrow_mut()
-                .map(|mut c| std::mem::take(&mut c.0))
-                .unwrap_or_default()
-        })
-    } else {
-        Vec::new()
-    };
-    record_parent(Call { op, sig, t0, t1 }, children, |st| {
+    let children = if io { close_frame() } else { Vec::new() };
+    record_nested(Call { op, sig, t0, t1 }, child, children, |st| {
         Some((build(st, r), path))
     });
     r

@@ -1,0 +1,375 @@
+//! The HDF5 layer (issue 17), on real runs of Debian's parallel HDF5 1.10.8
+//! (`libhdf5-openmpi-dev`) under Open MPI's defaults, traced with `IOTREX_HDF5=1`:
+//! `tests/apps/h5_more.c` (independent and collective transfers, a chunked dataset, a group
+//! and an attribute, point selections, an extendible dataset; it prints its own counts),
+//! `tests/apps/h5_coll.c` (collective hyperslabs, read back) and h5py through
+//! `tests/apps/particles.py` (libhdf5 loaded privately by Python).
+//!
+//! Each HDF5 call is one event of the `HDF5` layer, and the MPI, MPI-IO and POSIX calls HDF5
+//! made for it are its children (an MPI-IO call's own POSIX calls below it). `extrap` and
+//! `diff` lift the children out of their HDF5 call: traced at 4, 8, 12 and 16 ranks, both
+//! programs extrapolate to 32 and 64 ranks identical to real runs, with the datasets'
+//! dimensions and the hyperslabs as functions of n and the rank.
+
+mod common;
+use common::*;
+use rsd::op::{Layer, Op, Param};
+use rsd::trace::{Node, NodeKind};
+use rsd::{FlatEvent, TraceFile};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Traces `app args` (`{d}` replaced by the data directory, emptied first) at `np` ranks
+/// into `dir/<app>.<np>.iotrex`, with the HDF5 layer when `layer`; returns the run.
+fn traced(dir: &Path, np: u32, app_name: &str, args: &[&str], layer: bool) -> Run {
+    let data = dir.join("data");
+    let _ = std::fs::remove_dir_all(&data);
+    std::fs::create_dir_all(&data).unwrap();
+    let d = data.display().to_string();
+    let a: Vec<String> = args.iter().map(|s| s.replace("{d}", &d)).collect();
+    let out = dir.join(format!("{app_name}.{np}.iotrex"));
+    let opts = Opts {
+        env: vec![("IOTREX_HDF5", if layer { "1" } else { "0" }.to_string())],
+        ..Opts::default()
+    };
+    let run = mpirun(np, &app(app_name), &a, &out, &opts);
+    let tf = run.read();
+    assert!(
+        !tf.header.incomplete,
+        "{app_name} at {np}: {:?}",
+        tf.header.notes
+    );
+    run
+}
+
+/// Per HDF5 op, over every rank: calls, and the `bytes` parameter's sum (the bytes of the
+/// elements a transfer moved, an attribute's bytes).
+fn hdf5_counts(tf: &TraceFile) -> BTreeMap<String, (u64, u64)> {
+    let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    tf.trace.ranks().for_each(|r| {
+        tf.trace.expand_with(r, &mut |e| {
+            if e.op.layer() == Layer::Hdf5 {
+                let x = m.entry(e.op.name().to_string()).or_default();
+                x.0 += 1;
+                x.1 += e.get(Param::Bytes).unwrap_or(0).max(0) as u64;
+            }
+            true
+        });
+    });
+    m
+}
+
+/// Every call of `rank` with its nested calls, in order.
+fn calls(tf: &TraceFile, rank: u32) -> Vec<FlatEvent> {
+    tf.trace.expand(rank)
+}
+
+/// The bytes the MPI-IO calls among `children` moved, by op.
+fn mpiio_bytes(children: &[FlatEvent], op: Op) -> i64 {
+    children
+        .iter()
+        .filter(|c| c.op == op)
+        .map(|c| c.p(Param::Bytes))
+        .sum()
+}
+
+/// h5_more's own HDF5 counts are the trace's, call for call and byte for byte; each
+/// transfer's MPI-IO calls are its children and move its bytes (independent transfers with
+/// `MPI_File_write_at`, collective ones with `MPI_File_write_at_all`, whose aggregators'
+/// `pwrite`s are nested one level further down); the metadata the library writes at
+/// `H5Fflush`/`H5Fclose` is theirs. Without `IOTREX_HDF5=1` nothing of the layer is recorded
+/// and the MPI-IO calls are at the top level, as before.
+#[test]
+fn h5_more_counts_and_nesting() {
+    let dir = scratch();
+    let np = 4;
+    let run = traced(dir.path(), np, "h5_more", &["{d}/more.h5", "-s", "3"], true);
+    let tf = run.read();
+    let (app, ranks) = app_counts(&run.stdout());
+    assert_eq!(ranks, np as usize, "every rank prints its counts");
+    let app: BTreeMap<String, (u64, u64)> = app
+        .into_iter()
+        .filter(|(op, _)| op.starts_with("H5"))
+        .collect();
+    assert!(app.len() >= 20, "h5_more counts {} HDF5 ops", app.len());
+    assert_eq!(hdf5_counts(&tf), app, "HDF5 calls per op: trace vs program");
+
+    let mut independent = 0;
+    let mut collective = 0;
+    for r in 0..np {
+        for e in calls(&tf, r) {
+            match e.op {
+                Op::H5Dwrite if e.p(Param::Xfer) == 0 => {
+                    independent += 1;
+                    assert_eq!(
+                        mpiio_bytes(&e.children, Op::FileWriteAt),
+                        e.p(Param::Bytes),
+                        "rank {r}: an independent H5Dwrite's MPI_File_write_at children: {e:?}"
+                    );
+                }
+                Op::H5Dwrite => {
+                    collective += 1;
+                    assert_eq!(e.p(Param::Xfer), 1, "{e:?}");
+                    assert_eq!(
+                        mpiio_bytes(&e.children, Op::FileWriteAtAll),
+                        e.p(Param::Bytes),
+                        "rank {r}: a collective H5Dwrite's MPI_File_write_at_all children: {e:?}"
+                    );
+                }
+                // A read of the reopened file also reads the chunk index it needs first
+                // (metadata), then the rank's chunk.
+                Op::H5Dread => assert!(
+                    e.children
+                        .iter()
+                        .any(|c| c.op == Op::FileReadAt && c.p(Param::Bytes) == e.p(Param::Bytes)),
+                    "rank {r}: {e:?}"
+                ),
+                _ => {}
+            }
+            // Nothing the application did itself is nested: only HDF5 calls have children
+            // other than MPI-IO's POSIX calls.
+            if e.op.layer() != Layer::Hdf5 && e.op.layer() != Layer::MpiIo {
+                assert!(e.children.is_empty(), "rank {r}: {e:?}");
+            }
+        }
+    }
+    // 3 steps: the chunked write, 2 per contig<s>, and one per step into "ext".
+    assert_eq!(independent, np * (1 + 2 * 3));
+    assert_eq!(collective, np * 3);
+    // The aggregators' POSIX writes of the collective transfers are grandchildren.
+    let grandchildren: usize = (0..np)
+        .flat_map(|r| calls(&tf, r))
+        .filter(|e| e.op == Op::H5Dwrite && e.p(Param::Xfer) == 1)
+        .flat_map(|e| e.children)
+        .filter(|c| c.op == Op::FileWriteAtAll)
+        .map(|c| {
+            c.children
+                .iter()
+                .filter(|p| matches!(p.op, Op::Pwrite | Op::Pwritev))
+                .count()
+        })
+        .sum();
+    assert!(
+        grandchildren >= 3,
+        "collective writes' POSIX calls: {grandchildren}"
+    );
+    // The metadata written at the flush and the close belongs to them.
+    let flushed: i64 = (0..np)
+        .flat_map(|r| calls(&tf, r))
+        .filter(|e| matches!(e.op, Op::H5Fflush | Op::H5Fclose))
+        .map(|e| mpiio_bytes(&e.children, Op::FileWriteAt))
+        .sum();
+    assert!(flushed > 0, "no metadata written by H5Fflush/H5Fclose");
+
+    // Without the layer: no HDF5 event, MPI-IO at the top level, the same collective calls
+    // (the transfers' and the fill writes of the datasets' creation).
+    let plain = traced(
+        dir.path(),
+        np,
+        "h5_more",
+        &["{d}/more.h5", "-s", "3"],
+        false,
+    )
+    .read();
+    assert!(hdf5_counts(&plain).is_empty());
+    let top = trace_counts(&plain);
+    let count = |op: Op| top.get(op.name()).map_or(0, |c| c.0);
+    assert!(count(Op::FileWriteAtAll) >= u64::from(np) * 3);
+    let nested: u64 = (0..np)
+        .flat_map(|r| calls(&tf, r))
+        .flat_map(|e| e.children)
+        .filter(|c| c.op == Op::FileWriteAtAll)
+        .count() as u64;
+    assert_eq!(nested, count(Op::FileWriteAtAll));
+}
+
+/// h5_coll's HDF5 calls, counted from what the program does (`-s 2 -R`, per rank): the
+/// property lists (one transfer list, a file access list per open), the file created and
+/// reopened, and per step and dataset a dataspace created, the dataset created, its space
+/// got, selected and written, everything closed; then read back the same way.
+#[test]
+fn h5_coll_counts() {
+    let dir = scratch();
+    let np = 4u32;
+    let tf = traced(
+        dir.path(),
+        np,
+        "h5_coll",
+        &["{d}/c.h5", "-s", "2", "-R"],
+        true,
+    )
+    .read();
+    let (steps, datasets) = (2u64, 2u64);
+    let per_rank: &[(Op, u64)] = &[
+        (Op::H5PsetDxplMpio, 1),
+        (Op::H5PsetFaplMpio, 2),
+        (Op::H5Fcreate, 1),
+        (Op::H5Fopen, 1),
+        (Op::H5Fclose, 2),
+        (Op::H5Dcreate2, steps * datasets),
+        (Op::H5Dopen2, steps * datasets),
+        // Written: the dataset's space and the memory space; read: the memory space.
+        (Op::H5ScreateSimple, steps * datasets * 3),
+        (Op::H5DgetSpace, steps * datasets * 2),
+        (Op::H5SselectHyperslab, steps * datasets * 2),
+        (Op::H5Dwrite, steps * datasets),
+        (Op::H5Dread, steps * datasets),
+        (Op::H5Sclose, steps * datasets * 5),
+        (Op::H5Dclose, steps * datasets * 2),
+    ];
+    let got = hdf5_counts(&tf);
+    let want: BTreeMap<String, u64> = per_rank
+        .iter()
+        .map(|(op, c)| (op.name().to_string(), c * u64::from(np)))
+        .collect();
+    let got_calls: BTreeMap<String, u64> = got.iter().map(|(k, v)| (k.clone(), v.0)).collect();
+    assert_eq!(got_calls, want);
+    // The strong dataset's floor(T/n) ints and the weak one's ROWS x COLS, per step and rank,
+    // written and read back.
+    let strong = (1_000_003 / u64::from(np)) * 4;
+    let weak = 4 * 1024 * 4;
+    let moved = steps * (strong + weak) * u64::from(np);
+    assert_eq!(got["H5Dwrite"].1, moved);
+    assert_eq!(got["H5Dread"].1, moved);
+}
+
+/// The trace of h5_more stays near-constant in size from 4 to 16 ranks (the HDF5 calls and
+/// their children fold across ranks as any call does).
+#[test]
+fn trace_size_is_constant_in_ranks() {
+    let dir = scratch();
+    let sizes: Vec<(u32, u64)> = [4u32, 8, 16]
+        .iter()
+        .map(|&np| {
+            let run = traced(dir.path(), np, "h5_more", &["{d}/more.h5"], true);
+            (np, std::fs::metadata(&run.trace).unwrap().len())
+        })
+        .collect();
+    eprintln!("h5_more trace sizes with the HDF5 layer: {sizes:?}");
+    let min = sizes.iter().map(|s| s.1).min().unwrap();
+    let max = sizes.iter().map(|s| s.1).max().unwrap();
+    assert!(
+        max as f64 <= 1.3 * min as f64,
+        "trace sizes grow more than 1.3x: {sizes:?}"
+    );
+}
+
+/// Whether the trace holds an HDF5 event with children.
+fn has_nested_hdf5(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => e.op.layer() == Layer::Hdf5 && !e.children.is_empty(),
+        NodeKind::Loop(l) => has_nested_hdf5(&l.body),
+    })
+}
+
+/// Traces `app` at 4, 8, 12 and 16 ranks with the layer, extrapolates to 32 and 64 and
+/// checks each against a real run with `iotrex diff`; returns the `--explain` texts.
+fn extrapolates(app_name: &str, args: &[&str]) -> Vec<String> {
+    let dir = scratch();
+    let keep = |np: u32| -> PathBuf {
+        let run = traced(dir.path(), np, app_name, args, true);
+        assert!(has_nested_hdf5(&run.read().trace.nodes));
+        let p = dir.path().join(format!("in.{np}.iotrex"));
+        std::fs::rename(&run.trace, &p).unwrap();
+        p
+    };
+    let inputs: Vec<PathBuf> = [4u32, 8, 12, 16].into_iter().map(keep).collect();
+    let mut explained = Vec::new();
+    for target in [32u32, 64] {
+        let real = keep(target);
+        let out = dir.path().join(format!("x.{target}.iotrex"));
+        let (all, derived) = extrap_explained(app_name, &inputs, target, &out);
+        assert!(
+            !derived.is_empty() && derived.iter().all(|l| l.contains("derived by the model")),
+            "{app_name}: at {target} the collective calls' nested calls must be derived:\n{all}"
+        );
+        let x = TraceFile::read(&out).unwrap();
+        assert!(
+            x.header.notes.iter().any(|n| n.contains("HDF5 calls")),
+            "{:?}",
+            x.header.notes
+        );
+        assert_identical(app_name, &out, &real);
+        explained.push(all);
+    }
+    explained
+}
+
+/// h5_more from 4-16 ranks to 32 and 64: its metadata flush (17 entries, more than every
+/// input's ranks) is dealt by extrap's model, which works because the lifted calls are told
+/// apart by their HDF5 call (its data writes and its metadata writes share one
+/// `MPI_File_write_at` call site inside HDF5); the extendible dataset's rows and the
+/// hyperslabs are functions of n and the rank.
+#[test]
+fn h5_more_extrapolates_to_32_and_64() {
+    for all in extrapolates("h5_more", &["{d}/more.h5"]) {
+        assert!(
+            all.lines()
+                .any(|l| l.contains("dealt over the ranks") && l.contains("C = 17 entries")),
+            "the metadata flush must be dealt:\n{all}"
+        );
+        assert!(
+            all.lines()
+                .any(|l| l.starts_with("H5Sselect_hyperslab") && l.contains("rank")),
+            "a hyperslab's start must be fitted in the rank:\n{all}"
+        );
+    }
+}
+
+/// h5_coll from 4-16 ranks to 32 and 64, with the layer: the strong dataset's dimensions are
+/// `floor(T/n)` and its hyperslab starts `floor(T/n)*rank`.
+#[test]
+fn h5_coll_extrapolates_to_32_and_64() {
+    for all in extrapolates("h5_coll", &["{d}/c.h5", "-s", "2", "-R"]) {
+        assert!(
+            all.lines().any(|l| l.starts_with("H5Sselect_hyperslab")
+                && l.contains("start[0]")
+                && l.contains("rank coefficient = floor(")),
+            "the strong hyperslab's start must be floor(T/n)*rank:\n{all}"
+        );
+    }
+}
+
+/// h5py's HDF5 calls are traced: Python loads h5py's extension, which links libhdf5, with
+/// `RTLD_LOCAL`, so the real functions are found among the privately loaded objects; its
+/// collective writes are nested in its `H5Dwrite`s.
+#[test]
+fn h5py_calls_are_traced() {
+    let dir = scratch();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apps/particles.py");
+    let args = vec![
+        script.display().to_string(),
+        out.join("p.h5").display().to_string(),
+    ];
+    let t = dir.path().join("py.4.iotrex");
+    let opts = Opts {
+        env: vec![("IOTREX_HDF5", "1".to_string())],
+        ..Opts::default()
+    };
+    let tf = mpirun(4, Path::new("/usr/bin/python3"), &args, &t, &opts).read();
+    let c = hdf5_counts(&tf);
+    for op in [
+        Op::H5PsetFaplMpio,
+        Op::H5Fcreate,
+        Op::H5Dcreate2,
+        Op::H5SselectHyperslab,
+        Op::H5Dwrite,
+    ] {
+        assert!(
+            c.get(op.name()).is_some_and(|x| x.0 >= 4),
+            "{} missing: {c:?}",
+            op.name()
+        );
+    }
+    // Three collective writes of 2000 float64 particles' worth per rank on average: the
+    // HDF5 bytes are the MPI-IO bytes of the nested collective writes.
+    let nested: i64 = (0..4)
+        .flat_map(|r| tf.trace.expand(r))
+        .filter(|e| e.op == Op::H5Dwrite)
+        .map(|e| mpiio_bytes(&e.children, Op::FileWriteAtAll))
+        .sum();
+    assert_eq!(nested as u64, c["H5Dwrite"].1);
+    assert!(nested > 0);
+}
