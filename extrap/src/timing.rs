@@ -6,7 +6,7 @@
 //! larger ([`models::timing::sum_interval`]).
 
 use crate::{Curve, Explain, Input, sample_ns};
-use models::timing::{TimingChoice, choose, held_out_predictions, sum_interval};
+use models::timing::{Regime, TimingChoice, choose_in, held_out_predictions, sum_interval};
 use rsd::timing::{Interval, Predicted, Prediction, TimeKind, fmt_ns, time_parts};
 
 /// A choice's prediction as stored in the trace.
@@ -82,7 +82,7 @@ pub(crate) fn wall(groups: &[Vec<&Input>], target: u32) -> (Option<Prediction>, 
     let mut parts = Vec::new();
     for (k, kind) in TimeKind::ALL.iter().enumerate() {
         let ys: Vec<f64> = rows.iter().map(|r| r[k].1).collect();
-        let Some(c) = choose(&ns, &ys, 0.0, t) else {
+        let Some(c) = choose_in(Regime::Oversubscribed, &ns, &ys, 0.0, t) else {
             return (None, explain);
         };
         explain.push(Explain {

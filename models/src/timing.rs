@@ -67,6 +67,10 @@ pub enum TimingModel {
     NLogN,
     /// `a*n^b`.
     PowerLaw,
+    /// `k/n + c + b*n`: work divided among the ranks, a fixed part, and the wait for the
+    /// other ranks' time slices when ranks share cores (oversubscribed), which grows with the
+    /// ranks per core. Only among the families of [`Regime::Oversubscribed`].
+    InverseConstantLinear,
 }
 
 impl TimingModel {
@@ -86,7 +90,7 @@ impl TimingModel {
     pub fn nparams(self) -> usize {
         match self {
             TimingModel::Constant | TimingModel::Inverse => 1,
-            TimingModel::Quadratic => 3,
+            TimingModel::Quadratic | TimingModel::InverseConstantLinear => 3,
             _ => 2,
         }
     }
@@ -102,6 +106,7 @@ impl TimingModel {
             TimingModel::Log => vec![n.log2(), 1.0],
             TimingModel::NLogN => vec![n * n.log2(), 1.0],
             TimingModel::PowerLaw => vec![n.ln(), 1.0],
+            TimingModel::InverseConstantLinear => vec![1.0 / n, 1.0, n],
         }
     }
 
@@ -116,6 +121,52 @@ impl TimingModel {
             TimingModel::Log => "log",
             TimingModel::NLogN => "n log n",
             TimingModel::PowerLaw => "power law",
+            TimingModel::InverseConstantLinear => "inverse+constant+linear",
+        }
+    }
+}
+
+/// What the runs behind a time had: which families can describe it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Regime {
+    /// Nothing known about cores (or one rank per core at most): every family of
+    /// [`TimingModel::ALL`].
+    Any,
+    /// More ranks than cores at every input and at the target: the ranks share cores in time
+    /// slices, so a rank's time is its own work (divided among the ranks, `k/n`, or fixed)
+    /// plus the wait for the others' slices, which grows linearly with the ranks per core.
+    /// The families are those sums: constant, `k/n`, `k/n + c` falling (`k >= 0`), linear and
+    /// `k/n + c + b*n`. A time that grows over the inputs but levels off beyond them
+    /// (`k/n + c` with `k < 0`, `log n`) or grows faster than linearly (`n log n`, `n^b` with
+    /// `b > 1`, the quadratic) has no such cause: between 4 and 16 ranks on two cores they
+    /// fitted the transition into oversubscription (a saturating I/O time 21% short at 64
+    /// ranks, a communication time `n^1.8` 186% over), where the per-kind times at 32 and 64
+    /// ranks grew linearly.
+    Oversubscribed,
+}
+
+impl Regime {
+    /// The candidate families, simplest first.
+    pub fn families(self) -> &'static [TimingModel] {
+        const OVERSUBSCRIBED: [TimingModel; 5] = [
+            TimingModel::Constant,
+            TimingModel::Inverse,
+            TimingModel::InverseConstant,
+            TimingModel::Linear,
+            TimingModel::InverseConstantLinear,
+        ];
+        match self {
+            Regime::Any => &TimingModel::ALL,
+            Regime::Oversubscribed => &OVERSUBSCRIBED,
+        }
+    }
+
+    /// Whether a fit of one of [`families`](Self::families) has a cause in this regime.
+    fn admits(self, f: &TimingFit) -> bool {
+        match (self, f.model) {
+            (Regime::Oversubscribed, TimingModel::InverseConstant) => f.coeffs[0] >= 0.0,
+            _ => true,
         }
     }
 }
@@ -160,6 +211,9 @@ impl fmt::Display for TimingFit {
             TimingModel::Log => write!(f, "{}*log2(n) + {}", g(c[0]), g(c[1]))?,
             TimingModel::NLogN => write!(f, "{}*n*log2(n) + {}", g(c[0]), g(c[1]))?,
             TimingModel::PowerLaw => write!(f, "{}*n^{:.3}", g(c[0]), c[1])?,
+            TimingModel::InverseConstantLinear => {
+                write!(f, "{}/n + {} + {}*n", g(c[0]), g(c[1]), g(c[2]))?
+            }
         }
         if self.fitness.is_finite() {
             write!(
@@ -444,6 +498,17 @@ fn without_stalls(ns: &[f64], ys: &[f64]) -> (Vec<f64>, Vec<f64>) {
 /// repeated calls behind a mean); the spread of repeated observations at one scale is
 /// measured here and the larger is used.
 pub fn choose(ns: &[f64], ys: &[f64], noise: f64, target: f64) -> Option<TimingChoice> {
+    choose_in(Regime::Any, ns, ys, noise, target)
+}
+
+/// [`choose`] among the families of `regime`.
+pub fn choose_in(
+    regime: Regime,
+    ns: &[f64],
+    ys: &[f64],
+    noise: f64,
+    target: f64,
+) -> Option<TimingChoice> {
     if ns.is_empty() || ns.len() != ys.len() || ys.iter().any(|y| !y.is_finite()) {
         return None;
     }
@@ -458,10 +523,13 @@ pub fn choose(ns: &[f64], ys: &[f64], noise: f64, target: f64) -> Option<TimingC
     let noise_rel = noise_run;
     // (family, fit on everything, held-out error), for every family that can be fitted.
     let mut cands: Vec<(TimingFit, f64)> = Vec::new();
-    for m in TimingModel::ALL {
+    for &m in regime.families() {
         let Some(mut f) = fit_model(m, ns, ys) else {
             continue;
         };
+        if !regime.admits(&f) {
+            continue;
+        }
         // A single scale: the constant, with no held-out error to speak of.
         let err = if distinct_scales(ns).len() < 2 {
             0.0
