@@ -978,4 +978,116 @@ mod tests {
         let c = choose(&NS, &ys, 0.0, far).unwrap();
         assert!(c.value <= bfar && c.interval.1 <= bfar, "{}", c.describe());
     }
+
+    /// Three runs per scale of `f(n)` under +-`noise` relative jitter.
+    fn runs(f: impl Fn(f64) -> f64, noise: f64, seed: u64) -> (Vec<f64>, Vec<f64>) {
+        let j = jitter(seed, 12);
+        let mut ns = Vec::new();
+        let mut ys = Vec::new();
+        for (i, n) in NS.iter().enumerate() {
+            for r in 0..3 {
+                ns.push(*n);
+                ys.push(f(*n) * (1.0 + noise * j[i * 3 + r]));
+            }
+        }
+        (ns, ys)
+    }
+
+    #[test]
+    fn oversubscribed_growth_that_levels_off_is_not_chosen() {
+        // bt7b's io_sample I/O per rank at 4-16 ranks on two cores (strong-scaled work, a fixed
+        // part, and the wait for the other ranks' slices): every family of ALL levels it off
+        // (k/n + c with k < 0 here), the regime's sum carries the growth on; truth at 64 ranks
+        // was 297 ms.
+        let io = |n: f64| -2.05e8 / n + 1.92e8 + 1.2e6 * n;
+        let (ns, ys) = runs(io, 0.005, 7);
+        let any = choose(&ns, &ys, 0.0, 64.0).unwrap();
+        let over = choose_in(Regime::Oversubscribed, &ns, &ys, 0.0, 64.0).unwrap();
+        assert!(
+            !(any.fit.model == TimingModel::InverseConstant && any.fit.coeffs[0] >= 0.0),
+            "{}",
+            any.describe()
+        );
+        assert_eq!(
+            over.fit.model,
+            TimingModel::InverseConstantLinear,
+            "{}",
+            over.describe()
+        );
+        let truth = io(64.0);
+        assert!(
+            (over.value - truth).abs() / truth < 0.05,
+            "{}",
+            over.describe()
+        );
+        assert!(over.interval.0 <= truth && truth <= over.interval.1);
+    }
+
+    #[test]
+    fn oversubscribed_convex_waits_are_carried_on_linearly() {
+        // comm_mix's communication per rank: convex from 4 to 16 ranks (the transition into
+        // oversubscription: 7.6, 30, 56, 93 ms), linear beyond (206 ms at 32, 451 at 64).
+        // Every family picks a power law near n^1.8 (+186% at 64); among ranks sharing cores
+        // no time grows faster than linearly.
+        let ns: Vec<f64> = NS.iter().flat_map(|&n| [n, n, n]).collect();
+        let ys = [
+            7.1e6, 7.6e6, 13.4e6, 29.3e6, 30.4e6, 31.2e6, 53.3e6, 56.2e6, 63.5e6, 90.1e6, 93.5e6,
+            110.5e6,
+        ];
+        let any = choose(&ns, &ys, 0.0, 64.0).unwrap();
+        let over = choose_in(Regime::Oversubscribed, &ns, &ys, 0.0, 64.0).unwrap();
+        assert!(any.value > 1.5 * 451e6, "{}", any.describe());
+        assert!(
+            Regime::Oversubscribed.families().contains(&over.fit.model),
+            "{}",
+            over.describe()
+        );
+        assert!(
+            (over.value - 451e6).abs() / 451e6 < 0.2,
+            "{}",
+            over.describe()
+        );
+        assert!(over.interval.0 <= 451e6 && 451e6 <= over.interval.1);
+    }
+
+    #[test]
+    fn oversubscribed_intervals_widen_per_doubling_even_for_exact_laws() {
+        // An exact law has no held-out error; ranks sharing cores still leave the scheduler's
+        // share open beyond the inputs, none within them.
+        let ys: Vec<f64> = NS.iter().map(|n| 1e6 + 2e5 * n).collect();
+        let at = |t: f64| choose_in(Regime::Oversubscribed, &NS, &ys, 0.0, t).unwrap();
+        let w = |c: &TimingChoice| c.interval.1 / c.interval.0;
+        assert!(w(&at(12.0)) < 1.0 + 1e-9, "{}", at(12.0).describe());
+        assert!(w(&at(32.0)) > 1.1, "{}", at(32.0).describe());
+        assert!(w(&at(64.0)) > w(&at(32.0)), "{}", at(64.0).describe());
+        assert!(w(&choose(&NS, &ys, 0.0, 64.0).unwrap()) < w(&at(64.0)));
+    }
+
+    #[test]
+    fn oversubscribed_choices_stay_plausible_to_a_million_ranks() {
+        let target = (1u64 << 20) as f64;
+        for (i, f) in [
+            &(|n: f64| -2.05e8 / n + 1.92e8 + 1.2e6 * n) as &dyn Fn(f64) -> f64,
+            &|n: f64| 3.6e6 * n - 1e7,
+            &|n: f64| 2e8 / n,
+            &|n: f64| 5e6 - 4e5 * n,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (ns, ys) = runs(f, 0.05, i as u64);
+            let c = choose_in(Regime::Oversubscribed, &ns, &ys, 0.0, target).unwrap();
+            assert!(
+                implausible(&c.fit, &ns, &ys, target).is_none(),
+                "{}",
+                c.describe()
+            );
+            assert!(
+                c.value >= 0.0 && c.interval.1.is_finite(),
+                "{}",
+                c.describe()
+            );
+            assert!(c.interval.1 <= growth_bound(&ns, &ys, target).0.max(c.value));
+        }
+    }
 }
