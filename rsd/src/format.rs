@@ -489,6 +489,32 @@ mod tests {
     }
 
     #[test]
+    fn node_cores_are_additive_and_give_the_ranks_per_core() {
+        let b = sample();
+        let mut tf = TraceFile::from_bytes(&b, Path::new("x")).unwrap();
+        assert_eq!(tf.header.node_cores, Vec::new());
+        assert_eq!(tf.header.ranks_per_core(), None);
+        tf.header.mpi_config = Some(MpiConfig {
+            node_ranks: vec![(8, 1), (4, 2)],
+            ..MpiConfig::default()
+        });
+        // Without the CPUs the bytes are those of a header with the configuration alone.
+        let without = tf.to_bytes().unwrap();
+        assert_eq!(tf.header.ranks_per_core(), None);
+        tf.header.node_cores = vec![(2, 3)];
+        let with = tf.to_bytes().unwrap();
+        assert!(with.len() > without.len());
+        let back = TraceFile::from_bytes(&with, Path::new("x")).unwrap();
+        assert_eq!(back, tf);
+        assert_eq!(back.to_bytes().unwrap(), with);
+        // 8 ranks on the first node's 2 CPUs: 4 per core, the most of any node.
+        assert_eq!(back.header.ranks_per_core(), Some(4.0));
+        // CPUs for fewer nodes than the configuration names say nothing.
+        tf.header.node_cores = vec![(2, 2)];
+        assert_eq!(tf.header.ranks_per_core(), None);
+    }
+
+    #[test]
     fn predictions_are_additive() {
         use crate::timing::{Interval, Intervals, Predicted, Prediction, TimeKind};
         let b = sample();
