@@ -69,7 +69,14 @@ fn traces_record_their_cores_and_extrap_says_whether_ranks_shared_them() {
         assert!(cores.contains("not oversubscribed"), "{cores}");
     }
     // Carried to 2^20 ranks, every predicted time (the wall time and each part, their
-    // intervals) is finite and non-negative, the interval around its value.
+    // intervals) is finite, non-negative, the interval around its value, and grown at most
+    // linearly from the largest input (twice the largest wall time times 2^20/8: no part of
+    // a rank's time exceeds the run's wall time).
+    let wmax = inputs
+        .iter()
+        .map(|p| rsd::TraceFile::read(p).unwrap().header.wall_ns as f64)
+        .fold(0.0f64, f64::max);
+    let bound = 2.0 * wmax * f64::from(1u32 << 20) / 8.0;
     let far = dir.path().join("1M.iotrex");
     extrap_explained("io_sample", &inputs, 1 << 20, &far);
     let p = rsd::TraceFile::read(&far)
@@ -85,5 +92,7 @@ fn traces_record_their_cores_and_extrap_says_whether_ranks_shared_them() {
             v.is_finite() && hi.is_finite() && lo >= 0.0 && lo <= v && v <= hi,
             "{what}: {v} [{lo}, {hi}]"
         );
+        // The wall time is the sum of five parts, each under the bound.
+        assert!(hi <= 5.0 * bound, "{what}: {v} [{lo}, {hi}] beyond {bound}");
     }
 }
