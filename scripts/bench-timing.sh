@@ -14,6 +14,8 @@
 # models are compared on the SAME runs: BENCH_DIR=/tmp/x keeps every trace (inputs and real
 # runs) there, and REUSE=1 with the same BENCH_DIR traces nothing again, only re-extrapolates
 # the kept traces and compares with the kept real runs. APPS="name ..." limits the configs.
+# Traces record the CPUs each node had (extrap reads from them whether the ranks shared cores);
+# traces kept from before they did need CORES=<CPUs per node of that machine> under REUSE=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -73,8 +75,10 @@ for c in "${CONFIGS[@]}"; do
       ins+=("$W/$name.$np.$r.iotrex")
     done
   done
+  cores=()
+  [ -n "${CORES:-}" ] && cores=(--cores-per-node "$CORES")
   for target in 32 64; do
-    if ! "$BIN" extrap "${ins[@]}" --ranks "$target" -o "$W/$name.x$target.iotrex" \
+    if ! "$BIN" extrap "${ins[@]}" "${cores[@]}" --ranks "$target" -o "$W/$name.x$target.iotrex" \
         > "$W/$name.x$target.txt" 2>&1; then
       echo "$name -> $target: extrap refused: $(head -c 400 "$W/$name.x$target.txt")"
       continue

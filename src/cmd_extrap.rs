@@ -80,6 +80,12 @@ pub struct ExtrapArgs {
     /// block sizes follow their data.
     #[arg(long, conflicts_with = "exact")]
     pub approx_unfit: bool,
+    /// The CPUs every node of the input runs had, for inputs traced before the tracer
+    /// recorded them (a trace that records its CPUs keeps its own). Whether the ranks shared
+    /// cores decides which timing families describe the wall time's parts (`--explain`'s
+    /// "cores" line).
+    #[arg(long, value_name = "CPUS")]
+    pub cores_per_node: Option<u32>,
 }
 
 /// How many parameters --approx-unfit summarises before it gives up (each costs one more
@@ -121,6 +127,17 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    let mut inputs = inputs;
+    if let Some(c) = a.cores_per_node.filter(|&c| c > 0) {
+        for i in &mut inputs {
+            let h = &mut i.file.header;
+            if h.node_cores.is_empty()
+                && let Some(nodes) = h.mpi_config.as_ref().map(|m| m.nodes())
+            {
+                h.node_cores = vec![(c, nodes as u32)];
+            }
+        }
+    }
     // Inputs of different programs or builds have different call sites where their calls are
     // the same, which reads as "another path at another scale": say so first.
     if let Some(first) = inputs.first() {

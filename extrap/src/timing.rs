@@ -6,7 +6,7 @@
 //! larger ([`models::timing::sum_interval`]).
 
 use crate::{Curve, Explain, Input, sample_ns};
-use models::timing::{TimingChoice, choose, held_out_predictions, sum_interval};
+use models::timing::{Regime, TimingChoice, choose_in, held_out_predictions, sum_interval};
 use rsd::timing::{Interval, Predicted, Prediction, TimeKind, fmt_ns, time_parts};
 
 /// A choice's prediction as stored in the trace.
@@ -79,10 +79,17 @@ pub(crate) fn wall(groups: &[Vec<&Input>], target: u32) -> (Option<Prediction>, 
         });
     }
     let t = f64::from(target);
+    let (regime, why) = regime(groups, target);
+    explain.push(Explain {
+        event: "run".into(),
+        quantity: "cores".into(),
+        model: why,
+        curve: None,
+    });
     let mut parts = Vec::new();
     for (k, kind) in TimeKind::ALL.iter().enumerate() {
         let ys: Vec<f64> = rows.iter().map(|r| r[k].1).collect();
-        let Some(c) = choose(&ns, &ys, 0.0, t) else {
+        let Some(c) = choose_in(regime, &ns, &ys, 0.0, t) else {
             return (None, explain);
         };
         explain.push(Explain {
@@ -150,6 +157,57 @@ pub(crate) fn wall(groups: &[Vec<&Input>], target: u32) -> (Option<Prediction>, 
         parts: parts.iter().map(|(k, c)| (*k, predicted(c))).collect(),
     };
     (Some(prediction), explain)
+}
+
+/// Whether the runs shared cores ([`Regime::Oversubscribed`]): every input ran more ranks
+/// than CPUs on some node, and so does the target on nodes like theirs (its ranks per core
+/// those of the inputs scaled by the rank counts); and `--explain`'s words for it. Inputs that
+/// do not record their CPUs (`Header::node_cores`) leave every family in ([`Regime::Any`]).
+fn regime(groups: &[Vec<&Input>], target: u32) -> (Regime, String) {
+    let mut per: Vec<(u32, f64)> = Vec::new();
+    for i in groups.iter().flatten() {
+        let h = &i.file.header;
+        let Some(r) = h.ranks_per_core() else {
+            return (
+                Regime::Any,
+                format!(
+                    "{} does not record the CPUs its ranks had: every timing family is a candidate",
+                    i.name
+                ),
+            );
+        };
+        per.push((h.nranks, r));
+    }
+    let at_target = per
+        .iter()
+        .map(|&(n, r)| r * f64::from(target) / f64::from(n))
+        .fold(f64::INFINITY, f64::min);
+    let mut scales: Vec<String> = Vec::new();
+    for (n, r) in &per {
+        let s = format!("{r:.3} at {n}");
+        if !scales.contains(&s) {
+            scales.push(s);
+        }
+    }
+    let said = format!(
+        "ranks per core {} ranks; {at_target:.3} at the target on nodes like the inputs'",
+        scales.join(", ")
+    );
+    if per.iter().all(|&(_, r)| r > 1.0) && at_target > 1.0 {
+        (
+            Regime::Oversubscribed,
+            format!(
+                "{said}: oversubscribed, so the parts of the wall time are chosen among the \
+                 families of ranks sharing cores (constant, k/n, falling k/n + c, linear, \
+                 k/n + c + b*n)"
+            ),
+        )
+    } else {
+        (
+            Regime::Any,
+            format!("{said}: not oversubscribed throughout, every timing family is a candidate"),
+        )
+    }
 }
 
 /// The spread of the wall time between repeated runs of each scale, as `--explain` says it.

@@ -72,6 +72,14 @@ pub struct Header {
     /// Added after `prediction`, written only when known (older traces keep their bytes).
     #[serde(default)]
     pub build_id: Option<String>,
+    /// The CPUs the job could run on at each node (the union of its ranks' `sched_getaffinity`
+    /// masks), run-length encoded in the order of `mpi_config.node_ranks`' nodes: (CPUs of a
+    /// node, how many such nodes follow each other). With the ranks per node it says whether
+    /// ranks shared cores (oversubscribed), which changes how times grow with the rank count.
+    /// Empty when not recorded (older traces, serial programs); added after `build_id`,
+    /// written only when known.
+    #[serde(default)]
+    pub node_cores: Vec<(u32, u32)>,
 }
 
 /// The MPI library's configuration that steers its I/O: which library, how ranks sit on
@@ -122,7 +130,9 @@ impl Serialize for Header {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         // The version-1 fields, then the later ones up to the last that is not empty.
-        let later = if self.build_id.is_some() {
+        let later = if !self.node_cores.is_empty() {
+            5
+        } else if self.build_id.is_some() {
             4
         } else if self.prediction.is_some() {
             3
@@ -154,6 +164,9 @@ impl Serialize for Header {
         if later >= 4 {
             st.serialize_field("build_id", &self.build_id)?;
         }
+        if later >= 5 {
+            st.serialize_field("node_cores", &self.node_cores)?;
+        }
         st.end()
     }
 }
@@ -174,7 +187,28 @@ impl Header {
             mpi_config: None,
             prediction: None,
             build_id: None,
+            node_cores: Vec::new(),
         }
+    }
+
+    /// The most ranks any node ran per CPU it had (above 1: ranks shared cores), when the
+    /// trace records both the ranks and the CPUs per node.
+    pub fn ranks_per_core(&self) -> Option<f64> {
+        let expand = |v: &[(u32, u32)]| -> Vec<u32> {
+            v.iter()
+                .flat_map(|&(x, k)| std::iter::repeat_n(x, k as usize))
+                .collect()
+        };
+        let ranks = expand(&self.mpi_config.as_ref()?.node_ranks);
+        let cores = expand(&self.node_cores);
+        if ranks.is_empty() || ranks.len() != cores.len() || cores.contains(&0) {
+            return None;
+        }
+        ranks
+            .iter()
+            .zip(&cores)
+            .map(|(&r, &c)| f64::from(r) / f64::from(c))
+            .reduce(f64::max)
     }
 
     /// The program the trace is of: the file name of the command's first word.
@@ -448,6 +482,32 @@ mod tests {
         let b = sample();
         let tf = TraceFile::from_bytes(&b, Path::new("x")).unwrap();
         assert_eq!(tf.to_bytes().unwrap(), b);
+    }
+
+    #[test]
+    fn node_cores_are_additive_and_give_the_ranks_per_core() {
+        let b = sample();
+        let mut tf = TraceFile::from_bytes(&b, Path::new("x")).unwrap();
+        assert_eq!(tf.header.node_cores, Vec::new());
+        assert_eq!(tf.header.ranks_per_core(), None);
+        tf.header.mpi_config = Some(MpiConfig {
+            node_ranks: vec![(8, 1), (4, 2)],
+            ..MpiConfig::default()
+        });
+        // Without the CPUs the bytes are those of a header with the configuration alone.
+        let without = tf.to_bytes().unwrap();
+        assert_eq!(tf.header.ranks_per_core(), None);
+        tf.header.node_cores = vec![(2, 3)];
+        let with = tf.to_bytes().unwrap();
+        assert!(with.len() > without.len());
+        let back = TraceFile::from_bytes(&with, Path::new("x")).unwrap();
+        assert_eq!(back, tf);
+        assert_eq!(back.to_bytes().unwrap(), with);
+        // 8 ranks on the first node's 2 CPUs: 4 per core, the most of any node.
+        assert_eq!(back.header.ranks_per_core(), Some(4.0));
+        // CPUs for fewer nodes than the configuration names say nothing.
+        tf.header.node_cores = vec![(2, 2)];
+        assert_eq!(tf.header.ranks_per_core(), None);
     }
 
     #[test]

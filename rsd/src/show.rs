@@ -346,6 +346,17 @@ pub fn render_header(h: &Header, out: &mut String) {
                 ", ranks not consecutive"
             }
         );
+        if !h.node_cores.is_empty() {
+            let cores: Vec<String> = h
+                .node_cores
+                .iter()
+                .map(|(c, n)| format!("{n} x {c} CPUs"))
+                .collect();
+            let per = h.ranks_per_core().map_or(String::new(), |r| {
+                format!("; at most {r:.3} ranks per core")
+            });
+            let _ = writeln!(out, "{INDENT}cores      {}{per}", cores.join(", "));
+        }
         for (k, v) in &c.cvars {
             let _ = writeln!(out, "{INDENT}cvar       {k} = {v}");
         }

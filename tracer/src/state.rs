@@ -208,6 +208,8 @@ pub struct State {
     pub unrecorded_mpi: Vec<String>,
     /// The MPI library's I/O configuration, kept by rank 0 (`mpi::config`).
     pub mpi_config: Option<rsd::MpiConfig>,
+    /// The CPUs per node at `MPI_Init`, kept by rank 0 (`rsd::Header::node_cores`).
+    pub node_cores: Vec<(u32, u32)>,
     /// Rank 0's open MPI files' paths by handle, for the hints of their views (`mpi::config`).
     pub hinted_files: HashMap<usize, String>,
     /// Whether something was not recorded.
@@ -244,6 +246,7 @@ impl State {
             notes: Vec::new(),
             unrecorded_mpi: Vec::new(),
             mpi_config: None,
+            node_cores: Vec::new(),
             hinted_files: HashMap::new(),
             incomplete: false,
             mpi_initialized: false,

@@ -83,9 +83,31 @@ fn library_version() -> String {
     s.lines().next().unwrap_or("").trim().to_string()
 }
 
-/// Ranks per node in rank order, run-length encoded, and whether nodes hold consecutive
-/// ranks; on rank 0 (the others give `None`). Collective over `comm` (the tracer's own).
-fn node_layout(comm: H, rank: i64, size: i64) -> Option<(Vec<(u32, u32)>, bool)> {
+/// The words of a `cpu_set_t` as MPI_INTs (1024 CPUs).
+const MASK_INTS: usize = std::mem::size_of::<libc::cpu_set_t>() / std::mem::size_of::<c_int>();
+
+/// This process's CPU affinity mask (`sched_getaffinity`) as ints; all zero when unknown.
+fn affinity_mask() -> [c_int; MASK_INTS] {
+    // SAFETY: cpu_set_t is plain bits, valid zeroed; sched_getaffinity fills at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t of the size given.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return [0; MASK_INTS];
+    }
+    // SAFETY: both are plain bits of the same size.
+    unsafe { std::mem::transmute::<libc::cpu_set_t, [c_int; MASK_INTS]>(set) }
+}
+
+/// The node layout of [`layout_of`] and the CPUs per node of [`cores_of`]; on rank 0 (the
+/// others give `None`). Collective over `comm` (the tracer's own).
+type Layout = (Vec<(u32, u32)>, bool, Vec<(u32, u32)>);
+
+/// Ranks per node in rank order, run-length encoded, whether nodes hold consecutive ranks, and
+/// the CPUs the ranks of each node could run on; on rank 0 (the others give `None`).
+/// Collective over `comm` (the tracer's own).
+fn node_layout(comm: H, rank: i64, size: i64) -> Option<Layout> {
     type SplitType = unsafe extern "C" fn(H, c_int, c_int, H, *mut H) -> c_int;
     type Bcast = unsafe extern "C" fn(*mut libc::c_void, c_int, H, c_int, H) -> c_int;
     type Gather = unsafe extern "C" fn(
@@ -136,10 +158,71 @@ fn node_layout(comm: H, rank: i64, size: i64) -> Option<(Vec<(u32, u32)>, bool)>
             comm,
         )
     };
+    // Every rank's affinity mask, to rank 0: a node's CPUs are the union of its ranks' masks
+    // (ranks bound to one core each, or all free on the node's cores).
+    let mask = affinity_mask();
+    let mut masks = vec![
+        0 as c_int;
+        if rank == 0 {
+            size as usize * MASK_INTS
+        } else {
+            1
+        }
+    ];
+    // SAFETY: every rank of `comm` sends MASK_INTS ints; rank 0 receives as many from each.
+    let rc_masks = unsafe {
+        gather(
+            mask.as_ptr().cast(),
+            MASK_INTS as c_int,
+            int,
+            masks.as_mut_ptr().cast(),
+            MASK_INTS as c_int,
+            int,
+            0,
+            comm,
+        )
+    };
     if rc != MPI_SUCCESS || rank != 0 {
         return None;
     }
-    Some(layout_of(&leaders))
+    let (node_ranks, contiguous) = layout_of(&leaders);
+    let cores = if rc_masks == MPI_SUCCESS {
+        cores_of(&leaders, &masks)
+    } else {
+        Vec::new()
+    };
+    Some((node_ranks, contiguous, cores))
+}
+
+/// Run-length encoded CPUs per node (in order of each node's first rank, as [`layout_of`]):
+/// the bits set in the union of the masks (`MASK_INTS` ints per rank) of the ranks with the
+/// same leader. Empty when some node's union is empty (a mask that could not be read).
+fn cores_of(leaders: &[c_int], masks: &[c_int]) -> Vec<(u32, u32)> {
+    let mut nodes: Vec<(c_int, [c_int; MASK_INTS])> = Vec::new();
+    for (l, m) in leaders.iter().zip(masks.chunks(MASK_INTS)) {
+        let i = match nodes.iter().position(|(k, _)| k == l) {
+            Some(i) => i,
+            None => {
+                nodes.push((*l, [0; MASK_INTS]));
+                nodes.len() - 1
+            }
+        };
+        for (a, b) in nodes[i].1.iter_mut().zip(m) {
+            *a |= *b;
+        }
+    }
+    let mut rle: Vec<(u32, u32)> = Vec::new();
+    for (_, m) in nodes {
+        let c: u32 = m.iter().map(|w| w.count_ones()).sum();
+        if c == 0 {
+            return Vec::new();
+        }
+        match rle.last_mut() {
+            Some((r, n)) if *r == c => *n += 1,
+            _ => rle.push((c, 1)),
+        }
+    }
+    rle
 }
 
 /// Run-length encoded ranks per node (in order of each node's first rank) and whether every
@@ -166,18 +249,20 @@ fn layout_of(leaders: &[c_int]) -> (Vec<(u32, u32)>, bool) {
     (rle, contiguous)
 }
 
-/// The configuration every rank computes at `MPI_Init` (the node layout is collective), kept
-/// by rank 0.
-pub(crate) fn at_init(comm: H, rank: i64, size: i64) -> Option<rsd::MpiConfig> {
-    let layout = node_layout(comm, rank, size);
-    let (node_ranks, nodes_contiguous) = layout?;
-    Some(rsd::MpiConfig {
-        library: library_version(),
-        node_ranks,
-        nodes_contiguous,
-        cvars: Vec::new(),
-        file_hints: Vec::new(),
-    })
+/// The configuration every rank computes at `MPI_Init` (the node layout is collective) and
+/// the CPUs per node (`Header::node_cores`), kept by rank 0.
+pub(crate) fn at_init(comm: H, rank: i64, size: i64) -> Option<(rsd::MpiConfig, Vec<(u32, u32)>)> {
+    let (node_ranks, nodes_contiguous, cores) = node_layout(comm, rank, size)?;
+    Some((
+        rsd::MpiConfig {
+            library: library_version(),
+            node_ranks,
+            nodes_contiguous,
+            cvars: Vec::new(),
+            file_hints: Vec::new(),
+        },
+        cores,
+    ))
 }
 
 /// The MPI_T control variables of [`CVAR_PREFIXES`] and [`CVAR_NAMES`], as text.
@@ -502,6 +587,22 @@ mod tests {
                 pair("striping_unit", "65536")
             ]
         );
+    }
+
+    #[test]
+    fn node_cores_are_the_union_of_the_node_ranks_masks() {
+        let mut masks = vec![0; 4 * MASK_INTS];
+        // Node of rank 0: ranks 0 and 1 bound to CPUs 0 and 1; node of rank 2: both free on
+        // CPUs 0-3.
+        masks[0] = 0b01;
+        masks[MASK_INTS] = 0b10;
+        masks[2 * MASK_INTS] = 0b1111;
+        masks[3 * MASK_INTS] = 0b1111;
+        assert_eq!(cores_of(&[0, 0, 2, 2], &masks), vec![(2, 1), (4, 1)]);
+        masks[2 * MASK_INTS] = 0b11;
+        masks[3 * MASK_INTS] = 0b11;
+        assert_eq!(cores_of(&[0, 0, 2, 2], &masks), vec![(2, 2)]);
+        assert_eq!(cores_of(&[0, 0], &[0; 2 * MASK_INTS]), Vec::new());
     }
 
     #[test]

@@ -37,8 +37,11 @@ fn after_init(r: c_int) {
         None
     };
     with_state(|st| {
-        if rank == 0 {
-            st.mpi_config = config;
+        if rank == 0
+            && let Some((config, cores)) = config
+        {
+            st.mpi_config = Some(config);
+            st.node_cores = cores;
         }
         if st.rank != rank {
             // Only possible when the launcher's environment did not name the rank; the events
