@@ -59,9 +59,9 @@ pub struct RankIo {
     pub read: u64,
     /// Bytes written.
     pub written: u64,
-    /// Time in calls per layer, ns, in [`Layer::ALL`] order (the sum of each call's mean
+    /// Time in calls per layer, ns, in [`Layer::STACK`] order (the sum of each call's mean
     /// duration: a trace keeps timing as statistics over all ranks).
-    pub layer_ns: [f64; 4],
+    pub layer_ns: [f64; Layer::STACK.len()],
 }
 
 /// The per-rank rows, possibly a sample.
@@ -272,7 +272,7 @@ fn per_rank(nodes: &[Node], ranks: &RankSet, cap: usize) -> PerRank {
                     Dir::Write => io.written += b,
                     Dir::None => {}
                 }
-                let l = Layer::ALL.iter().position(|l| *l == e.op.layer());
+                let l = Layer::STACK.iter().position(|l| *l == e.op.layer());
                 io.layer_ns[l.unwrap_or(0)] += e.timing.dur.mean;
                 true
             });
@@ -419,7 +419,7 @@ fn partial_render(t: &str, fields: &[Option<i64>]) -> String {
 fn layers(trace: &Trace) -> Vec<LayerIo> {
     let mut m: BTreeMap<(bool, usize), LayerIo> = BTreeMap::new();
     let key = |op: Op, nested: bool| {
-        let l = Layer::ALL
+        let l = Layer::STACK
             .iter()
             .position(|l| *l == op.layer())
             .unwrap_or(0);

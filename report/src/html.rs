@@ -118,16 +118,16 @@ fn rate(bytes: u64, ns: f64) -> String {
     format!("{}/s", short_bytes(bytes as f64 / (ns / 1e9)))
 }
 
-/// A layer's colour in the per-layer charts: the slate shades in [`Layer::ALL`] order,
+/// A layer's colour in the per-layer charts: the slate shades in [`Layer::STACK`] order,
 /// MPI communication (not drawn with the I/O layers elsewhere) after the I/O layers, then hues
 /// from the end of the range, away from the ops' colours.
 fn layer_colour(l: Layer) -> usize {
-    let k = Layer::ALL
+    let k = Layer::STACK
         .iter()
         .filter(|x| **x != Layer::Mpi)
         .chain(std::iter::once(&Layer::Mpi))
         .position(|x| *x == l)
-        .unwrap_or(Layer::ALL.len());
+        .unwrap_or(Layer::STACK.len());
     plot::CATEGORY
         .get(k)
         .copied()
@@ -618,7 +618,7 @@ impl Page {
             ],
         ))?;
         // MPI time (MPI_Init above all) would dwarf the I/O, so only the I/O layers are drawn.
-        let layers: Vec<(&str, usize, Vec<f64>)> = Layer::ALL
+        let layers: Vec<(&str, usize, Vec<f64>)> = Layer::STACK
             .iter()
             .enumerate()
             .filter(|(_, l)| **l != Layer::Mpi)
@@ -770,7 +770,7 @@ impl Page {
         ))?;
         let shown: Vec<&rsd::stack::Part> = st.sites.iter().take(limits.stack_sites).collect();
         if !shown.is_empty() {
-            let layers: Vec<Layer> = Layer::ALL
+            let layers: Vec<Layer> = Layer::STACK
                 .iter()
                 .copied()
                 .filter(|l| shown.iter().any(|s| s.by_layer().iter().any(|x| x.0 == *l)))

@@ -6,7 +6,7 @@
 //! Inclusive time is a call's own duration; exclusive time is that minus the inclusive time of
 //! the calls recorded directly inside it. Each traced call is timed once, at its own layer, so
 //! the exclusive times of every layer add up to the inclusive time of the application-level
-//! calls. Nothing here names a layer: the layers come from [`Layer::ALL`] and the nesting is
+//! calls. Nothing here names a layer: the layers come from [`Layer::STACK`] and the nesting is
 //! followed to any depth.
 //!
 //! Counts and bytes are exact (every rank is expanded). Time comes from each event's timing
@@ -32,12 +32,12 @@ fn ser_op<S: Serializer>(o: &Op, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(o.name())
 }
 
-/// The position of a layer in [`Layer::ALL`] (display order).
+/// The position of a layer in [`Layer::STACK`] (display order).
 fn layer_rank(l: Layer) -> usize {
-    Layer::ALL
+    Layer::STACK
         .iter()
         .position(|x| *x == l)
-        .unwrap_or(Layer::ALL.len())
+        .unwrap_or(Layer::STACK.len())
 }
 
 /// Calls, bytes and time of a set of calls; times are summed over every rank and call, ns.
@@ -137,7 +137,7 @@ pub struct Part {
 }
 
 impl Part {
-    /// Exclusive time per layer over this part and everything below it, in [`Layer::ALL`]
+    /// Exclusive time per layer over this part and everything below it, in [`Layer::STACK`]
     /// order, layers without time left out: the whole inclusive time, split by layer.
     pub fn by_layer(&self) -> Vec<(Layer, f64)> {
         fn add(p: &Part, m: &mut BTreeMap<usize, (Layer, f64)>) {
@@ -170,7 +170,7 @@ pub struct StackAnalysis {
     /// Inclusive time of the application-level calls, ns: every layer's exclusive time adds
     /// up to this.
     pub total_ns: f64,
-    /// Per layer, in [`Layer::ALL`] order, layers without calls left out.
+    /// Per layer, in [`Layer::STACK`] order, layers without calls left out.
     pub layers: Vec<LayerTimes>,
     /// Per op, by layer, application calls before nested ones, largest inclusive time first.
     pub ops: Vec<OpTimes>,
