@@ -753,7 +753,11 @@ fn recognise_from(trace: &mut Trace) -> Vec<Recognised> {
                     let (v0, s0) = pts[0];
                     pts.iter().find_map(|&(v, x)| {
                         let (dv, dx) = (v.wrapping_sub(v0), x.wrapping_sub(s0));
-                        (dx != 0 && dv % dx == 0 && dv / dx != 0).then(|| dv / dx)
+                        // A layout's factor is an element's size: positive. A negative
+                        // one fitted h5_coll's read-back displacements at 3 ranks by chance
+                        // (`exscan(-2 * count ...)`), and the collective model then read
+                        // the wrong regions.
+                        (dx != 0 && dv % dx == 0 && dv / dx > 0).then(|| dv / dx)
                     })
                 });
                 let Some(scale) = scale else { continue };
