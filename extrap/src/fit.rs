@@ -1231,6 +1231,10 @@ fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
                 running: x.running,
                 start: val(&x.start, sign)?,
             })),
+            Val::FileEnd(x) => Val::FileEnd(Box::new(rsd::layout::FileEnd {
+                of: x.of,
+                start: val(&x.start, sign)?,
+            })),
         })
     }
     Some(Elastic {
