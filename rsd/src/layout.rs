@@ -145,7 +145,9 @@ fn collect(trace: &Trace) -> Calls {
                 let p = |k: usize| e.params[k].eval_member(rank, idx);
                 let file = (l.handle, p(l.handle));
                 let mut nested = Vec::new();
-                if !e.op.is_collective() {
+                // A collective write's nested calls are the library's collective buffering,
+                // which extrap derives from the ranks' regions (`collio`): not modelled here.
+                if e.op != Op::FileWriteAtAll {
                     let mut cpath = path.clone();
                     cpath.push(CHILDREN);
                     walk(
@@ -314,6 +316,35 @@ fn irregular(v: &Elastic) -> bool {
 /// of an event on every rank must fit with one constant start. Run after
 /// [`crate::prefix::recognise`] (which calls it), on exact sizes.
 pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
+    recognise_in(trace, None)
+}
+
+/// The files (handle parameter, value) some write of `trace` holds the model on, for
+/// [`recognise_again`]: at an extrapolation's target the sizes are summaries or fitted, and the
+/// files where the inputs had the model are known, not found.
+pub fn files(trace: &Trace) -> HashSet<(usize, i64)> {
+    let mut out = HashSet::new();
+    for (file, calls) in collect(trace) {
+        if calls.values().flatten().any(|(_, c)| {
+            event_ref(&trace.nodes, &c.path).is_some_and(|e| model(e).is_some())
+                || c.nested
+                    .iter()
+                    .any(|(p, _, _)| event_ref(&trace.nodes, p).is_some_and(|e| model(e).is_some()))
+        }) {
+            out.insert(file);
+        }
+    }
+    out
+}
+
+/// [`recognise`] on the writes to `files` whatever their sizes: a trace whose offsets
+/// [`resolve`] computed from summarised or fitted sizes (their typical values) gets its model
+/// back where every call still fits it.
+pub fn recognise_again(trace: &mut Trace, files: &HashSet<(usize, i64)>) -> Vec<Recognised> {
+    recognise_in(trace, Some(files))
+}
+
+fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec<Recognised> {
     // The events' offsets with the prefix-sum model resolved, at the same paths.
     let exact = if crate::prefix::present(trace) {
         let mut t = trace.clone();
@@ -325,7 +356,10 @@ pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
     let files = collect(&exact);
     // path -> (with a sum, start)
     let mut found: BTreeMap<Path, (bool, i64)> = BTreeMap::new();
-    for calls in files.values() {
+    for (file, calls) in &files {
+        if again.is_some_and(|f| !f.contains(file)) {
+            continue;
+        }
         let paths: HashSet<&Path> = calls.values().flatten().map(|(_, c)| &c.path).collect();
         let trigger = paths.iter().any(|p| {
             event_ref(&trace.nodes, p).is_some_and(|e| {
@@ -336,9 +370,20 @@ pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
                 })
             })
         });
-        if !trigger {
+        if !trigger && again.is_none() {
             continue;
         }
+        // The events with a call in a turn that other ranks' calls share.
+        let mut callers: HashMap<Turn, usize> = HashMap::new();
+        for (t, _) in calls.values().flatten() {
+            *callers.entry(*t).or_default() += 1;
+        }
+        let shared: HashSet<&Path> = calls
+            .values()
+            .flatten()
+            .filter(|(t, _)| callers[t] > 1)
+            .map(|(_, c)| &c.path)
+            .collect();
         // Per event: the starts under each model (with a sum, without), None once two calls
         // disagree.
         let mut with: HashMap<Path, Option<i64>> = HashMap::new();
@@ -370,13 +415,20 @@ pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
             })
         };
         for p in paths {
-            if !exact_sizes(p) {
+            if again.is_none() && !exact_sizes(p) {
                 continue;
             }
-            if let Some(Some(s)) = with.get(p) {
-                found.insert(p.clone(), (true, *s));
-            } else if let Some(Some(s)) = without.get(p) {
-                found.insert(p.clone(), (false, *s));
+            // A call one rank makes alone (the header) sums nothing; where ranks share a
+            // turn, the sum is tried first (rank 0's own event of a collective write sums too).
+            let (first, second) = if shared.contains(p) {
+                ((&with, true), (&without, false))
+            } else {
+                ((&without, false), (&with, true))
+            };
+            if let Some(Some(s)) = first.0.get(p) {
+                found.insert(p.clone(), (first.1, *s));
+            } else if let Some(Some(s)) = second.0.get(p) {
+                found.insert(p.clone(), (second.1, *s));
             }
         }
         for (p, s) in nested {
