@@ -216,7 +216,10 @@ fn order(calls: &BTreeMap<u32, Vec<(Turn, Call)>>) -> Option<Vec<Turn>> {
             ready.push_back(*t);
         }
     };
-    let firsts: Vec<Turn> = ranks.iter().filter_map(|cs| cs.first().map(|c| c.0)).collect();
+    let firsts: Vec<Turn> = ranks
+        .iter()
+        .filter_map(|cs| cs.first().map(|c| c.0))
+        .collect();
     for t in &firsts {
         check(t, &at_head, &mut ready, &mut queued);
     }
@@ -396,7 +399,11 @@ fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec
             }
         }
         let ok = turns(calls, &mut |_, c, end, lower| {
-            agree(&mut with, &c.path, c.offset.wrapping_sub(end).wrapping_sub(lower));
+            agree(
+                &mut with,
+                &c.path,
+                c.offset.wrapping_sub(end).wrapping_sub(lower),
+            );
             agree(&mut without, &c.path, c.offset.wrapping_sub(end));
             for (p, _, o) in &c.nested {
                 agree(&mut nested, p, o.wrapping_sub(end));
@@ -577,5 +584,159 @@ pub fn render(x: &FileEnd<RankFn>, of: Option<&str>, depth0: usize) -> String {
     match &x.start {
         Val::Const(RankFn::Const(0)) => end,
         s => format!("{} + {end}", crate::show::render_val(s, depth0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::compress;
+    use crate::op::args;
+    use crate::trace::RawEvent;
+
+    /// A dump in turns, step after step: rank 0 writes a header of `head(s)` bytes at the end
+    /// of the file, then every rank its block of `len(r, s)` bytes at the header's end plus the
+    /// lower ranks' blocks (LAMMPS's `dump atom/mpiio`).
+    fn head(s: u32) -> i64 {
+        i64::from(160 + (s * 7) % 3)
+    }
+
+    fn len(r: u32, s: u32) -> i64 {
+        i64::from((r * 7919 + s * 131 + r * r * 17) % 97 + 3)
+    }
+
+    fn dump(n: u32, steps: u32) -> Trace {
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let mut evs = Vec::new();
+                let mut end = 0;
+                for s in 0..steps {
+                    if r == 0 {
+                        let h = head(s);
+                        evs.push(RawEvent::new(
+                            Op::FileWriteAt,
+                            4,
+                            args::file_write_at(0, end, h, 1, h),
+                        ));
+                    }
+                    end += head(s);
+                    let off: i64 = end + (0..r).map(|q| len(q, s)).sum::<i64>();
+                    let c = len(r, s);
+                    evs.push(RawEvent::new(
+                        Op::FileWriteAtAll,
+                        5,
+                        args::file_write_at_all(0, off, c, 1, c),
+                    ));
+                    end += (0..n).map(|q| len(q, s)).sum::<i64>();
+                }
+                compress(r, &evs)
+            })
+            .collect();
+        crate::merge::merge_tree(ts).unwrap()
+    }
+
+    /// Every write of every rank: (offset, length), sorted.
+    fn blocks(t: &Trace, n: u32) -> Vec<(i64, i64)> {
+        let mut b: Vec<(i64, i64)> = (0..n)
+            .flat_map(|r| t.expand(r))
+            .filter(|e| matches!(e.op, Op::FileWriteAt | Op::FileWriteAtAll))
+            .map(|e| (e.p(Param::Offset), e.p(Param::Count)))
+            .collect();
+        b.sort();
+        b
+    }
+
+    fn contiguous(b: &[(i64, i64)]) -> i64 {
+        let mut end = 0;
+        for &(o, c) in b {
+            assert_eq!(o, end, "contiguous and non-overlapping: {b:?}");
+            end += c;
+        }
+        end
+    }
+
+    #[test]
+    fn a_dump_in_turns_is_at_the_end_of_the_file_and_resolves_to_the_same_offsets() {
+        let n = 7;
+        let t = dump(n, 4);
+        let want = blocks(&t, n);
+        contiguous(&want);
+        let mut m = t.clone();
+        let rec = crate::prefix::recognise(&mut m);
+        assert!(
+            rec.iter()
+                .any(|r| r.op == Op::FileWriteAt && r.of == "end of file"),
+            "{rec:?}"
+        );
+        assert!(present(&m));
+        let mut shown = String::new();
+        crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
+        assert!(
+            shown.contains("offset = end of file + exscan(count)")
+                && shown.contains("MPI_File_write_at  fh = 0, offset = end of file,"),
+            "{shown}"
+        );
+        // Every offset of the dump is the model, whatever the data: no per-step start left.
+        assert!(!shown.contains("exscan(count, over calls)"), "{shown}");
+        let tf = crate::format::TraceFile {
+            header: crate::format::Header::new(n),
+            trace: m.clone(),
+        };
+        let read = crate::format::TraceFile::from_bytes(
+            &tf.to_bytes().unwrap(),
+            std::path::Path::new("x"),
+        )
+        .unwrap();
+        assert_eq!(read, tf);
+        let mut back = m.clone();
+        assert!(crate::prefix::resolve(&mut back) >= 2);
+        assert!(!present(&back) && !crate::prefix::present(&back));
+        assert_eq!(blocks(&back, n), want);
+    }
+
+    #[test]
+    fn a_single_call_site_keeps_the_prefix_sum_model() {
+        // No header: the prefix sum over calls already has one constant start; the trace keeps
+        // its model (and its bytes).
+        let n = 5;
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let mut evs = Vec::new();
+                let mut base = 0;
+                for s in 0..3 {
+                    let off = base + (0..r).map(|q| len(q, s)).sum::<i64>();
+                    let c = len(r, s);
+                    evs.push(RawEvent::new(
+                        Op::FileWriteAtAll,
+                        5,
+                        args::file_write_at_all(0, off, c, 1, c),
+                    ));
+                    base += (0..n).map(|q| len(q, s)).sum::<i64>();
+                }
+                compress(r, &evs)
+            })
+            .collect();
+        let mut t = crate::merge::merge_tree(ts).unwrap();
+        crate::prefix::recognise(&mut t);
+        assert!(crate::prefix::present(&t) && !present(&t));
+    }
+
+    #[test]
+    fn drawn_sizes_at_the_end_of_the_file_tile_it() {
+        let n = 9;
+        let mut t = dump(n, 3);
+        crate::prefix::recognise(&mut t);
+        assert!(present(&t));
+        let p = crate::approx::Policy {
+            comm: false,
+            io: true,
+            budget: 4,
+        };
+        crate::approx::bound(&mut t, &p);
+        assert!(crate::approx::count(&t) > 0, "sizes summarised");
+        assert!(present(&t), "the offsets keep the model");
+        crate::draw::realize(&mut t, 11).unwrap();
+        assert!(!present(&t) && crate::approx::count(&t) == 0);
+        contiguous(&blocks(&t, n));
     }
 }
