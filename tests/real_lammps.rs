@@ -14,17 +14,13 @@
 //!   dimension (LAMMPS exchanges once where both neighbours are the same rank), so their
 //!   traces differ in structure, as the program does, and extrap refuses to mix them. On
 //!   `N x 1 x 1` grids the shape is the same at every scale: those scales agree in structure.
-//! - Not yet: extrapolating the line grids. The dump's offsets are the file's length so far
+//! - The line grids extrapolate: the dump's offsets are the end of the file's data so far
 //!   (rank 0's header at the end of the previous dump, each rank's block at the header's end
-//!   plus the exclusive prefix sum of the blocks' lengths), and the header's and the blocks'
-//!   lengths are text, so data-dependent. `rsd::prefix` models the prefix sum within one
-//!   call, not the file's length left by the calls before, so the start of every dump fits no
-//!   model of n (`MPI_File_write_at_all.offset`, then `MPI_File_write_at.offset` and its
-//!   nested `pwrite.offset`). With those three declared approximate (`--ignore`) as well,
-//!   8/12/16 -> 32 extrapolates and every approximate part of `diff --tolerance 10%` against
-//!   the real 32 is within 10%, but the summarised offsets no longer tile the file, so the
-//!   derived OMPIO calls of the dump differ (32 nested writes per aggregator instead of 1).
-//!   The last test runs it and is ignored until then.
+//!   plus the exclusive prefix sum of the blocks' lengths), whose lengths are text, so
+//!   data-dependent. `rsd::layout` holds them as `end of file (+ exscan(count))`, recognised on
+//!   the exact values at every scale, so they fit at any `n` and the summarised lengths at the
+//!   target still tile the file (OMPIO's derived aggregator writes then match the real run's
+//!   calls one for one, their sizes within the tolerance). The last test runs 8/12/16/20 -> 40.
 
 mod common;
 
@@ -175,7 +171,6 @@ fn lammps_line_grids_make_one_loop_structure_at_every_scale() {
 /// 12, 16 and 20 ranks, extrapolated to 40 (data-dependent message sizes and dump lengths
 /// summarised, `--approx-unfit`) and diffed against a real run at 40 within 10%.
 #[test]
-#[ignore = "refuses: the dump's offsets start at the file's length so far (data-dependent text), which rsd::prefix does not model yet"]
 fn lammps_line_grids_extrapolate_to_twice_the_largest_and_diff_within_ten_percent() {
     if !have_lmp() {
         eprintln!("skipped: needs lmp (apt-get install lammps)");
@@ -201,6 +196,18 @@ fn lammps_line_grids_extrapolate_to_twice_the_largest_and_diff_within_ten_percen
     let o = iotrex(&a);
     assert!(o.status.success(), "extrap refused: {}", text(&o));
     let x = TraceFile::read(&out).unwrap();
+    // The dump's offsets are the end-of-file model at the target, as in the real run; no
+    // offset was summarised.
+    let shown = text(&iotrex(&["show", out.to_str().unwrap()]));
+    assert!(
+        shown.contains("offset = end of file + exscan(count)")
+            && shown.contains("MPI_File_write_at  fh = 0, offset = end of file,"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("offset = ~"),
+        "an offset summarised: {shown}"
+    );
     assert!(
         x.header.notes.iter().any(|n| n.starts_with("approximate:")),
         "{:?}",

@@ -176,6 +176,45 @@ fn positions(lists: &[&[Node]], path: &mut Vec<usize>, out: &mut HashSet<(Vec<us
     }
 }
 
+/// Summarises, in place, the sizes and offsets of the nested calls of every event that holds a
+/// summary (a collective write whose counts are summarised): the MPI library's calls inside it
+/// cut the ranks' regions into aggregators' writes, so their sizes and offsets follow the
+/// summarised sizes (derived from their typical values at an extrapolation's target, from the
+/// data in a real run) and are approximate parts too. Which nested calls are made, and how
+/// many, is left exact. `diff` runs it on both sides. Returns what it summarised.
+pub fn nested_of_summaries(trace: &mut Trace) -> Vec<rsd::approx::Summarised> {
+    fn parents(nodes: &[Node], path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        for (i, n) in nodes.iter().enumerate() {
+            path.push(i);
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    if !e.children.is_empty() && e.params.iter().any(Elastic::is_approx) {
+                        out.push(path.clone());
+                    }
+                }
+                NodeKind::Loop(l) => parents(&l.body, path, out),
+            }
+            path.pop();
+        }
+    }
+    let mut under = Vec::new();
+    parents(&trace.nodes, &mut Vec::new(), &mut under);
+    if under.is_empty() {
+        return Vec::new();
+    }
+    summarise_where(trace, &mut |path, e, k| {
+        under
+            .iter()
+            .any(|p| path.len() > p.len() && path.starts_with(p))
+            && e.op.params().get(k).is_some_and(|p| {
+                matches!(
+                    p,
+                    rsd::Param::Offset | rsd::Param::Count | rsd::Param::Bytes | rsd::Param::Ret
+                )
+            })
+    })
+}
+
 /// Where some of `traces` hold a summary and others exact values at the same position, the
 /// traces with those positions summarised too (`None` when no trace holds a summary, or when
 /// they already agree).

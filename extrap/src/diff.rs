@@ -551,6 +551,21 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         }
         None => (a, b),
     };
+    // The nested calls of summarised calls are approximate on both sides.
+    let nested;
+    let (a, b) = if approx {
+        let (mut x, mut y) = (a.clone(), b.clone());
+        let changed = !crate::approx::nested_of_summaries(&mut x.trace).is_empty()
+            | !crate::approx::nested_of_summaries(&mut y.trace).is_empty();
+        nested = (x, y);
+        if changed {
+            (&nested.0, &nested.1)
+        } else {
+            (a, b)
+        }
+    } else {
+        (a, b)
+    };
     let mut w = Walk {
         count: 0,
         max: opts.max_shown,

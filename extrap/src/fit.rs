@@ -1232,6 +1232,10 @@ fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
                 start: val(&x.start, sign)?,
                 from: x.from,
             })),
+            Val::FileEnd(x) => Val::FileEnd(Box::new(rsd::layout::FileEnd {
+                of: x.of,
+                start: val(&x.start, sign)?,
+            })),
         })
     }
     Some(Elastic {

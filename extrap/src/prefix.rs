@@ -22,12 +22,18 @@ pub(crate) fn resolved(tf: &TraceFile) -> Cow<'_, TraceFile> {
 /// re-compresses every rank, which turns them back into per-rank values), when `tf` held any.
 pub(crate) fn keeping_model<T>(tf: &mut TraceFile, f: impl FnOnce(&mut TraceFile) -> T) -> T {
     let had = rsd::prefix::present(&tf.trace);
+    // The files whose offsets are at the end of the file so far: at a target their sizes may
+    // be summaries, which recognition on the inputs' exact values would not take.
+    let at_end = rsd::layout::files(&tf.trace);
     if had {
         rsd::prefix::resolve(&mut tf.trace);
     }
     let out = f(tf);
     if had {
         rsd::prefix::recognise(&mut tf.trace);
+        if !at_end.is_empty() {
+            rsd::layout::recognise_again(&mut tf.trace, &at_end);
+        }
     }
     out
 }

@@ -33,6 +33,7 @@ pub mod draw;
 pub mod error;
 pub mod format;
 pub mod job;
+pub mod layout;
 pub mod merge;
 pub mod mpi;
 pub mod op;

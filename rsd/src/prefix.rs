@@ -298,7 +298,25 @@ fn starts(
 /// site on every rank must fit, exactly. A site whose events also write through other handles
 /// is left as it was. Run on a merged trace with exact sizes and offsets (the tracer does, at
 /// rank 0, before summarising).
+///
+/// Then the offsets at the end of the file's data so far ([`crate::layout`]) are recognised on
+/// the files where this model leaves a data-dependent start.
 pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
+    let mut done = recognise_sums(trace);
+    done.extend(
+        crate::layout::recognise(trace)
+            .into_iter()
+            .map(|r| Recognised {
+                op: r.op,
+                of: r.of.unwrap_or("end of file"),
+                running: true,
+                ranks: r.ranks,
+            }),
+    );
+    done
+}
+
+fn recognise_sums(trace: &mut Trace) -> Vec<Recognised> {
     // Events whose offset is exact, over more than one rank group, with exact sizes.
     let mut irregular: HashSet<usize> = HashSet::new();
     fn find(nodes: &[Node], out: &mut HashSet<usize>) {
@@ -320,7 +338,7 @@ pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
         let exact = |k: usize| {
             e.params
                 .get(k)
-                .is_some_and(|v| !v.is_approx() && !v.is_exscan())
+                .is_some_and(|v| !v.is_approx() && !v.is_exscan() && !v.is_file_end())
         };
         exact(l.offset) && l.sizes.iter().all(|&k| exact(k))
     }
@@ -419,8 +437,13 @@ pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
     done
 }
 
-/// Whether some event of `trace` holds the prefix-sum model.
+/// Whether some event of `trace` holds the prefix-sum model (or the end-of-file model,
+/// [`crate::layout`]).
 pub fn present(trace: &Trace) -> bool {
+    present_sums(trace) || crate::layout::present(trace)
+}
+
+fn present_sums(trace: &Trace) -> bool {
     fn walk(nodes: &[Node]) -> bool {
         nodes.iter().any(|n| match &n.kind {
             NodeKind::Event(e) => e.params.iter().any(Elastic::is_exscan),
@@ -434,7 +457,15 @@ pub fn present(trace: &Trace) -> bool {
 /// sizes the trace holds (exact, or drawn by [`crate::draw::realize`] first): the offsets of
 /// one call site are contiguous and non-overlapping in rank order. Returns the number of
 /// events resolved. Summarised sizes count as their typical value: draw them first.
+///
+/// Then the offsets at the end of the file's data so far ([`crate::layout::resolve`]), which
+/// read the offsets resolved here.
 pub fn resolve(trace: &mut Trace) -> usize {
+    let n = resolve_sums(trace);
+    n + crate::layout::resolve(trace)
+}
+
+fn resolve_sums(trace: &mut Trace) -> usize {
     // The model of each event that holds one, and the call sites that have one.
     let mut models: HashMap<usize, Exscan<RankFn>> = HashMap::new();
     let mut of_site: HashMap<(Op, u64), u32> = HashMap::new();

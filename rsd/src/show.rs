@@ -143,6 +143,9 @@ pub fn render_val(v: &Val<RankFn>, depth0: usize) -> String {
         Val::Approx(a) => render_summary(a),
         // Without its event the summed parameter has no name here; `render_event` names it.
         Val::Exscan(x) => crate::prefix::render(x, &format!("#{}", x.of), depth0),
+        Val::FileEnd(x) => {
+            crate::layout::render(x, x.of.map(|k| format!("#{k}")).as_deref(), depth0)
+        }
     }
 }
 
@@ -399,6 +402,11 @@ pub fn render_event(e: &Event) -> String {
                     Val::Exscan(x) => {
                         crate::prefix::render(x, &crate::prefix::summed_name(x, e.op, n, nf), 0)
                     }
+                    Val::FileEnd(x) => crate::layout::render(
+                        x,
+                        x.of.map(|k| e.op.param_name(k as usize, n, nf)).as_deref(),
+                        0,
+                    ),
                     _ => render_elastic(v),
                 },
                 _ => render_elastic(v),

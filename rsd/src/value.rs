@@ -8,6 +8,7 @@
 //! that fits no compact form is kept explicitly.
 
 use crate::approx::Summary;
+pub use crate::layout::FileEnd;
 pub use crate::prefix::Exscan;
 use crate::ranks::RankSet;
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,13 @@ pub enum Val<T> {
     /// traces keep their bytes. It depends on other ranks' values: [`crate::prefix::resolve`]
     /// turns it into exact per-rank values, and evaluating it alone gives only its start.
     Exscan(Box<Exscan<T>>),
+    /// An offset at the end of the file's data so far (the end of the last region written to
+    /// the same handle, over every rank and call site, before this call), plus the exclusive
+    /// prefix sum of a size over the ranks of the same call where set: a shared-file dump
+    /// written in turns ([`crate::layout`]). Appended after [`Val::Exscan`], so older traces
+    /// keep their bytes. [`crate::layout::resolve`] turns it into exact per-rank values;
+    /// evaluating it alone gives only its start.
+    FileEnd(Box<FileEnd<T>>),
 }
 
 /// Guards recursion on values read from files: deeper nesting than this is corrupt.
@@ -57,6 +65,7 @@ impl<T: Clone> Val<T> {
             Val::Seq(v) | Val::Cycle(v) => v.iter().for_each(|e| e.leaves(out)),
             Val::Approx(_) => {}
             Val::Exscan(x) => x.start.leaves(out),
+            Val::FileEnd(x) => x.start.leaves(out),
         }
     }
 
@@ -76,6 +85,10 @@ impl<T: Clone> Val<T> {
                 running: x.running,
                 start: x.start.map(f),
                 from: x.from,
+            })),
+            Val::FileEnd(x) => Val::FileEnd(Box::new(FileEnd {
+                of: x.of,
+                start: x.start.map(f),
             })),
         }
     }
@@ -108,6 +121,10 @@ impl<T: Clone> Val<T> {
                 start: x.start.with_leaves(leaves)?,
                 from: x.from,
             })),
+            Val::FileEnd(x) => Val::FileEnd(Box::new(FileEnd {
+                of: x.of,
+                start: x.start.with_leaves(leaves)?,
+            })),
         })
     }
 
@@ -128,6 +145,7 @@ impl<T: Clone> Val<T> {
                     && a.from == b.from
                     && a.start.same_shape(&b.start)
             }
+            (Val::FileEnd(a), Val::FileEnd(b)) => a.of == b.of && a.start.same_shape(&b.start),
             _ => false,
         }
     }
@@ -155,6 +173,7 @@ impl Val<i64> {
             },
             Val::Approx(a) => a.typical(),
             Val::Exscan(x) => x.start.eval(idx),
+            Val::FileEnd(x) => x.start.eval(idx),
         }
     }
 
@@ -221,7 +240,7 @@ impl Val<i64> {
             }
             Val::Seq(v) => v[(i as usize).min(v.len() - 1)].clone(),
             Val::Cycle(v) => v[(i % v.len() as u64) as usize].clone(),
-            Val::Approx(_) | Val::Exscan(_) => self.clone(),
+            Val::Approx(_) | Val::Exscan(_) | Val::FileEnd(_) => self.clone(),
         }
     }
 
@@ -247,7 +266,7 @@ impl Val<i64> {
             }
             Val::Lin { .. } => false,
             Val::Cycle(v) => v[(n % v.len() as u64) as usize] == *c,
-            Val::Seq(_) | Val::Approx(_) | Val::Exscan(_) => false,
+            Val::Seq(_) | Val::Approx(_) | Val::Exscan(_) | Val::FileEnd(_) => false,
         }
     }
 
@@ -570,6 +589,7 @@ fn eval_at(v: &Val<RankFn>, rank: u32, idx: &[u64]) -> i64 {
         },
         Val::Approx(a) => a.typical(),
         Val::Exscan(x) => eval_at(&x.start, rank, idx),
+        Val::FileEnd(x) => eval_at(&x.start, rank, idx),
     }
 }
 
@@ -608,6 +628,11 @@ impl Elastic {
     /// Whether some group holds the prefix-sum model ([`Val::Exscan`]).
     pub fn is_exscan(&self) -> bool {
         self.groups.iter().any(|g| matches!(g.val, Val::Exscan(_)))
+    }
+
+    /// Whether some group holds the end-of-file model ([`Val::FileEnd`]).
+    pub fn is_file_end(&self) -> bool {
+        self.groups.iter().any(|g| matches!(g.val, Val::FileEnd(_)))
     }
 
     /// The per-rank value of `rank`, if the rank is covered.

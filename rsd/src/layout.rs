@@ -1,0 +1,742 @@
+//! The "end of the file so far" model of shared-file dumps written in turns (issue 14, item 2).
+//!
+//! A code that dumps to one shared file in turns (LAMMPS's `dump atom/mpiio`: rank 0 writes a
+//! header with `MPI_File_write_at`, then every rank its block with `MPI_File_write_at_all`, dump
+//! after dump) places each write at the end of the data written so far: the header at the end
+//! of the previous dump, each block at the header's end plus the exclusive prefix sum of the
+//! lower ranks' block lengths. The header's and the blocks' lengths are data-dependent text, so
+//! the offsets are no function of `n` or of the rank, and [`crate::prefix`]'s model (a sum over
+//! one call site) leaves a start per dump that differs at every scale.
+//!
+//! [`FileEnd`] ([`Val::FileEnd`]) says it as it is: `offset = start + end of file + exscan(of)`,
+//! where "end of file" is the largest `offset + length` of the writes to the same handle, over
+//! every rank and call site, in the turns before this call, and `exscan(of)` (when `of` is set)
+//! the sum of the lower ranks' `of` in the same turn. A nested call of an independent write (the
+//! library's `pwrite` of the header) holds it with no `of`: the end of its parent's file before
+//! its parent's turn.
+//!
+//! A "turn" is the `c`-th call of one call site on one handle (as in [`crate::prefix`]); the
+//! turns of a file are ordered by every rank's own order of its calls (a topological merge: the
+//! header of dump `k` comes after rank 0's block of dump `k-1` and before its block of dump `k`,
+//! the other ranks' blocks of dump `k` are the same turn as rank 0's). The model is recognised
+//! only where the inputs' exact values fit it, every call of the event on every rank
+//! ([`recognise`]), and only on a file where the prefix-sum model left a start that is not one
+//! constant (or an irregular offset it did not take), so traces it already models keep their
+//! bytes. [`resolve`] computes every rank's offsets from the sizes the trace holds (exact,
+//! extrapolated or drawn), in turn order, so the layout stays contiguous and non-overlapping at
+//! any scale. Each rank's expansion needs every rank's sizes of the earlier turns; the
+//! compressed trace holds them as functions of the rank (or summaries, which count as their
+//! typical value: draw them first).
+
+use crate::op::{Dir, Op, Param};
+use crate::ranks::RankSet;
+use crate::trace::{Event, Node, NodeKind, Trace};
+use crate::value::{Elastic, Group, RankFn, Val};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+/// `offset = start + end of file + exscan(of)` ([`Val::FileEnd`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FileEnd<T> {
+    /// The index of the parameter whose exclusive prefix sum over the ranks of the same turn is
+    /// added (`count`), or none (a call one rank makes, or a nested call at its parent's end).
+    pub of: Option<u32>,
+    /// Added: a value over the enclosing loops, the same on every rank (0 where the file
+    /// starts empty).
+    pub start: Val<T>,
+}
+
+/// An event's place in the node tree: indices from the top, a nested call's list after its
+/// parent's (`usize::MAX` marks the step into the children). The same in a clone.
+type Path = Vec<usize>;
+
+const CHILDREN: usize = usize::MAX;
+
+/// Where a write keeps its offset, handle, summable size and length.
+struct Io {
+    offset: usize,
+    handle: usize,
+    /// The size a sum over ranks adds (`count`, else `bytes`).
+    size: usize,
+    /// The length of its region, in the offset's unit where the view is of bytes (`bytes`,
+    /// else `count`).
+    extent: usize,
+}
+
+fn io(op: Op) -> Option<Io> {
+    if op.dir() != Dir::Write {
+        return None;
+    }
+    let ps = op.params();
+    let at = |p: Param| ps.iter().position(|&q| q == p);
+    let offset = at(Param::Offset)?;
+    let handle = at(Param::Fh).or_else(|| at(Param::Fd))?;
+    let size = at(Param::Count).or_else(|| at(Param::Bytes))?;
+    let extent = at(Param::Bytes).or_else(|| at(Param::Count))?;
+    Some(Io {
+        offset,
+        handle,
+        size,
+        extent,
+    })
+}
+
+/// One write of one rank to a file.
+struct Call {
+    path: Path,
+    idx: Vec<u64>,
+    offset: i64,
+    size: i64,
+    extent: i64,
+    /// The writes nested in it (an independent call's): path, indices, offset.
+    nested: Vec<(Path, Vec<u64>, i64)>,
+}
+
+/// A file: a handle's kind and value. A turn: (op, call site, ordinal) on it.
+type File = (usize, i64);
+type Turn = (Op, u64, usize);
+
+/// Every rank's writes per file, in call order, with each call's turn.
+type Calls = HashMap<File, BTreeMap<u32, Vec<(Turn, Call)>>>;
+
+fn walk(
+    nodes: &[Node],
+    rank: u32,
+    idx: &mut Vec<u64>,
+    path: &mut Path,
+    f: &mut dyn FnMut(&Event, &[u64], &Path),
+) {
+    for (k, n) in nodes.iter().enumerate() {
+        if !n.ranks.contains(rank) {
+            continue;
+        }
+        path.push(k);
+        match &n.kind {
+            NodeKind::Event(e) => f(e, idx, path),
+            NodeKind::Loop(l) => {
+                if idx.len() < crate::value::MAX_DEPTH {
+                    let iters = l.iters.eval_member(rank, idx).max(0) as u64;
+                    idx.push(0);
+                    for i in 0..iters {
+                        *idx.last_mut().expect("pushed") = i;
+                        walk(&l.body, rank, idx, path, f);
+                    }
+                    idx.pop();
+                }
+            }
+        }
+        path.pop();
+    }
+}
+
+/// Every rank's top-level writes per file (offsets as the trace evaluates them: resolve
+/// models first where they matter).
+fn collect(trace: &Trace) -> Calls {
+    let mut files: Calls = HashMap::new();
+    trace.ranks().for_each(|rank| {
+        let mut seen: HashMap<(File, Op, u64), usize> = HashMap::new();
+        walk(
+            &trace.nodes,
+            rank,
+            &mut Vec::new(),
+            &mut Vec::new(),
+            &mut |e, idx, path| {
+                let Some(l) = io(e.op) else { return };
+                let p = |k: usize| e.params[k].eval_member(rank, idx);
+                let file = (l.handle, p(l.handle));
+                let mut nested = Vec::new();
+                // A collective write's nested calls are the library's collective buffering,
+                // which extrap derives from the ranks' regions (`collio`): not modelled here.
+                if e.op != Op::FileWriteAtAll {
+                    let mut cpath = path.clone();
+                    cpath.push(CHILDREN);
+                    walk(
+                        &e.children,
+                        rank,
+                        &mut idx.to_vec(),
+                        &mut cpath,
+                        &mut |c, cidx, cp| {
+                            if let Some(cl) = io(c.op) {
+                                let o = c.params[cl.offset].eval_member(rank, cidx);
+                                nested.push((cp.clone(), cidx.to_vec(), o));
+                            }
+                        },
+                    );
+                }
+                let ord = seen.entry((file, e.op, e.sig)).or_default();
+                let turn = (e.op, e.sig, *ord);
+                *ord += 1;
+                files
+                    .entry(file)
+                    .or_default()
+                    .entry(rank)
+                    .or_default()
+                    .push((
+                        turn,
+                        Call {
+                            path: path.clone(),
+                            idx: idx.to_vec(),
+                            offset: p(l.offset),
+                            size: p(l.size),
+                            extent: p(l.extent),
+                            nested,
+                        },
+                    ));
+            },
+        );
+    });
+    files
+}
+
+/// The turns of a file in an order every rank's own order agrees with (a topological merge,
+/// the lowest rank's next turn first among those ready), or `None` when the ranks' orders
+/// contradict each other.
+fn order(calls: &BTreeMap<u32, Vec<(Turn, Call)>>) -> Option<Vec<Turn>> {
+    let mut members: HashMap<Turn, usize> = HashMap::new();
+    for cs in calls.values() {
+        for (t, _) in cs {
+            *members.entry(*t).or_default() += 1;
+        }
+    }
+    let ranks: Vec<&Vec<(Turn, Call)>> = calls.values().collect();
+    let mut head = vec![0usize; ranks.len()];
+    let mut at_head: HashMap<Turn, Vec<usize>> = HashMap::new();
+    for (r, cs) in ranks.iter().enumerate() {
+        if let Some((t, _)) = cs.first() {
+            at_head.entry(*t).or_default().push(r);
+        }
+    }
+    let mut ready: VecDeque<Turn> = VecDeque::new();
+    let mut queued: HashSet<Turn> = HashSet::new();
+    let check = |t: &Turn,
+                 at_head: &HashMap<Turn, Vec<usize>>,
+                 ready: &mut VecDeque<Turn>,
+                 queued: &mut HashSet<Turn>| {
+        if at_head.get(t).map_or(0, Vec::len) == members[t] && queued.insert(*t) {
+            ready.push_back(*t);
+        }
+    };
+    let firsts: Vec<Turn> = ranks
+        .iter()
+        .filter_map(|cs| cs.first().map(|c| c.0))
+        .collect();
+    for t in &firsts {
+        check(t, &at_head, &mut ready, &mut queued);
+    }
+    let mut out = Vec::with_capacity(members.len());
+    while let Some(t) = ready.pop_front() {
+        out.push(t);
+        for r in at_head.remove(&t).unwrap_or_default() {
+            head[r] += 1;
+            if let Some((n, _)) = ranks[r].get(head[r]) {
+                at_head.entry(*n).or_default().push(r);
+                check(n, &at_head, &mut ready, &mut queued);
+            }
+        }
+    }
+    (out.len() == members.len()).then_some(out)
+}
+
+/// Walks a file's calls turn by turn: `f(rank, call, end, lower)` gets the end of the file
+/// before the call's turn and the lower ranks' sizes in it, and returns the call's offset
+/// (which the end after the turn is taken from). `None` when the turns have no order.
+fn turns(
+    calls: &BTreeMap<u32, Vec<(Turn, Call)>>,
+    f: &mut dyn FnMut(u32, &Call, i64, i64) -> i64,
+) -> Option<()> {
+    let order = order(calls)?;
+    let mut by_turn: HashMap<Turn, Vec<(u32, &Call)>> = HashMap::new();
+    for (&rank, cs) in calls {
+        for (t, c) in cs {
+            by_turn.entry(*t).or_default().push((rank, c));
+        }
+    }
+    let mut end = 0i64;
+    for t in order {
+        let mut lower = 0i64;
+        let mut after = end;
+        for &(rank, c) in &by_turn[&t] {
+            let o = f(rank, c, end, lower);
+            lower = lower.wrapping_add(c.size);
+            after = after.max(o.wrapping_add(c.extent));
+        }
+        end = after;
+    }
+    Some(())
+}
+
+/// An offset [`recognise`] found to be at the end of the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recognised {
+    /// The event's operation.
+    pub op: Op,
+    /// The summed parameter's name, if a sum is added.
+    pub of: Option<&'static str>,
+    /// The event's ranks.
+    pub ranks: RankSet,
+}
+
+fn event_at<'a>(nodes: &'a mut [Node], path: &[usize]) -> Option<&'a mut Event> {
+    let (&k, rest) = path.split_first()?;
+    let n = nodes.get_mut(k)?;
+    match &mut n.kind {
+        NodeKind::Event(e) => match rest.split_first() {
+            None => Some(e),
+            Some((&CHILDREN, rest)) => event_at(&mut e.children, rest),
+            Some(_) => None,
+        },
+        NodeKind::Loop(l) => event_at(&mut l.body, rest),
+    }
+}
+
+fn event_ref<'a>(nodes: &'a [Node], path: &[usize]) -> Option<&'a Event> {
+    let (&k, rest) = path.split_first()?;
+    match &nodes.get(k)?.kind {
+        NodeKind::Event(e) => match rest.split_first() {
+            None => Some(e),
+            Some((&CHILDREN, rest)) => event_ref(&e.children, rest),
+            Some(_) => None,
+        },
+        NodeKind::Loop(l) => event_ref(&l.body, rest),
+    }
+}
+
+/// Whether an offset is one the prefix-sum model left data-dependent: an exact offset of more
+/// than one rank group, or a prefix sum whose start is not one constant.
+fn irregular(v: &Elastic) -> bool {
+    match v.groups.as_slice() {
+        [g] => match &g.val {
+            Val::Exscan(x) => !matches!(x.start, Val::Const(RankFn::Const(_))),
+            _ => false,
+        },
+        gs => gs.len() > 1 && !v.is_approx() && !v.is_exscan() && !v.is_file_end(),
+    }
+}
+
+/// Finds the writes of `trace` whose offsets are at the end of the file so far (plus the
+/// exclusive prefix sum of a size) on files where [`crate::prefix`] left an offset
+/// data-dependent, and stores them as [`Val::FileEnd`]; returns what it recognised. Every call
+/// of an event on every rank must fit with one constant start. Run after
+/// [`crate::prefix::recognise`] (which calls it), on exact sizes.
+pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
+    recognise_in(trace, None)
+}
+
+/// The files (handle parameter, value) some write of `trace` holds the model on, for
+/// [`recognise_again`]: at an extrapolation's target the sizes are summaries or fitted, and the
+/// files where the inputs had the model are known, not found.
+pub fn files(trace: &Trace) -> HashSet<(usize, i64)> {
+    let mut out = HashSet::new();
+    for (file, calls) in collect(trace) {
+        if calls.values().flatten().any(|(_, c)| {
+            event_ref(&trace.nodes, &c.path).is_some_and(|e| model(e).is_some())
+                || c.nested
+                    .iter()
+                    .any(|(p, _, _)| event_ref(&trace.nodes, p).is_some_and(|e| model(e).is_some()))
+        }) {
+            out.insert(file);
+        }
+    }
+    out
+}
+
+/// [`recognise`] on the writes to `files` whatever their sizes: a trace whose offsets
+/// [`resolve`] computed from summarised or fitted sizes (their typical values) gets its model
+/// back where every call still fits it.
+pub fn recognise_again(trace: &mut Trace, files: &HashSet<(usize, i64)>) -> Vec<Recognised> {
+    recognise_in(trace, Some(files))
+}
+
+fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec<Recognised> {
+    // The events' offsets with the prefix-sum model resolved, at the same paths.
+    let exact = if crate::prefix::present(trace) {
+        let mut t = trace.clone();
+        crate::prefix::resolve(&mut t);
+        t
+    } else {
+        trace.clone()
+    };
+    let files = collect(&exact);
+    // path -> (with a sum, start)
+    let mut found: BTreeMap<Path, (bool, i64)> = BTreeMap::new();
+    for (file, calls) in &files {
+        if again.is_some_and(|f| !f.contains(file)) {
+            continue;
+        }
+        let paths: HashSet<&Path> = calls.values().flatten().map(|(_, c)| &c.path).collect();
+        let trigger = paths.iter().any(|p| {
+            event_ref(&trace.nodes, p).is_some_and(|e| {
+                io(e.op).is_some_and(|l| {
+                    !e.params[l.size].is_approx()
+                        && !e.params[l.extent].is_approx()
+                        && irregular(&e.params[l.offset])
+                })
+            })
+        });
+        if !trigger && again.is_none() {
+            continue;
+        }
+        // The events with a call in a turn that other ranks' calls share.
+        let mut callers: HashMap<Turn, usize> = HashMap::new();
+        for (t, _) in calls.values().flatten() {
+            *callers.entry(*t).or_default() += 1;
+        }
+        let shared: HashSet<&Path> = calls
+            .values()
+            .flatten()
+            .filter(|(t, _)| callers[t] > 1)
+            .map(|(_, c)| &c.path)
+            .collect();
+        // Per event: the starts under each model (with a sum, without), None once two calls
+        // disagree.
+        let mut with: HashMap<Path, Option<i64>> = HashMap::new();
+        let mut without: HashMap<Path, Option<i64>> = HashMap::new();
+        let mut nested: HashMap<Path, Option<i64>> = HashMap::new();
+        fn agree(m: &mut HashMap<Path, Option<i64>>, p: &Path, x: i64) {
+            let e = m.entry(p.clone()).or_insert(Some(x));
+            if *e != Some(x) {
+                *e = None;
+            }
+        }
+        let ok = turns(calls, &mut |_, c, end, lower| {
+            agree(
+                &mut with,
+                &c.path,
+                c.offset.wrapping_sub(end).wrapping_sub(lower),
+            );
+            agree(&mut without, &c.path, c.offset.wrapping_sub(end));
+            for (p, _, o) in &c.nested {
+                agree(&mut nested, p, o.wrapping_sub(end));
+            }
+            c.offset
+        });
+        if ok.is_none() {
+            continue;
+        }
+        // Sizes must be exact where they are summed.
+        let exact_sizes = |p: &Path| {
+            event_ref(&trace.nodes, p).is_some_and(|e| {
+                io(e.op).is_some_and(|l| {
+                    !e.params[l.size].is_approx() && !e.params[l.extent].is_approx()
+                })
+            })
+        };
+        for p in paths {
+            if again.is_none() && !exact_sizes(p) {
+                continue;
+            }
+            // A call one rank makes alone (the header) sums nothing; where ranks share a
+            // turn, the sum is tried first (rank 0's own event of a collective write sums too).
+            let (first, second) = if shared.contains(p) {
+                ((&with, true), (&without, false))
+            } else {
+                ((&without, false), (&with, true))
+            };
+            if let Some(Some(s)) = first.0.get(p) {
+                found.insert(p.clone(), (first.1, *s));
+            } else if let Some(Some(s)) = second.0.get(p) {
+                found.insert(p.clone(), (second.1, *s));
+            }
+        }
+        for (p, s) in nested {
+            if let Some(s) = s {
+                found.insert(p, (false, s));
+            }
+        }
+    }
+    let mut done = Vec::new();
+    for (p, (sum, s)) in found {
+        let Some(e) = event_at(&mut trace.nodes, &p) else {
+            continue;
+        };
+        let Some(l) = io(e.op) else { continue };
+        let v = &mut e.params[l.offset];
+        if v.is_approx() {
+            continue;
+        }
+        let ranks = v
+            .groups
+            .iter()
+            .fold(RankSet::default(), |a, g| a.union(&g.ranks));
+        let of = sum.then_some(l.size as u32);
+        done.push(Recognised {
+            op: e.op,
+            of: of.map(|k| e.op.params()[k as usize].name()),
+            ranks: ranks.clone(),
+        });
+        *v = Elastic {
+            groups: vec![Group {
+                ranks,
+                val: Val::FileEnd(Box::new(FileEnd {
+                    of,
+                    start: Val::Const(RankFn::Const(s)),
+                })),
+            }],
+        };
+    }
+    done
+}
+
+/// Whether some event (or nested call) of `trace` holds the model.
+pub fn present(trace: &Trace) -> bool {
+    fn walk(nodes: &[Node]) -> bool {
+        nodes.iter().any(|n| match &n.kind {
+            NodeKind::Event(e) => e.params.iter().any(Elastic::is_file_end) || walk(&e.children),
+            NodeKind::Loop(l) => walk(&l.body),
+        })
+    }
+    walk(&trace.nodes)
+}
+
+fn model(e: &Event) -> Option<&FileEnd<RankFn>> {
+    let l = io(e.op)?;
+    match e.params[l.offset].groups.as_slice() {
+        [g] => match &g.val {
+            Val::FileEnd(x) => Some(x),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Replaces every [`Val::FileEnd`] of `trace` by each rank's exact offsets, computed in turn
+/// order from the sizes the trace holds (run after [`crate::prefix::resolve`], which calls
+/// it). Returns the number of events resolved. A file whose turns have no order keeps the
+/// models' starts.
+pub fn resolve(trace: &mut Trace) -> usize {
+    if !present(trace) {
+        return 0;
+    }
+    let files = collect(trace);
+    // path -> rank -> value over the loops
+    let mut built: HashMap<Path, BTreeMap<u32, Val<i64>>> = HashMap::new();
+    let models = |p: &Path| event_ref(&trace.nodes, p).and_then(model).cloned();
+    let mut cache: HashMap<Path, Option<FileEnd<RankFn>>> = HashMap::new();
+    for calls in files.values() {
+        turns(calls, &mut |rank, c, end, lower| {
+            let mut put = |p: &Path, idx: &[u64], m: &FileEnd<RankFn>, sum: i64| {
+                let start = m.start.map(&mut |f| f.eval(rank)).eval(idx);
+                let x = start.wrapping_add(end).wrapping_add(sum);
+                let v = built
+                    .entry(p.clone())
+                    .or_default()
+                    .entry(rank)
+                    .or_insert_with(|| Val::Seq(Vec::new()));
+                crate::prefix::insert(v, idx, x);
+                x
+            };
+            for (p, idx, _) in &c.nested {
+                if let Some(m) = cache.entry(p.clone()).or_insert_with(|| models(p)).clone() {
+                    put(p, idx, &m, 0);
+                }
+            }
+            match cache
+                .entry(c.path.clone())
+                .or_insert_with(|| models(&c.path))
+                .clone()
+            {
+                Some(m) => put(&c.path, &c.idx, &m, if m.of.is_some() { lower } else { 0 }),
+                None => c.offset,
+            }
+        });
+    }
+    let mut n = 0;
+    for (p, per) in built {
+        let Some(e) = event_at(&mut trace.nodes, &p) else {
+            continue;
+        };
+        let Some(l) = io(e.op) else { continue };
+        let pts: Vec<(u32, Val<i64>)> = per.into_iter().collect();
+        e.params[l.offset] = Elastic::canonical(&pts);
+        n += 1;
+    }
+    // Models no rank reached: their start.
+    fn starts(nodes: &mut [Node], n: &mut usize) {
+        for node in nodes {
+            match &mut node.kind {
+                NodeKind::Event(e) => {
+                    for v in &mut e.params {
+                        if v.is_file_end() {
+                            *n += 1;
+                            for g in &mut v.groups {
+                                if let Val::FileEnd(x) = &g.val {
+                                    g.val = x.start.clone();
+                                }
+                            }
+                        }
+                    }
+                    starts(&mut e.children, n);
+                }
+                NodeKind::Loop(l) => starts(&mut l.body, n),
+            }
+        }
+    }
+    starts(&mut trace.nodes, &mut n);
+    n
+}
+
+/// `end of file`, `end of file + exscan(count)`, with a start other than 0 first.
+pub fn render(x: &FileEnd<RankFn>, of: Option<&str>, depth0: usize) -> String {
+    let end = match of {
+        Some(of) => format!("end of file + exscan({of})"),
+        None => "end of file".to_string(),
+    };
+    match &x.start {
+        Val::Const(RankFn::Const(0)) => end,
+        s => format!("{} + {end}", crate::show::render_val(s, depth0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::compress;
+    use crate::op::args;
+    use crate::trace::RawEvent;
+
+    /// A dump in turns, step after step: rank 0 writes a header of `head(s)` bytes at the end
+    /// of the file, then every rank its block of `len(r, s)` bytes at the header's end plus the
+    /// lower ranks' blocks (LAMMPS's `dump atom/mpiio`).
+    fn head(s: u32) -> i64 {
+        i64::from(160 + (s * 7) % 3)
+    }
+
+    fn len(r: u32, s: u32) -> i64 {
+        i64::from((r * 7919 + s * 131 + r * r * 17) % 97 + 3)
+    }
+
+    fn dump(n: u32, steps: u32) -> Trace {
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let mut evs = Vec::new();
+                let mut end = 0;
+                for s in 0..steps {
+                    if r == 0 {
+                        let h = head(s);
+                        evs.push(RawEvent::new(
+                            Op::FileWriteAt,
+                            4,
+                            args::file_write_at(0, end, h, 1, h),
+                        ));
+                    }
+                    end += head(s);
+                    let off: i64 = end + (0..r).map(|q| len(q, s)).sum::<i64>();
+                    let c = len(r, s);
+                    evs.push(RawEvent::new(
+                        Op::FileWriteAtAll,
+                        5,
+                        args::file_write_at_all(0, off, c, 1, c),
+                    ));
+                    end += (0..n).map(|q| len(q, s)).sum::<i64>();
+                }
+                compress(r, &evs)
+            })
+            .collect();
+        crate::merge::merge_tree(ts).unwrap()
+    }
+
+    /// Every write of every rank: (offset, length), sorted.
+    fn blocks(t: &Trace, n: u32) -> Vec<(i64, i64)> {
+        let mut b: Vec<(i64, i64)> = (0..n)
+            .flat_map(|r| t.expand(r))
+            .filter(|e| matches!(e.op, Op::FileWriteAt | Op::FileWriteAtAll))
+            .map(|e| (e.p(Param::Offset), e.p(Param::Count)))
+            .collect();
+        b.sort();
+        b
+    }
+
+    fn contiguous(b: &[(i64, i64)]) -> i64 {
+        let mut end = 0;
+        for &(o, c) in b {
+            assert_eq!(o, end, "contiguous and non-overlapping: {b:?}");
+            end += c;
+        }
+        end
+    }
+
+    #[test]
+    fn a_dump_in_turns_is_at_the_end_of_the_file_and_resolves_to_the_same_offsets() {
+        let n = 7;
+        let t = dump(n, 4);
+        let want = blocks(&t, n);
+        contiguous(&want);
+        let mut m = t.clone();
+        let rec = crate::prefix::recognise(&mut m);
+        assert!(
+            rec.iter()
+                .any(|r| r.op == Op::FileWriteAt && r.of == "end of file"),
+            "{rec:?}"
+        );
+        assert!(present(&m));
+        let mut shown = String::new();
+        crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
+        assert!(
+            shown.contains("offset = end of file + exscan(count)")
+                && shown.contains("MPI_File_write_at  fh = 0, offset = end of file,"),
+            "{shown}"
+        );
+        // Every offset of the dump is the model, whatever the data: no per-step start left.
+        assert!(!shown.contains("exscan(count, over calls)"), "{shown}");
+        let tf = crate::format::TraceFile {
+            header: crate::format::Header::new(n),
+            trace: m.clone(),
+        };
+        let read = crate::format::TraceFile::from_bytes(
+            &tf.to_bytes().unwrap(),
+            std::path::Path::new("x"),
+        )
+        .unwrap();
+        assert_eq!(read, tf);
+        let mut back = m.clone();
+        assert!(crate::prefix::resolve(&mut back) >= 2);
+        assert!(!present(&back) && !crate::prefix::present(&back));
+        assert_eq!(blocks(&back, n), want);
+    }
+
+    #[test]
+    fn a_single_call_site_keeps_the_prefix_sum_model() {
+        // No header: the prefix sum over calls already has one constant start; the trace keeps
+        // its model (and its bytes).
+        let n = 5;
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let mut evs = Vec::new();
+                let mut base = 0;
+                for s in 0..3 {
+                    let off = base + (0..r).map(|q| len(q, s)).sum::<i64>();
+                    let c = len(r, s);
+                    evs.push(RawEvent::new(
+                        Op::FileWriteAtAll,
+                        5,
+                        args::file_write_at_all(0, off, c, 1, c),
+                    ));
+                    base += (0..n).map(|q| len(q, s)).sum::<i64>();
+                }
+                compress(r, &evs)
+            })
+            .collect();
+        let mut t = crate::merge::merge_tree(ts).unwrap();
+        crate::prefix::recognise(&mut t);
+        assert!(crate::prefix::present(&t) && !present(&t));
+    }
+
+    #[test]
+    fn drawn_sizes_at_the_end_of_the_file_tile_it() {
+        let n = 9;
+        let mut t = dump(n, 3);
+        crate::prefix::recognise(&mut t);
+        assert!(present(&t));
+        let p = crate::approx::Policy {
+            comm: false,
+            io: true,
+            budget: 4,
+        };
+        crate::approx::bound(&mut t, &p);
+        assert!(crate::approx::count(&t) > 0, "sizes summarised");
+        assert!(present(&t), "the offsets keep the model");
+        crate::draw::realize(&mut t, 11).unwrap();
+        assert!(!present(&t) && crate::approx::count(&t) == 0);
+        contiguous(&blocks(&t, n));
+    }
+}
