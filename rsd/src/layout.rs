@@ -446,6 +446,12 @@ fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec
     }
     let mut done = Vec::new();
     for (p, (sum, s)) in found {
+        // The model appends: a call starts at or after the end of the data so far. A negative
+        // start fitted HDF5's rewrite of its superblock at offset 0 by chance (`-8067880 +
+        // end of file`), which then fitted nothing across scales.
+        if s < 0 {
+            continue;
+        }
         let Some(e) = event_at(&mut trace.nodes, &p) else {
             continue;
         };
