@@ -20,11 +20,9 @@
 //!   above, that each flush has the same C at every scale, and that the ranks write their
 //!   entries in one order of the entries; then fits each entry's numbers (offset, count, its
 //!   nested calls) against n exactly, as every other quantity is fitted; removes the site's
-//!   calls from the inputs' compressed traces directly, which are extrapolated as usual; and
-//!   deals the entries at the target, putting each rank's after its anchor, a top-level call
-//!   (the entries after one call compressed and merged over the ranks, up to [`DERIVE_LIMIT`],
-//!   and spliced in after it). Neither step expands and re-compresses the rest of the trace,
-//!   so its summaries stay summaries: the model needs only the flush's own calls exact.
+//!   calls from the inputs, which are extrapolated as usual; and deals the entries at the
+//!   target, putting each rank's back after its anchor (every rank expanded, re-compressed and
+//!   merged, up to [`DERIVE_LIMIT`] ranks).
 //!
 //! The model is used only where it is needed (some input has a flush with more entries than
 //! ranks, so the structure changes with the scale) and where it reproduces every input;
@@ -36,7 +34,7 @@ use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, fit_exact};
 use rsd::op::{Op, Param};
-use rsd::trace::{Node, NodeKind, visit};
+use rsd::trace::{Node, NodeKind};
 use rsd::{RawEvent, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -545,7 +543,11 @@ fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan
         } else if i.file.header.incomplete {
             Some(format!("{} is flagged incomplete", i.name))
         } else {
-            None
+            rsd::approx::require_exact(&i.file.trace, &i.name, "expanding every rank")
+                .err()
+                .map(|e| {
+                    format!("{e} (compressing the expanded calls again would keep its mean only)")
+                })
         }
     };
     if let Some(why) = sorted.iter().find_map(|i| unusable(i)) {
@@ -571,21 +573,6 @@ fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan
         }
     }
     for site in sites {
-        // The flush is observed on expanded calls, where a summary is its mean: its own calls
-        // must be exact (summaries elsewhere are kept as they are by `strip` and `insert`).
-        if let Some((i, why)) = sorted
-            .iter()
-            .find_map(|i| approx_at_site(&i.file.trace.nodes, site).map(|w| (i, w)))
-        {
-            out.skipped.push(format!(
-                "{} (call site {:#x}): {} summarises {why}, and the model needs the flush's \
-                 calls exact",
-                site.0.name(),
-                site.1,
-                i.name
-            ));
-            continue;
-        }
         match model_site(site, &scales, &expanded, target, models)? {
             Outcome::Model(p, ex) => {
                 out.sites.push(p);
@@ -602,71 +589,18 @@ fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan
     Ok(Some(out))
 }
 
-/// `tf` without the calls of the modelled sites, removed from the compressed trace itself
-/// (loops left empty go with them): the rest of the trace, its summaries included, stays as
-/// it was. Nested calls are the MPI library's, never a dealt write, and are kept.
-fn strip(tf: &TraceFile, p: &Plan) -> TraceFile {
-    fn walk(nodes: &mut Vec<Node>, sites: &BTreeSet<Site>) {
-        nodes.retain_mut(|n| match &mut n.kind {
-            NodeKind::Event(e) => !sites.contains(&(e.op, e.sig)),
-            NodeKind::Loop(l) => {
-                walk(&mut l.body, sites);
-                !l.body.is_empty()
-            }
-        });
-    }
+/// `tf` without the calls of the modelled sites.
+fn strip(tf: &TraceFile, p: &Plan) -> Result<TraceFile, String> {
     let sites: BTreeSet<Site> = p.sites.iter().map(|s| s.site).collect();
-    let mut out = tf.clone();
-    walk(&mut out.trace.nodes, &sites);
-    out
-}
-
-/// The first summarised quantity of a call at `site` in `nodes` (its parameters, its nested
-/// calls', or the iteration count of a loop around it), for the precondition of the model:
-/// the flush's own calls are exact (summaries elsewhere are not its business).
-fn approx_at_site(nodes: &[Node], site: Site) -> Option<String> {
-    fn holds_site(nodes: &[Node], site: Site) -> bool {
-        nodes.iter().any(|n| match &n.kind {
-            NodeKind::Event(e) => (e.op, e.sig) == site,
-            NodeKind::Loop(l) => holds_site(&l.body, site),
-        })
-    }
-    for n in nodes {
-        match &n.kind {
-            NodeKind::Event(e) if (e.op, e.sig) == site => {
-                if let Some(k) = e.params.iter().position(|v| v.is_approx()) {
-                    return Some(format!(
-                        "its {} (ranks {})",
-                        e.op.param_name(k, e.params.len(), 0),
-                        n.ranks
-                    ));
-                }
-                if let Some(c) = rsd::approx::first(&rsd::trace::Trace {
-                    nodes: e.children.clone(),
-                }) {
-                    return Some(format!(
-                        "the {} of its nested {} (ranks {})",
-                        c.param,
-                        c.op.name(),
-                        c.ranks
-                    ));
-                }
-            }
-            NodeKind::Event(_) => {}
-            NodeKind::Loop(l) => {
-                if l.iters.is_approx() && holds_site(&l.body, site) {
-                    return Some(format!(
-                        "the iteration count of a loop around it (ranks {})",
-                        n.ranks
-                    ));
-                }
-                if let Some(why) = approx_at_site(&l.body, site) {
-                    return Some(why);
-                }
-            }
-        }
-    }
-    None
+    let trace = compress_ranks(tf.header.nranks, |r| {
+        let mut events = rank_events(&tf.trace, r);
+        events.retain(|e| !sites.contains(&(e.op, e.sig)));
+        Ok(events)
+    })?;
+    Ok(TraceFile {
+        header: tf.header.clone(),
+        trace,
+    })
 }
 
 /// The entries of `chunk` in the order the inputs wrote them, or why that order is not known.
@@ -706,97 +640,65 @@ fn ordered(f: &Flush, chunk: std::ops::Range<usize>) -> Result<Vec<usize>, Strin
     Ok(ks)
 }
 
-/// Where each anchor of `rank` is among the top-level nodes of `nodes`: the index of the
-/// node after which a flush at that anchor goes (`0` for the start). Anchors inside loops
-/// are counted but have no place (a dealt entry cannot go into one iteration of a loop).
-fn anchor_places(nodes: &[Node], rank: u32) -> HashMap<Anchor, Option<usize>> {
-    let mut seen: HashMap<(Op, u64), usize> = HashMap::new();
-    let mut at: HashMap<Anchor, Option<usize>> = HashMap::from([(None, Some(0))]);
-    let mut idx = Vec::new();
-    for (i, n) in nodes.iter().enumerate() {
-        let top = matches!(n.kind, NodeKind::Event(_));
-        visit(std::slice::from_ref(n), rank, &mut idx, &mut |e, _| {
-            if !DEALT_OPS.contains(&e.op) {
-                let c = seen.entry((e.op, e.sig)).or_insert(0);
-                at.insert(Some((e.op, e.sig, *c)), top.then_some(i + 1));
-                *c += 1;
-            }
-            true
-        });
-    }
-    at
-}
-
 /// Deals the modelled sites' entries over the ranks of `tf` (at the target) and puts each
-/// rank's after its anchor, a top-level call: the entries after one node are compressed and
-/// merged over the ranks as the tracer does, and spliced in after it; the rest of the trace
-/// is not touched (its summaries stay summaries).
+/// rank's after its anchor.
 fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
     let n = tf.header.nranks;
     if n > DERIVE_LIMIT {
         return Err((
             format!(
-                "dealing the writes at {n} ranks places every rank's entries; it is done up to \
+                "dealing the writes at {n} ranks expands every rank; it is done up to \
                  {DERIVE_LIMIT}"
             ),
             String::new(),
         ));
     }
-    // Per top-level place, per rank, the entries that go there.
-    let mut at: BTreeMap<usize, BTreeMap<u32, Vec<RawEvent>>> = BTreeMap::new();
-    for r in 0..n {
-        let mut places: Option<HashMap<Anchor, Option<usize>>> = None;
+    // The orders the inputs saw, for a refusal.
+    let mut orders_seen = String::new();
+    let trace = compress_ranks(n, |r| {
+        let events = rank_events(&tf.trace, r);
+        // Where each anchor is in this rank's calls.
+        let mut seen: HashMap<(Op, u64), usize> = HashMap::new();
+        let mut pos: HashMap<Anchor, usize> = HashMap::from([(None, 0)]);
+        for (i, e) in events.iter().enumerate() {
+            if !DEALT_OPS.contains(&e.op) {
+                let c = seen.entry((e.op, e.sig)).or_insert(0);
+                pos.insert(Some((e.op, e.sig, *c)), i + 1);
+                *c += 1;
+            }
+        }
+        let mut inserts: Vec<(usize, Vec<RawEvent>)> = Vec::new();
         for s in &p.sites {
             for f in &s.flushes {
                 let chunk = block(f.entries.len() as u64, u64::from(n), u64::from(r));
                 if chunk.is_empty() {
                     continue;
                 }
-                let places = places.get_or_insert_with(|| anchor_places(&tf.trace.nodes, r));
-                let place = match places.get(&f.anchor) {
-                    Some(Some(i)) => *i,
-                    Some(None) => {
-                        return Err((
-                            format!(
-                                "at {n} ranks rank {r}'s call {} is inside a loop: its dealt \
-                                 entries have no one place",
-                                describe_anchor(&f.anchor)
-                            ),
-                            String::new(),
-                        ));
-                    }
-                    None => {
-                        return Err((
-                            format!(
-                                "at {n} ranks rank {r} has no call {} to write its dealt \
-                                 entries after",
-                                describe_anchor(&f.anchor)
-                            ),
-                            String::new(),
-                        ));
-                    }
-                };
-                let ks = ordered(f, chunk).map_err(|e| {
-                    (
-                        format!("at {n} ranks, rank {r}: {e}"),
-                        format!("entries written per rank {}", f.seen),
+                let at = *pos.get(&f.anchor).ok_or_else(|| {
+                    format!(
+                        "at {n} ranks rank {r} has no call {} to write its dealt entries after",
+                        describe_anchor(&f.anchor)
                     )
                 })?;
-                at.entry(place)
-                    .or_default()
-                    .entry(r)
-                    .or_default()
-                    .extend(ks.iter().map(|&k| f.entries[k].clone()));
+                let ks = match ordered(f, chunk) {
+                    Ok(ks) => ks,
+                    Err(e) => {
+                        orders_seen = format!("entries written per rank {}", f.seen);
+                        return Err(format!("at {n} ranks, rank {r}: {e}"));
+                    }
+                };
+                inserts.push((at, ks.iter().map(|&k| f.entries[k].clone()).collect()));
             }
         }
-    }
-    // From the last place back, so the earlier places' indices hold.
-    for (place, per_rank) in at.into_iter().rev() {
-        let nodes = compress_ranks(n, |r| Ok(per_rank.get(&r).cloned().unwrap_or_default()))
-            .map_err(|e| (e, String::new()))?
-            .nodes;
-        tf.trace.nodes.splice(place..place, nodes);
-    }
+        inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+        let mut events = events;
+        for (at, es) in inserts {
+            events.splice(at..at, es);
+        }
+        Ok(events)
+    })
+    .map_err(|e| (e, std::mem::take(&mut orders_seen)))?;
+    tf.trace = trace;
     Ok(())
 }
 
@@ -828,7 +730,10 @@ pub(crate) fn around(
     for i in inputs {
         stripped.push(Input {
             name: i.name.clone(),
-            file: strip(&i.file, &p),
+            file: strip(&i.file, &p).map_err(|why| ExtrapError::Derive {
+                input: i.name.clone(),
+                why,
+            })?,
         });
     }
     let mut out = inner(&stripped)?;

@@ -27,7 +27,7 @@ use collio::ompio::{self, Config};
 use collio::romio;
 use collio::traced::{self, TracedCall};
 use rsd::op::{Creation, Op, Param, args};
-use rsd::trace::{Event, Node, NodeKind, flatten_event, visit};
+use rsd::trace::{Event, flatten_event, visit};
 use rsd::{Compressor, Header, RawEvent, Trace, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -851,22 +851,21 @@ pub(crate) fn compress_ranks(
     merge(chunks)
 }
 
-/// `tf` with the nested calls of the derived call sites removed, from the compressed trace
-/// itself: expanding every rank and compressing it again would keep only each summary's
-/// mean, wherever in the trace it is.
+/// `tf` with the nested calls of the derived call sites removed.
 pub(crate) fn strip(tf: &TraceFile, derived: &BTreeSet<Site>) -> Result<TraceFile, String> {
-    fn walk(nodes: &mut [Node], derived: &BTreeSet<Site>) {
-        for n in nodes {
-            match &mut n.kind {
-                NodeKind::Event(e) if derived.contains(&(e.op, e.sig)) => e.children.clear(),
-                NodeKind::Event(_) => {}
-                NodeKind::Loop(l) => walk(&mut l.body, derived),
+    let trace = compress_ranks(tf.header.nranks, |r| {
+        let mut events = walk_rank(&tf.trace, r).events;
+        for e in &mut events {
+            if derived.contains(&(e.op, e.sig)) {
+                e.children.clear();
             }
         }
-    }
-    let mut out = tf.clone();
-    walk(&mut out.trace.nodes, derived);
-    Ok(out)
+        Ok(events)
+    })?;
+    Ok(TraceFile {
+        header: tf.header.clone(),
+        trace,
+    })
 }
 
 /// Why OMPIO took the aggregators it took, for `--explain`.
