@@ -1144,7 +1144,7 @@ mod tests {
         let t = hyperslabs(n, 3);
         let want = displacements(&t, n);
         let mut m = t.clone();
-        let rec = recognise(&mut m);
+        let rec = recognise_from(&mut m);
         assert_eq!(rec.len(), 1, "{rec:?}");
         assert_eq!((rec[0].op, rec[0].of), (Op::TypeCreateHindexed, "count"));
         assert!(!rec[0].running);
@@ -1185,7 +1185,7 @@ mod tests {
     fn drawn_sizes_give_displacements_that_tile_each_dataset() {
         let n = 12;
         let mut t = hyperslabs(n, 3);
-        assert_eq!(recognise(&mut t).len(), 1);
+        assert_eq!(recognise_from(&mut t).len(), 1);
         let p = crate::approx::Policy {
             comm: false,
             io: true,
