@@ -186,3 +186,23 @@ fn an_existing_output_is_refused_and_named() {
         text(&o)
     );
 }
+
+#[test]
+fn communicator_groups() {
+    check("groups", "groups", &["{d}", "4", "3", "4096"], 4);
+}
+
+#[test]
+fn halo_exchange_on_a_grid() {
+    check("halo3d", "halo3d", &["{d}", "2", "2", "1", "20", "5"], 4);
+}
+
+#[test]
+fn every_send_mode() {
+    check("p2p_modes", "p2p_modes", &["3"], 4);
+}
+
+#[test]
+fn text_dump_at_prefix_sum_offsets() {
+    check("textdump", "textdump", &["{d}", "3", "random"], 4);
+}
