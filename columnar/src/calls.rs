@@ -8,6 +8,7 @@ use crate::ExportError;
 use crate::table::TableWriter;
 use filetable::{FileId, FileTable};
 use rsd::Param;
+use rsd::timeline::Cursor;
 use rsd::trace::{Event, flatten_event, visit};
 use std::path::Path;
 
@@ -77,12 +78,10 @@ pub fn write_calls(
             err: None,
             files: FileTable::new(),
         };
-        let mut t = 0.0f64;
+        let mut at = Cursor::top(1.0);
         let mut idx = Vec::new();
         visit(&tf.trace.nodes, rank, &mut idx, &mut |e, idx| {
-            let start = t + e.timing.gap.mean;
-            let dur = e.timing.dur.mean;
-            t = start + dur;
+            let (start, dur) = at.place(&e.timing);
             walk.call(e, idx, Nest::TOP, start, dur)
         });
         if let Some(e) = walk.err {
@@ -138,14 +137,10 @@ impl Walk<'_> {
             self.err = Some(x);
             return false;
         }
-        // Calls made inside: laid out one after another from the parent's start, each after
-        // its mean gap, clipped to the parent's span (as the Chrome export does).
-        let mut t = start;
-        let end = start + dur;
+        // Calls made inside: laid out inside the parent's span (`rsd::timeline`).
+        let mut inner = Cursor::within(start, dur, 1.0);
         visit(&e.children, self.rank, idx, &mut |c, idx| {
-            let cs = (t + c.timing.gap.mean).min(end);
-            let cd = c.timing.dur.mean.min(end - cs).max(0.0);
-            t = cs + cd;
+            let (cs, cd) = inner.place(&c.timing);
             let inside = Nest {
                 depth: depth + 1,
                 parent: Some(seq),

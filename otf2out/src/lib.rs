@@ -16,6 +16,7 @@ mod ffi;
 
 use filetable::{FileId, FileTable};
 use rsd::mpi::{COMM_WORLD, Peer, decode_peer};
+use rsd::timeline::Cursor;
 use rsd::trace::{Event, flatten_event, visit};
 use rsd::{Layer, Op, Param, TraceFile};
 use std::collections::HashMap;
@@ -336,12 +337,10 @@ unsafe fn write_archive(
             matching: 0,
             err: None,
         };
-        let mut t = 0.0f64;
+        let mut at = Cursor::top(1.0);
         let mut idx = Vec::new();
         visit(&tf.trace.nodes, rank, &mut idx, &mut |e, idx| {
-            let start = t + e.timing.gap.mean;
-            let dur = e.timing.dur.mean;
-            t = start + dur;
+            let (start, dur) = at.place(&e.timing);
             loc.call(e, idx, None, start, dur)
         });
         if let Some(e) = loc.err.take() {
@@ -673,19 +672,16 @@ impl Location<'_> {
         if !self.p2p(&flat, t0) {
             return false;
         }
-        // Calls made inside: one after another from the parent's start, clipped to its span.
-        let mut t = start;
-        let end = start + dur;
+        // Calls made inside: laid out inside this call's span (`rsd::timeline`).
+        let mut inner = Cursor::within(start, dur, 1.0);
         let ok = visit(&e.children, self.rank, idx, &mut |c, idx| {
-            let cs = (t + c.timing.gap.mean).min(end);
-            let cd = c.timing.dur.mean.min(end - cs).max(0.0);
-            t = cs + cd;
+            let (cs, cd) = inner.place(&c.timing);
             self.call(c, idx, file.or(ctx), cs, cd)
         });
         if !ok {
             return false;
         }
-        let t1 = self.stamp(end);
+        let t1 = self.stamp(start + dur);
         if let Some((h, _)) = io {
             // SAFETY: as above.
             if !self.ok("OTF2_EvtWriter_IoOperationComplete", unsafe {

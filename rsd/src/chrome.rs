@@ -7,9 +7,13 @@
 //! metadata event and in [`ChromeReport::truncated`].
 
 use crate::ranks::RankSet;
+use crate::timeline::Cursor;
 use crate::trace::{Event, Trace, flatten_event, visit};
 use serde::Serialize;
 use std::io::Write;
+
+/// The format's unit is the microsecond.
+const NS_PER_US: f64 = 1e3;
 
 /// What was exported.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -65,23 +69,21 @@ pub fn write_chrome(
             "args": {"name": format!("rank {rank}")}});
         sep(out, &mut first)?;
         serde_json::to_writer(&mut *out, &meta)?;
-        let mut t = 0.0f64;
+        let mut at = Cursor::top(NS_PER_US);
         let mut idx = Vec::new();
         let done = visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
             if rep.spans >= max_events {
                 rep.truncated = true;
                 return false;
             }
-            let start = t + e.timing.gap.mean / 1e3;
-            let dur = e.timing.dur.mean / 1e3;
+            let (start, dur) = at.place(&e.timing);
             let r = span(
-                e, rank, idx, start, dur, out, &mut first, &mut rep, max_events,
+                e, rank, idx, at, start, dur, out, &mut first, &mut rep, max_events,
             );
             if let Err(x) = r {
                 err = Some(x);
                 return false;
             }
-            t = start + dur;
             true
         });
         if let Some(e) = err.take() {
@@ -114,6 +116,7 @@ fn span(
     e: &Event,
     rank: u32,
     idx: &mut Vec<u64>,
+    at: Cursor,
     start: f64,
     dur: f64,
     out: &mut dyn Write,
@@ -144,22 +147,19 @@ fn span(
     sep(out, first)?;
     serde_json::to_writer(&mut *out, &s)?;
     rep.spans += 1;
-    // Children: laid out one after another from the parent's start, each after its mean gap,
-    // clipped to the parent's span.
-    let mut t = start;
+    // Children: laid out inside the parent's span (`timeline`).
+    let mut inner = at.inside(start, dur);
     let mut err = None;
     visit(&e.children, rank, idx, &mut |c, idx| {
         if rep.spans >= max_events {
             rep.truncated = true;
             return false;
         }
-        let cs = (t + c.timing.gap.mean / 1e3).min(start + dur);
-        let cd = (c.timing.dur.mean / 1e3).min(start + dur - cs).max(0.0);
-        if let Err(x) = span(c, rank, idx, cs, cd, out, first, rep, max_events) {
+        let (cs, cd) = inner.place(&c.timing);
+        if let Err(x) = span(c, rank, idx, inner, cs, cd, out, first, rep, max_events) {
             err = Some(x);
             return false;
         }
-        t = cs + cd;
         true
     });
     err.map_or(Ok(()), Err)

@@ -44,6 +44,7 @@ pub mod show;
 pub mod stack;
 pub mod stats;
 pub mod synth;
+pub mod timeline;
 pub mod timing;
 pub mod trace;
 pub mod value;
