@@ -221,3 +221,33 @@ fn a_missing_trace_and_an_unwritable_output_are_named() {
     assert!(!o.status.success());
     assert!(text(&o).contains("file/sub"), "{}", text(&o));
 }
+
+/// The events table renders a parameter's model as `show` does: textdump's offsets, the
+/// exclusive prefix sum of the ranks' data-dependent lengths, read `exscan(count, ...)`, not a
+/// list of numbers.
+#[test]
+fn events_name_the_prefix_sum_model_as_show_does() {
+    let dir = scratch();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let t = dir.path().join("textdump.4.iotrex");
+    mpirun(
+        4,
+        &app("textdump"),
+        &args(&[out.to_str().unwrap(), "3", "random"]),
+        &t,
+        &Opts::default(),
+    );
+    let pq = dir.path().join("pq");
+    export(&t, &pq, &[]);
+    let rows = duckdb(&format!(
+        "SELECT json_extract_string(params, '$.offset') FROM '{}' \
+         WHERE op = 'MPI_File_write_at_all'",
+        pq.join("events.parquet").display()
+    ));
+    assert!(!rows.is_empty(), "no MPI_File_write_at_all event");
+    for r in &rows {
+        let off = r[0].as_str().unwrap_or_default();
+        assert!(off.starts_with("exscan(count"), "offset rendered as {off:?}");
+    }
+}

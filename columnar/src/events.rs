@@ -41,13 +41,11 @@ fn nodes(
                 w.text(e.op.name());
                 w.text(&format!("{:016x}", e.sig));
                 w.opt_text(e.path.as_ref().map(|p| p.0.as_str()));
-                let nf = e.nfields();
-                let np = e.params.len();
-                let params: serde_json::Map<String, serde_json::Value> = e.params[..np - nf]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| (e.op.param_name(i, np, nf), render_elastic(v).into()))
-                    .collect();
+                let params: serde_json::Map<String, serde_json::Value> =
+                    rsd::show::render_params(e)
+                        .into_iter()
+                        .map(|(name, shown)| (name, shown.into()))
+                        .collect();
                 w.text(&serde_json::Value::Object(params).to_string());
                 w.null();
                 let d = &e.timing.dur;

@@ -384,15 +384,12 @@ fn render_path(e: &Event) -> Option<String> {
     Some(format!("{} [{}]", t.0, fields.join(", ")))
 }
 
-/// One event as `op path  name = value, ...  | timing`.
-pub fn render_event(e: &Event) -> String {
-    let mut s = e.op.name().to_string();
-    if let Some(p) = render_path(e) {
-        let _ = write!(s, " {p}");
-    }
+/// An event's parameters (fields excluded) as (name, shown value) pairs: the one rendering
+/// `show` joins on a line and the Parquet export stores as a JSON object.
+pub fn render_params(e: &Event) -> Vec<(String, String)> {
     let nf = e.nfields();
     let n = e.params.len();
-    let params: Vec<String> = e.params[..n - nf]
+    e.params[..n - nf]
         .iter()
         .enumerate()
         .map(|(i, v)| {
@@ -411,8 +408,20 @@ pub fn render_event(e: &Event) -> String {
                 },
                 _ => render_elastic(v),
             };
-            format!("{} = {shown}", e.op.param_name(i, n, nf))
+            (e.op.param_name(i, n, nf), shown)
         })
+        .collect()
+}
+
+/// One event as `op path  name = value, ...  | timing`.
+pub fn render_event(e: &Event) -> String {
+    let mut s = e.op.name().to_string();
+    if let Some(p) = render_path(e) {
+        let _ = write!(s, " {p}");
+    }
+    let params: Vec<String> = render_params(e)
+        .into_iter()
+        .map(|(name, shown)| format!("{name} = {shown}"))
         .collect();
     if !params.is_empty() {
         let _ = write!(s, "  {}", params.join(", "));
