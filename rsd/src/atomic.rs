@@ -23,9 +23,9 @@
 use rustix::fs::{AtFlags, CWD, Mode, OFlags};
 use rustix::io::Errno;
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -136,7 +136,6 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
     f.write_all(bytes.as_ref())?;
     f.commit()
 }
-
 
 /// What [`put`] writes the data with: `write(2)`'s shape, on a descriptor and a buffer,
 /// returning the bytes written or the errno. The tracer passes the next `write` after itself.
@@ -346,7 +345,12 @@ mod tests {
         // A directory in the way: an error, and nothing left beside it.
         let q = d.path().join("sub");
         std::fs::create_dir(&q).unwrap();
-        let e = put(&Dest::new(&q.display().to_string()).unwrap(), b"x", true, None);
+        let e = put(
+            &Dest::new(&q.display().to_string()).unwrap(),
+            b"x",
+            true,
+            None,
+        );
         assert_eq!(e, Err(Errno::ISDIR.raw_os_error()));
         assert_eq!(names(d.path()), ["sub", "t.iotrex"]);
     }

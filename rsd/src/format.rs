@@ -235,7 +235,11 @@ impl Header {
     /// 0 while it holds no field added after the rule, else the number of its last field.
     pub fn minor(&self) -> u32 {
         let later = self.later_fields();
-        if later <= FIELDS_BEFORE_MINOR { 0 } else { later }
+        if later <= FIELDS_BEFORE_MINOR {
+            0
+        } else {
+            later
+        }
     }
 
     /// The most ranks any node ran per CPU it had (above 1: ranks shared cores), when the
@@ -613,7 +617,11 @@ mod tests {
     pub(crate) fn body_with_a_future_field(tf: &TraceFile) -> Vec<u8> {
         let mut header = rmp_serde::to_vec(&tf.header).unwrap();
         // 8 + 6 fields: a fixarray of 14 (0x9e); 15 with the new one.
-        assert_eq!(header[0], 0x90 | 14, "the header holds every field up to run_id");
+        assert_eq!(
+            header[0],
+            0x90 | 14,
+            "the header holds every field up to run_id"
+        );
         header[0] = 0x90 | 15;
         header.extend(rmp_serde::to_vec(&("a field from the future", 42u32)).unwrap());
         let mut body = vec![0x92];

@@ -30,8 +30,8 @@ pub fn init() {
     // SAFETY: a NUL-terminated name; dlsym returns null when there is none.
     let w = unsafe { libc::dlsym(libc::RTLD_NEXT, c"write".as_ptr()) };
     // SAFETY: the address dlsym gave for `write`, which has this prototype.
-    let next = (!w.is_null())
-        .then(|| unsafe { std::mem::transmute::<*mut libc::c_void, NextWrite>(w) });
+    let next =
+        (!w.is_null()).then(|| unsafe { std::mem::transmute::<*mut libc::c_void, NextWrite>(w) });
     let _ = NEXT_WRITE.set(next);
     let _ = TMP.set(rsd::job::tmp_dir(std::env::var("TMPDIR").ok().as_deref()));
 }
