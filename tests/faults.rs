@@ -2,8 +2,10 @@
 //! `tests/apps/fault_app.c`: a full disk and a failing disk while the trace is written (the
 //! preloaded `tests/apps/fault_shim.c`), a read-only output directory (a read-only bind mount
 //! in a private mount namespace), an `IOTREX_OUT` that already exists, a rank killed with
-//! SIGKILL during the merge, a rank that stops answering during the merge (SIGSTOP), MPI_Abort,
-//! fork without exec, and a second thread writing during MPI_Finalize.
+//! SIGKILL during the merge while the others ignore SIGTERM (so SIGKILL ends them too), a rank
+//! that stops answering during the merge (SIGSTOP), MPI_Abort (under Open MPI and MPICH),
+//! per-rank files of an earlier run in the same place, fork without exec, and a second thread
+//! writing during MPI_Finalize; and a trace written by a newer iotrex.
 //!
 //! For each, the application's exit status, its output and the files it writes are what they
 //! are in the same run untraced (run first, with the same fault where there is one at that
@@ -161,9 +163,15 @@ fn assert_same_as_untraced(
     }
 }
 
-/// Runs `s` untraced (with `untraced_env` instead of `s.env`) and traced into `out`, checks
-/// the app saw no difference, and returns the traced run.
-fn both(root: &Path, s: &Setup, untraced_env: Vec<(&'static str, String)>, out: &Path) -> Output {
+/// Runs `s` untraced first, with `untraced_env` instead of `s.env` (the same fault at the
+/// same point of the program, where untraced it has one) and no wrapper, into
+/// `root/data-untraced`; returns its output, that directory, and `root/data-traced` for the
+/// traced run that follows.
+fn untraced_first(
+    root: &Path,
+    s: &Setup,
+    untraced_env: Vec<(&'static str, String)>,
+) -> (Output, PathBuf, PathBuf) {
     let udata = dir(root, "data-untraced");
     let tdata = dir(root, "data-traced");
     let u = Setup {
@@ -171,7 +179,13 @@ fn both(root: &Path, s: &Setup, untraced_env: Vec<(&'static str, String)>, out: 
         wrap: Vec::new(),
         ..s.clone()
     };
-    let plain = run(&u, &udata, None);
+    (run(&u, &udata, None), udata, tdata)
+}
+
+/// Runs `s` untraced ([`untraced_first`]) and traced into `out`, checks the app saw no
+/// difference, and returns the traced run.
+fn both(root: &Path, s: &Setup, untraced_env: Vec<(&'static str, String)>, out: &Path) -> Output {
+    let (plain, udata, tdata) = untraced_first(root, s, untraced_env);
     let traced = run(s, &tdata, Some(out));
     assert_same_as_untraced(s.mode, &traced, &tdata, &plain, &udata);
     traced
@@ -519,17 +533,8 @@ fn a_rank_that_stops_answering_is_left_out_after_the_merge_timeout() {
         ],
         ..Setup::default()
     };
-    let udata = dir(root.path(), "data-untraced");
-    let tdata = dir(root.path(), "data-traced");
     // Untraced there is no merge: the shim never stops the rank.
-    let plain = run(
-        &Setup {
-            env: Vec::new(),
-            ..s.clone()
-        },
-        &udata,
-        None,
-    );
+    let (plain, udata, tdata) = untraced_first(root.path(), &s, Vec::new());
     let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
     let child = command(&s, &tdata, Some(&out))
         .stdout(std::process::Stdio::piped())

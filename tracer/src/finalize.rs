@@ -143,9 +143,10 @@ fn pending_not_needed() {
 /// `MPI_Init` and broadcast, so every per-rank file of the run carries the same one.
 static RUN_ID: OnceLock<String> = OnceLock::new();
 
-/// Inside `MPI_Init`, on the tracer's communicator `comm` (collective): rank 0 picks the run's
-/// id (its clock, pid and host, hashed), every rank receives it.
-pub fn agree_run_id(comm: H, byte: H, rank: u32) {
+/// Inside `MPI_Init`, on the tracer's communicator `comm` (collective; handles as the
+/// addresses or integers they are, `byte` being `MPI_BYTE`): rank 0 picks the run's id (its
+/// clock, pid and host, hashed), every rank receives it.
+pub fn agree_run_id(comm: usize, byte: usize, rank: u32) {
     type BcastFn = unsafe extern "C" fn(*mut libc::c_void, c_int, H, c_int, H) -> c_int;
     let Some(bcast) = real!("PMPI_Bcast", BcastFn) else {
         return;
@@ -161,6 +162,7 @@ pub fn agree_run_id(comm: H, byte: H, rank: u32) {
         host.hash(&mut h);
         id.copy_from_slice(format!("{:016x}", h.finish()).as_bytes());
     }
+    let (comm, byte) = (comm as H, byte as H);
     // SAFETY: a 16-byte buffer, MPI_BYTE, root 0, the tracer's communicator (valid on every
     // rank, which all call this).
     if unsafe { bcast(id.as_mut_ptr().cast(), id.len() as c_int, byte, 0, comm) } == 0
