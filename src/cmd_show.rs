@@ -87,8 +87,9 @@ pub struct ExpandArgs {
 }
 
 /// Runs `iotrex show`. When the trace was not written (a run whose merge did not complete)
-/// but its ranks left their own files (`<stem>.rank<r>.iotrex`), those are shown merged, and
-/// the header says which ranks are missing.
+/// but its ranks left their own files (`<stem>.rank<r>.iotrex`), those of the latest run are
+/// shown merged, the header says which ranks are missing, and files of another run there are
+/// named as ignored.
 pub fn show(a: &ShowArgs, json: bool) -> Result<()> {
     let (tf, from) = read_or_rank_files(&a.file)?;
     if json {
@@ -99,16 +100,33 @@ pub fn show(a: &ShowArgs, json: bool) -> Result<()> {
         text.push_str(&format!(
             "{} was not written; its ranks' own files are shown merged: {}\n",
             a.file.display(),
-            files.join(", ")
+            files.used.join(", ")
         ));
+        if !files.ignored.is_empty() {
+            text.push_str(&format!(
+                "ignored {} per-rank file{} of another run: {}\n",
+                files.ignored.len(),
+                if files.ignored.len() == 1 { "" } else { "s" },
+                files.ignored.join(", ")
+            ));
+        }
     }
     text.push_str(&show::render_trace_file(&tf));
     print_text(&text)
 }
 
+/// The per-rank files a shown trace was merged from, and those left out.
+struct RankFiles {
+    used: Vec<String>,
+    /// Files of another run (another run id, or none where the latest run has one).
+    ignored: Vec<String>,
+}
+
 /// `file`, or when it does not exist, the per-rank files beside it merged into one trace
-/// flagged incomplete, with the names of those files.
-fn read_or_rank_files(file: &std::path::Path) -> Result<(TraceFile, Option<Vec<String>>)> {
+/// flagged incomplete, with the names of those files. Only one run's files are merged: the
+/// run of the most recently written file ([`rsd::Header::run_id`]); files of any other run
+/// (an earlier run into the same place that left its own) are ignored.
+fn read_or_rank_files(file: &std::path::Path) -> Result<(TraceFile, Option<RankFiles>)> {
     let ranks = if file.exists() {
         Vec::new()
     } else {
@@ -117,11 +135,28 @@ fn read_or_rank_files(file: &std::path::Path) -> Result<(TraceFile, Option<Vec<S
     if ranks.is_empty() {
         return Ok((TraceFile::read(file)?, None));
     }
-    let mut merged: Option<TraceFile> = None;
-    let mut names = Vec::new();
+    let mut read = Vec::new();
     for (_, p) in &ranks {
         let tf = TraceFile::read(p)?;
-        names.push(p.display().to_string());
+        let when = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        read.push((p, tf, when));
+    }
+    let latest = read
+        .iter()
+        .max_by_key(|(_, _, when)| *when)
+        .map(|(_, tf, _)| tf.header.run_id.clone())
+        .expect("at least one per-rank file");
+    let mut merged: Option<TraceFile> = None;
+    let mut files = RankFiles {
+        used: Vec::new(),
+        ignored: Vec::new(),
+    };
+    for (p, tf, _) in read {
+        if tf.header.run_id != latest {
+            files.ignored.push(p.display().to_string());
+            continue;
+        }
+        files.used.push(p.display().to_string());
         merged = Some(match merged {
             None => tf,
             Some(mut m) => {
@@ -139,9 +174,9 @@ fn read_or_rank_files(file: &std::path::Path) -> Result<(TraceFile, Option<Vec<S
             }
         });
     }
-    let mut tf = merged.expect("at least one per-rank file");
+    let mut tf = merged.expect("the latest file's run has a file");
     tf.header.incomplete = true;
-    Ok((tf, Some(names)))
+    Ok((tf, Some(files)))
 }
 
 /// Runs `iotrex stats`.

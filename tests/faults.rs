@@ -2,8 +2,10 @@
 //! `tests/apps/fault_app.c`: a full disk and a failing disk while the trace is written (the
 //! preloaded `tests/apps/fault_shim.c`), a read-only output directory (a read-only bind mount
 //! in a private mount namespace), an `IOTREX_OUT` that already exists, a rank killed with
-//! SIGKILL during the merge, a rank that stops answering during the merge (SIGSTOP), MPI_Abort,
-//! fork without exec, and a second thread writing during MPI_Finalize.
+//! SIGKILL during the merge while the others ignore SIGTERM (so SIGKILL ends them too), a rank
+//! that stops answering during the merge (SIGSTOP), MPI_Abort (under Open MPI and MPICH),
+//! per-rank files of an earlier run in the same place, fork without exec, and a second thread
+//! writing during MPI_Finalize; and a trace written by a newer iotrex.
 //!
 //! For each, the application's exit status, its output and the files it writes are what they
 //! are in the same run untraced (run first, with the same fault where there is one at that
@@ -161,9 +163,15 @@ fn assert_same_as_untraced(
     }
 }
 
-/// Runs `s` untraced (with `untraced_env` instead of `s.env`) and traced into `out`, checks
-/// the app saw no difference, and returns the traced run.
-fn both(root: &Path, s: &Setup, untraced_env: Vec<(&'static str, String)>, out: &Path) -> Output {
+/// Runs `s` untraced first, with `untraced_env` instead of `s.env` (the same fault at the
+/// same point of the program, where untraced it has one) and no wrapper, into
+/// `root/data-untraced`; returns its output, that directory, and `root/data-traced` for the
+/// traced run that follows.
+fn untraced_first(
+    root: &Path,
+    s: &Setup,
+    untraced_env: Vec<(&'static str, String)>,
+) -> (Output, PathBuf, PathBuf) {
     let udata = dir(root, "data-untraced");
     let tdata = dir(root, "data-traced");
     let u = Setup {
@@ -171,7 +179,13 @@ fn both(root: &Path, s: &Setup, untraced_env: Vec<(&'static str, String)>, out: 
         wrap: Vec::new(),
         ..s.clone()
     };
-    let plain = run(&u, &udata, None);
+    (run(&u, &udata, None), udata, tdata)
+}
+
+/// Runs `s` untraced ([`untraced_first`]) and traced into `out`, checks the app saw no
+/// difference, and returns the traced run.
+fn both(root: &Path, s: &Setup, untraced_env: Vec<(&'static str, String)>, out: &Path) -> Output {
+    let (plain, udata, tdata) = untraced_first(root, s, untraced_env);
     let traced = run(s, &tdata, Some(out));
     assert_same_as_untraced(s.mode, &traced, &tdata, &plain, &udata);
     traced
@@ -244,11 +258,20 @@ fn assert_rank_files(out: &Path, o: &Output) -> Vec<u32> {
     // Nothing half-written beside them.
     let dir = out.parent().unwrap();
     assert!(
-        names(dir).iter().all(|n| !n.ends_with(".tmp")),
+        names(dir).iter().all(|n| !rsd::atomic::is_temporary(n)),
         "temporary files left: {:?}",
         names(dir)
     );
     have
+}
+
+/// The notes of rank `r`'s own file beside `out`.
+fn rank_notes(out: &Path, r: u32) -> Vec<String> {
+    let p = rsd::job::rank_path(&out.display().to_string(), r, "iotrex");
+    TraceFile::read(Path::new(&p))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .header
+        .notes
 }
 
 fn scratch() -> tempfile::TempDir {
@@ -405,32 +428,91 @@ fn an_existing_iotrex_out_is_replaced_and_a_directory_there_is_left_alone() {
     assert!(err.contains("Is a directory"), "{err}");
 }
 
+/// The ranks' and the application's settings of a run in which rank 1 is killed with SIGKILL
+/// at `at`, and every rank ignores SIGTERM: mpirun's SIGTERM to the others does nothing, and
+/// its SIGKILL a second later ends them without any handler running (as a batch system's
+/// SIGKILL alone would).
+fn killed_at(at: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("FAULT_RANK", "1".to_string()),
+        ("FAULT_SIGNAL", "KILL".to_string()),
+        ("FAULT_AT", at.to_string()),
+        ("FAULT_IGNORE_TERM", "1".to_string()),
+    ]
+}
+
 #[test]
-fn a_rank_killed_during_the_merge_leaves_the_others_files() {
+fn a_rank_killed_during_the_merge_leaves_every_ranks_calls() {
     let root = scratch();
     let outdir = dir(root.path(), "out");
     let out = outdir.join("t.4.iotrex");
-    let kill = |at: &str| {
-        vec![
-            ("FAULT_RANK", "1".to_string()),
-            ("FAULT_SIGNAL", "KILL".to_string()),
-            ("FAULT_AT", at.to_string()),
-        ]
-    };
     // Untraced, the same rank dies at the same point of the program: in MPI_Finalize.
     let s = Setup {
         mode: "plain",
         shim: true,
-        env: kill("send"),
+        env: killed_at("send"),
         ..Setup::default()
     };
-    let o = both(root.path(), &s, kill("finalize"), &out);
+    let o = both(root.path(), &s, killed_at("finalize"), &out);
+    // Every rank wrote its own file when MPI_Finalize began, before the merge: the killed
+    // rank's and those of the ranks SIGKILL ended, none of which ran a line of code after.
     let have = assert_rank_files(&out, &o);
-    assert!(!have.contains(&1), "the killed rank wrote nothing");
-    // mpirun kills the other ranks (SIGTERM, then SIGKILL a second later): they write from
-    // their signal handlers the files encoded when MPI_Finalize began. A rank not scheduled
-    // within that second cannot; at least one always is.
-    assert!(!have.is_empty(), "no rank left its calls:\n{}", text(&o));
+    assert_eq!(have, vec![0, 1, 2, 3], "{}", text(&o));
+    assert!(
+        rank_notes(&out, 1)
+            .iter()
+            .any(|n| n.contains("rank 1: the merge in MPI_Finalize did not complete")),
+        "{:?}",
+        rank_notes(&out, 1)
+    );
+}
+
+#[test]
+fn per_rank_files_of_an_earlier_run_are_not_merged_with_this_ones() {
+    let root = scratch();
+    let outdir = dir(root.path(), "out");
+    let out = outdir.join("t.4.iotrex");
+    // A first run leaves every rank's file (as above).
+    let s = Setup {
+        mode: "plain",
+        shim: true,
+        env: killed_at("send"),
+        ..Setup::default()
+    };
+    let first = run(&s, &dir(root.path(), "data-first"), Some(&out));
+    assert_eq!(rsd::job::rank_files(&out).len(), 4, "{}", text(&first));
+    let first_id = |r: u32| {
+        let p = rsd::job::rank_path(&out.display().to_string(), r, "iotrex");
+        TraceFile::read(Path::new(&p)).unwrap().header.run_id
+    };
+    let old_id = first_id(0);
+    assert!(old_id.is_some(), "per-rank files carry the run's id");
+    assert!((1..NP).all(|r| first_id(r) == old_id));
+    // Then a run into the same place in which rank 1 aborts, and the others, ignoring mpirun's
+    // SIGTERM, are killed without writing anything: only rank 1's file is of this run.
+    let s = Setup {
+        mode: "abort",
+        shim: true,
+        env: vec![("FAULT_IGNORE_TERM", "1".to_string())],
+        ..Setup::default()
+    };
+    let o = both(root.path(), &s, s.env.clone(), &out);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_ne!(first_id(1), old_id, "rank 1's file is the new run's");
+    let sh = show(&out);
+    let want = format!("missing    3 of {NP} ranks are not in this trace: 0, 2-3\n");
+    assert!(sh.contains(&want), "expected {want:?} in:\n{sh}");
+    assert!(
+        sh.contains("ignored 3 per-rank files of another run: "),
+        "{sh}"
+    );
+    let tf = rsd::TraceFile::read(Path::new(&rsd::job::rank_path(
+        &out.display().to_string(),
+        1,
+        "iotrex",
+    )))
+    .unwrap();
+    assert_eq!(pwrites(&tf, 1), 10);
 }
 
 #[test]
@@ -451,17 +533,8 @@ fn a_rank_that_stops_answering_is_left_out_after_the_merge_timeout() {
         ],
         ..Setup::default()
     };
-    let udata = dir(root.path(), "data-untraced");
-    let tdata = dir(root.path(), "data-traced");
     // Untraced there is no merge: the shim never stops the rank.
-    let plain = run(
-        &Setup {
-            env: Vec::new(),
-            ..s.clone()
-        },
-        &udata,
-        None,
-    );
+    let (plain, udata, tdata) = untraced_first(root.path(), &s, Vec::new());
     let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
     let child = command(&s, &tdata, Some(&out))
         .stdout(std::process::Stdio::piped())
@@ -540,11 +613,19 @@ fn mpi_abort_keeps_the_ranks_files_and_show_names_the_missing() {
     let o = both(root.path(), &s, Vec::new(), &out);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let have = assert_rank_files(&out, &o);
-    // The aborting rank leaves through exit; the others are killed by mpirun (see above).
+    // The aborting rank writes before the library aborts; the others are killed by mpirun
+    // (their signal handlers write theirs).
     assert!(
         have.contains(&1),
         "the aborting rank's calls:\n{}",
         text(&o)
+    );
+    assert!(
+        rank_notes(&out, 1)
+            .iter()
+            .any(|n| n == "rank 1: called MPI_Abort (error code 3) without MPI_Finalize; only this rank's calls are in this file"),
+        "{:?}",
+        rank_notes(&out, 1)
     );
 }
 
@@ -590,4 +671,136 @@ fn a_second_thread_writing_during_finalize_changes_nothing() {
     for r in 0..NP {
         assert!(pwrites(&tf, r) >= 20, "rank {r}: {}", pwrites(&tf, r));
     }
+}
+
+/// `fault_app` built against the private MPICH (`scripts/install-mpich.sh`), and the lib
+/// directory its Hydra launcher needs.
+fn mpich_fault_app() -> (PathBuf, PathBuf) {
+    let prefix = PathBuf::from(
+        std::env::var_os("IOTREX_MPICH_PREFIX").unwrap_or_else(|| "/opt/iotrex-mpich".into()),
+    );
+    let lib = prefix.join("usr/lib/x86_64-linux-gnu");
+    assert!(
+        prefix.join("usr/bin/mpiexec.hydra").exists(),
+        "MPICH not found under {}: run `bash scripts/install-mpich.sh` (make test does)",
+        prefix.display()
+    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/iotrex-apps-mpich");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("fault_app");
+    let o = Command::new("cc")
+        .args(["-O1", "-g", "-o"])
+        .arg(&bin)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/apps/fault_app.c"))
+        .arg(format!(
+            "-I{}",
+            prefix.join("usr/include/x86_64-linux-gnu/mpich").display()
+        ))
+        .arg(format!("-L{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lmpich", "-lpthread"])
+        .output()
+        .expect("run cc");
+    assert!(
+        o.status.success(),
+        "building fault_app for MPICH:\n{}",
+        text(&o)
+    );
+    (prefix, lib)
+}
+
+/// `fault_app DATA 10 MODE` under MPICH's Hydra with 4 ranks, traced into `out` when given.
+fn hydra(mode: &str, data: &Path, out: Option<&Path>) -> Output {
+    let (prefix, lib) = mpich_fault_app();
+    let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Command::new("timeout");
+    c.args(["-k", "5", "120"])
+        .arg(prefix.join("usr/bin/mpiexec.hydra"))
+        .args(["-launcher", "fork", "-np", &NP.to_string()])
+        .env("LD_PRELOAD", "")
+        .env_remove("IOTREX_JOB")
+        .env("LD_LIBRARY_PATH", format!("{0}:{0}/slurm", lib.display()));
+    if let Some(o) = out {
+        c.args(["-genv", "LD_PRELOAD"])
+            .arg(tracer_lib())
+            .args(["-genv", "IOTREX_OUT"])
+            .arg(o);
+    }
+    let o = c
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/iotrex-apps-mpich/fault_app"))
+        .arg(data)
+        .args([ITERS, mode])
+        .output()
+        .expect("run timeout/mpiexec.hydra");
+    assert_ne!(o.status.code(), Some(124), "mpiexec hung:\n{}", text(&o));
+    o
+}
+
+/// Under MPICH, Hydra ends the job at once on MPI_Abort: no exit handler of the aborting rank
+/// runs, so the tracer must write before the library aborts.
+#[test]
+fn mpi_abort_under_mpich_keeps_the_aborting_ranks_calls() {
+    let root = scratch();
+    let outdir = dir(root.path(), "out");
+    let out = outdir.join("t.4.iotrex");
+    let (udata, tdata) = (dir(root.path(), "du"), dir(root.path(), "dt"));
+    let plain = hydra("abort", &udata, None);
+    let traced = hydra("abort", &tdata, Some(&out));
+    assert_same_as_untraced("abort under MPICH", &traced, &tdata, &plain, &udata);
+    assert_eq!(traced.status.code(), Some(3), "{}", text(&traced));
+    let have = assert_rank_files(&out, &traced);
+    assert!(have.contains(&1), "{have:?}\n{}", text(&traced));
+    assert!(
+        rank_notes(&out, 1)
+            .iter()
+            .any(|n| n.contains("rank 1: called MPI_Abort (error code 3)")),
+        "{:?}",
+        rank_notes(&out, 1)
+    );
+}
+
+/// A trace from a newer iotrex (a header field this build does not know, under a newer minor
+/// version) is named as such, not called damaged; the same bytes claiming a known version are.
+#[test]
+fn a_trace_from_a_newer_iotrex_says_upgrade_not_damaged() {
+    let root = scratch();
+    let mut tf = TraceFile {
+        header: rsd::Header::new(1),
+        trace: rsd::synth::spmd(1, 2),
+    };
+    tf.header.run_id = Some("0123456789abcdef".into());
+    let mut header = rmp_serde::to_vec(&tf.header).unwrap();
+    // The header array (8 + 6 fields) one longer, the new field at its end.
+    assert_eq!(header[0], 0x90 | 14);
+    header[0] = 0x90 | 15;
+    header.extend(rmp_serde::to_vec(&"a field of a newer iotrex").unwrap());
+    let mut body = vec![0x92];
+    body.extend(header);
+    body.extend(rmp_serde::to_vec(&tf.trace).unwrap());
+    let show_err = |minor: u32| {
+        let p = root.path().join(format!("t{minor}.iotrex"));
+        std::fs::write(
+            &p,
+            TraceFile::frame(&body, rsd::format::FORMAT_VERSION, minor),
+        )
+        .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_iotrex"))
+            .arg("show")
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let newer = rsd::format::FORMAT_MINOR + 1;
+    let e = show_err(newer);
+    assert!(
+        e.contains(&format!(
+            "trace format version 1.{newer} is newer than this iotrex reads"
+        )) && e.contains("written by a newer iotrex; upgrade iotrex")
+            && !e.contains("damaged"),
+        "{e}"
+    );
+    let e = show_err(rsd::format::FORMAT_MINOR);
+    assert!(e.contains("damaged"), "{e}");
 }

@@ -440,3 +440,86 @@ fn a_symlink_swapped_in_during_the_replay_never_leads_out() {
         );
     }
 }
+
+/// An MPI-IO open under `mpirun` while `race/f` is swapped, over and over, with a symlink to a
+/// file outside the root (`RENAME_EXCHANGE`): the library opens files by name, and given
+/// `/proc/self/fd/DIR/f` it followed a symlink swapped in at that instant and wrote 64 bytes
+/// over the outside file. Given `/proc/self/fd/FILE` of the file the replay opened confined
+/// first, it opens that very file whatever the directory holds.
+#[test]
+fn a_symlink_swapped_in_during_an_mpi_io_open_never_leads_out() {
+    let sb = Sandbox::new();
+    let calls = [Call::MpiWrite("race/f")];
+    let t = trace(&sb.s.join("trace"), &calls, 2000);
+    let before = sb.listing();
+    let root = sb.root();
+    let keep = sb.outside().join("keep");
+    let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    for round in 0..10 {
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("race")).unwrap();
+        std::fs::write(root.join("race/f"), b"").unwrap();
+        std::os::unix::fs::symlink(&keep, root.join("race/lnk")).unwrap();
+        let stop = AtomicBool::new(false);
+        let swaps = std::sync::atomic::AtomicU64::new(0);
+        let (a, b) = (
+            std::ffi::CString::new(root.join("race/f").to_str().unwrap()).unwrap(),
+            std::ffi::CString::new(root.join("race/lnk").to_str().unwrap()).unwrap(),
+        );
+        let o = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: NUL-terminated paths; RENAME_EXCHANGE swaps the two entries.
+                    let rc = unsafe {
+                        libc::renameat2(
+                            libc::AT_FDCWD,
+                            a.as_ptr(),
+                            libc::AT_FDCWD,
+                            b.as_ptr(),
+                            libc::RENAME_EXCHANGE,
+                        )
+                    };
+                    if rc == 0 {
+                        swaps.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Mostly the file, the symlink only between two swaps: the mapping then
+                    // mostly finds the file, and what opens it after sometimes meets the link.
+                    if swaps.load(Ordering::Relaxed).is_multiple_of(2) {
+                        std::thread::sleep(std::time::Duration::from_micros(50));
+                    }
+                }
+            });
+            let o = Command::new("timeout")
+                .args(["-k", "5", "120", "mpirun", "-np", "1", "--oversubscribe"])
+                .args(["--mca", "btl", "self,vader"])
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+                .env("LD_PRELOAD", "")
+                .arg(bin("iotrex-replay"))
+                .arg(&t)
+                .arg("--root")
+                .arg(&root)
+                .output()
+                .unwrap();
+            stop.store(true, Ordering::Relaxed);
+            o
+        });
+        eprintln!(
+            "round {round}: {} after {} swaps",
+            o.status,
+            swaps.load(Ordering::Relaxed)
+        );
+        assert!(
+            swaps.load(Ordering::Relaxed) > 0,
+            "the swaps failed: nothing was tested"
+        );
+        assert_ne!(o.status.code(), Some(124), "the replay hung:\n{}", text(&o));
+        assert_eq!(
+            sb.listing(),
+            before,
+            "round {round}: the replay's MPI-IO open went through the swapped-in symlink:\n{}",
+            text(&o)
+        );
+    }
+}

@@ -43,7 +43,7 @@ pub use options::{
     parse_compute, parse_layer, parse_max_threads, parse_scale, parse_stall_timeout,
 };
 pub use report::Report;
-pub use root::{Mapped, Root};
+pub use root::{Mapped, Pinned, Root};
 
 use rsd::TraceFile;
 use std::path::Path;

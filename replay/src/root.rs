@@ -470,12 +470,13 @@ impl Mapped {
         )?)
     }
 
-    /// A name for a library that opens by name (MPI-IO): `/proc/self/fd/N/leaf`, where N is
-    /// the directory this mapping holds open, so the name reaches that directory whatever was
-    /// renamed or swapped above it; it stays valid while this `Mapped` (or a clone) lives. The
-    /// library opens the last component itself, following a symlink swapped in there after
-    /// the mapping (the one step of an MPI-IO open that is not race-free; the POSIX calls are).
-    /// Without `/proc`, the lexical path: resolved inside the root when mapped, but by name.
+    /// A name for a library that removes a file by name (`MPI_File_delete`):
+    /// `/proc/self/fd/N/leaf`, where N is the directory this mapping holds open, so the name
+    /// reaches that directory whatever was renamed or swapped above it; it stays valid while
+    /// this `Mapped` (or a clone) lives. Removing never follows a symlink at the last
+    /// component, so this is race-free for a removal; a library that *opens* by name is given
+    /// [`Mapped::pin`]'s name instead. Without `/proc`, the lexical path: resolved inside the
+    /// root when mapped, but by name.
     pub fn kernel_path(&self) -> PathBuf {
         if self.proc_fd {
             let mut p = PathBuf::from(format!("/proc/self/fd/{}", self.dir.as_raw_fd()));
@@ -484,6 +485,50 @@ impl Mapped {
         } else {
             self.path.clone()
         }
+    }
+
+    /// Opens the file for a library that opens files by name (MPI-IO): first here, confined
+    /// as [`Mapped::open`] does (never through a symlink at its end, only a regular file),
+    /// with `O_CREAT` when `create`, for reading only when `read_only`; the library is then
+    /// given [`Pinned::kernel_path`], `/proc/self/fd/M` of that open file. Opening that name
+    /// reopens the very file M refers to (the kernel follows the descriptor, not a path), so
+    /// nothing swapped into the directory after this open, a symlink included, can change
+    /// what the library opens: the check and the use are the same open. Without `/proc` the
+    /// name is the lexical path (by name, as before).
+    pub fn pin(&self, create: bool, read_only: bool) -> io::Result<Pinned> {
+        let mut flags = if read_only {
+            libc::O_RDONLY
+        } else {
+            libc::O_RDWR
+        };
+        if create {
+            flags |= libc::O_CREAT;
+        }
+        let file = self.open(flags, 0o666)?;
+        Ok(Pinned {
+            name: if self.proc_fd {
+                PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            } else {
+                self.path.clone()
+            },
+            _file: file,
+        })
+    }
+}
+
+/// A file opened inside the root for a library that opens by name ([`Mapped::pin`]); the name
+/// stays valid while this lives (ROMIO opens the file again later on the ranks that are not
+/// aggregators: its deferred open).
+#[derive(Debug)]
+pub struct Pinned {
+    _file: File,
+    name: PathBuf,
+}
+
+impl Pinned {
+    /// The name to give the library: `/proc/self/fd/M` of the file opened.
+    pub fn kernel_path(&self) -> &Path {
+        &self.name
     }
 }
 

@@ -14,9 +14,9 @@
 
 use filetable::{Effect, FileEnv, FileTable};
 use mpi::ffi;
-use replay::Mapped;
 use replay::engine::{Pattern, Runtime};
 use replay::types::Types;
+use replay::{Mapped, Pinned};
 use rsd::op::{Creation, Dir, Op, Param};
 use rsd::trace::FlatEvent;
 use std::any::Any;
@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::os::raw::{c_int, c_void};
 
-use rsd::mpi::{ANY_SOURCE, PROC_NULL};
+use rsd::mpi::{ANY_SOURCE, PROC_NULL, amode};
 
 /// Handles to MPI's predefined objects, read once.
 #[derive(Clone, Copy)]
@@ -80,10 +80,13 @@ fn check(rc: c_int, what: &str) -> Result<(), String> {
 
 struct MFile {
     fh: ffi::MPI_File,
-    /// Its name in the root: the directory it holds open is what the library's name for the
-    /// file goes through (see `Mapped::kernel_path`), and ROMIO may open the file again later
-    /// (deferred open on the ranks that are not aggregators).
-    _name: Mapped,
+    /// The file opened inside the root, whose `/proc/self/fd/M` the library was given (see
+    /// `Mapped::pin`); kept open as long as the handle, since ROMIO may open the file again
+    /// later (deferred open on the ranks that are not aggregators).
+    _pinned: Pinned,
+    /// Its name in the root, when the traced open asked for `MPI_MODE_DELETE_ON_CLOSE`: the
+    /// library's own removal would name `/proc/self/fd/M`, so the replay removes it here.
+    delete_on_close: Option<Mapped>,
 }
 
 /// A pending nonblocking call and its buffer, kept alive until completion.
@@ -1246,25 +1249,37 @@ impl Runtime for MpiRuntime {
             Op::FileOpen if id < 0 => return Ok(0),
             Op::FileOpen => {
                 let c = self.comm(e.p(Param::Comm)).unwrap_or(p.self_);
-                let name = cpath(path)?;
+                let mapped = path.ok_or("no path")?;
+                let am = e.p(Param::Amode);
+                // The file is opened here first, confined, and the library opens that open
+                // file (`Mapped::pin`): it never resolves the last component by name, where a
+                // symlink swapped in would be followed. The file exists by then, so
+                // MPI_MODE_EXCL (every rank would race to create it) is not passed on: the
+                // traced open succeeded, so the file did not exist then either.
+                let pinned = mapped
+                    .pin(am & amode::CREATE != 0, am & amode::RDONLY != 0)
+                    .map_err(|err| {
+                        format!(
+                            "{}: {err}; refusing to touch it (a symbolic link or special file there)",
+                            mapped.path().display()
+                        )
+                    })?;
+                let name = CString::new(pinned.kernel_path().as_os_str().as_encoded_bytes())
+                    .map_err(|_| "path holds a NUL byte".to_string())?;
+                let passed = am & !(amode::EXCL | amode::DELETE_ON_CLOSE);
                 let mut fh: ffi::MPI_File = std::ptr::null_mut();
                 // SAFETY: valid communicator, NUL-terminated path, predefined info, and a valid
                 // out-parameter for the handle.
                 let rc = unsafe {
-                    ffi::MPI_File_open(
-                        c,
-                        name.as_ptr(),
-                        e.p(Param::Amode) as c_int,
-                        p.info_null,
-                        &mut fh,
-                    )
+                    ffi::MPI_File_open(c, name.as_ptr(), passed as c_int, p.info_null, &mut fh)
                 };
                 check(rc, "MPI_File_open")?;
                 self.files.insert(
                     id,
                     MFile {
                         fh,
-                        _name: path.ok_or("no path")?.clone(),
+                        _pinned: pinned,
+                        delete_on_close: (am & amode::DELETE_ON_CLOSE != 0).then(|| mapped.clone()),
                     },
                 );
                 return Ok(0);
@@ -1292,6 +1307,10 @@ impl Runtime for MpiRuntime {
                 let mut f = self.files.remove(&id).expect("present");
                 // SAFETY: an open file handle, closed once.
                 check(unsafe { ffi::MPI_File_close(&mut f.fh) }, "MPI_File_close")?;
+                if let Some(m) = f.delete_on_close {
+                    // Every rank of a collective open gets here; one removes the file.
+                    let _ = m.unlink();
+                }
                 return Ok(0);
             }
             Op::FileSetSize => {

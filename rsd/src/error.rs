@@ -2,6 +2,15 @@
 
 use std::path::PathBuf;
 
+/// `7` for a new format version, `1.7` for a newer minor version of this one.
+fn version_text(version: u32, minor: u32) -> String {
+    if minor == 0 {
+        version.to_string()
+    } else {
+        format!("{version}.{minor}")
+    }
+}
+
 /// Everything that can go wrong reading, writing or merging traces.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -14,17 +23,23 @@ pub enum RsdError {
         /// What it starts with instead.
         found: Vec<u8>,
     },
-    /// The file was written by a newer iotrex.
+    /// The file was written by a newer iotrex: a newer format version, or a minor version
+    /// (fields added at the end) this build does not know. Not damage.
     #[error(
-        "{path}: trace format version {found} is newer than this iotrex reads (up to {supported}); upgrade iotrex"
+        "{path}: trace format version {} is newer than this iotrex reads (up to {supported}.{supported_minor}): the file was written by a newer iotrex; upgrade iotrex",
+        version_text(*found, *found_minor)
     )]
     NewerVersion {
         /// The file.
         path: PathBuf,
         /// Its version.
         found: u32,
+        /// Its minor version.
+        found_minor: u32,
         /// The newest version this build reads.
         supported: u32,
+        /// The newest minor version of `supported` this build reads.
+        supported_minor: u32,
     },
     /// The file ends early.
     #[error("{path}: truncated trace: expected {expected} bytes, found {found}")]

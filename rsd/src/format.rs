@@ -4,14 +4,30 @@
 //! offset  size  field
 //!      0     8  magic  "IOTREX\0\x1a"
 //!      8     4  format version, u32 little-endian (this build writes FORMAT_VERSION)
-//!     12     4  reserved, 0
+//!     12     4  minor version, u32 little-endian (see below; was "reserved, 0")
 //!     16     8  body length in bytes, u64 little-endian
 //!     24     8  xxh64 (seed 0) of the body, u64 little-endian
 //!     32     …  body: MessagePack (rmp-serde, struct-as-array) of TraceFile
 //! ```
 //!
 //! The reader checks each of these in order and refuses with an error naming the file and the
-//! problem. The checksum catches corruption before the decoder sees it, and the decoder is
+//! problem.
+//!
+//! **Versions.** The format version changes when a reader of the old one could not read the
+//! new bytes at all. Additions that older readers would merely not know (a header field at the
+//! end) keep the format version and raise the *minor version*, so that an older reader can
+//! tell "written by a newer iotrex (format 1.7); upgrade" from damage: without it, an extra
+//! field in the body is indistinguishable from corruption. The rule ([`Header::minor`]):
+//! - a file holding only what readers since the `node_cores` field know has minor 0 (every
+//!   file written before this rule has 0 in that word: the golden files keep their bytes);
+//! - a file whose header holds a field added later has minor = that field's number among the
+//!   fields after version 1's eight (`run_id` is the 6th: minor 6), so a file that does not
+//!   use a newer field stays readable by older readers;
+//! - a reader refuses a minor above [`FORMAT_MINOR`] as [`RsdError::NewerVersion`], before
+//!   decoding anything; a minor it knows whose body does not decode is damage.
+//!
+//! Whoever adds a header field (or anything else older readers cannot decode) gives it the
+//! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
 //! still safe on arbitrary bytes (fuzzed in `tests/format_fuzz.rs`).
 
 use crate::error::RsdError;
@@ -25,6 +41,12 @@ use std::path::Path;
 pub const MAGIC: [u8; 8] = *b"IOTREX\0\x1a";
 /// The format version this build writes and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
+/// The newest minor version this build writes and reads (see the module's text): 6, the
+/// header's `run_id`.
+pub const FORMAT_MINOR: u32 = 6;
+/// The header fields after version 1's eight that files of minor 0 may hold
+/// (`unrecorded_mpi` .. `node_cores`): added before the minor version existed.
+const FIELDS_BEFORE_MINOR: u32 = 5;
 /// Size of the fixed header before the body.
 pub const PREFIX_LEN: usize = 32;
 
@@ -80,6 +102,12 @@ pub struct Header {
     /// written only when known.
     #[serde(default)]
     pub node_cores: Vec<(u32, u32)>,
+    /// Which run of the traced program wrote the file: the same for every rank of one run
+    /// (rank 0's choice, broadcast at `MPI_Init`), different for another run. Written in the
+    /// per-rank files a run leaves when its merged trace could not be written, so that files
+    /// of an earlier run in the same place are never merged with them. Minor version 6.
+    #[serde(default)]
+    pub run_id: Option<String>,
 }
 
 /// The MPI library's configuration that steers its I/O: which library, how ranks sit on
@@ -130,20 +158,8 @@ impl Serialize for Header {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         // The version-1 fields, then the later ones up to the last that is not empty.
-        let later = if !self.node_cores.is_empty() {
-            5
-        } else if self.build_id.is_some() {
-            4
-        } else if self.prediction.is_some() {
-            3
-        } else if self.mpi_config.is_some() {
-            2
-        } else if !self.unrecorded_mpi.is_empty() {
-            1
-        } else {
-            0
-        };
-        let mut st = s.serialize_struct("Header", 8 + later)?;
+        let later = self.later_fields();
+        let mut st = s.serialize_struct("Header", 8 + later as usize)?;
         st.serialize_field("tool_version", &self.tool_version)?;
         st.serialize_field("nranks", &self.nranks)?;
         st.serialize_field("command", &self.command)?;
@@ -167,6 +183,9 @@ impl Serialize for Header {
         if later >= 5 {
             st.serialize_field("node_cores", &self.node_cores)?;
         }
+        if later >= 6 {
+            st.serialize_field("run_id", &self.run_id)?;
+        }
         st.end()
     }
 }
@@ -188,6 +207,38 @@ impl Header {
             prediction: None,
             build_id: None,
             node_cores: Vec::new(),
+            run_id: None,
+        }
+    }
+
+    /// How many of the fields after version 1's eight are written: up to the last one that
+    /// holds something.
+    fn later_fields(&self) -> u32 {
+        if self.run_id.is_some() {
+            6
+        } else if !self.node_cores.is_empty() {
+            5
+        } else if self.build_id.is_some() {
+            4
+        } else if self.prediction.is_some() {
+            3
+        } else if self.mpi_config.is_some() {
+            2
+        } else if !self.unrecorded_mpi.is_empty() {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// The minor version a file with this header is written with (see the module's text):
+    /// 0 while it holds no field added after the rule, else the number of its last field.
+    pub fn minor(&self) -> u32 {
+        let later = self.later_fields();
+        if later <= FIELDS_BEFORE_MINOR {
+            0
+        } else {
+            later
         }
     }
 
@@ -254,14 +305,20 @@ impl TraceFile {
     /// Encodes the file to bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>, RsdError> {
         let body = rmp_serde::to_vec(self).map_err(|e| RsdError::Encode(e.to_string()))?;
+        Ok(Self::frame(&body, FORMAT_VERSION, self.header.minor()))
+    }
+
+    /// A file of `body` (an encoded [`TraceFile`], or what a newer writer's would be) with the
+    /// prefix of format `version`.`minor`: magic, versions, length and checksum.
+    pub fn frame(body: &[u8], version: u32, minor: u32) -> Vec<u8> {
         let mut out = Vec::with_capacity(PREFIX_LEN + body.len());
         out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
+        out.extend_from_slice(&minor.to_le_bytes());
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        out.extend_from_slice(&xxh64(&body).to_le_bytes());
-        out.extend_from_slice(&body);
-        Ok(out)
+        out.extend_from_slice(&xxh64(body).to_le_bytes());
+        out.extend_from_slice(body);
+        out
     }
 
     /// Decodes bytes read from `path` (used only in error messages).
@@ -283,18 +340,14 @@ impl TraceFile {
         }
         let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
         let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
-        let version = u32_at(8);
-        if version > FORMAT_VERSION {
+        let (version, minor) = (u32_at(8), u32_at(12));
+        if version > FORMAT_VERSION || (version == FORMAT_VERSION && minor > FORMAT_MINOR) {
             return Err(RsdError::NewerVersion {
                 path: p(),
                 found: version,
+                found_minor: minor,
                 supported: FORMAT_VERSION,
-            });
-        }
-        if u32_at(12) != 0 {
-            return Err(RsdError::Corrupt {
-                path: p(),
-                detail: format!("reserved header word is {:#x}, expected 0", u32_at(12)),
+                supported_minor: FORMAT_MINOR,
             });
         }
         if version == 0 {
@@ -557,6 +610,59 @@ mod tests {
             Err(RsdError::UnknownOperation { op, .. }) => assert_eq!(op, "Barrieq"),
             other => panic!("expected UnknownOperation, got {other:?}"),
         }
+    }
+
+    /// The body a newer iotrex would write with one more header field than this build knows
+    /// (after `run_id`): the header array one longer, the field at its end.
+    pub(crate) fn body_with_a_future_field(tf: &TraceFile) -> Vec<u8> {
+        let mut header = rmp_serde::to_vec(&tf.header).unwrap();
+        // 8 + 6 fields: a fixarray of 14 (0x9e); 15 with the new one.
+        assert_eq!(
+            header[0],
+            0x90 | 14,
+            "the header holds every field up to run_id"
+        );
+        header[0] = 0x90 | 15;
+        header.extend(rmp_serde::to_vec(&("a field from the future", 42u32)).unwrap());
+        let mut body = vec![0x92];
+        body.extend(header);
+        body.extend(rmp_serde::to_vec(&tf.trace).unwrap());
+        body
+    }
+
+    #[test]
+    fn a_newer_minor_version_is_named_and_damage_is_still_damage() {
+        let mut tf = TraceFile::from_bytes(&sample(), Path::new("x")).unwrap();
+        // Files without the newer fields keep minor 0 (and their bytes: the golden files).
+        assert_eq!(sample()[12..16], [0, 0, 0, 0]);
+        tf.header.run_id = Some("0123456789abcdef".into());
+        let b = tf.to_bytes().unwrap();
+        assert_eq!(u32::from_le_bytes(b[12..16].try_into().unwrap()), 6);
+        assert_eq!(TraceFile::from_bytes(&b, Path::new("x")).unwrap(), tf);
+        let body = body_with_a_future_field(&tf);
+        let p = Path::new("new.iotrex");
+        let newer = TraceFile::frame(&body, FORMAT_VERSION, FORMAT_MINOR + 1);
+        let e = TraceFile::from_bytes(&newer, p).unwrap_err();
+        assert!(matches!(e, RsdError::NewerVersion { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "new.iotrex: trace format version 1.{} is newer than this iotrex reads (up to 1.{FORMAT_MINOR}): the file was written by a newer iotrex; upgrade iotrex",
+                FORMAT_MINOR + 1
+            )
+        );
+        // The same bytes claiming a minor version this build knows: damage, said so.
+        let lying = TraceFile::frame(&body, FORMAT_VERSION, FORMAT_MINOR);
+        let e = TraceFile::from_bytes(&lying, p).unwrap_err();
+        assert!(matches!(e, RsdError::Corrupt { .. }), "{e:?}");
+        // A new format version altogether.
+        let v2 = TraceFile::frame(&body, FORMAT_VERSION + 1, 0);
+        assert!(
+            TraceFile::from_bytes(&v2, p)
+                .unwrap_err()
+                .to_string()
+                .contains("version 2 is newer than this iotrex reads")
+        );
     }
 
     #[test]

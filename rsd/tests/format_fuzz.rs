@@ -86,8 +86,8 @@ proptest! {
             b[i] ^= 1 << bit;
         }
         let r = from_bytes(&b);
-        // Flips that cancel out, or that only touch the reserved word (which the reader does not
-        // check), may be accepted, but never as a different trace.
+        // Flips that cancel out, or that only lower the minor version word (the body decodes
+        // the same), may be accepted, but never as a different trace.
         if let Ok(tf) = &r {
             prop_assert_eq!(tf, &*ORIGINAL, "corrupted file accepted as a different trace");
         }

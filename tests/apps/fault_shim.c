@@ -16,6 +16,9 @@
  *                            or MPI_Finalize (finalize).
  * FAULT_PID_FILE=P           before stopping itself, the rank writes its pid to P (so the
  *                            test can SIGCONT it).
+ * FAULT_IGNORE_TERM=1        every rank ignores SIGTERM once MPI_Init returns, as an
+ *                            application may: mpirun's SIGTERM then does nothing, and only
+ *                            its SIGKILL a second later ends the rank (no handler runs).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -138,4 +141,28 @@ int MPI_Finalize(void) {
     if (!next) next = dlsym(RTLD_NEXT, "MPI_Finalize");
     hit("finalize");
     return next();
+}
+
+/* FAULT_IGNORE_TERM: after MPI_Init, through `signal` as the application would call it (the
+ * tracer hooks it and then leaves the signal ignored). Both names, as for MPI_Finalize: the
+ * tracer calls PMPI_Init, an untraced program MPI_Init. */
+static void ignore_term(void) {
+    const char *e = getenv("FAULT_IGNORE_TERM");
+    if (e && strcmp(e, "1") == 0) signal(SIGTERM, SIG_IGN);
+}
+
+int PMPI_Init(int *argc, char ***argv) {
+    static int (*next)(int *, char ***);
+    if (!next) next = dlsym(RTLD_NEXT, "PMPI_Init");
+    int r = next(argc, argv);
+    ignore_term();
+    return r;
+}
+
+int MPI_Init(int *argc, char ***argv) {
+    static int (*next)(int *, char ***);
+    if (!next) next = dlsym(RTLD_NEXT, "MPI_Init");
+    int r = next(argc, argv);
+    ignore_term();
+    return r;
 }

@@ -17,9 +17,10 @@ use crate::state::{RECORDING, STATE, State, now_ns, say};
 use libc::c_int;
 use rsd::{Header, Trace, TraceFile};
 use serde::{Deserialize, Serialize};
+use std::hash::{Hash, Hasher};
 use std::io::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// What one rank sends to its parent in the merge tree.
@@ -77,20 +78,27 @@ fn timeout_text() -> String {
     )
 }
 
-/// This rank's own calls, encoded as its per-rank file when `MPI_Finalize` begins, and written
-/// if the merge does not end with the merged trace holding them: from the signal handler (no
-/// encoding or allocation there: SIGKILL follows mpirun's SIGTERM within a second), when its
-/// parent in the merge stops answering, or at exit.
+/// This rank's own calls, encoded as its per-rank file when `MPI_Finalize` begins and
+/// written at once, before the merge starts, so that they are on disk whatever happens to
+/// this process during the merge (mpirun follows its SIGTERM with SIGKILL one second later,
+/// a batch system may send SIGKILL alone, an application may ignore SIGTERM). The file is
+/// removed once the merged trace holding this rank is written; if it could not be written
+/// then, it is written again when the merge fails (from the signal handler, when its parent
+/// in the merge stops answering, or at exit).
 struct Pending {
     dest: Dest,
     alt: Option<Dest>,
     bytes: Vec<u8>,
     rank: u32,
+    /// Where the file was written before the merge, until it is removed.
+    early: Option<String>,
 }
 
 static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
 /// Set once [`PENDING`] was written (or made unnecessary), so it is written once.
 static PENDING_DONE: AtomicBool = AtomicBool::new(false);
+/// Set once stderr was told where a per-rank file written before the merge is kept.
+static PENDING_TOLD: AtomicBool = AtomicBool::new(false);
 
 /// Writes this rank's pending file, if there is one still to write; `why` goes on stderr when
 /// `tell` (not from a signal handler: a killed rank's file is its usual outcome). Never blocks
@@ -100,6 +108,13 @@ fn write_pending(why: &str, tell: bool) {
     let Ok(g) = PENDING.try_lock() else { return };
     let Some(p) = g.as_ref() else { return };
     if PENDING_DONE.swap(true, Ordering::SeqCst) {
+        // Written before the merge began: it stays, and where it is gets said once.
+        if let Some(at) = &p.early
+            && tell
+            && !PENDING_TOLD.swap(true, Ordering::SeqCst)
+        {
+            say(&format!("rank {}: {why}; its calls are in {at}", p.rank));
+        }
         return;
     }
     let what = format!("rank {}'s calls ({why})", p.rank);
@@ -111,9 +126,55 @@ fn write_pending(why: &str, tell: bool) {
     }
 }
 
-/// The merged trace holds this rank's calls: nothing to write on its own.
+/// The merged trace holds this rank's calls: nothing to write on its own, and the file
+/// written before the merge goes.
 fn pending_not_needed() {
     PENDING_DONE.store(true, Ordering::SeqCst);
+    let mut g = match PENDING.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    if let Some(at) = g.as_mut().and_then(|p| p.early.take()) {
+        let _ = std::fs::remove_file(at);
+    }
+}
+
+/// Which run of the program this is (see [`rsd::Header::run_id`]): chosen by rank 0 at
+/// `MPI_Init` and broadcast, so every per-rank file of the run carries the same one.
+static RUN_ID: OnceLock<String> = OnceLock::new();
+
+/// Inside `MPI_Init`, on the tracer's communicator `comm` (collective; handles as the
+/// addresses or integers they are, `byte` being `MPI_BYTE`): rank 0 picks the run's id (its
+/// clock, pid and host, hashed), every rank receives it.
+pub fn agree_run_id(comm: usize, byte: usize, rank: u32) {
+    type BcastFn = unsafe extern "C" fn(*mut libc::c_void, c_int, H, c_int, H) -> c_int;
+    let Some(bcast) = real!("PMPI_Bcast", BcastFn) else {
+        return;
+    };
+    let mut id = [0u8; 16];
+    if rank == 0 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        std::time::SystemTime::now().hash(&mut h);
+        std::process::id().hash(&mut h);
+        let mut host = [0u8; 256];
+        // SAFETY: a writable buffer of the length given.
+        unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len()) };
+        host.hash(&mut h);
+        id.copy_from_slice(format!("{:016x}", h.finish()).as_bytes());
+    }
+    let (comm, byte) = (comm as H, byte as H);
+    // SAFETY: a 16-byte buffer, MPI_BYTE, root 0, the tracer's communicator (valid on every
+    // rank, which all call this).
+    if unsafe { bcast(id.as_mut_ptr().cast(), id.len() as c_int, byte, 0, comm) } == 0
+        && let Ok(s) = std::str::from_utf8(&id)
+    {
+        let _ = RUN_ID.set(s.to_string());
+    }
+}
+
+/// This run's id, once agreed.
+fn run_id() -> Option<String> {
+    RUN_ID.get().cloned()
 }
 
 /// Takes the state out of the lock, so nothing below holds it while doing I/O (the `close`
@@ -388,21 +449,37 @@ fn set_pending(st: &State, out: &str, nranks: u32, own: &Payload) {
         incomplete: true,
         notes,
     };
+    let mut header = header(st, nranks, &p);
+    header.run_id = run_id();
     let tf = TraceFile {
-        header: header(st, nranks, &p),
+        header,
         trace: p.trace,
     };
     let path = rank_path(out, st.rank, "iotrex");
     let (Ok(bytes), Some(dest)) = (tf.to_bytes(), Dest::new(&path)) else {
         return;
     };
+    let alt = outfile::fallback(&path);
+    // On disk before the merge starts; quietly, since it is removed once the merged trace
+    // holds it (where it stays is said when the merge fails).
+    let early = if outfile::put(&dest, &bytes, false).is_ok() {
+        Some(dest.path.clone())
+    } else {
+        alt.as_ref()
+            .filter(|a| outfile::put(a, &bytes, false).is_ok())
+            .map(|a| a.path.clone())
+    };
     let pending = Pending {
-        alt: outfile::fallback(&path),
+        alt,
         dest,
         bytes,
         rank: st.rank,
+        early,
     };
     if let Ok(mut g) = PENDING.lock() {
+        if pending.early.is_some() {
+            PENDING_DONE.store(true, Ordering::SeqCst);
+        }
         *g = Some(pending);
     }
 }
@@ -674,12 +751,14 @@ fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
             incomplete: true,
             notes,
         };
+        let mut header = header(st, nranks, &p);
+        header.run_id = run_id();
         Some(Alone {
             path: rank_path(&out, st.rank, "iotrex"),
             out,
             serial: false,
             tf: TraceFile {
-                header: header(st, nranks, &p),
+                header,
                 trace: p.trace,
             },
         })
@@ -824,6 +903,29 @@ pub fn at_exit() {
     crate::job::cleanup_if_root();
     EXITING.store(false, Ordering::SeqCst);
     crate::signals::raise_held();
+}
+
+/// In `MPI_Abort`, before the library's own: this rank's calls, written as at exit without
+/// `MPI_Finalize` and saying it aborted, since the launcher may kill the process before any
+/// exit handler runs. Inside the merge (an error handler that aborts), the file written when
+/// it began stays. Once only: the state is taken.
+pub fn on_abort(code: c_int) {
+    if crate::state::FORKED.load(Ordering::SeqCst) || mpi::WRONG_MPI.load(Ordering::SeqCst) {
+        return;
+    }
+    let why = format!("called MPI_Abort (error code {code})");
+    write_pending(&why, true);
+    if let Some(st) = take_state()
+        && let Some(a) = alone(&st, Some(&why))
+    {
+        write_raw(&st, &a.out);
+        let path = if a.serial { claim(&a.path) } else { a.path };
+        if let Some(at) = write_trace(&path, &a.tf)
+            && a.serial
+        {
+            crate::job::note_written(&at, st.cfg.out.as_deref(), &st.cfg.exe);
+        }
+    }
 }
 
 /// Before `exec`: the process image is replaced without running exit handlers, so what this

@@ -50,6 +50,7 @@ macro_rules! pmpi {
 
 #[macro_use]
 mod record;
+mod abort;
 mod coll;
 mod comm;
 mod config;
@@ -62,6 +63,7 @@ mod p2p;
 mod topo;
 mod types;
 
+pub use abort::*;
 pub use coll::*;
 pub use comm::*;
 pub use file::*;

@@ -23,6 +23,8 @@ fn after_init(r: c_int) {
             // Every rank starts its clock together: ranks leave MPI_Init milliseconds apart
             // on a crowded node, and the first collective of the application absorbed that
             // skew into the run's wall time, which a replay (started by a barrier) never has.
+            // Which run this is, for the per-rank files (collective, so here).
+            crate::finalize::agree_run_id(hv(c), g.byte, rank);
             if let Some(bar) = real!("PMPI_Barrier", unsafe extern "C" fn(H) -> c_int) {
                 // SAFETY: `c` is the communicator just duplicated, valid on every rank.
                 unsafe { bar(c) };
