@@ -82,6 +82,7 @@ impl Default for Stats {
 }
 
 /// The histogram bin of a value in ns.
+#[inline]
 pub fn bin_of(ns: u64) -> usize {
     if ns == 0 {
         return 0;
