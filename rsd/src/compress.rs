@@ -134,7 +134,10 @@ impl Acc {
     /// Adds one call's gap and duration.
     #[inline]
     fn add(&mut self, gap: u64, dur: u64) {
-        let t = self.make_many();
+        let t = match self {
+            Acc::Many(t) => t,
+            one => one.make_many(),
+        };
         t[0].add(gap);
         t[1].add(dur);
     }
@@ -220,16 +223,21 @@ pub struct Compressor {
 /// The next iteration of a loop whose body is a single call, predicted: the tracer's steady
 /// state (a loop around one I/O call) is then confirmed with one comparison per parameter
 /// and advanced with one addition per parameter, instead of asking each elastic value.
+/// Calls with more parameters than this are not predicted (the per-value check applies).
+const NEXT_MAX: usize = 8;
+
 #[derive(Debug, Clone)]
 struct Next {
     /// Whether the rest describes the list's last loop.
     valid: bool,
     op: Op,
     sig: u64,
+    /// How many parameters the call has (at most [`NEXT_MAX`]).
+    len: usize,
     /// The values the next iteration has.
-    params: Vec<i64>,
+    params: [i64; NEXT_MAX],
     /// What each value advances by per iteration (0 for a constant).
-    strides: Vec<i64>,
+    strides: [i64; NEXT_MAX],
     /// The last iteration the prediction holds for: beyond it a stride times the iteration
     /// could overflow, and the general check decides.
     upto: u64,
@@ -255,8 +263,9 @@ impl Compressor {
                 valid: false,
                 op: Op::Init,
                 sig: 0,
-                params: Vec::new(),
-                strides: Vec::new(),
+                len: 0,
+                params: [0; NEXT_MAX],
+                strides: [0; NEXT_MAX],
                 upto: 0,
             },
         }
@@ -281,7 +290,8 @@ impl Compressor {
     pub fn push(&mut self, ev: &RawEvent) {
         if ev.path.is_none()
             && ev.children.is_empty()
-            && self.push_fast(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns)
+            && (self.push_fast(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns)
+                || self.push_checked(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns))
         {
             return;
         }
@@ -292,8 +302,20 @@ impl Compressor {
     /// Adds one call that names no path and has no children, from borrowed parts: the same as
     /// [`Compressor::push`] of the equivalent [`RawEvent`], without building one when the call
     /// continues the innermost loop (the tracer's hot path then allocates nothing).
+    ///
+    /// Inlined into the caller (the tracer's record path) down to the prediction's check; the
+    /// rest is out of line.
+    #[inline]
     pub fn push_call(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
         if self.push_fast(op, sig, params, gap_ns, dur_ns) {
+            return;
+        }
+        self.push_call_slow(op, sig, params, gap_ns, dur_ns);
+    }
+
+    #[inline(never)]
+    fn push_call_slow(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
+        if self.push_checked(op, sig, params, gap_ns, dur_ns) {
             return;
         }
         let ev = RawEvent {
@@ -320,12 +342,10 @@ impl Compressor {
     /// same calls.
     #[inline]
     fn push_fast(&mut self, op: Op, sig: u64, params: &[i64], gap: u64, dur: u64) -> bool {
-        if !self.next_known {
-            self.predict();
-        }
         let nx = &mut self.next;
-        if !nx.valid {
-            return self.push_checked(op, sig, params, gap, dur);
+        let n = params.len();
+        if !(self.next_known && nx.valid) || nx.op != op || nx.sig != sig || nx.len != n {
+            return false;
         }
         let Some(CNode {
             kind: CKind::Loop(l),
@@ -340,18 +360,27 @@ impl Compressor {
         let CKind::Event(e) = &mut body.kind else {
             unreachable!("a prediction is made for a loop around one call")
         };
-        if (*cnt as u64) > nx.upto {
-            return self.push_checked(op, sig, params, gap, dur);
+        // Compared and advanced in one pass without branches; a mismatch drops the prediction
+        // (the general path then decides and predicts again).
+        let (mut same, mut overflow) = (true, false);
+        for ((x, want), s) in params
+            .iter()
+            .zip(&mut nx.params[..n.min(NEXT_MAX)])
+            .zip(&nx.strides)
+        {
+            same &= *x == *want;
+            let (v, o) = x.overflowing_add(*s);
+            *want = v;
+            overflow |= o;
         }
-        if nx.op != op || nx.sig != sig || nx.params.as_slice() != params {
+        // Beyond `upto` a stride times the count could overflow: the values decide.
+        if !same || (*cnt as u64) >= nx.upto {
+            self.next_known = false;
             return false;
         }
-        for (x, s) in nx.params.iter_mut().zip(&nx.strides) {
-            match x.checked_add(*s) {
-                Some(v) => *x = v,
-                // The iteration after this one overflows: `predict` says so next time.
-                None => self.next_known = false,
-            }
+        if overflow {
+            // The iteration after this one overflows: `predict` says so next time.
+            self.next_known = false;
         }
         e.timing.add(gap, dur);
         // In place: assigning a new `Val` would run the old one's destructor on every call.
@@ -390,8 +419,7 @@ impl Compressor {
         e.timing.add(gap, dur);
         *cnt += 1;
         self.events += 1;
-        // The prediction, if any, is one iteration behind now.
-        self.next_known = false;
+        self.predict();
         true
     }
 
@@ -415,13 +443,11 @@ impl Compressor {
         let CKind::Event(e) = &body.kind else {
             return;
         };
-        if e.path.is_some() || !e.children.is_empty() {
+        if e.path.is_some() || !e.children.is_empty() || e.params.len() > NEXT_MAX {
             return;
         }
-        nx.params.clear();
-        nx.strides.clear();
         let mut upto = u64::MAX;
-        for v in &e.params {
+        for (k, v) in e.params.iter().enumerate() {
             let (x, s) = match v {
                 Val::Const(c) => (*c, 0),
                 Val::Lin { base, strides } if strides.len() == 1 => {
@@ -438,9 +464,10 @@ impl Compressor {
                 }
                 _ => return,
             };
-            nx.params.push(x);
-            nx.strides.push(s);
+            nx.params[k] = x;
+            nx.strides[k] = s;
         }
+        nx.len = e.params.len();
         nx.op = e.op;
         nx.sig = e.sig;
         nx.upto = upto;
