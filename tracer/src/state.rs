@@ -560,9 +560,14 @@ pub fn run_recorded<T: Copy, P: AsRef<[i64]>>(
     let t0 = now_ns();
     let r = call();
     let t1 = now_ns();
-    let e = crate::posix::errno();
+    // This thread's errno slot, looked up once for saving and restoring.
+    // SAFETY: __errno_location returns this thread's errno slot, always valid.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above; read and written on this thread only.
+    let e = unsafe { *errno };
     record(Call { op, sig, t0, t1 }, child, |st| build(st, r));
-    crate::posix::set_errno(e);
+    // SAFETY: as above.
+    unsafe { *errno = e };
     r
 }
 
