@@ -3,10 +3,13 @@
 //!
 //! ```sh
 //! B=$(ls target/release/deps/compress_calls-* | grep -v '\.d$' | head -1)
-//! for n in 10000 20000; do valgrind --tool=callgrind --callgrind-out-file=/dev/null $B nested $n; done
+//! for n in 10000 20000; do
+//!   valgrind --tool=callgrind --toggle-collect='compress_calls::run' --callgrind-out-file=/dev/null $B nested $n
+//! done
 //! ```
 //!
-//! The difference of the two counts over 6 * 10,000 calls is the instructions per call. Under
+//! The difference of the two counts over 6 * 10,000 calls is the instructions per call
+//! (`--toggle-collect` leaves out building the stream). Under
 //! `cargo bench -p rsd` it prints the time per call of one pass of each stream.
 
 use rsd::trace::RawEvent;
@@ -37,6 +40,7 @@ fn main() {
     }
 }
 
+#[inline(never)]
 fn run(name: &str, evs: &[RawEvent]) {
     let t = Instant::now();
     let mut c = Compressor::new(0);
