@@ -11,7 +11,7 @@
 use crate::op::{Layer, Op, Param};
 use crate::path::PathTemplate;
 use crate::ranks::RankSet;
-use crate::timing::{Stats, Timing};
+use crate::timing::{BINS, Stats, Timing, bin_of};
 use crate::trace::{Event, Loop, Node, NodeKind, RawEvent, Trace, event_skey, loop_skey};
 use crate::value::{Elastic, Val};
 
@@ -29,18 +29,101 @@ struct CEvent {
 }
 
 /// Timing of a node under construction. A fresh call has one sample and stays 16 bytes, so
-/// pushing it and moving it around is cheap; full statistics are allocated only once the
-/// node absorbs a second sample, which then costs one Welford update per call.
+/// pushing it and moving it around is cheap; the sums are allocated only once the node absorbs
+/// a second sample.
 #[derive(Debug, Clone)]
 enum Acc {
     One { gap: u64, dur: u64 },
-    Many(Box<Timing>),
+    Many(Box<[Sums; 2]>),
+}
+
+/// One timed quantity's samples on one rank, kept as exact integer sums: adding a sample is a
+/// few additions (no division, unlike Welford's update, which was a third of a traced call's
+/// cost), and merging is exact and associative, so the statistics do not depend on the order
+/// in which the compressor folds iterations together (a call absorbed by the fast path and the
+/// same call folded in with its loop give the same bits). Turned into [`Stats`] (mean and
+/// squared deviations) once, when the trace is taken.
+#[derive(Debug, Clone)]
+struct Sums {
+    count: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+    /// Sum of squares, saturated: 2^128 ns^2 is 2^64 samples of 2^32 ns, or 2^28 of 13 days.
+    squares: u128,
+    bins: [u64; BINS],
+}
+
+impl Sums {
+    fn one(ns: u64) -> Sums {
+        let mut s = Sums {
+            count: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            squares: 0,
+            bins: [0; BINS],
+        };
+        s.add(ns);
+        s
+    }
+
+    #[inline]
+    fn add(&mut self, ns: u64) {
+        self.count += 1;
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+        let x = ns as u128;
+        self.sum += x;
+        self.squares = self.squares.saturating_add(x * x);
+        self.bins[bin_of(ns)] += 1;
+    }
+
+    fn merge(&mut self, o: &Sums) {
+        self.count += o.count;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.sum += o.sum;
+        self.squares = self.squares.saturating_add(o.squares);
+        for (a, b) in self.bins.iter_mut().zip(&o.bins) {
+            *a += b;
+        }
+    }
+
+    /// The statistics of the samples, every one of them seen on `rank`.
+    fn stats(&self, rank: u32) -> Stats {
+        let n = self.count as u128;
+        // m2 = squares - sum^2 / n, with sum = q*n + r: squares - sum*q - sum*r/n, the first
+        // difference exact in integers (it is m2 rounded down, so never negative).
+        let q = self.sum / n;
+        let r = self.sum % n;
+        let m2 = match (self.sum.checked_mul(q), self.sum.checked_mul(r)) {
+            (Some(sq), Some(sr)) if sq <= self.squares => {
+                (self.squares - sq) as f64 - sr as f64 / n as f64
+            }
+            // Beyond 128 bits (or a saturated sum of squares): in floating point.
+            _ => {
+                let mean = self.sum as f64 / n as f64;
+                (self.squares as f64 - self.sum as f64 * mean).max(0.0)
+            }
+        };
+        Stats {
+            count: self.count,
+            min: self.min,
+            max: self.max,
+            min_rank: rank,
+            max_rank: rank,
+            mean: self.sum as f64 / n as f64,
+            m2: m2.max(0.0),
+            bins: self.bins,
+        }
+    }
 }
 
 impl Acc {
-    fn make_many(&mut self, rank: u32) -> &mut Timing {
+    fn make_many(&mut self) -> &mut [Sums; 2] {
         if let Acc::One { gap, dur } = *self {
-            *self = Acc::Many(Box::new(Timing::one(gap, dur, rank)));
+            *self = Acc::Many(Box::new([Sums::one(gap), Sums::one(dur)]));
         }
         match self {
             Acc::Many(t) => t,
@@ -48,14 +131,25 @@ impl Acc {
         }
     }
 
-    fn absorb(&mut self, other: Acc, rank: u32) {
-        let t = self.make_many(rank);
+    /// Adds one call's gap and duration.
+    #[inline]
+    fn add(&mut self, gap: u64, dur: u64) {
+        let t = match self {
+            Acc::Many(t) => t,
+            one => one.make_many(),
+        };
+        t[0].add(gap);
+        t[1].add(dur);
+    }
+
+    fn absorb(&mut self, other: Acc) {
         match other {
-            Acc::One { gap, dur } => {
-                t.gap.add(gap, rank);
-                t.dur.add(dur, rank);
+            Acc::One { gap, dur } => self.add(gap, dur),
+            Acc::Many(o) => {
+                let t = self.make_many();
+                t[0].merge(&o[0]);
+                t[1].merge(&o[1]);
             }
-            Acc::Many(o) => t.merge(&o),
         }
     }
 
@@ -66,7 +160,11 @@ impl Acc {
                 dur: Stats::one(*dur, rank),
                 interval: None,
             },
-            Acc::Many(t) => (**t).clone(),
+            Acc::Many(t) => Timing {
+                gap: t[0].stats(rank),
+                dur: t[1].stats(rank),
+                interval: None,
+            },
         }
     }
 }
@@ -115,6 +213,34 @@ pub struct Compressor {
     events: u64,
     /// Emptied parameter vectors, reused by the next calls.
     spare: Vec<Vec<Val<i64>>>,
+    /// Whether `next` was worked out for the list as it is now: every change to the list but
+    /// the fast path's clears it.
+    next_known: bool,
+    /// The call that continues the innermost loop ending the list, if predictable.
+    next: Next,
+}
+
+/// The next iteration of a loop whose body is a single call, predicted: the tracer's steady
+/// state (a loop around one I/O call) is then confirmed with one comparison per parameter
+/// and advanced with one addition per parameter, instead of asking each elastic value.
+/// Calls with more parameters than this are not predicted (the per-value check applies).
+const NEXT_MAX: usize = 8;
+
+#[derive(Debug, Clone)]
+struct Next {
+    /// Whether the rest describes the list's last loop.
+    valid: bool,
+    op: Op,
+    sig: u64,
+    /// How many parameters the call has (at most [`NEXT_MAX`]).
+    len: usize,
+    /// The values the next iteration has.
+    params: [i64; NEXT_MAX],
+    /// What each value advances by per iteration (0 for a constant).
+    strides: [i64; NEXT_MAX],
+    /// The last iteration the prediction holds for: beyond it a stride times the iteration
+    /// could overflow, and the general check decides.
+    upto: u64,
 }
 
 impl Compressor {
@@ -132,6 +258,16 @@ impl Compressor {
             meta: Vec::new(),
             events: 0,
             spare: Vec::new(),
+            next_known: false,
+            next: Next {
+                valid: false,
+                op: Op::Init,
+                sig: 0,
+                len: 0,
+                params: [0; NEXT_MAX],
+                strides: [0; NEXT_MAX],
+                upto: 0,
+            },
         }
     }
 
@@ -154,7 +290,8 @@ impl Compressor {
     pub fn push(&mut self, ev: &RawEvent) {
         if ev.path.is_none()
             && ev.children.is_empty()
-            && self.push_fast(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns)
+            && (self.push_fast(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns)
+                || self.push_checked(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns))
         {
             return;
         }
@@ -165,8 +302,20 @@ impl Compressor {
     /// Adds one call that names no path and has no children, from borrowed parts: the same as
     /// [`Compressor::push`] of the equivalent [`RawEvent`], without building one when the call
     /// continues the innermost loop (the tracer's hot path then allocates nothing).
+    ///
+    /// Inlined into the caller (the tracer's record path) down to the prediction's check; the
+    /// rest is out of line.
+    #[inline]
     pub fn push_call(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
         if self.push_fast(op, sig, params, gap_ns, dur_ns) {
+            return;
+        }
+        self.push_call_slow(op, sig, params, gap_ns, dur_ns);
+    }
+
+    #[inline(never)]
+    fn push_call_slow(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
+        if self.push_checked(op, sig, params, gap_ns, dur_ns) {
             return;
         }
         let ev = RawEvent {
@@ -186,7 +335,62 @@ impl Compressor {
     /// very call, and every parameter continues its pattern. Then only the count and the
     /// timing change, with no allocation; anything else takes the general path. The call has
     /// no path and no children (the caller checks).
+    ///
+    /// First against the prediction ([`Next`]): the call's parameters equal the values the
+    /// loop expects next, one comparison each. Where no prediction is made (a periodic value,
+    /// a count near overflow), [`Compressor::push_checked`] asks each value. Both accept the
+    /// same calls.
+    #[inline]
     fn push_fast(&mut self, op: Op, sig: u64, params: &[i64], gap: u64, dur: u64) -> bool {
+        let nx = &mut self.next;
+        let n = params.len();
+        if !(self.next_known && nx.valid) || nx.op != op || nx.sig != sig || nx.len != n {
+            return false;
+        }
+        let Some(CNode {
+            kind: CKind::Loop(l),
+            ..
+        }) = self.items.last_mut()
+        else {
+            unreachable!("a prediction is made for a loop ending the list")
+        };
+        let (Val::Const(cnt), [body]) = (&mut l.iters, l.body.as_mut_slice()) else {
+            unreachable!("a prediction is made for a loop around one call")
+        };
+        let CKind::Event(e) = &mut body.kind else {
+            unreachable!("a prediction is made for a loop around one call")
+        };
+        // Compared and advanced in one pass without branches; a mismatch drops the prediction
+        // (the general path then decides and predicts again).
+        let (mut same, mut overflow) = (true, false);
+        for ((x, want), s) in params
+            .iter()
+            .zip(&mut nx.params[..n.min(NEXT_MAX)])
+            .zip(&nx.strides)
+        {
+            same &= *x == *want;
+            let (v, o) = x.overflowing_add(*s);
+            *want = v;
+            overflow |= o;
+        }
+        // Beyond `upto` a stride times the count could overflow: the values decide.
+        if !same || (*cnt as u64) >= nx.upto {
+            self.next_known = false;
+            return false;
+        }
+        if overflow {
+            // The iteration after this one overflows: `predict` says so next time.
+            self.next_known = false;
+        }
+        e.timing.add(gap, dur);
+        // In place: assigning a new `Val` would run the old one's destructor on every call.
+        *cnt += 1;
+        self.events += 1;
+        true
+    }
+
+    /// [`Compressor::push_fast`] asking each elastic value whether the call continues it.
+    fn push_checked(&mut self, op: Op, sig: u64, params: &[i64], gap: u64, dur: u64) -> bool {
         let Some(last) = self.items.last_mut() else {
             return false;
         };
@@ -212,11 +416,62 @@ impl Compressor {
         {
             return false;
         }
-        e.timing.absorb(Acc::One { gap, dur }, self.rank);
-        // In place: assigning a new `Val` would run the old one's destructor on every call.
+        e.timing.add(gap, dur);
         *cnt += 1;
         self.events += 1;
+        self.predict();
         true
+    }
+
+    /// Works out [`Next`] for the list as it is: when it ends with a loop whose body is one
+    /// call without path or children, and every parameter of that call is a constant or
+    /// affine in the iteration, the values of the next iteration.
+    fn predict(&mut self) {
+        self.next_known = true;
+        let nx = &mut self.next;
+        nx.valid = false;
+        let Some(CNode {
+            kind: CKind::Loop(l),
+            ..
+        }) = self.items.last()
+        else {
+            return;
+        };
+        let (Val::Const(cnt), [body]) = (&l.iters, l.body.as_slice()) else {
+            return;
+        };
+        let CKind::Event(e) = &body.kind else {
+            return;
+        };
+        if e.path.is_some() || !e.children.is_empty() || e.params.len() > NEXT_MAX {
+            return;
+        }
+        let mut upto = u64::MAX;
+        for (k, v) in e.params.iter().enumerate() {
+            let (x, s) = match v {
+                Val::Const(c) => (*c, 0),
+                Val::Lin { base, strides } if strides.len() == 1 => {
+                    let s = strides[0];
+                    // `Val::continues_const` computes `base + s*n` with checked arithmetic:
+                    // the running value equals it while `s*n` cannot overflow.
+                    if s != 0 {
+                        upto = upto.min(i64::MAX as u64 / s.unsigned_abs());
+                    }
+                    match s.checked_mul(*cnt).and_then(|d| base.checked_add(d)) {
+                        Some(x) => (x, s),
+                        None => return,
+                    }
+                }
+                _ => return,
+            };
+            nx.params[k] = x;
+            nx.strides[k] = s;
+        }
+        nx.len = e.params.len();
+        nx.op = e.op;
+        nx.sig = e.sig;
+        nx.upto = upto;
+        nx.valid = true;
     }
 
     fn convert(&mut self, ev: &RawEvent) -> CNode {
@@ -333,9 +588,9 @@ impl Compressor {
                     break;
                 }
                 if cnt == 1 {
-                    body = wrap_node(body, next, 0, self.rank);
+                    body = wrap_node(body, next, 0);
                 } else {
-                    extend_node(&mut body, cnt, &mut next, 0, self.rank);
+                    extend_node(&mut body, cnt, &mut next, 0);
                 }
                 cnt += 1;
                 j += 1;
@@ -367,6 +622,7 @@ impl Compressor {
     }
 
     fn push_node(&mut self, node: CNode) {
+        self.next_known = false;
         // A new call that cannot continue the last loop closes it: only now may that loop
         // fold with loops of other trip counts (see `reduce`).
         if self.closes_last(&node) {
@@ -381,6 +637,7 @@ impl Compressor {
     /// loop of 2 iterations that is on its way to 16 does not fold with a finished loop of 16
     /// (which would nest loops wrongly). Once the loop is closed, any trip counts fold.
     fn reduce(&mut self, strict: bool) {
+        self.next_known = false;
         while self.try_extend(strict) || self.try_fold(strict) {}
     }
 
@@ -450,7 +707,6 @@ impl Compressor {
             {
                 continue;
             }
-            let rank = self.rank;
             self.meta.truncate(p + 1);
             // Move the tail into the loop in place: draining into a new Vec would allocate
             // and copy once per completed iteration.
@@ -459,7 +715,7 @@ impl Compressor {
                 unreachable!()
             };
             for (x, c) in l.body.iter_mut().zip(tail.iter_mut()) {
-                extend_node(x, cnt as u64, c, 0, rank);
+                extend_node(x, cnt as u64, c, 0);
             }
             l.iters = Val::Const(cnt + 1);
             // Keep the emptied parameter vectors: the next calls reuse them instead of
@@ -497,11 +753,10 @@ impl Compressor {
             // The first copy becomes the body and the second is wrapped into it in place: one
             // allocation per fold instead of three (this runs once per outer iteration of every
             // nested loop, when the inner loop forms again).
-            let rank = self.rank;
             let mut body: Vec<CNode> = self.items.drain(n - 2 * w..n - w).collect();
             for (x, b) in body.iter_mut().zip(self.items.drain(n - 2 * w..)) {
                 let a = std::mem::replace(x, CNode::PLACEHOLDER);
-                *x = wrap_node(a, b, 0, rank);
+                *x = wrap_node(a, b, 0);
             }
             self.meta.truncate(n - 2 * w);
             let skey = loop_skey(body.iter().map(|c| c.skey));
@@ -601,7 +856,7 @@ fn structural(e: &CEvent, k: usize) -> bool {
 
 /// Merges `b` into `a` as the second iteration of a new outer loop; values range over `inner`
 /// loops below it.
-fn wrap_node(a: CNode, b: CNode, inner: usize, rank: u32) -> CNode {
+fn wrap_node(a: CNode, b: CNode, inner: usize) -> CNode {
     let kind = match (a.kind, b.kind) {
         (CKind::Event(mut ea), CKind::Event(eb)) => {
             ea.params = ea
@@ -610,12 +865,12 @@ fn wrap_node(a: CNode, b: CNode, inner: usize, rank: u32) -> CNode {
                 .zip(eb.params)
                 .map(|(x, y)| Val::wrap2(x, y, inner))
                 .collect();
-            ea.timing.absorb(eb.timing, rank);
+            ea.timing.absorb(eb.timing);
             ea.children = ea
                 .children
                 .into_iter()
                 .zip(eb.children)
-                .map(|(x, y)| wrap_node(x, y, inner, rank))
+                .map(|(x, y)| wrap_node(x, y, inner))
                 .collect();
             CKind::Event(ea)
         }
@@ -625,7 +880,7 @@ fn wrap_node(a: CNode, b: CNode, inner: usize, rank: u32) -> CNode {
                 .body
                 .into_iter()
                 .zip(lb.body)
-                .map(|(x, y)| wrap_node(x, y, inner + 1, rank))
+                .map(|(x, y)| wrap_node(x, y, inner + 1))
                 .collect(),
         }),
         _ => unreachable!("equal structural keys imply equal kinds"),
@@ -635,23 +890,23 @@ fn wrap_node(a: CNode, b: CNode, inner: usize, rank: u32) -> CNode {
 
 /// Appends `c` as iteration `n` of the outer loop that `a` is already folded into. `c`'s
 /// values are moved out, leaving its allocations for the caller to reuse.
-fn extend_node(a: &mut CNode, n: u64, c: &mut CNode, inner: usize, rank: u32) {
+fn extend_node(a: &mut CNode, n: u64, c: &mut CNode, inner: usize) {
     match (&mut a.kind, &mut c.kind) {
         (CKind::Event(ea), CKind::Event(ec)) => {
             for (x, y) in ea.params.iter_mut().zip(ec.params.drain(..)) {
                 x.extend(n, y, inner);
             }
             let t = std::mem::replace(&mut ec.timing, Acc::One { gap: 0, dur: 0 });
-            ea.timing.absorb(t, rank);
+            ea.timing.absorb(t);
             for (x, y) in ea.children.iter_mut().zip(ec.children.iter_mut()) {
-                extend_node(x, n, y, inner, rank);
+                extend_node(x, n, y, inner);
             }
         }
         (CKind::Loop(la), CKind::Loop(lc)) => {
             la.iters
                 .extend(n, std::mem::replace(&mut lc.iters, Val::Const(0)), inner);
             for (x, y) in la.body.iter_mut().zip(lc.body.iter_mut()) {
-                extend_node(x, n, y, inner + 1, rank);
+                extend_node(x, n, y, inner + 1);
             }
         }
         _ => unreachable!("equal structural keys imply equal kinds"),
@@ -716,4 +971,115 @@ pub fn compress(rank: u32, events: &[RawEvent]) -> Trace {
         c.push(e);
     }
     c.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Without the prediction: each value asked whether the call continues it, as before
+    /// the prediction existed.
+    fn checked(rank: u32, evs: &[RawEvent]) -> Trace {
+        let mut c = Compressor::new(rank);
+        for e in evs {
+            if e.path.is_some()
+                || !e.children.is_empty()
+                || !c.push_checked(e.op, e.sig, &e.params, e.gap_ns, e.dur_ns)
+            {
+                let n = c.convert(e);
+                c.push_node(n);
+            }
+        }
+        c.finish()
+    }
+
+    /// Loops of loops of calls whose values are constant, affine in the iteration, periodic or
+    /// arbitrary, with timings.
+    fn stream() -> impl Strategy<Value = Vec<RawEvent>> {
+        let call = (0usize..3, 0u8..4, -3i64..4, any::<u16>());
+        let block = (prop::collection::vec(call, 1..4), 1i64..40, 1i64..4);
+        prop::collection::vec(block, 1..4).prop_map(|blocks| {
+            let mut out = Vec::new();
+            let mut t = 7u64;
+            for (s, (calls, inner, outer)) in blocks.iter().enumerate() {
+                for o in 0..*outer {
+                    for i in 0..*inner {
+                        for (k, &(op, kind, stride, noise)) in calls.iter().enumerate() {
+                            let off = match kind {
+                                0 => 4096,
+                                1 => o * 1_000_000 + i * stride * 8,
+                                2 => [0, 64, 8][(i % 3) as usize],
+                                _ => (noise as i64 * (i + 1)) % 997,
+                            };
+                            let op = [Op::Pwrite, Op::Pread, Op::Lseek][op];
+                            let mut e = RawEvent::new(op, (s * 10 + k) as u64, vec![3, 8, off, 8]);
+                            t = t
+                                .wrapping_mul(6364136223846793005)
+                                .wrapping_add(1442695040888963407);
+                            e.gap_ns = (t >> 40) % 5000;
+                            e.dur_ns = (t >> 20) % 300;
+                            out.push(e);
+                        }
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+        /// The prediction accepts the calls the per-value check accepts: the same trace,
+        /// timing included to the bit.
+        #[test]
+        fn fast_path_equals_general_folding(evs in stream()) {
+            let mut c = Compressor::new(3);
+            for e in &evs {
+                c.push(e);
+            }
+            prop_assert_eq!(c.finish(), checked(3, &evs));
+        }
+    }
+
+    #[test]
+    fn prediction_stops_short_of_overflow() {
+        // Offsets near i64::MAX: the prediction must stop where `base + stride * n` overflows,
+        // as the per-value check does.
+        let step = i64::MAX / 4;
+        let evs: Vec<RawEvent> = (0..6)
+            .map(|i| RawEvent::new(Op::Pwrite, 1, vec![3, 8, (i as i64).wrapping_mul(step), 8]))
+            .collect();
+        let mut c = Compressor::new(0);
+        for e in &evs {
+            c.push(e);
+        }
+        assert_eq!(c.finish(), checked(0, &evs));
+    }
+
+    #[test]
+    fn exact_sums_give_welford_statistics() {
+        let xs = [5u64, 1_000, 17, 1 << 40, 3, 3, 0];
+        let mut s = Sums::one(xs[0]);
+        let mut w = Stats::one(xs[0], 2);
+        for &x in &xs[1..] {
+            s.add(x);
+            w.add(x, 2);
+        }
+        let e = s.stats(2);
+        assert_eq!(
+            (e.count, e.min, e.max, e.bins),
+            (w.count, w.min, w.max, w.bins)
+        );
+        assert!((e.mean - w.mean).abs() <= w.mean * 1e-12);
+        assert!((e.m2 - w.m2).abs() <= w.m2 * 1e-9, "{} vs {}", e.m2, w.m2);
+        // One value many times: no deviation at all.
+        let mut s = Sums::one(123_456_789);
+        for _ in 0..1000 {
+            s.add(123_456_789);
+        }
+        assert_eq!(s.stats(0).m2, 0.0);
+        assert_eq!(s.stats(0).mean, 123_456_789.0);
+    }
 }

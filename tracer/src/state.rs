@@ -86,10 +86,16 @@ pub struct Config {
 #[derive(Debug, Default)]
 pub struct Table {
     slots: Vec<Option<usize>>,
-    // Looked up on every traced call: SipHash would cost more than the rest of the lookup, and
-    // the keys (descriptors, handle addresses) are not attacker-chosen.
+    /// Small handles (descriptors) -> id + 1 (0: absent), by index: looked up on every traced
+    /// call, where a hash lookup cost a fifth of the recording.
+    direct: Vec<u32>,
+    // Larger handles (addresses of streams, MPI files, requests). SipHash would cost more than
+    // the rest of the lookup, and the keys are not attacker-chosen.
     map: HashMap<usize, usize, BuildHasherDefault<AddrHasher>>,
 }
+
+/// Handles below this are kept in [`Table::direct`].
+const DIRECT: usize = 1 << 16;
 
 impl Table {
     /// Adds a handle (replacing a stale entry for the same handle) and returns its id.
@@ -103,18 +109,37 @@ impl Table {
             }
         };
         self.slots[i] = Some(h);
-        self.map.insert(h, i);
+        if h < DIRECT {
+            if self.direct.len() <= h {
+                self.direct.resize(h + 1, 0);
+            }
+            self.direct[h] = i as u32 + 1;
+        } else {
+            self.map.insert(h, i);
+        }
         i as i64
     }
 
     /// The id of a handle.
+    #[inline]
     pub fn get(&self, h: usize) -> Option<i64> {
+        if h < DIRECT {
+            return match self.direct.get(h) {
+                Some(&i) if i > 0 => Some(i as i64 - 1),
+                _ => None,
+            };
+        }
         self.map.get(&h).map(|&i| i as i64)
     }
 
     /// Removes a handle, returning the id it had.
     pub fn remove(&mut self, h: usize) -> Option<i64> {
-        let i = self.map.remove(&h)?;
+        let i = if h < DIRECT {
+            let d = self.direct.get_mut(h).filter(|i| **i > 0)?;
+            std::mem::replace(d, 0) as usize - 1
+        } else {
+            self.map.remove(&h)?
+        };
         self.slots[i] = None;
         Some(i as i64)
     }
@@ -273,6 +298,7 @@ impl State {
     }
 
     /// The id of a traced descriptor.
+    #[inline]
     pub fn fd(&self, fd: i32) -> Option<i64> {
         if fd < 0 {
             return None;
@@ -287,21 +313,22 @@ impl State {
 
     /// Whether a top-level call may be recorded now; flags the trace when the node limit stops
     /// recording.
+    #[inline]
     fn admit(&mut self) -> bool {
-        if self.done {
-            return false;
-        }
-        if self.comp.len() >= self.cfg.max_nodes {
-            if !self.incomplete || !self.notes.iter().any(|n| n.contains("IOTREX_MAX_NODES")) {
-                self.incomplete = true;
-                self.notes.push(format!(
+        !self.done && (self.comp.len() < self.cfg.max_nodes || self.over_limit())
+    }
+
+    /// The node limit is reached: says so once in the notes, and refuses the call.
+    #[cold]
+    fn over_limit(&mut self) -> bool {
+        if !self.incomplete || !self.notes.iter().any(|n| n.contains("IOTREX_MAX_NODES")) {
+            self.incomplete = true;
+            self.notes.push(format!(
                     "rank {}: compressed trace reached IOTREX_MAX_NODES={} nodes; later calls were not recorded",
                     self.rank, self.cfg.max_nodes
                 ));
-            }
-            return false;
         }
-        true
+        false
     }
 
     /// Records a top-level call.
@@ -317,23 +344,30 @@ impl State {
 
     /// Records a top-level call without path or children from borrowed parameters: the
     /// compressor's steady state then needs no allocation.
+    #[inline]
     fn push_call(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
         if !self.admit() {
             return;
         }
         self.comp.push_call(op, sig, params, gap_ns, dur_ns);
         if let Some(r) = &mut self.raw {
-            r.push(RawEvent {
-                op,
-                sig,
-                path: None,
-                params: params.to_vec(),
-                gap_ns,
-                dur_ns,
-                children: Vec::new(),
-            });
+            push_raw(r, op, sig, params, gap_ns, dur_ns);
         }
     }
+}
+
+/// Appends a call to the `IOTREX_RAW=1` log (out of the hot path).
+#[cold]
+fn push_raw(r: &mut Vec<RawEvent>, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
+    r.push(RawEvent {
+        op,
+        sig,
+        path: None,
+        params: params.to_vec(),
+        gap_ns,
+        dur_ns,
+        children: Vec::new(),
+    });
 }
 
 /// Monotonic clock, ns.
@@ -378,6 +412,7 @@ pub fn disable(why: &str) {
 
 /// Runs `f` on the state under the lock. A panic inside is caught here (it must never cross
 /// the FFI boundary into the application) and disables the tracer.
+#[inline]
 pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut g = match STATE.lock() {
@@ -463,6 +498,7 @@ pub struct Call {
 /// Records `call` with what `build` derives from the state (`None`: not recorded), either as a
 /// top-level event or, when `child`, as a child of the running MPI-IO call. The parameters
 /// may be a `Vec` or, on hot paths, a fixed array that costs no allocation.
+#[inline]
 pub fn record<P: AsRef<[i64]>>(
     call: Call,
     child: bool,
@@ -524,9 +560,14 @@ pub fn run_recorded<T: Copy, P: AsRef<[i64]>>(
     let t0 = now_ns();
     let r = call();
     let t1 = now_ns();
-    let e = crate::posix::errno();
+    // This thread's errno slot, looked up once for saving and restoring.
+    // SAFETY: __errno_location returns this thread's errno slot, always valid.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above; read and written on this thread only.
+    let e = unsafe { *errno };
     record(Call { op, sig, t0, t1 }, child, |st| build(st, r));
-    crate::posix::set_errno(e);
+    // SAFETY: as above.
+    unsafe { *errno = e };
     r
 }
 
@@ -598,6 +639,16 @@ mod tests {
         // Re-inserting a live handle (a descriptor closed behind our back) frees its old slot.
         assert_eq!(t.insert(10), 0);
         assert_eq!(t.get(99), Some(1));
+        // Addresses (streams, MPI files) and descriptors share the rules.
+        let big = 0x7f00_dead_beef;
+        assert_eq!(t.insert(big), 3);
+        assert_eq!(t.get(big), Some(3));
+        assert_eq!(t.remove(big), Some(3));
+        assert_eq!(t.get(big), None);
+        assert_eq!(t.remove(12), Some(2));
+        assert_eq!(t.get(12), None);
+        assert_eq!(t.remove(12), None);
+        assert_eq!(t.get(5000), None);
     }
 
     #[test]
