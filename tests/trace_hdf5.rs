@@ -9,7 +9,9 @@
 //! made for it are its children (an MPI-IO call's own POSIX calls below it). `extrap` and
 //! `diff` lift the children out of their HDF5 call: traced at 4, 8, 12 and 16 ranks, both
 //! programs extrapolate to 32 and 64 ranks identical to real runs, with the datasets'
-//! dimensions and the hyperslabs as functions of n and the rank.
+//! dimensions and the hyperslabs as functions of n and the rank, and the extrapolated trace
+//! nests the calls beneath their HDF5 call again, as the real run does (`stats --stack`
+//! counts the same calls per layer).
 
 mod common;
 use common::*;
@@ -290,9 +292,156 @@ fn extrapolates(app_name: &str, args: &[&str]) -> Vec<String> {
             x.header.notes
         );
         assert_identical(app_name, &out, &real);
+        keeps_the_layer(app_name, &out, &real);
         explained.push(all);
     }
     explained
+}
+
+/// Every rank's calls with their offsets resolved (prefix sums, ends of file).
+fn resolved_calls(tf: &TraceFile, rank: u32) -> Vec<FlatEvent> {
+    let mut t = tf.trace.clone();
+    rsd::prefix::resolve(&mut t);
+    rsd::layout::resolve(&mut t);
+    t.expand(rank)
+}
+
+/// The extrapolated trace at `x` keeps the HDF5 layer as the real run at `real` has it:
+/// every rank's HDF5 calls with the same parameters and the same nested calls (their own
+/// call sites, MPI-IO calls' POSIX calls below them), and `iotrex stats --stack` counts the
+/// same calls per layer, as many nested, with HDF5's exclusive time a part of its inclusive
+/// time. A change of an HDF5 call's parameter, or of which HDF5 call made a call, is a
+/// difference for `iotrex diff`.
+fn keeps_the_layer(app_name: &str, x: &Path, real: &Path) {
+    let (xt, rt) = (TraceFile::read(x).unwrap(), TraceFile::read(real).unwrap());
+    assert!(
+        has_nested_hdf5(&xt.trace.nodes),
+        "{app_name}: no nested HDF5"
+    );
+    assert!(
+        xt.header
+            .notes
+            .iter()
+            .any(|n| n.contains("given those calls back")),
+        "{app_name}: not nested again: {:?}",
+        xt.header.notes
+    );
+    let n = rt.header.nranks;
+    for r in 0..n {
+        let (a, b) = (resolved_calls(&xt, r), resolved_calls(&rt, r));
+        assert_eq!(a.len(), b.len(), "{app_name} at {n}, rank {r}: call counts");
+        for (i, (e, f)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(
+                e, f,
+                "{app_name} at {n}, rank {r}, call {i} and its nested calls"
+            );
+        }
+    }
+    let stack = |p: &Path| -> serde_json::Value {
+        let o = iotrex(&["stats", "--stack", "--json", p.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (sx, sr) = (stack(x), stack(real));
+    let layers = |s: &serde_json::Value| -> Vec<(String, u64, u64)> {
+        s["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    l["layer"].as_str().unwrap().to_string(),
+                    l["calls"].as_u64().unwrap(),
+                    l["nested_calls"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(layers(&sx), layers(&sr), "{app_name} at {n}: stats --stack");
+    let hdf5 = sx["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layer"] == "HDF5")
+        .unwrap_or_else(|| panic!("{app_name} at {n}: no HDF5 layer in stats --stack"));
+    let (incl, excl) = (
+        hdf5["inclusive_ns"].as_f64().unwrap(),
+        hdf5["exclusive_ns"].as_f64().unwrap(),
+    );
+    assert!(
+        excl > 0.0 && excl < incl,
+        "{app_name} at {n}: HDF5 exclusive {excl} of inclusive {incl}"
+    );
+
+    // A hyperslab's first parameter changed on every rank.
+    let mut changed = xt.clone();
+    assert!(bump_first(&mut changed.trace.nodes, Op::H5SselectHyperslab));
+    let c = x.with_extension("changed.iotrex");
+    changed.write(&c).unwrap();
+    let o = iotrex(&["diff", c.to_str().unwrap(), real.to_str().unwrap()]);
+    assert!(
+        o.status.code() == Some(1) && text(&o).contains("H5Sselect_hyperslab"),
+        "{app_name}: a changed hyperslab must differ:\n{}",
+        text(&o)
+    );
+    // The last call an H5Fclose made taken out of it, to follow it.
+    let mut moved = xt.clone();
+    assert!(move_last_child_out(&mut moved.trace.nodes, Op::H5Fclose));
+    moved.write(&c).unwrap();
+    let o = iotrex(&["diff", c.to_str().unwrap(), real.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{app_name}: a call moved out of its H5Fclose must differ:\n{}",
+        text(&o)
+    );
+}
+
+/// Adds 1 to the first parameter of the first `op` event (every value group).
+fn bump_first(nodes: &mut [Node], op: Op) -> bool {
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) if e.op == op => {
+                for g in &mut e.params[0].groups {
+                    g.val = g.val.map(&mut |f| rsd::value::RankFn::Const(f.eval(0) + 1));
+                }
+                return true;
+            }
+            NodeKind::Event(e) => {
+                if bump_first(&mut e.children, op) {
+                    return true;
+                }
+            }
+            NodeKind::Loop(l) => {
+                if bump_first(&mut l.body, op) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// Takes the last child node of the first `op` event with children out of it and puts it
+/// right after the event.
+fn move_last_child_out(nodes: &mut Vec<Node>, op: Op) -> bool {
+    for i in 0..nodes.len() {
+        let taken = match &mut nodes[i].kind {
+            NodeKind::Event(e) if e.op == op && !e.children.is_empty() => e.children.pop(),
+            NodeKind::Loop(l) => {
+                if move_last_child_out(&mut l.body, op) {
+                    return true;
+                }
+                None
+            }
+            NodeKind::Event(_) => None,
+        };
+        if let Some(c) = taken {
+            nodes.insert(i + 1, c);
+            return true;
+        }
+    }
+    false
 }
 
 /// h5_more from 4-16 ranks to 32 and 64: its metadata flush (17 entries, more than every
@@ -372,4 +521,58 @@ fn h5py_calls_are_traced() {
         .sum();
     assert_eq!(nested as u64, c["H5Dwrite"].1);
     assert!(nested > 0);
+}
+
+/// h5py through its low-level API (`tests/apps/h5py_lowlevel.py`), whose every HDF5 call is
+/// one the script names and counts (with those h5py's `set_extent` makes): the trace's HDF5
+/// layer has the script's counts per op, call for call and byte for byte, on every rank;
+/// each collective `H5Dwrite`'s bytes are those of its nested `MPI_File_write_at_all`, each
+/// independent one's those of its `MPI_File_write_at`.
+#[test]
+fn h5py_low_level_counts_are_the_programs() {
+    let dir = scratch();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apps/h5py_lowlevel.py");
+    let args = vec![
+        script.display().to_string(),
+        out.join("ll.h5").display().to_string(),
+    ];
+    let opts = Opts {
+        env: vec![("IOTREX_HDF5", "1".to_string())],
+        ..Opts::default()
+    };
+    let np = 4;
+    let run = mpirun(
+        np,
+        Path::new("/usr/bin/python3"),
+        &args,
+        &dir.path().join("ll.4.iotrex"),
+        &opts,
+    );
+    let tf = run.read();
+    let (app, ranks) = app_counts(&run.stdout());
+    assert_eq!(ranks, np as usize, "every rank prints its counts");
+    assert!(app.len() >= 10, "the script counts {} HDF5 ops", app.len());
+    assert_eq!(
+        hdf5_counts(&tf),
+        app,
+        "HDF5 calls per op: trace vs h5py script"
+    );
+    let (mut coll, mut indep) = (0, 0);
+    for r in 0..np {
+        for e in calls(&tf, r).into_iter().filter(|e| e.op == Op::H5Dwrite) {
+            let (op, n) = match e.p(Param::Xfer) {
+                1 => (Op::FileWriteAtAll, &mut coll),
+                _ => (Op::FileWriteAt, &mut indep),
+            };
+            *n += 1;
+            assert_eq!(
+                mpiio_bytes(&e.children, op),
+                e.p(Param::Bytes),
+                "rank {r}: {e:?}"
+            );
+        }
+    }
+    assert_eq!((coll, indep), (np * 3, np * 3));
 }

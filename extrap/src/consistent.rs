@@ -205,14 +205,14 @@ pub fn extrapolate_consistent_ignoring(
 ) -> Result<Extrapolated, ExtrapError> {
     // Containers (HDF5 calls) are followed by what they made (`containers`).
     let lifted = crate::containers::lifted(inputs);
-    let inputs = lifted.as_deref().unwrap_or(inputs);
+    let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
     // Independent writes the library deals over the ranks change the structure below their
     // count (HDF5's metadata flush): modelled around the rest, before the grouping.
     let mut out = crate::dealt::around(inputs, target, models, |inputs| {
         consistent_dealt_apart(inputs, ignored, target, models, drop)
     })?;
-    if lifted.is_some() {
-        crate::containers::note(&mut out.file);
+    if let Some((_, lifts)) = &lifted {
+        crate::containers::nest_again(&mut out.file, lifts);
     }
     Ok(out)
 }

@@ -177,14 +177,14 @@ pub(crate) fn extrapolate_ignoring(
     how: Derivation,
 ) -> Result<Extrapolated, ExtrapError> {
     let lifted = containers::lifted(inputs);
-    let inputs = lifted.as_deref().unwrap_or(inputs);
+    let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
     // Independent writes the library deals over the ranks (HDF5's metadata flush) are modelled
     // around the rest (`dealt`).
     let mut out = dealt::around(inputs, target, models, |inputs| {
         extrapolate_dealt_apart(inputs, ignored, target, models, how)
     })?;
-    if lifted.is_some() {
-        containers::note(&mut out.file);
+    if let Some((_, lifts)) = &lifted {
+        containers::nest_again(&mut out.file, lifts);
     }
     Ok(out)
 }

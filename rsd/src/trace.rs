@@ -280,26 +280,37 @@ impl Trace {
     /// `H5Fclose` that made them, they are two sites, and a model of one (the dealt metadata
     /// flush) does not see the other's calls.
     pub fn lift_containers(&mut self) {
-        fn resign(nodes: &mut [Node], container: u64) {
+        self.lift_containers_into(&mut Lifts::default());
+    }
+
+    /// [`Trace::lift_containers`], recording in `lifts` every call site it made, so that
+    /// [`Trace::nest_lifted`] can put a trace built from the lifted form (an extrapolation)
+    /// back in nested form.
+    pub fn lift_containers_into(&mut self, lifts: &mut Lifts) {
+        fn resign(nodes: &mut [Node], container: u64, lifts: &mut Lifts) {
             for n in nodes {
                 match &mut n.kind {
-                    NodeKind::Event(e) => e.sig = mix(e.sig, container),
-                    NodeKind::Loop(l) => resign(&mut l.body, container),
+                    NodeKind::Event(e) => {
+                        let own = e.sig;
+                        e.sig = mix(e.sig, container);
+                        lifts.sites.insert(e.sig, (own, container));
+                    }
+                    NodeKind::Loop(l) => resign(&mut l.body, container, lifts),
                 }
             }
         }
-        fn lift(nodes: Vec<Node>) -> Vec<Node> {
+        fn lift(nodes: Vec<Node>, lifts: &mut Lifts) -> Vec<Node> {
             let mut out = Vec::with_capacity(nodes.len());
             for mut n in nodes {
                 let lifted = match &mut n.kind {
                     NodeKind::Event(e) if e.op.layer().is_container() => {
                         let mut c = std::mem::take(&mut e.children);
-                        resign(&mut c, e.sig);
-                        lift(c)
+                        resign(&mut c, e.sig, lifts);
+                        lift(c, lifts)
                     }
                     NodeKind::Event(_) => Vec::new(),
                     NodeKind::Loop(l) => {
-                        l.body = lift(std::mem::take(&mut l.body));
+                        l.body = lift(std::mem::take(&mut l.body), lifts);
                         Vec::new()
                     }
                 };
@@ -308,7 +319,218 @@ impl Trace {
             }
             out
         }
-        self.nodes = lift(std::mem::take(&mut self.nodes));
+        self.nodes = lift(std::mem::take(&mut self.nodes), lifts);
+    }
+
+    /// The inverse of [`Trace::lift_containers_into`] on a trace whose call sites come from
+    /// lifted traces (an extrapolation of them): every run of nodes after a container call
+    /// whose call sites lifting made for that container's site (directly, or below a container
+    /// lifted with it) becomes the container's children again, with their own call sites.
+    /// Each rank executes the same calls in the same order before and after.
+    ///
+    /// A lifted node goes to the latest container node before it, in its node list, whose
+    /// site made it, whose ranks hold all of its ranks, and for whose ranks nothing else ran in
+    /// between. A lifted node no such container takes, or a loop whose body mixes lifted
+    /// calls with others (or with another container's), is an error naming it, and the trace
+    /// is left as it was. Returns the number of container nodes given children.
+    pub fn nest_lifted(&mut self, lifts: &Lifts) -> Result<usize, String> {
+        if lifts.sites.is_empty() {
+            return Ok(0);
+        }
+        let mut count = 0;
+        let nodes = nest(self.nodes.clone(), None, lifts, &mut count)?;
+        self.nodes = nodes;
+        Ok(count)
+    }
+}
+
+/// The call sites [`Trace::lift_containers_into`] made: each lifted call's site, with its own
+/// site and its container's (as the container was lifted itself: a container inside a
+/// container has a lifted site too).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Lifts {
+    sites: std::collections::HashMap<u64, (u64, u64)>,
+}
+
+impl Lifts {
+    /// Whether lifting made no call site (no container had children).
+    pub fn is_empty(&self) -> bool {
+        self.sites.is_empty()
+    }
+
+    /// Whether `site` was made by lifting a call out of a container of site `container`,
+    /// directly or through containers lifted with it.
+    fn made_for(&self, mut site: u64, container: u64) -> bool {
+        // A chain is as long as the containers' nesting; the bound only guards against a
+        // cycle of colliding hashes.
+        for _ in 0..64 {
+            match self.sites.get(&site) {
+                Some(&(_, c)) if c == container => return true,
+                Some(&(_, c)) => site = c,
+                None => return false,
+            }
+        }
+        false
+    }
+}
+
+/// How a node relates to a container site: every call in it (loops looked into, not the
+/// calls' own children) was lifted out of it, none was, or some were.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Made {
+    All,
+    None,
+    Some,
+}
+
+fn made_for(n: &Node, container: u64, lifts: &Lifts) -> Made {
+    match &n.kind {
+        NodeKind::Event(e) => {
+            if lifts.made_for(e.sig, container) {
+                Made::All
+            } else {
+                Made::None
+            }
+        }
+        NodeKind::Loop(l) => {
+            let mut seen = (false, false);
+            for b in &l.body {
+                match made_for(b, container, lifts) {
+                    Made::All => seen.0 = true,
+                    Made::None => seen.1 = true,
+                    Made::Some => return Made::Some,
+                }
+            }
+            match seen {
+                (true, true) => Made::Some,
+                (true, false) => Made::All,
+                _ => Made::None,
+            }
+        }
+    }
+}
+
+fn subset(a: &RankSet, b: &RankSet) -> bool {
+    if a == b {
+        return true;
+    }
+    let mut all = true;
+    a.for_each(|r| all &= b.contains(r));
+    all
+}
+
+fn intersects(a: &RankSet, b: &RankSet) -> bool {
+    let (small, big) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    let mut any = false;
+    small.for_each(|r| any |= big.contains(r));
+    any
+}
+
+/// The sites of the calls at the top of `nodes` (loops looked into) given back.
+fn unsign(nodes: &mut [Node], lifts: &Lifts) {
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                if let Some(&(own, _)) = lifts.sites.get(&e.sig) {
+                    e.sig = own;
+                }
+            }
+            NodeKind::Loop(l) => unsign(&mut l.body, lifts),
+        }
+    }
+}
+
+/// One node list of [`Trace::nest_lifted`]: the top level (`parent` `None`) or the children of
+/// a container of site `parent`, whose own calls stay where they are.
+fn nest(
+    nodes: Vec<Node>,
+    parent: Option<u64>,
+    lifts: &Lifts,
+    count: &mut usize,
+) -> Result<Vec<Node>, String> {
+    // A container whose children may still follow: where it is in `out`, its site, the ranks
+    // for which nothing else ran since, and the nodes taken so far.
+    struct Open {
+        at: usize,
+        sig: u64,
+        ranks: RankSet,
+        children: Vec<Node>,
+    }
+    let finish = |out: &mut [Node], o: Open, count: &mut usize| -> Result<(), String> {
+        if o.children.is_empty() {
+            return Ok(());
+        }
+        let mut c = nest(o.children, Some(o.sig), lifts, count)?;
+        unsign(&mut c, lifts);
+        if let NodeKind::Event(e) = &mut out[o.at].kind {
+            e.children = c;
+            *count += 1;
+        }
+        Ok(())
+    };
+    let mut out: Vec<Node> = Vec::with_capacity(nodes.len());
+    let mut open: Vec<Open> = Vec::new();
+    for mut n in nodes {
+        let owner = open
+            .iter()
+            .rposition(|o| made_for(&n, o.sig, lifts) == Made::All && subset(&n.ranks, &o.ranks));
+        if let Some(i) = owner {
+            open[i].children.push(n);
+            continue;
+        }
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                if let Some(&(_, c)) = lifts.sites.get(&e.sig)
+                    && Some(c) != parent
+                {
+                    return Err(format!(
+                        "{} (ranks {}) follows no call of the container that made it on all \
+                         of its ranks",
+                        describe(&n),
+                        n.ranks
+                    ));
+                }
+            }
+            // A loop that is no container's child: its body is a node list of its own.
+            NodeKind::Loop(l) => l.body = nest(std::mem::take(&mut l.body), parent, lifts, count)?,
+        }
+        // Not a child: the open containers of its ranks are closed for them. One left open for
+        // only some of its ranks is closed whole: a later lifted call of theirs is then an
+        // error, never nested wrongly.
+        let mut k = 0;
+        while k < open.len() {
+            if intersects(&n.ranks, &open[k].ranks) {
+                let o = open.remove(k);
+                finish(&mut out, o, count)?;
+            } else {
+                k += 1;
+            }
+        }
+        if let NodeKind::Event(e) = &n.kind
+            && e.op.layer().is_container()
+        {
+            open.push(Open {
+                at: out.len(),
+                sig: e.sig,
+                ranks: n.ranks.clone(),
+                children: Vec::new(),
+            });
+        }
+        out.push(n);
+    }
+    for o in open {
+        finish(&mut out, o, count)?;
+    }
+    Ok(out)
+}
+
+fn describe(n: &Node) -> String {
+    match &n.kind {
+        NodeKind::Event(e) => format!("{} (call site {:#x})", e.op.name(), e.sig),
+        NodeKind::Loop(l) => match l.body.first() {
+            Some(b) => format!("a loop around {}", describe(b)),
+            None => "an empty loop".into(),
+        },
     }
 }
 
@@ -495,5 +717,61 @@ mod tests {
         let lifted: Vec<Op> = l.expand(0).into_iter().map(|e| e.op).collect();
         assert_eq!(ops, lifted);
         assert_eq!(ops[..2], [Op::H5Dwrite, Op::FileWriteAtAll]);
+    }
+
+    #[test]
+    fn nesting_the_lifted_form_gives_the_trace_back() {
+        let t = nested();
+        let mut l = t.clone();
+        let mut lifts = Lifts::default();
+        l.lift_containers_into(&mut lifts);
+        assert!(!lifts.is_empty());
+        let lifted = l.clone();
+        // The three H5Dwrites with their write_at_all, the fourth H5Dwrite's write_at and the
+        // H5Fclose's.
+        assert_eq!(l.nest_lifted(&lifts), Ok(3));
+        assert_eq!(l, t);
+        // A trace without lifted calls is left alone.
+        let mut plain = t.clone();
+        assert_eq!(plain.nest_lifted(&Lifts::default()), Ok(0));
+        assert_eq!(plain, t);
+        // A lifted call moved before its container is refused, and the trace left lifted.
+        let mut moved = lifted.clone();
+        let last = moved.nodes.len() - 1;
+        moved.nodes.swap(last - 1, last);
+        let before = moved.clone();
+        let err = moved.nest_lifted(&lifts).unwrap_err();
+        assert!(err.contains("MPI_File_write_at"), "{err}");
+        assert_eq!(moved, before);
+    }
+
+    /// Ranks 0-1's H5Fclose writes, rank 2's does not, and rank 2 runs another call first:
+    /// the merged container node gets the writes back as children of ranks 0-1 only.
+    #[test]
+    fn nesting_follows_each_rank() {
+        let mut ranks = Vec::new();
+        for r in 0..3u32 {
+            let mut c = Compressor::new(r);
+            if r == 2 {
+                c.push(&call(Op::Write, 3, vec![1, 8, 8], vec![]));
+            }
+            let w = call(
+                Op::FileWriteAt,
+                5,
+                vec![0, i64::from(r) * 8, 8, 4, 8],
+                vec![],
+            );
+            let kids = if r < 2 { vec![w] } else { vec![] };
+            c.push(&call(Op::H5Fclose, 4, vec![0], kids));
+            ranks.push(c.finish());
+        }
+        let t = crate::merge::merge_tree(ranks).unwrap();
+        let mut l = t.clone();
+        let mut lifts = Lifts::default();
+        l.lift_containers_into(&mut lifts);
+        assert_eq!(l.nest_lifted(&lifts), Ok(1));
+        for r in 0..3 {
+            assert_eq!(l.expand(r), t.expand(r), "rank {r}");
+        }
     }
 }
