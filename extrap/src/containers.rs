@@ -1,4 +1,4 @@
-//! Library calls above MPI-IO (HDF5) are containers: their children are the MPI, MPI-IO and
+//! Library calls above MPI-IO (HDF5, PnetCDF) are containers: their children are the MPI, MPI-IO and
 //! POSIX calls the library made. The models of the libraries below (the collective
 //! buffering's nested calls, HDF5's dealt metadata writes) and the structure's alignment work
 //! on the calls themselves, so extrapolation and diff see each container followed by what it
@@ -10,8 +10,9 @@ use crate::Input;
 use rsd::TraceFile;
 
 /// The note an extrapolation from traces with containers carries.
-pub const NOTE: &str = "HDF5 calls are followed by the MPI, MPI-IO and POSIX calls they made \
-     (lifted out of them for the extrapolation): their durations include those calls'";
+pub const NOTE: &str = "HDF5 calls and PnetCDF calls (the libraries above MPI-IO) are followed \
+     by the MPI, MPI-IO and POSIX calls they made (lifted out of them for the extrapolation): \
+     their durations include those calls'";
 
 /// `inputs` with their containers lifted, or `None` when no input has one.
 pub fn lifted(inputs: &[Input]) -> Option<Vec<Input>> {

@@ -67,9 +67,14 @@ int main(int argc, char **argv) {
     }
     if (steps < 1 || k < 1) DIE("pnc_more: sizes too small");
     const long long N = (long long)n * k;
-    double *d = malloc(2 * k * sizeof(double)), *d2 = malloc(2 * k * sizeof(double));
-    float *f = malloc(k * sizeof(float)), *f2 = malloc(k * sizeof(float));
-    int *iv = malloc(k * sizeof(int)), *iv2 = malloc(k * sizeof(int));
+    /* One allocation for every buffer: PnetCDF's wait_all describes the requests' buffers
+     * together with an hindexed memory type whose displacements are their address
+     * differences, which are then the same on every rank and at every scale (separate
+     * mallocs may land at rank-dependent distances). */
+    char *arena = malloc(k * (2 * sizeof(double) * 2 + sizeof(float) * 2 + sizeof(int) * 2));
+    double *d = (double *)arena, *d2 = d + 2 * k;
+    float *f = (float *)(d2 + 2 * k), *f2 = f + k;
+    int *iv = (int *)(f2 + k), *iv2 = iv + k;
 
     int ncid, dx, dx2, dt, dims[2];
     int vfixed, vrec, vind, vstr, vnb1, vnb2;
@@ -196,11 +201,6 @@ int main(int argc, char **argv) {
 
     MPI_Finalize();
     count_print(rank);
-    free(d);
-    free(d2);
-    free(f);
-    free(f2);
-    free(iv);
-    free(iv2);
+    free(arena);
     return 0;
 }
