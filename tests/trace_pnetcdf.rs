@@ -275,8 +275,9 @@ fn pnc_more_extrapolates_to_32_and_64() {
     }
 }
 
-/// `iotrex trace --pnetcdf` records the layer, and `iotrex stats --stack` shows it above
-/// MPI-IO with its ops, and splits the collective completion's time over the calls below it.
+/// `iotrex trace --pnetcdf` records the layer, `iotrex stats --stack` shows it above MPI-IO
+/// with its ops and splits the collective completion's time over the calls below it, and
+/// `iotrex report` draws it.
 #[test]
 fn trace_flag_and_stats_stack_show_the_layer() {
     let dir = scratch();
@@ -334,4 +335,16 @@ fn trace_flag_and_stats_stack_show_the_layer() {
                 && l.contains(" = MPI_File_write_at_all ")),
         "the collective completion's time is split over its MPI-IO call:\n{s}"
     );
+    // The report draws the layer with the others (its per-layer charts had colours for four
+    // I/O layers only).
+    let page = dir.path().join("pnc.html");
+    let o = iotrex(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("PnetCDF") && html.contains("ncmpi_wait_all"));
 }
