@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages iotrex needs, only if they are missing: Open MPI (mpicc,
-# mpirun, headers), libclang + clang (bindgen for mpi-sys), pkg-config, parallel HDF5 for
-# Open MPI, Chromium (the report's rendering test); then a private MPICH
+# mpirun, headers), libclang + clang (bindgen for mpi-sys), pkg-config, parallel HDF5 and
+# PnetCDF for Open MPI, Chromium (the report's rendering test); then a private MPICH
 # for the tracer's MPICH tests (scripts/install-mpich.sh). Idempotent and quiet when
 # everything is there, so `make test` and `make demo` can call it every time.
 set -euo pipefail
@@ -20,6 +20,10 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 # Parallel HDF5 built on Open MPI, for the HDF5 mini-app (tests/apps/h5_coll.c); the tests
 # link it with the flags of `pkg-config hdf5-openmpi` (no pkg-config yet: install both).
 pkg-config --exists hdf5-openmpi 2>/dev/null || missing+=(libhdf5-openmpi-dev)
+# PnetCDF (built on Open MPI) for the PnetCDF layer's mini-app (tests/apps/pnc_more.c), linked
+# with the flags of `pkg-config pnetcdf`; pnetcdf-bin's ncmpidump reads its files back.
+pkg-config --exists pnetcdf 2>/dev/null || missing+=(libpnetcdf-dev)
+command -v ncmpidump >/dev/null 2>&1 || missing+=(pnetcdf-bin)
 # A real MPI application for replay's end-to-end test (replay_mpi/tests/lammps.rs).
 command -v lmp >/dev/null 2>&1 || missing+=(lammps)
 # The second real application (tests/real_python.rs): a Python program on Debian's

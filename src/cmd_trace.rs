@@ -52,6 +52,11 @@ pub struct TraceArgs {
     /// MPI, MPI-IO and POSIX calls it made nested as its children (sets `IOTREX_HDF5=1`).
     #[arg(long)]
     pub hdf5: bool,
+    /// Record the PnetCDF layer: each PnetCDF call (`ncmpi_put_vara_all`, `ncmpi_wait_all`,
+    /// ...) with the MPI, MPI-IO and POSIX calls it made nested as its children (sets
+    /// `IOTREX_PNETCDF=1`).
+    #[arg(long)]
+    pub pnetcdf: bool,
     /// The preload library. Default: `$IOTREX_TRACER_LIB`, else `libiotrex_tracer.so` next to
     /// this `iotrex` binary.
     #[arg(long, value_name = "PATH")]
@@ -173,6 +178,9 @@ pub fn variables(a: &TraceArgs, lib: &Path) -> Result<Vec<(String, String)>> {
     }
     if a.hdf5 {
         v.push(("IOTREX_HDF5".into(), "1".into()));
+    }
+    if a.pnetcdf {
+        v.push(("IOTREX_PNETCDF".into(), "1".into()));
     }
     Ok(v)
 }

@@ -1,4 +1,4 @@
-//! Library calls above MPI-IO (HDF5) are containers: their children are the MPI, MPI-IO and
+//! Library calls above MPI-IO (HDF5, PnetCDF) are containers: their children are the MPI, MPI-IO and
 //! POSIX calls the library made. The models of the libraries below (the collective
 //! buffering's nested calls, HDF5's dealt metadata writes) and the structure's alignment work
 //! on the calls themselves, so extrapolation and diff see each container followed by what it
@@ -29,12 +29,12 @@ use rsd::trace::{Lifts, Node, NodeKind};
 
 /// The note an extrapolation from traces with containers carries when it keeps the lifted
 /// form.
-pub const NOTE: &str = "HDF5 calls are followed by the MPI, MPI-IO and POSIX calls they made \
-     (lifted out of them for the extrapolation): their durations are their own, without those \
-     calls'";
+pub const NOTE: &str = "Library calls (HDF5 calls, PnetCDF and NetCDF calls: the layers above \
+     MPI-IO) are followed by the MPI, MPI-IO and POSIX calls they made (lifted out of them for \
+     the extrapolation): their durations are their own, without those calls'";
 
 /// The note of an extrapolation whose containers were nested again.
-pub const NESTED: &str = "HDF5 calls were extrapolated with the MPI, MPI-IO and POSIX calls \
+pub const NESTED: &str = "HDF5 calls (and the other library layers' calls) were extrapolated with the MPI, MPI-IO and POSIX calls \
      they made lifted out of them, then given those calls back as children";
 
 /// `inputs` with their containers lifted and the call sites lifting made, or `None` when no

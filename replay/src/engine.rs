@@ -275,9 +275,11 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 }
             },
             Layer::Mpi => self.mpi(e, t),
-            // A library call above MPI-IO (HDF5) issues nothing itself: its children do,
-            // lifted after it by `load` or handed out after it by `run_with` (`visit_calls`).
-            Layer::Hdf5 => self.stats.count(e.op, e.op.data_bytes(&e.params), true),
+            // A library call above MPI-IO (HDF5, PnetCDF) issues nothing itself: its children
+            // do, lifted after it by `load` or handed out after it by `run_with` (`visit_calls`).
+            Layer::Hdf5 | Layer::Pnetcdf => {
+                self.stats.count(e.op, e.op.data_bytes(&e.params), true)
+            }
         }
     }
 

@@ -622,8 +622,7 @@ impl Page {
             .iter()
             .enumerate()
             .filter(|(_, l)| **l != Layer::Mpi)
-            .enumerate()
-            .map(|(k, (i, l))| (l.name(), plot::CATEGORY[k], col(&|r| r.layer_ns[i])))
+            .map(|(i, l)| (l.name(), layer_colour(*l), col(&|r| r.layer_ns[i])))
             .collect();
         self.plot(plot::rank_bars(
             "Time in I/O calls per rank (application-level calls, by layer)",

@@ -21,6 +21,9 @@ pub enum Layer {
     /// HDF5 (`H5Fcreate`, `H5Dwrite`, ...): library calls above MPI-IO, recorded as containers
     /// whose children are the MPI, MPI-IO and POSIX calls the library made for them.
     Hdf5,
+    /// PnetCDF (`ncmpi_create`, `ncmpi_put_vara_all`, ...): containers as HDF5's are, whose
+    /// children are the MPI, MPI-IO and POSIX calls the library made for them.
+    Pnetcdf,
 }
 
 impl Layer {
@@ -31,8 +34,9 @@ impl Layer {
 
     /// Every layer, the application's libraries first (HDF5 above MPI-IO): what per-layer
     /// totals and displays iterate over.
-    pub const STACK: [Layer; 5] = [
+    pub const STACK: [Layer; 6] = [
         Layer::Hdf5,
+        Layer::Pnetcdf,
         Layer::MpiIo,
         Layer::Mpi,
         Layer::Posix,
@@ -47,6 +51,7 @@ impl Layer {
             Layer::Posix => "POSIX",
             Layer::Stdio => "STDIO",
             Layer::Hdf5 => "HDF5",
+            Layer::Pnetcdf => "PnetCDF",
         }
     }
 
@@ -54,7 +59,7 @@ impl Layer {
     /// no bytes themselves, the calls it made (its event's children) do. Replay issues the
     /// children, the POSIX view and per-layer byte counts read them.
     pub fn is_container(self) -> bool {
-        self == Layer::Hdf5
+        matches!(self, Layer::Hdf5 | Layer::Pnetcdf)
     }
 }
 
@@ -107,6 +112,7 @@ params! {
     Loc => "loc", H5File => "file", Dset => "dset", Space => "space", MemSpace => "mem_space",
     FileSpace => "file_space", Attr => "attr", Group => "group", SelectOp => "select_op",
     Scope => "scope", Xfer => "xfer",
+    Ncid => "ncid", Varid => "varid", Dimid => "dimid", Xtype => "xtype", MemType => "mem_type",
 }
 
 /// 1 for any parameter: counts a list's length in a constant expression.
@@ -591,6 +597,70 @@ ops! {
     // keeps the identifier table's slots reused across iterations.
     H5DgetSpace => Hdf5, "H5Dget_space", None, [Dset, Space];
     H5Sclose => Hdf5, "H5Sclose", None, [Space];
+
+    // ---- PnetCDF (issue 17): the `ncmpi_*` calls that decide I/O, containers as HDF5's
+    // ([`Layer::is_container`]): the MPI, MPI-IO and POSIX calls PnetCDF makes inside a call
+    // are its children. `ncid` is the index of the file's id in the rank's table of PnetCDF
+    // ids (lowest free slot, as for descriptors; -1 for a failed call or an id no traced call
+    // returned); `varid` and `dimid` are the library's own (definition order in the file,
+    // already the same on every rank; `NC_GLOBAL` -1 for a file's attribute). A file's name is
+    // the event's path, as is a dimension's, variable's or attribute's (its template and
+    // integer fields, so `temp3` extrapolates as a file name). Types are `nc_type` ids
+    // (NC_BYTE 1 ... NC_UINT64 11, as NetCDF's). The typed families (`ncmpi_put_vara_int_all`,
+    // `_double_all`, ...) are one op per family with the member's memory type as `mem_type`;
+    // the flexible calls (`ncmpi_put_vara_all(..., bufcount, buftype)`) record the `nc_type`
+    // of a predefined `buftype` there, 0 (NC_NAT) for a derived one. `count` is the number of
+    // the variable's elements the call accesses (the product of the counts), `bytes` the
+    // memory buffer's size (count times the memory type's size; bufcount times buftype's size
+    // for the flexible calls; 0 for a failed call). Arrays follow the fixed parameters, one
+    // entry per dimension of the variable (`ndims`), in C order.
+    // `mode` the create or open mode as passed (NC_CLOBBER, NC_64BIT_DATA, NC_WRITE, ...),
+    // `comm` the communicator's symbolic id, as MPI calls record it, `ncid` the new file's.
+    NcmpiCreate => Pnetcdf, "ncmpi_create", None, [Mode, Comm, Ncid];
+    NcmpiOpen => Pnetcdf, "ncmpi_open", None, [Mode, Comm, Ncid];
+    NcmpiClose => Pnetcdf, "ncmpi_close", None, [Ncid];
+    NcmpiEnddef => Pnetcdf, "ncmpi_enddef", None, [Ncid];
+    NcmpiRedef => Pnetcdf, "ncmpi_redef", None, [Ncid];
+    NcmpiSync => Pnetcdf, "ncmpi_sync", None, [Ncid];
+    // Independent data mode: PnetCDF opens its per-rank MPI file (on MPI_COMM_SELF) at the
+    // first, and synchronises the record count when it ends.
+    NcmpiBeginIndepData => Pnetcdf, "ncmpi_begin_indep_data", None, [Ncid];
+    NcmpiEndIndepData => Pnetcdf, "ncmpi_end_indep_data", None, [Ncid];
+    // `length` as passed (NC_UNLIMITED 0), `dimid` the new dimension's.
+    NcmpiDefDim => Pnetcdf, "ncmpi_def_dim", None, [Ncid, Length, Dimid];
+    // Followed by the `ndims` dimension ids.
+    NcmpiDefVar => Pnetcdf, "ncmpi_def_var", None, [Ncid, Xtype, Ndims, Varid];
+    // Every `ncmpi_put_att_<type>` and `ncmpi_put_att`: `xtype` the attribute's type in the
+    // file (NC_CHAR for `_text`), `count` its length (metadata: written at `ncmpi_enddef`).
+    NcmpiPutAtt => Pnetcdf, "ncmpi_put_att", None, [Ncid, Varid, Xtype, MemType, Count, Bytes];
+    // Independent (`ncmpi_put_vara_<type>`, `ncmpi_put_vara`) and collective (`_all`)
+    // transfers of a subarray, followed by the `ndims` starts, then the `ndims` counts: a
+    // rank's region is two elastic vectors, which extrapolate as offsets and sizes do.
+    NcmpiPutVara => Pnetcdf, "ncmpi_put_vara", Write, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    NcmpiPutVaraAll => Pnetcdf, "ncmpi_put_vara_all", Write, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    NcmpiGetVara => Pnetcdf, "ncmpi_get_vara", Read, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    NcmpiGetVaraAll => Pnetcdf, "ncmpi_get_vara_all", Read, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    // Strided: followed by the `ndims` starts, counts and strides (1 each where NULL was
+    // passed).
+    NcmpiPutVars => Pnetcdf, "ncmpi_put_vars", Write, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    NcmpiPutVarsAll => Pnetcdf, "ncmpi_put_vars_all", Write, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    NcmpiGetVars => Pnetcdf, "ncmpi_get_vars", Read, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    NcmpiGetVarsAll => Pnetcdf, "ncmpi_get_vars_all", Read, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    // Nonblocking: the transfer is posted, its bytes move at the `ncmpi_wait`/`ncmpi_wait_all`
+    // that completes it (whose children are the MPI-IO calls). `request` is the index of the
+    // request in the rank's table of pending PnetCDF requests (lowest free slot; -1 for a
+    // failed call). Followed by the starts and counts (and strides) as the blocking calls.
+    NcmpiIputVara => Pnetcdf, "ncmpi_iput_vara", Write, [Ncid, Varid, MemType, Ndims, Count, Bytes, Request];
+    NcmpiIgetVara => Pnetcdf, "ncmpi_iget_vara", Read, [Ncid, Varid, MemType, Ndims, Count, Bytes, Request];
+    NcmpiIputVars => Pnetcdf, "ncmpi_iput_vars", Write, [Ncid, Varid, MemType, Ndims, Count, Bytes, Request];
+    NcmpiIgetVars => Pnetcdf, "ncmpi_iget_vars", Read, [Ncid, Varid, MemType, Ndims, Count, Bytes, Request];
+    // Completion, independent (`ncmpi_wait`) and collective (`ncmpi_wait_all`): `count` as
+    // passed, followed by the `count` request ids (read before the call; -1 for NC_REQ_NULL
+    // or a request no traced call posted), which the call releases. A negative count
+    // (NC_REQ_ALL -1, NC_GET_REQ_ALL -2, NC_PUT_REQ_ALL -3) lists none and releases every
+    // pending request of the file (of that kind).
+    NcmpiWait => Pnetcdf, "ncmpi_wait", None, [Ncid, Count];
+    NcmpiWaitAll => Pnetcdf, "ncmpi_wait_all", None, [Ncid, Count];
 }
 
 /// Separates the two paths of a call that names two (`rename`, `link`, `symlink`: old, new)
@@ -814,6 +884,7 @@ impl Op {
             Op::Waitsome | Op::Testsome => Some(Param::Outcount),
             Op::CommCreateGroup | Op::IntercommMerge => Some(Param::Size),
             Op::IntercommCreate => Some(Param::RemoteSize),
+            Op::NcmpiWait | Op::NcmpiWaitAll => Some(Param::Count),
             _ => None,
         }
     }
@@ -822,7 +893,8 @@ impl Op {
     /// fields): the request ids of `MPI_Startall` and `MPI_Testall`, the completed ids of
     /// `MPI_Waitsome` and `MPI_Testsome`, the MPI_COMM_WORLD ranks of the members of
     /// `MPI_Comm_create_group` and `MPI_Intercomm_merge` and of `MPI_Intercomm_create`'s remote
-    /// group; empty for other ops. Never longer than the count says, nor than the event.
+    /// group, the PnetCDF request ids of `ncmpi_wait` and `ncmpi_wait_all`; empty for other
+    /// ops. Never longer than the count says, nor than the event.
     pub fn list(self, params: &[i64]) -> &[i64] {
         let Some(n) = self.list_len() else {
             return &[];
@@ -853,6 +925,38 @@ impl Op {
             sendbytes,
             recvbytes: &rest[..i],
         })
+    }
+}
+
+/// The elements of a variable a PnetCDF transfer accesses, as the arrays after its fixed
+/// parameters give them (one entry per dimension, `ndims` each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PnetcdfAccess {
+    /// `start`, then `count` (`ncmpi_put_vara*`, `ncmpi_iget_vara`, ...).
+    Subarray,
+    /// `start`, `count`, then `stride` (`ncmpi_put_vars*`, ...).
+    Strided,
+}
+
+impl Op {
+    /// For PnetCDF's data transfers, how the event gives the elements it accesses; `None` for
+    /// other ops.
+    pub fn pnetcdf_access(self) -> Option<PnetcdfAccess> {
+        match self {
+            Op::NcmpiPutVara
+            | Op::NcmpiPutVaraAll
+            | Op::NcmpiGetVara
+            | Op::NcmpiGetVaraAll
+            | Op::NcmpiIputVara
+            | Op::NcmpiIgetVara => Some(PnetcdfAccess::Subarray),
+            Op::NcmpiPutVars
+            | Op::NcmpiPutVarsAll
+            | Op::NcmpiGetVars
+            | Op::NcmpiGetVarsAll
+            | Op::NcmpiIputVars
+            | Op::NcmpiIgetVars => Some(PnetcdfAccess::Strided),
+            _ => None,
+        }
     }
 }
 
@@ -981,13 +1085,18 @@ impl Op {
             Op::TypeCreateHindexedBlock | Op::TypeCreateIndexedBlock => &["displacements"],
             Op::TypeCreateSubarray => &["sizes", "subsizes", "starts"],
             Op::TypeCreateStruct => &["blocklengths", "displacements", "types"],
-            Op::Startall | Op::Testall => &["requests"],
+            Op::Startall | Op::Testall | Op::NcmpiWait | Op::NcmpiWaitAll => &["requests"],
             Op::Waitsome | Op::Testsome => &["completed"],
             Op::CommCreateGroup | Op::IntercommMerge => &["members"],
             Op::IntercommCreate => &["remote_group"],
             Op::H5ScreateSimple => &["dims", "maxdims"],
             Op::H5SselectHyperslab => &["start", "stride", "count", "block"],
             Op::H5DsetExtent | Op::H5PsetChunk => &["dims"],
+            Op::NcmpiDefVar => &["dimids"],
+            _ if self.pnetcdf_access() == Some(PnetcdfAccess::Subarray) => &["start", "count"],
+            _ if self.pnetcdf_access() == Some(PnetcdfAccess::Strided) => {
+                &["start", "count", "stride"]
+            }
             // Sources, destinations, bytes sent, bytes received: the split depends on the
             // degrees, which a display name cannot see, so one array.
             _ if self.is_neighborhood() => &["neighborhood"],
@@ -1013,7 +1122,7 @@ impl Op {
                 Op::Fprintf => get(Param::Ret),
                 _ => get(Param::Size).saturating_mul(get(Param::Ret)),
             },
-            Layer::Hdf5 => get(Param::Bytes),
+            Layer::Hdf5 | Layer::Pnetcdf => get(Param::Bytes),
             Layer::Mpi => 0,
         };
         v.max(0) as u64
@@ -1275,6 +1384,63 @@ mod tests {
         assert_eq!(open_flags(encode("w")), 0o1101);
         assert_eq!(open_flags(encode("a+")), 0o2102);
         assert_eq!(open_flags(encode("r+")), 2);
+    }
+
+    #[test]
+    fn the_pnetcdf_layer_is_one_appended_block() {
+        // Appended together (the lead orders the blocks appended in one session): every op
+        // from ncmpi_create to ncmpi_wait_all is PnetCDF's, and no other op is.
+        let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
+        let block = at(Op::NcmpiCreate)..=at(Op::NcmpiWaitAll);
+        for (i, op) in Op::ALL.iter().enumerate() {
+            assert_eq!(
+                op.layer() == Layer::Pnetcdf,
+                block.contains(&i),
+                "{}",
+                op.name()
+            );
+        }
+        assert!(Layer::Pnetcdf.is_container());
+        assert!(Layer::STACK.contains(&Layer::Pnetcdf));
+        assert_eq!(Layer::Pnetcdf.name(), "PnetCDF");
+        // Every transfer has the same fixed layout, the nonblocking ones the request after.
+        for op in &Op::ALL[block] {
+            if let Some(acc) = op.pnetcdf_access() {
+                let fixed = [
+                    Param::Ncid,
+                    Param::Varid,
+                    Param::MemType,
+                    Param::Ndims,
+                    Param::Count,
+                    Param::Bytes,
+                ];
+                assert_eq!(&op.params()[..6], fixed, "{}", op.name());
+                let nonblocking = op.name().starts_with("ncmpi_i");
+                assert_eq!(op.params().len(), 6 + nonblocking as usize, "{}", op.name());
+                assert_ne!(op.dir(), Dir::None, "{}", op.name());
+                // 2 dimensions: the arrays' names.
+                let n = op.params().len() + if acc == PnetcdfAccess::Strided { 6 } else { 4 };
+                let last = op.param_name(n - 1, n, 0);
+                let want = if acc == PnetcdfAccess::Strided {
+                    "stride[1]"
+                } else {
+                    "count[1]"
+                };
+                assert_eq!(last, want, "{}", op.name());
+            } else {
+                assert_eq!(op.dir(), Dir::None, "{}", op.name());
+            }
+        }
+        let mut v = args::ncmpi_put_vara_all(0, 3, 6, 1, 100, 800);
+        v.extend([400, 100]);
+        assert_eq!(Op::NcmpiPutVaraAll.data_bytes(&v), 800);
+        assert_eq!(Op::NcmpiPutVaraAll.param_name(6, 8, 0), "start[0]");
+        // The requests a completion lists; NC_REQ_ALL lists none.
+        let mut v = args::ncmpi_wait_all(0, 2);
+        v.extend([0, 1]);
+        assert_eq!(Op::NcmpiWaitAll.list(&v), [0, 1]);
+        assert_eq!(Op::NcmpiWait.list(&args::ncmpi_wait(0, -1)), [] as [i64; 0]);
+        assert_eq!(Op::NcmpiDefVar.param_name(4, 6, 0), "dimids[0]");
     }
 
     #[test]

@@ -11,6 +11,10 @@ use std::sync::Mutex;
 /// `libhdf5-openmpi-dev`, installed by `scripts/install-deps.sh`).
 const HDF5: &str = "hdf5-openmpi";
 
+/// The pkg-config package of PnetCDF (Debian's `libpnetcdf-dev`, built on Open MPI, installed
+/// by `scripts/install-deps.sh`).
+const PNETCDF: &str = "pnetcdf";
+
 /// One mpicc at a time within a test binary.
 static BUILD: Mutex<()> = Mutex::new(());
 
@@ -126,21 +130,25 @@ pub fn scratch_with(prefix: &str) -> tempfile::TempDir {
 
 /// Extra compiler and linker arguments for the app whose source is `src` (after the source
 /// on mpicc's command line): an app that includes `<hdf5.h>` links Open MPI's parallel HDF5
-/// with the flags of `pkg-config hdf5-openmpi`. The other apps get nothing and run no
-/// pkg-config.
+/// with the flags of `pkg-config hdf5-openmpi`, one that includes `<pnetcdf.h>` PnetCDF with
+/// those of `pkg-config pnetcdf`. The other apps get nothing and run no pkg-config.
 pub fn flags(src: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(src)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()));
-    if !text.contains("#include <hdf5.h>") {
+    let pkg = if text.contains("#include <hdf5.h>") {
+        HDF5
+    } else if text.contains("#include <pnetcdf.h>") {
+        PNETCDF
+    } else {
         return Vec::new();
-    }
+    };
     let out = Command::new("pkg-config")
-        .args(["--cflags", "--libs", HDF5])
+        .args(["--cflags", "--libs", pkg])
         .output()
         .expect("run pkg-config (is pkg-config installed? scripts/install-deps.sh)");
     assert!(
         out.status.success(),
-        "pkg-config {HDF5} failed for {} (scripts/install-deps.sh installs libhdf5-openmpi-dev):\n{}",
+        "pkg-config {pkg} failed for {} (scripts/install-deps.sh installs it):\n{}",
         src.display(),
         String::from_utf8_lossy(&out.stderr)
     );

@@ -227,8 +227,10 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h.mpi_config = st.mpi_config.clone();
     h.build_id = st.cfg.build_id.clone();
     h.node_cores = st.node_cores.clone();
-    // The layers this tracer recorded: HDF5's on top when asked for.
-    if crate::hdf5::ENABLED.load(std::sync::atomic::Ordering::Relaxed) {
+    // The layers this tracer recorded: HDF5's and PnetCDF's on top when asked for.
+    if crate::hdf5::ENABLED.load(std::sync::atomic::Ordering::Relaxed)
+        || crate::pnetcdf::ENABLED.load(std::sync::atomic::Ordering::Relaxed)
+    {
         h.layers = rsd::op::Layer::STACK.to_vec();
     }
     h

@@ -18,7 +18,8 @@ pub const IDLE: u8 = 0;
 pub const BUSY: u8 = 1;
 /// A traced MPI-IO call is running: POSIX calls become its children.
 pub const IN_MPIIO: u8 = 2;
-/// A traced HDF5 call is running: MPI, MPI-IO and POSIX calls become its children.
+/// A traced library call (HDF5, PnetCDF: a container layer) is running: MPI, MPI-IO and
+/// POSIX calls become its children.
 pub const IN_HDF5: u8 = 3;
 
 thread_local! {

@@ -21,7 +21,8 @@
 //! own traces, as `<stem>.nonrank-<exe>-<pid>.iotrex`; without it they write nothing),
 //! `IOTREX_HDF5=1` (record the HDF5 layer: HDF5 calls with the MPI, MPI-IO and POSIX calls
 //! they make as children, see [`hdf5`]; without it HDF5's calls pass through and what it
-//! makes is recorded at the top level, as before the layer existed).
+//! makes is recorded at the top level, as before the layer existed), `IOTREX_PNETCDF=1` (the
+//! PnetCDF layer likewise, see [`pnetcdf`]).
 //!
 //! A process killed by SIGTERM, SIGINT or SIGHUP writes what it recorded from the signal
 //! handler ([`signals`]), per rank and flagged incomplete, then dies of the signal.
@@ -46,6 +47,7 @@ pub mod job;
 pub mod mpi;
 pub mod outfile;
 pub mod paths;
+pub mod pnetcdf;
 pub mod posix;
 pub mod posix_more;
 pub(crate) mod real;
@@ -123,6 +125,10 @@ fn init() {
         );
         hdf5::ENABLED.store(
             std::env::var("IOTREX_HDF5").is_ok_and(|v| v == "1"),
+            Ordering::SeqCst,
+        );
+        pnetcdf::ENABLED.store(
+            std::env::var("IOTREX_PNETCDF").is_ok_and(|v| v == "1"),
             Ordering::SeqCst,
         );
         state::RECORDING.store(true, Ordering::SeqCst);

@@ -211,6 +211,8 @@ pub struct State {
     /// HDF5 identifiers (files, groups, datasets, attributes, dataspaces) traced calls
     /// returned (`hdf5`).
     pub h5: Table,
+    /// PnetCDF file ids and pending nonblocking requests (`pnetcdf`).
+    pub pnc: crate::pnetcdf::Ids,
     /// Outstanding MPI requests.
     pub reqs: Table,
     /// The persistent ones among them (`MPI_Send_init`, ...): a completion leaves them in
@@ -261,6 +263,7 @@ impl State {
             dirs: Table::default(),
             maps: Default::default(),
             h5: Table::default(),
+            pnc: Default::default(),
             reqs: Table::default(),
             persistent: Default::default(),
             msgs: Table::default(),
