@@ -140,3 +140,17 @@ fn without_order_or_outside_a_drain_calls_stay_as_they_were() {
         ]
     );
 }
+
+#[test]
+fn order_is_a_word_of_iotrex_approx_and_not_in_the_default() {
+    use rsd::approx::{DEFAULT_APPROX, Policy};
+    assert!(Policy::orders(Some("comm,order")));
+    assert!(Policy::orders(Some(" order ")));
+    assert!(!Policy::orders(None));
+    assert!(!Policy::orders(Some(DEFAULT_APPROX)));
+    // It summarises no parameter.
+    assert_eq!(Policy::parse_layers("comm,order").unwrap(), (true, false));
+    assert_eq!(Policy::parse_layers("order").unwrap(), (false, false));
+    let e = Policy::parse_layers("orders").unwrap_err().to_string();
+    assert!(e.contains("order"), "{e}");
+}
