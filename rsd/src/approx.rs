@@ -37,6 +37,11 @@ pub const DEFAULT_APPROX: &str = "comm";
 /// [`DEFAULT_APPROX`]: the number of `MPI_Waitsome` calls then differs from the program's.
 /// See `rsd::compress`.
 pub const ORDER: &str = "order";
+/// The header note of a trace recorded with [`ORDER`] (the tracer writes it; extrap reads it
+/// before advising `order` for inputs whose `MPI_Waitsome` calls disagree).
+pub const ORDER_NOTE: &str = "approximate: IOTREX_APPROX has `order`: each drain of \
+    MPI_Waitsome calls (one call site, one request array, until every request completed) is \
+    recorded as one call completing them all, ids in ascending order";
 /// The environment variable that sets [`Policy::budget`].
 pub const BUDGET_ENV: &str = "IOTREX_VALUE_BUDGET";
 /// Default budget: the numbers one parameter's exact form may take (its leaves and rank-set

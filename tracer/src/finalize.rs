@@ -613,12 +613,7 @@ fn write_merged(st: &State, out: &str, size: u32, mut payload: Payload) -> Optio
             .push(format!("{e}; the default approximation was used"));
     }
     if st.cfg.drains {
-        payload.notes.push(
-            "approximate: IOTREX_APPROX has `order`: each drain of MPI_Waitsome calls (one call \
-             site, one request array, until every request completed) is recorded as one call \
-             completing them all, ids in ascending order"
-                .to_string(),
-        );
+        payload.notes.push(rsd::approx::ORDER_NOTE.to_string());
     }
     // Non-rank processes of the job that wrote before any rank existed (a helper the job
     // script ran first) hand the output over to the ranks.
