@@ -30,6 +30,8 @@ command -v lmp >/dev/null 2>&1 || missing+=(lammps)
 # mpi4py and parallel h5py, under Debian's own interpreter.
 /usr/bin/python3 -c 'import mpi4py' >/dev/null 2>&1 || missing+=(python3-mpi4py)
 ls /usr/lib/python3/dist-packages/h5py._debian_h5py_mpi* >/dev/null 2>&1 || missing+=(python3-h5py-mpi)
+# Meep (FDTD, parallel HDF5 output) for tests/real_meep.rs and scripts/meep-scales.sh.
+command -v meep >/dev/null 2>&1 || missing+=(meep-openmpi)
 # Headless Chromium renders `iotrex report` pages for tests/report_screens.rs (layout, text
 # overlap, screenshots) and scripts/check-report.sh.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)

@@ -15,8 +15,8 @@
 
 use crate::error::ExtrapError;
 use crate::{Derivation, Extrapolated, Input, ModelSet, describe_node};
-use rsd::TraceFile;
 use rsd::trace::{Node, NodeKind};
+use rsd::{Op, TraceFile};
 use std::collections::BTreeSet;
 
 /// Where two node lists first differ in structure, as text; `None` when they agree.
@@ -236,6 +236,24 @@ fn consistent_dealt_apart(
         // Values with no exact pattern (random offsets, say) make the loop structure differ
         // from scale to scale: they are the real reason, so they are named.
         let irregular = crate::irregular_params(&inputs.iter().collect::<Vec<_>>());
+        // A drain of MPI_Waitsome calls splits its completions into calls by timing
+        // (`rsd::approx::ORDER`): recorded as it happened, no two scales agree.
+        let waitsome = (text.contains(Op::Waitsome.name())
+            || irregular.iter().any(|p| p.starts_with(Op::Waitsome.name())))
+            && !inputs.iter().any(|i| {
+                i.file
+                    .header
+                    .notes
+                    .iter()
+                    .any(|n| n == rsd::approx::ORDER_NOTE)
+            });
+        let order = if waitsome {
+            "MPI_Waitsome calls differ (a loop `while (pending) MPI_Waitsome(...)` completes its \
+             requests in calls that timing decides): trace with `iotrex trace --approx \
+             comm,order` to record each such drain as one call; "
+        } else {
+            ""
+        };
         let (groups, advice) = if irregular.is_empty() {
             (text, "")
         } else {
@@ -250,7 +268,8 @@ fn consistent_dealt_apart(
         };
         return Err(ExtrapError::Inconsistent {
             groups,
-            hint: advice.to_string()
+            hint: order.to_string()
+                + advice
                 + &if kept.len() >= 3 {
                     format!(
                         "pass --drop-inconsistent to extrapolate from {} ranks only",

@@ -30,6 +30,18 @@ pub const APPROX_ENV: &str = "IOTREX_APPROX";
 /// (issue 14). Replay and the CODES export draw exact values from the summaries
 /// ([`crate::draw`]); I/O parameters stay exact unless the user allows `io`.
 pub const DEFAULT_APPROX: &str = "comm";
+/// The word of `IOTREX_APPROX` that allows recording a drain of `MPI_Waitsome` calls (calls
+/// of one site that together complete every request of their array) as one call completing
+/// them all: which request completes in which call is timing, and recorded as it happened
+/// it gives each rank and run its own structure (Meep's halo exchange). Not in
+/// [`DEFAULT_APPROX`]: the number of `MPI_Waitsome` calls then differs from the program's.
+/// See `rsd::compress`.
+pub const ORDER: &str = "order";
+/// The header note of a trace recorded with [`ORDER`] (the tracer writes it; extrap reads it
+/// before advising `order` for inputs whose `MPI_Waitsome` calls disagree).
+pub const ORDER_NOTE: &str = "approximate: IOTREX_APPROX has `order`: each drain of \
+    MPI_Waitsome calls (one call site, one request array, until every request completed) is \
+    recorded as one call completing them all, ids in ascending order";
 /// The environment variable that sets [`Policy::budget`].
 pub const BUDGET_ENV: &str = "IOTREX_VALUE_BUDGET";
 /// Default budget: the numbers one parameter's exact form may take (its leaves and rank-set
@@ -107,7 +119,8 @@ impl Policy {
         budget: DEFAULT_BUDGET,
     };
 
-    /// Parses `IOTREX_APPROX`'s syntax: `none`, or a comma-separated list of `comm` and `io`.
+    /// Parses `IOTREX_APPROX`'s syntax: `none`, or a comma-separated list of `comm`, `io` and
+    /// [`ORDER`] (which [`Policy::orders`] reads; it summarises no parameter).
     pub fn parse_layers(s: &str) -> Result<(bool, bool), RsdError> {
         let (mut comm, mut io) = (false, false);
         for w in s.split(',').map(str::trim) {
@@ -115,16 +128,22 @@ impl Policy {
                 "none" | "" => {}
                 "comm" => comm = true,
                 "io" => io = true,
+                ORDER => {}
                 _ => {
                     return Err(RsdError::BadSetting {
                         name: APPROX_ENV,
                         value: s.to_string(),
-                        expected: "none, comm, io or comm,io",
+                        expected: "none, or a list of comm, io and order (e.g. comm,io)",
                     });
                 }
             }
         }
         Ok((comm, io))
+    }
+
+    /// Whether an `IOTREX_APPROX` value allows [`ORDER`] (the default does not).
+    pub fn orders(approx: Option<&str>) -> bool {
+        approx.is_some_and(|s| s.split(',').any(|w| w.trim() == ORDER))
     }
 
     /// The policy given by `IOTREX_APPROX` and `IOTREX_VALUE_BUDGET` (each defaulting when

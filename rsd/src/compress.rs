@@ -218,6 +218,12 @@ pub struct Compressor {
     next_known: bool,
     /// The call that continues the innermost loop ending the list, if predictable.
     next: Next,
+    /// Whether drains of `MPI_Waitsome` calls become one call ([`Drain`]).
+    coalesce: bool,
+    /// The `MPI_Waitsome` calls held back while they may still complete a drain.
+    drain: Option<Drain>,
+    /// Drains coalesced so far.
+    drains: u64,
 }
 
 /// The next iteration of a loop whose body is a single call, predicted: the tracer's steady
@@ -241,6 +247,25 @@ struct Next {
     /// The last iteration the prediction holds for: beyond it a stride times the iteration
     /// could overflow, and the general check decides.
     upto: u64,
+}
+
+/// A drain: consecutive `MPI_Waitsome` calls of one call site on one request array (same
+/// `count`), each completing requests none of the others did, until every one of the `count`
+/// requests has completed (`while (pending) MPI_Waitsome(...)`, Meep's halo exchange). How the
+/// completions fall into calls (one call of four, or four of one, in any order) is timing,
+/// not the program: recorded as it happened it gives two runs, or two ranks, different
+/// structures. With `IOTREX_APPROX` including `order` ([`crate::approx::ORDER`]) a drain is
+/// recorded as one `MPI_Waitsome` that completes the whole array, its ids in ascending
+/// order, its gap the first call's and its duration from the first call's start to the
+/// last one's end. Calls that turn out not to be a drain (another call comes first, an id
+/// completes twice) are recorded one by one as they were.
+#[derive(Debug, Clone)]
+struct Drain {
+    sig: u64,
+    count: i64,
+    ids: Vec<i64>,
+    /// Each held call: parameters, gap, duration.
+    calls: Vec<(Vec<i64>, u64, u64)>,
 }
 
 impl Compressor {
@@ -268,7 +293,20 @@ impl Compressor {
                 strides: [0; NEXT_MAX],
                 upto: 0,
             },
+            coalesce: false,
+            drain: None,
+            drains: 0,
         }
+    }
+
+    /// Records each drain of `MPI_Waitsome` calls as one call ([`Drain`]; off by default).
+    pub fn coalesce_drains(&mut self, on: bool) {
+        self.coalesce = on;
+    }
+
+    /// How many drains of `MPI_Waitsome` calls were recorded as one call each.
+    pub fn drains(&self) -> u64 {
+        self.drains
     }
 
     /// Number of calls pushed so far (children included).
@@ -288,6 +326,15 @@ impl Compressor {
 
     /// Adds one call.
     pub fn push(&mut self, ev: &RawEvent) {
+        if self.coalesce {
+            if ev.path.is_none() && ev.children.is_empty() {
+                if self.hold(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns) {
+                    return;
+                }
+            } else {
+                self.release_drain();
+            }
+        }
         if ev.path.is_none()
             && ev.children.is_empty()
             && (self.push_fast(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns)
@@ -307,6 +354,95 @@ impl Compressor {
     /// rest is out of line.
     #[inline]
     pub fn push_call(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
+        if self.coalesce && self.hold(op, sig, params, gap_ns, dur_ns) {
+            return;
+        }
+        self.push_plain(op, sig, params, gap_ns, dur_ns);
+    }
+
+    /// Whether this call is held back as part of a drain ([`Drain`]): it continues the one
+    /// held (and may complete it, which records it), or starts one. Any other call first
+    /// records the held calls one by one.
+    fn hold(&mut self, op: Op, sig: u64, params: &[i64], gap: u64, dur: u64) -> bool {
+        let waitsome = op == Op::Waitsome && params.len() >= 2;
+        if let Some(d) = &mut self.drain {
+            let ids = op.list(params);
+            let fits = waitsome
+                && d.sig == sig
+                && d.count == params[0]
+                && params[1] > 0
+                && d.ids.len() + ids.len() <= d.count as usize
+                && ids.iter().all(|i| !d.ids.contains(i));
+            if fits {
+                self.events += 1;
+                d.ids.extend_from_slice(ids);
+                d.calls.push((params.to_vec(), gap, dur));
+                if d.ids.len() == d.count as usize {
+                    self.complete_drain();
+                }
+                return true;
+            }
+            self.release_drain();
+        }
+        if !waitsome {
+            return false;
+        }
+        let (count, out) = (params[0], params[1]);
+        let ids = op.list(params);
+        // One call that completes everything is already a drain of one.
+        if out <= 0 || out >= count || ids.len() != out as usize {
+            return false;
+        }
+        let mut seen = ids.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != ids.len() {
+            return false;
+        }
+        self.events += 1;
+        self.drain = Some(Drain {
+            sig,
+            count,
+            ids: ids.to_vec(),
+            calls: vec![(params.to_vec(), gap, dur)],
+        });
+        true
+    }
+
+    /// Records the held drain as one call completing every request.
+    fn complete_drain(&mut self) {
+        let Some(mut d) = self.drain.take() else {
+            return;
+        };
+        d.ids.sort_unstable();
+        let mut params = vec![d.count, d.count];
+        params.extend_from_slice(&d.ids);
+        let gap = d.calls[0].1;
+        // From the first call's start to the last one's end: the time the program waited.
+        let dur = d.calls.iter().map(|c| c.2).sum::<u64>()
+            + d.calls[1..].iter().map(|c| c.1).sum::<u64>();
+        // Counted as they were held.
+        let events = self.events;
+        self.push_plain(Op::Waitsome, d.sig, &params, gap, dur);
+        self.events = events;
+        self.drains += 1;
+    }
+
+    /// Records the held calls one by one, as they were.
+    fn release_drain(&mut self) {
+        if let Some(d) = self.drain.take() {
+            // Counted as they were held.
+            let events = self.events;
+            for (p, gap, dur) in &d.calls {
+                self.push_plain(Op::Waitsome, d.sig, p, *gap, *dur);
+            }
+            self.events = events;
+        }
+    }
+
+    /// [`Compressor::push_call`] past the drain check.
+    #[inline]
+    fn push_plain(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
         if self.push_fast(op, sig, params, gap_ns, dur_ns) {
             return;
         }
@@ -783,6 +919,12 @@ impl Compressor {
 
     /// The compressed trace of this rank.
     pub fn finish(&self) -> Trace {
+        if self.drain.is_some() {
+            // The run ended inside what looked like a drain: its calls as they were.
+            let mut c = self.clone();
+            c.release_drain();
+            return c.finish();
+        }
         // The run is over, so the last loop is closed: fold what only waited for that.
         let closed;
         let items = if matches!(self.items.last().map(|c| &c.kind), Some(CKind::Loop(_))) {

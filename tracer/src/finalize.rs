@@ -691,6 +691,9 @@ fn write_merged(st: &State, out: &str, size: u32, mut payload: Payload) -> Optio
             .notes
             .push(format!("{e}; the default approximation was used"));
     }
+    if st.cfg.drains {
+        payload.notes.push(rsd::approx::ORDER_NOTE.to_string());
+    }
     // Non-rank processes of the job that wrote before any rank existed (a helper the job
     // script ran first) hand the output over to the ranks.
     let taken = crate::job::take_back();

@@ -373,6 +373,54 @@ pub unsafe extern "C" fn H5Dopen2(loc: Hid, name: *const c_char, dapl: Hid) -> H
     )
 }
 
+/// Hook: `H5Dcreate1`, the 1.6 API that older codes still call (Meep 1.25 does; without
+/// this hook its datasets were unknown identifiers, `dset = -1`): recorded as `H5Dcreate2`,
+/// which is what it means (default link creation and access lists).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn H5Dcreate1(
+    loc: Hid,
+    name: *const c_char,
+    dtype: Hid,
+    space: Hid,
+    dcpl: Hid,
+) -> Hid {
+    let Some(f) = real!(
+        "H5Dcreate1",
+        unsafe extern "C" fn(Hid, *const c_char, Hid, Hid, Hid) -> Hid
+    ) else {
+        return -1;
+    };
+    let size = if recording() { type_size(dtype) } else { 0 };
+    h5_call(
+        Op::H5Dcreate2,
+        cpath(name),
+        // SAFETY: as above.
+        || unsafe { f(loc, name, dtype, space, dcpl) },
+        |st, r| {
+            let (l, s) = (st.h5_id(loc), st.h5_id(space));
+            args::h5_dcreate2(l, size, s, st.h5_new(r))
+        },
+    )
+}
+
+/// Hook: `H5Dopen1` (the 1.6 API, as `H5Dcreate1`): recorded as `H5Dopen2`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn H5Dopen1(loc: Hid, name: *const c_char) -> Hid {
+    let Some(f) = real!("H5Dopen1", unsafe extern "C" fn(Hid, *const c_char) -> Hid) else {
+        return -1;
+    };
+    h5_call(
+        Op::H5Dopen2,
+        cpath(name),
+        // SAFETY: as above.
+        || unsafe { f(loc, name) },
+        |st, r| {
+            let l = st.h5_id(loc);
+            args::h5_dopen2(l, st.h5_new(r))
+        },
+    )
+}
+
 /// Hook: `H5Dwrite`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn H5Dwrite(

@@ -106,6 +106,9 @@ fn init() {
             verbose: std::env::var("IOTREX_VERBOSE").is_ok_and(|v| v == "1"),
             approx,
             approx_error,
+            drains: rsd::approx::Policy::orders(
+                std::env::var(rsd::approx::APPROX_ENV).ok().as_deref(),
+            ),
             build_id: elf::build_id("/proc/self/exe"),
         };
         job::init(state::now_ns());

@@ -76,6 +76,9 @@ pub struct Config {
     pub approx: rsd::approx::Policy,
     /// Why the approximation settings were not taken (the defaults apply), for the notes.
     pub approx_error: Option<String>,
+    /// Drains of `MPI_Waitsome` calls recorded as one call each (`IOTREX_APPROX` with
+    /// `order`, [`rsd::approx::ORDER`]).
+    pub drains: bool,
     /// The executable's GNU build id, read at start-up (the header is also built in signal
     /// handlers, which must not read files).
     pub build_id: Option<String>,
@@ -251,9 +254,11 @@ impl State {
     /// A fresh state.
     pub fn new(cfg: Config, now: u64) -> State {
         let rank = cfg.env_rank.unwrap_or(0);
+        let mut comp = Compressor::new(rank);
+        comp.coalesce_drains(cfg.drains);
         State {
             rank,
-            comp: Compressor::new(rank),
+            comp,
             raw: cfg.raw.then(Vec::new),
             last_end: now,
             start_ns: now,
