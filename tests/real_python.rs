@@ -150,3 +150,60 @@ fn ompio_model_holds_for_h5py_and_is_checked_on_exact_counts() {
         );
     }
 }
+
+/// `iotrex extrap --approx-unfit` of particles.py from 4, 8, 12 and 16 ranks to 32, with
+/// the tracer's defaults (its `comm` budget summarises the MPI_Sendrecv counts from 8 ranks
+/// up): HDF5's metadata flush is dealt by its model although the inputs hold summaries (its
+/// own calls are exact), and the summaries elsewhere stay summaries in the output. It used
+/// to refuse on `ranks of loop around MPI_File_write_at` (the model was skipped on any
+/// summary), then on the ring's `dest` (the wrap-around's rank group is absorbed by a line
+/// at 4 ranks).
+#[test]
+fn particles_extrapolate_from_4_8_12_16_to_32() {
+    let dir = scratch();
+    let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
+        .iter()
+        .map(|&np| trace(dir.path(), np).0)
+        .collect();
+    let x = dir.path().join("x.iotrex");
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    a.extend([
+        "--ranks",
+        "32",
+        "-o",
+        x.to_str().unwrap(),
+        "--explain",
+        "--approx-unfit",
+    ]);
+    let o = iotrex(&a);
+    let all = text(&o);
+    assert!(o.status.success(), "extrap to 32 refused:\n{all}");
+    assert!(
+        all.contains("independent writes dealt over the ranks: declared model"),
+        "the flush is not dealt by its model:\n{all}"
+    );
+    let tf = rsd::TraceFile::read(&x).unwrap();
+    assert_eq!(tf.header.nranks, 32);
+    // The MPI_Sendrecv counts the tracer summarised are summaries at the target too (they
+    // are no mean held as an exact value).
+    let site = rsd::approx::first(&tf.trace).expect("a summarised quantity in the output");
+    assert!(rsd::approx::count(&tf.trace) >= 3, "{site:?}");
+    let mut shown = String::new();
+    rsd::show::render_nodes(&tf.trace.nodes, None, 0, &mut shown);
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains("MPI_Sendrecv") && l.contains("sendcount = ~{approx")),
+        "MPI_Sendrecv's counts are no summary at the target"
+    );
+    // The flush's entries are at the target: as many MPI_File_write_at calls as the real
+    // program makes at any scale (C is the program's, not n's).
+    let counts = trace_counts(&tf);
+    let real = trace_counts(&rsd::TraceFile::read(&inputs[3]).unwrap());
+    assert_eq!(
+        counts.get("MPI_File_write_at").map(|c| c.0),
+        real.get("MPI_File_write_at").map(|c| c.0),
+        "dealt writes at 32 vs at 16"
+    );
+}

@@ -230,14 +230,27 @@ pub fn complete(traces: &[&Trace]) -> Option<Vec<Trace>> {
         .iter()
         .map(|t| {
             let mut t = (*t).clone();
+            // A value that is a summary for some ranks and exact for others (a rank under
+            // budget) becomes one summary of them all, as on the other side.
             let done = summarise_where(&mut t, &mut |path, e, k| {
-                !e.params[k].is_approx() && at.contains(&(path.to_vec(), k))
+                !is_one_summary(&e.params[k]) && at.contains(&(path.to_vec(), k))
             });
             changed |= !done.is_empty();
             t
         })
         .collect();
     changed.then_some(out)
+}
+
+/// Whether `e` is one summary over its ranks.
+fn is_one_summary(e: &Elastic) -> bool {
+    matches!(
+        e.groups.as_slice(),
+        [Group {
+            val: Val::Approx(_),
+            ..
+        }]
+    )
 }
 
 /// [`complete`] for extrapolation inputs (sorted as given), or `None` when nothing changes.

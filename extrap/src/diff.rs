@@ -528,6 +528,21 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     } else {
         (a, b)
     };
+    // Values that are the prefix sum of another call's size (h5py's hyperslab displacements:
+    // an extrapolation holds the model, a real run each rank's values) are compared as that
+    // model where both sides hold it: the sizes it sums are compared on their own (as
+    // summaries when they are approximate).
+    let summed;
+    let (a, b) = {
+        let (mut x, mut y) = (a.clone(), b.clone());
+        let n = crate::prefix::other_calls_alike(&mut [&mut x.trace, &mut y.trace]);
+        if n.iter().any(|&k| k > 0) {
+            summed = (x, y);
+            (&summed.0, &summed.1)
+        } else {
+            (a, b)
+        }
+    };
     // Summaries on either side: the same parameters summarised on both, compared by their
     // statistics within the tolerance.
     let approx = rsd::approx::count(&a.trace) + rsd::approx::count(&b.trace) > 0;
