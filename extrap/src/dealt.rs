@@ -278,6 +278,44 @@ fn number_name(e: &RawEvent, i: usize) -> String {
     "?".into()
 }
 
+/// The rank that writes entry `k` of `c` dealt over `n` ranks.
+fn writer(c: u64, n: u64, k: usize) -> u32 {
+    (0..n).find(|&r| block(c, n, r).contains(&k)).unwrap_or(0) as u32
+}
+
+/// Whether number `i` of `e` ([`numbers`]' order) is a file descriptor or MPI file handle:
+/// an index in the writing rank's open-file table.
+fn is_handle(e: &RawEvent, i: usize) -> bool {
+    let mut i = i;
+    for c in std::iter::once(e).chain(&e.children) {
+        if i < c.params.len() {
+            return matches!(c.op.params().get(i), Some(Param::Fd | Param::Fh));
+        }
+        i -= c.params.len();
+    }
+    false
+}
+
+/// The handle number `i` of an entry written by `rank` at the target: the one that rank
+/// wrote its entries with at the inputs, or, for a rank no input saw write one, the one every
+/// rank but 0 wrote with. `None` where the inputs do not say one value.
+fn handle_of(
+    by_writer: &BTreeMap<(usize, u32), BTreeSet<i64>>,
+    i: usize,
+    rank: u32,
+) -> Option<i64> {
+    let one = |vs: &BTreeSet<i64>| (vs.len() == 1).then(|| *vs.iter().next().expect("one"));
+    if let Some(vs) = by_writer.get(&(i, rank)) {
+        return one(vs);
+    }
+    let others: BTreeSet<i64> = by_writer
+        .iter()
+        .filter(|((j, r), _)| *j == i && *r > 0)
+        .flat_map(|(_, vs)| vs.iter().copied())
+        .collect();
+    one(&others)
+}
+
 fn model_site(
     site: Site,
     scales: &[u32],
@@ -367,6 +405,20 @@ fn model_site(
                 describe_anchor(a)
             )));
         }
+        // Handles (a nested pwrite's descriptor) are the writing rank's, not the entry's: rank
+        // 0 has the log open before the HDF5 file, the others not. Per handle number, the
+        // values each rank wrote its entries with, over every entry and scale.
+        let mut by_writer: BTreeMap<(usize, u32), BTreeSet<i64>> = BTreeMap::new();
+        for (o, &n) in obs.iter().zip(scales) {
+            for (k, e) in o.entries.iter().enumerate() {
+                let w = writer(c as u64, u64::from(n), k);
+                for (i, &v) in numbers(e).iter().enumerate() {
+                    if is_handle(e, i) {
+                        by_writer.entry((i, w)).or_default().insert(v);
+                    }
+                }
+            }
+        }
         let mut entries = Vec::with_capacity(c);
         for k in 0..c {
             let first = &obs[obs.len() - 1].entries[k];
@@ -386,6 +438,13 @@ fn model_site(
             let cols: Vec<Vec<i64>> = obs.iter().map(|o| numbers(&o.entries[k])).collect();
             let mut at_target = Vec::with_capacity(cols[0].len());
             for i in 0..cols[0].len() {
+                if is_handle(first, i)
+                    && let Some(v) =
+                        handle_of(&by_writer, i, writer(c as u64, u64::from(target), k))
+                {
+                    at_target.push(v);
+                    continue;
+                }
                 let ys: Vec<i64> = cols.iter().map(|v| v[i]).collect();
                 let what = format!("entry {k} of the dealt writes {}", describe_anchor(a));
                 let param = number_name(first, i);
