@@ -284,6 +284,10 @@ pub(crate) fn note(file: &mut TraceFile) {
     }
 }
 
+/// The resolution of a summarised value (sizes and counts are integers): the least noise of a
+/// summary's mean.
+const UNIT: f64 = 1.0;
+
 /// The chosen model and its prediction as `--explain` says it: value, interval, model.
 fn text(c: &TimingChoice) -> String {
     format!(
@@ -358,7 +362,12 @@ pub(crate) fn fit(
             .filter(|s| s.count > 0)
             .map(|s| s.variance() / s.count as f64)
             .collect();
-        (v.iter().sum::<f64>() / v.len().max(1) as f64).sqrt()
+        // The samples are integers: means a unit apart between scales (a printed number
+        // with one more digit) are no trend to extrapolate, whatever their spread within a
+        // scale (none, for a log line written twice).
+        (v.iter().sum::<f64>() / v.len().max(1) as f64)
+            .sqrt()
+            .max(UNIT)
     };
     let means = col(&|s| s.mean);
     let pick = |ys: &[f64], noise: f64| choose(&ns, ys, noise, target);
