@@ -150,3 +150,85 @@ fn ompio_model_holds_for_h5py_and_is_checked_on_exact_counts() {
         );
     }
 }
+
+/// Issue 14's done-when for the second real application: particles.py traced at 4, 8, 12 and
+/// 16 ranks under the tracer's and the MPI library's defaults extrapolates to 32 with
+/// `--approx-unfit`, and `iotrex diff --tolerance 10%` against a real 32-rank run passes with
+/// the exact parts identical. On the way: HDF5's metadata flush is dealt by its model although
+/// the inputs hold summaries (its own calls are exact), the summaries elsewhere stay summaries
+/// (they used to become their means when the trace was expanded and compressed again), the
+/// ring's `dest` is one per-rank function (`ring-peer`) where the wrap-around made a rank group
+/// of its own, and h5py's hyperslab displacements are the byte prefix sum of the counts each
+/// rank then writes, at every scale: an exact model on both sides of the diff, whose summed
+/// counts are compared as approximate parts.
+#[test]
+fn particles_extrapolate_from_4_8_12_16_to_32_and_match_a_real_run() {
+    let dir = scratch();
+    let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
+        .iter()
+        .map(|&np| trace(dir.path(), np).0)
+        .collect();
+    let x = dir.path().join("x.iotrex");
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    a.extend([
+        "--ranks",
+        "32",
+        "-o",
+        x.to_str().unwrap(),
+        "--explain",
+        "--approx-unfit",
+    ]);
+    let o = iotrex(&a);
+    let all = text(&o);
+    assert!(o.status.success(), "extrap to 32 refused:\n{all}");
+    assert!(
+        all.contains("dealt over the ranks"),
+        "the flush is not dealt by its model:\n{all}"
+    );
+    let tf = rsd::TraceFile::read(&x).unwrap();
+    assert_eq!(tf.header.nranks, 32);
+    // The MPI_Sendrecv counts the tracer summarised are summaries at the target too (they
+    // are no mean held as an exact value).
+    let site = rsd::approx::first(&tf.trace).expect("a summarised quantity in the output");
+    assert!(rsd::approx::count(&tf.trace) >= 3, "{site:?}");
+    let mut shown = String::new();
+    rsd::show::render_nodes(&tf.trace.nodes, None, 0, &mut shown);
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains("MPI_Sendrecv") && l.contains("sendcount = ~{approx")),
+        "MPI_Sendrecv's counts are no summary at the target"
+    );
+    assert!(
+        shown.contains("displacements[0] = exscan(count of the next MPI_File_write_at_all"),
+        "the hyperslab displacements are no prefix-sum model at the target"
+    );
+    // A real run at the target: the same calls, exact parts identical, approximate parts
+    // within 10% on their means and totals.
+    let (real, _) = trace(dir.path(), 32);
+    let o = iotrex(&[
+        "diff",
+        x.to_str().unwrap(),
+        real.to_str().unwrap(),
+        "--tolerance",
+        "10%",
+    ]);
+    let d = text(&o);
+    eprintln!("{d}");
+    assert!(o.status.success(), "diff against a real 32-rank run:\n{d}");
+    assert!(d.contains("identical within tolerance"), "{d}");
+    let o = iotrex(&[
+        "diff",
+        x.to_str().unwrap(),
+        real.to_str().unwrap(),
+        "--tolerance",
+        "10%",
+        "--json",
+    ]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ap = &j["approx"];
+    assert!(ap["exact_compared"].as_u64().unwrap() > 1000, "{ap}");
+    assert!(!ap["parts"].as_array().unwrap().is_empty(), "{ap}");
+    assert_eq!(ap["outside"].as_u64(), Some(0), "{ap}");
+}

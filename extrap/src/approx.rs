@@ -230,14 +230,27 @@ pub fn complete(traces: &[&Trace]) -> Option<Vec<Trace>> {
         .iter()
         .map(|t| {
             let mut t = (*t).clone();
+            // A value that is a summary for some ranks and exact for others (a rank under
+            // budget) becomes one summary of them all, as on the other side.
             let done = summarise_where(&mut t, &mut |path, e, k| {
-                !e.params[k].is_approx() && at.contains(&(path.to_vec(), k))
+                !is_one_summary(&e.params[k]) && at.contains(&(path.to_vec(), k))
             });
             changed |= !done.is_empty();
             t
         })
         .collect();
     changed.then_some(out)
+}
+
+/// Whether `e` is one summary over its ranks.
+fn is_one_summary(e: &Elastic) -> bool {
+    matches!(
+        e.groups.as_slice(),
+        [Group {
+            val: Val::Approx(_),
+            ..
+        }]
+    )
 }
 
 /// [`complete`] for extrapolation inputs (sorted as given), or `None` when nothing changes.
@@ -270,6 +283,10 @@ pub(crate) fn note(file: &mut TraceFile) {
         ));
     }
 }
+
+/// The resolution of a summarised value (sizes and counts are integers): the least noise of a
+/// summary's mean.
+const UNIT: f64 = 1.0;
 
 /// The chosen model and its prediction as `--explain` says it: value, interval, model.
 fn text(c: &TimingChoice) -> String {
@@ -345,7 +362,12 @@ pub(crate) fn fit(
             .filter(|s| s.count > 0)
             .map(|s| s.variance() / s.count as f64)
             .collect();
-        (v.iter().sum::<f64>() / v.len().max(1) as f64).sqrt()
+        // The samples are integers: means a unit apart between scales (a printed number
+        // with one more digit) are no trend to extrapolate, whatever their spread within a
+        // scale (none, for a log line written twice).
+        (v.iter().sum::<f64>() / v.len().max(1) as f64)
+            .sqrt()
+            .max(UNIT)
     };
     let means = col(&|s| s.mean);
     let pick = |ys: &[f64], noise: f64| choose(&ns, ys, noise, target);

@@ -72,14 +72,15 @@ fn collective_sites(nodes: &[Node], out: &mut BTreeSet<crate::derive::Site>) {
 /// calls inside a collective call differ from rank to rank (aggregators), so the merge of the
 /// ranks splits the application's nodes along them: at 16 ranks under OMPIO's defaults (two
 /// aggregators) the top level no longer lines up with 8 ranks' (one). Without them, the
-/// structure compared is the application's.
-fn without_collective_children(tf: &TraceFile) -> Option<TraceFile> {
+/// structure compared is the application's. `in_place`: as extrapolation strips them
+/// (`derive::strip`).
+fn without_collective_children(tf: &TraceFile, in_place: bool) -> Option<TraceFile> {
     let mut sites = BTreeSet::new();
     collective_sites(&tf.trace.nodes, &mut sites);
     if sites.is_empty() {
         return None;
     }
-    crate::derive::strip(tf, &sites).ok()
+    crate::derive::strip(tf, &sites, in_place).ok()
 }
 
 /// One group of inputs with the same structure.
@@ -106,9 +107,10 @@ fn scales(inputs: &[Input], members: &[usize]) -> Vec<u32> {
 /// scales, then by their largest scale (both decreasing): the first is the one
 /// `--drop-inconsistent` keeps.
 pub fn groups(inputs: &[Input]) -> Vec<Group> {
+    let in_place = crate::derive::any_summary(inputs.iter().map(|i| &i.file));
     let stripped: Vec<Option<TraceFile>> = inputs
         .iter()
-        .map(|i| without_collective_children(&i.file))
+        .map(|i| without_collective_children(&i.file, in_place))
         .collect();
     let nodes_of = |i: usize| -> &[Node] {
         match &stripped[i] {

@@ -21,8 +21,13 @@
 //!   entries in one order of the entries; then fits each entry's numbers (offset, count, its
 //!   nested calls) against n exactly, as every other quantity is fitted; removes the site's
 //!   calls from the inputs, which are extrapolated as usual; and deals the entries at the
-//!   target, putting each rank's back after its anchor (every rank expanded, re-compressed and
-//!   merged, up to [`DERIVE_LIMIT`] ranks).
+//!   target, putting each rank's after its anchor (up to [`DERIVE_LIMIT`] ranks).
+//! - Exact traces are expanded per rank and compressed again for both steps, so the loops
+//!   around what is left fold as the tracer would have folded them. Traces that hold
+//!   summaries (a real code's message sizes over the value budget) would keep only their
+//!   means that way: there the calls are removed from the compressed form, and the entries
+//!   at the target, compressed and merged over the ranks, are spliced in after their anchor,
+//!   a top-level call. The model then needs only the flush's own calls exact.
 //!
 //! The model is used only where it is needed (some input has a flush with more entries than
 //! ranks, so the structure changes with the scale) and where it reproduces every input;
@@ -34,7 +39,7 @@ use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, fit_exact};
 use rsd::op::{Op, Param};
-use rsd::trace::{Node, NodeKind};
+use rsd::trace::{Node, NodeKind, visit};
 use rsd::{RawEvent, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -273,6 +278,44 @@ fn number_name(e: &RawEvent, i: usize) -> String {
     "?".into()
 }
 
+/// The rank that writes entry `k` of `c` dealt over `n` ranks.
+fn writer(c: u64, n: u64, k: usize) -> u32 {
+    (0..n).find(|&r| block(c, n, r).contains(&k)).unwrap_or(0) as u32
+}
+
+/// Whether number `i` of `e` ([`numbers`]' order) is a file descriptor or MPI file handle:
+/// an index in the writing rank's open-file table.
+fn is_handle(e: &RawEvent, i: usize) -> bool {
+    let mut i = i;
+    for c in std::iter::once(e).chain(&e.children) {
+        if i < c.params.len() {
+            return matches!(c.op.params().get(i), Some(Param::Fd | Param::Fh));
+        }
+        i -= c.params.len();
+    }
+    false
+}
+
+/// The handle number `i` of an entry written by `rank` at the target: the one that rank
+/// wrote its entries with at the inputs, or, for a rank no input saw write one, the one every
+/// rank but 0 wrote with. `None` where the inputs do not say one value.
+fn handle_of(
+    by_writer: &BTreeMap<(usize, u32), BTreeSet<i64>>,
+    i: usize,
+    rank: u32,
+) -> Option<i64> {
+    let one = |vs: &BTreeSet<i64>| (vs.len() == 1).then(|| *vs.iter().next().expect("one"));
+    if let Some(vs) = by_writer.get(&(i, rank)) {
+        return one(vs);
+    }
+    let others: BTreeSet<i64> = by_writer
+        .iter()
+        .filter(|((j, r), _)| *j == i && *r > 0)
+        .flat_map(|(_, vs)| vs.iter().copied())
+        .collect();
+    one(&others)
+}
+
 fn model_site(
     site: Site,
     scales: &[u32],
@@ -362,6 +405,20 @@ fn model_site(
                 describe_anchor(a)
             )));
         }
+        // Handles (a nested pwrite's descriptor) are the writing rank's, not the entry's: rank
+        // 0 has the log open before the HDF5 file, the others not. Per handle number, the
+        // values each rank wrote its entries with, over every entry and scale.
+        let mut by_writer: BTreeMap<(usize, u32), BTreeSet<i64>> = BTreeMap::new();
+        for (o, &n) in obs.iter().zip(scales) {
+            for (k, e) in o.entries.iter().enumerate() {
+                let w = writer(c as u64, u64::from(n), k);
+                for (i, &v) in numbers(e).iter().enumerate() {
+                    if is_handle(e, i) {
+                        by_writer.entry((i, w)).or_default().insert(v);
+                    }
+                }
+            }
+        }
         let mut entries = Vec::with_capacity(c);
         for k in 0..c {
             let first = &obs[obs.len() - 1].entries[k];
@@ -381,6 +438,13 @@ fn model_site(
             let cols: Vec<Vec<i64>> = obs.iter().map(|o| numbers(&o.entries[k])).collect();
             let mut at_target = Vec::with_capacity(cols[0].len());
             for i in 0..cols[0].len() {
+                if is_handle(first, i)
+                    && let Some(v) =
+                        handle_of(&by_writer, i, writer(c as u64, u64::from(target), k))
+                {
+                    at_target.push(v);
+                    continue;
+                }
                 let ys: Vec<i64> = cols.iter().map(|v| v[i]).collect();
                 let what = format!("entry {k} of the dealt writes {}", describe_anchor(a));
                 let param = number_name(first, i);
@@ -543,11 +607,7 @@ fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan
         } else if i.file.header.incomplete {
             Some(format!("{} is flagged incomplete", i.name))
         } else {
-            rsd::approx::require_exact(&i.file.trace, &i.name, "expanding every rank")
-                .err()
-                .map(|e| {
-                    format!("{e} (compressing the expanded calls again would keep its mean only)")
-                })
+            None
         }
     };
     if let Some(why) = sorted.iter().find_map(|i| unusable(i)) {
@@ -556,11 +616,14 @@ fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan
         return Ok(Some(out));
     }
     let scales: Vec<u32> = sorted.iter().map(|i| i.file.header.nranks).collect();
+    // Offsets the tracer held as models (a prefix sum, the end of the file so far: a flush's
+    // last entry appends) are each rank's exact offsets here.
     let expanded: Vec<Vec<Vec<RawEvent>>> = sorted
         .iter()
         .map(|i| {
+            let f = crate::prefix::resolved(&i.file);
             (0..i.file.header.nranks)
-                .map(|r| rank_events(&i.file.trace, r))
+                .map(|r| rank_events(&f.trace, r))
                 .collect()
         })
         .collect();
@@ -573,6 +636,21 @@ fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan
         }
     }
     for site in sites {
+        // The flush is observed on expanded calls, where a summary is its mean: its own calls
+        // must be exact (summaries elsewhere are kept as they are by `strip` and `insert`).
+        if let Some((i, why)) = sorted
+            .iter()
+            .find_map(|i| approx_at_site(&i.file.trace.nodes, site).map(|w| (i, w)))
+        {
+            out.skipped.push(format!(
+                "{} (call site {:#x}): {} summarises {why}, and the model needs the flush's \
+                 calls exact",
+                site.0.name(),
+                site.1,
+                i.name
+            ));
+            continue;
+        }
         match model_site(site, &scales, &expanded, target, models)? {
             Outcome::Model(p, ex) => {
                 out.sites.push(p);
@@ -589,8 +667,36 @@ fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan
     Ok(Some(out))
 }
 
-/// `tf` without the calls of the modelled sites.
-fn strip(tf: &TraceFile, p: &Plan) -> Result<TraceFile, String> {
+/// `tf` without the calls of the modelled sites. Traces without summaries are expanded and
+/// compressed again, as the tracer would have compressed them without those calls (the loops
+/// around what is left fold the same way at every scale); where some input holds summaries,
+/// which expanding would turn into their means, every input has the calls removed from its
+/// compressed form instead. `in_place` is decided over all the inputs, so that they are
+/// stripped alike.
+fn strip(tf: &TraceFile, p: &Plan, in_place: bool) -> Result<TraceFile, String> {
+    if in_place {
+        Ok(strip_in_place(tf, p))
+    } else {
+        let mut out = tf.clone();
+        crate::prefix::keeping_model(&mut out, |f| strip_recompressed(f, p).map(|s| *f = s))?;
+        Ok(out)
+    }
+}
+
+/// Deals the modelled sites' entries at the target into `tf`: compressed again from every
+/// rank's calls where the extrapolated trace is exact, spliced into the compressed form where
+/// it holds summaries (see [`strip`]).
+fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
+    if rsd::approx::first(&tf.trace).is_some() {
+        insert_in_place(tf, p)
+    } else {
+        insert_recompressed(tf, p)
+    }
+}
+
+/// `tf` without the calls of the modelled sites: every rank expanded and compressed again
+/// (summaries would keep their mean only; see [`strip`]).
+fn strip_recompressed(tf: &TraceFile, p: &Plan) -> Result<TraceFile, String> {
     let sites: BTreeSet<Site> = p.sites.iter().map(|s| s.site).collect();
     let trace = compress_ranks(tf.header.nranks, |r| {
         let mut events = rank_events(&tf.trace, r);
@@ -601,6 +707,73 @@ fn strip(tf: &TraceFile, p: &Plan) -> Result<TraceFile, String> {
         header: tf.header.clone(),
         trace,
     })
+}
+
+/// `tf` without the calls of the modelled sites, removed from the compressed trace itself
+/// (loops left empty go with them): the rest of the trace, its summaries included, stays as
+/// it was. Nested calls are the MPI library's, never a dealt write, and are kept.
+fn strip_in_place(tf: &TraceFile, p: &Plan) -> TraceFile {
+    fn walk(nodes: &mut Vec<Node>, sites: &BTreeSet<Site>) {
+        nodes.retain_mut(|n| match &mut n.kind {
+            NodeKind::Event(e) => !sites.contains(&(e.op, e.sig)),
+            NodeKind::Loop(l) => {
+                walk(&mut l.body, sites);
+                !l.body.is_empty()
+            }
+        });
+    }
+    let sites: BTreeSet<Site> = p.sites.iter().map(|s| s.site).collect();
+    let mut out = tf.clone();
+    walk(&mut out.trace.nodes, &sites);
+    out
+}
+
+/// The first summarised quantity of a call at `site` in `nodes` (its parameters, its nested
+/// calls', or the iteration count of a loop around it), for the precondition of the model:
+/// the flush's own calls are exact (summaries elsewhere are not its business).
+fn approx_at_site(nodes: &[Node], site: Site) -> Option<String> {
+    fn holds_site(nodes: &[Node], site: Site) -> bool {
+        nodes.iter().any(|n| match &n.kind {
+            NodeKind::Event(e) => (e.op, e.sig) == site,
+            NodeKind::Loop(l) => holds_site(&l.body, site),
+        })
+    }
+    for n in nodes {
+        match &n.kind {
+            NodeKind::Event(e) if (e.op, e.sig) == site => {
+                if let Some(k) = e.params.iter().position(|v| v.is_approx()) {
+                    return Some(format!(
+                        "its {} (ranks {})",
+                        e.op.param_name(k, e.params.len(), 0),
+                        n.ranks
+                    ));
+                }
+                if let Some(c) = rsd::approx::first(&rsd::trace::Trace {
+                    nodes: e.children.clone(),
+                }) {
+                    return Some(format!(
+                        "the {} of its nested {} (ranks {})",
+                        c.param,
+                        c.op.name(),
+                        c.ranks
+                    ));
+                }
+            }
+            NodeKind::Event(_) => {}
+            NodeKind::Loop(l) => {
+                if l.iters.is_approx() && holds_site(&l.body, site) {
+                    return Some(format!(
+                        "the iteration count of a loop around it (ranks {})",
+                        n.ranks
+                    ));
+                }
+                if let Some(why) = approx_at_site(&l.body, site) {
+                    return Some(why);
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The entries of `chunk` in the order the inputs wrote them, or why that order is not known.
@@ -640,9 +813,104 @@ fn ordered(f: &Flush, chunk: std::ops::Range<usize>) -> Result<Vec<usize>, Strin
     Ok(ks)
 }
 
+/// Where each anchor of `rank` is among the top-level nodes of `nodes`: the index of the
+/// node after which a flush at that anchor goes (`0` for the start). Anchors inside loops
+/// are counted but have no place (a dealt entry cannot go into one iteration of a loop).
+fn anchor_places(nodes: &[Node], rank: u32) -> HashMap<Anchor, Option<usize>> {
+    let mut seen: HashMap<(Op, u64), usize> = HashMap::new();
+    let mut at: HashMap<Anchor, Option<usize>> = HashMap::from([(None, Some(0))]);
+    let mut idx = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let top = matches!(n.kind, NodeKind::Event(_));
+        visit(std::slice::from_ref(n), rank, &mut idx, &mut |e, _| {
+            if !DEALT_OPS.contains(&e.op) {
+                let c = seen.entry((e.op, e.sig)).or_insert(0);
+                at.insert(Some((e.op, e.sig, *c)), top.then_some(i + 1));
+                *c += 1;
+            }
+            true
+        });
+    }
+    at
+}
+
 /// Deals the modelled sites' entries over the ranks of `tf` (at the target) and puts each
-/// rank's after its anchor.
-fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
+/// rank's after its anchor, a top-level call: the entries after one node are compressed and
+/// merged over the ranks as the tracer does, and spliced in after it; the rest of the trace
+/// is not touched (its summaries stay summaries).
+fn insert_in_place(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
+    let n = tf.header.nranks;
+    if n > DERIVE_LIMIT {
+        return Err((
+            format!(
+                "dealing the writes at {n} ranks places every rank's entries; it is done up to \
+                 {DERIVE_LIMIT}"
+            ),
+            String::new(),
+        ));
+    }
+    // Per top-level place, per rank, the entries that go there.
+    let mut at: BTreeMap<usize, BTreeMap<u32, Vec<RawEvent>>> = BTreeMap::new();
+    for r in 0..n {
+        let mut places: Option<HashMap<Anchor, Option<usize>>> = None;
+        for s in &p.sites {
+            for f in &s.flushes {
+                let chunk = block(f.entries.len() as u64, u64::from(n), u64::from(r));
+                if chunk.is_empty() {
+                    continue;
+                }
+                let places = places.get_or_insert_with(|| anchor_places(&tf.trace.nodes, r));
+                let place = match places.get(&f.anchor) {
+                    Some(Some(i)) => *i,
+                    Some(None) => {
+                        return Err((
+                            format!(
+                                "at {n} ranks rank {r}'s call {} is inside a loop: its dealt \
+                                 entries have no one place",
+                                describe_anchor(&f.anchor)
+                            ),
+                            String::new(),
+                        ));
+                    }
+                    None => {
+                        return Err((
+                            format!(
+                                "at {n} ranks rank {r} has no call {} to write its dealt \
+                                 entries after",
+                                describe_anchor(&f.anchor)
+                            ),
+                            String::new(),
+                        ));
+                    }
+                };
+                let ks = ordered(f, chunk).map_err(|e| {
+                    (
+                        format!("at {n} ranks, rank {r}: {e}"),
+                        format!("entries written per rank {}", f.seen),
+                    )
+                })?;
+                at.entry(place)
+                    .or_default()
+                    .entry(r)
+                    .or_default()
+                    .extend(ks.iter().map(|&k| f.entries[k].clone()));
+            }
+        }
+    }
+    // From the last place back, so the earlier places' indices hold.
+    for (place, per_rank) in at.into_iter().rev() {
+        let nodes = compress_ranks(n, |r| Ok(per_rank.get(&r).cloned().unwrap_or_default()))
+            .map_err(|e| (e, String::new()))?
+            .nodes;
+        tf.trace.nodes.splice(place..place, nodes);
+    }
+    Ok(())
+}
+
+/// Deals the modelled sites' entries over the ranks of `tf` (at the target) and puts each
+/// rank's after its anchor: every rank expanded, the entries spliced in, compressed again
+/// (summaries would keep their mean only; see [`insert`]).
+fn insert_recompressed(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
     let n = tf.header.nranks;
     if n > DERIVE_LIMIT {
         return Err((
@@ -726,11 +994,12 @@ pub(crate) fn around(
         let why = p.skipped.join("; ");
         return inner(inputs).map_err(|e| if why.is_empty() { e } else { e.not_dealt(&why) });
     }
+    let in_place = crate::derive::any_summary(inputs.iter().map(|i| &i.file));
     let mut stripped = Vec::with_capacity(inputs.len());
     for i in inputs {
         stripped.push(Input {
             name: i.name.clone(),
-            file: strip(&i.file, &p).map_err(|why| ExtrapError::Derive {
+            file: strip(&i.file, &p, in_place).map_err(|why| ExtrapError::Derive {
                 input: i.name.clone(),
                 why,
             })?,

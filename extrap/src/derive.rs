@@ -27,7 +27,7 @@ use collio::ompio::{self, Config};
 use collio::romio;
 use collio::traced::{self, TracedCall};
 use rsd::op::{Creation, Op, Param, args};
-use rsd::trace::{Event, flatten_event, visit};
+use rsd::trace::{Event, Node, NodeKind, flatten_event, visit};
 use rsd::{Compressor, Header, RawEvent, Trace, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -851,8 +851,32 @@ pub(crate) fn compress_ranks(
     merge(chunks)
 }
 
-/// `tf` with the nested calls of the derived call sites removed.
-pub(crate) fn strip(tf: &TraceFile, derived: &BTreeSet<Site>) -> Result<TraceFile, String> {
+/// `tf` with the nested calls of the derived call sites removed. Exact traces are expanded
+/// per rank and compressed again: without the library's calls, which differ between the
+/// iterations of a loop on an aggregator, the application's calls fold into the loops they
+/// make at every scale. Where an input holds summaries (a real code's message sizes over the
+/// value budget), expanding would keep only each summary's mean: with `in_place` (decided over
+/// all the inputs, so that they are stripped alike) the nested calls are cleared in the
+/// compressed trace itself, whose loops stay as the tracer folded them.
+pub(crate) fn strip(
+    tf: &TraceFile,
+    derived: &BTreeSet<Site>,
+    in_place: bool,
+) -> Result<TraceFile, String> {
+    if in_place {
+        fn walk(nodes: &mut [Node], derived: &BTreeSet<Site>) {
+            for n in nodes {
+                match &mut n.kind {
+                    NodeKind::Event(e) if derived.contains(&(e.op, e.sig)) => e.children.clear(),
+                    NodeKind::Event(_) => {}
+                    NodeKind::Loop(l) => walk(&mut l.body, derived),
+                }
+            }
+        }
+        let mut out = tf.clone();
+        walk(&mut out.trace.nodes, derived);
+        return Ok(out);
+    }
     let trace = compress_ranks(tf.header.nranks, |r| {
         let mut events = walk_rank(&tf.trace, r).events;
         for e in &mut events {
@@ -866,6 +890,14 @@ pub(crate) fn strip(tf: &TraceFile, derived: &BTreeSet<Site>) -> Result<TraceFil
         header: tf.header.clone(),
         trace,
     })
+}
+
+/// Whether some of `files` holds a summary: then [`strip`] and the dealt writes' removal
+/// work on the compressed traces, for every input alike.
+pub(crate) fn any_summary<'a>(files: impl IntoIterator<Item = &'a TraceFile>) -> bool {
+    files
+        .into_iter()
+        .any(|f| rsd::approx::first(&f.trace).is_some())
 }
 
 /// Why OMPIO took the aggregators it took, for `--explain`.

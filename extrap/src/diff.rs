@@ -507,6 +507,92 @@ fn erase_summaries(nodes: &mut [Node]) {
     }
 }
 
+/// `v` without loop depth `d` (a loop that runs once: its index is always 0).
+fn without_depth(v: &Val<RankFn>, d: usize) -> Val<RankFn> {
+    match v {
+        Val::Lin { base, strides } => {
+            let mut strides = strides.clone();
+            if d < strides.len() {
+                strides.remove(d);
+            }
+            Val::Lin {
+                base: *base,
+                strides,
+            }
+        }
+        Val::Seq(xs) | Val::Cycle(xs) if d == 0 => {
+            xs.first().cloned().unwrap_or(Val::Const(RankFn::Const(0)))
+        }
+        Val::Seq(xs) => Val::Seq(xs.iter().map(|x| without_depth(x, d - 1)).collect()),
+        Val::Cycle(xs) => Val::Cycle(xs.iter().map(|x| without_depth(x, d - 1)).collect()),
+        Val::Exscan(x) => {
+            let mut x = x.clone();
+            x.start = without_depth(&x.start, d);
+            Val::Exscan(x)
+        }
+        Val::FileEnd(x) => {
+            let mut x = x.clone();
+            x.start = without_depth(&x.start, d);
+            Val::FileEnd(x)
+        }
+        Val::Const(_) | Val::Approx(_) => v.clone(),
+    }
+}
+
+/// Every value in `nodes` (nested calls and inner loops included) without loop depth `d`.
+fn drop_depth(nodes: &mut [Node], d: usize) {
+    let drop = |e: &mut Elastic| {
+        for g in &mut e.groups {
+            g.val = without_depth(&g.val, d);
+        }
+    };
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                e.params.iter_mut().for_each(drop);
+                drop_depth(&mut e.children, d);
+            }
+            NodeKind::Loop(l) => {
+                drop(&mut l.iters);
+                drop_depth(&mut l.body, d);
+            }
+        }
+    }
+}
+
+/// `nodes` (at loop depth `depth`) with every loop that runs once on each of its ranks
+/// replaced by its body: the same calls. An extrapolation's derived nested calls of a
+/// collective call come out as `loop x1 { pwrite }` where a real run records the `pwrite`,
+/// and the loops around them would no longer line up.
+fn splice_unit_loops(nodes: &mut Vec<Node>, depth: usize) {
+    let once = |l: &rsd::trace::Loop| {
+        l.iters
+            .groups
+            .iter()
+            .all(|g| g.val == Val::Const(RankFn::Const(1)))
+    };
+    let mut out = Vec::with_capacity(nodes.len());
+    for mut n in std::mem::take(nodes) {
+        match &mut n.kind {
+            NodeKind::Loop(l) if once(l) => {
+                let mut body = std::mem::take(&mut l.body);
+                drop_depth(&mut body, depth);
+                splice_unit_loops(&mut body, depth);
+                out.extend(body);
+            }
+            NodeKind::Loop(l) => {
+                splice_unit_loops(&mut l.body, depth + 1);
+                out.push(n);
+            }
+            NodeKind::Event(e) => {
+                splice_unit_loops(&mut e.children, depth);
+                out.push(n);
+            }
+        }
+    }
+    *nodes = out;
+}
+
 /// Compares `a` and `b`.
 pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     // Containers (HDF5 calls) on either side are compared lifted, as extrapolation writes
@@ -528,9 +614,36 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     } else {
         (a, b)
     };
+    // Values that are the prefix sum of another call's size (h5py's hyperslab displacements:
+    // an extrapolation holds the model, a real run each rank's values) are compared as that
+    // model where both sides hold it: the sizes it sums are compared on their own (as
+    // summaries when they are approximate).
+    let summed;
+    let (a, b) = {
+        let (mut x, mut y) = (a.clone(), b.clone());
+        let n = crate::prefix::other_calls_alike(&mut [&mut x.trace, &mut y.trace]);
+        if n.iter().any(|&k| k > 0) {
+            summed = (x, y);
+            (&summed.0, &summed.1)
+        } else {
+            (a, b)
+        }
+    };
     // Summaries on either side: the same parameters summarised on both, compared by their
     // statistics within the tolerance.
     let approx = rsd::approx::count(&a.trace) + rsd::approx::count(&b.trace) > 0;
+    // Loops that run once are their bodies on both sides (the nested calls derived from
+    // summarised sizes at an extrapolation's target).
+    let spliced;
+    let (a, b) = if approx {
+        let (mut x, mut y) = (a.clone(), b.clone());
+        splice_unit_loops(&mut x.trace.nodes, 0);
+        splice_unit_loops(&mut y.trace.nodes, 0);
+        spliced = (x, y);
+        (&spliced.0, &spliced.1)
+    } else {
+        (a, b)
+    };
     let tol = approx.then(|| opts.tolerance.unwrap_or(DEFAULT_TOLERANCE));
     let completed;
     let (a, b) = match crate::approx::complete(&[&a.trace, &b.trace]) {

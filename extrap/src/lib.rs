@@ -311,6 +311,7 @@ fn extrapolate_sorted(
     if plan.derived.is_empty() {
         return fit(&groups).map_err(with_model);
     }
+    let in_place = derive::any_summary(groups.iter().flatten().map(|i| &i.file));
     let mut stripped: Vec<Vec<Input>> = Vec::with_capacity(groups.len());
     for g in &groups {
         let mut runs = Vec::with_capacity(g.len());
@@ -319,7 +320,7 @@ fn extrapolate_sorted(
             // resolved for it and recognised again after.
             let mut file = i.file.clone();
             prefix::keeping_model(&mut file, |f| {
-                derive::strip(f, &plan.derived).map(|s| *f = s)
+                derive::strip(f, &plan.derived, in_place).map(|s| *f = s)
             })
             .map_err(|why| ExtrapError::Derive {
                 input: i.name.clone(),

@@ -4,8 +4,13 @@
 //! fitted like any value, and at the target the offsets are the prefix sums of the target's
 //! sizes.
 
+use rsd::RankSet;
 use rsd::TraceFile;
+use rsd::prefix::SumSlot;
+use rsd::trace::{Node, NodeKind};
+use rsd::value::Elastic;
 use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
 
 /// `tf` with every prefix-sum offset replaced by each rank's exact offsets (borrowed as it is
 /// when it holds none).
@@ -22,6 +27,14 @@ pub(crate) fn resolved(tf: &TraceFile) -> Cow<'_, TraceFile> {
 /// re-compresses every rank, which turns them back into per-rank values), when `tf` held any.
 pub(crate) fn keeping_model<T>(tf: &mut TraceFile, f: impl FnOnce(&mut TraceFile) -> T) -> T {
     let had = rsd::prefix::present(&tf.trace);
+    // The values that sum another call's size: put back as they were (at a target their
+    // sizes are summaries, whose typical values recognition would see as a line in the
+    // rank), or recognised again where the nodes changed.
+    let other = rsd::prefix::other_call_slots(&tf.trace);
+    let mut saved = HashMap::new();
+    if !other.is_empty() {
+        sums_of_other_calls(&tf.trace.nodes, &other, &mut saved);
+    }
     // The files whose offsets are at the end of the file so far: at a target their sizes may
     // be summaries, which recognition on the inputs' exact values would not take.
     let at_end = rsd::layout::files(&tf.trace);
@@ -31,6 +44,10 @@ pub(crate) fn keeping_model<T>(tf: &mut TraceFile, f: impl FnOnce(&mut TraceFile
     let out = f(tf);
     if had {
         rsd::prefix::recognise(&mut tf.trace);
+        if !other.is_empty() {
+            put_back(&mut tf.trace.nodes, &saved);
+            rsd::prefix::recognise_other_calls(&mut tf.trace, &|s| other.contains(&s));
+        }
         if !at_end.is_empty() {
             rsd::layout::recognise_again(&mut tf.trace, &at_end);
         }
@@ -43,12 +60,20 @@ pub(crate) fn keeping_model<T>(tf: &mut TraceFile, f: impl FnOnce(&mut TraceFile
 /// models it does not look for): a value the ranks compute from the data (an `MPI_Exscan` of
 /// particle counts) has no model of n, its prefix-sum model does; borrowed as they are when
 /// nothing is recognised.
+///
+/// Values that are the prefix sum of another call's size (h5py's hyperslab displacements,
+/// the byte offsets of the counts each rank then writes) are recognised only where every
+/// input holds them ([`other_calls_alike`]): a model at some scales and rank functions at
+/// others would not fit.
 pub(crate) fn recognised<'a>(inputs: &[&'a crate::Input]) -> Vec<Cow<'a, crate::Input>> {
+    let mut traces: Vec<rsd::trace::Trace> = inputs.iter().map(|i| i.file.trace.clone()).collect();
+    let alike = other_calls_alike(&mut traces.iter_mut().collect::<Vec<_>>());
     inputs
         .iter()
-        .map(|i| {
-            let mut t = i.file.trace.clone();
-            if rsd::prefix::recognise(&mut t).is_empty() {
+        .zip(traces)
+        .zip(alike)
+        .map(|((i, mut t), other)| {
+            if rsd::prefix::recognise(&mut t).is_empty() && other == 0 {
                 Cow::Borrowed(*i)
             } else {
                 Cow::Owned(crate::Input {
@@ -61,4 +86,78 @@ pub(crate) fn recognised<'a>(inputs: &[&'a crate::Input]) -> Vec<Cow<'a, crate::
             }
         })
         .collect()
+}
+
+/// Recognises, in each of `traces`, the values that are the prefix sum of another call's size
+/// at the slots where every trace holds such a value (or already held one); returns how many
+/// were recognised in each.
+pub(crate) fn other_calls_alike(traces: &mut [&mut rsd::trace::Trace]) -> Vec<usize> {
+    let slots: Vec<BTreeSet<rsd::prefix::SumSlot>> = traces
+        .iter()
+        .map(|t| {
+            let mut c = (**t).clone();
+            rsd::prefix::recognise_other_calls(&mut c, &|_| true);
+            rsd::prefix::other_call_slots(&c)
+        })
+        .collect();
+    let Some((first, rest)) = slots.split_first() else {
+        return Vec::new();
+    };
+    let every: BTreeSet<rsd::prefix::SumSlot> = first
+        .iter()
+        .filter(|s| rest.iter().all(|o| o.contains(s)))
+        .copied()
+        .collect();
+    traces
+        .iter_mut()
+        .map(|t| {
+            if every.is_empty() {
+                0
+            } else {
+                rsd::prefix::recognise_other_calls(t, &|s| every.contains(&s)).len()
+            }
+        })
+        .collect()
+}
+
+/// A value that sums another call's size, by its slot and its ranks.
+type SavedSums = HashMap<(SumSlot, RankSet), Elastic>;
+
+fn ranks_of(v: &Elastic) -> RankSet {
+    v.groups
+        .iter()
+        .fold(RankSet::default(), |a, g| a.union(&g.ranks))
+}
+
+/// The values of `nodes` at `slots` that hold the prefix sum of another call's size.
+fn sums_of_other_calls(nodes: &[Node], slots: &BTreeSet<SumSlot>, out: &mut SavedSums) {
+    for n in nodes {
+        match &n.kind {
+            NodeKind::Event(e) => {
+                for (k, v) in e.params.iter().enumerate() {
+                    if v.is_exscan() && slots.contains(&(e.op, e.sig, k)) {
+                        out.insert(((e.op, e.sig, k), ranks_of(v)), v.clone());
+                    }
+                }
+            }
+            NodeKind::Loop(l) => sums_of_other_calls(&l.body, slots, out),
+        }
+    }
+}
+
+/// Puts `saved` back at the values of the same slot over the same ranks.
+fn put_back(nodes: &mut [Node], saved: &SavedSums) {
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                let (op, sig) = (e.op, e.sig);
+                for (k, v) in e.params.iter_mut().enumerate() {
+                    if let Some(m) = saved.get(&((op, sig, k), ranks_of(v))) {
+                        *v = m.clone();
+                    }
+                }
+            }
+            NodeKind::Loop(l) => put_back(&mut l.body, saved),
+        }
+    }
 }

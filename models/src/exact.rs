@@ -587,6 +587,23 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
             terms: vec![|_, rank| digits_of(rank), |n, _| digits_of(n), |_, _| r(1)],
             show: |c| poly(c, &["digits(rank)", "digits(n)", ""]),
         })),
+        // The relative peer of a periodic ring (the tracer stores `peer - rank`): `w` from
+        // most ranks, `w - n` or `w + n` from the `|w|` ranks at the edge, where the shift
+        // wraps around. One function of (n, rank) where the rank groups put the wrap-around
+        // in a group of its own, which at small scales (two ranks away from the edge) a line
+        // through the group's ranks absorbs, so the groups differ between scales.
+        Box::new(Search {
+            name: "ring-peer",
+            nparams: 3,
+            knobs: |p| -(min_n(p) - 1)..=min_n(p) - 1,
+            terms: |w, n, rank| {
+                (n > 0).then(|| vec![Rat::int((rank + w).rem_euclid(n) - rank), Rat::ONE])
+            },
+            show: |c, w| {
+                let inner = format!("((rank{w:+}) % n - rank)");
+                poly(c, &[&inner, ""])
+            },
+        }),
         Box::new(Basis {
             name: "rank-affine",
             vars: Vars::NRank,

@@ -437,13 +437,48 @@ fn recognise_sums(trace: &mut Trace) -> Vec<Recognised> {
     done
 }
 
-/// Whether values are recognised as the prefix sum of another call's size (h5py's hyperslab
-/// displacements). Off for now: on h5_coll (parallel HDF5, regular per-rank counts) it was
-/// recognised at 4, 8 and 12 ranks but not at 16, and extrap then refused on the rank groups
-/// of `MPI_Type_create_hindexed displacements[0]` (tests/extrap_hdf5.rs), where the rank
-/// functions had fitted before. Turning it back on needs recognition that is consistent
-/// across scales (or used only where no rank function fits).
+/// Whether [`recognise`] (the tracer's, on one trace) also looks for values that are the
+/// prefix sum of another call's size (h5py's hyperslab displacements). Off: on h5_coll
+/// (parallel HDF5, regular per-rank counts) it was recognised at 4, 8 and 12 ranks but not at
+/// 16, and extrap then refused on the rank groups of `MPI_Type_create_hindexed
+/// displacements[0]` (tests/extrap_hdf5.rs), where the rank functions had fitted before. A
+/// consumer that sees every scale recognises them itself where every trace holds them alike
+/// ([`recognise_other_calls`] with [`other_call_slots`]: extrap and diff).
 const FROM_OTHER_CALLS: bool = false;
+
+/// A value that may be the prefix sum of another call's size: the op and call site of its
+/// event, and the parameter slot.
+pub type SumSlot = (Op, u64, usize);
+
+/// Recognises, in place, the values that are the prefix sum over ranks of another call's size
+/// ([`Exscan::from`]) at the slots `keep` accepts. Whether a value has that model depends on
+/// the data (a rank group that a line happens to fit is no candidate), so a consumer of
+/// several traces first asks each which slots it would take ([`other_call_slots`] of a
+/// recognised copy) and keeps those every trace takes.
+pub fn recognise_other_calls(trace: &mut Trace, keep: &dyn Fn(SumSlot) -> bool) -> Vec<Recognised> {
+    recognise_from_where(trace, keep)
+}
+
+/// The slots of `trace` whose values hold the prefix sum of another call's size.
+pub fn other_call_slots(trace: &Trace) -> std::collections::BTreeSet<SumSlot> {
+    fn walk(nodes: &[Node], out: &mut std::collections::BTreeSet<SumSlot>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    for (k, v) in e.params.iter().enumerate() {
+                        if from_model(v).is_some() {
+                            out.insert((e.op, e.sig, k));
+                        }
+                    }
+                }
+                NodeKind::Loop(l) => walk(&l.body, out),
+            }
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    walk(&trace.nodes, &mut out);
+    out
+}
 
 fn from_other_calls(trace: &mut Trace) -> Vec<Recognised> {
     if FROM_OTHER_CALLS {
@@ -720,7 +755,15 @@ fn sums_of(ranks: &BTreeMap<u32, Linked>, site: (Op, u64), j: usize) -> Sums {
 /// view's displacement computed from the sizes the ranks then write ([`Source`]). Only values
 /// over more than one rank group are considered, and every occurrence on every rank must fit.
 fn recognise_from(trace: &mut Trace) -> Vec<Recognised> {
-    fn candidates(nodes: &[Node], out: &mut HashSet<(usize, usize)>) {
+    recognise_from_where(trace, &|_| true)
+}
+
+fn recognise_from_where(trace: &mut Trace, keep: &dyn Fn(SumSlot) -> bool) -> Vec<Recognised> {
+    fn candidates(
+        nodes: &[Node],
+        keep: &dyn Fn(SumSlot) -> bool,
+        out: &mut HashSet<(usize, usize)>,
+    ) {
         for n in nodes {
             match &n.kind {
                 NodeKind::Event(e) => {
@@ -729,17 +772,18 @@ fn recognise_from(trace: &mut Trace) -> Vec<Recognised> {
                             && v.groups.len() > 1
                             && !v.is_approx()
                             && !v.is_exscan()
+                            && keep((e.op, e.sig, k))
                         {
                             out.insert((key(e), k));
                         }
                     }
                 }
-                NodeKind::Loop(l) => candidates(&l.body, out),
+                NodeKind::Loop(l) => candidates(&l.body, keep, out),
             }
         }
     }
     let mut cand = HashSet::new();
-    candidates(&trace.nodes, &mut cand);
+    candidates(&trace.nodes, keep, &mut cand);
     if cand.is_empty() {
         return Vec::new();
     }
