@@ -248,6 +248,9 @@ fn events_name_the_prefix_sum_model_as_show_does() {
     assert!(!rows.is_empty(), "no MPI_File_write_at_all event");
     for r in &rows {
         let off = r[0].as_str().unwrap_or_default();
-        assert!(off.starts_with("exscan(count"), "offset rendered as {off:?}");
+        assert!(
+            off.starts_with("exscan(count"),
+            "offset rendered as {off:?}"
+        );
     }
 }
