@@ -29,12 +29,12 @@ use rsd::trace::{Lifts, Node, NodeKind};
 
 /// The note an extrapolation from traces with containers carries when it keeps the lifted
 /// form.
-pub const NOTE: &str = "Library calls (HDF5 calls, PnetCDF and NetCDF calls: the layers above \
+pub const NOTE: &str = "Library calls (HDF5 calls, PnetCDF calls, NetCDF calls: the layers above \
      MPI-IO) are followed by the MPI, MPI-IO and POSIX calls they made (lifted out of them for \
      the extrapolation): their durations are their own, without those calls'";
 
 /// The note of an extrapolation whose containers were nested again.
-pub const NESTED: &str = "HDF5 calls (and the other library layers' calls) were extrapolated with the MPI, MPI-IO and POSIX calls \
+pub const NESTED: &str = "Library calls (HDF5 calls, PnetCDF calls, NetCDF calls) were extrapolated with the MPI, MPI-IO and POSIX calls \
      they made lifted out of them, then given those calls back as children";
 
 /// `inputs` with their containers lifted and the call sites lifting made, or `None` when no
