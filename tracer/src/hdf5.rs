@@ -24,11 +24,10 @@
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
-use crate::callsite::signature;
-use crate::guard::{BUSY, Enter, IDLE, IN_HDF5};
+use crate::guard::{BUSY, Enter, IDLE};
 use crate::posix::cpath;
 use crate::real::real;
-use crate::state::{Call, RECORDING, State, close_frame, now_ns, open_frame, record_parent};
+use crate::state::{RECORDING, State};
 use libc::{c_char, c_int, c_uint, c_void, size_t};
 use rsd::Op;
 use rsd::op::args;
@@ -64,19 +63,7 @@ fn h5_call<T: Copy>(
     if !recording() {
         return call();
     }
-    let g = Enter::new(BUSY);
-    let sig = signature();
-    let t0 = now_ns();
-    open_frame(t0);
-    g.switch(IN_HDF5);
-    let r = call();
-    let t1 = now_ns();
-    g.switch(BUSY);
-    let children = close_frame();
-    record_parent(Call { op, sig, t0, t1 }, children, |st| {
-        Some((build(st, r), path))
-    });
-    r
+    crate::state::library_call(op, path, call, build)
 }
 
 /// Whether the application's call is to be recorded: the helpers that ask HDF5 more run only

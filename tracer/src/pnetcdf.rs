@@ -30,13 +30,12 @@
 
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
-use crate::callsite::signature;
 // The guard's container mode: while a traced library call runs, the MPI, MPI-IO and POSIX
 // calls made inside it are its children (named after the first library that used it).
-use crate::guard::{BUSY, Enter, IDLE, IN_HDF5 as IN_LIBRARY};
+use crate::guard::{BUSY, Enter, IDLE};
 use crate::posix::cpath;
 use crate::real::real;
-use crate::state::{Call, RECORDING, State, Table, close_frame, now_ns, open_frame, record_parent};
+use crate::state::{RECORDING, State, Table};
 use libc::{c_char, c_int, c_void};
 use rsd::Op;
 use rsd::op::args;
@@ -230,19 +229,7 @@ fn pnc_call(
     if !recording() {
         return call();
     }
-    let g = Enter::new(BUSY);
-    let sig = signature();
-    let t0 = now_ns();
-    open_frame(t0);
-    g.switch(IN_LIBRARY);
-    let r = call();
-    let t1 = now_ns();
-    g.switch(BUSY);
-    let children = close_frame();
-    record_parent(Call { op, sig, t0, t1 }, children, |st| {
-        Some((build(st, r), path))
-    });
-    r
+    crate::state::library_call(op, path, call, build)
 }
 
 /// What the real library says of variable `varid` through `f` (`ncmpi_inq_varndims`,

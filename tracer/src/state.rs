@@ -631,6 +631,32 @@ pub fn record_parent(
     });
 }
 
+/// Records a call of a library layer above MPI-IO (HDF5, PnetCDF) that the application made:
+/// the calls the library makes inside run in guard mode `IN_HDF5` (the library-container
+/// mode) and become its children; `build` gives the parameters from the state and the
+/// result. The caller has checked that its layer is recorded.
+pub fn library_call<T: Copy>(
+    op: rsd::Op,
+    path: Option<String>,
+    call: impl FnOnce() -> T,
+    build: impl FnOnce(&mut State, T) -> Vec<i64>,
+) -> T {
+    use crate::guard::{BUSY, Enter, IN_HDF5};
+    let g = Enter::new(BUSY);
+    let sig = crate::callsite::signature();
+    let t0 = now_ns();
+    open_frame(t0);
+    g.switch(IN_HDF5);
+    let r = call();
+    let t1 = now_ns();
+    g.switch(BUSY);
+    let children = close_frame();
+    record_parent(Call { op, sig, t0, t1 }, children, |st| {
+        Some((build(st, r), path))
+    });
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
