@@ -170,7 +170,7 @@ impl Mapper {
             Layer::MpiIo => self.mpiio_alone(ev, sink),
             Layer::Mpi => self.mpi(ev, sink),
             // A library above MPI-IO (HDF5) is a container: its calls are what it made.
-            Layer::Hdf5 => {
+            Layer::Hdf5 | Layer::Netcdf => {
                 self.pending += ev
                     .dur_ns
                     .saturating_sub(ev.children.iter().map(|c| c.gap_ns + c.dur_ns).sum::<u64>());

@@ -277,7 +277,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             Layer::Mpi => self.mpi(e, t),
             // A library call above MPI-IO (HDF5) issues nothing itself: its children do,
             // lifted after it by `load` or handed out after it by `run_with` (`visit_calls`).
-            Layer::Hdf5 => self.stats.count(e.op, e.op.data_bytes(&e.params), true),
+            Layer::Hdf5 | Layer::Netcdf => self.stats.count(e.op, e.op.data_bytes(&e.params), true),
         }
     }
 
