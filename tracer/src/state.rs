@@ -186,6 +186,8 @@ pub struct State {
     /// HDF5 identifiers (files, groups, datasets, attributes, dataspaces) traced calls
     /// returned (`hdf5`).
     pub h5: Table,
+    /// NetCDF file ids traced calls returned (`netcdf`).
+    pub nc: Table,
     /// Outstanding MPI requests.
     pub reqs: Table,
     /// The persistent ones among them (`MPI_Send_init`, ...): a completion leaves them in
@@ -236,6 +238,7 @@ impl State {
             dirs: Table::default(),
             maps: Default::default(),
             h5: Table::default(),
+            nc: Table::default(),
             reqs: Table::default(),
             persistent: Default::default(),
             msgs: Table::default(),
@@ -403,7 +406,7 @@ pub fn traceable() -> Option<bool> {
     if m == guard::BUSY || !RECORDING.load(Ordering::Relaxed) {
         return None;
     }
-    Some(m == guard::IN_MPIIO || m == guard::IN_HDF5)
+    Some(m == guard::IN_MPIIO || m == guard::IN_HDF5 || m == guard::IN_NETCDF)
 }
 
 thread_local! {
@@ -556,6 +559,34 @@ pub fn record_nested(
     if let Some(Some(ev)) = ev {
         push_child(ev, call.t0, call.t1);
     }
+}
+
+/// Runs a call of a library layer above MPI-IO (HDF5, NetCDF) that is to be recorded: timed
+/// under the re-entry guard, in mode `inner` while the real call runs, so the calls the library
+/// makes become the event's children; recorded at the top level or, when `child` (made inside
+/// a traced call of a library above it: HDF5 below NetCDF), as that call's child with its own
+/// children. `build` gives the parameters from the state and the call's result.
+pub fn library_call<T: Copy>(
+    op: Op,
+    path: Option<String>,
+    inner: u8,
+    child: bool,
+    call: impl FnOnce() -> T,
+    build: impl FnOnce(&mut State, T) -> Vec<i64>,
+) -> T {
+    let g = guard::Enter::new(guard::BUSY);
+    let sig = crate::callsite::signature();
+    let t0 = now_ns();
+    open_frame(t0);
+    g.switch(inner);
+    let r = call();
+    let t1 = now_ns();
+    g.switch(guard::BUSY);
+    let children = close_frame();
+    record_nested(Call { op, sig, t0, t1 }, child, children, |st| {
+        Some((build(st, r), path))
+    });
+    r
 }
 
 /// Records a top-level call that carries children.
