@@ -20,6 +20,10 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 # Parallel HDF5 built on Open MPI, for the HDF5 mini-app (tests/apps/h5_coll.c); the tests
 # link it with the flags of `pkg-config hdf5-openmpi` (no pkg-config yet: install both).
 pkg-config --exists hdf5-openmpi 2>/dev/null || missing+=(libhdf5-openmpi-dev)
+# Parallel NetCDF-4 on that HDF5, for tests/apps/nc4_*.c (`pkg-config netcdf-mpi`), and
+# ncdump, to look at what they wrote.
+pkg-config --exists netcdf-mpi 2>/dev/null || missing+=(libnetcdf-mpi-dev)
+command -v ncdump >/dev/null 2>&1 || missing+=(netcdf-bin)
 # A real MPI application for replay's end-to-end test (replay_mpi/tests/lammps.rs).
 command -v lmp >/dev/null 2>&1 || missing+=(lammps)
 # The second real application (tests/real_python.rs): a Python program on Debian's

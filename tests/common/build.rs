@@ -1,7 +1,8 @@
 //! Building and finding what the end-to-end tests run, for both test harnesses (the
 //! workspace's `tests/common` and collio's, which includes this file by path): the preload
 //! library, the C mini-apps of `tests/apps` (built with mpicc, linking parallel HDF5 for the
-//! apps that include `<hdf5.h>`), and scratch directories.
+//! apps that include `<hdf5.h>`, parallel NetCDF-4 for those that include `<netcdf.h>`), and
+//! scratch directories.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,6 +11,11 @@ use std::sync::Mutex;
 /// The pkg-config package of parallel HDF5 built on Open MPI (Debian's
 /// `libhdf5-openmpi-dev`, installed by `scripts/install-deps.sh`).
 const HDF5: &str = "hdf5-openmpi";
+
+/// The pkg-config package of parallel NetCDF-4 (Debian's `libnetcdf-mpi-dev`, on the
+/// parallel HDF5 above). Its `Cflags` name `/usr/include`, where Debian's MPI build has no
+/// headers: they are under the package's `prefix` variable, `<prefix>/include`.
+const NETCDF: &str = "netcdf-mpi";
 
 /// One mpicc at a time within a test binary.
 static BUILD: Mutex<()> = Mutex::new(());
@@ -131,16 +137,28 @@ pub fn scratch_with(prefix: &str) -> tempfile::TempDir {
 pub fn flags(src: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(src)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()));
+    if text.contains("#include <netcdf.h>") {
+        let prefix = pkg_config(src, NETCDF, &["--variable=prefix"]);
+        let mut f = vec![format!("-I{}/include", prefix.join(""))];
+        f.extend(pkg_config(src, NETCDF, &["--cflags", "--libs"]));
+        return f;
+    }
     if !text.contains("#include <hdf5.h>") {
         return Vec::new();
     }
+    pkg_config(src, HDF5, &["--cflags", "--libs"])
+}
+
+/// What `pkg-config ARGS PACKAGE` prints, split into words, for the app `src`.
+fn pkg_config(src: &Path, package: &str, args: &[&str]) -> Vec<String> {
     let out = Command::new("pkg-config")
-        .args(["--cflags", "--libs", HDF5])
+        .args(args)
+        .arg(package)
         .output()
         .expect("run pkg-config (is pkg-config installed? scripts/install-deps.sh)");
     assert!(
         out.status.success(),
-        "pkg-config {HDF5} failed for {} (scripts/install-deps.sh installs libhdf5-openmpi-dev):\n{}",
+        "pkg-config {package} failed for {} (scripts/install-deps.sh installs it):\n{}",
         src.display(),
         String::from_utf8_lossy(&out.stderr)
     );
