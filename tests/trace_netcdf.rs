@@ -191,7 +191,8 @@ fn nc4_counts_and_three_levels_below() {
 
 /// With the NetCDF layer alone, no HDF5 event is recorded and HDF5's MPI-IO calls are the
 /// NetCDF calls' children directly: the same NetCDF counts, each write's bytes in its
-/// MPI-IO children.
+/// MPI-IO children (a record written beyond the unlimited dimension's end also writes the
+/// metadata of the extended dataset, HDF5's `H5Dset_extent` inside it).
 #[test]
 fn without_the_hdf5_layer_mpiio_nests_directly() {
     let dir = scratch();
@@ -211,7 +212,12 @@ fn without_the_hdf5_layer_mpiio_nests_directly() {
             if e.op == Op::NcPutVara || e.op == Op::NcPutVars {
                 let moved = bytes_of(&e.children, Op::FileWriteAtAll)
                     + bytes_of(&e.children, Op::FileWriteAt);
-                assert_eq!(moved, e.p(Param::Bytes), "rank {r}: {e:?}");
+                // "rec" (varid 3) is the record variable.
+                if e.p(Param::Varid) == 3 {
+                    assert!(moved >= e.p(Param::Bytes), "rank {r}: {e:?}");
+                } else {
+                    assert_eq!(moved, e.p(Param::Bytes), "rank {r}: {e:?}");
+                }
             }
         }
     }
@@ -266,9 +272,10 @@ fn stats_stack_shows_netcdf_over_hdf5_over_mpiio_over_posix() {
         .lines()
         .find(|l| l.trim_start().starts_with("nc_put_vara ") && l.contains(" = "))
         .unwrap_or_else(|| panic!("no breakdown of nc_put_vara:\n{t}"));
+    // (The parts are in order of time, which varies from run to run.)
     for part in [
         "H5Dwrite ",
-        "(MPI_File_write_at_all ",
+        "MPI_File_write_at_all ",
         "(pwrite",
         "in HDF5",
         "in NetCDF",
