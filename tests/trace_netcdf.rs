@@ -243,13 +243,35 @@ fn trace_size_is_constant_in_ranks() {
     );
 }
 
-/// `iotrex stats --stack` lists the layers NetCDF, HDF5, MPIIO, MPI, POSIX in that order, and
-/// splits a region write's time over the four levels below it.
+/// Traced as a user does (`iotrex trace --netcdf --hdf5 -- mpirun ...`), `iotrex stats
+/// --stack` lists the layers NetCDF, HDF5, MPIIO, MPI, POSIX in that order, and splits a region
+/// write's time over the four levels below it.
 #[test]
 fn stats_stack_shows_netcdf_over_hdf5_over_mpiio_over_posix() {
     let dir = scratch();
-    let run = traced(dir.path(), 4, true);
-    let o = iotrex(&["stats", "--stack", run.trace.to_str().unwrap()]);
+    let trace = dir.path().join("cli.4.iotrex");
+    let nc = dir.path().join("p.nc");
+    let bin = app("nc4_par");
+    let o = iotrex_traced(
+        &[
+            "trace",
+            "--netcdf",
+            "--hdf5",
+            "-o",
+            trace.to_str().unwrap(),
+            "--",
+            "mpirun",
+            "-np",
+            "4",
+            bin.to_str().unwrap(),
+            nc.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", status_text(&o));
+    let tf = TraceFile::read(&trace).unwrap();
+    assert!(tf.header.layers.starts_with(&[Layer::Netcdf, Layer::Hdf5]));
+    let o = iotrex(&["stats", "--stack", trace.to_str().unwrap()]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     let rows: Vec<&str> = t
