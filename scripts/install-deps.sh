@@ -24,6 +24,10 @@ pkg-config --exists hdf5-openmpi 2>/dev/null || missing+=(libhdf5-openmpi-dev)
 # with the flags of `pkg-config pnetcdf`; pnetcdf-bin's ncmpidump reads its files back.
 pkg-config --exists pnetcdf 2>/dev/null || missing+=(libpnetcdf-dev)
 command -v ncmpidump >/dev/null 2>&1 || missing+=(pnetcdf-bin)
+# Parallel NetCDF-4 on that HDF5, for tests/apps/nc4_*.c (`pkg-config netcdf-mpi`), and
+# ncdump, to look at what they wrote.
+pkg-config --exists netcdf-mpi 2>/dev/null || missing+=(libnetcdf-mpi-dev)
+command -v ncdump >/dev/null 2>&1 || missing+=(netcdf-bin)
 # A real MPI application for replay's end-to-end test (replay_mpi/tests/lammps.rs).
 command -v lmp >/dev/null 2>&1 || missing+=(lammps)
 # The second real application (tests/real_python.rs): a Python program on Debian's

@@ -58,6 +58,11 @@ pub struct TraceArgs {
     /// `IOTREX_PNETCDF=1`).
     #[arg(long)]
     pub pnetcdf: bool,
+    /// Record the NetCDF layer: each `nc_*` call (`nc_put_vara_int`, `nc_def_var`, ...) with the
+    /// calls NetCDF made nested as its children, HDF5's among them with `--hdf5` (sets
+    /// `IOTREX_NETCDF=1`).
+    #[arg(long)]
+    pub netcdf: bool,
     /// The preload library. Default: `$IOTREX_TRACER_LIB`, else `libiotrex_tracer.so` next to
     /// this `iotrex` binary.
     #[arg(long, value_name = "PATH")]
@@ -182,6 +187,9 @@ pub fn variables(a: &TraceArgs, lib: &Path) -> Result<Vec<(String, String)>> {
     }
     if a.pnetcdf {
         v.push(("IOTREX_PNETCDF".into(), "1".into()));
+    }
+    if a.netcdf {
+        v.push(("IOTREX_NETCDF".into(), "1".into()));
     }
     Ok(v)
 }

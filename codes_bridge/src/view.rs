@@ -169,8 +169,8 @@ impl Mapper {
             Layer::MpiIo if !ev.children.is_empty() => self.mpiio_nested(ev, sink),
             Layer::MpiIo => self.mpiio_alone(ev, sink),
             Layer::Mpi => self.mpi(ev, sink),
-            // A library above MPI-IO (HDF5, PnetCDF) is a container: its calls are what it made.
-            Layer::Hdf5 | Layer::Pnetcdf => {
+            // A library above MPI-IO (HDF5, PnetCDF, NetCDF) is a container: its calls are what it made.
+            Layer::Hdf5 | Layer::Pnetcdf | Layer::Netcdf => {
                 self.pending += ev
                     .dur_ns
                     .saturating_sub(ev.children.iter().map(|c| c.gap_ns + c.dur_ns).sum::<u64>());

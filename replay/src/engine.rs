@@ -275,9 +275,10 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 }
             },
             Layer::Mpi => self.mpi(e, t),
-            // A library call above MPI-IO (HDF5, PnetCDF) issues nothing itself: its children
-            // do, lifted after it by `load` or handed out after it by `run_with` (`visit_calls`).
-            Layer::Hdf5 | Layer::Pnetcdf => {
+            // A library call above MPI-IO (HDF5, PnetCDF, NetCDF) issues nothing itself: its
+            // children do, lifted after it by `load` or handed out after it by `run_with`
+            // (`visit_calls`).
+            Layer::Hdf5 | Layer::Pnetcdf | Layer::Netcdf => {
                 self.stats.count(e.op, e.op.data_bytes(&e.params), true)
             }
         }

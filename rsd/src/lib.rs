@@ -36,6 +36,7 @@ pub mod job;
 pub mod layout;
 pub mod merge;
 pub mod mpi;
+pub mod netcdf;
 pub mod op;
 pub mod path;
 pub mod prefix;

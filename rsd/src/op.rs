@@ -24,6 +24,10 @@ pub enum Layer {
     /// PnetCDF (`ncmpi_create`, `ncmpi_put_vara_all`, ...): containers as HDF5's are, whose
     /// children are the MPI, MPI-IO and POSIX calls the library made for them.
     Pnetcdf,
+    /// NetCDF (`nc_create_par`, `nc_put_vara_int`, ...): containers as HDF5's are; a NetCDF-4
+    /// file's calls hold the HDF5 calls the library made (with the HDF5 layer recorded) or
+    /// HDF5's MPI, MPI-IO and POSIX calls directly (without).
+    Netcdf,
 }
 
 impl Layer {
@@ -34,7 +38,8 @@ impl Layer {
 
     /// Every layer, the application's libraries first (HDF5 above MPI-IO): what per-layer
     /// totals and displays iterate over.
-    pub const STACK: [Layer; 6] = [
+    pub const STACK: [Layer; 7] = [
+        Layer::Netcdf,
         Layer::Hdf5,
         Layer::Pnetcdf,
         Layer::MpiIo,
@@ -52,6 +57,7 @@ impl Layer {
             Layer::Stdio => "STDIO",
             Layer::Hdf5 => "HDF5",
             Layer::Pnetcdf => "PnetCDF",
+            Layer::Netcdf => "NetCDF",
         }
     }
 
@@ -59,7 +65,7 @@ impl Layer {
     /// no bytes themselves, the calls it made (its event's children) do. Replay issues the
     /// children, the POSIX view and per-layer byte counts read them.
     pub fn is_container(self) -> bool {
-        matches!(self, Layer::Hdf5 | Layer::Pnetcdf)
+        matches!(self, Layer::Hdf5 | Layer::Pnetcdf | Layer::Netcdf)
     }
 }
 
@@ -113,6 +119,7 @@ params! {
     FileSpace => "file_space", Attr => "attr", Group => "group", SelectOp => "select_op",
     Scope => "scope", Xfer => "xfer",
     Ncid => "ncid", Varid => "varid", Dimid => "dimid", Xtype => "xtype", MemType => "mem_type",
+    Storage => "storage",
 }
 
 /// 1 for any parameter: counts a list's length in a constant expression.
@@ -661,6 +668,49 @@ ops! {
     // pending request of the file (of that kind).
     NcmpiWait => Pnetcdf, "ncmpi_wait", None, [Ncid, Count];
     NcmpiWaitAll => Pnetcdf, "ncmpi_wait_all", None, [Ncid, Count];
+    // ---- NetCDF (issue 17), the `nc_*` calls that decide I/O, as a container layer as HDF5's
+    // ([`Layer::is_container`]): a NetCDF-4 file's calls hold the HDF5 calls the library made
+    // (with the HDF5 layer recorded), each with its own MPI, MPI-IO and POSIX children, or
+    // those calls directly (without it). `ncid` is the index of the file's id in the rank's
+    // table of NetCDF ids (lowest free slot, as for descriptors; -1 for a failed call or an id
+    // no traced call returned, such as a group's); `varid` and `dimid` are the library's own
+    // (definition order in the file, already the same on every rank). A file's name is the
+    // event's path; a dimension's, variable's or attribute's name too (its template and
+    // integer fields, so `temp3` extrapolates as a file name). Types are NetCDF's `nc_type`
+    // ids (`rsd::netcdf::types`). The typed families (`nc_put_vara_int`, `_double`, ...) are
+    // one op each with the family member's memory type as `mem_type`; the untyped call
+    // (`nc_put_vara`) records the variable's type there. `count` is the elements the call
+    // moves, `bytes` count times the memory type's size (0 for a failed call). Arrays follow
+    // the fixed parameters, one entry per dimension (`ndims`), in C order.
+    // `mode` as passed (NC_NETCDF4, NC_CLOBBER, NC_WRITE, ...), `ncid` the new file's.
+    NcCreate => Netcdf, "nc_create", None, [Mode, Ncid];
+    // `comm` the communicator's symbolic id, as MPI calls record it.
+    NcCreatePar => Netcdf, "nc_create_par", None, [Mode, Comm, Ncid];
+    NcOpen => Netcdf, "nc_open", None, [Mode, Ncid];
+    NcOpenPar => Netcdf, "nc_open_par", None, [Mode, Comm, Ncid];
+    NcClose => Netcdf, "nc_close", None, [Ncid];
+    NcEnddef => Netcdf, "nc_enddef", None, [Ncid];
+    NcRedef => Netcdf, "nc_redef", None, [Ncid];
+    NcSync => Netcdf, "nc_sync", None, [Ncid];
+    // `length` as passed (NC_UNLIMITED 0), `dimid` the new dimension's.
+    NcDefDim => Netcdf, "nc_def_dim", None, [Ncid, Length, Dimid];
+    // Followed by the `ndims` dimension ids.
+    NcDefVar => Netcdf, "nc_def_var", None, [Ncid, Xtype, Ndims, Varid];
+    // `storage` as passed (NC_CHUNKED 0, NC_CONTIGUOUS 1, NC_COMPACT 2); followed by the
+    // variable's `ndims` chunk sizes (0 each where NULL was passed).
+    NcDefVarChunking => Netcdf, "nc_def_var_chunking", None, [Ncid, Varid, Storage, Ndims];
+    // `xfer` the access set (NC_INDEPENDENT 0, NC_COLLECTIVE 1), as HDF5's transfer mode.
+    NcVarParAccess => Netcdf, "nc_var_par_access", None, [Ncid, Varid, Xfer];
+    // `varid` NC_GLOBAL (-1) for a file's attribute; `xtype` the attribute's type in the
+    // file, `count` its length (metadata: no data moves, `bytes` says how much).
+    NcPutAtt => Netcdf, "nc_put_att", None, [Ncid, Varid, Xtype, MemType, Count, Bytes];
+    // Followed by the `ndims` starts, then the `ndims` counts: a rank's region is two elastic
+    // vectors, which extrapolate as offsets and sizes do.
+    NcPutVara => Netcdf, "nc_put_vara", Write, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    NcGetVara => Netcdf, "nc_get_vara", Read, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    // Followed by the `ndims` starts, counts and strides (strides 1 where NULL was passed).
+    NcPutVars => Netcdf, "nc_put_vars", Write, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+    NcGetVars => Netcdf, "nc_get_vars", Read, [Ncid, Varid, MemType, Ndims, Count, Bytes];
 }
 
 /// Separates the two paths of a call that names two (`rename`, `link`, `symlink`: old, new)
@@ -1092,7 +1142,10 @@ impl Op {
             Op::H5ScreateSimple => &["dims", "maxdims"],
             Op::H5SselectHyperslab => &["start", "stride", "count", "block"],
             Op::H5DsetExtent | Op::H5PsetChunk => &["dims"],
-            Op::NcmpiDefVar => &["dimids"],
+            Op::NcmpiDefVar | Op::NcDefVar => &["dimids"],
+            Op::NcDefVarChunking => &["chunks"],
+            Op::NcPutVara | Op::NcGetVara => &["start", "count"],
+            Op::NcPutVars | Op::NcGetVars => &["start", "count", "stride"],
             _ if self.pnetcdf_access() == Some(PnetcdfAccess::Subarray) => &["start", "count"],
             _ if self.pnetcdf_access() == Some(PnetcdfAccess::Strided) => {
                 &["start", "count", "stride"]
@@ -1122,7 +1175,7 @@ impl Op {
                 Op::Fprintf => get(Param::Ret),
                 _ => get(Param::Size).saturating_mul(get(Param::Ret)),
             },
-            Layer::Hdf5 | Layer::Pnetcdf => get(Param::Bytes),
+            Layer::Hdf5 | Layer::Pnetcdf | Layer::Netcdf => get(Param::Bytes),
             Layer::Mpi => 0,
         };
         v.max(0) as u64
@@ -1223,6 +1276,33 @@ mod tests {
         let p = path_pair("a/x_1", "a/y_1");
         assert_eq!(split_path_pair(&p), Some(("a/x_1", "a/y_1")));
         assert_eq!(split_path_pair("a/x_1"), None);
+    }
+
+    #[test]
+    fn the_netcdf_layer_is_one_appended_block() {
+        let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
+        // After the HDF5 block (another layer's block may come between: only the order
+        // within this one is fixed here).
+        assert!(at(Op::NcCreate) > at(Op::H5Sclose));
+        let block = &Op::ALL[at(Op::NcCreate)..=at(Op::NcGetVars)];
+        assert_eq!(block.len(), 17);
+        for op in block {
+            assert_eq!(op.layer(), Layer::Netcdf, "{}", op.name());
+            assert!(op.layer().is_container());
+            assert!(op.name().starts_with("nc_"), "{}", op.name());
+        }
+        assert_eq!(Layer::STACK[0], Layer::Netcdf);
+        // A 2-D region: start[0..2], count[0..2].
+        let mut v = args::nc_put_vara(0, 1, 4, 2, 6, 24);
+        v.extend([0, 3, 2, 3]);
+        assert_eq!(Op::NcPutVara.param_name(7, v.len(), 0), "start[1]");
+        assert_eq!(Op::NcPutVara.param_name(8, v.len(), 0), "count[0]");
+        assert_eq!(Op::NcPutVara.data_bytes(&v), 24);
+        assert_eq!(Op::NcGetVars.dir(), Dir::Read);
+        assert_eq!(
+            Op::NcPutAtt.data_bytes(&args::nc_put_att(0, -1, 2, 2, 5, 5)),
+            0
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Building and finding what the end-to-end tests run, for both test harnesses (the
 //! workspace's `tests/common` and collio's, which includes this file by path): the preload
 //! library, the C mini-apps of `tests/apps` (built with mpicc, linking parallel HDF5 for the
-//! apps that include `<hdf5.h>`), and scratch directories.
+//! apps that include `<hdf5.h>`, parallel NetCDF-4 for those that include `<netcdf.h>`), and
+//! scratch directories.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,6 +15,11 @@ const HDF5: &str = "hdf5-openmpi";
 /// The pkg-config package of PnetCDF (Debian's `libpnetcdf-dev`, built on Open MPI, installed
 /// by `scripts/install-deps.sh`).
 const PNETCDF: &str = "pnetcdf";
+
+/// The pkg-config package of parallel NetCDF-4 (Debian's `libnetcdf-mpi-dev`, on the
+/// parallel HDF5 above). Its `Cflags` name `/usr/include`, where Debian's MPI build has no
+/// headers: they are under the package's `prefix` variable, `<prefix>/include`.
+const NETCDF: &str = "netcdf-mpi";
 
 /// One mpicc at a time within a test binary.
 static BUILD: Mutex<()> = Mutex::new(());
@@ -131,24 +137,36 @@ pub fn scratch_with(prefix: &str) -> tempfile::TempDir {
 /// Extra compiler and linker arguments for the app whose source is `src` (after the source
 /// on mpicc's command line): an app that includes `<hdf5.h>` links Open MPI's parallel HDF5
 /// with the flags of `pkg-config hdf5-openmpi`, one that includes `<pnetcdf.h>` PnetCDF with
-/// those of `pkg-config pnetcdf`. The other apps get nothing and run no pkg-config.
+/// those of `pkg-config pnetcdf`, one that includes `<netcdf.h>` parallel NetCDF-4 with those of
+/// `pkg-config netcdf-mpi`. The other apps get nothing and run no pkg-config.
 pub fn flags(src: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(src)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()));
-    let pkg = if text.contains("#include <hdf5.h>") {
-        HDF5
-    } else if text.contains("#include <pnetcdf.h>") {
-        PNETCDF
-    } else {
-        return Vec::new();
-    };
+    if text.contains("#include <netcdf.h>") {
+        let prefix = pkg_config(src, NETCDF, &["--variable=prefix"]);
+        let mut f = vec![format!("-I{}/include", prefix.join(""))];
+        f.extend(pkg_config(src, NETCDF, &["--cflags", "--libs"]));
+        return f;
+    }
+    if text.contains("#include <hdf5.h>") {
+        return pkg_config(src, HDF5, &["--cflags", "--libs"]);
+    }
+    if text.contains("#include <pnetcdf.h>") {
+        return pkg_config(src, PNETCDF, &["--cflags", "--libs"]);
+    }
+    Vec::new()
+}
+
+/// What `pkg-config ARGS PACKAGE` prints, split into words, for the app `src`.
+fn pkg_config(src: &Path, package: &str, args: &[&str]) -> Vec<String> {
     let out = Command::new("pkg-config")
-        .args(["--cflags", "--libs", pkg])
+        .args(args)
+        .arg(package)
         .output()
         .expect("run pkg-config (is pkg-config installed? scripts/install-deps.sh)");
     assert!(
         out.status.success(),
-        "pkg-config {pkg} failed for {} (scripts/install-deps.sh installs it):\n{}",
+        "pkg-config {package} failed for {} (scripts/install-deps.sh installs it):\n{}",
         src.display(),
         String::from_utf8_lossy(&out.stderr)
     );

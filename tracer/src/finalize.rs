@@ -227,11 +227,18 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h.mpi_config = st.mpi_config.clone();
     h.build_id = st.cfg.build_id.clone();
     h.node_cores = st.node_cores.clone();
-    // The layers this tracer recorded: HDF5's and PnetCDF's on top when asked for.
-    if crate::hdf5::ENABLED.load(std::sync::atomic::Ordering::Relaxed)
-        || crate::pnetcdf::ENABLED.load(std::sync::atomic::Ordering::Relaxed)
-    {
-        h.layers = rsd::op::Layer::STACK.to_vec();
+    // The layers this tracer recorded: the libraries' above MPI-IO on top when asked for.
+    let on = |f: &std::sync::atomic::AtomicBool| f.load(std::sync::atomic::Ordering::Relaxed);
+    let libs = [
+        (rsd::op::Layer::Hdf5, on(&crate::hdf5::ENABLED)),
+        (rsd::op::Layer::Pnetcdf, on(&crate::pnetcdf::ENABLED)),
+        (rsd::op::Layer::Netcdf, on(&crate::netcdf::ENABLED)),
+    ];
+    if libs.iter().any(|l| l.1) {
+        h.layers = rsd::op::Layer::STACK
+            .into_iter()
+            .filter(|l| libs.iter().all(|(lib, on)| l != lib || *on))
+            .collect();
     }
     h
 }

@@ -3,7 +3,9 @@
 //! Every hook first looks at its thread's mode. Only `IDLE` (the application calling),
 //! `IN_MPIIO` (a POSIX call made by the MPI library inside a traced MPI-IO call, recorded as a
 //! child) and `IN_HDF5` (an MPI, MPI-IO or POSIX call made by HDF5 inside a traced HDF5 call,
-//! recorded as its child, an MPI-IO one with its own POSIX children) are traced; in `BUSY` the hook goes straight to the real function. The tracer's own
+//! recorded as its child, an MPI-IO one with its own POSIX children; PnetCDF's calls too) and
+//! `IN_NETCDF` (the same below a traced NetCDF call, and HDF5 calls too, each with its own
+//! children) are traced; in `BUSY` the hook goes straight to the real function. The tracer's own
 //! work (recording, writing the trace, the MPI runtime inside `MPI_Init`) runs in `BUSY`, which
 //! is what keeps it from tracing itself or recursing.
 //!
@@ -21,6 +23,9 @@ pub const IN_MPIIO: u8 = 2;
 /// A traced library call (HDF5, PnetCDF: a container layer) is running: MPI, MPI-IO and
 /// POSIX calls become its children.
 pub const IN_HDF5: u8 = 3;
+/// A traced NetCDF call is running: HDF5 calls (with the HDF5 layer on), MPI, MPI-IO and POSIX
+/// calls become its children.
+pub const IN_NETCDF: u8 = 4;
 
 thread_local! {
     static MODE: Cell<u8> = const { Cell::new(IDLE) };

@@ -17,17 +17,18 @@
 //!
 //! Every hook only records: under the re-entry guard (`IN_HDF5` while the real call runs, so
 //! the MPI, MPI-IO and POSIX calls HDF5 makes become the event's children, and an HDF5 call
-//! made by HDF5 itself goes straight through), with the identifiers the program gets as
+//! made by HDF5 itself goes straight through; one NetCDF makes inside a traced NetCDF call is
+//! that call's child, see `netcdf`), with the identifiers the program gets as
 //! indices in the rank's table of HDF5 identifiers. What a record needs from HDF5 beyond the
 //! arguments (the element size, the number of selected elements, a dataspace's rank, the
 //! transfer mode) is asked of the real library in `BUSY` mode, outside the state's lock.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
-use crate::guard::{BUSY, Enter, IDLE};
+use crate::guard::{BUSY, Enter, IDLE, IN_HDF5, IN_NETCDF};
 use crate::posix::cpath;
 use crate::real::real;
-use crate::state::{RECORDING, State};
+use crate::state::{RECORDING, State, library_call};
 use libc::{c_char, c_int, c_uint, c_void, size_t};
 use rsd::Op;
 use rsd::op::args;
@@ -63,13 +64,16 @@ fn h5_call<T: Copy>(
     if !recording() {
         return call();
     }
-    crate::state::library_call(op, path, call, build)
+    // Made by NetCDF inside a traced NetCDF call: that call's child.
+    let child = crate::guard::mode() == IN_NETCDF;
+    library_call(op, path, IN_HDF5, child, call, build)
 }
 
-/// Whether the application's call is to be recorded: the helpers that ask HDF5 more run only
-/// then (and in `BUSY` mode, where a hooked call they reach passes through).
+/// Whether the application's call (or NetCDF's, inside a traced NetCDF call) is to be
+/// recorded: the helpers that ask HDF5 more run only then (and in `BUSY` mode, where a hooked
+/// call they reach passes through).
 fn recording() -> bool {
-    crate::guard::mode() == IDLE
+    matches!(crate::guard::mode(), IDLE | IN_NETCDF)
         && RECORDING.load(Ordering::Relaxed)
         && ENABLED.load(Ordering::Relaxed)
 }

@@ -22,7 +22,9 @@
 //! `IOTREX_HDF5=1` (record the HDF5 layer: HDF5 calls with the MPI, MPI-IO and POSIX calls
 //! they make as children, see [`hdf5`]; without it HDF5's calls pass through and what it
 //! makes is recorded at the top level, as before the layer existed), `IOTREX_PNETCDF=1` (the
-//! PnetCDF layer likewise, see [`pnetcdf`]).
+//! PnetCDF layer likewise, see [`pnetcdf`]), `IOTREX_NETCDF=1` (record the NetCDF layer:
+//! `nc_*` calls with what NetCDF made as children, HDF5 calls among them with `IOTREX_HDF5=1`,
+//! see [`netcdf`]).
 //!
 //! A process killed by SIGTERM, SIGINT or SIGHUP writes what it recorded from the signal
 //! handler ([`signals`]), per rank and flagged incomplete, then dies of the signal.
@@ -45,6 +47,7 @@ pub mod guard;
 pub mod hdf5;
 pub mod job;
 pub mod mpi;
+pub mod netcdf;
 pub mod outfile;
 pub mod paths;
 pub mod pnetcdf;
@@ -132,6 +135,10 @@ fn init() {
         );
         pnetcdf::ENABLED.store(
             std::env::var("IOTREX_PNETCDF").is_ok_and(|v| v == "1"),
+            Ordering::SeqCst,
+        );
+        netcdf::ENABLED.store(
+            std::env::var("IOTREX_NETCDF").is_ok_and(|v| v == "1"),
             Ordering::SeqCst,
         );
         state::RECORDING.store(true, Ordering::SeqCst);

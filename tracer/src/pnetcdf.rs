@@ -229,7 +229,8 @@ fn pnc_call(
     if !recording() {
         return call();
     }
-    crate::state::library_call(op, path, call, build)
+    // The calls PnetCDF makes run in the library-container mode and become its children.
+    crate::state::library_call(op, path, crate::guard::IN_HDF5, false, call, build)
 }
 
 /// What the real library says of variable `varid` through `f` (`ncmpi_inq_varndims`,

@@ -14,11 +14,11 @@ pub fn lookup(name: &'static str) -> usize {
     p
 }
 
-/// MPI's C and Fortran names, HDF5's and PnetCDF's, the only ones a program may load out of
-/// the global scope (Python loads mpi4py's and h5py's extensions, which link libmpi and
-/// libhdf5, with `RTLD_LOCAL`).
+/// MPI's C and Fortran names, HDF5's, PnetCDF's and NetCDF's, the only ones a program may load
+/// out of the global scope (Python loads mpi4py's, h5py's and netCDF4's extensions, which link
+/// libmpi, libhdf5 and libnetcdf, with `RTLD_LOCAL`).
 fn may_be_private(name: &str) -> bool {
-    ["PMPI_", "MPI_", "pmpi_", "mpi_", "H5", "ncmpi_"]
+    ["PMPI_", "MPI_", "pmpi_", "mpi_", "H5", "ncmpi_", "nc_"]
         .iter()
         .any(|p| name.starts_with(p))
 }

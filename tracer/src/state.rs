@@ -216,6 +216,8 @@ pub struct State {
     pub h5: Table,
     /// PnetCDF file ids and pending nonblocking requests (`pnetcdf`).
     pub pnc: crate::pnetcdf::Ids,
+    /// NetCDF file ids traced calls returned (`netcdf`).
+    pub nc: Table,
     /// Outstanding MPI requests.
     pub reqs: Table,
     /// The persistent ones among them (`MPI_Send_init`, ...): a completion leaves them in
@@ -269,6 +271,7 @@ impl State {
             maps: Default::default(),
             h5: Table::default(),
             pnc: Default::default(),
+            nc: Table::default(),
             reqs: Table::default(),
             persistent: Default::default(),
             msgs: Table::default(),
@@ -446,7 +449,7 @@ pub fn traceable() -> Option<bool> {
     if m == guard::BUSY || !RECORDING.load(Ordering::Relaxed) {
         return None;
     }
-    Some(m == guard::IN_MPIIO || m == guard::IN_HDF5)
+    Some(m == guard::IN_MPIIO || m == guard::IN_HDF5 || m == guard::IN_NETCDF)
 }
 
 thread_local! {
@@ -607,6 +610,34 @@ pub fn record_nested(
     }
 }
 
+/// Runs a call of a library layer above MPI-IO (HDF5, PnetCDF, NetCDF) that is to be recorded: timed
+/// under the re-entry guard, in mode `inner` while the real call runs, so the calls the library
+/// makes become the event's children; recorded at the top level or, when `child` (made inside
+/// a traced call of a library above it: HDF5 below NetCDF), as that call's child with its own
+/// children. `build` gives the parameters from the state and the call's result.
+pub fn library_call<T: Copy>(
+    op: Op,
+    path: Option<String>,
+    inner: u8,
+    child: bool,
+    call: impl FnOnce() -> T,
+    build: impl FnOnce(&mut State, T) -> Vec<i64>,
+) -> T {
+    let g = guard::Enter::new(guard::BUSY);
+    let sig = crate::callsite::signature();
+    let t0 = now_ns();
+    open_frame(t0);
+    g.switch(inner);
+    let r = call();
+    let t1 = now_ns();
+    g.switch(guard::BUSY);
+    let children = close_frame();
+    record_nested(Call { op, sig, t0, t1 }, child, children, |st| {
+        Some((build(st, r), path))
+    });
+    r
+}
+
 /// Records a top-level call that carries children.
 pub fn record_parent(
     call: Call,
@@ -629,32 +660,6 @@ pub fn record_parent(
         });
         Some(())
     });
-}
-
-/// Records a call of a library layer above MPI-IO (HDF5, PnetCDF) that the application made:
-/// the calls the library makes inside run in guard mode `IN_HDF5` (the library-container
-/// mode) and become its children; `build` gives the parameters from the state and the
-/// result. The caller has checked that its layer is recorded.
-pub fn library_call<T: Copy>(
-    op: rsd::Op,
-    path: Option<String>,
-    call: impl FnOnce() -> T,
-    build: impl FnOnce(&mut State, T) -> Vec<i64>,
-) -> T {
-    use crate::guard::{BUSY, Enter, IN_HDF5};
-    let g = Enter::new(BUSY);
-    let sig = crate::callsite::signature();
-    let t0 = now_ns();
-    open_frame(t0);
-    g.switch(IN_HDF5);
-    let r = call();
-    let t1 = now_ns();
-    g.switch(BUSY);
-    let children = close_frame();
-    record_parent(Call { op, sig, t0, t1 }, children, |st| {
-        Some((build(st, r), path))
-    });
-    r
 }
 
 #[cfg(test)]

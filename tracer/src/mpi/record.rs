@@ -5,7 +5,7 @@ use super::*;
 
 /// Runs an MPI call and records it. In MPI-IO calls (the op's layer), POSIX calls made by the
 /// library become the event's children; in other calls they are not recorded. Made by HDF5
-/// inside a traced HDF5 call, the call is that call's child. `path` is the
+/// or NetCDF inside a traced call of theirs, the call is that call's child. `path` is the
 /// file a call names (`MPI_File_open`, `MPI_File_delete`).
 #[inline]
 pub(crate) fn mpi_call(
@@ -17,7 +17,7 @@ pub(crate) fn mpi_call(
     // Inside a traced HDF5 call, the library's MPI calls are that call's children.
     let child = match crate::guard::mode() {
         IDLE => false,
-        IN_HDF5 => true,
+        IN_HDF5 | crate::guard::IN_NETCDF => true,
         _ => return call(),
     };
     if !RECORDING.load(Ordering::Relaxed) {
