@@ -1021,7 +1021,7 @@ pub(crate) fn around(
                 "the number of metadata entries at {target} ranks: {why}{}",
                 hdf5_meta::collective_flush(&sorted).map_or_else(String::new, |c| format!("; {c}"))
             ),
-            values: String::new(),
+            values: "the chunk counts above".into(),
             tried: "block dealing (parallel HDF5's distributed metadata flush)".into(),
             hint: format!(
                 "extrapolate to a rank count at which every chunked dataset has at most {} \
