@@ -1,6 +1,7 @@
 //! Where a trace's bytes go, in format version 1 and version 2: `scripts/trace-bytes.sh`
 //! runs it on mini-app traces; by hand: `cargo run --release -p rsd --example trace_bytes --
-//! FILE...`.
+//! FILE...`. `trace_bytes --write-as v1|v2 IN OUT` rewrites a trace in the given format
+//! version (how `data/format/v2/` was made from `data/format/v1/`).
 
 use rsd::TraceFile;
 use rsd::format::{Encoding, PREFIX_LEN, v2::Part};
@@ -8,6 +9,30 @@ use std::path::Path;
 
 fn main() {
     let files: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, version, input, output] = files.as_slice()
+        && flag == "--write-as"
+    {
+        let enc = match version.as_str() {
+            "v1" => Encoding::V1,
+            "v2" => Encoding::V2,
+            v => {
+                eprintln!("--write-as takes v1 or v2, not {v}");
+                std::process::exit(2);
+            }
+        };
+        let result = TraceFile::read(Path::new(input)).and_then(|mut tf| {
+            tf.header.encoding = enc;
+            tf.write(Path::new(output))
+        });
+        match result {
+            Ok(n) => println!("{output}: {n} B"),
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     if files.is_empty() {
         eprintln!("usage: trace_bytes FILE...");
         std::process::exit(2);

@@ -424,7 +424,7 @@ impl Writer {
     }
 
     /// A float as its shortest exact form: zero, an integer, a sum over `count` (a mean taken
-    /// from integer sums), or its 8 bytes.
+    /// from integer sums), or its 8 bytes. Exact to the bit (`-0.0` keeps its sign).
     fn float(&mut self, x: f64, count: Option<u64>) {
         if x.to_bits() == 0 {
             self.byte(0);
@@ -437,7 +437,9 @@ impl Writer {
         }
         if let Some(n) = count.filter(|&n| n > 1) {
             let sum = (x * n as f64).round();
-            if (0.0..1.8e19).contains(&sum) && (sum as u64) as f64 / n as f64 == x {
+            if (0.0..1.8e19).contains(&sum)
+                && ((sum as u64) as f64 / n as f64).to_bits() == x.to_bits()
+            {
                 self.byte(2);
                 self.varint(sum as u64);
                 return;
