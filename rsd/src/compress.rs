@@ -424,22 +424,23 @@ impl Compressor {
         // From the first call's start to the last one's end: the time the program waited.
         let dur = d.calls.iter().map(|c| c.2).sum::<u64>()
             + d.calls[1..].iter().map(|c| c.1).sum::<u64>();
-        // Counted as they were held.
-        let events = self.events;
+        // Counted as they were held: the one call pushed counts itself (now, or when the
+        // cursor applies its iteration), the held calls count the rest.
+        let held = d.calls.len() as u64;
+        self.events -= held;
         self.push_plain(Op::Waitsome, d.sig, &params, gap, dur);
-        self.events = events;
+        self.events += held - 1;
         self.drains += 1;
     }
 
     /// Records the held calls one by one, as they were.
     fn release_drain(&mut self) {
         if let Some(d) = self.drain.take() {
-            // Counted as they were held.
-            let events = self.events;
+            // Counted as they were held; each counts itself again as it is pushed.
+            self.events -= d.calls.len() as u64;
             for (p, gap, dur) in &d.calls {
                 self.push_plain(Op::Waitsome, d.sig, p, *gap, *dur);
             }
-            self.events = events;
         }
     }
 
@@ -476,8 +477,8 @@ impl Compressor {
         // with such a loop and the first call of that iteration (a loop whose body ends with
         // an inner loop is extended only when the next call closes that inner loop).
         match self.meta.as_slice() {
-            [.., (_, b)] if *b >= 2 => self.speculate(),
-            [.., (_, b), (_, 0)] if *b >= 2 => self.speculate_after_first(),
+            [.., (_, b)] if *b >= 1 => self.speculate(),
+            [.., (_, b), (_, 0)] if *b >= 1 => self.speculate_after_first(),
             _ => {}
         }
     }

@@ -41,6 +41,8 @@ struct Slot {
     first: [i64; NEXT_MAX],
     /// The values the next call at this position must have.
     cur: [i64; NEXT_MAX],
+    /// Which values may split a loop ([`super::structural`]).
+    structural: [bool; NEXT_MAX],
 }
 
 /// The prediction through the body of the loop ending the list.
@@ -61,6 +63,20 @@ pub(super) struct Cursor {
     /// The calls kept aside are being pushed through the general folding: no new prediction
     /// until they all are.
     replaying: bool,
+}
+
+impl Slot {
+    /// Whether `params`, as the call after this inner loop's last one, breaks one of its
+    /// structural values (which closes the loop: `Compressor::closes_last`); computed as
+    /// `Val::continues` does, with checked arithmetic.
+    fn breaks(&self, params: &[i64]) -> bool {
+        (0..self.len).any(|p| {
+            let next = self.inner[p]
+                .checked_mul(self.count as i64)
+                .and_then(|d| self.first[p].checked_add(d));
+            self.structural[p] && next != Some(params[p])
+        })
+    }
 }
 
 impl Cursor {
@@ -156,7 +172,16 @@ impl Compressor {
         let Val::Const(k) = l.iters else {
             return;
         };
-        if l.body.len() < 2 || l.body.len() > MAX_BODY {
+        // A body of one node is predicted when it is an inner loop (`for s { for i {
+        // pwrite } }`); a loop around one call is `Next`'s.
+        let one_call = matches!(
+            l.body.as_slice(),
+            [CNode {
+                kind: CKind::Event(_),
+                ..
+            }]
+        );
+        if l.body.is_empty() || one_call || l.body.len() > MAX_BODY {
             return;
         }
         let mut keys = [0u64; 2 * MAX_BODY + 1];
@@ -199,7 +224,11 @@ impl Compressor {
                 inner: [0; NEXT_MAX],
                 first: [0; NEXT_MAX],
                 cur: [0; NEXT_MAX],
+                structural: [false; NEXT_MAX],
             };
+            for (p, x) in s.structural.iter_mut().enumerate().take(e.params.len()) {
+                *x = super::structural(e, p);
+            }
             let depth = if count == 1 { 1 } else { 2 };
             for (p, v) in e.params.iter().enumerate() {
                 match v {
@@ -326,7 +355,8 @@ impl Compressor {
             // A call that may continue the body's last inner loop: the general folding
             // decides. Any other closes that loop, which takes the iteration into the loop.
             let last = &c.slots[c.slots.len() - 1];
-            if last.op == op && last.sig == sig && last.len == params.len() {
+            if last.op == op && last.sig == sig && last.len == params.len() && !last.breaks(params)
+            {
                 self.cursor_replay();
                 return Taken::No;
             }
