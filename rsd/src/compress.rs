@@ -448,13 +448,21 @@ impl Compressor {
     #[inline]
     fn push_plain(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
         if self.cursor.active {
-            if let cursor::Taken::Yes = self.cursor_push(op, sig, params, gap_ns, dur_ns) {
-                return;
-            }
-        } else if self.push_fast(op, sig, params, gap_ns, dur_ns) {
+            return self.push_cursor(op, sig, params, gap_ns, dur_ns);
+        }
+        if self.push_fast(op, sig, params, gap_ns, dur_ns) {
             return;
         }
         self.push_call_slow(op, sig, params, gap_ns, dur_ns);
+    }
+
+    /// [`Compressor::push_plain`] while the [`cursor`] walks a loop's body: out of line, so
+    /// that the loop around one call keeps its short inlined path.
+    #[inline(never)]
+    fn push_cursor(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
+        if let cursor::Taken::No = self.cursor_push(op, sig, params, gap_ns, dur_ns) {
+            self.push_call_slow(op, sig, params, gap_ns, dur_ns);
+        }
     }
 
     #[inline(never)]
