@@ -155,6 +155,12 @@ pub enum Solution {
     Overflow,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Calls of [`solve`] on this thread: tests bound a fit's work by it (never by time).
+    pub(crate) static SOLVES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// Solves the (possibly overdetermined) system `rows · x = rhs` exactly over the rationals.
 /// Every equation must hold exactly for a [`Solution::Unique`] answer.
 ///
@@ -166,6 +172,8 @@ pub enum Solution {
 /// column rank system has one solution whichever independent rows give it, so the answer is
 /// the elimination's; the rare rank-deficient or overflowing cases take the elimination.
 pub fn solve(rows: &[Vec<Rat>], rhs: &[Rat]) -> Solution {
+    #[cfg(test)]
+    SOLVES.with(|c| c.set(c.get() + 1));
     let m = rows.first().map_or(0, Vec::len);
     let Some(basis) = independent_rows(rows, m) else {
         return eliminate(rows, rhs);

@@ -403,20 +403,53 @@ fn check_points(lo: f64, hi: f64) -> Vec<f64> {
 /// ([`FAR_GROWTH_EXPONENT`]) beyond that; infinite within the range. Returns the bound and the
 /// inputs' exponent.
 pub fn growth_bound(ns: &[f64], ys: &[f64], n: f64) -> (f64, f64) {
-    let means = scale_means(ns, ys);
-    let (nmin, nmax) = (means[0].0, means[means.len() - 1].0);
-    let ymax = means.iter().map(|m| m.1).fold(0.0f64, f64::max);
-    let e = data_exponent(ns, ys).clamp(FAR_GROWTH_EXPONENT, MAX_GROWTH_EXPONENT);
-    let ratio = if n > nmax {
-        n / nmax
-    } else if n < nmin {
-        nmin / n
-    } else {
-        return (f64::INFINITY, e);
-    };
-    let near = ratio.min((nmax / nmin).max(2.0));
-    let bound = GROWTH_SLACK * ymax * near.powf(e) * (ratio / near).powf(FAR_GROWTH_EXPONENT);
-    (bound, e)
+    Growth::of(ns, ys).bound(n)
+}
+
+/// What [`growth_bound`] takes from the inputs, computed once: [`implausible`] asks for the
+/// bound at 200 rank counts, and recomputing the scale means and the inputs' power-law slope
+/// (a least-squares solve) each time was nine tenths of an extrapolation's time.
+struct Growth {
+    nmin: f64,
+    nmax: f64,
+    ymax: f64,
+    /// The exponent allowed as far as the inputs reach.
+    e: f64,
+}
+
+impl Growth {
+    fn of(ns: &[f64], ys: &[f64]) -> Growth {
+        let means = scale_means(ns, ys);
+        let (nmin, nmax) = (means[0].0, means[means.len() - 1].0);
+        let ymax = means.iter().map(|m| m.1).fold(0.0f64, f64::max);
+        let e = data_exponent(ns, ys).clamp(FAR_GROWTH_EXPONENT, MAX_GROWTH_EXPONENT);
+        Growth {
+            nmin,
+            nmax,
+            ymax,
+            e,
+        }
+    }
+
+    /// The bound at `n` ranks and the inputs' exponent ([`growth_bound`]).
+    fn bound(&self, n: f64) -> (f64, f64) {
+        let Growth {
+            nmin,
+            nmax,
+            ymax,
+            e,
+        } = *self;
+        let ratio = if n > nmax {
+            n / nmax
+        } else if n < nmin {
+            nmin / n
+        } else {
+            return (f64::INFINITY, e);
+        };
+        let near = ratio.min((nmax / nmin).max(2.0));
+        let bound = GROWTH_SLACK * ymax * near.powf(e) * (ratio / near).powf(FAR_GROWTH_EXPONENT);
+        (bound, e)
+    }
 }
 
 /// Why a fitted model is implausible over `[min(inputs, target), max(inputs, target)]`, if it
@@ -425,6 +458,7 @@ pub fn implausible(f: &TimingFit, ns: &[f64], ys: &[f64], target: f64) -> Option
     let scales = distinct_scales(ns);
     let (nmin, nmax) = (scales[0], scales[scales.len() - 1]);
     let ymax = ys.iter().copied().fold(0.0f64, f64::max);
+    let growth = Growth::of(ns, ys);
     for n in check_points(nmin.min(target), nmax.max(target)) {
         let v = f.eval(n);
         if !v.is_finite() {
@@ -434,7 +468,7 @@ pub fn implausible(f: &TimingFit, ns: &[f64], ys: &[f64], target: f64) -> Option
         if v < -0.5 {
             return Some(format!("negative at {n:.0} ranks ({v:.3e} ns)"));
         }
-        let (bound, e) = growth_bound(ns, ys, n);
+        let (bound, e) = growth.bound(n);
         if ymax > 0.0 && v > bound {
             return Some(format!(
                 "grows to {v:.3e} ns at {n:.0} ranks, beyond the growth the inputs support \
