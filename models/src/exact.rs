@@ -163,6 +163,9 @@ impl Model for Basis {
     }
 }
 
+/// The rows of a linear system, one per point.
+type Rows = Vec<Vec<Rat>>;
+
 /// A family with one integer knob chosen by search (the `k` of `rank/k`, the `a` of
 /// `(rank+a) % n`): each knob value is its own linear model.
 struct Search {
@@ -192,7 +195,7 @@ impl Model for Search {
         // k over a run of values, `rank%k` is `rank` for every k above the largest rank): the
         // previous system's answer is reused, so the solves are as many as distinct systems,
         // not as knob values (thousands at a few thousand ranks).
-        let mut last: Option<(Vec<Vec<Rat>>, Option<Vec<Rat>>)> = None;
+        let mut last: Option<(Rows, Option<Vec<Rat>>)> = None;
         for k in (self.knobs)(pts) {
             let Some(rows) = pts
                 .iter()

@@ -251,14 +251,14 @@ fn eliminate(rows: &[Vec<Rat>], rhs: &[Rat]) -> Solution {
         a.swap(row, p);
         let piv = a[row][col];
         let pivot_row = a[row].clone();
-        for i in 0..a.len() {
-            if i == row || a[i][col].is_zero() {
+        for (i, r) in a.iter_mut().enumerate() {
+            if i == row || r[col].is_zero() {
                 continue;
             }
-            let Some(f) = a[i][col].checked_div(piv) else {
+            let Some(f) = r[col].checked_div(piv) else {
                 return Solution::Overflow;
             };
-            for (x, &p) in a[i][col..].iter_mut().zip(&pivot_row[col..]) {
+            for (x, &p) in r[col..].iter_mut().zip(&pivot_row[col..]) {
                 let Some(v) = f.checked_mul(p).and_then(|t| x.checked_sub(t)) else {
                     return Solution::Overflow;
                 };
