@@ -459,10 +459,20 @@ impl Growth {
 /// Why a fitted model is implausible over `[min(inputs, target), max(inputs, target)]`, if it
 /// is: not finite, negative, or above [`growth_bound`] beyond the inputs.
 pub fn implausible(f: &TimingFit, ns: &[f64], ys: &[f64], target: f64) -> Option<String> {
+    implausible_within(f, &Growth::of(ns, ys), ns, ys, target)
+}
+
+/// [`implausible`] with the growth bound of `ns`, `ys` given.
+fn implausible_within(
+    f: &TimingFit,
+    growth: &Growth,
+    ns: &[f64],
+    ys: &[f64],
+    target: f64,
+) -> Option<String> {
     let scales = distinct_scales(ns);
     let (nmin, nmax) = (scales[0], scales[scales.len() - 1]);
     let ymax = ys.iter().copied().fold(0.0f64, f64::max);
-    let growth = Growth::of(ns, ys);
     for n in check_points(nmin.min(target), nmax.max(target)) {
         let v = f.eval(n);
         if !v.is_finite() {
@@ -617,12 +627,28 @@ pub fn choose_in(
         f.fitness = err;
         cands.push((f, err));
     }
+    // Each candidate's plausibility, checked at most once (the choice and the interval both
+    // ask), against the growth bound computed once.
+    let growth = std::cell::OnceCell::new();
+    let mut verdicts: Vec<Option<Option<String>>> = vec![None; cands.len()];
+    let mut implausible_at = |i: usize| -> Option<String> {
+        verdicts[i]
+            .get_or_insert_with(|| {
+                let g = growth.get_or_init(|| Growth::of(ns, ys));
+                implausible_within(&cands[i].0, g, ns, ys, target)
+            })
+            .clone()
+    };
     let mut refused = Vec::new();
     let mut chosen: Option<(TimingFit, f64)> = None;
     for nparams in 1..=3 {
         // The best plausible family with this many parameters.
         let mut best: Option<(TimingFit, f64)> = None;
-        for (f, err) in cands.iter().filter(|(f, _)| f.model.nparams() == nparams) {
+        for (i, (f, err)) in cands
+            .iter()
+            .enumerate()
+            .filter(|(_, (f, _))| f.model.nparams() == nparams)
+        {
             // Within a parameter count the earlier (more conservative) family keeps its place
             // unless a later one is somewhat better.
             if best
@@ -634,7 +660,7 @@ pub fn choose_in(
             if chosen.as_ref().is_some_and(|(_, c)| *err >= *c) {
                 continue;
             }
-            match implausible(f, ns, ys, target) {
+            match implausible_at(i) {
                 Some(why) => refused.push((f.model, why)),
                 None => best = Some((f.clone(), *err)),
             }
@@ -663,16 +689,17 @@ pub fn choose_in(
     // The families the inputs cannot tell from the choice (not clearly worse out of sample)
     // and that are plausible: where they predict differently, the truth may be theirs, with
     // the same uncertainty.
-    for (f, e) in &cands {
+    for (i, (f, e)) in cands.iter().enumerate() {
         let close = *e <= (err / CLEARLY_BETTER).max(err + noise_rel) + EXACT;
-        if close && f.model != fit.model && implausible(f, ns, ys, target).is_none() {
+        if close && f.model != fit.model && implausible_at(i).is_none() {
             let v = f.eval(target).max(0.0);
             lo = lo.min(v * (-s).exp());
             hi = hi.max(v * s.exp());
         }
     }
     // No time beyond the growth bound, whatever the interval's arithmetic says.
-    hi = hi.min(growth_bound(ns, ys, target).0.max(value));
+    let growth = growth.get_or_init(|| Growth::of(ns, ys));
+    hi = hi.min(growth.bound(target).0.max(value));
     Some(TimingChoice {
         fit,
         value,
