@@ -327,4 +327,23 @@ fn fortran_f08_under_mpich() {
     ] {
         assert_eq!(p(sr[0], q), p(sr[1], q), "{q:?}");
     }
+    // The f08 procedures the program imports meet their recorded calls; the local queries it
+    // also imports are listed as not recorded, in the program's spelling.
+    let u = &tf.header.unrecorded_mpi;
+    assert!(
+        u.iter().any(|n| n == "mpi_comm_rank_f08_"),
+        "unrecorded: {u:?}"
+    );
+    for recorded in [
+        "mpi_isend",
+        "mpi_sendrecv",
+        "mpi_file_write_at",
+        "mpi_barrier",
+        "mpi_wait",
+    ] {
+        assert!(
+            !u.iter().any(|n| n.starts_with(&format!("{recorded}_f08"))),
+            "{recorded}'s f08 procedure listed as unrecorded: {u:?}"
+        );
+    }
 }
