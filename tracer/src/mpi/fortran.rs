@@ -18,8 +18,9 @@
 //! same common block, and a string with its hidden length on to the C functions behind the
 //! mpif.h binding (`ompi_send_f` in `libmpi_mpifh`, of which `mpi_send_` is an alias), called
 //! through the PLT; those call `PMPI_*`. So the hooks here are also exported as `ompi_x_f`
-//! and an f08 program is recorded as a mpif.h one is. MPICH's f08 binding (`*_f08ts`, through
-//! its own C descriptors) is not hooked.
+//! and an f08 program is recorded as a mpif.h one is. MPICH's f08 procedures
+//! (`mpi_send_f08ts_`, `mpi_barrier_f08_`) call `PMPI_*` themselves: they have hooks of their
+//! own, generated from the same table, in `fortran_f08.rs`.
 
 #![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
 
