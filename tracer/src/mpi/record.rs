@@ -133,8 +133,9 @@ macro_rules! fortran_hook {
             $crate::mpi::fortran::set(ierr, rc);
         }
         paste::paste! {
-            // `ompi_x_f`: what Open MPI's mpi_f08 procedures call (see `fortran.rs`).
-            fortran_spellings!($fname => [<$cname:upper>], [<$fname _>], [<o $fname f>]);
+            // `ompi_x_f` and, for those with a LOGICAL argument, the profiling name `pmpi_x_`:
+            // what Open MPI's mpi_f08 procedures call (see `fortran.rs`).
+            fortran_spellings!($fname => [<$cname:upper>], [<$fname _>], [<o $fname f>], [<p $fname>]);
         }
         f08_hook!(@scan [$($kind)*] $fname, $cname, ($($arg: [$ty] $([$n])?),*));
     };
