@@ -40,7 +40,7 @@ use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input, hdf5_meta};
 use models::ModelSet;
 use rsd::mpi::{BYTE, FIRST_DERIVED_TYPE, datatype_positions};
 use rsd::op::{Op, Param, args};
-use rsd::trace::Lifts;
+use rsd::trace::{Lifts, Node, NodeKind};
 use rsd::{RawEvent, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -303,6 +303,13 @@ fn observe(
             all.extend(part.entries.iter().map(|&x| (x, r as u32)));
         }
         all.sort_unstable();
+        if let Some(w) = all.windows(2).find(|w| w[0].0.0 == w[1].0.0) {
+            return Err(format!(
+                "the collective flush {}: two entries at address {}",
+                describe_anchor(a),
+                w[0].0.0
+            ));
+        }
         let c = all.len() as u64;
         for (r, ps) in parts.iter().enumerate() {
             let want: Vec<(i64, i64)> = block(c, n, r as u64).map(|k| all[k].0).collect();
@@ -417,7 +424,20 @@ enum Outcome {
     Model(Plan),
 }
 
+/// Whether `nodes` hold an `MPI_Type_create_hindexed` at the top level
+/// (loops looked into; nested calls are never the flush's): the cheap test before any rank is
+/// expanded.
+fn has_hindexed(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => e.op == Op::TypeCreateHindexed,
+        NodeKind::Loop(l) => has_hindexed(&l.body),
+    })
+}
+
 fn plan(sorted: &[&Input], lifts: Option<&Lifts>, target: u32, models: &ModelSet) -> Outcome {
+    if !sorted.iter().any(|i| has_hindexed(&i.file.trace.nodes)) {
+        return Outcome::None;
+    }
     let scales: Vec<u32> = sorted.iter().map(|i| i.file.header.nranks).collect();
     if let Some(i) = sorted.iter().find(|i| i.file.header.nranks > DERIVE_LIMIT) {
         return Outcome::Skip(format!(
@@ -663,39 +683,44 @@ fn renumber(e: &mut RawEvent, f: &impl Fn(i64) -> i64) {
 fn strip(tf: &TraceFile, p: &Plan) -> Result<TraceFile, String> {
     let flushes: BTreeSet<Anchor> = p.flushes.iter().map(|f| f.anchor).collect();
     let trace = compress_ranks(tf.header.nranks, |r| {
-        let ev = rank_events(&tf.trace, r);
-        let parts = parts_of(&ev, Some(&flushes)).map_err(|e| format!("rank {r}: {e}"))?;
-        let mut skip: Vec<(usize, usize)> = parts.values().map(|q| (q.start, q.len())).collect();
-        skip.sort_unstable();
-        // The first ids of the full forms taken out, in the input's numbering.
-        let made: Vec<i64> = parts
-            .values()
-            .filter(|q| !q.entries.is_empty())
-            .map(|q| p_of_first(&ev[q.start]))
-            .collect();
-        let lower = |v: i64| v - 2 * made.iter().filter(|&&x| x < v).count() as i64;
-        let mut out = Vec::with_capacity(ev.len());
-        let mut it = skip.iter().peekable();
-        let mut i = 0;
-        while i < ev.len() {
-            if let Some(&&(s, l)) = it.peek()
-                && s == i
-            {
-                i += l;
-                it.next();
-                continue;
-            }
-            let mut e = ev[i].clone();
-            renumber(&mut e, &lower);
-            out.push(e);
-            i += 1;
-        }
-        Ok(out)
+        take_parts(&rank_events(&tf.trace, r), &flushes).map_err(|e| format!("rank {r}: {e}"))
     })?;
     Ok(TraceFile {
         header: tf.header.clone(),
         trace,
     })
+}
+
+/// One rank's calls `ev` without its parts of the flushes at `flushes`, its later datatype
+/// ids lowered by the 2 each full form made.
+fn take_parts(ev: &[RawEvent], flushes: &BTreeSet<Anchor>) -> Result<Vec<RawEvent>, String> {
+    let parts = parts_of(ev, Some(flushes))?;
+    let mut skip: Vec<(usize, usize)> = parts.values().map(|q| (q.start, q.len())).collect();
+    skip.sort_unstable();
+    // The first ids of the full forms taken out, in the input's numbering.
+    let made: Vec<i64> = parts
+        .values()
+        .filter(|q| !q.entries.is_empty())
+        .map(|q| p_of_first(&ev[q.start]))
+        .collect();
+    let lower = |v: i64| v - 2 * made.iter().filter(|&&x| x < v).count() as i64;
+    let mut out = Vec::with_capacity(ev.len());
+    let mut it = skip.iter().peekable();
+    let mut i = 0;
+    while i < ev.len() {
+        if let Some(&&(s, l)) = it.peek()
+            && s == i
+        {
+            i += l;
+            it.next();
+            continue;
+        }
+        let mut e = ev[i].clone();
+        renumber(&mut e, &lower);
+        out.push(e);
+        i += 1;
+    }
+    Ok(out)
 }
 
 fn p_of_first(mem: &RawEvent) -> i64 {
@@ -763,57 +788,62 @@ fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), String> {
         ));
     }
     let trace = compress_ranks(n, |r| {
-        let ev = rank_events(&tf.trace, r);
-        let mut seen: HashMap<(Op, u64), usize> = HashMap::new();
-        let mut pos: HashMap<Anchor, usize> = HashMap::from([(None, 0)]);
-        for (i, e) in ev.iter().enumerate() {
-            let c = seen.entry((e.op, e.sig)).or_insert(0);
-            pos.insert(Some((e.op, e.sig, *c)), i + 1);
-            *c += 1;
-        }
-        let mut at: Vec<(usize, &Flush)> = Vec::new();
-        for f in &p.flushes {
-            let i = *pos.get(&f.anchor).ok_or_else(|| {
-                format!(
-                    "at {n} ranks rank {r} has no call {} to make its part of the collective \
-                     metadata flush after",
-                    describe_anchor(&f.anchor)
-                )
-            })?;
-            at.push((i, f));
-        }
-        at.sort_by_key(|(i, _)| *i);
-        // Ids in the stripped numbering: a flush's types are the next ids at its place; ids
-        // first seen after it are 2 higher per full form before them.
-        let mut made: Vec<i64> = Vec::new();
-        let raise = |made: &[i64], v: i64| v + 2 * made.iter().filter(|&&x| x <= v).count() as i64;
-        let mut out = Vec::with_capacity(ev.len() + 9 * at.len());
-        let mut max_id = FIRST_DERIVED_TYPE - 1;
-        let mut next = at.iter().peekable();
-        for i in 0..=ev.len() {
-            while let Some(&&(j, f)) = next.peek()
-                && j == i
-            {
-                let x = max_id + 1;
-                let calls = part_calls(f, n, r, raise(&made, x));
-                if calls.len() == FULL.len() {
-                    made.push(x);
-                }
-                out.extend(calls);
-                next.next();
-            }
-            let Some(e) = ev.get(i) else { break };
-            let mut e = e.clone();
-            for k in datatype_positions(e.op, &e.params) {
-                max_id = max_id.max(e.params[k]);
-            }
-            renumber(&mut e, &|v| raise(&made, v));
-            out.push(e);
-        }
-        Ok(out)
+        put_parts(&rank_events(&tf.trace, r), &p.flushes, n, r)
     })?;
     tf.trace = trace;
     Ok(())
+}
+
+/// Rank `r`'s calls `ev` (at `n` ranks) with its parts of `flushes` after their anchors, the
+/// later datatype ids raised by 2 per full form: the inverse of [`take_parts`].
+fn put_parts(ev: &[RawEvent], flushes: &[Flush], n: u32, r: u32) -> Result<Vec<RawEvent>, String> {
+    let mut seen: HashMap<(Op, u64), usize> = HashMap::new();
+    let mut pos: HashMap<Anchor, usize> = HashMap::from([(None, 0)]);
+    for (i, e) in ev.iter().enumerate() {
+        let c = seen.entry((e.op, e.sig)).or_insert(0);
+        pos.insert(Some((e.op, e.sig, *c)), i + 1);
+        *c += 1;
+    }
+    let mut at: Vec<(usize, &Flush)> = Vec::new();
+    for f in flushes {
+        let i = *pos.get(&f.anchor).ok_or_else(|| {
+            format!(
+                "at {n} ranks rank {r} has no call {} to make its part of the collective \
+                 metadata flush after",
+                describe_anchor(&f.anchor)
+            )
+        })?;
+        at.push((i, f));
+    }
+    at.sort_by_key(|(i, _)| *i);
+    // Ids in the stripped numbering: a flush's types are the next ids at its place; ids
+    // first seen after it are 2 higher per full form before them.
+    let mut made: Vec<i64> = Vec::new();
+    let raise = |made: &[i64], v: i64| v + 2 * made.iter().filter(|&&x| x <= v).count() as i64;
+    let mut out = Vec::with_capacity(ev.len() + FULL.len() * at.len());
+    let mut max_id = FIRST_DERIVED_TYPE - 1;
+    let mut next = at.iter().peekable();
+    for i in 0..=ev.len() {
+        while let Some(&&(j, f)) = next.peek()
+            && j == i
+        {
+            let x = max_id + 1;
+            let calls = part_calls(f, n, r, raise(&made, x));
+            if calls.len() == FULL.len() {
+                made.push(x);
+            }
+            out.extend(calls);
+            next.next();
+        }
+        let Some(e) = ev.get(i) else { break };
+        let mut e = e.clone();
+        for k in datatype_positions(e.op, &e.params) {
+            max_id = max_id.max(e.params[k]);
+        }
+        renumber(&mut e, &|v| raise(&made, v));
+        out.push(e);
+    }
+    Ok(out)
 }
 
 /// What the extrapolation inside [`around`] does with the collective flushes.
@@ -884,7 +914,8 @@ pub(crate) fn around(
             event: "MPI_File_write_at_all (HDF5's collective metadata flush)".into(),
             param: "collective flush".into(),
             detail: format!(
-                "the number of metadata entries at {target} ranks: {why}; {}",
+                "the number of metadata entries at {target} ranks: {why}; {} (that form is \
+                 modelled, with the inputs' number of entries)",
                 hdf5_meta::collective_flush(&sorted, None).unwrap_or_default()
             ),
             values: "the chunk counts above".into(),
@@ -926,4 +957,88 @@ pub(crate) fn around(
             .into(),
     );
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BARRIER: u64 = 7;
+
+    fn barrier() -> RawEvent {
+        RawEvent::new(Op::Barrier, BARRIER, args::barrier(rsd::mpi::COMM_WORLD))
+    }
+
+    /// A flush of `c` entries at addresses 100*k, 10 + k bytes long.
+    fn flush(c: usize) -> Flush {
+        let form = |len: usize, base: u64| Form {
+            sigs: (0..len as u64).map(|k| base + k).collect(),
+            gap: vec![0; len],
+            dur: vec![0; len],
+        };
+        Flush {
+            anchor: Some((Op::Barrier, BARRIER, 0)),
+            fh: 0,
+            entries: (0..c as i64).map(|k| (100 * k, 10 + k)).collect(),
+            full: form(FULL.len(), 100),
+            empty: Some(form(EMPTY.len(), 200)),
+        }
+    }
+
+    /// A type made before the flush, used after it, and one made after it.
+    fn around_flush(r: u32, n: u32, f: &Flush) -> Vec<RawEvent> {
+        let contiguous =
+            |old, new| RawEvent::new(Op::TypeContiguous, 3, args::type_contiguous(4, old, new));
+        let mut ev = vec![contiguous(BYTE, 1000), barrier()];
+        let base = if block(f.entries.len() as u64, u64::from(n), u64::from(r)).is_empty() {
+            1001
+        } else {
+            1003
+        };
+        ev.extend(part_calls(f, n, r, 1001));
+        ev.push(contiguous(1000, base));
+        ev.push(RawEvent::new(Op::TypeFree, 4, args::type_free(base)));
+        ev
+    }
+
+    /// Every rank's part is found, checked against the dealing, and taken out with the later
+    /// ids renumbered; putting the parts back gives the calls again (a rank with entries and
+    /// one without, whose later ids are 2 lower).
+    #[test]
+    fn parts_are_taken_out_and_put_back() {
+        let f = flush(3);
+        let n = 4;
+        let ranks: Vec<Vec<RawEvent>> = (0..n).map(|r| around_flush(r, n, &f)).collect();
+        let (obs, parts) = observe(&ranks).unwrap();
+        let a = f.anchor;
+        assert_eq!(obs[&a].entries, f.entries);
+        assert!(parts[3][&a].entries.is_empty());
+        assert_eq!(parts[1][&a].entries, [(100, 11)]);
+        let flushes = BTreeSet::from([a]);
+        for r in 0..n {
+            let taken = take_parts(&ranks[r as usize], &flushes).unwrap();
+            assert_eq!(taken.len(), 4, "rank {r}");
+            // The type made after the flush is 1001 once its types are gone.
+            assert_eq!(taken[2].op.param(&taken[2].params, Param::Newtype), 1001);
+            let back = put_parts(&taken, std::slice::from_ref(&f), n, r).unwrap();
+            assert_eq!(back, ranks[r as usize], "rank {r}");
+        }
+    }
+
+    /// A rank writing another rank's entry is not the dealing.
+    #[test]
+    fn another_dealing_is_not_the_model() {
+        let f = flush(3);
+        let n = 4;
+        let mut ranks: Vec<Vec<RawEvent>> = (0..n).map(|r| around_flush(r, n, &f)).collect();
+        // Rank 1 writes nothing, the others their entries.
+        ranks[1] = around_flush(3, n, &f);
+        let e = observe(&ranks).err().unwrap();
+        assert!(e.contains("block dealing gives it"), "{e}");
+        // Two ranks writing one entry.
+        let mut ranks: Vec<Vec<RawEvent>> = (0..n).map(|r| around_flush(r, n, &f)).collect();
+        ranks[3] = around_flush(2, n, &f);
+        let e = observe(&ranks).err().unwrap();
+        assert!(e.contains("two entries at address 200"), "{e}");
+    }
 }
