@@ -420,7 +420,8 @@ fn hindexed_counts(tf: &TraceFile) -> Vec<i64> {
 /// `MPI_BYTE` and 0 bytes. Traced with both layers at 4, 8, 12 and 16 ranks, `iotrex extrap`
 /// to 32 and 64 ranks (`extrap/src/collflush.rs`: the flushes dealt at the target, the
 /// aggregators' calls derived by collio under Open MPI's defaults) and `iotrex diff` against
-/// real runs at 32 and 64 say identical, with no parameter ignored.
+/// real runs at 32 and 64 say identical, with no parameter ignored. A target below the first
+/// flush's entry count (25) is refused.
 #[test]
 fn fixed_variables_extrapolate_through_the_collective_flush() {
     let dir = scratch();
@@ -442,6 +443,19 @@ fn fixed_variables_extrapolate_through_the_collective_flush() {
         "rank 0's first hindexed block count at 4 and 16 ranks: {} {}",
         first(&inputs[0]),
         first(&inputs[3])
+    );
+    // Below the first flush's entry count (25) a rank writes several entries at the target,
+    // through a memory type of heap addresses: refused, saying so.
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    let below = dir.path().join("x.20.iotrex");
+    a.extend(["--ranks", "20", "-o", below.to_str().unwrap()]);
+    let o = iotrex(&a);
+    assert!(!o.status.success() && !below.exists(), "{}", text(&o));
+    assert!(
+        text(&o).contains("heap addresses no trace predicts"),
+        "{}",
+        text(&o)
     );
     for target in [32u32, 64] {
         let out = dir.path().join(format!("x.{target}.iotrex"));
