@@ -529,12 +529,14 @@ fn push_raw(r: &mut Vec<RawEvent>, op: Op, sig: u64, params: &[i64], gap_ns: u64
 /// Monotonic clock, ns.
 #[inline]
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
+    // Not zeroed first (two instructions per call): clock_gettime fills it.
+    let mut ts = std::mem::MaybeUninit::<libc::timespec>::uninit();
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux, so
+    // the call succeeds and writes it whole.
+    let ts = unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, ts.as_mut_ptr());
+        ts.assume_init()
     };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
