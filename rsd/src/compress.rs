@@ -520,26 +520,22 @@ impl Compressor {
             unreachable!("a prediction is made for a loop around one call")
         };
         // Compared and advanced in one pass without branches; a mismatch drops the prediction
-        // (the general path then decides and predicts again).
-        let (mut same, mut overflow) = (true, false);
+        // (the general path then decides and predicts again). The advance may wrap only past
+        // `upto`, where the prediction is not used.
+        let mut same = true;
         for ((x, want), s) in params
             .iter()
             .zip(&mut nx.params[..n.min(NEXT_MAX)])
             .zip(&nx.strides)
         {
             same &= *x == *want;
-            let (v, o) = x.overflowing_add(*s);
-            *want = v;
-            overflow |= o;
+            *want = x.wrapping_add(*s);
         }
-        // Beyond `upto` a stride times the count could overflow: the values decide.
+        // From `upto` on a value of the iteration, or a stride times the count, could
+        // overflow: the values decide.
         if !same || (*cnt as u64) >= nx.upto {
             self.next.valid = false;
             return false;
-        }
-        if overflow {
-            // The iteration after this one overflows: `predict` says so next time.
-            self.next.valid = false;
         }
         e.timing.add(gap, dur);
         // In place: assigning a new `Val` would run the old one's destructor on every call.
@@ -611,9 +607,18 @@ impl Compressor {
                 Val::Lin { base, strides } if strides.len() == 1 => {
                     let s = strides[0];
                     // `Val::continues_const` computes `base + s*n` with checked arithmetic:
-                    // the running value equals it while `s*n` cannot overflow.
+                    // the running value equals it while neither `s*n` nor `base + s*n`
+                    // overflows, which holds for every `n` below `upto` (so the fast path
+                    // needs no overflow check of its own).
                     if s != 0 {
-                        upto = upto.min(i64::MAX as u64 / s.unsigned_abs());
+                        let room = if s > 0 {
+                            (i64::MAX as i128 - *base as i128) / s as i128
+                        } else {
+                            (*base as i128 - i64::MIN as i128) / -(s as i128)
+                        };
+                        upto = upto
+                            .min(i64::MAX as u64 / s.unsigned_abs())
+                            .min(room.max(0) as u64);
                     }
                     match s.checked_mul(*cnt).and_then(|d| base.checked_add(d)) {
                         Some(x) => (x, s),

@@ -85,8 +85,7 @@ impl Default for Stats {
 /// traced call).
 #[inline]
 pub fn bin_of(ns: u64) -> usize {
-    // The highest set bit halved: `bsr` and a shift (`63 - leading_zeros` took two more).
-    ((ns | 1).ilog2() as usize >> 1).min(BINS - 1)
+    ((63 - (ns | 1).leading_zeros() as usize) / 2).min(BINS - 1)
 }
 
 impl Stats {
