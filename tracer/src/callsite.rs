@@ -157,8 +157,9 @@ unsafe fn stack(buf: *mut *mut libc::c_void, n: libc::c_int) -> libc::c_int {
 
 /// Frames asked of the unwinder first, on top of the hashed ones: `miss`, `signature_in` and
 /// the hook itself are this library's frames above the application's call, and one more
-/// covers a hook helper that was not inlined. Only when fewer than `depth` of them lie outside this library
-/// (a deeper chain of own frames) is the stack unwound again with [`OWN_FRAMES`] spare.
+/// covers a hook helper that was not inlined. Only when fewer than `depth` of them lie outside
+/// this library (a deeper chain of own frames) is the stack unwound again with
+/// [`OWN_FRAMES`] spare.
 const OWN_FAST: usize = 4;
 /// Stacks of at most this many frames are kept in the per-thread cache.
 const TL_FRAMES: usize = 10;
