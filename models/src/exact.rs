@@ -337,7 +337,9 @@ impl Model for ScaledFloorDiv {
         2
     }
     fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
-        let g = pts.iter().fold(0u64, |g, p| gcd(g, p.y.unsigned_abs()));
+        let g = pts
+            .iter()
+            .fold(0u64, |g, p| crate::factor::gcd(g, p.y.unsigned_abs()));
         if g < 2 || pts.iter().any(|p| p.y < 0) {
             return vec![];
         }
@@ -392,10 +394,6 @@ impl ScaledFloorDiv {
         }
         out
     }
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 fn pow2_floor(n: i64) -> Option<i64> {

@@ -54,7 +54,8 @@ fn is_prime(n: u64) -> bool {
     true
 }
 
-fn gcd(mut a: u64, mut b: u64) -> u64 {
+/// Greatest common divisor (`gcd(0, b) = b`).
+pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);
     }
