@@ -76,24 +76,11 @@ impl Thread {
 
     /// Enters mode `m` until the returned guard is dropped.
     #[inline(always)]
-    pub fn enter(&self, m: u8) -> EnterIn<'_> {
-        EnterIn {
+    pub fn enter(&self, m: u8) -> Enter<'_> {
+        Enter {
             t: self,
             prev: self.mode.replace(m),
         }
-    }
-}
-
-/// [`Enter`] on a block already in hand.
-pub struct EnterIn<'a> {
-    t: &'a Thread,
-    prev: u8,
-}
-
-impl Drop for EnterIn<'_> {
-    #[inline(always)]
-    fn drop(&mut self) {
-        self.t.mode.set(self.prev);
     }
 }
 
@@ -108,30 +95,32 @@ pub fn set_forever(m: u8) {
     THREAD.with(|t| t.mode.set(m));
 }
 
-/// Sets the mode until dropped, then restores the previous one.
-pub struct Enter {
+/// Sets the mode until dropped, then restores the previous one: on this thread's block
+/// ([`Enter::new`]), or on a block a hook already holds ([`Thread::enter`]).
+pub struct Enter<'a> {
+    t: &'a Thread,
     prev: u8,
 }
 
-impl Enter {
+impl Enter<'static> {
     /// Enters mode `m`.
     #[inline]
-    pub fn new(m: u8) -> Enter {
-        Enter {
-            prev: THREAD.with(|t| t.mode.replace(m)),
-        }
-    }
-
-    /// Switches mode without restoring yet.
-    #[inline]
-    pub fn switch(&self, m: u8) {
-        THREAD.with(|t| t.mode.set(m));
+    pub fn new(m: u8) -> Enter<'static> {
+        this_thread().enter(m)
     }
 }
 
-impl Drop for Enter {
+impl Enter<'_> {
+    /// Switches mode without restoring yet.
     #[inline]
+    pub fn switch(&self, m: u8) {
+        self.t.mode.set(m);
+    }
+}
+
+impl Drop for Enter<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        THREAD.with(|t| t.mode.set(self.prev));
+        self.t.mode.set(self.prev);
     }
 }
