@@ -910,22 +910,17 @@ pub(crate) fn around(
     };
     // The entry counts are the inputs': a chunk index that splits writes more.
     if let Some(why) = grows {
-        return Err(ExtrapError::Refused {
-            event: "MPI_File_write_at_all (HDF5's collective metadata flush)".into(),
-            param: "collective flush".into(),
-            detail: format!(
-                "the number of metadata entries at {target} ranks: {why}; {} (that form is \
-                 modelled, with the inputs' number of entries)",
+        return Err(hdf5_meta::index_split_refusal(
+            "MPI_File_write_at_all (HDF5's collective metadata flush)".into(),
+            "collective flush",
+            target,
+            &why,
+            &format!(
+                "; {} (that form is modelled, with the inputs' number of entries)",
                 hdf5_meta::collective_flush(&sorted, None).unwrap_or_default()
             ),
-            values: "the chunk counts above".into(),
-            tried: "block dealing of a collective metadata flush".into(),
-            hint: format!(
-                "extrapolate to a rank count at which every chunked dataset has at most {} \
-                 chunks, or trace the target scale",
-                hdf5_meta::CHUNK_NODE_CAPACITY
-            ),
-        });
+            "block dealing of a collective metadata flush",
+        ));
     }
     let mut stripped = Vec::with_capacity(inputs.len());
     for i in inputs {

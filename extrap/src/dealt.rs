@@ -1006,21 +1006,16 @@ pub(crate) fn around(
     // The model takes each flush's entry count from the inputs: a chunk index that splits
     // between the inputs and the target writes more.
     if let Some(why) = hdf5_meta::chunk_index_grows(&sorted, target, models) {
-        return Err(ExtrapError::Refused {
-            event: p
-                .explain
+        return Err(hdf5_meta::index_split_refusal(
+            p.explain
                 .first()
                 .map_or_else(String::new, |e| e.event.clone()),
-            param: "dealt writes".into(),
-            detail: format!("the number of metadata entries at {target} ranks: {why}"),
-            values: "the chunk counts above".into(),
-            tried: "block dealing (parallel HDF5's distributed metadata flush)".into(),
-            hint: format!(
-                "extrapolate to a rank count at which every chunked dataset has at most {} \
-                 chunks, or trace the target scale",
-                hdf5_meta::CHUNK_NODE_CAPACITY
-            ),
-        });
+            "dealt writes",
+            target,
+            &why,
+            "",
+            "block dealing (parallel HDF5's distributed metadata flush)",
+        ));
     }
     let in_place = crate::derive::any_summary(inputs.iter().map(|i| &i.file));
     let mut stripped = Vec::with_capacity(inputs.len());

@@ -107,6 +107,30 @@ fn chunk_counts(tf: &rsd::TraceFile) -> Vec<(String, i64)> {
     out
 }
 
+/// The refusal of a flush model (`tried`, of the flush at `event`, `param`) whose entry count,
+/// taken from the inputs, does not hold at `target` ([`chunk_index_grows`]'s `why`, then
+/// `more`): dealt and collective flushes alike.
+pub(crate) fn index_split_refusal(
+    event: String,
+    param: &str,
+    target: u32,
+    why: &str,
+    more: &str,
+    tried: &str,
+) -> crate::ExtrapError {
+    crate::ExtrapError::Refused {
+        event,
+        param: param.into(),
+        detail: format!("the number of metadata entries at {target} ranks: {why}{more}"),
+        values: "the chunk counts above".into(),
+        tried: tried.into(),
+        hint: format!(
+            "extrapolate to a rank count at which every chunked dataset has at most \
+             {CHUNK_NODE_CAPACITY} chunks, or trace the target scale"
+        ),
+    }
+}
+
 /// Why the dealt model's entry count does not hold at `target`: some chunked dataset's chunk
 /// count varies with n and, at an input or at the target, exceeds what one node of its
 /// chunk index holds (so the index's node count, and with it the flush's entries, differ
