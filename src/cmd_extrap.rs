@@ -172,6 +172,11 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
         extrap::approx::require_exact(&inputs)?;
     }
     let x = extrapolate_summarising(a, &inputs, ignored, &models)?;
+    for n in &x.file.header.notes {
+        if n.starts_with(extrap::FITTED_NOT_DERIVED) {
+            eprintln!("note: {n}");
+        }
+    }
     // Inputs left out by --drop-inconsistent.
     let mut dropped: Vec<u32> = inputs
         .iter()

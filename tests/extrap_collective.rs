@@ -176,3 +176,90 @@ fn romio_collective_programs() {
         Some("romio321"),
     );
 }
+
+/// IOR opens its file on a communicator it makes at start-up (`MPI_Comm_create` of the
+/// world's group), and a split with one color and the rank as key is the same: every rank,
+/// in the world's order, which the model takes as the world (`rsd::comms` rebuilds it).
+/// Before, such files were left out of the model and the nested calls fitted: IOR's HDF5
+/// and MPI-IO collective runs extrapolated to 32 ranks with the inputs' one aggregator
+/// where OMPIO took four.
+#[test]
+fn ior_collective_on_a_communicator_of_every_rank() {
+    for kind in ["create", "split"] {
+        check(
+            &format!("ior collective, -C {kind}"),
+            "ior_like",
+            &[
+                "-a",
+                "mpiio",
+                "-c",
+                "-C",
+                kind,
+                "-t",
+                "65536",
+                "-b",
+                "131072",
+                "-s",
+                "2",
+                "-o",
+                "{d}/cc.dat",
+            ],
+        );
+    }
+}
+
+/// The same program on a communicator of every rank in another order (keys reversed): the
+/// model, which lays out the world's ranks, is not used, and `extrap` must not pass a fit of
+/// the inputs' aggregators off as a derivation: it refuses, or says on stderr and in the
+/// output's notes that the nested calls were fitted.
+#[test]
+fn a_communicator_in_another_order_is_not_taken_for_the_world() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let args = [
+        "-a",
+        "mpiio",
+        "-c",
+        "-C",
+        "reverse",
+        "-t",
+        "65536",
+        "-b",
+        "131072",
+        "-s",
+        "2",
+        "-o",
+        "{d}/rev.dat",
+    ];
+    let inputs: Vec<PathBuf> = [4, 8, 12, 16]
+        .iter()
+        .map(|&np| trace(dir.path(), &data, np, "ior_like", &args, None))
+        .collect();
+    let out = dir.path().join("32.extrap.iotrex");
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    a.extend(["--ranks", "32", "-o", out.to_str().unwrap()]);
+    let o = iotrex(&a);
+    let all = text(&o);
+    assert!(
+        all.contains("not made by every rank on a communicator of every rank in the world's order"),
+        "the reason must be said:\n{all}"
+    );
+    if o.status.success() {
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.contains("fitted, not derived"),
+            "a fit must be said on stderr:\n{all}"
+        );
+        let tf = rsd::TraceFile::read(&out).unwrap();
+        assert!(
+            tf.header
+                .notes
+                .iter()
+                .any(|n| n.starts_with(extrap::FITTED_NOT_DERIVED)),
+            "{:?}",
+            tf.header.notes
+        );
+    }
+}

@@ -26,7 +26,8 @@ use collio::mca;
 use collio::ompio::{self, Config};
 use collio::romio;
 use collio::traced::{self, TracedCall};
-use rsd::op::{Creation, Op, Param, args};
+use rsd::comms::{self, Made};
+use rsd::op::{Op, Param, args};
 use rsd::trace::{Event, Node, NodeKind, flatten_event, visit};
 use rsd::{Compressor, Header, RawEvent, Trace, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -224,6 +225,9 @@ pub(crate) struct Plan {
     pub failure: Option<String>,
     /// Why collective I/O was not modelled at all, for `--explain`.
     pub skipped: Option<String>,
+    /// The communicator creations that make one of every rank in the world's order
+    /// ([`world_sites`]).
+    world: BTreeSet<Site>,
     /// Why the extrapolation must be refused: a file's configuration (its hints, the control
     /// variables) differs between input scales, so no input says what the target's is.
     pub refusal: Option<String>,
@@ -286,21 +290,57 @@ pub(crate) fn rank_events(trace: &Trace, rank: u32) -> Vec<RawEvent> {
     events
 }
 
+/// The communicator creations (op and call site) that made, on every rank and at every
+/// input, a communicator of every rank in the world's order ([`rsd::comms`]: a duplicate of
+/// the world, a split of it by one color with keys in rank order, as IOR's `MPI_Comm_create`
+/// of all ranks is recorded). A file opened on such a communicator is modelled as one opened
+/// on the world; the target's creations count by their call site, as the inputs showed.
+/// An input whose creations cannot be rebuilt counts none of its sites.
+pub(crate) fn world_sites(inputs: &[(&str, &TraceFile)]) -> BTreeSet<Site> {
+    let (mut yes, mut no) = (BTreeSet::new(), BTreeSet::new());
+    for (_, tf) in inputs {
+        let np = tf.header.nranks;
+        let mut todo: Vec<Vec<Made>> = Vec::with_capacity(np as usize);
+        let mut sites: Vec<Vec<Site>> = Vec::with_capacity(np as usize);
+        for r in 0..np {
+            let (mut t, mut s) = (Vec::new(), Vec::new());
+            for e in rank_events(&tf.trace, r) {
+                if let Some(m) = Made::of(e.op, &e.params) {
+                    t.push(m);
+                    s.push((e.op, e.sig));
+                }
+            }
+            todo.push(t);
+            sites.push(s);
+        }
+        let rebuilt = comms::rebuild(&todo).ok();
+        for (r, s) in sites.iter().enumerate() {
+            for (k, site) in s.iter().enumerate() {
+                let world = rebuilt
+                    .as_ref()
+                    .is_some_and(|b| b.joined[r][k].is_some_and(|c| b.comms[c].is_world_order(np)));
+                if world { &mut yes } else { &mut no }.insert(*site);
+            }
+        }
+    }
+    yes.difference(&no).copied().collect()
+}
+
 /// Expands `rank` of `trace` and finds its collective calls and the file each is on (the
 /// path of the `MPI_File_open` that made its handle, as `collio::traced` resolves it).
-fn walk_rank(trace: &Trace, rank: u32) -> RankCalls {
+/// `world`: the creations that make a communicator of every rank in the world's order
+/// ([`world_sites`]).
+fn walk_rank(trace: &Trace, rank: u32, world: &BTreeSet<Site>) -> RankCalls {
     let events = rank_events(trace, rank);
     // Per open MPI file handle: its path, the library's descriptor, whether on the world.
     let mut open: HashMap<i64, (String, Option<i64>, bool)> = HashMap::new();
-    // The communicators with the world's ranks in the world's order: the world and its
-    // duplicates (parallel HDF5 opens its files on a duplicate of the communicator it is
-    // given), as long as they live.
+    // The communicators with the world's ranks in the world's order, as long as they live
+    // (parallel HDF5 opens its files on a duplicate of the communicator it is given).
     let mut world_like: BTreeSet<i64> = BTreeSet::from([rsd::mpi::COMM_WORLD]);
     let mut colls = Vec::new();
     for (i, e) in events.iter().enumerate() {
-        if let (Some(how), Some(new)) = (e.op.creation(), e.op.get(&e.params, Param::Newcomm)) {
-            let parent = e.op.get(&e.params, Param::Comm);
-            if how == Creation::Dup && parent.is_some_and(|c| world_like.contains(&c)) {
+        if let (Some(_), Some(new)) = (e.op.creation(), e.op.get(&e.params, Param::Newcomm)) {
+            if world.contains(&(e.op, e.sig)) {
                 world_like.insert(new);
             } else if new != rsd::mpi::COMM_WORLD {
                 world_like.remove(&new);
@@ -352,8 +392,9 @@ struct Group {
 }
 
 /// The collective calls of a run of `np` ranks (`trace`, whose ranks `ranks` are), each
-/// matched with the ranks' events. Calls on files opened on another communicator than the
-/// world or a duplicate of it are left out (their communicator's members are not known here), with a note, as
+/// matched with the ranks' events. Calls on files opened on a communicator that is not of
+/// every rank in the world's order are left out (the model takes the world's ranks), with a
+/// note, as
 /// are all when the ranks do not agree on them; `covered` says which ranks' calls were kept.
 fn groups(
     trace: &Trace,
@@ -381,6 +422,8 @@ fn groups(
         })
         .collect();
     let mut out = Vec::new();
+    // Per path, the calls left out (by index), said once per path.
+    let mut unmodelled: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     for call in calls {
         let members: Option<Vec<(u32, usize)>> = call
             .ranks
@@ -399,12 +442,20 @@ fn groups(
                 }
                 out.push(Group { call, members: m });
             }
-            _ => notes.push(format!(
-                "{}: collective call {} is not made by every rank on a file opened on \
-                 MPI_COMM_WORLD or a duplicate of it: not modelled",
-                call.path, call.index
-            )),
+            _ => unmodelled
+                .entry(call.path.clone())
+                .or_default()
+                .push(call.index as u32),
         }
+    }
+    for (path, calls) in unmodelled {
+        notes.push(format!(
+            "{path}: collective call{} {} {} not made by every rank on a communicator of every \
+             rank in the world's order: not modelled",
+            if calls.len() == 1 { "" } else { "s" },
+            rsd::show::rank_ranges(&calls),
+            if calls.len() == 1 { "is" } else { "are" },
+        ));
     }
     (out, covered)
 }
@@ -747,7 +798,10 @@ fn issued(c: &Call, fd: i64, t: &ChildTemplate) -> RawEvent {
 /// Runs the model on every collective call of every input and finds the call sites it
 /// reproduces at every scale. `inputs` are sorted by rank count.
 pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
-    let mut p = Plan::default();
+    let mut p = Plan {
+        world: world_sites(inputs),
+        ..Plan::default()
+    };
     let mut seen: BTreeSet<Site> = BTreeSet::new();
     let mut wrong: BTreeSet<Site> = BTreeSet::new();
     let mut notes = Vec::new();
@@ -756,7 +810,7 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
     let mut configs: BTreeMap<String, (u32, LibConfig)> = BTreeMap::new();
     for (name, tf) in inputs {
         let np = tf.header.nranks;
-        let ranks: Vec<RankCalls> = (0..np).map(|r| walk_rank(&tf.trace, r)).collect();
+        let ranks: Vec<RankCalls> = (0..np).map(|r| walk_rank(&tf.trace, r, &p.world)).collect();
         let (groups, covered) = groups(&tf.trace, &ranks, &mut notes);
         // A call site with a call the model did not see is not derived.
         for (rc, cov) in ranks.iter().zip(&covered) {
@@ -969,7 +1023,7 @@ pub(crate) fn strip(
         return Ok(out);
     }
     let trace = compress_ranks(tf.header.nranks, |r| {
-        let mut events = walk_rank(&tf.trace, r).events;
+        let mut events = rank_events(&tf.trace, r);
         for e in &mut events {
             if derived.contains(&(e.op, e.sig)) {
                 e.children.clear();
@@ -1070,7 +1124,7 @@ fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String>
     let np = tf.header.nranks;
     let ranks: Vec<RankCalls> = (0..np)
         .map(|r| {
-            let mut rc = walk_rank(&tf.trace, r);
+            let mut rc = walk_rank(&tf.trace, r, &p.world);
             // The events are walked again below; the collective calls are what is needed.
             rc.events.clear();
             rc
@@ -1141,7 +1195,7 @@ fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String>
     }
     drop(ranks);
     let trace = compress_ranks(np, |r| {
-        let mut events = walk_rank(&tf.trace, r).events;
+        let mut events = rank_events(&tf.trace, r);
         for (i, children) in std::mem::take(&mut derived[r as usize]) {
             events[i].children = children;
         }

@@ -356,16 +356,9 @@ fn extrapolate_sorted(
             return Err(at.refused(why));
         }
     }
-    let note = |why: String| Explain {
-        event: "collective MPI-IO calls".into(),
-        quantity: "nested POSIX calls".into(),
-        model: why,
-        curve: None,
-    };
     if let Some(why) = &plan.skipped {
         let mut out = fit(&groups).map_err(|e| e.not_derived(why))?;
-        out.explain
-            .insert(0, note(format!("fitted, not derived: {why}")));
+        fitted_not_derived(&mut out, why);
         return Ok(out);
     }
     // The model's reason, added to a refusal of the fitting that stands in for it.
@@ -374,7 +367,11 @@ fn extrapolate_sorted(
         None => e,
     };
     if plan.derived.is_empty() {
-        return fit(&groups).map_err(with_model);
+        let mut out = fit(&groups).map_err(with_model)?;
+        if let Some(why) = &plan.failure {
+            fitted_not_derived(&mut out, why);
+        }
+        return Ok(out);
     }
     let in_place = derive::any_summary(groups.iter().flatten().map(|i| &i.file));
     let mut stripped: Vec<Vec<Input>> = Vec::with_capacity(groups.len());
@@ -420,6 +417,32 @@ fn extrapolate_sorted(
         Err(why) => fit(&groups).map_err(|e| e.not_derived(&format!("at {target} ranks: {why}"))),
     }
 }
+
+/// Says, in `--explain` and in the output's notes ([`FITTED_NOT_DERIVED`]), that the nested
+/// calls of the collective MPI-IO calls were fitted where the model of the MPI library's
+/// collective buffering could not derive them: a fit holds only while the library keeps the
+/// inputs' aggregators at the target, which its defaults do not promise.
+fn fitted_not_derived(out: &mut Extrapolated, why: &str) {
+    out.explain.insert(
+        0,
+        Explain {
+            event: "collective MPI-IO calls".into(),
+            quantity: "nested POSIX calls".into(),
+            model: format!("fitted, not derived: {why}"),
+            curve: None,
+        },
+    );
+    out.file
+        .header
+        .notes
+        .push(format!("{FITTED_NOT_DERIVED}{why}"));
+}
+
+/// How the output's notes start when the nested calls of collective MPI-IO calls were fitted,
+/// not derived ([`fitted_not_derived`]); `iotrex extrap` repeats such a note on stderr.
+pub const FITTED_NOT_DERIVED: &str = "nested calls of collective MPI-IO calls fitted, not \
+     derived by the model of the MPI library's collective buffering (the library may choose \
+     other aggregators at the target): ";
 
 /// Why `b` is not a repeated run of `a` (same rank count assumed): another command, or other
 /// calls (anything but timing differs).

@@ -19,8 +19,9 @@
 //! quadruples, not to the messages.
 
 use crate::error::ReplayError;
-use rsd::mpi::{COMM_SELF, COMM_WORLD, Peer, UNDEFINED, decode_peer, is_any_tag};
-use rsd::op::{Creation, Layer, Op, P2p, Param};
+use rsd::comms::{self, Made, Rebuilt};
+use rsd::mpi::{Peer, decode_peer, is_any_tag};
+use rsd::op::{Layer, Op, P2p, Param};
 use rsd::trace::{FlatEvent, Node, NodeKind, Trace, flatten_event};
 use rsd::value::{Elastic, RankFn, Val};
 use std::collections::{BTreeMap, HashMap};
@@ -42,58 +43,6 @@ pub enum Outcome {
         calls: u64,
     },
 }
-
-/// A communicator as the check rebuilds it: its members (world ranks, in communicator order).
-/// An intercommunicator's members are its two groups, one after the other, the first `inter`
-/// ranks being the first group.
-struct Comm {
-    members: Vec<u32>,
-    inter: Option<usize>,
-}
-
-impl Comm {
-    fn intra(members: Vec<u32>) -> Comm {
-        Comm {
-            members,
-            inter: None,
-        }
-    }
-
-    /// The ranks a member at index `me` addresses as peers (the remote group of an
-    /// intercommunicator) and its rank among its own group.
-    fn peers_of(&self, me: usize) -> (&[u32], usize) {
-        match self.inter {
-            Some(a) if me < a => (&self.members[a..], me),
-            Some(a) => (&self.members[..a], me - a),
-            None => (&self.members, me),
-        }
-    }
-}
-
-/// Where a rank's local communicator id leads: the communicator and the rank's place in it.
-type Local = HashMap<i64, (usize, usize)>;
-
-/// One recorded creation, as the creating rank recorded it.
-enum Todo {
-    /// A split: parent id, color, key, new id; a dup's key (the rank's place in its parent) is
-    /// None, known once the parent is rebuilt.
-    Split(i64, i64, Option<i64>, i64),
-    /// Listed members (MPI_COMM_WORLD ranks, in order): parent id, tag (or kind), members,
-    /// new id.
-    Listed(i64, i64, Vec<u32>, i64),
-    /// An intercommunicator: local communicator id, tag, remote group, new id.
-    Inter(i64, i64, Vec<u32>, i64),
-}
-
-impl Todo {
-    fn parent(&self) -> i64 {
-        match self {
-            Todo::Split(p, ..) | Todo::Listed(p, ..) | Todo::Inter(p, ..) => *p,
-        }
-    }
-}
-/// Each member's (color, key, new local id) of one creation on one communicator.
-type Slot = Vec<Option<(i64, i64, i64)>>;
 
 /// Calls the message walk looks at: every MPI call on a communicator, and the calls that
 /// start or cancel a request, which act on the communicator of the call that made it.
@@ -255,31 +204,6 @@ fn each(
     w.walk(&trace.nodes, sums, &mut Vec::new(), 1)
 }
 
-fn creation(e: &FlatEvent) -> Option<Todo> {
-    let list = || -> Vec<u32> {
-        e.op.list(&e.params)
-            .iter()
-            .map(|r| u32::try_from(*r).unwrap_or(u32::MAX))
-            .collect()
-    };
-    let (comm, new) = (e.p(Param::Comm), e.p(Param::Newcomm));
-    match e.op.creation()? {
-        // A dup is the split with one color that keeps the parent's order.
-        Creation::Dup => Some(Todo::Split(comm, 0, None, new)),
-        Creation::Split => Some(Todo::Split(
-            comm,
-            e.p(Param::Color),
-            Some(e.p(Param::Key)),
-            new,
-        )),
-        Creation::Members => {
-            let kind = e.get(Param::Tag).unwrap_or(MERGE_KIND);
-            Some(Todo::Listed(comm, kind, list(), new))
-        }
-        Creation::Intercomm => Some(Todo::Inter(comm, e.p(Param::Tag), list(), new)),
-    }
-}
-
 /// The tag the check gives a neighbourhood collective's messages (no application tag).
 const NEIGHBOR_TAG: i64 = i64::MIN;
 
@@ -297,216 +221,33 @@ fn with_tag(tag: i64) -> String {
     }
 }
 
-/// The tag slot of an `MPI_Intercomm_merge` among the listed creations (no tag of its own).
-const MERGE_KIND: i64 = i64::MIN;
-
 /// Collective communication calls: every member of the communicator must make as many.
 /// `MPI_Comm_create_group` is made by the group's members only (checked when rebuilt).
 fn collective(op: Op) -> bool {
     op.is_collective() || (op.creates_comm() && op != Op::CommCreateGroup)
 }
 
-/// Rebuilds every communicator the trace creates. Returns the communicators (0 is the world)
-/// and each rank's map from its local ids to them.
-/// Returns early, with what it rebuilt so far, when the walk runs out of `budget`.
+/// Rebuilds every communicator the trace creates ([`rsd::comms`]). Returns early, with the
+/// world and each rank's MPI_COMM_SELF only, when the walk runs out of `budget`.
 fn communicators(
     trace: &Trace,
     sums: &[Sum],
     n: u32,
     budget: &mut Budget,
-) -> Result<(Vec<Comm>, Vec<Local>), String> {
-    let mut comms = vec![Comm::intra((0..n).collect())];
-    let mut local: Vec<Local> = (0..n)
-        .map(|r| {
-            let mut m = Local::new();
-            m.insert(COMM_WORLD, (0, r as usize));
-            m
-        })
-        .collect();
-    for (r, l) in local.iter_mut().enumerate() {
-        comms.push(Comm::intra(vec![r as u32]));
-        l.insert(COMM_SELF, (comms.len() - 1, 0));
-    }
+) -> Result<Rebuilt, String> {
     // Each rank's creations in order.
-    let mut todo: Vec<Vec<Todo>> = Vec::with_capacity(n as usize);
+    let mut todo: Vec<Vec<Made>> = Vec::with_capacity(n as usize);
     for r in 0..n {
         let mut v = Vec::new();
         let walked = each(trace, sums, r, budget, |s| s.creates, false, &mut |e, _| {
-            v.extend(creation(e))
+            v.extend(Made::of(e.op, &e.params))
         });
         if walked.is_err() {
-            return Ok((comms, local));
+            return Ok(comms::initial(n));
         }
         todo.push(v);
     }
-    let mut next = vec![0usize; n as usize];
-    // (communicator, creation number) -> each member's (color, key, new local id).
-    let mut pending: HashMap<(usize, usize), Slot> = HashMap::new();
-    let mut made: HashMap<(u32, usize), usize> = HashMap::new();
-    // Listed creations: (parent or the two groups, tag, members) -> occurrences at each rank,
-    // and (key, occurrence) -> (communicator, members that joined).
-    type ListKey = (Vec<u32>, i64, Vec<u32>);
-    let mut list_seen: HashMap<(u32, ListKey), usize> = HashMap::new();
-    let mut listed: BTreeMap<(ListKey, usize), (usize, usize)> = BTreeMap::new();
-    loop {
-        let mut progress = false;
-        for r in 0..n as usize {
-            while let Some(t) = todo[r].get(next[r]) {
-                let Some(&(cid, me)) = local[r].get(&t.parent()) else {
-                    break;
-                };
-                let (color, key, new) = match t {
-                    Todo::Split(_, c, k, nw) => (*c, *k, *nw),
-                    Todo::Listed(_, tag, members, nw) | Todo::Inter(_, tag, members, nw) => {
-                        let inter = matches!(t, Todo::Inter(..));
-                        // Both groups of an intercommunicator name the same one: the group
-                        // whose first rank is lower first.
-                        let (members, split) = if inter {
-                            let mine = comms[cid].members.clone();
-                            let (a, b) = if mine <= *members {
-                                (mine, members.clone())
-                            } else {
-                                (members.clone(), mine)
-                            };
-                            let la = a.len();
-                            (a.into_iter().chain(b).collect::<Vec<u32>>(), Some(la))
-                        } else {
-                            (members.clone(), None)
-                        };
-                        let scope = if inter {
-                            Vec::new()
-                        } else {
-                            comms[cid].members.clone()
-                        };
-                        let k: ListKey = (scope, *tag, members.clone());
-                        let Some(pos) = members.iter().position(|m| *m == r as u32) else {
-                            return Err(format!(
-                                "rank {r}'s {} lists members {:?} that do not include it",
-                                if inter {
-                                    "MPI_Intercomm_create"
-                                } else {
-                                    "communicator creation"
-                                },
-                                &members[..members.len().min(8)]
-                            ));
-                        };
-                        let occ = list_seen.entry((r as u32, k.clone())).or_insert(0);
-                        *occ += 1;
-                        let ent = listed.entry((k, *occ)).or_insert_with(|| {
-                            comms.push(Comm {
-                                members,
-                                inter: split,
-                            });
-                            (comms.len() - 1, 0)
-                        });
-                        ent.1 += 1;
-                        if *nw >= 0 {
-                            local[r].insert(*nw, (ent.0, pos));
-                        }
-                        next[r] += 1;
-                        progress = true;
-                        continue;
-                    }
-                };
-                let seq = made.entry((r as u32, cid)).or_insert(0);
-                let slot = pending
-                    .entry((cid, *seq))
-                    .or_insert_with(|| vec![None; comms[cid].members.len()]);
-                *seq += 1;
-                slot[me] = Some((color, key.unwrap_or(me as i64), new));
-                next[r] += 1;
-                progress = true;
-                if slot.iter().all(Option::is_some) {
-                    let entries: Vec<(i64, i64, i64)> = slot.iter().flatten().copied().collect();
-                    let parent_members = comms[cid].members.clone();
-                    let mut by_color: BTreeMap<i64, Vec<(i64, usize)>> = BTreeMap::new();
-                    for (i, (c, k, _)) in entries.iter().enumerate() {
-                        if *c != UNDEFINED {
-                            by_color.entry(*c).or_default().push((*k, i));
-                        }
-                    }
-                    let parent_inter = comms[cid].inter;
-                    for (_, mut group) in by_color {
-                        group.sort();
-                        let id = comms.len();
-                        // A copy of an intercommunicator (a dup: every member, in order) is
-                        // one too.
-                        let whole = group.len() == parent_members.len()
-                            && group.iter().enumerate().all(|(p, (_, i))| p == *i);
-                        comms.push(Comm {
-                            members: group.iter().map(|(_, i)| parent_members[*i]).collect(),
-                            inter: parent_inter.filter(|_| whole),
-                        });
-                        for (pos, (_, i)) in group.iter().enumerate() {
-                            let newid = entries[*i].2;
-                            if newid >= 0 {
-                                local[parent_members[*i] as usize].insert(newid, (id, pos));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        if !progress {
-            break;
-        }
-    }
-    // A creation some members never made: MPI would wait in it forever.
-    let mut incomplete: Vec<(&(usize, usize), &Slot)> = pending
-        .iter()
-        .filter(|(_, slot)| !slot.iter().all(Option::is_some))
-        .collect();
-    incomplete.sort_by_key(|(k, _)| **k);
-    if let Some(&(&(cid, _), slot)) = incomplete.first() {
-        let members = &comms[cid].members;
-        let who = slot.iter().position(Option::is_some).unwrap_or(0);
-        let missing: Vec<String> = slot
-            .iter()
-            .zip(members)
-            .filter(|(s, _)| s.is_none())
-            .take(8)
-            .map(|(_, m)| m.to_string())
-            .collect();
-        return Err(format!(
-            "rank {} creates a communicator from {}, which ranks {} never join",
-            members[who],
-            comm_name(cid, members.len()),
-            missing.join(", ")
-        ));
-    }
-    // A listed creation some members never made.
-    if let Some((cid, joined)) = listed
-        .values()
-        .find(|(cid, joined)| *joined < comms[*cid].members.len())
-    {
-        let m = &comms[*cid].members;
-        return Err(format!(
-            "only {joined} of the {} ranks of a communicator (ranks {}) create it",
-            m.len(),
-            m.iter()
-                .take(8)
-                .map(|r| r.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    // A creation on a communicator that was never created for that rank.
-    if let Some(r) = (0..n as usize).find(|&r| next[r] < todo[r].len()) {
-        return Err(format!(
-            "rank {r} creates a communicator from its communicator {}, which no recorded call created",
-            todo[r][next[r]].parent()
-        ));
-    }
-    Ok((comms, local))
-}
-
-/// How a report names a rebuilt communicator.
-fn comm_name(cid: usize, size: usize) -> String {
-    if cid == 0 {
-        "MPI_COMM_WORLD".to_string()
-    } else {
-        format!("a communicator of {size} ranks")
-    }
+    comms::rebuild(&todo)
 }
 
 #[derive(Default)]
@@ -540,7 +281,8 @@ fn check_within(trace: &Trace, n: u32, limit: u64) -> Result<Outcome, ReplayErro
 /// Stops with `Ok` when the walks run out of `budget` (which says so).
 fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> {
     let sums = summarize(&trace.nodes, 0);
-    let (comms, local) = communicators(trace, &sums, n, budget)?;
+    let rebuilt = communicators(trace, &sums, n, budget)?;
+    let (comms, local) = (&rebuilt.comms, &rebuilt.local);
     if budget.over {
         return Ok(());
     }
@@ -734,7 +476,7 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
             return Ok(());
         }
     }
-    let name = |cid: usize| comm_name(cid, comms[cid].members.len());
+    let name = |cid: usize| rebuilt.name(cid);
     // Exact receives first: each needs a send of its own; what is left over may go to the
     // wildcard receives of its destination.
     // (communicator, destination) -> ((source, tag), sends no exact receive took).

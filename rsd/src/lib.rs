@@ -28,6 +28,7 @@
 pub mod approx;
 pub mod atomic;
 pub mod chrome;
+pub mod comms;
 pub mod compress;
 pub mod draw;
 pub mod error;

@@ -15,7 +15,13 @@
  *                    the rank's own region (IOR's -z), seeded by rank and scale, so no exact
  *                    model of the offsets exists and extrapolation must refuse
  *   -H KEY=VALUE     an MPI-IO hint passed to MPI_File_open (IOR's hints), e.g. cb_nodes=2;
- *                    repeatable (default: MPI_INFO_NULL) */
+ *                    repeatable (default: MPI_INFO_NULL)
+ *   -C create|split|reverse
+ *                    open the shared file on a communicator of every rank made at start-up
+ *                    (default: MPI_COMM_WORLD): `create` as IOR makes its test communicator
+ *                    (MPI_Comm_create of the world's group: the world's order), `split`
+ *                    MPI_Comm_split with one color and the rank as key (the world's order),
+ *                    `reverse` with the keys reversed (every rank, another order) */
 #include <mpi.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -28,6 +34,8 @@ static int mpiio, fpp, strided, coll, strong, readback, dofsync, randomized, rep
 static long xfer = 65536, block = 262144, segs = 4;
 static const char *opath = "/dev/shm/ior_like.dat";
 static MPI_Info hints = MPI_INFO_NULL;
+/* The communicator a shared file is opened on (-C). */
+static MPI_Comm shared_comm;
 
 /* Adds "KEY=VALUE" to the hints given to MPI_File_open. */
 static void add_hint(char *kv) {
@@ -92,7 +100,7 @@ static void posix_phase(char *buf, int writing, int target) {
 static void mpiio_phase(char *buf, int writing, int target) {
     char path[4096];
     file_name(path, sizeof path, target);
-    MPI_Comm comm = fpp ? MPI_COMM_SELF : MPI_COMM_WORLD;
+    MPI_Comm comm = fpp ? MPI_COMM_SELF : shared_comm;
     MPI_File fh;
     int amode = writing ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY;
     if (MPI_File_open(comm, path, amode, hints, &fh)) DIE("MPI_File_open %s", path);
@@ -126,7 +134,8 @@ static void mpiio_phase(char *buf, int writing, int target) {
 int main(int argc, char **argv) {
     app_init(&argc, &argv, &rank, &n);
     int c;
-    while ((c = getopt(argc, argv, "a:FL:ct:b:s:SReo:i:rH:")) != -1) {
+    const char *comm_kind = NULL;
+    while ((c = getopt(argc, argv, "a:FL:ct:b:s:SReo:i:rH:C:")) != -1) {
         switch (c) {
         case 'a': mpiio = strcmp(optarg, "mpiio") == 0; break;
         case 'F': fpp = 1; break;
@@ -142,8 +151,25 @@ int main(int argc, char **argv) {
         case 'i': reps = atoi(optarg); break;
         case 'r': randomized = 1; break;
         case 'H': add_hint(optarg); break;
+        case 'C': comm_kind = optarg; break;
         default: DIE("ior_like: bad option");
         }
+    }
+    shared_comm = MPI_COMM_WORLD;
+    if (comm_kind && strcmp(comm_kind, "create") == 0) {
+        MPI_Group world;
+        MPI_Comm_group(MPI_COMM_WORLD, &world);
+        MPI_Comm_create(MPI_COMM_WORLD, world, &shared_comm);
+        count("MPI_Comm_create", 0);
+        MPI_Group_free(&world);
+    } else if (comm_kind && strcmp(comm_kind, "split") == 0) {
+        MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &shared_comm);
+        count("MPI_Comm_split", 0);
+    } else if (comm_kind && strcmp(comm_kind, "reverse") == 0) {
+        MPI_Comm_split(MPI_COMM_WORLD, 0, n - 1 - rank, &shared_comm);
+        count("MPI_Comm_split", 0);
+    } else if (comm_kind) {
+        DIE("ior_like: -C takes create, split or reverse");
     }
     if (strong) block /= n;
     if (xfer <= 0 || block < xfer || block % xfer) DIE("ior_like: block must be a multiple of the transfer size");
@@ -167,6 +193,10 @@ int main(int argc, char **argv) {
         }
     }
     if (hints != MPI_INFO_NULL) MPI_Info_free(&hints);
+    if (shared_comm != MPI_COMM_WORLD) {
+        MPI_Comm_free(&shared_comm);
+        count("MPI_Comm_free", 0);
+    }
     count("MPI_Finalize", 0);
     MPI_Finalize();
     count_print(rank);

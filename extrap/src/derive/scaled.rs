@@ -162,7 +162,12 @@ fn at(base: u64, d: i64, k: u64) -> u64 {
 type RankCallsAt = BTreeMap<(String, usize), (Site, RankAccess)>;
 
 /// The collective calls of the ranks `lo..hi`, from a few of them, checked affine.
-fn interval_calls(trace: &Trace, lo: u32, hi: u32) -> Result<IntervalCalls, String> {
+fn interval_calls(
+    trace: &Trace,
+    world: &BTreeSet<Site>,
+    lo: u32,
+    hi: u32,
+) -> Result<IntervalCalls, String> {
     let mut samples: Vec<u32> = [lo, lo + 1, lo + 2, lo + (hi - lo) / 2, hi - 2, hi - 1]
         .into_iter()
         .filter(|&r| r >= lo && r < hi)
@@ -172,7 +177,7 @@ fn interval_calls(trace: &Trace, lo: u32, hi: u32) -> Result<IntervalCalls, Stri
     // Per sample rank, its calls by (path, index).
     let mut per: Vec<(u32, RankCallsAt)> = Vec::new();
     for &r in &samples {
-        let rc = walk_rank(trace, r);
+        let rc = walk_rank(trace, r, world);
         let mut by_path: HashMap<&str, Vec<&super::RankColl>> = HashMap::new();
         for c in &rc.colls {
             by_path.entry(c.path.as_str()).or_default().push(c);
@@ -348,7 +353,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
         .map_err(|why| format!("the trace is not uniform on rank intervals: {why}"))?;
     let parts: Vec<IntervalCalls> = cut
         .iter()
-        .map(|&(lo, hi)| interval_calls(trace, lo, hi))
+        .map(|&(lo, hi)| interval_calls(trace, &p.world, lo, hi))
         .collect::<Result<_, _>>()?;
     // Every rank makes the same collective calls (a collective call is made by the whole
     // communicator; files opened on MPI_COMM_WORLD only, as checked above).
@@ -483,7 +488,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
     let aggs: Vec<u32> = derived.keys().copied().collect();
     let mut traces = Vec::with_capacity(aggs.len());
     for (&r, calls) in &derived {
-        let rc = walk_rank(trace, r);
+        let rc = walk_rank(trace, r, &p.world);
         let mut events = rc.events;
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for c in &rc.colls {
@@ -1043,7 +1048,7 @@ fn by_node(
 ) -> Result<ByNode, String> {
     let mut out: ByNode = BTreeMap::new();
     for (&r, calls) in derived {
-        let rc = walk_rank(trace, r);
+        let rc = walk_rank(trace, r, &p.world);
         let mut ids = Vec::with_capacity(rc.events.len());
         visit_ids(&trace.nodes, r, &mut Vec::new(), &mut 0, &mut |id, _| {
             ids.push(id)
