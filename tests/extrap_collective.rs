@@ -177,6 +177,13 @@ fn romio_collective_programs() {
     );
 }
 
+/// ior_like collective on a communicator of every rank made as `-C kind` says, into `file`.
+fn on_comm<'a>(kind: &'a str, file: &'a str) -> [&'a str; 13] {
+    [
+        "-a", "mpiio", "-c", "-C", kind, "-t", "65536", "-b", "131072", "-s", "2", "-o", file,
+    ]
+}
+
 /// IOR opens its file on a communicator it makes at start-up (`MPI_Comm_create` of the
 /// world's group), and a split with one color and the rank as key is the same: every rank,
 /// in the world's order, which the model takes as the world (`rsd::comms` rebuilds it).
@@ -189,21 +196,7 @@ fn ior_collective_on_a_communicator_of_every_rank() {
         check(
             &format!("ior collective, -C {kind}"),
             "ior_like",
-            &[
-                "-a",
-                "mpiio",
-                "-c",
-                "-C",
-                kind,
-                "-t",
-                "65536",
-                "-b",
-                "131072",
-                "-s",
-                "2",
-                "-o",
-                "{d}/cc.dat",
-            ],
+            &on_comm(kind, "{d}/cc.dat"),
         );
     }
 }
@@ -217,21 +210,7 @@ fn a_communicator_in_another_order_is_not_taken_for_the_world() {
     let dir = scratch();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let args = [
-        "-a",
-        "mpiio",
-        "-c",
-        "-C",
-        "reverse",
-        "-t",
-        "65536",
-        "-b",
-        "131072",
-        "-s",
-        "2",
-        "-o",
-        "{d}/rev.dat",
-    ];
+    let args = on_comm("reverse", "{d}/rev.dat");
     let inputs: Vec<PathBuf> = [4, 8, 12, 16]
         .iter()
         .map(|&np| trace(dir.path(), &data, np, "ior_like", &args, None))
