@@ -384,12 +384,34 @@ fn extrapolation_is_refused_with_the_causes() {
         ] {
             assert!(t.contains(why), "{why:?} missing at {target}:\n{t}");
         }
+        // The split index's shape (`extrap::chunk_btree`), as said and as the real file has it.
+        let (shape, levels): (&str, Vec<Vec<u16>>) = match target {
+            32 => (
+                "3 nodes (a root of 2 over leaves of 57, 39 chunks)",
+                vec![vec![57, 39], vec![2]],
+            ),
+            _ => (
+                "5 nodes (a root of 4 over leaves of 57, 57, 57, 21 chunks)",
+                vec![vec![57, 57, 57, 21], vec![4]],
+            ),
+        };
+        for why in [
+            format!("{shape} at {target} ranks"),
+            "those addresses are not modelled".to_string(),
+        ] {
+            assert!(t.contains(&why), "{why:?} missing at {target}:\n{t}");
+        }
         // The cause is real: at the target the hindexed block counts are not the inputs'.
         let real = traced(dir.path(), target, true);
         let got = blocks(&real.trace);
         assert_ne!(
             got, at16,
             "rank 0's hindexed block counts at {target} and 16"
+        );
+        assert_eq!(
+            h5file::chunk_btree_levels(&dir.path().join("data/p.nc")),
+            levels,
+            "the chunk index of the real file at {target}"
         );
     }
 }
