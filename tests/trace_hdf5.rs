@@ -640,24 +640,40 @@ fn h5py_low_level_extrapolates_while_its_chunk_index_is_one_node() {
     assert_eq!(metadata_writes(&real20), at(3));
 
     // The split index's shape at each target (`extrap::chunk_btree`), as the refusal says it
-    // and as the real file holds it: per level, leaves first, the children of each node.
-    let shapes: [(u32, i64, &str, Vec<Vec<u16>>, usize); 2] = [
-        (
-            32,
-            96,
-            "3 nodes (a root of 2 over leaves of 57, 39 chunks)",
-            vec![vec![57, 39], vec![2]],
-            2,
-        ),
-        (
-            64,
-            192,
-            "5 nodes (a root of 4 over leaves of 57, 57, 57, 21 chunks)",
-            vec![vec![57, 57, 57, 21], vec![4]],
-            4,
-        ),
+    // and as the real file holds it.
+    struct Split {
+        target: u32,
+        chunks: i64,
+        said: &'static str,
+        /// Per level, leaves first, the children of each node.
+        levels: Vec<Vec<u16>>,
+        /// Nodes more than the inputs' one.
+        more: usize,
+    }
+    let shapes = [
+        Split {
+            target: 32,
+            chunks: 96,
+            said: "3 nodes (a root of 2 over leaves of 57, 39 chunks)",
+            levels: vec![vec![57, 39], vec![2]],
+            more: 2,
+        },
+        Split {
+            target: 64,
+            chunks: 192,
+            said: "5 nodes (a root of 4 over leaves of 57, 57, 57, 21 chunks)",
+            levels: vec![vec![57, 57, 57, 21], vec![4]],
+            more: 4,
+        },
     ];
-    for (target, chunks, shape, _, more) in &shapes {
+    for Split {
+        target,
+        chunks,
+        said,
+        more,
+        ..
+    } in &shapes
+    {
         let (o, out) = extrap(*target);
         let t = text(&o);
         assert!(!o.status.success(), "extrap to {target} succeeded:\n{t}");
@@ -667,7 +683,7 @@ fn h5py_low_level_extrapolates_while_its_chunk_index_is_one_node() {
             "48 at 16".to_string(),
             format!("{chunks} at {target} ranks"),
             "past 64 chunks".to_string(),
-            format!("{shape} at {target} ranks"),
+            format!("{said} at {target} ranks"),
             format!("{more} more entries of 2616 bytes"),
             "those addresses are not modelled".to_string(),
         ] {
@@ -689,7 +705,13 @@ fn h5py_low_level_extrapolates_while_its_chunk_index_is_one_node() {
     );
     // And what it says of the split is what HDF5 did: the real files' indexes have the shape
     // said, and the one flush (`H5Fflush`, every node dirty) writes one entry per new node.
-    for (target, _, _, levels, more) in &shapes {
+    for Split {
+        target,
+        levels,
+        more,
+        ..
+    } in &shapes
+    {
         let real = if *target == 32 {
             real32.clone()
         } else {
