@@ -319,3 +319,48 @@ pub(crate) fn collective_flush(sorted: &[&Input], not_modelled: Option<&str>) ->
         ))
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(chunks: i64, appends: bool) -> Vec<Chunked> {
+        vec![Chunked {
+            name: "rows".into(),
+            chunks,
+            ndims: 2,
+            appends,
+        }]
+    }
+
+    #[test]
+    fn the_split_shape_is_said_for_appended_chunks_only() {
+        let ns = [4, 8, 12, 16];
+        let per: Vec<Vec<Chunked>> = ns.iter().map(|&n| at(3 * n, true)).collect();
+        let said = split_shape(&per, 0, &ns, 96, 32);
+        assert!(
+            said.contains("3 nodes (a root of 2 over leaves of 57, 39 chunks) at 32 ranks"),
+            "{said}"
+        );
+        assert!(
+            said.contains("nodes: 1 at 4, 1 at 8, 1 at 12, 1 at 16"),
+            "{said}"
+        );
+        assert!(said.contains("2 more entries of 2616 bytes"), "{said}");
+        assert!(said.contains("addresses are not modelled"), "{said}");
+        // An input already split: the entries added are counted from the inputs' largest.
+        let per: Vec<Vec<Chunked>> = [24, 48, 72, 96].iter().map(|&c| at(c, true)).collect();
+        let said = split_shape(&per, 0, &ns, 192, 32);
+        assert!(
+            said.contains("nodes: 1 at 4, 1 at 8, 3 at 12, 3 at 16"),
+            "{said}"
+        );
+        assert!(said.contains("2 more entries"), "{said}");
+        // Grown in another dimension: chunks inserted inside the tree, no shape said.
+        let mut per: Vec<Vec<Chunked>> = ns.iter().map(|&n| at(3 * n, true)).collect();
+        per[2] = at(36, false);
+        let said = split_shape(&per, 0, &ns, 96, 32);
+        assert!(said.contains("shape is not predicted"), "{said}");
+        assert!(!said.contains("leaves of"), "{said}");
+    }
+}
