@@ -639,8 +639,42 @@ fn h5py_low_level_extrapolates_while_its_chunk_index_is_one_node() {
     assert_eq!(at(0), at(3), "the inputs write as many metadata entries");
     assert_eq!(metadata_writes(&real20), at(3));
 
-    for (target, chunks) in [(32u32, 96), (64, 192)] {
-        let (o, out) = extrap(target);
+    // The split index's shape at each target (`extrap::chunk_btree`), as the refusal says it
+    // and as the real file holds it.
+    struct Split {
+        target: u32,
+        chunks: i64,
+        said: &'static str,
+        /// Per level, leaves first, the children of each node.
+        levels: Vec<Vec<u16>>,
+        /// Nodes more than the inputs' one.
+        more: usize,
+    }
+    let shapes = [
+        Split {
+            target: 32,
+            chunks: 96,
+            said: "3 nodes (a root of 2 over leaves of 57, 39 chunks)",
+            levels: vec![vec![57, 39], vec![2]],
+            more: 2,
+        },
+        Split {
+            target: 64,
+            chunks: 192,
+            said: "5 nodes (a root of 4 over leaves of 57, 57, 57, 21 chunks)",
+            levels: vec![vec![57, 57, 57, 21], vec![4]],
+            more: 4,
+        },
+    ];
+    for Split {
+        target,
+        chunks,
+        said,
+        more,
+        ..
+    } in &shapes
+    {
+        let (o, out) = extrap(*target);
         let t = text(&o);
         assert!(!o.status.success(), "extrap to {target} succeeded:\n{t}");
         assert!(!out.exists());
@@ -649,10 +683,18 @@ fn h5py_low_level_extrapolates_while_its_chunk_index_is_one_node() {
             "48 at 16".to_string(),
             format!("{chunks} at {target} ranks"),
             "past 64 chunks".to_string(),
+            format!("{said} at {target} ranks"),
+            format!("{more} more entries of 2616 bytes"),
+            "those addresses are not modelled".to_string(),
         ] {
             assert!(t.contains(&why), "{why:?} missing at {target}:\n{t}");
         }
     }
+    // The inputs' files hold a one-node index.
+    assert_eq!(
+        h5file::chunk_btree_levels(&dir.path().join("d16/ll.h5")),
+        vec![vec![48u16]]
+    );
     // The refusal is warranted: at 32 ranks HDF5 writes more metadata entries.
     let real32 = keep(32);
     assert!(
@@ -661,4 +703,30 @@ fn h5py_low_level_extrapolates_while_its_chunk_index_is_one_node() {
         metadata_writes(&real32),
         at(3)
     );
+    // And what it says of the split is what HDF5 did: the real files' indexes have the shape
+    // said, and the one flush (`H5Fflush`, every node dirty) writes one entry per new node.
+    for Split {
+        target,
+        levels,
+        more,
+        ..
+    } in &shapes
+    {
+        let real = if *target == 32 {
+            real32.clone()
+        } else {
+            keep(*target)
+        };
+        assert_eq!(
+            &h5file::chunk_btree_levels(&dir.path().join(format!("d{target}/ll.h5"))),
+            levels,
+            "the chunk index of the real file at {target}"
+        );
+        assert_eq!(
+            metadata_writes(&real),
+            at(3) + more,
+            "metadata entries at {target} against {} at 16",
+            at(3)
+        );
+    }
 }

@@ -10,8 +10,9 @@
 //!   `rows` holds 3n chunks: 48 at 16 ranks, 96 at 32, where the final flush writes 12 entries
 //!   against 10 at every input. [`chunk_index_grows`] finds such a dataset from the trace's
 //!   HDF5 calls (`H5Pset_chunk`, `H5Screate_simple`, `H5Dcreate2`, `H5Dset_extent`) and says
-//!   why the target is out of the model's reach. Predicting the split B-tree (its node count,
-//!   addresses and sizes) is not done.
+//!   why the target is out of the model's reach: with [`crate::chunk_btree`], the split tree's
+//!   node count, leaves and node size (the entries the flush adds); not its nodes' addresses,
+//!   which HDF5's file-space allocator chooses, so the refusal stays.
 //! - **The flush is independent.** With `H5Pset_coll_metadata_write` (NetCDF 4.9 sets it on
 //!   every parallel file) each rank writes its block of the dealt entries as one
 //!   `MPI_File_write_at_all` through an `MPI_Type_create_hindexed` file type of one block per
@@ -20,17 +21,13 @@
 //!   names it in a refusal.
 
 use crate::Input;
+use crate::chunk_btree;
 use crate::derive::rank_events;
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, fit_exact};
 use rsd::RawEvent;
 use rsd::op::{Op, Param};
 use std::collections::HashMap;
-
-/// The most chunks one node of HDF5's version-1 B-tree chunk index holds: 2K, K = 32 being
-/// `H5Pset_istore_k`'s default (`HDF5_BTREE_CHUNK_IK_DEF`). A dataset of at most this many
-/// chunks has a one-node index whatever its count.
-pub(crate) const CHUNK_NODE_CAPACITY: i64 = 64;
 
 /// `e` and its nested calls, depth first, in call order.
 fn walk<'a>(events: &'a [RawEvent], f: &mut impl FnMut(&'a RawEvent)) {
@@ -54,17 +51,31 @@ fn chunks(dims: &[i64], chunk: &[i64]) -> i64 {
         .product()
 }
 
+/// A chunked dataset rank 0 created, as the trace's HDF5 calls describe it.
+struct Chunked {
+    /// The `H5Dcreate2` path (or "dataset k").
+    name: String,
+    /// The most chunks its extent held.
+    chunks: i64,
+    /// Its dimensions.
+    ndims: usize,
+    /// Whether every extent it had differs from the created one in the first dimension
+    /// only, growing: its new chunks are then appended in increasing order (row-major
+    /// allocation), the growth [`chunk_btree::append`] models.
+    appends: bool,
+}
+
 /// Per chunked dataset rank 0 created (in creation order, named by the `H5Dcreate2` path),
-/// the most chunks its extent held. The dataset's chunk dimensions are those of the last
+/// its chunk count and growth. The dataset's chunk dimensions are those of the last
 /// `H5Pset_chunk` before its `H5Dcreate2` (the property list itself is not recorded), its
 /// dimensions those of the dataspace the create names, then of each `H5Dset_extent`.
-fn chunk_counts(tf: &rsd::TraceFile) -> Vec<(String, i64)> {
+fn chunk_counts(tf: &rsd::TraceFile) -> Vec<Chunked> {
     let events = rank_events(&tf.trace, 0);
     let mut spaces: HashMap<i64, Vec<i64>> = HashMap::new();
     let mut pending: Option<Vec<i64>> = None;
-    // Open dataset handle -> (index in `out`, chunk dims).
-    let mut open: HashMap<i64, (usize, Vec<i64>)> = HashMap::new();
-    let mut out: Vec<(String, i64)> = Vec::new();
+    // Open dataset handle -> (index in `out`, chunk dims, last dims).
+    let mut open: HashMap<i64, (usize, Vec<i64>, Vec<i64>)> = HashMap::new();
+    let mut out: Vec<Chunked> = Vec::new();
     walk(&events, &mut |e| match e.op {
         Op::H5ScreateSimple => {
             let nd = e.op.param(&e.params, Param::Ndims).max(0) as usize;
@@ -82,23 +93,29 @@ fn chunk_counts(tf: &rsd::TraceFile) -> Vec<(String, i64)> {
                 && chunk.len() == dims.len()
                 && dset >= 0
             {
-                out.push((
-                    e.path
+                out.push(Chunked {
+                    name: e
+                        .path
                         .clone()
                         .unwrap_or_else(|| format!("dataset {}", out.len())),
-                    chunks(dims, &chunk),
-                ));
-                open.insert(dset, (out.len() - 1, chunk));
+                    chunks: chunks(dims, &chunk),
+                    ndims: dims.len(),
+                    appends: true,
+                });
+                open.insert(dset, (out.len() - 1, chunk, dims.clone()));
             }
         }
         Op::H5Dopen2 => {
             open.remove(&e.op.param(&e.params, Param::Dset));
         }
         Op::H5DsetExtent => {
-            if let Some((k, chunk)) = open.get(&e.op.param(&e.params, Param::Dset)) {
+            if let Some((k, chunk, last)) = open.get_mut(&e.op.param(&e.params, Param::Dset)) {
                 let dims = array(e, 0, chunk.len());
                 if dims.len() == chunk.len() {
-                    out[*k].1 = out[*k].1.max(chunks(&dims, chunk));
+                    let d = &mut out[*k];
+                    d.chunks = d.chunks.max(chunks(&dims, chunk));
+                    d.appends &= dims[0] >= last[0] && dims[1..] == last[1..];
+                    *last = dims;
                 }
             }
         }
@@ -126,7 +143,8 @@ pub(crate) fn index_split_refusal(
         tried: tried.into(),
         hint: format!(
             "extrapolate to a rank count at which every chunked dataset has at most \
-             {CHUNK_NODE_CAPACITY} chunks, or trace the target scale"
+             {} chunks, or trace the target scale",
+            chunk_btree::NODE_CHILDREN
         ),
     }
 }
@@ -142,7 +160,7 @@ pub(crate) fn chunk_index_grows(
     target: u32,
     models: &ModelSet,
 ) -> Option<String> {
-    let per: Vec<Vec<(String, i64)>> = sorted.iter().map(|i| chunk_counts(&i.file)).collect();
+    let per: Vec<Vec<Chunked>> = sorted.iter().map(|i| chunk_counts(&i.file)).collect();
     let ns: Vec<i64> = sorted
         .iter()
         .map(|i| i64::from(i.file.header.nranks))
@@ -159,9 +177,10 @@ pub(crate) fn chunk_index_grows(
             said.join(", ")
         ));
     }
+    let cap = chunk_btree::NODE_CHILDREN;
     for k in 0..per[0].len() {
-        let name = &per[0][k].0;
-        let ys: Vec<i64> = per.iter().map(|p| p[k].1).collect();
+        let name = &per[0][k].name;
+        let ys: Vec<i64> = per.iter().map(|p| p[k].chunks).collect();
         if ys.iter().all(|&y| y == ys[0]) {
             continue;
         }
@@ -181,17 +200,16 @@ pub(crate) fn chunk_index_grows(
             .zip(&ys)
             .map(|(n, y)| format!("{y} at {n}"))
             .collect();
-        let over = |y: i64| y > CHUNK_NODE_CAPACITY;
+        let over = |y: i64| y > cap;
         match at_target {
             Some(t) if !over(t) && !ys.iter().any(|&y| over(y)) => {}
             Some(t) => {
                 return Some(format!(
                     "HDF5's chunk index of {name} grows with n ({} chunks, {t} at {target} \
-                     ranks): past {CHUNK_NODE_CAPACITY} chunks (a node of its version-1 B-tree) \
-                     the tree splits and the metadata flush writes more entries than the \
-                     inputs' (HDF5's file-space allocator places the new nodes); the split \
-                     tree is not modelled",
-                    seen.join(", ")
+                     ranks): past {cap} chunks (a node of its version-1 B-tree) the tree \
+                     splits and the metadata flush writes more entries than the inputs'{}",
+                    seen.join(", "),
+                    split_shape(&per, k, &ns, t, target)
                 ));
             }
             None => {
@@ -204,6 +222,42 @@ pub(crate) fn chunk_index_grows(
         }
     }
     None
+}
+
+/// What is known of dataset `k`'s split index (`per`: its description at the inputs, of `ns`
+/// ranks; `t` chunks at `target`): the node counts and the entries they add, when its chunks
+/// are appended ([`chunk_btree`]); then what is not modelled, the addresses.
+fn split_shape(per: &[Vec<Chunked>], k: usize, ns: &[i64], t: i64, target: u32) -> String {
+    let not_modelled = "the file-space allocator places the new nodes (its metadata \
+                        aggregator, or the end of the file when the aggregator's block cannot \
+                        hold one) and what it allocates after them moves: those addresses are \
+                        not modelled";
+    if !per.iter().all(|p| p[k].appends) {
+        return format!(
+            "; it grows in another dimension than its first, so chunks are inserted inside \
+             the tree, whose shape is not predicted either; {not_modelled}"
+        );
+    }
+    let at: Vec<String> = per
+        .iter()
+        .zip(ns)
+        .map(|(p, n)| format!("{} at {n}", chunk_btree::append(p[k].chunks).nodes()))
+        .collect();
+    let there = chunk_btree::append(t);
+    let most = per
+        .iter()
+        .map(|p| chunk_btree::append(p[k].chunks).nodes())
+        .max()
+        .unwrap_or(1);
+    format!(
+        ": appended in order, its chunks make {} at {target} ranks (nodes: {}), so a flush \
+         writing the whole index writes {} more entries of {} bytes than the inputs' largest; \
+         {not_modelled}",
+        there.describe(),
+        at.join(", "),
+        there.nodes().saturating_sub(most),
+        chunk_btree::node_bytes(per[0][k].ndims)
+    )
 }
 
 /// Rank 0's block counts of the `MPI_Type_create_hindexed` file types it writes through with
@@ -264,4 +318,49 @@ pub(crate) fn collective_flush(sorted: &[&Input], not_modelled: Option<&str>) ->
              {why}"
         ))
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(chunks: i64, appends: bool) -> Vec<Chunked> {
+        vec![Chunked {
+            name: "rows".into(),
+            chunks,
+            ndims: 2,
+            appends,
+        }]
+    }
+
+    #[test]
+    fn the_split_shape_is_said_for_appended_chunks_only() {
+        let ns = [4, 8, 12, 16];
+        let per: Vec<Vec<Chunked>> = ns.iter().map(|&n| at(3 * n, true)).collect();
+        let said = split_shape(&per, 0, &ns, 96, 32);
+        assert!(
+            said.contains("3 nodes (a root of 2 over leaves of 57, 39 chunks) at 32 ranks"),
+            "{said}"
+        );
+        assert!(
+            said.contains("nodes: 1 at 4, 1 at 8, 1 at 12, 1 at 16"),
+            "{said}"
+        );
+        assert!(said.contains("2 more entries of 2616 bytes"), "{said}");
+        assert!(said.contains("addresses are not modelled"), "{said}");
+        // An input already split: the entries added are counted from the inputs' largest.
+        let per: Vec<Vec<Chunked>> = [24, 48, 72, 96].iter().map(|&c| at(c, true)).collect();
+        let said = split_shape(&per, 0, &ns, 192, 32);
+        assert!(
+            said.contains("nodes: 1 at 4, 1 at 8, 3 at 12, 3 at 16"),
+            "{said}"
+        );
+        assert!(said.contains("2 more entries"), "{said}");
+        // Grown in another dimension: chunks inserted inside the tree, no shape said.
+        let mut per: Vec<Vec<Chunked>> = ns.iter().map(|&n| at(3 * n, true)).collect();
+        per[2] = at(36, false);
+        let said = split_shape(&per, 0, &ns, 96, 32);
+        assert!(said.contains("shape is not predicted"), "{said}");
+        assert!(!said.contains("leaves of"), "{said}");
+    }
 }

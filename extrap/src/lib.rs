@@ -41,6 +41,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod approx;
+mod chunk_btree;
 mod collflush;
 pub mod consistent;
 mod containers;
