@@ -51,7 +51,8 @@ fn every_rank_of_an_mpi4py_program_is_traced() {
     let (_, tf) = trace(dir.path(), 4);
     assert_eq!(tf.header.nranks, 4, "{:?}", tf.header.notes);
     assert!(!tf.header.incomplete, "{:?}", tf.header.notes);
-    let counts = trace_counts(&tf);
+    // h5py's collective writes are its H5Dwrite calls' children (the HDF5 layer is on).
+    let counts = lifted_counts(&tf);
     for op in [
         "MPI_Init",
         "MPI_Sendrecv",

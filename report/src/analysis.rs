@@ -526,7 +526,7 @@ fn nested_totals(nodes: &[Node]) -> (f64, u64) {
     t
 }
 
-/// One row per MPI-IO call site. Ranks that do different things inside the same call (an
+/// One row per MPI-IO call site, those inside library layers' calls included. Ranks that do different things inside the same call (an
 /// aggregator issues POSIX calls, the others do not) are different nodes of the trace, so nodes
 /// are grouped by call site (op, signature, path template) and their rank sets joined.
 fn stack_rows(nodes: &[Node]) -> Vec<StackRow> {
@@ -579,6 +579,9 @@ fn stack_rows(nodes: &[Node]) -> Vec<StackRow> {
                     a.ranks.union_with(&n.ranks);
                     a.with_children.union_with(&with_children);
                 }
+                // A library layer's call (HDF5, PnetCDF, NetCDF): its MPI-IO calls are rows
+                // as the application's own are.
+                NodeKind::Event(e) if e.op.layer().is_container() => walk(&e.children, out),
                 NodeKind::Event(_) => {}
             }
         }
