@@ -129,30 +129,15 @@ pub struct RankAccess {
     pub recorded: Vec<Call>,
 }
 
-/// The calls of `e` as the MPI library saw them: `e` itself, or, for a library layer's call
-/// (a container: HDF5, PnetCDF, NetCDF), the calls it made, containers inside walked into in
-/// turn. The MPI-IO calls of an HDF5 program are its `H5Dwrite`s' children.
-fn see_through<'a>(e: &'a FlatEvent, out: &mut Vec<&'a FlatEvent>) {
-    if e.op.layer().is_container() {
-        for c in &e.children {
-            see_through(c, out);
-        }
-    } else {
-        out.push(e);
-    }
-}
-
 /// The collective data calls of `rank` in `trace`, in order, each with its file's path.
-/// Calls made inside a library layer's call count as the application's own (see
-/// [`see_through`]).
+/// Calls made inside a library layer's call count as the application's own
+/// ([`filetable::file_calls`]).
 pub fn rank_accesses(trace: &Trace, rank: u32) -> Vec<RankAccess> {
     let mut out = Vec::new();
     let mut table = FileTable::new();
     let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
     trace.expand_with(rank, &mut |top| {
-        let mut calls = Vec::new();
-        see_through(top, &mut calls);
-        for e in calls {
+        for e in filetable::file_calls(top) {
             access(e, &mut table, &mut sizes, &mut out);
         }
         true
