@@ -714,34 +714,12 @@ pub fn merge_and_write(comm: H) {
     }
 }
 
-/// Recognises the offsets that are prefix sums or at the end of the file so far
-/// (`rsd::prefix::recognise`) on the calls as `extrap` reads them: with library layers (on by
-/// default), an HDF5 program's data writes are its `H5Dwrite`s' children, and its metadata
-/// flush at the end of the file is a top-level call placed after them, so the models are
-/// recognised on the lifted form (`Trace::lift_containers_into`, which extrap applies before
-/// resolving them), which is then nested again (`Trace::nest_lifted`, its exact inverse).
-fn recognise_offsets(trace: &mut rsd::Trace) {
-    if !trace.has_containers() {
-        rsd::prefix::recognise(trace);
-        return;
-    }
-    let mut lifted = trace.clone();
-    let mut lifts = rsd::trace::Lifts::default();
-    lifted.lift_containers_into(&mut lifts);
-    if rsd::prefix::recognise(&mut lifted).is_empty() {
-        return;
-    }
-    if lifted.nest_lifted(&lifts).is_ok() {
-        *trace = lifted;
-    }
-}
-
 /// Rank 0, after the merge: finishes the merged trace and writes it; returns where it went.
 fn write_merged(st: &State, out: &str, size: u32, mut payload: Payload) -> Option<String> {
     // Offsets that are prefix sums of the ranks' sizes (a shared-file dump) become that
     // model while every rank's exact values are here, before any size is summarised.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        recognise_offsets(&mut payload.trace)
+        rsd::prefix::recognise(&mut payload.trace)
     }));
     // The ranks' summaries joined in the merge; a parameter that some ranks summarised and
     // others kept exact becomes one summary here.
