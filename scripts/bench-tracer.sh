@@ -4,7 +4,9 @@
 #     the preload (call-site depth 0 and the default 4); when valgrind is installed, also the
 #     user-space instructions per call (callgrind, 2*10^5 minus 10^5 calls), which a busy
 #     machine does not blur;
-#  2. wall-time overhead on ior_like at 16 ranks and io_sample at 8 ranks;
+#  2. wall-time overhead on ior_like at 16 ranks and io_sample at 8 ranks, and on the
+#     loop-heavy pattern of issue 19 (ior_like POSIX, 4 KiB transfers, 16 ranks: median of 7
+#     alternating runs, with the CPU time of all ranks, which a loaded machine blurs less);
 #  3. finalize merge time and trace size at 4..64 ranks (IOTREX_VERBOSE reports the merge).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +63,26 @@ for spec in "16 ior_like -a mpiio -c -t 65536 -b 262144 -s 4 -o $W/ior.dat" "8 i
   u=$(wall run "$1" 0 "${@:2}"); t=$(wall run "$1" 1 "${@:2}")
   awk -v u="$u" -v t="$t" -v n="$2 at $1 ranks" 'BEGIN { printf "%-22s untraced %6d ms, traced %6d ms  (%+.1f%%)   target: 5%%\n", n, u, t, (t-u)/u*100 }'
 done
+
+echo
+echo "== 2b. loop-heavy (ior_like POSIX, 4 KiB transfers, 16 ranks, median of 7 alternating runs)"
+# Each run prints "wall_ms cpu_ms" (CPU: user + system of mpirun and its children).
+loop_heavy() { # traced(0/1)
+  local s e c0 c1
+  c0=$(awk '{print $14+$15+$16+$17}' /proc/$$/stat)
+  s=$(date +%s%N)
+  run 16 "$1" ior_like -a posix -F -t 4096 -b 1048576 -s 16 -i 4 -o "$W/lh" >/dev/null 2>&1
+  e=$(date +%s%N)
+  c1=$(awk '{print $14+$15+$16+$17}' /proc/$$/stat)
+  echo "$(( (e - s) / 1000000 )) $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) ))"
+}
+: >"$W/lh.u"; : >"$W/lh.t"
+for _ in 1 2 3 4 5 6 7; do loop_heavy 0 >>"$W/lh.u"; loop_heavy 1 >>"$W/lh.t"; done
+uw=$(awk '{print $1}' "$W/lh.u" | median); tw=$(awk '{print $1}' "$W/lh.t" | median)
+uc=$(awk '{print $2}' "$W/lh.u" | median); tc=$(awk '{print $2}' "$W/lh.t" | median)
+awk -v uw="$uw" -v tw="$tw" -v uc="$uc" -v tc="$tc" 'BEGIN {
+  printf "wall: untraced %6d ms, traced %6d ms  (%+.1f%%)   target: 3%%\n", uw, tw, (tw-uw)/uw*100
+  printf "cpu:  untraced %6d ms, traced %6d ms  (%+.1f%%)\n", uc, tc, (tc-uc)/uc*100 }'
 
 echo
 echo "== 3. finalize merge time and trace size (ior_like collective)"

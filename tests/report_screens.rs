@@ -3,8 +3,9 @@
 //! the first four). Chromium lays the page out; a script added to a copy of it (the report
 //! itself has none) measures every text of every plot, and the test asserts on what a reader
 //! would see: no JavaScript errors, the sections in PyDarshan's order, op names, no two texts
-//! of a plot overlapping, rank ticks that are whole ranks (one per rank at 4 ranks), and each
-//! op in one colour across the page.
+//! of a plot overlapping or cut off at its edge, rank ticks that are whole ranks (one per rank
+//! at 4 ranks), and each op in one colour across the page. A NetCDF-4 program's page (four
+//! nested layers, long per-call labels) is rendered the same way.
 //!
 //! Needs `chromium` (`scripts/install-deps.sh` installs it). With `IOTREX_REPORT_SHOTS=DIR`
 //! the pages and their screenshots are also copied to DIR for a person to look at.
@@ -54,7 +55,12 @@ const MEASURE: &str = r#"<script>
         }
       }
     }
-    out.svgs.push({ section: sec ? sec.id : '', texts: texts, overlaps: overlaps });
+    // Texts drawn past the plot's own box are cut off on the page (a long label at the left).
+    var box = svg.getBoundingClientRect();
+    var clipped = texts.filter(function (t) {
+      return t.x0 < box.left - 1 || t.x1 > box.right + 1 || t.y0 < box.top - 1 || t.y1 > box.bottom + 1;
+    }).map(function (t) { return t.s; });
+    out.svgs.push({ section: sec ? sec.id : '', texts: texts, overlaps: overlaps, clipped: clipped });
   });
   out.height = document.documentElement.scrollHeight;
   var pre = document.createElement('pre');
@@ -77,6 +83,7 @@ struct Svg {
     section: String,
     texts: Vec<Text>,
     overlaps: Vec<(String, String)>,
+    clipped: Vec<String>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -215,6 +222,13 @@ fn assert_legible(g: &Geometry, page: &str) {
             svg.title(),
             svg.section,
             svg.overlaps
+        );
+        assert!(
+            svg.clipped.is_empty(),
+            "{page}: texts cut off at the edge of plot {:?} ({}): {:?}",
+            svg.title(),
+            svg.section,
+            svg.clipped
         );
         for t in &svg.texts {
             // Hashes and internal names stay out of plots; axes say what they measure.
@@ -491,4 +505,75 @@ fn report_page_at_4096_ranks_has_legible_rank_axes() {
         }
         assert!(ticks.last().unwrap().0 >= 2048, "{title}: {ticks:?}");
     }
+}
+
+/// A NetCDF-4 program traced with the NetCDF and HDF5 layers (`tests/apps/nc4_par.c`, 4 ranks):
+/// the per-layer charts name every layer in its own colour, and the per-call chart's labels,
+/// which list the shares of five layers below each NetCDF call, wrap instead of running off
+/// the plot's left edge (they did: 60-character labels in a column of 340 px).
+#[test]
+fn report_page_of_a_netcdf_program_shows_its_layers_legibly() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let trace = dir.path().join("nc4.4.iotrex");
+    let a = args(&[&format!("{}/p.nc", data.display()), "-s", "3"]);
+    let opts = Opts {
+        env: vec![
+            ("IOTREX_NETCDF", "1".to_string()),
+            ("IOTREX_HDF5", "1".to_string()),
+        ],
+        ..Opts::default()
+    };
+    mpirun(4, &app("nc4_par"), &a, &trace, &opts);
+    let html = dir.path().join("report-nc4.html");
+    let o = iotrex(&[
+        "report",
+        trace.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let shot = dir.path().join("report-nc4.png");
+    let (g, _) = render(&html, &shot, dir.path());
+    if let Some(k) = std::env::var_os("IOTREX_REPORT_SHOTS").map(PathBuf::from) {
+        std::fs::create_dir_all(&k).unwrap();
+        std::fs::copy(&shot, k.join("report-nc4.png")).unwrap();
+        std::fs::copy(
+            dir.path().join("report-nc4-open.png"),
+            k.join("report-nc4-open.png"),
+        )
+        .unwrap();
+    }
+    assert_legible(&g, "report-nc4");
+    let sites = g
+        .svgs
+        .iter()
+        .find(|s| s.title() == "Application-level calls: time by layer (mean per rank)")
+        .expect("the per-call chart");
+    assert!(
+        sites.texts.iter().any(|t| t.s.starts_with("nc_put_vara")),
+        "no NetCDF call in the per-call chart: {:?}",
+        sites.texts.iter().map(|t| &t.s).collect::<Vec<_>>()
+    );
+    // Each layer of the legend in its own colour.
+    let page = std::fs::read_to_string(&html).unwrap();
+    let legend = page
+        .split("Application-level calls: time by layer")
+        .nth(1)
+        .expect("the per-call chart in the page");
+    let mut colours = BTreeMap::new();
+    for layer in ["NetCDF", "HDF5", "MPIIO", "MPI", "POSIX"] {
+        let end = legend
+            .find(&format!("</i>{layer}</span>"))
+            .unwrap_or_else(|| panic!("{layer} not in the per-call chart's legend"));
+        let start = legend[..end].rfind("background:").unwrap() + "background:".len();
+        colours.insert(layer, legend[start..start + 7].to_string());
+    }
+    let distinct: std::collections::BTreeSet<&String> = colours.values().collect();
+    assert_eq!(
+        distinct.len(),
+        colours.len(),
+        "layers share a colour: {colours:?}"
+    );
 }

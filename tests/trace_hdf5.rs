@@ -576,3 +576,89 @@ fn h5py_low_level_counts_are_the_programs() {
     }
     assert_eq!((coll, indep), (np * 3, np * 3));
 }
+
+/// `h5py_lowlevel.py` traced at 4, 8, 12 and 16 ranks: its `rows` dataset, chunked by one
+/// row, holds 3n chunks, one node of its chunk index (a version-1 B-tree, at most 64 chunks
+/// a node) up to 21 ranks. To 20 ranks (60 chunks) the dealt metadata flush extrapolates
+/// and `diff` against a real 20-rank run says identical (the script's count printing,
+/// `MPI_Gatherv` of text, approximately: `--ignore`); to 32 (96 chunks) and 64 (192) it is
+/// refused, naming the chunk index, since the tree splits there and the flush writes more
+/// entries than at any input, as the real 32-rank run shows.
+#[test]
+fn h5py_low_level_extrapolates_while_its_chunk_index_is_one_node() {
+    let dir = scratch();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apps/h5py_lowlevel.py");
+    let opts = Opts {
+        env: vec![("IOTREX_HDF5", "1".to_string())],
+        ..Opts::default()
+    };
+    let keep = |np: u32| -> PathBuf {
+        let data = dir.path().join(format!("d{np}"));
+        std::fs::create_dir_all(&data).unwrap();
+        let args = vec![
+            script.display().to_string(),
+            data.join("ll.h5").display().to_string(),
+        ];
+        let p = dir.path().join(format!("ll.{np}.iotrex"));
+        let run = mpirun(np, Path::new("/usr/bin/python3"), &args, &p, &opts);
+        assert!(!run.read().header.incomplete);
+        p
+    };
+    // The metadata entries HDF5 wrote independently: `MPI_File_write_at` outside `H5Dwrite`,
+    // over every rank.
+    let metadata_writes = |p: &Path| -> usize {
+        fn count(e: &FlatEvent, in_write: bool) -> usize {
+            let own = usize::from(e.op == Op::FileWriteAt && !in_write);
+            own + e
+                .children
+                .iter()
+                .map(|c| count(c, in_write || e.op == Op::H5Dwrite))
+                .sum::<usize>()
+        }
+        let tf = TraceFile::read(p).unwrap();
+        (0..tf.header.nranks)
+            .flat_map(|r| tf.trace.expand(r))
+            .map(|e| count(&e, false))
+            .sum()
+    };
+    let inputs: Vec<PathBuf> = [4u32, 8, 12, 16].into_iter().map(keep).collect();
+    let extrap = |target: u32| -> (std::process::Output, PathBuf) {
+        let out = dir.path().join(format!("x.{target}.iotrex"));
+        let t = target.to_string();
+        let mut a: Vec<&str> = vec!["extrap"];
+        a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        a.extend(["--ranks", &t, "--ignore", "MPI_Gatherv.recvbytes"]);
+        a.extend(["-o", out.to_str().unwrap()]);
+        (iotrex(&a), out)
+    };
+    let (o, x20) = extrap(20);
+    assert!(o.status.success(), "{}", text(&o));
+    let real20 = keep(20);
+    assert_identical("h5py_lowlevel", &x20, &real20);
+    let at = |i: usize| metadata_writes(&inputs[i]);
+    assert_eq!(at(0), at(3), "the inputs write as many metadata entries");
+    assert_eq!(metadata_writes(&real20), at(3));
+
+    for (target, chunks) in [(32u32, 96), (64, 192)] {
+        let (o, out) = extrap(target);
+        let t = text(&o);
+        assert!(!o.status.success(), "extrap to {target} succeeded:\n{t}");
+        assert!(!out.exists());
+        for why in [
+            "chunk index of rows grows with n".to_string(),
+            "48 at 16".to_string(),
+            format!("{chunks} at {target} ranks"),
+            "past 64 chunks".to_string(),
+        ] {
+            assert!(t.contains(&why), "{why:?} missing at {target}:\n{t}");
+        }
+    }
+    // The refusal is warranted: at 32 ranks HDF5 writes more metadata entries.
+    let real32 = keep(32);
+    assert!(
+        metadata_writes(&real32) > at(3),
+        "metadata entries at 32: {} vs {} at 16",
+        metadata_writes(&real32),
+        at(3)
+    );
+}

@@ -306,16 +306,22 @@ fn stats_stack_shows_netcdf_over_hdf5_over_mpiio_over_posix() {
     }
 }
 
-/// Traces at 4, 8, 12 and 16 ranks do not extrapolate yet, and the refusal says where: under
-/// NetCDF-4's defaults HDF5's metadata flush is collective (NetCDF 4.9 sets
-/// `H5Pset_coll_metadata_write` on every parallel file), so at each sync point a rank writes
-/// its block of the dealt metadata entries as one `MPI_File_write_at_all` through an
-/// `MPI_Type_create_hindexed` file type of as many blocks as it got entries, a count and a
-/// list whose length change with n. `extrap/src/dealt.rs` models the independent form
-/// (`MPI_File_write_at` per entry, HDF5's own default), not this one. When it does, this
-/// test fails and becomes the 4/8/12/16 -> 32/64 `diff` check.
+/// Traces at 4, 8, 12 and 16 ranks do not extrapolate to 32 or 64, and the refusal names the
+/// two causes (`extrap/src/hdf5_meta.rs`):
+/// - under NetCDF-4's defaults HDF5's metadata flush is collective (NetCDF 4.9 sets
+///   `H5Pset_coll_metadata_write` on every parallel file), so at each sync point a rank writes
+///   its block of the dealt metadata entries as one `MPI_File_write_at_all` through an
+///   `MPI_Type_create_hindexed` file type of as many blocks as it got entries, a count that
+///   changes with n (rank 0's first: 7 at 4 ranks, 2 at 16); `extrap/src/dealt.rs` models the
+///   independent form (`MPI_File_write_at` per entry, HDF5's own default), not this one;
+/// - the chunked record variable `rec` holds 3n chunks (one per rank and record), 48 at 16
+///   ranks and 96 at 32: past 64 its chunk index (a version-1 B-tree) splits, so the flush
+///   writes more entries at the target than at any input.
+///
+/// The real runs at 32 and 64 ranks say the first is so: rank 0's hindexed block counts there
+/// are not the inputs'.
 #[test]
-fn extrapolation_is_refused_at_the_collective_metadata_flush() {
+fn extrapolation_is_refused_with_the_causes() {
     let dir = scratch();
     let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
         .into_iter()
@@ -326,18 +332,55 @@ fn extrapolation_is_refused_at_the_collective_metadata_flush() {
             p
         })
         .collect();
-    let out = dir.path().join("x.32.iotrex");
-    let mut a: Vec<&str> = vec!["extrap"];
-    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-    a.extend(["--ranks", "32", "-o", out.to_str().unwrap()]);
-    let o = iotrex(&a);
-    let t = text(&o);
-    assert!(
-        !o.status.success(),
-        "extrap now succeeds: turn this into the diff check\n{t}"
-    );
-    assert!(
-        t.contains("disagree in structure") && t.contains("MPI_Type_create_hindexed"),
-        "{t}"
-    );
+    let blocks = |p: &Path| -> Vec<i64> {
+        let tf = TraceFile::read(p).unwrap();
+        let mut all = Vec::new();
+        tf.trace.expand_with(0, &mut |e| {
+            fn add(e: &FlatEvent, all: &mut Vec<i64>) {
+                if e.op == Op::TypeCreateHindexed {
+                    all.push(e.p(Param::Count));
+                }
+                for c in &e.children {
+                    add(c, all);
+                }
+            }
+            add(e, &mut all);
+            true
+        });
+        all
+    };
+    let at16 = blocks(&inputs[3]);
+    for target in [32u32, 64] {
+        let out = dir.path().join(format!("x.{target}.iotrex"));
+        let mut a: Vec<&str> = vec!["extrap"];
+        a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        let t_s = target.to_string();
+        a.extend(["--ranks", &t_s, "-o", out.to_str().unwrap()]);
+        let o = iotrex(&a);
+        let t = text(&o);
+        assert!(
+            !o.status.success(),
+            "extrap to {target} now succeeds: turn this into the diff check\n{t}"
+        );
+        assert!(
+            !out.exists(),
+            "a refused extrapolation wrote {}",
+            out.display()
+        );
+        for why in [
+            "H5Pset_coll_metadata_write",
+            "MPI_Type_create_hindexed file type of one block per entry",
+            "chunk index of rec grows with n",
+            "48 at 16",
+        ] {
+            assert!(t.contains(why), "{why:?} missing at {target}:\n{t}");
+        }
+        // The cause is real: at the target the hindexed block counts are not the inputs'.
+        let real = traced(dir.path(), target, true);
+        let got = blocks(&real.trace);
+        assert_ne!(
+            got, at16,
+            "rank 0's hindexed block counts at {target} and 16"
+        );
+    }
 }

@@ -35,6 +35,7 @@
 
 use crate::derive::{compress_ranks, rank_events};
 use crate::error::ExtrapError;
+use crate::hdf5_meta;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, fit_exact};
@@ -987,12 +988,47 @@ pub(crate) fn around(
     if sorted.len() < 3 || target == 0 {
         return inner(inputs);
     }
+    // A refusal of the fitting says what of HDF5's metadata the model does not follow
+    // (`hdf5_meta`): the collective form of the flush, a chunk index that splits.
+    let hdf5_why = |e: ExtrapError| {
+        let e = match hdf5_meta::collective_flush(&sorted) {
+            Some(why) => e.also(&format!("; {why}")),
+            None => e,
+        };
+        match hdf5_meta::chunk_index_grows(&sorted, target, models) {
+            Some(why) => e.also(&format!("; {why}")),
+            None => e,
+        }
+    };
     let Some(p) = plan(&sorted, target, models)? else {
-        return inner(inputs);
+        return inner(inputs).map_err(hdf5_why);
     };
     if p.sites.is_empty() {
         let why = p.skipped.join("; ");
-        return inner(inputs).map_err(|e| if why.is_empty() { e } else { e.not_dealt(&why) });
+        return inner(inputs)
+            .map_err(|e| hdf5_why(if why.is_empty() { e } else { e.not_dealt(&why) }));
+    }
+    // The model takes each flush's entry count from the inputs: a chunk index that splits
+    // between the inputs and the target writes more.
+    if let Some(why) = hdf5_meta::chunk_index_grows(&sorted, target, models) {
+        return Err(ExtrapError::Refused {
+            event: p
+                .explain
+                .first()
+                .map_or_else(String::new, |e| e.event.clone()),
+            param: "dealt writes".into(),
+            detail: format!(
+                "the number of metadata entries at {target} ranks: {why}{}",
+                hdf5_meta::collective_flush(&sorted).map_or_else(String::new, |c| format!("; {c}"))
+            ),
+            values: "the chunk counts above".into(),
+            tried: "block dealing (parallel HDF5's distributed metadata flush)".into(),
+            hint: format!(
+                "extrapolate to a rank count at which every chunked dataset has at most {} \
+                 chunks, or trace the target scale",
+                hdf5_meta::CHUNK_NODE_CAPACITY
+            ),
+        });
     }
     let in_place = crate::derive::any_summary(inputs.iter().map(|i| &i.file));
     let mut stripped = Vec::with_capacity(inputs.len());

@@ -137,20 +137,24 @@ impl ExtrapError {
     /// Adds to a refusal why parallel HDF5's dealt metadata writes were not modelled
     /// (`dealt`): the structure of such writes changes with the scale, so the refusal is most
     /// likely theirs.
-    pub(crate) fn not_dealt(mut self, why: &str) -> ExtrapError {
-        let text = format!(
+    pub(crate) fn not_dealt(self, why: &str) -> ExtrapError {
+        self.also(&format!(
             "; the independent writes dealt over the ranks (HDF5's metadata flush) are not \
              modelled: {why}"
-        );
+        ))
+    }
+
+    /// Adds `text` (a sentence starting with "; ") to a refusal's detail, once.
+    pub(crate) fn also(mut self, text: &str) -> ExtrapError {
         // The model is tried around the grouping by structure and again around the fit:
         // the reason is said once.
         match &mut self {
             ExtrapError::StructureDiffers { irregular: s, .. }
             | ExtrapError::Refused { detail: s, .. }
             | ExtrapError::Inconsistent { groups: s, .. }
-                if !s.contains(&text) =>
+                if !s.contains(text) =>
             {
-                s.push_str(&text)
+                s.push_str(text)
             }
             _ => {}
         }

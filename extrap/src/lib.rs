@@ -48,6 +48,7 @@ mod derive;
 pub mod diff;
 pub mod error;
 mod fit;
+mod hdf5_meta;
 pub mod patterns;
 mod prefix;
 pub mod provenance;

@@ -144,8 +144,10 @@ pub fn run(data: &[u8]) {
     let Some(d) = declared.first() else { return };
     let npts = usize::from(b.u8() % 16);
     // Points as extrap makes them: a rank count n of an input trace and a rank below it.
-    // (The per-rank search models try every knob up to n, O(n) solves: at n = 2^40 that is
-    // hours, as is expanding such a trace, so n stays within what extrap expands per rank.)
+    // (The per-rank search models step through every knob up to n: their solves are bounded
+    // by the distinct systems, docs/model-cost.md, but the steps and rank-cyclic's proposals
+    // stay linear in n, as expanding such a trace is, so n stays within what extrap expands
+    // per rank.)
     let pts: Vec<Point> = (0..npts)
         .map(|_| {
             let n = i64::from(u16::from_le_bytes([b.u8(), b.u8()]) % MAX_N) + 1;

@@ -95,18 +95,21 @@ impl TimingModel {
         }
     }
 
-    /// The regressors of the linear families (the power law is fitted in log space).
-    fn terms(self, n: f64) -> Vec<f64> {
+    /// The regressors of the linear families (the power law is fitted in log space): the
+    /// first [`TimingModel::nparams`] entries, zeros after. An array, not a `Vec`: the fits
+    /// and the plausibility checks evaluate it hundreds of times per quantity, and allocating
+    /// each was a fifth of an extrapolation's time.
+    fn terms(self, n: f64) -> [f64; 3] {
         match self {
-            TimingModel::Constant => vec![1.0],
-            TimingModel::Linear => vec![n, 1.0],
-            TimingModel::Inverse => vec![1.0 / n],
-            TimingModel::InverseConstant => vec![1.0 / n, 1.0],
-            TimingModel::Quadratic => vec![n * n, n, 1.0],
-            TimingModel::Log => vec![n.log2(), 1.0],
-            TimingModel::NLogN => vec![n * n.log2(), 1.0],
-            TimingModel::PowerLaw => vec![n.ln(), 1.0],
-            TimingModel::InverseConstantLinear => vec![1.0 / n, 1.0, n],
+            TimingModel::Constant => [1.0, 0.0, 0.0],
+            TimingModel::Linear => [n, 1.0, 0.0],
+            TimingModel::Inverse => [1.0 / n, 0.0, 0.0],
+            TimingModel::InverseConstant => [1.0 / n, 1.0, 0.0],
+            TimingModel::Quadratic => [n * n, n, 1.0],
+            TimingModel::Log => [n.log2(), 1.0, 0.0],
+            TimingModel::NLogN => [n * n.log2(), 1.0, 0.0],
+            TimingModel::PowerLaw => [n.ln(), 1.0, 0.0],
+            TimingModel::InverseConstantLinear => [1.0 / n, 1.0, n],
         }
     }
 
@@ -229,6 +232,7 @@ impl TimingFit {
         self.model
             .terms(n)
             .iter()
+            .take(self.model.nparams())
             .zip(&self.coeffs)
             .map(|(t, c)| t * c)
             .sum()
@@ -403,25 +407,69 @@ fn check_points(lo: f64, hi: f64) -> Vec<f64> {
 /// ([`FAR_GROWTH_EXPONENT`]) beyond that; infinite within the range. Returns the bound and the
 /// inputs' exponent.
 pub fn growth_bound(ns: &[f64], ys: &[f64], n: f64) -> (f64, f64) {
-    let means = scale_means(ns, ys);
-    let (nmin, nmax) = (means[0].0, means[means.len() - 1].0);
-    let ymax = means.iter().map(|m| m.1).fold(0.0f64, f64::max);
-    let e = data_exponent(ns, ys).clamp(FAR_GROWTH_EXPONENT, MAX_GROWTH_EXPONENT);
-    let ratio = if n > nmax {
-        n / nmax
-    } else if n < nmin {
-        nmin / n
-    } else {
-        return (f64::INFINITY, e);
-    };
-    let near = ratio.min((nmax / nmin).max(2.0));
-    let bound = GROWTH_SLACK * ymax * near.powf(e) * (ratio / near).powf(FAR_GROWTH_EXPONENT);
-    (bound, e)
+    Growth::of(ns, ys).bound(n)
+}
+
+/// What [`growth_bound`] takes from the inputs, computed once: [`implausible`] asks for the
+/// bound at 200 rank counts, and recomputing the scale means and the inputs' power-law slope
+/// (a least-squares solve) each time was nine tenths of an extrapolation's time.
+struct Growth {
+    nmin: f64,
+    nmax: f64,
+    ymax: f64,
+    /// The exponent allowed as far as the inputs reach.
+    e: f64,
+}
+
+impl Growth {
+    fn of(ns: &[f64], ys: &[f64]) -> Growth {
+        let means = scale_means(ns, ys);
+        let (nmin, nmax) = (means[0].0, means[means.len() - 1].0);
+        let ymax = means.iter().map(|m| m.1).fold(0.0f64, f64::max);
+        let e = data_exponent(ns, ys).clamp(FAR_GROWTH_EXPONENT, MAX_GROWTH_EXPONENT);
+        Growth {
+            nmin,
+            nmax,
+            ymax,
+            e,
+        }
+    }
+
+    /// The bound at `n` ranks and the inputs' exponent ([`growth_bound`]).
+    fn bound(&self, n: f64) -> (f64, f64) {
+        let Growth {
+            nmin,
+            nmax,
+            ymax,
+            e,
+        } = *self;
+        let ratio = if n > nmax {
+            n / nmax
+        } else if n < nmin {
+            nmin / n
+        } else {
+            return (f64::INFINITY, e);
+        };
+        let near = ratio.min((nmax / nmin).max(2.0));
+        let bound = GROWTH_SLACK * ymax * near.powf(e) * (ratio / near).powf(FAR_GROWTH_EXPONENT);
+        (bound, e)
+    }
 }
 
 /// Why a fitted model is implausible over `[min(inputs, target), max(inputs, target)]`, if it
 /// is: not finite, negative, or above [`growth_bound`] beyond the inputs.
 pub fn implausible(f: &TimingFit, ns: &[f64], ys: &[f64], target: f64) -> Option<String> {
+    implausible_within(f, &Growth::of(ns, ys), ns, ys, target)
+}
+
+/// [`implausible`] with the growth bound of `ns`, `ys` given.
+fn implausible_within(
+    f: &TimingFit,
+    growth: &Growth,
+    ns: &[f64],
+    ys: &[f64],
+    target: f64,
+) -> Option<String> {
     let scales = distinct_scales(ns);
     let (nmin, nmax) = (scales[0], scales[scales.len() - 1]);
     let ymax = ys.iter().copied().fold(0.0f64, f64::max);
@@ -434,7 +482,7 @@ pub fn implausible(f: &TimingFit, ns: &[f64], ys: &[f64], target: f64) -> Option
         if v < -0.5 {
             return Some(format!("negative at {n:.0} ranks ({v:.3e} ns)"));
         }
-        let (bound, e) = growth_bound(ns, ys, n);
+        let (bound, e) = growth.bound(n);
         if ymax > 0.0 && v > bound {
             return Some(format!(
                 "grows to {v:.3e} ns at {n:.0} ranks, beyond the growth the inputs support \
@@ -579,12 +627,28 @@ pub fn choose_in(
         f.fitness = err;
         cands.push((f, err));
     }
+    // Each candidate's plausibility, checked at most once (the choice and the interval both
+    // ask), against the growth bound computed once.
+    let growth = std::cell::OnceCell::new();
+    let mut verdicts: Vec<Option<Option<String>>> = vec![None; cands.len()];
+    let mut implausible_at = |i: usize| -> Option<String> {
+        verdicts[i]
+            .get_or_insert_with(|| {
+                let g = growth.get_or_init(|| Growth::of(ns, ys));
+                implausible_within(&cands[i].0, g, ns, ys, target)
+            })
+            .clone()
+    };
     let mut refused = Vec::new();
     let mut chosen: Option<(TimingFit, f64)> = None;
     for nparams in 1..=3 {
         // The best plausible family with this many parameters.
         let mut best: Option<(TimingFit, f64)> = None;
-        for (f, err) in cands.iter().filter(|(f, _)| f.model.nparams() == nparams) {
+        for (i, (f, err)) in cands
+            .iter()
+            .enumerate()
+            .filter(|(_, (f, _))| f.model.nparams() == nparams)
+        {
             // Within a parameter count the earlier (more conservative) family keeps its place
             // unless a later one is somewhat better.
             if best
@@ -596,7 +660,7 @@ pub fn choose_in(
             if chosen.as_ref().is_some_and(|(_, c)| *err >= *c) {
                 continue;
             }
-            match implausible(f, ns, ys, target) {
+            match implausible_at(i) {
                 Some(why) => refused.push((f.model, why)),
                 None => best = Some((f.clone(), *err)),
             }
@@ -625,16 +689,17 @@ pub fn choose_in(
     // The families the inputs cannot tell from the choice (not clearly worse out of sample)
     // and that are plausible: where they predict differently, the truth may be theirs, with
     // the same uncertainty.
-    for (f, e) in &cands {
+    for (i, (f, e)) in cands.iter().enumerate() {
         let close = *e <= (err / CLEARLY_BETTER).max(err + noise_rel) + EXACT;
-        if close && f.model != fit.model && implausible(f, ns, ys, target).is_none() {
+        if close && f.model != fit.model && implausible_at(i).is_none() {
             let v = f.eval(target).max(0.0);
             lo = lo.min(v * (-s).exp());
             hi = hi.max(v * s.exp());
         }
     }
     // No time beyond the growth bound, whatever the interval's arithmetic says.
-    hi = hi.min(growth_bound(ns, ys, target).0.max(value));
+    let growth = growth.get_or_init(|| Growth::of(ns, ys));
+    hi = hi.min(growth.bound(target).0.max(value));
     Some(TimingChoice {
         fit,
         value,

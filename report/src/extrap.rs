@@ -140,6 +140,9 @@ pub struct ExtrapModels {
     /// Model plugins the extrapolation was made with (`iotrex extrap --plugin`): without them
     /// extrap would refuse, or explain, what only a plugin's model fits.
     plugins: Vec<std::path::PathBuf>,
+    /// The extrapolation's explanation and the target it was made for: `quantities` and
+    /// `explain` both read it, and extrapolating twice was two thirds of a report's time.
+    explained: std::cell::OnceCell<(u32, Result<Vec<extrap::Explain>, String>)>,
 }
 
 impl ExtrapModels {
@@ -151,7 +154,25 @@ impl ExtrapModels {
                 .map(|(name, file)| extrap::Input { name, file })
                 .collect(),
             plugins: Vec::new(),
+            explained: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The explanation of the extrapolation to `target` (made once per source), or why there
+    /// is none.
+    fn explained(&self, target: u32) -> Result<Vec<extrap::Explain>, String> {
+        if let Some((t, x)) = self.explained.get()
+            && *t == target
+        {
+            return x.clone();
+        }
+        let x = self.model_set().and_then(|ms| {
+            extrap::extrapolate(&self.inputs, target, &ms)
+                .map(|x| x.explain)
+                .map_err(|e| format!("extrap refuses these inputs: {e}"))
+        });
+        let _ = self.explained.set((target, x.clone()));
+        x
     }
 
     /// The built-in models and the plugins, as `iotrex extrap` had them.
@@ -194,12 +215,9 @@ impl ModelSource for ExtrapModels {
         _: &[&TraceAnalysis],
         out: &TraceAnalysis,
     ) -> Result<Vec<Quantity>, String> {
-        let ms = self.model_set()?;
-        let x = extrap::extrapolate(&self.inputs, out.header.nranks, &ms)
-            .map_err(|e| format!("extrap refuses these inputs: {e}"))?;
         let mut names = EventNames::default();
         let mut qs = Vec::new();
-        for e in x.explain {
+        for e in self.explained(out.header.nranks)? {
             let Some(c) = e.curve else { continue };
             let timing = e.quantity.contains("mean")
                 || e.quantity.contains("min")
@@ -252,19 +270,15 @@ impl ModelSource for ExtrapModels {
     }
 
     fn explain(&self, out: &TraceAnalysis) -> Result<Vec<ExplainRow>, String> {
-        let ms = self.model_set()?;
-        match extrap::extrapolate(&self.inputs, out.header.nranks, &ms) {
-            Ok(x) => Ok(x
-                .explain
-                .into_iter()
-                .map(|e| ExplainRow {
-                    event: e.event,
-                    quantity: e.quantity,
-                    model: e.model,
-                })
-                .collect()),
-            Err(e) => Err(format!("extrap refuses these inputs: {e}")),
-        }
+        Ok(self
+            .explained(out.header.nranks)?
+            .into_iter()
+            .map(|e| ExplainRow {
+                event: e.event,
+                quantity: e.quantity,
+                model: e.model,
+            })
+            .collect())
     }
 }
 

@@ -118,20 +118,22 @@ fn rate(bytes: u64, ns: f64) -> String {
     format!("{}/s", short_bytes(bytes as f64 / (ns / 1e9)))
 }
 
-/// A layer's colour in the per-layer charts: the slate shades in [`Layer::STACK`] order,
-/// MPI communication (not drawn with the I/O layers elsewhere) after the I/O layers, then hues
-/// from the end of the range, away from the ops' colours.
+/// A layer's colour in the per-layer charts, fixed per layer so that a layer keeps its colour
+/// from page to page whatever libraries a trace holds: the I/O layers every trace has in the
+/// slate shades (MPI-IO darkest, POSIX light, stdio middle), the libraries above MPI-IO and MPI
+/// communication in hues from the end of the range, away from the ops' colours and from each
+/// other (NetCDF -> HDF5 -> MPI-IO bars sit side by side).
 fn layer_colour(l: Layer) -> usize {
-    let k = Layer::STACK
-        .iter()
-        .filter(|x| **x != Layer::Mpi)
-        .chain(std::iter::once(&Layer::Mpi))
-        .position(|x| *x == l)
-        .unwrap_or(Layer::STACK.len());
-    plot::CATEGORY
-        .get(k)
-        .copied()
-        .unwrap_or(plot::COLOURS - 1 - k)
+    let hue = |k: usize| plot::COLOURS - 1 - k;
+    match l {
+        Layer::MpiIo => plot::CATEGORY[3],
+        Layer::Posix => plot::CATEGORY[1],
+        Layer::Stdio => plot::CATEGORY[2],
+        Layer::Mpi => hue(0),
+        Layer::Hdf5 => hue(1),
+        Layer::Netcdf => hue(2),
+        Layer::Pnetcdf => hue(3),
+    }
 }
 
 /// A call site's label in a chart: its op and file name; a second site of the same op and

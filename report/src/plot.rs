@@ -203,7 +203,68 @@ impl Ctx<'_> {
 /// Pixel width of the left label column for category labels (the SVG backend has no font
 /// metrics, so this estimates ~7 px per character at 13 px).
 fn label_width(labels: impl Iterator<Item = usize>) -> u32 {
-    (labels.max().unwrap_or(4) as u32 * 8 + 16).clamp(60, 340)
+    (labels.max().unwrap_or(4) as u32 * 8 + 16).clamp(60, LABEL_MAX)
+}
+
+/// The widest left label column: past it a label is wrapped ([`wrap`]), not clipped at the
+/// plot's left edge.
+const LABEL_MAX: u32 = 340;
+
+/// `label` in lines of at most `chars` characters, broken after a comma or before a
+/// parenthesis (a call site's label is `op file (LAYER 1.2%, LAYER 3.4%, ...)`: a layer stays
+/// beside its share), else between words, inside a word only where a word alone is longer
+/// than a line.
+fn wrap(label: &str, chars: usize) -> Vec<String> {
+    let chars = chars.max(8);
+    let len = |s: &str| s.chars().count();
+    // Split `s` where a break pattern occurs, `k` bytes into it: (", ", 2) breaks after the
+    // comma and its space, (" (", 1) before the parenthesis.
+    let split = |s: &str, at: &[(&str, usize)]| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = s;
+        while let Some(cut) = at
+            .iter()
+            .filter_map(|(p, k)| rest.find(p).map(|i| i + k))
+            .filter(|c| *c > 0)
+            .min()
+        {
+            out.push(rest[..cut].to_string());
+            rest = &rest[cut..];
+        }
+        out.push(rest.to_string());
+        out
+    };
+    let mut pieces = Vec::new();
+    for p in split(label, &[(", ", 2), (" (", 1)])
+        .into_iter()
+        .flat_map(|p| {
+            if len(&p) <= chars {
+                vec![p]
+            } else {
+                split(&p, &[(" ", 1)])
+            }
+        })
+    {
+        if len(&p) <= chars {
+            pieces.push(p);
+        } else {
+            let cs: Vec<char> = p.chars().collect();
+            pieces.extend(cs.chunks(chars).map(|c| c.iter().collect::<String>()));
+        }
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for p in pieces {
+        if !cur.is_empty() && len(&cur) + len(p.trim_end()) > chars {
+            lines.push(cur.trim_end().to_string());
+            cur.clear();
+        }
+        cur.push_str(&p);
+    }
+    if !cur.trim().is_empty() || lines.is_empty() {
+        lines.push(cur.trim_end().to_string());
+    }
+    lines
 }
 
 fn right_label(
@@ -278,8 +339,16 @@ fn bars_h(
         return Err(ctx.empty());
     }
     let n = rows.len();
-    let height = 90 + 26 * n as u32;
     let left = label_width(rows.iter().map(|r| r.0.len()));
+    // Labels that do not fit the widest column take more lines, and every row the height of
+    // the tallest (13 px text, 15 px apart).
+    let labels: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| wrap(&r.0, ((left - 16) / 8) as usize))
+        .collect();
+    let lines = labels.iter().map(Vec::len).max().unwrap_or(1) as u32;
+    let row = 26 + 15 * (lines - 1);
+    let height = 90 + row * n as u32;
     let mut svg = String::new();
     let mut marks = 0;
     {
@@ -312,7 +381,7 @@ fn bars_h(
             .axis_desc_style((FONT, DESC_FONT))
             .draw()
             .map_err(|e| ctx.draw(e))?;
-        for (i, (label, vals)) in rows.iter().map(|r| (&r.0, &r.1)).enumerate() {
+        for (i, (label, vals)) in labels.iter().zip(rows.iter().map(|r| &r.1)).enumerate() {
             // Row 0 at the top.
             let y = (n - 1 - i) as f64;
             let mut x = 0.0;
@@ -330,7 +399,10 @@ fn bars_h(
                 x += v;
             }
             let at = chart.backend_coord(&(0.0, y + 0.5));
-            right_label(&root, label, at).map_err(|e| ctx.draw(e))?;
+            let top = at.1 - 15 * (label.len() as i32 - 1) / 2;
+            for (k, line) in label.iter().enumerate() {
+                right_label(&root, line, (at.0, top + 15 * k as i32)).map_err(|e| ctx.draw(e))?;
+            }
         }
         root.present().map_err(|e| ctx.draw(e))?;
     }
@@ -713,4 +785,24 @@ pub fn scaling(
         root.present().map_err(|e| ctx.draw(e))?;
     }
     Ok(Plot { svg, marks, legend })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_labels_wrap_between_words_within_the_column() {
+        let l = "nc_put_vara p.nc (HDF5 0.5%, MPIIO 82.7%, MPI 16.5%, POSIX <0.1%, STDIO <0.1%)";
+        let lines = wrap(l, 40);
+        assert!(lines.len() >= 2, "{lines:?}");
+        assert!(lines.iter().all(|x| x.chars().count() <= 40), "{lines:?}");
+        assert_eq!(lines.join(" "), l);
+        assert_eq!(lines[0], "nc_put_vara p.nc (HDF5 0.5%,");
+        assert_eq!(lines[1], "MPIIO 82.7%, MPI 16.5%, POSIX <0.1%,");
+        // Short labels stay one line; a word longer than a line is cut.
+        assert_eq!(wrap("pwrite", 40), ["pwrite"]);
+        let w = wrap(&"x".repeat(30), 12);
+        assert_eq!(w, ["x".repeat(12), "x".repeat(12), "x".repeat(6)]);
+    }
 }

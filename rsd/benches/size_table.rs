@@ -22,6 +22,8 @@ fn main() {
     }
     println!();
     let (mut lo, mut hi) = (usize::MAX, 0);
+    // The same traces in format version 1, for comparison (issue 19).
+    let mut v1 = Vec::new();
     let t0 = Instant::now();
     for n in ranks {
         print!("{n:>8}");
@@ -37,6 +39,11 @@ fn main() {
                 trace: synth::spmd(n, it),
             };
             let sz = tf.to_bytes().expect("encode").len();
+            let sz1 = tf
+                .to_bytes_as(rsd::format::Encoding::V1)
+                .expect("encode")
+                .len();
+            v1.push((n, it, sz1, sz));
             base.get_or_insert(sz);
             lo = lo.min(sz);
             hi = hi.max(sz);
@@ -51,4 +58,17 @@ fn main() {
         (hi as f64 - b) / b * 100.0,
         t0.elapsed().as_secs_f64()
     );
+    let at = |n: u32| v1.iter().find(|c| c.0 == n && c.1 == 10).copied();
+    if let (Some(a), Some(b)) = (at(16), at(65_536)) {
+        let g = |x: usize, y: usize| (y as f64 - x as f64) / x as f64 * 100.0;
+        println!(
+            "16 -> 65,536 ranks at 10 iterations: format v2 {} -> {} B ({:+.1}%), v1 {} -> {} B ({:+.1}%)",
+            a.3,
+            b.3,
+            g(a.3, b.3),
+            a.2,
+            b.2,
+            g(a.2, b.2)
+        );
+    }
 }

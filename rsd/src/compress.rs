@@ -15,6 +15,8 @@ use crate::timing::{BINS, Stats, Timing, bin_of};
 use crate::trace::{Event, Loop, Node, NodeKind, RawEvent, Trace, event_skey, loop_skey};
 use crate::value::{Elastic, Val};
 
+mod cursor;
+
 /// Default look-back window, in nodes: the largest loop body (after inner folding) detected.
 pub const DEFAULT_WINDOW: usize = 64;
 
@@ -218,6 +220,8 @@ pub struct Compressor {
     next_known: bool,
     /// The call that continues the innermost loop ending the list, if predictable.
     next: Next,
+    /// The prediction through the body of a loop with a longer body ([`cursor`]).
+    cursor: cursor::Cursor,
     /// Whether drains of `MPI_Waitsome` calls become one call ([`Drain`]).
     coalesce: bool,
     /// The `MPI_Waitsome` calls held back while they may still complete a drain.
@@ -293,6 +297,7 @@ impl Compressor {
                 strides: [0; NEXT_MAX],
                 upto: 0,
             },
+            cursor: cursor::Cursor::default(),
             coalesce: false,
             drain: None,
             drains: 0,
@@ -311,17 +316,18 @@ impl Compressor {
 
     /// Number of calls pushed so far (children included).
     pub fn events(&self) -> u64 {
-        self.events
+        self.events + self.cursor.pending() as u64
     }
 
-    /// Number of top-level nodes held now: the compressed size.
+    /// Number of top-level nodes held now: the compressed size (counting the calls the
+    /// [`cursor`] keeps aside as the nodes the general folding would hold for them).
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.items.len() + self.cursor.pending_nodes()
     }
 
     /// Whether nothing was pushed.
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.items.is_empty() && self.cursor.pending() == 0
     }
 
     /// Adds one call.
@@ -335,13 +341,10 @@ impl Compressor {
                 self.release_drain();
             }
         }
-        if ev.path.is_none()
-            && ev.children.is_empty()
-            && (self.push_fast(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns)
-                || self.push_checked(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns))
-        {
-            return;
+        if ev.path.is_none() && ev.children.is_empty() {
+            return self.push_plain(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns);
         }
+        self.settle();
         let node = self.convert(ev);
         self.push_node(node);
     }
@@ -421,32 +424,45 @@ impl Compressor {
         // From the first call's start to the last one's end: the time the program waited.
         let dur = d.calls.iter().map(|c| c.2).sum::<u64>()
             + d.calls[1..].iter().map(|c| c.1).sum::<u64>();
-        // Counted as they were held.
-        let events = self.events;
+        // Counted as they were held: the one call pushed counts itself (now, or when the
+        // cursor applies its iteration), the held calls count the rest.
+        let held = d.calls.len() as u64;
+        self.events -= held;
         self.push_plain(Op::Waitsome, d.sig, &params, gap, dur);
-        self.events = events;
+        self.events += held - 1;
         self.drains += 1;
     }
 
     /// Records the held calls one by one, as they were.
     fn release_drain(&mut self) {
         if let Some(d) = self.drain.take() {
-            // Counted as they were held.
-            let events = self.events;
+            // Counted as they were held; each counts itself again as it is pushed.
+            self.events -= d.calls.len() as u64;
             for (p, gap, dur) in &d.calls {
                 self.push_plain(Op::Waitsome, d.sig, p, *gap, *dur);
             }
-            self.events = events;
         }
     }
 
     /// [`Compressor::push_call`] past the drain check.
     #[inline]
     fn push_plain(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
+        if self.cursor.active {
+            return self.push_cursor(op, sig, params, gap_ns, dur_ns);
+        }
         if self.push_fast(op, sig, params, gap_ns, dur_ns) {
             return;
         }
         self.push_call_slow(op, sig, params, gap_ns, dur_ns);
+    }
+
+    /// [`Compressor::push_plain`] while the [`cursor`] walks a loop's body: out of line, so
+    /// that the loop around one call keeps its short inlined path.
+    #[inline(never)]
+    fn push_cursor(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
+        if let cursor::Taken::No = self.cursor_push(op, sig, params, gap_ns, dur_ns) {
+            self.push_call_slow(op, sig, params, gap_ns, dur_ns);
+        }
     }
 
     #[inline(never)]
@@ -465,6 +481,14 @@ impl Compressor {
         };
         let node = self.convert(&ev);
         self.push_node(node);
+        // The list may now end with a loop whose next iteration the cursor can predict, or
+        // with such a loop and the first call of that iteration (a loop whose body ends with
+        // an inner loop is extended only when the next call closes that inner loop).
+        match self.meta.as_slice() {
+            [.., (_, b)] if *b >= 1 => self.speculate(),
+            [.., (_, b), (_, 0)] if *b >= 1 => self.speculate_after_first(),
+            _ => {}
+        }
     }
 
     /// The steady state of an innermost loop: the list ends with a loop whose body is this
@@ -663,6 +687,7 @@ impl Compressor {
             for c in calls {
                 sub.push(c);
             }
+            sub.settle();
             sub.reduce(false);
             (sub.items, sub.events)
         };
@@ -919,6 +944,12 @@ impl Compressor {
 
     /// The compressed trace of this rank.
     pub fn finish(&self) -> Trace {
+        if self.cursor.pending() > 0 {
+            // Calls kept aside by the cursor: into the list first, as they came.
+            let mut c = self.clone();
+            c.settle();
+            return c.finish();
+        }
         if self.drain.is_some() {
             // The run ended inside what looked like a drain: its calls as they were.
             let mut c = self.clone();
@@ -1182,6 +1213,136 @@ mod tests {
                 c.push(e);
             }
             prop_assert_eq!(c.finish(), checked(3, &evs));
+        }
+    }
+
+    /// Timestep loops whose bodies hold calls and inner loops around one call (the cursor's
+    /// case), with constant, affine (in the step, the inner loop or both), periodic and
+    /// arbitrary values, inner counts that sometimes change, call sites shared between
+    /// blocks, and calls that break a step in the middle.
+    fn timesteps() -> impl Strategy<Value = Vec<RawEvent>> {
+        // (op, call site, inner count, value kind, stride)
+        let item = (0usize..3, 0u64..3, 1i64..5, 0u8..8, -2i64..3);
+        let block = (
+            prop::collection::vec(item, 1..5),
+            1i64..12,
+            any::<u32>(),
+            prop::collection::vec(0usize..3, 0..3),
+        );
+        prop::collection::vec(block, 1..4).prop_map(|blocks| {
+            let mut out = Vec::new();
+            let mut t = 11u64;
+            let mut push = |out: &mut Vec<RawEvent>, op: usize, sig: u64, off: i64| {
+                let op = [Op::Pwrite, Op::Pread, Op::Lseek][op];
+                let mut e = RawEvent::new(op, sig, vec![3, 8, off, 8]);
+                t = t
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                e.gap_ns = (t >> 40) % 5000;
+                e.dur_ns = (t >> 20) % 300;
+                out.push(e);
+            };
+            for (items, steps, noise, pre) in &blocks {
+                for &op in pre {
+                    push(&mut out, op, op as u64, 17);
+                }
+                for s in 0..*steps {
+                    for (k, &(op, site, inner, kind, stride)) in items.iter().enumerate() {
+                        // Now and then a step whose inner loop runs once more, or stops.
+                        let bump = (noise >> (s % 16)) & 15;
+                        let inner = match bump {
+                            0 if k == 0 => inner + 1,
+                            1 if k == items.len() - 1 => 1,
+                            3 if k == items.len() - 1 => inner + 1,
+                            _ => inner,
+                        };
+                        for i in 0..inner {
+                            let off = match kind {
+                                0 | 1 => 4096,
+                                2 | 3 => s * 1_000_000 + i * stride * 8,
+                                4 | 5 => i * stride * 8,
+                                6 => [0, 64, 8][(s % 3) as usize] + i,
+                                _ => (*noise as i64 * (i + s + 1)) % 997,
+                            };
+                            // Mostly one call site per position; site 0 is shared.
+                            let sig = if site == 0 { 0 } else { k as u64 * 10 + site };
+                            push(&mut out, op, sig, off);
+                        }
+                        if bump == 2 && k == 0 && s > 2 {
+                            // A step broken in the middle by another call.
+                            push(&mut out, 2, 9, s);
+                        }
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+        /// The cursor through a loop's body accepts exactly what the general folding
+        /// folds the same way: the same trace, timing included to the bit, and the same
+        /// compressed size and call count at every step.
+        #[test]
+        fn cursor_equals_general_folding(evs in timesteps()) {
+            let mut c = Compressor::new(3);
+            let mut g = Compressor::new(3);
+            for e in &evs {
+                c.push(e);
+                if !g.push_checked(e.op, e.sig, &e.params, e.gap_ns, e.dur_ns) {
+                    let n = g.convert(e);
+                    g.push_node(n);
+                }
+                prop_assert_eq!(c.len(), g.len());
+                prop_assert_eq!(c.events(), g.events());
+            }
+            prop_assert_eq!(c.finish(), g.finish());
+        }
+    }
+
+    #[test]
+    fn cursor_walks_a_timestep_loop() {
+        // `for s { for b in 0..4 { pwrite } lseek; fsync }`: after two steps, the cursor
+        // takes every call of the later steps.
+        let mut evs = Vec::new();
+        for s in 0..50i64 {
+            for b in 0..4 {
+                evs.push(RawEvent::new(Op::Pwrite, 1, vec![3, 8, (s * 4 + b) * 8, 8]));
+            }
+            evs.push(RawEvent::new(Op::Lseek, 2, vec![3, 0, 1, (s + 1) * 32]));
+            evs.push(RawEvent::new(Op::Fsync, 3, vec![3]));
+        }
+        let mut c = Compressor::new(0);
+        for (i, e) in evs.iter().enumerate() {
+            c.push(e);
+            if i >= 3 * 6 {
+                assert!(c.cursor.active, "call {i}");
+            }
+        }
+        assert_eq!(c.finish(), checked(0, &evs));
+        assert_eq!(c.len(), 1);
+    }
+
+    #[test]
+    fn cursor_waits_for_a_last_inner_loop_to_close() {
+        // The body ends with an inner loop of 3; one step runs it 4 times, another 2 times
+        // and one is cut short: what the general folding makes of each.
+        for (odd, inner) in [(6, 4), (6, 2), (6, 1), (7, 5)] {
+            let mut evs = Vec::new();
+            for s in 0..12i64 {
+                evs.push(RawEvent::new(Op::Lseek, 2, vec![3, 0, 1, s * 64]));
+                let n = if s == odd { inner } else { 3 };
+                for b in 0..n {
+                    evs.push(RawEvent::new(Op::Pwrite, 1, vec![3, 8, s * 64 + b * 8, 8]));
+                }
+            }
+            let mut c = Compressor::new(0);
+            for e in &evs {
+                c.push(e);
+            }
+            assert_eq!(c.finish(), checked(0, &evs), "step {odd} with {inner}");
         }
     }
 

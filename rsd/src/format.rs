@@ -3,12 +3,18 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic  "IOTREX\0\x1a"
-//!      8     4  format version, u32 little-endian (this build writes FORMAT_VERSION)
+//!      8     4  format version, u32 little-endian (1 or 2; this build writes NEWEST_VERSION)
 //!     12     4  minor version, u32 little-endian (see below; was "reserved, 0")
 //!     16     8  body length in bytes, u64 little-endian
 //!     24     8  xxh64 (seed 0) of the body, u64 little-endian
-//!     32     …  body: MessagePack (rmp-serde, struct-as-array) of TraceFile
+//!     32     …  body: version 1: MessagePack (rmp-serde, struct-as-array) of TraceFile;
+//!               version 2: tables and varints ([`v2`], `docs/format-v2.md`)
 //! ```
+//!
+//! Version 2 stores what repeats once: operation names, paths, call sites and rank sets in
+//! tables, one count per timing record, integers as varints, explicit vectors as differences.
+//! Files read from version 1 are written back as version 1 ([`Header::encoding`]), so the
+//! golden files re-encode to their bytes; everything else is written as version 2.
 //!
 //! The reader checks each of these in order and refuses with an error naming the file and the
 //! problem.
@@ -37,13 +43,42 @@ use crate::value::{Elastic, MAX_DEPTH, Val};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+pub mod v2;
+
 /// The magic bytes every trace starts with.
 pub const MAGIC: [u8; 8] = *b"IOTREX\0\x1a";
-/// The format version this build writes and the newest it reads.
+/// Format version 1 (a MessagePack body): read, and written for traces read from version-1
+/// files. Its minor versions are [`FORMAT_MINOR`]'s.
 pub const FORMAT_VERSION: u32 = 1;
+/// Format version 2 (tables and varints, [`v2`]): what this build writes by default.
+pub const FORMAT_V2: u32 = 2;
+/// The newest format version this build reads and the one it writes by default.
+pub const NEWEST_VERSION: u32 = FORMAT_V2;
 /// The newest minor version this build writes and reads (see the module's text): 6, the
-/// header's `run_id`.
+/// header's `run_id`. Both format versions store the header alike, so one minor counts for
+/// both.
 pub const FORMAT_MINOR: u32 = 6;
+
+/// Which format version a trace is written in ([`Header::encoding`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoding {
+    /// Version 1: what a trace read from a version-1 file keeps (the default of a header
+    /// decoded from MessagePack).
+    #[default]
+    V1,
+    /// Version 2: what [`Header::new`] gives.
+    V2,
+}
+
+impl Encoding {
+    /// The version word written for it.
+    pub fn version(self) -> u32 {
+        match self {
+            Encoding::V1 => FORMAT_VERSION,
+            Encoding::V2 => FORMAT_V2,
+        }
+    }
+}
 /// The header fields after version 1's eight that files of minor 0 may hold
 /// (`unrecorded_mpi` .. `node_cores`): added before the minor version existed.
 const FIELDS_BEFORE_MINOR: u32 = 5;
@@ -108,6 +143,11 @@ pub struct Header {
     /// of an earlier run in the same place are never merged with them. Minor version 6.
     #[serde(default)]
     pub run_id: Option<String>,
+    /// The format version the trace is written in: version 2 for a new header, the file's
+    /// version for a header read from a file (so re-encoding a version-1 file gives its bytes
+    /// back). Not stored in the body: the prefix's version word says it.
+    #[serde(skip)]
+    pub encoding: Encoding,
 }
 
 /// The MPI library's configuration that steers its I/O: which library, how ranks sit on
@@ -208,6 +248,7 @@ impl Header {
             build_id: None,
             node_cores: Vec::new(),
             run_id: None,
+            encoding: Encoding::V2,
         }
     }
 
@@ -302,10 +343,29 @@ fn xxh64(bytes: &[u8]) -> u64 {
 }
 
 impl TraceFile {
-    /// Encodes the file to bytes.
+    /// Encodes the file to bytes, in the format version [`Header::encoding`] says.
     pub fn to_bytes(&self) -> Result<Vec<u8>, RsdError> {
-        let body = rmp_serde::to_vec(self).map_err(|e| RsdError::Encode(e.to_string()))?;
-        Ok(Self::frame(&body, FORMAT_VERSION, self.header.minor()))
+        self.to_bytes_as(self.header.encoding)
+    }
+
+    /// Encodes the file to bytes in format version `encoding`.
+    pub fn to_bytes_as(&self, encoding: Encoding) -> Result<Vec<u8>, RsdError> {
+        let body = match encoding {
+            Encoding::V1 => rmp_serde::to_vec(self).map_err(|e| RsdError::Encode(e.to_string()))?,
+            Encoding::V2 => v2::encode(self)?.0,
+        };
+        Ok(Self::frame(&body, encoding.version(), self.header.minor()))
+    }
+
+    /// Where the bytes of this file go when written in format version `encoding`: the
+    /// prefix, then per part of the body, the application's calls and the nested calls
+    /// apart. Version 2's encoder counts each byte it writes; version 1's MessagePack is
+    /// measured by encoding each part alone, what containers add counted as structure.
+    pub fn breakdown(&self, encoding: Encoding) -> Result<v2::Breakdown, RsdError> {
+        match encoding {
+            Encoding::V2 => Ok(v2::encode(self)?.1),
+            Encoding::V1 => v1_breakdown(self),
+        }
     }
 
     /// A file of `body` (an encoded [`TraceFile`], or what a newer writer's would be) with the
@@ -341,12 +401,12 @@ impl TraceFile {
         let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
         let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
         let (version, minor) = (u32_at(8), u32_at(12));
-        if version > FORMAT_VERSION || (version == FORMAT_VERSION && minor > FORMAT_MINOR) {
+        if version > NEWEST_VERSION || minor > FORMAT_MINOR {
             return Err(RsdError::NewerVersion {
                 path: p(),
                 found: version,
                 found_minor: minor,
-                supported: FORMAT_VERSION,
+                supported: NEWEST_VERSION,
                 supported_minor: FORMAT_MINOR,
             });
         }
@@ -383,11 +443,35 @@ impl TraceFile {
                 ),
             });
         }
-        Self::decode_body(body, path)
+        if version == FORMAT_V2 {
+            Self::decode_body_v2(body, path)
+        } else {
+            Self::decode_body(body, path)
+        }
     }
 
-    /// Decodes and validates a body without the prefix checks. Public so the fuzz test can feed
-    /// it arbitrary bytes past the checksum.
+    /// Decodes and validates a version-2 body without the prefix checks. Public so the fuzz
+    /// tests can feed it arbitrary bytes past the checksum.
+    pub fn decode_body_v2(body: &[u8], path: &Path) -> Result<TraceFile, RsdError> {
+        let tf = v2::decode(body).map_err(|e| match e {
+            v2::DecodeError::Corrupt(detail) => RsdError::Corrupt {
+                path: path.to_path_buf(),
+                detail,
+            },
+            v2::DecodeError::UnknownOp(op) => RsdError::UnknownOperation {
+                path: path.to_path_buf(),
+                op,
+            },
+        })?;
+        tf.validate().map_err(|detail| RsdError::Corrupt {
+            path: path.to_path_buf(),
+            detail,
+        })?;
+        Ok(tf)
+    }
+
+    /// Decodes and validates a version-1 body without the prefix checks. Public so the fuzz
+    /// test can feed it arbitrary bytes past the checksum.
     pub fn decode_body(body: &[u8], path: &Path) -> Result<TraceFile, RsdError> {
         // A `&[u8]` reader advances over what was decoded, so what remains is trailing data.
         let mut rest = body;
@@ -510,6 +594,49 @@ impl TraceFile {
     }
 }
 
+/// Version 1's breakdown: each part's MessagePack alone, the rest (array and map headers,
+/// variant names of nodes) as structure.
+fn v1_breakdown(tf: &TraceFile) -> Result<v2::Breakdown, RsdError> {
+    use v2::Part;
+    fn size<T: Serialize + ?Sized>(v: &T) -> u64 {
+        rmp_serde::to_vec(v).map_or(0, |b| b.len() as u64)
+    }
+    fn elastic(e: &Elastic, part: Part, nested: bool, out: &mut v2::Breakdown) {
+        let ranks: u64 = e.groups.iter().map(|g| size(&g.ranks)).sum();
+        *out.entry((Part::RankSets, nested)).or_default() += ranks;
+        *out.entry((part, nested)).or_default() += size(e) - ranks;
+    }
+    fn walk(nodes: &[Node], nested: bool, out: &mut v2::Breakdown) {
+        for n in nodes {
+            *out.entry((Part::RankSets, nested)).or_default() += size(&n.ranks);
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    *out.entry((Part::Strings, nested)).or_default() += size(&e.op) + size(&e.path);
+                    *out.entry((Part::CallSites, nested)).or_default() += size(&e.sig);
+                    e.params
+                        .iter()
+                        .for_each(|p| elastic(p, Part::Params, nested, out));
+                    *out.entry((Part::Timing, nested)).or_default() += size(&e.timing);
+                    walk(&e.children, true, out);
+                }
+                NodeKind::Loop(l) => {
+                    elastic(&l.iters, Part::Iterations, nested, out);
+                    walk(&l.body, nested, out);
+                }
+            }
+        }
+    }
+    let total = rmp_serde::to_vec(tf)
+        .map_err(|e| RsdError::Encode(e.to_string()))?
+        .len() as u64;
+    let mut out = v2::Breakdown::new();
+    out.insert((Part::Header, false), size(&tf.header));
+    walk(&tf.trace.nodes, false, &mut out);
+    let parts: u64 = out.values().sum();
+    *out.entry((Part::Structure, false)).or_default() += total.saturating_sub(parts);
+    Ok(out)
+}
+
 /// The operation name in serde's "unknown variant `X`, expected one of ..." for `Op`.
 fn unknown_op(detail: &str) -> Option<String> {
     let rest = detail.split("unknown variant `").nth(1)?;
@@ -597,18 +724,23 @@ mod tests {
 
     #[test]
     fn an_operation_from_a_newer_writer_is_named_not_called_damage() {
-        let b = sample();
-        let mut body = b[PREFIX_LEN..].to_vec();
-        // Rename every stored `Barrier` to a name no build has: what a newer writer's new op
-        // looks like to this reader, with a valid checksum.
-        let at = body
-            .windows(7)
-            .position(|w| w == b"Barrier")
-            .expect("the sample has a barrier");
-        body[at..at + 7].copy_from_slice(b"Barrieq");
-        match TraceFile::decode_body(&body, Path::new("t.iotrex")) {
-            Err(RsdError::UnknownOperation { op, .. }) => assert_eq!(op, "Barrieq"),
-            other => panic!("expected UnknownOperation, got {other:?}"),
+        let tf = TraceFile::from_bytes(&sample(), Path::new("x")).unwrap();
+        for enc in [Encoding::V1, Encoding::V2] {
+            let b = tf.to_bytes_as(enc).unwrap();
+            let mut body = b[PREFIX_LEN..].to_vec();
+            // Rename the stored `Barrier` to a name no build has: what a newer writer's new
+            // op looks like to this reader, with a valid checksum (version 2 stores the name
+            // once, in its string table).
+            let at = body
+                .windows(7)
+                .position(|w| w == b"Barrier")
+                .expect("the sample has a barrier");
+            body[at..at + 7].copy_from_slice(b"Barrieq");
+            let framed = TraceFile::frame(&body, enc.version(), 0);
+            match TraceFile::from_bytes(&framed, Path::new("t.iotrex")) {
+                Err(RsdError::UnknownOperation { op, .. }) => assert_eq!(op, "Barrieq"),
+                other => panic!("{enc:?}: expected UnknownOperation, got {other:?}"),
+            }
         }
     }
 
@@ -647,7 +779,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             format!(
-                "new.iotrex: trace format version 1.{} is newer than this iotrex reads (up to 1.{FORMAT_MINOR}): the file was written by a newer iotrex; upgrade iotrex",
+                "new.iotrex: trace format version 1.{} is newer than this iotrex reads (up to {NEWEST_VERSION}.{FORMAT_MINOR}): the file was written by a newer iotrex; upgrade iotrex",
                 FORMAT_MINOR + 1
             )
         );
@@ -655,14 +787,24 @@ mod tests {
         let lying = TraceFile::frame(&body, FORMAT_VERSION, FORMAT_MINOR);
         let e = TraceFile::from_bytes(&lying, p).unwrap_err();
         assert!(matches!(e, RsdError::Corrupt { .. }), "{e:?}");
-        // A new format version altogether.
-        let v2 = TraceFile::frame(&body, FORMAT_VERSION + 1, 0);
+        // A new format version altogether (version 2 is read since it exists).
+        let v3 = TraceFile::frame(&body, NEWEST_VERSION + 1, 0);
         assert!(
-            TraceFile::from_bytes(&v2, p)
+            TraceFile::from_bytes(&v3, p)
                 .unwrap_err()
                 .to_string()
-                .contains("version 2 is newer than this iotrex reads")
+                .contains("version 3 is newer than this iotrex reads")
         );
+        // Version 2 with a newer minor version (a header field it does not know) too.
+        let v2 = TraceFile::frame(
+            &tf.to_bytes().unwrap()[PREFIX_LEN..],
+            FORMAT_V2,
+            FORMAT_MINOR + 1,
+        );
+        assert!(matches!(
+            TraceFile::from_bytes(&v2, p).unwrap_err(),
+            RsdError::NewerVersion { .. }
+        ));
     }
 
     #[test]

@@ -3,8 +3,12 @@
 //! (unchanged since NetCDF 4.0; checked against 4.9.0). The tracer records them as passed;
 //! every consumer that names one reads it here.
 
-/// `nc_type` ids of the atomic types (`mem_type` and `xtype` parameters).
+/// `nc_type` ids of the atomic types (`mem_type` and `xtype` parameters). PnetCDF's
+/// `pnetcdf.h` defines the same ids for the types it has (all but `NC_STRING`), so its layer
+/// reads them here too.
 pub mod types {
+    /// `NC_NAT`: not a type (a PnetCDF flexible call's derived MPI datatype).
+    pub const NAT: i64 = 0;
     /// `NC_BYTE`: `signed char` (`nc_put_vara_schar`).
     pub const BYTE: i64 = 1;
     /// `NC_CHAR`: text (`nc_put_vara_text`).
@@ -29,6 +33,37 @@ pub mod types {
     pub const UINT64: i64 = 11;
     /// `NC_STRING`: `char *` per element.
     pub const STRING: i64 = 12;
+
+    /// The size in bytes of an element of a fixed-size type `t` in the file (0 for NC_NAT,
+    /// `NC_STRING` or an unknown type).
+    pub fn size(t: i64) -> i64 {
+        match t {
+            BYTE | CHAR | UBYTE => 1,
+            SHORT | USHORT => 2,
+            INT | FLOAT | UINT => 4,
+            DOUBLE | INT64 | UINT64 => 8,
+            _ => 0,
+        }
+    }
+
+    /// The `nc_type` a predefined MPI datatype is read or written as (PnetCDF's flexible calls'
+    /// `buftype`), by its name in `crate::mpi::DATATYPES`; NC_NAT for any other.
+    pub fn of_mpi(name: &str) -> i64 {
+        match name {
+            "MPI_SIGNED_CHAR" | "MPI_BYTE" => BYTE,
+            "MPI_CHAR" => CHAR,
+            "MPI_UNSIGNED_CHAR" => UBYTE,
+            "MPI_SHORT" => SHORT,
+            "MPI_UNSIGNED_SHORT" => USHORT,
+            "MPI_INT" => INT,
+            "MPI_UNSIGNED" => UINT,
+            "MPI_FLOAT" => FLOAT,
+            "MPI_DOUBLE" => DOUBLE,
+            "MPI_LONG" | "MPI_LONG_LONG_INT" => INT64,
+            "MPI_UNSIGNED_LONG_LONG" => UINT64,
+            _ => NAT,
+        }
+    }
 }
 
 /// The name and memory type of each member of a typed family (`nc_put_vara_<suffix>`,

@@ -10,7 +10,7 @@
 //! renderer of values: `Display` of [`Elastic`] and [`RankFn`] (`extrap --explain`, error
 //! messages) calls it too.
 
-use crate::format::{FORMAT_VERSION, Header, TraceFile};
+use crate::format::{Header, TraceFile};
 use crate::op::{Layer, Op};
 use crate::path::PathTemplate;
 use crate::stats::{Spread, Summary};
@@ -255,7 +255,8 @@ pub fn time_per_rank(tf: &TraceFile) -> Vec<(TimeKind, f64)> {
 pub fn render_header(h: &Header, out: &mut String) {
     let _ = writeln!(
         out,
-        "iotrex trace, format version {FORMAT_VERSION}, written by iotrex {}",
+        "iotrex trace, format version {}, written by iotrex {}",
+        h.encoding.version(),
         h.tool_version
     );
     let _ = writeln!(out, "{INDENT}ranks      {}", h.nranks);
@@ -539,7 +540,7 @@ impl<'a> ShowJson<'a> {
     /// The JSON view of a trace file.
     pub fn new(file: &'a TraceFile) -> Self {
         ShowJson {
-            format_version: FORMAT_VERSION,
+            format_version: file.header.encoding.version(),
             file,
             time_per_rank: time_per_rank(file),
         }

@@ -62,64 +62,8 @@ const MAX_DIMS: usize = 64;
 /// a hook that runs before it passes through).
 pub static ENABLED: AtomicBool = AtomicBool::new(false);
 
-/// The `nc_type` ids of pnetcdf.h (the same as NetCDF's) and their sizes: the tracer's ABI
-/// table of PnetCDF's types.
-pub mod nc {
-    /// `NC_NAT`: not a type (a flexible call's derived MPI datatype).
-    pub const NAT: i64 = 0;
-    /// `NC_BYTE`: `signed char`.
-    pub const BYTE: i64 = 1;
-    /// `NC_CHAR`: text.
-    pub const CHAR: i64 = 2;
-    /// `NC_SHORT`.
-    pub const SHORT: i64 = 3;
-    /// `NC_INT`.
-    pub const INT: i64 = 4;
-    /// `NC_FLOAT`.
-    pub const FLOAT: i64 = 5;
-    /// `NC_DOUBLE`.
-    pub const DOUBLE: i64 = 6;
-    /// `NC_UBYTE`: `unsigned char`.
-    pub const UBYTE: i64 = 7;
-    /// `NC_USHORT`.
-    pub const USHORT: i64 = 8;
-    /// `NC_UINT`.
-    pub const UINT: i64 = 9;
-    /// `NC_INT64`: `long long`, and `long` on LP64.
-    pub const INT64: i64 = 10;
-    /// `NC_UINT64`.
-    pub const UINT64: i64 = 11;
-
-    /// The size in bytes of an element of type `t` (0 for NC_NAT or an unknown type).
-    pub fn size(t: i64) -> i64 {
-        match t {
-            BYTE | CHAR | UBYTE => 1,
-            SHORT | USHORT => 2,
-            INT | FLOAT | UINT => 4,
-            DOUBLE | INT64 | UINT64 => 8,
-            _ => 0,
-        }
-    }
-
-    /// The `nc_type` PnetCDF reads or writes a predefined MPI datatype as (a flexible call's
-    /// `buftype`), by its name in `rsd::mpi::DATATYPES`; NC_NAT for any other.
-    pub fn of_mpi(name: &str) -> i64 {
-        match name {
-            "MPI_SIGNED_CHAR" | "MPI_BYTE" => BYTE,
-            "MPI_CHAR" => CHAR,
-            "MPI_UNSIGNED_CHAR" => UBYTE,
-            "MPI_SHORT" => SHORT,
-            "MPI_UNSIGNED_SHORT" => USHORT,
-            "MPI_INT" => INT,
-            "MPI_UNSIGNED" => UINT,
-            "MPI_FLOAT" => FLOAT,
-            "MPI_DOUBLE" => DOUBLE,
-            "MPI_LONG" | "MPI_LONG_LONG_INT" => INT64,
-            "MPI_UNSIGNED_LONG_LONG" => UINT64,
-            _ => NAT,
-        }
-    }
-}
+/// PnetCDF's `nc_type` ids are NetCDF's (pnetcdf.h defines the same values): one table.
+use rsd::netcdf::types as nc;
 
 /// The rank's PnetCDF ids: open files and pending nonblocking requests.
 #[derive(Debug, Default)]

@@ -354,8 +354,9 @@ impl State {
     }
 
     /// Records a top-level call without path or children from borrowed parameters: the
-    /// compressor's steady state then needs no allocation.
-    #[inline]
+    /// compressor's steady state then needs no allocation. Always inlined into the hook: as a
+    /// call of its own it cost about 20 instructions per traced call.
+    #[inline(always)]
     fn push_call(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
         if !self.admit() {
             return;

@@ -1,0 +1,377 @@
+//! Format version 2 (`docs/format-v2.md`): the golden files in `data/format/v2/` read, mean
+//! the same trace as their version-1 originals and re-encode to their bytes; any trace
+//! round-trips through version 2, and through version 1 then version 2; the reader refuses
+//! damage with an error naming the file (bit flips, truncation, random bodies).
+
+use proptest::prelude::*;
+use rsd::approx::Summary;
+use rsd::format::{Encoding, FORMAT_V2, MAGIC, PREFIX_LEN};
+use rsd::layout::FileEnd;
+use rsd::path::PathTemplate;
+use rsd::prefix::Exscan;
+use rsd::timing::{BINS, Interval, Intervals, Stats, Timing};
+use rsd::trace::{Event, Loop, Node, NodeKind};
+use rsd::value::Group;
+use rsd::{Elastic, FlatEvent, Header, Op, RankFn, RankSet, Trace, TraceFile, Val};
+use std::path::{Path, PathBuf};
+
+fn data(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../data/format")
+        .join(rel)
+}
+
+fn read(p: &Path) -> (Vec<u8>, TraceFile) {
+    let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let tf = TraceFile::read(p).unwrap_or_else(|e| panic!("{e}"));
+    (bytes, tf)
+}
+
+/// Each version-2 golden file is its version-1 original rewritten
+/// (`trace_bytes --write-as v2`): the same header and trace, its own bytes, and smaller.
+#[test]
+fn golden_v2_files_mean_their_v1_originals_and_keep_their_bytes() {
+    for name in ["spmd_4x10.iotrex", "spmd_4x10_mpiconfig.iotrex"] {
+        let (b1, v1) = read(&data(&format!("v1/{name}")));
+        let (b2, v2) = read(&data(&format!("v2/{name}")));
+        assert_eq!(&b2[..8], &MAGIC);
+        assert_eq!(u32::from_le_bytes(b2[8..12].try_into().unwrap()), FORMAT_V2);
+        assert_eq!(
+            (v1.header.encoding, v2.header.encoding),
+            (Encoding::V1, Encoding::V2)
+        );
+        assert_eq!(v2.trace, v1.trace, "{name}: trace");
+        let mut h = v1.header.clone();
+        h.encoding = Encoding::V2;
+        assert_eq!(v2.header, h, "{name}: header");
+        assert_eq!(
+            v2.to_bytes().unwrap(),
+            b2,
+            "{name}: v2 re-encodes to its bytes"
+        );
+        assert_eq!(
+            v1.to_bytes().unwrap(),
+            b1,
+            "{name}: v1 re-encodes to its bytes"
+        );
+        assert_eq!(
+            v1.to_bytes_as(Encoding::V2).unwrap(),
+            b2,
+            "{name}: v1 -> v2"
+        );
+        assert!(
+            b2.len() * 2 < b1.len(),
+            "{name}: {} B as v2, {} B as v1",
+            b2.len(),
+            b1.len()
+        );
+    }
+}
+
+/// The version-2 golden file expands to the calls stored next to the version-1 one.
+#[test]
+fn golden_v2_expands_to_the_recorded_calls() {
+    let (_, tf) = read(&data("v2/spmd_4x10.iotrex"));
+    let text = std::fs::read_to_string(data("v1/spmd_4x10.expand.json")).unwrap();
+    let want: Vec<Vec<FlatEvent>> = serde_json::from_str(&text).unwrap();
+    for (r, w) in want.iter().enumerate() {
+        assert_eq!(&tf.trace.expand(r as u32), w, "rank {r}");
+    }
+}
+
+/// New traces are written as version 2; the size test's synthetic program is under half its
+/// version-1 size at every scale it checks.
+#[test]
+fn new_traces_are_version_2_and_smaller() {
+    for (n, it) in [(4u32, 10u64), (64, 1000), (1024, 10)] {
+        let tf = TraceFile {
+            header: Header::new(n),
+            trace: rsd::synth::spmd(n, it),
+        };
+        let b = tf.to_bytes().unwrap();
+        assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), FORMAT_V2);
+        let v1 = tf.to_bytes_as(Encoding::V1).unwrap();
+        assert!(
+            b.len() * 2 < v1.len(),
+            "{n}x{it}: v2 {} B, v1 {} B",
+            b.len(),
+            v1.len()
+        );
+        let back = TraceFile::from_bytes(&b, Path::new("mem")).unwrap();
+        assert_eq!(back, tf);
+    }
+}
+
+/// A damaged version-2 file or body is refused with the file's name, never accepted as
+/// another trace, never a panic.
+#[test]
+fn damage_is_refused_naming_the_file() {
+    let tf = TraceFile {
+        header: Header::new(4),
+        trace: rsd::synth::spmd(4, 10),
+    };
+    let b = tf.to_bytes().unwrap();
+    let body = &b[PREFIX_LEN..];
+    let p = Path::new("v2.iotrex");
+    for n in 0..body.len() {
+        let e = TraceFile::decode_body_v2(&body[..n], p).unwrap_err();
+        assert!(e.to_string().contains("v2.iotrex"), "{e}");
+    }
+    let mut x = body.to_vec();
+    x.push(0);
+    assert!(
+        TraceFile::decode_body_v2(&x, p)
+            .unwrap_err()
+            .to_string()
+            .contains("1 bytes left over")
+    );
+}
+
+// --- Arbitrary traces ----------------------------------------------------------------------
+
+fn rankset() -> impl Strategy<Value = RankSet> {
+    prop_oneof![
+        (1u32..70_000).prop_map(RankSet::all),
+        prop::collection::btree_set(0u32..80, 1..12)
+            .prop_map(|s| RankSet::from_sorted(&s.into_iter().collect::<Vec<_>>())),
+    ]
+}
+
+fn rankfn() -> impl Strategy<Value = RankFn> {
+    prop_oneof![
+        4 => any::<i64>().prop_map(RankFn::Const),
+        4 => (-5i64..5).prop_map(RankFn::Const),
+        1 => (any::<i64>(), any::<i64>()).prop_map(|(a, b)| RankFn::Affine { a, b }),
+        1 => (any::<i64>(), 1i64..64, any::<i64>()).prop_map(|(a, k, b)| RankFn::Div { a, k, b }),
+        1 => (any::<i64>(), 1i64..64, any::<i64>()).prop_map(|(a, k, b)| RankFn::Mod { a, k, b }),
+        1 => (1i64..8, 8i64..16, 0i64..8).prop_map(|(w, p, o)| RankFn::Shift { w, p, o }),
+        1 => (any::<i64>(), 1i64..9, any::<i64>(), any::<u32>(), any::<i64>())
+            .prop_map(|(a, k, b, t, d)| RankFn::Step { a, k, b, t, d }),
+    ]
+}
+
+/// Any float the statistics hold: integers, means of integer sums, arbitrary finite values,
+/// zero and negative zero.
+fn float() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        Just(0.0),
+        Just(-0.0),
+        (0u64..1 << 40).prop_map(|x| x as f64),
+        (0u64..1 << 40, 2u64..1000).prop_map(|(s, n)| s as f64 / n as f64),
+        any::<f64>().prop_filter("finite", |x| x.is_finite()),
+    ]
+}
+
+fn stats() -> impl Strategy<Value = Stats> {
+    (
+        any::<u64>(),
+        any::<u64>(),
+        any::<u32>(),
+        any::<u32>(),
+        float(),
+        float(),
+        prop::collection::vec((0usize..BINS, 0u64..1 << 36), 0..4),
+        any::<bool>(),
+        0u64..3,
+    )
+        .prop_map(
+            |(min, max, min_rank, max_rank, mean, m2, bins, consistent, extra)| {
+                let mut b = [0u64; BINS];
+                for (i, c) in bins {
+                    b[i] = c;
+                }
+                // Mostly the bins sum to the count (what the compressor makes), sometimes not.
+                let sum: u64 = b.iter().sum();
+                let count = if consistent { sum } else { sum + extra };
+                Stats {
+                    count,
+                    min,
+                    max,
+                    min_rank,
+                    max_rank,
+                    mean,
+                    m2,
+                    bins: b,
+                }
+            },
+        )
+}
+
+fn timing() -> impl Strategy<Value = Timing> {
+    (
+        stats(),
+        stats(),
+        any::<bool>(),
+        prop::option::of((float(), float(), float(), float())),
+    )
+        .prop_map(|(gap, mut dur, same, iv)| {
+            if same {
+                dur.count = gap.count;
+            }
+            Timing {
+                gap,
+                dur,
+                interval: iv.map(|(a, b, c, d)| Intervals {
+                    gap: Interval { lo: a, hi: b },
+                    dur: Interval { lo: c, hi: d },
+                }),
+            }
+        })
+}
+
+fn val() -> impl Strategy<Value = Val<RankFn>> {
+    let leaf = prop_oneof![
+        6 => rankfn().prop_map(Val::Const),
+        2 => (rankfn(), prop::collection::vec(rankfn(), 0..3))
+            .prop_map(|(base, strides)| Val::Lin { base, strides }),
+        1 => stats().prop_map(|stats| Val::Approx(Box::new(Summary { stats }))),
+        1 => (0u32..4, any::<bool>(), rankfn()).prop_map(|(of, running, c)| {
+            Val::Exscan(Box::new(Exscan { of, running, start: Val::Const(c), from: None }))
+        }),
+        1 => (prop::option::of(0u32..4), rankfn())
+            .prop_map(|(of, c)| Val::FileEnd(Box::new(FileEnd { of, start: Val::Const(c) }))),
+    ];
+    leaf.prop_recursive(3, 24, 5, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 1..5).prop_map(Val::Seq),
+            prop::collection::vec(inner, 1..5).prop_map(Val::Cycle),
+            // Explicit vectors of constants (stored as differences).
+            prop::collection::vec(any::<i64>(), 1..6).prop_map(|v| Val::Seq(
+                v.into_iter()
+                    .map(|x| Val::Const(RankFn::Const(x)))
+                    .collect()
+            )),
+        ]
+    })
+}
+
+fn elastic() -> impl Strategy<Value = Elastic> {
+    prop::collection::vec((rankset(), val()), 1..3).prop_map(|g| Elastic {
+        groups: g
+            .into_iter()
+            .map(|(ranks, val)| Group { ranks, val })
+            .collect(),
+    })
+}
+
+fn event(children: Vec<Node>) -> impl Strategy<Value = Event> {
+    (
+        prop::sample::select(Op::ALL.to_vec()),
+        prop_oneof![0u64..4, any::<u64>()],
+        prop::option::of(prop::sample::select(vec![
+            "shared.dat",
+            "out/file_%d",
+            "a%%b",
+        ])),
+        prop::collection::vec(elastic(), 1..4),
+        timing(),
+    )
+        .prop_map(move |(op, sig, path, params, timing)| Event {
+            op,
+            sig,
+            path: path.map(|p| PathTemplate(p.to_string())),
+            params,
+            timing,
+            children: children.clone(),
+        })
+}
+
+fn nodes() -> impl Strategy<Value = Vec<Node>> {
+    let leaf = (rankset(), event(Vec::new())).prop_map(|(ranks, e)| Node {
+        ranks,
+        kind: NodeKind::Event(e),
+    });
+    let tree = leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            (
+                rankset(),
+                elastic(),
+                prop::collection::vec(inner.clone(), 1..4)
+            )
+                .prop_map(|(ranks, iters, body)| Node {
+                    ranks,
+                    kind: NodeKind::Loop(Loop { iters, body }),
+                }),
+            (rankset(), prop::collection::vec(inner, 1..3))
+                .prop_flat_map(|(ranks, children)| (Just(ranks), event(children)))
+                .prop_map(|(ranks, e)| Node {
+                    ranks,
+                    kind: NodeKind::Event(e),
+                }),
+        ]
+    });
+    prop::collection::vec(tree, 0..5)
+}
+
+fn header() -> impl Strategy<Value = Header> {
+    (
+        1u32..100_000,
+        prop::collection::vec("[ -~]{0,12}", 0..3),
+        prop::option::of("[0-9a-f]{16}"),
+        any::<u64>(),
+    )
+        .prop_map(|(n, command, run_id, wall_ns)| {
+            let mut h = Header::new(n);
+            h.command = command;
+            h.run_id = run_id;
+            h.wall_ns = wall_ns;
+            h
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// v2 write -> read gives the same trace and header, and re-encodes to the same bytes;
+    /// v1 write -> read -> v2 write -> read gives the same trace too.
+    #[test]
+    fn any_trace_round_trips(header in header(), nodes in nodes()) {
+        let tf = TraceFile { header, trace: Trace { nodes } };
+        let b2 = tf.to_bytes().unwrap();
+        prop_assert_eq!(u32::from_le_bytes(b2[8..12].try_into().unwrap()), FORMAT_V2);
+        let back = TraceFile::from_bytes(&b2, Path::new("mem")).unwrap();
+        prop_assert_eq!(&back, &tf);
+        prop_assert_eq!(back.to_bytes().unwrap(), b2.clone());
+
+        let b1 = tf.to_bytes_as(Encoding::V1).unwrap();
+        let from_v1 = TraceFile::from_bytes(&b1, Path::new("mem")).unwrap();
+        prop_assert_eq!(from_v1.header.encoding, Encoding::V1);
+        prop_assert_eq!(&from_v1.trace, &tf.trace);
+        let again = from_v1.to_bytes_as(Encoding::V2).unwrap();
+        prop_assert_eq!(&again, &b2);
+        let v2 = TraceFile::from_bytes(&again, Path::new("mem")).unwrap();
+        prop_assert_eq!(&v2.trace, &tf.trace);
+        prop_assert_eq!(&v2, &tf);
+    }
+
+    /// Bit flips and random bytes in a version-2 body: a clean error naming the file, or a
+    /// trace that validated and re-encodes.
+    #[test]
+    fn damaged_bodies_never_panic(
+        flips in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 1..6),
+        junk in prop::collection::vec(any::<u8>(), 0..64),
+        keep in any::<prop::sample::Index>(),
+    ) {
+        let tf = TraceFile { header: Header::new(4), trace: rsd::synth::spmd(4, 10) };
+        let b = tf.to_bytes().unwrap();
+        let mut body = b[PREFIX_LEN..].to_vec();
+        for (at, bit) in &flips {
+            let i = at.index(body.len());
+            body[i] ^= 1 << bit;
+        }
+        let p = Path::new("fuzz.iotrex");
+        for input in [body.clone(), {
+            let mut x = b[PREFIX_LEN..][..keep.index(b.len() - PREFIX_LEN)].to_vec();
+            x.extend(&junk);
+            x
+        }] {
+            match TraceFile::decode_body_v2(&input, p) {
+                Err(e) => prop_assert!(e.to_string().contains("fuzz.iotrex"), "{}", e),
+                Ok(tf) => {
+                    let again = tf.to_bytes().unwrap();
+                    TraceFile::from_bytes(&again, p).unwrap();
+                }
+            }
+        }
+    }
+}
