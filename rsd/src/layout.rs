@@ -116,6 +116,9 @@ type Turn = (Op, u64, usize);
 /// Every rank's writes per file, in call order, with each call's turn.
 type Calls = HashMap<File, BTreeMap<u32, Vec<(Turn, Call)>>>;
 
+/// What [`walk`] hands each event: the event, its call site, its loop indices, its path.
+type Visit<'a> = dyn FnMut(&Event, u64, &[u64], &Path) + 'a;
+
 /// Every event `rank` executes in `nodes`, in order, with its call site, loop indices and
 /// path. A container's calls (a library layer's: an `H5Dwrite`'s MPI-IO calls) follow it, with
 /// the sites lifting gives them, as [`crate::trace::visit_lifted`] hands them out: the model
@@ -127,7 +130,7 @@ fn walk(
     container: Option<u64>,
     idx: &mut Vec<u64>,
     path: &mut Path,
-    f: &mut dyn FnMut(&Event, u64, &[u64], &Path),
+    f: &mut Visit<'_>,
 ) {
     for (k, n) in nodes.iter().enumerate() {
         if !n.ranks.contains(rank) {
