@@ -1129,7 +1129,16 @@ impl Op {
         }
         let extra = idx - schema.len();
         let n_extra = nparams - nfields - schema.len();
-        let arrays: &[&str] = match self {
+        let arrays = self.arrays();
+        let per = (n_extra / arrays.len()).max(1);
+        let which = (extra / per).min(arrays.len() - 1);
+        format!("{}[{}]", arrays[which], extra - which * per)
+    }
+
+    /// The arrays an event of this op stores after its fixed parameters, in order, each of the
+    /// same length (`dims[k]`, `count[k]`): the names [`Op::param_name`] gives their elements.
+    pub fn arrays(self) -> &'static [&'static str] {
+        match self {
             Op::TypeIndexed => &["blocklengths", "displacements"],
             Op::TypeCreateHindexed => &["blocklengths", "displacements"],
             Op::TypeCreateHindexedBlock | Op::TypeCreateIndexedBlock => &["displacements"],
@@ -1154,10 +1163,33 @@ impl Op {
             // degrees, which a display name cannot see, so one array.
             _ if self.is_neighborhood() => &["neighborhood"],
             _ => &["extra"],
-        };
-        let per = (n_extra / arrays.len()).max(1);
-        let which = (extra / per).min(arrays.len() - 1);
-        format!("{}[{}]", arrays[which], extra - which * per)
+        }
+    }
+
+    /// Whether the elements of this op's array `array` ([`Op::arrays`]) are quantities that
+    /// follow the program's data, as [`Param::is_quantity`] says of a fixed parameter:
+    /// lengths, counts and extents (`count`, `dims`, `blocklengths`), not places (`start`,
+    /// `displacements`), steps, types or handles.
+    pub fn array_is_quantity(self, array: &str) -> bool {
+        self.arrays().contains(&array)
+            && matches!(
+                array,
+                "blocklengths"
+                    | "sizes"
+                    | "subsizes"
+                    | "dims"
+                    | "maxdims"
+                    | "count"
+                    | "block"
+                    | "chunks"
+            )
+    }
+
+    /// The index of the parameter named `name` (`count`, or an array element `count[0]`, as
+    /// [`Op::param_name`] names them) in an event of this op with `nparams` parameters and
+    /// `nfields` path fields, or `None` when it has none of that name.
+    pub fn param_named(self, name: &str, nparams: usize, nfields: usize) -> Option<usize> {
+        (0..nparams.saturating_sub(nfields)).find(|&k| self.param_name(k, nparams, nfields) == name)
     }
 
     /// Bytes of file data this call moved, given its parameters, or 0 for calls that move none.
