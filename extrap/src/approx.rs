@@ -123,7 +123,7 @@ impl Ignore {
             None => self.op.schema().get(k) == Some(&self.param),
             Some(_) => {
                 k >= self.op.schema().len()
-                    && self.op.param_name(k, nparams, nfields) == self.to_string_param()
+                    && self.op.param_name(k, nparams, nfields) == self.shown_param()
             }
         }
     }
@@ -143,7 +143,7 @@ impl Ignore {
     }
 
     /// The parameter as `iotrex show` names it (`count`, `count[0]`).
-    fn to_string_param(&self) -> String {
+    fn shown_param(self) -> String {
         match self.element {
             None => self.param.to_string(),
             Some(k) => format!("{}[{k}]", self.param),
@@ -153,7 +153,7 @@ impl Ignore {
 
 impl std::fmt::Display for Ignore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.op.name(), self.to_string_param())
+        write!(f, "{}.{}", self.op.name(), self.shown_param())
     }
 }
 
@@ -182,7 +182,7 @@ pub fn ignore(inputs: Vec<Input>, ignored: &[Ignore]) -> (Vec<Input>, Vec<(Ignor
             });
             for d in done {
                 for (g, n) in ignored.iter().zip(found.iter_mut()) {
-                    if g.op == d.op && g.to_string_param() == d.name {
+                    if g.op == d.op && g.shown_param() == d.name {
                         *n += 1;
                     }
                 }
