@@ -818,6 +818,89 @@ mod tests {
         assert!(crate::prefix::present(&t) && !present(&t));
     }
 
+    /// Steps of a collective write through a view displaced to the end of the file (offset 0,
+    /// an hindexed filetype: HDF5's dataset writes), whose bytes rank 0's nested `pwrite`
+    /// lands, then rank 0's header at the end of the file: the end is where the
+    /// `pwrite` ends, and the view's write is no candidate.
+    #[test]
+    fn a_write_through_a_view_moves_the_end_by_its_nested_calls_only() {
+        let n = 3u32;
+        let steps = 4u32;
+        let mut ts = Vec::new();
+        for r in 0..n {
+            let mut evs = Vec::new();
+            let mut end = 40i64;
+            for s in 0..steps {
+                let total: i64 = (0..n).map(|q| len(q, s)).sum();
+                evs.push(RawEvent::new(
+                    Op::FileSetView,
+                    2,
+                    args::file_set_view(0, end, crate::mpi::BYTE, 1000 + i64::from(s)),
+                ));
+                let c = len(r, s);
+                let mut w = RawEvent::new(
+                    Op::FileWriteAtAll,
+                    3,
+                    args::file_write_at_all(0, 0, c, 4, c),
+                );
+                if r == 0 {
+                    w.children = vec![RawEvent::new(
+                        Op::Pwrite,
+                        9,
+                        args::pwrite(0, total, end, total),
+                    )];
+                }
+                evs.push(w);
+                evs.push(RawEvent::new(
+                    Op::FileSetView,
+                    2,
+                    args::file_set_view(0, 0, crate::mpi::BYTE, crate::mpi::BYTE),
+                ));
+                end += total;
+                if r == 0 {
+                    let h = head(s);
+                    evs.push(RawEvent::new(
+                        Op::FileWriteAt,
+                        4,
+                        args::file_write_at(0, end, h, 4, h),
+                    ));
+                }
+                end += head(s);
+            }
+            ts.push(compress(r, &evs));
+        }
+        let t = crate::merge::merge_tree(ts).unwrap();
+        let offsets = |t: &Trace| -> Vec<Vec<i64>> {
+            (0..n)
+                .map(|r| {
+                    t.expand(r)
+                        .iter()
+                        .filter(|e| e.op == Op::FileWriteAt)
+                        .map(|e| e.p(Param::Offset))
+                        .collect()
+                })
+                .collect()
+        };
+        let want = offsets(&t);
+        let mut m = t.clone();
+        // The headers are rank 0's alone, an offset of one rank group (nothing data-dependent
+        // to trigger on): the model is asked for on the file, as extrap does for a file whose
+        // inputs held it.
+        let rec = recognise_again(&mut m, &HashSet::from([(0usize, 0i64)]));
+        assert!(
+            rec.iter()
+                .any(|r| r.op == Op::FileWriteAt && r.of.is_none()),
+            "the headers are at the end of the file: {rec:?}"
+        );
+        assert!(
+            rec.iter().all(|r| r.op != Op::FileWriteAtAll),
+            "a write through a displaced view is no candidate: {rec:?}"
+        );
+        let mut back = m.clone();
+        assert!(resolve(&mut back) >= 1);
+        assert_eq!(offsets(&back), want);
+    }
+
     #[test]
     fn drawn_sizes_at_the_end_of_the_file_tile_it() {
         let n = 9;
