@@ -33,7 +33,7 @@ use std::collections::HashSet;
 /// One parameter the user declares irrelevant: `op.param` as `iotrex show` names them
 /// (`fprintf.ret`, `MPI_Send.count`), or an element of one of the arrays an op stores after
 /// its fixed parameters (`H5Sselect_hyperslab.count[0]`: data-dependent hyperslab counts),
-/// whose index in an event depends on the event's array lengths ([`Op::param_named`]).
+/// whose index in an event depends on the event's array lengths ([`Op::param_name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ignore {
     /// The operation.

@@ -1185,13 +1185,6 @@ impl Op {
             )
     }
 
-    /// The index of the parameter named `name` (`count`, or an array element `count[0]`, as
-    /// [`Op::param_name`] names them) in an event of this op with `nparams` parameters and
-    /// `nfields` path fields, or `None` when it has none of that name.
-    pub fn param_named(self, name: &str, nparams: usize, nfields: usize) -> Option<usize> {
-        (0..nparams.saturating_sub(nfields)).find(|&k| self.param_name(k, nparams, nfields) == name)
-    }
-
     /// Bytes of file data this call moved, given its parameters, or 0 for calls that move none.
     /// MPI-IO uses `bytes`; POSIX uses the result `ret` (clamped at 0 for failures); stdio uses
     /// `size * ret` for fread/fwrite and `ret` for fprintf.
