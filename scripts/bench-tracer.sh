@@ -8,11 +8,14 @@
 #     loop-heavy pattern of issue 19 (ior_like POSIX, 4 KiB transfers, 16 ranks: median of 7
 #     alternating runs, with the CPU time of all ranks, which a loaded machine blurs less);
 #  3. finalize merge time and trace size at 4..64 ranks (IOTREX_VERBOSE reports the merge).
+# PARTS="2b" (any of 1 2 2b 3, default all) runs only those parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 LIB=${CARGO_TARGET_DIR:-$PWD/target}/release/libiotrex_tracer.so
 [ -f "$LIB" ] || { echo "build first: cargo build --release -p tracer" >&2; exit 1; }
+PARTS=" ${PARTS:-1 2 2b 3} "
+want() { [[ "$PARTS" == *" $1 "* ]]; }
 W=$(mktemp -d /dev/shm/iotrex-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 cc -O2 -o "$W/pwrite_loop" tracer/bench/pwrite_loop.c
@@ -21,6 +24,7 @@ for a in ior_like io_sample; do mpicc -O2 -o "$W/$a" tests/apps/$a.c; done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 per_call() { for _ in 1 2 3 4 5; do env "$@" "$W/pwrite_loop" 1000000 | awk '{print $1}'; done | median; }
 
+if want 1; then
 echo "== 1. per-call overhead (10^6 pwrite of 8 B, median of 5)"
 base=$(per_call IOTREX_UNUSED=1)
 d0=$(per_call LD_PRELOAD="$LIB" IOTREX_OUT="$W/p0.iotrex" IOTREX_STACK_DEPTH=0)
@@ -42,6 +46,7 @@ if command -v valgrind >/dev/null; then
   echo "instructions/call (callgrind): untraced $ib, depth 0 $i0 (+$((i0 - ib))), depth 4 $i4 (+$((i4 - ib)))   target: +300 at depth 4"
   echo "  (where they go, per function: docs/tracer-cost.md)"
 fi
+fi
 
 wall() { # runs "$@" 3 times, prints the median wall time in ms
   for _ in 1 2 3; do
@@ -56,6 +61,7 @@ run() { # np traced(0/1) app args...
     timeout 120 mpirun -np "$np" --mca btl self,vader "$W/$app" "$@"
   fi
 }
+if want 2; then
 echo
 echo "== 2. wall-time overhead (median of 3, includes mpirun start-up)"
 for spec in "16 ior_like -a mpiio -c -t 65536 -b 262144 -s 4 -o $W/ior.dat" "8 io_sample $W 100 8192 3 1048576"; do
@@ -64,6 +70,9 @@ for spec in "16 ior_like -a mpiio -c -t 65536 -b 262144 -s 4 -o $W/ior.dat" "8 i
   awk -v u="$u" -v t="$t" -v n="$2 at $1 ranks" 'BEGIN { printf "%-22s untraced %6d ms, traced %6d ms  (%+.1f%%)   target: 5%%\n", n, u, t, (t-u)/u*100 }'
 done
 
+fi
+
+if want 2b; then
 echo
 echo "== 2b. loop-heavy (ior_like POSIX, 4 KiB transfers, 16 ranks, median of 7 alternating runs)"
 # Each run prints "wall_ms cpu_ms" (CPU: user + system of mpirun and its children).
@@ -83,7 +92,9 @@ uc=$(awk '{print $2}' "$W/lh.u" | median); tc=$(awk '{print $2}' "$W/lh.t" | med
 awk -v uw="$uw" -v tw="$tw" -v uc="$uc" -v tc="$tc" 'BEGIN {
   printf "wall: untraced %6d ms, traced %6d ms  (%+.1f%%)   target: 3%%\n", uw, tw, (tw-uw)/uw*100
   printf "cpu:  untraced %6d ms, traced %6d ms  (%+.1f%%)\n", uc, tc, (tc-uc)/uc*100 }'
+fi
 
+want 3 || exit 0
 echo
 echo "== 3. finalize merge time and trace size (ior_like collective)"
 for np in 4 8 16 32 64; do

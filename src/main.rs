@@ -24,14 +24,15 @@ mod output;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use exit::ChildExit;
-use rsd::FORMAT_VERSION;
+use rsd::format::{FORMAT_MINOR, FORMAT_VERSION, NEWEST_VERSION};
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
-/// `--version` names the trace format too, since that decides which files this build reads.
+/// `--version` names the trace format too, since that decides which files this build reads
+/// (and which version it writes: a version-1 file read and rewritten stays version 1).
 static VERSION: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{} (trace format version {FORMAT_VERSION})",
+        "{} (trace format version {NEWEST_VERSION}.{FORMAT_MINOR}; reads versions {FORMAT_VERSION} to {NEWEST_VERSION})",
         env!("CARGO_PKG_VERSION")
     )
 });

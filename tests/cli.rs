@@ -107,7 +107,13 @@ fn version_names_the_format() {
     let v = ok(&["--version"]);
     assert!(v.contains(env!("CARGO_PKG_VERSION")), "{v}");
     assert!(
-        v.contains(&format!("trace format version {}", rsd::FORMAT_VERSION)),
+        v.contains(&format!(
+            "trace format version {}.{}; reads versions {} to {}",
+            rsd::format::NEWEST_VERSION,
+            rsd::format::FORMAT_MINOR,
+            rsd::FORMAT_VERSION,
+            rsd::format::NEWEST_VERSION
+        )),
         "{v}"
     );
 }

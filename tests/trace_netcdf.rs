@@ -24,11 +24,20 @@ const ARGS: &[&str] = &["{d}/p.nc", "-s", "3"];
 /// first (HDF5 truncates a file that exists, which adds calls), with the NetCDF layer and,
 /// when `hdf5`, the HDF5 layer; returns the run.
 fn traced(dir: &Path, np: u32, hdf5: bool) -> Run {
+    traced_with(dir, np, hdf5, &[])
+}
+
+/// [`traced`] with nc4_par's arguments followed by `extra`.
+fn traced_with(dir: &Path, np: u32, hdf5: bool, extra: &[&str]) -> Run {
     let data = dir.join("data");
     let _ = std::fs::remove_dir_all(&data);
     std::fs::create_dir_all(&data).unwrap();
     let d = data.display().to_string();
-    let a: Vec<String> = ARGS.iter().map(|s| s.replace("{d}", &d)).collect();
+    let a: Vec<String> = ARGS
+        .iter()
+        .chain(extra)
+        .map(|s| s.replace("{d}", &d))
+        .collect();
     let out = dir.join(format!("nc4_par.{np}.iotrex"));
     let opts = Opts {
         env: vec![
@@ -381,6 +390,94 @@ fn extrapolation_is_refused_with_the_causes() {
         assert_ne!(
             got, at16,
             "rank 0's hindexed block counts at {target} and 16"
+        );
+    }
+}
+
+/// Rank 0's `MPI_Type_create_hindexed` block counts, every nesting level, in call order.
+fn hindexed_counts(tf: &TraceFile) -> Vec<i64> {
+    fn add(e: &FlatEvent, all: &mut Vec<i64>) {
+        if e.op == Op::TypeCreateHindexed {
+            all.push(e.p(Param::Count));
+        }
+        for c in &e.children {
+            add(c, all);
+        }
+    }
+    let mut all = Vec::new();
+    tf.trace.expand_with(0, &mut |e| {
+        add(e, &mut all);
+        true
+    });
+    all
+}
+
+/// nc4_par with `-f` (its record variable fixed-size and contiguous: no chunk index, so
+/// HDF5's metadata keeps its number of objects at every rank count), under NetCDF-4's
+/// defaults: HDF5's metadata flushes are collective (`H5Pset_coll_metadata_write`), each rank
+/// writing its block of the dealt entries as one `MPI_File_write_at_all` through hindexed
+/// types (rank 0's block counts change from 4 to 16 ranks), ranks without entries a view of
+/// `MPI_BYTE` and 0 bytes. Traced with both layers at 4, 8, 12 and 16 ranks, `iotrex extrap`
+/// to 32 and 64 ranks (`extrap/src/collflush.rs`: the flushes dealt at the target, the
+/// aggregators' calls derived by collio under Open MPI's defaults) and `iotrex diff` against
+/// real runs at 32 and 64 say identical, with no parameter ignored. A target below the first
+/// flush's entry count (25) is refused.
+#[test]
+fn fixed_variables_extrapolate_through_the_collective_flush() {
+    let dir = scratch();
+    let fixed = ["-f"];
+    let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
+        .into_iter()
+        .map(|np| {
+            let run = traced_with(dir.path(), np, true, &fixed);
+            let p = dir.path().join(format!("in.{np}.iotrex"));
+            std::fs::rename(&run.trace, &p).unwrap();
+            p
+        })
+        .collect();
+    // The inputs have the collective flush, in blocks that change with n: the first flush's
+    // block on rank 0 is bigger at 4 ranks than at 16.
+    let first = |p: &Path| hindexed_counts(&TraceFile::read(p).unwrap())[0];
+    assert!(
+        first(&inputs[0]) > first(&inputs[3]),
+        "rank 0's first hindexed block count at 4 and 16 ranks: {} {}",
+        first(&inputs[0]),
+        first(&inputs[3])
+    );
+    // Below the first flush's entry count (25) a rank writes several entries at the target,
+    // through a memory type of heap addresses: refused, saying so.
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    let below = dir.path().join("x.20.iotrex");
+    a.extend(["--ranks", "20", "-o", below.to_str().unwrap()]);
+    let o = iotrex(&a);
+    assert!(!o.status.success() && !below.exists(), "{}", text(&o));
+    assert!(
+        text(&o).contains("heap addresses no trace predicts"),
+        "{}",
+        text(&o)
+    );
+    for target in [32u32, 64] {
+        let out = dir.path().join(format!("x.{target}.iotrex"));
+        let mut a: Vec<&str> = vec!["extrap", "--explain"];
+        a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        let t_s = target.to_string();
+        a.extend(["--ranks", &t_s, "-o", out.to_str().unwrap()]);
+        let o = iotrex(&a);
+        let t = text(&o);
+        assert!(o.status.success(), "extrap to {target}:\n{t}");
+        assert!(t.contains("collective metadata flush"), "{t}");
+        let real = traced_with(dir.path(), target, true, &fixed);
+        // Ranks past the flush's entries write none at the target: the real run's rank n-1
+        // makes the empty form (a collective write of 0 bytes) where every input rank wrote.
+        let o = iotrex(&["diff", out.to_str().unwrap(), real.trace.to_str().unwrap()]);
+        assert!(o.status.success(), "diff at {target} ranks:\n{}", text(&o));
+        assert!(text(&o).contains("identical"), "{}", text(&o));
+        let x = TraceFile::read(&out).unwrap();
+        assert_eq!(
+            hindexed_counts(&x),
+            hindexed_counts(&real.read()),
+            "rank 0's hindexed block counts at {target}"
         );
     }
 }

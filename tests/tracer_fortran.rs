@@ -145,3 +145,25 @@ fn mpi_f08_program_is_traced_like_c() {
         .expect("MPI_File_write_at_all recorded");
     assert_eq!(w.op.data_bytes(&w.params), 8192);
 }
+
+#[test]
+fn newer_calls_from_mpi_f08_are_traced() {
+    // fortran_more's calls through `use mpi_f08`: Open MPI's f08 procedures reach the hooks of
+    // the functions behind its mpif.h binding; the f08 hooks of MPICH's procedures that share
+    // their names (`mpi_waitsome_f08_`, ...) must pass them on untouched.
+    let bin = fortran_app("fortran_more_f08");
+    let np = 4;
+    let dir = scratch();
+    let run = mpirun(
+        np,
+        &bin,
+        &[],
+        &dir.path().join("fortran_more_f08.iotrex"),
+        &Opts {
+            raw: true,
+            ..Opts::default()
+        },
+    );
+    assert_counts_match(&run, np);
+    assert_expand_matches_raw(&run, 0);
+}

@@ -208,10 +208,14 @@ pub fn extrapolate_consistent_ignoring(
     // Containers (HDF5 calls) are followed by what they made (`containers`).
     let lifted = crate::containers::lifted(inputs);
     let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
-    // Independent writes the library deals over the ranks change the structure below their
-    // count (HDF5's metadata flush): modelled around the rest, before the grouping.
-    let mut out = crate::dealt::around(inputs, target, models, |inputs| {
-        consistent_dealt_apart(inputs, ignored, target, models, drop)
+    // Writes the library deals over the ranks change the structure below their count (HDF5's
+    // metadata flush, collective or independent): modelled around the rest, before the
+    // grouping.
+    let lifts = lifted.as_ref().map(|l| &l.1);
+    let mut out = crate::collflush::around(inputs, lifts, target, models, |inputs, at| {
+        crate::dealt::around(inputs, target, models, |inputs| {
+            consistent_dealt_apart(inputs, ignored, target, models, drop, at)
+        })
     })?;
     if let Some((_, lifts)) = &lifted {
         crate::containers::nest_again(&mut out.file, lifts);
@@ -226,10 +230,18 @@ fn consistent_dealt_apart(
     target: u32,
     models: &ModelSet,
     drop: bool,
+    at: Option<&crate::collflush::AtTarget>,
 ) -> Result<Extrapolated, ExtrapError> {
     let gs = groups(inputs);
     if gs.len() <= 1 {
-        return crate::extrapolate_ignoring(inputs, ignored, target, models, Derivation::Auto);
+        return crate::extrapolate_ignoring_at(
+            inputs,
+            ignored,
+            target,
+            models,
+            Derivation::Auto,
+            at,
+        );
     }
     let text = describe(inputs, &gs);
     let keep = &gs[0];
@@ -298,7 +310,8 @@ fn consistent_dealt_apart(
             file: inputs[i].file.clone(),
         })
         .collect();
-    let mut out = crate::extrapolate_ignoring(&used, ignored, target, models, Derivation::Auto)?;
+    let mut out =
+        crate::extrapolate_ignoring_at(&used, ignored, target, models, Derivation::Auto, at)?;
     out.file.header.notes.push(format!(
         "scales used: {}; dropped (another structure): {} ({text})",
         list(&kept),

@@ -54,7 +54,7 @@ type Site = (Op, u64);
 /// Where a flush sits on a rank: right after the call numbered `.2` (from 0) of op `.0` at call
 /// site `.1` among that rank's calls, or at the start (`None`). Calls of [`DEALT_OPS`] are not
 /// counted: they are what is dealt.
-type Anchor = Option<(Op, u64, usize)>;
+pub(crate) type Anchor = Option<(Op, u64, usize)>;
 
 /// The first entry of `rank` when `c` entries are dealt over `n` ranks in blocks: the first
 /// `c mod n` ranks get `c/n + 1` entries, the others `c/n`. Rank `rank` writes entries
@@ -65,11 +65,11 @@ pub(crate) fn block_start(c: u64, n: u64, rank: u64) -> u64 {
 }
 
 /// Rank `rank`'s entries when `c` are dealt over `n` ranks.
-fn block(c: u64, n: u64, rank: u64) -> std::ops::Range<usize> {
+pub(crate) fn block(c: u64, n: u64, rank: u64) -> std::ops::Range<usize> {
     block_start(c, n, rank) as usize..block_start(c, n, rank + 1) as usize
 }
 
-fn describe_anchor(a: &Anchor) -> String {
+pub(crate) fn describe_anchor(a: &Anchor) -> String {
     match a {
         None => "at the start".into(),
         Some((op, sig, k)) => format!("after call {} of {} (call site {sig:#x})", k + 1, op.name()),
@@ -510,7 +510,7 @@ fn model_site(
 /// One number per scale fitted exactly against n and evaluated at `target` (a constant when
 /// it does not vary); a varying one is explained.
 #[allow(clippy::too_many_arguments)]
-fn fit_number(
+pub(crate) fn fit_number(
     ns: &[i64],
     ys: &[i64],
     target: u32,
@@ -990,15 +990,10 @@ pub(crate) fn around(
     }
     // A refusal of the fitting says what of HDF5's metadata the model does not follow
     // (`hdf5_meta`): the collective form of the flush, a chunk index that splits.
-    let hdf5_why = |e: ExtrapError| {
-        let e = match hdf5_meta::collective_flush(&sorted) {
-            Some(why) => e.also(&format!("; {why}")),
-            None => e,
-        };
-        match hdf5_meta::chunk_index_grows(&sorted, target, models) {
-            Some(why) => e.also(&format!("; {why}")),
-            None => e,
-        }
+    // (The collective flush is said by `collflush`, which runs around this.)
+    let hdf5_why = |e: ExtrapError| match hdf5_meta::chunk_index_grows(&sorted, target, models) {
+        Some(why) => e.also(&format!("; {why}")),
+        None => e,
     };
     let Some(p) = plan(&sorted, target, models)? else {
         return inner(inputs).map_err(hdf5_why);
@@ -1011,24 +1006,16 @@ pub(crate) fn around(
     // The model takes each flush's entry count from the inputs: a chunk index that splits
     // between the inputs and the target writes more.
     if let Some(why) = hdf5_meta::chunk_index_grows(&sorted, target, models) {
-        return Err(ExtrapError::Refused {
-            event: p
-                .explain
+        return Err(hdf5_meta::index_split_refusal(
+            p.explain
                 .first()
                 .map_or_else(String::new, |e| e.event.clone()),
-            param: "dealt writes".into(),
-            detail: format!(
-                "the number of metadata entries at {target} ranks: {why}{}",
-                hdf5_meta::collective_flush(&sorted).map_or_else(String::new, |c| format!("; {c}"))
-            ),
-            values: "the chunk counts above".into(),
-            tried: "block dealing (parallel HDF5's distributed metadata flush)".into(),
-            hint: format!(
-                "extrapolate to a rank count at which every chunked dataset has at most {} \
-                 chunks, or trace the target scale",
-                hdf5_meta::CHUNK_NODE_CAPACITY
-            ),
-        });
+            "dealt writes",
+            target,
+            &why,
+            "",
+            "block dealing (parallel HDF5's distributed metadata flush)",
+        ));
     }
     let in_place = crate::derive::any_summary(inputs.iter().map(|i| &i.file));
     let mut stripped = Vec::with_capacity(inputs.len());

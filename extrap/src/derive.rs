@@ -74,18 +74,30 @@ impl Plan {
     /// call site of a call inside the MPI library is an identity only: nothing else reads it)
     /// and whose timing is the mean of the site's recorded nested calls. A made-up call site
     /// is said in `notes`, which go to the output's header.
+    ///
+    /// `after`: the call issued before `call` in the same collective call. A write right after
+    /// a read is a sieved write (read-modify-write), which the library makes from another call
+    /// site than a plain write: each has its template, and one stands in for the other only
+    /// where no input recorded it.
     pub(crate) fn template(
         &self,
         site: Site,
         route: Route,
         call: &Call,
+        after: Option<&Call>,
         notes: &mut BTreeSet<String>,
     ) -> Result<ChildTemplate, String> {
-        if let Some(t) = self.children.get(&(site, route, call.op, call.cmd)) {
-            return Ok(t.clone());
+        let sieved = is_sieved(call.op, after.map(|c| c.op));
+        for s in [sieved, !sieved] {
+            if let Some(t) = self.children.get(&(site, route, call.op, call.cmd, s)) {
+                return Ok(t.clone());
+            }
+            if let Some(t) = self.same_call_template(site, route, call, s) {
+                return Ok(t);
+            }
         }
         let mut t = ChildTemplate::default();
-        for (_, r) in self.children.iter().filter(|((s, _, _, _), _)| *s == site) {
+        for (_, r) in self.children.iter().filter(|((s, ..), _)| *s == site) {
             t.gap_sum += r.gap_sum;
             t.dur_sum += r.dur_sum;
             t.count += r.count;
@@ -112,6 +124,80 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Says which call sites are one call of the library's code under other containers (the
+    /// same MPI-IO call HDF5 makes for every flush, lifted out of each flush's `H5Fflush`):
+    /// `own` gives a lifted site's own call site. A derived site whose inputs never made some
+    /// nested call takes it from such a site, where the inputs made it (one call site).
+    pub(crate) fn same_call(&mut self, own: impl Fn(u64) -> Option<u64>) {
+        let sites: BTreeSet<Site> = self
+            .children
+            .keys()
+            .map(|k| k.0)
+            .chain(self.derived.iter().copied())
+            .collect();
+        for s in sites {
+            if let Some(o) = own(s.1) {
+                self.own.insert(s, o);
+            }
+        }
+    }
+
+    /// The template of `call` recorded at the sites of `site`'s own call site
+    /// ([`Plan::same_call`]), if they recorded it from one call site.
+    fn same_call_template(
+        &self,
+        site: Site,
+        route: Route,
+        call: &Call,
+        sieved: bool,
+    ) -> Option<ChildTemplate> {
+        let own = self.own.get(&site)?;
+        let mut t = ChildTemplate::default();
+        let mut sigs = BTreeSet::new();
+        for ((s, r, op, cmd, x), rec) in &self.children {
+            if s.0 == site.0
+                && self.own.get(s) == Some(own)
+                && (*r, *op, *cmd, *x) == (route, call.op, call.cmd, sieved)
+            {
+                sigs.insert(rec.sig);
+                t.gap_sum += rec.gap_sum;
+                t.dur_sum += rec.dur_sum;
+                t.count += rec.count;
+            }
+        }
+        (sigs.len() == 1).then(|| {
+            t.sig = *sigs.iter().next().expect("one");
+            t
+        })
+    }
+
+    /// Derives the collective calls of site `new`, which no input shows, as those of `like`
+    /// (a derived site of the same call of the library: HDF5's collective metadata write of a
+    /// rank without entries, in a flush where every input rank had some): `new` is derived,
+    /// its nested calls issued with `like`'s templates. `false` when `like` is not derived.
+    pub(crate) fn alias(&mut self, new: Site, like: Site) -> bool {
+        if !self.derived.contains(&like) {
+            return false;
+        }
+        let copies: Vec<_> = self
+            .children
+            .iter()
+            .filter(|((s, ..), _)| *s == like)
+            .map(|((_, route, op, cmd, sv), t)| ((new, *route, *op, *cmd, *sv), t.clone()))
+            .collect();
+        self.children.extend(copies);
+        self.derived.insert(new);
+        true
+    }
+}
+
+/// Whether a nested call `op` right after one of `before` is a sieved write (the write of a
+/// read-modify-write).
+pub(crate) fn is_sieved(op: Op, before: Option<Op>) -> bool {
+    matches!(op, Op::Pwrite | Op::Pwritev) && matches!(before, Some(Op::Pread | Op::Preadv))
+}
+
 /// A call site for a nested call no input recorded: a mix of the collective call's site, the
 /// op and the fcntl command, with the top bit set so that it reads as made up.
 fn made_up_sig(site: Site, op: Op, cmd: Option<i64>) -> u64 {
@@ -130,7 +216,10 @@ pub(crate) struct Plan {
     pub derived: BTreeSet<Site>,
     /// Per derived call site and nested op (and `fcntl` command: a lock and an unlock are
     /// made from different places in the library), how the inputs recorded it.
-    children: BTreeMap<(Site, Route, Op, Option<i64>), ChildTemplate>,
+    /// Keyed also by whether it is a sieved write ([`is_sieved`]).
+    children: BTreeMap<(Site, Route, Op, Option<i64>, bool), ChildTemplate>,
+    /// Per call site, its own call site where it is a lifted one ([`Plan::same_call`]).
+    own: BTreeMap<Site, u64>,
     /// The first nested call the model got wrong, for a refusal.
     pub failure: Option<String>,
     /// Why collective I/O was not modelled at all, for `--explain`.
@@ -717,14 +806,16 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
             }
             for &(r, j) in &g.members {
                 let c = &ranks[r as usize].colls[j];
-                for child in &ranks[r as usize].events[c.event].children {
+                let nested = &ranks[r as usize].events[c.event].children;
+                for (k, child) in nested.iter().enumerate() {
+                    let sieved = is_sieved(child.op, k.checked_sub(1).map(|b| nested[b].op));
                     let cmd = match child.op {
                         Op::Fcntl => child.op.get(&child.params, Param::Cmd),
                         _ => None,
                     };
                     let t = p
                         .children
-                        .entry((c.site, out.route, child.op, cmd))
+                        .entry((c.site, out.route, child.op, cmd, sieved))
                         .or_default();
                     t.sig = child.sig;
                     t.gap_sum += child.gap_ns as f64;
@@ -1031,9 +1122,10 @@ fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String>
                 continue;
             }
             let mut children = Vec::with_capacity(out.calls[r as usize].len());
+            let mut after = None;
             for call in &out.calls[r as usize] {
                 let t = p
-                    .template(c.site, out.route, call, &mut made_up)
+                    .template(c.site, out.route, call, after, &mut made_up)
                     .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
                 let Some(fd) = c.fd else {
                     return Err(format!(
@@ -1042,6 +1134,7 @@ fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String>
                     ));
                 };
                 children.push(issued(call, fd, &t));
+                after = Some(call);
             }
             derived[r as usize].insert(c.event, children);
         }

@@ -16,7 +16,8 @@
 //!   every parallel file) each rank writes its block of the dealt entries as one
 //!   `MPI_File_write_at_all` through an `MPI_Type_create_hindexed` file type of one block per
 //!   entry (and a memory type whose displacements are the entries' heap addresses), so the
-//!   block counts change with n. [`collective_flush`] recognises that form; it is not modelled.
+//!   block counts change with n. [`crate::collflush`] models that form; [`collective_flush`]
+//!   names it in a refusal.
 
 use crate::Input;
 use crate::derive::rank_events;
@@ -104,6 +105,30 @@ fn chunk_counts(tf: &rsd::TraceFile) -> Vec<(String, i64)> {
         _ => {}
     });
     out
+}
+
+/// The refusal of a flush model (`tried`, of the flush at `event`, `param`) whose entry count,
+/// taken from the inputs, does not hold at `target` ([`chunk_index_grows`]'s `why`, then
+/// `more`): dealt and collective flushes alike.
+pub(crate) fn index_split_refusal(
+    event: String,
+    param: &str,
+    target: u32,
+    why: &str,
+    more: &str,
+    tried: &str,
+) -> crate::ExtrapError {
+    crate::ExtrapError::Refused {
+        event,
+        param: param.into(),
+        detail: format!("the number of metadata entries at {target} ranks: {why}{more}"),
+        values: "the chunk counts above".into(),
+        tried: tried.into(),
+        hint: format!(
+            "extrapolate to a rank count at which every chunked dataset has at most \
+             {CHUNK_NODE_CAPACITY} chunks, or trace the target scale"
+        ),
+    }
 }
 
 /// Why the dealt model's entry count does not hold at `target`: some chunked dataset's chunk
@@ -213,8 +238,9 @@ fn hindexed_blocks(tf: &rsd::TraceFile) -> Vec<i64> {
 
 /// Why the inputs' structure differs with n when HDF5 writes its metadata collectively: the
 /// hindexed file types rank 0 writes through have other block counts at other scales. `None`
-/// when they are the same at every input (or there are none).
-pub(crate) fn collective_flush(sorted: &[&Input]) -> Option<String> {
+/// when they are the same at every input (or there are none). `not_modelled`: why the model
+/// of that form ([`crate::collflush`]) was not used, if it was not.
+pub(crate) fn collective_flush(sorted: &[&Input], not_modelled: Option<&str>) -> Option<String> {
     let per: Vec<Vec<i64>> = sorted.iter().map(|i| hindexed_blocks(&i.file)).collect();
     if per.iter().all(|p| p == &per[0]) {
         return None;
@@ -231,8 +257,11 @@ pub(crate) fn collective_flush(sorted: &[&Input]) -> Option<String> {
         "HDF5 writes its metadata collectively (H5Pset_coll_metadata_write; NetCDF-4 sets it \
          on every parallel file): at each flush a rank writes its block of the dealt entries \
          as one MPI_File_write_at_all through an MPI_Type_create_hindexed file type of one \
-         block per entry, so the block counts change with n (rank 0's first: {}); that form \
-         is not modelled",
-        seen.join(", ")
+         block per entry, so the block counts change with n (rank 0's first: {}){}",
+        seen.join(", "),
+        not_modelled.map_or_else(String::new, |why| format!(
+            "; that form is modelled (dealt entries, collective I/O derived), but not here: \
+             {why}"
+        ))
     ))
 }

@@ -41,6 +41,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod approx;
+mod collflush;
 pub mod consistent;
 mod containers;
 mod dealt;
@@ -177,26 +178,48 @@ pub(crate) fn extrapolate_ignoring(
     models: &ModelSet,
     how: Derivation,
 ) -> Result<Extrapolated, ExtrapError> {
+    extrapolate_ignoring_at(inputs, ignored, target, models, how, None)
+}
+
+/// [`extrapolate_ignoring`] on inputs whose collective metadata flushes `at`, if given, were
+/// taken out already (by `consistent`, around its grouping).
+pub(crate) fn extrapolate_ignoring_at(
+    inputs: &[Input],
+    ignored: &[approx::Ignore],
+    target: u32,
+    models: &ModelSet,
+    how: Derivation,
+    at: Option<&collflush::AtTarget>,
+) -> Result<Extrapolated, ExtrapError> {
     let lifted = containers::lifted(inputs);
     let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
-    // Independent writes the library deals over the ranks (HDF5's metadata flush) are modelled
-    // around the rest (`dealt`).
-    let mut out = dealt::around(inputs, target, models, |inputs| {
-        extrapolate_dealt_apart(inputs, ignored, target, models, how)
-    })?;
+    // Writes the library deals over the ranks (HDF5's metadata flush) are modelled around the
+    // rest: collective (`collflush`), independent (`dealt`).
+    let lifts = lifted.as_ref().map(|l| &l.1);
+    let run = |inputs: &[Input], at: Option<&collflush::AtTarget>| {
+        dealt::around(inputs, target, models, |inputs| {
+            extrapolate_dealt_apart(inputs, ignored, target, models, how, at)
+        })
+    };
+    let mut out = match at {
+        Some(at) => run(inputs, Some(at))?,
+        None => collflush::around(inputs, lifts, target, models, run)?,
+    };
     if let Some((_, lifts)) = &lifted {
         containers::nest_again(&mut out.file, lifts);
     }
     Ok(out)
 }
 
-/// [`extrapolate_with`] on inputs whose dealt writes, if any, were taken out.
+/// [`extrapolate_with`] on inputs whose dealt writes, if any, were taken out (`at`: the
+/// collective flushes taken out, put back before the collective I/O is derived).
 fn extrapolate_dealt_apart(
     inputs: &[Input],
     ignored: &[approx::Ignore],
     target: u32,
     models: &ModelSet,
     how: Derivation,
+    at: Option<&collflush::AtTarget>,
 ) -> Result<Extrapolated, ExtrapError> {
     if target == 0 {
         return Err(ExtrapError::BadTarget {
@@ -216,7 +239,7 @@ fn extrapolate_dealt_apart(
         Some(c) => c.iter().collect(),
         None => all,
     };
-    let mut out = extrapolate_sorted(all, ignored, target, models, how)?;
+    let mut out = extrapolate_sorted(all, ignored, target, models, how, at)?;
     approx::note(&mut out.file);
     Ok(out)
 }
@@ -228,6 +251,7 @@ fn extrapolate_sorted(
     target: u32,
     models: &ModelSet,
     how: Derivation,
+    at: Option<&collflush::AtTarget>,
 ) -> Result<Extrapolated, ExtrapError> {
     if let Some(i) = all.iter().find(|i| i.file.header.incomplete) {
         return Err(ExtrapError::Incomplete {
@@ -262,17 +286,26 @@ fn extrapolate_sorted(
     // The ignored parameters are summarised in what is fitted only: the library's model
     // below reads the exact values.
     let fit = |g: &[Vec<&Input>]| {
-        if ignored.is_empty() {
-            return fit_sorted(g, &groups, target, models);
+        let mut out = if ignored.is_empty() {
+            fit_sorted(g, &groups, target, models)
+        } else {
+            let summarised: Vec<Vec<Input>> = g
+                .iter()
+                .map(|runs| approx::ignore(runs.iter().map(|&i| i.clone()).collect(), ignored).0)
+                .collect();
+            let refs: Vec<Vec<&Input>> = summarised.iter().map(|r| r.iter().collect()).collect();
+            fit_sorted(&refs, &groups, target, models)
+        }?;
+        // The collective flushes go back in before their writes' nested calls are derived.
+        if let Some(at) = at {
+            at.insert(&mut out.file)?;
         }
-        let summarised: Vec<Vec<Input>> = g
-            .iter()
-            .map(|runs| approx::ignore(runs.iter().map(|&i| i.clone()).collect(), ignored).0)
-            .collect();
-        let refs: Vec<Vec<&Input>> = summarised.iter().map(|r| r.iter().collect()).collect();
-        fit_sorted(&refs, &groups, target, models)
+        Ok::<Extrapolated, ExtrapError>(out)
     };
-    if !sorted
+    // The collective flushes' writes need the derivation: the inputs with them say what it
+    // is (`collflush`).
+    let model_inputs: Vec<&Input> = at.map_or_else(|| sorted.clone(), |a| a.model_inputs.clone());
+    if !model_inputs
         .iter()
         .any(|i| collective_with_children(&i.file.trace.nodes))
     {
@@ -281,16 +314,47 @@ fn extrapolate_sorted(
     // Collective MPI-IO calls with nested POSIX calls: derive those the library's model
     // reproduces at every scale, fit the rest (issue 13).
     // The model reads every rank's regions: offsets held as prefix sums are resolved for it.
-    let exact: Vec<std::borrow::Cow<'_, TraceFile>> =
-        sorted.iter().map(|i| prefix::resolved(&i.file)).collect();
-    let named: Vec<(&str, &TraceFile)> = sorted
+    let exact: Vec<std::borrow::Cow<'_, TraceFile>> = model_inputs
+        .iter()
+        .map(|i| prefix::resolved(&i.file))
+        .collect();
+    let named: Vec<(&str, &TraceFile)> = model_inputs
         .iter()
         .zip(&exact)
         .map(|(i, f)| (i.name.as_str(), f.as_ref()))
         .collect();
-    let plan = derive::plan(&named);
+    let mut plan = derive::plan(&named);
     if let Some(why) = plan.refusal {
         return Err(ExtrapError::ConfigDiffers { why });
+    }
+    // The collective flushes' writes must be derived at the target: their nested calls are
+    // not in what is fitted.
+    if let Some(at) = at {
+        for &(new, like) in &at.plan.aliases {
+            plan.alias(new, like);
+        }
+        if let Some(l) = at.lifts {
+            plan.same_call(|sig| l.parts(sig).map(|p| p.0));
+        }
+        let why = plan.skipped.clone().or_else(|| {
+            at.plan
+                .sites
+                .iter()
+                .find(|s| !plan.derived.contains(s))
+                .map(|s| {
+                    format!(
+                        "the collective-I/O model does not reproduce the nested calls of {}                          (call site {:#x}) at every input scale{}",
+                        s.0.name(),
+                        s.1,
+                        plan.failure
+                            .as_ref()
+                            .map_or_else(String::new, |f| format!(": {f}"))
+                    )
+                })
+        });
+        if let Some(why) = why {
+            return Err(at.refused(why));
+        }
     }
     let note = |why: String| Explain {
         event: "collective MPI-IO calls".into(),
@@ -348,6 +412,10 @@ fn extrapolate_sorted(
             );
             Ok(out)
         }
+        // The collective flushes' writes have no nested calls to fit.
+        Err(why) if at.is_some() => Err(at.expect("some").refused(format!(
+            "the nested calls of the collective writes at {target} ranks: {why}"
+        ))),
         // The model cannot say what happens at the target: fit the nested calls instead.
         Err(why) => fit(&groups).map_err(|e| e.not_derived(&format!("at {target} ranks: {why}"))),
     }

@@ -96,14 +96,18 @@ impl Flat {
     /// size) touch, for a view with displacement `disp` and this filetype tiled from there.
     pub fn pieces(&self, disp: i64, pos: i64, len: i64) -> Vec<(u64, usize)> {
         let mut out: Vec<(u64, usize)> = Vec::new();
-        if self.size <= 0 || len <= 0 {
+        // (A negative position is no data the view can reach: MPI refuses such an offset,
+        // and a damaged trace may hold one; a fuzzed trace made the block index below wrap.)
+        if self.size <= 0 || len <= 0 || pos < 0 {
             return out;
         }
         let mut tile = pos / self.size;
         let mut within = pos % self.size;
         let mut left = len;
         // The block holding data position `within` of a tile.
-        let mut b = self.starts.partition_point(|s| *s <= within) - 1;
+        let Some(mut b) = self.starts.partition_point(|s| *s <= within).checked_sub(1) else {
+            return out;
+        };
         while left > 0 {
             let (d, l) = self.blocks[b];
             let skip = within - self.starts[b];
@@ -561,6 +565,9 @@ mod tests {
         // 4 bytes of its second.
         assert_eq!(f.data_before(100, 100 + 48 + 24), 24 + 8 + 4);
         assert_eq!(f.data_before(100, 50), 0);
+        // Found by fuzzing (target export_codes): a negative data position, which a damaged
+        // trace can hold, wrapped the block index; it touches no file region.
+        assert_eq!(f.pieces(100, -4, 16), vec![]);
     }
 
     #[test]

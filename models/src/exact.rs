@@ -170,11 +170,11 @@ type Rows = Vec<Vec<Rat>>;
 /// `(rank+a) % n`): each knob value is its own linear model.
 struct Search {
     name: &'static str,
-    nparams: usize,
     /// Knob values to try given the points.
     knobs: fn(&[Point]) -> std::ops::RangeInclusive<i64>,
-    /// Terms for a knob value; the knob is stored as the last coefficient.
-    terms: fn(i64, i64, i64) -> Option<Vec<Rat>>,
+    /// The knob's column: the model is `c0 * term(k, n, rank) + c1`, the knob stored as the
+    /// last coefficient.
+    term: fn(i64, i64, i64) -> Option<i64>,
     show: fn(&[Rat], i64) -> String,
 }
 
@@ -186,7 +186,7 @@ impl Model for Search {
         Vars::NRank
     }
     fn nparams(&self) -> usize {
-        self.nparams
+        3
     }
     fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
         let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
@@ -194,28 +194,28 @@ impl Model for Search {
         // Neighbouring knob values often give the very same system (`rank/k` is constant for
         // k over a run of values, `rank%k` is `rank` for every k above the largest rank): the
         // previous system's answer is reused, so the solves are as many as distinct systems,
-        // not as knob values (thousands at a few thousand ranks).
-        let mut last: Option<(Rows, Option<Vec<Rat>>)> = None;
+        // not as knob values (thousands at a few thousand ranks). The column is compared as
+        // integers, so a repeated system costs no allocation either.
+        let (mut col, mut last) = (Vec::with_capacity(pts.len()), Vec::new());
+        let mut answer: Option<Option<Vec<Rat>>> = None;
         for k in (self.knobs)(pts) {
-            let Some(rows) = pts
+            col.clear();
+            if !pts
                 .iter()
-                .map(|p| (self.terms)(k, p.n, p.rank))
-                .collect::<Option<Vec<_>>>()
-            else {
+                .all(|p| (self.term)(k, p.n, p.rank).map(|x| col.push(x)).is_some())
+            {
                 continue;
-            };
-            let answer = match &last {
-                Some((prev, answer)) if *prev == rows => answer.clone(),
-                _ => {
-                    let answer = match solve(&rows, &ys) {
-                        Solution::Unique(c) => Some(c),
-                        _ => None,
-                    };
-                    last = Some((rows, answer.clone()));
-                    answer
-                }
-            };
-            if let Some(mut c) = answer {
+            }
+            if answer.is_none() || col != last {
+                let rows: Rows = col.iter().map(|&x| vec![Rat::int(x), Rat::ONE]).collect();
+                answer = Some(match solve(&rows, &ys) {
+                    Solution::Unique(c) => Some(c),
+                    _ => None,
+                });
+                std::mem::swap(&mut col, &mut last);
+            }
+            if let Some(Some(c)) = &answer {
+                let mut c = c.clone();
                 c.push(Rat::int(k));
                 out.push(c);
             }
@@ -223,13 +223,9 @@ impl Model for Search {
         out
     }
     fn eval(&self, c: &[Rat], n: i64, rank: i64) -> Option<i64> {
-        let (k, c) = c.split_last()?;
-        let row = (self.terms)(k.to_i64()?, n, rank)?;
-        let mut acc = Rat::ZERO;
-        for (x, k) in row.iter().zip(c) {
-            acc = acc.checked_add(x.checked_mul(*k)?)?;
-        }
-        acc.to_i64()
+        let [a, b, k] = c else { return None };
+        let x = (self.term)(k.to_i64()?, n, rank)?;
+        Rat::int(x).checked_mul(*a)?.checked_add(*b)?.to_i64()
     }
     fn describe(&self, c: &[Rat]) -> String {
         match c.split_last() {
@@ -325,11 +321,10 @@ struct ScaledFloorDiv;
 
 /// At most this many divisors of the values' common divisor are tried as the scale.
 const MAX_SCALES: usize = 64;
-/// Divisors of the common divisor are found by trial division up to this bound, so the cost
-/// is bounded whatever the values (a trace value near 2^62 took 3 * 10^9 trial divisions, tens
-/// of seconds, before). Each divisor found brings its cofactor, so every divisor of a common
-/// divisor below 2^40 is found; above, only those with a cofactor or divisor below the bound.
-const MAX_TRIAL_DIVISOR: u64 = 1 << 20;
+// (The divisors come from the common divisor's prime factors, `crate::factor`: every one is
+// found, in microseconds whatever the value. Trial division took 3 * 10^9 steps on a value near
+// 2^62, then was bounded at 2^20 and missed the divisors of values whose prime factors all
+// exceed it.)
 
 impl Model for ScaledFloorDiv {
     fn name(&self) -> &str {
@@ -342,7 +337,9 @@ impl Model for ScaledFloorDiv {
         2
     }
     fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
-        let g = pts.iter().fold(0u64, |g, p| gcd(g, p.y.unsigned_abs()));
+        let g = pts
+            .iter()
+            .fold(0u64, |g, p| crate::factor::gcd(g, p.y.unsigned_abs()));
         if g < 2 || pts.iter().any(|p| p.y < 0) {
             return vec![];
         }
@@ -384,16 +381,7 @@ impl Model for ScaledFloorDiv {
 impl ScaledFloorDiv {
     /// The proposals for every scale `a > 1` dividing `g`, the values' common divisor.
     fn fit_scales(&self, pts: &[Point], g: u64) -> Vec<Vec<Rat>> {
-        let mut scales: Vec<u64> = (2..=g.isqrt().min(MAX_TRIAL_DIVISOR))
-            .filter(|d| g.is_multiple_of(*d))
-            .flat_map(|d| [d, g / d])
-            .chain([g])
-            .collect();
-        scales.sort_unstable();
-        scales.dedup();
-        if scales.len() > MAX_SCALES {
-            scales = vec![g];
-        }
+        let scales = crate::factor::divisors_above_one(g, MAX_SCALES).unwrap_or_else(|| vec![g]);
         let floor = RoundedInverse { ceil: false };
         let mut out = Vec::new();
         for a in scales {
@@ -406,10 +394,6 @@ impl ScaledFloorDiv {
         }
         out
     }
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 fn pow2_floor(n: i64) -> Option<i64> {
@@ -558,9 +542,8 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
     vec![
         Box::new(Search {
             name: "rank-modulo",
-            nparams: 3,
             knobs: |p| 0..=min_n(p) - 1,
-            terms: |a, n, rank| (n > 0).then(|| vec![Rat::int((rank + a).rem_euclid(n)), Rat::ONE]),
+            term: |a, n, rank| (n > 0).then(|| (rank + a).rem_euclid(n)),
             show: |c, a| {
                 let inner = if a == 0 {
                     "(rank % n)".to_string()
@@ -583,18 +566,16 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         }),
         Box::new(Search {
             name: "rank-blocks",
-            nparams: 3,
             // A block size above every observed rank makes `rank/k` zero at every point, a
             // column that leaves its coefficient free (never a unique fit): not tried.
             knobs: |p| 2..=max_n(p).min(max_rank(p)),
-            terms: |k, _, rank| Some(vec![Rat::int(rank / k), Rat::ONE]),
+            term: |k, _, rank| Some(rank / k),
             show: |c, k| poly(c, &[&format!("(rank/{k})"), ""]),
         }),
         Box::new(Search {
             name: "rank-cyclic",
-            nparams: 3,
             knobs: |p| 2..=max_n(p),
-            terms: |k, _, rank| Some(vec![Rat::int(rank % k), Rat::ONE]),
+            term: |k, _, rank| Some(rank % k),
             show: |c, k| poly(c, &[&format!("(rank%{k})"), ""]),
         }),
         // Text that prints the rank (`fprintf(log, "rank %d ...", rank)`) is one byte longer
@@ -623,11 +604,8 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         // through the group's ranks absorbs, so the groups differ between scales.
         Box::new(Search {
             name: "ring-peer",
-            nparams: 3,
             knobs: |p| -(min_n(p) - 1)..=min_n(p) - 1,
-            terms: |w, n, rank| {
-                (n > 0).then(|| vec![Rat::int((rank + w).rem_euclid(n) - rank), Rat::ONE])
-            },
+            term: |w, n, rank| (n > 0).then(|| (rank + w).rem_euclid(n) - rank),
             show: |c, w| {
                 let inner = format!("((rank{w:+}) % n - rank)");
                 poly(c, &[&inner, ""])
@@ -1018,7 +996,7 @@ mod tests {
         // Found by fuzzing (fuzz/, target plugin): values whose common divisor is a large
         // prime made the divisor search trial-divide up to its square root, 1.5 * 10^9 steps.
         // p = 2^61 - 1 is prime: p * floor(8/n) at 4, 8, 12 (2p, p, 0) fits with the scale p
-        // alone, found without searching past MAX_TRIAL_DIVISOR.
+        // alone (a prime: its one divisor above one).
         let m = builtin_n_models();
         let at = |y: [i64; 3]| -> Vec<Point> {
             [4, 8, 12]

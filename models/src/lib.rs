@@ -15,6 +15,7 @@
 
 pub mod error;
 pub mod exact;
+mod factor;
 pub mod plugin;
 pub mod rational;
 pub mod timing;

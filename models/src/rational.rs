@@ -81,6 +81,17 @@ impl Rat {
 
     /// `self + o`, `None` on overflow.
     pub fn checked_add(self, o: Rat) -> Option<Rat> {
+        // Integers, and an integer plus a fraction, need no gcd: `a + c/d` over `d` stays
+        // reduced since `gcd(a*d + c, d) = gcd(c, d) = 1`. Fitting and evaluating models is
+        // mostly such sums, and every gcd is a loop of 128-bit divisions (software on x86-64).
+        if self.den == 1 && o.den == 1 {
+            return Some(Rat::from_reduced(self.num.checked_add(o.num)?, 1));
+        }
+        if self.den == 1 || o.den == 1 {
+            let (i, f) = if self.den == 1 { (self, o) } else { (o, self) };
+            let n = i.num.checked_mul(f.den)?.checked_add(f.num)?;
+            return Some(Rat::from_reduced(n, f.den));
+        }
         let n = self
             .num
             .checked_mul(o.den)?
@@ -98,13 +109,26 @@ impl Rat {
 
     /// `self * o`.
     pub fn checked_mul(self, o: Rat) -> Option<Rat> {
-        // Cross-reduce first so products of reduced fractions stay small.
+        if self.den == 1 && o.den == 1 {
+            return Some(Rat::from_reduced(self.num.checked_mul(o.num)?, 1));
+        }
+        // Cross-reduce first so products of reduced fractions stay small. The product of
+        // cross-reduced factors is itself reduced (with `g = gcd(a, d)`, `a/g` and `d/g` are
+        // coprime, and `a` shares nothing with `b` nor `c` with `d`), and its denominator is
+        // positive, so no further gcd is taken.
         let g1 = gcd(self.num, o.den).max(1);
         let g2 = gcd(o.num, self.den).max(1);
-        Rat::new(
+        Some(Rat::from_reduced(
             (self.num / g1).checked_mul(o.num / g2)?,
             (self.den / g2).checked_mul(o.den / g1)?,
-        )
+        ))
+    }
+
+    /// A fraction already in lowest terms with a positive denominator (checked in debug
+    /// builds: the arithmetic above relies on the reasoning in its comments).
+    fn from_reduced(num: i128, den: i128) -> Rat {
+        debug_assert!(den > 0 && gcd(num, den) == 1, "{num}/{den} is not reduced");
+        Rat { num, den }
     }
 
     /// `self / o`, `None` when `o` is zero or on overflow.
@@ -112,7 +136,9 @@ impl Rat {
         if o.num == 0 {
             return None;
         }
-        self.checked_mul(Rat::new(o.den, o.num)?)
+        // The reciprocal of a reduced fraction is reduced: only the sign moves.
+        let s = o.num.signum();
+        self.checked_mul(Rat::from_reduced(s * o.den, s * o.num))
     }
 }
 
@@ -317,7 +343,45 @@ mod tests {
         assert_eq!(solve(&same, &[r(1), r(2)]), Solution::Underdetermined);
     }
 
+    /// The arithmetic as defined, normalising every result with `Rat::new`: what the fast
+    /// paths (no gcd for integers, no final gcd after cross-reduction) must equal.
+    fn reference(a: Rat, b: Rat) -> [Option<Rat>; 3] {
+        let add = a
+            .num
+            .checked_mul(b.den)
+            .zip(b.num.checked_mul(a.den))
+            .and_then(|(x, y)| x.checked_add(y))
+            .zip(a.den.checked_mul(b.den))
+            .and_then(|(n, d)| Rat::new(n, d));
+        let mul = a
+            .num
+            .checked_mul(b.num)
+            .zip(a.den.checked_mul(b.den))
+            .and_then(|(n, d)| Rat::new(n, d));
+        let div = a
+            .num
+            .checked_mul(b.den)
+            .zip(a.den.checked_mul(b.num))
+            .and_then(|(n, d)| Rat::new(n, d));
+        [add, mul, div]
+    }
+
     proptest::proptest! {
+        /// Sums, products and quotients are the normalised results of their definitions,
+        /// integers and fractions mixed, signs and zeros included.
+        #[test]
+        fn arithmetic_equals_its_definition(
+            an in -1000i128..1000, ad in proptest::prop_oneof![proptest::strategy::Just(1i128), 1i128..50],
+            bn in -1000i128..1000, bd in proptest::prop_oneof![proptest::strategy::Just(1i128), 1i128..50],
+        ) {
+            let (a, b) = (Rat::new(an, ad).unwrap(), Rat::new(bn, bd).unwrap());
+            let [add, mul, div] = reference(a, b);
+            proptest::prop_assert_eq!(a.checked_add(b), add);
+            proptest::prop_assert_eq!(a.checked_sub(b), reference(a, Rat::new(-bn, bd).unwrap())[0]);
+            proptest::prop_assert_eq!(a.checked_mul(b), mul);
+            proptest::prop_assert_eq!(a.checked_div(b), if bn == 0 { None } else { div });
+        }
+
         /// The square-then-check path answers as eliminating every row does (where that
         /// does not overflow): small integer systems, often overdetermined, consistent or not,
         /// and rank-deficient ones.

@@ -277,7 +277,7 @@ impl Page {
             esc(title),
             esc(title),
             env!("CARGO_PKG_VERSION"),
-            rsd::FORMAT_VERSION
+            rsd::format::NEWEST_VERSION
         );
         for (id, name) in nav {
             let _ = write!(h, "<a href=\"#{}\">{}</a>", esc(id), esc(name));

@@ -58,6 +58,29 @@ fn main() {
         (hi as f64 - b) / b * 100.0,
         t0.elapsed().as_secs_f64()
     );
+    // Where the growth is: bytes per part of the v2 encoding at both ends.
+    let parts = |n: u32| {
+        TraceFile {
+            header: Header::new(n),
+            trace: synth::spmd(n, 10),
+        }
+        .breakdown(rsd::format::Encoding::V2)
+        .expect("encode")
+    };
+    let (small, large) = (parts(16), parts(65_536));
+    println!("v2 bytes per part at 10 iterations:     16 ranks  65,536 ranks");
+    for part in rsd::format::v2::Part::ALL {
+        for nested in [false, true] {
+            let (a, b) = (
+                small.get(&(part, nested)).copied().unwrap_or(0),
+                large.get(&(part, nested)).copied().unwrap_or(0),
+            );
+            if a + b > 0 {
+                let name = format!("{}{}", part.name(), if nested { " (nested)" } else { "" });
+                println!("  {name:<38}{a:>9}{b:>14}");
+            }
+        }
+    }
     let at = |n: u32| v1.iter().find(|c| c.0 == n && c.1 == 10).copied();
     if let (Some(a), Some(b)) = (at(16), at(65_536)) {
         let g = |x: usize, y: usize| (y as f64 - x as f64) / x as f64 * 100.0;

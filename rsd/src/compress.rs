@@ -70,7 +70,7 @@ impl Sums {
         s
     }
 
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, ns: u64) {
         self.count += 1;
         self.min = self.min.min(ns);
@@ -134,7 +134,7 @@ impl Acc {
     }
 
     /// Adds one call's gap and duration.
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, gap: u64, dur: u64) {
         let t = match self {
             Acc::Many(t) => t,
@@ -215,10 +215,9 @@ pub struct Compressor {
     events: u64,
     /// Emptied parameter vectors, reused by the next calls.
     spare: Vec<Vec<Val<i64>>>,
-    /// Whether `next` was worked out for the list as it is now: every change to the list but
-    /// the fast path's clears it.
-    next_known: bool,
-    /// The call that continues the innermost loop ending the list, if predictable.
+    /// The call that continues the innermost loop ending the list, if predictable: worked out
+    /// for the list as it is now ([`Next::valid`]; every change to the list but the fast
+    /// path's clears it).
     next: Next,
     /// The prediction through the body of a loop with a longer body ([`cursor`]).
     cursor: cursor::Cursor,
@@ -238,7 +237,8 @@ const NEXT_MAX: usize = 8;
 
 #[derive(Debug, Clone)]
 struct Next {
-    /// Whether the rest describes the list's last loop.
+    /// Whether the rest describes the list's last loop, worked out for the list as it is now
+    /// (the one flag the fast path checks: cleared by every other change to the list).
     valid: bool,
     op: Op,
     sig: u64,
@@ -287,7 +287,6 @@ impl Compressor {
             meta: Vec::new(),
             events: 0,
             spare: Vec::new(),
-            next_known: false,
             next: Next {
                 valid: false,
                 op: Op::Init,
@@ -355,7 +354,7 @@ impl Compressor {
     ///
     /// Inlined into the caller (the tracer's record path) down to the prediction's check; the
     /// rest is out of line.
-    #[inline]
+    #[inline(always)]
     pub fn push_call(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
         if self.coalesce && self.hold(op, sig, params, gap_ns, dur_ns) {
             return;
@@ -445,7 +444,7 @@ impl Compressor {
     }
 
     /// [`Compressor::push_call`] past the drain check.
-    #[inline]
+    #[inline(always)]
     fn push_plain(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
         if self.cursor.active {
             return self.push_cursor(op, sig, params, gap_ns, dur_ns);
@@ -500,11 +499,11 @@ impl Compressor {
     /// loop expects next, one comparison each. Where no prediction is made (a periodic value,
     /// a count near overflow), [`Compressor::push_checked`] asks each value. Both accept the
     /// same calls.
-    #[inline]
+    #[inline(always)]
     fn push_fast(&mut self, op: Op, sig: u64, params: &[i64], gap: u64, dur: u64) -> bool {
         let nx = &mut self.next;
         let n = params.len();
-        if !(self.next_known && nx.valid) || nx.op != op || nx.sig != sig || nx.len != n {
+        if !nx.valid || nx.op != op || nx.sig != sig || nx.len != n {
             return false;
         }
         let Some(CNode {
@@ -521,26 +520,22 @@ impl Compressor {
             unreachable!("a prediction is made for a loop around one call")
         };
         // Compared and advanced in one pass without branches; a mismatch drops the prediction
-        // (the general path then decides and predicts again).
-        let (mut same, mut overflow) = (true, false);
+        // (the general path then decides and predicts again). The advance may wrap only past
+        // `upto`, where the prediction is not used.
+        let mut same = true;
         for ((x, want), s) in params
             .iter()
             .zip(&mut nx.params[..n.min(NEXT_MAX)])
             .zip(&nx.strides)
         {
             same &= *x == *want;
-            let (v, o) = x.overflowing_add(*s);
-            *want = v;
-            overflow |= o;
+            *want = x.wrapping_add(*s);
         }
-        // Beyond `upto` a stride times the count could overflow: the values decide.
+        // From `upto` on a value of the iteration, or a stride times the count, could
+        // overflow: the values decide.
         if !same || (*cnt as u64) >= nx.upto {
-            self.next_known = false;
+            self.next.valid = false;
             return false;
-        }
-        if overflow {
-            // The iteration after this one overflows: `predict` says so next time.
-            self.next_known = false;
         }
         e.timing.add(gap, dur);
         // In place: assigning a new `Val` would run the old one's destructor on every call.
@@ -587,7 +582,6 @@ impl Compressor {
     /// call without path or children, and every parameter of that call is a constant or
     /// affine in the iteration, the values of the next iteration.
     fn predict(&mut self) {
-        self.next_known = true;
         let nx = &mut self.next;
         nx.valid = false;
         let Some(CNode {
@@ -613,9 +607,18 @@ impl Compressor {
                 Val::Lin { base, strides } if strides.len() == 1 => {
                     let s = strides[0];
                     // `Val::continues_const` computes `base + s*n` with checked arithmetic:
-                    // the running value equals it while `s*n` cannot overflow.
+                    // the running value equals it while neither `s*n` nor `base + s*n`
+                    // overflows, which holds for every `n` below `upto` (so the fast path
+                    // needs no overflow check of its own).
                     if s != 0 {
-                        upto = upto.min(i64::MAX as u64 / s.unsigned_abs());
+                        let room = if s > 0 {
+                            (i64::MAX as i128 - *base as i128) / s as i128
+                        } else {
+                            (*base as i128 - i64::MIN as i128) / -(s as i128)
+                        };
+                        upto = upto
+                            .min(i64::MAX as u64 / s.unsigned_abs())
+                            .min(room.max(0) as u64);
                     }
                     match s.checked_mul(*cnt).and_then(|d| base.checked_add(d)) {
                         Some(x) => (x, s),
@@ -783,7 +786,7 @@ impl Compressor {
     }
 
     fn push_node(&mut self, node: CNode) {
-        self.next_known = false;
+        self.next.valid = false;
         // A new call that cannot continue the last loop closes it: only now may that loop
         // fold with loops of other trip counts (see `reduce`).
         if self.closes_last(&node) {
@@ -798,7 +801,7 @@ impl Compressor {
     /// loop of 2 iterations that is on its way to 16 does not fold with a finished loop of 16
     /// (which would nest loops wrongly). Once the loop is closed, any trip counts fold.
     fn reduce(&mut self, strict: bool) {
-        self.next_known = false;
+        self.next.valid = false;
         while self.try_extend(strict) || self.try_fold(strict) {}
     }
 

@@ -89,6 +89,38 @@ pub const BYTE: i64 = 4;
 /// Ids of types the application builds start here.
 pub const FIRST_DERIVED_TYPE: i64 = 1000;
 
+/// The positions in `params` (an event of `op`, arrays included) that hold datatype ids: the
+/// fixed parameters that name a type, and the `types` array of `MPI_Type_create_struct`. A
+/// model that takes a type-creating call out of a trace, or puts one in, renumbers the types
+/// after it (the tracer numbers types in order of first sight, from [`FIRST_DERIVED_TYPE`]).
+pub fn datatype_positions(op: crate::op::Op, params: &[i64]) -> Vec<usize> {
+    use crate::op::{Op, Param};
+    let fixed = op.params();
+    let mut out: Vec<usize> = fixed
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| {
+            matches!(
+                p,
+                Param::Etype
+                    | Param::Filetype
+                    | Param::Datatype
+                    | Param::Sendtype
+                    | Param::Recvtype
+                    | Param::Oldtype
+                    | Param::Newtype
+            )
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if op == Op::TypeCreateStruct {
+        let n = op.param(params, Param::Count).max(0) as usize;
+        let types = fixed.len() + 2 * n;
+        out.extend((types..types + n).filter(|&i| i < params.len()));
+    }
+    out
+}
+
 /// The predefined datatype with id `id`, if it is one.
 pub fn predefined(id: i64) -> Option<&'static Predefined> {
     usize::try_from(id).ok().and_then(|i| DATATYPES.get(i))

@@ -529,7 +529,13 @@ fn resolve_sums(trace: &mut Trace) -> usize {
             match &n.kind {
                 NodeKind::Event(e) => {
                     let Some(l) = layout(e.op) else { continue };
-                    if let Some(Val::Exscan(x)) = e.params[l.offset].groups.first().map(|g| &g.val)
+                    // (`get`: a damaged trace may hold fewer parameters than the op's
+                    // schema; the fuzzer found one that crashed replay's planning here.)
+                    if let Some(Val::Exscan(x)) = e
+                        .params
+                        .get(l.offset)
+                        .and_then(|p| p.groups.first())
+                        .map(|g| &g.val)
                         && x.from.is_none()
                     {
                         models.insert(key(e), (**x).clone());

@@ -358,6 +358,19 @@ impl Lifts {
         self.sites.is_empty()
     }
 
+    /// The own call site and the container's of `site`, a site lifting made (`None` for a
+    /// site it did not make).
+    pub fn parts(&self, site: u64) -> Option<(u64, u64)> {
+        self.sites.get(&site).copied()
+    }
+
+    /// The site lifting gives a call of site `own` out of a container of site `container`
+    /// (what [`Lifts::parts`] inverts): for a call a model puts into a container no input
+    /// saw it in.
+    pub fn lifted_site(own: u64, container: u64) -> u64 {
+        mix(own, container)
+    }
+
     /// Whether `site` was made by lifting a call out of a container of site `container`,
     /// directly or through containers lifted with it.
     fn made_for(&self, mut site: u64, container: u64) -> bool {

@@ -19,7 +19,11 @@
  * Every nc_ call the NetCDF layer records is counted under its op's name (count.h, "COUNT"
  * lines after MPI_Finalize; the region calls and attributes with their bytes: elements times
  * the memory type's size).
- * Usage: nc4_par PATH [-s STEPS] [-k K] [-c C] */
+ * With -f (fixed), "t" is a fixed dimension of STEPS records and "rec" is contiguous (no chunk
+ * index, so the file's metadata keeps its number of objects at every rank count: the dealt
+ * collective metadata flush is then the one thing that changes shape with n; the record writes
+ * do not extend the variable).
+ * Usage: nc4_par PATH [-s STEPS] [-k K] [-c C] [-f] */
 #include <mpi.h>
 #include <netcdf.h>
 #include <netcdf_par.h>
@@ -38,13 +42,15 @@ static int rank, n;
 
 int main(int argc, char **argv) {
     app_init(&argc, &argv, &rank, &n);
-    if (argc < 2) DIE("usage: nc4_par PATH [-s STEPS] [-k K] [-c C]");
+    if (argc < 2) DIE("usage: nc4_par PATH [-s STEPS] [-k K] [-c C] [-f]");
     int steps = 3;
     size_t k = 1000, c = 64;
+    int fixed = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) steps = atoi(argv[++i]);
         else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) k = (size_t)atol(argv[++i]);
         else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) c = (size_t)atol(argv[++i]);
+        else if (strcmp(argv[i], "-f") == 0) fixed = 1;
         else DIE("nc4_par: bad option %s", argv[i]);
     }
     if (steps < 1 || k < 1 || c < 1) DIE("nc4_par: sizes too small");
@@ -58,14 +64,17 @@ int main(int argc, char **argv) {
        MPI_INFO_NULL, &ncid);
     NC("nc_def_dim", 0, nc_def_dim, ncid, "x", (size_t)n * k, &dx);
     NC("nc_def_dim", 0, nc_def_dim, ncid, "y", (size_t)n * c, &dy);
-    NC("nc_def_dim", 0, nc_def_dim, ncid, "t", NC_UNLIMITED, &dt);
+    NC("nc_def_dim", 0, nc_def_dim, ncid, "t", fixed ? (size_t)steps : NC_UNLIMITED, &dt);
     NC("nc_def_var", 0, nc_def_var, ncid, "coll", NC_INT, 1, &dx, &vcoll);
     NC("nc_def_var", 0, nc_def_var, ncid, "indep", NC_DOUBLE, 1, &dx, &vindep);
     NC("nc_def_var", 0, nc_def_var, ncid, "inter", NC_INT, 1, &dx, &vinter);
     int rdims[2] = {dt, dy};
     NC("nc_def_var", 0, nc_def_var, ncid, "rec", NC_FLOAT, 2, rdims, &vrec);
     size_t chunks[2] = {1, c};
-    NC("nc_def_var_chunking", 0, nc_def_var_chunking, ncid, vrec, NC_CHUNKED, chunks);
+    if (fixed)
+        NC("nc_def_var_chunking", 0, nc_def_var_chunking, ncid, vrec, NC_CONTIGUOUS, NULL);
+    else
+        NC("nc_def_var_chunking", 0, nc_def_var_chunking, ncid, vrec, NC_CHUNKED, chunks);
     const char *title = "iotrex nc4_par";
     NC("nc_put_att", strlen(title), nc_put_att_text, ncid, NC_GLOBAL, "title", strlen(title),
        title);

@@ -155,11 +155,12 @@ unsafe fn stack(buf: *mut *mut libc::c_void, n: libc::c_int) -> libc::c_int {
     }
 }
 
-/// Frames asked of the unwinder first, on top of the hashed ones: `signature` and the hook
-/// itself are this library's frames above the application's call, and one more covers a hook
-/// helper that was not inlined. Only when fewer than `depth` of them lie outside this library
-/// (a deeper chain of own frames) is the stack unwound again with [`OWN_FRAMES`] spare.
-const OWN_FAST: usize = 3;
+/// Frames asked of the unwinder first, on top of the hashed ones: `miss`, `signature_in` and
+/// the hook itself are this library's frames above the application's call, and one more
+/// covers a hook helper that was not inlined. Only when fewer than `depth` of them lie outside
+/// this library (a deeper chain of own frames) is the stack unwound again with
+/// [`OWN_FRAMES`] spare.
+const OWN_FAST: usize = 4;
 /// Stacks of at most this many frames are kept in the per-thread cache.
 const TL_FRAMES: usize = 10;
 /// Entries of the per-thread cache (direct-mapped): more than the call sites of a hot loop.
@@ -199,23 +200,54 @@ fn tl_slot(addrs: &[usize]) -> usize {
     (h >> 32) as usize % TL_SLOTS
 }
 
+/// This thread's cache of call stacks recognised by their stack slots ([`slots`]), kept in
+/// the thread's one block of tracer state ([`crate::guard::Thread`]).
+pub struct Sites {
+    slots: [slots::Entry; slots::SLOTS],
+}
+
+impl Sites {
+    /// No stack seen yet.
+    pub const EMPTY: Sites = Sites {
+        slots: [slots::EMPTY; slots::SLOTS],
+    };
+}
+
 /// The signature of the current call stack, 0 when signatures are off.
-#[inline(never)]
 pub fn signature() -> u64 {
+    crate::guard::with_thread(signature_in)
+}
+
+/// [`signature`] with this thread's block in hand (the hot path: a hook that already holds it
+/// makes no second thread-local access). Only the check of a stack seen before is here; its
+/// frame is small, so entering and leaving it costs few instructions. Not inlined: the stack
+/// pointer it reads must be that of one function whose frame layout is fixed ([`slots`]).
+#[inline(never)]
+pub fn signature_in(t: &crate::guard::Thread) -> u64 {
     let depth = DEPTH.load(Ordering::Relaxed);
     if depth == 0 {
         return 0;
     }
+    // Cheapest first: a stack seen before, recognised by reading its return-address slots.
+    let sp = slots::stack_pointer();
+    // SAFETY: the block's call-site cache is used only here and in `miss`, on this thread, in
+    // mode BUSY: nothing re-enters them (`crate::guard::Thread::sites`).
+    let sites = unsafe { &mut *t.sites.get() };
+    if let Some(sig) = slots::lookup(sites, sp) {
+        return sig;
+    }
+    miss(sites, sp, depth)
+}
+
+/// The stack was not recognised: unwind it (and remember its slots, or its return addresses).
+#[cold]
+#[inline(never)]
+fn miss(sites: &mut Sites, sp: usize, depth: usize) -> u64 {
     let want = depth + OWN_FAST;
     if want > TL_FRAMES {
         return signature_slow(depth);
     }
-    // Cheapest first: a stack seen before, recognised by reading its return-address slots.
-    let sp = slots::stack_pointer();
-    if let Some(sig) = slots::lookup(sp) {
-        return sig;
-    }
-    if let Some(sig) = slots::unwind_and_remember(sp, depth, want) {
+    if let Some(sig) = slots::unwind_and_remember(sites, sp, depth, want) {
         return sig;
     }
     // Unwinding costs per frame (about 75 instructions each), so ask for the hashed frames and
@@ -347,6 +379,30 @@ fn hash_cached(addrs: &[usize], depth: usize, misses: &mut Vec<usize>) -> Option
     misses.is_empty().then_some((h, taken))
 }
 
+/// How many of `addrs` (a stack whose frames [`signature_of`] resolved) reach the `depth`-th
+/// frame outside this library: the frames a cached stack must still hold for its signature
+/// to be the same. All of them when some frame is not in the address cache.
+fn frames_deciding(addrs: &[usize], depth: usize) -> usize {
+    let g = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(m) = g.as_ref() else {
+        return addrs.len();
+    };
+    let mut taken = 0;
+    for (i, a) in addrs.iter().enumerate() {
+        match m.get(a) {
+            Some(&(0, _)) => {}
+            Some(_) => {
+                taken += 1;
+                if taken == depth {
+                    return i + 1;
+                }
+            }
+            None => return addrs.len(),
+        }
+    }
+    addrs.len()
+}
+
 /// A multiplicative hasher for address keys: SipHash would cost more than the unwinding.
 #[derive(Default, Clone, Copy)]
 pub struct AddrHasher(u64);
@@ -379,7 +435,7 @@ type AddrMap = HashMap<usize, (u64, u64), std::hash::BuildHasherDefault<AddrHash
 /// its caller's frame layout, hence where the next slot lies), so the signature is reused
 /// without unwinding. Libunwind's backtrace was half of a traced call's cost at depth 4.
 mod slots {
-    use super::TL_FRAMES;
+    use super::{Sites, TL_FRAMES};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     static GETCONTEXT: AtomicUsize = AtomicUsize::new(0);
@@ -391,10 +447,15 @@ mod slots {
     const UNW_X86_64_RSP: libc::c_int = 7;
     const UNW_X86_64_RIP: libc::c_int = 16;
     /// Entries of the per-thread cache (direct-mapped by stack pointer).
-    const SLOTS: usize = 32;
+    pub(super) const SLOTS: usize = 32;
+    /// Slots every lookup reads (a call at depth 4 from `main`'s loop has 5 to check).
+    const FIXED: usize = 6;
+    const _: () = assert!(FIXED <= TL_FRAMES);
+    /// What unused slots of an entry read: this, holding 0.
+    static PAD: usize = 0;
 
     #[derive(Clone, Copy)]
-    struct Entry {
+    pub(super) struct Entry {
         sp: usize,
         n: usize,
         /// (slot address, return address found there), the caller's first.
@@ -402,17 +463,12 @@ mod slots {
         sig: u64,
     }
 
-    const EMPTY: Entry = Entry {
+    pub(super) const EMPTY: Entry = Entry {
         sp: 0,
         n: 0,
         slots: [(0, 0); TL_FRAMES],
         sig: 0,
     };
-
-    thread_local! {
-        static CACHE: std::cell::RefCell<[Entry; SLOTS]> =
-            const { std::cell::RefCell::new([EMPTY; SLOTS]) };
-    }
 
     /// Resolves libunwind's stepping API from its handle (only where the slot layout is known).
     pub fn init(h: *mut libc::c_void) {
@@ -452,32 +508,39 @@ mod slots {
         0
     }
 
+    /// Stack pointers of calls in one loop nest differ by multiples of 16 (the ABI's
+    /// alignment): direct-mapped by those bits, nearby ones never collide.
+    #[inline(always)]
     fn index(sp: usize) -> usize {
-        (sp >> 4).wrapping_mul(0x9e37_79b9) % SLOTS
+        (sp >> 4) % SLOTS
     }
 
     /// The signature of a stack seen before at this stack pointer, if its slots still hold the
     /// same return addresses.
-    pub fn lookup(sp: usize) -> Option<u64> {
-        if sp == 0 {
+    #[inline(always)]
+    pub(super) fn lookup(sites: &Sites, sp: usize) -> Option<u64> {
+        let e = &sites.slots[index(sp)];
+        // An empty entry has sp 0, which no stack pointer is (0 is returned where unsupported).
+        if e.sp != sp || sp == 0 {
             return None;
         }
-        CACHE.with(|c| {
-            let c = c.try_borrow().ok()?;
-            let e = &c[index(sp)];
-            if e.sp != sp || e.n == 0 {
-                return None;
+        // The first FIXED slots without a branch each (unused ones read `PAD`), the rest of a
+        // deeper stack in a loop.
+        let mut diff = 0;
+        for &(slot, ra) in &e.slots[..FIXED] {
+            // SAFETY: `slot` lies between this thread's stack pointer and the base of its
+            // stack (it held a return address of a caller of this very frame position
+            // when recorded, with the same stack pointer), so it is mapped and ours; or it is
+            // `PAD`. Every slot is such an address whether or not the ones before it match.
+            diff |= unsafe { std::ptr::read_volatile(slot as *const usize) } ^ ra;
+        }
+        if e.n > FIXED {
+            for &(slot, ra) in &e.slots[FIXED..e.n] {
+                // SAFETY: as above.
+                diff |= unsafe { std::ptr::read_volatile(slot as *const usize) } ^ ra;
             }
-            for &(slot, ra) in &e.slots[..e.n] {
-                // SAFETY: `slot` lies between this thread's stack pointer and the base of its
-                // stack (it held a return address of a caller of this very frame position
-                // when recorded, with the same stack pointer), so it is mapped and ours.
-                if unsafe { std::ptr::read_volatile(slot as *const usize) } != ra {
-                    return None;
-                }
-            }
-            Some(e.sig)
-        })
+        }
+        (diff == 0).then_some(e.sig)
     }
 
     type GetContextFn = unsafe extern "C" fn(*mut u64) -> libc::c_int;
@@ -489,7 +552,12 @@ mod slots {
     /// addresses `unw_backtrace` gives, and remembers the slots. `None`: not available, or the
     /// stack did not decide the signature (the caller falls back to the usual path).
     #[inline(never)]
-    pub fn unwind_and_remember(sp: usize, depth: usize, want: usize) -> Option<u64> {
+    pub(super) fn unwind_and_remember(
+        sites: &mut Sites,
+        sp: usize,
+        depth: usize,
+        want: usize,
+    ) -> Option<u64> {
         let gc = GETCONTEXT.load(Ordering::Relaxed);
         if sp == 0 || gc == 0 {
             return None;
@@ -507,8 +575,10 @@ mod slots {
         let mut ctx = [0u64; 160];
         let mut cur = [0u64; 160];
         let mut ips = [0usize; TL_FRAMES];
+        // Per slot: (its address, the return address there), and which of `ips` it holds.
         let mut slots = [(0usize, 0usize); TL_FRAMES];
-        let (mut n, mut ns) = (0, 0);
+        let mut slot_of = [0usize; TL_FRAMES];
+        let (mut n, mut ns, mut ended) = (0, 0, false);
         // SAFETY: the buffers are larger than libunwind's context and cursor; the cursor is
         // stepped only within this function, whose frame stays live.
         unsafe {
@@ -516,11 +586,14 @@ mod slots {
                 return None;
             }
             // Frame 0 is this function; the signature covers its callers, as unw_backtrace
-            // called from `signature` would report them (this library's frames are skipped
+            // called from `miss` would report them (this library's frames are skipped
             // when hashing, so one more of them changes nothing).
             while n < want + 1 && n < TL_FRAMES {
                 match st(cur.as_mut_ptr()) {
-                    0 => break,
+                    0 => {
+                        ended = true;
+                        break;
+                    }
                     r if r < 0 => return None,
                     _ => {}
                 }
@@ -538,32 +611,41 @@ mod slots {
                 }
                 ips[n] = ip;
                 n += 1;
-                // The first frame is `signature` itself, whose return slot (into it, from this
-                // function) lies below its stack pointer and is reused by every call it makes:
-                // it is this library's frame, skipped by the hash, so it is not checked.
-                if slot > sp {
+                // The first frames are `miss` and `signature_in` (whose return slots, into them
+                // from the function below, lie under `signature_in`'s stack pointer and are
+                // reused by every call they make): this library's frames on the miss path,
+                // skipped by the hash, so they are not checked. The chain that is checked
+                // starts at `signature_in`'s own return slot, at or above its stack pointer,
+                // whose place the stack pointer and that function's fixed frame decide.
+                if slot >= sp {
                     slots[ns] = (slot, ip);
+                    slot_of[ns] = n - 1;
                     ns += 1;
-                } else if n > 1 {
+                } else if ns > 0 {
                     return None;
                 }
             }
         }
         let (sig, outside) = super::signature_of(&ips[..n], depth);
-        if outside < depth && n > want {
+        if (outside < depth && !ended) || ns == 0 {
             return None;
         }
         // Only the frames that decided the signature need checking next time: up to the
-        // `depth`-th frame outside this library.
-        CACHE.with(|c| {
-            if let Ok(mut c) = c.try_borrow_mut() {
-                let e = &mut c[index(sp)];
-                e.sp = sp;
-                e.n = ns;
-                e.slots = slots;
-                e.sig = sig;
-            }
-        });
+        // `depth`-th frame outside this library (and every frame before it, which fixes
+        // where the next slot lies).
+        let decided = super::frames_deciding(&ips[..n], depth);
+        let ns = slot_of[..ns].iter().take_while(|&&i| i < decided).count();
+        if ns == 0 {
+            return None;
+        }
+        for s in &mut slots[ns..] {
+            *s = (&PAD as *const usize as usize, 0);
+        }
+        let e = &mut sites.slots[index(sp)];
+        e.sp = sp;
+        e.n = ns;
+        e.slots = slots;
+        e.sig = sig;
         Some(sig)
     }
 }

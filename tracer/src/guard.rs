@@ -9,10 +9,15 @@
 //! work (recording, writing the trace, the MPI runtime inside `MPI_Init`) runs in `BUSY`, which
 //! is what keeps it from tracing itself or recursing.
 //!
-//! The flag is a `const` thread-local of a `Cell<u8>`: no destructor and no lazy initialiser,
-//! so it lives in static TLS and is usable from the first hook call, before any constructor.
+//! The flag lives in [`Thread`], this thread's one block of tracer state: the mode and the
+//! call-site cache ([`crate::callsite::Sites`]). One block, because the tracer is a `cdylib`,
+//! whose thread-locals are reached through `__tls_get_addr` (general-dynamic TLS model, about
+//! 11 instructions each): a hook that looked up the mode and then the call-site cache paid
+//! it twice. `const`, without destructor or lazy initialiser: it lives in static TLS and is
+//! usable from the first hook call, before any constructor, and in any thread.
 
-use std::cell::Cell;
+use crate::callsite::Sites;
+use std::cell::{Cell, UnsafeCell};
 
 /// The application is running: trace.
 pub const IDLE: u8 = 0;
@@ -27,45 +32,95 @@ pub const IN_HDF5: u8 = 3;
 /// calls become its children.
 pub const IN_NETCDF: u8 = 4;
 
+/// This thread's tracer state.
+pub struct Thread {
+    mode: Cell<u8>,
+    /// The call-site cache, used only by [`crate::callsite::signature_in`], which runs in mode
+    /// `BUSY` and is therefore never re-entered on this thread (a hook reached from inside it,
+    /// or from a signal handler interrupting it, sees `BUSY` and passes straight through).
+    pub(crate) sites: UnsafeCell<Sites>,
+}
+
 thread_local! {
-    static MODE: Cell<u8> = const { Cell::new(IDLE) };
+    static THREAD: Thread = const {
+        Thread {
+            mode: Cell::new(IDLE),
+            sites: UnsafeCell::new(Sites::EMPTY),
+        }
+    };
+}
+
+/// Runs `f` with this thread's block: a hook takes it once and passes it on, so the hot path
+/// makes one thread-local access.
+#[inline(always)]
+pub fn with_thread<R>(f: impl FnOnce(&Thread) -> R) -> R {
+    f(this_thread())
+}
+
+/// This thread's block. `LocalKey::with` around a whole hook was not inlined (a call and a
+/// frame more per traced call); only the address is taken inside it. The reference stays
+/// valid for the thread's life (static TLS, no destructor: the block is never torn down
+/// while the thread runs) and cannot leave the thread (`&Thread` is not `Send`: `Cell`).
+#[inline(always)]
+fn this_thread() -> &'static Thread {
+    // SAFETY: see above: the block lives as long as the thread, the only one that can use it.
+    THREAD.with(|t| unsafe { &*(t as *const Thread) })
+}
+
+impl Thread {
+    /// This thread's mode.
+    #[inline(always)]
+    pub fn mode(&self) -> u8 {
+        self.mode.get()
+    }
+
+    /// Enters mode `m` until the returned guard is dropped.
+    #[inline(always)]
+    pub fn enter(&self, m: u8) -> Enter<'_> {
+        Enter {
+            t: self,
+            prev: self.mode.replace(m),
+        }
+    }
 }
 
 /// This thread's mode.
 #[inline]
 pub fn mode() -> u8 {
-    MODE.with(Cell::get)
+    THREAD.with(Thread::mode)
 }
 
 /// Sets this thread's mode for good (threads the MPI runtime starts never trace).
 pub fn set_forever(m: u8) {
-    MODE.with(|c| c.set(m));
+    THREAD.with(|t| t.mode.set(m));
 }
 
-/// Sets the mode until dropped, then restores the previous one.
-pub struct Enter {
+/// Sets the mode until dropped, then restores the previous one: on this thread's block
+/// ([`Enter::new`]), or on a block a hook already holds ([`Thread::enter`]).
+pub struct Enter<'a> {
+    t: &'a Thread,
     prev: u8,
 }
 
-impl Enter {
+impl Enter<'static> {
     /// Enters mode `m`.
     #[inline]
-    pub fn new(m: u8) -> Enter {
-        Enter {
-            prev: MODE.with(|c| c.replace(m)),
-        }
-    }
-
-    /// Switches mode without restoring yet.
-    #[inline]
-    pub fn switch(&self, m: u8) {
-        MODE.with(|c| c.set(m));
+    pub fn new(m: u8) -> Enter<'static> {
+        this_thread().enter(m)
     }
 }
 
-impl Drop for Enter {
+impl Enter<'_> {
+    /// Switches mode without restoring yet.
     #[inline]
+    pub fn switch(&self, m: u8) {
+        self.t.mode.set(m);
+    }
+}
+
+impl Drop for Enter<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
-        MODE.with(|c| c.set(self.prev));
+        self.t.mode.set(self.prev);
     }
 }

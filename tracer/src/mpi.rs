@@ -56,6 +56,7 @@ mod comm;
 mod config;
 mod file;
 pub mod fortran;
+pub mod fortran_f08;
 mod handles;
 mod init;
 pub mod kinds;

@@ -6,7 +6,7 @@
 
 use crate::guard::BUSY;
 use crate::real::real;
-use crate::state::{fd_traced, run_recorded, traceable};
+use crate::state::{fd_traced, run_recorded, run_recorded_in, traceable, traceable_in};
 use libc::{c_char, c_int, c_long, c_void, iovec, mode_t, off_t, size_t, ssize_t};
 use rsd::Op;
 use rsd::op::{args, fixed};
@@ -75,14 +75,18 @@ pub(crate) fn on_handle<T: Copy, P: AsRef<[i64]>>(
     ret: impl FnOnce(T) -> i64,
     params: impl FnOnce(i64, i64) -> P,
 ) -> T {
-    let Some(child) = traceable() else {
-        return call();
-    };
-    if !h.traced() {
-        return h.pass(call);
-    }
-    run_recorded(op, child, call, |st, r| {
-        Some((params(h.id(st)?, ret(r)), None))
+    // One thread-local access for the whole hook: the guard and the call-site cache share
+    // this thread's block.
+    crate::guard::with_thread(|t| {
+        let Some(child) = traceable_in(t) else {
+            return call();
+        };
+        if !h.traced() {
+            return h.pass(call);
+        }
+        run_recorded_in(t, op, child, call, |st, r| {
+            Some((params(h.id(st)?, ret(r)), None))
+        })
     })
 }
 

@@ -4,10 +4,11 @@
 use crate::callsite::AddrHasher;
 use crate::guard;
 use rsd::{Compressor, Op, RawEvent};
+use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{PoisonError, TryLockError};
 
 /// Set once the constructor has run and cleared when the tracer disables itself or the process
 /// forks: hooks record only while it is set.
@@ -17,7 +18,150 @@ pub static FORKED: AtomicBool = AtomicBool::new(false);
 
 /// The state behind one lock. Hooks never hold it while calling into the dynamic loader (call
 /// sites are resolved outside it), so a hook running inside `dlopen` cannot deadlock.
-pub static STATE: Mutex<Option<State>> = Mutex::new(None);
+pub static STATE: StateLock = StateLock::new();
+
+/// The lock around the state: one compressor per process, so a multi-threaded program's
+/// calls are recorded in the order they took the lock, as with the `Mutex` it replaces.
+///
+/// Every traced call takes it, so taking and releasing it uncontended is the cheapest there
+/// is: one compare-and-swap, and a plain store to release (no second atomic read-modify-write,
+/// no poison flag: `std::sync::Mutex` spent about 20 instructions and two locked operations
+/// per call). A thread that finds it taken spins briefly, then sleeps on a futex with a
+/// timeout. The release does not wake a sleeper it cannot see yet (its read of `sleepers`
+/// may pass its store, x86 reorders a load before an earlier store): such a sleeper wakes at
+/// its timeout, so a rare lost wake-up costs at most [`StateLock::NAP_NS`], never a hang.
+/// There is no poisoning: a panic inside is caught by [`with_state`], which releases the lock
+/// on unwinding and disables the tracer; `lock` and `try_lock` keep the `Mutex` signatures
+/// (never poisoned) so their callers read the same.
+pub struct StateLock {
+    /// 1 while held.
+    held: AtomicU32,
+    /// Threads asleep (or about to sleep) waiting for it.
+    sleepers: AtomicU32,
+    state: UnsafeCell<Option<State>>,
+}
+
+// SAFETY: the state is reached only through a `StateGuard`, which exists for one thread at a
+// time (`held` is taken with an acquiring compare-and-swap and released with a release store).
+unsafe impl Sync for StateLock {}
+
+/// The state, held; released when dropped.
+pub struct StateGuard<'a>(&'a StateLock);
+
+impl StateLock {
+    /// Longest sleep of a waiting thread before it looks again (a lost wake-up's cost).
+    const NAP_NS: i64 = 200_000;
+
+    const fn new() -> StateLock {
+        StateLock {
+            held: AtomicU32::new(0),
+            sleepers: AtomicU32::new(0),
+            state: UnsafeCell::new(None),
+        }
+    }
+
+    #[inline(always)]
+    fn try_take(&self) -> bool {
+        self.held
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Takes the lock, waiting for it. Never poisoned (the `Result` keeps `Mutex::lock`'s
+    /// shape).
+    #[inline(always)]
+    pub fn lock(&self) -> Result<StateGuard<'_>, PoisonError<StateGuard<'_>>> {
+        if !self.try_take() {
+            self.wait();
+        }
+        Ok(StateGuard(self))
+    }
+
+    /// Takes the lock if it is free (signal handlers, which must not wait).
+    pub fn try_lock(&self) -> Result<StateGuard<'_>, TryLockError<StateGuard<'_>>> {
+        if self.try_take() {
+            Ok(StateGuard(self))
+        } else {
+            Err(TryLockError::WouldBlock)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait(&self) {
+        for _ in 0..64 {
+            std::hint::spin_loop();
+            if self.held.load(Ordering::Relaxed) == 0 && self.try_take() {
+                return;
+            }
+        }
+        loop {
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            if self.held.load(Ordering::SeqCst) != 0 {
+                let nap = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: Self::NAP_NS,
+                };
+                // SAFETY: FUTEX_WAIT on a live, aligned u32, with a valid timeout; it returns
+                // at once if the word is no longer 1.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_futex,
+                        self.held.as_ptr(),
+                        libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                        1u32,
+                        &nap as *const libc::timespec,
+                    )
+                };
+            }
+            self.sleepers.fetch_sub(1, Ordering::Relaxed);
+            if self.try_take() {
+                return;
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake(&self) {
+        // SAFETY: FUTEX_WAKE on a live, aligned u32.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.held.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                1,
+            )
+        };
+    }
+}
+
+impl std::ops::Deref for StateGuard<'_> {
+    type Target = Option<State>;
+    #[inline(always)]
+    fn deref(&self) -> &Option<State> {
+        // SAFETY: the guard holds the lock.
+        unsafe { &*self.0.state.get() }
+    }
+}
+
+impl std::ops::DerefMut for StateGuard<'_> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Option<State> {
+        // SAFETY: the guard holds the lock, and `&mut self` makes this the only reference.
+        unsafe { &mut *self.0.state.get() }
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.held.store(0, Ordering::Release);
+        if self.0.sleepers.load(Ordering::Relaxed) != 0 {
+            self.0.wake();
+        }
+    }
+}
 
 /// Descriptors the application opened through a traced call, as a lock-free bitmap, so calls
 /// on every other descriptor (sockets, pipes, stdout, the MPI runtime's files) skip the lock.
@@ -385,12 +529,14 @@ fn push_raw(r: &mut Vec<RawEvent>, op: Op, sig: u64, params: &[i64], gap_ns: u64
 /// Monotonic clock, ns.
 #[inline]
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
+    // Not zeroed first (two instructions per call): clock_gettime fills it.
+    let mut ts = std::mem::MaybeUninit::<libc::timespec>::uninit();
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux, so
+    // the call succeeds and writes it whole.
+    let ts = unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, ts.as_mut_ptr());
+        ts.assume_init()
     };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -426,6 +572,10 @@ pub fn disable(why: &str) {
 /// the FFI boundary into the application) and disables the tracer.
 #[inline]
 pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
+    // `catch_unwind` costs nothing while nothing panics (unwinding is table-driven: no
+    // instruction of the traced call's path belongs to it, checked with callgrind), and a
+    // panic must not reach the application: without it an `extern "C"` hook would abort the
+    // process. The guard releases the lock as the panic unwinds past it.
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut g = match STATE.lock() {
             Ok(g) => g,
@@ -436,7 +586,6 @@ pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
     match r {
         Ok(v) => v,
         Err(_) => {
-            STATE.clear_poison();
             disable("internal error (panic) while recording");
             None
         }
@@ -446,7 +595,13 @@ pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
 /// Whether this thread should trace a call now, and if so whether it is a child.
 #[inline]
 pub fn traceable() -> Option<bool> {
-    let m = guard::mode();
+    guard::with_thread(traceable_in)
+}
+
+/// [`traceable`] with this thread's block in hand.
+#[inline(always)]
+pub fn traceable_in(t: &guard::Thread) -> Option<bool> {
+    let m = t.mode();
     if m == guard::BUSY || !RECORDING.load(Ordering::Relaxed) {
         return None;
     }
@@ -567,8 +722,21 @@ pub fn run_recorded<T: Copy, P: AsRef<[i64]>>(
     call: impl FnOnce() -> T,
     build: impl FnOnce(&mut State, T) -> Option<(P, Option<String>)>,
 ) -> T {
-    let _g = guard::Enter::new(guard::BUSY);
-    let sig = crate::callsite::signature();
+    guard::with_thread(|t| run_recorded_in(t, op, child, call, build))
+}
+
+/// [`run_recorded`] with this thread's block in hand: the guard and the call-site cache are
+/// reached through it, one thread-local access for the whole hook.
+#[inline(always)]
+pub fn run_recorded_in<T: Copy, P: AsRef<[i64]>>(
+    t: &guard::Thread,
+    op: Op,
+    child: bool,
+    call: impl FnOnce() -> T,
+    build: impl FnOnce(&mut State, T) -> Option<(P, Option<String>)>,
+) -> T {
+    let _g = t.enter(guard::BUSY);
+    let sig = crate::callsite::signature_in(t);
     let t0 = now_ns();
     let r = call();
     let t1 = now_ns();

@@ -8,8 +8,9 @@
 //! - the objects that define MPI functions are the MPI library and its bindings, skipped;
 //! - every other object's undefined `MPI_*`/`mpi_*` symbols are what the program imports.
 //!
-//! Names compare case-insensitively without trailing underscores, so the Fortran spellings
-//! (`mpi_send_`, `MPI_SEND`) meet their C function; a name is reported in the program's own
+//! Names compare case-insensitively without trailing underscores and `mpi_f08`'s `_f08`/`_f08ts`
+//! suffixes, so the Fortran spellings (`mpi_send_`, `MPI_SEND`, `mpi_send_f08ts_`) meet their
+//! C function; a name is reported in the program's own
 //! spelling, the C one when both are imported. Objects loaded after `MPI_Init` (`dlopen`) are
 //! not seen.
 
@@ -54,9 +55,15 @@ struct Object {
     imported: Vec<String>,
 }
 
-/// What a name means, whatever the binding's spelling.
+/// What a name means, whatever the binding's spelling: `use mpi_f08` procedures too
+/// (`mpi_send_f08ts_`, `mpi_barrier_f08_`; the `_large` ones take counts the recorded calls do
+/// not, and keep their name).
 fn key(name: &str) -> String {
-    name.trim_end_matches('_').to_ascii_lowercase()
+    let k = name.trim_end_matches('_').to_ascii_lowercase();
+    match k.strip_suffix("_f08ts").or_else(|| k.strip_suffix("_f08")) {
+        Some(base) => base.to_string(),
+        None => k,
+    }
 }
 
 fn is_mpi(name: &str) -> bool {
@@ -230,6 +237,9 @@ mod tests {
         assert_eq!(key("mpi_send_"), key("MPI_Send"));
         assert_eq!(key("MPI_SEND"), key("MPI_Send"));
         assert_eq!(key("mpi_send__"), key("MPI_Send"));
+        assert_eq!(key("mpi_send_f08ts_"), key("MPI_Send"));
+        assert_eq!(key("mpi_barrier_f08_"), key("MPI_Barrier"));
+        assert_ne!(key("mpi_send_f08ts_large_"), key("MPI_Send"));
         assert!(is_mpi("MPI_Rsend") && is_mpi("mpi_rsend_") && !is_mpi("PMPI_Rsend"));
     }
 }

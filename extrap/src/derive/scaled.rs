@@ -500,11 +500,13 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
                 ));
             };
             let mut children = Vec::with_capacity(issue.len());
+            let mut after = None;
             for call in issue {
                 let t = p
-                    .template(c.site, *route, call, &mut made_up)
+                    .template(c.site, *route, call, after, &mut made_up)
                     .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
                 children.push(issued(call, fd, &t));
+                after = Some(call);
             }
             events[c.event].children = children;
         }
@@ -1066,11 +1068,13 @@ fn by_node(
                         ));
                     };
                     let mut v = Vec::with_capacity(issue.len());
+                    let mut after = None;
                     for call in issue {
                         let t = p
-                            .template(c.site, *route, call, made_up)
+                            .template(c.site, *route, call, after, made_up)
                             .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
                         v.push(issued(call, fd, &t));
+                        after = Some(call);
                     }
                     v
                 }

@@ -273,7 +273,7 @@ impl Compressor {
         if self.start_iteration(k) {
             cur_reset(&mut self.cursor);
             self.cursor.active = true;
-            self.next_known = false;
+            self.next.valid = false;
         }
     }
 

@@ -46,16 +46,16 @@ macro_rules! collectives {
     ($(
         $(#[$doc:meta])*
         $op:ident / $iop:ident: $c:ident, $f:tt / $ic:ident, $if:tt
-            ($($arg:ident: $kind:ty $([$n:ident])?),* $(,)?)
+            ($($arg:ident: $kind:ident $(<$g:ident>)? $([$n:ident])?),* $(,)?)
             record |$st:ident| $body:expr;
     )*) => { mpi_hooks! {$(
         $(#[$doc])*
-        $c, $f ($($arg: $kind $([$n])?),*) => $op
+        $c, $f ($($arg: $kind $(<$g>)? $([$n])?),*) => $op
             record |$st, _| $body;
 
         $(#[$doc])*
         /// The nonblocking form: the same parameters, then the request.
-        $ic, $if ($($arg: $kind $([$n])?,)* req: New<Request>) => $iop
+        $ic, $if ($($arg: $kind $(<$g>)? $([$n])?,)* req: New<Request>) => $iop
             record |$st, r| {
                 let mut v = $body;
                 v.push(req.id($st, r));

@@ -17,9 +17,13 @@
 //! handle's integer (`comm%MPI_VAL`), a status as its integer array, `MPI_IN_PLACE` as the
 //! same common block, and a string with its hidden length on to the C functions behind the
 //! mpif.h binding (`ompi_send_f` in `libmpi_mpifh`, of which `mpi_send_` is an alias), called
-//! through the PLT; those call `PMPI_*`. So the hooks here are also exported as `ompi_x_f`
-//! and an f08 program is recorded as a mpif.h one is. MPICH's f08 binding (`*_f08ts`, through
-//! its own C descriptors) is not hooked.
+//! through the PLT; those call `PMPI_*`. The procedures with a LOGICAL argument (`MPI_Test`,
+//! `MPI_Iprobe`, `MPI_Cart_create`, `MPI_Intercomm_merge`, ...) call the mpif.h binding's
+//! profiling name instead (`pmpi_test_`, of which `ompi_test_f` is the body): without that
+//! spelling those calls were missing from an f08 program's trace. So the hooks here are also
+//! exported as `ompi_x_f` and `pmpi_x_`, and an f08 program is recorded as a mpif.h one is. MPICH's f08 procedures
+//! (`mpi_send_f08ts_`, `mpi_barrier_f08_`) call `PMPI_*` themselves: they have hooks of their
+//! own, generated from the same table, in `fortran_f08.rs`.
 
 #![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
 

@@ -120,19 +120,21 @@ fn neighborhood(
 macro_rules! neighborhood_collectives {
     ($(
         $(#[$doc:meta])*
-        $op:ident / $iop:ident: $c:ident, $f:tt / $ic:ident, $if:tt ($($arg:ident: $kind:ty),*)
+        $op:ident / $iop:ident: $c:ident, $f:tt / $ic:ident, $if:tt (
+            $($arg:ident: $kind:ident $(<$g:ident>)?),*
+        )
             sent |$s:ident, $i:ident| $sent:expr;
             received |$r:ident, $j:ident| $received:expr;
     )*) => { paste::paste! { mpi_hooks! {$(
         $(#[$doc])*
-        $c, $f ($($arg: $kind,)* comm: Comm) => $op
+        $c, $f ($($arg: $kind $(<$g>)?,)* comm: Comm) => $op
             record |st, _| {
                 neighborhood(st, comm, |$s, $i| $sent, |$r, $j| $received, args::[<$op:snake>])
             };
 
         $(#[$doc])*
         /// The nonblocking form.
-        $ic, $if ($($arg: $kind,)* comm: Comm, req: New<Request>) => $iop
+        $ic, $if ($($arg: $kind $(<$g>)?,)* comm: Comm, req: New<Request>) => $iop
             record |st, r| {
                 let q = req.id(st, r);
                 let fixed = |c, i, o, s, r| args::[<$iop:snake>](c, i, o, s, r, q);
