@@ -1127,12 +1127,32 @@ impl Op {
         if idx >= nparams.saturating_sub(nfields) {
             return format!("path[{}]", idx - (nparams - nfields));
         }
-        let extra = idx - schema.len();
-        let n_extra = nparams - nfields - schema.len();
+        match self.array_element(idx, nparams, nfields) {
+            Some((array, k)) => format!("{array}[{k}]"),
+            None => format!("extra[{}]", idx - schema.len()),
+        }
+    }
+
+    /// The array ([`Op::arrays`]) and element that parameter `idx` of an event of this op
+    /// with `nparams` parameters and `nfields` path fields is, or `None` for a fixed
+    /// parameter or a path field. The arrays share the parameters after the fixed ones
+    /// equally (`start[0..d]`, `count[0..d]`, ...).
+    pub fn array_element(
+        self,
+        idx: usize,
+        nparams: usize,
+        nfields: usize,
+    ) -> Option<(&'static str, usize)> {
+        let fixed = self.schema().len();
+        if idx < fixed || idx >= nparams.saturating_sub(nfields) {
+            return None;
+        }
+        let extra = idx - fixed;
+        let n_extra = nparams - nfields - fixed;
         let arrays = self.arrays();
         let per = (n_extra / arrays.len()).max(1);
         let which = (extra / per).min(arrays.len() - 1);
-        format!("{}[{}]", arrays[which], extra - which * per)
+        Some((arrays[which], extra - which * per))
     }
 
     /// The arrays an event of this op stores after its fixed parameters, in order, each of the
