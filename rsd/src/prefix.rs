@@ -814,6 +814,26 @@ struct Occ {
     c: usize,
 }
 
+/// Per event and loop indices, each rank's (value, sum).
+type ByIteration<'a> = BTreeMap<(usize, &'a Vec<u64>), Vec<(i64, i64)>>;
+
+/// Values as (event, parameter slot).
+type Slots = Vec<(usize, usize)>;
+
+/// Per call site and slot: the events at that slot, and the sizes its values may sum.
+type SameCandidates = HashMap<SumSlot, (Slots, Vec<usize>)>;
+
+/// The values one model is fitted to, and the sizes to try.
+struct Unit {
+    /// The values: one event's (a sum of the next call's size), or every event of a call
+    /// site at one slot (a sum of a size of its own call).
+    members: Slots,
+    /// The summed parameters to try, in order.
+    sizes: Vec<usize>,
+    /// Whether the summing call is the value's own.
+    same_call: bool,
+}
+
 /// The factor and each event's start (a value over its loops) with which every occurrence
 /// of `os` is `start + scale * sum` (the summed size over the lower ranks at the summing
 /// call, plus, `running`, every rank's over the site's earlier calls), the start the same on
@@ -829,7 +849,7 @@ fn fit_sum(os: &[&Occ], sm: &Sums, running: bool) -> Option<(i64, HashMap<usize,
         Some(lower.wrapping_add(earlier))
     };
     // Per event and iteration: (value, sum) of each rank.
-    let mut by_iter: BTreeMap<(usize, &Vec<u64>), Vec<(i64, i64)>> = BTreeMap::new();
+    let mut by_iter: ByIteration<'_> = BTreeMap::new();
     for o in os {
         by_iter
             .entry((o.ev, &o.idx))
@@ -872,12 +892,9 @@ fn fit_sum(os: &[&Occ], sm: &Sums, running: bool) -> Option<(i64, HashMap<usize,
 /// A site is a candidate where some event of it holds the slot over more than one rank group
 /// (the data-dependent start: a single function of the rank is left as it is), and only when
 /// every event of the site holds that slot exactly.
-fn same_call_candidates(
-    trace: &Trace,
-    keep: &dyn Fn(SumSlot) -> bool,
-) -> HashMap<SumSlot, (Vec<(usize, usize)>, Vec<usize>)> {
+fn same_call_candidates(trace: &Trace, keep: &dyn Fn(SumSlot) -> bool) -> SameCandidates {
     // Per slot: its events, its sizes, whether some event is irregular, whether all are exact.
-    type Seen = (Vec<(usize, usize)>, Vec<usize>, bool, bool);
+    type Seen = (Slots, Vec<usize>, bool, bool);
     fn walk(nodes: &[Node], out: &mut HashMap<SumSlot, Seen>) {
         for n in nodes {
             match &n.kind {
@@ -977,7 +994,7 @@ fn recognise_from_where(trace: &mut Trace, keep: &dyn Fn(SumSlot) -> bool) -> Ve
     // The units one model is fitted to: a value of one event summing the next call's size,
     // or every event of a call site at one slot summing a size of its own call (the site's
     // events over rank groups are one call over the ranks).
-    let mut units: Vec<(Vec<(usize, usize)>, Vec<usize>, bool)> = Vec::new();
+    let mut units: Vec<Unit> = Vec::new();
     for &(ev, k) in &cand {
         let Some(os) = occ.get(&(ev, k)) else {
             continue;
@@ -995,14 +1012,27 @@ fn recognise_from_where(trace: &mut Trace, keep: &dyn Fn(SumSlot) -> bool) -> Ve
         if total != os.len() {
             continue;
         }
-        units.push((vec![(ev, k)], sized(site.0), false));
+        units.push(Unit {
+            members: vec![(ev, k)],
+            sizes: sized(site.0),
+            same_call: false,
+        });
     }
-    for (evs, js) in same.values() {
-        units.push((evs.clone(), js.clone(), true));
+    for (members, sizes) in same.into_values() {
+        units.push(Unit {
+            members,
+            sizes,
+            same_call: true,
+        });
     }
     let mut found: HashMap<(usize, usize), Exscan<RankFn>> = HashMap::new();
     let mut sums: HashMap<((Op, u64), usize), Sums> = HashMap::new();
-    for (members, js, same_call) in &units {
+    for Unit {
+        members,
+        sizes,
+        same_call,
+    } in &units
+    {
         let os: Vec<&Occ> = members
             .iter()
             .filter_map(|m| occ.get(m))
@@ -1011,7 +1041,7 @@ fn recognise_from_where(trace: &mut Trace, keep: &dyn Fn(SumSlot) -> bool) -> Ve
         let Some(site) = os.first().map(|o| o.site) else {
             continue;
         };
-        'model: for &j in js {
+        'model: for &j in sizes {
             for running in [false, true] {
                 let sm = sums
                     .entry((site, j))
