@@ -43,7 +43,7 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # exports back in tests/export_otf2.rs.
 ldconfig -p 2>/dev/null | grep -q 'libopen-trace-format2\.so' || missing+=(libotf2-trace-dev)
 command -v otf2-print >/dev/null 2>&1 || missing+=(otf2-tools)
-# pip, for the one test dependency Debian does not package (duckdb, see pydeps below).
+# pip, for the test dependencies Debian does not package (duckdb, h5py's wheel: pydeps below).
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 
@@ -55,6 +55,13 @@ pydeps() {
   if ! PYTHONPATH="$dir" /usr/bin/python3 -c 'import duckdb' >/dev/null 2>&1; then
     echo "install-deps: installing duckdb (PyPI) into $dir"
     /usr/bin/python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --target "$dir" duckdb
+  fi
+  # PyPI's h5py wheel, which bundles a private serial HDF5 1.14 (Debian's is 1.10), for
+  # tests/trace_hdf5_wheel.rs; apart from duckdb and without dependencies, so Debian's NumPy
+  # (1.24) and mpi4py serve. 3.11.0 bundles HDF5 1.14.2 and is built for NumPy 1.x.
+  if ! PYTHONPATH="$dir/h5py-1.14" /usr/bin/python3 -c 'import h5py, sys; sys.exit(not h5py.version.hdf5_version.startswith("1.14."))' >/dev/null 2>&1; then
+    echo "install-deps: installing h5py 3.11.0 (PyPI wheel, HDF5 1.14) into $dir/h5py-1.14"
+    /usr/bin/python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps --target "$dir/h5py-1.14" 'h5py==3.11.0'
   fi
 }
 

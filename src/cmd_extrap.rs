@@ -251,7 +251,7 @@ fn extrapolate_summarising(
         };
         let unfit = refused_param(&e)
             .filter(|_| a.approx_unfit)
-            .filter(|g| g.op.params()[g.param].is_quantity() && !ignored.contains(g));
+            .filter(|g| g.is_quantity() && !ignored.contains(g));
         match unfit {
             Some(g) if ignored.len() - named < MAX_UNFIT => {
                 eprintln!("note: --approx-unfit: {g} fits no exact model; summarised");

@@ -49,20 +49,31 @@ pub struct TraceArgs {
     /// `app.8.rank1.jsonl`, ...).
     #[arg(long)]
     pub raw: bool,
-    /// Record the HDF5 layer: each HDF5 call (`H5Dwrite`, `H5Sselect_hyperslab`, ...) with the
-    /// MPI, MPI-IO and POSIX calls it made nested as its children (sets `IOTREX_HDF5=1`).
-    #[arg(long)]
-    pub hdf5: bool,
-    /// Record the PnetCDF layer: each PnetCDF call (`ncmpi_put_vara_all`, `ncmpi_wait_all`,
+    /// Record the HDF5 layer (the default): each HDF5 call (`H5Dwrite`, `H5Sselect_hyperslab`,
     /// ...) with the MPI, MPI-IO and POSIX calls it made nested as its children (sets
-    /// `IOTREX_PNETCDF=1`).
-    #[arg(long)]
+    /// `IOTREX_HDF5=1`, overriding an inherited `IOTREX_HDF5=0`).
+    #[arg(long, overrides_with = "no_hdf5")]
+    pub hdf5: bool,
+    /// Do not record the HDF5 layer: HDF5's MPI, MPI-IO and POSIX calls at the top level (sets
+    /// `IOTREX_HDF5=0`).
+    #[arg(long, overrides_with = "hdf5")]
+    pub no_hdf5: bool,
+    /// Record the PnetCDF layer (the default): each PnetCDF call (`ncmpi_put_vara_all`,
+    /// `ncmpi_wait_all`, ...) with the MPI, MPI-IO and POSIX calls it made nested as its
+    /// children (sets `IOTREX_PNETCDF=1`).
+    #[arg(long, overrides_with = "no_pnetcdf")]
     pub pnetcdf: bool,
-    /// Record the NetCDF layer: each `nc_*` call (`nc_put_vara_int`, `nc_def_var`, ...) with the
-    /// calls NetCDF made nested as its children, HDF5's among them with `--hdf5` (sets
-    /// `IOTREX_NETCDF=1`).
-    #[arg(long)]
+    /// Do not record the PnetCDF layer (sets `IOTREX_PNETCDF=0`).
+    #[arg(long, overrides_with = "pnetcdf")]
+    pub no_pnetcdf: bool,
+    /// Record the NetCDF layer (the default): each `nc_*` call (`nc_put_vara_int`,
+    /// `nc_def_var`, ...) with the calls NetCDF made nested as its children, HDF5's among them
+    /// unless `--no-hdf5` (sets `IOTREX_NETCDF=1`).
+    #[arg(long, overrides_with = "no_netcdf")]
     pub netcdf: bool,
+    /// Do not record the NetCDF layer (sets `IOTREX_NETCDF=0`).
+    #[arg(long, overrides_with = "netcdf")]
+    pub no_netcdf: bool,
     /// The preload library. Default: `$IOTREX_TRACER_LIB`, else `libiotrex_tracer.so` next to
     /// this `iotrex` binary.
     #[arg(long, value_name = "PATH")]
@@ -182,14 +193,16 @@ pub fn variables(a: &TraceArgs, lib: &Path) -> Result<Vec<(String, String)>> {
     if a.raw {
         v.push(("IOTREX_RAW".into(), "1".into()));
     }
-    if a.hdf5 {
-        v.push(("IOTREX_HDF5".into(), "1".into()));
-    }
-    if a.pnetcdf {
-        v.push(("IOTREX_PNETCDF".into(), "1".into()));
-    }
-    if a.netcdf {
-        v.push(("IOTREX_NETCDF".into(), "1".into()));
+    for (var, on, off) in [
+        ("IOTREX_HDF5", a.hdf5, a.no_hdf5),
+        ("IOTREX_PNETCDF", a.pnetcdf, a.no_pnetcdf),
+        ("IOTREX_NETCDF", a.netcdf, a.no_netcdf),
+    ] {
+        // The layers are on by default; `--hdf5` is still said, so that it wins over an
+        // `IOTREX_HDF5=0` the user's environment holds.
+        if on || off {
+            v.push((var.into(), if off { "0" } else { "1" }.into()));
+        }
     }
     Ok(v)
 }

@@ -14,7 +14,7 @@
 //! exactly: the chunk division is one 1-D strip per rank at every scale, the halo messages
 //! and the HDF5 hyperslab offsets are affine in the rank.
 //!
-//! Without the HDF5 layer, 4 ranks is the odd scale: HDF5's data writes and its metadata
+//! Without the HDF5 layer (`--no-hdf5`), 4 ranks is the odd scale: HDF5's data writes and its metadata
 //! flush share one `MPI_File_write_at` call site, `extrap/src/dealt.rs` takes the data writes
 //! (one per rank, in reverse rank order) for a flush that is not dealt in blocks and leaves the
 //! flush unmodelled, and at 4 ranks the flush's 6 entries are dealt 2/2/1/1 where from 8 ranks
@@ -28,8 +28,9 @@
 //! irrelevant (`extrap --ignore read.ret`, which summarises every `read`'s return value), and
 //! `diff --tolerance 10%` compares it by its statistics; everything else stays exact. Without
 //! it the extrapolation is refused when an input saw the value vary, or differs from the real
-//! run when the real run did. (With `--hdf5` the summaries of `--ignore` are lost in the
-//! extrapolated trace's lifted form, so the HDF5-layer extrapolation is not tested here.)
+//! run when the real run did. The HDF5 layer is now recorded by default (docs/layers.md), so
+//! the 8/12/16/20 -> 40 test below runs on traces with the layer (the summaries of `--ignore`
+//! are kept in the lifted form since the dealt flush is stripped in compressed form).
 
 mod common;
 

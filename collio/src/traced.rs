@@ -130,71 +130,86 @@ pub struct RankAccess {
 }
 
 /// The collective data calls of `rank` in `trace`, in order, each with its file's path.
+/// Calls made inside a library layer's call count as the application's own
+/// ([`filetable::file_calls`]).
 pub fn rank_accesses(trace: &Trace, rank: u32) -> Vec<RankAccess> {
     let mut out = Vec::new();
     let mut table = FileTable::new();
     let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
-    trace.expand_with(rank, &mut |e| {
-        let coll = collective_dir(e.op).is_some();
-        // The data position (etypes) the call starts at, before the call moves the
-        // individual file pointer.
-        let etypes = match e.get(Param::Offset) {
-            Some(o) if coll => Some(o),
-            _ if coll => e
-                .get(Param::Fh)
-                .and_then(|fh| table.mpi_file(fh))
-                .map(|f| f.pos),
-            _ => None,
-        };
-        let (effect, _) = table.apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
-        let path_of = |t: &FileTable, id| t.file(id).and_then(|f| f.path.clone());
-        match effect {
-            Effect::Access(a) => {
-                let Some(path) = path_of(&table, a.file) else {
-                    return true;
-                };
-                let before = sizes.get(&path).copied().unwrap_or(0);
-                if a.dir == rsd::op::Dir::Write {
-                    let end = a.regions.iter().map(|r| r.0 + r.1).max().unwrap_or(0);
-                    sizes.insert(path.clone(), before.max(end));
-                }
-                if !coll {
-                    return true;
-                }
-                let f = table.file(a.file).expect("an accessed file is open");
-                let start = match a.regions.first() {
-                    Some(r) => r.0,
-                    None => {
-                        let pos = etypes.unwrap_or(0) * f.view.etype_size;
-                        match &f.view.flat {
-                            None => (f.view.disp + pos).max(0) as u64,
-                            Some(_) => f.view.regions(pos, 1).first().map_or(0, |r| r.0),
-                        }
-                    }
-                };
-                out.push(RankAccess {
-                    path,
-                    op: e.op,
-                    // The file table flattens a filetype unless it is one block from its
-                    // origin to its extent: ROMIO's contiguous type.
-                    contig_filetype: f.view.flat.is_none(),
-                    view_blocks: ompio::view_blocks(&f.view, table.types()),
-                    regions: a.regions,
-                    start,
-                    size_before: before,
-                    recorded: e.children.iter().map(recorded_call).collect(),
-                });
-            }
-            Effect::Resize { file, size } => {
-                if let Some(p) = path_of(&table, file) {
-                    sizes.insert(p, size);
-                }
-            }
-            _ => {}
+    trace.expand_with(rank, &mut |top| {
+        for e in filetable::file_calls(top) {
+            access(e, &mut table, &mut sizes, &mut out);
         }
         true
     });
     out
+}
+
+/// Applies one call to the rank's file table and file sizes, adding it to `out` when it is a
+/// collective data call.
+fn access(
+    e: &FlatEvent,
+    table: &mut FileTable,
+    sizes: &mut BTreeMap<String, u64>,
+    out: &mut Vec<RankAccess>,
+) {
+    let coll = collective_dir(e.op).is_some();
+    // The data position (etypes) the call starts at, before the call moves the
+    // individual file pointer.
+    let etypes = match e.get(Param::Offset) {
+        Some(o) if coll => Some(o),
+        _ if coll => e
+            .get(Param::Fh)
+            .and_then(|fh| table.mpi_file(fh))
+            .map(|f| f.pos),
+        _ => None,
+    };
+    let (effect, _) = table.apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
+    let path_of = |t: &FileTable, id| t.file(id).and_then(|f| f.path.clone());
+    match effect {
+        Effect::Access(a) => {
+            let Some(path) = path_of(table, a.file) else {
+                return;
+            };
+            let before = sizes.get(&path).copied().unwrap_or(0);
+            if a.dir == rsd::op::Dir::Write {
+                let end = a.regions.iter().map(|r| r.0 + r.1).max().unwrap_or(0);
+                sizes.insert(path.clone(), before.max(end));
+            }
+            if !coll {
+                return;
+            }
+            let f = table.file(a.file).expect("an accessed file is open");
+            let start = match a.regions.first() {
+                Some(r) => r.0,
+                None => {
+                    let pos = etypes.unwrap_or(0) * f.view.etype_size;
+                    match &f.view.flat {
+                        None => (f.view.disp + pos).max(0) as u64,
+                        Some(_) => f.view.regions(pos, 1).first().map_or(0, |r| r.0),
+                    }
+                }
+            };
+            out.push(RankAccess {
+                path,
+                op: e.op,
+                // The file table flattens a filetype unless it is one block from its
+                // origin to its extent: ROMIO's contiguous type.
+                contig_filetype: f.view.flat.is_none(),
+                view_blocks: ompio::view_blocks(&f.view, table.types()),
+                regions: a.regions,
+                start,
+                size_before: before,
+                recorded: e.children.iter().map(recorded_call).collect(),
+            });
+        }
+        Effect::Resize { file, size } => {
+            if let Some(p) = path_of(table, file) {
+                sizes.insert(p, size);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Every collective data call of `trace` (ranks `0..np`), in order per file, files by path.

@@ -31,17 +31,23 @@ use rsd::{Op, RankSet, TraceFile};
 use std::collections::HashSet;
 
 /// One parameter the user declares irrelevant: `op.param` as `iotrex show` names them
-/// (`fprintf.ret`, `MPI_Send.count`).
+/// (`fprintf.ret`, `MPI_Send.count`), or an element of one of the arrays an op stores after
+/// its fixed parameters (`H5Sselect_hyperslab.count[0]`: data-dependent hyperslab counts),
+/// whose index in an event depends on the event's array lengths ([`Op::param_name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ignore {
     /// The operation.
     pub op: Op,
-    /// The parameter's index in the op's fixed parameters (`rsd::op`'s table).
-    pub param: usize,
+    /// The parameter's name in the op's fixed parameters (`rsd::op`'s table), or the array's
+    /// ([`Op::arrays`]).
+    pub param: &'static str,
+    /// The element of the array, for an array.
+    pub element: Option<usize>,
 }
 
 impl Ignore {
-    /// Parses `op.param`; an unknown op or parameter is an error naming it and what exists.
+    /// Parses `op.param` or `op.array[k]`; an unknown op or parameter is an error naming it
+    /// and what exists.
     pub fn parse(spec: &str) -> Result<Ignore, ExtrapError> {
         let bad = |why: String| ExtrapError::BadIgnore {
             spec: spec.to_string(),
@@ -67,24 +73,87 @@ impl Ignore {
                 ))
             })?;
         let names = op.schema();
-        let k = names.iter().position(|n| *n == param).ok_or_else(|| {
-            bad(format!(
-                "{} has no parameter `{param}`; its parameters: {}",
-                op.name(),
-                if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                }
-            ))
-        })?;
-        Ok(Ignore { op, param: k })
+        fn element(p: &str) -> Option<(&str, usize)> {
+            let (array, rest) = p.split_once('[')?;
+            let k = rest.strip_suffix(']')?.parse().ok()?;
+            Some((array, k))
+        }
+        if let Some(k) = names.iter().position(|n| *n == param) {
+            return Ok(Ignore {
+                op,
+                param: names[k],
+                element: None,
+            });
+        }
+        if let Some((array, k)) = element(param)
+            && let Some(a) = op.arrays().iter().find(|a| **a == array)
+            && !matches!(*a, "extra" | "neighborhood")
+        {
+            return Ok(Ignore {
+                op,
+                param: a,
+                element: Some(k),
+            });
+        }
+        let arrays: Vec<String> = op
+            .arrays()
+            .iter()
+            .filter(|a| !matches!(**a, "extra" | "neighborhood"))
+            .map(|a| format!("{a}[k]"))
+            .collect();
+        let all: Vec<String> = names.iter().map(|n| n.to_string()).chain(arrays).collect();
+        Err(bad(format!(
+            "{} has no parameter `{param}`; its parameters: {}",
+            op.name(),
+            if all.is_empty() {
+                "none".to_string()
+            } else {
+                all.join(", ")
+            }
+        )))
+    }
+
+    /// Whether it names parameter `k` of an event of `op` with `nparams` parameters, the last
+    /// `nfields` of them path fields.
+    pub fn names(&self, op: Op, nparams: usize, nfields: usize, k: usize) -> bool {
+        if op != self.op {
+            return false;
+        }
+        match self.element {
+            None => self.op.schema().get(k) == Some(&self.param),
+            Some(_) => {
+                k >= self.op.schema().len()
+                    && self.op.param_name(k, nparams, nfields) == self.shown_param()
+            }
+        }
+    }
+
+    /// Whether it is a quantity that follows the program's data (a size, a count, an array of
+    /// them), which `--approx-unfit` may summarise.
+    pub fn is_quantity(&self) -> bool {
+        match self.element {
+            None => self
+                .op
+                .schema()
+                .iter()
+                .position(|n| *n == self.param)
+                .is_some_and(|k| self.op.params()[k].is_quantity()),
+            Some(_) => self.op.array_is_quantity(self.param),
+        }
+    }
+
+    /// The parameter as `iotrex show` names it (`count`, `count[0]`).
+    fn shown_param(self) -> String {
+        match self.element {
+            None => self.param.to_string(),
+            Some(k) => format!("{}[{k}]", self.param),
+        }
     }
 }
 
 impl std::fmt::Display for Ignore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.op.name(), self.op.schema()[self.param])
+        write!(f, "{}.{}", self.op.name(), self.shown_param())
     }
 }
 
@@ -107,11 +176,13 @@ pub fn ignore(inputs: Vec<Input>, ignored: &[Ignore]) -> (Vec<Input>, Vec<(Ignor
         .into_iter()
         .map(|mut i| {
             let done = summarise_where(&mut i.file.trace, &mut |_, e, k| {
-                ignored.iter().any(|g| g.op == e.op && g.param == k)
+                ignored
+                    .iter()
+                    .any(|g| g.names(e.op, e.params.len(), e.nfields(), k))
             });
             for d in done {
                 for (g, n) in ignored.iter().zip(found.iter_mut()) {
-                    if g.op == d.op && g.op.schema()[g.param] == d.param {
+                    if g.op == d.op && g.shown_param() == d.name {
                         *n += 1;
                     }
                 }
@@ -543,5 +614,39 @@ mod tests {
         assert!(e.contains("`rett`") && e.contains("stream, ret"), "{e}");
         let e = Ignore::parse("fprintf").unwrap_err().to_string();
         assert!(e.contains("OP.PARAM"), "{e}");
+    }
+
+    #[test]
+    fn ignore_names_an_array_element_by_its_shown_name() {
+        let g = Ignore::parse("H5Sselect_hyperslab.count[0]").unwrap();
+        assert_eq!(
+            (g.op, g.param, g.element),
+            (Op::H5SselectHyperslab, "count", Some(0))
+        );
+        assert_eq!(g.to_string(), "H5Sselect_hyperslab.count[0]");
+        assert!(g.is_quantity());
+        assert!(
+            !Ignore::parse("H5Sselect_hyperslab.start[0]")
+                .unwrap()
+                .is_quantity()
+        );
+        // Which parameter index it names depends on the event's array lengths: a 2-d
+        // selection's count[1] is the 7th array element, a 1-d one's count[0] the 3rd.
+        // Space, select_op, ndims, then start, stride, count and block of ndims each.
+        let (one, two) = (3 + 4, 3 + 8);
+        let hit = |g: &Ignore, nparams: usize| -> Vec<usize> {
+            (0..nparams)
+                .filter(|&k| g.names(Op::H5SselectHyperslab, nparams, 0, k))
+                .collect()
+        };
+        assert_eq!(hit(&g, one), vec![3 + 2]);
+        assert_eq!(hit(&g, two), vec![3 + 4]);
+        let g1 = Ignore::parse("H5Sselect_hyperslab.count[1]").unwrap();
+        assert!(hit(&g1, one).is_empty());
+        assert_eq!(hit(&g1, two), vec![3 + 5]);
+        let e = Ignore::parse("H5Sselect_hyperslab.counts[0]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("count[k]") && e.contains("start[k]"), "{e}");
     }
 }

@@ -1035,19 +1035,23 @@ pub(crate) fn around(
         .flat_map(|s| s.flushes.iter().map(|f| f.entries.len()))
         .max()
         .unwrap_or(0);
-    insert(&mut out.file, &p).map_err(|(why, seen)| ExtrapError::Refused {
-        event: p
-            .explain
-            .first()
-            .map_or_else(String::new, |e| e.event.clone()),
-        param: "dealt writes".into(),
-        detail: why,
-        values: seen,
-        tried: "block dealing (parallel HDF5's distributed metadata flush)".into(),
-        hint: format!(
-            "trace a scale at which one rank writes both entries, or pick a target of at least \
+    // The offsets held as models (the end of the file so far) are resolved for it and
+    // recognised again after, as around stripping.
+    crate::prefix::keeping_model(&mut out.file, |f| insert(f, &p)).map_err(|(why, seen)| {
+        ExtrapError::Refused {
+            event: p
+                .explain
+                .first()
+                .map_or_else(String::new, |e| e.event.clone()),
+            param: "dealt writes".into(),
+            detail: why,
+            values: seen,
+            tried: "block dealing (parallel HDF5's distributed metadata flush)".into(),
+            hint: format!(
+                "trace a scale at which one rank writes both entries, or pick a target of at least \
              {most} ranks (each rank then writes one entry at most)"
-        ),
+            ),
+        }
     })?;
     for (k, e) in p.explain.into_iter().enumerate() {
         out.explain.insert(k, e);

@@ -302,23 +302,28 @@ fn file_groups(trace: &Trace, s: &Summary, cap: usize) -> (Vec<FileGroup>, u64) 
     let (shown, _) = sample(&all, cap);
     for &rank in &shown {
         let mut table = FileTable::new();
-        trace.expand_with(rank, &mut |e| {
-            let (effect, _) = table.apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
-            if let Effect::Access(a) = effect {
-                let path = table
-                    .file(a.file)
-                    .and_then(|f| f.path.clone())
-                    .unwrap_or_else(|| "(no traced open)".into());
-                let acc = by_path.entry(path).or_default();
-                match a.dir {
-                    Dir::Read => acc.read += a.bytes,
-                    Dir::Write => acc.written += a.bytes,
-                    Dir::None => {}
-                }
-                acc.accesses += 1;
-                if acc.last_rank != Some(rank) {
-                    acc.last_rank = Some(rank);
-                    acc.ranks += 1;
+        trace.expand_with(rank, &mut |top| {
+            // A library layer's call (HDF5, PnetCDF, NetCDF) accesses no file itself: the
+            // calls it made do, and count as the application's.
+            for e in filetable::file_calls(top) {
+                let (effect, _) =
+                    table.apply(e.op, &e.params, e.path.as_deref(), None, &mut Offline);
+                if let Effect::Access(a) = effect {
+                    let path = table
+                        .file(a.file)
+                        .and_then(|f| f.path.clone())
+                        .unwrap_or_else(|| "(no traced open)".into());
+                    let acc = by_path.entry(path).or_default();
+                    match a.dir {
+                        Dir::Read => acc.read += a.bytes,
+                        Dir::Write => acc.written += a.bytes,
+                        Dir::None => {}
+                    }
+                    acc.accesses += 1;
+                    if acc.last_rank != Some(rank) {
+                        acc.last_rank = Some(rank);
+                        acc.ranks += 1;
+                    }
                 }
             }
             true
@@ -526,7 +531,7 @@ fn nested_totals(nodes: &[Node]) -> (f64, u64) {
     t
 }
 
-/// One row per MPI-IO call site. Ranks that do different things inside the same call (an
+/// One row per MPI-IO call site, those inside library layers' calls included. Ranks that do different things inside the same call (an
 /// aggregator issues POSIX calls, the others do not) are different nodes of the trace, so nodes
 /// are grouped by call site (op, signature, path template) and their rank sets joined.
 fn stack_rows(nodes: &[Node]) -> Vec<StackRow> {
@@ -579,6 +584,9 @@ fn stack_rows(nodes: &[Node]) -> Vec<StackRow> {
                     a.ranks.union_with(&n.ranks);
                     a.with_children.union_with(&with_children);
                 }
+                // A library layer's call (HDF5, PnetCDF, NetCDF): its MPI-IO calls are rows
+                // as the application's own are.
+                NodeKind::Event(e) if e.op.layer().is_container() => walk(&e.children, out),
                 NodeKind::Event(_) => {}
             }
         }

@@ -246,6 +246,8 @@ pub struct Summarised {
     pub op: Op,
     /// The parameter's name.
     pub param: &'static str,
+    /// The parameter's name as `iotrex show` prints it (an array's element: `count[0]`).
+    pub name: String,
     /// The numbers its exact form took.
     pub exact_size: usize,
     /// Its statistics.
@@ -361,6 +363,7 @@ fn replace(
             NodeKind::Event(e) => {
                 let id = key(e);
                 let names = e.op.params();
+                let (np, nf) = (e.params.len(), e.nfields());
                 for (k, v) in e.params.iter_mut().enumerate() {
                     let Some(Some(stats)) = marked.get(&(id, k)) else {
                         continue;
@@ -378,6 +381,7 @@ fn replace(
                     done.push(Summarised {
                         op: e.op,
                         param: names.get(k).map_or("(array or path field)", |p| p.name()),
+                        name: e.op.param_name(k, np, nf),
                         exact_size: size(v),
                         summary: summary.clone(),
                     });

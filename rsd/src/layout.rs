@@ -88,8 +88,25 @@ struct Call {
     offset: i64,
     size: i64,
     extent: i64,
+    /// Whether its offset is a byte position in the file: no file view, or one of bytes from
+    /// displacement 0 (HDF5 writes its datasets' data through views of hindexed types, whose
+    /// offsets 0 say nothing of where the bytes land).
+    bytes: bool,
     /// The writes nested in it (an independent call's): path, indices, offset.
     nested: Vec<(Path, Vec<u64>, i64)>,
+    /// Where the bytes it wrote end as its nested calls wrote them (the library's POSIX
+    /// writes, a collective call's on its aggregators), when it made any.
+    below: Option<i64>,
+}
+
+/// Whether an `MPI_File_set_view` leaves offsets byte positions: displacement 0, and the
+/// etype and filetype one predefined type of one byte.
+fn view_of_bytes(e: &Event, rank: u32, idx: &[u64]) -> Option<(i64, bool)> {
+    let at = |p: Param| e.op.index(p).map(|k| e.params[k].eval_member(rank, idx));
+    let fh = at(Param::Fh)?;
+    let (disp, etype, filetype) = (at(Param::Disp)?, at(Param::Etype)?, at(Param::Filetype)?);
+    let byte = crate::mpi::predefined(etype).is_some_and(|t| t.size == 1);
+    Some((fh, disp == 0 && etype == filetype && byte))
 }
 
 /// A file: a handle's kind and value. A turn: (op, call site, ordinal) on it.
@@ -99,12 +116,21 @@ type Turn = (Op, u64, usize);
 /// Every rank's writes per file, in call order, with each call's turn.
 type Calls = HashMap<File, BTreeMap<u32, Vec<(Turn, Call)>>>;
 
+/// What [`walk`] hands each event: the event, its call site, its loop indices, its path.
+type Visit<'a> = dyn FnMut(&Event, u64, &[u64], &Path) + 'a;
+
+/// Every event `rank` executes in `nodes`, in order, with its call site, loop indices and
+/// path. A container's calls (a library layer's: an `H5Dwrite`'s MPI-IO calls) follow it, with
+/// the sites lifting gives them, as [`crate::trace::visit_lifted`] hands them out: the model
+/// reads the calls that touch the file whichever form the trace is in (nested as the tracer
+/// writes it, lifted as extrap fits it), so recognising and resolving it agree.
 fn walk(
     nodes: &[Node],
     rank: u32,
+    container: Option<u64>,
     idx: &mut Vec<u64>,
     path: &mut Path,
-    f: &mut dyn FnMut(&Event, &[u64], &Path),
+    f: &mut Visit<'_>,
 ) {
     for (k, n) in nodes.iter().enumerate() {
         if !n.ranks.contains(rank) {
@@ -112,14 +138,22 @@ fn walk(
         }
         path.push(k);
         match &n.kind {
-            NodeKind::Event(e) => f(e, idx, path),
+            NodeKind::Event(e) => {
+                let site = container.map_or(e.sig, |c| crate::trace::lifted_site(e.sig, c));
+                f(e, site, idx, path);
+                if e.op.layer().is_container() {
+                    path.push(CHILDREN);
+                    walk(&e.children, rank, Some(site), idx, path, f);
+                    path.pop();
+                }
+            }
             NodeKind::Loop(l) => {
                 if idx.len() < crate::value::MAX_DEPTH {
                     let iters = l.iters.eval_member(rank, idx).max(0) as u64;
                     idx.push(0);
                     for i in 0..iters {
                         *idx.last_mut().expect("pushed") = i;
-                        walk(&l.body, rank, idx, path, f);
+                        walk(&l.body, rank, container, idx, path, f);
                     }
                     idx.pop();
                 }
@@ -129,22 +163,50 @@ fn walk(
     }
 }
 
-/// Every rank's top-level writes per file (offsets as the trace evaluates them: resolve
-/// models first where they matter).
+/// Every rank's writes per file, those inside containers included ([`walk`]), with their
+/// turns by lifted call site (offsets as the trace evaluates them: resolve models first where
+/// they matter).
 fn collect(trace: &Trace) -> Calls {
     let mut files: Calls = HashMap::new();
     trace.ranks().for_each(|rank| {
         let mut seen: HashMap<(File, Op, u64), usize> = HashMap::new();
+        // Per MPI file handle, whether its view leaves offsets byte positions.
+        let mut views: HashMap<i64, bool> = HashMap::new();
         walk(
             &trace.nodes,
             rank,
+            None,
             &mut Vec::new(),
             &mut Vec::new(),
-            &mut |e, idx, path| {
+            &mut |e, site, idx, path| {
+                if e.op == Op::FileSetView {
+                    if let Some((fh, bytes)) = view_of_bytes(e, rank, idx) {
+                        views.insert(fh, bytes);
+                    }
+                    return;
+                }
                 let Some(l) = io(e.op) else { return };
                 let p = |k: usize| e.params[k].eval_member(rank, idx);
                 let file = (l.handle, p(l.handle));
+                let bytes = e.op.params()[l.handle] != Param::Fh
+                    || views.get(&file.1).copied().unwrap_or(true);
                 let mut nested = Vec::new();
+                let mut below: Option<i64> = None;
+                walk(
+                    &e.children,
+                    rank,
+                    None,
+                    &mut idx.to_vec(),
+                    &mut Vec::new(),
+                    &mut |c, _, cidx, _| {
+                        if let Some(cl) = io(c.op) {
+                            let o = c.params[cl.offset].eval_member(rank, cidx);
+                            let len = c.params[cl.extent].eval_member(rank, cidx);
+                            let end = o.wrapping_add(len);
+                            below = Some(below.map_or(end, |b| b.max(end)));
+                        }
+                    },
+                );
                 // A collective write's nested calls are the library's collective buffering,
                 // which extrap derives from the ranks' regions (`collio`): not modelled here.
                 if e.op != Op::FileWriteAtAll {
@@ -153,9 +215,10 @@ fn collect(trace: &Trace) -> Calls {
                     walk(
                         &e.children,
                         rank,
+                        None,
                         &mut idx.to_vec(),
                         &mut cpath,
-                        &mut |c, cidx, cp| {
+                        &mut |c, _, cidx, cp| {
                             if let Some(cl) = io(c.op) {
                                 let o = c.params[cl.offset].eval_member(rank, cidx);
                                 nested.push((cp.clone(), cidx.to_vec(), o));
@@ -163,8 +226,8 @@ fn collect(trace: &Trace) -> Calls {
                         },
                     );
                 }
-                let ord = seen.entry((file, e.op, e.sig)).or_default();
-                let turn = (e.op, e.sig, *ord);
+                let ord = seen.entry((file, e.op, site)).or_default();
+                let turn = (e.op, site, *ord);
                 *ord += 1;
                 files
                     .entry(file)
@@ -179,7 +242,9 @@ fn collect(trace: &Trace) -> Calls {
                             offset: p(l.offset),
                             size: p(l.size),
                             extent: p(l.extent),
+                            bytes,
                             nested,
+                            below,
                         },
                     ));
             },
@@ -258,7 +323,14 @@ fn turns(
         for &(rank, c) in &by_turn[&t] {
             let o = f(rank, c, end, lower);
             lower = lower.wrapping_add(c.size);
-            after = after.max(o.wrapping_add(c.extent));
+            // A call through a view whose offsets are no byte positions moves the end only
+            // where its nested calls say its bytes went.
+            if c.bytes {
+                after = after.max(o.wrapping_add(c.extent));
+            }
+            if let Some(b) = c.below {
+                after = after.max(b);
+            }
         }
         end = after;
     }
@@ -363,7 +435,19 @@ fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec
         if again.is_some_and(|f| !f.contains(file)) {
             continue;
         }
-        let paths: HashSet<&Path> = calls.values().flatten().map(|(_, c)| &c.path).collect();
+        // A call whose offset is no byte position (through a view) cannot be at the end.
+        let not_bytes: HashSet<&Path> = calls
+            .values()
+            .flatten()
+            .filter(|(_, c)| !c.bytes)
+            .map(|(_, c)| &c.path)
+            .collect();
+        let paths: HashSet<&Path> = calls
+            .values()
+            .flatten()
+            .map(|(_, c)| &c.path)
+            .filter(|p| !not_bytes.contains(p))
+            .collect();
         let trigger = paths.iter().any(|p| {
             event_ref(&trace.nodes, p).is_some_and(|e| {
                 io(e.op).is_some_and(|l| {
@@ -392,6 +476,7 @@ fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec
         let mut with: HashMap<Path, Option<i64>> = HashMap::new();
         let mut without: HashMap<Path, Option<i64>> = HashMap::new();
         let mut nested: HashMap<Path, Option<i64>> = HashMap::new();
+        let mut parent_of: HashMap<Path, Path> = HashMap::new();
         fn agree(m: &mut HashMap<Path, Option<i64>>, p: &Path, x: i64) {
             let e = m.entry(p.clone()).or_insert(Some(x));
             if *e != Some(x) {
@@ -405,8 +490,12 @@ fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec
                 c.offset.wrapping_sub(end).wrapping_sub(lower),
             );
             agree(&mut without, &c.path, c.offset.wrapping_sub(end));
-            for (p, _, o) in &c.nested {
-                agree(&mut nested, p, o.wrapping_sub(end));
+            // A nested call holds the model only with its parent.
+            if paths.contains(&c.path) {
+                for (p, _, o) in &c.nested {
+                    agree(&mut nested, p, o.wrapping_sub(end));
+                    parent_of.insert(p.clone(), c.path.clone());
+                }
             }
             c.offset
         });
@@ -439,7 +528,9 @@ fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec
             }
         }
         for (p, s) in nested {
-            if let Some(s) = s {
+            if let Some(s) = s
+                && parent_of.get(&p).is_some_and(|q| found.contains_key(q))
+            {
                 found.insert(p, (false, s));
             }
         }
@@ -725,6 +816,89 @@ mod tests {
         let mut t = crate::merge::merge_tree(ts).unwrap();
         crate::prefix::recognise(&mut t);
         assert!(crate::prefix::present(&t) && !present(&t));
+    }
+
+    /// Steps of a collective write through a view displaced to the end of the file (offset 0,
+    /// an hindexed filetype: HDF5's dataset writes), whose bytes rank 0's nested `pwrite`
+    /// lands, then rank 0's header at the end of the file: the end is where the
+    /// `pwrite` ends, and the view's write is no candidate.
+    #[test]
+    fn a_write_through_a_view_moves_the_end_by_its_nested_calls_only() {
+        let n = 3u32;
+        let steps = 4u32;
+        let mut ts = Vec::new();
+        for r in 0..n {
+            let mut evs = Vec::new();
+            let mut end = 40i64;
+            for s in 0..steps {
+                let total: i64 = (0..n).map(|q| len(q, s)).sum();
+                evs.push(RawEvent::new(
+                    Op::FileSetView,
+                    2,
+                    args::file_set_view(0, end, crate::mpi::BYTE, 1000 + i64::from(s)),
+                ));
+                let c = len(r, s);
+                let mut w = RawEvent::new(
+                    Op::FileWriteAtAll,
+                    3,
+                    args::file_write_at_all(0, 0, c, 4, c),
+                );
+                if r == 0 {
+                    w.children = vec![RawEvent::new(
+                        Op::Pwrite,
+                        9,
+                        args::pwrite(0, total, end, total),
+                    )];
+                }
+                evs.push(w);
+                evs.push(RawEvent::new(
+                    Op::FileSetView,
+                    2,
+                    args::file_set_view(0, 0, crate::mpi::BYTE, crate::mpi::BYTE),
+                ));
+                end += total;
+                if r == 0 {
+                    let h = head(s);
+                    evs.push(RawEvent::new(
+                        Op::FileWriteAt,
+                        4,
+                        args::file_write_at(0, end, h, 4, h),
+                    ));
+                }
+                end += head(s);
+            }
+            ts.push(compress(r, &evs));
+        }
+        let t = crate::merge::merge_tree(ts).unwrap();
+        let offsets = |t: &Trace| -> Vec<Vec<i64>> {
+            (0..n)
+                .map(|r| {
+                    t.expand(r)
+                        .iter()
+                        .filter(|e| e.op == Op::FileWriteAt)
+                        .map(|e| e.p(Param::Offset))
+                        .collect()
+                })
+                .collect()
+        };
+        let want = offsets(&t);
+        let mut m = t.clone();
+        // The headers are rank 0's alone, an offset of one rank group (nothing data-dependent
+        // to trigger on): the model is asked for on the file, as extrap does for a file whose
+        // inputs held it.
+        let rec = recognise_again(&mut m, &HashSet::from([(0usize, 0i64)]));
+        assert!(
+            rec.iter()
+                .any(|r| r.op == Op::FileWriteAt && r.of.is_none()),
+            "the headers are at the end of the file: {rec:?}"
+        );
+        assert!(
+            rec.iter().all(|r| r.op != Op::FileWriteAtAll),
+            "a write through a displaced view is no candidate: {rec:?}"
+        );
+        let mut back = m.clone();
+        assert!(resolve(&mut back) >= 1);
+        assert_eq!(offsets(&back), want);
     }
 
     #[test]

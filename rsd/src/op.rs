@@ -1127,9 +1127,38 @@ impl Op {
         if idx >= nparams.saturating_sub(nfields) {
             return format!("path[{}]", idx - (nparams - nfields));
         }
-        let extra = idx - schema.len();
-        let n_extra = nparams - nfields - schema.len();
-        let arrays: &[&str] = match self {
+        match self.array_element(idx, nparams, nfields) {
+            Some((array, k)) => format!("{array}[{k}]"),
+            None => format!("extra[{}]", idx - schema.len()),
+        }
+    }
+
+    /// The array ([`Op::arrays`]) and element that parameter `idx` of an event of this op
+    /// with `nparams` parameters and `nfields` path fields is, or `None` for a fixed
+    /// parameter or a path field. The arrays share the parameters after the fixed ones
+    /// equally (`start[0..d]`, `count[0..d]`, ...).
+    pub fn array_element(
+        self,
+        idx: usize,
+        nparams: usize,
+        nfields: usize,
+    ) -> Option<(&'static str, usize)> {
+        let fixed = self.schema().len();
+        if idx < fixed || idx >= nparams.saturating_sub(nfields) {
+            return None;
+        }
+        let extra = idx - fixed;
+        let n_extra = nparams - nfields - fixed;
+        let arrays = self.arrays();
+        let per = (n_extra / arrays.len()).max(1);
+        let which = (extra / per).min(arrays.len() - 1);
+        Some((arrays[which], extra - which * per))
+    }
+
+    /// The arrays an event of this op stores after its fixed parameters, in order, each of the
+    /// same length (`dims[k]`, `count[k]`): the names [`Op::param_name`] gives their elements.
+    pub fn arrays(self) -> &'static [&'static str] {
+        match self {
             Op::TypeIndexed => &["blocklengths", "displacements"],
             Op::TypeCreateHindexed => &["blocklengths", "displacements"],
             Op::TypeCreateHindexedBlock | Op::TypeCreateIndexedBlock => &["displacements"],
@@ -1154,10 +1183,26 @@ impl Op {
             // degrees, which a display name cannot see, so one array.
             _ if self.is_neighborhood() => &["neighborhood"],
             _ => &["extra"],
-        };
-        let per = (n_extra / arrays.len()).max(1);
-        let which = (extra / per).min(arrays.len() - 1);
-        format!("{}[{}]", arrays[which], extra - which * per)
+        }
+    }
+
+    /// Whether the elements of this op's array `array` ([`Op::arrays`]) are quantities that
+    /// follow the program's data, as [`Param::is_quantity`] says of a fixed parameter:
+    /// lengths, counts and extents (`count`, `dims`, `blocklengths`), not places (`start`,
+    /// `displacements`), steps, types or handles.
+    pub fn array_is_quantity(self, array: &str) -> bool {
+        self.arrays().contains(&array)
+            && matches!(
+                array,
+                "blocklengths"
+                    | "sizes"
+                    | "subsizes"
+                    | "dims"
+                    | "maxdims"
+                    | "count"
+                    | "block"
+                    | "chunks"
+            )
     }
 
     /// Bytes of file data this call moved, given its parameters, or 0 for calls that move none.

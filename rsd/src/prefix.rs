@@ -43,12 +43,13 @@ pub struct Exscan<T> {
     pub from: Option<Source>,
 }
 
-/// The call whose size a value of another call sums ([`Exscan::from`]): on each rank, the next
-/// call of `op` at call site `sig` after the event (HDF5 builds a rank's hyperslab filetype,
-/// whose displacement is the byte prefix sum of the ranks' element counts, then writes that
-/// rank's count collectively), matched over the ranks by its ordinal among the site's calls;
-/// the sum is multiplied by `scale` (an element's size where the value counts bytes and the
-/// size elements).
+/// The call whose size a value sums ([`Exscan::from`]): on each rank, the next call of `op`
+/// at call site `sig` after the event (HDF5 builds a rank's hyperslab filetype, whose
+/// displacement is the byte prefix sum of the ranks' element counts, then writes that rank's
+/// count collectively), or with [`Source::same_call`] the event's own call (h5py's hyperslab
+/// `start[0]` is the prefix sum of the same `H5Sselect_hyperslab`'s `count[0]`), matched over
+/// the ranks by its ordinal among the site's calls; the sum is multiplied by `scale` (an
+/// element's size where the value counts bytes and the size elements).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Source {
     /// The summing call's operation.
@@ -57,6 +58,13 @@ pub struct Source {
     pub sig: u64,
     /// The factor of the sum.
     pub scale: i64,
+    /// The summed size is another parameter of the value's own call (`op` and `sig` are
+    /// then the event's own): an array element that is a place (`start[d]`) summing an
+    /// element of the same dimension that is a quantity (`count[d]`). Appended after the
+    /// model's first files were written, and left out of the bytes when false, so they keep
+    /// theirs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub same_call: bool,
 }
 
 /// The sizes an offset may be the running sum of, in the order they are tried.
@@ -645,6 +653,29 @@ fn may_sum_another(op: Op, k: usize) -> bool {
     (ps.contains(&Param::Newtype) && k >= ps.len()) || ps.get(k) == Some(&Param::Disp)
 }
 
+/// The arrays ([`Op::arrays`]) whose elements are places that may be the prefix sum over the
+/// ranks of a quantity of the same call and dimension: a selection's or an access's start.
+const PLACES: [&str; 2] = ["start", "starts"];
+
+/// The parameters of an event of `op` (`nparams` parameters, `nfields` path fields) whose
+/// prefix sum over the ranks parameter `k` may be: when `k` is element `d` of a place array
+/// ([`PLACES`]), element `d` of each array of quantities ([`Op::array_is_quantity`]: `count`,
+/// `block`, `subsizes`), in the op's array order; otherwise none.
+fn place_sums(op: Op, k: usize, nparams: usize, nfields: usize) -> Vec<usize> {
+    let Some((array, d)) = op.array_element(k, nparams, nfields) else {
+        return Vec::new();
+    };
+    if !PLACES.contains(&array) {
+        return Vec::new();
+    }
+    (0..nparams)
+        .filter(|&j| {
+            op.array_element(j, nparams, nfields)
+                .is_some_and(|(q, dj)| dj == d && op.array_is_quantity(q))
+        })
+        .collect()
+}
+
 /// The parameters of a call that may be summed by another's value: its sizes, when it moves
 /// data.
 fn sized(op: Op) -> Vec<usize> {
@@ -671,15 +702,25 @@ struct Linked {
 /// An op at a call site.
 type CallSite = (Op, u64);
 
-/// Whether slot `k` of an event is a value to link, and to which site (`None`: the first call
-/// that moves data after it).
-type Want<'a> = &'a dyn Fn(&Event, usize) -> Option<Option<CallSite>>;
+/// The call a linked value sums a size of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// The next call of a site after the value's (`None`: the first call that moves data).
+    Next(Option<CallSite>),
+    /// The value's own call ([`Source::same_call`]).
+    Same,
+}
+
+/// Whether slot `k` of an event is a value to link, and to which call.
+type Want<'a> = &'a dyn Fn(&Event, usize) -> Option<Target>;
 
 /// A value waiting for its summing call: (event, slot, loop indices, value, the site wanted).
 type Pending = (usize, usize, Vec<u64>, i64, Option<CallSite>);
 
-/// Walks every rank, linking the values `value` wants to their summing calls.
-fn link(trace: &Trace, value: Want<'_>) -> BTreeMap<u32, Linked> {
+/// Walks every rank, linking the values `value` wants to their summing calls. The calls of
+/// the sites in `same` are counted as summing calls too (their values sum their own sizes:
+/// every call of such a site is one, whether or not its event holds a value to link).
+fn link(trace: &Trace, value: Want<'_>, same: &HashSet<CallSite>) -> BTreeMap<u32, Linked> {
     let mut out = BTreeMap::new();
     trace.ranks().for_each(|rank| {
         let mut l = Linked {
@@ -689,15 +730,18 @@ fn link(trace: &Trace, value: Want<'_>) -> BTreeMap<u32, Linked> {
         let mut pending: Vec<Pending> = Vec::new();
         let mut idx = Vec::new();
         visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
-            if !sized(e.op).is_empty() {
-                let site = (e.op, e.sig);
+            let site = (e.op, e.sig);
+            let moves = !sized(e.op).is_empty();
+            let own = (moves || same.contains(&site)).then(|| {
                 let calls = l.calls.entry(site).or_default();
-                let c = calls.len();
                 calls.push(
                     (0..e.params.len())
                         .map(|k| e.params[k].eval_member(rank, idx))
                         .collect(),
                 );
+                calls.len() - 1
+            });
+            if let (true, Some(c)) = (moves, own) {
                 pending.retain(|(ev, k, at, v, want)| {
                     if want.is_none_or(|w| w == site) {
                         l.values.push((*ev, *k, at.clone(), *v, site, c));
@@ -708,14 +752,17 @@ fn link(trace: &Trace, value: Want<'_>) -> BTreeMap<u32, Linked> {
                 });
             }
             for k in 0..e.params.len() {
-                if let Some(want) = value(e, k) {
-                    pending.push((
-                        key(e),
-                        k,
-                        idx.clone(),
-                        e.params[k].eval_member(rank, idx),
-                        want,
-                    ));
+                let v = || e.params[k].eval_member(rank, idx);
+                match value(e, k) {
+                    Some(Target::Next(want)) => {
+                        pending.push((key(e), k, idx.clone(), v(), want));
+                    }
+                    Some(Target::Same) => {
+                        if let Some(c) = own {
+                            l.values.push((key(e), k, idx.clone(), v(), site, c));
+                        }
+                    }
+                    None => {}
                 }
             }
             true
@@ -756,6 +803,129 @@ fn sums_of(ranks: &BTreeMap<u32, Linked>, site: (Op, u64), j: usize) -> Sums {
     Sums { lower, earlier }
 }
 
+/// One occurrence of a value to fit: its rank, event, loop indices, value, and the summing
+/// call's site and ordinal.
+struct Occ {
+    rank: u32,
+    ev: usize,
+    idx: Vec<u64>,
+    v: i64,
+    site: CallSite,
+    c: usize,
+}
+
+/// Per event and loop indices, each rank's (value, sum).
+type ByIteration<'a> = BTreeMap<(usize, &'a Vec<u64>), Vec<(i64, i64)>>;
+
+/// Values as (event, parameter slot).
+type Slots = Vec<(usize, usize)>;
+
+/// Per call site and slot: the events at that slot, and the sizes its values may sum.
+type SameCandidates = HashMap<SumSlot, (Slots, Vec<usize>)>;
+
+/// The values one model is fitted to, and the sizes to try.
+struct Unit {
+    /// The values: one event's (a sum of the next call's size), or every event of a call
+    /// site at one slot (a sum of a size of its own call).
+    members: Slots,
+    /// The summed parameters to try, in order.
+    sizes: Vec<usize>,
+    /// Whether the summing call is the value's own.
+    same_call: bool,
+}
+
+/// The factor and each event's start (a value over its loops) with which every occurrence
+/// of `os` is `start + scale * sum` (the summed size over the lower ranks at the summing
+/// call, plus, `running`, every rank's over the site's earlier calls), the start the same on
+/// every rank at one iteration of one event; `None` when no positive factor fits.
+fn fit_sum(os: &[&Occ], sm: &Sums, running: bool) -> Option<(i64, HashMap<usize, Val<i64>>)> {
+    let sum = |o: &Occ| -> Option<i64> {
+        let lower = *sm.lower.get(&(o.site, o.c, o.rank))?;
+        let earlier = if running {
+            *sm.earlier.get(&(o.site, o.c))?
+        } else {
+            0
+        };
+        Some(lower.wrapping_add(earlier))
+    };
+    // Per event and iteration: (value, sum) of each rank.
+    let mut by_iter: ByIteration<'_> = BTreeMap::new();
+    for o in os {
+        by_iter
+            .entry((o.ev, &o.idx))
+            .or_default()
+            .push((o.v, sum(o)?));
+    }
+    // The factor: from two ranks at one iteration whose sums differ.
+    let scale = by_iter.values().find_map(|pts| {
+        let (v0, s0) = pts[0];
+        pts.iter().find_map(|&(v, x)| {
+            let (dv, dx) = (v.wrapping_sub(v0), x.wrapping_sub(s0));
+            // A layout's factor is an element's size: positive. A negative one fitted
+            // h5_coll's read-back displacements at 3 ranks by chance (`exscan(-2 * count
+            // ...)`), and the collective model then read the wrong regions.
+            (dx != 0 && dv % dx == 0 && dv / dx > 0).then(|| dv / dx)
+        })
+    })?;
+    let mut points: HashMap<usize, Vec<(Vec<u64>, i64)>> = HashMap::new();
+    for (&(ev, idx), pts) in &by_iter {
+        let start = pts[0].0.wrapping_sub(scale.wrapping_mul(pts[0].1));
+        if pts
+            .iter()
+            .any(|&(v, x)| v.wrapping_sub(scale.wrapping_mul(x)) != start)
+        {
+            return None;
+        }
+        points.entry(ev).or_default().push((idx.clone(), start));
+    }
+    Some((
+        scale,
+        points
+            .into_iter()
+            .map(|(ev, pts)| (ev, value_at(&pts)))
+            .collect(),
+    ))
+}
+
+/// The values that may be the prefix sum of a size of their own call ([`place_sums`]), per
+/// call site and slot `keep` accepts: the site's events at that slot and the sizes to try.
+/// A site is a candidate where some event of it holds the slot over more than one rank group
+/// (the data-dependent start: a single function of the rank is left as it is), and only when
+/// every event of the site holds that slot exactly.
+fn same_call_candidates(trace: &Trace, keep: &dyn Fn(SumSlot) -> bool) -> SameCandidates {
+    // Per slot: its events, its sizes, whether some event is irregular, whether all are exact.
+    type Seen = (Slots, Vec<usize>, bool, bool);
+    fn walk(nodes: &[Node], out: &mut HashMap<SumSlot, Seen>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    let (np, nf) = (e.params.len(), e.nfields());
+                    for (k, v) in e.params.iter().enumerate() {
+                        let js = place_sums(e.op, k, np, nf);
+                        if js.is_empty() {
+                            continue;
+                        }
+                        let exact = |v: &Elastic| !v.is_approx() && !v.is_exscan();
+                        let s = out
+                            .entry((e.op, e.sig, k))
+                            .or_insert_with(|| (Vec::new(), js.clone(), false, true));
+                        s.0.push((key(e), k));
+                        s.2 |= v.groups.len() > 1;
+                        s.3 &= s.1 == js && exact(v) && js.iter().all(|&j| exact(&e.params[j]));
+                    }
+                }
+                NodeKind::Loop(l) => walk(&l.body, out),
+            }
+        }
+    }
+    let mut seen = HashMap::new();
+    walk(&trace.nodes, &mut seen);
+    seen.into_iter()
+        .filter(|(slot, s)| s.2 && s.3 && keep(*slot))
+        .map(|(slot, s)| (slot, (s.0, s.1)))
+        .collect()
+}
+
 /// Finds the values that are the exclusive prefix sum over the ranks of another call's size
 /// (times a factor, plus a start the same on every rank): a datatype's displacements or a
 /// view's displacement computed from the sizes the ranks then write ([`Source`]). Only values
@@ -790,26 +960,48 @@ fn recognise_from_where(trace: &mut Trace, keep: &dyn Fn(SumSlot) -> bool) -> Ve
     }
     let mut cand = HashSet::new();
     candidates(&trace.nodes, keep, &mut cand);
-    if cand.is_empty() {
+    let same = same_call_candidates(trace, keep);
+    if cand.is_empty() && same.is_empty() {
         return Vec::new();
     }
-    let ranks = link(trace, &|e, k| cand.contains(&(key(e), k)).then_some(None));
-    // Every occurrence of each candidate, with its rank: (rank, idx, value, site, ordinal).
-    type Occ = (u32, Vec<u64>, i64, (Op, u64), usize);
+    let same_sites: HashSet<CallSite> = same.keys().map(|&(op, sig, _)| (op, sig)).collect();
+    let same_values: HashSet<(usize, usize)> = same.values().flat_map(|u| u.0.clone()).collect();
+    let ranks = link(
+        trace,
+        &|e, k| {
+            if same_values.contains(&(key(e), k)) {
+                Some(Target::Same)
+            } else {
+                cand.contains(&(key(e), k)).then_some(Target::Next(None))
+            }
+        },
+        &same_sites,
+    );
+    // Every occurrence of each candidate, with its rank.
     let mut occ: HashMap<(usize, usize), Vec<Occ>> = HashMap::new();
     for (&rank, l) in &ranks {
         for (ev, k, idx, v, site, c) in &l.values {
-            occ.entry((*ev, *k))
-                .or_default()
-                .push((rank, idx.clone(), *v, *site, *c));
+            occ.entry((*ev, *k)).or_default().push(Occ {
+                rank,
+                ev: *ev,
+                idx: idx.clone(),
+                v: *v,
+                site: *site,
+                c: *c,
+            });
         }
     }
-    let mut found: HashMap<(usize, usize), Exscan<RankFn>> = HashMap::new();
-    let mut sums: HashMap<((Op, u64), usize), Sums> = HashMap::new();
-    for (&(ev, k), os) in &occ {
+    // The units one model is fitted to: a value of one event summing the next call's size,
+    // or every event of a call site at one slot summing a size of its own call (the site's
+    // events over rank groups are one call over the ranks).
+    let mut units: Vec<Unit> = Vec::new();
+    for &(ev, k) in &cand {
+        let Some(os) = occ.get(&(ev, k)) else {
+            continue;
+        };
         // One summing site for every occurrence, and every occurrence linked to one.
-        let site = os[0].3;
-        if os.iter().any(|o| o.3 != site) {
+        let site = os[0].site;
+        if os.iter().any(|o| o.site != site) {
             continue;
         }
         let total: usize = ranks
@@ -820,68 +1012,62 @@ fn recognise_from_where(trace: &mut Trace, keep: &dyn Fn(SumSlot) -> bool) -> Ve
         if total != os.len() {
             continue;
         }
-        'model: for j in sized(site.0) {
+        units.push(Unit {
+            members: vec![(ev, k)],
+            sizes: sized(site.0),
+            same_call: false,
+        });
+    }
+    for (members, sizes) in same.into_values() {
+        units.push(Unit {
+            members,
+            sizes,
+            same_call: true,
+        });
+    }
+    let mut found: HashMap<(usize, usize), Exscan<RankFn>> = HashMap::new();
+    let mut sums: HashMap<((Op, u64), usize), Sums> = HashMap::new();
+    for Unit {
+        members,
+        sizes,
+        same_call,
+    } in &units
+    {
+        let os: Vec<&Occ> = members
+            .iter()
+            .filter_map(|m| occ.get(m))
+            .flatten()
+            .collect();
+        let Some(site) = os.first().map(|o| o.site) else {
+            continue;
+        };
+        'model: for &j in sizes {
             for running in [false, true] {
                 let sm = sums
                     .entry((site, j))
                     .or_insert_with(|| sums_of(&ranks, site, j));
-                let sum = |o: &Occ| -> Option<i64> {
-                    let lower = *sm.lower.get(&(site, o.4, o.0))?;
-                    let earlier = if running {
-                        *sm.earlier.get(&(site, o.4))?
-                    } else {
-                        0
-                    };
-                    Some(lower.wrapping_add(earlier))
-                };
-                // The factor: from two ranks at one iteration whose sums differ.
-                let mut by_iter: BTreeMap<&Vec<u64>, Vec<(i64, i64)>> = BTreeMap::new();
-                let mut ok = true;
-                for o in os {
-                    match sum(o) {
-                        Some(x) => by_iter.entry(&o.1).or_default().push((o.2, x)),
-                        None => ok = false,
-                    }
-                }
-                if !ok {
+                let Some((scale, starts)) = fit_sum(&os, sm, running) else {
                     continue;
+                };
+                for &(ev, k) in members {
+                    let Some(start) = starts.get(&ev) else {
+                        continue;
+                    };
+                    found.insert(
+                        (ev, k),
+                        Exscan {
+                            of: j as u32,
+                            running,
+                            start: start.map(&mut |&x| RankFn::Const(x)),
+                            from: Some(Source {
+                                op: site.0,
+                                sig: site.1,
+                                scale,
+                                same_call: *same_call,
+                            }),
+                        },
+                    );
                 }
-                let scale = by_iter.values().find_map(|pts| {
-                    let (v0, s0) = pts[0];
-                    pts.iter().find_map(|&(v, x)| {
-                        let (dv, dx) = (v.wrapping_sub(v0), x.wrapping_sub(s0));
-                        // A layout's factor is an element's size: positive. A negative
-                        // one fitted h5_coll's read-back displacements at 3 ranks by chance
-                        // (`exscan(-2 * count ...)`), and the collective model then read
-                        // the wrong regions.
-                        (dx != 0 && dv % dx == 0 && dv / dx > 0).then(|| dv / dx)
-                    })
-                });
-                let Some(scale) = scale else { continue };
-                let mut points = Vec::new();
-                for (idx, pts) in &by_iter {
-                    let start = pts[0].0.wrapping_sub(scale.wrapping_mul(pts[0].1));
-                    if pts
-                        .iter()
-                        .any(|&(v, x)| v.wrapping_sub(scale.wrapping_mul(x)) != start)
-                    {
-                        continue 'model;
-                    }
-                    points.push(((*idx).clone(), start));
-                }
-                found.insert(
-                    (ev, k),
-                    Exscan {
-                        of: j as u32,
-                        running,
-                        start: value_at(&points).map(&mut |&x| RankFn::Const(x)),
-                        from: Some(Source {
-                            op: site.0,
-                            sig: site.1,
-                            scale,
-                        }),
-                    },
-                );
                 break 'model;
             }
         }
@@ -896,7 +1082,8 @@ fn recognise_from_where(trace: &mut Trace, keep: &dyn Fn(SumSlot) -> bool) -> Ve
             match &mut n.kind {
                 NodeKind::Event(e) => {
                     let id = key(e);
-                    for k in 0..e.params.len() {
+                    let (np, nf) = (e.params.len(), e.nfields());
+                    for k in 0..np {
                         let Some(x) = found.remove(&(id, k)) else {
                             continue;
                         };
@@ -906,9 +1093,15 @@ fn recognise_from_where(trace: &mut Trace, keep: &dyn Fn(SumSlot) -> bool) -> Ve
                             .iter()
                             .fold(RankSet::default(), |a, g| a.union(&g.ranks));
                         let src = x.from.expect("a model of another call's size");
+                        let of = if src.same_call {
+                            e.op.array_element(x.of as usize, np, nf)
+                                .map_or("?", |a| a.0)
+                        } else {
+                            src.op.params().get(x.of as usize).map_or("?", |p| p.name())
+                        };
                         done.push(Recognised {
                             op: e.op,
-                            of: src.op.params()[x.of as usize].name(),
+                            of,
                             running: x.running,
                             ranks: ranks.clone(),
                         });
@@ -951,9 +1144,24 @@ fn resolve_from(trace: &mut Trace) -> usize {
     if models.is_empty() {
         return 0;
     }
-    let ranks = link(trace, &|e, k| {
-        models.get(&(key(e), k)).map(|(_, f)| Some((f.op, f.sig)))
-    });
+    let same: HashSet<CallSite> = models
+        .values()
+        .filter(|(_, f)| f.same_call)
+        .map(|(_, f)| (f.op, f.sig))
+        .collect();
+    let ranks = link(
+        trace,
+        &|e, k| {
+            models.get(&(key(e), k)).map(|(_, f)| {
+                if f.same_call {
+                    Target::Same
+                } else {
+                    Target::Next(Some((f.op, f.sig)))
+                }
+            })
+        },
+        &same,
+    );
     let mut sums: HashMap<((Op, u64), usize), Sums> = HashMap::new();
     let mut built: HashMap<(usize, usize), BTreeMap<u32, Val<i64>>> = HashMap::new();
     for (&rank, l) in &ranks {
@@ -1026,6 +1234,14 @@ fn resolve_from(trace: &mut Trace) -> usize {
 pub fn summed_name(x: &Exscan<RankFn>, op: Op, nparams: usize, nfields: usize) -> String {
     match x.from {
         None => op.param_name(x.of as usize, nparams, nfields),
+        Some(f) if f.same_call => {
+            let of = op.param_name(x.of as usize, nparams, nfields);
+            if f.scale == 1 {
+                of
+            } else {
+                format!("{} * {of}", f.scale)
+            }
+        }
         Some(f) => {
             let name = f.op.params().get(x.of as usize).map_or("?", |p| p.name());
             let of = format!(
@@ -1263,6 +1479,139 @@ mod tests {
                 end += c;
             }
         }
+    }
+
+    /// h5py's selection of a rank's particles in a 1-D dataset: per step, rank r selects
+    /// `len(r, s)` elements from `start[0]` = the lower ranks' counts (`MPI_Exscan`), in one
+    /// `H5Sselect_hyperslab` (params: space, op, ndims, start, stride, count, block).
+    fn selections(n: u32, steps: u32) -> Trace {
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let evs: Vec<RawEvent> = (0..steps)
+                    .map(|s| {
+                        let start: i64 = (0..r).map(|q| len(q, s)).sum();
+                        let space = 7 + 11 * i64::from(s);
+                        RawEvent::new(
+                            Op::H5SselectHyperslab,
+                            9,
+                            vec![space, 0, 1, start, 1, len(r, s), 1],
+                        )
+                    })
+                    .collect();
+                compress(r, &evs)
+            })
+            .collect();
+        crate::merge::merge_tree(ts).unwrap()
+    }
+
+    fn starts_of(t: &Trace, n: u32) -> Vec<Vec<i64>> {
+        (0..n)
+            .map(|r| {
+                t.expand(r)
+                    .iter()
+                    .filter(|e| e.op == Op::H5SselectHyperslab)
+                    .map(|e| e.params[3])
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_start_that_sums_the_same_calls_count_is_recognised_and_resolves() {
+        let n = 9;
+        let t = selections(n, 3);
+        let want = starts_of(&t, n);
+        let mut m = t.clone();
+        let rec = recognise_other_calls(&mut m, &|_| true);
+        assert_eq!(rec.len(), 1, "{rec:?}");
+        assert_eq!((rec[0].op, rec[0].of), (Op::H5SselectHyperslab, "count"));
+        assert!(!rec[0].running);
+        assert_eq!(
+            other_call_slots(&m).into_iter().collect::<Vec<_>>(),
+            vec![(Op::H5SselectHyperslab, 9, 3)]
+        );
+        let mut shown = String::new();
+        crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
+        assert!(shown.contains("start[0] = exscan(count[0])"), "{shown}");
+        // The count and the block (1 here) are left as they are; stride and block are no
+        // places.
+        assert!(!shown.contains("block[0] = exscan"), "{shown}");
+        // The model survives the format; one of another call keeps its bytes (`same_call`
+        // false is left out).
+        let tf = crate::format::TraceFile {
+            header: crate::format::Header::new(n),
+            trace: m.clone(),
+        };
+        let read = crate::format::TraceFile::from_bytes(
+            &tf.to_bytes().unwrap(),
+            std::path::Path::new("x"),
+        )
+        .unwrap();
+        assert_eq!(read, tf);
+        let other = Source {
+            op: Op::FileWriteAtAll,
+            sig: 5,
+            scale: 8,
+            same_call: false,
+        };
+        assert_eq!(
+            rmp_serde::to_vec(&other).unwrap(),
+            rmp_serde::to_vec(&(Op::FileWriteAtAll, 5u64, 8i64)).unwrap()
+        );
+        let mut back = m.clone();
+        assert_eq!(resolve(&mut back), 1);
+        assert!(!present(&back));
+        assert_eq!(starts_of(&back, n), want);
+    }
+
+    #[test]
+    fn drawn_counts_give_starts_that_tile_each_selection() {
+        let n = 12;
+        let mut t = selections(n, 3);
+        assert_eq!(recognise_other_calls(&mut t, &|_| true).len(), 1);
+        // The counts summarised (as `--approx-unfit` summarises data-dependent counts), then
+        // drawn: the starts follow the drawn counts.
+        let done = crate::approx::summarise_where(&mut t, &mut |_, e, k| {
+            e.op == Op::H5SselectHyperslab && k == 5
+        });
+        assert!(!done.is_empty() && crate::approx::count(&t) > 0);
+        assert!(present(&t), "the starts keep the model");
+        let mut d = t.clone();
+        crate::draw::realize(&mut d, 5).unwrap();
+        assert!(!present(&d));
+        for s in 0..3 {
+            let mut end = 0;
+            for r in 0..n {
+                let e = &d
+                    .expand(r)
+                    .into_iter()
+                    .filter(|e| e.op == Op::H5SselectHyperslab)
+                    .nth(s)
+                    .unwrap();
+                assert_eq!(e.params[3], end, "rank {r} step {s}");
+                end += e.params[5];
+            }
+        }
+    }
+
+    #[test]
+    fn a_start_that_is_a_function_of_the_rank_is_left_as_it_is() {
+        // h5_coll-like: rank r selects 100 elements from 100*r: one rank function.
+        let n = 8;
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let ev = RawEvent::new(
+                    Op::H5SselectHyperslab,
+                    9,
+                    vec![7, 0, 1, 100 * i64::from(r), 1, 100, 1],
+                );
+                compress(r, &[ev])
+            })
+            .collect();
+        let t = crate::merge::merge_tree(ts).unwrap();
+        let mut m = t.clone();
+        assert!(recognise_other_calls(&mut m, &|_| true).is_empty());
+        assert_eq!(m, t);
     }
 
     #[test]

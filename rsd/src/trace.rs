@@ -292,7 +292,7 @@ impl Trace {
                 match &mut n.kind {
                     NodeKind::Event(e) => {
                         let own = e.sig;
-                        e.sig = mix(e.sig, container);
+                        e.sig = lifted_site(e.sig, container);
                         lifts.sites.insert(e.sig, (own, container));
                     }
                     NodeKind::Loop(l) => resign(&mut l.body, container, lifts),
@@ -592,12 +592,42 @@ pub fn visit_calls(
     idx: &mut Vec<u64>,
     f: &mut dyn FnMut(&Event, &mut Vec<u64>) -> bool,
 ) -> bool {
-    visit(nodes, rank, idx, &mut |e, idx| {
-        if !f(e, idx) {
-            return false;
-        }
-        !e.op.layer().is_container() || visit_calls(&e.children, rank, idx, f)
-    })
+    visit_lifted(nodes, rank, idx, &mut |e, _, idx| f(e, idx))
+}
+
+/// The call site a call has once lifted out of a container whose (lifted) site is
+/// `container` ([`Trace::lift_containers`]: inside a library the call site says which of the
+/// library's paths made the call, the container's for which of the program's calls).
+pub fn lifted_site(own: u64, container: u64) -> u64 {
+    mix(own, container)
+}
+
+/// As [`visit_calls`], with each call's site as [`Trace::lift_containers`] would make it
+/// ([`lifted_site`]): a model read on the nested form through this sees the calls, in order
+/// and with their sites, as it would on the lifted form, so recognising and resolving it agree
+/// whichever form a trace is in.
+pub fn visit_lifted(
+    nodes: &[Node],
+    rank: u32,
+    idx: &mut Vec<u64>,
+    f: &mut dyn FnMut(&Event, u64, &mut Vec<u64>) -> bool,
+) -> bool {
+    fn go(
+        nodes: &[Node],
+        container: Option<u64>,
+        rank: u32,
+        idx: &mut Vec<u64>,
+        f: &mut dyn FnMut(&Event, u64, &mut Vec<u64>) -> bool,
+    ) -> bool {
+        visit(nodes, rank, idx, &mut |e, idx| {
+            let site = container.map_or(e.sig, |c| lifted_site(e.sig, c));
+            if !f(e, site, idx) {
+                return false;
+            }
+            !e.op.layer().is_container() || go(&e.children, Some(site), rank, idx, f)
+        })
+    }
+    go(nodes, None, rank, idx, f)
 }
 
 /// Calls `f` with every event node `rank` executes, in order, with the iteration indices of

@@ -177,6 +177,15 @@ pub fn trace_counts(tf: &TraceFile) -> BTreeMap<String, (u64, u64)> {
     m
 }
 
+/// [`trace_counts`] seen through the library layers: the application's calls and, inside each
+/// call of a library layer (HDF5, PnetCDF, NetCDF, recorded by default), the calls it made,
+/// as `extrap` and `collio` see them (`rsd::Trace::lift_containers`).
+pub fn lifted_counts(tf: &TraceFile) -> BTreeMap<String, (u64, u64)> {
+    let mut lifted = tf.clone();
+    lifted.trace.lift_containers();
+    trace_counts(&lifted)
+}
+
 /// Asserts the trace's top-level counts equal the app's, op by op, and that every layer's
 /// totals in `rsd::stats` (children included) are at least the app's.
 pub fn assert_counts_match(run: &Run, np: u32) {

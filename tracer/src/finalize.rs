@@ -217,6 +217,9 @@ fn write_raw(st: &State, out: &str) {
     }
 }
 
+/// How the header's notes name the HDF5 library the layer ran on (`HDF5 library 1.14.2`).
+pub const HDF5_NOTE: &str = "HDF5 library ";
+
 fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     let mut h = Header::new(nranks);
     h.command = st.cfg.argv.clone();
@@ -227,13 +230,23 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h.mpi_config = st.mpi_config.clone();
     h.build_id = st.cfg.build_id.clone();
     h.node_cores = st.node_cores.clone();
-    // The layers this tracer recorded: the libraries' above MPI-IO on top when asked for.
+    // The layers this tracer recorded: a library's above MPI-IO on top when it was on and
+    // its calls are in the trace. The layers are on by default; a program without the library
+    // keeps the header it had before they existed.
     let on = |f: &std::sync::atomic::AtomicBool| f.load(std::sync::atomic::Ordering::Relaxed);
+    let mut seen = Vec::new();
+    containers_in(&p.trace.nodes, &mut seen);
     let libs = [
         (rsd::op::Layer::Hdf5, on(&crate::hdf5::ENABLED)),
         (rsd::op::Layer::Pnetcdf, on(&crate::pnetcdf::ENABLED)),
         (rsd::op::Layer::Netcdf, on(&crate::netcdf::ENABLED)),
-    ];
+    ]
+    .map(|(l, on)| (l, on && seen.contains(&l)));
+    if libs[0].1
+        && let Some(v) = crate::hdf5::version()
+    {
+        h.notes.push(format!("{HDF5_NOTE}{v}"));
+    }
     if libs.iter().any(|l| l.1) {
         h.layers = rsd::op::Layer::STACK
             .into_iter()
@@ -241,6 +254,24 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
             .collect();
     }
     h
+}
+
+/// The container layers (HDF5, PnetCDF, NetCDF) whose calls are in `nodes`, nested ones too.
+fn containers_in(nodes: &[rsd::trace::Node], out: &mut Vec<rsd::op::Layer>) {
+    for n in nodes {
+        match &n.kind {
+            rsd::trace::NodeKind::Event(e) => {
+                let l = e.op.layer();
+                if l.is_container() {
+                    if !out.contains(&l) {
+                        out.push(l);
+                    }
+                    containers_in(&e.children, out);
+                }
+            }
+            rsd::trace::NodeKind::Loop(l) => containers_in(&l.body, out),
+        }
+    }
 }
 
 /// Writes `tf` at `path`, whole or not at all, or in the temporary directory when `path`

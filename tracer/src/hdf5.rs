@@ -9,11 +9,10 @@
 //! `H5Dcreate2`/`H5Dopen2`/`H5Acreate2`/`H5Gcreate2` names the 1.10, 1.12 and 1.14 headers map
 //! the unversioned macros to); tested with Debian's 1.10.8 (`libhdf5-openmpi-103-1`).
 //!
-//! The layer is recorded with `IOTREX_HDF5=1` ([`ENABLED`]); without it every hook passes
+//! The layer is recorded by default ([`ENABLED`]); with `IOTREX_HDF5=0` every hook passes
 //! straight through and the calls HDF5 makes are recorded at the top level, as they were
-//! before the layer existed (the extrapolation of those traces is checked by the existing
-//! tests; `extrap` and `diff` lift the children of HDF5 calls out of them, so both forms
-//! extrapolate).
+//! before the layer existed. Every consumer of traces sees through containers (`extrap` and
+//! `diff` lift them, `collio::traced` walks into them), so both forms extrapolate.
 //!
 //! Every hook only records: under the re-entry guard (`IN_HDF5` while the real call runs, so
 //! the MPI, MPI-IO and POSIX calls HDF5 makes become the event's children, and an HDF5 call
@@ -32,7 +31,7 @@ use crate::state::{RECORDING, State, library_call};
 use libc::{c_char, c_int, c_uint, c_void, size_t};
 use rsd::Op;
 use rsd::op::args;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// `hid_t` (64-bit since HDF5 1.10).
 pub type Hid = i64;
@@ -49,8 +48,8 @@ const ALL_SPACES: i64 = -2;
 /// The most dimensions an HDF5 dataspace has (`H5S_MAX_RANK`).
 const MAX_RANK: usize = 32;
 
-/// Whether the HDF5 layer is recorded (`IOTREX_HDF5=1`, read by the constructor: a hook that
-/// runs before it passes through).
+/// Whether the HDF5 layer is recorded (unless `IOTREX_HDF5=0`, read by the constructor: a
+/// hook that runs before it passes through).
 pub static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// Runs an HDF5 call: recorded when the application makes it (mode `IDLE`), with the calls
@@ -64,9 +63,43 @@ fn h5_call<T: Copy>(
     if !recording() {
         return call();
     }
+    note_version();
     // Made by NetCDF inside a traced NetCDF call: that call's child.
     let child = crate::guard::mode() == IN_NETCDF;
     library_call(op, path, IN_HDF5, child, call, build)
+}
+
+/// The HDF5 library's version (`H5get_libversion`: major, minor, release, each below 2^16),
+/// packed as `major << 32 | minor << 16 | release`; 0 until the first recorded call asks.
+static VERSION: AtomicU64 = AtomicU64::new(0);
+
+/// Asks the library its version at the first recorded call (h5py's wheels bundle another
+/// HDF5 than the system's: the trace says which one the hooks ran on).
+fn note_version() {
+    if VERSION.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    let _g = Enter::new(BUSY);
+    let Some(f) = real!(
+        "H5get_libversion",
+        unsafe extern "C" fn(*mut c_uint, *mut c_uint, *mut c_uint) -> Herr
+    ) else {
+        return;
+    };
+    let (mut a, mut b, mut c) = (0, 0, 0);
+    // SAFETY: three pointers to local unsigned ints, as H5get_libversion takes.
+    if unsafe { f(&mut a, &mut b, &mut c) } >= 0 {
+        let v = (u64::from(a) << 32) | (u64::from(b & 0xffff) << 16) | u64::from(c & 0xffff);
+        VERSION.store(v.max(1), Ordering::Relaxed);
+    }
+}
+
+/// The version of the HDF5 library the layer recorded calls of (`1.14.2`), if any.
+pub fn version() -> Option<String> {
+    match VERSION.load(Ordering::Relaxed) {
+        0 => None,
+        v => Some(format!("{}.{}.{}", v >> 32, (v >> 16) & 0xffff, v & 0xffff)),
+    }
 }
 
 /// Whether the application's call (or NetCDF's, inside a traced NetCDF call) is to be

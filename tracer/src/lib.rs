@@ -19,12 +19,12 @@
 //! `<stem>.pid<PID>.iotrex`), `IOTREX_JOB` (the id shared by the processes of one job, see
 //! [`job`]), `IOTREX_ALL_PROCESSES=1` (processes of an MPI job that are not ranks keep their
 //! own traces, as `<stem>.nonrank-<exe>-<pid>.iotrex`; without it they write nothing),
-//! `IOTREX_HDF5=1` (record the HDF5 layer: HDF5 calls with the MPI, MPI-IO and POSIX calls
-//! they make as children, see [`hdf5`]; without it HDF5's calls pass through and what it
-//! makes is recorded at the top level, as before the layer existed), `IOTREX_PNETCDF=1` (the
-//! PnetCDF layer likewise, see [`pnetcdf`]), `IOTREX_NETCDF=1` (record the NetCDF layer:
-//! `nc_*` calls with what NetCDF made as children, HDF5 calls among them with `IOTREX_HDF5=1`,
-//! see [`netcdf`]).
+//! `IOTREX_HDF5=0` (do not record the HDF5 layer, which is recorded by default: HDF5 calls
+//! with the MPI, MPI-IO and POSIX calls they make as children, see [`hdf5`]; with `0` HDF5's
+//! calls pass through and what it makes is recorded at the top level), `IOTREX_PNETCDF=0` (the
+//! PnetCDF layer likewise, see [`pnetcdf`]), `IOTREX_NETCDF=0` (the NetCDF layer: `nc_*` calls
+//! with what NetCDF made as children, HDF5 calls among them unless `IOTREX_HDF5=0`, see
+//! [`netcdf`]).
 //!
 //! A process killed by SIGTERM, SIGINT or SIGHUP writes what it recorded from the signal
 //! handler ([`signals`]), per rank and flagged incomplete, then dies of the signal.
@@ -63,6 +63,14 @@ use std::sync::atomic::Ordering;
 
 fn env_num<T: std::str::FromStr>(k: &str) -> Option<T> {
     std::env::var(k).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// Whether a library layer is recorded: on unless its variable says `0` (`IOTREX_HDF5=0`,
+/// `iotrex trace --no-hdf5`). On by default because every consumer sees through containers
+/// (see `docs/hdf5.md`), and free for a program without the library: its hooks are never
+/// called.
+fn layer_on(var: &str) -> bool {
+    std::env::var(var).map_or(true, |v| v.trim() != "0")
 }
 
 fn init() {
@@ -129,18 +137,9 @@ fn init() {
             std::env::var("IOTREX_ONE_WRITER").is_ok_and(|v| v == "1"),
             Ordering::SeqCst,
         );
-        hdf5::ENABLED.store(
-            std::env::var("IOTREX_HDF5").is_ok_and(|v| v == "1"),
-            Ordering::SeqCst,
-        );
-        pnetcdf::ENABLED.store(
-            std::env::var("IOTREX_PNETCDF").is_ok_and(|v| v == "1"),
-            Ordering::SeqCst,
-        );
-        netcdf::ENABLED.store(
-            std::env::var("IOTREX_NETCDF").is_ok_and(|v| v == "1"),
-            Ordering::SeqCst,
-        );
+        hdf5::ENABLED.store(layer_on("IOTREX_HDF5"), Ordering::SeqCst);
+        pnetcdf::ENABLED.store(layer_on("IOTREX_PNETCDF"), Ordering::SeqCst);
+        netcdf::ENABLED.store(layer_on("IOTREX_NETCDF"), Ordering::SeqCst);
         state::RECORDING.store(true, Ordering::SeqCst);
         exec::remember_pid();
         // After the state exists: a signal from here on finds something to write.

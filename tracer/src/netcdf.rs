@@ -11,9 +11,8 @@
 //! Written against the NetCDF 4 C API (unchanged since 4.0); tested with Debian's 4.9.0
 //! (`libnetcdf-mpi-19`, on HDF5 1.10.8 and Open MPI).
 //!
-//! The layer is recorded with `IOTREX_NETCDF=1` ([`ENABLED`]), as the HDF5 layer is with
-//! `IOTREX_HDF5=1`: a layer above MPI-IO changes the trace's shape (the library's calls
-//! become its calls' children), which a user asks for. A NetCDF-4 file goes through HDF5:
+//! The layer is recorded by default ([`ENABLED`]), as the HDF5 layer is; `IOTREX_NETCDF=0`
+//! turns it off (the library's calls are then recorded at the top level). A NetCDF-4 file goes through HDF5:
 //! with both layers on, the HDF5 calls NetCDF makes are the NetCDF call's children, each with
 //! its MPI, MPI-IO and POSIX children (NetCDF -> HDF5 -> MPI-IO -> POSIX); with NetCDF's alone,
 //! HDF5's MPI, MPI-IO and POSIX calls are its children directly.
@@ -48,8 +47,8 @@ const NC_NOERR: c_int = 0;
 /// The most dimensions a NetCDF variable has (`NC_MAX_VAR_DIMS`).
 const MAX_VAR_DIMS: usize = 1024;
 
-/// Whether the NetCDF layer is recorded (`IOTREX_NETCDF=1`, read by the constructor: a hook
-/// that runs before it passes through).
+/// Whether the NetCDF layer is recorded (unless `IOTREX_NETCDF=0`, read by the constructor: a
+/// hook that runs before it passes through).
 pub static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// Whether the application's call is to be recorded: the helpers that ask NetCDF more run only

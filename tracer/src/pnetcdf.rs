@@ -10,12 +10,10 @@
 //! pointer-sized as Open MPI's, which Debian's libpnetcdf is built on); tested with Debian's
 //! 1.12.3 (`libpnetcdf0d`, on Open MPI 4.1.4).
 //!
-//! The layer is recorded with `IOTREX_PNETCDF=1` ([`ENABLED`]), as HDF5's is with
-//! `IOTREX_HDF5=1` and for the same reason: without it every hook passes straight through and
-//! the MPI, MPI-IO and POSIX calls PnetCDF makes are recorded at the top level, as they were
-//! before the layer existed (so a trace's shape does not change under programs and tests that
-//! do not ask for it; `extrap` and `diff` lift the children of container calls, so both forms
-//! extrapolate).
+//! The layer is recorded by default ([`ENABLED`]), as HDF5's is; with `IOTREX_PNETCDF=0`
+//! every hook passes straight through and the MPI, MPI-IO and POSIX calls PnetCDF makes are
+//! recorded at the top level, as they were before the layer existed (`extrap` and `diff` lift
+//! the children of container calls, so both forms extrapolate).
 //!
 //! The typed families (`ncmpi_put_vara_int_all`, `ncmpi_iget_vars_double`, ...: twelve memory
 //! types for each of twelve transfer kinds) come from one table, [`typed_transfers!`]: each
@@ -60,8 +58,8 @@ const UNAVAILABLE: c_int = -36;
 /// comes near this).
 const MAX_DIMS: usize = 64;
 
-/// Whether the PnetCDF layer is recorded (`IOTREX_PNETCDF=1`, read by the constructor: a hook
-/// that runs before it passes through).
+/// Whether the PnetCDF layer is recorded (unless `IOTREX_PNETCDF=0`, read by the constructor:
+/// a hook that runs before it passes through).
 pub static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// PnetCDF's `nc_type` ids are NetCDF's (pnetcdf.h defines the same values): one table.

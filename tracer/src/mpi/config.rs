@@ -401,11 +401,20 @@ fn read_value(
     })
 }
 
+/// Whether an MPI-IO call is the application's: made by the program itself, or by a library
+/// layer's call on its behalf (HDF5's `H5Fcreate` opens the file: with the layers on by
+/// default, an HDF5 program makes no `MPI_File_open` of its own).
+fn applications() -> bool {
+    use crate::guard::{IN_HDF5, IN_NETCDF};
+    matches!(crate::guard::mode(), IDLE | IN_HDF5 | IN_NETCDF) && RECORDING.load(Ordering::Relaxed)
+}
+
 /// Rank 0, at an `MPI_File_open` that returned `fh` for `path` with the program's `info`:
 /// the file's hints, once per path; and the control variables at the first open, when the I/O
-/// components are loaded. Runs after the call, for the application's calls only.
+/// components are loaded. Runs after the call, for the application's calls only (those of a
+/// library layer's call included, see [`applications`]).
 pub(crate) fn at_file_open(fh: H, path: Option<&str>, info: H) {
-    if crate::guard::mode() != IDLE || !RECORDING.load(Ordering::Relaxed) {
+    if !applications() {
         return;
     }
     // The MPI calls below are the tracer's, not the application's.
@@ -445,7 +454,7 @@ pub(crate) fn at_file_open(fh: H, path: Option<&str>, info: H) {
 /// Rank 0, at an `MPI_File_set_view` of `fh` with the program's `info`: its hints, for the
 /// keys the file's entry does not hold yet (see the module's doc).
 pub(crate) fn at_set_view(fh: H, info: H) {
-    if crate::guard::mode() != IDLE || !RECORDING.load(Ordering::Relaxed) {
+    if !applications() {
         return;
     }
     let _busy = Enter::new(BUSY);
