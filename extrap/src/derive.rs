@@ -295,7 +295,6 @@ pub(crate) fn rank_events(trace: &Trace, rank: u32) -> Vec<RawEvent> {
 /// the world, a split of it by one color with keys in rank order, as IOR's `MPI_Comm_create`
 /// of all ranks is recorded). A file opened on such a communicator is modelled as one opened
 /// on the world; the target's creations count by their call site, as the inputs showed.
-/// An input whose creations cannot be rebuilt counts none of its sites.
 pub(crate) fn world_sites(inputs: &[(&str, &TraceFile)]) -> BTreeSet<Site> {
     let (mut yes, mut no) = (BTreeSet::new(), BTreeSet::new());
     for (_, tf) in inputs {
@@ -313,12 +312,12 @@ pub(crate) fn world_sites(inputs: &[(&str, &TraceFile)]) -> BTreeSet<Site> {
             todo.push(t);
             sites.push(s);
         }
-        let rebuilt = comms::rebuild(&todo).ok();
+        // Partial: a communicator made inside a call whose calls are not top-level here
+        // leaves only the creations on it unknown.
+        let b = comms::rebuild_partial(&todo);
         for (r, s) in sites.iter().enumerate() {
             for (k, site) in s.iter().enumerate() {
-                let world = rebuilt
-                    .as_ref()
-                    .is_some_and(|b| b.joined[r][k].is_some_and(|c| b.comms[c].is_world_order(np)));
+                let world = b.joined[r][k].is_some_and(|c| b.comms[c].is_world_order(np));
                 if world { &mut yes } else { &mut no }.insert(*site);
             }
         }

@@ -152,6 +152,23 @@ pub fn initial(n: u32) -> Rebuilt {
 /// call order. The error says which creation cannot be completed (members that never join
 /// it, a parent no recorded call created): MPI would wait in it forever.
 pub fn rebuild(todo: &[Vec<Made>]) -> Result<Rebuilt, String> {
+    rebuild_with(todo, true)
+}
+
+/// [`rebuild`] of what can be rebuilt: a creation on a communicator no recorded call created
+/// (one made inside a call whose calls are not in `todo`) is skipped, with the creations on
+/// what it makes, and a creation some members never made joins nothing; the rest is as
+/// [`rebuild`] makes it.
+pub fn rebuild_partial(todo: &[Vec<Made>]) -> Rebuilt {
+    match rebuild_with(todo, false) {
+        Ok(b) => b,
+        // Not strict: every error is one of the checks `strict` guards, but a listed
+        // creation that does not include its rank leaves it out of the rebuild.
+        Err(_) => initial(todo.len() as u32),
+    }
+}
+
+fn rebuild_with(todo: &[Vec<Made>], strict: bool) -> Result<Rebuilt, String> {
     let n = todo.len() as u32;
     let mut out = initial(n);
     out.joined = todo.iter().map(|t| vec![None; t.len()]).collect();
@@ -272,9 +289,31 @@ pub fn rebuild(todo: &[Vec<Made>]) -> Result<Rebuilt, String> {
                 }
             }
         }
-        if !progress {
+        if progress {
+            continue;
+        }
+        // No rank can go on. Without `strict`, each rank's next creation on a communicator
+        // it does not know (its parent was made where `todo` does not see, or by a split
+        // still waiting for members that are themselves stuck) is skipped, and the rounds
+        // go on.
+        let mut skipped = false;
+        if !strict {
+            for r in 0..n as usize {
+                if todo[r]
+                    .get(next[r])
+                    .is_some_and(|t| !local[r].contains_key(&t.parent()))
+                {
+                    next[r] += 1;
+                    skipped = true;
+                }
+            }
+        }
+        if !skipped {
             break;
         }
+    }
+    if !strict {
+        return Ok(out);
     }
     // A creation some members never made: MPI would wait in it forever.
     let mut incomplete: Vec<(&(usize, usize), &Slot)> = pending
@@ -366,6 +405,28 @@ mod tests {
         assert_eq!(b.joined[2][0], Some(even));
         assert_eq!(b.comms[even].members, vec![0, 2]);
         assert_eq!(b.comms[b.joined[1][0].expect("joined")].members, vec![1]);
+    }
+
+    #[test]
+    fn a_partial_rebuild_skips_creations_on_unknown_communicators() {
+        // Each rank first splits a communicator made where the walk does not see (id 99),
+        // then the one that made (id 100), then dups the world.
+        let todo: Vec<Vec<Made>> = (0..3i64)
+            .map(|r| {
+                vec![
+                    Made::Split(99, 0, Some(r), 100),
+                    Made::Split(100, 0, None, 101),
+                    Made::Split(COMM_WORLD, 0, None, 102),
+                ]
+            })
+            .collect();
+        assert!(rebuild(&todo).is_err());
+        let b = rebuild_partial(&todo);
+        for r in 0..3 {
+            assert_eq!(b.joined[r][..2], [None, None]);
+            let dup = b.joined[r][2].expect("the dup of the world is rebuilt");
+            assert!(b.comms[dup].is_world_order(3));
+        }
     }
 
     #[test]
