@@ -98,7 +98,11 @@ fn module_of(addr: usize, symbolize: bool) -> Option<(usize, u64, u64)> {
     // The file name only: the same binary launched as `./app` or `/abs/app` is one module.
     let base_name = name.rsplit(|&c| c == b'/').next().unwrap_or(name);
     let offset = (addr - base) as u64;
-    let at = symbolize
+    // This library's own frames are skipped by every signature: reading its symbol table
+    // (800 KB, 10,000 names hashed) for them cost each process ~7 M instructions and 200 page
+    // faults at its first call site (docs/tracer-cost.md, "the loop-heavy run").
+    let own = base == SELF_BASE.load(Ordering::Relaxed);
+    let at = (symbolize && !own)
         .then(|| syms_of(base, name))
         .flatten()
         .and_then(|s| s.lookup(if s.fixed_address { addr as u64 } else { offset }))

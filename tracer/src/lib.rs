@@ -39,6 +39,7 @@
 #[macro_use]
 mod hook;
 pub mod callsite;
+pub mod clock;
 pub mod dup;
 pub mod elf;
 pub mod exec;
@@ -122,6 +123,7 @@ fn init() {
             ),
             build_id: elf::build_id("/proc/self/exe"),
         };
+        clock::init();
         job::init(state::now_ns());
         finalize::init();
         callsite::init(cfg.depth);

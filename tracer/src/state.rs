@@ -526,18 +526,10 @@ fn push_raw(r: &mut Vec<RawEvent>, op: Op, sig: u64, params: &[i64], gap_ns: u64
     });
 }
 
-/// Monotonic clock, ns.
-#[inline]
+/// Monotonic clock, ns ([`crate::clock`]: the TSC where usable).
+#[inline(always)]
 pub fn now_ns() -> u64 {
-    // Not zeroed first (two instructions per call): clock_gettime fills it.
-    let mut ts = std::mem::MaybeUninit::<libc::timespec>::uninit();
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux, so
-    // the call succeeds and writes it whole.
-    let ts = unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, ts.as_mut_ptr());
-        ts.assume_init()
-    };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::clock::now_ns()
 }
 
 /// Writes one line to stderr with a raw syscall (no std I/O: we may be inside a `write` hook).

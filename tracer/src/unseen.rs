@@ -184,9 +184,15 @@ unsafe fn read_object(info: &libc::dl_phdr_info) -> Option<Object> {
         if u64::from(s.st_name) >= strsz {
             continue;
         }
+        let at = (strtab + u64::from(s.st_name)) as *const u8;
+        // SAFETY: a NUL-terminated name inside the string table: its first 4 bytes are read
+        // only up to its NUL. Most names are not MPI's: checked before measuring and
+        // validating the whole name (a process's tables hold some 16,000 names).
+        if !unsafe { mpi_prefix(at) } {
+            continue;
+        }
         // SAFETY: a NUL-terminated name inside the string table.
-        let name =
-            unsafe { CStr::from_ptr((strtab + u64::from(s.st_name)) as *const libc::c_char) };
+        let name = unsafe { CStr::from_ptr(at as *const libc::c_char) };
         let Ok(name) = name.to_str() else { continue };
         if !is_mpi(name) {
             continue;
@@ -199,6 +205,22 @@ unsafe fn read_object(info: &libc::dl_phdr_info) -> Option<Object> {
         }
     }
     Some(o)
+}
+
+/// Whether the NUL-terminated name at `at` starts with `mpi_` in any case ([`is_mpi`]'s
+/// prefix; [`is_mpi`] still decides).
+///
+/// # Safety
+/// `at` points to a NUL-terminated string.
+unsafe fn mpi_prefix(at: *const u8) -> bool {
+    for (i, want) in b"mpi_".iter().enumerate() {
+        // SAFETY: bytes before the string's NUL, or the NUL itself, which stops the loop.
+        let c = unsafe { *at.add(i) };
+        if c.to_ascii_lowercase() != *want {
+            return false;
+        }
+    }
+    true
 }
 
 /// The number of symbols a `DT_GNU_HASH` table covers: past the last bucket's chain.
