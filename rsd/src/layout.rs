@@ -33,7 +33,7 @@ use crate::ranks::RankSet;
 use crate::trace::{Event, Node, NodeKind, Trace};
 use crate::value::{Elastic, Group, RankFn, Val};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 /// `offset = start + end of file + exscan(of)` ([`Val::FileEnd`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -620,6 +620,36 @@ fn model(e: &Event) -> Option<&FileEnd<RankFn>> {
 /// it). Returns the number of events resolved. A file whose turns have no order keeps the
 /// models' starts.
 pub fn resolve(trace: &mut Trace) -> usize {
+    resolve_where(trace, &|_| true)
+}
+
+/// The (op, call site) of every event of `trace` (nested calls too) whose offset holds the
+/// model: what a reader compares between traces before it fits one against another.
+pub fn sites(trace: &Trace) -> BTreeSet<(Op, u64)> {
+    fn walk(nodes: &[Node], out: &mut BTreeSet<(Op, u64)>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    if model(e).is_some() {
+                        out.insert((e.op, e.sig));
+                    }
+                    walk(&e.children, out);
+                }
+                NodeKind::Loop(l) => walk(&l.body, out),
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(&trace.nodes, &mut out);
+    out
+}
+
+/// [`resolve`] for the events `which` selects; the others keep the model (their offsets still
+/// move the end of the file as the model says). For a reader that finds the model at some
+/// traces of an event and a plain value at others (a header written at offset 0 of an empty
+/// file fits `end of file` by chance at the one scale where the file's other writes start the
+/// search): resolved there, the event is compared as values everywhere.
+pub fn resolve_where(trace: &mut Trace, which: &dyn Fn(&Event) -> bool) -> usize {
     if !present(trace) {
         return 0;
     }
@@ -627,12 +657,17 @@ pub fn resolve(trace: &mut Trace) -> usize {
     // path -> rank -> value over the loops
     let mut built: HashMap<Path, BTreeMap<u32, Val<i64>>> = HashMap::new();
     let models = |p: &Path| event_ref(&trace.nodes, p).and_then(model).cloned();
+    let chosen = |p: &Path| event_ref(&trace.nodes, p).is_some_and(which);
     let mut cache: HashMap<Path, Option<FileEnd<RankFn>>> = HashMap::new();
+    let mut selected: HashMap<Path, bool> = HashMap::new();
     for calls in files.values() {
         turns(calls, &mut |rank, c, end, lower| {
             let mut put = |p: &Path, idx: &[u64], m: &FileEnd<RankFn>, sum: i64| {
                 let start = m.start.map(&mut |f| f.eval(rank)).eval(idx);
                 let x = start.wrapping_add(end).wrapping_add(sum);
+                if !*selected.entry(p.clone()).or_insert_with(|| chosen(p)) {
+                    return x;
+                }
                 let v = built
                     .entry(p.clone())
                     .or_default()
@@ -667,11 +702,12 @@ pub fn resolve(trace: &mut Trace) -> usize {
         n += 1;
     }
     // Models no rank reached: their start.
-    fn starts(nodes: &mut [Node], n: &mut usize) {
+    fn starts(nodes: &mut [Node], which: &dyn Fn(&Event) -> bool, n: &mut usize) {
         for node in nodes {
             match &mut node.kind {
                 NodeKind::Event(e) => {
-                    for v in &mut e.params {
+                    let picked = which(e);
+                    for v in e.params.iter_mut().filter(|_| picked) {
                         if v.is_file_end() {
                             *n += 1;
                             for g in &mut v.groups {
@@ -681,13 +717,13 @@ pub fn resolve(trace: &mut Trace) -> usize {
                             }
                         }
                     }
-                    starts(&mut e.children, n);
+                    starts(&mut e.children, which, n);
                 }
-                NodeKind::Loop(l) => starts(&mut l.body, n),
+                NodeKind::Loop(l) => starts(&mut l.body, which, n),
             }
         }
     }
-    starts(&mut trace.nodes, &mut n);
+    starts(&mut trace.nodes, which, &mut n);
     n
 }
 
@@ -807,6 +843,32 @@ mod tests {
         let mut back = m.clone();
         assert!(crate::prefix::resolve(&mut back) >= 2);
         assert!(!present(&back) && !crate::prefix::present(&back));
+        assert_eq!(blocks(&back, n), want);
+    }
+
+    #[test]
+    fn resolving_some_events_keeps_the_others_model_and_the_same_offsets() {
+        let n = 5;
+        let t = dump(n, 3);
+        let want = blocks(&t, n);
+        let mut m = t.clone();
+        crate::prefix::recognise(&mut m);
+        let all = sites(&m);
+        assert_eq!(
+            all.iter().map(|s| s.0).collect::<Vec<_>>(),
+            vec![Op::FileWriteAt, Op::FileWriteAtAll],
+            "{all:?}"
+        );
+        // The header alone resolved: its offsets are values, the blocks keep the model and
+        // still follow the header's writes.
+        assert!(resolve_where(&mut m, &|e| e.op == Op::FileWriteAt) >= 1);
+        assert_eq!(
+            sites(&m).into_iter().map(|s| s.0).collect::<Vec<_>>(),
+            vec![Op::FileWriteAtAll]
+        );
+        let mut back = m.clone();
+        resolve(&mut back);
+        crate::prefix::resolve(&mut back);
         assert_eq!(blocks(&back, n), want);
     }
 
