@@ -539,7 +539,7 @@ impl TraceFile {
             }
             Ok(())
         }
-        fn nodes_ok(nodes: &[Node], depth: usize) -> Result<(), String> {
+        fn nodes_ok(nodes: &[Node], depth: usize, seen: &mut u64) -> Result<(), String> {
             if depth > MAX_DEPTH {
                 return Err("loops nested too deeply".into());
             }
@@ -553,24 +553,26 @@ impl TraceFile {
                 }
                 match &n.kind {
                     NodeKind::Event(e) => {
+                        *seen += 1;
                         if e.nfields() != e.path.as_ref().map_or(0, |p| p.nfields()) {
                             return Err(format!(
                                 "{}: path has more fields than parameters",
                                 e.op.name()
                             ));
                         }
+                        params_fit(e, &n.ranks, *seen)?;
                         e.params.iter().try_for_each(|p| elastic_ok(p, depth))?;
-                        nodes_ok(&e.children, depth + 1)?;
+                        nodes_ok(&e.children, depth + 1, seen)?;
                     }
                     NodeKind::Loop(l) => {
                         elastic_ok(&l.iters, depth)?;
-                        nodes_ok(&l.body, depth + 1)?;
+                        nodes_ok(&l.body, depth + 1, seen)?;
                     }
                 }
             }
             Ok(())
         }
-        nodes_ok(&self.trace.nodes, 0)
+        nodes_ok(&self.trace.nodes, 0, &mut 0)
     }
 
     /// Writes the file atomically ([`crate::atomic`]), so a crash never leaves a half-written
@@ -592,6 +594,39 @@ impl TraceFile {
         })?;
         Self::from_bytes(&bytes, path)
     }
+}
+
+/// Whether event number `nth` (depth first, from 1) has the parameters its op's schema says:
+/// every fixed parameter ([`crate::Op::params`]), then the path's fields. Readers (layouts,
+/// prefix sums, collective models, replay, the CODES export) index the fixed parameters by
+/// their schema position, so an event shorter than its schema is refused here rather than
+/// read past its end. More parameters fit: variadic ops store their arrays after the fixed
+/// parameters (datatype constructors, `Startall`, hyperslabs, ...), whose readers check each
+/// array's length themselves. Events of version-1 files have the same layout: no op's fixed
+/// parameters have changed since version 1 (`git log -p rsd/src/op.rs`), only ops were added.
+fn params_fit(
+    e: &crate::trace::Event,
+    ranks: &crate::ranks::RankSet,
+    nth: u64,
+) -> Result<(), String> {
+    let fixed = e.op.params().len();
+    let fields = e.path.as_ref().map_or(0, |p| p.nfields());
+    if e.params.len() >= fixed + fields {
+        return Ok(());
+    }
+    let mut need = e.op.schema().join(", ");
+    if fields > 0 {
+        need = format!(
+            "{need}{}{fields} path field(s)",
+            if fixed > 0 { ", then " } else { "" }
+        );
+    }
+    Err(format!(
+        "event {nth} ({}, ranks {ranks}) has {} parameter(s) where its schema needs {} ({need})",
+        e.op.name(),
+        e.params.len(),
+        fixed + fields
+    ))
 }
 
 /// Version 1's breakdown: each part's MessagePack alone, the rest (array and map headers,

@@ -254,6 +254,10 @@ fn elastic() -> impl Strategy<Value = Elastic> {
     })
 }
 
+/// An event that follows its op's schema, as the decoder requires: the fixed parameters,
+/// up to two more (a variadic op's arrays; any op may carry them), then the path's fields.
+/// One to three values are drawn and repeated to that length (drawing one per parameter
+/// makes the strategy's trees deep enough to overflow a test thread's stack).
 fn event(children: Vec<Node>) -> impl Strategy<Value = Event> {
     (
         prop::sample::select(Op::ALL.to_vec()),
@@ -264,15 +268,20 @@ fn event(children: Vec<Node>) -> impl Strategy<Value = Event> {
             "a%%b",
         ])),
         prop::collection::vec(elastic(), 1..4),
+        0usize..3,
         timing(),
     )
-        .prop_map(move |(op, sig, path, params, timing)| Event {
-            op,
-            sig,
-            path: path.map(|p| PathTemplate(p.to_string())),
-            params,
-            timing,
-            children: children.clone(),
+        .prop_map(move |(op, sig, path, drawn, extra, timing)| {
+            let path = path.map(|p| PathTemplate(p.to_string()));
+            let n = op.params().len() + extra + path.as_ref().map_or(0, |p| p.nfields());
+            Event {
+                op,
+                sig,
+                path,
+                params: drawn.iter().cycle().take(n).cloned().collect(),
+                timing,
+                children: children.clone(),
+            }
         })
 }
 
@@ -373,5 +382,59 @@ proptest! {
                 }
             }
         }
+    }
+}
+
+/// An event with fewer parameters than its op's schema (what the fuzzers found replay's
+/// planning to index past) is refused when read, in both versions, naming the event and its
+/// op, never a panic; one parameter more (a variadic op's array) still reads.
+#[test]
+fn an_event_shorter_than_its_schema_is_refused_naming_it() {
+    let tf = TraceFile {
+        header: Header::new(4),
+        trace: rsd::synth::spmd(4, 10),
+    };
+    fn edit_first_pwrite(nodes: &mut [Node], f: &mut dyn FnMut(&mut Event)) -> bool {
+        for n in nodes {
+            let done = match &mut n.kind {
+                NodeKind::Event(e) if e.op == Op::Pwrite => {
+                    f(e);
+                    true
+                }
+                NodeKind::Event(e) => edit_first_pwrite(&mut e.children, f),
+                NodeKind::Loop(l) => edit_first_pwrite(&mut l.body, f),
+            };
+            if done {
+                return true;
+            }
+        }
+        false
+    }
+    for enc in [Encoding::V1, Encoding::V2] {
+        let mut short = tf.clone();
+        assert!(edit_first_pwrite(&mut short.trace.nodes, &mut |e| e
+            .params
+            .truncate(2)));
+        let b = short.to_bytes_as(enc).unwrap();
+        let msg = TraceFile::from_bytes(&b, Path::new("short.iotrex"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.starts_with("short.iotrex: ")
+                && msg.contains("(pwrite, ranks 0-3) has 2 parameter(s) where its schema needs 4 (fd, count, offset, ret)"),
+            "{enc:?}: {msg}"
+        );
+        let mut long = tf.clone();
+        assert!(edit_first_pwrite(&mut long.trace.nodes, &mut |e| {
+            let extra = e.params[0].clone();
+            e.params.push(extra)
+        }));
+        let b = long.to_bytes_as(enc).unwrap();
+        assert_eq!(
+            TraceFile::from_bytes(&b, Path::new("long.iotrex"))
+                .unwrap()
+                .trace,
+            long.trace
+        );
     }
 }
