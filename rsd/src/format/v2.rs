@@ -522,11 +522,24 @@ impl Writer {
         let pred = predicted_sum(&s.bins, s.min, s.max);
         let (mt, mp) = float_code(s.mean, Some(s.count), Some(pred));
         let (vt, vp) = float_code(s.m2, Some(s.count), None);
-        self.byte(mt | vt << 3 | u8::from(shifted) << 5 | u8::from(!derive) << 6);
-        self.varint(if shifted { mask >> first } else { mask });
+        // The derived bin is the larger of the first and the last non-empty ones: the one
+        // whose count is widest (the fast calls' bin, in a long-tailed distribution).
         let last = (0..BINS).rev().find(|&b| s.bins[b] != 0);
+        let lowest = (0..BINS).find(|&b| s.bins[b] != 0);
+        let from_first = match (lowest, last) {
+            (Some(f), Some(l)) => derive && s.bins[f] > s.bins[l],
+            _ => false,
+        };
+        let derived = if from_first { lowest } else { last };
+        self.byte(
+            mt | vt << 3
+                | u8::from(shifted) << 5
+                | u8::from(!derive) << 6
+                | u8::from(from_first) << 7,
+        );
+        self.varint(if shifted { mask >> first } else { mask });
         for (b, &c) in s.bins.iter().enumerate() {
-            if c != 0 && !(derive && Some(b) == last) {
+            if c != 0 && !(derive && Some(b) == derived) {
                 self.varint(c);
             }
         }
@@ -1221,11 +1234,12 @@ impl<'a> Reader<'a> {
         let at = self.at;
         let tags = self.byte()?;
         let (mt, vt) = (tags & 7, tags >> 3 & 3);
-        if tags & 0x80 != 0 || mt > 4 {
-            return bad(format!("unknown number tags {tags:#x} at byte {at}"));
-        }
         let shifted = tags & 0x20 != 0;
         let all = tags & 0x40 != 0;
+        let from_first = tags & 0x80 != 0;
+        if mt > 4 || (all && from_first) {
+            return bad(format!("unknown number tags {tags:#x} at byte {at}"));
+        }
         let mask_at = self.at;
         let mut mask = self.varint()?;
         if shifted {
@@ -1240,15 +1254,23 @@ impl<'a> Reader<'a> {
                 "histogram mask {mask:#x} at byte {mask_at} names bins past {BINS}"
             ));
         }
-        let last = (0..BINS).rev().find(|&b| mask & (1 << b) != 0);
+        let derived = if from_first {
+            (0..BINS).find(|&b| mask & (1 << b) != 0)
+        } else {
+            (0..BINS).rev().find(|&b| mask & (1 << b) != 0)
+        };
         let mut bins = [0u64; BINS];
         let mut sum = 0u64;
         for (b, bin) in bins.iter_mut().enumerate() {
-            if mask & (1 << b) == 0 {
-                continue;
+            if mask & (1 << b) != 0 && (all || Some(b) != derived) {
+                *bin = self.varint()?;
+                sum = sum.saturating_add(*bin);
             }
-            if !all && Some(b) == last {
-                *bin = match count.checked_sub(sum) {
+        }
+        match derived {
+            _ if all => {}
+            Some(b) => {
+                bins[b] = match count.checked_sub(sum) {
                     Some(c) if c > 0 => c,
                     _ => {
                         return bad(format!(
@@ -1256,15 +1278,12 @@ impl<'a> Reader<'a> {
                         ));
                     }
                 };
-            } else {
-                *bin = self.varint()?;
-                sum = sum.saturating_add(*bin);
             }
-        }
-        if !all && last.is_none() {
-            return bad(format!(
-                "histogram at byte {mask_at} is empty but says its count is derived"
-            ));
+            None => {
+                return bad(format!(
+                    "histogram at byte {mask_at} is empty but says its count is derived"
+                ));
+            }
         }
         let mean = if mt == 4 {
             let at = self.at;
