@@ -43,7 +43,11 @@ fn main() {
                 .to_bytes_as(rsd::format::Encoding::V1)
                 .expect("encode")
                 .len();
-            v1.push((n, it, sz1, sz));
+            let sz26 = tf
+                .to_bytes_as(rsd::format::Encoding::V2)
+                .expect("encode")
+                .len();
+            v1.push((n, it, sz1, sz, sz26));
             base.get_or_insert(sz);
             lo = lo.min(sz);
             hi = hi.max(sz);
@@ -64,11 +68,11 @@ fn main() {
             header: Header::new(n),
             trace: synth::spmd(n, 10),
         }
-        .breakdown(rsd::format::Encoding::V2)
+        .breakdown(rsd::format::Encoding::V2_7)
         .expect("encode")
     };
     let (small, large) = (parts(16), parts(65_536));
-    println!("v2 bytes per part at 10 iterations:     16 ranks  65,536 ranks");
+    println!("v2.7 bytes per part at 10 iterations:   16 ranks  65,536 ranks");
     for part in rsd::format::v2::Part::ALL {
         for nested in [false, true] {
             let (a, b) = (
@@ -85,10 +89,13 @@ fn main() {
     if let (Some(a), Some(b)) = (at(16), at(65_536)) {
         let g = |x: usize, y: usize| (y as f64 - x as f64) / x as f64 * 100.0;
         println!(
-            "16 -> 65,536 ranks at 10 iterations: format v2 {} -> {} B ({:+.1}%), v1 {} -> {} B ({:+.1}%)",
+            "16 -> 65,536 ranks at 10 iterations: format v2.7 {} -> {} B ({:+.1}%), v2.0-2.6 {} -> {} B ({:+.1}%), v1 {} -> {} B ({:+.1}%)",
             a.3,
             b.3,
             g(a.3, b.3),
+            a.4,
+            b.4,
+            g(a.4, b.4),
             a.2,
             b.2,
             g(a.2, b.2)

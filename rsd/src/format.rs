@@ -54,10 +54,10 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 6, the
-/// header's `run_id`. Both format versions store the header alike, so one minor counts for
-/// both.
-pub const FORMAT_MINOR: u32 = 6;
+/// The newest minor version this build writes and reads (see the module's text): 7, version
+/// 2's timing records laid out by rank set ([`v2::TimingLayout::Sized`]); 6 was the header's
+/// `run_id`. Both format versions store the header alike, so one minor counts for both.
+pub const FORMAT_MINOR: u32 = v2::SIZED_TIMING_MINOR;
 
 /// Which format version a trace is written in ([`Header::encoding`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -66,8 +66,12 @@ pub enum Encoding {
     /// decoded from MessagePack).
     #[default]
     V1,
-    /// Version 2: what [`Header::new`] gives.
+    /// Version 2 with the timing records of minor versions 0 to 6: what a trace read from
+    /// such a file keeps, so it re-encodes to its bytes (the golden files in `data/format/v2/`).
     V2,
+    /// Version 2 with the timing records of minor version 7 ([`v2::TimingLayout::Sized`]):
+    /// what [`Header::new`] gives. Written with minor version 7 or more.
+    V2_7,
 }
 
 impl Encoding {
@@ -75,7 +79,25 @@ impl Encoding {
     pub fn version(self) -> u32 {
         match self {
             Encoding::V1 => FORMAT_VERSION,
-            Encoding::V2 => FORMAT_V2,
+            Encoding::V2 | Encoding::V2_7 => FORMAT_V2,
+        }
+    }
+
+    /// The minor version a file of this encoding with `header` is written with: the header's
+    /// ([`Header::minor`]), and at least 7 for version 2's sized timing records.
+    pub fn minor(self, header: &Header) -> u32 {
+        match self {
+            Encoding::V2_7 => header.minor().max(v2::SIZED_TIMING_MINOR),
+            Encoding::V1 | Encoding::V2 => header.minor(),
+        }
+    }
+
+    /// The name `iotrex show` and `trace_bytes` give it: `1`, `2` or `2.7`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::V1 => "1",
+            Encoding::V2 => "2",
+            Encoding::V2_7 => "2.7",
         }
     }
 }
@@ -248,7 +270,7 @@ impl Header {
             build_id: None,
             node_cores: Vec::new(),
             run_id: None,
-            encoding: Encoding::V2,
+            encoding: Encoding::V2_7,
         }
     }
 
@@ -352,9 +374,14 @@ impl TraceFile {
     pub fn to_bytes_as(&self, encoding: Encoding) -> Result<Vec<u8>, RsdError> {
         let body = match encoding {
             Encoding::V1 => rmp_serde::to_vec(self).map_err(|e| RsdError::Encode(e.to_string()))?,
-            Encoding::V2 => v2::encode(self)?.0,
+            Encoding::V2 => v2::encode(self, v2::TimingLayout::Plain)?.0,
+            Encoding::V2_7 => v2::encode(self, v2::TimingLayout::Sized)?.0,
         };
-        Ok(Self::frame(&body, encoding.version(), self.header.minor()))
+        Ok(Self::frame(
+            &body,
+            encoding.version(),
+            encoding.minor(&self.header),
+        ))
     }
 
     /// Where the bytes of this file go when written in format version `encoding`: the
@@ -363,7 +390,8 @@ impl TraceFile {
     /// measured by encoding each part alone, what containers add counted as structure.
     pub fn breakdown(&self, encoding: Encoding) -> Result<v2::Breakdown, RsdError> {
         match encoding {
-            Encoding::V2 => Ok(v2::encode(self)?.1),
+            Encoding::V2 => Ok(v2::encode(self, v2::TimingLayout::Plain)?.1),
+            Encoding::V2_7 => Ok(v2::encode(self, v2::TimingLayout::Sized)?.1),
             Encoding::V1 => v1_breakdown(self),
         }
     }
@@ -443,17 +471,33 @@ impl TraceFile {
                 ),
             });
         }
-        if version == FORMAT_V2 {
+        if version == FORMAT_V2 && minor >= v2::SIZED_TIMING_MINOR {
+            Self::decode_body_v2_7(body, path)
+        } else if version == FORMAT_V2 {
             Self::decode_body_v2(body, path)
         } else {
             Self::decode_body(body, path)
         }
     }
 
-    /// Decodes and validates a version-2 body without the prefix checks. Public so the fuzz
-    /// tests can feed it arbitrary bytes past the checksum.
+    /// Decodes and validates a version-2 body of minor version 0 to 6 without the prefix
+    /// checks. Public so the fuzz tests can feed it arbitrary bytes past the checksum.
     pub fn decode_body_v2(body: &[u8], path: &Path) -> Result<TraceFile, RsdError> {
-        let tf = v2::decode(body).map_err(|e| match e {
+        Self::decode_v2_as(body, path, v2::TimingLayout::Plain)
+    }
+
+    /// Decodes and validates a version-2 body of minor version 7 or later (sized timing
+    /// records) without the prefix checks, for the fuzz tests as [`Self::decode_body_v2`].
+    pub fn decode_body_v2_7(body: &[u8], path: &Path) -> Result<TraceFile, RsdError> {
+        Self::decode_v2_as(body, path, v2::TimingLayout::Sized)
+    }
+
+    fn decode_v2_as(
+        body: &[u8],
+        path: &Path,
+        layout: v2::TimingLayout,
+    ) -> Result<TraceFile, RsdError> {
+        let tf = v2::decode(body, layout).map_err(|e| match e {
             v2::DecodeError::Corrupt(detail) => RsdError::Corrupt {
                 path: path.to_path_buf(),
                 detail,
@@ -539,7 +583,7 @@ impl TraceFile {
             }
             Ok(())
         }
-        fn nodes_ok(nodes: &[Node], depth: usize) -> Result<(), String> {
+        fn nodes_ok(nodes: &[Node], depth: usize, seen: &mut u64) -> Result<(), String> {
             if depth > MAX_DEPTH {
                 return Err("loops nested too deeply".into());
             }
@@ -553,24 +597,26 @@ impl TraceFile {
                 }
                 match &n.kind {
                     NodeKind::Event(e) => {
+                        *seen += 1;
                         if e.nfields() != e.path.as_ref().map_or(0, |p| p.nfields()) {
                             return Err(format!(
                                 "{}: path has more fields than parameters",
                                 e.op.name()
                             ));
                         }
+                        params_fit(e, &n.ranks, *seen)?;
                         e.params.iter().try_for_each(|p| elastic_ok(p, depth))?;
-                        nodes_ok(&e.children, depth + 1)?;
+                        nodes_ok(&e.children, depth + 1, seen)?;
                     }
                     NodeKind::Loop(l) => {
                         elastic_ok(&l.iters, depth)?;
-                        nodes_ok(&l.body, depth + 1)?;
+                        nodes_ok(&l.body, depth + 1, seen)?;
                     }
                 }
             }
             Ok(())
         }
-        nodes_ok(&self.trace.nodes, 0)
+        nodes_ok(&self.trace.nodes, 0, &mut 0)
     }
 
     /// Writes the file atomically ([`crate::atomic`]), so a crash never leaves a half-written
@@ -592,6 +638,39 @@ impl TraceFile {
         })?;
         Self::from_bytes(&bytes, path)
     }
+}
+
+/// Whether event number `nth` (depth first, from 1) has the parameters its op's schema says:
+/// every fixed parameter ([`crate::Op::params`]), then the path's fields. Readers (layouts,
+/// prefix sums, collective models, replay, the CODES export) index the fixed parameters by
+/// their schema position, so an event shorter than its schema is refused here rather than
+/// read past its end. More parameters fit: variadic ops store their arrays after the fixed
+/// parameters (datatype constructors, `Startall`, hyperslabs, ...), whose readers check each
+/// array's length themselves. Events of version-1 files have the same layout: no op's fixed
+/// parameters have changed since version 1 (`git log -p rsd/src/op.rs`), only ops were added.
+fn params_fit(
+    e: &crate::trace::Event,
+    ranks: &crate::ranks::RankSet,
+    nth: u64,
+) -> Result<(), String> {
+    let fixed = e.op.params().len();
+    let fields = e.path.as_ref().map_or(0, |p| p.nfields());
+    if e.params.len() >= fixed + fields {
+        return Ok(());
+    }
+    let mut need = e.op.schema().join(", ");
+    if fields > 0 {
+        need = format!(
+            "{need}{}{fields} path field(s)",
+            if fixed > 0 { ", then " } else { "" }
+        );
+    }
+    Err(format!(
+        "event {nth} ({}, ranks {ranks}) has {} parameter(s) where its schema needs {} ({need})",
+        e.op.name(),
+        e.params.len(),
+        fixed + fields
+    ))
 }
 
 /// Version 1's breakdown: each part's MessagePack alone, the rest (array and map headers,
@@ -765,11 +844,19 @@ mod tests {
     #[test]
     fn a_newer_minor_version_is_named_and_damage_is_still_damage() {
         let mut tf = TraceFile::from_bytes(&sample(), Path::new("x")).unwrap();
-        // Files without the newer fields keep minor 0 (and their bytes: the golden files).
-        assert_eq!(sample()[12..16], [0, 0, 0, 0]);
+        // New files have version 2's sized timing records: minor 7. Files in the layout of
+        // minor 0-6 without the newer fields keep minor 0 (and their bytes: the golden files).
+        let minor = |b: &[u8]| u32::from_le_bytes(b[12..16].try_into().unwrap());
+        assert_eq!(minor(&sample()), 7);
+        assert_eq!(minor(&tf.to_bytes_as(Encoding::V2).unwrap()), 0);
         tf.header.run_id = Some("0123456789abcdef".into());
+        let b = tf.to_bytes_as(Encoding::V2).unwrap();
+        assert_eq!(minor(&b), 6);
+        let mut old = tf.clone();
+        old.header.encoding = Encoding::V2;
+        assert_eq!(TraceFile::from_bytes(&b, Path::new("x")).unwrap(), old);
         let b = tf.to_bytes().unwrap();
-        assert_eq!(u32::from_le_bytes(b[12..16].try_into().unwrap()), 6);
+        assert_eq!(minor(&b), 7);
         assert_eq!(TraceFile::from_bytes(&b, Path::new("x")).unwrap(), tf);
         let body = body_with_a_future_field(&tf);
         let p = Path::new("new.iotrex");
@@ -816,6 +903,7 @@ mod tests {
         assert!(msg(b"").contains("bad magic"));
         let mut newer = b.clone();
         newer[8..12].copy_from_slice(&7u32.to_le_bytes());
+        newer[12..16].copy_from_slice(&0u32.to_le_bytes());
         assert!(msg(&newer).contains("version 7 is newer"));
         assert!(msg(&b[..b.len() - 3]).contains("truncated"));
         assert!(msg(&b[..20]).contains("truncated"));

@@ -110,21 +110,30 @@ fn damage_is_refused_naming_the_file() {
         header: Header::new(4),
         trace: rsd::synth::spmd(4, 10),
     };
-    let b = tf.to_bytes().unwrap();
-    let body = &b[PREFIX_LEN..];
-    let p = Path::new("v2.iotrex");
-    for n in 0..body.len() {
-        let e = TraceFile::decode_body_v2(&body[..n], p).unwrap_err();
-        assert!(e.to_string().contains("v2.iotrex"), "{e}");
+    // Both layouts of version 2's timing records (minor versions 0-6, and 7).
+    type Decode = fn(&[u8], &Path) -> Result<TraceFile, rsd::RsdError>;
+    let layouts: [(Encoding, Decode); 2] = [
+        (Encoding::V2, TraceFile::decode_body_v2),
+        (Encoding::V2_7, TraceFile::decode_body_v2_7),
+    ];
+    for (enc, decode) in layouts {
+        let b = tf.to_bytes_as(enc).unwrap();
+        let body = &b[PREFIX_LEN..];
+        let p = Path::new("v2.iotrex");
+        for n in 0..body.len() {
+            let e = decode(&body[..n], p).unwrap_err();
+            assert!(e.to_string().contains("v2.iotrex"), "{e}");
+        }
+        let mut x = body.to_vec();
+        x.push(0);
+        assert!(
+            decode(&x, p)
+                .unwrap_err()
+                .to_string()
+                .contains("1 bytes left over")
+        );
+        assert_eq!(decode(body, p).unwrap().trace, tf.trace);
     }
-    let mut x = body.to_vec();
-    x.push(0);
-    assert!(
-        TraceFile::decode_body_v2(&x, p)
-            .unwrap_err()
-            .to_string()
-            .contains("1 bytes left over")
-    );
 }
 
 // --- Arbitrary traces ----------------------------------------------------------------------
@@ -254,6 +263,10 @@ fn elastic() -> impl Strategy<Value = Elastic> {
     })
 }
 
+/// An event that follows its op's schema, as the decoder requires: the fixed parameters,
+/// up to two more (a variadic op's arrays; any op may carry them), then the path's fields.
+/// One to three values are drawn and repeated to that length (drawing one per parameter
+/// makes the strategy's trees deep enough to overflow a test thread's stack).
 fn event(children: Vec<Node>) -> impl Strategy<Value = Event> {
     (
         prop::sample::select(Op::ALL.to_vec()),
@@ -264,15 +277,20 @@ fn event(children: Vec<Node>) -> impl Strategy<Value = Event> {
             "a%%b",
         ])),
         prop::collection::vec(elastic(), 1..4),
+        0usize..3,
         timing(),
     )
-        .prop_map(move |(op, sig, path, params, timing)| Event {
-            op,
-            sig,
-            path: path.map(|p| PathTemplate(p.to_string())),
-            params,
-            timing,
-            children: children.clone(),
+        .prop_map(move |(op, sig, path, drawn, extra, timing)| {
+            let path = path.map(|p| PathTemplate(p.to_string()));
+            let n = op.params().len() + extra + path.as_ref().map_or(0, |p| p.nfields());
+            Event {
+                op,
+                sig,
+                path,
+                params: drawn.iter().cycle().take(n).cloned().collect(),
+                timing,
+                children: children.clone(),
+            }
         })
 }
 
@@ -337,11 +355,22 @@ proptest! {
         let from_v1 = TraceFile::from_bytes(&b1, Path::new("mem")).unwrap();
         prop_assert_eq!(from_v1.header.encoding, Encoding::V1);
         prop_assert_eq!(&from_v1.trace, &tf.trace);
-        let again = from_v1.to_bytes_as(Encoding::V2).unwrap();
+        // New traces are written as 2.7 (`Header::new`); a version-1 trace written as 2.7
+        // gives the same bytes.
+        prop_assert_eq!(tf.header.encoding, Encoding::V2_7);
+        let again = from_v1.to_bytes_as(tf.header.encoding).unwrap();
         prop_assert_eq!(&again, &b2);
         let v2 = TraceFile::from_bytes(&again, Path::new("mem")).unwrap();
         prop_assert_eq!(&v2.trace, &tf.trace);
         prop_assert_eq!(&v2, &tf);
+
+        // The timing records of minor versions 0-6 still round-trip, and read as such.
+        let plain = tf.to_bytes_as(Encoding::V2).unwrap();
+        prop_assert!(u32::from_le_bytes(plain[12..16].try_into().unwrap()) < 7);
+        let back = TraceFile::from_bytes(&plain, Path::new("mem")).unwrap();
+        prop_assert_eq!(back.header.encoding, Encoding::V2);
+        prop_assert_eq!(&back.trace, &tf.trace);
+        prop_assert_eq!(back.to_bytes().unwrap(), plain);
     }
 
     /// Bit flips and random bytes in a version-2 body: a clean error naming the file, or a
@@ -353,7 +382,14 @@ proptest! {
         keep in any::<prop::sample::Index>(),
     ) {
         let tf = TraceFile { header: Header::new(4), trace: rsd::synth::spmd(4, 10) };
-        let b = tf.to_bytes().unwrap();
+        for sized in [false, true] {
+        type Decode = fn(&[u8], &Path) -> Result<TraceFile, rsd::RsdError>;
+        let (b, decode): (Vec<u8>, Decode) =
+            if sized {
+                (tf.to_bytes().unwrap(), TraceFile::decode_body_v2_7)
+            } else {
+                (tf.to_bytes_as(Encoding::V2).unwrap(), TraceFile::decode_body_v2)
+            };
         let mut body = b[PREFIX_LEN..].to_vec();
         for (at, bit) in &flips {
             let i = at.index(body.len());
@@ -365,7 +401,7 @@ proptest! {
             x.extend(&junk);
             x
         }] {
-            match TraceFile::decode_body_v2(&input, p) {
+            match decode(&input, p) {
                 Err(e) => prop_assert!(e.to_string().contains("fuzz.iotrex"), "{}", e),
                 Ok(tf) => {
                     let again = tf.to_bytes().unwrap();
@@ -373,5 +409,189 @@ proptest! {
                 }
             }
         }
+        }
+    }
+}
+
+/// An event with fewer parameters than its op's schema (what the fuzzers found replay's
+/// planning to index past) is refused when read, in both versions, naming the event and its
+/// op, never a panic; one parameter more (a variadic op's array) still reads.
+#[test]
+fn an_event_shorter_than_its_schema_is_refused_naming_it() {
+    let tf = TraceFile {
+        header: Header::new(4),
+        trace: rsd::synth::spmd(4, 10),
+    };
+    fn edit_first_pwrite(nodes: &mut [Node], f: &mut dyn FnMut(&mut Event)) -> bool {
+        for n in nodes {
+            let done = match &mut n.kind {
+                NodeKind::Event(e) if e.op == Op::Pwrite => {
+                    f(e);
+                    true
+                }
+                NodeKind::Event(e) => edit_first_pwrite(&mut e.children, f),
+                NodeKind::Loop(l) => edit_first_pwrite(&mut l.body, f),
+            };
+            if done {
+                return true;
+            }
+        }
+        false
+    }
+    for enc in [Encoding::V1, Encoding::V2] {
+        let mut short = tf.clone();
+        assert!(edit_first_pwrite(&mut short.trace.nodes, &mut |e| e
+            .params
+            .truncate(2)));
+        let b = short.to_bytes_as(enc).unwrap();
+        let msg = TraceFile::from_bytes(&b, Path::new("short.iotrex"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.starts_with("short.iotrex: ")
+                && msg.contains("(pwrite, ranks 0-3) has 2 parameter(s) where its schema needs 4 (fd, count, offset, ret)"),
+            "{enc:?}: {msg}"
+        );
+        let mut long = tf.clone();
+        assert!(edit_first_pwrite(&mut long.trace.nodes, &mut |e| {
+            let extra = e.params[0].clone();
+            e.params.push(extra)
+        }));
+        let b = long.to_bytes_as(enc).unwrap();
+        assert_eq!(
+            TraceFile::from_bytes(&b, Path::new("long.iotrex"))
+                .unwrap()
+                .trace,
+            long.trace
+        );
+    }
+}
+
+/// A timing record as the tracer and the merge make them, on a node of rank set `ranks`:
+/// the count a multiple of the set's size, the extreme ranks members of the set, bins from the
+/// minimum's to the maximum's summing to the count, the mean an exact sum over the count.
+#[allow(clippy::too_many_arguments)]
+fn recorded_stats(
+    ranks: &RankSet,
+    per_rank: u64,
+    picks: [prop::sample::Index; 2],
+    lo: u64,
+    spread: u64,
+    split: f64,
+    sum_at: f64,
+    m2: f64,
+) -> Stats {
+    let members = ranks.to_vec();
+    let count = per_rank * ranks.len();
+    let (min, max) = (lo, lo + spread);
+    let mut bins = [0u64; BINS];
+    let (a, b) = (rsd::timing::bin_of(min), rsd::timing::bin_of(max));
+    let low = if a == b {
+        count
+    } else {
+        ((count as f64 * split) as u64).clamp(1, count - 1)
+    };
+    bins[a] += low;
+    bins[b] += count - low;
+    let sum = min * count + ((spread * count) as f64 * sum_at) as u64;
+    Stats {
+        count,
+        min,
+        max,
+        min_rank: members[picks[0].index(members.len())],
+        max_rank: members[picks[1].index(members.len())],
+        mean: sum as f64 / count as f64,
+        m2,
+        bins,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Timing records as traced (counts per rank, extreme ranks in the node's set, exact
+    /// sums) round-trip through version 2.7 and are never longer than in minor versions
+    /// 0-6; so do the same records with ranks outside the set.
+    #[test]
+    fn sized_timing_records_round_trip_and_never_grow(
+        ranks in rankset(),
+        per_rank in 1u64..2000,
+        picks in prop::array::uniform4(any::<prop::sample::Index>()),
+        lo in prop_oneof![0u64..5000, 0u64..1 << 34],
+        spread in prop_oneof![0u64..5000, 0u64..1 << 30],
+        split in 0.0f64..1.0,
+        sum_at in 0.0f64..1.0,
+        m2 in float(),
+        outside in any::<bool>(),
+    ) {
+        let mut gap = recorded_stats(&ranks, per_rank, [picks[0], picks[1]], lo, spread, split, sum_at, m2);
+        let dur = recorded_stats(&ranks, per_rank, [picks[2], picks[3]], spread, lo, 1.0 - split, 1.0 - sum_at, m2);
+        if outside {
+            gap.max_rank = 1 << 20;
+        }
+        let node = Node {
+            ranks: ranks.clone(),
+            kind: NodeKind::Event(Event {
+                op: Op::Barrier,
+                sig: 1,
+                path: None,
+                params: vec![Elastic {
+                    groups: vec![Group { ranks, val: Val::Const(RankFn::Const(0)) }],
+                }],
+                timing: Timing { gap, dur, interval: None },
+                children: vec![],
+            }),
+        };
+        let tf = TraceFile { header: Header::new(70_000), trace: Trace { nodes: vec![node] } };
+        let sized = tf.to_bytes().unwrap();
+        let plain = tf.to_bytes_as(Encoding::V2).unwrap();
+        prop_assert!(sized.len() <= plain.len(), "2.7 {} B, 2.0-2.6 {} B", sized.len(), plain.len());
+        let back = TraceFile::from_bytes(&sized, Path::new("mem")).unwrap();
+        prop_assert_eq!(&back, &tf);
+        prop_assert_eq!(back.to_bytes().unwrap(), sized);
+    }
+}
+
+/// The version-2.7 golden files (`data/format/v2.7/`) are their version-1 originals written
+/// with minor version 7's timing records (`trace_bytes --write-as v2.7`): the same header and
+/// trace, their own bytes, minor version 7, and smaller than the version-2 golden files.
+#[test]
+fn golden_v2_7_files_mean_their_v1_originals_and_keep_their_bytes() {
+    for name in ["spmd_4x10.iotrex", "spmd_4x10_mpiconfig.iotrex"] {
+        let (_, v1) = read(&data(&format!("v1/{name}")));
+        let (b2, _) = read(&data(&format!("v2/{name}")));
+        let (b27, v27) = read(&data(&format!("v2.7/{name}")));
+        assert_eq!(
+            u32::from_le_bytes(b27[8..12].try_into().unwrap()),
+            FORMAT_V2
+        );
+        assert_eq!(u32::from_le_bytes(b27[12..16].try_into().unwrap()), 7);
+        assert_eq!(v27.header.encoding, Encoding::V2_7);
+        assert_eq!(v27.trace, v1.trace, "{name}: trace");
+        let mut h = v1.header.clone();
+        h.encoding = Encoding::V2_7;
+        assert_eq!(v27.header, h, "{name}: header");
+        assert_eq!(
+            v27.to_bytes().unwrap(),
+            b27,
+            "{name}: re-encodes to its bytes"
+        );
+        assert_eq!(
+            v1.to_bytes_as(Encoding::V2_7).unwrap(),
+            b27,
+            "{name}: v1 -> v2.7"
+        );
+        assert!(
+            b27.len() < b2.len(),
+            "{name}: {} B as 2.7, {} B as 2",
+            b27.len(),
+            b2.len()
+        );
+    }
+    let (_, tf) = read(&data("v2.7/spmd_4x10.iotrex"));
+    let text = std::fs::read_to_string(data("v1/spmd_4x10.expand.json")).unwrap();
+    let want: Vec<Vec<FlatEvent>> = serde_json::from_str(&text).unwrap();
+    for (r, w) in want.iter().enumerate() {
+        assert_eq!(&tf.trace.expand(r as u32), w, "rank {r}");
     }
 }

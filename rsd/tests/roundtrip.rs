@@ -64,17 +64,24 @@ fn param_strategy() -> impl Strategy<Value = ParamGen> {
 }
 
 fn stmt_strategy() -> impl Strategy<Value = Stmt> {
+    // Calls follow their op's schema (the decoder refuses an event shorter than it): one to
+    // three parameter generators, repeated to the schema's length.
     let call = (
         op_strategy(),
         0u64..6,
-        prop::collection::vec(param_strategy(), 0..4),
+        prop::collection::vec(param_strategy(), 1..4),
         prop::option::of(0u8..3),
         any::<bool>(),
     )
-        .prop_map(|(op, site, params, path, child)| Stmt::Call {
+        .prop_map(|(op, site, drawn, path, child)| Stmt::Call {
             op,
             site,
-            params,
+            params: drawn
+                .iter()
+                .cycle()
+                .take(op.params().len())
+                .cloned()
+                .collect(),
             path,
             child,
         });

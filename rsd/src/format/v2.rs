@@ -118,6 +118,10 @@ struct Writer {
     sig_ix: HashMap<u64, u64>,
     ranksets: Vec<RankSet>,
     rankset_ix: HashMap<RankSet, u64>,
+    /// How timing records are laid out (minor version 7 changed it).
+    layout: TimingLayout,
+    /// Each rank set's positions, computed once per set the timing records use.
+    positions: HashMap<u64, Option<Positions>>,
 }
 
 impl Writer {
@@ -236,7 +240,10 @@ impl Writer {
                         self.elastic(p);
                     }
                     self.part = Part::Timing;
-                    self.timing(&e.timing);
+                    match self.layout {
+                        TimingLayout::Plain => self.timing(&e.timing),
+                        TimingLayout::Sized => self.timing_sized(&e.timing, rs, &n.ranks),
+                    }
                     self.nodes(&e.children, true);
                     self.nested = nested;
                 }
@@ -423,6 +430,123 @@ impl Writer {
         }
     }
 
+    /// A timing record in the layout of minor version 7 (see the module's text): the count
+    /// per rank of the node's rank set where it divides, the extreme ranks as positions in
+    /// that set, and each statistic's number tags in one byte.
+    fn timing_sized(&mut self, t: &Timing, rs: u64, ranks: &RankSet) {
+        let own_count = t.gap.count != t.dur.count;
+        let size = set_len(ranks);
+        let per_rank = size > 0 && t.gap.count.is_multiple_of(size);
+        let pos = self
+            .positions
+            .entry(rs)
+            .or_insert_with(|| Positions::of(ranks))
+            .clone();
+        // Positions only where every extreme rank is in the set (a merged or extrapolated
+        // trace may name another rank): otherwise the ranks themselves.
+        let at = |r: u32| pos.as_ref().and_then(|p| p.index(r));
+        let positions: Option<Vec<u64>> = [
+            t.gap.min_rank,
+            t.gap.max_rank,
+            t.dur.min_rank,
+            t.dur.max_rank,
+        ]
+        .into_iter()
+        .map(at)
+        .collect();
+        let flags = u8::from(own_count)
+            | u8::from(t.interval.is_some()) << 1
+            | u8::from(per_rank) << 2
+            | u8::from(positions.is_some()) << 3;
+        self.byte(flags);
+        self.varint(if per_rank {
+            t.gap.count / size
+        } else {
+            t.gap.count
+        });
+        if own_count {
+            self.varint(t.dur.count);
+        }
+        // One rank in the set: its position is 0 four times, stored as nothing.
+        let ranks_of = |k: usize| match &positions {
+            Some(_) if size == 1 => None,
+            Some(p) => Some([p[k], p[k + 1]]),
+            None => None,
+        };
+        let (gr, dr) = (ranks_of(0), ranks_of(2));
+        self.stats_sized(&t.gap, positions.is_some(), gr);
+        self.stats_sized(&t.dur, positions.is_some(), dr);
+        if let Some(iv) = &t.interval {
+            for x in [iv.gap.lo, iv.gap.hi, iv.dur.lo, iv.dur.hi] {
+                self.bytes(&x.to_le_bytes());
+            }
+        }
+    }
+
+    /// One statistic in the layout of minor version 7: `positions` says the extreme ranks are
+    /// positions (`pos`, or nothing for a one-rank set), else they are stored as ranks.
+    fn stats_sized(&mut self, s: &Stats, positions: bool, pos: Option<[u64; 2]>) {
+        self.varint(s.min);
+        self.varint(s.max.wrapping_sub(s.min));
+        match (positions, pos) {
+            (true, Some([a, b])) => {
+                self.varint(a);
+                self.varint(b);
+            }
+            (true, None) => {}
+            (false, _) => {
+                self.varint(u64::from(s.min_rank));
+                self.varint(u64::from(s.max_rank));
+            }
+        }
+        let mut mask = 0u64;
+        let mut sum = 0u64;
+        let mut exact = true;
+        for (b, &c) in s.bins.iter().enumerate() {
+            if c != 0 {
+                mask |= 1 << b;
+                sum = match sum.checked_add(c) {
+                    Some(x) => x,
+                    None => {
+                        exact = false;
+                        sum
+                    }
+                };
+            }
+        }
+        let derive = exact && sum == s.count && mask != 0;
+        // Bins below the minimum's are empty in every recorded statistic: the mask starts at
+        // the minimum's bin where that holds.
+        let first = crate::timing::bin_of(s.min);
+        let shifted = mask & ((1u64 << first) - 1) == 0;
+        let pred = predicted_sum(&s.bins, s.min, s.max);
+        let (mt, mp) = float_code(s.mean, Some(s.count), Some(pred));
+        let (vt, vp) = float_code(s.m2, Some(s.count), None);
+        // The derived bin is the larger of the first and the last non-empty ones: the one
+        // whose count is widest (the fast calls' bin, in a long-tailed distribution).
+        let last = (0..BINS).rev().find(|&b| s.bins[b] != 0);
+        let lowest = (0..BINS).find(|&b| s.bins[b] != 0);
+        let from_first = match (lowest, last) {
+            (Some(f), Some(l)) => derive && s.bins[f] > s.bins[l],
+            _ => false,
+        };
+        let derived = if from_first { lowest } else { last };
+        self.byte(
+            mt | vt << 3
+                | u8::from(shifted) << 5
+                | u8::from(!derive) << 6
+                | u8::from(from_first) << 7,
+        );
+        self.varint(if shifted { mask >> first } else { mask });
+        for (b, &c) in s.bins.iter().enumerate() {
+            if c != 0 && !(derive && Some(b) == derived) {
+                self.varint(c);
+            }
+        }
+        self.bytes(&mp);
+        self.bytes(&vp);
+    }
+
     /// A float as its shortest exact form: zero, an integer, a sum over `count` (a mean taken
     /// from integer sums), or its 8 bytes. Exact to the bit (`-0.0` keeps its sign).
     fn float(&mut self, x: f64, count: Option<u64>) {
@@ -450,6 +574,160 @@ impl Writer {
     }
 }
 
+/// How a version-2 body lays out its timing records: as minor versions 0 to 6 wrote them, or
+/// as minor version 7 does (counts per rank, extreme ranks as positions in the node's rank
+/// set, the mean as a residual from the histogram's prediction, number tags in one byte).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimingLayout {
+    /// Minor versions 0 to 6.
+    Plain,
+    /// Minor version 7 and later.
+    Sized,
+}
+
+/// The minor version that introduced [`TimingLayout::Sized`].
+pub const SIZED_TIMING_MINOR: u32 = 7;
+
+/// Ranks in a set, saturating (a damaged file's runs may claim more than 2^64).
+fn set_len(r: &RankSet) -> u64 {
+    r.runs.iter().fold(0u64, |a, p| a.saturating_add(p.len()))
+}
+
+/// The positions of a rank set's members, in the order of its runs: where every run is one
+/// dimension (a start, a count and a stride: all ranks, every k-th rank, lists of ranges),
+/// position `i` is found by a binary search over the runs. Sets with runs of more dimensions
+/// (rare: the interior of a process grid) store ranks as they are.
+#[derive(Debug, Clone)]
+struct Positions {
+    /// (start, stride, count) per run.
+    runs: Vec<(u64, u64, u64)>,
+    /// The position of each run's first member.
+    before: Vec<u64>,
+    len: u64,
+}
+
+impl Positions {
+    fn of(r: &RankSet) -> Option<Positions> {
+        let mut runs = Vec::with_capacity(r.runs.len());
+        let mut before = Vec::with_capacity(r.runs.len());
+        let mut len = 0u64;
+        for p in &r.runs {
+            let [(c, st)] = p.dims.as_slice() else {
+                return None;
+            };
+            before.push(len);
+            runs.push((u64::from(p.start), u64::from(*st), u64::from(*c)));
+            len = len.checked_add(u64::from(*c))?;
+        }
+        Some(Positions { runs, before, len })
+    }
+
+    /// The position of rank `r` (in its first run that holds it), if the set holds it.
+    fn index(&self, r: u32) -> Option<u64> {
+        let r = u64::from(r);
+        self.runs
+            .iter()
+            .zip(&self.before)
+            .find_map(|(&(start, stride, count), &b)| {
+                let off = r.checked_sub(start)?;
+                let k = match stride {
+                    0 => (off == 0 && count > 0).then_some(0)?,
+                    s => (off.is_multiple_of(s) && off / s < count).then_some(off / s)?,
+                };
+                Some(b + k)
+            })
+    }
+
+    /// The rank at position `i`.
+    fn rank(&self, i: u64) -> Option<u32> {
+        if i >= self.len {
+            return None;
+        }
+        let k = self.before.partition_point(|&b| b <= i).checked_sub(1)?;
+        let (start, stride, _) = self.runs[k];
+        u32::try_from(start + (i - self.before[k]) * stride).ok()
+    }
+}
+
+/// What a histogram says the sum of its samples is: each non-empty bin's count times the
+/// middle of the bin cut to `[min, max]`. The mean is stored as the exact sum's difference
+/// from this, which is small where samples spread evenly within their bins; the decoder
+/// computes the same number from the same stored fields.
+fn predicted_sum(bins: &[u64; BINS], min: u64, max: u64) -> u128 {
+    let mut sum = 0u128;
+    for (b, &c) in bins.iter().enumerate() {
+        if c == 0 {
+            continue;
+        }
+        let lo = if b == 0 { 0 } else { 1u64 << (2 * b) };
+        let hi = if b == BINS - 1 {
+            u64::MAX
+        } else {
+            (1u64 << (2 * b + 2)) - 1
+        };
+        let (lo, hi) = (lo.max(min), hi.min(max));
+        let mid = if lo <= hi {
+            (u128::from(lo) + u128::from(hi)) / 2
+        } else {
+            u128::from(min)
+        };
+        sum = sum.saturating_add(u128::from(c).saturating_mul(mid));
+    }
+    sum
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// A float's tag and payload in the layout of minor version 7: 0 +0.0, 1 an integer, 2 a sum
+/// over `count`, 3 its 8 bytes, 4 (with a prediction) the sum's difference from `pred`,
+/// zigzag; the shortest exact one. Tags 0 to 3 are the plain layout's.
+fn float_code(x: f64, count: Option<u64>, pred: Option<u128>) -> (u8, Vec<u8>) {
+    let (tag, out) = float_code_varint(x, count, pred);
+    if out.len() > 8 {
+        return (3, x.to_le_bytes().to_vec());
+    }
+    (tag, out)
+}
+
+fn float_code_varint(x: f64, count: Option<u64>, pred: Option<u128>) -> (u8, Vec<u8>) {
+    let mut out = Vec::new();
+    if x.to_bits() == 0 {
+        return (0, out);
+    }
+    if (1.0..1.8e19).contains(&x) && x.fract() == 0.0 {
+        put_varint(&mut out, x as u64);
+        return (1, out);
+    }
+    if let Some(n) = count.filter(|&n| n > 1) {
+        let sum = (x * n as f64).round();
+        if (0.0..1.8e19).contains(&sum) && ((sum as u64) as f64 / n as f64).to_bits() == x.to_bits()
+        {
+            let sum = sum as u64;
+            put_varint(&mut out, sum);
+            if let Some(d) = pred.and_then(|p| i64::try_from(i128::from(sum) - p as i128).ok()) {
+                let mut r = Vec::new();
+                put_varint(&mut r, ((d << 1) ^ (d >> 63)) as u64);
+                if r.len() < out.len() {
+                    return (4, r);
+                }
+            }
+            return (2, out);
+        }
+    }
+    out.extend_from_slice(&x.to_le_bytes());
+    (3, out)
+}
+
 /// The name an operation is stored under: its serde variant name, as version 1 stores it
 /// (so a newer writer's operation is named, not mistaken for damage).
 fn op_name(op: Op) -> &'static str {
@@ -473,9 +751,14 @@ fn op_by_name(name: &str) -> Option<Op> {
     serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
 }
 
-/// Encodes a body, and says where its bytes went.
-pub fn encode(tf: &TraceFile) -> Result<(Vec<u8>, Breakdown), crate::RsdError> {
+/// Encodes a body with its timing records in `layout`, and says where its bytes went.
+pub fn encode(
+    tf: &TraceFile,
+    layout: TimingLayout,
+) -> Result<(Vec<u8>, Breakdown), crate::RsdError> {
     let mut w = Writer {
+        layout,
+        positions: HashMap::new(),
         out: Vec::new(),
         part: Part::Header,
         nested: false,
@@ -539,6 +822,9 @@ struct Reader<'a> {
     ops: Vec<Option<Op>>,
     sigs: Vec<u64>,
     ranksets: Vec<RankSet>,
+    layout: TimingLayout,
+    /// Each rank set's positions, computed once per set the timing records use.
+    positions: HashMap<usize, Option<Positions>>,
 }
 
 impl<'a> Reader<'a> {
@@ -645,7 +931,8 @@ impl<'a> Reader<'a> {
         for _ in 0..n {
             let at = self.at;
             let tag = self.varint()?;
-            let ranks = match self.ranksets.get((tag >> 1) as usize) {
+            let rs = (tag >> 1) as usize;
+            let ranks = match self.ranksets.get(rs) {
                 Some(r) => r.clone(),
                 None => {
                     return bad(format!(
@@ -671,7 +958,10 @@ impl<'a> Reader<'a> {
                 let params = (0..np)
                     .map(|_| self.elastic(depth))
                     .collect::<R<Vec<_>>>()?;
-                let timing = self.timing()?;
+                let timing = match self.layout {
+                    TimingLayout::Plain => self.timing()?,
+                    TimingLayout::Sized => self.timing_sized(rs)?,
+                };
                 let children = self.nodes(depth + 1)?;
                 NodeKind::Event(Event {
                     op,
@@ -857,6 +1147,178 @@ impl<'a> Reader<'a> {
         })
     }
 
+    fn timing_sized(&mut self, rs: usize) -> R<Timing> {
+        let at = self.at;
+        let flags = self.byte()?;
+        if flags > 15 {
+            return bad(format!("unknown timing flags {flags:#x} at byte {at}"));
+        }
+        let size = set_len(&self.ranksets[rs]);
+        let count_at = self.at;
+        let mut gap_count = self.varint()?;
+        if flags & 4 != 0 {
+            gap_count = match gap_count.checked_mul(size) {
+                Some(c) => c,
+                None => {
+                    return bad(format!(
+                        "count per rank at byte {count_at} times {size} ranks overflows"
+                    ));
+                }
+            };
+        }
+        let dur_count = if flags & 1 != 0 {
+            self.varint()?
+        } else {
+            gap_count
+        };
+        let pos = if flags & 8 != 0 {
+            let p = self
+                .positions
+                .entry(rs)
+                .or_insert_with(|| Positions::of(&self.ranksets[rs]))
+                .clone();
+            match p {
+                Some(p) => Some(p),
+                None => {
+                    return bad(format!(
+                        "timing at byte {at} names ranks by position in a set of more dimensions"
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        let gap = self.stats_sized(gap_count, pos.as_ref())?;
+        let dur = self.stats_sized(dur_count, pos.as_ref())?;
+        let interval = if flags & 2 != 0 {
+            let mut f = || -> R<f64> {
+                Ok(f64::from_le_bytes(
+                    self.take(8)?.try_into().expect("8 bytes"),
+                ))
+            };
+            Some(Intervals {
+                gap: Interval { lo: f()?, hi: f()? },
+                dur: Interval { lo: f()?, hi: f()? },
+            })
+        } else {
+            None
+        };
+        Ok(Timing { gap, dur, interval })
+    }
+
+    fn stats_sized(&mut self, count: u64, pos: Option<&Positions>) -> R<Stats> {
+        let min = self.varint()?;
+        let max = min.wrapping_add(self.varint()?);
+        let (min_rank, max_rank) = match pos {
+            None => (self.u32("rank")?, self.u32("rank")?),
+            Some(p) if p.len == 1 => {
+                let r = p.rank(0).ok_or_else(|| {
+                    DecodeError::Corrupt(format!("one-rank set past 2^32 at byte {}", self.at))
+                })?;
+                (r, r)
+            }
+            Some(p) => {
+                let mut rank = || -> R<u32> {
+                    let at = self.at;
+                    let i = self.varint()?;
+                    p.rank(i).ok_or_else(|| {
+                        DecodeError::Corrupt(format!(
+                            "rank position {i} at byte {at} is past its set of {} ranks",
+                            p.len
+                        ))
+                    })
+                };
+                (rank()?, rank()?)
+            }
+        };
+        let at = self.at;
+        let tags = self.byte()?;
+        let (mt, vt) = (tags & 7, tags >> 3 & 3);
+        let shifted = tags & 0x20 != 0;
+        let all = tags & 0x40 != 0;
+        let from_first = tags & 0x80 != 0;
+        if mt > 4 || (all && from_first) {
+            return bad(format!("unknown number tags {tags:#x} at byte {at}"));
+        }
+        let mask_at = self.at;
+        let mut mask = self.varint()?;
+        if shifted {
+            let first = crate::timing::bin_of(min);
+            mask = match mask.checked_shl(first as u32) {
+                Some(m) if m >> first == mask => m,
+                _ => return bad(format!("histogram mask at byte {mask_at} overflows")),
+            };
+        }
+        if mask >> BINS != 0 {
+            return bad(format!(
+                "histogram mask {mask:#x} at byte {mask_at} names bins past {BINS}"
+            ));
+        }
+        let derived = if from_first {
+            (0..BINS).find(|&b| mask & (1 << b) != 0)
+        } else {
+            (0..BINS).rev().find(|&b| mask & (1 << b) != 0)
+        };
+        let mut bins = [0u64; BINS];
+        let mut sum = 0u64;
+        for (b, bin) in bins.iter_mut().enumerate() {
+            if mask & (1 << b) != 0 && (all || Some(b) != derived) {
+                *bin = self.varint()?;
+                sum = sum.saturating_add(*bin);
+            }
+        }
+        match derived {
+            _ if all => {}
+            Some(b) => {
+                bins[b] = match count.checked_sub(sum) {
+                    Some(c) if c > 0 => c,
+                    _ => {
+                        return bad(format!(
+                            "histogram at byte {mask_at} holds more than its count"
+                        ));
+                    }
+                };
+            }
+            None => {
+                return bad(format!(
+                    "histogram at byte {mask_at} is empty but says its count is derived"
+                ));
+            }
+        }
+        let mean = if mt == 4 {
+            let at = self.at;
+            let v = self.varint()?;
+            let d = (v >> 1) as i64 ^ -((v & 1) as i64);
+            let sum = predicted_sum(&bins, min, max) as i128 + i128::from(d);
+            match u64::try_from(sum) {
+                Ok(s) => s as f64 / count as f64,
+                Err(_) => return bad(format!("mean's sum at byte {at} is out of range")),
+            }
+        } else {
+            self.float_payload(mt, count)?
+        };
+        let m2 = self.float_payload(vt, count)?;
+        Ok(Stats {
+            count,
+            min,
+            max,
+            min_rank,
+            max_rank,
+            mean,
+            m2,
+            bins,
+        })
+    }
+
+    fn float_payload(&mut self, tag: u8, count: u64) -> R<f64> {
+        Ok(match tag {
+            0 => 0.0,
+            1 => self.varint()? as f64,
+            2 => self.varint()? as f64 / count as f64,
+            _ => f64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")),
+        })
+    }
+
     fn float(&mut self, count: u64) -> R<f64> {
         let at = self.at;
         Ok(match self.byte()? {
@@ -869,9 +1331,12 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Decodes a body (the caller has checked the prefix and the checksum, and validates after).
-pub fn decode(body: &[u8]) -> R<TraceFile> {
+/// Decodes a body whose timing records are in `layout` (the caller has checked the prefix
+/// and the checksum, and validates after).
+pub fn decode(body: &[u8], layout: TimingLayout) -> R<TraceFile> {
     let mut r = Reader {
+        layout,
+        positions: HashMap::new(),
         b: body,
         at: 0,
         strings: Vec::new(),
@@ -880,7 +1345,10 @@ pub fn decode(body: &[u8]) -> R<TraceFile> {
         ranksets: Vec::new(),
     };
     let mut header: Header = r.blob("header")?;
-    header.encoding = crate::format::Encoding::V2;
+    header.encoding = match layout {
+        TimingLayout::Plain => crate::format::Encoding::V2,
+        TimingLayout::Sized => crate::format::Encoding::V2_7,
+    };
     let n = r.len("string")?;
     for _ in 0..n {
         let len = r.varint()?;
