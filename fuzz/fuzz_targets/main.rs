@@ -4,7 +4,7 @@
 //!
 //! Trace inputs are the *body* of a `.iotrex` file (the MessagePack after the 32-byte prefix):
 //! a checksum over the body would make nearly every mutation a checksum error, so the harness
-//! goes past it with `TraceFile::decode_body` and `decode_body_v2` (versions 1 and 2); the
+//! goes past it with `TraceFile::decode_body`, `decode_body_v2` and `decode_body_v2_7`; the
 //! `read` target also feeds raw bytes through
 //! the prefix checks. Targets with several inputs (`extrap`, `diff`, `report`, `codes`) split
 //! the fuzz input at [`SEP`].
@@ -64,18 +64,24 @@ pub fn stage(name: &str) {
     }
 }
 
-/// Decodes a body as format version 1, else as version 2 (the prefix that says which is not
-/// part of the input, so both readers see every input: the golden seeds are version 1, traces
-/// written since session 10 version 2); an error must name the input.
+/// Decodes a body as format version 1, else as version 2, else as version 2.7 (the prefix
+/// that says which is not part of the input, so every reader sees every input: the golden
+/// seeds are version 1, traces written since session 10 version 2, since session 12 2.7); an
+/// error must name the input.
 pub fn decode(body: &[u8]) -> Option<TraceFile> {
     let path = Path::new(NAME);
-    let errs = match TraceFile::decode_body(body, path) {
-        Ok(tf) => return Some(tf),
-        Err(v1) => match TraceFile::decode_body_v2(body, path) {
+    let mut errs = Vec::new();
+    let readers: [fn(&[u8], &Path) -> Result<TraceFile, rsd::RsdError>; 3] = [
+        TraceFile::decode_body,
+        TraceFile::decode_body_v2,
+        TraceFile::decode_body_v2_7,
+    ];
+    for read in readers {
+        match read(body, path) {
             Ok(tf) => return Some(tf),
-            Err(v2) => [v1.to_string(), v2.to_string()],
-        },
-    };
+            Err(e) => errs.push(e.to_string()),
+        }
+    }
     for msg in errs {
         stage(&format!("refused: {msg:.100}"));
         assert!(msg.contains(NAME), "error does not name the input: {msg}");

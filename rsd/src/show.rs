@@ -256,7 +256,7 @@ pub fn render_header(h: &Header, out: &mut String) {
     let _ = writeln!(
         out,
         "iotrex trace, format version {}, written by iotrex {}",
-        h.encoding.version(),
+        h.encoding.name(),
         h.tool_version
     );
     let _ = writeln!(out, "{INDENT}ranks      {}", h.nranks);
