@@ -1392,16 +1392,21 @@ mod tests {
         crate::merge::merge_tree(ts).unwrap()
     }
 
-    fn displacements(t: &Trace, n: u32) -> Vec<Vec<i64>> {
+    /// Per rank, parameter `k` of its calls of `op`, in order.
+    fn values_of(t: &Trace, n: u32, op: Op, k: usize) -> Vec<Vec<i64>> {
         (0..n)
             .map(|r| {
                 t.expand(r)
                     .iter()
-                    .filter(|e| e.op == Op::TypeCreateHindexed)
-                    .map(|e| e.params[4])
+                    .filter(|e| e.op == op)
+                    .map(|e| e.params[k])
                     .collect()
             })
             .collect()
+    }
+
+    fn displacements(t: &Trace, n: u32) -> Vec<Vec<i64>> {
+        values_of(t, n, Op::TypeCreateHindexed, 4)
     }
 
     #[test]
@@ -1505,15 +1510,7 @@ mod tests {
     }
 
     fn starts_of(t: &Trace, n: u32) -> Vec<Vec<i64>> {
-        (0..n)
-            .map(|r| {
-                t.expand(r)
-                    .iter()
-                    .filter(|e| e.op == Op::H5SselectHyperslab)
-                    .map(|e| e.params[3])
-                    .collect()
-            })
-            .collect()
+        values_of(t, n, Op::H5SselectHyperslab, 3)
     }
 
     #[test]
