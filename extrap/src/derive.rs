@@ -880,9 +880,31 @@ pub(crate) fn plan(inputs: &[(&str, &TraceFile)]) -> Plan {
     }
     p.derived = seen.difference(&wrong).copied().collect();
     if p.failure.is_none() && !notes.is_empty() {
-        p.failure = Some(notes.join("; "));
+        p.failure = Some(first_notes(&notes));
     }
     p
+}
+
+/// How many of the notes on calls left out of the model a refusal or the output's notes
+/// quote: a file per process makes one per file and scale (40 for four inputs of 4-16 ranks,
+/// 20 KB in the extrapolated trace's header).
+const NOTES_QUOTED: usize = 3;
+
+/// The first [`NOTES_QUOTED`] notes, then how many more there are.
+fn first_notes(notes: &[String]) -> String {
+    let mut text = notes[..notes.len().min(NOTES_QUOTED)].join("; ");
+    if notes.len() > NOTES_QUOTED {
+        text.push_str(&format!(
+            "; and {} more like {}",
+            notes.len() - NOTES_QUOTED,
+            if notes.len() - NOTES_QUOTED == 1 {
+                "it"
+            } else {
+                "them"
+            }
+        ));
+    }
+    text
 }
 
 /// Why the configuration the model runs with differs between scales for `path`: each hint
