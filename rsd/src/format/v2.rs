@@ -388,9 +388,14 @@ impl Writer {
         self.stats(&t.gap);
         self.stats(&t.dur);
         if let Some(iv) = &t.interval {
-            for x in [iv.gap.lo, iv.gap.hi, iv.dur.lo, iv.dur.hi] {
-                self.bytes(&x.to_le_bytes());
-            }
+            self.intervals(iv);
+        }
+    }
+
+    /// A timing record's prediction intervals: four floats, exact.
+    fn intervals(&mut self, iv: &Intervals) {
+        for x in [iv.gap.lo, iv.gap.hi, iv.dur.lo, iv.dur.hi] {
+            self.bytes(&x.to_le_bytes());
         }
     }
 
@@ -401,23 +406,8 @@ impl Writer {
         self.varint(u64::from(s.max_rank));
         self.float(s.mean, Some(s.count));
         self.float(s.m2, None);
-        let mut mask = 0u64;
-        let mut sum = 0u64;
-        let mut exact = true;
-        for (b, &c) in s.bins.iter().enumerate() {
-            if c != 0 {
-                mask |= 1 << b;
-                sum = match sum.checked_add(c) {
-                    Some(x) => x,
-                    None => {
-                        exact = false;
-                        sum
-                    }
-                };
-            }
-        }
         // The last non-empty bin's count follows from the count where the bins sum to it.
-        let derive = exact && sum == s.count && mask != 0;
+        let (mut mask, derive) = bin_mask(s);
         if !derive {
             mask |= 1 << BINS;
         }
@@ -477,9 +467,7 @@ impl Writer {
         self.stats_sized(&t.gap, positions.is_some(), gr);
         self.stats_sized(&t.dur, positions.is_some(), dr);
         if let Some(iv) = &t.interval {
-            for x in [iv.gap.lo, iv.gap.hi, iv.dur.lo, iv.dur.hi] {
-                self.bytes(&x.to_le_bytes());
-            }
+            self.intervals(iv);
         }
     }
 
@@ -499,22 +487,7 @@ impl Writer {
                 self.varint(u64::from(s.max_rank));
             }
         }
-        let mut mask = 0u64;
-        let mut sum = 0u64;
-        let mut exact = true;
-        for (b, &c) in s.bins.iter().enumerate() {
-            if c != 0 {
-                mask |= 1 << b;
-                sum = match sum.checked_add(c) {
-                    Some(x) => x,
-                    None => {
-                        exact = false;
-                        sum
-                    }
-                };
-            }
-        }
-        let derive = exact && sum == s.count && mask != 0;
+        let (mask, derive) = bin_mask(s);
         // Bins below the minimum's are empty in every recorded statistic: the mask starts at
         // the minimum's bin where that holds.
         let first = crate::timing::bin_of(s.min);
@@ -647,6 +620,27 @@ impl Positions {
         let (start, stride, _) = self.runs[k];
         u32::try_from(start + (i - self.before[k]) * stride).ok()
     }
+}
+
+/// The mask of a statistic's non-empty bins, and whether they sum exactly to its count (then
+/// one non-empty bin's count is derived from the count rather than stored).
+fn bin_mask(s: &Stats) -> (u64, bool) {
+    let mut mask = 0u64;
+    let mut sum = 0u64;
+    let mut exact = true;
+    for (b, &c) in s.bins.iter().enumerate() {
+        if c != 0 {
+            mask |= 1 << b;
+            sum = match sum.checked_add(c) {
+                Some(x) => x,
+                None => {
+                    exact = false;
+                    sum
+                }
+            };
+        }
+    }
+    (mask, exact && sum == s.count && mask != 0)
 }
 
 /// What a histogram says the sum of its samples is: each non-empty bin's count times the
@@ -1083,19 +1077,60 @@ impl<'a> Reader<'a> {
         let gap = self.stats(gap_count)?;
         let dur = self.stats(dur_count)?;
         let interval = if flags & 2 != 0 {
-            let mut f = || -> R<f64> {
-                Ok(f64::from_le_bytes(
-                    self.take(8)?.try_into().expect("8 bytes"),
-                ))
-            };
-            Some(Intervals {
-                gap: Interval { lo: f()?, hi: f()? },
-                dur: Interval { lo: f()?, hi: f()? },
-            })
+            Some(self.intervals()?)
         } else {
             None
         };
         Ok(Timing { gap, dur, interval })
+    }
+
+    /// A timing record's prediction intervals ([`Writer::intervals`]).
+    fn intervals(&mut self) -> R<Intervals> {
+        let mut f = || -> R<f64> {
+            Ok(f64::from_le_bytes(
+                self.take(8)?.try_into().expect("8 bytes"),
+            ))
+        };
+        Ok(Intervals {
+            gap: Interval { lo: f()?, hi: f()? },
+            dur: Interval { lo: f()?, hi: f()? },
+        })
+    }
+
+    /// The histogram's bins named by `mask`, each stored but the derived one: `derived` is
+    /// `Some(bin)` where its count follows from the statistic's `count` (None inside: the
+    /// mask is empty, which cannot be), `None` where every bin is stored. `at`: the mask's
+    /// byte, for errors.
+    fn bins(
+        &mut self,
+        mask: u64,
+        derived: Option<Option<usize>>,
+        count: u64,
+        at: usize,
+    ) -> R<[u64; BINS]> {
+        let mut bins = [0u64; BINS];
+        let mut sum = 0u64;
+        for (b, bin) in bins.iter_mut().enumerate() {
+            if mask & (1 << b) != 0 && derived != Some(Some(b)) {
+                *bin = self.varint()?;
+                sum = sum.saturating_add(*bin);
+            }
+        }
+        match derived {
+            None => {}
+            Some(Some(b)) => {
+                bins[b] = match count.checked_sub(sum) {
+                    Some(c) if c > 0 => c,
+                    _ => return bad(format!("histogram at byte {at} holds more than its count")),
+                };
+            }
+            Some(None) => {
+                return bad(format!(
+                    "histogram at byte {at} is empty but says its count is derived"
+                ));
+            }
+        }
+        Ok(bins)
     }
 
     fn stats(&mut self, count: u64) -> R<Stats> {
@@ -1113,28 +1148,9 @@ impl<'a> Reader<'a> {
             ));
         }
         let all = mask & (1 << BINS) != 0;
+        let mask = mask & !(1 << BINS);
         let last = (0..BINS).rev().find(|&b| mask & (1 << b) != 0);
-        let mut bins = [0u64; BINS];
-        let mut sum = 0u64;
-        for (b, bin) in bins.iter_mut().enumerate() {
-            if mask & (1 << b) == 0 {
-                continue;
-            }
-            if !all && Some(b) == last {
-                *bin = match count.checked_sub(sum) {
-                    Some(c) if c > 0 => c,
-                    _ => return bad(format!("histogram at byte {at} holds more than its count")),
-                };
-            } else {
-                *bin = self.varint()?;
-                sum = sum.saturating_add(*bin);
-            }
-        }
-        if !all && last.is_none() {
-            return bad(format!(
-                "histogram at byte {at} is empty but says its count is derived"
-            ));
-        }
+        let bins = self.bins(mask, (!all).then_some(last), count, at)?;
         Ok(Stats {
             count,
             min,
@@ -1191,15 +1207,7 @@ impl<'a> Reader<'a> {
         let gap = self.stats_sized(gap_count, pos.as_ref())?;
         let dur = self.stats_sized(dur_count, pos.as_ref())?;
         let interval = if flags & 2 != 0 {
-            let mut f = || -> R<f64> {
-                Ok(f64::from_le_bytes(
-                    self.take(8)?.try_into().expect("8 bytes"),
-                ))
-            };
-            Some(Intervals {
-                gap: Interval { lo: f()?, hi: f()? },
-                dur: Interval { lo: f()?, hi: f()? },
-            })
+            Some(self.intervals()?)
         } else {
             None
         };
@@ -1259,32 +1267,7 @@ impl<'a> Reader<'a> {
         } else {
             (0..BINS).rev().find(|&b| mask & (1 << b) != 0)
         };
-        let mut bins = [0u64; BINS];
-        let mut sum = 0u64;
-        for (b, bin) in bins.iter_mut().enumerate() {
-            if mask & (1 << b) != 0 && (all || Some(b) != derived) {
-                *bin = self.varint()?;
-                sum = sum.saturating_add(*bin);
-            }
-        }
-        match derived {
-            _ if all => {}
-            Some(b) => {
-                bins[b] = match count.checked_sub(sum) {
-                    Some(c) if c > 0 => c,
-                    _ => {
-                        return bad(format!(
-                            "histogram at byte {mask_at} holds more than its count"
-                        ));
-                    }
-                };
-            }
-            None => {
-                return bad(format!(
-                    "histogram at byte {mask_at} is empty but says its count is derived"
-                ));
-            }
-        }
+        let bins = self.bins(mask, (!all).then_some(derived), count, mask_at)?;
         let mean = if mt == 4 {
             let at = self.at;
             let v = self.varint()?;
