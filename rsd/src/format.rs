@@ -724,6 +724,18 @@ fn unknown_op(detail: &str) -> Option<String> {
     detail.contains("`FileOpen`").then(|| name.to_string())
 }
 
+/// Asserts that a trace of `n` ranks survives the format: written and read back, it is the
+/// same (for the unit tests of the modules whose values the format stores).
+#[cfg(test)]
+pub(crate) fn assert_round_trips(n: u32, trace: &crate::trace::Trace) {
+    let tf = TraceFile {
+        header: Header::new(n),
+        trace: trace.clone(),
+    };
+    let read = TraceFile::from_bytes(&tf.to_bytes().unwrap(), Path::new("x")).unwrap();
+    assert_eq!(read, tf);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

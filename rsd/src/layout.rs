@@ -830,16 +830,7 @@ mod tests {
         );
         // Every offset of the dump is the model, whatever the data: no per-step start left.
         assert!(!shown.contains("exscan(count, over calls)"), "{shown}");
-        let tf = crate::format::TraceFile {
-            header: crate::format::Header::new(n),
-            trace: m.clone(),
-        };
-        let read = crate::format::TraceFile::from_bytes(
-            &tf.to_bytes().unwrap(),
-            std::path::Path::new("x"),
-        )
-        .unwrap();
-        assert_eq!(read, tf);
+        crate::format::assert_round_trips(n, &m);
         let mut back = m.clone();
         assert!(crate::prefix::resolve(&mut back) >= 2);
         assert!(!present(&back) && !crate::prefix::present(&back));

@@ -1336,16 +1336,7 @@ mod tests {
             "{shown}"
         );
         // The model survives the format (an appended variant of the value).
-        let tf = crate::format::TraceFile {
-            header: crate::format::Header::new(n),
-            trace: m.clone(),
-        };
-        let read = crate::format::TraceFile::from_bytes(
-            &tf.to_bytes().unwrap(),
-            std::path::Path::new("x"),
-        )
-        .unwrap();
-        assert_eq!(read, tf);
+        crate::format::assert_round_trips(n, &m);
         let mut back = m.clone();
         assert!(resolve(&mut back) >= 1);
         assert!(!present(&back));
@@ -1428,13 +1419,7 @@ mod tests {
             "{shown}"
         );
         // The model survives the format, and an own-size model keeps its bytes (no `from`).
-        let tf = crate::format::TraceFile {
-            header: crate::format::Header::new(n),
-            trace: m.clone(),
-        };
-        let bytes = tf.to_bytes().unwrap();
-        let read = crate::format::TraceFile::from_bytes(&bytes, std::path::Path::new("x")).unwrap();
-        assert_eq!(read, tf);
+        crate::format::assert_round_trips(n, &m);
         let own = Exscan::<RankFn> {
             of: 2,
             running: true,
@@ -1535,16 +1520,7 @@ mod tests {
         assert!(!shown.contains("block[0] = exscan"), "{shown}");
         // The model survives the format; one of another call keeps its bytes (`same_call`
         // false is left out).
-        let tf = crate::format::TraceFile {
-            header: crate::format::Header::new(n),
-            trace: m.clone(),
-        };
-        let read = crate::format::TraceFile::from_bytes(
-            &tf.to_bytes().unwrap(),
-            std::path::Path::new("x"),
-        )
-        .unwrap();
-        assert_eq!(read, tf);
+        crate::format::assert_round_trips(n, &m);
         let other = Source {
             op: Op::FileWriteAtAll,
             sig: 5,
