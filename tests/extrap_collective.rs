@@ -216,10 +216,7 @@ fn a_communicator_in_another_order_is_not_taken_for_the_world() {
         .map(|&np| trace(dir.path(), &data, np, "ior_like", &args, None))
         .collect();
     let out = dir.path().join("32.extrap.iotrex");
-    let mut a: Vec<&str> = vec!["extrap"];
-    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-    a.extend(["--ranks", "32", "-o", out.to_str().unwrap()]);
-    let o = iotrex(&a);
+    let o = extrap(&inputs, 32, &out, &[]);
     let all = text(&o);
     assert!(
         all.contains("not made by every rank on a communicator of every rank in the world's order"),

@@ -361,11 +361,7 @@ fn extrapolation_is_refused_with_the_causes() {
     let at16 = blocks(&inputs[3]);
     for target in [32u32, 64] {
         let out = dir.path().join(format!("x.{target}.iotrex"));
-        let mut a: Vec<&str> = vec!["extrap"];
-        a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-        let t_s = target.to_string();
-        a.extend(["--ranks", &t_s, "-o", out.to_str().unwrap()]);
-        let o = iotrex(&a);
+        let o = extrap(&inputs, target, &out, &[]);
         let t = text(&o);
         assert!(
             !o.status.success(),
@@ -540,11 +536,7 @@ fn a_growing_record_variable_extrapolates_while_its_chunk_index_is_one_node() {
         .collect();
     for target in [32u32, 64] {
         let out = dir.path().join(format!("x.{target}.iotrex"));
-        let mut a: Vec<&str> = vec!["extrap"];
-        a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-        let t_s = target.to_string();
-        a.extend(["--ranks", &t_s, "-o", out.to_str().unwrap()]);
-        let o = iotrex(&a);
+        let o = extrap(&inputs, target, &out, &[]);
         assert!(o.status.success(), "extrap to {target}:\n{}", text(&o));
         let real = traced_with(dir.path(), target, true, &one);
         assert!(fills(&real.read()), "no collective chunk fill at {target}");

@@ -287,6 +287,16 @@ pub fn trace_in(
     tf
 }
 
+/// Runs `iotrex extrap INPUTS --ranks target -o out EXTRA`.
+pub fn extrap(inputs: &[PathBuf], target: u32, out: &Path, extra: &[&str]) -> Output {
+    let t = target.to_string();
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    a.extend(["--ranks", &t, "-o", out.to_str().unwrap()]);
+    a.extend(extra);
+    iotrex(&a)
+}
+
 /// Runs `iotrex extrap INPUTS --ranks target -o out --explain`, which must succeed, and
 /// returns its output and the `--explain` lines about collective calls' nested POSIX calls.
 pub fn extrap_explained(
@@ -295,11 +305,7 @@ pub fn extrap_explained(
     target: u32,
     out: &Path,
 ) -> (String, Vec<String>) {
-    let t = target.to_string();
-    let mut a: Vec<&str> = vec!["extrap"];
-    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-    a.extend(["--ranks", &t, "-o", out.to_str().unwrap(), "--explain"]);
-    let o = iotrex(&a);
+    let o = extrap(inputs, target, out, &["--explain"]);
     let all = text(&o);
     assert!(
         o.status.success(),
