@@ -302,13 +302,18 @@ pub(crate) fn world_sites(inputs: &[(&str, &TraceFile)]) -> BTreeSet<Site> {
         let mut todo: Vec<Vec<Made>> = Vec::with_capacity(np as usize);
         let mut sites: Vec<Vec<Site>> = Vec::with_capacity(np as usize);
         for r in 0..np {
+            // Only the creations are flattened: `walk_rank` expands every call after.
             let (mut t, mut s) = (Vec::new(), Vec::new());
-            for e in rank_events(&tf.trace, r) {
-                if let Some(m) = Made::of(e.op, &e.params) {
-                    t.push(m);
-                    s.push((e.op, e.sig));
+            visit(&tf.trace.nodes, r, &mut Vec::new(), &mut |e, idx| {
+                if e.op.creation().is_some() {
+                    let f = flatten_event(e, r, idx);
+                    if let Some(m) = Made::of(f.op, &f.params) {
+                        t.push(m);
+                        s.push((f.op, f.sig));
+                    }
                 }
-            }
+                true
+            });
             todo.push(t);
             sites.push(s);
         }
@@ -393,8 +398,8 @@ struct Group {
 /// The collective calls of a run of `np` ranks (`trace`, whose ranks `ranks` are), each
 /// matched with the ranks' events. Calls on files opened on a communicator that is not of
 /// every rank in the world's order are left out (the model takes the world's ranks), with a
-/// note, as
-/// are all when the ranks do not agree on them; `covered` says which ranks' calls were kept.
+/// note, as are all when the ranks do not agree on them; `covered` says which ranks' calls
+/// were kept.
 fn groups(
     trace: &Trace,
     ranks: &[RankCalls],

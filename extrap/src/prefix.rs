@@ -112,14 +112,10 @@ pub(crate) fn other_calls_alike(traces: &mut [&mut rsd::trace::Trace]) -> Vec<us
             rsd::prefix::other_call_slots(&c)
         })
         .collect();
-    let Some((first, rest)) = slots.split_first() else {
+    if slots.is_empty() {
         return Vec::new();
-    };
-    let every: BTreeSet<rsd::prefix::SumSlot> = first
-        .iter()
-        .filter(|s| rest.iter().all(|o| o.contains(s)))
-        .copied()
-        .collect();
+    }
+    let every = held_by_every(&slots);
     traces
         .iter_mut()
         .map(|t| {
@@ -141,14 +137,10 @@ pub(crate) fn other_calls_alike(traces: &mut [&mut rsd::trace::Trace]) -> Vec<us
 pub(crate) fn file_end_alike(traces: &mut [&mut rsd::trace::Trace]) -> Vec<usize> {
     let sites: Vec<BTreeSet<(rsd::op::Op, u64)>> =
         traces.iter().map(|t| rsd::layout::sites(t)).collect();
-    let every: BTreeSet<(rsd::op::Op, u64)> = match sites.split_first() {
-        Some((first, rest)) => first
-            .iter()
-            .filter(|s| rest.iter().all(|o| o.contains(s)))
-            .copied()
-            .collect(),
-        None => return Vec::new(),
-    };
+    if sites.is_empty() {
+        return Vec::new();
+    }
+    let every = held_by_every(&sites);
     traces
         .iter_mut()
         .zip(&sites)
@@ -159,6 +151,19 @@ pub(crate) fn file_end_alike(traces: &mut [&mut rsd::trace::Trace]) -> Vec<usize
                 rsd::layout::resolve_where(t, &|e| !every.contains(&(e.op, e.sig)))
             }
         })
+        .collect()
+}
+
+/// What every one of `sets` holds (a model's slots or sites, per trace): a model is kept only
+/// where every input holds it.
+fn held_by_every<T: Ord + Copy>(sets: &[BTreeSet<T>]) -> BTreeSet<T> {
+    let Some((first, rest)) = sets.split_first() else {
+        return BTreeSet::new();
+    };
+    first
+        .iter()
+        .filter(|s| rest.iter().all(|o| o.contains(s)))
+        .copied()
         .collect()
 }
 
