@@ -35,6 +35,7 @@
 
 use crate::derive::{compress_ranks, rank_events};
 use crate::error::ExtrapError;
+use crate::h5space::{self, Oracle, RunId};
 use crate::hdf5_meta;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
 use models::ModelSet;
@@ -46,7 +47,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The independent, explicit-offset write ops a library may deal over the ranks (HDF5's MPI-IO
 /// driver writes metadata with `MPI_File_write_at`).
-const DEALT_OPS: &[Op] = &[Op::FileWriteAt];
+pub(crate) const DEALT_OPS: &[Op] = &[Op::FileWriteAt];
 
 /// A call site of a dealt op.
 type Site = (Op, u64);
@@ -235,6 +236,10 @@ fn with_numbers(template: &RawEvent, numbers: &[i64]) -> RawEvent {
     e
 }
 
+/// A flush at one input scale: its rank count, its entries' extents (offset, count) by
+/// offset, and the orders the ranks wrote them in (indices in those extents).
+type ObservedAt = (u32, Vec<(i64, i64)>, Vec<Vec<usize>>);
+
 /// One flush of a modelled site, ready for the target.
 struct Flush {
     anchor: Anchor,
@@ -244,6 +249,14 @@ struct Flush {
     before: Vec<BTreeSet<usize>>,
     /// The orders the ranks wrote their entries in, per input scale, for messages.
     seen: String,
+    /// Per input scale, the entries' extents (offset, count) by offset and the orders the
+    /// ranks wrote them in (indices in those extents): what the HDF5 oracle must reproduce
+    /// ([`crate::h5space`]).
+    observed: Vec<ObservedAt>,
+    /// Per handle number and writing rank, the handles the inputs wrote entries with.
+    by_writer: BTreeMap<(usize, u32), BTreeSet<i64>>,
+    /// An entry as the inputs wrote it, whose numbers the oracle's entries take.
+    template: RawEvent,
 }
 
 /// A modelled call site.
@@ -317,12 +330,15 @@ fn handle_of(
     one(&others)
 }
 
+/// `from_oracle`: the entries at the target will be the HDF5 oracle's ([`crate::h5space`]),
+/// so their count may differ between the scales and nothing of them is fitted here.
 fn model_site(
     site: Site,
     scales: &[u32],
     expanded: &[Vec<Vec<RawEvent>>],
     target: u32,
     models: &ModelSet,
+    from_oracle: bool,
 ) -> Result<Outcome, ExtrapError> {
     let mut per_scale = Vec::with_capacity(scales.len());
     for (ranks, n) in expanded.iter().zip(scales) {
@@ -370,6 +386,61 @@ fn model_site(
     let mut cs = Vec::new();
     for a in &anchors {
         let obs: Vec<&Observed> = per_scale.iter().map(|o| &o[a]).collect();
+        let observed: Vec<ObservedAt> = obs
+            .iter()
+            .zip(scales)
+            .map(|(o, &n)| {
+                let ext = o.entries.iter().map(crate::h5space::extent).collect();
+                (n, ext, o.orders.clone())
+            })
+            .collect();
+        let seen = obs
+            .iter()
+            .zip(scales)
+            .map(|(o, n)| {
+                let ks: Vec<String> = o.orders.iter().map(|ks| format!("{ks:?}")).collect();
+                format!("{} at {n}", ks.join(" "))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        if from_oracle {
+            // Every entry one call of one shape, which the oracle's entries fill in.
+            let template = obs[obs.len() - 1].entries[0].clone();
+            if let Some((o, n)) = obs
+                .iter()
+                .zip(scales)
+                .find(|(o, _)| o.entries.iter().any(|e| shape(e) != shape(&template)))
+            {
+                let _ = o;
+                return Ok(Outcome::Skip(format!(
+                    "the flush {}: its entries are calls of more than one shape at {n} ranks",
+                    describe_anchor(a)
+                )));
+            }
+            let mut by_writer: BTreeMap<(usize, u32), BTreeSet<i64>> = BTreeMap::new();
+            for (o, &n) in obs.iter().zip(scales) {
+                let c = o.entries.len() as u64;
+                for (k, e) in o.entries.iter().enumerate() {
+                    let w = writer(c, u64::from(n), k);
+                    for (i, &v) in numbers(e).iter().enumerate() {
+                        if is_handle(e, i) {
+                            by_writer.entry((i, w)).or_default().insert(v);
+                        }
+                    }
+                }
+            }
+            cs.push(obs[obs.len() - 1].entries.len());
+            flushes.push(Flush {
+                anchor: *a,
+                entries: Vec::new(),
+                before: Vec::new(),
+                seen,
+                observed,
+                by_writer,
+                template,
+            });
+            continue;
+        }
         let c = obs[0].entries.len();
         if obs.iter().any(|o| o.entries.len() != c) {
             let cs: Vec<String> = obs
@@ -469,20 +540,15 @@ fn model_site(
             e.dur_ns = mean(&|e| e.dur_ns);
             entries.push(e);
         }
-        let seen = obs
-            .iter()
-            .zip(scales)
-            .map(|(o, n)| {
-                let ks: Vec<String> = o.orders.iter().map(|ks| format!("{ks:?}")).collect();
-                format!("{} at {n}", ks.join(" "))
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
+        let template = entries[0].clone();
         flushes.push(Flush {
             anchor: *a,
             entries,
             before,
             seen,
+            observed,
+            by_writer,
+            template,
         });
     }
     let cs: Vec<String> = cs.iter().map(usize::to_string).collect();
@@ -589,7 +655,12 @@ struct Plan {
 
 /// The sites whose calls are dealt writes in every input (`sorted`: one run per scale,
 /// increasing rank counts), fitted for `target`; `None` when no input has a dealt op.
-fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan>, ExtrapError> {
+fn plan(
+    sorted: &[&Input],
+    target: u32,
+    models: &ModelSet,
+    from_oracle: bool,
+) -> Result<Option<Plan>, ExtrapError> {
     if !sorted.iter().any(|i| has_dealt_op(&i.file.trace.nodes)) {
         return Ok(None);
     }
@@ -652,7 +723,7 @@ fn plan(sorted: &[&Input], target: u32, models: &ModelSet) -> Result<Option<Plan
             ));
             continue;
         }
-        match model_site(site, &scales, &expanded, target, models)? {
+        match model_site(site, &scales, &expanded, target, models, from_oracle)? {
             Outcome::Model(p, ex) => {
                 out.sites.push(p);
                 out.explain.extend(ex);
@@ -971,6 +1042,202 @@ fn insert_recompressed(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, Stri
     Ok(())
 }
 
+/// Per modelled flush (site by site, flush by flush), the run of the HDF5 oracle's metadata
+/// writes that is that flush at every input scale ([`h5space`]): the run whose extents are
+/// the flush's at each scale, the same run everywhere, and each rank's order of its entries
+/// the oracle's order. Otherwise why not.
+fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<Vec<Vec<RunId>>, String> {
+    let mut per_scale = Vec::with_capacity(sorted.len());
+    for i in sorted {
+        let n = i.file.header.nranks;
+        let run = h5space::replay(
+            o,
+            &rank_events(&i.file.trace, 0),
+            h5space::hdf5_version(&i.file).as_deref(),
+        )
+        .map_err(|e| {
+            format!(
+                "the HDF5 oracle could not replay {} ({n} ranks): {e}",
+                i.name
+            )
+        })?;
+        per_scale.push(h5space::runs(&run, DEALT_OPS)?);
+    }
+    let mut out = Vec::new();
+    for s in &p.sites {
+        let mut ids = Vec::new();
+        for f in &s.flushes {
+            let mut common: Option<BTreeSet<RunId>> = None;
+            for (k, (n, ext, orders)) in f.observed.iter().enumerate() {
+                let runs = &per_scale[k];
+                let here: BTreeSet<RunId> = runs
+                    .iter()
+                    .filter(|(_, evs)| {
+                        let mut e: Vec<(i64, i64)> = evs.iter().map(h5space::extent).collect();
+                        e.sort_unstable();
+                        &e == ext
+                    })
+                    .map(|(id, _)| *id)
+                    .collect();
+                if here.is_empty() {
+                    return Err(format!(
+                        "the HDF5 oracle's metadata writes at {n} ranks are not those of the \
+                         flush {} ({} entries at {}; the oracle wrote runs of {})",
+                        describe_anchor(&f.anchor),
+                        ext.len(),
+                        ext.iter()
+                            .take(4)
+                            .map(|(o, c)| format!("{c} B at {o}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        runs.values()
+                            .map(|r| r.len().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                // The ranks' orders are the oracle's (its one rank writes them all).
+                for id in &here {
+                    let lru: Vec<(i64, i64)> = runs[id].iter().map(h5space::extent).collect();
+                    for ks in orders {
+                        let pos: Vec<usize> = ks
+                            .iter()
+                            .filter_map(|&k| lru.iter().position(|x| *x == ext[k]))
+                            .collect();
+                        if pos.windows(2).any(|w| w[0] > w[1]) {
+                            return Err(format!(
+                                "at {n} ranks a rank writes entries {ks:?} of the flush {} in \
+                                 another order than the HDF5 oracle",
+                                describe_anchor(&f.anchor)
+                            ));
+                        }
+                    }
+                }
+                common = Some(match common {
+                    None => here,
+                    Some(c) => c.intersection(&here).copied().collect(),
+                });
+            }
+            let common = common.unwrap_or_default();
+            match common.len() {
+                1 => ids.push(*common.iter().next().expect("one")),
+                0 => {
+                    return Err(format!(
+                        "the flush {} is not the same run of the HDF5 oracle's metadata writes \
+                         at every input scale",
+                        describe_anchor(&f.anchor)
+                    ));
+                }
+                _ => {
+                    return Err(format!(
+                        "the flush {} is any of {} runs of the HDF5 oracle's metadata writes",
+                        describe_anchor(&f.anchor),
+                        common
+                            .iter()
+                            .map(h5space::describe)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
+        }
+        out.push(ids);
+    }
+    Ok(out)
+}
+
+/// Fills `p`'s flushes with the HDF5 oracle's entries at the target, whose trace without the
+/// dealt writes is `at_target`: each flush the run `ids` names (sorted by offset, written in
+/// the oracle's order), with the handles the inputs' writing ranks used. Returns what
+/// `--explain` says of the model.
+fn from_oracle(
+    p: &mut Plan,
+    at_target: &TraceFile,
+    o: &dyn Oracle,
+    ids: &[Vec<RunId>],
+) -> Result<String, String> {
+    let n = at_target.header.nranks;
+    let run = h5space::replay(
+        o,
+        &rank_events(&at_target.trace, 0),
+        h5space::hdf5_version(at_target).as_deref(),
+    )
+    .map_err(|e| format!("the HDF5 oracle could not replay the calls at {n} ranks: {e}"))?;
+    let runs = h5space::runs(&run, DEALT_OPS)?;
+    let mut counts = Vec::new();
+    for (s, ids) in p.sites.iter_mut().zip(ids) {
+        for (f, id) in s.flushes.iter_mut().zip(ids) {
+            let lru = runs.get(id).ok_or_else(|| {
+                format!(
+                    "at {n} ranks the HDF5 oracle wrote no {} (the flush {})",
+                    h5space::describe(id),
+                    describe_anchor(&f.anchor)
+                )
+            })?;
+            let mut sorted: Vec<&RawEvent> = lru.iter().collect();
+            sorted.sort_by_key(|e| h5space::extent(e));
+            let c = sorted.len() as u64;
+            let mut entries = Vec::with_capacity(sorted.len());
+            for (k, e) in sorted.iter().enumerate() {
+                let like =
+                    |a: &RawEvent, b: &RawEvent| a.op == b.op && a.params.len() == b.params.len();
+                if !like(e, &f.template)
+                    || e.children.len() != f.template.children.len()
+                    || e.children
+                        .iter()
+                        .zip(&f.template.children)
+                        .any(|(a, b)| !like(a, b))
+                {
+                    return Err(format!(
+                        "at {n} ranks the HDF5 oracle's entry at {} is another call than the \
+                         inputs' entries",
+                        h5space::extent(e).0
+                    ));
+                }
+                let w = writer(c, u64::from(n), k);
+                let mut nums = numbers(e);
+                for (i, v) in nums.iter_mut().enumerate() {
+                    if is_handle(&f.template, i) {
+                        *v = handle_of(&f.by_writer, i, w)
+                            .unwrap_or_else(|| numbers(&f.template)[i]);
+                    }
+                }
+                let mut x = with_numbers(&f.template, &nums);
+                x.gap_ns = f.template.gap_ns;
+                x.dur_ns = f.template.dur_ns;
+                entries.push(x);
+            }
+            // `before[a]`: the entries written after `a`, in the oracle's one order.
+            let at_of: Vec<usize> = sorted
+                .iter()
+                .map(|e| {
+                    lru.iter()
+                        .position(|x| std::ptr::eq(x, *e))
+                        .expect("in the run")
+                })
+                .collect();
+            f.before = (0..sorted.len())
+                .map(|a| (0..sorted.len()).filter(|&b| at_of[b] > at_of[a]).collect())
+                .collect();
+            counts.push(format!(
+                "{} at {n} ranks ({})",
+                entries.len(),
+                h5space::describe(id)
+            ));
+            f.entries = entries;
+        }
+    }
+    Ok(format!(
+        "declared model: the C entries of each flush, sorted by offset, dealt over the ranks in \
+         blocks (the first C mod n ranks write C/n + 1, the others C/n; parallel HDF5's \
+         distributed metadata flush, H5C_apply_candidate_list); the entries (count, offsets, \
+         sizes, the order each rank writes its own in) are those rank 0's HDF5 calls at the \
+         target make when replayed on one rank through the HDF5 library itself \
+         (iotrex-h5oracle), which reproduced every input's flushes: C = {}",
+        counts.join(", ")
+    ))
+}
+
 /// Runs `inner` (an extrapolation to `target`) on `inputs` with the dealt writes modelled:
 /// when some call site's independent writes are dealt over the ranks in blocks at every input
 /// scale and the structure changes with the scale because of it, they are removed from the
@@ -995,7 +1262,12 @@ pub(crate) fn around(
         Some(why) => e.also(&format!("; {why}")),
         None => e,
     };
-    let Some(p) = plan(&sorted, target, models)? else {
+    // The model takes each flush's entry count from the inputs: a chunk index that splits
+    // between the inputs and the target writes more, which only HDF5 itself can say
+    // (`h5space`: the oracle's entries, where it reproduces every input's).
+    let grows = hdf5_meta::chunk_index_grows(&sorted, target, models);
+    let oracle = grows.as_ref().and(h5space::oracle());
+    let Some(mut p) = plan(&sorted, target, models, oracle.is_some())? else {
         return inner(inputs).map_err(hdf5_why);
     };
     if p.sites.is_empty() {
@@ -1003,20 +1275,32 @@ pub(crate) fn around(
         return inner(inputs)
             .map_err(|e| hdf5_why(if why.is_empty() { e } else { e.not_dealt(&why) }));
     }
-    // The model takes each flush's entry count from the inputs: a chunk index that splits
-    // between the inputs and the target writes more.
-    if let Some(why) = hdf5_meta::chunk_index_grows(&sorted, target, models) {
-        return Err(hdf5_meta::index_split_refusal(
+    let refuse_split = |p: &Plan, why: &str, more: &str| {
+        hdf5_meta::index_split_refusal(
             p.explain
                 .first()
                 .map_or_else(String::new, |e| e.event.clone()),
             "dealt writes",
             target,
-            &why,
-            "",
+            why,
+            more,
             "block dealing (parallel HDF5's distributed metadata flush)",
-        ));
-    }
+        )
+    };
+    let oracle_ids = match (&grows, oracle) {
+        (Some(why), None) => {
+            return Err(refuse_split(
+                &p,
+                why,
+                "; no HDF5 oracle (iotrex-h5oracle) to replay the calls with",
+            ));
+        }
+        (Some(why), Some(o)) => match h5space_ids(&p, &sorted, o) {
+            Ok(ids) => Some((why, o, ids)),
+            Err(e) => return Err(refuse_split(&p, why, &format!("; {e}"))),
+        },
+        (None, _) => None,
+    };
     let in_place = crate::derive::any_summary(inputs.iter().map(|i| &i.file));
     let mut stripped = Vec::with_capacity(inputs.len());
     for i in inputs {
@@ -1029,6 +1313,14 @@ pub(crate) fn around(
         });
     }
     let mut out = inner(&stripped)?;
+    if let Some((why, o, ids)) = oracle_ids {
+        let said = from_oracle(&mut p, &out.file, o, &ids)
+            .map_err(|e| refuse_split(&p, why, &format!("; {e}")))?;
+        if let Some(x) = p.explain.first_mut() {
+            x.model = said;
+        }
+        out.file.header.notes.push(h5space::NOTE.into());
+    }
     let most = p
         .sites
         .iter()
@@ -1155,7 +1447,7 @@ mod tests {
         };
         let expanded = vec![dealt(9, 4), dealt(9, 8), dealt(8, 12)];
         let ms = ModelSet::builtin();
-        match model_site(site, &[4, 8, 12], &expanded, 32, &ms).unwrap() {
+        match model_site(site, &[4, 8, 12], &expanded, 32, &ms, false).unwrap() {
             Outcome::Skip(why) => assert!(
                 why.contains("another number of entries at each scale: 9 at 4, 9 at 8, 8 at 12"),
                 "{why}"
@@ -1164,7 +1456,7 @@ mod tests {
         }
         let expanded = vec![dealt(9, 4), dealt(9, 8), dealt(9, 12)];
         assert!(matches!(
-            model_site(site, &[4, 8, 12], &expanded, 32, &ms).unwrap(),
+            model_site(site, &[4, 8, 12], &expanded, 32, &ms, false).unwrap(),
             Outcome::Model(..)
         ));
     }

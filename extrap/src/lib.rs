@@ -50,6 +50,7 @@ mod derive;
 pub mod diff;
 pub mod error;
 mod fit;
+pub mod h5space;
 mod hdf5_meta;
 pub mod patterns;
 mod prefix;
@@ -192,6 +193,7 @@ pub(crate) fn extrapolate_ignoring_at(
     how: Derivation,
     at: Option<&collflush::AtTarget>,
 ) -> Result<Extrapolated, ExtrapError> {
+    let original = inputs;
     let lifted = containers::lifted(inputs);
     let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
     // Writes the library deals over the ranks (HDF5's metadata flush) are modelled around the
@@ -208,6 +210,17 @@ pub(crate) fn extrapolate_ignoring_at(
     };
     if let Some((_, lifts)) = &lifted {
         containers::nest_again(&mut out.file, lifts);
+    }
+    // HDF5's file space taken from its oracle for the flush (`dealt`): the other values of
+    // the file's layout HDF5's calls see come from it too.
+    if out.file.header.notes.iter().any(|n| n == h5space::NOTE)
+        && let Some(o) = h5space::oracle()
+    {
+        let mut sorted: Vec<&TraceFile> = original.iter().map(|i| &i.file).collect();
+        sorted.sort_by_key(|f| f.header.nranks);
+        sorted.dedup_by_key(|f| f.header.nranks);
+        h5space::settle(o, &sorted, &mut out.file, dealt::DEALT_OPS)
+            .map_err(|why| ExtrapError::ConfigDiffers { why })?;
     }
     Ok(out)
 }

@@ -1,0 +1,355 @@
+//! HDF5's file space at the target, from the HDF5 library itself (issue 17).
+//!
+//! Where parallel HDF5 puts its metadata (object headers, heaps, the chunk index's B-tree
+//! nodes) and its chunks depends on the sequence of collective HDF5 calls and on their
+//! dimensions only: every rank makes the same allocations, and none depends on the rank
+//! count as such. So rank 0's HDF5 calls, with the dimensions of n ranks, replayed on ONE
+//! rank through the real parallel HDF5 (an *oracle*, `iotrex-h5oracle`), allocate what the
+//! n-rank run allocated, and its metadata flush writes the same entries: a chunk index that
+//! splits between the inputs and the target, with its new nodes and everything the
+//! allocator moved after them, is then known without modelling the allocator (its two
+//! aggregators, their blocks and free-space rules).
+//!
+//! The oracle is trusted only where it reproduces every input: each flush's entries at every
+//! input scale must be a run of the oracle's metadata writes at that scale, the same run
+//! (the same HDF5 call, the same ordinal) at every scale, and each rank must have written
+//! its entries in the oracle's order. Then, at the target, the dealt model
+//! ([`crate::dealt`]) deals the oracle's entries (its count, offsets, sizes and order) in
+//! place of entries fitted against n.
+//!
+//! Running the oracle means running an MPI program, which the `extrap` library does not do
+//! itself: the CLI registers a runner ([`set_oracle`]); without one, a split index is
+//! refused as before.
+
+use rsd::op::{Layer, Op, Param};
+use rsd::trace::{Node, NodeKind};
+use rsd::value::{RankFn, Val};
+use rsd::{RawEvent, TraceFile};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A one-rank replay of rank 0's HDF5 calls.
+pub struct OracleRun {
+    /// The replay's own trace (one rank, HDF5 layer on): each HDF5 call with the MPI, MPI-IO
+    /// and POSIX calls it made as its children.
+    pub trace: TraceFile,
+    /// For each HDF5 call of that trace (depth first, in call order), the index of the call
+    /// it replays among the replayed program's rank 0's HDF5 calls (depth first, in call
+    /// order, every HDF5 call counted).
+    pub steps: Vec<usize>,
+}
+
+/// Replays rank 0's HDF5 calls through the HDF5 library.
+pub trait Oracle: Send + Sync {
+    /// Replays the HDF5 calls among `events` (rank 0's calls, nested or with the containers
+    /// lifted) on one rank through HDF5 `version` (as the trace's notes name it), or says why
+    /// it cannot.
+    fn replay(&self, events: &[RawEvent], version: Option<&str>) -> Result<OracleRun, String>;
+}
+
+static ORACLE: OnceLock<Box<dyn Oracle>> = OnceLock::new();
+
+/// Registers the oracle for this process (the CLI does, before extrapolating): a global
+/// because every entry point of the extrapolation (`extrapolate`, the consistent groups, the
+/// summarising retries) reaches the dealt model, and the oracle is a property of the
+/// installation (where its binary and HDF5 are), not of one call. Returns false when one was
+/// registered already (the first stays).
+pub fn set_oracle(o: Box<dyn Oracle>) -> bool {
+    ORACLE.set(o).is_ok()
+}
+
+/// The registered oracle.
+pub(crate) fn oracle() -> Option<&'static dyn Oracle> {
+    ORACLE.get().map(|b| b.as_ref())
+}
+
+/// The note of an extrapolation that took HDF5's file space from the oracle.
+pub const NOTE: &str = "HDF5's metadata entries (and the values of the file's layout its calls \
+     return) taken from rank 0's HDF5 calls replayed on one rank through the HDF5 library \
+     (iotrex-h5oracle), checked against every input";
+
+/// Replays already made, by the HDF5 calls replayed: the dealt model and [`settle`] replay
+/// the same inputs and target, and a replay is an MPI run.
+static MEMO: OnceLock<Mutex<HashMap<String, Arc<OracleRun>>>> = OnceLock::new();
+
+/// The registered oracle's replay of `events` (rank 0's), remembered.
+pub(crate) fn replay(
+    o: &dyn Oracle,
+    events: &[RawEvent],
+    version: Option<&str>,
+) -> Result<Arc<OracleRun>, String> {
+    fn key(events: &[RawEvent], out: &mut String) {
+        for e in events {
+            if e.op.layer() == Layer::Hdf5 {
+                out.push_str(&format!("{}{:?}{:?};", e.op.name(), e.path, e.params));
+            }
+            key(&e.children, out);
+        }
+    }
+    let mut k = format!("{version:?};");
+    key(events, &mut k);
+    let memo = MEMO.get_or_init(Default::default);
+    if let Some(r) = memo.lock().map_err(|e| e.to_string())?.get(&k) {
+        return Ok(r.clone());
+    }
+    let r = Arc::new(o.replay(events, version)?);
+    memo.lock().map_err(|e| e.to_string())?.insert(k, r.clone());
+    Ok(r)
+}
+
+/// The HDF5 version a trace's notes name (`HDF5 library 1.10.8`).
+pub(crate) fn hdf5_version(tf: &TraceFile) -> Option<String> {
+    tf.header.notes.iter().find_map(|n| {
+        n.strip_prefix("HDF5 library ")
+            .map(|v| v.trim().to_string())
+    })
+}
+
+/// Where a run of the oracle's metadata writes is: inside the HDF5 call replaying step
+/// `.0` (`.1` true), or after it, outside any HDF5 call (`.1` false: h5py closes its file
+/// with `H5Idec_ref`, which the layer does not record, so that close's writes follow the
+/// last recorded call); `.2` counts the runs at that place.
+pub(crate) type RunId = (usize, bool, usize);
+
+/// The oracle's runs of metadata writes (consecutive calls of `ops` among siblings), each
+/// in the order written.
+pub(crate) fn runs(run: &OracleRun, ops: &[Op]) -> Result<BTreeMap<RunId, Vec<RawEvent>>, String> {
+    struct Walk<'a> {
+        steps: &'a [usize],
+        next: usize,
+        ops: &'a [Op],
+        out: BTreeMap<RunId, Vec<RawEvent>>,
+        count: BTreeMap<(usize, bool), usize>,
+        error: Option<String>,
+    }
+    impl Walk<'_> {
+        /// `events` are siblings inside step `inside` (None: at the top level, after step
+        /// `last`).
+        fn siblings(&mut self, events: &[RawEvent], inside: Option<usize>, mut last: usize) {
+            let mut i = 0;
+            while i < events.len() {
+                let e = &events[i];
+                if self.ops.contains(&e.op) {
+                    let start = i;
+                    while i < events.len() && self.ops.contains(&events[i].op) {
+                        i += 1;
+                    }
+                    let place = (inside.unwrap_or(last), inside.is_some());
+                    let c = self.count.entry(place).or_insert(0);
+                    self.out
+                        .insert((place.0, place.1, *c), events[start..i].to_vec());
+                    *c += 1;
+                    continue;
+                }
+                if e.op.layer() == Layer::Hdf5 {
+                    let Some(&at) = self.steps.get(self.next) else {
+                        self.error = Some(format!(
+                            "the replay made more HDF5 calls ({}) than it says it replayed",
+                            self.next + 1
+                        ));
+                        return;
+                    };
+                    self.next += 1;
+                    last = at;
+                    self.siblings(&e.children, Some(at), at);
+                } else {
+                    self.siblings(&e.children, inside, last);
+                }
+                i += 1;
+            }
+        }
+    }
+    let events = crate::derive::rank_events(&run.trace.trace, 0);
+    let mut w = Walk {
+        steps: &run.steps,
+        next: 0,
+        ops,
+        out: BTreeMap::new(),
+        count: BTreeMap::new(),
+        error: None,
+    };
+    w.siblings(&events, None, 0);
+    match w.error {
+        Some(e) => Err(e),
+        None => Ok(w.out),
+    }
+}
+
+/// An entry's place and length in the file.
+pub(crate) fn extent(e: &RawEvent) -> (i64, i64) {
+    (
+        e.op.param(&e.params, Param::Offset),
+        e.op.param(&e.params, Param::Count),
+    )
+}
+
+/// Describes a run's place for messages.
+pub(crate) fn describe(id: &RunId) -> String {
+    let (at, inside, k) = *id;
+    format!(
+        "run {} of metadata writes {} HDF5 call {}",
+        k + 1,
+        if inside { "in" } else { "after" },
+        at + 1
+    )
+}
+
+/// One value of the file's layout: parameter `.3` of the `.2`-th call of op `.1` among the
+/// calls HDF5 call `.0` made (those of the dealt ops left out: they are the flush's).
+type Key = (usize, Op, usize, usize);
+
+/// The calls each replayed HDF5 call made, keyed by its step, from `events` (one rank's,
+/// nested) whose HDF5 calls are numbered as the steps are (`steps`: step of the k-th HDF5
+/// call; `None`: the k-th is step k, the replayed program's own numbering).
+fn made(events: &[RawEvent], steps: Option<&[usize]>) -> HashMap<usize, Vec<RawEvent>> {
+    fn walk(
+        events: &[RawEvent],
+        steps: Option<&[usize]>,
+        k: &mut usize,
+        out: &mut HashMap<usize, Vec<RawEvent>>,
+    ) {
+        for e in events {
+            if e.op.layer() == Layer::Hdf5 {
+                let at = steps.map_or(Some(*k), |s| s.get(*k).copied());
+                *k += 1;
+                if let Some(at) = at {
+                    out.insert(at, e.children.clone());
+                }
+            }
+            walk(&e.children, steps, k, out);
+        }
+    }
+    let mut out = HashMap::new();
+    walk(events, steps, &mut 0, &mut out);
+    out
+}
+
+/// Per (op, ordinal among that op's calls), the calls `children` holds, dealt ops left out.
+fn by_op<'a>(children: &'a [RawEvent], dealt: &[Op]) -> Vec<((Op, usize), &'a RawEvent)> {
+    let mut seen: HashMap<Op, usize> = HashMap::new();
+    children
+        .iter()
+        .filter(|c| !dealt.contains(&c.op))
+        .map(|c| {
+            let k = seen.entry(c.op).or_insert(0);
+            *k += 1;
+            ((c.op, *k - 1), c)
+        })
+        .collect()
+}
+
+/// Puts the oracle's values of the file's layout into `out` (an extrapolation to its rank
+/// count, nested), where the inputs (`inputs`, nested, one per scale) say they are the
+/// oracle's: a parameter of a call an HDF5 call made (the file's size HDF5 asks for at a
+/// flush, a truncation) whose value equals, on every rank that made the call at every input
+/// scale, the value the oracle's replay of that scale gave. Only calls outside loops are
+/// set (an HDF5 call inside a loop has one value per iteration); one that needs a value the
+/// trace cannot hold there refuses. `dealt`: the flush's writes, which the dealt model set.
+pub(crate) fn settle(
+    o: &dyn Oracle,
+    inputs: &[&TraceFile],
+    out: &mut TraceFile,
+    dealt: &[Op],
+) -> Result<usize, String> {
+    // Per key, whether every observation agreed with the oracle.
+    let mut holds: HashMap<Key, bool> = HashMap::new();
+    for tf in inputs {
+        let n = tf.header.nranks;
+        let version = hdf5_version(tf);
+        let run = replay(
+            o,
+            &crate::derive::rank_events(&tf.trace, 0),
+            version.as_deref(),
+        )?;
+        let oracle = made(
+            &crate::derive::rank_events(&run.trace.trace, 0),
+            Some(&run.steps),
+        );
+        for r in 0..n {
+            let mine = made(&crate::derive::rank_events(&tf.trace, r), None);
+            for (at, theirs) in &oracle {
+                let Some(calls) = mine.get(at) else { continue };
+                let theirs: HashMap<(Op, usize), &RawEvent> =
+                    by_op(theirs, dealt).into_iter().collect();
+                for (key, c) in by_op(calls, dealt) {
+                    let Some(t) = theirs.get(&key) else { continue };
+                    if t.params.len() != c.params.len() {
+                        continue;
+                    }
+                    for (i, (a, b)) in c.params.iter().zip(&t.params).enumerate() {
+                        let h = holds.entry((*at, key.0, key.1, i)).or_insert(true);
+                        *h &= a == b;
+                    }
+                }
+            }
+        }
+    }
+    let run = replay(
+        o,
+        &crate::derive::rank_events(&out.trace, 0),
+        hdf5_version(out).as_deref(),
+    )?;
+    let oracle = made(
+        &crate::derive::rank_events(&run.trace.trace, 0),
+        Some(&run.steps),
+    );
+    // Rank 0's HDF5 calls in the output, in order, as top-level nodes (or none in a loop).
+    let mut set = 0;
+    let mut k = 0;
+    for node in out.trace.nodes.iter_mut() {
+        match &mut node.kind {
+            NodeKind::Event(e) if e.op.layer() == Layer::Hdf5 && node.ranks.contains(0) => {
+                let at = k;
+                k += 1;
+                let Some(theirs) = oracle.get(&at) else {
+                    continue;
+                };
+                let theirs: HashMap<(Op, usize), &RawEvent> =
+                    by_op(theirs, dealt).into_iter().collect();
+                let mut seen: HashMap<Op, usize> = HashMap::new();
+                for c in e.children.iter_mut() {
+                    let NodeKind::Event(ce) = &mut c.kind else {
+                        continue;
+                    };
+                    if dealt.contains(&ce.op) {
+                        continue;
+                    }
+                    let ord = seen.entry(ce.op).or_insert(0);
+                    *ord += 1;
+                    let key = (ce.op, *ord - 1);
+                    let Some(t) = theirs.get(&key) else { continue };
+                    for (i, p) in ce.params.iter_mut().enumerate() {
+                        if holds.get(&(at, key.0, key.1, i)) != Some(&true) {
+                            continue;
+                        }
+                        let Some(&v) = t.params.get(i) else { continue };
+                        for g in p.groups.iter_mut() {
+                            if g.val != Val::Const(RankFn::Const(v)) {
+                                g.val = Val::Const(RankFn::Const(v));
+                                set += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            // The HDF5 calls in a loop or beneath another call (a NetCDF call's) are counted
+            // as rank 0 makes them; none is set.
+            _ => k += hdf5_calls(std::slice::from_ref(node)),
+        }
+    }
+    Ok(set)
+}
+
+/// How many HDF5 calls rank 0 makes in `nodes`, nested ones included.
+fn hdf5_calls(nodes: &[Node]) -> usize {
+    let mut count = 0;
+    let mut idx = Vec::new();
+    rsd::trace::visit(nodes, 0, &mut idx, &mut |e, _| {
+        if e.op.layer() == Layer::Hdf5 {
+            count += 1;
+        }
+        count += hdf5_calls(&e.children);
+        true
+    });
+    count
+}
