@@ -21,5 +21,7 @@
 #![warn(missing_docs)]
 
 mod plan;
+mod run;
 
 pub use plan::{Plan, PlanError, Step, hdf5_version, plan_of, plan_of_trace, rank_events};
+pub use run::{Chunk, Launch, Layout, OracleError, Run, Storage, run};
