@@ -171,6 +171,7 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
     if a.exact {
         extrap::approx::require_exact(&inputs)?;
     }
+    crate::oracle::register();
     let x = extrapolate_summarising(a, &inputs, ignored, &models)?;
     for n in &x.file.header.notes {
         if n.starts_with(extrap::FITTED_NOT_DERIVED) {

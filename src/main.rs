@@ -19,6 +19,7 @@ mod cmd_show;
 mod cmd_synth;
 mod cmd_trace;
 mod exit;
+mod oracle;
 mod output;
 
 use anyhow::Result;

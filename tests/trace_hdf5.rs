@@ -627,7 +627,15 @@ fn h5py_low_level_extrapolates_while_its_chunk_index_is_one_node() {
         let t = target.to_string();
         let mut a: Vec<&str> = vec!["extrap"];
         a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        // The script's COUNT lines, gathered to rank 0, are text whose length follows the
+        // ranks' digits: not I/O.
         a.extend(["--ranks", &t, "--ignore", "MPI_Gatherv.recvbytes"]);
+        a.extend([
+            "--ignore",
+            "MPI_Gatherv.sendcount",
+            "--ignore",
+            "MPI_Gatherv.bytes",
+        ]);
         a.extend(["-o", out.to_str().unwrap()]);
         (iotrex(&a), out)
     };
@@ -666,17 +674,26 @@ fn h5py_low_level_extrapolates_while_its_chunk_index_is_one_node() {
             more: 4,
         },
     ];
+    // At 32 the split index's new nodes follow the chunks: HDF5 replayed on one rank
+    // (iotrex-h5oracle, `extrap::h5space`) gives the flush's entries and the file's size, and
+    // the extrapolation is identical to a real run. At 64 the new nodes move the chunks, whose
+    // addresses are not modelled: refused, saying so.
+    let (o, x32) = extrap(32);
+    assert!(o.status.success(), "{}", text(&o));
+    let real32 = keep(32);
+    assert_identical("h5py_lowlevel at 32", &x32, &real32);
     for Split {
         target,
         chunks,
         said,
         more,
         ..
-    } in &shapes
+    } in shapes.iter().filter(|s| s.target == 64)
     {
         let (o, out) = extrap(*target);
         let t = text(&o);
         assert!(!o.status.success(), "extrap to {target} succeeded:\n{t}");
+        assert!(t.contains("separate runs of bytes"), "{t}");
         assert!(!out.exists());
         for why in [
             "chunk index of rows grows with n".to_string(),
@@ -695,8 +712,7 @@ fn h5py_low_level_extrapolates_while_its_chunk_index_is_one_node() {
         h5file::chunk_btree_levels(&dir.path().join("d16/ll.h5")),
         vec![vec![48u16]]
     );
-    // The refusal is warranted: at 32 ranks HDF5 writes more metadata entries.
-    let real32 = keep(32);
+    // At 32 ranks HDF5 writes more metadata entries than at the inputs.
     assert!(
         metadata_writes(&real32) > at(3),
         "metadata entries at 32: {} vs {} at 16",

@@ -206,6 +206,7 @@ pub fn extrapolate_consistent_ignoring(
     drop: bool,
 ) -> Result<Extrapolated, ExtrapError> {
     // Containers (HDF5 calls) are followed by what they made (`containers`).
+    let original = inputs;
     let lifted = crate::containers::lifted(inputs);
     let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
     // Writes the library deals over the ranks change the structure below their count (HDF5's
@@ -217,9 +218,7 @@ pub fn extrapolate_consistent_ignoring(
             consistent_dealt_apart(inputs, ignored, target, models, drop, at)
         })
     })?;
-    if let Some((_, lifts)) = &lifted {
-        crate::containers::nest_again(&mut out.file, lifts);
-    }
+    crate::nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;
     Ok(out)
 }
 

@@ -1152,9 +1152,11 @@ fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<Vec<Vec<Ru
 /// `--explain` says of the model.
 fn from_oracle(
     p: &mut Plan,
+    sorted: &[&Input],
     at_target: &TraceFile,
     o: &dyn Oracle,
     ids: &[Vec<RunId>],
+    models: &ModelSet,
 ) -> Result<String, String> {
     let n = at_target.header.nranks;
     let run = h5space::replay(
@@ -1163,6 +1165,21 @@ fn from_oracle(
         h5space::hdf5_version(at_target).as_deref(),
     )
     .map_err(|e| format!("the HDF5 oracle could not replay the calls at {n} ranks: {e}"))?;
+    // The data stays where the fitted trace puts it.
+    let mut inputs = Vec::with_capacity(sorted.len());
+    for i in sorted {
+        inputs.push(h5space::replay(
+            o,
+            &rank_events(&i.file.trace, 0),
+            h5space::hdf5_version(&i.file).as_deref(),
+        )?);
+    }
+    let refs: Vec<&h5space::OracleRun> = inputs.iter().map(|r| r.as_ref()).collect();
+    let ns: Vec<i64> = sorted
+        .iter()
+        .map(|i| i64::from(i.file.header.nranks))
+        .collect();
+    h5space::storage_agrees(&refs, &ns, &run, n, models)?;
     let runs = h5space::runs(&run, DEALT_OPS)?;
     let mut counts = Vec::new();
     for (s, ids) in p.sites.iter_mut().zip(ids) {
@@ -1314,7 +1331,7 @@ pub(crate) fn around(
     }
     let mut out = inner(&stripped)?;
     if let Some((why, o, ids)) = oracle_ids {
-        let said = from_oracle(&mut p, &out.file, o, &ids)
+        let said = from_oracle(&mut p, &sorted, &out.file, o, &ids, models)
             .map_err(|e| refuse_split(&p, why, &format!("; {e}")))?;
         if let Some(x) = p.explain.first_mut() {
             x.model = said;

@@ -37,6 +37,11 @@ pub struct OracleRun {
     /// it replays among the replayed program's rank 0's HDF5 calls (depth first, in call
     /// order, every HDF5 call counted).
     pub steps: Vec<usize>,
+    /// Each dataset's storage after the replay, in creation order: its name and the runs of
+    /// consecutive bytes it holds (address, length), in the order of its elements (a
+    /// contiguous dataset one run; a chunked one, its chunks in coordinate order, adjacent
+    /// ones merged).
+    pub storage: Vec<(String, Vec<(u64, u64)>)>,
 }
 
 /// Replays rank 0's HDF5 calls through the HDF5 library.
@@ -224,18 +229,78 @@ fn made(events: &[RawEvent], steps: Option<&[usize]>) -> HashMap<usize, Vec<RawE
     out
 }
 
-/// Per (op, ordinal among that op's calls), the calls `children` holds, dealt ops left out.
+/// Per (op, ordinal among that op's calls), the calls `children` holds and the calls they
+/// made, depth first, dealt ops (and what they made) left out.
 fn by_op<'a>(children: &'a [RawEvent], dealt: &[Op]) -> Vec<((Op, usize), &'a RawEvent)> {
-    let mut seen: HashMap<Op, usize> = HashMap::new();
-    children
-        .iter()
-        .filter(|c| !dealt.contains(&c.op))
-        .map(|c| {
+    fn walk<'a>(
+        events: &'a [RawEvent],
+        dealt: &[Op],
+        seen: &mut HashMap<Op, usize>,
+        out: &mut Vec<((Op, usize), &'a RawEvent)>,
+    ) {
+        for c in events.iter().filter(|c| !dealt.contains(&c.op)) {
             let k = seen.entry(c.op).or_insert(0);
             *k += 1;
-            ((c.op, *k - 1), c)
-        })
-        .collect()
+            out.push(((c.op, *k - 1), c));
+            walk(&c.children, dealt, seen, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(children, dealt, &mut HashMap::new(), &mut out);
+    out
+}
+
+/// Sets, in `nodes` (the calls an HDF5 call made, compressed) and the calls they made, depth
+/// first as [`by_op`] numbers rank 0's, each value `holds` says is the oracle's to the
+/// oracle's (`theirs`), in calls of rank 0 alone, or of every one of the `n` ranks while
+/// every call before them was too (so that each rank numbers them as rank 0 does). Stops at
+/// a loop, past which the numbering is not one rank's. Returns how many values changed.
+#[allow(clippy::too_many_arguments)]
+fn set_values(
+    nodes: &mut [Node],
+    n: u32,
+    at: usize,
+    theirs: &HashMap<(Op, usize), &RawEvent>,
+    holds: &HashMap<Key, bool>,
+    dealt: &[Op],
+    seen: &mut HashMap<Op, usize>,
+    uniform: &mut bool,
+) -> Option<usize> {
+    let mut set = 0;
+    for c in nodes.iter_mut() {
+        let alone = c.ranks.len() == 1 && c.ranks.contains(0);
+        let every = c.ranks.len() == u64::from(n);
+        if !c.ranks.contains(0) {
+            *uniform = false;
+            continue;
+        }
+        let NodeKind::Event(ce) = &mut c.kind else {
+            return None;
+        };
+        if dealt.contains(&ce.op) {
+            continue;
+        }
+        *uniform &= every;
+        let ord = seen.entry(ce.op).or_insert(0);
+        *ord += 1;
+        let key = (ce.op, *ord - 1);
+        if let Some(t) = theirs.get(&key).filter(|_| alone || (every && *uniform)) {
+            for (i, p) in ce.params.iter_mut().enumerate() {
+                if holds.get(&(at, key.0, key.1, i)) != Some(&true) {
+                    continue;
+                }
+                let Some(&v) = t.params.get(i) else { continue };
+                for g in p.groups.iter_mut() {
+                    if g.val != Val::Const(RankFn::Const(v)) {
+                        g.val = Val::Const(RankFn::Const(v));
+                        set += 1;
+                    }
+                }
+            }
+        }
+        set += set_values(&mut ce.children, n, at, theirs, holds, dealt, seen, uniform)?;
+    }
+    Some(set)
 }
 
 /// Puts the oracle's values of the file's layout into `out` (an extrapolation to its rank
@@ -306,31 +371,18 @@ pub(crate) fn settle(
                 };
                 let theirs: HashMap<(Op, usize), &RawEvent> =
                     by_op(theirs, dealt).into_iter().collect();
-                let mut seen: HashMap<Op, usize> = HashMap::new();
-                for c in e.children.iter_mut() {
-                    let NodeKind::Event(ce) = &mut c.kind else {
-                        continue;
-                    };
-                    if dealt.contains(&ce.op) {
-                        continue;
-                    }
-                    let ord = seen.entry(ce.op).or_insert(0);
-                    *ord += 1;
-                    let key = (ce.op, *ord - 1);
-                    let Some(t) = theirs.get(&key) else { continue };
-                    for (i, p) in ce.params.iter_mut().enumerate() {
-                        if holds.get(&(at, key.0, key.1, i)) != Some(&true) {
-                            continue;
-                        }
-                        let Some(&v) = t.params.get(i) else { continue };
-                        for g in p.groups.iter_mut() {
-                            if g.val != Val::Const(RankFn::Const(v)) {
-                                g.val = Val::Const(RankFn::Const(v));
-                                set += 1;
-                            }
-                        }
-                    }
-                }
+                let n = out.header.nranks;
+                set += set_values(
+                    &mut e.children,
+                    n,
+                    at,
+                    &theirs,
+                    &holds,
+                    dealt,
+                    &mut HashMap::new(),
+                    &mut true,
+                )
+                .unwrap_or(0);
             }
             // The HDF5 calls in a loop or beneath another call (a NetCDF call's) are counted
             // as rank 0 makes them; none is set.
@@ -352,4 +404,81 @@ fn hdf5_calls(nodes: &[Node]) -> usize {
         true
     });
     count
+}
+
+/// Whether the oracle's dataset storage at `target` (`there`) is where the fitted trace puts
+/// the data: each dataset's runs of storage at every input (`inputs`, one replay per scale
+/// of `ns` ranks), fitted exactly against n (run count, each run's address and length), must
+/// predict the oracle's at the target. The fitted data writes follow the inputs' storage; a
+/// split index placed between chunks, or storage moved by the new nodes, breaks that, and
+/// the data's addresses would be wrong: refused, saying where.
+pub(crate) fn storage_agrees(
+    inputs: &[&OracleRun],
+    ns: &[i64],
+    there: &OracleRun,
+    target: u32,
+    models: &models::ModelSet,
+) -> Result<(), String> {
+    use models::exact::{Agreement, Point, Vars, agree, fit_exact};
+    let predict = |ys: &[i64]| -> Option<i64> {
+        if ys.iter().all(|&y| y == ys[0]) {
+            return Some(ys[0]);
+        }
+        let pts: Vec<Point> = ns
+            .iter()
+            .zip(ys)
+            .map(|(&n, &y)| Point { n, rank: 0, y })
+            .collect();
+        match agree(fit_exact(&models.models, Vars::N, &pts), |f| {
+            f.eval(i64::from(target), 0)
+        }) {
+            Agreement::Agree(_, v) => Some(v),
+            _ => None,
+        }
+    };
+    if inputs
+        .iter()
+        .any(|r| r.storage.len() != there.storage.len())
+    {
+        return Err("the replays create another number of datasets at the target".into());
+    }
+    for (d, (name, runs)) in there.storage.iter().enumerate() {
+        let count: Vec<i64> = inputs.iter().map(|r| r.storage[d].1.len() as i64).collect();
+        if predict(&count) != Some(runs.len() as i64) {
+            return Err(format!(
+                "at {target} ranks HDF5 stores dataset {name} in {} separate runs of bytes \
+                 (the inputs' {count:?}: its chunks are no longer where the inputs' layout \
+                 puts them), and the data's addresses are not modelled",
+                runs.len()
+            ));
+        }
+        for (k, &(addr, len)) in runs.iter().enumerate() {
+            for (what, got, ys) in [
+                (
+                    "address",
+                    addr,
+                    inputs
+                        .iter()
+                        .map(|r| r.storage[d].1[k].0 as i64)
+                        .collect::<Vec<_>>(),
+                ),
+                (
+                    "length",
+                    len,
+                    inputs.iter().map(|r| r.storage[d].1[k].1 as i64).collect(),
+                ),
+            ] {
+                if predict(&ys) != Some(got as i64) {
+                    return Err(format!(
+                        "at {target} ranks HDF5 puts run {} of dataset {name}'s storage at \
+                         {what} {got}, where the inputs' layout ({ys:?} at {ns:?} ranks) \
+                         puts it elsewhere: the new index nodes moved the data, whose \
+                         addresses are not modelled",
+                        k + 1
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -208,11 +208,22 @@ pub(crate) fn extrapolate_ignoring_at(
         Some(at) => run(inputs, Some(at))?,
         None => collflush::around(inputs, lifts, target, models, run)?,
     };
-    if let Some((_, lifts)) = &lifted {
+    nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;
+    Ok(out)
+}
+
+/// The last step of every extrapolation of `original` (its containers lifted with `lifts`,
+/// if any): the containers nested again, then, where HDF5's file space was taken from its
+/// oracle for the flush (`dealt`), the other values of the file's layout HDF5's calls see
+/// taken from it too (`h5space::settle`).
+pub(crate) fn nested_and_settled(
+    original: &[Input],
+    lifts: Option<&rsd::trace::Lifts>,
+    out: &mut Extrapolated,
+) -> Result<(), ExtrapError> {
+    if let Some(lifts) = lifts {
         containers::nest_again(&mut out.file, lifts);
     }
-    // HDF5's file space taken from its oracle for the flush (`dealt`): the other values of
-    // the file's layout HDF5's calls see come from it too.
     if out.file.header.notes.iter().any(|n| n == h5space::NOTE)
         && let Some(o) = h5space::oracle()
     {
@@ -222,7 +233,7 @@ pub(crate) fn extrapolate_ignoring_at(
         h5space::settle(o, &sorted, &mut out.file, dealt::DEALT_OPS)
             .map_err(|why| ExtrapError::ConfigDiffers { why })?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// [`extrapolate_with`] on inputs whose dealt writes, if any, were taken out (`at`: the
