@@ -1053,7 +1053,7 @@ fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<Vec<Vec<Ru
         let run = h5space::replay(
             o,
             &rank_events(&i.file.trace, 0),
-            h5space::hdf5_version(&i.file).as_deref(),
+            i.file.header.hdf5_version().as_deref(),
         )
         .map_err(|e| {
             format!(
@@ -1162,7 +1162,7 @@ fn from_oracle(
     let run = h5space::replay(
         o,
         &rank_events(&at_target.trace, 0),
-        h5space::hdf5_version(at_target).as_deref(),
+        at_target.header.hdf5_version().as_deref(),
     )
     .map_err(|e| format!("the HDF5 oracle could not replay the calls at {n} ranks: {e}"))?;
     // The data stays where the fitted trace puts it.
@@ -1171,7 +1171,7 @@ fn from_oracle(
         inputs.push(h5space::replay(
             o,
             &rank_events(&i.file.trace, 0),
-            h5space::hdf5_version(&i.file).as_deref(),
+            i.file.header.hdf5_version().as_deref(),
         )?);
     }
     let refs: Vec<&h5space::OracleRun> = inputs.iter().map(|r| r.as_ref()).collect();

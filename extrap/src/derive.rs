@@ -28,7 +28,7 @@ use collio::romio;
 use collio::traced::{self, TracedCall};
 use rsd::comms::{self, Made};
 use rsd::op::{Op, Param, args};
-use rsd::trace::{Event, Node, NodeKind, flatten_event, visit};
+use rsd::trace::{Node, NodeKind, flatten_event, visit};
 use rsd::{Compressor, Header, RawEvent, Trace, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -253,41 +253,10 @@ struct RankCalls {
     colls: Vec<RankColl>,
 }
 
-fn mean(s: &rsd::timing::Stats) -> u64 {
-    s.mean.max(0.0).round() as u64
-}
-
-/// Event `e` of `rank` at loop indices `idx`, children included, each with its node's mean
-/// timing.
-fn raw_of(e: &Event, rank: u32, idx: &mut Vec<u64>) -> RawEvent {
-    let mut flat = flatten_event(e, rank, idx);
-    let mut children = Vec::new();
-    if !e.children.is_empty() {
-        visit(&e.children, rank, idx, &mut |c, idx| {
-            children.push(raw_of(c, rank, idx));
-            true
-        });
-    }
-    RawEvent {
-        op: flat.op,
-        sig: flat.sig,
-        path: flat.path.take(),
-        params: std::mem::take(&mut flat.params),
-        gap_ns: mean(&e.timing.gap),
-        dur_ns: mean(&e.timing.dur),
-        children,
-    }
-}
-
-/// Every call of `rank` of `trace`, nested calls included, each with its node's mean timing.
+/// Every call of `rank` of `trace`, nested calls included, each with its node's mean timing
+/// ([`Trace::rank_events`]).
 pub(crate) fn rank_events(trace: &Trace, rank: u32) -> Vec<RawEvent> {
-    let mut events = Vec::new();
-    let mut idx = Vec::new();
-    visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
-        events.push(raw_of(e, rank, idx));
-        true
-    });
-    events
+    trace.rank_events(rank)
 }
 
 /// The communicator creations (op and call site) that made, on every rank and at every

@@ -102,14 +102,6 @@ pub(crate) fn replay(
     Ok(r)
 }
 
-/// The HDF5 version a trace's notes name (`HDF5 library 1.10.8`).
-pub(crate) fn hdf5_version(tf: &TraceFile) -> Option<String> {
-    tf.header.notes.iter().find_map(|n| {
-        n.strip_prefix("HDF5 library ")
-            .map(|v| v.trim().to_string())
-    })
-}
-
 /// Where a run of the oracle's metadata writes is: inside the HDF5 call replaying step
 /// `.0` (`.1` true), or after it, outside any HDF5 call (`.1` false: h5py closes its file
 /// with `H5Idec_ref`, which the layer does not record, so that close's writes follow the
@@ -320,7 +312,7 @@ pub(crate) fn settle(
     let mut holds: HashMap<Key, bool> = HashMap::new();
     for tf in inputs {
         let n = tf.header.nranks;
-        let version = hdf5_version(tf);
+        let version = tf.header.hdf5_version();
         let run = replay(
             o,
             &crate::derive::rank_events(&tf.trace, 0),
@@ -352,7 +344,7 @@ pub(crate) fn settle(
     let run = replay(
         o,
         &crate::derive::rank_events(&out.trace, 0),
-        hdf5_version(out).as_deref(),
+        out.header.hdf5_version().as_deref(),
     )?;
     let oracle = made(
         &crate::derive::rank_events(&run.trace.trace, 0),

@@ -23,5 +23,5 @@
 mod plan;
 mod run;
 
-pub use plan::{Plan, PlanError, Step, hdf5_version, plan_of, plan_of_trace, rank_events};
+pub use plan::{Plan, PlanError, Step, plan_of, plan_of_trace};
 pub use run::{Chunk, Launch, Layout, OracleError, Run, Storage, run};

@@ -1,7 +1,7 @@
 //! The plan: which of rank 0's HDF5 calls the oracle replays, in order, as recorded.
 
+use rsd::RawEvent;
 use rsd::op::{Layer, Op, Param};
-use rsd::{FlatEvent, RawEvent, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use thiserror::Error;
@@ -378,32 +378,9 @@ fn collect<'a>(events: &'a [RawEvent], out: &mut Vec<&'a RawEvent>) {
     }
 }
 
-/// Every call of `rank` in `trace`, nested calls as children, without timing: what
-/// [`plan_of`] takes.
-pub fn rank_events(trace: &Trace, rank: u32) -> Vec<RawEvent> {
-    fn raw(e: FlatEvent) -> RawEvent {
-        RawEvent {
-            children: e.children.into_iter().map(raw).collect(),
-            path: e.path,
-            ..RawEvent::new(e.op, e.sig, e.params)
-        }
-    }
-    trace.expand(rank).into_iter().map(raw).collect()
-}
-
-/// The HDF5 version a trace's header notes (`HDF5 library 1.10.8`, written by the tracer's
-/// HDF5 layer at its first recorded call), if any.
-pub fn hdf5_version(header: &rsd::Header) -> Option<String> {
-    header
-        .notes
-        .iter()
-        .find_map(|n| n.strip_prefix("HDF5 library "))
-        .map(|v| v.trim().to_string())
-}
-
 /// [`plan_of`] rank 0 of a trace, with the HDF5 version its header notes.
 pub fn plan_of_trace(tf: &rsd::TraceFile) -> Result<Plan, PlanError> {
-    plan_of(&rank_events(&tf.trace, 0), hdf5_version(&tf.header))
+    plan_of(&tf.trace.rank_events(0), tf.header.hdf5_version())
 }
 
 #[cfg(test)]

@@ -252,7 +252,19 @@ impl Serialize for Header {
     }
 }
 
+/// How the header's notes name the HDF5 library the tracer's HDF5 layer ran on
+/// (`HDF5 library 1.14.2`): written by the tracer, read by the HDF5 oracle.
+pub const HDF5_NOTE: &str = "HDF5 library ";
+
 impl Header {
+    /// The version of the HDF5 library the notes name ([`HDF5_NOTE`]), if any.
+    pub fn hdf5_version(&self) -> Option<String> {
+        self.notes
+            .iter()
+            .find_map(|n| n.strip_prefix(HDF5_NOTE))
+            .map(|v| v.trim().to_string())
+    }
+
     /// A header for a complete trace of `nranks` ranks, written by this crate's version.
     pub fn new(nranks: u32) -> Header {
         Header {

@@ -53,7 +53,7 @@ pub mod value;
 
 pub use compress::Compressor;
 pub use error::RsdError;
-pub use format::{FORMAT_VERSION, Header, MpiConfig, TraceFile};
+pub use format::{FORMAT_VERSION, HDF5_NOTE, Header, MpiConfig, TraceFile};
 pub use merge::{merge, merge_tree};
 pub use op::{Handle, Layer, Op, Param};
 pub use ranks::RankSet;

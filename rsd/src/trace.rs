@@ -235,6 +235,42 @@ impl Trace {
         walk(&self.nodes, rank, &mut idx, f);
     }
 
+    /// Every call of `rank`, nested calls included, each with its node's mean timing: the
+    /// form the compressor takes, to re-compress a rank after editing its calls, and the form
+    /// the HDF5 oracle replays.
+    pub fn rank_events(&self, rank: u32) -> Vec<RawEvent> {
+        fn mean(s: &crate::timing::Stats) -> u64 {
+            s.mean.max(0.0).round() as u64
+        }
+        /// Event `e` of `rank` at loop indices `idx`, children included.
+        fn raw_of(e: &Event, rank: u32, idx: &mut Vec<u64>) -> RawEvent {
+            let mut flat = flatten_event(e, rank, idx);
+            let mut children = Vec::new();
+            if !e.children.is_empty() {
+                visit(&e.children, rank, idx, &mut |c, idx| {
+                    children.push(raw_of(c, rank, idx));
+                    true
+                });
+            }
+            RawEvent {
+                op: flat.op,
+                sig: flat.sig,
+                path: flat.path.take(),
+                params: std::mem::take(&mut flat.params),
+                gap_ns: mean(&e.timing.gap),
+                dur_ns: mean(&e.timing.dur),
+                children,
+            }
+        }
+        let mut events = Vec::new();
+        let mut idx = Vec::new();
+        visit(&self.nodes, rank, &mut idx, &mut |e, idx| {
+            events.push(raw_of(e, rank, idx));
+            true
+        });
+        events
+    }
+
     /// The exact call sequence of `rank` (timing aside), up to [`EXPAND_LIMIT`] events.
     pub fn expand(&self, rank: u32) -> Vec<FlatEvent> {
         let mut out = Vec::new();

@@ -217,9 +217,6 @@ fn write_raw(st: &State, out: &str) {
     }
 }
 
-/// How the header's notes name the HDF5 library the layer ran on (`HDF5 library 1.14.2`).
-pub const HDF5_NOTE: &str = "HDF5 library ";
-
 fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     let mut h = Header::new(nranks);
     h.command = st.cfg.argv.clone();
@@ -245,7 +242,7 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     if libs[0].1
         && let Some(v) = crate::hdf5::version()
     {
-        h.notes.push(format!("{HDF5_NOTE}{v}"));
+        h.notes.push(format!("{}{v}", rsd::HDF5_NOTE));
     }
     if libs.iter().any(|l| l.1) {
         h.layers = rsd::op::Layer::STACK
