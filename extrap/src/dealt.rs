@@ -403,31 +403,33 @@ fn model_site(
             })
             .collect::<Vec<_>>()
             .join(", ");
+        // Handles (a nested pwrite's descriptor) are the writing rank's, not the entry's: rank
+        // 0 has the log open before the HDF5 file, the others not. Per handle number, the
+        // values each rank wrote its entries with, over every entry and scale.
+        let mut by_writer: BTreeMap<(usize, u32), BTreeSet<i64>> = BTreeMap::new();
+        for (o, &n) in obs.iter().zip(scales) {
+            let c = o.entries.len() as u64;
+            for (k, e) in o.entries.iter().enumerate() {
+                let w = writer(c, u64::from(n), k);
+                for (i, &v) in numbers(e).iter().enumerate() {
+                    if is_handle(e, i) {
+                        by_writer.entry((i, w)).or_default().insert(v);
+                    }
+                }
+            }
+        }
         if from_oracle {
             // Every entry one call of one shape, which the oracle's entries fill in.
             let template = obs[obs.len() - 1].entries[0].clone();
-            if let Some((o, n)) = obs
+            if let Some((_, n)) = obs
                 .iter()
                 .zip(scales)
                 .find(|(o, _)| o.entries.iter().any(|e| shape(e) != shape(&template)))
             {
-                let _ = o;
                 return Ok(Outcome::Skip(format!(
                     "the flush {}: its entries are calls of more than one shape at {n} ranks",
                     describe_anchor(a)
                 )));
-            }
-            let mut by_writer: BTreeMap<(usize, u32), BTreeSet<i64>> = BTreeMap::new();
-            for (o, &n) in obs.iter().zip(scales) {
-                let c = o.entries.len() as u64;
-                for (k, e) in o.entries.iter().enumerate() {
-                    let w = writer(c, u64::from(n), k);
-                    for (i, &v) in numbers(e).iter().enumerate() {
-                        if is_handle(e, i) {
-                            by_writer.entry((i, w)).or_default().insert(v);
-                        }
-                    }
-                }
             }
             cs.push(obs[obs.len() - 1].entries.len());
             flushes.push(Flush {
@@ -476,20 +478,6 @@ fn model_site(
                  elsewhere (no one order of the entries)",
                 describe_anchor(a)
             )));
-        }
-        // Handles (a nested pwrite's descriptor) are the writing rank's, not the entry's: rank
-        // 0 has the log open before the HDF5 file, the others not. Per handle number, the
-        // values each rank wrote its entries with, over every entry and scale.
-        let mut by_writer: BTreeMap<(usize, u32), BTreeSet<i64>> = BTreeMap::new();
-        for (o, &n) in obs.iter().zip(scales) {
-            for (k, e) in o.entries.iter().enumerate() {
-                let w = writer(c as u64, u64::from(n), k);
-                for (i, &v) in numbers(e).iter().enumerate() {
-                    if is_handle(e, i) {
-                        by_writer.entry((i, w)).or_default().insert(v);
-                    }
-                }
-            }
         }
         let mut entries = Vec::with_capacity(c);
         for k in 0..c {
@@ -573,6 +561,24 @@ fn model_site(
     Ok(Outcome::Model(SitePlan { site, flushes }, explain))
 }
 
+/// The exact models of n that fit one number per scale (`ys` at `ns` ranks), evaluated at
+/// `target`, and whether they agree there.
+pub(crate) fn agree_at<'m>(
+    ns: &[i64],
+    ys: &[i64],
+    target: u32,
+    models: &'m ModelSet,
+) -> Agreement<'m, i64> {
+    let pts: Vec<Point> = ns
+        .iter()
+        .zip(ys)
+        .map(|(&n, &y)| Point { n, rank: 0, y })
+        .collect();
+    agree(fit_exact(&models.models, Vars::N, &pts), |f| {
+        f.eval(i64::from(target), 0)
+    })
+}
+
 /// One number per scale fitted exactly against n and evaluated at `target` (a constant when
 /// it does not vary); a varying one is explained.
 #[allow(clippy::too_many_arguments)]
@@ -589,11 +595,6 @@ pub(crate) fn fit_number(
     if ys.iter().all(|&y| y == ys[0]) {
         return Ok(ys[0]);
     }
-    let pts: Vec<Point> = ns
-        .iter()
-        .zip(ys)
-        .map(|(&n, &y)| Point { n, rank: 0, y })
-        .collect();
     let values = ns
         .iter()
         .zip(ys)
@@ -610,9 +611,7 @@ pub(crate) fn fit_number(
                lib.so) that expresses this pattern"
             .into(),
     };
-    match agree(fit_exact(&models.models, Vars::N, &pts), |f| {
-        f.eval(i64::from(target), 0)
-    }) {
+    match agree_at(ns, ys, target, models) {
         Agreement::Agree(f, v) => {
             explain.push(Explain {
                 event: event.to_string(),
@@ -1042,11 +1041,16 @@ fn insert_recompressed(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, Stri
     Ok(())
 }
 
+/// Per modelled site, per flush, the oracle's run that is that flush; and the oracle's
+/// replay of each input scale.
+type OracleIds = (Vec<Vec<RunId>>, Vec<std::sync::Arc<h5space::OracleRun>>);
+
 /// Per modelled flush (site by site, flush by flush), the run of the HDF5 oracle's metadata
 /// writes that is that flush at every input scale ([`h5space`]): the run whose extents are
 /// the flush's at each scale, the same run everywhere, and each rank's order of its entries
 /// the oracle's order. Otherwise why not.
-fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<Vec<Vec<RunId>>, String> {
+fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<OracleIds, String> {
+    let mut replays = Vec::with_capacity(sorted.len());
     let mut per_scale = Vec::with_capacity(sorted.len());
     for i in sorted {
         let n = i.file.header.nranks;
@@ -1062,6 +1066,7 @@ fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<Vec<Vec<Ru
             )
         })?;
         per_scale.push(h5space::runs(&run, DEALT_OPS)?);
+        replays.push(run);
     }
     let mut out = Vec::new();
     for s in &p.sites {
@@ -1143,19 +1148,20 @@ fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<Vec<Vec<Ru
         }
         out.push(ids);
     }
-    Ok(out)
+    Ok((out, replays))
 }
 
 /// Fills `p`'s flushes with the HDF5 oracle's entries at the target, whose trace without the
 /// dealt writes is `at_target`: each flush the run `ids` names (sorted by offset, written in
-/// the oracle's order), with the handles the inputs' writing ranks used. Returns what
-/// `--explain` says of the model.
+/// the oracle's order), with the handles the inputs' writing ranks used; once the oracle's
+/// dataset storage at the target is where its replays of the inputs (`inputs`, of `sorted`)
+/// say the fitted data goes. Returns what `--explain` says of the model.
 fn from_oracle(
     p: &mut Plan,
     sorted: &[&Input],
     at_target: &TraceFile,
     o: &dyn Oracle,
-    ids: &[Vec<RunId>],
+    (ids, inputs): &OracleIds,
     models: &ModelSet,
 ) -> Result<String, String> {
     let n = at_target.header.nranks;
@@ -1166,14 +1172,6 @@ fn from_oracle(
     )
     .map_err(|e| format!("the HDF5 oracle could not replay the calls at {n} ranks: {e}"))?;
     // The data stays where the fitted trace puts it.
-    let mut inputs = Vec::with_capacity(sorted.len());
-    for i in sorted {
-        inputs.push(h5space::replay(
-            o,
-            &rank_events(&i.file.trace, 0),
-            i.file.header.hdf5_version().as_deref(),
-        )?);
-    }
     let refs: Vec<&h5space::OracleRun> = inputs.iter().map(|r| r.as_ref()).collect();
     let ns: Vec<i64> = sorted
         .iter()

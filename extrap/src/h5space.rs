@@ -121,8 +121,14 @@ pub(crate) fn runs(run: &OracleRun, ops: &[Op]) -> Result<BTreeMap<RunId, Vec<Ra
     }
     impl Walk<'_> {
         /// `events` are siblings inside step `inside` (None: at the top level, after step
-        /// `last`).
-        fn siblings(&mut self, events: &[RawEvent], inside: Option<usize>, mut last: usize) {
+        /// `last`); returns the last step started among them (HDF5 calls beneath a NetCDF
+        /// call are steps too, and writes after that call follow them).
+        fn siblings(
+            &mut self,
+            events: &[RawEvent],
+            inside: Option<usize>,
+            mut last: usize,
+        ) -> usize {
             let mut i = 0;
             while i < events.len() {
                 let e = &events[i];
@@ -144,16 +150,16 @@ pub(crate) fn runs(run: &OracleRun, ops: &[Op]) -> Result<BTreeMap<RunId, Vec<Ra
                             "the replay made more HDF5 calls ({}) than it says it replayed",
                             self.next + 1
                         ));
-                        return;
+                        return last;
                     };
                     self.next += 1;
-                    last = at;
-                    self.siblings(&e.children, Some(at), at);
+                    last = self.siblings(&e.children, Some(at), at);
                 } else {
-                    self.siblings(&e.children, inside, last);
+                    last = self.siblings(&e.children, inside, last);
                 }
                 i += 1;
             }
+            last
         }
     }
     let events = crate::derive::rank_events(&run.trace.trace, 0);
@@ -299,9 +305,10 @@ fn set_values(
 /// count, nested), where the inputs (`inputs`, nested, one per scale) say they are the
 /// oracle's: a parameter of a call an HDF5 call made (the file's size HDF5 asks for at a
 /// flush, a truncation) whose value equals, on every rank that made the call at every input
-/// scale, the value the oracle's replay of that scale gave. Only calls outside loops are
-/// set (an HDF5 call inside a loop has one value per iteration); one that needs a value the
-/// trace cannot hold there refuses. `dealt`: the flush's writes, which the dealt model set.
+/// scale, the value the oracle's replay of that scale gave. Only the calls of HDF5 calls
+/// outside loops are set (an HDF5 call inside a loop has one value per iteration); those in
+/// loops keep their fitted values, checked by nothing here. `dealt`: the flush's writes,
+/// which the dealt model set.
 pub(crate) fn settle(
     o: &dyn Oracle,
     inputs: &[&TraceFile],
@@ -411,20 +418,12 @@ pub(crate) fn storage_agrees(
     target: u32,
     models: &models::ModelSet,
 ) -> Result<(), String> {
-    use models::exact::{Agreement, Point, Vars, agree, fit_exact};
     let predict = |ys: &[i64]| -> Option<i64> {
         if ys.iter().all(|&y| y == ys[0]) {
             return Some(ys[0]);
         }
-        let pts: Vec<Point> = ns
-            .iter()
-            .zip(ys)
-            .map(|(&n, &y)| Point { n, rank: 0, y })
-            .collect();
-        match agree(fit_exact(&models.models, Vars::N, &pts), |f| {
-            f.eval(i64::from(target), 0)
-        }) {
-            Agreement::Agree(_, v) => Some(v),
+        match crate::dealt::agree_at(ns, ys, target, models) {
+            models::exact::Agreement::Agree(_, v) => Some(v),
             _ => None,
         }
     };

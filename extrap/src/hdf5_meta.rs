@@ -24,7 +24,7 @@ use crate::Input;
 use crate::chunk_btree;
 use crate::derive::rank_events;
 use models::ModelSet;
-use models::exact::{Agreement, Point, Vars, agree, fit_exact};
+use models::exact::Agreement;
 use rsd::RawEvent;
 use rsd::op::{Op, Param};
 use std::collections::HashMap;
@@ -184,14 +184,7 @@ pub(crate) fn chunk_index_grows(
         if ys.iter().all(|&y| y == ys[0]) {
             continue;
         }
-        let pts: Vec<Point> = ns
-            .iter()
-            .zip(&ys)
-            .map(|(&n, &y)| Point { n, rank: 0, y })
-            .collect();
-        let at_target = match agree(fit_exact(&models.models, Vars::N, &pts), |f| {
-            f.eval(i64::from(target), 0)
-        }) {
+        let at_target = match crate::dealt::agree_at(&ns, &ys, target, models) {
             Agreement::Agree(_, v) => Some(v),
             _ => None,
         };
