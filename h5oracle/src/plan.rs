@@ -369,7 +369,7 @@ fn plan_with(
 }
 
 /// Every HDF5-layer call of `events`, depth first in call order.
-fn collect<'a>(events: &'a [RawEvent], out: &mut Vec<&'a RawEvent>) {
+pub(crate) fn collect<'a>(events: &'a [RawEvent], out: &mut Vec<&'a RawEvent>) {
     for e in events {
         if e.op.layer() == Layer::Hdf5 {
             out.push(e);

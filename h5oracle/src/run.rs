@@ -1,8 +1,8 @@
 //! Running the oracle: `iotrex-h5oracle` on one rank under `iotrex trace`.
 
 use crate::plan::Plan;
-use rsd::op::{Layer, Param};
-use rsd::{FlatEvent, TraceFile};
+use rsd::op::Param;
+use rsd::{RawEvent, TraceFile};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -247,10 +247,11 @@ pub fn run(plan: &Plan, launch: &Launch, dir: &Path) -> Result<Run, OracleError>
             why,
             stderr,
         })?;
-    let steps = match_steps(plan, &trace.trace.expand(0)).map_err(|why| OracleError::Mismatch {
-        path: trace_path,
-        why,
-    })?;
+    let steps =
+        match_steps(plan, &trace.trace.rank_events(0)).map_err(|why| OracleError::Mismatch {
+            path: trace_path,
+            why,
+        })?;
     Ok(Run {
         trace,
         steps,
@@ -261,17 +262,9 @@ pub fn run(plan: &Plan, launch: &Launch, dir: &Path) -> Result<Run, OracleError>
 /// The `at` of the plan step each HDF5-layer call of `events` (the oracle's rank 0) replays:
 /// the calls must be the steps, one for one, in order, with the same op and the same values
 /// (identifiers aside: the oracle's table holds only what it replays, so its slots differ).
-fn match_steps(plan: &Plan, events: &[FlatEvent]) -> Result<Vec<usize>, String> {
-    fn collect<'a>(events: &'a [FlatEvent], out: &mut Vec<&'a FlatEvent>) {
-        for e in events {
-            if e.op.layer() == Layer::Hdf5 {
-                out.push(e);
-            }
-            collect(&e.children, out);
-        }
-    }
+fn match_steps(plan: &Plan, events: &[RawEvent]) -> Result<Vec<usize>, String> {
     let mut calls = Vec::new();
-    collect(events, &mut calls);
+    crate::plan::collect(events, &mut calls);
     if calls.len() != plan.steps.len() {
         let first = plan
             .steps
@@ -336,16 +329,6 @@ mod tests {
     use crate::plan::Step;
     use rsd::op::Op;
 
-    fn flat(op: Op, params: Vec<i64>) -> FlatEvent {
-        FlatEvent {
-            op,
-            sig: 0,
-            path: None,
-            params,
-            children: Vec::new(),
-        }
-    }
-
     #[test]
     fn steps_match_calls_by_op_and_values_not_identifiers() {
         let plan = Plan {
@@ -365,10 +348,10 @@ mod tests {
                 },
             ],
         };
-        let mut call = flat(Op::FileOpen, vec![0, 0, 0]);
+        let mut call = RawEvent::new(Op::FileOpen, 0, vec![0, 0, 0]);
         call.children = vec![
-            flat(Op::H5ScreateSimple, vec![1, 2, 8000, 8000]),
-            flat(Op::H5DsetExtent, vec![0, 1, 24]),
+            RawEvent::new(Op::H5ScreateSimple, 0, vec![1, 2, 8000, 8000]),
+            RawEvent::new(Op::H5DsetExtent, 0, vec![0, 1, 24]),
         ];
         assert_eq!(
             match_steps(&plan, std::slice::from_ref(&call)),
