@@ -1270,17 +1270,17 @@ pub(crate) fn around(
     if sorted.len() < 3 || target == 0 {
         return inner(inputs);
     }
-    // A refusal of the fitting says what of HDF5's metadata the model does not follow
-    // (`hdf5_meta`): the collective form of the flush, a chunk index that splits.
-    // (The collective flush is said by `collflush`, which runs around this.)
-    let hdf5_why = |e: ExtrapError| match hdf5_meta::chunk_index_grows(&sorted, target, models) {
-        Some(why) => e.also(&format!("; {why}")),
-        None => e,
-    };
     // The model takes each flush's entry count from the inputs: a chunk index that splits
     // between the inputs and the target writes more, which only HDF5 itself can say
     // (`h5space`: the oracle's entries, where it reproduces every input's).
     let grows = hdf5_meta::chunk_index_grows(&sorted, target, models);
+    // A refusal of the fitting says what of HDF5's metadata the model does not follow
+    // (`hdf5_meta`): the collective form of the flush, a chunk index that splits.
+    // (The collective flush is said by `collflush`, which runs around this.)
+    let hdf5_why = |e: ExtrapError| match &grows {
+        Some(why) => e.also(&format!("; {why}")),
+        None => e,
+    };
     let oracle = grows.as_ref().and(h5space::oracle());
     let Some(mut p) = plan(&sorted, target, models, oracle.is_some())? else {
         return inner(inputs).map_err(hdf5_why);
