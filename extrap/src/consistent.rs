@@ -214,15 +214,16 @@ pub fn extrapolate_consistent_ignoring(
     // grouping.
     let lifts = lifted.as_ref().map(|l| &l.1);
     let mut out = crate::collflush::around(inputs, lifts, target, models, |inputs, at| {
-        crate::dealt::around(inputs, target, models, |inputs| {
-            consistent_dealt_apart(inputs, ignored, target, models, drop, at)
+        crate::dealt::around(inputs, target, models, |inputs, r| {
+            consistent_dealt_apart(inputs, ignored, target, models, drop, at, r)
         })
     })?;
     crate::nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;
     Ok(out)
 }
 
-/// [`extrapolate_consistent`] on inputs whose dealt writes, if any, were taken out.
+/// [`extrapolate_consistent`] on inputs whose dealt writes, if any, were taken out (`reloc`
+/// relocates the fitted data addresses, as in `extrapolate_ignoring_at`).
 fn consistent_dealt_apart(
     inputs: &[Input],
     ignored: &[crate::approx::Ignore],
@@ -230,6 +231,7 @@ fn consistent_dealt_apart(
     models: &ModelSet,
     drop: bool,
     at: Option<&crate::collflush::AtTarget>,
+    reloc: Option<&crate::relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
     let gs = groups(inputs);
     if gs.len() <= 1 {
@@ -240,6 +242,7 @@ fn consistent_dealt_apart(
             models,
             Derivation::Auto,
             at,
+            reloc,
         );
     }
     let text = describe(inputs, &gs);
@@ -309,8 +312,15 @@ fn consistent_dealt_apart(
             file: inputs[i].file.clone(),
         })
         .collect();
-    let mut out =
-        crate::extrapolate_ignoring_at(&used, ignored, target, models, Derivation::Auto, at)?;
+    let mut out = crate::extrapolate_ignoring_at(
+        &used,
+        ignored,
+        target,
+        models,
+        Derivation::Auto,
+        at,
+        reloc,
+    )?;
     out.file.header.notes.push(format!(
         "scales used: {}; dropped (another structure): {} ({text})",
         list(&kept),

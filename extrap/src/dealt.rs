@@ -37,6 +37,7 @@ use crate::derive::{compress_ranks, rank_events};
 use crate::error::ExtrapError;
 use crate::h5space::{self, Oracle, RunId};
 use crate::hdf5_meta;
+use crate::relocate::Relocator;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, fit_exact};
@@ -1171,13 +1172,15 @@ fn from_oracle(
         at_target.header.hdf5_version().as_deref(),
     )
     .map_err(|e| format!("the HDF5 oracle could not replay the calls at {n} ranks: {e}"))?;
-    // The data stays where the fitted trace puts it.
     let refs: Vec<&h5space::OracleRun> = inputs.iter().map(|r| r.as_ref()).collect();
     let ns: Vec<i64> = sorted
         .iter()
         .map(|i| i64::from(i.file.header.nranks))
         .collect();
-    h5space::storage_agrees(&refs, &ns, &run, n, models)?;
+    // The data goes where the fitted trace puts it, relocated (after nesting again) where
+    // the oracle's storage moved: refused here if the inputs' layout predicts no map.
+    let predicted = h5space::predicted_storage(&refs, &ns, n, models)?;
+    crate::relocate::Relocation::between(&predicted, &run.storage, n)?;
     let runs = h5space::runs(&run, DEALT_OPS)?;
     let mut counts = Vec::new();
     for (s, ids) in p.sites.iter_mut().zip(ids) {
@@ -1262,13 +1265,13 @@ pub(crate) fn around(
     inputs: &[Input],
     target: u32,
     models: &ModelSet,
-    inner: impl FnOnce(&[Input]) -> Result<Extrapolated, ExtrapError>,
+    inner: impl FnOnce(&[Input], Option<&Relocator>) -> Result<Extrapolated, ExtrapError>,
 ) -> Result<Extrapolated, ExtrapError> {
     let mut sorted: Vec<&Input> = inputs.iter().collect();
     sorted.sort_by_key(|i| i.file.header.nranks);
     sorted.dedup_by_key(|i| i.file.header.nranks);
     if sorted.len() < 3 || target == 0 {
-        return inner(inputs);
+        return inner(inputs, None);
     }
     // The model takes each flush's entry count from the inputs: a chunk index that splits
     // between the inputs and the target writes more, which only HDF5 itself can say
@@ -1283,11 +1286,11 @@ pub(crate) fn around(
     };
     let oracle = grows.as_ref().and(h5space::oracle());
     let Some(mut p) = plan(&sorted, target, models, oracle.is_some())? else {
-        return inner(inputs).map_err(hdf5_why);
+        return inner(inputs, None).map_err(hdf5_why);
     };
     if p.sites.is_empty() {
         let why = p.skipped.join("; ");
-        return inner(inputs)
+        return inner(inputs, None)
             .map_err(|e| hdf5_why(if why.is_empty() { e } else { e.not_dealt(&why) }));
     }
     let refuse_split = |p: &Plan, why: &str, more: &str| {
@@ -1327,7 +1330,18 @@ pub(crate) fn around(
             })?,
         });
     }
-    let mut out = inner(&stripped)?;
+    // Where the oracle's dataset storage at the target moved, the fitted data addresses
+    // follow it (`relocate`), before the collective I/O below them is derived.
+    let reloc = oracle_ids.as_ref().map(|(_, o, (_, replays))| Relocator {
+        oracle: *o,
+        inputs: replays.clone(),
+        ns: sorted
+            .iter()
+            .map(|i| i64::from(i.file.header.nranks))
+            .collect(),
+        models,
+    });
+    let mut out = inner(&stripped, reloc.as_ref())?;
     if let Some((why, o, ids)) = oracle_ids {
         let said = from_oracle(&mut p, &sorted, &out.file, o, &ids, models)
             .map_err(|e| refuse_split(&p, why, &format!("; {e}")))?;

@@ -1035,9 +1035,12 @@ pub(crate) fn strip(
 /// Whether some of `files` holds a summary: then [`strip`] and the dealt writes' removal
 /// work on the compressed traces, for every input alike.
 pub(crate) fn any_summary<'a>(files: impl IntoIterator<Item = &'a TraceFile>) -> bool {
-    files
-        .into_iter()
-        .any(|f| rsd::approx::first(&f.trace).is_some())
+    files.into_iter().any(|f| any_summary_in(&f.trace))
+}
+
+/// Whether a value of `trace` is a summary.
+pub(crate) fn any_summary_in(trace: &rsd::Trace) -> bool {
+    rsd::approx::first(trace).is_some()
 }
 
 /// Why OMPIO took the aggregators it took, for `--explain`.

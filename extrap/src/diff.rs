@@ -23,6 +23,7 @@ use rsd::timing::Interval;
 use rsd::trace::{FlatEvent, Node, NodeKind};
 use rsd::value::{Elastic, Group, RankFn, Val};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The tolerance on the means and totals of approximate parts when either trace holds
 /// summaries and the user gives none (`--tolerance`): 10% (issue 14).
@@ -489,22 +490,113 @@ fn timing_walk(
     }
 }
 
-/// Every summarised parameter of `nodes` replaced by 0 over its ranks: the per-rank
-/// expansion compares exact values only (summaries are compared by the walk).
-fn erase_summaries(nodes: &mut [Node]) {
+/// A parameter by call: op, call site, parameter index.
+type ParamKey = (rsd::Op, u64, usize);
+
+/// Calls and the sum of their values, per parameter.
+type Totals = BTreeMap<ParamKey, (u64, f64)>;
+
+/// The summarised parameters of `nodes`, with their calls and sum (mean times count).
+fn summarised(nodes: &[Node], out: &mut Totals) {
+    for n in nodes {
+        match &n.kind {
+            NodeKind::Event(e) => {
+                for (i, p) in e.params.iter().enumerate() {
+                    for g in &p.groups {
+                        if let Val::Approx(s) = &g.val {
+                            let t = out.entry((e.op, e.sig, i)).or_insert((0, 0.0));
+                            t.0 += s.stats.count;
+                            t.1 += s.total();
+                        }
+                    }
+                }
+                summarised(&e.children, out);
+            }
+            NodeKind::Loop(l) => summarised(&l.body, out),
+        }
+    }
+}
+
+/// Every parameter of `keys` in `nodes` replaced by 0 over its ranks: the per-rank
+/// expansion compares exact values only (the summarised parameters, on either side, are
+/// compared by their statistics).
+fn erase_params(nodes: &mut [Node], keys: &Totals) {
     for n in nodes {
         match &mut n.kind {
             NodeKind::Event(e) => {
-                for p in e.params.iter_mut().filter(|p| p.is_approx()) {
-                    for g in &mut p.groups {
-                        g.val = Val::Const(RankFn::Const(0));
+                for (i, p) in e.params.iter_mut().enumerate() {
+                    if keys.contains_key(&(e.op, e.sig, i)) {
+                        for g in &mut p.groups {
+                            g.val = Val::Const(RankFn::Const(0));
+                        }
                     }
                 }
-                erase_summaries(&mut e.children);
+                erase_params(&mut e.children, keys);
             }
-            NodeKind::Loop(l) => erase_summaries(&mut l.body),
+            NodeKind::Loop(l) => erase_params(&mut l.body, keys),
         }
     }
+}
+
+/// The calls and sum of every parameter of `keys` in the exact calls of every rank of `t`.
+fn exact_totals(t: &TraceFile, keys: &Totals) -> Totals {
+    fn add(events: &[FlatEvent], keys: &Totals, out: &mut Totals) {
+        for e in events {
+            for (i, v) in e.params.iter().enumerate() {
+                if keys.contains_key(&(e.op, e.sig, i)) {
+                    let x = out.entry((e.op, e.sig, i)).or_insert((0, 0.0));
+                    x.0 += 1;
+                    x.1 += *v as f64;
+                }
+            }
+            add(&e.children, keys, out);
+        }
+    }
+    let mut out = Totals::new();
+    for r in 0..t.header.nranks {
+        add(&t.trace.expand(r), keys, &mut out);
+    }
+    out
+}
+
+/// The summarised parameters of either side compared by their statistics over every rank
+/// (their calls, means and totals), where the two traces encode their calls differently
+/// and the walk could not align them: a summary on one side, the exact values on the
+/// other, or summaries on both.
+fn approx_by_param(a: &TraceFile, b: &TraceFile, keys: &Totals, tol: f64) -> Vec<ApproxPart> {
+    let side = |t: &TraceFile| {
+        let mut s = Totals::new();
+        summarised(&t.trace.nodes, &mut s);
+        let rest: Totals = keys
+            .iter()
+            .filter(|(k, _)| !s.contains_key(k))
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        s.extend(exact_totals(t, &rest));
+        s
+    };
+    let (sa, sb) = (side(a), side(b));
+    let limit = tol * 100.0 + 1e-9;
+    keys.keys()
+        .map(|k| {
+            let (ca, ta) = sa.get(k).copied().unwrap_or((0, 0.0));
+            let (cb, tb) = sb.get(k).copied().unwrap_or((0, 0.0));
+            let mean = |c: u64, t: f64| if c == 0 { 0.0 } else { t / c as f64 };
+            let (ma, mb) = (mean(ca, ta), mean(cb, tb));
+            let (dm, dt) = (pct(ma, mb), pct(ta, tb));
+            ApproxPart {
+                event: format!("{} (call site {:#x})", k.0.name(), k.1),
+                ranks: "all".into(),
+                param: k.0.param_name(k.2, k.2 + 1, 0),
+                mean: (ma, mb),
+                mean_diff_pct: dm,
+                total: (ta, tb),
+                total_diff_pct: dt,
+                count: (ca, cb),
+                within: ca == cb && dm.abs() <= limit && dt.abs() <= limit,
+            }
+        })
+        .collect()
 }
 
 /// `v` without loop depth `d` (a loop that runs once: its index is always 0).
@@ -723,10 +815,13 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         // Each rank's calls: summaries erased (compared above), offsets held as prefix sums of
         // sizes computed.
         let erased;
+        let mut keys = Totals::new();
+        summarised(&a.trace.nodes, &mut keys);
+        summarised(&b.trace.nodes, &mut keys);
         let (ea, eb) = if approx {
             let (mut x, mut y) = (a.clone(), b.clone());
-            erase_summaries(&mut x.trace.nodes);
-            erase_summaries(&mut y.trace.nodes);
+            erase_params(&mut x.trace.nodes, &keys);
+            erase_params(&mut y.trace.nodes, &keys);
             erased = (x, y);
             (&erased.0, &erased.1)
         } else {
@@ -734,11 +829,41 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         };
         let (ea, eb) = (crate::prefix::resolved(ea), crate::prefix::resolved(eb));
         let (n, first) = expansion(&ea, &eb, opts.max_shown);
+        // The summarised parameters the walk lost with the alignment, compared over every
+        // rank instead.
+        let places = report.count - outside;
+        let mut outside = outside;
+        let mut approx_diffs = approx_diffs;
+        if n == 0
+            && let (Some(t), Some(r)) = (tol, report.approx.as_mut())
+            && r.parts.is_empty()
+            && !keys.is_empty()
+        {
+            r.parts = approx_by_param(a, b, &keys, t);
+            for p in r.parts.iter().filter(|p| !p.within) {
+                outside += 1;
+                approx_diffs.push(Difference {
+                    event: p.event.clone(),
+                    ranks: p.ranks.clone(),
+                    param: p.param.clone(),
+                    left: format!("mean {:.1} over {} calls", p.mean.0, p.count.0),
+                    right: format!(
+                        "mean {:.1} over {} calls (mean {:+.1}%, total {:+.1}%, beyond {:.0}%)",
+                        p.mean.1,
+                        p.count.1,
+                        p.mean_diff_pct,
+                        p.total_diff_pct,
+                        t * 100.0
+                    ),
+                });
+            }
+            r.outside = outside;
+        }
         if n == 0 {
             report.note = Some(format!(
                 "the traces encode their calls differently ({} places) but every rank's calls \
                  and {}parameters are identical",
-                report.count - outside,
+                places,
                 if approx { "exact " } else { "" }
             ));
             report.identical = outside == 0;

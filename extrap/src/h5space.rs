@@ -405,19 +405,18 @@ fn hdf5_calls(nodes: &[Node]) -> usize {
     count
 }
 
-/// Whether the oracle's dataset storage at `target` (`there`) is where the fitted trace puts
-/// the data: each dataset's runs of storage at every input (`inputs`, one replay per scale
-/// of `ns` ranks), fitted exactly against n (run count, each run's address and length), must
-/// predict the oracle's at the target. The fitted data writes follow the inputs' storage; a
-/// split index placed between chunks, or storage moved by the new nodes, breaks that, and
-/// the data's addresses would be wrong: refused, saying where.
-pub(crate) fn storage_agrees(
+/// Each dataset's storage at `target` ranks where the inputs' layout puts it, which is where
+/// the fitted trace puts the data: each dataset's runs of storage at every input (`inputs`,
+/// one replay per scale of `ns` ranks) fitted exactly against n (run count, each run's
+/// address and length). Where the oracle's storage at the target is elsewhere (a split index
+/// placed between chunks, storage moved by the new nodes), [`crate::relocate`] maps one to
+/// the other; a layout the inputs do not predict is refused, saying where.
+pub(crate) fn predicted_storage(
     inputs: &[&OracleRun],
     ns: &[i64],
-    there: &OracleRun,
     target: u32,
     models: &models::ModelSet,
-) -> Result<(), String> {
+) -> Result<Vec<crate::relocate::Dataset>, String> {
     let predict = |ys: &[i64]| -> Option<i64> {
         if ys.iter().all(|&y| y == ys[0]) {
             return Some(ys[0]);
@@ -427,49 +426,50 @@ pub(crate) fn storage_agrees(
             _ => None,
         }
     };
+    let Some(first) = inputs.first() else {
+        return Ok(Vec::new());
+    };
     if inputs
         .iter()
-        .any(|r| r.storage.len() != there.storage.len())
+        .any(|r| r.storage.len() != first.storage.len())
     {
-        return Err("the replays create another number of datasets at the target".into());
+        return Err("the replays of the inputs create other numbers of datasets".into());
     }
-    for (d, (name, runs)) in there.storage.iter().enumerate() {
+    let mut out = Vec::with_capacity(first.storage.len());
+    for (d, (name, _)) in first.storage.iter().enumerate() {
         let count: Vec<i64> = inputs.iter().map(|r| r.storage[d].1.len() as i64).collect();
-        if predict(&count) != Some(runs.len() as i64) {
+        let Some(c) = predict(&count).and_then(|c| usize::try_from(c).ok()) else {
             return Err(format!(
-                "at {target} ranks HDF5 stores dataset {name} in {} separate runs of bytes \
-                 (the inputs' {count:?}: its chunks are no longer where the inputs' layout \
-                 puts them), and the data's addresses are not modelled",
-                runs.len()
+                "the inputs store dataset {name} in {count:?} separate runs of bytes at {ns:?} \
+                 ranks, which predict none at {target}"
             ));
-        }
-        for (k, &(addr, len)) in runs.iter().enumerate() {
-            for (what, got, ys) in [
-                (
-                    "address",
-                    addr,
-                    inputs
-                        .iter()
-                        .map(|r| r.storage[d].1[k].0 as i64)
-                        .collect::<Vec<_>>(),
-                ),
-                (
-                    "length",
-                    len,
-                    inputs.iter().map(|r| r.storage[d].1[k].1 as i64).collect(),
-                ),
-            ] {
-                if predict(&ys) != Some(got as i64) {
-                    return Err(format!(
-                        "at {target} ranks HDF5 puts run {} of dataset {name}'s storage at \
-                         {what} {got}, where the inputs' layout ({ys:?} at {ns:?} ranks) \
-                         puts it elsewhere: the new index nodes moved the data, whose \
-                         addresses are not modelled",
-                        k + 1
-                    ));
-                }
+        };
+        let mut runs = Vec::with_capacity(c);
+        for k in 0..c {
+            let mut run = [0u64; 2];
+            for (what, slot) in ["address", "length"].into_iter().zip(&mut run) {
+                let ys: Vec<i64> = inputs
+                    .iter()
+                    .map(|r| {
+                        r.storage[d]
+                            .1
+                            .get(k)
+                            .map_or(-1, |x| (if what == "address" { x.0 } else { x.1 }) as i64)
+                    })
+                    .collect();
+                *slot = predict(&ys)
+                    .and_then(|v| u64::try_from(v).ok())
+                    .ok_or_else(|| {
+                        format!(
+                            "the {what} of run {} of dataset {name}'s storage ({ys:?} at {ns:?} \
+                             ranks) predicts none at {target}",
+                            k + 1
+                        )
+                    })?;
             }
+            runs.push((run[0], run[1]));
         }
+        out.push((name.clone(), runs));
     }
-    Ok(())
+    Ok(out)
 }

@@ -55,6 +55,7 @@ mod hdf5_meta;
 pub mod patterns;
 mod prefix;
 pub mod provenance;
+mod relocate;
 mod timing;
 
 pub use consistent::{extrapolate_consistent, extrapolate_consistent_ignoring};
@@ -180,11 +181,12 @@ pub(crate) fn extrapolate_ignoring(
     models: &ModelSet,
     how: Derivation,
 ) -> Result<Extrapolated, ExtrapError> {
-    extrapolate_ignoring_at(inputs, ignored, target, models, how, None)
+    extrapolate_ignoring_at(inputs, ignored, target, models, how, None, None)
 }
 
 /// [`extrapolate_ignoring`] on inputs whose collective metadata flushes `at`, if given, were
-/// taken out already (by `consistent`, around its grouping).
+/// taken out already (by `consistent`, around its grouping), and whose fitted data
+/// addresses `reloc` relocates, if given (its dealt writes taken out there too).
 pub(crate) fn extrapolate_ignoring_at(
     inputs: &[Input],
     ignored: &[approx::Ignore],
@@ -192,6 +194,7 @@ pub(crate) fn extrapolate_ignoring_at(
     models: &ModelSet,
     how: Derivation,
     at: Option<&collflush::AtTarget>,
+    reloc: Option<&relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
     let original = inputs;
     let lifted = containers::lifted(inputs);
@@ -200,8 +203,8 @@ pub(crate) fn extrapolate_ignoring_at(
     // rest: collective (`collflush`), independent (`dealt`).
     let lifts = lifted.as_ref().map(|l| &l.1);
     let run = |inputs: &[Input], at: Option<&collflush::AtTarget>| {
-        dealt::around(inputs, target, models, |inputs| {
-            extrapolate_dealt_apart(inputs, ignored, target, models, how, at)
+        dealt::around(inputs, target, models, |inputs, r| {
+            extrapolate_dealt_apart(inputs, ignored, target, models, how, at, r.or(reloc))
         })
     };
     let mut out = match at {
@@ -237,7 +240,8 @@ pub(crate) fn nested_and_settled(
 }
 
 /// [`extrapolate_with`] on inputs whose dealt writes, if any, were taken out (`at`: the
-/// collective flushes taken out, put back before the collective I/O is derived).
+/// collective flushes taken out, put back before the collective I/O is derived; `reloc`:
+/// what relocates the fitted data addresses, where HDF5's storage moves at the target).
 fn extrapolate_dealt_apart(
     inputs: &[Input],
     ignored: &[approx::Ignore],
@@ -245,6 +249,7 @@ fn extrapolate_dealt_apart(
     models: &ModelSet,
     how: Derivation,
     at: Option<&collflush::AtTarget>,
+    reloc: Option<&relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
     if target == 0 {
         return Err(ExtrapError::BadTarget {
@@ -264,7 +269,7 @@ fn extrapolate_dealt_apart(
         Some(c) => c.iter().collect(),
         None => all,
     };
-    let mut out = extrapolate_sorted(all, ignored, target, models, how, at)?;
+    let mut out = extrapolate_sorted(all, ignored, target, models, how, at, reloc)?;
     approx::note(&mut out.file);
     Ok(out)
 }
@@ -277,6 +282,7 @@ fn extrapolate_sorted(
     models: &ModelSet,
     how: Derivation,
     at: Option<&collflush::AtTarget>,
+    reloc: Option<&relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
     if let Some(i) = all.iter().find(|i| i.file.header.incomplete) {
         return Err(ExtrapError::Incomplete {
@@ -321,6 +327,13 @@ fn extrapolate_sorted(
             let refs: Vec<Vec<&Input>> = summarised.iter().map(|r| r.iter().collect()).collect();
             fit_sorted(&refs, &groups, target, models)
         }?;
+        // The data's addresses go where HDF5 stores the data at the target before anything
+        // is derived from them (the collective I/O's nested calls) or put back at real
+        // addresses (the flushes).
+        if let Some(r) = reloc {
+            r.apply(&mut out.file)
+                .map_err(|why| ExtrapError::ConfigDiffers { why })?;
+        }
         // The collective flushes go back in before their writes' nested calls are derived.
         if let Some(at) = at {
             at.insert(&mut out.file)?;
