@@ -233,17 +233,12 @@ fn consistent_dealt_apart(
     at: Option<&crate::collflush::AtTarget>,
     reloc: Option<&crate::relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
+    let run = |inputs: &[Input]| {
+        crate::extrapolate_ignoring_at(inputs, ignored, target, models, Derivation::Auto, at, reloc)
+    };
     let gs = groups(inputs);
     if gs.len() <= 1 {
-        return crate::extrapolate_ignoring_at(
-            inputs,
-            ignored,
-            target,
-            models,
-            Derivation::Auto,
-            at,
-            reloc,
-        );
+        return run(inputs);
     }
     let text = describe(inputs, &gs);
     let keep = &gs[0];
@@ -312,15 +307,7 @@ fn consistent_dealt_apart(
             file: inputs[i].file.clone(),
         })
         .collect();
-    let mut out = crate::extrapolate_ignoring_at(
-        &used,
-        ignored,
-        target,
-        models,
-        Derivation::Auto,
-        at,
-        reloc,
-    )?;
+    let mut out = run(&used)?;
     out.file.header.notes.push(format!(
         "scales used: {}; dropped (another structure): {} ({text})",
         list(&kept),
