@@ -331,8 +331,19 @@ fn extrapolate_sorted(
         // is derived from them (the collective I/O's nested calls) or put back at real
         // addresses (the flushes).
         if let Some(r) = reloc {
-            r.apply(&mut out.file)
-                .map_err(|why| ExtrapError::ConfigDiffers { why })?;
+            r.apply(&mut out.file).map_err(|why| ExtrapError::Refused {
+                event: "HDF5's dataset storage".into(),
+                param: "data addresses".into(),
+                detail: why,
+                values: String::new(),
+                tried: "the inputs' layout mapped onto the HDF5 oracle's storage at the \
+                            target"
+                    .into(),
+                hint: format!(
+                    "pick a target before the chunk index splits, or trace scales past \
+                         the split ({target} ranks' index is larger than every input's)"
+                ),
+            })?;
         }
         // The collective flushes go back in before their writes' nested calls are derived.
         if let Some(at) = at {

@@ -122,6 +122,18 @@ impl Relocation {
         self.pieces.iter().all(|p| p.from == p.to)
     }
 
+    /// Whether the `len` bytes (at least one) at predicted address `x` are inside one piece:
+    /// a dataset's data.
+    pub(crate) fn inside(&self, x: i64, len: i64) -> bool {
+        let (Ok(ux), Ok(len)) = (u64::try_from(x), u64::try_from(len.max(1))) else {
+            return false;
+        };
+        let k = self.pieces.partition_point(|p| p.from + p.len <= ux);
+        self.pieces
+            .get(k)
+            .is_some_and(|p| p.from <= ux && ux.saturating_add(len) <= p.from + p.len)
+    }
+
     /// Where the `len` bytes (at least one) at predicted address `x` really are: moved with
     /// the piece they are in, or left where they are outside every dataset's storage; an
     /// extent across the edge of a piece is split by the move and has no one address.
@@ -174,6 +186,9 @@ impl Relocator<'_> {
         let predicted = h5space::predicted_storage(&refs, &self.ns, n, self.models)?;
         let m = Relocation::between(&predicted, &there.storage, n)?;
         if m.is_identity() {
+            // Nothing moves, but a split index is read back node by node: rank 0's reads say
+            // whether HDF5 reads metadata (every rank reads the same).
+            rank(&mut out.trace.rank_events(0), &m).map_err(|e| format!("at {n} ranks: {e}"))?;
             return Ok(0);
         }
         if n > crate::DERIVE_LIMIT {
@@ -322,6 +337,9 @@ fn one(e: &mut RawEvent, m: &Relocation, views: &mut HashMap<i64, View>) -> Resu
         }
     };
     let idx = |q: Param| op.index(q);
+    if op.dir() == rsd::op::Dir::Read {
+        read_of_data(op, p, m, views)?;
+    }
     Ok(match op {
         Op::Pwrite | Op::Pread | Op::Pwritev | Op::Preadv => {
             let (Some(o), Some(r)) = (idx(Param::Offset), idx(Param::Ret)) else {
@@ -380,6 +398,49 @@ fn one(e: &mut RawEvent, m: &Relocation, views: &mut HashMap<i64, View>) -> Resu
         }
         _ => 0,
     })
+}
+
+/// Refuses a read of an HDF5 file outside every dataset's (predicted) storage: HDF5 reading
+/// its metadata back (the superblock, object headers, the chunk index on the way to a
+/// chunk). Where the chunk index splits, every rank reads the new nodes too, and the metadata
+/// allocated after them moved: neither is modelled (the oracle replays no reads), and a fit
+/// would read the inputs' one node at the inputs' addresses. A read through a filetype is
+/// let through (HDF5 reads data through its types; the view's displacement is a dataset's).
+fn read_of_data(
+    op: Op,
+    p: &[i64],
+    m: &Relocation,
+    views: &HashMap<i64, View>,
+) -> Result<(), String> {
+    let (at, len) =
+        match op {
+            Op::Pread | Op::Preadv => (
+                op.param(p, Param::Offset),
+                op.get(p, Param::Count)
+                    .unwrap_or_else(|| op.param(p, Param::Ret)),
+            ),
+            Op::FileReadAt | Op::FileReadAtAll | Op::FileIreadAt => {
+                let (disp, _, etype, ftype) = views
+                    .get(&op.param(p, Param::Fh))
+                    .copied()
+                    .unwrap_or((0, 0, rsd::mpi::BYTE, rsd::mpi::BYTE));
+                if etype != rsd::mpi::BYTE || ftype != rsd::mpi::BYTE {
+                    return Ok(());
+                }
+                (disp + op.param(p, Param::Offset), op.param(p, Param::Bytes))
+            }
+            _ => return Ok(()),
+        };
+    if m.inside(at, len) {
+        return Ok(());
+    }
+    Err(format!(
+        "{} reads {len} bytes at {at} of the HDF5 file, outside every dataset's storage: HDF5 \
+         reads its metadata back, and where the chunk index splits every rank also reads its \
+         new nodes and finds the metadata allocated after them moved, which the HDF5 oracle \
+         (it replays no reads) does not give",
+        op.name()
+    ))
 }
 
 /// Whether `op` makes a type with byte displacements.
@@ -609,6 +670,13 @@ mod tests {
         assert_eq!(rank(&mut events, &m), Ok(1));
         let t = &events[5];
         assert_eq!(&t.params[t.params.len() - 2..], &[1064, 1228]);
+        // A read of metadata (outside the datasets) is refused, a read of data moves.
+        let mut meta = opened();
+        meta.push(RawEvent::new(Op::Pread, 9, args::pread(3, 96, 0, 96)));
+        assert!(rank(&mut meta, &m).unwrap_err().contains("metadata back"));
+        let mut data = opened();
+        data.push(RawEvent::new(Op::Pread, 9, args::pread(3, 64, 1128, 64)));
+        assert_eq!(rank(&mut data, &m), Ok(1));
         let mut across = opened();
         across.push(RawEvent::new(
             Op::Pwrite,
