@@ -19,6 +19,12 @@ impl Oracle for H5Oracle {
             .tempdir()
             .map_err(|e| format!("cannot make a scratch directory for the HDF5 oracle: {e}"))?;
         let run = h5oracle::run(&plan, &self.launch, dir.path()).map_err(|e| e.to_string())?;
+        // `IOTREX_H5ORACLE_KEEP=1` keeps each replay's plan, file, trace and storage report
+        // (to see what HDF5 did where an extrapolation disagrees with a real run).
+        if std::env::var_os("IOTREX_H5ORACLE_KEEP").is_some_and(|v| v == "1") {
+            let kept = dir.keep();
+            eprintln!("iotrex: HDF5 oracle replay kept in {}", kept.display());
+        }
         let storage = run
             .storage
             .iter()
