@@ -23,13 +23,14 @@
 
 use crate::h5space::{self, Oracle, OracleRun};
 use rsd::op::{Op, Param};
+use rsd::trace::{Event, Node, NodeKind, visit};
+use rsd::value::{Elastic, Val};
 use rsd::{RawEvent, TraceFile};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The note of an extrapolation whose data addresses were relocated.
 pub const NOTE: &str = "the addresses of HDF5's dataset data relocated where the HDF5 oracle \
-     puts the storage at the target (a split chunk index moved it); the relocated calls' \
-     timing is their node's mean";
+     puts the storage at the target (a split chunk index moved it)";
 
 /// A piece of the map: predicted bytes `from..from + len` are really at `to..to + len`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,9 +208,11 @@ impl Relocator<'_> {
 }
 
 /// Relocates every rank of `trace` (`n` ranks). Each rank is relocated whole (a type and the
-/// view it becomes may be in different nodes); then only the top-level nodes in which some
-/// rank's calls changed are compressed again, so that the others (their summaries, their
-/// timing statistics) stay as fitted.
+/// view it becomes may be in different nodes); then the values that changed are written back
+/// into the nodes they came from, which keep their structure: the fit's loops follow the
+/// containers (an HDF5 call and the calls it made), and the containers are nested again
+/// after the extrapolation (a compressor run on the lifted calls would start loops in the
+/// middle of a container's calls). Timing and every other value stay as fitted.
 fn relocate_trace(trace: &mut rsd::Trace, n: u32, m: &Relocation) -> Result<usize, String> {
     let mut changed = 0;
     let mut moved: Vec<Vec<RawEvent>> = Vec::with_capacity(n as usize);
@@ -221,44 +224,172 @@ fn relocate_trace(trace: &mut rsd::Trace, n: u32, m: &Relocation) -> Result<usiz
     if changed == 0 {
         return Ok(0);
     }
-    let mut cursor = vec![0usize; n as usize];
-    let mut nodes = Vec::with_capacity(trace.nodes.len());
-    for node in std::mem::take(&mut trace.nodes) {
-        let one = rsd::Trace { nodes: vec![node] };
-        let ranks = one.nodes[0].ranks.to_vec();
-        let mut slices = Vec::with_capacity(ranks.len());
-        let mut differs = false;
-        for &r in &ranks {
-            let old = one.rank_events(r);
-            let at = cursor[r as usize];
-            let new = moved[r as usize]
-                .get(at..at + old.len())
-                .ok_or("the relocated calls do not line up with the trace's nodes")?;
-            cursor[r as usize] += old.len();
-            differs |= new != old.as_slice();
-            slices.push(new);
+    // Per event of the trace (by address) and parameter, every rank's values with their loop
+    // indices, in the order `rank_events` expanded them.
+    // First the parameters that changed anywhere, then every rank's values of those.
+    let mut changed_params = HashSet::new();
+    let mut samples: Samples = HashMap::new();
+    for record in [false, true] {
+        for (r, events) in moved.iter().enumerate() {
+            let mut at = 0;
+            let mut p = Pairing {
+                rank: r as u32,
+                changed: &mut changed_params,
+                record,
+                out: &mut samples,
+            };
+            p.pair(&trace.nodes, &mut Vec::new(), events, &mut at)?;
+            if at != events.len() {
+                return Err(format!(
+                    "rank {r}'s relocated calls do not line up with the trace"
+                ));
+            }
         }
-        if !differs {
-            nodes.extend(one.nodes);
-            continue;
-        }
-        if crate::derive::any_summary_in(&one) {
-            return Err(format!(
-                "at {n} ranks HDF5's dataset storage moves, and the addresses of summarised \
-                 calls are not relocated"
-            ));
-        }
-        let traces: Vec<rsd::Trace> = ranks
-            .iter()
-            .zip(slices)
-            .map(|(&r, events)| rsd::compress::compress(r, events))
-            .collect();
-        let merged = rsd::merge_tree(traces)
-            .map_err(|e| format!("merging the relocated ranks at {n} ranks: {e}"))?;
-        nodes.extend(merged.nodes);
     }
-    trace.nodes = nodes;
+    write_back(&mut trace.nodes, &samples)?;
     Ok(changed)
+}
+
+/// Per event (its address) and parameter: per rank, its values at their loop indices.
+type Samples = HashMap<(usize, usize), BTreeMap<u32, Vec<(Vec<u64>, i64)>>>;
+
+/// Pairs one rank's events of the trace with its relocated calls: first (`record` false)
+/// finding the parameters (event address, index) whose value changed, then recording every
+/// value of those.
+struct Pairing<'a> {
+    rank: u32,
+    changed: &'a mut HashSet<(usize, usize)>,
+    record: bool,
+    out: &'a mut Samples,
+}
+
+impl Pairing<'_> {
+    /// Pairs the events of `nodes` as the rank runs them with `raws` (from `*at` on: their
+    /// expansion, relocated).
+    fn pair(
+        &mut self,
+        nodes: &[Node],
+        idx: &mut Vec<u64>,
+        raws: &[RawEvent],
+        at: &mut usize,
+    ) -> Result<(), String> {
+        let rank = self.rank;
+        let mut err = None;
+        visit(nodes, rank, idx, &mut |e, idx| {
+            let Some(raw) = raws.get(*at) else {
+                err = Some(format!(
+                    "rank {rank} has fewer relocated calls than the trace"
+                ));
+                return false;
+            };
+            *at += 1;
+            if raw.op != e.op {
+                err = Some(format!(
+                    "rank {rank}'s relocated {} stands where the trace has {}",
+                    raw.op.name(),
+                    e.op.name()
+                ));
+                return false;
+            }
+            let key = e as *const Event as usize;
+            for (i, &v) in raw.params.iter().enumerate() {
+                if !self.record {
+                    if e.params[i].eval_member(rank, idx) != v {
+                        self.changed.insert((key, i));
+                    }
+                } else if self.changed.contains(&(key, i)) {
+                    self.out
+                        .entry((key, i))
+                        .or_default()
+                        .entry(rank)
+                        .or_default()
+                        .push((idx.clone(), v));
+                }
+            }
+            let mut child_at = 0;
+            if let Err(e) = self.pair(&e.children, idx, &raw.children, &mut child_at) {
+                err = Some(e);
+                return false;
+            }
+            true
+        });
+        err.map_or(Ok(()), Err)
+    }
+}
+
+/// Writes the relocated values of `samples` into the events of `nodes`, each parameter
+/// that changed anywhere rebuilt from every rank's values.
+fn write_back(nodes: &mut [Node], samples: &Samples) -> Result<(), String> {
+    for n in nodes.iter_mut() {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                let key = &*e as *const Event as usize;
+                for i in 0..e.params.len() {
+                    let Some(per_rank) = samples.get(&(key, i)) else {
+                        continue;
+                    };
+                    // Every rank of the event, the unchanged ones evaluated as they stand.
+                    let mut pts = Vec::new();
+                    for r in n.ranks.to_vec() {
+                        let val = match per_rank.get(&r) {
+                            Some(s) => fit_val(s)?,
+                            None => e.params[i]
+                                .for_rank(r)
+                                .ok_or_else(|| format!("no value of rank {r}"))?,
+                        };
+                        pts.push((r, val));
+                    }
+                    e.params[i] = Elastic::canonical(&pts);
+                }
+                write_back(&mut e.children, samples)?;
+            }
+            NodeKind::Loop(l) => write_back(&mut l.body, samples)?,
+        }
+    }
+    Ok(())
+}
+
+/// One rank's values of a parameter over its loop indices as a value: constant, linear in
+/// the indices, or explicit over the outermost loop.
+fn fit_val(samples: &[(Vec<u64>, i64)]) -> Result<Val<i64>, String> {
+    let Some((first, v0)) = samples.first() else {
+        return Err("a parameter with no values".into());
+    };
+    let depth = first.len();
+    if samples.iter().all(|(_, v)| v == v0) {
+        return Ok(Val::Const(*v0));
+    }
+    let at = |want: &dyn Fn(usize) -> u64| {
+        samples
+            .iter()
+            .find(|(i, _)| (0..depth).all(|d| i[d] == want(d)))
+            .map(|s| s.1)
+    };
+    if let Some(base) = at(&|_| 0) {
+        let strides: Option<Vec<i64>> = (0..depth)
+            .map(|d| at(&|k| u64::from(k == d)).map(|v| v - base))
+            .collect();
+        if let Some(strides) = strides {
+            let lin = |i: &[u64]| base + (0..depth).map(|d| strides[d] * i[d] as i64).sum::<i64>();
+            if samples.iter().all(|(i, v)| lin(i) == *v) {
+                return Ok(Val::Lin { base, strides });
+            }
+        }
+    }
+    if depth == 0 {
+        return Err("one call with two values".into());
+    }
+    let count = samples.iter().map(|(i, _)| i[0]).max().unwrap_or(0) + 1;
+    let mut outer = Vec::with_capacity(count as usize);
+    for k in 0..count {
+        let inner: Vec<(Vec<u64>, i64)> = samples
+            .iter()
+            .filter(|(i, _)| i[0] == k)
+            .map(|(i, v)| (i[1..].to_vec(), *v))
+            .collect();
+        outer.push(fit_val(&inner)?);
+    }
+    Ok(Val::Seq(outer))
 }
 
 /// A file handle's view: displacement as fitted, displacement relocated, etype, filetype.
@@ -653,6 +784,37 @@ mod tests {
         let pw = &at.children[0];
         assert_eq!(pw.op.param(&pw.params, Param::Offset), 1228);
         assert_eq!(events[13], before[13]);
+    }
+
+    /// A rank's relocated values over its loops: constant, linear in the indices, or, where
+    /// a new node breaks the stride, explicit over the outer loop.
+    #[test]
+    fn a_ranks_values_are_refitted_over_its_loops() {
+        let s = |v: &[(&[u64], i64)]| -> Vec<(Vec<u64>, i64)> {
+            v.iter().map(|(i, x)| (i.to_vec(), *x)).collect()
+        };
+        assert_eq!(fit_val(&s(&[(&[0], 7), (&[1], 7)])), Ok(Val::Const(7)));
+        assert_eq!(
+            fit_val(&s(&[
+                (&[0, 0], 10),
+                (&[0, 1], 12),
+                (&[1, 0], 110),
+                (&[1, 1], 112)
+            ])),
+            Ok(Val::Lin {
+                base: 10,
+                strides: vec![100, 2]
+            })
+        );
+        assert_eq!(
+            fit_val(&s(&[(&[0], 1000), (&[1], 1064), (&[2], 1228)])),
+            Ok(Val::Seq(vec![
+                Val::Const(1000),
+                Val::Const(1064),
+                Val::Const(1228)
+            ]))
+        );
+        assert!(fit_val(&s(&[(&[], 1), (&[], 2)])).is_err());
     }
 
     /// HDF5's chunk fill in `H5Dset_extent`: a hindexed filetype of absolute chunk addresses
