@@ -577,6 +577,80 @@ fn h5py_low_level_counts_are_the_programs() {
     assert_eq!((coll, indep), (np * 3, np * 3));
 }
 
+/// `tests/apps/h5py_lowlevel.py` traced at `np` ranks into `dir` (with `args` after its
+/// output file), the HDF5 layer on.
+fn ll_traced(dir: &Path, np: u32, args: &[&str]) -> PathBuf {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apps/h5py_lowlevel.py");
+    let opts = Opts {
+        env: vec![("IOTREX_HDF5", "1".to_string())],
+        ..Opts::default()
+    };
+    let data = dir.join(format!("d{np}"));
+    std::fs::create_dir_all(&data).unwrap();
+    let mut a = vec![
+        script.display().to_string(),
+        data.join("ll.h5").display().to_string(),
+    ];
+    a.extend(args.iter().map(|s| s.to_string()));
+    let p = dir.join(format!("ll.{np}.iotrex"));
+    let run = mpirun(np, Path::new("/usr/bin/python3"), &a, &p, &opts);
+    assert!(!run.read().header.incomplete);
+    p
+}
+
+/// `iotrex extrap` of h5py_lowlevel's `inputs` to `target` into `dir`: its output and the
+/// extrapolated trace's path.
+fn ll_extrap(dir: &Path, inputs: &[PathBuf], target: u32) -> (std::process::Output, PathBuf) {
+    let out = dir.join(format!("x.{target}.iotrex"));
+    let t = target.to_string();
+    let mut a: Vec<&str> = vec!["extrap"];
+    a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    // The script's COUNT lines, gathered to rank 0, are text whose length follows the ranks'
+    // digits: not I/O.
+    a.extend(["--ranks", &t, "--ignore", "MPI_Gatherv.recvbytes"]);
+    a.extend([
+        "--ignore",
+        "MPI_Gatherv.sendcount",
+        "--ignore",
+        "MPI_Gatherv.bytes",
+    ]);
+    a.extend(["-o", out.to_str().unwrap()]);
+    (iotrex(&a), out)
+}
+
+/// h5py_lowlevel reading its rows back (`3 read`: the file opened again, each rank's rows
+/// read independently, HDF5 reading its metadata on every rank) at 4-16 ranks: to 20 (one
+/// chunk-index node) identical to a real run; to 32, where the index splits, refused, since
+/// every rank would read the new nodes and the metadata they moved, which nothing models (the
+/// HDF5 oracle replays no reads): before the guard an IOR run of this shape extrapolated
+/// and differed from the real one in its read phase.
+#[test]
+fn h5py_reading_back_a_split_chunk_index_is_refused() {
+    let dir = scratch();
+    let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
+        .into_iter()
+        .map(|np| ll_traced(dir.path(), np, &["3", "read"]))
+        .collect();
+    let (o, x20) = ll_extrap(dir.path(), &inputs, 20);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_identical(
+        "h5py_lowlevel read back at 20",
+        &x20,
+        &ll_traced(dir.path(), 20, &["3", "read"]),
+    );
+    let (o, x32) = ll_extrap(dir.path(), &inputs, 32);
+    let t = text(&o);
+    assert!(!o.status.success(), "extrap to 32 succeeded:\n{t}");
+    assert!(!x32.exists());
+    for why in [
+        "reads its metadata back",
+        "the HDF5 oracle (it replays no reads)",
+        "chunk index of rows grows with n",
+    ] {
+        assert!(t.contains(why), "{why:?} missing:\n{t}");
+    }
+}
+
 /// `h5py_lowlevel.py` traced at 4, 8, 12 and 16 ranks: its `rows` dataset, chunked by one
 /// row, holds 3n chunks, one node of its chunk index (a version-1 B-tree, at most 64 chunks
 /// a node) up to 21 ranks. To 20 ranks (60 chunks) the dealt metadata flush extrapolates
@@ -588,23 +662,7 @@ fn h5py_low_level_counts_are_the_programs() {
 #[test]
 fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
     let dir = scratch();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apps/h5py_lowlevel.py");
-    let opts = Opts {
-        env: vec![("IOTREX_HDF5", "1".to_string())],
-        ..Opts::default()
-    };
-    let keep = |np: u32| -> PathBuf {
-        let data = dir.path().join(format!("d{np}"));
-        std::fs::create_dir_all(&data).unwrap();
-        let args = vec![
-            script.display().to_string(),
-            data.join("ll.h5").display().to_string(),
-        ];
-        let p = dir.path().join(format!("ll.{np}.iotrex"));
-        let run = mpirun(np, Path::new("/usr/bin/python3"), &args, &p, &opts);
-        assert!(!run.read().header.incomplete);
-        p
-    };
+    let keep = |np: u32| ll_traced(dir.path(), np, &[]);
     // The metadata entries HDF5 wrote independently: `MPI_File_write_at` outside `H5Dwrite`,
     // over every rank.
     let metadata_writes = |p: &Path| -> usize {
@@ -623,23 +681,7 @@ fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
             .sum()
     };
     let inputs: Vec<PathBuf> = [4u32, 8, 12, 16].into_iter().map(keep).collect();
-    let extrap = |target: u32| -> (std::process::Output, PathBuf) {
-        let out = dir.path().join(format!("x.{target}.iotrex"));
-        let t = target.to_string();
-        let mut a: Vec<&str> = vec!["extrap"];
-        a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
-        // The script's COUNT lines, gathered to rank 0, are text whose length follows the
-        // ranks' digits: not I/O.
-        a.extend(["--ranks", &t, "--ignore", "MPI_Gatherv.recvbytes"]);
-        a.extend([
-            "--ignore",
-            "MPI_Gatherv.sendcount",
-            "--ignore",
-            "MPI_Gatherv.bytes",
-        ]);
-        a.extend(["-o", out.to_str().unwrap()]);
-        (iotrex(&a), out)
-    };
+    let extrap = |target: u32| ll_extrap(dir.path(), &inputs, target);
     let (o, x20) = extrap(20);
     assert!(o.status.success(), "{}", text(&o));
     let real20 = keep(20);

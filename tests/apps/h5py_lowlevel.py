@@ -9,7 +9,11 @@ and each rank writes its row independently. h5py's objects are released with `H5
 (not an HDF5 call the layer records; neither is the file's close), so the file's metadata
 flush at the end happens in `H5Fflush`, called here.
 
-Usage: mpirun -np N /usr/bin/python3 h5py_lowlevel.py OUT.h5 [STEPS]
+With `read` after STEPS, the file is opened again and each rank reads its rows back
+independently: HDF5 then reads its metadata (superblock, object headers, the chunk index on
+the way to each chunk) on every rank.
+
+Usage: mpirun -np N /usr/bin/python3 h5py_lowlevel.py OUT.h5 [STEPS [read]]
 """
 import sys
 from collections import Counter
@@ -23,6 +27,7 @@ comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 out = sys.argv[1]
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+read_back = len(sys.argv) > 3 and sys.argv[3] == "read"
 PER = 1000
 COLS = 16
 
@@ -93,6 +98,25 @@ did("H5Fflush")
 # closes at its last reference.
 del dset, ext, fspace, mspace, grown, row, space
 fid.close()
+
+if read_back:
+    fid = h5f.open(out.encode(), h5f.ACC_RDONLY, fapl=fapl)
+    did("H5Fopen")
+    ext = h5d.open(fid, b"rows")
+    did("H5Dopen2")
+    row = h5s.create_simple((1, COLS))
+    did("H5Screate_simple")
+    for step in range(steps):
+        grown = ext.get_space()
+        did("H5Dget_space")
+        grown.select_hyperslab((step * size + rank, 0), (1, COLS))
+        did("H5Sselect_hyperslab")
+        vals = np.empty(COLS, dtype="i4")
+        ext.read(row, grown, vals, dxpl=indep)
+        did("H5Dread", vals.nbytes)
+        assert (vals == np.arange(COLS, dtype="i4") + rank).all()
+    del ext, row, grown
+    fid.close()
 
 # Rank 0 prints every rank's counts (the ranks' own prints would interleave mid-line).
 mine = [f"COUNT {rank} {name} {calls[name]} {moved[name]}" for name in sorted(calls)]
