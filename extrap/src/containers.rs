@@ -68,17 +68,18 @@ pub fn lifted_file(f: &TraceFile) -> TraceFile {
 
 /// Nests the lifted calls of an extrapolated trace beneath their containers again, and says
 /// so in its notes; where that cannot be done the trace stays lifted and the notes say why.
-pub fn nest_again(f: &mut TraceFile, lifts: &Lifts) {
-    let note = match f.trace.nest_lifted(lifts) {
+pub fn nest_again(f: &mut TraceFile, lifts: &Lifts) -> bool {
+    let (nested, note) = match f.trace.nest_lifted(lifts) {
         Ok(_) => {
             with_calls_time(&mut f.trace.nodes);
-            NESTED.to_string()
+            (true, NESTED.to_string())
         }
-        Err(why) => format!("{NOTE} (not nested again: {why})"),
+        Err(why) => (false, format!("{NOTE} (not nested again: {why})")),
     };
     if !f.header.notes.contains(&note) {
         f.header.notes.push(note);
     }
+    nested
 }
 
 /// The time the calls of `nodes` take, over every rank and occurrence: their durations and

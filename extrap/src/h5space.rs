@@ -283,8 +283,9 @@ fn set_values(
         *ord += 1;
         let key = (ce.op, *ord - 1);
         if let Some(t) = theirs.get(&key).filter(|_| alone || (every && *uniform)) {
+            let op = ce.op;
             for (i, p) in ce.params.iter_mut().enumerate() {
-                if holds.get(&(at, key.0, key.1, i)) != Some(&true) {
+                if holds.get(&(at, key.0, key.1, i)) != Some(&true) || !of_layout(op, i) {
                     continue;
                 }
                 let Some(&v) = t.params.get(i) else { continue };
@@ -301,6 +302,19 @@ fn set_values(
     Some(set)
 }
 
+/// Whether parameter `i` of `op` is a value of the file's layout (a size, an offset, a
+/// returned position or length): the oracle's one rank numbers its identifiers (datatypes,
+/// communicators, requests, handles) as it goes, and a rank of the target, whose calls before
+/// may differ from rank 0's, numbers them otherwise.
+fn of_layout(op: Op, i: usize) -> bool {
+    matches!(
+        op.params().get(i),
+        Some(
+            Param::Size | Param::Offset | Param::Ret | Param::Length | Param::Count | Param::Bytes
+        )
+    )
+}
+
 /// Puts the oracle's values of the file's layout into `out` (an extrapolation to its rank
 /// count, nested), where the inputs (`inputs`, nested, one per scale) say they are the
 /// oracle's: a parameter of a call an HDF5 call made (the file's size HDF5 asks for at a
@@ -308,15 +322,20 @@ fn set_values(
 /// scale, the value the oracle's replay of that scale gave. Only the calls of HDF5 calls
 /// outside loops are set (an HDF5 call inside a loop has one value per iteration); those in
 /// loops keep their fitted values, checked by nothing here. `dealt`: the flush's writes,
-/// which the dealt model set.
+/// which the dealt model set. `lifted`: the lifting's call sites where `out` kept the lifted
+/// form (an HDF5 call followed by the calls it made, which lifting gave its sites).
 pub(crate) fn settle(
     o: &dyn Oracle,
     inputs: &[&TraceFile],
     out: &mut TraceFile,
     dealt: &[Op],
+    lifted: Option<&rsd::trace::Lifts>,
 ) -> Result<usize, String> {
     // Per key, whether every observation agreed with the oracle.
     let mut holds: HashMap<Key, bool> = HashMap::new();
+    // Whether every size of the file seen after the last HDF5 call, on every rank of every
+    // input, is the file's size the oracle saw when HDF5 closed it (and one was seen).
+    let mut size_after: Option<bool> = None;
     for tf in inputs {
         let n = tf.header.nranks;
         let version = tf.header.hdf5_version();
@@ -329,8 +348,13 @@ pub(crate) fn settle(
             &crate::derive::rank_events(&run.trace.trace, 0),
             Some(&run.steps),
         );
+        let closed = closing_size(&run);
         for r in 0..n {
-            let mine = made(&crate::derive::rank_events(&tf.trace, r), None);
+            let events = crate::derive::rank_events(&tf.trace, r);
+            for v in sizes_after_hdf5(&events) {
+                *size_after.get_or_insert(true) &= Some(v) == closed;
+            }
+            let mine = made(&events, None);
             for (at, theirs) in &oracle {
                 let Some(calls) = mine.get(at) else { continue };
                 let theirs: HashMap<(Op, usize), &RawEvent> =
@@ -360,19 +384,40 @@ pub(crate) fn settle(
     // Rank 0's HDF5 calls in the output, in order, as top-level nodes (or none in a loop).
     let mut set = 0;
     let mut k = 0;
-    for node in out.trace.nodes.iter_mut() {
+    let n = out.header.nranks;
+    let nodes = &mut out.trace.nodes;
+    let mut j = 0;
+    while j < nodes.len() {
+        let (head, rest) = nodes.split_at_mut(j + 1);
+        let node = &mut head[j];
+        j += 1;
         match &mut node.kind {
             NodeKind::Event(e) if e.op.layer() == Layer::Hdf5 && node.ranks.contains(0) => {
                 let at = k;
                 k += 1;
+                // Its calls: its children, or in the lifted form the top-level calls after it
+                // that lifting took out of it (none of them an HDF5 call).
+                let calls = match lifted {
+                    None => &mut e.children[..],
+                    Some(l) => {
+                        let made = rest
+                            .iter()
+                            .take_while(|c| match &c.kind {
+                                NodeKind::Event(x) => l.parts(x.sig).is_some_and(|p| p.1 == e.sig),
+                                NodeKind::Loop(_) => false,
+                            })
+                            .count();
+                        j += made;
+                        &mut rest[..made]
+                    }
+                };
                 let Some(theirs) = oracle.get(&at) else {
                     continue;
                 };
                 let theirs: HashMap<(Op, usize), &RawEvent> =
                     by_op(theirs, dealt).into_iter().collect();
-                let n = out.header.nranks;
                 set += set_values(
-                    &mut e.children,
+                    calls,
                     n,
                     at,
                     &theirs,
@@ -388,7 +433,92 @@ pub(crate) fn settle(
             _ => k += hdf5_calls(std::slice::from_ref(node)),
         }
     }
+    // The program's own look at the file's size once HDF5 is done with it (IOR's
+    // `MPI_File_get_size` after `H5Fclose`): the size HDF5 left, the oracle's at the target.
+    if size_after == Some(true)
+        && let Some(size) = closing_size(&run)
+    {
+        let last = out.trace.nodes.iter().rposition(has_hdf5);
+        let from = last.map_or(0, |i| i + 1);
+        set += set_sizes(&mut out.trace.nodes[from..], size);
+    }
     Ok(set)
+}
+
+/// The file's size HDF5 saw last in the oracle's replay (its `MPI_File_get_size` when it
+/// closes the file: the end of everything it allocated).
+fn closing_size(run: &OracleRun) -> Option<i64> {
+    fn last(events: &[RawEvent], out: &mut Option<i64>) {
+        for e in events {
+            if e.op == Op::FileGetSize {
+                *out = Some(e.op.param(&e.params, Param::Size));
+            }
+            last(&e.children, out);
+        }
+    }
+    let mut out = None;
+    last(&crate::derive::rank_events(&run.trace.trace, 0), &mut out);
+    out
+}
+
+/// Whether `c` is a file-size observation: `MPI_File_get_size`'s size, `lseek(SEEK_END)`'s
+/// position (parameter index).
+fn size_param(op: Op, params: &[i64]) -> Option<usize> {
+    match op {
+        Op::FileGetSize => op.index(Param::Size),
+        Op::Lseek if op.param(params, Param::Whence) == 2 => op.index(Param::Ret),
+        _ => None,
+    }
+}
+
+/// The sizes of files one rank's calls (`events`) see after its last HDF5 call.
+fn sizes_after_hdf5(events: &[RawEvent]) -> Vec<i64> {
+    fn has(e: &RawEvent) -> bool {
+        e.op.layer() == Layer::Hdf5 || e.children.iter().any(has)
+    }
+    fn collect(events: &[RawEvent], out: &mut Vec<i64>) {
+        for e in events {
+            if let Some(i) = size_param(e.op, &e.params) {
+                out.push(e.params[i]);
+            }
+            collect(&e.children, out);
+        }
+    }
+    let from = events.iter().rposition(has).map_or(0, |i| i + 1);
+    let mut out = Vec::new();
+    collect(&events[from..], &mut out);
+    out
+}
+
+/// Whether an HDF5 call is in `n` (loops and nested calls looked into).
+fn has_hdf5(n: &Node) -> bool {
+    match &n.kind {
+        NodeKind::Event(e) => e.op.layer() == Layer::Hdf5 || e.children.iter().any(has_hdf5),
+        NodeKind::Loop(l) => l.body.iter().any(has_hdf5),
+    }
+}
+
+/// Sets every file-size observation in `nodes` to `size`; returns how many values changed.
+fn set_sizes(nodes: &mut [Node], size: i64) -> usize {
+    let mut set = 0;
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                let params: Vec<i64> = e.params.iter().map(|p| p.eval_member(0, &[])).collect();
+                if let Some(i) = size_param(e.op, &params) {
+                    for g in e.params[i].groups.iter_mut() {
+                        if g.val != Val::Const(RankFn::Const(size)) {
+                            g.val = Val::Const(RankFn::Const(size));
+                            set += 1;
+                        }
+                    }
+                }
+                set += set_sizes(&mut e.children, size);
+            }
+            NodeKind::Loop(l) => set += set_sizes(&mut l.body, size),
+        }
+    }
+    set
 }
 
 /// How many HDF5 calls rank 0 makes in `nodes`, nested ones included.

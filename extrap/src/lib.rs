@@ -224,16 +224,15 @@ pub(crate) fn nested_and_settled(
     lifts: Option<&rsd::trace::Lifts>,
     out: &mut Extrapolated,
 ) -> Result<(), ExtrapError> {
-    if let Some(lifts) = lifts {
-        containers::nest_again(&mut out.file, lifts);
-    }
+    // Where the output keeps the lifted form, the calls each HDF5 call made follow it.
+    let lifted = lifts.filter(|l| !containers::nest_again(&mut out.file, l));
     if out.file.header.notes.iter().any(|n| n == h5space::NOTE)
         && let Some(o) = h5space::oracle()
     {
         let mut sorted: Vec<&TraceFile> = original.iter().map(|i| &i.file).collect();
         sorted.sort_by_key(|f| f.header.nranks);
         sorted.dedup_by_key(|f| f.header.nranks);
-        h5space::settle(o, &sorted, &mut out.file, dealt::DEALT_OPS)
+        h5space::settle(o, &sorted, &mut out.file, dealt::DEALT_OPS, lifted)
             .map_err(|why| ExtrapError::ConfigDiffers { why })?;
     }
     Ok(())
