@@ -203,9 +203,15 @@ pub(crate) fn extrapolate_ignoring_at(
     // rest: collective (`collflush`), independent (`dealt`).
     let lifts = lifted.as_ref().map(|l| &l.1);
     let run = |inputs: &[Input], at: Option<&collflush::AtTarget>| {
-        dealt::around(inputs, target, models, |inputs, r| {
-            extrapolate_dealt_apart(inputs, ignored, target, models, how, at, r.or(reloc))
-        })
+        match reloc {
+            // The dealt writes were taken out around this already (`consistent`'s grouping),
+            // with the HDF5 oracle: modelling them again would find none, and add to any
+            // refusal why the split index is not modelled.
+            Some(r) => extrapolate_dealt_apart(inputs, ignored, target, models, how, at, Some(r)),
+            None => dealt::around(inputs, target, models, |inputs, r| {
+                extrapolate_dealt_apart(inputs, ignored, target, models, how, at, r)
+            }),
+        }
     };
     let mut out = match at {
         Some(at) => run(inputs, Some(at))?,
@@ -334,7 +340,9 @@ fn extrapolate_sorted(
                 event: "HDF5's dataset storage".into(),
                 param: "data addresses".into(),
                 detail: why,
-                values: String::new(),
+                values: "each dataset's storage in the HDF5 oracle's replays of the inputs \
+                             and the target"
+                    .into(),
                 tried: "the inputs' layout mapped onto the HDF5 oracle's storage at the \
                             target"
                     .into(),
