@@ -1154,16 +1154,13 @@ fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<OracleIds,
 
 /// Fills `p`'s flushes with the HDF5 oracle's entries at the target, whose trace without the
 /// dealt writes is `at_target`: each flush the run `ids` names (sorted by offset, written in
-/// the oracle's order), with the handles the inputs' writing ranks used; once the oracle's
-/// dataset storage at the target is where its replays of the inputs (`inputs`, of `sorted`)
-/// say the fitted data goes. Returns what `--explain` says of the model.
+/// the oracle's order), with the handles the inputs' writing ranks used. Returns what
+/// `--explain` says of the model.
 fn from_oracle(
     p: &mut Plan,
-    sorted: &[&Input],
     at_target: &TraceFile,
     o: &dyn Oracle,
-    (ids, inputs): &OracleIds,
-    models: &ModelSet,
+    ids: &[Vec<RunId>],
 ) -> Result<String, String> {
     let n = at_target.header.nranks;
     let run = h5space::replay(
@@ -1172,15 +1169,8 @@ fn from_oracle(
         at_target.header.hdf5_version().as_deref(),
     )
     .map_err(|e| format!("the HDF5 oracle could not replay the calls at {n} ranks: {e}"))?;
-    let refs: Vec<&h5space::OracleRun> = inputs.iter().map(|r| r.as_ref()).collect();
-    let ns: Vec<i64> = sorted
-        .iter()
-        .map(|i| i64::from(i.file.header.nranks))
-        .collect();
-    // The data goes where the fitted trace puts it, relocated (after nesting again) where
-    // the oracle's storage moved: refused here if the inputs' layout predicts no map.
-    let predicted = h5space::predicted_storage(&refs, &ns, n, models)?;
-    crate::relocate::Relocation::between(&predicted, &run.storage, n)?;
+    // The data is where the oracle stores it: the relocator, which `inner` applied right
+    // after the fit, refused a layout the inputs do not predict.
     let runs = h5space::runs(&run, DEALT_OPS)?;
     let mut counts = Vec::new();
     for (s, ids) in p.sites.iter_mut().zip(ids) {
@@ -1343,7 +1333,7 @@ pub(crate) fn around(
     });
     let mut out = inner(&stripped, reloc.as_ref())?;
     if let Some((why, o, ids)) = oracle_ids {
-        let said = from_oracle(&mut p, &sorted, &out.file, o, &ids, models)
+        let said = from_oracle(&mut p, &out.file, o, &ids.0)
             .map_err(|e| refuse_split(&p, why, &format!("; {e}")))?;
         if let Some(x) = p.explain.first_mut() {
             x.model = said;

@@ -129,10 +129,14 @@ impl Relocation {
         let (Ok(ux), Ok(len)) = (u64::try_from(x), u64::try_from(len.max(1))) else {
             return false;
         };
-        let k = self.pieces.partition_point(|p| p.from + p.len <= ux);
-        self.pieces
-            .get(k)
+        self.piece_from(ux)
             .is_some_and(|p| p.from <= ux && ux.saturating_add(len) <= p.from + p.len)
+    }
+
+    /// The first piece that ends after `x` (the one holding it, if any).
+    fn piece_from(&self, x: u64) -> Option<&Piece> {
+        let k = self.pieces.partition_point(|p| p.from + p.len <= x);
+        self.pieces.get(k)
     }
 
     /// Where the `len` bytes (at least one) at predicted address `x` really are: moved with
@@ -143,8 +147,7 @@ impl Relocation {
             return Ok(x);
         };
         let end = ux.saturating_add(len);
-        let k = self.pieces.partition_point(|p| p.from + p.len <= ux);
-        match self.pieces.get(k) {
+        match self.piece_from(ux) {
             Some(p) if p.from <= ux && end <= p.from + p.len => Ok((p.to + (ux - p.from)) as i64),
             Some(p) if p.from < end => Err(format!(
                 "the {len} bytes at {x} cross the edge of a dataset's storage that the new \
@@ -455,6 +458,18 @@ fn walk(events: &mut [RawEvent], m: &Relocation, f: &mut Files) -> Result<usize,
     Ok(changed)
 }
 
+/// The view of handle `fh` (displacement as fitted, relocated) where it is a byte view (the
+/// default view too): only there is an explicit offset a byte address; through a filetype,
+/// the view's displacement and the type's displacements carry the place.
+fn byte_view(views: &HashMap<i64, View>, fh: i64) -> Option<(i64, i64)> {
+    let (disp, moved, etype, ftype) =
+        views
+            .get(&fh)
+            .copied()
+            .unwrap_or((0, 0, rsd::mpi::BYTE, rsd::mpi::BYTE));
+    (etype == rsd::mpi::BYTE && ftype == rsd::mpi::BYTE).then_some((disp, moved))
+}
+
 /// Relocates one call's own addresses.
 fn one(e: &mut RawEvent, m: &Relocation, views: &mut HashMap<i64, View>) -> Result<usize, String> {
     let op = e.op;
@@ -495,17 +510,9 @@ fn one(e: &mut RawEvent, m: &Relocation, views: &mut HashMap<i64, View>) -> Resu
         | Op::FileReadAtAll
         | Op::FileIwriteAt
         | Op::FileIreadAt => {
-            let fh = op.param(p, Param::Fh);
-            let (disp, moved, etype, ftype) =
-                views
-                    .get(&fh)
-                    .copied()
-                    .unwrap_or((0, 0, rsd::mpi::BYTE, rsd::mpi::BYTE));
-            // Only a byte view makes the offset a byte address; through a filetype, the
-            // view's displacement and the type's displacements carry the place.
-            if etype != rsd::mpi::BYTE || ftype != rsd::mpi::BYTE {
+            let Some((disp, moved)) = byte_view(views, op.param(p, Param::Fh)) else {
                 return Ok(0);
-            }
+            };
             let o = idx(Param::Offset).expect("an explicit offset");
             let bytes = op.param(p, Param::Bytes);
             let v = m.map(disp + p[o], bytes)? - moved;
@@ -543,25 +550,20 @@ fn read_of_data(
     m: &Relocation,
     views: &HashMap<i64, View>,
 ) -> Result<(), String> {
-    let (at, len) =
-        match op {
-            Op::Pread | Op::Preadv => (
-                op.param(p, Param::Offset),
-                op.get(p, Param::Count)
-                    .unwrap_or_else(|| op.param(p, Param::Ret)),
-            ),
-            Op::FileReadAt | Op::FileReadAtAll | Op::FileIreadAt => {
-                let (disp, _, etype, ftype) = views
-                    .get(&op.param(p, Param::Fh))
-                    .copied()
-                    .unwrap_or((0, 0, rsd::mpi::BYTE, rsd::mpi::BYTE));
-                if etype != rsd::mpi::BYTE || ftype != rsd::mpi::BYTE {
-                    return Ok(());
-                }
-                (disp + op.param(p, Param::Offset), op.param(p, Param::Bytes))
-            }
-            _ => return Ok(()),
-        };
+    let (at, len) = match op {
+        Op::Pread | Op::Preadv => (
+            op.param(p, Param::Offset),
+            op.get(p, Param::Count)
+                .unwrap_or_else(|| op.param(p, Param::Ret)),
+        ),
+        Op::FileReadAt | Op::FileReadAtAll | Op::FileIreadAt => {
+            let Some((disp, _)) = byte_view(views, op.param(p, Param::Fh)) else {
+                return Ok(());
+            };
+            (disp + op.param(p, Param::Offset), op.param(p, Param::Bytes))
+        }
+        _ => return Ok(()),
+    };
     if m.inside(at, len) {
         return Ok(());
     }
