@@ -20,6 +20,11 @@ pub struct Step {
     /// The parameters as recorded ([`rsd::op`]'s HDF5 section): the fixed ones, then the
     /// arrays (dimensions), with the trace's identifiers (indices in rank 0's table).
     pub params: Vec<i64>,
+    /// A NetCDF step's HDF5 calls, as the traced call made them (depth first, in call
+    /// order): each one's index among rank 0's HDF5 calls and its op. The replay must make
+    /// the same ops; its HDF5 calls then stand for these. Empty for an HDF5 step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inner: Vec<(usize, Op)>,
 }
 
 impl Step {
@@ -33,9 +38,19 @@ impl Step {
         self.params.get(self.op.params().len()..).unwrap_or(&[])
     }
 
-    /// How errors name this step: `HDF5 call 7 (H5Dcreate2 rows)`.
+    /// How errors name this step: `HDF5 call 7 (H5Dcreate2 rows)`, `NetCDF call 4 (nc_def_var
+    /// rec)`.
     pub fn describe(&self) -> String {
         describe(self.at, self.op, self.name.as_deref())
+    }
+}
+
+impl Plan {
+    /// Whether the plan replays NetCDF calls (the HDF5 calls beneath them are NetCDF's).
+    pub fn is_netcdf(&self) -> bool {
+        self.steps
+            .first()
+            .is_some_and(|s| s.op.layer() == Layer::Netcdf)
     }
 }
 
@@ -92,6 +107,24 @@ pub enum PlanError {
         /// Where it came from.
         why: String,
     },
+    /// An HDF5 call outside every NetCDF call, in a program that calls NetCDF.
+    #[error(
+        "{call} is an HDF5 call of the program's own beside its NetCDF calls: the HDF5 oracle replays a NetCDF program through libnetcdf (NetCDF makes HDF5 calls the trace does not hold), which would not make this one"
+    )]
+    OutsideNetcdf {
+        /// The call.
+        call: String,
+    },
+    /// A NetCDF attribute of a type whose values have no fixed size.
+    #[error(
+        "{call}: an attribute of nc_type {xtype}, whose values have no fixed size (strings, user-defined types): the trace does not hold their bytes, which decide the attribute's room in the file"
+    )]
+    AttributeType {
+        /// The call.
+        call: String,
+        /// Its `xtype`.
+        xtype: i64,
+    },
     /// A call whose dimension arrays do not have the length its `ndims` says.
     #[error("{call}: {got} dimension values recorded where ndims = {ndims} asks for {want}")]
     Dimensions {
@@ -106,11 +139,16 @@ pub enum PlanError {
     },
 }
 
-/// `HDF5 call 7 (H5Dcreate2 rows)`.
+/// `HDF5 call 7 (H5Dcreate2 rows)`, `NetCDF call 4 (nc_def_var rec)`.
 fn describe(at: usize, op: Op, name: Option<&str>) -> String {
+    let layer = if op.layer() == Layer::Netcdf {
+        "NetCDF"
+    } else {
+        "HDF5"
+    };
     match name {
-        Some(n) => format!("HDF5 call {at} ({} {n})", op.name()),
-        None => format!("HDF5 call {at} ({})", op.name()),
+        Some(n) => format!("{layer} call {at} ({} {n})", op.name()),
+        None => format!("{layer} call {at} ({})", op.name()),
     }
 }
 
@@ -273,8 +311,169 @@ fn array_len(op: Op, ndims: i64) -> Option<usize> {
 /// Refused, naming the call: an HDF5 op the oracle does not know, `H5Fopen` of a file the
 /// plan did not create, a call on an identifier the oracle will not have (a dataspace from
 /// `H5Dget_space`, or one no traced call returned), dimension arrays of the wrong length.
+///
+/// A program that calls NetCDF (rank 0 made a NetCDF-layer call) is replayed at that layer
+/// instead ([`netcdf_plan`]): NetCDF makes HDF5 calls the HDF5 layer does not record
+/// (`H5Gopen2`, `H5Acreate1`, `H5Screate`, property lists that shape every object header),
+/// which only libnetcdf itself makes again.
 pub fn plan_of(events: &[RawEvent], hdf5_version: Option<String>) -> Result<Plan, PlanError> {
+    if has_netcdf(events) {
+        return netcdf_plan(events, hdf5_version);
+    }
     plan_with(events, hdf5_version, role)
+}
+
+/// Whether any of `events` (or their children) is a NetCDF call.
+fn has_netcdf(events: &[RawEvent]) -> bool {
+    events
+        .iter()
+        .any(|e| e.op.layer() == Layer::Netcdf || has_netcdf(&e.children))
+}
+
+/// What the oracle does with a NetCDF call: `Some(true)` replays it, `Some(false)` leaves it
+/// out (a read moves data and allocates nothing), `None` does not know it.
+fn netcdf_role(op: Op) -> Option<bool> {
+    match op {
+        Op::NcCreate
+        | Op::NcCreatePar
+        | Op::NcOpen
+        | Op::NcOpenPar
+        | Op::NcClose
+        | Op::NcEnddef
+        | Op::NcRedef
+        | Op::NcSync
+        | Op::NcDefDim
+        | Op::NcDefVar
+        | Op::NcDefVarChunking
+        | Op::NcVarParAccess
+        | Op::NcPutAtt
+        // A write may extend a record variable (HDF5's `H5Dset_extent` inside it, which
+        // allocates the new chunks): replayed with rank 0's region.
+        | Op::NcPutVara
+        | Op::NcPutVars => Some(true),
+        Op::NcGetVara | Op::NcGetVars => Some(false),
+        _ => None,
+    }
+}
+
+/// The plan of rank 0's NetCDF calls: each replayed call with the HDF5 calls it made
+/// ([`Step::inner`]), numbered among all of rank 0's HDF5 calls as [`plan_of`] numbers them.
+///
+/// Refused, naming the call: an HDF5 call outside every NetCDF call (a program mixing both
+/// layers on its own: the replay of one would miss the other's objects), a NetCDF op the
+/// oracle does not know, a call on a file no traced call opened (ncid -1), an open of a file
+/// the plan did not create, a create, open, dimension, variable or attribute without a
+/// name, an attribute of a type without a fixed size (strings, user types: their bytes are
+/// not recorded).
+///
+/// Rank 0's region stands for every rank's: a record variable grows to the largest end any
+/// rank writes (NetCDF agrees on it over the ranks before it extends), which rank 0's end
+/// is where every rank writes the same records (checked by the extrapolator, which compares
+/// the replay with every input).
+fn netcdf_plan(events: &[RawEvent], hdf5_version: Option<String>) -> Result<Plan, PlanError> {
+    let mut steps = Vec::new();
+    let mut files: HashSet<&str> = HashSet::new();
+    let mut hdf5 = 0usize;
+    let mut nc = 0usize;
+    netcdf_walk(events, &mut steps, &mut files, &mut hdf5, &mut nc)?;
+    Ok(Plan {
+        hdf5_version,
+        steps,
+    })
+}
+
+fn netcdf_walk<'a>(
+    events: &'a [RawEvent],
+    steps: &mut Vec<Step>,
+    files: &mut HashSet<&'a str>,
+    hdf5: &mut usize,
+    nc: &mut usize,
+) -> Result<(), PlanError> {
+    for e in events {
+        match e.op.layer() {
+            Layer::Netcdf => {
+                let at = *nc;
+                *nc += 1;
+                let call = describe(at, e.op, e.path.as_deref());
+                let mut made = Vec::new();
+                collect(&e.children, &mut made);
+                let inner: Vec<(usize, Op)> = made
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| (*hdf5 + k, c.op))
+                    .collect();
+                *hdf5 += made.len();
+                match netcdf_role(e.op) {
+                    None => {
+                        return Err(PlanError::Unsupported {
+                            call,
+                            op: e.op.name(),
+                        });
+                    }
+                    Some(false) => continue,
+                    Some(true) => {}
+                }
+                if e.op.get(&e.params, Param::Ncid).is_some_and(|id| id < 0) {
+                    return Err(PlanError::Identifier {
+                        call,
+                        param: Param::Ncid.name(),
+                        id: -1,
+                        why: "no traced call returned".into(),
+                    });
+                }
+                let named = matches!(
+                    e.op,
+                    Op::NcCreate
+                        | Op::NcCreatePar
+                        | Op::NcOpen
+                        | Op::NcOpenPar
+                        | Op::NcDefDim
+                        | Op::NcDefVar
+                        | Op::NcPutAtt
+                );
+                let Some(name) = e.path.as_deref().filter(|_| named) else {
+                    if named {
+                        return Err(PlanError::NoName { call });
+                    }
+                    steps.push(netcdf_step(at, e, inner));
+                    continue;
+                };
+                match e.op {
+                    Op::NcCreate | Op::NcCreatePar => {
+                        files.insert(name);
+                    }
+                    Op::NcOpen | Op::NcOpenPar if !files.contains(name) => {
+                        return Err(PlanError::OpenOfUnknownFile { call });
+                    }
+                    Op::NcPutAtt => {
+                        let xtype = e.op.param(&e.params, Param::Xtype);
+                        if rsd::netcdf::types::size(xtype) == 0 {
+                            return Err(PlanError::AttributeType { call, xtype });
+                        }
+                    }
+                    _ => {}
+                }
+                steps.push(netcdf_step(at, e, inner));
+            }
+            Layer::Hdf5 => {
+                return Err(PlanError::OutsideNetcdf {
+                    call: describe(*hdf5, e.op, e.path.as_deref()),
+                });
+            }
+            _ => netcdf_walk(&e.children, steps, files, hdf5, nc)?,
+        }
+    }
+    Ok(())
+}
+
+fn netcdf_step(at: usize, e: &RawEvent, inner: Vec<(usize, Op)>) -> Step {
+    Step {
+        at,
+        op: e.op,
+        name: e.path.clone(),
+        params: e.params.clone(),
+        inner,
+    }
 }
 
 /// [`plan_of`] with the roles `role` gives (the tests take one away to see the refusal of an
@@ -360,6 +559,7 @@ fn plan_with(
             op: e.op,
             name: e.path.clone(),
             params: e.params.clone(),
+            inner: Vec::new(),
         });
     }
     Ok(Plan {
@@ -487,8 +687,9 @@ mod tests {
 
     #[test]
     fn nested_and_lifted_forms_give_the_same_plan() {
-        // NetCDF's calls hold HDF5's: nest the whole list under one container call...
-        let mut nc = ev(Op::NcClose, None, vec![0; Op::NcClose.params().len()]);
+        // A call holding HDF5's (the walk goes through any call's children): nest the whole
+        // list under one call...
+        let mut nc = ev(Op::FileOpen, None, vec![0; Op::FileOpen.params().len()]);
         nc.children = lowlevel();
         let nested = plan_of(&[nc.clone()], None).unwrap();
         // ... or lift the children after it.
@@ -628,6 +829,137 @@ mod tests {
                 call: "HDF5 call 15 (H5Fopen input.h5)".into()
             }
         );
+    }
+
+    /// nc4_par's first calls as rank 0 recorded them: each NetCDF call with the HDF5 calls
+    /// NetCDF made beneath it (some with identifiers no recorded call made).
+    fn netcdf() -> Vec<RawEvent> {
+        let with_kids = |mut e: RawEvent, kids: Vec<RawEvent>| {
+            e.children = kids;
+            e
+        };
+        vec![
+            with_kids(
+                ev(
+                    Op::NcCreatePar,
+                    Some("d4/p.nc"),
+                    args::nc_create_par(4096, 0, 0),
+                ),
+                vec![
+                    ev(Op::H5PsetFaplMpio, None, args::h5_pset_fapl_mpio(0)),
+                    ev(Op::H5Fcreate, Some("d4/p.nc"), args::h5_fcreate(2, 0)),
+                ],
+            ),
+            ev(Op::NcDefDim, Some("x"), args::nc_def_dim(0, 4000, 0)),
+            ev(
+                Op::NcPutAtt,
+                Some("title"),
+                args::nc_put_att(0, -1, 2, 2, 14, 14),
+            ),
+            with_kids(
+                ev(Op::NcEnddef, None, args::nc_enddef(0)),
+                vec![
+                    ev(Op::H5Awrite, None, args::h5_awrite(-1, 14, 14)),
+                    ev(Op::H5Aclose, None, args::h5_aclose(-1)),
+                ],
+            ),
+            with_kids(
+                ev(
+                    Op::NcGetVara,
+                    None,
+                    with(args::nc_get_vara(0, 0, 4, 1, 1000, 4000), &[0, 1000]),
+                ),
+                vec![ev(
+                    Op::H5Dread,
+                    None,
+                    args::h5_dread(2, -2, 1, 1, 4, 1000, 4000),
+                )],
+            ),
+            with_kids(
+                ev(Op::NcClose, None, args::nc_close(0)),
+                vec![ev(Op::H5Fclose, None, args::h5_fclose(0))],
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_netcdf_program_is_replayed_through_its_netcdf_calls() {
+        let plan = plan_of(&netcdf(), Some("1.10.8".into())).unwrap();
+        assert!(plan.is_netcdf());
+        let got: Vec<(usize, Op)> = plan.steps.iter().map(|s| (s.at, s.op)).collect();
+        // The read is left out; the ordinals count it.
+        assert_eq!(
+            got,
+            vec![
+                (0, Op::NcCreatePar),
+                (1, Op::NcDefDim),
+                (2, Op::NcPutAtt),
+                (3, Op::NcEnddef),
+                (5, Op::NcClose),
+            ]
+        );
+        // The HDF5 calls beneath, numbered among all of rank 0's HDF5 calls (the read's
+        // H5Dread is number 4).
+        assert_eq!(
+            plan.steps[0].inner,
+            vec![(0, Op::H5PsetFaplMpio), (1, Op::H5Fcreate)]
+        );
+        assert_eq!(
+            plan.steps[3].inner,
+            vec![(2, Op::H5Awrite), (3, Op::H5Aclose)]
+        );
+        assert_eq!(plan.steps[4].inner, vec![(5, Op::H5Fclose)]);
+        assert_eq!(
+            plan.steps[3].describe(),
+            "NetCDF call 3 (nc_enddef)".to_string()
+        );
+        let json = serde_json::to_string(&plan).unwrap();
+        assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), plan);
+        // An HDF5-only plan serializes without `inner`, as before.
+        let h5 = serde_json::to_string(&plan_of(&lowlevel(), None).unwrap()).unwrap();
+        assert!(!h5.contains("inner"), "{h5}");
+    }
+
+    #[test]
+    fn netcdf_plans_refuse_what_libnetcdf_would_not_make_again() {
+        // An HDF5 call of the program's own beside its NetCDF calls.
+        let mut v = netcdf();
+        v.insert(2, ev(Op::H5Fflush, None, args::h5_fflush(0, 1)));
+        let err = plan_of(&v, None).unwrap_err();
+        assert_eq!(
+            err,
+            PlanError::OutsideNetcdf {
+                call: "HDF5 call 2 (H5Fflush)".into()
+            }
+        );
+        // A string attribute: its bytes are not recorded.
+        let mut v = netcdf();
+        v[2] = ev(
+            Op::NcPutAtt,
+            Some("s"),
+            args::nc_put_att(0, -1, 12, 12, 1, 8),
+        );
+        assert!(matches!(
+            plan_of(&v, None),
+            Err(PlanError::AttributeType { xtype: 12, .. })
+        ));
+        // An open of a file the plan did not create.
+        let mut v = netcdf();
+        v.push(ev(Op::NcOpenPar, Some("in.nc"), args::nc_open_par(0, 0, 0)));
+        let err = plan_of(&v, None).unwrap_err();
+        assert_eq!(
+            err,
+            PlanError::OpenOfUnknownFile {
+                call: "NetCDF call 6 (nc_open_par in.nc)".into()
+            }
+        );
+        // A call on a file no traced call opened.
+        let mut v = netcdf();
+        v.push(ev(Op::NcSync, None, args::nc_sync(-1)));
+        assert!(matches!(
+            plan_of(&v, None),
+            Err(PlanError::Identifier { id: -1, .. })
+        ));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Running the oracle: `iotrex-h5oracle` on one rank under `iotrex trace`.
 
 use crate::plan::Plan;
-use rsd::op::Param;
+use rsd::op::{Op, Param};
 use rsd::{RawEvent, TraceFile};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -263,6 +263,9 @@ pub fn run(plan: &Plan, launch: &Launch, dir: &Path) -> Result<Run, OracleError>
 /// the calls must be the steps, one for one, in order, with the same op and the same values
 /// (identifiers aside: the oracle's table holds only what it replays, so its slots differ).
 fn match_steps(plan: &Plan, events: &[RawEvent]) -> Result<Vec<usize>, String> {
+    if plan.is_netcdf() {
+        return match_netcdf(plan, events);
+    }
     let mut calls = Vec::new();
     crate::plan::collect(events, &mut calls);
     if calls.len() != plan.steps.len() {
@@ -323,11 +326,68 @@ fn match_steps(plan: &Plan, events: &[RawEvent]) -> Result<Vec<usize>, String> {
     Ok(steps)
 }
 
+/// [`match_steps`] of a NetCDF plan: the replay's NetCDF calls must be the steps, one for
+/// one, in order, each having made the HDF5 ops the traced call made ([`Step::inner`]); each
+/// of its HDF5 calls then replays the traced one at the same place, and no HDF5 call may be
+/// outside a NetCDF call. (The NetCDF calls' own values are not compared: an attribute
+/// replayed untyped records its file type as its memory type.)
+fn match_netcdf(plan: &Plan, events: &[RawEvent]) -> Result<Vec<usize>, String> {
+    fn walk<'a>(events: &'a [RawEvent], out: &mut Vec<&'a RawEvent>, stray: &mut usize) {
+        for e in events {
+            match e.op.layer() {
+                rsd::op::Layer::Netcdf => out.push(e),
+                rsd::op::Layer::Hdf5 => *stray += 1,
+                _ => walk(&e.children, out, stray),
+            }
+        }
+    }
+    let (mut calls, mut stray) = (Vec::new(), 0);
+    walk(events, &mut calls, &mut stray);
+    if stray > 0 {
+        return Err(format!(
+            "it made {stray} HDF5 calls outside its NetCDF calls"
+        ));
+    }
+    if calls.len() != plan.steps.len() {
+        return Err(format!(
+            "it made {} NetCDF calls for {} steps",
+            calls.len(),
+            plan.steps.len()
+        ));
+    }
+    let mut steps = Vec::new();
+    for (s, c) in plan.steps.iter().zip(calls) {
+        if s.op != c.op {
+            return Err(format!("{} replayed as {}", s.describe(), c.op.name()));
+        }
+        let mut made = Vec::new();
+        crate::plan::collect(&c.children, &mut made);
+        let ops: Vec<Op> = made.iter().map(|m| m.op).collect();
+        let want: Vec<Op> = s.inner.iter().map(|&(_, op)| op).collect();
+        if ops != want {
+            let k = ops
+                .iter()
+                .zip(&want)
+                .position(|(a, b)| a != b)
+                .unwrap_or(ops.len().min(want.len()));
+            return Err(format!(
+                "{} made {} HDF5 calls where the traced call made {} (first difference at its HDF5 call {k}: {} for {})",
+                s.describe(),
+                ops.len(),
+                want.len(),
+                ops.get(k).map_or("nothing", |o| o.name()),
+                want.get(k).map_or("nothing", |o| o.name()),
+            ));
+        }
+        steps.extend(s.inner.iter().map(|&(at, _)| at));
+    }
+    Ok(steps)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::plan::Step;
-    use rsd::op::Op;
 
     #[test]
     fn steps_match_calls_by_op_and_values_not_identifiers() {
@@ -339,12 +399,14 @@ mod tests {
                     op: Op::H5ScreateSimple,
                     name: None,
                     params: vec![1, 7, 8000, 8000],
+                    inner: Vec::new(),
                 },
                 Step {
                     at: 5,
                     op: Op::H5DsetExtent,
                     name: None,
                     params: vec![2, 1, 24],
+                    inner: Vec::new(),
                 },
             ],
         };
