@@ -38,37 +38,70 @@ pub const H5T_OPAQUE: c_int = 5;
 /// `H5D_layout_t`: `H5D_CONTIGUOUS`, `H5D_CHUNKED`.
 pub const H5D_CONTIGUOUS: c_int = 1;
 pub const H5D_CHUNKED: c_int = 2;
+/// `H5F_ACC_RDONLY`.
+pub const H5F_ACC_RDONLY: c_uint = 0;
+/// `H5E_DEFAULT`: the current error stack.
+pub const H5E_DEFAULT: Hid = 0;
+/// `H5I_type_t`: `H5I_GROUP`, `H5I_DATASET`.
+pub const H5I_GROUP: c_int = 2;
+pub const H5I_DATASET: c_int = 5;
+/// `H5_index_t`: `H5_INDEX_NAME`, `H5_INDEX_CRT_ORDER`.
+pub const H5_INDEX_NAME: c_int = 0;
+pub const H5_INDEX_CRT_ORDER: c_int = 1;
+/// `H5_iter_order_t`: `H5_ITER_INC`.
+pub const H5_ITER_INC: c_int = 0;
+
+/// `H5G_info_t` (`H5Gget_info`).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GroupInfo {
+    /// `H5G_storage_type_t`.
+    pub storage_type: c_int,
+    pub nlinks: Hsize,
+    pub max_corder: i64,
+    /// `hbool_t`: C99 `bool` in 1.10 (`H5_HAVE_STDBOOL_H`).
+    pub mounted: bool,
+}
+
+/// `H5E_auto2_t`: the error stack's automatic printer (NULL for none).
+pub type ErrorHandler = Option<unsafe extern "C" fn(Hid, *mut c_void) -> Herr>;
 
 /// Where the parallel HDF5 library is: `$IOTREX_HDF5_LIB`, else Debian's Open MPI build as
 /// `ldconfig -p` lists it, else its path in Debian's layout.
 pub fn library_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("IOTREX_HDF5_LIB").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
+    env_or_ldconfig("IOTREX_HDF5_LIB", "libhdf5_openmpi.so")
+        .unwrap_or_else(|| PathBuf::from("/usr/lib/x86_64-linux-gnu/hdf5/openmpi/libhdf5.so"))
+}
+
+/// Where the parallel NetCDF library is: `$IOTREX_NETCDF_LIB`, else Debian's MPI build as
+/// `ldconfig -p` lists it, else its path in Debian's layout (`libnetcdf-mpi-19`).
+pub fn netcdf_library_path() -> PathBuf {
+    env_or_ldconfig("IOTREX_NETCDF_LIB", "libnetcdf_mpi.so")
+        .unwrap_or_else(|| PathBuf::from("/usr/lib/x86_64-linux-gnu/libnetcdf_mpi.so.19"))
+}
+
+/// The path in environment variable `var` (when set and not empty), else library `name` as
+/// `ldconfig -p` lists it: the unversioned name (the -dev package's link) first, then a
+/// versioned one (`name.N`).
+fn env_or_ldconfig(var: &str, name: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
     }
-    if let Ok(out) = Command::new("ldconfig").arg("-p").output() {
-        let text = String::from_utf8_lossy(&out.stdout);
-        // `\tlibhdf5_openmpi.so.103 (libc6,x86-64) => /lib/x86_64-linux-gnu/libhdf5_openmpi.so.103`:
-        // the unversioned name (the -dev package's link) first, then a versioned one.
-        let found: Vec<(&str, &str)> = text
-            .lines()
-            .filter_map(|l| {
-                let (name, path) = l.trim().split_once(" => ")?;
-                let name = name.split_whitespace().next()?;
-                Some((name, path.trim()))
-            })
-            .filter(|(name, _)| {
-                *name == "libhdf5_openmpi.so" || name.starts_with("libhdf5_openmpi.so.")
-            })
-            .collect();
-        let pick = found
-            .iter()
-            .find(|(n, _)| *n == "libhdf5_openmpi.so")
-            .or(found.first());
-        if let Some((_, path)) = pick {
-            return PathBuf::from(path);
-        }
-    }
-    PathBuf::from("/usr/lib/x86_64-linux-gnu/hdf5/openmpi/libhdf5.so")
+    let out = Command::new("ldconfig").arg("-p").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let versioned = format!("{name}.");
+    // `\tlibhdf5_openmpi.so.103 (libc6,x86-64) => /lib/x86_64-linux-gnu/libhdf5_openmpi.so.103`.
+    let found: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let (lib, path) = l.trim().split_once(" => ")?;
+            let lib = lib.split_whitespace().next()?;
+            Some((lib, path.trim()))
+        })
+        .filter(|(lib, _)| *lib == name || lib.starts_with(&versioned))
+        .collect();
+    let pick = found.iter().find(|(l, _)| *l == name).or(found.first());
+    pick.map(|(_, path)| PathBuf::from(path))
 }
 
 macro_rules! api {
@@ -81,8 +114,8 @@ macro_rules! api {
         impl $name {
             /// Resolves every function in `lib`, or says which is missing.
             fn resolve(lib: &Library, from: &str) -> Result<$name, String> {
-                // SAFETY: each symbol is declared with the prototype of HDF5 1.10's (or MPI's)
-                // header it comes from.
+                // SAFETY: each symbol is declared with the prototype of the header it comes
+                // from: HDF5 1.10's, MPI's, NetCDF 4.9's (`netcdf.h`, `netcdf_par.h`).
                 unsafe {
                     Ok($name {
                         $( $field: *lib
@@ -131,6 +164,16 @@ api!(Direct, "HDF5's own functions, past any hook: what the oracle does besides 
     dget_space = "H5Dget_space": fn(Hid) -> Hid;
     sget_simple_extent_ndims = "H5Sget_simple_extent_ndims": fn(Hid) -> c_int;
     sclose = "H5Sclose": fn(Hid) -> Herr;
+    // The storage walk of a NetCDF plan's files (`netcdf::storage`).
+    fopen = "H5Fopen": fn(*const c_char, c_uint, Hid) -> Hid;
+    fclose = "H5Fclose": fn(Hid) -> Herr;
+    oopen = "H5Oopen": fn(Hid, *const c_char, Hid) -> Hid;
+    oclose = "H5Oclose": fn(Hid) -> Herr;
+    iget_type = "H5Iget_type": fn(Hid) -> c_int;
+    gget_info = "H5Gget_info": fn(Hid, *mut GroupInfo) -> Herr;
+    lget_name_by_idx = "H5Lget_name_by_idx": fn(Hid, *const c_char, c_int, c_int, Hsize, *mut c_char, usize, Hid) -> isize;
+    eget_auto2 = "H5Eget_auto2": fn(Hid, *mut ErrorHandler, *mut *mut c_void) -> Herr;
+    eset_auto2 = "H5Eset_auto2": fn(Hid, ErrorHandler, *mut c_void) -> Herr;
 });
 
 /// `H5Dget_num_chunks` and `H5Dget_chunk_info` (HDF5 1.10.5 and later).
@@ -269,5 +312,76 @@ impl Hdf5 {
             ));
         }
         Ok(format!("{a}.{b}.{c}"))
+    }
+}
+
+api!(NcTraced, "NetCDF's calls the oracle replays, looked up in the global scope (through the tracer's hooks when it is preloaded), as [`Traced`].", {
+    create = "nc_create": fn(*const c_char, c_int, *mut c_int) -> c_int;
+    create_par = "nc_create_par": fn(*const c_char, c_int, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+    open = "nc_open": fn(*const c_char, c_int, *mut c_int) -> c_int;
+    open_par = "nc_open_par": fn(*const c_char, c_int, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+    close = "nc_close": fn(c_int) -> c_int;
+    enddef = "nc_enddef": fn(c_int) -> c_int;
+    redef = "nc_redef": fn(c_int) -> c_int;
+    sync = "nc_sync": fn(c_int) -> c_int;
+    def_dim = "nc_def_dim": fn(c_int, *const c_char, usize, *mut c_int) -> c_int;
+    def_var = "nc_def_var": fn(c_int, *const c_char, c_int, c_int, *const c_int, *mut c_int) -> c_int;
+    def_var_chunking = "nc_def_var_chunking": fn(c_int, c_int, c_int, *const usize) -> c_int;
+    var_par_access = "nc_var_par_access": fn(c_int, c_int, c_int) -> c_int;
+    put_att = "nc_put_att": fn(c_int, c_int, *const c_char, c_int, usize, *const c_void) -> c_int;
+    put_vara = "nc_put_vara": fn(c_int, c_int, *const usize, *const usize, *const c_void) -> c_int;
+    put_vars = "nc_put_vars": fn(c_int, c_int, *const usize, *const usize, *const isize, *const c_void) -> c_int;
+});
+
+api!(NcDirect, "NetCDF's own functions, past any hook, as [`Direct`].", {
+    strerror = "nc_strerror": fn(c_int) -> *const c_char;
+});
+
+/// Parallel NetCDF, loaded after [`Hdf5`] (whose library it uses).
+pub struct Netcdf {
+    pub traced: NcTraced,
+    pub direct: NcDirect,
+    _lib: Library,
+}
+
+impl Netcdf {
+    /// Loads the library at `path` into the global scope (after parallel HDF5, so that the
+    /// `libhdf5_openmpi` it needs is the one already there) and resolves what the oracle calls.
+    pub fn load(path: &Path) -> Result<Netcdf, String> {
+        let from = path.display().to_string();
+        // SAFETY: loading NetCDF runs its constructors, which only set up its own state;
+        // RTLD_GLOBAL so that the global lookups below (and the tracer's `dlsym(RTLD_NEXT)`)
+        // find it.
+        let lib = unsafe { Library::open(Some(path), RTLD_GLOBAL | RTLD_NOW) }
+            .map_err(|e| format!("cannot load NetCDF {from} (set IOTREX_NETCDF_LIB): {e}"))?;
+        // SAFETY: only whether the symbol exists is asked.
+        if unsafe { lib.get::<*mut c_void>(b"nc_create_par\0") }.is_err() {
+            return Err(format!(
+                "{from} is not a parallel NetCDF (it has no nc_create_par): the oracle replays NetCDF calls only through NetCDF built on parallel HDF5 (Debian's libnetcdf-mpi; set IOTREX_NETCDF_LIB to one)"
+            ));
+        }
+        let traced = NcTraced::resolve(
+            &Library::this(),
+            &format!("the process (with {from} loaded)"),
+        )?;
+        let direct = NcDirect::resolve(&lib, &from)?;
+        Ok(Netcdf {
+            traced,
+            direct,
+            _lib: lib,
+        })
+    }
+
+    /// NetCDF's text for status `status`.
+    pub fn strerror(&self, status: c_int) -> String {
+        // SAFETY: nc_strerror returns a static NUL-terminated string for any status.
+        let p = unsafe { (self.direct.strerror)(status) };
+        if p.is_null() {
+            return format!("NetCDF status {status}");
+        }
+        // SAFETY: not null, NUL-terminated, static.
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned()
     }
 }

@@ -2,15 +2,18 @@
 //! ([`h5oracle::plan_of`]) on one rank through the real parallel HDF5, then writes every
 //! dataset's storage (addresses of its contiguous block or of each chunk) to STORAGE.json.
 //! Run under `mpirun -np 1`, traced by `iotrex trace` ([`h5oracle::run`] does both).
+//! A plan of NetCDF calls is replayed through the real NetCDF instead ([`netcdf`]).
 //!
 //! Parallel HDF5 (Open MPI's build) is loaded at run time: `$IOTREX_HDF5_LIB`, else Debian's
-//! `libhdf5_openmpi.so`. Its version must be the one the plan's trace ran on. Exit status 2,
-//! with the reason on stderr, for a plan it cannot replay, a library it cannot use, or an
-//! HDF5 call that fails (naming the plan step).
+//! `libhdf5_openmpi.so`; for a NetCDF plan, parallel NetCDF too: `$IOTREX_NETCDF_LIB`, else
+//! Debian's `libnetcdf_mpi.so`. HDF5's version must be the one the plan's trace ran on. Exit
+//! status 2, with the reason on stderr, for a plan it cannot replay, a library it cannot use,
+//! or an HDF5 or NetCDF call that fails (naming the plan step).
 
 mod ffi;
+mod netcdf;
 
-use ffi::{Globals, H5P_DEFAULT, H5S_UNLIMITED, Hdf5, Hid, Hsize};
+use ffi::{Globals, H5P_DEFAULT, H5S_UNLIMITED, Hdf5, Hid, Hsize, Netcdf};
 use h5oracle::{Chunk, Layout, Plan, Step, Storage};
 use rsd::op::{Op, Param};
 use std::collections::HashMap;
@@ -41,11 +44,18 @@ fn oracle(plan_path: &Path, out: &Path, storage_path: &Path) -> Result<(), Strin
         .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
         .map_err(|e| format!("cannot read the plan {}: {e}", plan_path.display()))?;
     let h = Hdf5::load(&ffi::library_path())?;
+    // After HDF5 (NetCDF's libhdf5 is then the one loaded), and only for a plan that needs
+    // it: an HDF5 plan runs where no NetCDF is installed.
+    let nc = if plan.is_netcdf() {
+        Some(Netcdf::load(&ffi::netcdf_library_path())?)
+    } else {
+        None
+    };
     // SAFETY: MPI_Init with no arguments (allowed since MPI-2), once.
     if unsafe { (h.traced.mpi_init)(std::ptr::null_mut(), std::ptr::null_mut()) } != 0 {
         return Err("MPI_Init failed".into());
     }
-    let done = replay_all(&h, &plan, out, storage_path);
+    let done = replay_all(&h, nc.as_ref(), &plan, out, storage_path);
     // SAFETY: MPI was initialised above; parallel HDF5 closes whatever is left open inside
     // MPI_Finalize (an attribute of MPI_COMM_SELF it set at H5open), before MPI goes.
     let fin = unsafe { (h.traced.mpi_finalize)() };
@@ -56,7 +66,13 @@ fn oracle(plan_path: &Path, out: &Path, storage_path: &Path) -> Result<(), Strin
     Ok(())
 }
 
-fn replay_all(h: &Hdf5, plan: &Plan, out: &Path, storage_path: &Path) -> Result<(), String> {
+fn replay_all(
+    h: &Hdf5,
+    nc: Option<&Netcdf>,
+    plan: &Plan,
+    out: &Path,
+    storage_path: &Path,
+) -> Result<(), String> {
     let g = h.open()?;
     let version = h.version()?;
     match plan.hdf5_version.as_deref().map(str::trim) {
@@ -71,14 +87,19 @@ fn replay_all(h: &Hdf5, plan: &Plan, out: &Path, storage_path: &Path) -> Result<
             "iotrex-h5oracle: the plan names no HDF5 version; replaying with HDF5 {version}"
         ),
     }
+    let write = |storage: &[Storage]| -> Result<(), String> {
+        let json = serde_json::to_vec(storage).map_err(|e| e.to_string())?;
+        std::fs::write(storage_path, json)
+            .map_err(|e| format!("cannot write {}: {e}", storage_path.display()))
+    };
+    if let Some(nc) = nc {
+        return write(&netcdf::replay(h, nc, plan, out)?);
+    }
     let mut r = Replay::new(h, g, out)?;
     for step in &plan.steps {
         r.step(step)?;
     }
-    let storage = r.storage()?;
-    let json = serde_json::to_vec(&storage).map_err(|e| e.to_string())?;
-    std::fs::write(storage_path, json)
-        .map_err(|e| format!("cannot write {}: {e}", storage_path.display()))?;
+    write(&r.storage()?)?;
     r.release();
     Ok(())
 }
@@ -177,6 +198,31 @@ fn dim(d: i64) -> Hsize {
     if d == -1 { H5S_UNLIMITED } else { d as Hsize }
 }
 
+/// The oracle's name for the `k`-th file of a plan: OUT.h5 for the first, OUT.h5.K for the
+/// K-th.
+fn file_path(out: &Path, k: usize) -> PathBuf {
+    if k == 0 {
+        out.to_path_buf()
+    } else {
+        let mut s = out.as_os_str().to_os_string();
+        s.push(format!(".{k}"));
+        PathBuf::from(s)
+    }
+}
+
+/// The oracle's file for plan file `name`, `names` the plan's files so far in order of first
+/// use: its index there, its path ([`file_path`]), and whether this is its first use.
+fn file_name(names: &mut Vec<String>, out: &Path, name: &str) -> (usize, PathBuf, bool) {
+    let (k, first) = match names.iter().position(|n| n == name) {
+        Some(k) => (k, false),
+        None => {
+            names.push(name.to_string());
+            (names.len() - 1, true)
+        }
+    };
+    (k, file_path(out, k), first)
+}
+
 /// `name` (relative to an object at `base`) from the file's root.
 fn join(base: &str, name: &str) -> String {
     let name = name.trim_matches('/');
@@ -259,21 +305,7 @@ impl<'a> Replay<'a> {
 
     /// The file name of plan file `name`: OUT.h5 for the first, OUT.h5.K for the K-th.
     fn file_name(&mut self, name: &str) -> (usize, PathBuf, bool) {
-        let (k, first) = match self.names.iter().position(|n| n == name) {
-            Some(k) => (k, false),
-            None => {
-                self.names.push(name.to_string());
-                (self.names.len() - 1, true)
-            }
-        };
-        let p = if k == 0 {
-            self.out.clone()
-        } else {
-            let mut s = self.out.clone().into_os_string();
-            s.push(format!(".{k}"));
-            PathBuf::from(s)
-        };
-        (k, p, first)
+        file_name(&mut self.names, &self.out, name)
     }
 
     fn step(&mut self, step: &Step) -> Result<(), String> {
@@ -533,49 +565,9 @@ impl<'a> Replay<'a> {
     /// Notes a dataset's storage before it closes.
     fn forget(&mut self, o: &Obj) -> Result<(), String> {
         if let Kind::Dataset(i) = o.kind {
-            self.dsets[i].layout = Some(self.layout(o.hid)?);
+            self.dsets[i].layout = Some(layout_of(self.h, o.hid)?);
         }
         Ok(())
-    }
-
-    /// Where dataset `d`'s data is, asked of HDF5 directly (these queries are no replay).
-    fn layout(&self, d: Hid) -> Result<Layout, String> {
-        let x = &self.h.direct;
-        // SAFETY: queries of a dataset the oracle holds, with out-pointers sized by its
-        // rank; each list or space opened here is closed here.
-        unsafe {
-            let plist = (x.dget_create_plist)(d);
-            if plist < 0 {
-                return Err(format!("H5Dget_create_plist({d}) failed"));
-            }
-            let layout = (x.pget_layout)(plist);
-            (x.pclose)(plist);
-            match layout {
-                ffi::H5D_CONTIGUOUS => {
-                    let addr = (x.dget_offset)(d);
-                    if addr == ffi::HADDR_UNDEF {
-                        return Ok(Layout::Other);
-                    }
-                    let size = (x.dget_storage_size)(d);
-                    Ok(Layout::Contiguous { addr, size })
-                }
-                ffi::H5D_CHUNKED => {
-                    let Some(q) = &self.h.chunks else {
-                        return Ok(Layout::Other);
-                    };
-                    // The whole extent's chunks: 1.10.8 takes no H5S_ALL here.
-                    let space = (x.dget_space)(d);
-                    if space < 0 {
-                        return Err(format!("H5Dget_space({d}) failed"));
-                    }
-                    let chunks = chunks_of(q, x, d, space);
-                    (x.sclose)(space);
-                    let chunks = chunks?;
-                    Ok(Layout::Chunked { chunks })
-                }
-                _ => Ok(Layout::Other),
-            }
-        }
     }
 
     /// Every dataset's storage now: the open ones' asked, the closed ones' as they closed.
@@ -611,6 +603,47 @@ impl<'a> Replay<'a> {
         for hid in files_last {
             // SAFETY: identifiers the oracle made, each released once.
             unsafe { (x.idec_ref)(hid) };
+        }
+    }
+}
+
+/// Where dataset `d`'s data is, asked of HDF5 directly (these queries are no replay): of
+/// the HDF5 replay's datasets as they close, of a NetCDF replay's in its files' walk.
+fn layout_of(h: &Hdf5, d: Hid) -> Result<Layout, String> {
+    let x = &h.direct;
+    // SAFETY: queries of a dataset the oracle holds, with out-pointers sized by its
+    // rank; each list or space opened here is closed here.
+    unsafe {
+        let plist = (x.dget_create_plist)(d);
+        if plist < 0 {
+            return Err(format!("H5Dget_create_plist({d}) failed"));
+        }
+        let layout = (x.pget_layout)(plist);
+        (x.pclose)(plist);
+        match layout {
+            ffi::H5D_CONTIGUOUS => {
+                let addr = (x.dget_offset)(d);
+                if addr == ffi::HADDR_UNDEF {
+                    return Ok(Layout::Other);
+                }
+                let size = (x.dget_storage_size)(d);
+                Ok(Layout::Contiguous { addr, size })
+            }
+            ffi::H5D_CHUNKED => {
+                let Some(q) = &h.chunks else {
+                    return Ok(Layout::Other);
+                };
+                // The whole extent's chunks: 1.10.8 takes no H5S_ALL here.
+                let space = (x.dget_space)(d);
+                if space < 0 {
+                    return Err(format!("H5Dget_space({d}) failed"));
+                }
+                let chunks = chunks_of(q, x, d, space);
+                (x.sclose)(space);
+                let chunks = chunks?;
+                Ok(Layout::Chunked { chunks })
+            }
+            _ => Ok(Layout::Other),
         }
     }
 }
