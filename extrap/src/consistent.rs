@@ -213,9 +213,12 @@ pub fn extrapolate_consistent_ignoring(
     // metadata flush, collective or independent): modelled around the rest, before the
     // grouping.
     let lifts = lifted.as_ref().map(|l| &l.1);
-    let mut out = crate::collflush::around(inputs, lifts, target, models, |inputs, at| {
-        crate::dealt::around(inputs, target, models, |inputs, r| {
-            consistent_dealt_apart(inputs, ignored, target, models, drop, at, r)
+    // Every model below that compresses ranks again compresses the containers whole.
+    let mut out = crate::derive::with_lifts(lifts, || {
+        crate::collflush::around(inputs, lifts, target, models, |inputs, at| {
+            crate::dealt::around(inputs, target, models, |inputs, r| {
+                consistent_dealt_apart(inputs, ignored, target, models, drop, at, r)
+            })
         })
     })?;
     crate::nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;

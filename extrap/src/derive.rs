@@ -967,6 +967,38 @@ fn compare(g: &Group, out: &Modelled) -> Option<String> {
 /// one chunk's expanded calls are in memory.
 const CHUNK: u32 = 256;
 
+thread_local! {
+    /// The call sites lifting made for the extrapolation running on this thread
+    /// ([`with_lifts`]).
+    static LIFTS: std::cell::RefCell<Option<rsd::trace::Lifts>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with `lifts` as the sites lifting made for the calls it compresses again
+/// ([`compress_ranks`]): an extrapolation of lifted inputs sets them once, and every model
+/// that expands ranks and compresses them again (the collective flushes, the dealt writes,
+/// the derivation of collective I/O) compresses containers whole. A global of the thread
+/// because those models are many levels below the lifting and know nothing of it.
+pub(crate) fn with_lifts<T>(lifts: Option<&rsd::trace::Lifts>, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<rsd::trace::Lifts>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let old = self.0.take();
+            LIFTS.with(|c| *c.borrow_mut() = old);
+        }
+    }
+    let Some(l) = lifts else { return f() };
+    let _restore = Restore(LIFTS.with(|c| c.replace(Some(l.clone()))));
+    f()
+}
+
+/// Whether `events` (one rank's calls) are in the lifted form: no container holds calls.
+fn flat(events: &[RawEvent]) -> bool {
+    !events
+        .iter()
+        .any(|e| e.op.layer().is_container() && !e.children.is_empty())
+}
+
 /// Compresses every rank's calls, as `calls(rank)` gives them (one compressor per rank, as
 /// the tracer does), and merges the ranks as the tracer merges them at `MPI_Finalize`.
 pub(crate) fn compress_ranks(
@@ -976,19 +1008,35 @@ pub(crate) fn compress_ranks(
     let merge = |t: Vec<Trace>| {
         rsd::merge_tree(t).map_err(|e| format!("merging the re-compressed ranks: {e}"))
     };
+    let lifts = LIFTS.with(|c| c.borrow().clone());
+    let mut nested = false;
     let mut chunks = Vec::new();
     for lo in (0..np).step_by(CHUNK as usize) {
         let mut traces = Vec::with_capacity(CHUNK as usize);
         for r in lo..np.min(lo + CHUNK) {
             let mut c = Compressor::new(r);
-            for e in &calls(r)? {
+            let mut events = calls(r)?;
+            // Calls in the lifted form are compressed nested, then lifted again (below):
+            // compressed flat, the calls of a loop of containers may fold into a loop that
+            // starts inside a container, which would not nest again after the extrapolation.
+            if let Some(l) = &lifts
+                && flat(&events)
+            {
+                events = l.nest_events(events);
+                nested = true;
+            }
+            for e in &events {
                 c.push(e);
             }
             traces.push(c.finish());
         }
         chunks.push(merge(traces)?);
     }
-    merge(chunks)
+    let mut trace = merge(chunks)?;
+    if nested {
+        trace.lift_containers();
+    }
+    Ok(trace)
 }
 
 /// `tf` with the nested calls of the derived call sites removed. Exact traces are expanded

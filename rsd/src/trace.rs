@@ -407,6 +407,65 @@ impl Lifts {
         mix(own, container)
     }
 
+    /// Records the site lifting gives a call of site `own` out of a container of site
+    /// `container` ([`Lifts::lifted_site`]), for a call a model made in the lifted form, and
+    /// returns it.
+    pub fn add(&mut self, own: u64, container: u64) -> u64 {
+        let site = lifted_site(own, container);
+        self.sites.insert(site, (own, container));
+        site
+    }
+
+    /// One rank's calls in the lifted form (`events`, in call order, as a lifted trace
+    /// expands: a container call followed by the calls lifting took out of it) nested again:
+    /// each call whose site lifting made for the latest open container's site becomes its
+    /// child, with its own site back. A call no open container made stays where it is. The
+    /// per-rank inverse of [`Trace::lift_containers_into`], for a model that takes calls out
+    /// of every rank's lifted calls and compresses them again: compressed flat, the calls of
+    /// a loop of containers may fold into a loop that starts inside a container, which
+    /// nothing nests again.
+    pub fn nest_events(&self, events: Vec<RawEvent>) -> Vec<RawEvent> {
+        // The open containers: the event, with its site as the lifted calls name it.
+        let mut open: Vec<(RawEvent, u64)> = Vec::new();
+        let mut out: Vec<RawEvent> = Vec::with_capacity(events.len());
+        let close = |open: &mut Vec<(RawEvent, u64)>, out: &mut Vec<RawEvent>| {
+            if let Some((e, _)) = open.pop() {
+                match open.last_mut() {
+                    Some((parent, _)) => parent.children.push(e),
+                    None => out.push(e),
+                }
+            }
+        };
+        for mut e in events {
+            let lifted = e.sig;
+            match self.parts(lifted) {
+                Some((own, container)) if open.iter().any(|(_, s)| *s == container) => {
+                    while open.last().is_some_and(|(_, s)| *s != container) {
+                        close(&mut open, &mut out);
+                    }
+                    e.sig = own;
+                }
+                _ => {
+                    while !open.is_empty() {
+                        close(&mut open, &mut out);
+                    }
+                }
+            }
+            if e.op.layer().is_container() {
+                open.push((e, lifted));
+            } else {
+                match open.last_mut() {
+                    Some((parent, _)) => parent.children.push(e),
+                    None => out.push(e),
+                }
+            }
+        }
+        while !open.is_empty() {
+            close(&mut open, &mut out);
+        }
+        out
+    }
+
     /// Whether `site` was made by lifting a call out of a container of site `container`,
     /// directly or through containers lifted with it.
     fn made_for(&self, mut site: u64, container: u64) -> bool {
@@ -796,6 +855,43 @@ mod tests {
         let lifted: Vec<Op> = l.expand(0).into_iter().map(|e| e.op).collect();
         assert_eq!(ops, lifted);
         assert_eq!(ops[..2], [Op::H5Dwrite, Op::FileWriteAtAll]);
+    }
+
+    /// A NetCDF call holding an HDF5 call holding an MPI-IO call, twice, then a program call.
+    fn three_levels() -> Trace {
+        let mut c = Compressor::new(0);
+        for i in 0..2 {
+            let pw = call(Op::Pwrite, 9, vec![0, 64, 64 * i, 64], vec![]);
+            let wr = call(Op::FileWriteAtAll, 8, vec![0, 64 * i, 16, 4, 64], vec![pw]);
+            let h5 = call(Op::H5Dwrite, 7, vec![1, 2, 3, 1, 4, 16, 64], vec![wr]);
+            let get = call(Op::FileGetSize, 6, vec![0, 64], vec![]);
+            c.push(&call(
+                Op::NcPutVara,
+                5,
+                vec![0, 3, 5, 1, 16, 64, 64 * i, 16],
+                vec![get, h5],
+            ));
+        }
+        c.push(&call(Op::Barrier, 4, vec![0], vec![]));
+        c.finish()
+    }
+
+    #[test]
+    fn one_ranks_lifted_calls_nest_again() {
+        for t in [nested(), three_levels()] {
+            let mut l = t.clone();
+            let mut lifts = Lifts::default();
+            l.lift_containers_into(&mut lifts);
+            let flat = l.rank_events(0);
+            assert!(
+                flat.iter()
+                    .all(|e| !e.op.layer().is_container() || e.children.is_empty())
+            );
+            assert_eq!(lifts.nest_events(flat), t.rank_events(0));
+            // Calls that are not lifted ones stay as they are.
+            let plain = t.rank_events(0);
+            assert_eq!(Lifts::default().nest_events(plain.clone()), plain);
+        }
     }
 
     #[test]
