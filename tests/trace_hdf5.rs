@@ -622,8 +622,9 @@ fn ll_extrap(dir: &Path, inputs: &[PathBuf], target: u32) -> (std::process::Outp
 /// read independently, HDF5 reading its metadata on every rank) at 4-16 ranks: to 20 (one
 /// chunk-index node) identical to a real run; to 32, where the index splits, refused, since
 /// every rank would read the new nodes and the metadata they moved, which nothing models (the
-/// HDF5 oracle replays no reads): before the guard an IOR run of this shape extrapolated
-/// and differed from the real one in its read phase.
+/// HDF5 oracle replays the file's opening, whose reads are let through, but no data read and
+/// the index lookups it makes): before the guard an IOR run of this shape extrapolated and
+/// differed from the real one in its read phase.
 #[test]
 fn h5py_reading_back_a_split_chunk_index_is_refused() {
     let dir = scratch();
@@ -644,7 +645,7 @@ fn h5py_reading_back_a_split_chunk_index_is_refused() {
     assert!(!x32.exists());
     for why in [
         "reads its metadata back",
-        "the HDF5 oracle (it replays no reads)",
+        "its replay at the target read no such bytes",
         "cannot extrapolate data addresses of HDF5's dataset storage",
     ] {
         assert!(t.contains(why), "{why:?} missing:\n{t}");

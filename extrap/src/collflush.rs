@@ -36,6 +36,8 @@
 use crate::dealt::{Anchor, block, describe_anchor, fit_number};
 use crate::derive::{Site, compress_ranks, rank_events};
 use crate::error::ExtrapError;
+use crate::h5space::{self, Oracle, OracleRun, RunId};
+use crate::relocate::Relocator;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input, hdf5_meta};
 use models::ModelSet;
 use rsd::mpi::{BYTE, FIRST_DERIVED_TYPE, datatype_positions};
@@ -43,6 +45,7 @@ use rsd::op::{Op, Param, args};
 use rsd::trace::{Lifts, Node, NodeKind};
 use rsd::{RawEvent, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// The full form's calls, in order.
 const FULL: [Op; 9] = [
@@ -395,16 +398,22 @@ impl FormSeen {
 }
 
 /// One flush, ready for the target.
+#[derive(Clone)]
 struct Flush {
     anchor: Anchor,
     fh: i64,
-    /// The entries at the target, by address.
+    /// The entries at the target, by address (the HDF5 oracle's, put in at the target, where
+    /// the chunk index splits).
     entries: Vec<(i64, i64)>,
+    /// Every rank's entries at each input scale, by address: what the HDF5 oracle's replay
+    /// of each input must have written.
+    observed: Vec<Vec<(i64, i64)>>,
     full: Form,
     empty: Option<Form>,
 }
 
 /// The modelled flushes.
+#[derive(Clone)]
 pub(crate) struct Plan {
     flushes: Vec<Flush>,
     explain: Vec<Explain>,
@@ -413,6 +422,9 @@ pub(crate) struct Plan {
     pub(crate) aliases: Vec<(Site, Site)>,
     /// The collective writes' call sites, which the derivation must derive.
     pub(crate) sites: BTreeSet<Site>,
+    /// The sites made for empty forms no input showed: (own site, container's site), as
+    /// lifting would have made them.
+    made: Vec<(u64, u64)>,
 }
 
 /// What [`plan`] decided.
@@ -434,7 +446,15 @@ fn has_hindexed(nodes: &[Node]) -> bool {
     })
 }
 
-fn plan(sorted: &[&Input], lifts: Option<&Lifts>, target: u32, models: &ModelSet) -> Outcome {
+/// `from_oracle`: the entries at the target will be the HDF5 oracle's (the chunk index
+/// splits): their count is not checked against the target here, nor are they fitted.
+fn plan(
+    sorted: &[&Input],
+    lifts: Option<&Lifts>,
+    target: u32,
+    models: &ModelSet,
+    from_oracle: bool,
+) -> Outcome {
     if !sorted.iter().any(|i| has_hindexed(&i.file.trace.nodes)) {
         return Outcome::None;
     }
@@ -504,6 +524,7 @@ fn plan(sorted: &[&Input], lifts: Option<&Lifts>, target: u32, models: &ModelSet
     let mut flushes = Vec::new();
     let mut sites = BTreeSet::new();
     let mut aliases = Vec::new();
+    let mut made = Vec::new();
     // An empty form any input shows, for a flush where no input rank had none: its calls'
     // own sites (inside the library), put in that flush's container.
     let any_empty: Option<Form> = empty_seen.values().find_map(FormSeen::form);
@@ -522,12 +543,8 @@ fn plan(sorted: &[&Input], lifts: Option<&Lifts>, target: u32, models: &ModelSet
                 cs.join(", ")
             ));
         }
-        if c as u64 > u64::from(target) {
-            return Outcome::Skip(format!(
-                "{what} deals {c} entries: at {target} ranks a rank writes several, through a \
-                 memory type whose displacements are heap addresses no trace predicts (at least \
-                 {c} ranks, each writing one entry, are predicted)"
-            ));
+        if c as u64 > u64::from(target) && !from_oracle {
+            return Outcome::Skip(too_many(&what, c, target));
         }
         let Some(full) = full_seen.get(a).and_then(FormSeen::form) else {
             return Outcome::Skip(format!(
@@ -561,6 +578,7 @@ fn plan(sorted: &[&Input], lifts: Option<&Lifts>, target: u32, models: &ModelSet
                         .map(|&s| l.parts(s).map(|x| x.0))
                         .collect();
                     let own = own?;
+                    made.extend(own.iter().map(|&o| (o, container)));
                     Some(Form {
                         sigs: own
                             .iter()
@@ -598,7 +616,7 @@ fn plan(sorted: &[&Input], lifts: Option<&Lifts>, target: u32, models: &ModelSet
             Err(e) => return Outcome::Skip(e.to_string()),
         };
         let mut entries = Vec::with_capacity(c);
-        for k in 0..c {
+        for k in (0..c).filter(|_| !from_oracle) {
             let mut at = [0i64; 2];
             for (j, name) in ["file address", "length"].into_iter().enumerate() {
                 let ys: Vec<i64> = obs
@@ -629,6 +647,7 @@ fn plan(sorted: &[&Input], lifts: Option<&Lifts>, target: u32, models: &ModelSet
             anchor: *a,
             fh,
             entries,
+            observed: obs.iter().map(|o| o.entries.clone()).collect(),
             full,
             empty,
         });
@@ -662,8 +681,113 @@ fn plan(sorted: &[&Input], lifts: Option<&Lifts>, target: u32, models: &ModelSet
         explain,
         aliases,
         sites,
+        made,
     })
 }
+
+/// Why a flush of `c` entries is not predicted at `target` ranks (`what` names it).
+fn too_many(what: &str, c: usize, target: u32) -> String {
+    format!(
+        "{what} deals {c} entries: at {target} ranks a rank writes several, through a memory \
+         type whose displacements are heap addresses no trace predicts (at least {c} ranks, \
+         each writing one entry, are predicted)"
+    )
+}
+
+/// The ops of the full form, for [`h5space::runs`].
+const FULL_OPS: [Op; 5] = [
+    Op::TypeCreateHindexed,
+    Op::TypeCommit,
+    Op::FileSetView,
+    Op::FileWriteAtAll,
+    Op::TypeFree,
+];
+
+/// The HDF5 oracle's collective flushes (its one rank writes every entry in one full form):
+/// each run of the forms' calls that holds exactly one full form, with its entries by address.
+fn oracle_flushes(run: &OracleRun) -> Result<BTreeMap<RunId, Vec<(i64, i64)>>, String> {
+    let mut out = BTreeMap::new();
+    for (id, calls) in h5space::runs(run, &FULL_OPS)? {
+        let full: Vec<Part> = candidates(&calls)
+            .into_iter()
+            .filter(|c| !c.entries.is_empty())
+            .collect();
+        if let [one] = full.as_slice() {
+            out.insert(id, one.entries.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Per flush of `p`, the run of the HDF5 oracle's collective flushes that is that flush at
+/// every input scale (`sorted`, as `p` observed them): the same entries, the same run (the
+/// same HDF5 call, the same ordinal) at every scale; and the oracle's replay of each input.
+/// Otherwise why not.
+fn oracle_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<OracleIds, String> {
+    let mut replays = Vec::with_capacity(sorted.len());
+    let mut per_scale = Vec::with_capacity(sorted.len());
+    for i in sorted {
+        let n = i.file.header.nranks;
+        let run = h5space::replay(
+            o,
+            &rank_events(&i.file.trace, 0),
+            i.file.header.hdf5_version().as_deref(),
+        )
+        .map_err(|e| {
+            format!(
+                "the HDF5 oracle could not replay {} ({n} ranks): {e}",
+                i.name
+            )
+        })?;
+        per_scale.push(oracle_flushes(&run)?);
+        replays.push(run);
+    }
+    let mut ids = Vec::with_capacity(p.flushes.len());
+    for f in &p.flushes {
+        let mut common: Option<BTreeSet<RunId>> = None;
+        for (k, (runs, i)) in per_scale.iter().zip(sorted).enumerate() {
+            let here: BTreeSet<RunId> = runs
+                .iter()
+                .filter(|(_, e)| **e == f.observed[k])
+                .map(|(id, _)| *id)
+                .collect();
+            if here.is_empty() {
+                return Err(format!(
+                    "the HDF5 oracle's collective flushes at {} ranks are not those of the flush \
+                     {} ({} entries; the oracle's: {})",
+                    i.file.header.nranks,
+                    describe_anchor(&f.anchor),
+                    f.observed[k].len(),
+                    runs.values()
+                        .map(|r| r.len().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            common = Some(match common {
+                None => here,
+                Some(c) => c.intersection(&here).copied().collect(),
+            });
+        }
+        let common = common.unwrap_or_default();
+        let [id] = common.iter().copied().collect::<Vec<_>>()[..] else {
+            return Err(format!(
+                "the flush {} is {} of the HDF5 oracle's collective flushes at every input scale",
+                describe_anchor(&f.anchor),
+                if common.is_empty() {
+                    "not the same one"
+                } else {
+                    "more than one"
+                }
+            ));
+        };
+        ids.push(id);
+    }
+    Ok((ids, replays))
+}
+
+/// Per flush, the oracle's run that is it; the oracle's replay of each input scale.
+type OracleIds = (Vec<RunId>, Vec<Arc<OracleRun>>);
 
 /// Renumbers the datatype ids of `e` (children included) with `f`.
 fn renumber(e: &mut RawEvent, f: &impl Fn(i64) -> i64) {
@@ -679,11 +803,15 @@ fn renumber(e: &mut RawEvent, f: &impl Fn(i64) -> i64) {
 }
 
 /// `tf` without its collective flushes (every rank expanded and compressed again), each
-/// rank's later datatype ids lowered by the 2 each full form made.
-fn strip(tf: &TraceFile, p: &Plan) -> Result<TraceFile, String> {
+/// rank's later datatype ids lowered by the 2 each full form made. `lifts`: the sites lifting
+/// made, `tf` being in the lifted form (each rank's calls are compressed nested:
+/// [`compress_ranks`]).
+fn strip(tf: &TraceFile, p: &Plan, lifts: Option<&Lifts>) -> Result<TraceFile, String> {
     let flushes: BTreeSet<Anchor> = p.flushes.iter().map(|f| f.anchor).collect();
-    let trace = compress_ranks(tf.header.nranks, |r| {
-        take_parts(&rank_events(&tf.trace, r), &flushes).map_err(|e| format!("rank {r}: {e}"))
+    let trace = crate::derive::with_lifts(lifts, || {
+        compress_ranks(tf.header.nranks, |r| {
+            take_parts(&rank_events(&tf.trace, r), &flushes).map_err(|e| format!("rank {r}: {e}"))
+        })
     })?;
     Ok(TraceFile {
         header: tf.header.clone(),
@@ -779,7 +907,7 @@ fn part_calls(f: &Flush, n: u32, r: u32, x: i64) -> Vec<RawEvent> {
 
 /// Puts every rank's parts of the flushes into `tf` (at the target) after their anchors, the
 /// later datatype ids raised by 2 per full form.
-fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), String> {
+fn insert(tf: &mut TraceFile, p: &Plan, lifts: Option<&Lifts>) -> Result<(), String> {
     let n = tf.header.nranks;
     if n > DERIVE_LIMIT {
         return Err(format!(
@@ -787,8 +915,22 @@ fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), String> {
              done up to {DERIVE_LIMIT}"
         ));
     }
-    let trace = compress_ranks(n, |r| {
-        put_parts(&rank_events(&tf.trace, r), &p.flushes, n, r)
+    // The sites made for empty forms no input showed are lifted sites too.
+    let mut more;
+    let lifts = match lifts {
+        Some(l) if !p.made.is_empty() => {
+            more = l.clone();
+            for &(own, container) in &p.made {
+                more.add(own, container);
+            }
+            Some(&more)
+        }
+        l => l,
+    };
+    let trace = crate::derive::with_lifts(lifts, || {
+        compress_ranks(n, |r| {
+            put_parts(&rank_events(&tf.trace, r), &p.flushes, n, r)
+        })
     })?;
     tf.trace = trace;
     Ok(())
@@ -856,12 +998,60 @@ pub(crate) struct AtTarget<'a> {
     /// The call sites lifting made: a flush's write is one call of HDF5's code under each
     /// flush's container, whose nested calls the derivation may take from another flush's.
     pub(crate) lifts: Option<&'a Lifts>,
+    /// Where the chunk index splits at the target: the HDF5 oracle, and per flush the run of
+    /// its collective flushes that is it, whose entries at the target are the flush's.
+    oracle: Option<(&'a dyn Oracle, Vec<RunId>)>,
+    /// What moves the fitted data addresses to where the oracle's HDF5 stores the data at
+    /// the target (with the oracle only).
+    pub(crate) reloc: Option<Relocator<'a>>,
 }
 
 impl AtTarget<'_> {
     /// Puts the flushes into the extrapolated trace `tf`, before the collective I/O is derived.
     pub(crate) fn insert(&self, tf: &mut TraceFile) -> Result<(), ExtrapError> {
-        insert(tf, self.plan).map_err(|why| self.refused(why))
+        let Some((o, ids)) = &self.oracle else {
+            return insert(tf, self.plan, self.lifts).map_err(|why| self.refused(why));
+        };
+        let p = self
+            .with_oracles_entries(tf, *o, ids)
+            .map_err(|why| self.refused(why))?;
+        insert(tf, &p, self.lifts).map_err(|why| self.refused(why))
+    }
+
+    /// The plan with each flush's entries those the HDF5 oracle's replay of `tf`'s rank 0
+    /// (the fitted target, its flushes not in yet) writes in the flush's run.
+    fn with_oracles_entries(
+        &self,
+        tf: &TraceFile,
+        o: &dyn Oracle,
+        ids: &[RunId],
+    ) -> Result<Plan, String> {
+        let n = tf.header.nranks;
+        let run = h5space::replay(
+            o,
+            &rank_events(&tf.trace, 0),
+            tf.header.hdf5_version().as_deref(),
+        )
+        .map_err(|e| format!("the HDF5 oracle could not replay the calls at {n} ranks: {e}"))?;
+        let runs = oracle_flushes(&run)?;
+        let mut p = self.plan.clone();
+        for (f, id) in p.flushes.iter_mut().zip(ids) {
+            let what = format!(
+                "the collective metadata flush {}",
+                describe_anchor(&f.anchor)
+            );
+            let entries = runs.get(id).ok_or_else(|| {
+                format!(
+                    "at {n} ranks the HDF5 oracle made no {} ({what})",
+                    h5space::describe(id)
+                )
+            })?;
+            if entries.len() as u64 > u64::from(n) {
+                return Err(too_many(&what, entries.len(), n));
+            }
+            f.entries = entries.clone();
+        }
+        Ok(p)
     }
 
     /// A refusal of the model at the target.
@@ -897,7 +1087,10 @@ pub(crate) fn around(
         return inner(inputs, None);
     }
     let grows = hdf5_meta::chunk_index_grows(&sorted, target, models);
-    let p = match plan(&sorted, lifts, target, models) {
+    // A chunk index that splits writes more entries than the inputs: HDF5 itself says which
+    // (`h5space`: the oracle's, where it reproduces every input's flushes).
+    let oracle = grows.as_ref().and(h5space::oracle());
+    let mut p = match plan(&sorted, lifts, target, models, oracle.is_some()) {
         Outcome::None => return inner(inputs, None),
         Outcome::Skip(why) => {
             let said = hdf5_meta::collective_flush(&sorted, Some(&why));
@@ -908,24 +1101,38 @@ pub(crate) fn around(
         }
         Outcome::Model(p) => p,
     };
-    // The entry counts are the inputs': a chunk index that splits writes more.
-    if let Some(why) = grows {
-        return Err(hdf5_meta::index_split_refusal(
+    // The entry counts are the inputs': a chunk index that splits writes more, which the
+    // oracle says, or the split is refused.
+    let refuse_split = |why: &str, more: &str| {
+        hdf5_meta::index_split_refusal(
             "MPI_File_write_at_all (HDF5's collective metadata flush)".into(),
             "collective flush",
             target,
-            &why,
+            why,
             &format!(
-                "; {} (that form is modelled, with the inputs' number of entries)",
+                "; {} (that form is modelled, with the inputs' number of entries){more}",
                 hdf5_meta::collective_flush(&sorted, None).unwrap_or_default()
             ),
             "block dealing of a collective metadata flush",
-        ));
+        )
+    };
+    let mut from_oracle = None;
+    if let Some(why) = &grows {
+        let Some(o) = oracle else {
+            return Err(refuse_split(
+                why,
+                "; no HDF5 oracle (iotrex-h5oracle) to replay the calls with",
+            ));
+        };
+        match oracle_ids(&p, &sorted, o) {
+            Ok(ids) => from_oracle = Some((o, ids)),
+            Err(e) => return Err(refuse_split(why, &format!("; {e}"))),
+        }
     }
     let mut stripped = Vec::with_capacity(inputs.len());
     for i in inputs {
         let mut file = i.file.clone();
-        crate::prefix::keeping_model(&mut file, |f| strip(f, &p).map(|s| *f = s)).map_err(
+        crate::prefix::keeping_model(&mut file, |f| strip(f, &p, lifts).map(|s| *f = s)).map_err(
             |why| ExtrapError::Derive {
                 input: i.name.clone(),
                 why,
@@ -936,12 +1143,41 @@ pub(crate) fn around(
             file,
         });
     }
+    if from_oracle.is_some()
+        && let Some(x) = p.explain.first_mut()
+    {
+        x.model.push_str(
+            "; where the chunk index splits at the target, each flush's entries are those rank \
+             0's calls at the target make, replayed on one rank through the HDF5 library itself \
+             (iotrex-h5oracle), which reproduced every input's flushes",
+        );
+    }
+    let ns: Vec<i64> = sorted
+        .iter()
+        .map(|i| i64::from(i.file.header.nranks))
+        .collect();
+    // Where the oracle's dataset storage at the target moved, the fitted data addresses
+    // follow it (`relocate`), before the flushes go back in and the collective I/O is derived.
+    let reloc = from_oracle.as_ref().map(|(o, (_, replays))| Relocator {
+        oracle: *o,
+        inputs: replays.clone(),
+        ns,
+        models,
+    });
     let at = AtTarget {
         model_inputs: sorted,
         plan: &p,
         lifts,
+        oracle: from_oracle.map(|(o, (ids, _))| (o, ids)),
+        reloc,
     };
-    let mut out = inner(&stripped, Some(&at))?;
+    let mut out = inner(&stripped, Some(&at)).map_err(|e| match (&grows, &at.oracle) {
+        (Some(why), Some(_)) => e.also(&format!("; {why}")),
+        _ => e,
+    })?;
+    if at.oracle.is_some() {
+        out.file.header.notes.push(h5space::NOTE.into());
+    }
     for (k, e) in p.explain.iter().cloned().enumerate() {
         out.explain.insert(k, e);
     }
@@ -975,6 +1211,7 @@ mod tests {
             anchor: Some((Op::Barrier, BARRIER, 0)),
             fh: 0,
             entries: (0..c as i64).map(|k| (100 * k, 10 + k)).collect(),
+            observed: Vec::new(),
             full: form(FULL.len(), 100),
             empty: Some(form(EMPTY.len(), 200)),
         }
@@ -999,6 +1236,38 @@ mod tests {
     /// Every rank's part is found, checked against the dealing, and taken out with the later
     /// ids renumbered; putting the parts back gives the calls again (a rank with entries and
     /// one without, whose later ids are 2 lower).
+    /// The oracle's one rank writes every entry of a flush in one full form: found with its
+    /// entries, by the HDF5 call it is in; a form whose file type is not the entries' is not
+    /// one.
+    #[test]
+    fn the_oracles_flushes_are_its_full_forms_by_place() {
+        let f = flush(5);
+        let flush_call = |children: Vec<RawEvent>| RawEvent {
+            children,
+            ..RawEvent::new(Op::H5Fflush, 9, args::h5_fflush(0, 1))
+        };
+        let mut bad = part_calls(&f, 1, 0, 1001);
+        // The write through the memory type alone: not the form.
+        bad[4] = RawEvent::new(Op::FileSetView, 1, args::file_set_view(0, 0, BYTE, 1001));
+        let events = vec![
+            barrier(),
+            flush_call(part_calls(&f, 1, 0, 1001)),
+            flush_call(bad),
+        ];
+        let trace = compress_ranks(1, |_| Ok(events.clone())).unwrap();
+        let run = OracleRun {
+            trace: TraceFile {
+                header: rsd::Header::new(1),
+                trace,
+            },
+            steps: vec![3, 4],
+            storage: Vec::new(),
+        };
+        let found = oracle_flushes(&run).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found.get(&(3, true, 0)), Some(&f.entries));
+    }
+
     #[test]
     fn parts_are_taken_out_and_put_back() {
         let f = flush(3);

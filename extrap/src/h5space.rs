@@ -25,7 +25,7 @@ use rsd::op::{Layer, Op, Param};
 use rsd::trace::{Node, NodeKind};
 use rsd::value::{RankFn, Val};
 use rsd::{RawEvent, TraceFile};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// A one-rank replay of rank 0's HDF5 calls.
@@ -70,8 +70,8 @@ pub(crate) fn oracle() -> Option<&'static dyn Oracle> {
 
 /// The note of an extrapolation that took HDF5's file space from the oracle.
 pub const NOTE: &str = "HDF5's metadata entries (and the values of the file's layout its calls \
-     return) taken from rank 0's HDF5 calls replayed on one rank through the HDF5 library \
-     (iotrex-h5oracle), checked against every input";
+     return) taken from rank 0's HDF5 calls (a NetCDF program's NetCDF calls) replayed on one \
+     rank through the HDF5 library (iotrex-h5oracle), checked against every input";
 
 /// Replays already made, by the HDF5 calls replayed: the dealt model and [`settle`] replay
 /// the same inputs and target, and a replay is an MPI run.
@@ -85,7 +85,8 @@ pub(crate) fn replay(
 ) -> Result<Arc<OracleRun>, String> {
     fn key(events: &[RawEvent], out: &mut String) {
         for e in events {
-            if e.op.layer() == Layer::Hdf5 {
+            // A NetCDF program is replayed at that layer: its calls' values are the plan's.
+            if matches!(e.op.layer(), Layer::Hdf5 | Layer::Netcdf) {
                 out.push_str(&format!("{}{:?}{:?};", e.op.name(), e.path, e.params));
             }
             key(&e.children, out);
@@ -197,27 +198,50 @@ pub(crate) fn describe(id: &RunId) -> String {
     )
 }
 
-/// One value of the file's layout: parameter `.3` of the `.2`-th call of op `.1` among the
-/// calls HDF5 call `.0` made (those of the dealt ops left out: they are the flush's).
-type Key = (usize, Op, usize, usize);
+/// Whose calls a value is among: an HDF5 call's (its step), or a NetCDF call's own (those
+/// not inside its HDF5 calls: NetCDF's look at the file before HDF5 opens it), named by the
+/// step of its first HDF5 call (a NetCDF call that made none has no place).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Place {
+    Hdf5(usize),
+    Netcdf(usize),
+}
 
-/// The calls each replayed HDF5 call made, keyed by its step, from `events` (one rank's,
-/// nested) whose HDF5 calls are numbered as the steps are (`steps`: step of the k-th HDF5
-/// call; `None`: the k-th is step k, the replayed program's own numbering).
-fn made(events: &[RawEvent], steps: Option<&[usize]>) -> HashMap<usize, Vec<RawEvent>> {
+/// One value of the file's layout: parameter `.3` of the `.2`-th call of op `.1` among the
+/// calls of place `.0` (those of the dealt ops left out: they are the flush's).
+type Key = (Place, Op, usize, usize);
+
+/// The calls each replayed HDF5 call made, and each NetCDF call's own, keyed by place, from
+/// `events` (one rank's, nested) whose HDF5 calls are numbered as the steps are (`steps`:
+/// step of the k-th HDF5 call; `None`: the k-th is step k, the replayed program's own
+/// numbering).
+fn made(events: &[RawEvent], steps: Option<&[usize]>) -> HashMap<Place, Vec<RawEvent>> {
     fn walk(
         events: &[RawEvent],
         steps: Option<&[usize]>,
         k: &mut usize,
-        out: &mut HashMap<usize, Vec<RawEvent>>,
+        out: &mut HashMap<Place, Vec<RawEvent>>,
     ) {
+        let step = |k: usize| steps.map_or(Some(k), |s| s.get(k).copied());
         for e in events {
             if e.op.layer() == Layer::Hdf5 {
-                let at = steps.map_or(Some(*k), |s| s.get(*k).copied());
+                let at = step(*k);
                 *k += 1;
                 if let Some(at) = at {
-                    out.insert(at, e.children.clone());
+                    out.insert(Place::Hdf5(at), e.children.clone());
                 }
+            }
+            if e.op.layer() == Layer::Netcdf
+                && makes_hdf5(e)
+                && let Some(at) = step(*k)
+            {
+                let own = e
+                    .children
+                    .iter()
+                    .filter(|c| c.op.layer() != Layer::Hdf5)
+                    .cloned()
+                    .collect();
+                out.insert(Place::Netcdf(at), own);
             }
             walk(&e.children, steps, k, out);
         }
@@ -236,7 +260,11 @@ fn by_op<'a>(children: &'a [RawEvent], dealt: &[Op]) -> Vec<((Op, usize), &'a Ra
         seen: &mut HashMap<Op, usize>,
         out: &mut Vec<((Op, usize), &'a RawEvent)>,
     ) {
-        for c in events.iter().filter(|c| !dealt.contains(&c.op)) {
+        // A NetCDF call's own calls leave its HDF5 calls out (they are places of their own).
+        for c in events
+            .iter()
+            .filter(|c| !dealt.contains(&c.op) && c.op.layer() != Layer::Hdf5)
+        {
             let k = seen.entry(c.op).or_insert(0);
             *k += 1;
             out.push(((c.op, *k - 1), c));
@@ -248,44 +276,71 @@ fn by_op<'a>(children: &'a [RawEvent], dealt: &[Op]) -> Vec<((Op, usize), &'a Ra
     out
 }
 
-/// Sets, in `nodes` (the calls an HDF5 call made, compressed) and the calls they made, depth
-/// first as [`by_op`] numbers rank 0's, each value `holds` says is the oracle's to the
-/// oracle's (`theirs`), in calls of rank 0 alone, or of every one of the `n` ranks while
-/// every call before them was too (so that each rank numbers them as rank 0 does). Stops at
-/// a loop, past which the numbering is not one rank's. Returns how many values changed.
+/// Sets, in `nodes` (the calls of a place, compressed) and the calls they made, depth first
+/// as [`by_op`] numbers rank 0's, each value `holds` says is the oracle's to the oracle's
+/// (`theirs`), in calls of rank 0 alone, or of every one of the `n` ranks where every call
+/// of that op before them was too (`partial`: the ops of calls some rank did not make, so
+/// that each rank numbers the calls of the others as rank 0 does). Stops at a loop, past
+/// which the numbering is not one rank's. Returns how many values changed.
 #[allow(clippy::too_many_arguments)]
 fn set_values(
     nodes: &mut [Node],
     n: u32,
-    at: usize,
+    at: Place,
     theirs: &HashMap<(Op, usize), &RawEvent>,
     holds: &HashMap<Key, bool>,
     dealt: &[Op],
     seen: &mut HashMap<Op, usize>,
-    uniform: &mut bool,
+    partial: &mut HashSet<Op>,
 ) -> Option<usize> {
+    /// The ops of `nodes` and of the calls they made.
+    fn ops(nodes: &[Node], out: &mut HashSet<Op>) {
+        for c in nodes {
+            match &c.kind {
+                NodeKind::Event(e) => {
+                    out.insert(e.op);
+                    ops(&e.children, out);
+                }
+                NodeKind::Loop(l) => ops(&l.body, out),
+            }
+        }
+    }
     let mut set = 0;
     for c in nodes.iter_mut() {
         let alone = c.ranks.len() == 1 && c.ranks.contains(0);
         let every = c.ranks.len() == u64::from(n);
         if !c.ranks.contains(0) {
-            *uniform = false;
+            ops(std::slice::from_ref(c), partial);
             continue;
         }
         let NodeKind::Event(ce) = &mut c.kind else {
             return None;
         };
-        if dealt.contains(&ce.op) {
+        if dealt.contains(&ce.op) || ce.op.layer() == Layer::Hdf5 {
             continue;
         }
-        *uniform &= every;
         let ord = seen.entry(ce.op).or_insert(0);
         *ord += 1;
         let key = (ce.op, *ord - 1);
-        if let Some(t) = theirs.get(&key).filter(|_| alone || (every && *uniform)) {
+        let numbered = alone || (every && !partial.contains(&ce.op));
+        if !every {
+            partial.insert(ce.op);
+        }
+        if let Some(t) = theirs.get(&key).filter(|_| numbered) {
             let op = ce.op;
             for (i, p) in ce.params.iter_mut().enumerate() {
                 if holds.get(&(at, key.0, key.1, i)) != Some(&true) || !of_layout(op, i) {
+                    continue;
+                }
+                // The oracle's one rank says one value: where the fit gives the ranks other
+                // values (a collective flush's write, of an entry on some ranks and none on
+                // others), the value is not one of every rank's.
+                let one = p
+                    .groups
+                    .iter()
+                    .all(|g| matches!(g.val, Val::Const(RankFn::Const(_))))
+                    && p.groups.windows(2).all(|w| w[0].val == w[1].val);
+                if !alone && !one {
                     continue;
                 }
                 let Some(&v) = t.params.get(i) else { continue };
@@ -297,7 +352,7 @@ fn set_values(
                 }
             }
         }
-        set += set_values(&mut ce.children, n, at, theirs, holds, dealt, seen, uniform)?;
+        set += set_values(&mut ce.children, n, at, theirs, holds, dealt, seen, partial)?;
     }
     Some(set)
 }
@@ -381,58 +436,18 @@ pub(crate) fn settle(
         &crate::derive::rank_events(&run.trace.trace, 0),
         Some(&run.steps),
     );
-    // Rank 0's HDF5 calls in the output, in order, as top-level nodes (or none in a loop).
-    let mut set = 0;
-    let mut k = 0;
     let n = out.header.nranks;
-    let nodes = &mut out.trace.nodes;
-    let mut j = 0;
-    while j < nodes.len() {
-        let (head, rest) = nodes.split_at_mut(j + 1);
-        let node = &mut head[j];
-        j += 1;
-        match &mut node.kind {
-            NodeKind::Event(e) if e.op.layer() == Layer::Hdf5 && node.ranks.contains(0) => {
-                let at = k;
-                k += 1;
-                // Its calls: its children, or in the lifted form the top-level calls after it
-                // that lifting took out of it (none of them an HDF5 call).
-                let calls = match lifted {
-                    None => &mut e.children[..],
-                    Some(l) => {
-                        let made = rest
-                            .iter()
-                            .take_while(|c| match &c.kind {
-                                NodeKind::Event(x) => l.parts(x.sig).is_some_and(|p| p.1 == e.sig),
-                                NodeKind::Loop(_) => false,
-                            })
-                            .count();
-                        j += made;
-                        &mut rest[..made]
-                    }
-                };
-                let Some(theirs) = oracle.get(&at) else {
-                    continue;
-                };
-                let theirs: HashMap<(Op, usize), &RawEvent> =
-                    by_op(theirs, dealt).into_iter().collect();
-                set += set_values(
-                    calls,
-                    n,
-                    at,
-                    &theirs,
-                    &holds,
-                    dealt,
-                    &mut HashMap::new(),
-                    &mut true,
-                )
-                .unwrap_or(0);
-            }
-            // The HDF5 calls in a loop or beneath another call (a NetCDF call's) are counted
-            // as rank 0 makes them; none is set.
-            _ => k += hdf5_calls(std::slice::from_ref(node)),
-        }
-    }
+    let mut w = Settle {
+        n,
+        oracle: &oracle,
+        holds: &holds,
+        dealt,
+        lifted,
+        k: 0,
+        set: 0,
+    };
+    w.nodes(&mut out.trace.nodes);
+    let mut set = w.set;
     // The program's own look at the file's size once HDF5 is done with it (IOR's
     // `MPI_File_get_size` after `H5Fclose`): the size HDF5 left, the oracle's at the target.
     if size_after == Some(true)
@@ -443,6 +458,91 @@ pub(crate) fn settle(
         set += set_sizes(&mut out.trace.nodes[from..], size);
     }
     Ok(set)
+}
+
+/// The walk of [`settle`] over the output: rank 0's HDF5 calls in order (`k` counts them),
+/// setting the values of the calls each made, and of each NetCDF call's own calls.
+struct Settle<'a> {
+    n: u32,
+    oracle: &'a HashMap<Place, Vec<RawEvent>>,
+    holds: &'a HashMap<Key, bool>,
+    dealt: &'a [Op],
+    lifted: Option<&'a rsd::trace::Lifts>,
+    k: usize,
+    set: usize,
+}
+
+impl Settle<'_> {
+    /// Sets the values of place `at` in `calls` (nodes of rank 0's calls).
+    fn place(&mut self, at: Place, calls: &mut [Node]) {
+        let Some(theirs) = self.oracle.get(&at) else {
+            return;
+        };
+        let theirs: HashMap<(Op, usize), &RawEvent> =
+            by_op(theirs, self.dealt).into_iter().collect();
+        self.set += set_values(
+            calls,
+            self.n,
+            at,
+            &theirs,
+            self.holds,
+            self.dealt,
+            &mut HashMap::new(),
+            &mut HashSet::new(),
+        )
+        .unwrap_or(0);
+    }
+
+    /// The HDF5 and NetCDF calls among `nodes` (top-level nodes, or a NetCDF call's calls),
+    /// as nodes, outside loops.
+    fn nodes(&mut self, nodes: &mut [Node]) {
+        let mut j = 0;
+        while j < nodes.len() {
+            let (head, rest) = nodes.split_at_mut(j + 1);
+            let node = &mut head[j];
+            j += 1;
+            if !node.ranks.contains(0) {
+                continue;
+            }
+            match &mut node.kind {
+                NodeKind::Event(e) if e.op.layer() == Layer::Hdf5 => {
+                    let at = self.k;
+                    self.k += 1;
+                    // Its calls: its children, or in the lifted form the top-level calls after
+                    // it that lifting took out of it (none of them an HDF5 call).
+                    let calls = match self.lifted {
+                        Some(l) if e.children.is_empty() => {
+                            let made = rest
+                                .iter()
+                                .take_while(|c| match &c.kind {
+                                    NodeKind::Event(x) => {
+                                        l.parts(x.sig).is_some_and(|p| p.1 == e.sig)
+                                    }
+                                    NodeKind::Loop(_) => false,
+                                })
+                                .count();
+                            j += made;
+                            &mut rest[..made]
+                        }
+                        _ => &mut e.children[..],
+                    };
+                    self.place(Place::Hdf5(at), calls);
+                }
+                // A NetCDF call with its calls nested: its own, then its HDF5 calls'. (In the
+                // lifted form its own calls are not set.)
+                NodeKind::Event(e)
+                    if e.op.layer() == Layer::Netcdf && e.children.iter().any(has_hdf5) =>
+                {
+                    let at = Place::Netcdf(self.k);
+                    self.place(at, &mut e.children);
+                    self.nodes(&mut e.children);
+                }
+                // The HDF5 calls in a loop or beneath another call are counted as rank 0
+                // makes them; none is set.
+                _ => self.k += hdf5_calls(std::slice::from_ref(node)),
+            }
+        }
+    }
 }
 
 /// The file's size HDF5 saw last in the oracle's replay (its `MPI_File_get_size` when it
@@ -473,9 +573,6 @@ fn size_param(op: Op, params: &[i64]) -> Option<usize> {
 
 /// The sizes of files one rank's calls (`events`) see after its last HDF5 call.
 fn sizes_after_hdf5(events: &[RawEvent]) -> Vec<i64> {
-    fn has(e: &RawEvent) -> bool {
-        e.op.layer() == Layer::Hdf5 || e.children.iter().any(has)
-    }
     fn collect(events: &[RawEvent], out: &mut Vec<i64>) {
         for e in events {
             if let Some(i) = size_param(e.op, &e.params) {
@@ -484,10 +581,15 @@ fn sizes_after_hdf5(events: &[RawEvent]) -> Vec<i64> {
             collect(&e.children, out);
         }
     }
-    let from = events.iter().rposition(has).map_or(0, |i| i + 1);
+    let from = events.iter().rposition(makes_hdf5).map_or(0, |i| i + 1);
     let mut out = Vec::new();
     collect(&events[from..], &mut out);
     out
+}
+
+/// Whether `e` is an HDF5 call or made one.
+fn makes_hdf5(e: &RawEvent) -> bool {
+    e.op.layer() == Layer::Hdf5 || e.children.iter().any(makes_hdf5)
 }
 
 /// Whether an HDF5 call is in `n` (loops and nested calls looked into).

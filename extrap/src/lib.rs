@@ -213,10 +213,11 @@ pub(crate) fn extrapolate_ignoring_at(
             }),
         }
     };
-    let mut out = match at {
-        Some(at) => run(inputs, Some(at))?,
-        None => collflush::around(inputs, lifts, target, models, run)?,
-    };
+    // Every model below that compresses ranks again compresses the containers whole.
+    let mut out = derive::with_lifts(lifts, || match at {
+        Some(at) => run(inputs, Some(at)),
+        None => collflush::around(inputs, lifts, target, models, run),
+    })?;
     nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;
     Ok(out)
 }
@@ -319,6 +320,8 @@ fn extrapolate_sorted(
         });
     }
     let sorted: Vec<&Input> = groups.iter().map(|g| g[0]).collect();
+    // The collective flushes' model relocates where it took the split index from the oracle.
+    let reloc = reloc.or_else(|| at.and_then(|a| a.reloc.as_ref()));
     // The ignored parameters are summarised in what is fitted only: the library's model
     // below reads the exact values.
     let fit = |g: &[Vec<&Input>]| {

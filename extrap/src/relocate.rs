@@ -26,7 +26,7 @@ use rsd::op::{Op, Param};
 use rsd::trace::{Event, Node, NodeKind, visit};
 use rsd::value::{Elastic, Val};
 use rsd::{RawEvent, TraceFile};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The note of an extrapolation whose data addresses were relocated.
 pub const NOTE: &str = "the addresses of HDF5's dataset data relocated where the HDF5 oracle \
@@ -45,6 +45,10 @@ struct Piece {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Relocation {
     pieces: Vec<Piece>,
+    /// The reads (address, length) the oracle's replay at the target made of its files inside
+    /// the calls it replayed: metadata a real run reads where it makes those calls (a NetCDF
+    /// file's opening reads every object header back), let through where a fit reads them.
+    known_reads: BTreeSet<(i64, i64)>,
 }
 
 /// A dataset's name and its runs of storage (address, length) in the order of its
@@ -115,7 +119,10 @@ impl Relocation {
                 _ => merged.push(p),
             }
         }
-        Ok(Relocation { pieces: merged })
+        Ok(Relocation {
+            pieces: merged,
+            known_reads: BTreeSet::new(),
+        })
     }
 
     /// Whether every address stays where it is.
@@ -188,7 +195,8 @@ impl Relocator<'_> {
         )?;
         let refs: Vec<&OracleRun> = self.inputs.iter().map(|r| r.as_ref()).collect();
         let predicted = h5space::predicted_storage(&refs, &self.ns, n, self.models)?;
-        let m = Relocation::between(&predicted, &there.storage, n)?;
+        let mut m = Relocation::between(&predicted, &there.storage, n)?;
+        m.known_reads = reads_in_calls(&there);
         if m.is_identity() {
             // Nothing moves, but a split index is read back node by node: rank 0's reads say
             // whether HDF5 reads metadata (every rank reads the same).
@@ -483,8 +491,10 @@ fn one(e: &mut RawEvent, m: &Relocation, views: &mut HashMap<i64, View>) -> Resu
         }
     };
     let idx = |q: Param| op.index(q);
-    if op.dir() == rsd::op::Dir::Read {
-        read_of_data(op, p, m, views)?;
+    // A metadata read the oracle made too stays where it is (HDF5 reads ahead: an object
+    // header's read may run into a dataset's storage).
+    if op.dir() == rsd::op::Dir::Read && read_of_data(op, p, m, views)? {
+        return Ok(0);
     }
     Ok(match op {
         Op::Pwrite | Op::Pread | Op::Pwritev | Op::Preadv => {
@@ -538,18 +548,59 @@ fn one(e: &mut RawEvent, m: &Relocation, views: &mut HashMap<i64, View>) -> Resu
     })
 }
 
+/// The reads (address, length) `run` made inside its HDF5 and NetCDF calls: `pread`s, and
+/// `MPI_File_read_at`s through the default view (HDF5 reads its metadata so). Not the reads
+/// after its last call (the oracle reads each dataset's storage back from its files).
+fn reads_in_calls(run: &OracleRun) -> BTreeSet<(i64, i64)> {
+    fn all(events: &[RawEvent], out: &mut BTreeSet<(i64, i64)>) {
+        for e in events {
+            let p = &e.params;
+            match e.op {
+                Op::Pread | Op::Preadv => {
+                    out.insert((
+                        e.op.param(p, Param::Offset),
+                        e.op.get(p, Param::Count)
+                            .unwrap_or_else(|| e.op.param(p, Param::Ret)),
+                    ));
+                }
+                Op::FileReadAt | Op::FileReadAtAll => {
+                    out.insert((e.op.param(p, Param::Offset), e.op.param(p, Param::Bytes)));
+                }
+                _ => {}
+            }
+            all(&e.children, out);
+        }
+    }
+    fn inside(events: &[RawEvent], out: &mut BTreeSet<(i64, i64)>) {
+        for e in events {
+            if e.op.layer().is_container() {
+                all(&e.children, out);
+            } else {
+                inside(&e.children, out);
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    inside(&crate::derive::rank_events(&run.trace.trace, 0), &mut out);
+    out
+}
+
 /// Refuses a read of an HDF5 file outside every dataset's (predicted) storage: HDF5 reading
 /// its metadata back (the superblock, object headers, the chunk index on the way to a
-/// chunk). Where the chunk index splits, every rank reads the new nodes too, and the metadata
-/// allocated after them moved: neither is modelled (the oracle replays no reads), and a fit
-/// would read the inputs' one node at the inputs' addresses. A read through a filetype is
-/// let through (HDF5 reads data through its types; the view's displacement is a dataset's).
+/// chunk), unless the oracle's replay at the target made the same read in a call it replayed
+/// (a file's opening; NetCDF's opening reads every object header). Where the chunk index
+/// splits, a rank reading data reads the new nodes too, and the metadata allocated after them
+/// moved: neither is modelled (the oracle replays no data reads), and a fit would read the
+/// inputs' one node at the inputs' addresses. A read through a filetype is let through (HDF5
+/// reads data through its types; the view's displacement is a dataset's).
+///
+/// Returns whether the read is one the oracle made (metadata, not to be relocated).
 fn read_of_data(
     op: Op,
     p: &[i64],
     m: &Relocation,
     views: &HashMap<i64, View>,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let (at, len) = match op {
         Op::Pread | Op::Preadv => (
             op.param(p, Param::Offset),
@@ -558,20 +609,24 @@ fn read_of_data(
         ),
         Op::FileReadAt | Op::FileReadAtAll | Op::FileIreadAt => {
             let Some((disp, _)) = byte_view(views, op.param(p, Param::Fh)) else {
-                return Ok(());
+                return Ok(false);
             };
             (disp + op.param(p, Param::Offset), op.param(p, Param::Bytes))
         }
-        _ => return Ok(()),
+        _ => return Ok(false),
     };
+    if m.known_reads.contains(&(at, len)) {
+        return Ok(true);
+    }
     if m.inside(at, len) {
-        return Ok(());
+        return Ok(false);
     }
     Err(format!(
         "{} reads {len} bytes at {at} of the HDF5 file, outside every dataset's storage: HDF5 \
          reads its metadata back, and where the chunk index splits every rank also reads its \
          new nodes and finds the metadata allocated after them moved, which the HDF5 oracle \
-         (it replays no reads) does not give",
+         does not give (its replay at the target read no such bytes: it replays the calls \
+         that create, open and extend, not those that read data)",
         op.name()
     ))
 }

@@ -371,99 +371,104 @@ fn netcdf_role(op: Op) -> Option<bool> {
 /// is where every rank writes the same records (checked by the extrapolator, which compares
 /// the replay with every input).
 fn netcdf_plan(events: &[RawEvent], hdf5_version: Option<String>) -> Result<Plan, PlanError> {
+    // Each NetCDF call with the HDF5 calls it made: its children (nested form), then the
+    // HDF5 calls that follow it at the top level (lifted form: lifting puts a container's
+    // calls right after it; a program's own HDF5 call there would be counted as NetCDF's,
+    // and the replay, whose NetCDF call does not make it, says so).
+    let mut calls: Vec<(&RawEvent, Vec<&RawEvent>)> = Vec::new();
+    for e in events {
+        // HDF5 calls so far, to name the one at fault.
+        let before: usize = calls.iter().map(|(_, m)| m.len()).sum();
+        match e.op.layer() {
+            Layer::Netcdf => {
+                let mut made = Vec::new();
+                collect(&e.children, &mut made);
+                calls.push((e, made));
+            }
+            Layer::Hdf5 => {
+                let Some((_, made)) = calls.last_mut() else {
+                    return Err(PlanError::OutsideNetcdf {
+                        call: describe(before, e.op, e.path.as_deref()),
+                    });
+                };
+                made.push(e);
+                collect(&e.children, made);
+            }
+            _ => {
+                let mut inside = Vec::new();
+                collect(&e.children, &mut inside);
+                if let Some(c) = inside.first() {
+                    return Err(PlanError::OutsideNetcdf {
+                        call: describe(before, c.op, c.path.as_deref()),
+                    });
+                }
+            }
+        }
+    }
     let mut steps = Vec::new();
     let mut files: HashSet<&str> = HashSet::new();
-    let mut hdf5 = 0usize;
-    let mut nc = 0usize;
-    netcdf_walk(events, &mut steps, &mut files, &mut hdf5, &mut nc)?;
+    let mut first = 0usize;
+    for (at, (e, made)) in calls.iter().enumerate() {
+        let inner: Vec<(usize, Op)> = made
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (first + k, c.op))
+            .collect();
+        first += made.len();
+        let call = describe(at, e.op, e.path.as_deref());
+        match netcdf_role(e.op) {
+            None => {
+                return Err(PlanError::Unsupported {
+                    call,
+                    op: e.op.name(),
+                });
+            }
+            Some(false) => continue,
+            Some(true) => {}
+        }
+        if e.op.get(&e.params, Param::Ncid).is_some_and(|id| id < 0) {
+            return Err(PlanError::Identifier {
+                call,
+                param: Param::Ncid.name(),
+                id: -1,
+                why: "no traced call returned".into(),
+            });
+        }
+        let named = matches!(
+            e.op,
+            Op::NcCreate
+                | Op::NcCreatePar
+                | Op::NcOpen
+                | Op::NcOpenPar
+                | Op::NcDefDim
+                | Op::NcDefVar
+                | Op::NcPutAtt
+        );
+        let name = e.path.as_deref().unwrap_or_default();
+        if named && e.path.is_none() {
+            return Err(PlanError::NoName { call });
+        }
+        match e.op {
+            Op::NcCreate | Op::NcCreatePar => {
+                files.insert(name);
+            }
+            Op::NcOpen | Op::NcOpenPar if !files.contains(name) => {
+                return Err(PlanError::OpenOfUnknownFile { call });
+            }
+            Op::NcPutAtt => {
+                let xtype = e.op.param(&e.params, Param::Xtype);
+                if rsd::netcdf::types::size(xtype) == 0 {
+                    return Err(PlanError::AttributeType { call, xtype });
+                }
+            }
+            _ => {}
+        }
+        steps.push(netcdf_step(at, e, inner));
+    }
     Ok(Plan {
         hdf5_version,
         steps,
     })
-}
-
-fn netcdf_walk<'a>(
-    events: &'a [RawEvent],
-    steps: &mut Vec<Step>,
-    files: &mut HashSet<&'a str>,
-    hdf5: &mut usize,
-    nc: &mut usize,
-) -> Result<(), PlanError> {
-    for e in events {
-        match e.op.layer() {
-            Layer::Netcdf => {
-                let at = *nc;
-                *nc += 1;
-                let call = describe(at, e.op, e.path.as_deref());
-                let mut made = Vec::new();
-                collect(&e.children, &mut made);
-                let inner: Vec<(usize, Op)> = made
-                    .iter()
-                    .enumerate()
-                    .map(|(k, c)| (*hdf5 + k, c.op))
-                    .collect();
-                *hdf5 += made.len();
-                match netcdf_role(e.op) {
-                    None => {
-                        return Err(PlanError::Unsupported {
-                            call,
-                            op: e.op.name(),
-                        });
-                    }
-                    Some(false) => continue,
-                    Some(true) => {}
-                }
-                if e.op.get(&e.params, Param::Ncid).is_some_and(|id| id < 0) {
-                    return Err(PlanError::Identifier {
-                        call,
-                        param: Param::Ncid.name(),
-                        id: -1,
-                        why: "no traced call returned".into(),
-                    });
-                }
-                let named = matches!(
-                    e.op,
-                    Op::NcCreate
-                        | Op::NcCreatePar
-                        | Op::NcOpen
-                        | Op::NcOpenPar
-                        | Op::NcDefDim
-                        | Op::NcDefVar
-                        | Op::NcPutAtt
-                );
-                let Some(name) = e.path.as_deref().filter(|_| named) else {
-                    if named {
-                        return Err(PlanError::NoName { call });
-                    }
-                    steps.push(netcdf_step(at, e, inner));
-                    continue;
-                };
-                match e.op {
-                    Op::NcCreate | Op::NcCreatePar => {
-                        files.insert(name);
-                    }
-                    Op::NcOpen | Op::NcOpenPar if !files.contains(name) => {
-                        return Err(PlanError::OpenOfUnknownFile { call });
-                    }
-                    Op::NcPutAtt => {
-                        let xtype = e.op.param(&e.params, Param::Xtype);
-                        if rsd::netcdf::types::size(xtype) == 0 {
-                            return Err(PlanError::AttributeType { call, xtype });
-                        }
-                    }
-                    _ => {}
-                }
-                steps.push(netcdf_step(at, e, inner));
-            }
-            Layer::Hdf5 => {
-                return Err(PlanError::OutsideNetcdf {
-                    call: describe(*hdf5, e.op, e.path.as_deref()),
-                });
-            }
-            _ => netcdf_walk(&e.children, steps, files, hdf5, nc)?,
-        }
-    }
-    Ok(())
 }
 
 fn netcdf_step(at: usize, e: &RawEvent, inner: Vec<(usize, Op)>) -> Step {
@@ -915,6 +920,14 @@ mod tests {
         );
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), plan);
+        // The lifted form (a call's HDF5 calls after it at the top level) gives the same plan.
+        let mut lifted = Vec::new();
+        for mut e in netcdf() {
+            let kids = std::mem::take(&mut e.children);
+            lifted.push(e);
+            lifted.extend(kids);
+        }
+        assert_eq!(plan_of(&lifted, Some("1.10.8".into())).unwrap(), plan);
         // An HDF5-only plan serializes without `inner`, as before.
         let h5 = serde_json::to_string(&plan_of(&lowlevel(), None).unwrap()).unwrap();
         assert!(!h5.contains("inner"), "{h5}");
@@ -922,9 +935,20 @@ mod tests {
 
     #[test]
     fn netcdf_plans_refuse_what_libnetcdf_would_not_make_again() {
-        // An HDF5 call of the program's own beside its NetCDF calls.
+        // An HDF5 call of the program's own before its NetCDF calls, or inside another call.
         let mut v = netcdf();
-        v.insert(2, ev(Op::H5Fflush, None, args::h5_fflush(0, 1)));
+        v.insert(0, ev(Op::H5Fflush, None, args::h5_fflush(0, 1)));
+        let err = plan_of(&v, None).unwrap_err();
+        assert_eq!(
+            err,
+            PlanError::OutsideNetcdf {
+                call: "HDF5 call 0 (H5Fflush)".into()
+            }
+        );
+        let mut v = netcdf();
+        let mut fin = ev(Op::FileOpen, None, vec![0; Op::FileOpen.params().len()]);
+        fin.children = vec![ev(Op::H5Fflush, None, args::h5_fflush(0, 1))];
+        v.insert(2, fin);
         let err = plan_of(&v, None).unwrap_err();
         assert_eq!(
             err,

@@ -431,6 +431,58 @@ mod tests {
     }
 
     #[test]
+    fn a_netcdf_replay_stands_for_the_traced_calls_hdf5_calls() {
+        let step = |at, op: Op, inner: Vec<(usize, Op)>| Step {
+            at,
+            op,
+            name: None,
+            params: vec![0; op.params().len()],
+            inner,
+        };
+        // The traced enddef made HDF5 calls 4 and 5; the read (HDF5 call 6) was left out.
+        let plan = Plan {
+            hdf5_version: None,
+            steps: vec![
+                step(2, Op::NcEnddef, vec![(4, Op::H5Awrite), (5, Op::H5Aclose)]),
+                step(4, Op::NcClose, vec![(7, Op::H5Fclose)]),
+            ],
+        };
+        let call = |op: Op, kids: &[Op]| {
+            let mut e = RawEvent::new(op, 0, vec![0; op.params().len()]);
+            e.children = kids
+                .iter()
+                .map(|&k| RawEvent::new(k, 0, vec![0; k.params().len()]))
+                .collect();
+            e
+        };
+        let replay = vec![
+            call(Op::NcEnddef, &[Op::H5Awrite, Op::H5Aclose]),
+            call(Op::NcClose, &[Op::H5Fclose]),
+        ];
+        assert_eq!(match_steps(&plan, &replay), Ok(vec![4, 5, 7]));
+        // Another HDF5 call than the traced call made.
+        let other = vec![
+            call(Op::NcEnddef, &[Op::H5Awrite, Op::H5Dclose]),
+            call(Op::NcClose, &[Op::H5Fclose]),
+        ];
+        let err = match_steps(&plan, &other).unwrap_err();
+        assert!(
+            err.contains("NetCDF call 2 (nc_enddef) made 2 HDF5 calls")
+                && err.contains("H5Dclose for H5Aclose"),
+            "{err}"
+        );
+        // An HDF5 call outside the NetCDF calls.
+        let mut stray = replay.clone();
+        stray.push(RawEvent::new(
+            Op::H5Fflush,
+            0,
+            vec![0; Op::H5Fflush.params().len()],
+        ));
+        let err = match_steps(&plan, &stray).unwrap_err();
+        assert!(err.contains("1 HDF5 calls outside"), "{err}");
+    }
+
+    #[test]
     fn launch_finds_the_oracle_next_to_iotrex() {
         let l = Launch::next_to(Path::new("/opt/iotrex/bin/iotrex"));
         assert_eq!(l.oracle, Path::new("/opt/iotrex/bin/iotrex-h5oracle"));
