@@ -724,23 +724,10 @@ fn oracle_flushes(run: &OracleRun) -> Result<BTreeMap<RunId, Vec<(i64, i64)>>, S
 /// same HDF5 call, the same ordinal) at every scale; and the oracle's replay of each input.
 /// Otherwise why not.
 fn oracle_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<OracleIds, String> {
-    let mut replays = Vec::with_capacity(sorted.len());
-    let mut per_scale = Vec::with_capacity(sorted.len());
-    for i in sorted {
-        let n = i.file.header.nranks;
-        let run = h5space::replay(
-            o,
-            &rank_events(&i.file.trace, 0),
-            i.file.header.hdf5_version().as_deref(),
-        )
-        .map_err(|e| {
-            format!(
-                "the HDF5 oracle could not replay {} ({n} ranks): {e}",
-                i.name
-            )
-        })?;
-        per_scale.push(oracle_flushes(&run)?);
-        replays.push(run);
+    let replays = h5space::replay_inputs(o, sorted)?;
+    let mut per_scale = Vec::with_capacity(replays.len());
+    for run in &replays {
+        per_scale.push(oracle_flushes(run)?);
     }
     let mut ids = Vec::with_capacity(p.flushes.len());
     for f in &p.flushes {

@@ -1051,23 +1051,10 @@ type OracleIds = (Vec<Vec<RunId>>, Vec<std::sync::Arc<h5space::OracleRun>>);
 /// the flush's at each scale, the same run everywhere, and each rank's order of its entries
 /// the oracle's order. Otherwise why not.
 fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<OracleIds, String> {
-    let mut replays = Vec::with_capacity(sorted.len());
-    let mut per_scale = Vec::with_capacity(sorted.len());
-    for i in sorted {
-        let n = i.file.header.nranks;
-        let run = h5space::replay(
-            o,
-            &rank_events(&i.file.trace, 0),
-            i.file.header.hdf5_version().as_deref(),
-        )
-        .map_err(|e| {
-            format!(
-                "the HDF5 oracle could not replay {} ({n} ranks): {e}",
-                i.name
-            )
-        })?;
-        per_scale.push(h5space::runs(&run, DEALT_OPS)?);
-        replays.push(run);
+    let replays = h5space::replay_inputs(o, sorted)?;
+    let mut per_scale = Vec::with_capacity(replays.len());
+    for run in &replays {
+        per_scale.push(h5space::runs(run, DEALT_OPS)?);
     }
     let mut out = Vec::new();
     for s in &p.sites {

@@ -103,6 +103,30 @@ pub(crate) fn replay(
     Ok(r)
 }
 
+/// The registered oracle's replay of rank 0 of each of `inputs` (remembered), or which input
+/// it could not replay and why.
+pub(crate) fn replay_inputs(
+    o: &dyn Oracle,
+    inputs: &[&crate::Input],
+) -> Result<Vec<Arc<OracleRun>>, String> {
+    inputs
+        .iter()
+        .map(|i| {
+            replay(
+                o,
+                &crate::derive::rank_events(&i.file.trace, 0),
+                i.file.header.hdf5_version().as_deref(),
+            )
+            .map_err(|e| {
+                format!(
+                    "the HDF5 oracle could not replay {} ({} ranks): {e}",
+                    i.name, i.file.header.nranks
+                )
+            })
+        })
+        .collect()
+}
+
 /// Where a run of the oracle's metadata writes is: inside the HDF5 call replaying step
 /// `.0` (`.1` true), or after it, outside any HDF5 call (`.1` false: h5py closes its file
 /// with `H5Idec_ref`, which the layer does not record, so that close's writes follow the
