@@ -153,24 +153,11 @@ const NOT_RECORDED: &[(&str, &[&str])] = &[
         &["MPI_Grequest_*"],
     ),
     (
-        "MPI-IO calls not recorded yet: split collectives, nonblocking collectives, the shared \
-         pointer's seek, preallocation, atomicity, hints and data representations",
+        "MPI-IO calls not recorded yet: nonblocking collectives at explicit offsets, \
+         preallocation, atomicity, hints and data representations",
         &[
-            "MPI_File_read_all_begin",
-            "MPI_File_read_all_end",
-            "MPI_File_write_all_begin",
-            "MPI_File_write_all_end",
-            "MPI_File_read_at_all_begin",
-            "MPI_File_read_at_all_end",
-            "MPI_File_write_at_all_begin",
-            "MPI_File_write_at_all_end",
-            "MPI_File_read_ordered_begin",
-            "MPI_File_read_ordered_end",
-            "MPI_File_write_ordered_begin",
-            "MPI_File_write_ordered_end",
             "MPI_File_iread_at_all",
             "MPI_File_iwrite_at_all",
-            "MPI_File_seek_shared",
             "MPI_File_preallocate",
             "MPI_File_set_atomicity",
             "MPI_File_set_info",

@@ -306,6 +306,46 @@ fn posix_off_maps_mpiio_to_posix_with_tracked_offsets() {
 }
 
 #[test]
+fn split_collectives_export_as_their_begins_and_seek_shared_moves_the_shared_pointer() {
+    // A begin moves its bytes where its blocking collective would; its end and the shared
+    // pointer's seek move none, but the seek places the ordered begin that follows.
+    let tf = trace_of(2, false, &|r| {
+        let r = i64::from(r);
+        vec![
+            ev(Op::FileOpen, 1, vec![0, 1 | 8, 0], Some("out/s.dat"), 1, 1),
+            ev(
+                Op::FileWriteAtAllBegin,
+                2,
+                vec![0, r * 64, 64, 1, 64],
+                None,
+                1,
+                1,
+            ),
+            ev(Op::FileWriteAtAllEnd, 3, vec![0], None, 1, 1),
+            ev(Op::FileReadAllBegin, 4, vec![0, 32, 1, 32], None, 1, 1),
+            ev(Op::FileReadAllEnd, 5, vec![0], None, 1, 1),
+            ev(Op::FileSeekShared, 6, vec![0, 1000, 600], None, 1, 1),
+            ev(Op::FileWriteOrderedBegin, 7, vec![0, 8, 1, 8], None, 1, 1),
+            ev(Op::FileWriteOrderedEnd, 8, vec![0], None, 1, 1),
+            ev(Op::FileClose, 9, vec![0], None, 1, 1),
+        ]
+    });
+    let d = tempfile::tempdir().unwrap();
+    export(&tf, d.path(), &opts(Format::Recorder, None)).unwrap();
+    let log = std::fs::read_to_string(d.path().join("log.1")).unwrap();
+    let args: Vec<String> = log
+        .lines()
+        .filter(|l| l.contains("write (") || l.contains("read ("))
+        .map(|l| l[l.find('(').unwrap()..=l.find(')').unwrap()].to_string())
+        .collect();
+    // Offline, each rank's shared pointer is its own: rank 1's ordered write lands at 1000.
+    assert_eq!(
+        args,
+        ["(3, 0x0, 64, 64)", "(3, 0x0, 32, 0)", "(3, 0x0, 8, 1000)"]
+    );
+}
+
+#[test]
 fn recorder_logs_avoid_every_loader_quirk() {
     let tf = synth(5, 9);
     let d = tempfile::tempdir().unwrap();

@@ -221,6 +221,14 @@ pub trait FileEnv {
     fn fetch_add_shared(&mut self, _fh: i64, _units: i64) -> Option<i64> {
         None
     }
+
+    /// `MPI_File_seek_shared` of MPI file handle `fh`, when the caller shares the pointer:
+    /// sets it to `to(where it is)` (in etypes) once every rank of the file is there, so no
+    /// rank's earlier or later shared access races the seek. Returns false when the caller
+    /// does not share it (the table then moves its own).
+    fn seek_shared(&mut self, _fh: i64, _to: &dyn Fn(i64) -> i64) -> bool {
+        false
+    }
 }
 
 /// The table's own knowledge only: one rank walked alone (the CODES export, `--prep`).
@@ -434,6 +442,10 @@ impl FileTable {
                 self.seek_mpi(get(Param::Fh), get(Param::Offset), get(Param::Whence), env);
                 (Effect::None, None)
             }
+            Op::FileSeekShared => {
+                self.seek_shared(get(Param::Fh), get(Param::Offset), get(Param::Whence), env);
+                (Effect::None, None)
+            }
             Op::FileSetView => (self.set_view(params), None),
             _ if op.layer() == Layer::Mpi => {
                 self.types.track_call(op, params);
@@ -576,6 +588,28 @@ impl FileTable {
         };
     }
 
+    /// An MPI file's shared pointer moved by whence, in etypes of its view (the caller's
+    /// pointer when it shares one, else this rank's by path).
+    fn seek_shared(&mut self, fh: i64, offset: i64, whence: i64, env: &mut dyn FileEnv) {
+        let Some(id) = self.lookup(Handle::MpiFile, fh) else {
+            return;
+        };
+        let f = &self.files[&id];
+        let known = f.path.as_deref().map_or(0, |p| self.known_size(p));
+        let end = env.size(fh).unwrap_or(known) as i64;
+        let units_at_end = f.view.data_before(end) / f.view.etype_size.max(1);
+        let to = move |at: i64| match rsd::mpi::whence(whence) {
+            Some(Whence::Cur) => at + offset,
+            Some(Whence::End) => units_at_end + offset,
+            _ => offset,
+        };
+        if !env.seek_shared(fh, &to) {
+            let key = f.path.clone().unwrap_or_default();
+            let sp = self.shared.entry(key).or_insert(0);
+            *sp = to(*sp);
+        }
+    }
+
     fn set_view(&mut self, params: &[i64]) -> Effect {
         let get = |p: Param| Op::FileSetView.param(params, p);
         let Some(file) = self.lookup(Handle::MpiFile, get(Param::Fh)) else {
@@ -676,9 +710,11 @@ impl FileTable {
                 op,
                 Op::FileReadShared
                     | Op::FileReadOrdered
+                    | Op::FileReadOrderedBegin
                     | Op::FileIreadShared
                     | Op::FileWriteShared
                     | Op::FileWriteOrdered
+                    | Op::FileWriteOrderedBegin
                     | Op::FileIwriteShared
             ) =>
             {
@@ -879,6 +915,80 @@ mod tests {
             None,
         );
         assert_eq!(regions(e), [(15, 3)]);
+    }
+
+    #[test]
+    fn split_collectives_move_the_pointers_their_blocking_calls_move() {
+        let mut t = FileTable::new();
+        let a = rsd::mpi::amode::CREATE | rsd::mpi::amode::RDWR;
+        run(&mut t, Op::FileOpen, args::file_open(0, a, 0), Some("s"));
+        let byte = rsd::mpi::BYTE;
+        // The begin moves the data and the individual pointer; its end moves nothing.
+        let e = run(
+            &mut t,
+            Op::FileWriteAllBegin,
+            args::file_write_all_begin(0, 8, byte, 8),
+            None,
+        );
+        assert_eq!(regions(e), [(0, 8)]);
+        let e = run(
+            &mut t,
+            Op::FileWriteAllEnd,
+            args::file_write_all_end(0),
+            None,
+        );
+        assert_eq!(e, Effect::None);
+        let e = run(
+            &mut t,
+            Op::FileWriteAtAllBegin,
+            args::file_write_at_all_begin(0, 100, 4, byte, 4),
+            None,
+        );
+        assert_eq!(regions(e), [(100, 4)]);
+        // The ordered ones take the shared pointer, which seek_shared moves.
+        let e = run(
+            &mut t,
+            Op::FileWriteOrderedBegin,
+            args::file_write_ordered_begin(0, 6, byte, 6),
+            None,
+        );
+        assert_eq!(regions(e), [(0, 6)]);
+        let seek = rsd::mpi::seek::CUR;
+        run(
+            &mut t,
+            Op::FileSeekShared,
+            args::file_seek_shared(0, 10, seek),
+            None,
+        );
+        let e = run(
+            &mut t,
+            Op::FileReadOrderedBegin,
+            args::file_read_ordered_begin(0, 2, byte, 2),
+            None,
+        );
+        assert_eq!(regions(e), [(16, 2)]);
+        let set = rsd::mpi::seek::SET;
+        run(
+            &mut t,
+            Op::FileSeekShared,
+            args::file_seek_shared(0, 3, set),
+            None,
+        );
+        let e = run(
+            &mut t,
+            Op::FileReadOrderedBegin,
+            args::file_read_ordered_begin(0, 2, byte, 2),
+            None,
+        );
+        assert_eq!(regions(e), [(3, 2)]);
+        // The individual pointer was left where the first begin put it.
+        let e = run(
+            &mut t,
+            Op::FileReadAllBegin,
+            args::file_read_all_begin(0, 1, byte, 1),
+            None,
+        );
+        assert_eq!(regions(e), [(8, 1)]);
     }
 
     #[test]

@@ -743,6 +743,13 @@ pub fn collective_data(op: Op) -> bool {
             | Op::FileWriteOrdered
             | Op::FileIreadAll
             | Op::FileIwriteAll
+            // A split collective's begin moves its data (its end only completes it).
+            | Op::FileReadAllBegin
+            | Op::FileWriteAllBegin
+            | Op::FileReadAtAllBegin
+            | Op::FileWriteAtAllBegin
+            | Op::FileReadOrderedBegin
+            | Op::FileWriteOrderedBegin
     )
 }
 
@@ -917,6 +924,27 @@ impl FileEnv for ThreadsRuntime {
     fn fetch_add_shared(&mut self, fh: i64, units: i64) -> Option<i64> {
         let f = self.files.get(&fh)?;
         Some(f.shared.fetch_add(units.max(0) as u64, Ordering::SeqCst) as i64)
+    }
+
+    // Every rank reads the pointer between two barriers (so all read the same place, no
+    // shared access pending before nor started after), stores the same new place, and waits
+    // for all to have stored it before any takes from it again. A barrier that fails (the
+    // replay aborted) leaves the pointer alone: the rank stops at its next blocking call.
+    fn seek_shared(&mut self, fh: i64, to: &dyn Fn(i64) -> i64) -> bool {
+        let Some(f) = self.files.get(&fh) else {
+            return false;
+        };
+        let (comm, shared) = (f.comm.0.clone(), f.shared.clone());
+        if comm.barrier(&self.sh).is_err() {
+            return true;
+        }
+        let at = shared.load(Ordering::SeqCst) as i64;
+        if comm.barrier(&self.sh).is_err() {
+            return true;
+        }
+        shared.store(to(at).max(0) as u64, Ordering::SeqCst);
+        let _ = comm.barrier(&self.sh);
+        true
     }
 }
 

@@ -132,6 +132,9 @@ pub struct MpiRuntime {
     graphs: HashMap<i64, ffi::MPI_Comm>,
     /// The buffer attached by MPI_Buffer_attach.
     attached: Option<Vec<u8>>,
+    /// The buffer of each file's split collective begun and not yet ended, by file id: MPI
+    /// reads or fills it until the end (one split collective at a time per file handle).
+    split: HashMap<i64, Vec<u8>>,
 }
 
 fn len(n: i64) -> c_int {
@@ -155,6 +158,7 @@ impl MpiRuntime {
             msgs: HashMap::new(),
             graphs: HashMap::new(),
             attached: None,
+            split: HashMap::new(),
         }
     }
 
@@ -1219,6 +1223,91 @@ type RwAtFn = unsafe extern "C" fn(
 /// table's own knowledge is never asked for more than the etype of a view.
 impl FileEnv for MpiRuntime {}
 
+impl MpiRuntime {
+    /// The begin of a split collective, issued as recorded with a buffer of the recorded bytes
+    /// (the pattern's for a write) that lives until its end; the trace's calls in between run
+    /// while the transfer is under way, as they did.
+    fn split_begin(
+        &mut self,
+        e: &FlatEvent,
+        id: i64,
+        fh: ffi::MPI_File,
+        es: i64,
+        bytes: i64,
+        data: &mut Pattern,
+    ) -> Result<u64, String> {
+        let op = e.op;
+        if self.split.contains_key(&id) {
+            return Err(format!(
+                "{} on file handle {id} before the split collective it began last ended",
+                op.name()
+            ));
+        }
+        let n = len(bytes);
+        let mut buf = if op.dir() == Dir::Write {
+            data.get(n as usize).to_vec()
+        } else {
+            vec![0; n as usize]
+        };
+        let (ptr, cptr) = (
+            buf.as_mut_ptr() as *mut c_void,
+            buf.as_ptr() as *const c_void,
+        );
+        let off = e.get(Param::Offset).unwrap_or(0) * es;
+        let u8t = self.p.u8;
+        // SAFETY (every arm): an open file handle, a buffer of `n` bytes kept in `self.split`
+        // until the end call, and the byte type.
+        let rc = unsafe {
+            match op {
+                Op::FileReadAllBegin => ffi::MPI_File_read_all_begin(fh, ptr, n, u8t),
+                Op::FileWriteAllBegin => ffi::MPI_File_write_all_begin(fh, cptr, n, u8t),
+                Op::FileReadAtAllBegin => ffi::MPI_File_read_at_all_begin(fh, off, ptr, n, u8t),
+                Op::FileWriteAtAllBegin => ffi::MPI_File_write_at_all_begin(fh, off, cptr, n, u8t),
+                Op::FileReadOrderedBegin => ffi::MPI_File_read_ordered_begin(fh, ptr, n, u8t),
+                Op::FileWriteOrderedBegin => ffi::MPI_File_write_ordered_begin(fh, cptr, n, u8t),
+                _ => return Ok(0),
+            }
+        };
+        check(rc, op.name())?;
+        // Moving the vector into the map keeps its heap buffer where MPI was given it.
+        self.split.insert(id, buf);
+        Ok(n as u64)
+    }
+
+    /// The end of a split collective: completes the transfer its begin started on `fh` and
+    /// frees the begin's buffer.
+    fn split_end(&mut self, op: Op, id: i64, fh: ffi::MPI_File) -> Result<u64, String> {
+        let Some(mut buf) = self.split.remove(&id) else {
+            return Err(format!(
+                "{} on file handle {id} without its begin (not recorded or not replayed)",
+                op.name()
+            ));
+        };
+        let (ptr, cptr) = (
+            buf.as_mut_ptr() as *mut c_void,
+            buf.as_ptr() as *const c_void,
+        );
+        let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::uninit();
+        let st = status.as_mut_ptr();
+        // SAFETY (every arm): an open file handle with a split collective under way, the
+        // buffer its begin was given, and a status slot.
+        let rc = unsafe {
+            match op {
+                Op::FileReadAllEnd => ffi::MPI_File_read_all_end(fh, ptr, st),
+                Op::FileWriteAllEnd => ffi::MPI_File_write_all_end(fh, cptr, st),
+                Op::FileReadAtAllEnd => ffi::MPI_File_read_at_all_end(fh, ptr, st),
+                Op::FileWriteAtAllEnd => ffi::MPI_File_write_at_all_end(fh, cptr, st),
+                Op::FileReadOrderedEnd => ffi::MPI_File_read_ordered_end(fh, ptr, st),
+                Op::FileWriteOrderedEnd => ffi::MPI_File_write_ordered_end(fh, cptr, st),
+                _ => return Ok(0),
+            }
+        };
+        drop(buf);
+        check(rc, op.name())?;
+        Ok(0)
+    }
+}
+
 impl Runtime for MpiRuntime {
     fn mpiio(
         &mut self,
@@ -1304,9 +1393,14 @@ impl Runtime for MpiRuntime {
         let fh = f.fh;
         match op {
             Op::FileClose => {
+                // A split collective the trace never ended dies with its file (the id may be
+                // opened again), its buffer only after the close, which may still touch it.
+                let pending = self.split.remove(&id);
                 let mut f = self.files.remove(&id).expect("present");
                 // SAFETY: an open file handle, closed once.
-                check(unsafe { ffi::MPI_File_close(&mut f.fh) }, "MPI_File_close")?;
+                let rc = unsafe { ffi::MPI_File_close(&mut f.fh) };
+                drop(pending);
+                check(rc, "MPI_File_close")?;
                 if let Some(m) = f.delete_on_close {
                     // Every rank of a collective open gets here; one removes the file.
                     let _ = m.unlink();
@@ -1374,6 +1468,23 @@ impl Runtime for MpiRuntime {
                 check(unsafe { ffi::MPI_File_sync(fh) }, "MPI_File_sync")?;
                 return Ok(0);
             }
+            Op::FileSeekShared => {
+                // SAFETY: an open file handle; whence is the recorded MPI_SEEK_* value (the
+                // call is collective: every rank recorded the same place).
+                let rc = unsafe {
+                    ffi::MPI_File_seek_shared(
+                        fh,
+                        e.p(Param::Offset) * es,
+                        e.p(Param::Whence) as c_int,
+                    )
+                };
+                check(rc, "MPI_File_seek_shared")?;
+                return Ok(0);
+            }
+            _ if op.split_collective().is_some() => {
+                return self.split_begin(e, id, fh, es, bytes, data);
+            }
+            _ if op.is_split_end() => return self.split_end(op, id, fh),
             _ => {}
         }
         let n = len(bytes);

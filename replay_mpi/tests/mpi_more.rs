@@ -54,7 +54,9 @@ fn mpi_more_is_traced_call_by_call_and_replays_with_real_communication() {
         .args(["-x", &format!("LD_PRELOAD={}", tracer.display())])
         .args(["-x", &format!("IOTREX_OUT={}", trace.display())])
         .arg(&app)
-        .arg("3"))
+        .arg("3")
+        // The split collectives and MPI_File_seek_shared, on a file in this directory.
+        .arg(t.path()))
     .output()
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -510,7 +510,9 @@ fn is_collective(op: Op) -> bool {
             | Op::FileWriteAtAll
             | Op::FileWriteOrdered
             | Op::FileIwriteAll
-    )
+            | Op::FileSeekShared
+    ) || op.split_collective().is_some()
+        || op.is_split_end()
 }
 
 /// Time and calls of every event under `nodes`, loops and deeper nesting included.

@@ -711,6 +711,28 @@ ops! {
     // Followed by the `ndims` starts, counts and strides (strides 1 where NULL was passed).
     NcPutVars => Netcdf, "nc_put_vars", Write, [Ncid, Varid, MemType, Ndims, Count, Bytes];
     NcGetVars => Netcdf, "nc_get_vars", Read, [Ncid, Varid, MemType, Ndims, Count, Bytes];
+
+    // ---- MPI-IO split collectives and the shared pointer's seek (issue 17, the MPI-IO calls
+    // Recorder 2.4 wraps). A begin records what the blocking collective it splits records,
+    // `bytes` being count times the datatype size (what it is to move: MPI gives the status
+    // only to the end), so byte accounting counts the begin; the end moves nothing of its own
+    // and records the file only: MPI allows one split collective at a time per file handle, so
+    // an end completes the last begin on its `fh`.
+    FileReadAllBegin => MpiIo, "MPI_File_read_all_begin", Read, [Fh, Count, Datatype, Bytes];
+    FileReadAllEnd => MpiIo, "MPI_File_read_all_end", None, [Fh];
+    FileWriteAllBegin => MpiIo, "MPI_File_write_all_begin", Write, [Fh, Count, Datatype, Bytes];
+    FileWriteAllEnd => MpiIo, "MPI_File_write_all_end", None, [Fh];
+    FileReadAtAllBegin => MpiIo, "MPI_File_read_at_all_begin", Read, [Fh, Offset, Count, Datatype, Bytes];
+    FileReadAtAllEnd => MpiIo, "MPI_File_read_at_all_end", None, [Fh];
+    FileWriteAtAllBegin => MpiIo, "MPI_File_write_at_all_begin", Write, [Fh, Offset, Count, Datatype, Bytes];
+    FileWriteAtAllEnd => MpiIo, "MPI_File_write_at_all_end", None, [Fh];
+    FileReadOrderedBegin => MpiIo, "MPI_File_read_ordered_begin", Read, [Fh, Count, Datatype, Bytes];
+    FileReadOrderedEnd => MpiIo, "MPI_File_read_ordered_end", None, [Fh];
+    FileWriteOrderedBegin => MpiIo, "MPI_File_write_ordered_begin", Write, [Fh, Count, Datatype, Bytes];
+    FileWriteOrderedEnd => MpiIo, "MPI_File_write_ordered_end", None, [Fh];
+    // Collective: moves the shared file pointer of every rank to the same place, `offset` in
+    // etypes of the view from `whence` (as `MPI_File_seek` moves the individual one).
+    FileSeekShared => MpiIo, "MPI_File_seek_shared", None, [Fh, Offset, Whence];
 }
 
 /// Separates the two paths of a call that names two (`rename`, `link`, `symlink`: old, new)
@@ -908,6 +930,35 @@ impl Op {
             Op::RecvInit => Some(P2p::Recv { nonblocking: true }),
             _ => None,
         }
+    }
+
+    /// For the begin of an MPI-IO split collective, the blocking collective it splits (same
+    /// layout, same file pointer, same data) and the end that completes it; `None` for other
+    /// ops.
+    pub fn split_collective(self) -> Option<(Op, Op)> {
+        match self {
+            Op::FileReadAllBegin => Some((Op::FileReadAll, Op::FileReadAllEnd)),
+            Op::FileWriteAllBegin => Some((Op::FileWriteAll, Op::FileWriteAllEnd)),
+            Op::FileReadAtAllBegin => Some((Op::FileReadAtAll, Op::FileReadAtAllEnd)),
+            Op::FileWriteAtAllBegin => Some((Op::FileWriteAtAll, Op::FileWriteAtAllEnd)),
+            Op::FileReadOrderedBegin => Some((Op::FileReadOrdered, Op::FileReadOrderedEnd)),
+            Op::FileWriteOrderedBegin => Some((Op::FileWriteOrdered, Op::FileWriteOrderedEnd)),
+            _ => None,
+        }
+    }
+
+    /// Whether this op is the end of an MPI-IO split collective (it completes the begin
+    /// [`Op::split_collective`] names it for).
+    pub fn is_split_end(self) -> bool {
+        matches!(
+            self,
+            Op::FileReadAllEnd
+                | Op::FileWriteAllEnd
+                | Op::FileReadAtAllEnd
+                | Op::FileWriteAtAllEnd
+                | Op::FileReadOrderedEnd
+                | Op::FileWriteOrderedEnd
+        )
     }
 }
 
@@ -1348,6 +1399,33 @@ mod tests {
             Op::NcPutAtt.data_bytes(&args::nc_put_att(0, -1, 2, 2, 5, 5)),
             0
         );
+    }
+
+    #[test]
+    fn split_collectives_are_the_blocking_layouts_with_an_end() {
+        let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
+        let block = &Op::ALL[at(Op::FileReadAllBegin)..=at(Op::FileSeekShared)];
+        assert_eq!(block.len(), 13);
+        let mut begins = 0;
+        for op in block {
+            assert_eq!(op.layer(), Layer::MpiIo, "{}", op.name());
+            assert_eq!(op.handle(), Some(Handle::MpiFile), "{}", op.name());
+            if let Some((blocking, end)) = op.split_collective() {
+                begins += 1;
+                assert_eq!(op.params(), blocking.params(), "{}", op.name());
+                assert_eq!(op.dir(), blocking.dir(), "{}", op.name());
+                assert!(end.is_split_end() && end.dir() == Dir::None);
+                assert_eq!(end.name(), op.name().replace("_begin", "_end"));
+            } else {
+                assert_eq!(op.dir(), Dir::None, "{}", op.name());
+            }
+        }
+        assert_eq!(begins, 6);
+        // The begin counts the bytes, the end none.
+        let v = args::file_write_at_all_begin(0, 4, 2, 3, 8);
+        assert_eq!(Op::FileWriteAtAllBegin.data_bytes(&v), 8);
+        assert_eq!(Op::FileWriteAtAllEnd.data_bytes(&[0]), 0);
+        assert_eq!(Op::FileSeekShared.params(), Op::FileSeek.params());
     }
 
     #[test]

@@ -36,12 +36,28 @@ static void count(const char *name, long long bytes) {
     ncounts++;
 }
 
+/* Whole lines, in writes of at most 2048 bytes a pause apart. mpirun forwards a rank's output
+ * in the pieces its reads of the rank's pipe return (at most 4096 bytes each, Open MPI and
+ * MPICH alike), and another rank's piece may come between two: a block that fits one read and
+ * is read alone (the pause lets the reader take it before the next is written) ends on a line
+ * boundary, so lines stay whole. */
 static void count_print(int rank) {
-    static char buf[16384];
+    static char buf[2048];
     int n = 0;
-    for (int i = 0; i < ncounts && n < (int)sizeof buf - 128; i++)
-        n += snprintf(buf + n, sizeof buf - n, "COUNT %d %s %ld %lld\n", rank, counts[i].name,
-                      counts[i].calls, counts[i].bytes);
+    for (int i = 0; i < ncounts; i++) {
+        char line[256];
+        int k = snprintf(line, sizeof line, "COUNT %d %s %ld %lld\n", rank, counts[i].name,
+                         counts[i].calls, counts[i].bytes);
+        if (k >= (int)sizeof line) k = sizeof line - 1;
+        if (n + k > (int)sizeof buf) {
+            ssize_t w = write(1, buf, n);
+            (void)w;
+            n = 0;
+            usleep(20000);
+        }
+        memcpy(buf + n, line, k);
+        n += k;
+    }
     ssize_t w = write(1, buf, n);
     (void)w;
 }

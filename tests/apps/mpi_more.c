@@ -5,9 +5,11 @@
  * detach, Alltoallw, every nonblocking collective, the neighbourhood collectives on a periodic
  * ring, a graph and a distributed graph, and communicator creation (Cart_create, Cart_sub,
  * Graph_create, Dist_graph_create(_adjacent), Comm_create_group, Intercomm_create and merge).
+ * With DIR, also the MPI-IO split collectives (write/read _all, _at_all and _ordered, each
+ * _begin then _end) and MPI_File_seek_shared on DIR/split.dat, the data read back checked.
  * Each call is counted (count.h) so the trace's counts can be checked against the app's.
  * Runs on an even number of ranks from 4, 4 in the tests. A wrong value aborts (exit non-zero).
- * Usage: mpi_more [rounds] */
+ * Usage: mpi_more [rounds] [DIR] */
 #include <mpi.h>
 #include <stdlib.h>
 #include "count.h"
@@ -536,6 +538,86 @@ static void groups(void) {
     }
 }
 
+/* The split collectives on DIR/split.dat, K ints per rank in each of three bands of n*K ints:
+ * band 0 written at explicit offsets, band 1 through the individual pointer, band 2 in rank
+ * order through the shared pointer (moved there by MPI_File_seek_shared); then each band is
+ * read back the same way and checked. */
+#define K 16
+static void split_io(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/split.dat", dir);
+    MPI_File fh;
+    int rc = MPI_File_open(W, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh);
+    CHECK(rc == MPI_SUCCESS, "MPI_File_open %s: %d", path, rc);
+    count("MPI_File_open", 0);
+    const long long kb = K * sizeof(int);
+    const MPI_Offset band = (MPI_Offset)n * kb;
+    int w[K], r[K];
+    MPI_Status st;
+    int got;
+
+    fill(w, K, rank * 1000);
+    MPI_File_write_at_all_begin(fh, rank * kb, w, K, MPI_INT);
+    count("MPI_File_write_at_all_begin", kb);
+    MPI_File_write_at_all_end(fh, w, &st);
+    count("MPI_File_write_at_all_end", 0);
+    MPI_Get_count(&st, MPI_INT, &got);
+    CHECK(got == K, "write_at_all_end: %d ints", got);
+
+    MPI_File_seek(fh, band + rank * kb, MPI_SEEK_SET);
+    count("MPI_File_seek", 0);
+    fill(w, K, rank * 1000 + 500);
+    MPI_File_write_all_begin(fh, w, K, MPI_INT);
+    count("MPI_File_write_all_begin", kb);
+    MPI_File_write_all_end(fh, w, MPI_STATUS_IGNORE);
+    count("MPI_File_write_all_end", 0);
+
+    MPI_File_seek_shared(fh, 2 * band, MPI_SEEK_SET);
+    count("MPI_File_seek_shared", 0);
+    fill(w, K, 7000 + rank * K);
+    MPI_File_write_ordered_begin(fh, w, K, MPI_INT);
+    count("MPI_File_write_ordered_begin", kb);
+    MPI_File_write_ordered_end(fh, w, MPI_STATUS_IGNORE);
+    count("MPI_File_write_ordered_end", 0);
+
+    /* Other ranks' bytes are read below: make the writes visible first. */
+    MPI_File_sync(fh);
+    count("MPI_File_sync", 0);
+    MPI_Barrier(W);
+    count("MPI_Barrier", 0);
+    MPI_File_sync(fh);
+    count("MPI_File_sync", 0);
+
+    int right = (rank + 1) % n;
+    MPI_File_read_at_all_begin(fh, right * kb, r, K, MPI_INT);
+    count("MPI_File_read_at_all_begin", kb);
+    MPI_File_read_at_all_end(fh, r, &st);
+    count("MPI_File_read_at_all_end", 0);
+    MPI_Get_count(&st, MPI_INT, &got);
+    CHECK(got == K, "read_at_all_end: %d ints", got);
+    expect(r, K, right * 1000, "read_at_all band 0");
+
+    MPI_File_seek(fh, band + right * kb, MPI_SEEK_SET);
+    count("MPI_File_seek", 0);
+    MPI_File_read_all_begin(fh, r, K, MPI_INT);
+    count("MPI_File_read_all_begin", kb);
+    MPI_File_read_all_end(fh, r, MPI_STATUS_IGNORE);
+    count("MPI_File_read_all_end", 0);
+    expect(r, K, right * 1000 + 500, "read_all band 1");
+
+    /* Back to the start of band 2, relative to where the ordered writes left the pointer. */
+    MPI_File_seek_shared(fh, -band, MPI_SEEK_CUR);
+    count("MPI_File_seek_shared", 0);
+    MPI_File_read_ordered_begin(fh, r, K, MPI_INT);
+    count("MPI_File_read_ordered_begin", kb);
+    MPI_File_read_ordered_end(fh, r, MPI_STATUS_IGNORE);
+    count("MPI_File_read_ordered_end", 0);
+    expect(r, K, 7000 + rank * K, "read_ordered band 2");
+
+    MPI_File_close(&fh);
+    count("MPI_File_close", 0);
+}
+
 int main(int argc, char **argv) {
     app_init(&argc, &argv, &rank, &n);
     int rounds = argc > 1 ? atoi(argv[1]) : 3;
@@ -550,6 +632,7 @@ int main(int argc, char **argv) {
     collectives();
     topologies(left, right);
     groups();
+    if (argc > 2) split_io(argv[2]);
     count("MPI_Finalize", 0);
     MPI_Finalize();
     count_print(rank);

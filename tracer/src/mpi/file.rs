@@ -55,6 +55,43 @@ mpi_hooks! {
     MPI_File_seek, mpi_file_seek_ (fh: File, off: Offset, whence: Int) => FileSeek
         record |st, _| args::file_seek(fh.id(st), off.i(), whence.i());
 
+    /// Wrapper: `MPI_File_seek_shared` (collective: every rank passes the same place).
+    MPI_File_seek_shared, mpi_file_seek_shared_ (fh: File, off: Offset, whence: Int) => FileSeekShared
+        record |st, _| args::file_seek_shared(fh.id(st), off.i(), whence.i());
+
+    // The ends of the split collectives: the status of the begin's transfer comes back here,
+    // but the begin recorded its bytes already (the file pointer moved then), so the end
+    // records the file only.
+    /// Wrapper: `MPI_File_read_all_end`.
+    MPI_File_read_all_end, mpi_file_read_all_end_ (fh: File, buf: IoBufMut, status: Status)
+        => FileReadAllEnd
+        record |st, _| args::file_read_all_end(fh.id(st));
+
+    /// Wrapper: `MPI_File_write_all_end`.
+    MPI_File_write_all_end, mpi_file_write_all_end_ (fh: File, buf: IoBuf, status: Status)
+        => FileWriteAllEnd
+        record |st, _| args::file_write_all_end(fh.id(st));
+
+    /// Wrapper: `MPI_File_read_at_all_end`.
+    MPI_File_read_at_all_end, mpi_file_read_at_all_end_ (fh: File, buf: IoBufMut, status: Status)
+        => FileReadAtAllEnd
+        record |st, _| args::file_read_at_all_end(fh.id(st));
+
+    /// Wrapper: `MPI_File_write_at_all_end`.
+    MPI_File_write_at_all_end, mpi_file_write_at_all_end_ (fh: File, buf: IoBuf, status: Status)
+        => FileWriteAtAllEnd
+        record |st, _| args::file_write_at_all_end(fh.id(st));
+
+    /// Wrapper: `MPI_File_read_ordered_end`.
+    MPI_File_read_ordered_end, mpi_file_read_ordered_end_ (fh: File, buf: IoBufMut, status: Status)
+        => FileReadOrderedEnd
+        record |st, _| args::file_read_ordered_end(fh.id(st));
+
+    /// Wrapper: `MPI_File_write_ordered_end`.
+    MPI_File_write_ordered_end, mpi_file_write_ordered_end_ (fh: File, buf: IoBuf, status: Status)
+        => FileWriteOrderedEnd
+        record |st, _| args::file_write_ordered_end(fh.id(st));
+
     /// Wrapper: `MPI_File_sync`.
     MPI_File_sync, mpi_file_sync_ (fh: File) => FileSync
         record |st, _| args::file_sync(fh.id(st));
@@ -101,6 +138,16 @@ macro_rules! file_data {
                 };
         }}
     };
+    (@begin $op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident $(, $at:ident)?) => {
+        paste::paste! { mpi_hooks! {
+            /// Wrapper: the begin of a split collective: the bytes it is to move.
+            $c, $f (fh: File, $($at: Offset,)? buf: $buf, count: $cnt, dt: Datatype) => $op
+                record |st, r| {
+                    let b = io_bytes(st, r, count.i(), dt);
+                    args::[<$op:snake>](fh.id(st), $($at.i(),)? count.i(), dt.id(st), b)
+                };
+        }}
+    };
     (@nonblocking $op:ident, $c:ident, $f:tt, $buf:ident, $cnt:ident $(, $at:ident)?) => {
         paste::paste! { mpi_hooks! {
             /// Wrapper: a nonblocking MPI-IO data call: the bytes it is to move.
@@ -136,4 +183,10 @@ file_data! {
     nonblocking FileIwriteShared: MPI_File_iwrite_shared, mpi_file_iwrite_shared_, IoBuf;
     nonblocking FileIreadAt: MPI_File_iread_at, mpi_file_iread_at_, IoBufMut, off;
     nonblocking FileIwriteAt: MPI_File_iwrite_at, mpi_file_iwrite_at_, IoBuf, off;
+    begin FileReadAllBegin: MPI_File_read_all_begin, mpi_file_read_all_begin_, IoBufMut;
+    begin FileWriteAllBegin: MPI_File_write_all_begin, mpi_file_write_all_begin_, IoBuf;
+    begin FileReadOrderedBegin: MPI_File_read_ordered_begin, mpi_file_read_ordered_begin_, IoBufMut;
+    begin FileWriteOrderedBegin: MPI_File_write_ordered_begin, mpi_file_write_ordered_begin_, IoBuf;
+    begin FileReadAtAllBegin: MPI_File_read_at_all_begin, mpi_file_read_at_all_begin_, IoBufMut, off;
+    begin FileWriteAtAllBegin: MPI_File_write_at_all_begin, mpi_file_write_at_all_begin_, IoBuf, off;
 }
