@@ -20,9 +20,6 @@ use std::collections::HashMap;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
 
-/// `NC_CHUNKED` of `nc_def_var_chunking`'s storage.
-const NC_CHUNKED: i64 = 0;
-
 /// Replays `plan` (every step a NetCDF call) and reports the datasets of the files it created.
 pub fn replay(h: &Hdf5, nc: &Netcdf, plan: &Plan, out: &Path) -> Result<Vec<Storage>, String> {
     if let Some(s) = plan.steps.iter().find(|s| s.op.layer() != Layer::Netcdf) {
@@ -259,7 +256,7 @@ impl NcReplay<'_> {
                 // Chunk sizes for NC_CHUNKED as recorded; NULL for contiguous and compact
                 // storage, and where the program passed NULL (recorded as zeros: NetCDF's
                 // default chunks).
-                let p = if storage == NC_CHUNKED && chunks.iter().any(|&c| c != 0) {
+                let p = if storage == rsd::netcdf::CHUNKED && chunks.iter().any(|&c| c != 0) {
                     chunks.as_ptr()
                 } else {
                     std::ptr::null()
