@@ -239,3 +239,67 @@ fn a_communicator_in_another_order_is_not_taken_for_the_world() {
         );
     }
 }
+
+/// The split collectives (`MPI_File_write_at_all_begin`/`_end`, read likewise) under the
+/// defaults: OMPIO issues a begin's transfer as the rank's own asynchronous requests
+/// (`aio_write`/`aio_read`, which the tracer counts but does not record), so nothing is
+/// nested and the model has nothing to derive; the calls extrapolate like any others. Each
+/// rank's note on its requests is one note of every rank, in the inputs and at the target:
+/// were it one per rank, the header would grow with the rank count.
+#[test]
+fn split_collectives_under_the_defaults() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let args = [
+        "-a",
+        "mpiio",
+        "-B",
+        "-t",
+        "65536",
+        "-b",
+        "131072",
+        "-s",
+        "2",
+        "-R",
+        "-o",
+        "{d}/split.dat",
+    ];
+    let aio = "asynchronous I/O request(s)";
+    let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
+        .iter()
+        .map(|&np| {
+            let t = trace(dir.path(), &data, np, "ior_like", &args, None);
+            let tf = rsd::TraceFile::read(&t).unwrap();
+            let said: Vec<&String> = tf.header.notes.iter().filter(|n| n.contains(aio)).collect();
+            assert!(
+                said.len() == 1 && said[0].starts_with(&format!("ranks 0-{}: ", np - 1)),
+                "at {np}: {:?}",
+                tf.header.notes
+            );
+            t
+        })
+        .collect();
+    let real = trace(dir.path(), &data, 32, "ior_like", &args, None);
+    let out = dir.path().join("32.extrap.iotrex");
+    let o = extrap(&inputs, 32, &out, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_identical("ior split collectives", &out, &real);
+    let tf = rsd::TraceFile::read(&out).unwrap();
+    assert!(
+        tf.header
+            .notes
+            .iter()
+            .any(|n| n.starts_with("ranks 0-31: ") && n.contains(aio)),
+        "{:?}",
+        tf.header.notes
+    );
+    let begins = tf
+        .trace
+        .expand(31)
+        .iter()
+        .filter(|e| e.op == rsd::Op::FileWriteAtAllBegin)
+        .map(|e| e.op.data_bytes(&e.params))
+        .collect::<Vec<_>>();
+    assert_eq!(begins, vec![65536; 4], "rank 31's write begins");
+}

@@ -627,6 +627,9 @@ fn fit_sorted(
         .sort_by_key(|e| e.quantity.contains("mean") && e.model.contains("held-out"));
     let largest = &sorted[sorted.len() - 1].file;
     let mut header = largest.header.clone();
+    header.notes = (header.notes.iter())
+        .map(|n| rsd::show::note_at_scale(n, largest.header.nranks, target))
+        .collect();
     header.nranks = target;
     let (prediction, explain) = timing::wall(originals, target);
     fitter.explain.extend(explain);

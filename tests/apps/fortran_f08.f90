@@ -7,20 +7,22 @@
 ! nonblocking ring with MPI_Waitall, a communicator split, calls without ierror, and
 ! MPI_File_delete. Strided array sections (non-contiguous buffers: MPICH's f08 procedures
 ! build a datatype for them, compilers without descriptors copy them in and out) are written
-! and read back through MPI-IO and exchanged with MPI_Sendrecv, in blocking calls only.
+! and read back through MPI-IO and exchanged with MPI_Sendrecv, in blocking calls only. The
+! split collectives (begin then end, explicit offsets, individual and shared pointers) with
+! MPI_File_seek_shared, the data read back checked.
 ! Prints "COUNT <rank> <op> <calls> <bytes>" lines like the C mini-apps.
 ! Usage: fortran_f08 DIR [ITERS=3]
 program fortran_f08
   use mpi_f08
   implicit none
-  integer, parameter :: n = 1024, maxops = 32
+  integer, parameter :: n = 1024, maxops = 64
   integer :: ierr, rank, nprocs, i, iters, half, got, nops, left, right
   type(MPI_File) :: fh
   type(MPI_Datatype) :: vtype
   type(MPI_Comm) :: sub
   type(MPI_Request) :: reqs(2)
   type(MPI_Status) :: status
-  integer(kind=MPI_OFFSET_KIND) :: off, disp
+  integer(kind=MPI_OFFSET_KIND) :: off, disp, band
   double precision :: buf(n), sums(4)
   integer :: sendv(64), recvv(4), sendw(8), recvw(8), k
   double precision :: back(n)
@@ -96,6 +98,50 @@ program fortran_f08
   do k = 1, n / 2
     if (back(2 * k) /= buf(2 * k - 1) .or. back(2 * k - 1) /= -1) stop 'strided read back wrong'
   end do
+
+  ! The split collectives past the strided part: one band of n doubles per rank through
+  ! explicit offsets, one through the individual pointer, one in rank order through the shared
+  ! pointer; then each rank reads its right neighbour's blocks of the first two back.
+  band = int(nprocs, MPI_OFFSET_KIND) * n * 8
+  disp = int(iters + 4, MPI_OFFSET_KIND) * band
+  buf = rank + 100
+  call MPI_File_write_at_all_begin(fh, disp + rank * n * 8, buf, n, MPI_DOUBLE_PRECISION, ierr)
+  call count('MPI_File_write_at_all_begin', int(n, 8) * 8)
+  call MPI_File_write_at_all_end(fh, buf, status, ierr)
+  call count('MPI_File_write_at_all_end', 0_8)
+  call MPI_File_seek(fh, disp + band + rank * n * 8, MPI_SEEK_SET, ierr)
+  call count('MPI_File_seek', 0_8)
+  call MPI_File_write_all_begin(fh, buf, n, MPI_DOUBLE_PRECISION)
+  call count('MPI_File_write_all_begin', int(n, 8) * 8)
+  call MPI_File_write_all_end(fh, buf, MPI_STATUS_IGNORE)
+  call count('MPI_File_write_all_end', 0_8)
+  call MPI_File_seek_shared(fh, disp + 2 * band, MPI_SEEK_SET, ierr)
+  call count('MPI_File_seek_shared', 0_8)
+  call MPI_File_write_ordered_begin(fh, buf, n, MPI_DOUBLE_PRECISION, ierr)
+  call count('MPI_File_write_ordered_begin', int(n, 8) * 8)
+  call MPI_File_write_ordered_end(fh, buf, MPI_STATUS_IGNORE, ierr)
+  call count('MPI_File_write_ordered_end', 0_8)
+  call MPI_File_sync(fh, ierr)
+  call count('MPI_File_sync', 0_8)
+  call MPI_Barrier(MPI_COMM_WORLD)
+  call count('MPI_Barrier', 0_8)
+  call MPI_File_sync(fh, ierr)
+  call count('MPI_File_sync', 0_8)
+  buf = -1
+  call MPI_File_read_at_all_begin(fh, disp + mod(rank + 1, nprocs) * n * 8, buf, n, &
+                                  MPI_DOUBLE_PRECISION, ierr)
+  call count('MPI_File_read_at_all_begin', int(n, 8) * 8)
+  call MPI_File_read_at_all_end(fh, buf, status, ierr)
+  call count('MPI_File_read_at_all_end', 0_8)
+  if (any(buf /= mod(rank + 1, nprocs) + 100)) stop 'split read_at_all read wrong data'
+  buf = -1
+  call MPI_File_seek(fh, disp + band + mod(rank + 1, nprocs) * n * 8, MPI_SEEK_SET, ierr)
+  call count('MPI_File_seek', 0_8)
+  call MPI_File_read_all_begin(fh, buf, n, MPI_DOUBLE_PRECISION, ierr)
+  call count('MPI_File_read_all_begin', int(n, 8) * 8)
+  call MPI_File_read_all_end(fh, buf, MPI_STATUS_IGNORE, ierr)
+  call count('MPI_File_read_all_end', 0_8)
+  if (any(buf /= mod(rank + 1, nprocs) + 100)) stop 'split read_all read wrong data'
   call MPI_File_close(fh, ierr)
   call count('MPI_File_close', 0_8)
 

@@ -3,16 +3,18 @@
 ! hooks see these calls. Collective strided writes, a vector file view with a collective
 ! write, a read back with a status, a nonblocking write, a subarray view, MPI_IN_PLACE
 ! reductions, MPI_Sendrecv and MPI_Allgatherv, a nonblocking ring with
-! MPI_Waitall, a communicator split, and MPI_File_delete.
+! MPI_Waitall, a communicator split, MPI_File_delete, and the split collectives (begin then
+! end, explicit offsets, individual and shared pointers) with MPI_File_seek_shared, the data
+! read back checked.
 ! Prints "COUNT <rank> <op> <calls> <bytes>" lines like the C mini-apps (count.h).
 ! Usage: fortran_io DIR [ITERS=3]
 program fortran_io
   use mpi
   implicit none
-  integer, parameter :: n = 1024, maxops = 32
+  integer, parameter :: n = 1024, maxops = 64
   integer :: ierr, rank, nprocs, fh, i, iters, vtype, half, got, nops, left, right
   integer :: reqs(2), status(MPI_STATUS_SIZE)
-  integer(kind=MPI_OFFSET_KIND) :: off, disp
+  integer(kind=MPI_OFFSET_KIND) :: off, disp, band
   double precision :: buf(n), sums(4)
   integer :: sendv(64), recvv(4), sizes2(2), subs2(2), starts2(2)
   integer, allocatable :: counts(:), displs(:), gathered(:)
@@ -89,6 +91,52 @@ program fortran_io
   call count('MPI_File_write_all', int(n, 8) * 8)
   call MPI_Type_free(vtype, ierr)
   call count('MPI_Type_free', 0_8)
+
+  ! The split collectives past the subarray's region: one band of n doubles per rank through
+  ! explicit offsets, one through the individual pointer, one in rank order through the shared
+  ! pointer; then each rank reads its right neighbour's blocks of the first two back.
+  call MPI_File_set_view(fh, 0_MPI_OFFSET_KIND, MPI_BYTE, MPI_BYTE, 'native', MPI_INFO_NULL, ierr)
+  call count('MPI_File_set_view', 0_8)
+  band = int(nprocs, MPI_OFFSET_KIND) * n * 8
+  disp = int(iters + 4, MPI_OFFSET_KIND) * band
+  buf = rank + 100
+  call MPI_File_write_at_all_begin(fh, disp + rank * n * 8, buf, n, MPI_DOUBLE_PRECISION, ierr)
+  call count('MPI_File_write_at_all_begin', int(n, 8) * 8)
+  call MPI_File_write_at_all_end(fh, buf, status, ierr)
+  call count('MPI_File_write_at_all_end', 0_8)
+  call MPI_File_seek(fh, disp + band + rank * n * 8, MPI_SEEK_SET, ierr)
+  call count('MPI_File_seek', 0_8)
+  call MPI_File_write_all_begin(fh, buf, n, MPI_DOUBLE_PRECISION, ierr)
+  call count('MPI_File_write_all_begin', int(n, 8) * 8)
+  call MPI_File_write_all_end(fh, buf, MPI_STATUS_IGNORE, ierr)
+  call count('MPI_File_write_all_end', 0_8)
+  call MPI_File_seek_shared(fh, disp + 2 * band, MPI_SEEK_SET, ierr)
+  call count('MPI_File_seek_shared', 0_8)
+  call MPI_File_write_ordered_begin(fh, buf, n, MPI_DOUBLE_PRECISION, ierr)
+  call count('MPI_File_write_ordered_begin', int(n, 8) * 8)
+  call MPI_File_write_ordered_end(fh, buf, MPI_STATUS_IGNORE, ierr)
+  call count('MPI_File_write_ordered_end', 0_8)
+  call MPI_File_sync(fh, ierr)
+  call count('MPI_File_sync', 0_8)
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call count('MPI_Barrier', 0_8)
+  call MPI_File_sync(fh, ierr)
+  call count('MPI_File_sync', 0_8)
+  buf = -1
+  call MPI_File_read_at_all_begin(fh, disp + mod(rank + 1, nprocs) * n * 8, buf, n, &
+                                  MPI_DOUBLE_PRECISION, ierr)
+  call count('MPI_File_read_at_all_begin', int(n, 8) * 8)
+  call MPI_File_read_at_all_end(fh, buf, status, ierr)
+  call count('MPI_File_read_at_all_end', 0_8)
+  if (any(buf /= mod(rank + 1, nprocs) + 100)) stop 'split read_at_all read wrong data'
+  buf = -1
+  call MPI_File_seek(fh, disp + band + mod(rank + 1, nprocs) * n * 8, MPI_SEEK_SET, ierr)
+  call count('MPI_File_seek', 0_8)
+  call MPI_File_read_all_begin(fh, buf, n, MPI_DOUBLE_PRECISION, ierr)
+  call count('MPI_File_read_all_begin', int(n, 8) * 8)
+  call MPI_File_read_all_end(fh, buf, MPI_STATUS_IGNORE, ierr)
+  call count('MPI_File_read_all_end', 0_8)
+  if (any(buf /= mod(rank + 1, nprocs) + 100)) stop 'split read_all read wrong data'
   call MPI_File_close(fh, ierr)
   call count('MPI_File_close', 0_8)
 

@@ -3,6 +3,8 @@
  *   -F               file per process (default: one shared file)
  *   -L seg|strided   segmented (AAAABBBB) or strided (ABABAB) layout (default seg)
  *   -c               collective MPI-IO (default independent)
+ *   -B               collective MPI-IO through the split collectives
+ *                    (MPI_File_write_at_all_begin/_end, read likewise); implies -c
  *   -t BYTES         transfer size (default 65536)
  *   -b BYTES         block size per rank and segment (default 262144)
  *   -s N             segment count (default 4)
@@ -30,7 +32,7 @@
 #include "count.h"
 
 static int rank, n;
-static int mpiio, fpp, strided, coll, strong, readback, dofsync, randomized, reps = 1;
+static int mpiio, fpp, strided, coll, split, strong, readback, dofsync, randomized, reps = 1;
 static long xfer = 65536, block = 262144, segs = 4;
 static const char *opath = "/dev/shm/ior_like.dat";
 static MPI_Info hints = MPI_INFO_NULL;
@@ -109,12 +111,22 @@ static void mpiio_phase(char *buf, int writing, int target) {
     for (long s = 0; s < segs; s++)
         for (long i = 0; i < nx; i++) {
             MPI_Offset off = offset_of(target, s, i);
-            if (writing && coll) {
+            if (writing && split) {
+                MPI_File_write_at_all_begin(fh, off, buf, (int)xfer, MPI_BYTE);
+                count("MPI_File_write_at_all_begin", xfer);
+                MPI_File_write_at_all_end(fh, buf, MPI_STATUS_IGNORE);
+                count("MPI_File_write_at_all_end", 0);
+            } else if (writing && coll) {
                 MPI_File_write_at_all(fh, off, buf, (int)xfer, MPI_BYTE, MPI_STATUS_IGNORE);
                 count("MPI_File_write_at_all", xfer);
             } else if (writing) {
                 MPI_File_write_at(fh, off, buf, (int)xfer, MPI_BYTE, MPI_STATUS_IGNORE);
                 count("MPI_File_write_at", xfer);
+            } else if (split) {
+                MPI_File_read_at_all_begin(fh, off, buf, (int)xfer, MPI_BYTE);
+                count("MPI_File_read_at_all_begin", xfer);
+                MPI_File_read_at_all_end(fh, buf, MPI_STATUS_IGNORE);
+                count("MPI_File_read_at_all_end", 0);
             } else if (coll) {
                 MPI_File_read_at_all(fh, off, buf, (int)xfer, MPI_BYTE, MPI_STATUS_IGNORE);
                 count("MPI_File_read_at_all", xfer);
@@ -135,12 +147,13 @@ int main(int argc, char **argv) {
     app_init(&argc, &argv, &rank, &n);
     int c;
     const char *comm_kind = NULL;
-    while ((c = getopt(argc, argv, "a:FL:ct:b:s:SReo:i:rH:C:")) != -1) {
+    while ((c = getopt(argc, argv, "a:FL:cBt:b:s:SReo:i:rH:C:")) != -1) {
         switch (c) {
         case 'a': mpiio = strcmp(optarg, "mpiio") == 0; break;
         case 'F': fpp = 1; break;
         case 'L': strided = strcmp(optarg, "strided") == 0; break;
         case 'c': coll = 1; break;
+        case 'B': coll = split = 1; break;
         case 't': xfer = atol(optarg); break;
         case 'b': block = atol(optarg); break;
         case 's': segs = atol(optarg); break;
