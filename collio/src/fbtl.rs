@@ -95,6 +95,18 @@ pub fn issue(
     }
 }
 
+/// `mca_fbtl_posix_ip{write,read}v`: one asynchronous request per entry, neither merged nor
+/// sieved, each collected by the request's progress (`aio_return`) in submission order
+/// (glibc runs one descriptor's requests in turn). The tracer records a collected request as
+/// the `pwrite`/`pread` it did (`rsd::op`), so each entry is one plain call.
+pub fn issue_async(dir: Dir, entries: &[(u64, u64)], size: &mut u64, out: &mut Vec<Call>) {
+    out.extend(
+        entries
+            .iter()
+            .map(|&(off, len)| single(dir, off, len, size)),
+    );
+}
+
 fn single(dir: Dir, offset: u64, len: u64, size: &mut u64) -> Call {
     match dir {
         Dir::Write => {

@@ -31,10 +31,10 @@
 //! - the user's memory datatype (taken as contiguous: a noncontiguous buffer splits OMPIO's
 //!   `individual` io array and changes ROMIO's strided paths).
 //!
-//! Not recorded by the tracer at all: OMPIO's `vulcan` writes asynchronously (`aio_write`)
-//! when a call takes more than 2 cycles (more than `bytes_per_agg` bytes for one
-//! aggregator), so those calls show no nested POSIX call; the model says so
-//! ([`ompio::Outcome::async_writes`]) and leaves them out.
+//! OMPIO's `vulcan` writes asynchronously (`aio_write`) when a call takes more than 2 cycles
+//! (more than `bytes_per_agg` bytes for one aggregator): the tracer records each request when
+//! its result is collected, as the `pwrite` it did, and the model issues one per io array
+//! entry ([`ompio::Outcome::async_writes`], [`fbtl::issue_async`]).
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]

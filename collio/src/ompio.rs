@@ -150,8 +150,8 @@ pub struct Outcome {
     pub domain_size: Option<u64>,
     /// The number of cycles of the call (the most any aggregator or rank needs).
     pub cycles: u64,
-    /// The aggregators wrote asynchronously (`aio_write`, more than 2 cycles): those calls
-    /// are not POSIX calls the tracer records, and are left out of `calls`.
+    /// The aggregators wrote asynchronously (`aio_write`, more than 2 cycles): one `pwrite`
+    /// per io array entry ([`fbtl::issue_async`]), as the tracer records requests.
     pub async_writes: bool,
     /// Per rank, the POSIX calls it issues, in order.
     pub calls: Vec<Vec<Call>>,
@@ -474,9 +474,6 @@ fn vulcan_write(
     };
     let mut calls = vec![Vec::new(); coll.regions.len()];
     for (i, pieces) in per_aggr.into_iter().enumerate() {
-        if async_writes {
-            continue;
-        }
         // The global list is sorted by offset (ompi_fcoll_base_sort_iovec) before the
         // cycles cut it.
         let mut sorted = pieces;
@@ -486,14 +483,12 @@ fn vulcan_write(
         for chunk in chunks(&sorted, per_cycle) {
             // write_init's split_iov_array takes at most write_chunksize (= the cycle size)
             // bytes: the whole cycle.
-            fbtl::issue(
-                &cfg.fbtl,
-                Dir::Write,
-                &io_array(chunk),
-                true,
-                &mut size,
-                out,
-            );
+            let entries = io_array(chunk);
+            if async_writes {
+                fbtl::issue_async(Dir::Write, &entries, &mut size, out);
+            } else {
+                fbtl::issue(&cfg.fbtl, Dir::Write, &entries, true, &mut size, out);
+            }
         }
     }
     Ok(Outcome {

@@ -1142,10 +1142,8 @@ fn why_aggregators(cfg: &Config, np: u32, out: &ompio::Outcome) -> String {
         )
     };
     let list = rsd::RankSet::from_sorted(&out.aggregators);
-    // Asynchronous writes (aio_write) are not calls the tracer records, in the inputs as in
-    // the model's output.
     let aio = if out.async_writes {
-        ", writing asynchronously (more than 2 cycles: no nested write is recorded)"
+        ", writing asynchronously (more than 2 cycles: a pwrite per request, as collected)"
     } else {
         ""
     };

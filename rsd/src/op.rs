@@ -290,7 +290,12 @@ ops! {
     TypeCommit => Mpi, "MPI_Type_commit", None, [Datatype];
     TypeFree => Mpi, "MPI_Type_free", None, [Datatype];
 
-    // POSIX. `fd` is the index in the rank's open-file table, `ret` the call's result.
+    // POSIX. `fd` is the index in the rank's open-file table, `ret` the call's result. An
+    // asynchronous request (`aio_read`/`aio_write`, a `lio_listio` entry) has no op of its
+    // own: it is recorded when `aio_return` collects it, as the `pread`/`pwrite` it did
+    // (`count` the bytes asked for, `offset` the request's, `ret` what `aio_return` gave),
+    // nested in the call that collected it, so every consumer counts, places and replays it
+    // as any positioned read or write.
     Open => Posix, "open", None, [Flags, Mode, Fd];
     Openat => Posix, "openat", None, [Flags, Mode, Fd];
     Creat => Posix, "creat", None, [Mode, Fd];

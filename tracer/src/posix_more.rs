@@ -6,8 +6,9 @@
 //!
 //! Except for the copies and `preadv2`/`pwritev2` (data), these are recorded only when the
 //! application makes them, not inside MPI-IO calls, where they are the library's bookkeeping.
-//! `aio_*` requests are not recorded (glibc performs them on threads of its own through
-//! internal calls): those on traced descriptors are counted into a header note.
+//! `aio_*` requests on traced descriptors are recorded when `aio_return` collects them, as
+//! the `pwrite`/`pread` they did (glibc performs them on threads of its own through internal
+//! calls); those never collected are counted into a header note.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -17,6 +18,8 @@ use crate::state::{Call, fd_traced, now_ns, record, run_recorded, traceable, wit
 use libc::{FILE, c_char, c_int, c_uint, c_void, loff_t, off_t, size_t, ssize_t};
 use rsd::Op;
 use rsd::op::{args, fixed};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 // ---------------------------------------------------------------------------------------------
@@ -636,58 +639,73 @@ libc_hooks! {
         |id, r| if off == -1 { args::writev(id, cnt as i64, r) } else { args::pwritev(id, cnt as i64, off, r) };
 }
 
-/// Asynchronous requests (`aio_read`, `aio_write`, `lio_listio` entries) on traced descriptors:
-/// glibc performs them on threads of its own through internal calls no hook sees, so their
-/// bytes are not in the trace; the header says how many there were.
-pub static AIO_UNRECORDED: AtomicUsize = AtomicUsize::new(0);
+/// Asynchronous requests (`aio_read`, `aio_write`, `lio_listio` entries) on traced descriptors
+/// that have not come back through `aio_return` yet: the control block's address, and whether
+/// the request writes. glibc performs a request on a thread of its own through internal calls
+/// no hook sees, so the tracer records it when the caller collects its result: `aio_return`
+/// is recorded as the `pwrite` or `pread` the request did (the op layouts' comment in
+/// `rsd::op`). OMPIO's nonblocking and split collective transfers, and `vulcan`'s writes of
+/// more than two cycles, go this way; its progress engine collects each request.
+static PENDING: Mutex<BTreeMap<usize, bool>> = Mutex::new(BTreeMap::new());
 
-/// The header note for [`AIO_UNRECORDED`], if any.
+/// The header note on the requests never collected (their bytes are not in the trace).
 pub fn unrecorded_note(rank: u32) -> Option<String> {
-    let n = AIO_UNRECORDED.load(Ordering::Relaxed);
+    let n = PENDING.lock().map(|p| p.len()).unwrap_or(0);
     (n > 0).then(|| {
         format!(
             "rank {rank}: {n} asynchronous I/O request(s) (aio_read/aio_write/lio_listio) on \
-             traced descriptors were not recorded: their bytes are missing from this trace"
+             traced descriptors were not collected by aio_return before the trace was written: \
+             their bytes are missing from this trace"
         )
     })
 }
 
-fn count_aio(cb: *const libc::aiocb) {
+/// Notes a request submitted on a traced descriptor (see [`PENDING`]).
+fn submitted(cb: *const libc::aiocb, write: bool) {
     if cb.is_null() || traceable().is_none() {
         return;
     }
     // SAFETY: the caller passed a valid control block to the real function.
     let fd = unsafe { (*cb).aio_fildes };
-    if fd_traced(fd) {
-        AIO_UNRECORDED.fetch_add(1, Ordering::Relaxed);
+    // A control block used again before its request was collected: the later request is
+    // the one `aio_return` will report.
+    if fd_traced(fd)
+        && let Ok(mut p) = PENDING.lock()
+    {
+        p.insert(cb as usize, write);
     }
 }
 
 macro_rules! aio_hook {
-    ($name:ident, $sym:literal) => {
-        /// Hook: counts the request when its descriptor is traced (see [`AIO_UNRECORDED`]).
+    ($name:ident, $sym:literal, $write:literal) => {
+        /// Hook: notes the request when its descriptor is traced (see [`PENDING`]).
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(cb: *mut libc::aiocb) -> c_int {
             let Some(f) = real!($sym, unsafe extern "C" fn(*mut libc::aiocb) -> c_int) else {
                 return enosys();
             };
-            count_aio(cb);
             // SAFETY: forwarding the caller's argument to the real function.
-            unsafe { f(cb) }
+            let r = unsafe { f(cb) };
+            if r == 0 {
+                submitted(cb, $write);
+            }
+            r
         }
     };
 }
-aio_hook!(aio_read, "aio_read");
-aio_hook!(aio_write, "aio_write");
-aio_hook!(aio_read64, "aio_read64");
-aio_hook!(aio_write64, "aio_write64");
+aio_hook!(aio_read, "aio_read", false);
+aio_hook!(aio_write, "aio_write", true);
+aio_hook!(aio_read64, "aio_read64", false);
+aio_hook!(aio_write64, "aio_write64", true);
 
 type LioFn =
     unsafe extern "C" fn(c_int, *const *mut libc::aiocb, c_int, *mut libc::sigevent) -> c_int;
 
 macro_rules! lio_hook {
     ($name:ident, $sym:literal) => {
-        /// Hook: counts the list's requests on traced descriptors (see [`AIO_UNRECORDED`]).
+        /// Hook: notes the list's requests on traced descriptors (see [`PENDING`]). Noted
+        /// before the call: with `LIO_WAIT` they may be collected as soon as it returns, and
+        /// a list the call refuses leaves requests nobody collects (the note counts them).
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(
             mode: c_int,
@@ -703,9 +721,14 @@ macro_rules! lio_hook {
                     // SAFETY: the caller passed an array of `n` control-block pointers (null
                     // entries are allowed and skipped).
                     let cb = unsafe { *list.add(i) };
+                    if cb.is_null() {
+                        continue;
+                    }
                     // SAFETY: as above; a non-null entry is a valid control block.
-                    if !cb.is_null() && unsafe { (*cb).aio_lio_opcode } != libc::LIO_NOP {
-                        count_aio(cb);
+                    match unsafe { (*cb).aio_lio_opcode } {
+                        libc::LIO_READ => submitted(cb, false),
+                        libc::LIO_WRITE => submitted(cb, true),
+                        _ => {}
                     }
                 }
             }
@@ -716,3 +739,63 @@ macro_rules! lio_hook {
 }
 lio_hook!(lio_listio, "lio_listio");
 lio_hook!(lio_listio64, "lio_listio64");
+
+macro_rules! aio_return_hook {
+    ($name:ident, $sym:literal) => {
+        /// Hook: collects a request's result; one noted in [`PENDING`] is recorded as the
+        /// `pwrite` or `pread` it did (descriptor, the bytes asked for, the offset, what it
+        /// returned), nested in the call collecting it.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(cb: *mut libc::aiocb) -> ssize_t {
+            type F = unsafe extern "C" fn(*mut libc::aiocb) -> ssize_t;
+            let Some(f) = real!($sym, F) else {
+                return enosys();
+            };
+            let write = match cb.is_null() {
+                true => None,
+                false => PENDING
+                    .lock()
+                    .ok()
+                    .and_then(|mut p| p.remove(&(cb as usize))),
+            };
+            // SAFETY (here and below): forwarding the caller's control block, valid until
+            // its result is collected, which this call does.
+            let Some(write) = write else {
+                return unsafe { f(cb) };
+            };
+            // SAFETY: as above.
+            let (fd, n, off) =
+                unsafe { ((*cb).aio_fildes, (*cb).aio_nbytes as i64, (*cb).aio_offset) };
+            let (op, params): (Op, fn(i64, i64, i64, i64) -> [i64; 4]) = match write {
+                true => (Op::Pwrite, fixed::pwrite),
+                false => (Op::Pread, fixed::pread),
+            };
+            // Collected inside an MPI call that is not an MPI-IO one (a nonblocking transfer's
+            // `MPI_Wait`), where the library's own calls are not recorded: a child of that
+            // call all the same, in the frame every recorded MPI call opens. With no frame
+            // (not inside a recorded call) the request stays pending and the note counts it.
+            let _inside = match crate::guard::mode() {
+                crate::guard::BUSY if crate::state::RECORDING.load(Ordering::Relaxed) => {
+                    if !crate::state::frame_open() {
+                        if let Ok(mut p) = PENDING.lock() {
+                            p.insert(cb as usize, write);
+                        }
+                        // SAFETY: as above.
+                        return unsafe { f(cb) };
+                    }
+                    Some(crate::guard::Enter::new(crate::guard::IN_MPIIO))
+                }
+                _ => None,
+            };
+            on_handle(
+                fd,
+                op,
+                || unsafe { f(cb) },
+                |r| r as i64,
+                |id, r| params(id, n, off, r),
+            )
+        }
+    };
+}
+aio_return_hook!(aio_return, "aio_return");
+aio_return_hook!(aio_return64, "aio_return64");

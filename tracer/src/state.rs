@@ -617,6 +617,11 @@ pub fn open_frame(t0: u64) {
     });
 }
 
+/// Whether a call of this thread has a frame open for children.
+pub fn frame_open() -> bool {
+    CHILDREN.with(|c| c.try_borrow().is_ok_and(|c| !c.is_empty()))
+}
+
 /// Closes the innermost frame, giving its children.
 pub fn close_frame() -> Vec<RawEvent> {
     CHILDREN.with(|c| {

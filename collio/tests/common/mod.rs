@@ -84,7 +84,7 @@ pub struct Checked {
     pub nested: usize,
     /// Aggregator counts seen (per call).
     pub aggregators: Vec<usize>,
-    /// Calls whose aggregators wrote asynchronously (aio, not recorded).
+    /// Calls whose aggregators wrote asynchronously (aio requests, recorded as collected).
     pub async_calls: usize,
 }
 

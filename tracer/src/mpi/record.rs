@@ -4,9 +4,11 @@
 use super::*;
 
 /// Runs an MPI call and records it. In MPI-IO calls (the op's layer), POSIX calls made by the
-/// library become the event's children; in other calls they are not recorded. Made by HDF5
-/// or NetCDF inside a traced call of theirs, the call is that call's child. `path` is the
-/// file a call names (`MPI_File_open`, `MPI_File_delete`).
+/// library become the event's children; in other calls they are not recorded, except the
+/// asynchronous requests on traced files the call collects (a nonblocking MPI-IO transfer
+/// completed in `MPI_Wait`: `posix_more`'s `aio_return` hook records them into this call's
+/// frame). Made by HDF5 or NetCDF inside a traced call of theirs, the call is that call's
+/// child. `path` is the file a call names (`MPI_File_open`, `MPI_File_delete`).
 #[inline]
 pub(crate) fn mpi_call(
     op: Op,
@@ -27,14 +29,14 @@ pub(crate) fn mpi_call(
     let g = Enter::new(BUSY);
     let sig = signature();
     let t0 = now_ns();
+    open_frame(t0);
     if io {
-        open_frame(t0);
         g.switch(IN_MPIIO);
     }
     let r = call();
     let t1 = now_ns();
     g.switch(BUSY);
-    let children = if io { close_frame() } else { Vec::new() };
+    let children = close_frame();
     record_nested(Call { op, sig, t0, t1 }, child, children, |st| {
         Some((build(st, r), path))
     });
