@@ -69,6 +69,7 @@ fn fortran_program_is_traced_like_c() {
             .find(|e| e.op == rsd::Op::FileReadAt)
             .expect("MPI_File_read_at recorded");
         assert_eq!(read.op.data_bytes(&read.params), 4096, "{:?}", read.params);
+        assert_fortran_io_darray(&tf, np, 1);
     }
 }
 
