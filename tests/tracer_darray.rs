@@ -1,0 +1,119 @@
+//! `MPI_Type_create_darray` end to end under Open MPI: `tests/apps/darray.c` (2-D and 3-D
+//! global arrays, BLOCK, CYCLIC(k) and NONE distributions, C and Fortran order, uneven
+//! divisions, written collectively through darray file views and checked element by element
+//! by every rank) is traced, its counts must equal the app's, the file table must put every
+//! rank's bytes exactly where the files hold them, and the trace must stay near-constant in
+//! size from 4 to 16 ranks. The type maps iotrex derives from a recorded darray must be those
+//! Open MPI builds, for hundreds of darrays (`darray_typemap.c`). MPICH: `tracer_mpich.rs`.
+
+mod common;
+use common::darray::{
+    TrueExtent, assert_placement_matches_files, assert_typemaps_agree, cases, typemap_input,
+};
+use common::*;
+use std::process::Command;
+
+fn traced(np: u32, raw: bool) -> (tempfile::TempDir, Run) {
+    let dir = scratch();
+    let d = dir.path().to_string_lossy().to_string();
+    let run = mpirun(
+        np,
+        &app("darray"),
+        &args(&[&d]),
+        &dir.path().join(format!("darray.{np}.iotrex")),
+        &Opts {
+            raw,
+            ..Opts::default()
+        },
+    );
+    (dir, run)
+}
+
+#[test]
+fn darray_views_are_recorded_and_placed_where_the_bytes_are() {
+    let (dir, run) = traced(4, true);
+    assert_counts_match(&run, 4);
+    for r in [0, 3] {
+        assert_expand_matches_raw(&run, r);
+    }
+    assert_placement_matches_files(&run, dir.path());
+    // The first darray as recorded at rank 3: a 7 x 7 array (B = 3) of ints on a 2 x 2 grid,
+    // C order, BLOCK x BLOCK with default arguments, in rsd::mpi's encodings.
+    use rsd::mpi::distribute::{BLOCK, DFLT_DARG};
+    let tf = run.read();
+    let d = tf
+        .trace
+        .expand(3)
+        .into_iter()
+        .find(|e| e.op == rsd::Op::TypeCreateDarray)
+        .expect("MPI_Type_create_darray recorded");
+    assert_eq!(
+        d.params,
+        vec![
+            4,
+            3,
+            2,
+            rsd::mpi::order::C,
+            7,
+            1000,
+            7,
+            7,
+            BLOCK,
+            BLOCK,
+            DFLT_DARG,
+            DFLT_DARG,
+            2,
+            2
+        ]
+    );
+}
+
+/// At 8 and 16 ranks too (other grids, other uneven blocks), and the trace stays
+/// near-constant in size: the caller's `rank` is one rank-linear value, the grid one value.
+#[test]
+fn darray_traces_stay_near_constant_in_size() {
+    let mut sizes = Vec::new();
+    for np in [4u32, 8, 16] {
+        let (dir, run) = traced(np, false);
+        assert_counts_match(&run, np);
+        assert_placement_matches_files(&run, dir.path());
+        sizes.push((np, std::fs::metadata(&run.trace).unwrap().len()));
+    }
+    eprintln!("darray trace sizes: {sizes:?}");
+    let min = sizes.iter().map(|s| s.1).min().unwrap();
+    let max = sizes.iter().map(|s| s.1).max().unwrap();
+    assert!(
+        max as f64 <= 1.2 * min as f64,
+        "trace sizes grow more than 1.2x: {sizes:?}"
+    );
+}
+
+#[test]
+fn darray_type_maps_are_open_mpis() {
+    let cases = cases();
+    let dir = scratch();
+    let input = dir.path().join("cases.txt");
+    std::fs::write(&input, typemap_input(&cases)).unwrap();
+    let out = Command::new("timeout")
+        .args(["-k", "5", "120", "mpirun", "-np", "1"])
+        .arg(app("darray_typemap"))
+        .arg(&input)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("LD_PRELOAD", "")
+        .output()
+        .expect("run timeout/mpirun");
+    assert!(out.status.success(), "{}", status_text(&out));
+    let n = assert_typemaps_agree(
+        &String::from_utf8_lossy(&out.stdout),
+        &cases,
+        "Open MPI",
+        TrueExtent::Exact,
+    );
+    eprintln!(
+        "{} darrays, {n} types compared with Open MPI's",
+        cases.len()
+    );
+    assert!(n > 1000, "{n}");
+}
