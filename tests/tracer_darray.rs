@@ -117,3 +117,26 @@ fn darray_type_maps_are_open_mpis() {
     );
     assert!(n > 1000, "{n}");
 }
+
+/// darray_weak (even divisions: every rank's share follows n exactly) traced at 4, 8 and 12
+/// ranks extrapolates to 16 identical to a real 16-rank trace: the darrays' size as n, rank as
+/// rank, the grid and global sizes as linear in n, and the collective calls' nested POSIX
+/// calls from the file table's placement of the darray views. (darray.c's uneven shares are
+/// piecewise in the rank, which no model fits: extrap refuses it, naming the count.)
+#[test]
+fn darray_views_extrapolate_to_a_real_trace() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let mut inputs = Vec::new();
+    for np in [4u32, 8, 12, 16] {
+        let out = dir.path().join(format!("weak.{np}.iotrex"));
+        trace_in(&out, &data, np, "darray_weak", &["{d}"], None);
+        inputs.push(out);
+    }
+    let real = inputs.pop().unwrap();
+    let x = dir.path().join("weak.x16.iotrex");
+    let o = extrap(&inputs, 16, &x, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_identical("darray_weak", &x, &real);
+}
