@@ -271,7 +271,7 @@ fn fortran_under_mpich() {
     assert_counts_match(&run, 4);
     assert_expand_matches_raw(&run, 2);
     // MPICH's Fortran MPI_DISTRIBUTE_* and MPI_ORDER_FORTRAN, recorded as Open MPI's.
-    assert_fortran_io_darray(&run.read(), 4, 2);
+    assert_fortran_darray(&run.read(), 4, 2);
 }
 
 /// darray.c under MPICH, whose distribution constants differ from Open MPI's (121, 122, 123,
@@ -342,6 +342,7 @@ fn fortran_f08_under_mpich() {
     assert_expand_matches_raw(&run, 1);
     assert_expand_matches_raw(&run, 3);
     let tf = run.read();
+    assert_fortran_darray(&tf, 4, 3);
     let ev = tf.trace.expand(1);
     let open = ev
         .iter()

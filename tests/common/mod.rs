@@ -365,9 +365,10 @@ pub fn status_text(o: &Output) -> String {
     )
 }
 
-/// Asserts fortran_io's darray as recorded at `rank` of `np`: its size, rank, order and arrays
-/// in rsd::mpi's encodings, whatever the library's Fortran constants.
-pub fn assert_fortran_io_darray(tf: &TraceFile, np: u32, rank: u32) {
+/// Asserts fortran_io's and fortran_f08's darray (the same) as recorded at `rank` of `np`: its
+/// size, rank, order and arrays in rsd::mpi's encodings, whatever the library's Fortran
+/// constants.
+pub fn assert_fortran_darray(tf: &TraceFile, np: u32, rank: u32) {
     use rsd::mpi::distribute::{CYCLIC, DFLT_DARG, NONE};
     let ev = tf.trace.expand(rank);
     let d = ev
