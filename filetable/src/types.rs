@@ -541,38 +541,47 @@ impl Types {
                          threads replay does not flatten it"
                     )
                 };
-                // Each dimension's owned indices as runs; the outer dimensions are walked
-                // index by index (each index starts at least one block of the innermost).
+                // Each dimension's owned indices as runs.
                 let runs: Vec<Vec<(i64, i64)>> = dims
                     .iter()
                     .map(|dim| dim.runs(MAX_BLOCKS).ok_or_else(too_many))
                     .collect::<Result<_, _>>()?;
+                // The trailing dimensions this process owns whole are one contiguous chunk of
+                // the dimension before them: walked as that dimension's runs, so that every
+                // pass of the odometer below starts a new block (the limit on blocks then
+                // bounds the work; a whole array on one process is one pass).
+                let mut m = nd;
+                while m > 1 && runs[m - 1] == [(0, dims[m - 1].gsize)] {
+                    m -= 1;
+                }
+                let unit = stride[m - 1];
+                let chunk = unit / oext.max(1);
                 let indices = |k: usize| runs[k].iter().flat_map(|(s, l)| *s..*s + *l);
-                let mut outer: Vec<Vec<i64>> = Vec::with_capacity(nd - 1);
-                for (k, r) in runs[..nd - 1].iter().enumerate() {
+                let mut outer: Vec<Vec<i64>> = Vec::with_capacity(m - 1);
+                for (k, r) in runs[..m - 1].iter().enumerate() {
                     if r.iter().map(|r| r.1).sum::<i64>() > MAX_BLOCKS as i64 {
                         return Err(too_many());
                     }
                     outer.push(indices(k).collect());
                 }
                 // Odometer over the outer dimensions, slowest first.
-                let mut idx = vec![0usize; nd - 1];
+                let mut idx = vec![0usize; m - 1];
                 loop {
                     let mut at = base;
-                    for k in 0..nd - 1 {
+                    for k in 0..m - 1 {
                         at += outer[k][idx[k]] * stride[k];
                     }
-                    for (s, l) in &runs[nd - 1] {
-                        let run = at + s * oext;
+                    for (s, l) in &runs[m - 1] {
+                        let run = at + s * unit;
                         if dense {
-                            out.push(run, l * oext)?;
+                            out.push(run, l * unit)?;
                         } else {
-                            for j in 0..*l {
+                            for j in 0..l * chunk {
                                 out.extend(run + j * oext, &ib)?;
                             }
                         }
                     }
-                    let mut k = nd - 1;
+                    let mut k = m - 1;
                     loop {
                         if k == 0 {
                             return Ok(());
@@ -845,6 +854,43 @@ mod tests {
         // The vector's extent is 12 bytes; rank 1 owns column 2 of both rows.
         assert_eq!(f.blocks, vec![(24, 4), (32, 4), (60, 4), (68, 4)]);
         assert_eq!((f.size, f.extent), (16, 6 * 12));
+    }
+
+    #[test]
+    fn darray_owned_whole_is_walked_as_one_chunk() {
+        use rsd::mpi::distribute::{BLOCK, CYCLIC, DFLT_DARG, NONE};
+        let mut t = Types::default();
+        // A 5,000,000 x 3 array on one process: one block, not 5,000,000 rows (more rows than
+        // the flattening walks: it was refused).
+        let whole = [(5_000_000, NONE, DFLT_DARG, 1), (3, BLOCK, DFLT_DARG, 1)];
+        t.track(&ev(Op::TypeCreateDarray, darray(1, 0, false, INT, &whole)));
+        assert_eq!(t.flatten(1000).unwrap().blocks, vec![(0, 60_000_000)]);
+        // Cyclic rows of whole 2 x 3 planes: each row a chunk of 6 ints.
+        let planes = [
+            (4, CYCLIC, DFLT_DARG, 2),
+            (2, NONE, DFLT_DARG, 1),
+            (3, BLOCK, DFLT_DARG, 1),
+        ];
+        t.track(&ev(Op::TypeCreateDarray, darray(2, 1, false, INT, &planes)));
+        assert_eq!(t.flatten(1000).unwrap().blocks, vec![(24, 24), (72, 24)]);
+        assert_eq!(
+            elements(&t.flatten(1000).unwrap(), 4),
+            owned(1, false, &planes)
+        );
+        // The same over a non-dense old type, element by element.
+        t.track(&ev(Op::TypeVector, vec![2, 1, 2, INT, 1001]));
+        t.track(&ev(
+            Op::TypeCreateDarray,
+            darray(2, 1, false, 1001, &planes),
+        ));
+        let mut want = Blocks {
+            v: Vec::new(),
+            what: 1000,
+        };
+        for e in owned(1, false, &planes) {
+            want.extend(e * 12, &[(0, 4), (8, 4)]).unwrap();
+        }
+        assert_eq!(t.flatten(1000).unwrap().blocks, want.v);
     }
 
     #[test]
