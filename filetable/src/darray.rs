@@ -163,7 +163,14 @@ impl Dim {
                 let s = self.coord.saturating_mul(b);
                 push(s, (self.gsize - s).clamp(0, b));
             }
+            // On one process the blocks are the whole dimension (walked block by block, a
+            // damaged trace's huge dimension would take hours to merge back).
+            Distrib::Cyclic(_) if self.psize == 1 => {
+                push(0, self.gsize);
+            }
             Distrib::Cyclic(b) => {
+                // Blocks of different processes lie between: every block is a new run, so
+                // the limit bounds the walk.
                 let step = self.psize.saturating_mul(b);
                 let mut s = self.coord.saturating_mul(b);
                 while s < self.gsize {
@@ -378,6 +385,12 @@ mod tests {
         assert_eq!(runs(CYCLIC, 2, 2), (vec![(4, 2)], 2));
         // CYCLIC(4): the cut last block.
         assert_eq!(runs(CYCLIC, 4, 2), (vec![(8, 2)], 2));
+        // CYCLIC on one process: the whole dimension, one run, whatever its size.
+        let d = Darray::parse(&ev(1, 0, false, &[(1 << 40, CYCLIC, DFLT_DARG, 1)])).unwrap();
+        assert_eq!(d.dims[0].runs(4).unwrap(), vec![(0, 1 << 40)]);
+        // More blocks than the limit: refused, not walked to the end.
+        let d = Darray::parse(&ev(2, 0, false, &[(1 << 40, CYCLIC, DFLT_DARG, 2)])).unwrap();
+        assert_eq!(d.dims[0].runs(4), None);
         // NONE: everything, on one process.
         let d = Darray::parse(&ev(1, 0, false, &[(10, NONE, DFLT_DARG, 1)])).unwrap();
         assert_eq!(d.dims[0].runs(100).unwrap(), vec![(0, 10)]);
