@@ -121,8 +121,9 @@ fn darray_type_maps_are_open_mpis() {
 /// darray_weak (even divisions: every rank's share follows n exactly) traced at 4, 8 and 12
 /// ranks extrapolates to 16 identical to a real 16-rank trace: the darrays' size as n, rank as
 /// rank, the grid and global sizes as linear in n, and the collective calls' nested POSIX
-/// calls from the file table's placement of the darray views. (darray.c's uneven shares are
-/// piecewise in the rank, which no model fits: extrap refuses it, naming the count.)
+/// calls from the file table's placement of the darray views. darray.c's uneven shares are
+/// piecewise in the rank, which no model fits: extrap refuses it, naming the count, rather
+/// than write a wrong trace.
 #[test]
 fn darray_views_extrapolate_to_a_real_trace() {
     let dir = scratch();
@@ -139,4 +140,19 @@ fn darray_views_extrapolate_to_a_real_trace() {
     let o = extrap(&inputs, 16, &x, &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert_identical("darray_weak", &x, &real);
+
+    let mut uneven = Vec::new();
+    for np in [4u32, 8, 12] {
+        let out = dir.path().join(format!("uneven.{np}.iotrex"));
+        trace_in(&out, &data, np, "darray", &["{d}"], None);
+        uneven.push(out);
+    }
+    let x = dir.path().join("uneven.x16.iotrex");
+    let o = extrap(&uneven, 16, &x, &[]);
+    assert!(
+        !o.status.success() && text(&o).contains("count of MPI_File_write_all"),
+        "{}",
+        text(&o)
+    );
+    assert!(!x.exists());
 }
