@@ -140,6 +140,7 @@ fn darray_views_extrapolate_to_a_real_trace() {
     let o = extrap(&inputs, 16, &x, &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert_identical("darray_weak", &x, &real);
+    replayed_where_the_real_run_wrote(&x, &data);
 
     let mut uneven = Vec::new();
     for np in [4u32, 8, 12] {
@@ -155,4 +156,59 @@ fn darray_views_extrapolate_to_a_real_trace() {
         text(&o)
     );
     assert!(!x.exists());
+}
+
+/// `iotrex-replay` of the extrapolated 16-rank darray_weak trace under `mpirun -np 16` (the
+/// darrays built by MPI at a rank count no input had) puts every rank's bytes where the real
+/// 16-rank run, whose files are in `data`, put them. The real run wrote its rank + 1 in every
+/// byte; the replay fills each call's buffer with its pattern, and a darray view maps a buffer
+/// onto the file in increasing order: the k-th byte of the file a rank wrote holds pattern
+/// byte k (one write per rank and file).
+fn replayed_where_the_real_run_wrote(trace: &std::path::Path, data: &std::path::Path) {
+    let bin = target_dir().join("release/iotrex-replay");
+    assert!(
+        bin.exists(),
+        "{}: cargo build --release --workspace",
+        bin.display()
+    );
+    let root = scratch();
+    let out = Command::new("timeout")
+        .args(["-k", "5", "120", "mpirun", "-np", "16"])
+        .arg(&bin)
+        .arg(trace)
+        .arg("--root")
+        .arg(root.path())
+        .args(["--comm", "real", "--compute", "none"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("LD_PRELOAD", "")
+        .output()
+        .expect("run timeout/mpirun");
+    assert!(out.status.success(), "{}", status_text(&out));
+    assert!(
+        text(&out).contains("op counts and bytes equal the trace's"),
+        "{}",
+        text(&out)
+    );
+    for name in ["weak_2d", "weak_3d"] {
+        let real = std::fs::read(data.join(name)).unwrap();
+        let at = replay::Root::new(root.path())
+            .unwrap()
+            .lexical(data.join(name).to_str().unwrap());
+        let got = std::fs::read(&at).unwrap_or_else(|e| panic!("{}: {e}", at.display()));
+        let mut seen = std::collections::HashMap::new();
+        let want: Vec<u8> = real
+            .iter()
+            .map(|who| {
+                let k = seen.entry(*who).or_insert(0usize);
+                *k += 1;
+                replay::engine::Pattern::byte(*k - 1)
+            })
+            .collect();
+        assert!(real.iter().all(|b| (1..=16).contains(b)), "{name}: a hole");
+        assert_eq!(got.len(), want.len(), "{name}: size");
+        let bad = (0..want.len()).find(|i| got[*i] != want[*i]);
+        assert!(bad.is_none(), "{name}: differs first at byte {bad:?}");
+    }
 }
