@@ -214,15 +214,15 @@ fn sweep(lib: common::Lib, scales: Vec<u32>) {
         {
             continue;
         }
-        // ROMIO 3.2.1 (Open MPI's romio321) aborts in ADIOI_Optimize_flattened ("free():
-        // invalid pointer"), untraced as traced, at a rank whose darray filetype selects
-        // nothing: darray.c's 2-D Fortran-order CYCLIC(2) x BLOCK(4) view at rank 7 of 16 (a
-        // 1-D empty darray view does not crash it). OMPIO, the default, is swept.
-        if lib == common::Lib::Romio && p.app == "darray" {
-            continue;
-        }
         let bin = common::app(p.app);
         for np in scales.iter().copied() {
+            // ROMIO 3.2.1 (Open MPI's romio321) aborts in ADIOI_Optimize_flattened ("free():
+            // invalid pointer"), untraced as traced, at a rank whose darray filetype selects
+            // nothing: darray.c's 2-D Fortran-order CYCLIC(2) x BLOCK(4) view at rank 7 of 16
+            // (a 1-D empty darray view does not crash it), which happens from 16 ranks.
+            if lib == common::Lib::Romio && p.app == "darray" && np >= 16 {
+                continue;
+            }
             let dir = common::scratch();
             let trace = dir.path().join("t.iotrex");
             let data = dir.path().join("data");
