@@ -69,6 +69,7 @@ fn fortran_program_is_traced_like_c() {
             .find(|e| e.op == rsd::Op::FileReadAt)
             .expect("MPI_File_read_at recorded");
         assert_eq!(read.op.data_bytes(&read.params), 4096, "{:?}", read.params);
+        assert_fortran_darray(&tf, np, 1);
     }
 }
 
@@ -126,6 +127,7 @@ fn mpi_f08_program_is_traced_like_c() {
     assert_counts_match(&run, np);
     assert_expand_matches_raw(&run, np - 1);
     let tf = run.read();
+    assert_fortran_darray(&tf, np, 2);
     let ev = tf.trace.expand(1);
     let open = ev
         .iter()

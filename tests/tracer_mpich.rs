@@ -270,6 +270,57 @@ fn fortran_under_mpich() {
     );
     assert_counts_match(&run, 4);
     assert_expand_matches_raw(&run, 2);
+    // MPICH's Fortran MPI_DISTRIBUTE_* and MPI_ORDER_FORTRAN, recorded as Open MPI's.
+    assert_fortran_darray(&run.read(), 4, 2);
+}
+
+/// darray.c under MPICH, whose distribution constants differ from Open MPI's (121, 122, 123,
+/// -49767): recorded in rsd::mpi's encoding, the file table places every rank's bytes where
+/// MPICH's ROMIO put them.
+#[test]
+fn darray_under_mpich() {
+    let dir = scratch();
+    let d = dir.path().to_string_lossy().to_string();
+    let run = hydra(
+        4,
+        &mpich_app("darray"),
+        &[d],
+        &dir.path().join("darray.iotrex"),
+    );
+    assert_counts_match(&run, 4);
+    assert_expand_matches_raw(&run, 1);
+    common::darray::assert_placement_matches_files(&run, dir.path());
+}
+
+/// The type maps iotrex derives from recorded darrays are those MPICH builds (its true extent
+/// may be wider than the data, see `TrueExtent::Covers`).
+#[test]
+fn darray_type_maps_are_mpichs() {
+    let cases = common::darray::cases();
+    let dir = scratch();
+    let input = dir.path().join("cases.txt");
+    std::fs::write(&input, common::darray::typemap_input(&cases)).unwrap();
+    let out = Command::new("timeout")
+        .args(["-k", "5", "120"])
+        .arg(prefix().join("usr/bin/mpiexec.hydra"))
+        .args(["-launcher", "fork", "-np", "1"])
+        .arg(mpich_app("darray_typemap"))
+        .arg(&input)
+        .env("LD_PRELOAD", "")
+        .env(
+            "LD_LIBRARY_PATH",
+            format!("{0}:{0}/slurm", libdir().display()),
+        )
+        .output()
+        .expect("run timeout/mpiexec.hydra");
+    assert!(out.status.success(), "{}", status_text(&out));
+    let n = common::darray::assert_typemaps_agree(
+        &String::from_utf8_lossy(&out.stdout),
+        &cases,
+        "MPICH",
+        common::darray::TrueExtent::Covers,
+    );
+    assert!(n > 1000, "{n}");
 }
 
 #[test]
@@ -291,6 +342,7 @@ fn fortran_f08_under_mpich() {
     assert_expand_matches_raw(&run, 1);
     assert_expand_matches_raw(&run, 3);
     let tf = run.read();
+    assert_fortran_darray(&tf, 4, 3);
     let ev = tf.trace.expand(1);
     let open = ev
         .iter()

@@ -115,6 +115,17 @@ fn programs() -> Vec<(&'static str, Program)> {
             },
         ),
         (
+            // darray filetypes (BLOCK, CYCLIC(k), NONE; C and Fortran order; 2-D and 3-D),
+            // one collective write and one collective read of each of five files: the
+            // aggregators' accesses come from the file table's placement of the views.
+            "darray",
+            Program {
+                app: "darray",
+                args: |d| vec![d.display().to_string()],
+                hints: &[],
+            },
+        ),
+        (
             "ior strided cb_nodes 2",
             Program {
                 app: "ior_like",
@@ -205,6 +216,13 @@ fn sweep(lib: common::Lib, scales: Vec<u32>) {
         }
         let bin = common::app(p.app);
         for np in scales.iter().copied() {
+            // ROMIO 3.2.1 (Open MPI's romio321) aborts in ADIOI_Optimize_flattened ("free():
+            // invalid pointer"), untraced as traced, at a rank whose darray filetype selects
+            // nothing: darray.c's 2-D Fortran-order CYCLIC(2) x BLOCK(4) view at rank 7 of 16
+            // (a 1-D empty darray view does not crash it), which happens from 16 ranks.
+            if lib == common::Lib::Romio && p.app == "darray" && np >= 16 {
+                continue;
+            }
             let dir = common::scratch();
             let trace = dir.path().join("t.iotrex");
             let data = dir.path().join("data");

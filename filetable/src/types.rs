@@ -10,11 +10,13 @@
 //! new id when it comes back), so a description never goes stale.
 //!
 //! The tracer records MPI_Type_contiguous, vector, create_hvector, indexed, create_hindexed,
-//! create_indexed_block, create_hindexed_block, create_subarray, create_struct,
-//! create_resized and dup. A type built otherwise (create_darray, ...) still gets an id when
-//! first used, but no constructor: it counts as one byte per element here, so a view with it
-//! as filetype replays as contiguous bytes.
+//! create_indexed_block, create_hindexed_block, create_subarray, create_darray
+//! ([`crate::darray`]), create_struct, create_resized and dup. A type built otherwise (the
+//! MPI-1 names removed in MPI-3.0, ...) still gets an id when first used, but no constructor:
+//! it counts as one byte per element here, so a view with it as filetype replays as
+//! contiguous bytes.
 
+use crate::darray::Darray;
 use rsd::op::{Op, Param};
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
@@ -183,7 +185,7 @@ pub fn unbuilt_view(types: &Types, filetype: i64) -> Option<String> {
     types.unbuilt_inside(filetype).map(|u| {
         format!(
             "MPI_File_set_view: filetype {filetype} is built on datatype {u}, whose constructor \
-             the trace does not record (e.g. MPI_Type_create_darray): replayed as bytes from the \
+             the trace does not record (e.g. MPI_Type_hvector): replayed as bytes from the \
              displacement"
         )
     })
@@ -210,7 +212,7 @@ impl Types {
     }
 
     /// A type the constructor chain of derived type `id` builds on but the trace never
-    /// built (its constructor is not recorded, e.g. `MPI_Type_create_darray`), if any. Such a
+    /// built (its constructor is not recorded, e.g. `MPI_Type_hvector`), if any. Such a
     /// type counts as one byte per element, which inside a recorded constructor (a resized
     /// extent, a vector stride) spreads the accesses far from where they were: a view over it
     /// is refused rather than replayed that way.
@@ -306,6 +308,18 @@ impl Types {
                 let whole: i64 = sizes.iter().product();
                 (sub * self.size(old), 0, whole * oext)
             }
+            Op::TypeCreateDarray => match Darray::parse(p) {
+                Ok(d) => {
+                    // The extent of the whole global array, from 0, whatever the old type's
+                    // bounds (the standard's resized type).
+                    let (_, oext) = self.bounds(d.oldtype);
+                    let size = d.local_len().saturating_mul(self.size(d.oldtype));
+                    (size, 0, d.global_len().saturating_mul(oext))
+                }
+                // Kept, empty, so that a view over it is refused with the reason
+                // ([`Types::flatten`]) rather than taken as bytes.
+                Err(_) => (0, 0, 0),
+            },
             Op::TypeCreateStruct => {
                 let n = n as usize;
                 let bls = arr(p, 2, n);
@@ -507,6 +521,80 @@ impl Types {
                     }
                 }
             }
+            Op::TypeCreateDarray => {
+                let d = Darray::parse(p).map_err(|e| format!("datatype {id}: {e}"))?;
+                let (_, oext) = self.bounds(d.oldtype);
+                let ib = inner(d.oldtype)?;
+                let dense = ib.len() == 1 && ib[0] == (0, oext);
+                let dims = d.c_order();
+                let nd = dims.len();
+                if d.local_len() == 0 {
+                    return Ok(());
+                }
+                let mut stride = vec![oext; nd];
+                for k in (0..nd - 1).rev() {
+                    stride[k] = stride[k + 1] * dims[k + 1].gsize;
+                }
+                let too_many = || {
+                    format!(
+                        "datatype {what} has more than {MAX_BLOCKS} noncontiguous blocks; the \
+                         threads replay does not flatten it"
+                    )
+                };
+                // Each dimension's owned indices as runs.
+                let runs: Vec<Vec<(i64, i64)>> = dims
+                    .iter()
+                    .map(|dim| dim.runs(MAX_BLOCKS).ok_or_else(too_many))
+                    .collect::<Result<_, _>>()?;
+                // The trailing dimensions this process owns whole are one contiguous chunk of
+                // the dimension before them: walked as that dimension's runs, so that every
+                // pass of the odometer below starts a new block (the limit on blocks then
+                // bounds the work; a whole array on one process is one pass).
+                let mut m = nd;
+                while m > 1 && runs[m - 1] == [(0, dims[m - 1].gsize)] {
+                    m -= 1;
+                }
+                let unit = stride[m - 1];
+                let chunk = unit / oext.max(1);
+                let indices = |k: usize| runs[k].iter().flat_map(|(s, l)| *s..*s + *l);
+                let mut outer: Vec<Vec<i64>> = Vec::with_capacity(m - 1);
+                for (k, r) in runs[..m - 1].iter().enumerate() {
+                    if r.iter().map(|r| r.1).sum::<i64>() > MAX_BLOCKS as i64 {
+                        return Err(too_many());
+                    }
+                    outer.push(indices(k).collect());
+                }
+                // Odometer over the outer dimensions, slowest first.
+                let mut idx = vec![0usize; m - 1];
+                loop {
+                    let mut at = base;
+                    for k in 0..m - 1 {
+                        at += outer[k][idx[k]] * stride[k];
+                    }
+                    for (s, l) in &runs[m - 1] {
+                        let run = at + s * unit;
+                        if dense {
+                            out.push(run, l * unit)?;
+                        } else {
+                            for j in 0..l * chunk {
+                                out.extend(run + j * oext, &ib)?;
+                            }
+                        }
+                    }
+                    let mut k = m - 1;
+                    loop {
+                        if k == 0 {
+                            return Ok(());
+                        }
+                        k -= 1;
+                        idx[k] += 1;
+                        if idx[k] < outer[k].len() {
+                            break;
+                        }
+                        idx[k] = 0;
+                    }
+                }
+            }
             Op::TypeCreateStruct => {
                 let n = n as usize;
                 let bls = arr(p, 2, n);
@@ -651,6 +739,231 @@ mod tests {
         let f = t.flatten(4321).unwrap();
         assert!(f.is_dense());
         assert_eq!(f.pieces(10, 5, 3), vec![(15, 3)]);
+    }
+
+    /// A darray event's parameters: dims as (gsize, distrib, darg, psize).
+    fn darray(
+        size: i64,
+        rank: i64,
+        fortran: bool,
+        old: i64,
+        dims: &[(i64, i64, i64, i64)],
+    ) -> Vec<i64> {
+        let nd = dims.len() as i64;
+        let mut v =
+            rsd::op::args::type_create_darray(size, rank, nd, i64::from(fortran), old, 1000);
+        for k in 0..4 {
+            v.extend(dims.iter().map(|d| [d.0, d.1, d.2, d.3][k]));
+        }
+        v
+    }
+
+    /// The elements rank `rank` owns, by brute force: every element of the global array, its
+    /// owner along each dimension computed from its index alone, in linear (file) order.
+    fn owned(rank: i64, fortran: bool, dims: &[(i64, i64, i64, i64)]) -> Vec<i64> {
+        use rsd::mpi::distribute::{BLOCK, CYCLIC, DFLT_DARG};
+        let nd = dims.len();
+        let mut coords = vec![0; nd];
+        let mut left = rank;
+        for k in (0..nd).rev() {
+            coords[k] = left % dims[k].3;
+            left /= dims[k].3;
+        }
+        let total: i64 = dims.iter().map(|d| d.0).product();
+        let mut out = Vec::new();
+        for lin in 0..total {
+            // The index along each dimension: the last varies fastest in C order, the first
+            // in Fortran order.
+            let mut rest = lin;
+            let mut idx = vec![0; nd];
+            let order: Vec<usize> = if fortran {
+                (0..nd).collect()
+            } else {
+                (0..nd).rev().collect()
+            };
+            for k in order {
+                idx[k] = rest % dims[k].0;
+                rest /= dims[k].0;
+            }
+            let mine = (0..nd).all(|k| {
+                let (g, dist, darg, p) = dims[k];
+                let owner = match dist {
+                    BLOCK => {
+                        let b = if darg == DFLT_DARG {
+                            (g + p - 1) / p
+                        } else {
+                            darg
+                        };
+                        idx[k] / b
+                    }
+                    CYCLIC => {
+                        let b = if darg == DFLT_DARG { 1 } else { darg };
+                        (idx[k] / b) % p
+                    }
+                    _ => 0,
+                };
+                owner == coords[k]
+            });
+            if mine {
+                out.push(lin);
+            }
+        }
+        out
+    }
+
+    /// The element indices of a type flattened over elements of `elem` bytes.
+    fn elements(f: &Flat, elem: i64) -> Vec<i64> {
+        f.blocks
+            .iter()
+            .flat_map(|(d, l)| (d / elem)..(d + l) / elem)
+            .collect()
+    }
+
+    #[test]
+    fn darray_block_cyclic_none_in_both_orders() {
+        use rsd::mpi::distribute::{BLOCK, CYCLIC, DFLT_DARG, NONE};
+        let mut t = Types::default();
+        // A 5x7 array of ints over a 2x2 grid: rows BLOCK (3 then 2), columns CYCLIC(2).
+        // Rank 3 is at (1, 1): rows 3-4, columns 2-3 and 6 (the wrap).
+        let dims = [(5, BLOCK, DFLT_DARG, 2), (7, CYCLIC, 2, 2)];
+        t.track(&ev(Op::TypeCreateDarray, darray(4, 3, false, INT, &dims)));
+        let f = t.flatten(1000).unwrap();
+        assert_eq!(elements(&f, 4), vec![23, 24, 27, 30, 31, 34]);
+        assert_eq!(f.blocks, vec![(92, 8), (108, 4), (120, 8), (136, 4)]);
+        assert_eq!((f.size, f.extent), (24, 5 * 7 * 4));
+        assert_eq!(t.bounds(1000), (0, 140));
+        assert_eq!(elements(&f, 4), owned(3, false, &dims));
+        // Fortran order: the first dimension fastest.
+        t.track(&ev(Op::TypeCreateDarray, darray(4, 3, true, INT, &dims)));
+        let f = t.flatten(1000).unwrap();
+        assert_eq!(elements(&f, 4), owned(3, true, &dims));
+        assert_eq!(elements(&f, 4), vec![13, 14, 18, 19, 33, 34]);
+        // NONE: a whole dimension; over a derived (non-dense) old type.
+        t.track(&ev(Op::TypeVector, vec![2, 1, 2, INT, 1001]));
+        t.track(&ev(
+            Op::TypeCreateDarray,
+            darray(
+                2,
+                1,
+                false,
+                1001,
+                &[(2, NONE, DFLT_DARG, 1), (3, BLOCK, 2, 2)],
+            ),
+        ));
+        let f = t.flatten(1000).unwrap();
+        // The vector's extent is 12 bytes; rank 1 owns column 2 of both rows.
+        assert_eq!(f.blocks, vec![(24, 4), (32, 4), (60, 4), (68, 4)]);
+        assert_eq!((f.size, f.extent), (16, 6 * 12));
+    }
+
+    #[test]
+    fn darray_owned_whole_is_walked_as_one_chunk() {
+        use rsd::mpi::distribute::{BLOCK, CYCLIC, DFLT_DARG, NONE};
+        let mut t = Types::default();
+        // A 5,000,000 x 3 array on one process: one block, not 5,000,000 rows (more rows than
+        // the flattening walks: it was refused).
+        let whole = [(5_000_000, NONE, DFLT_DARG, 1), (3, BLOCK, DFLT_DARG, 1)];
+        t.track(&ev(Op::TypeCreateDarray, darray(1, 0, false, INT, &whole)));
+        assert_eq!(t.flatten(1000).unwrap().blocks, vec![(0, 60_000_000)]);
+        // Cyclic rows of whole 2 x 3 planes: each row a chunk of 6 ints.
+        let planes = [
+            (4, CYCLIC, DFLT_DARG, 2),
+            (2, NONE, DFLT_DARG, 1),
+            (3, BLOCK, DFLT_DARG, 1),
+        ];
+        t.track(&ev(Op::TypeCreateDarray, darray(2, 1, false, INT, &planes)));
+        assert_eq!(t.flatten(1000).unwrap().blocks, vec![(24, 24), (72, 24)]);
+        assert_eq!(
+            elements(&t.flatten(1000).unwrap(), 4),
+            owned(1, false, &planes)
+        );
+        // The same over a non-dense old type, element by element.
+        t.track(&ev(Op::TypeVector, vec![2, 1, 2, INT, 1001]));
+        t.track(&ev(
+            Op::TypeCreateDarray,
+            darray(2, 1, false, 1001, &planes),
+        ));
+        let mut want = Blocks {
+            v: Vec::new(),
+            what: 1000,
+        };
+        for e in owned(1, false, &planes) {
+            want.extend(e * 12, &[(0, 4), (8, 4)]).unwrap();
+        }
+        assert_eq!(t.flatten(1000).unwrap().blocks, want.v);
+    }
+
+    #[test]
+    fn bad_darray_is_refused_by_name_and_a_view_over_it_says_why() {
+        let mut t = Types::default();
+        // psizes 3 for size 4.
+        t.track(&ev(
+            Op::TypeCreateDarray,
+            darray(4, 0, false, INT, &[(8, 0, -1, 3)]),
+        ));
+        let e = t.flatten(1000).unwrap_err();
+        assert!(
+            e.contains("datatype 1000") && e.contains("size is 4"),
+            "{e}"
+        );
+        assert_eq!(t.size(1000), 0);
+    }
+
+    use proptest::prelude::*;
+
+    /// A darray's dimensions (gsize, distrib, darg, psize), a rank of its grid, Fortran order.
+    type DarrayCase = (Vec<(i64, i64, i64, i64)>, i64, bool);
+
+    /// A valid darray: 1 to 3 dimensions, any rank of its grid, either order.
+    fn valid_darray() -> impl Strategy<Value = DarrayCase> {
+        let dim =
+            (1i64..13, 0i64..3, 0i64..4, 1i64..5, 0i64..3).prop_map(|(g, dist, a, p, more)| {
+                use rsd::mpi::distribute::{BLOCK, DFLT_DARG, NONE};
+                match dist {
+                    NONE => (g, NONE, DFLT_DARG, 1),
+                    // An explicit block must cover the dimension: ceil(g/p) and up.
+                    BLOCK if a > 0 => (g, BLOCK, (g + p - 1) / p + more, p),
+                    _ => (g, dist, if a == 0 { DFLT_DARG } else { a }, p),
+                }
+            });
+        (
+            prop::collection::vec(dim, 1..4),
+            any::<u32>(),
+            any::<bool>(),
+        )
+            .prop_map(|(dims, r, fortran)| {
+                let size: i64 = dims.iter().map(|d| d.3).product();
+                (dims, r as i64 % size, fortran)
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn darray_typemap_is_the_elements_the_rank_owns((dims, rank, fortran) in valid_darray()) {
+            let size: i64 = dims.iter().map(|d| d.3).product();
+            let mut t = Types::default();
+            t.track(&ev(Op::TypeCreateDarray, darray(size, rank, fortran, DOUBLE, &dims)));
+            let f = t.flatten(1000).unwrap();
+            let want = owned(rank, fortran, &dims);
+            prop_assert_eq!(elements(&f, 8), want.clone());
+            prop_assert_eq!(f.size, want.len() as i64 * 8);
+            prop_assert_eq!(t.size(1000), f.size);
+            prop_assert_eq!(t.bounds(1000), (0, dims.iter().map(|d| d.0).product::<i64>() * 8));
+        }
+
+        #[test]
+        fn darrays_of_all_ranks_partition_the_array((dims, _, fortran) in valid_darray()) {
+            let size: i64 = dims.iter().map(|d| d.3).product();
+            let mut t = Types::default();
+            let mut seen = Vec::new();
+            for rank in 0..size {
+                t.track(&ev(Op::TypeCreateDarray, darray(size, rank, fortran, INT, &dims)));
+                seen.extend(elements(&t.flatten(1000).unwrap(), 4));
+            }
+            seen.sort();
+            let total: i64 = dims.iter().map(|d| d.0).product();
+            prop_assert_eq!(seen, (0..total).collect::<Vec<_>>());
+        }
     }
 
     #[test]

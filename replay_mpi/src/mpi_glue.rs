@@ -4,7 +4,7 @@
 //! Data moves as `MPI_UINT8_T` counts of the recorded byte totals. A recorded file view is
 //! re-issued at the recorded displacement with a byte etype and the filetype rebuilt from its
 //! recorded constructor chain (vector, hvector, indexed and its h- and _block forms, subarray,
-//! struct, resized, dup: each issued as the same MPI constructor, predefined leaves as contiguous bytes of their size), offsets
+//! darray, struct, resized, dup: each issued as the same MPI constructor, predefined leaves as contiguous bytes of their size), offsets
 //! converted from the recorded etype to bytes; so noncontiguous access touches the same file
 //! regions as the application's. Vector collectives exchange each rank's recorded byte count
 //! first (the trace keeps each rank's own side, not the root's per-rank arrays), then issue
@@ -297,6 +297,55 @@ impl MpiRuntime {
                         sz.as_ptr(),
                         sub.as_ptr(),
                         st.as_ptr(),
+                        order,
+                        old,
+                        &mut nt,
+                    )
+                }
+            }
+            Op::TypeCreateDarray => {
+                // Refused here as the file table refuses it (MPI would abort the job), then
+                // issued with the recorded size and rank, whatever the replay's rank count.
+                let d = filetable::darray::Darray::parse(&prm)
+                    .map_err(|e| format!("rebuilding datatype {id}: {e}"))?;
+                let nd = d.dims.len();
+                let old = self.dtype(types, d.oldtype, depth + 1)?;
+                let order = if d.fortran {
+                    ffi::MPI_ORDER_FORTRAN as c_int
+                } else {
+                    ffi::MPI_ORDER_C as c_int
+                };
+                // This MPI's own constants for the stored distributions.
+                let fixed = op.params().len();
+                let distribs: Vec<c_int> = d
+                    .dims
+                    .iter()
+                    .map(|dim| match dim.distrib {
+                        filetable::darray::Distrib::Block(_) => ffi::MPI_DISTRIBUTE_BLOCK as c_int,
+                        filetable::darray::Distrib::Cyclic(_) => {
+                            ffi::MPI_DISTRIBUTE_CYCLIC as c_int
+                        }
+                        filetable::darray::Distrib::None => ffi::MPI_DISTRIBUTE_NONE as c_int,
+                    })
+                    .collect();
+                let dargs: Vec<c_int> = (0..nd)
+                    .map(|k| match at(fixed + 2 * nd + k) {
+                        rsd::mpi::distribute::DFLT_DARG => ffi::MPI_DISTRIBUTE_DFLT_DARG as c_int,
+                        v => cint(v),
+                    })
+                    .collect();
+                let (gs, ps) = (arr(fixed, nd), arr(fixed + 3 * nd, nd));
+                // SAFETY: four arrays of `nd` ints that outlive the call, an old type and a
+                // valid out-parameter.
+                unsafe {
+                    ffi::MPI_Type_create_darray(
+                        cint(op.param(&prm, Param::Size)),
+                        cint(op.param(&prm, Param::Rank)),
+                        nd as c_int,
+                        gs.as_ptr(),
+                        distribs.as_ptr(),
+                        dargs.as_ptr(),
+                        ps.as_ptr(),
                         order,
                         old,
                         &mut nt,
@@ -1430,11 +1479,20 @@ impl Runtime for MpiRuntime {
                 // the displacement (as an unknown filetype is): the accesses stay as large as
                 // recorded and near where they were, collectives still meet on every rank, and
                 // the view is reported as not replayed.
-                let unbuilt = replay::types::unbuilt_view(types, ft);
+                let mut unbuilt = replay::types::unbuilt_view(types, ft);
                 let filetype = if unbuilt.is_some() {
                     p.u8
                 } else if types.ctor(ft).is_some() {
-                    self.dtype(types, ft, 0)?
+                    // A type the trace describes but MPI would refuse (a darray whose grid is
+                    // not its size, ...) is refused here, the view taken as bytes the same way,
+                    // so that the collective call still meets on every rank.
+                    match self.dtype(types, ft, 0) {
+                        Ok(t) => t,
+                        Err(why) => {
+                            unbuilt = Some(format!("MPI_File_set_view: filetype {ft}: {why}"));
+                            p.u8
+                        }
+                    }
                 } else {
                     // A predefined filetype is contiguous: a byte view is the same.
                     p.u8

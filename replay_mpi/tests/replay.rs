@@ -893,3 +893,70 @@ fn a_view_built_on_an_unrecorded_type_stays_near_its_displacement() {
         .unwrap();
     check(&root, &String::from_utf8_lossy(&out.stdout));
 }
+
+/// A darray MPI would refuse (its grid of 3 processes is not its size 2), as a damaged or
+/// edited trace may hold: both replays refuse its view by name and take it as bytes from the
+/// displacement, the collective calls still meet on every rank, nothing crashes.
+#[test]
+fn a_darray_mpi_would_refuse_is_refused_by_name() {
+    use rsd::mpi::distribute::{BLOCK, DFLT_DARG};
+    const INT: i64 = 7;
+    const BYTE: i64 = 4;
+    let n = 2;
+    let tf = build(n, |r| {
+        let mut darray = rsd::op::args::type_create_darray(2, r as i64, 1, 0, INT, 1000);
+        darray.extend([8, BLOCK, DFLT_DARG, 3]);
+        vec![
+            ev(Op::Init, 1, vec![]),
+            ev(Op::TypeCreateDarray, 2, darray),
+            ev(Op::TypeCommit, 3, vec![1000]),
+            with_path(ev(Op::FileOpen, 4, vec![0, 9, 0]), "/v/darray.dat"),
+            ev(Op::FileSetView, 5, vec![0, 0, BYTE, 1000]),
+            ev(Op::FileWriteAll, 6, vec![0, 16, BYTE, 16]),
+            ev(Op::FileClose, 7, vec![0]),
+            ev(Op::Finalize, 8, vec![]),
+        ]
+    });
+    let why = "the psizes [3] make a grid of 3 processes, size is 2";
+    let d = tempfile::tempdir_in("/dev/shm").unwrap();
+    let o = Options {
+        compute: ComputeMode::None,
+        ..opts(CommMode::Real)
+    };
+    let root_t = d.path().join("threads");
+    std::fs::create_dir(&root_t).unwrap();
+    let r = threads(&tf, &root_t, &o);
+    assert!(
+        r.failures.iter().any(|f| f.contains(why)),
+        "--threads: {:?}",
+        r.failures
+    );
+    if !have_mpirun() {
+        eprintln!("skipped the MPI half: no mpirun");
+        return;
+    }
+    let trace = write_trace(d.path(), "darray.iotrex", &tf);
+    let root_m = d.path().join("mpi");
+    std::fs::create_dir(&root_m).unwrap();
+    let out = mpirun(
+        n,
+        &[
+            trace.to_str().unwrap(),
+            "--root",
+            root_m.to_str().unwrap(),
+            "--comm",
+            "real",
+            "--compute",
+            "none",
+        ],
+    );
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(all.contains(why), "mpirun: {all}");
+    assert!(!all.contains("panicked"), "mpirun: {all}");
+    // Taken as bytes from the displacement: both ranks' 16 bytes at 0.
+    assert_eq!(size(root_m.join("v/darray.dat")), 16, "{all}");
+}

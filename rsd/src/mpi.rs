@@ -240,6 +240,70 @@ pub fn order_is_fortran(stored: i64) -> bool {
     stored == order::FORTRAN || stored == order::MPICH.1
 }
 
+/// `MPI_Type_create_darray`'s distributions and default distribution argument as stored
+/// (Open MPI's values, as [`order`]'s are). MPICH's differ (121, 122, 123 and -49767): the
+/// tracer maps the library's own through [`encode_distrib`] and [`encode_darg`], and a replay
+/// issues its library's constants for these.
+pub mod distribute {
+    /// `MPI_DISTRIBUTE_BLOCK`.
+    pub const BLOCK: i64 = 0;
+    /// `MPI_DISTRIBUTE_CYCLIC`.
+    pub const CYCLIC: i64 = 1;
+    /// `MPI_DISTRIBUTE_NONE`.
+    pub const NONE: i64 = 2;
+    /// `MPI_DISTRIBUTE_DFLT_DARG`.
+    pub const DFLT_DARG: i64 = -1;
+    /// MPICH's `MPI_DISTRIBUTE_BLOCK`, `_CYCLIC`, `_NONE` and `_DFLT_DARG`.
+    pub const MPICH: Library = Library {
+        block: 121,
+        cyclic: 122,
+        none: 123,
+        dflt_darg: -49767,
+    };
+    /// Open MPI's, which are the stored values.
+    pub const OPEN_MPI: Library = Library {
+        block: BLOCK,
+        cyclic: CYCLIC,
+        none: NONE,
+        dflt_darg: DFLT_DARG,
+    };
+
+    /// One library's values of the distribution constants.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Library {
+        /// `MPI_DISTRIBUTE_BLOCK`.
+        pub block: i64,
+        /// `MPI_DISTRIBUTE_CYCLIC`.
+        pub cyclic: i64,
+        /// `MPI_DISTRIBUTE_NONE`.
+        pub none: i64,
+        /// `MPI_DISTRIBUTE_DFLT_DARG`.
+        pub dflt_darg: i64,
+    }
+}
+
+/// The stored distribution of a library's value (`lib` its constants). A value that is none of
+/// them (the application's error, which MPI refuses) is kept as it is, out of the stored range
+/// unless it collides, so the consumers can refuse it too.
+pub fn encode_distrib(value: i64, lib: distribute::Library) -> i64 {
+    match value {
+        v if v == lib.block => distribute::BLOCK,
+        v if v == lib.cyclic => distribute::CYCLIC,
+        v if v == lib.none => distribute::NONE,
+        v => v,
+    }
+}
+
+/// The stored distribution argument of a library's value: its `MPI_DISTRIBUTE_DFLT_DARG` as
+/// [`distribute::DFLT_DARG`], a block size as it is.
+pub fn encode_darg(value: i64, lib: distribute::Library) -> i64 {
+    if value == lib.dflt_darg {
+        distribute::DFLT_DARG
+    } else {
+        value
+    }
+}
+
 /// A peer as the application named it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Peer {
@@ -335,6 +399,20 @@ mod tests {
             assert!(order_is_fortran(lib_f));
             assert!(!order_is_fortran(lib_c));
         }
+    }
+
+    #[test]
+    fn distributions_are_stored_in_one_encoding_whatever_the_library() {
+        use distribute::*;
+        for lib in [OPEN_MPI, MPICH] {
+            assert_eq!(encode_distrib(lib.block, lib), BLOCK);
+            assert_eq!(encode_distrib(lib.cyclic, lib), CYCLIC);
+            assert_eq!(encode_distrib(lib.none, lib), NONE);
+            assert_eq!(encode_darg(lib.dflt_darg, lib), DFLT_DARG);
+            assert_eq!(encode_darg(3, lib), 3);
+        }
+        // An invalid distribution stays invalid.
+        assert_eq!(encode_distrib(77, MPICH), 77);
     }
 
     #[test]

@@ -118,6 +118,7 @@ params! {
     Loc => "loc", H5File => "file", Dset => "dset", Space => "space", MemSpace => "mem_space",
     FileSpace => "file_space", Attr => "attr", Group => "group", SelectOp => "select_op",
     Scope => "scope", Xfer => "xfer",
+    Rank => "rank",
     Ncid => "ncid", Varid => "varid", Dimid => "dimid", Xtype => "xtype", MemType => "mem_type",
     Storage => "storage",
 }
@@ -738,6 +739,14 @@ ops! {
     // Collective: moves the shared file pointer of every rank to the same place, `offset` in
     // etypes of the view from `whence` (as `MPI_File_seek` moves the individual one).
     FileSeekShared => MpiIo, "MPI_File_seek_shared", None, [Fh, Offset, Whence];
+
+    // ---- `MPI_Type_create_darray` (issue 17, the last datatype constructor Recorder 2.4
+    // wraps), appended as the file format requires. `size` and `rank` as passed (the process
+    // grid's size and the caller's place in it: n and the rank in an SPMD code, which
+    // extrapolate as such), `order` in `rsd::mpi::order`'s encoding. Followed by `ndims`
+    // global sizes, `ndims` distributions and `ndims` distribution arguments (both in
+    // `rsd::mpi::distribute`'s encoding), then `ndims` process-grid sizes.
+    TypeCreateDarray => Mpi, "MPI_Type_create_darray", None, [Size, Rank, Ndims, Order, Oldtype, Newtype];
 }
 
 /// Separates the two paths of a call that names two (`rename`, `link`, `symlink`: old, new)
@@ -1219,6 +1228,7 @@ impl Op {
             Op::TypeCreateHindexed => &["blocklengths", "displacements"],
             Op::TypeCreateHindexedBlock | Op::TypeCreateIndexedBlock => &["displacements"],
             Op::TypeCreateSubarray => &["sizes", "subsizes", "starts"],
+            Op::TypeCreateDarray => &["gsizes", "distribs", "dargs", "psizes"],
             Op::TypeCreateStruct => &["blocklengths", "displacements", "types"],
             Op::Startall | Op::Testall | Op::NcmpiWait | Op::NcmpiWaitAll => &["requests"],
             Op::Waitsome | Op::Testsome => &["completed"],
@@ -1252,6 +1262,7 @@ impl Op {
                 array,
                 "blocklengths"
                     | "sizes"
+                    | "gsizes"
                     | "subsizes"
                     | "dims"
                     | "maxdims"
@@ -1404,6 +1415,35 @@ mod tests {
             Op::NcPutAtt.data_bytes(&args::nc_put_att(0, -1, 2, 2, 5, 5)),
             0
         );
+    }
+
+    #[test]
+    fn darray_is_appended_with_its_four_arrays() {
+        let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
+        // After the split collectives (another block appended in the same session may come
+        // between).
+        assert!(at(Op::TypeCreateDarray) > at(Op::FileSeekShared));
+        let op = Op::TypeCreateDarray;
+        assert_eq!((op.layer(), op.dir()), (Layer::Mpi, Dir::None));
+        // A 7 x 9 array on a 2 x 2 grid: gsizes, distribs, dargs, psizes.
+        let mut v = args::type_create_darray(4, 3, 2, 0, 7, 1000);
+        v.extend([7, 9, 0, 1, -1, 2, 2, 2]);
+        let name = |i: usize| op.param_name(i, v.len(), 0);
+        assert_eq!(
+            (name(0), name(1), name(5)),
+            ("size".into(), "rank".into(), "newtype".into())
+        );
+        assert_eq!(
+            (name(6), name(9), name(11), name(13)),
+            (
+                "gsizes[0]".into(),
+                "distribs[1]".into(),
+                "dargs[1]".into(),
+                "psizes[1]".into()
+            )
+        );
+        assert!(op.array_is_quantity("gsizes") && !op.array_is_quantity("psizes"));
+        assert_eq!(crate::mpi::datatype_positions(op, &v), vec![4, 5]);
     }
 
     #[test]

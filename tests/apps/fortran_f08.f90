@@ -3,8 +3,9 @@
 ! (`mpi_send_f08_`, ...) call the C functions behind its mpif.h binding (`ompi_send_f`, ...),
 ! which call PMPI_* directly: only the tracer's hooks of those functions see these calls.
 ! Collective writes, a vector file view (its string argument passed with an explicit length),
-! a read back with a status, a nonblocking write, MPI_IN_PLACE reductions, MPI_Sendrecv, a
-! nonblocking ring with MPI_Waitall, a communicator split, calls without ierror, and
+! a darray type, a read back with a status, a nonblocking write, MPI_IN_PLACE reductions,
+! MPI_Sendrecv, a nonblocking ring with MPI_Waitall, a communicator split, calls without
+! ierror, and
 ! MPI_File_delete. Strided array sections (non-contiguous buffers: MPICH's f08 procedures
 ! build a datatype for them, compilers without descriptors copy them in and out) are written
 ! and read back through MPI-IO and exchanged with MPI_Sendrecv, in blocking calls only. The
@@ -65,6 +66,15 @@ program fortran_f08
   call count('MPI_File_set_view', 0_8)
   call MPI_File_write_all(fh, buf, n, MPI_DOUBLE_PRECISION, MPI_STATUS_IGNORE, ierr)
   call count('MPI_File_write_all', int(n, 8) * 8)
+  call MPI_Type_free(vtype, ierr)
+  call count('MPI_Type_free', 0_8)
+  ! A darray of the same matrix (8-column blocks dealt cyclically over a 1 x nprocs grid),
+  ! built and freed: its hook through the f08 binding.
+  call MPI_Type_create_darray(nprocs, rank, 2, (/ n / 8, 8 * nprocs /), &
+                              (/ MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_CYCLIC /), &
+                              (/ MPI_DISTRIBUTE_DFLT_DARG, 8 /), (/ 1, nprocs /), &
+                              MPI_ORDER_FORTRAN, MPI_DOUBLE_PRECISION, vtype, ierr)
+  call count('MPI_Type_create_darray', 0_8)
   call MPI_Type_free(vtype, ierr)
   call count('MPI_Type_free', 0_8)
   call MPI_File_set_view(fh, 0_MPI_OFFSET_KIND, MPI_BYTE, MPI_BYTE, 'native', MPI_INFO_NULL)

@@ -1,8 +1,8 @@
 ! fortran_io: the MPI-IO and MPI calls of a Fortran program (mpif.h-style bindings through
 ! `use mpi`). Open MPI's Fortran bindings call PMPI_* directly, so only the tracer's Fortran
 ! hooks see these calls. Collective strided writes, a vector file view with a collective
-! write, a read back with a status, a nonblocking write, a subarray view, MPI_IN_PLACE
-! reductions, MPI_Sendrecv and MPI_Allgatherv, a nonblocking ring with
+! write, a read back with a status, a nonblocking write, a subarray view, a darray view,
+! MPI_IN_PLACE reductions, MPI_Sendrecv and MPI_Allgatherv, a nonblocking ring with
 ! MPI_Waitall, a communicator split, MPI_File_delete, and the split collectives (begin then
 ! end, explicit offsets, individual and shared pointers) with MPI_File_seek_shared, the data
 ! read back checked.
@@ -17,6 +17,7 @@ program fortran_io
   integer(kind=MPI_OFFSET_KIND) :: off, disp, band
   double precision :: buf(n), sums(4)
   integer :: sendv(64), recvv(4), sizes2(2), subs2(2), starts2(2)
+  integer :: dgs(2), ddist(2), ddarg(2), dps(2)
   integer, allocatable :: counts(:), displs(:), gathered(:)
   character(len=4096) :: dir, path
   character(len=32) :: arg, names(maxops)
@@ -91,14 +92,32 @@ program fortran_io
   call count('MPI_File_write_all', int(n, 8) * 8)
   call MPI_Type_free(vtype, ierr)
   call count('MPI_Type_free', 0_8)
+  ! The same matrix as a darray (8-column blocks dealt cyclically over a 1 x nprocs grid,
+  ! the rows not distributed): this rank's columns again, one matrix further on.
+  dgs = (/ n / 8, 8 * nprocs /)
+  ddist = (/ MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_CYCLIC /)
+  ddarg = (/ MPI_DISTRIBUTE_DFLT_DARG, 8 /)
+  dps = (/ 1, nprocs /)
+  call MPI_Type_create_darray(nprocs, rank, 2, dgs, ddist, ddarg, dps, MPI_ORDER_FORTRAN, &
+                              MPI_DOUBLE_PRECISION, vtype, ierr)
+  call count('MPI_Type_create_darray', 0_8)
+  call MPI_Type_commit(vtype, ierr)
+  call count('MPI_Type_commit', 0_8)
+  disp = (int(iters + 4, MPI_OFFSET_KIND) * nprocs * n) * 8
+  call MPI_File_set_view(fh, disp, MPI_DOUBLE_PRECISION, vtype, 'native', MPI_INFO_NULL, ierr)
+  call count('MPI_File_set_view', 0_8)
+  call MPI_File_write_all(fh, buf, n, MPI_DOUBLE_PRECISION, MPI_STATUS_IGNORE, ierr)
+  call count('MPI_File_write_all', int(n, 8) * 8)
+  call MPI_Type_free(vtype, ierr)
+  call count('MPI_Type_free', 0_8)
 
-  ! The split collectives past the subarray's region: one band of n doubles per rank through
+  ! The split collectives past the darray's region: one band of n doubles per rank through
   ! explicit offsets, one through the individual pointer, one in rank order through the shared
   ! pointer; then each rank reads its right neighbour's blocks of the first two back.
   call MPI_File_set_view(fh, 0_MPI_OFFSET_KIND, MPI_BYTE, MPI_BYTE, 'native', MPI_INFO_NULL, ierr)
   call count('MPI_File_set_view', 0_8)
   band = int(nprocs, MPI_OFFSET_KIND) * n * 8
-  disp = int(iters + 4, MPI_OFFSET_KIND) * band
+  disp = int(iters + 5, MPI_OFFSET_KIND) * band
   buf = rank + 100
   call MPI_File_write_at_all_begin(fh, disp + rank * n * 8, buf, n, MPI_DOUBLE_PRECISION, ierr)
   call count('MPI_File_write_at_all_begin', int(n, 8) * 8)

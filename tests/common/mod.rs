@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 mod build;
+pub mod darray;
 pub mod h5file;
 
 use rsd::{FlatEvent, TraceFile};
@@ -362,4 +363,29 @@ pub fn status_text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// Asserts fortran_io's and fortran_f08's darray (the same) as recorded at `rank` of `np`: its
+/// size, rank, order and arrays in rsd::mpi's encodings, whatever the library's Fortran
+/// constants.
+pub fn assert_fortran_darray(tf: &TraceFile, np: u32, rank: u32) {
+    use rsd::mpi::distribute::{CYCLIC, DFLT_DARG, NONE};
+    let ev = tf.trace.expand(rank);
+    let d = ev
+        .iter()
+        .find(|e| e.op == rsd::Op::TypeCreateDarray)
+        .expect("MPI_Type_create_darray recorded");
+    let n = np as i64;
+    assert_eq!(
+        &d.params[..4],
+        &[n, rank as i64, 2, rsd::mpi::order::FORTRAN],
+        "{:?}",
+        d.params
+    );
+    assert_eq!(
+        &d.params[6..],
+        &[1024 / 8, 8 * n, NONE, CYCLIC, DFLT_DARG, 8, 1, n],
+        "{:?}",
+        d.params
+    );
 }

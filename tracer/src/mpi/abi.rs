@@ -133,6 +133,15 @@ pub fn order_fortran() -> i64 {
     }
 }
 
+/// The library's `MPI_DISTRIBUTE_*` constants (Open MPI's 0, 1, 2 and -1; MPICH's 121, 122,
+/// 123 and -49767), which the trace stores normalised (`rsd::mpi::encode_distrib`).
+pub fn distribute() -> rsd::mpi::distribute::Library {
+    match flavour() {
+        Flavour::OpenMpi => rsd::mpi::distribute::OPEN_MPI,
+        Flavour::Mpich => rsd::mpi::distribute::MPICH,
+    }
+}
+
 /// The C `MPI_IN_PLACE`.
 pub fn in_place_value() -> *mut libc::c_void {
     match flavour() {

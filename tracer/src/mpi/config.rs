@@ -401,6 +401,9 @@ fn read_value(
     })
 }
 
+/// Whether the MPI_T control variables were read (see [`at_file_open`]).
+static CVARS_READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Whether an MPI-IO call is the application's: made by the program itself, or by a library
 /// layer's call on its behalf (HDF5's `H5Fcreate` opens the file: with the layers on by
 /// default, an HDF5 program makes no `MPI_File_open` of its own).
@@ -432,8 +435,11 @@ pub(crate) fn at_file_open(fh: H, path: Option<&str>, info: H) {
     if fresh != Some(true) {
         return;
     }
+    // Once per process, even when none of the variables is found: MPICH's MPI_T_init_thread
+    // after an MPI_T_finalize leaves its variable table freed, and MPI_T_cvar_get_num then
+    // crashed the program at its second file (found by darray.c, which opens five).
     let first = with_state(|st| st.mpi_config.as_ref().is_some_and(|c| c.cvars.is_empty()));
-    let vars = if first == Some(true) {
+    let vars = if first == Some(true) && !CVARS_READ.swap(true, Ordering::Relaxed) {
         cvars()
     } else {
         Vec::new()

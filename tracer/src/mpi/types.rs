@@ -58,6 +58,25 @@ mpi_hooks! {
             v
         };
 
+    /// Wrapper: `MPI_Type_create_darray`. The order, the distributions and the default
+    /// distribution argument are recorded in `rsd::mpi`'s encodings.
+    MPI_Type_create_darray, mpi_type_create_darray_ (
+        size: Int, rank: Int, ndims: Int, gsizes: Ints, distribs: Ints, dargs: Ints,
+        psizes: Ints, order: Int, old: Datatype, new: New<Datatype>,
+    ) => TypeCreateDarray
+        record |st, r| {
+            let o = old.id(st);
+            let order = rsd::mpi::encode_order(order.i(), abi::order_fortran());
+            let lib = abi::distribute();
+            let nd = ndims.i();
+            let mut v = args::type_create_darray(size.i(), rank.i(), nd, order, o, new.id(st, r));
+            v.extend(gsizes.read(nd));
+            v.extend(distribs.read(nd).into_iter().map(|d| rsd::mpi::encode_distrib(d, lib)));
+            v.extend(dargs.read(nd).into_iter().map(|d| rsd::mpi::encode_darg(d, lib)));
+            v.extend(psizes.read(nd));
+            v
+        };
+
     /// Wrapper: `MPI_Type_create_struct`.
     MPI_Type_create_struct, mpi_type_create_struct_ (
         count: Count, bls: Ints, displs: Aints, types: Handles<Datatype> [count],
