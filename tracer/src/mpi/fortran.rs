@@ -272,6 +272,10 @@ pub unsafe extern "C" fn mpi_get_processor_name_(
     ierr: *mut Fint,
     name_len: usize,
 ) {
+    // Open MPI's mpi_f08 procedure passes the length as a by-value default INTEGER (32 bits,
+    // the register's upper half unspecified), gfortran's hidden length is a size_t: a name
+    // buffer's length fits 32 bits either way, and blank padding must not run past it.
+    let name_len = name_len as u32 as usize;
     let mut buf = [0 as c_char; abi::MAX_PROCESSOR_NAME + 1];
     let mut len: c_int = 0;
     // SAFETY: a buffer of the larger library's MPI_MAX_PROCESSOR_NAME and a valid
