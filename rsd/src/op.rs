@@ -161,7 +161,8 @@ macro_rules! one {
 
 macro_rules! ops {
     ($( $v:ident => $layer:ident, $name:literal, $dir:ident, [$($p:ident),*] ;)*) => {
-        /// One traced operation. The discriminant order is part of the file format: append only.
+        /// One traced operation. Traces store it by its variant name (formats 1 and 2 alike),
+        /// so a name once written stays; the table's order is only [`Op::ALL`]'s.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[non_exhaustive]
         pub enum Op { $( #[doc = $name] $v, )* }
