@@ -23,6 +23,19 @@ fn trace(
     out
 }
 
+/// A scratch directory with a `data` directory in it, and `app args` traced there at 4, 8,
+/// 12 and 16 ranks (see [`trace`]).
+fn inputs(app_name: &str, args: &[&str], io: Option<&str>) -> (Vec<PathBuf>, tempfile::TempDir) {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let inputs = [4, 8, 12, 16]
+        .iter()
+        .map(|&np| trace(dir.path(), &data, np, app_name, args, io))
+        .collect();
+    (inputs, dir)
+}
+
 /// The inputs at 4, 8, 12 and 16 ranks extrapolate to 32 and 64 ranks with every collective
 /// call's nested calls derived, and each is identical to a real run. Returns the inputs.
 fn check(name: &str, app_name: &str, args: &[&str]) -> (Vec<PathBuf>, tempfile::TempDir) {
@@ -36,13 +49,8 @@ fn check_with(
     args: &[&str],
     io: Option<&str>,
 ) -> (Vec<PathBuf>, tempfile::TempDir) {
-    let dir = scratch();
+    let (inputs, dir) = inputs(app_name, args, io);
     let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let inputs: Vec<PathBuf> = [4, 8, 12, 16]
-        .iter()
-        .map(|&np| trace(dir.path(), &data, np, app_name, args, io))
-        .collect();
     for target in [32u32, 64] {
         let real = trace(dir.path(), &data, target, app_name, args, io);
         let out = dir.path().join(format!("{target}.extrap.iotrex"));
@@ -207,14 +215,7 @@ fn ior_collective_on_a_communicator_of_every_rank() {
 /// output's notes that the nested calls were fitted.
 #[test]
 fn a_communicator_in_another_order_is_not_taken_for_the_world() {
-    let dir = scratch();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let args = on_comm("reverse", "{d}/rev.dat");
-    let inputs: Vec<PathBuf> = [4, 8, 12, 16]
-        .iter()
-        .map(|&np| trace(dir.path(), &data, np, "ior_like", &args, None))
-        .collect();
+    let (inputs, dir) = inputs("ior_like", &on_comm("reverse", "{d}/rev.dat"), None);
     let out = dir.path().join("32.extrap.iotrex");
     let o = extrap(&inputs, 32, &out, &[]);
     let all = text(&o);
@@ -247,9 +248,6 @@ fn a_communicator_in_another_order_is_not_taken_for_the_world() {
 /// extrapolate like any others (the model derives blocking collectives only).
 #[test]
 fn split_collectives_under_the_defaults() {
-    let dir = scratch();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
     let args = [
         "-a",
         "mpiio",
@@ -264,19 +262,17 @@ fn split_collectives_under_the_defaults() {
         "-o",
         "{d}/split.dat",
     ];
-    let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
-        .iter()
-        .map(|&np| {
-            let t = trace(dir.path(), &data, np, "ior_like", &args, None);
-            let tf = rsd::TraceFile::read(&t).unwrap();
-            assert!(
-                !tf.header.notes.iter().any(|n| n.contains("asynchronous")),
-                "at {np}: {:?}",
-                tf.header.notes
-            );
-            t
-        })
-        .collect();
+    let (inputs, dir) = inputs("ior_like", &args, None);
+    for t in &inputs {
+        let tf = rsd::TraceFile::read(t).unwrap();
+        assert!(
+            !tf.header.notes.iter().any(|n| n.contains("asynchronous")),
+            "{}: {:?}",
+            t.display(),
+            tf.header.notes
+        );
+    }
+    let data = dir.path().join("data");
     let real = trace(dir.path(), &data, 32, "ior_like", &args, None);
     let out = dir.path().join("32.extrap.iotrex");
     let o = extrap(&inputs, 32, &out, &[]);

@@ -71,18 +71,32 @@ fn reaches_a_million(name: &str, ins: &[Input]) -> extrap::Extrapolated {
     // the inputs are smaller (segmented partial blocks: 7.4 KB at 16 ranks, was 11.2 KB) while
     // the 2^20-rank output, whose 192 aggregator classes do not divide the ranks evenly, went
     // from 19.0 to 16.4 KB: 2.2x of the smaller input. The bound is 2.5x of the input; the
-    // output itself only shrank.
+    // output itself only shrank. Since session 16 the aggregators' asynchronous writes are in
+    // the output (at 2^20 ranks each of the 192 aggregators writes ~85 cycles through
+    // `aio_write`, which the tracer records as collected; they were left out, as the tracer
+    // did not see them): the segmented program's output grew to 44.4 KB, 8.7x its 5.1 KB
+    // input, a loop of writes per aggregator class whose cycles cut the segments at other
+    // places: the bound is 10x the input where the aggregators write so.
     let largest = ins
         .iter()
         .map(|i| std::fs::metadata(&i.name).unwrap().len())
         .max()
         .unwrap();
     let size = x.file.to_bytes().unwrap().len() as u64;
+    // In halves of the input: 2.5x, or 10x where the aggregators write asynchronously.
+    let halves = if async_writes(&x) { 20 } else { 5 };
     assert!(
-        size * 2 <= 5 * largest,
+        size * 2 <= halves * largest,
         "{name}: {size} B at 2^20 ranks vs {largest} B input"
     );
     x
+}
+
+/// Whether the output's `--explain` says an aggregator writes asynchronously.
+fn async_writes(x: &extrap::Extrapolated) -> bool {
+    x.explain
+        .iter()
+        .any(|e| e.model.contains("writing asynchronously"))
 }
 
 #[test]
