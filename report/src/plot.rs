@@ -719,8 +719,17 @@ pub fn scaling(
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| ctx.draw(e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 14))
+        // The title in a band of its own above the chart's margin: a long title (an op and its
+        // file's path) reaches over the y labels, and a tick at the top of the axis has its
+        // label half above the plot, where plotters' own caption would meet it.
+        let (band, below) = root.split_vertically(24);
+        band.draw(&Text::new(
+            title,
+            (W as i32 / 2, 14),
+            TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Center, VPos::Center)),
+        ))
+        .map_err(|e| ctx.draw(e))?;
+        let mut chart = ChartBuilder::on(&below)
             .margin(10)
             .margin_right(16)
             .x_label_area_size(40)
