@@ -751,12 +751,20 @@ macro_rules! aio_return_hook {
             let Some(f) = real!($sym, F) else {
                 return enosys();
             };
-            let write = match cb.is_null() {
-                true => None,
-                false => PENDING
+            // Recorded where `on_handle` records (not inside the tracer's own or an MPI
+            // library's calls), and inside a recorded MPI call that is not an MPI-IO one (a
+            // nonblocking transfer's `MPI_Wait`), where the library's own calls are not
+            // recorded: a child of that call all the same, in the frame every recorded MPI
+            // call opens. Elsewhere the request stays pending and the note counts it.
+            let busy = crate::guard::mode() == crate::guard::BUSY;
+            let recordable = crate::state::RECORDING.load(Ordering::Relaxed)
+                && (!busy || crate::state::frame_open());
+            let write = match recordable && !cb.is_null() {
+                true => PENDING
                     .lock()
                     .ok()
                     .and_then(|mut p| p.remove(&(cb as usize))),
+                false => None,
             };
             // SAFETY (here and below): forwarding the caller's control block, valid until
             // its result is collected, which this call does.
@@ -770,23 +778,7 @@ macro_rules! aio_return_hook {
                 true => (Op::Pwrite, fixed::pwrite),
                 false => (Op::Pread, fixed::pread),
             };
-            // Collected inside an MPI call that is not an MPI-IO one (a nonblocking transfer's
-            // `MPI_Wait`), where the library's own calls are not recorded: a child of that
-            // call all the same, in the frame every recorded MPI call opens. With no frame
-            // (not inside a recorded call) the request stays pending and the note counts it.
-            let _inside = match crate::guard::mode() {
-                crate::guard::BUSY if crate::state::RECORDING.load(Ordering::Relaxed) => {
-                    if !crate::state::frame_open() {
-                        if let Ok(mut p) = PENDING.lock() {
-                            p.insert(cb as usize, write);
-                        }
-                        // SAFETY: as above.
-                        return unsafe { f(cb) };
-                    }
-                    Some(crate::guard::Enter::new(crate::guard::IN_MPIIO))
-                }
-                _ => None,
-            };
+            let _inside = busy.then(|| crate::guard::Enter::new(crate::guard::IN_MPIIO));
             on_handle(
                 fd,
                 op,
