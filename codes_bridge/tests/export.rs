@@ -680,3 +680,86 @@ fn the_rest_of_the_mpi_api_exports_as_delays() {
     let got = codes_stats(d.path(), Format::Recorder).unwrap();
     assert_eq!(counts_only(got), want);
 }
+
+/// The local queries (MPI_Comm_rank, MPI_Comm_size, the Cartesian queries, the processor name,
+/// MPI_Finalized, MPI_Comm_set_errhandler) move nothing: each exports as a delay of its gap and
+/// duration in both formats, no open, read, write or barrier of its own, and the world's
+/// barrier after them is still a barrier (none of them makes a sub-communicator).
+#[test]
+fn local_queries_export_as_delays() {
+    use rsd::mpi::{COMM_WORLD, PROC_NULL, errhandler};
+    use rsd::op::args;
+    let tf = trace_of(2, true, &|r| {
+        let r = i64::from(r);
+        let mut cart_get = args::cart_get(2, 2, 1);
+        cart_get.extend([2, 0, r]);
+        let mut cart_rank = args::cart_rank(2, 1, 1 - r);
+        cart_rank.extend([1 - r]);
+        let (s, d) = if r == 0 {
+            (PROC_NULL, 1)
+        } else {
+            (-1, PROC_NULL)
+        };
+        vec![
+            ev(Op::Init, 1, vec![], None, 1, 2),
+            ev(Op::CommRank, 2, args::comm_rank(COMM_WORLD, r), None, 1, 2),
+            ev(Op::CommSize, 3, args::comm_size(COMM_WORLD, 2), None, 1, 2),
+            ev(Op::Open, 4, vec![0o101, 0o644, 3], Some("d/f"), 1, 2),
+            ev(Op::CartCreate, 5, args::cart_create(0, 0, r, 2), None, 1, 2),
+            ev(Op::CartGet, 6, cart_get, None, 1, 2),
+            ev(Op::CartRank, 7, cart_rank, None, 1, 2),
+            ev(
+                Op::CartShift,
+                8,
+                args::cart_shift(2, 0, 1, s, d),
+                None,
+                1,
+                2,
+            ),
+            ev(
+                Op::GetProcessorName,
+                9,
+                args::get_processor_name(9),
+                None,
+                1,
+                2,
+            ),
+            ev(Op::Finalized, 10, args::finalized(0), None, 1, 2),
+            ev(
+                Op::CommSetErrhandler,
+                11,
+                args::comm_set_errhandler(2, errhandler::ERRORS_RETURN),
+                None,
+                1,
+                2,
+            ),
+            ev(Op::Pwrite, 12, vec![3, 100, 0, 100], None, 1, 2),
+            ev(Op::Barrier, 13, args::barrier(COMM_WORLD), None, 1, 2),
+            ev(Op::Close, 14, vec![3], None, 1, 2),
+            ev(Op::Finalize, 15, vec![], None, 1, 2),
+        ]
+    });
+    let want = expected(&tf);
+    assert_eq!(
+        (
+            want.num_opens,
+            want.num_writes,
+            want.write_size,
+            want.num_barriers
+        ),
+        (2, 2, 200, 2)
+    );
+    // Every gap, and the duration of every MPI call but the barrier's (whose wait the
+    // simulator's synchronisation reproduces): Init, the creation, the eight queries and
+    // Finalize.
+    let per_rank_ns = 15 * 1_000 + 11 * 2_000;
+    let d = tempfile::tempdir().unwrap();
+    let rep = export(&tf, d.path(), &opts(Format::Iolang, None)).unwrap();
+    assert_eq!(rep.counts.delay_ns, 2 * per_rank_ns);
+    let got = codes_stats(d.path(), Format::Iolang).unwrap();
+    assert_eq!(counts_only(got), want);
+    let d = tempfile::tempdir().unwrap();
+    export(&tf, d.path(), &opts(Format::Recorder, None)).unwrap();
+    let got = codes_stats(d.path(), Format::Recorder).unwrap();
+    assert_eq!(counts_only(got), want);
+}

@@ -126,6 +126,30 @@ pub fn predefined(id: i64) -> Option<&'static Predefined> {
     usize::try_from(id).ok().and_then(|i| DATATYPES.get(i))
 }
 
+/// `MPI_Comm_set_errhandler`'s handler as stored: the predefined handlers by their index in
+/// [`errhandler::PREDEFINED`] (Open MPI and MPICH alike); a program's own handlers (made by
+/// `MPI_Comm_create_errhandler`, which is not recorded) from [`errhandler::FIRST_USER`], in
+/// the order the rank first names them.
+pub mod errhandler {
+    /// The predefined handlers, in the order that gives their ids (append only: the ids are
+    /// in trace files). The tracer's tables list each library's handle of these, in this
+    /// order.
+    pub const PREDEFINED: &[&str] = &[
+        "MPI_ERRHANDLER_NULL",
+        "MPI_ERRORS_ARE_FATAL",
+        "MPI_ERRORS_RETURN",
+        "MPI_ERRORS_ABORT",
+    ];
+    /// `MPI_ERRORS_ARE_FATAL`.
+    pub const ERRORS_ARE_FATAL: i64 = 1;
+    /// `MPI_ERRORS_RETURN`.
+    pub const ERRORS_RETURN: i64 = 2;
+    /// `MPI_ERRORS_ABORT` (MPI-4; MPICH 4 has it, Open MPI 4.1 does not).
+    pub const ERRORS_ABORT: i64 = 3;
+    /// Ids of the program's own handlers start here.
+    pub const FIRST_USER: i64 = 100;
+}
+
 /// `MPI_File_seek`'s `whence` (`MPI_SEEK_SET`, `_CUR`, `_END`: 600, 602, 604 in Open MPI and
 /// MPICH alike), stored as the application passed it.
 pub mod seek {
@@ -345,6 +369,18 @@ pub fn is_any_tag(tag: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errhandler_ids_name_their_handlers() {
+        use errhandler::*;
+        assert_eq!(
+            PREDEFINED[ERRORS_ARE_FATAL as usize],
+            "MPI_ERRORS_ARE_FATAL"
+        );
+        assert_eq!(PREDEFINED[ERRORS_RETURN as usize], "MPI_ERRORS_RETURN");
+        assert_eq!(PREDEFINED[ERRORS_ABORT as usize], "MPI_ERRORS_ABORT");
+        assert!(FIRST_USER as usize > PREDEFINED.len());
+    }
 
     #[test]
     fn fs_prefix_is_dropped_only_when_known() {

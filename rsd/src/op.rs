@@ -118,9 +118,9 @@ params! {
     Loc => "loc", H5File => "file", Dset => "dset", Space => "space", MemSpace => "mem_space",
     FileSpace => "file_space", Attr => "attr", Group => "group", SelectOp => "select_op",
     Scope => "scope", Xfer => "xfer",
-    Rank => "rank",
     Ncid => "ncid", Varid => "varid", Dimid => "dimid", Xtype => "xtype", MemType => "mem_type",
     Storage => "storage",
+    Rank => "rank", Direction => "direction", Maxdims => "maxdims", Errhandler => "errhandler",
 }
 
 /// 1 for any parameter: counts a list's length in a constant expression.
@@ -161,7 +161,8 @@ macro_rules! one {
 
 macro_rules! ops {
     ($( $v:ident => $layer:ident, $name:literal, $dir:ident, [$($p:ident),*] ;)*) => {
-        /// One traced operation. The discriminant order is part of the file format: append only.
+        /// One traced operation. Traces store it by its variant name (formats 1 and 2 alike),
+        /// so a name once written stays; the table's order is only [`Op::ALL`]'s.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[non_exhaustive]
         pub enum Op { $( #[doc = $name] $v, )* }
@@ -516,6 +517,39 @@ ops! {
     // `comm`: the intercommunicator; `high` as passed (0 or 1); `size`: the merged
     // communicator's size, followed by its `size` MPI_COMM_WORLD ranks, in its rank order.
     IntercommMerge => Mpi, "MPI_Intercomm_merge", None, [Comm, High, Newcomm, Size];
+
+    // ---- MPI's local queries and settings (issue 17: the rest of the MPI calls Recorder 2.4
+    // wraps). None communicates or touches a file: no message, no I/O, time a replay or an
+    // export spends as computation. Each records what the program learnt, in forms that
+    // extrapolate: a rank as returned (rank-linear), a peer relative to the caller as any
+    // peer (rsd::mpi::PROC_NULL for MPI_PROC_NULL), `comm` the symbolic id. A call that
+    // failed records -1 for what it returns (PROC_NULL for a peer, no array entries).
+    // Calls made inside a library call (HDF5 asks MPI_Comm_rank in H5Fcreate) are its
+    // children, as the library's other MPI calls are.
+    // `rank`: the caller's rank in `comm`.
+    CommRank => Mpi, "MPI_Comm_rank", None, [Comm, Rank];
+    // `size`: the communicator's size.
+    CommSize => Mpi, "MPI_Comm_size", None, [Comm, Size];
+    // `maxdims` as passed; `ndims` the entries MPI wrote (the smaller of maxdims and the
+    // topology's dimensions); followed by `ndims` dims, `ndims` periods (0 or 1), `ndims`
+    // coords of the caller.
+    CartGet => Mpi, "MPI_Cart_get", None, [Comm, Maxdims, Ndims];
+    // `ndims` the topology's dimensions (MPI reads that many coords), `rank` the rank of
+    // `comm` MPI gave for them; followed by the `ndims` coords passed.
+    CartRank => Mpi, "MPI_Cart_rank", None, [Comm, Ndims, Rank];
+    // `direction`, `disp` as passed; `source` and `dest` as MPI gave them, relative to the
+    // caller (the neighbourhood collectives' Cartesian neighbours are the same shifts).
+    CartShift => Mpi, "MPI_Cart_shift", None, [Comm, Direction, Disp, Source, Dest];
+    // `length`: the name's length (resultlen). The name itself is the node's host name: no I/O
+    // parameter, one per node of the run, which no other scale's nodes would have; its length
+    // is what the program's buffer held.
+    GetProcessorName => Mpi, "MPI_Get_processor_name", None, [Length];
+    // `flag` as returned: 0 in a trace, since the tracer records nothing after MPI_Finalize
+    // (the program may ask again after it, unrecorded).
+    Finalized => Mpi, "MPI_Finalized", None, [Flag];
+    // `errhandler`: the predefined handler's id (rsd::mpi::errhandler), or the id of a
+    // program's own handler (from rsd::mpi::errhandler::FIRST_USER, in order of first sight).
+    CommSetErrhandler => Mpi, "MPI_Comm_set_errhandler", None, [Comm, Errhandler];
 
     // ---- Calls that moved or named file data unseen before (issue 16). The copies that move
     // data inside the kernel (`copy_file_range`, `sendfile`, `splice`) have no op of their
@@ -1229,6 +1263,8 @@ impl Op {
             Op::TypeCreateHindexedBlock | Op::TypeCreateIndexedBlock => &["displacements"],
             Op::TypeCreateSubarray => &["sizes", "subsizes", "starts"],
             Op::TypeCreateDarray => &["gsizes", "distribs", "dargs", "psizes"],
+            Op::CartGet => &["dims", "periods", "coords"],
+            Op::CartRank => &["coords"],
             Op::TypeCreateStruct => &["blocklengths", "displacements", "types"],
             Op::Startall | Op::Testall | Op::NcmpiWait | Op::NcmpiWaitAll => &["requests"],
             Op::Waitsome | Op::Testsome => &["completed"],
@@ -1257,7 +1293,10 @@ impl Op {
     /// lengths, counts and extents (`count`, `dims`, `blocklengths`), not places (`start`,
     /// `displacements`), steps, types or handles.
     pub fn array_is_quantity(self, array: &str) -> bool {
-        self.arrays().contains(&array)
+        // A Cartesian grid's `dims` count processes, not the program's data: they follow the
+        // scale, as ranks do.
+        self != Op::CartGet
+            && self.arrays().contains(&array)
             && matches!(
                 array,
                 "blocklengths"
@@ -1364,12 +1403,50 @@ mod tests {
         // version, in the table's order.
         let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
         assert_eq!(at(Op::SendInit), at(Op::ReduceScatterBlock) + 1);
-        // Issue 16's file calls were appended after it (the last op of the MPI API's batch).
-        assert_eq!(at(Op::IntercommMerge) + 1, at(Op::Rename));
-        for op in &Op::ALL[at(Op::SendInit)..=at(Op::IntercommMerge)] {
+        // Issue 16's file calls were appended after it (the last op of the MPI API's batch),
+        // and issue 17's local queries placed between them (traces store an op by its name,
+        // not its place, so a block may go anywhere in the table).
+        assert_eq!(at(Op::IntercommMerge) + 1, at(Op::CommRank));
+        assert_eq!(at(Op::CommSetErrhandler) + 1, at(Op::Rename));
+        for op in &Op::ALL[at(Op::SendInit)..=at(Op::CommSetErrhandler)] {
             assert_eq!(op.layer(), Layer::Mpi, "{}", op.name());
             assert_eq!(op.dir(), Dir::None, "{}", op.name());
         }
+    }
+
+    #[test]
+    fn local_queries_are_local() {
+        let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
+        let block = &Op::ALL[at(Op::CommRank)..=at(Op::CommSetErrhandler)];
+        assert_eq!(block.len(), 8);
+        for op in block {
+            assert!(!op.is_collective(), "{}", op.name());
+            assert!(!op.creates_comm(), "{}", op.name());
+            assert_eq!(op.p2p(), None, "{}", op.name());
+            assert_eq!(op.persistent(), None, "{}", op.name());
+            assert_eq!(op.handle(), None, "{}", op.name());
+            assert_eq!(op.data_bytes(&[1; 12]), 0, "{}", op.name());
+            assert!(!op.params().contains(&Param::Peer), "{}", op.name());
+        }
+        // Cart_get: 2 dimensions, three arrays of two.
+        let mut v = args::cart_get(3, 4, 2);
+        v.extend([2, 3, 1, 0, 1, 2]);
+        assert_eq!(Op::CartGet.param_name(3, v.len(), 0), "dims[0]");
+        assert_eq!(Op::CartGet.param_name(6, v.len(), 0), "periods[1]");
+        assert_eq!(Op::CartGet.param_name(8, v.len(), 0), "coords[1]");
+        // A process grid's dims are not data.
+        assert!(!Op::CartGet.array_is_quantity("dims"));
+        assert!(Op::H5ScreateSimple.array_is_quantity("dims"));
+        let mut v = args::cart_rank(3, 2, 5);
+        v.extend([1, 2]);
+        assert_eq!(Op::CartRank.param_name(4, v.len(), 0), "coords[1]");
+        assert_eq!(Op::CartRank.param(&v, Param::Rank), 5);
+        let v = args::cart_shift(3, 0, 1, crate::mpi::PROC_NULL, 2);
+        assert_eq!(
+            Op::CartShift.param(&v, Param::Source),
+            crate::mpi::PROC_NULL
+        );
+        assert_eq!(Op::CartShift.param(&v, Param::Dest), 2);
     }
 
     #[test]

@@ -74,7 +74,9 @@ static void app_init(int *argc, char ***argv, int *rank, int *n) {
     MPI_Init(argc, argv);
     count("MPI_Init", 0);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    count("MPI_Comm_rank", 0);
     MPI_Comm_size(MPI_COMM_WORLD, n);
+    count("MPI_Comm_size", 0);
 }
 #endif
 

@@ -28,7 +28,9 @@ program fortran_io
   call MPI_Init(ierr)
   call count('MPI_Init', 0_8)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call count('MPI_Comm_rank', 0_8)
   call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
+  call count('MPI_Comm_size', 0_8)
   call get_command_argument(1, dir)
   iters = 3
   if (command_argument_count() >= 2) then

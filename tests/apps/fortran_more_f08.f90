@@ -18,7 +18,9 @@ program fortran_more_f08
   type(MPI_Comm) :: cart, line, evens, inter, merged
   type(MPI_Group) :: world_group, even_group
   integer :: nb_in(2), nb_out(2), dims(1)
-  logical :: periods(1), remain(1)
+  logical :: periods(1), remain(1), gperiods(1), done
+  integer :: gdims(1), coords(1), src, dst, crank, plen
+  character(len=MPI_MAX_PROCESSOR_NAME) :: pname
   integer :: nev, msize
   integer, allocatable :: ranks(:), sc(:), sd(:), rc(:), rd(:), sbuf(:), rbuf(:)
   type(MPI_Datatype), allocatable :: types(:)
@@ -30,7 +32,9 @@ program fortran_more_f08
   call MPI_Init(ierr)
   call count('MPI_Init')
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call count('MPI_Comm_rank')
   call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
+  call count('MPI_Comm_size')
   left = mod(rank + nprocs - 1, nprocs)
   right = mod(rank + 1, nprocs)
 
@@ -169,6 +173,27 @@ program fortran_more_f08
   call count('MPI_Neighbor_alltoall')
   if (nb_in(1) /= left .or. nb_in(2) /= right) stop 'neighbour exchange wrong'
 
+  ! The ring's local queries: its grid and this rank's place, its neighbours, the rank of a
+  ! place; an error handler set on it, the processor's name, whether MPI is finalized.
+  call MPI_Cart_get(cart, 1, gdims, gperiods, coords, ierr)
+  call count('MPI_Cart_get')
+  if (gdims(1) /= nprocs .or. .not. gperiods(1) .or. coords(1) /= rank) stop 'Cart_get wrong'
+  call MPI_Cart_shift(cart, 0, 1, src, dst, ierr)
+  call count('MPI_Cart_shift')
+  if (src /= left .or. dst /= right) stop 'Cart_shift wrong'
+  coords(1) = right
+  call MPI_Cart_rank(cart, coords, crank, ierr)
+  call count('MPI_Cart_rank')
+  if (crank /= right) stop 'Cart_rank wrong'
+  call MPI_Comm_set_errhandler(cart, MPI_ERRORS_RETURN, ierr)
+  call count('MPI_Comm_set_errhandler')
+  call MPI_Get_processor_name(pname, plen, ierr)
+  call count('MPI_Get_processor_name')
+  if (plen <= 0 .or. len_trim(pname) /= plen) stop 'Get_processor_name wrong'
+  call MPI_Finalized(done, ierr)
+  call count('MPI_Finalized')
+  if (done) stop 'Finalized wrong'
+
   ! The even ranks' communicator, made by them only; an intercommunicator between the evens
   ! and the odds, merged.
   call MPI_Comm_group(MPI_COMM_WORLD, world_group, ierr)
@@ -191,6 +216,7 @@ program fortran_more_f08
   call MPI_Intercomm_merge(inter, mod(rank, 2) == 1, merged, ierr)
   call count('MPI_Intercomm_merge')
   call MPI_Comm_size(merged, msize, ierr)
+  call count('MPI_Comm_size')
   if (msize /= nprocs) stop 'merged size wrong'
   call MPI_Barrier(merged, ierr)
   call count('MPI_Barrier')
@@ -198,6 +224,9 @@ program fortran_more_f08
   flag_i = 0
   call MPI_Finalize(ierr)
   call count('MPI_Finalize')
+  ! Allowed after MPI_Finalize, and not recorded: the trace is written by then.
+  call MPI_Finalized(done, ierr)
+  if (.not. done) stop 'Finalized after MPI_Finalize wrong'
   do i = 1, nops
     write(*, '(A,I0,A,A,A,I0,A,I0)') 'COUNT ', rank, ' ', trim(names(i)), ' ', calls(i), ' ', bytes(i)
   end do

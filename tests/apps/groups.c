@@ -20,7 +20,9 @@ int main(int argc, char **argv) {
     count("MPI_Comm_split", 0);
     int grank, gsize;
     MPI_Comm_rank(group, &grank);
+    count("MPI_Comm_rank", 0);
     MPI_Comm_size(group, &gsize);
+    count("MPI_Comm_size", 0);
     char *buf = malloc(size);
     memset(buf, 'a' + rank % 26, size);
     char *agg = grank == 0 ? malloc(size * gsize) : NULL;

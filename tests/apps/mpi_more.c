@@ -412,6 +412,7 @@ static void topologies(int left, int right) {
     count("MPI_Cart_sub", 0);
     int subn;
     MPI_Comm_size(sub, &subn);
+    count("MPI_Comm_size", 0);
     CHECK(subn == n, "Cart_sub size %d", subn);
     MPI_Barrier(sub);
     count("MPI_Barrier", 0);
@@ -472,6 +473,7 @@ static void groups(void) {
         count("MPI_Comm_create_group", 0);
         int orank, v = rank, s = -1;
         MPI_Comm_rank(oc, &orank);
+        count("MPI_Comm_rank", 0);
         CHECK(orank == rank / 2, "Comm_create_group rank %d", orank);
         MPI_Allreduce(&v, &s, 1, MPI_INT, MPI_SUM, oc);
         count("MPI_Allreduce", 0);
@@ -505,6 +507,7 @@ static void groups(void) {
     count("MPI_Intercomm_merge", 0);
     int mrank;
     MPI_Comm_rank(merged, &mrank);
+    count("MPI_Comm_rank", 0);
     CHECK(mrank == (rank % 2) * (n / 2) + rank / 2, "merged rank %d", mrank);
     int s = -1;
     MPI_Allreduce(&mrank, &s, 1, MPI_INT, MPI_SUM, merged);

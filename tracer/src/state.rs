@@ -377,6 +377,8 @@ pub struct State {
     pub type_sizes: HashMap<usize, i64>,
     /// Reduction operations.
     pub ops: Ids,
+    /// Error handlers (`rsd::mpi::errhandler`).
+    pub errhandlers: Ids,
     /// Why the trace is incomplete.
     pub notes: Vec<String>,
     /// MPI functions the program imports that are not recorded ([`crate::unseen`]), found at
@@ -423,6 +425,7 @@ impl State {
             types: Ids::starting_at(1000),
             type_sizes: HashMap::new(),
             ops: Ids::starting_at(100),
+            errhandlers: Ids::starting_at(rsd::mpi::errhandler::FIRST_USER),
             notes: Vec::new(),
             unrecorded_mpi: Vec::new(),
             mpi_config: None,

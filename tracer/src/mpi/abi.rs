@@ -227,6 +227,8 @@ pub const THREAD_SINGLE: libc::c_int = 0;
 pub const T_BIND_NO_OBJECT: libc::c_int = 0;
 /// `MPI_MAX_LIBRARY_VERSION_STRING` of the larger library (MPICH's 8192; Open MPI's is 256).
 pub const MAX_LIBRARY_VERSION_STRING: usize = 8192;
+/// `MPI_MAX_PROCESSOR_NAME` of the larger library (Open MPI's 256; MPICH's is 128).
+pub const MAX_PROCESSOR_NAME: usize = 256;
 
 /// Room for either library's `MPI_Status` (Open MPI: 24 bytes, MPICH: 20).
 pub type StatusBuf = [u64; 8];
@@ -295,6 +297,10 @@ pub mod mpich {
         0x4c00_0011, // ub
     ];
 
+    /// Predefined error handlers in the order of `mpi::ERRHANDLERS` (`mpi.h`:
+    /// MPI_ERRHANDLER_NULL, MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT).
+    pub const ERRHANDLERS: &[usize] = &[0x1400_0000, 0x5400_0000, 0x5400_0001, 0x5400_0003];
+
     /// Predefined reduction operations in the order of `mpi::OPS`.
     pub const OPS: &[usize] = &[
         0x1800_0000, // op_null
@@ -337,6 +343,25 @@ mod tests {
         }
         assert!(super::super::TYPES[rsd::mpi::BYTE as usize].starts_with("ompi_mpi_byte"));
         assert_eq!(super::mpich::OPS.len(), super::super::OPS.len());
+        assert_eq!(
+            super::mpich::ERRHANDLERS.len(),
+            super::super::ERRHANDLERS.len()
+        );
+        assert_eq!(
+            rsd::mpi::errhandler::PREDEFINED.len(),
+            super::super::ERRHANDLERS.len()
+        );
+        for (sym, name) in super::super::ERRHANDLERS
+            .iter()
+            .zip(rsd::mpi::errhandler::PREDEFINED)
+        {
+            // ompi_mpi_errors_return -> MPI_ERRORS_RETURN.
+            let plain = format!(
+                "MPI_{}",
+                sym.trim_end_matches('\0')["ompi_mpi_".len()..].to_uppercase()
+            );
+            assert_eq!(&plain, name);
+        }
         assert_eq!(super::mpich::TYPES[4], super::mpich::BYTE);
         assert!(super::super::TYPES[4].starts_with("ompi_mpi_byte"));
     }

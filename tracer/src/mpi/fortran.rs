@@ -29,7 +29,7 @@
 
 use super::H;
 use super::abi::{self, Flavour, StatusBuf};
-use super::kinds::{Comm, Datatype, File, Fortran, Info, Int, New, Offset, Str};
+use super::kinds::{Comm, Datatype, File, Fortran, Info, Int, IntOut, New, Offset, Str, StrOut};
 use crate::real::{lookup_global, real};
 use libc::{c_char, c_int, c_void};
 
@@ -189,6 +189,8 @@ fortran_spellings! {
     mpi_file_open_ => MPI_FILE_OPEN, mpi_file_open__, ompi_file_open_f;
     mpi_file_delete_ => MPI_FILE_DELETE, mpi_file_delete__, ompi_file_delete_f;
     mpi_file_set_view_ => MPI_FILE_SET_VIEW, mpi_file_set_view__, ompi_file_set_view_f;
+    mpi_get_processor_name_ => MPI_GET_PROCESSOR_NAME, mpi_get_processor_name__,
+        ompi_get_processor_name_f;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -258,4 +260,43 @@ pub unsafe extern "C" fn mpi_file_set_view_(
             Info::from_f(info),
         )
     });
+}
+
+/// `MPI_Get_processor_name`: the C wrapper fills a buffer of ours, which goes into the
+/// program's blank-padded string (its hidden length last), as the bindings copy it; `resultlen`
+/// is the C name's length, as both bindings give it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_get_processor_name_(
+    name: *mut c_char,
+    resultlen: *mut Fint,
+    ierr: *mut Fint,
+    name_len: usize,
+) {
+    // Open MPI's mpi_f08 procedure passes the length as a by-value default INTEGER (32 bits,
+    // the register's upper half unspecified), gfortran's hidden length is a size_t: a name
+    // buffer's length fits 32 bits either way, and blank padding must not run past it.
+    let name_len = name_len as u32 as usize;
+    let mut buf = [0 as c_char; abi::MAX_PROCESSOR_NAME + 1];
+    let mut len: c_int = 0;
+    // SAFETY: a buffer of the larger library's MPI_MAX_PROCESSOR_NAME and a valid
+    // out-parameter.
+    let rc = unsafe { super::MPI_Get_processor_name(StrOut(buf.as_mut_ptr()), IntOut(&mut len)) };
+    if rc == super::MPI_SUCCESS {
+        if !name.is_null() {
+            let n = (len.max(0) as usize)
+                .min(abi::MAX_PROCESSOR_NAME)
+                .min(name_len);
+            // SAFETY: the program's string has `name_len` characters; `buf` holds `n` of the
+            // name.
+            unsafe {
+                std::ptr::copy_nonoverlapping(buf.as_ptr(), name, n);
+                std::ptr::write_bytes(name.add(n), b' ', name_len - n);
+            }
+        }
+        if !resultlen.is_null() {
+            // SAFETY: the program's output argument.
+            unsafe { *resultlen = len };
+        }
+    }
+    set(ierr, rc);
 }

@@ -134,7 +134,7 @@ macro_rules! as_mpifh {
 }
 as_mpifh!(
     Comm, Datatype, ReduceOp, Info, Group, Request, Message, File, Count, BigCount, Peer, Tag, Int,
-    Offset, Aint, Ints, Aints, OffsetOut, Requests, Index, IntOut, Indices,
+    Offset, Aint, Ints, Aints, OffsetOut, Requests, Index, IntOut, Indices, Errhandler, IntsOut,
 );
 
 // Inputs read by value (and `OffsetOut`, which points at the program's own variable): MPICH's
@@ -456,5 +456,8 @@ as_mpifh_hook! {
     mpi_file_set_view_f08_ => mpi_file_set_view_ (
         fh: *const Fint, disp: *const i64, etype: *const Fint, filetype: *const Fint,
         datarep: *const c_char, info: *const Fint, ierr: *mut Fint, datarep_len: usize
+    );
+    mpi_get_processor_name_f08_ => mpi_get_processor_name_ (
+        name: *mut c_char, resultlen: *mut Fint, ierr: *mut Fint, name_len: usize
     );
 }

@@ -71,6 +71,16 @@ pub(crate) const OPS: &[&str] = &[
     "ompi_mpi_op_replace\0",
 ];
 
+/// Open MPI's symbols of the predefined error handlers, in `rsd::mpi::errhandler::PREDEFINED`
+/// order (whose index is the id in trace files). Open MPI 4.1 has no `MPI_ERRORS_ABORT`: its
+/// symbol is missing and the handler unnumbered there.
+pub(crate) const ERRHANDLERS: &[&str] = &[
+    "ompi_mpi_errhandler_null\0",
+    "ompi_mpi_errors_are_fatal\0",
+    "ompi_mpi_errors_return\0",
+    "ompi_mpi_errors_abort\0",
+];
+
 /// The predefined handles the tracer itself needs (addresses in Open MPI, constants in MPICH).
 #[derive(Debug, Clone, Copy)]
 pub struct Globals {

@@ -81,6 +81,7 @@ fn after_init(r: c_int) {
         };
         predefined(TYPES, abi::mpich::TYPES, &mut st.types);
         predefined(OPS, abi::mpich::OPS, &mut st.ops);
+        predefined(ERRHANDLERS, abi::mpich::ERRHANDLERS, &mut st.errhandlers);
         st.mpi_initialized = true;
         if rank == 0 {
             st.unrecorded_mpi = crate::unseen::unrecorded_mpi();

@@ -104,6 +104,8 @@ handle! {
     Request, "PMPI_Request_f2c", "PMPI_Request_c2f";
     /// `MPI_Message` (as a marker for [`New`] and [`Ref`]).
     Message, "PMPI_Message_f2c", "PMPI_Message_c2f";
+    /// `MPI_Errhandler`.
+    Errhandler, "PMPI_Errhandler_f2c", "PMPI_Errhandler_c2f";
 }
 
 by_value! {
@@ -138,6 +140,10 @@ by_value! {
     Aints(*const isize), *const isize, |f| f;
     /// An `MPI_Offset` the call writes.
     OffsetOut(*mut i64), *mut i64, |f| f;
+    /// An `int` array the call writes (`MPI_Cart_get`'s dims, periods, coords): Fortran
+    /// `INTEGER` arrays are C `int` arrays, and a `LOGICAL` one gets C's 0 and 1, gfortran's
+    /// `.false.` and `.true.`.
+    IntsOut(*mut c_int), *mut Fint, |f| f;
 }
 
 impl Handle for File {
@@ -187,6 +193,12 @@ fn va(p: *const isize) -> isize {
 #[derive(Clone, Copy)]
 pub struct Str(pub *const c_char);
 
+/// A C string the call writes (`MPI_Get_processor_name`'s name): its Fortran hook is written
+/// by hand, as [`Str`]'s.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct StrOut(pub *mut c_char);
+
 impl Len for Count {
     fn array_len(&self) -> usize {
         self.0.max(0) as usize
@@ -218,6 +230,13 @@ impl Comm {
     /// Its size.
     pub fn size(self) -> i64 {
         comm_size(self.0)
+    }
+}
+
+impl Errhandler {
+    /// The handler's id (`rsd::mpi::errhandler`).
+    pub fn id(self, st: &mut State) -> i64 {
+        st.errhandlers.id(abi::hv(self.0))
     }
 }
 
@@ -330,6 +349,13 @@ impl Aints {
     /// The first `n` entries (none for a null array).
     pub fn read(self, n: impl Into<i64>) -> Vec<i64> {
         read_array(self.0, n.into(), |a| a as i64)
+    }
+}
+
+impl IntsOut {
+    /// The first `n` entries the call wrote (none for a null array).
+    pub fn read(self, n: impl Into<i64>) -> Vec<i64> {
+        read_array(self.0.cast_const(), n.into(), i64::from)
     }
 }
 
@@ -809,6 +835,14 @@ impl IntOut {
         }
         // SAFETY: the application's out-parameter, which the call just set.
         unsafe { *self.0 as i64 }
+    }
+    /// The value a call that returned `r` wrote, -1 when it failed (and wrote nothing).
+    pub fn got(self, r: c_int) -> i64 {
+        if r == super::MPI_SUCCESS {
+            self.get()
+        } else {
+            -1
+        }
     }
 }
 
