@@ -31,6 +31,10 @@
 //! run when the real run did. The HDF5 layer is now recorded by default (docs/layers.md), so
 //! the 8/12/16/20 -> 40 test below runs on traces with the layer (the summaries of `--ignore`
 //! are kept in the lifted form since the dealt flush is stripped in compressed form).
+//!
+//! Meep asks `MPI_Comm_size` once per operation on its chunks, a number of times its chunk
+//! layout decides: `iotrex extrap` sets those calls aside (`extrap/src/local.rs`), says so in
+//! the output's notes, and `diff` leaves them out on both sides.
 
 mod common;
 
@@ -122,6 +126,33 @@ fn extrapolates_identical(dir: &Path, ins: &[PathBuf], n: u32, real: &Path) {
         text(&o)
     );
     assert!(text(&o).contains("identical"), "{}", text(&o));
+    // Meep asks MPI_Comm_size once per chunk operation: the calls' number between two of its
+    // I/O calls follows the chunk layout (a loop at 12 and 20 ranks where 8 and 16 have one
+    // call), so extrap sets them aside, says so, and diff leaves them out on both sides; the
+    // real run made them.
+    let tf = TraceFile::read(&out).unwrap();
+    let aside = extrap::local::ops_in_notes(&tf.header.notes);
+    assert!(
+        aside.contains(&rsd::Op::CommSize) && aside.iter().all(|o| o.is_local_query()),
+        "{:?}",
+        tf.header.notes
+    );
+    let real_calls = TraceFile::read(real)
+        .unwrap()
+        .trace
+        .expand(0)
+        .iter()
+        .filter(|e| e.op == rsd::Op::CommSize)
+        .count();
+    assert!(
+        real_calls > 10,
+        "{real_calls} MPI_Comm_size calls on rank 0"
+    );
+    assert!(
+        text(&o).contains("set aside on both sides") && text(&o).contains("MPI_Comm_size"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// The two tests each run Meep at up to 64 ranks on a machine of a few cores: one at a time.

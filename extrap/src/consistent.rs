@@ -19,35 +19,46 @@ use rsd::trace::{Node, NodeKind};
 use rsd::{Op, TraceFile};
 use std::collections::BTreeSet;
 
-/// Where two node lists first differ in structure, as text; `None` when they agree.
-fn first_difference(a: &[Node], b: &[Node], parent: &str) -> Option<String> {
+/// Where two node lists first differ in structure: as text, and the two nodes that differ
+/// (`None` for the end of a list); `None` when they agree.
+pub(crate) fn first_differing<'a>(
+    a: &'a [Node],
+    b: &'a [Node],
+    parent: &str,
+) -> Option<(String, Option<&'a Node>, Option<&'a Node>)> {
     for i in 0..a.len().max(b.len()) {
         let (x, y) = (a.get(i), b.get(i));
         let d = |n: Option<&Node>| n.map_or("the end of the list".to_string(), describe_node);
         let (Some(x), Some(y)) = (x, y) else {
-            return Some(format!("node {i} of {parent}: {} vs {}", d(x), d(y)));
+            return Some((format!("node {i} of {parent}: {} vs {}", d(x), d(y)), x, y));
         };
-        let here = || format!("node {i} of {parent}: {} vs {}", d(Some(x)), d(Some(y)));
+        let here = || {
+            Some((
+                format!("node {i} of {parent}: {} vs {}", d(Some(x)), d(Some(y))),
+                Some(x),
+                Some(y),
+            ))
+        };
         match (&x.kind, &y.kind) {
             (NodeKind::Event(e), NodeKind::Event(f)) => {
                 if (e.op, e.sig, &e.path, e.params.len()) != (f.op, f.sig, &f.path, f.params.len())
                 {
-                    return Some(here());
+                    return here();
                 }
                 // The library's calls inside a collective call: derived or fitted, not
                 // structure of the application.
                 if collio::traced::collective_dir(e.op).is_none()
-                    && let Some(d) = first_difference(&e.children, &f.children, &describe_node(x))
+                    && let Some(d) = first_differing(&e.children, &f.children, &describe_node(x))
                 {
                     return Some(d);
                 }
             }
             (NodeKind::Loop(l), NodeKind::Loop(m)) => {
-                if let Some(d) = first_difference(&l.body, &m.body, &describe_node(x)) {
+                if let Some(d) = first_differing(&l.body, &m.body, &describe_node(x)) {
                     return Some(d);
                 }
             }
-            _ => return Some(here()),
+            _ => return here(),
         }
     }
     None
@@ -107,6 +118,38 @@ fn scales(inputs: &[Input], members: &[usize]) -> Vec<u32> {
 /// scales, then by their largest scale (both decreasing): the first is the one
 /// `--drop-inconsistent` keeps.
 pub fn groups(inputs: &[Input]) -> Vec<Group> {
+    grouped(inputs, |_, _| {})
+}
+
+/// [`groups`], and the ops `wanted` picks among the nodes where the groups first differ from
+/// the first (loop bodies and nested calls included).
+pub(crate) fn groups_and_ops(
+    inputs: &[Input],
+    wanted: impl Fn(Op) -> bool,
+) -> (Vec<Group>, BTreeSet<Op>) {
+    fn ops_in(n: &Node, wanted: &dyn Fn(Op) -> bool, out: &mut BTreeSet<Op>) {
+        match &n.kind {
+            NodeKind::Event(e) => {
+                if wanted(e.op) {
+                    out.insert(e.op);
+                }
+                e.children.iter().for_each(|c| ops_in(c, wanted, out));
+            }
+            NodeKind::Loop(l) => l.body.iter().for_each(|c| ops_in(c, wanted, out)),
+        }
+    }
+    let mut ops = BTreeSet::new();
+    let gs = grouped(inputs, |x, y| {
+        for n in [x, y].into_iter().flatten() {
+            ops_in(n, &wanted, &mut ops);
+        }
+    });
+    (gs, ops)
+}
+
+/// [`groups`], calling `seen` with the two nodes where each group first differs from the
+/// first.
+fn grouped(inputs: &[Input], mut seen: impl FnMut(Option<&Node>, Option<&Node>)) -> Vec<Group> {
     let in_place = crate::derive::any_summary(inputs.iter().map(|i| &i.file));
     let stripped: Vec<Option<TraceFile>> = inputs
         .iter()
@@ -123,7 +166,7 @@ pub fn groups(inputs: &[Input]) -> Vec<Group> {
         let nodes = nodes_of(i);
         match out
             .iter_mut()
-            .find(|g| first_difference(nodes_of(g[0]), nodes, "the top level").is_none())
+            .find(|g| first_differing(nodes_of(g[0]), nodes, "the top level").is_none())
         {
             Some(g) => g.push(i),
             None => out.push(vec![i]),
@@ -141,7 +184,11 @@ pub fn groups(inputs: &[Input]) -> Vec<Group> {
         .enumerate()
         .map(|(k, members)| Group {
             differs: (k > 0).then(|| {
-                first_difference(nodes_of(first[0]), nodes_of(members[0]), "the top level")
+                first_differing(nodes_of(first[0]), nodes_of(members[0]), "the top level")
+                    .map(|(text, x, y)| {
+                        seen(x, y);
+                        text
+                    })
                     .unwrap_or_default()
             }),
             members,
@@ -242,6 +289,25 @@ fn consistent_dealt_apart(
     let gs = groups(inputs);
     if gs.len() <= 1 {
         return run(inputs);
+    }
+    // Local queries whose counts follow the data are all that differs (`local`).
+    if let Some((kept, ops)) = crate::local::set_aside(inputs) {
+        let mut out = run(&kept)?;
+        out.explain.insert(
+            0,
+            crate::Explain {
+                event: "local queries".into(),
+                quantity: "calls".into(),
+                model: format!(
+                    "set aside: {} (their counts differ between scales without a pattern of \
+                     the rank count; no message or I/O is lost)",
+                    ops.iter().map(|o| o.name()).collect::<Vec<_>>().join(", ")
+                ),
+                curve: None,
+            },
+        );
+        out.file.header.notes.push(crate::local::note(&ops));
+        return Ok(out);
     }
     let text = describe(inputs, &gs);
     let keep = &gs[0];

@@ -171,6 +171,19 @@ pub struct DiffReport {
     /// much the approximate ones differ.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approx: Option<ApproxReport>,
+    /// The local queries an extrapolation set aside (its notes say which: `local`), left out
+    /// on both sides, with the calls each side had of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set_aside: Option<SetAside>,
+}
+
+/// Ops left out of a comparison on both sides, and how many calls of them each side had.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SetAside {
+    /// The ops' names.
+    pub ops: Vec<&'static str>,
+    /// The calls of them (over every rank) on the left and on the right.
+    pub calls: (u64, u64),
 }
 
 /// Sets every call site of `nodes` to 0.
@@ -735,6 +748,34 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     } else {
         (a, b)
     };
+    // Local queries an extrapolation set aside (its notes say which) are left out on both
+    // sides: the real run's calls of them follow its data.
+    let mut aside = crate::local::ops_in_notes(&a.header.notes);
+    aside.extend(crate::local::ops_in_notes(&b.header.notes));
+    let (set_aside, without_aside);
+    let (a, b) = if aside.is_empty() {
+        set_aside = None;
+        (a, b)
+    } else {
+        let in_place = crate::derive::any_summary([a, b]);
+        let left = crate::local::without(a, &aside, in_place);
+        let right = crate::local::without(b, &aside, in_place);
+        match (left, right) {
+            (Ok((x, ca)), Ok((y, cb))) => {
+                set_aside = Some(SetAside {
+                    ops: aside.iter().map(|o| o.name()).collect(),
+                    calls: (ca, cb),
+                });
+                without_aside = (x, y);
+                (&without_aside.0, &without_aside.1)
+            }
+            // Re-compressing failed: compared whole, where the calls set aside show.
+            _ => {
+                set_aside = None;
+                (a, b)
+            }
+        }
+    };
     let erased;
     let (a, b) = if opts.ignore_call_sites {
         erased = (without_call_sites(a), without_call_sites(b));
@@ -844,6 +885,7 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
             parts: w.approx,
             outside,
         }),
+        set_aside,
     };
     let small = a.header.nranks <= opts.expand_limit && b.header.nranks <= opts.expand_limit;
     // Only exact differences can be encodings of the same calls.
@@ -1027,6 +1069,16 @@ pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
     }
     if let Some(n) = &r.note {
         let _ = writeln!(s, "note: {n}");
+    }
+    if let Some(a) = &r.set_aside {
+        let _ = writeln!(
+            s,
+            "set aside on both sides (an extrapolation's notes say their counts follow the \
+             data): {} ({} calls in {left}, {} in {right})",
+            a.ops.join(", "),
+            a.calls.0,
+            a.calls.1
+        );
     }
     if let Some(o) = &r.origin {
         if r.ignore_call_sites {

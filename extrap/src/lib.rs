@@ -52,6 +52,7 @@ pub mod error;
 mod fit;
 pub mod h5space;
 mod hdf5_meta;
+pub mod local;
 pub mod patterns;
 mod prefix;
 pub mod provenance;

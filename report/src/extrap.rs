@@ -167,7 +167,9 @@ impl ExtrapModels {
             return x.clone();
         }
         let x = self.model_set().and_then(|ms| {
-            extrap::extrapolate(&self.inputs, target, &ms)
+            // As `iotrex extrap` does: inputs that disagree only in local queries whose
+            // counts follow the data extrapolate without them.
+            extrap::consistent::extrapolate_consistent(&self.inputs, target, &ms, false)
                 .map(|x| x.explain)
                 .map_err(|e| format!("extrap refuses these inputs: {e}"))
         });

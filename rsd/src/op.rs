@@ -830,6 +830,25 @@ pub enum Creation {
 }
 
 impl Op {
+    /// Whether the op is one of MPI's local queries and settings (`MPI_Comm_rank`,
+    /// `MPI_Comm_size`, the Cartesian queries, `MPI_Get_processor_name`, `MPI_Finalized`,
+    /// `MPI_Comm_set_errhandler`): no message, no I/O, nothing another rank sees. A program may
+    /// make them a number of times that follows its data (Meep asks `MPI_Comm_size` once per
+    /// chunk), so extrapolation may set them aside where their counts are all that differs.
+    pub fn is_local_query(self) -> bool {
+        matches!(
+            self,
+            Op::CommRank
+                | Op::CommSize
+                | Op::CartGet
+                | Op::CartRank
+                | Op::CartShift
+                | Op::GetProcessorName
+                | Op::Finalized
+                | Op::CommSetErrhandler
+        )
+    }
+
     /// Collective communication calls (every member of the communicator makes them, in the
     /// same order), communicator creation aside ([`Op::creates_comm`]). The nonblocking ones
     /// (those with a `request`, [`Op::is_nonblocking_collective`]) move their messages between
@@ -1419,7 +1438,12 @@ mod tests {
         let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
         let block = &Op::ALL[at(Op::CommRank)..=at(Op::CommSetErrhandler)];
         assert_eq!(block.len(), 8);
+        assert_eq!(
+            Op::ALL.iter().filter(|o| o.is_local_query()).count(),
+            block.len()
+        );
         for op in block {
+            assert!(op.is_local_query(), "{}", op.name());
             assert!(!op.is_collective(), "{}", op.name());
             assert!(!op.creates_comm(), "{}", op.name());
             assert_eq!(op.p2p(), None, "{}", op.name());
