@@ -278,6 +278,26 @@ fn right_label(
         .map_err(|e| e.to_string())
 }
 
+/// Draws `title` (font `size`) centred in a band of its own at the top of `root`, `width`
+/// wide, and returns the area below for the chart. A chart with y tick labels may have a tick
+/// at the top of its axis whose label stands half above the plot, where plotters' own caption
+/// would meet a long title (an op and its file's path); in a band of its own it cannot.
+fn title_band<'a>(
+    root: &DrawingArea<SVGBackend<'a>, Shift>,
+    title: &str,
+    size: u32,
+    width: u32,
+) -> Result<DrawingArea<SVGBackend<'a>, Shift>, String> {
+    let (band, below) = root.split_vertically(size + 10);
+    band.draw(&Text::new(
+        title,
+        (width as i32 / 2, (size as i32 + 10) / 2 + 2),
+        TextStyle::from((FONT, size).into_font()).pos(Pos::new(HPos::Center, VPos::Center)),
+    ))
+    .map_err(|e| e.to_string())?;
+    Ok(below)
+}
+
 /// Horizontal stacked bars, one row per category: `rows` are (label, one value per part);
 /// part `p` is drawn in colour `parts[p].1` (an op's colour, or the part's index).
 pub fn hbars(
@@ -460,8 +480,8 @@ pub fn rank_bars(
             false,
             false,
         );
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 16))
+        let below = title_band(&root, title, 16, WIDTH).map_err(|e| ctx.draw(e))?;
+        let mut chart = ChartBuilder::on(&below)
             .margin(10)
             .margin_right(20)
             .x_label_area_size(40)
@@ -719,16 +739,7 @@ pub fn scaling(
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| ctx.draw(e))?;
-        // The title in a band of its own above the chart's margin: a long title (an op and its
-        // file's path) reaches over the y labels, and a tick at the top of the axis has its
-        // label half above the plot, where plotters' own caption would meet it.
-        let (band, below) = root.split_vertically(24);
-        band.draw(&Text::new(
-            title,
-            (W as i32 / 2, 14),
-            TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Center, VPos::Center)),
-        ))
-        .map_err(|e| ctx.draw(e))?;
+        let below = title_band(&root, title, 14, W).map_err(|e| ctx.draw(e))?;
         let mut chart = ChartBuilder::on(&below)
             .margin(10)
             .margin_right(16)
