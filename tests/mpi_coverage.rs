@@ -39,7 +39,6 @@ const NOT_RECORDED: &[(&str, &[&str])] = &[
             "MPI_Dist_graph_neighbors",
             "MPI_Dist_graph_neighbors_count",
             "MPI_Topo_test",
-            "MPI_Dims_create",
             "MPI_Type_size",
             "MPI_Type_size_x",
             "MPI_Type_get_*",

@@ -252,6 +252,22 @@ pub fn extrapolate_consistent_ignoring(
     models: &ModelSet,
     drop: bool,
 ) -> Result<Extrapolated, ExtrapError> {
+    // The grid models take the dimension counts the program asked MPI_Dims_create for, in
+    // every model below (`extrapolate_ignoring_at` says the same for its own callers).
+    let ndims = crate::grid_ndims(inputs);
+    models::grid::with_ndims(&ndims, || {
+        consistent_gridded(inputs, ignored, target, models, drop)
+    })
+}
+
+/// [`extrapolate_consistent_ignoring`] with the grid models set up.
+fn consistent_gridded(
+    inputs: &[Input],
+    ignored: &[crate::approx::Ignore],
+    target: u32,
+    models: &ModelSet,
+    drop: bool,
+) -> Result<Extrapolated, ExtrapError> {
     // Containers (HDF5 calls) are followed by what they made (`containers`).
     let original = inputs;
     let lifted = crate::containers::lifted(inputs);

@@ -197,6 +197,163 @@ pub(crate) fn extrapolate_ignoring_at(
     at: Option<&collflush::AtTarget>,
     reloc: Option<&relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
+    // Values that follow the process grid of MPI_Dims_create: the grid models take the
+    // dimension counts the program asked for.
+    let out = models::grid::with_ndims(&grid_ndims(inputs), || {
+        extrapolate_gridded(inputs, ignored, target, models, how, at, reloc)
+    })?;
+    check_grids(inputs, &out)?;
+    Ok(out)
+}
+
+/// The dimension counts the inputs' programs asked `MPI_Dims_create` for (any rank, any
+/// depth): the only grids the grid models may take ([`models::grid::with_ndims`]).
+pub(crate) fn grid_ndims(inputs: &[Input]) -> Vec<usize> {
+    fn walk(nodes: &[Node], out: &mut Vec<usize>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    if e.op == rsd::Op::DimsCreate
+                        && let Some(p) = e.params.get(1)
+                    {
+                        for g in &p.groups {
+                            let d = g.ranks.first().and_then(|r| p.eval(r, &[]));
+                            if let Some(d) = d.and_then(|d| usize::try_from(d).ok())
+                                && !out.contains(&d)
+                            {
+                                out.push(d);
+                            }
+                        }
+                    }
+                    walk(&e.children, out);
+                }
+                NodeKind::Loop(l) => walk(&l.body, out),
+            }
+        }
+    }
+    // The grid models are Open MPI's factorisation (`models::grid`); MPICH balances by
+    // another search.
+    let open_mpi = |i: &Input| {
+        i.file
+            .header
+            .mpi_config
+            .as_ref()
+            .is_some_and(|c| c.library.starts_with("Open MPI"))
+    };
+    let mut out = Vec::new();
+    if inputs.iter().all(open_mpi) {
+        for i in inputs {
+            walk(&i.file.trace.nodes, &mut out);
+        }
+    }
+    out
+}
+
+/// The first rank of a node's first value group (who makes the call), and the values of the
+/// event's parameters there, outside any loop.
+fn values_at_first_rank(e: &rsd::trace::Event) -> Option<Vec<i64>> {
+    let r = e.params.first()?.groups.first()?.ranks.first()?;
+    e.params.iter().map(|p| p.eval(r, &[])).collect()
+}
+
+/// Each `MPI_Dims_create` call of `nodes` (outside loops) with its free entries all 0: the
+/// op's parameters at its first rank.
+fn dims_calls(nodes: &[Node], out: &mut Vec<(u64, Vec<i64>)>) {
+    for n in nodes {
+        match &n.kind {
+            NodeKind::Event(e) if e.op == rsd::Op::DimsCreate => {
+                if let Some(v) = values_at_first_rank(e) {
+                    out.push((e.sig, v));
+                }
+            }
+            NodeKind::Event(e) => dims_calls(&e.children, out),
+            NodeKind::Loop(_) => {}
+        }
+    }
+}
+
+/// Refuses an extrapolation whose `MPI_Dims_create` calls do not return, at the target, the
+/// grid the library's factorisation gives (`models::grid::dims_create`): a dimension that is
+/// the same at every input scale (`dims(n, 3)[1]` is 2 from 4 to 16 ranks, 4 at 32) is fitted
+/// as a constant, and so is every value that follows it (a global extent `L * dims[1]`),
+/// which no model can tell from a real constant. Only where the program asked for a free
+/// grid (every entry 0) in every input and the grid models are on (Open MPI).
+fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), ExtrapError> {
+    if grid_ndims(inputs).is_empty() {
+        return Ok(());
+    }
+    let target = out.file.header.nranks;
+    let mut calls = Vec::new();
+    dims_calls(&out.file.trace.nodes, &mut calls);
+    let fixed = rsd::Op::DimsCreate.params().len();
+    for (sig, v) in calls {
+        let nd = v[1] as usize;
+        if v.len() != fixed + 2 * nd || v[fixed..fixed + nd].iter().any(|&g| g != 0) {
+            continue;
+        }
+        let Some(want) = models::grid::dims_create(i64::from(target), nd) else {
+            continue;
+        };
+        let got = &v[fixed + nd..];
+        let Some(i) = (0..nd).find(|&i| got[i] != want[i]) else {
+            continue;
+        };
+        // Scales at which that dimension moves from the inputs' value towards the target's:
+        // tracing some of them lets the models see it change.
+        let seen: Vec<u32> = inputs.iter().map(|i| i.file.header.nranks).collect();
+        let least = seen.iter().copied().min().unwrap_or(2);
+        let helpful: Vec<String> = (least..=target.min(4096))
+            .filter(|n| !seen.contains(n))
+            .filter(|&n| {
+                // On the way to the target's value, not a degenerate grid (a prime's).
+                models::grid::dims_create(i64::from(n), nd)
+                    .is_some_and(|d| (d[i] > got[i]) == (want[i] > got[i]) && d[i] != got[i])
+            })
+            .take(4)
+            .map(|n| n.to_string())
+            .collect();
+        let mut scales: Vec<u32> = seen.clone();
+        scales.sort_unstable();
+        scales.dedup();
+        return Err(ExtrapError::Refused {
+            event: format!("MPI_Dims_create (call site {sig:#x})"),
+            param: format!("dims[{i}]"),
+            detail: format!(
+                "the process grid's dimension {i} is {} at every input scale but {} at {target} \
+                 ranks (dims({target}, {nd}) = {want:?}): values that follow it (global \
+                 extents, block starts) look constant in the inputs and would be wrong at the \
+                 target",
+                got[i], want[i]
+            ),
+            values: format!(
+                "dims(n, {nd})[{i}] = {} at {} ranks",
+                got[i],
+                scales
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            tried: "Open MPI's MPI_Dims_create at the target".into(),
+            hint: format!(
+                "trace scales at which dimension {i} of the grid changes, such as {} ranks",
+                helpful.join(", ")
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// [`extrapolate_ignoring_at`] with the grid models set up.
+fn extrapolate_gridded(
+    inputs: &[Input],
+    ignored: &[approx::Ignore],
+    target: u32,
+    models: &ModelSet,
+    how: Derivation,
+    at: Option<&collflush::AtTarget>,
+    reloc: Option<&relocate::Relocator>,
+) -> Result<Extrapolated, ExtrapError> {
     let original = inputs;
     let lifted = containers::lifted(inputs);
     let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());

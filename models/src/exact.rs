@@ -52,6 +52,13 @@ pub trait Model: Send + Sync {
     fn text_width(&self) -> bool {
         false
     }
+    /// Whether the model is tried only when no other model of its kind fits ([`fit_exact`]):
+    /// a model with a discrete choice among many functions that no data of a smooth kind
+    /// should be fitted by, so it can only turn a refusal into an answer, never make two
+    /// answers disagree.
+    fn fallback(&self) -> bool {
+        false
+    }
 }
 
 /// A model of the width of printed numbers ([`Model::text_width`]).
@@ -170,6 +177,8 @@ type Rows = Vec<Vec<Rat>>;
 /// `(rank+a) % n`): each knob value is its own linear model.
 struct Search {
     name: &'static str,
+    /// What the term is a function of.
+    vars: Vars,
     /// Knob values to try given the points.
     knobs: fn(&[Point]) -> std::ops::RangeInclusive<i64>,
     /// The knob's column: the model is `c0 * term(k, n, rank) + c1`, the knob stored as the
@@ -183,7 +192,7 @@ impl Model for Search {
         self.name
     }
     fn vars(&self) -> Vars {
-        Vars::NRank
+        self.vars
     }
     fn nparams(&self) -> usize {
         3
@@ -232,6 +241,85 @@ impl Model for Search {
             Some((k, rest)) => (self.show)(rest, k.to_i64().unwrap_or(0)),
             None => String::new(),
         }
+    }
+}
+
+/// A quantity of a domain decomposition on `MPI_Dims_create`'s process grid ([`crate::grid`]):
+/// `a * term(d, i, n, rank)` (`scaled`) or `a * term + b`, for one of the (dimension count,
+/// dimension) pairs [`crate::grid::knob`] numbers, stored as the last coefficient. A fallback
+/// ([`Model::fallback`]): nine functions each, tried only where no smooth model fits.
+struct Grid {
+    name: &'static str,
+    vars: Vars,
+    /// `a * term` alone: a grid's extents are whole blocks (`dims[i] * L`). Between 4 and 16
+    /// ranks a dimension may change once only (`dims(n, 3)[2]` is 1, 2, 2, 2): with an offset
+    /// the fit would leave a scale unpredicted (leave-one-scale-out), with none it holds.
+    scaled: bool,
+    term: fn(usize, usize, i64, i64) -> Option<i64>,
+    show: fn(usize, usize) -> String,
+}
+
+impl Model for Grid {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn vars(&self) -> Vars {
+        self.vars
+    }
+    fn nparams(&self) -> usize {
+        if self.scaled { 2 } else { 3 }
+    }
+    fn fallback(&self) -> bool {
+        true
+    }
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
+        let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
+        let mut out = Vec::new();
+        for k in 0..crate::grid::knobs() {
+            let Some((d, i)) = crate::grid::knob(k).filter(|&(d, _)| crate::grid::allowed(d))
+            else {
+                continue;
+            };
+            let Some(col) = pts
+                .iter()
+                .map(|p| (self.term)(d, i, p.n, p.rank))
+                .collect::<Option<Vec<i64>>>()
+            else {
+                continue;
+            };
+            let rows: Rows = col
+                .iter()
+                .map(|&x| match self.scaled {
+                    true => vec![Rat::int(x)],
+                    false => vec![Rat::int(x), Rat::ONE],
+                })
+                .collect();
+            if let Solution::Unique(mut c) = solve(&rows, &ys) {
+                c.push(Rat::int(k));
+                out.push(c);
+            }
+        }
+        out
+    }
+    fn eval(&self, c: &[Rat], n: i64, rank: i64) -> Option<i64> {
+        let (k, coef) = c.split_last()?;
+        let (d, i) = crate::grid::knob(k.to_i64()?)?;
+        let x = Rat::int((self.term)(d, i, n, rank)?);
+        let y = x.checked_mul(*coef.first()?)?;
+        match coef.get(1) {
+            Some(b) => y.checked_add(*b)?.to_i64(),
+            None => y.to_i64(),
+        }
+    }
+    fn describe(&self, c: &[Rat]) -> String {
+        let Some((k, coef)) = c.split_last() else {
+            return String::new();
+        };
+        let (d, i) = k
+            .to_i64()
+            .and_then(crate::grid::knob)
+            .unwrap_or((0, 0));
+        poly(coef, &[&(self.show)(d, i), ""])
     }
 }
 
@@ -493,6 +581,15 @@ pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
             ],
             show: |c| poly(c, &["log2(n)", ""]),
         }),
+        // A dimension of the process grid `MPI_Dims_create` makes: a block count, or a
+        // global extent of blocks of fixed size.
+        Box::new(Grid {
+            name: "grid-dims",
+            vars: Vars::N,
+            scaled: true,
+            term: |d, i, n, _| Some(crate::grid::dims_create(n, d)?[i]),
+            show: |d, i| format!("dims(n, {d})[{i}]"),
+        }),
         // Text that prints the rank count (`fprintf(log, "ckpt: %d ranks\n", n)`) is one byte
         // longer per decimal digit of n. Last in the list: a step at 10, 100, ... is only the
         // answer when nothing smoother reproduces the values, and it fits only where the
@@ -542,6 +639,7 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
     vec![
         Box::new(Search {
             name: "rank-modulo",
+            vars: Vars::NRank,
             knobs: |p| 0..=min_n(p) - 1,
             term: |a, n, rank| (n > 0).then(|| (rank + a).rem_euclid(n)),
             show: |c, a| {
@@ -566,6 +664,7 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         }),
         Box::new(Search {
             name: "rank-blocks",
+            vars: Vars::NRank,
             // A block size above every observed rank makes `rank/k` zero at every point, a
             // column that leaves its coefficient free (never a unique fit): not tried.
             knobs: |p| 2..=max_n(p).min(max_rank(p)),
@@ -574,6 +673,7 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         }),
         Box::new(Search {
             name: "rank-cyclic",
+            vars: Vars::NRank,
             knobs: |p| 2..=max_n(p),
             term: |k, _, rank| Some(rank % k),
             show: |c, k| poly(c, &[&format!("(rank%{k})"), ""]),
@@ -604,12 +704,40 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         // through the group's ranks absorbs, so the groups differ between scales.
         Box::new(Search {
             name: "ring-peer",
+            vars: Vars::NRank,
             knobs: |p| -(min_n(p) - 1)..=min_n(p) - 1,
             term: |w, n, rank| (n > 0).then(|| (rank + w).rem_euclid(n) - rank),
             show: |c, w| {
                 let inner = format!("((rank{w:+}) % n - rank)");
                 poly(c, &[&inner, ""])
             },
+        }),
+        // The rank's coordinate along one dimension of that grid, in the row-major order of
+        // `MPI_Cart_create` (where a block starts), and the relative rank of its neighbour one
+        // step up or down that dimension of the periodic grid (`MPI_Cart_shift`'s peers, a
+        // halo exchange's), as the tracer stores a peer.
+        Box::new(Grid {
+            name: "grid-coord",
+            vars: Vars::NRank,
+            scaled: false,
+            term: |d, i, n, rank| {
+                Some(crate::grid::coords(rank, &crate::grid::dims_create(n, d)?)?[i])
+            },
+            show: |d, i| format!("coords(rank, dims(n, {d}))[{i}]"),
+        }),
+        Box::new(Grid {
+            name: "grid-peer-up",
+            vars: Vars::NRank,
+            scaled: false,
+            term: |d, i, n, rank| crate::grid::shift(rank, &crate::grid::dims_create(n, d)?, i, 1),
+            show: |d, i| format!("shift(rank, dims(n, {d}), {i}, +1)"),
+        }),
+        Box::new(Grid {
+            name: "grid-peer-down",
+            vars: Vars::NRank,
+            scaled: false,
+            term: |d, i, n, rank| crate::grid::shift(rank, &crate::grid::dims_create(n, d)?, i, -1),
+            show: |d, i| format!("shift(rank, dims(n, {d}), {i}, -1)"),
         }),
         Box::new(Basis {
             name: "rank-affine",
@@ -688,9 +816,27 @@ fn scales(pts: &[Point]) -> Vec<i64> {
 ///
 /// Models whose [`Model::vars`] differs from `vars` are skipped. The order follows `models`.
 pub fn fit_exact<'m>(models: &'m [Box<dyn Model>], vars: Vars, pts: &[Point]) -> Vec<Fitted<'m>> {
+    let out = fit_tier(models, vars, pts, false);
+    if out.is_empty() {
+        fit_tier(models, vars, pts, true)
+    } else {
+        out
+    }
+}
+
+/// [`fit_exact`] over the models that are fallbacks ([`Model::fallback`]) or are not.
+fn fit_tier<'m>(
+    models: &'m [Box<dyn Model>],
+    vars: Vars,
+    pts: &[Point],
+    fallback: bool,
+) -> Vec<Fitted<'m>> {
     let sc = scales(pts);
     let mut out = Vec::new();
-    for m in models.iter().filter(|m| m.vars() == vars) {
+    for m in models
+        .iter()
+        .filter(|m| m.vars() == vars && m.fallback() == fallback)
+    {
         let indep = match vars {
             Vars::N => sc.len(),
             Vars::NRank => pts.len(),

@@ -2066,6 +2066,26 @@ impl Runtime for MpiRuntime {
             // their neighbourhood collectives bring their own graph. The queries are local, so
             // nothing any other rank waits for is lost.
             Op::CartGet | Op::CartRank | Op::CartShift => Ok(()),
+            // Asked again with the entries as given (a failed call recorded none: nothing to
+            // ask). The grid is the replayed library's, which the program's traced calls
+            // already carry in their values.
+            Op::DimsCreate => {
+                let fixed = Op::DimsCreate.params().len();
+                let nd = e.p(Param::Ndims);
+                let given = e.params.get(fixed..).unwrap_or_default();
+                if nd <= 0 || given.len() != 2 * nd as usize {
+                    return Ok(());
+                }
+                let mut dims: Vec<c_int> = given[..nd as usize]
+                    .iter()
+                    .map(|&d| d as c_int)
+                    .collect();
+                // SAFETY: `dims` holds `ndims` entries.
+                let rc = unsafe {
+                    ffi::MPI_Dims_create(e.p(Param::Size) as c_int, nd as c_int, dims.as_mut_ptr())
+                };
+                check(rc, "MPI_Dims_create")
+            }
             Op::GetProcessorName => {
                 // Larger than either library's MPI_MAX_PROCESSOR_NAME (256, 128).
                 let mut name = vec![0 as std::os::raw::c_char; 1024];

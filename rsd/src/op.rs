@@ -781,6 +781,15 @@ ops! {
     // global sizes, `ndims` distributions and `ndims` distribution arguments (both in
     // `rsd::mpi::distribute`'s encoding), then `ndims` process-grid sizes.
     TypeCreateDarray => Mpi, "MPI_Type_create_darray", None, [Size, Rank, Ndims, Order, Oldtype, Newtype];
+
+    // ---- `MPI_Dims_create`, a local call (no message, no file) recorded because a domain
+    // decomposition follows the grid it returns: extents, block starts and halo peers are
+    // functions of `dims(n, ndims)`, and extrapolation needs the program's dimension count to
+    // model them (a 2-D grid and a 3-D one agree at some rank counts). `size` (nnodes) and
+    // `ndims` as passed; followed by `ndims` entries as given (0: free, else a constraint),
+    // then `ndims` as returned (neither where the call failed: the arrays share the entries
+    // after the fixed parameters equally).
+    DimsCreate => Mpi, "MPI_Dims_create", None, [Size, Ndims];
 }
 
 /// Separates the two paths of a call that names two (`rename`, `link`, `symlink`: old, new)
@@ -846,6 +855,7 @@ impl Op {
                 | Op::GetProcessorName
                 | Op::Finalized
                 | Op::CommSetErrhandler
+                | Op::DimsCreate
         )
     }
 
@@ -1283,6 +1293,7 @@ impl Op {
             Op::TypeCreateSubarray => &["sizes", "subsizes", "starts"],
             Op::TypeCreateDarray => &["gsizes", "distribs", "dargs", "psizes"],
             Op::CartGet => &["dims", "periods", "coords"],
+            Op::DimsCreate => &["given", "dims"],
             Op::CartRank => &["coords"],
             Op::TypeCreateStruct => &["blocklengths", "displacements", "types"],
             Op::Startall | Op::Testall | Op::NcmpiWait | Op::NcmpiWaitAll => &["requests"],
@@ -1314,7 +1325,7 @@ impl Op {
     pub fn array_is_quantity(self, array: &str) -> bool {
         // A Cartesian grid's `dims` count processes, not the program's data: they follow the
         // scale, as ranks do.
-        self != Op::CartGet
+        !matches!(self, Op::CartGet | Op::DimsCreate)
             && self.arrays().contains(&array)
             && matches!(
                 array,
@@ -1438,10 +1449,12 @@ mod tests {
         let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
         let block = &Op::ALL[at(Op::CommRank)..=at(Op::CommSetErrhandler)];
         assert_eq!(block.len(), 8);
+        // And MPI_Dims_create, appended later.
         assert_eq!(
             Op::ALL.iter().filter(|o| o.is_local_query()).count(),
-            block.len()
+            block.len() + 1
         );
+        assert!(Op::DimsCreate.is_local_query());
         for op in block {
             assert!(op.is_local_query(), "{}", op.name());
             assert!(!op.is_collective(), "{}", op.name());

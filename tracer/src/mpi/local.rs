@@ -79,6 +79,25 @@ mpi_hooks! {
         };
 }
 
+mpi_hooks! {
+    /// Wrapper: `MPI_Dims_create`: the entries as given (read before the call, which
+    /// overwrites the free ones) and as returned.
+    MPI_Dims_create, mpi_dims_create_ (nnodes: Int, ndims: Int, dims: IntsOut) => DimsCreate
+        let given = dims.read(ndims.i().clamp(0, MAX_DIMS));
+        record |_, r| {
+            let mut v = args::dims_create(nnodes.i(), ndims.i());
+            if r == MPI_SUCCESS {
+                v.extend(given);
+                v.extend(dims.read(ndims.i().clamp(0, MAX_DIMS)));
+            }
+            v
+        };
+}
+
+/// More dimensions than any grid a program asks for: a bound on what is read of a program's
+/// array, whatever its `ndims` says.
+const MAX_DIMS: i64 = 64;
+
 /// The dimensions of `comm`'s Cartesian topology (0 if MPI refuses). Only asked after the
 /// program's own Cartesian call succeeded on `comm`, so MPI has no error to raise.
 fn cartdim(comm: Comm) -> i64 {
