@@ -315,10 +315,7 @@ impl Model for Grid {
         let Some((k, coef)) = c.split_last() else {
             return String::new();
         };
-        let (d, i) = k
-            .to_i64()
-            .and_then(crate::grid::knob)
-            .unwrap_or((0, 0));
+        let (d, i) = k.to_i64().and_then(crate::grid::knob).unwrap_or((0, 0));
         poly(coef, &[&(self.show)(d, i), ""])
     }
 }

@@ -2076,10 +2076,8 @@ impl Runtime for MpiRuntime {
                 if nd <= 0 || given.len() != 2 * nd as usize {
                     return Ok(());
                 }
-                let mut dims: Vec<c_int> = given[..nd as usize]
-                    .iter()
-                    .map(|&d| d as c_int)
-                    .collect();
+                let mut dims: Vec<c_int> =
+                    given[..nd as usize].iter().map(|&d| d as c_int).collect();
                 // SAFETY: `dims` holds `ndims` entries.
                 let rc = unsafe {
                     ffi::MPI_Dims_create(e.p(Param::Size) as c_int, nd as c_int, dims.as_mut_ptr())

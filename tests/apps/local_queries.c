@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
 
     int dims[2] = {0, 0}, periods[2] = {1, 0};
     MPI_Dims_create(n, 2, dims);
+    count("MPI_Dims_create", 0);
     MPI_Comm grid;
     MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
     count("MPI_Cart_create", 0);
