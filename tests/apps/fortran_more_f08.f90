@@ -161,7 +161,10 @@ program fortran_more_f08
   if (rbuf(left + 1) /= left * 100 + rank) stop 'Alltoallw wrong'
 
   ! A periodic ring, its one-dimension sub-communicator, a neighbourhood exchange.
-  dims(1) = nprocs
+  dims(1) = 0
+  call MPI_Dims_create(nprocs, 1, dims, ierr)
+  call count('MPI_Dims_create')
+  if (dims(1) /= nprocs) stop 'Dims_create wrong'
   periods(1) = .true.
   call MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, .false., cart, ierr)
   call count('MPI_Cart_create')
