@@ -9,7 +9,10 @@
 //! the grid models (`models/src/grid.rs`) for the dimension counts the program asked for, and
 //! only where no smooth model fits. A dimension that is the same at every input scale but not
 //! at the target cannot be seen in the values that follow it: that is refused, naming scales
-//! to trace.
+//! to trace. `tests/apps/grid3d.c` adds what stencil codes do on top: a periodic Cartesian
+//! communicator (`MPI_Cart_create`, whose grid the tracer records), halo exchanges with the
+//! neighbours `MPI_Cart_shift` names, and the file opened on the Cartesian communicator, where
+//! OMPIO takes one aggregator per row of the grid (`collio`'s Cartesian grouping).
 
 mod common;
 
@@ -137,4 +140,46 @@ fn a_3d_grid_extrapolates_from_scales_where_every_dimension_changes() {
     assert!(!bad.exists());
     let tf = TraceFile::read(&x).unwrap();
     assert_eq!(tf.header.nranks, 32);
+}
+
+/// grid3d at 12, 18, 24 and 36 ranks (3x2x2, 3x3x2, 4x3x2, 4x3x3) extrapolates to 48 (4x4x3)
+/// identical to a real run: the halo peers along each dimension, the blocks' placement, and
+/// the collective calls' nested calls from the Cartesian grouping (4 aggregators at 48 ranks,
+/// one per row, where the simple grouping of a communicator that is not Cartesian takes 1).
+#[test]
+fn a_cartesian_stencil_extrapolates_to_a_real_run() {
+    let d = scratch();
+    let data = d.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let mut ins = Vec::new();
+    for np in [12u32, 18, 24, 36, 48] {
+        let path = d.path().join(format!("grid3d.{np}.iotrex"));
+        let tf = trace_in(&path, &data, np, "grid3d", &["{d}/grid3d"], None);
+        // The Cartesian grid is recorded: three dims, then three periods (all periodic).
+        let create = tf
+            .trace
+            .expand(0)
+            .into_iter()
+            .find(|e| e.op == Op::CartCreate)
+            .expect("MPI_Cart_create recorded");
+        let fixed = Op::CartCreate.params().len();
+        let want = models::grid::dims_create(i64::from(np), 3).unwrap();
+        assert_eq!(
+            &create.params[fixed..fixed + 3],
+            want.as_slice(),
+            "{np} ranks"
+        );
+        assert_eq!(&create.params[fixed + 3..], &[1, 1, 1], "{np} ranks");
+        ins.push(path);
+    }
+    let real = ins.pop().unwrap();
+    let x = d.path().join("grid3d.x48.iotrex");
+    let o = extrap(&ins, 48, &x, &["--explain"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("4 aggregators (ranks 0-36:12) at 48 ranks from the Cartesian grouping"),
+        "{t}"
+    );
+    assert_identical("grid3d", &x, &real);
 }

@@ -53,6 +53,10 @@ pub struct Config {
     /// `num_groups`-th rank instead of contiguous ranks. A trace does not know this unless
     /// the tracer records it.
     pub map_by_node: bool,
+    /// The first dimension of the file communicator's Cartesian topology, where it has two or
+    /// more dimensions: OMPIO then groups by it (`mca_common_ompio_cart_based_grouping`)
+    /// instead of by the view. Depends on the scale.
+    pub cart_rows: Option<u64>,
     /// The posix fbtl's parameters.
     pub fbtl: FbtlConfig,
 }
@@ -70,6 +74,7 @@ impl Default for Config {
             cb_nodes: None,
             collective_buffering: true,
             map_by_node: false,
+            cart_rows: None,
             fbtl: FbtlConfig::default(),
         }
     }
@@ -303,9 +308,22 @@ pub fn initial_groups(
             n > 0,
         )?;
         (n as u64).min(size)
+    } else if let Some(rows) = cfg.cart_rows {
+        // A Cartesian communicator of 2+ dimensions (grouping options 5 and 7): one group per
+        // row of the grid, `size / rows` ranks each, in the grid's row-major order (the
+        // communicator's, without reordering), its first rank the aggregator; no cap by
+        // io_ompio_max_aggregators_ratio (only the simple grouping applies it).
+        param(
+            "the first dimension of the file communicator's Cartesian grid",
+            rows as i64,
+            rows > 0 && size % rows == 0,
+        )?;
+        let per = (size / rows) as u32;
+        return Ok((0..rows as u32)
+            .map(|k| (k * per..(k + 1) * per).collect())
+            .collect());
     } else {
-        // Grouping option 7 (simple+) takes the chunk size as the default view's; cartesian
-        // communicators of 2+ dimensions take the cart-based grouping (not modelled).
+        // Grouping option 7 (simple+) takes the chunk size as the default view's.
         let view = if cfg.grouping_option == 7 {
             ViewStats {
                 cc_size: DEFAULT_FILE_VIEW_SIZE,
@@ -544,6 +562,38 @@ fn vulcan_read(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cartesian_communicator_takes_one_aggregator_per_row() {
+        // 12 ranks on a 3x2x2 grid: three rows of four, whatever the view and the ratio cap
+        // (the simple grouping would take one for 12 ranks).
+        let cfg = Config {
+            cart_rows: Some(3),
+            ..Config::default()
+        };
+        let g = initial_groups(&cfg, 12, ViewStats::default_view()).unwrap();
+        assert_eq!(
+            g,
+            vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8, 9, 10, 11]]
+        );
+        // A requested count still trumps it, as in OMPIO's set_view.
+        let forced = Config {
+            cb_nodes: Some(2),
+            ..cfg.clone()
+        };
+        assert_eq!(
+            initial_groups(&forced, 12, ViewStats::default_view())
+                .unwrap()
+                .len(),
+            2
+        );
+        // A grid whose rows do not divide the communicator is not one MPI would have built.
+        let bad = Config {
+            cart_rows: Some(5),
+            ..Config::default()
+        };
+        assert!(initial_groups(&bad, 12, ViewStats::default_view()).is_err());
+    }
 
     #[test]
     fn default_view_takes_one_aggregator_per_8_ranks_at_most() {

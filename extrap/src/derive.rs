@@ -272,6 +272,9 @@ struct RankColl {
     /// The file was opened on `MPI_COMM_WORLD` or a duplicate of it: only then are all ranks
     /// the communicator, in the world's order.
     world: bool,
+    /// The first dimension of the file communicator's Cartesian grid, where it has two or more
+    /// dimensions (OMPIO then groups its aggregators by the grid's rows).
+    cart_rows: Option<u64>,
 }
 
 /// One rank's calls with their (mean) timing, and its collective calls.
@@ -333,10 +336,13 @@ pub(crate) fn world_sites(inputs: &[(&str, &TraceFile)]) -> BTreeSet<Site> {
 fn walk_rank(trace: &Trace, rank: u32, world: &BTreeSet<Site>) -> RankCalls {
     let events = rank_events(trace, rank);
     // Per open MPI file handle: its path, the library's descriptor, whether on the world.
-    let mut open: HashMap<i64, (String, Option<i64>, bool)> = HashMap::new();
+    let mut open: HashMap<i64, (String, Option<i64>, bool, Option<u64>)> = HashMap::new();
     // The communicators with the world's ranks in the world's order, as long as they live
     // (parallel HDF5 opens its files on a duplicate of the communicator it is given).
     let mut world_like: BTreeSet<i64> = BTreeSet::from([rsd::mpi::COMM_WORLD]);
+    // The Cartesian communicators of 2+ dimensions, with their grid's first dimension (the
+    // grid follows `MPI_Cart_create`'s fixed parameters; traces before session 17 have none).
+    let mut carts: HashMap<i64, u64> = HashMap::new();
     let mut colls = Vec::new();
     for (i, e) in events.iter().enumerate() {
         if let (Some(_), Some(new)) = (e.op.creation(), e.op.get(&e.params, Param::Newcomm)) {
@@ -347,11 +353,20 @@ fn walk_rank(trace: &Trace, rank: u32, world: &BTreeSet<Site>) -> RankCalls {
             }
         }
         match e.op {
+            Op::CartCreate => {
+                let grid = &e.params[Op::CartCreate.params().len().min(e.params.len())..];
+                let new = e.op.param(&e.params, Param::Newcomm);
+                match (grid.len() >= 4, grid.first()) {
+                    (true, Some(&rows)) if rows > 0 => carts.insert(new, rows as u64),
+                    _ => carts.remove(&new),
+                };
+            }
             Op::CommFree => {
                 let c = e.op.param(&e.params, Param::Comm);
                 if c != rsd::mpi::COMM_WORLD {
                     world_like.remove(&c);
                 }
+                carts.remove(&c);
             }
             Op::FileOpen => {
                 let Some(path) = &e.path else { continue };
@@ -361,20 +376,27 @@ fn walk_rank(trace: &Trace, rank: u32, world: &BTreeSet<Site>) -> RankCalls {
                     .rev()
                     .find(|c| matches!(c.op, Op::Open | Op::Openat) && c.path == e.path)
                     .map(|c| c.op.param(&c.params, Param::Fd));
-                let world = world_like.contains(&e.op.param(&e.params, Param::Comm));
-                open.insert(e.op.param(&e.params, Param::Fh), (path.clone(), fd, world));
+                let comm = e.op.param(&e.params, Param::Comm);
+                let world = world_like.contains(&comm);
+                open.insert(
+                    e.op.param(&e.params, Param::Fh),
+                    (path.clone(), fd, world, carts.get(&comm).copied()),
+                );
             }
             Op::FileClose => {
                 open.remove(&e.op.param(&e.params, Param::Fh));
             }
             op if traced::collective_dir(op).is_some() => {
-                if let Some((path, fd, world)) = open.get(&e.op.param(&e.params, Param::Fh)) {
+                if let Some((path, fd, world, cart_rows)) =
+                    open.get(&e.op.param(&e.params, Param::Fh))
+                {
                     colls.push(RankColl {
                         event: i,
                         site: (e.op, e.sig),
                         path: path.clone(),
                         fd: *fd,
                         world: *world,
+                        cart_rows: *cart_rows,
                     });
                 }
             }
@@ -389,6 +411,8 @@ fn walk_rank(trace: &Trace, rank: u32, world: &BTreeSet<Site>) -> RankCalls {
 struct Group {
     call: TracedCall,
     members: Vec<(u32, usize)>,
+    /// The first dimension of the file communicator's Cartesian grid ([`RankColl::cart_rows`]).
+    cart_rows: Option<u64>,
 }
 
 /// The collective calls of a run of `np` ranks (`trace`, whose ranks `ranks` are), each
@@ -440,7 +464,13 @@ fn groups(
                 for &(r, j) in &m {
                     covered[r as usize][j] = true;
                 }
-                out.push(Group { call, members: m });
+                let (r0, j0) = m[0];
+                let cart_rows = ranks[r0 as usize].colls[j0].cart_rows;
+                out.push(Group {
+                    call,
+                    members: m,
+                    cart_rows,
+                });
             }
             _ => unmodelled
                 .entry(call.path.clone())
@@ -727,6 +757,11 @@ fn model(g: &Group, cfg: &LibConfig) -> Result<Modelled, String> {
     };
     match cfg {
         LibConfig::Ompio(cfg) => {
+            // The file's communicator is part of the configuration OMPIO groups by.
+            let cfg = &Config {
+                cart_rows: g.cart_rows,
+                ..cfg.clone()
+            };
             let out = ompio::model(cfg, t.view, &t.input).map_err(err)?;
             Ok(Modelled {
                 how: format!(
@@ -1129,6 +1164,11 @@ fn why_aggregators(cfg: &Config, np: u32, out: &ompio::Outcome) -> String {
         format!("the file's cb_nodes hint {n}")
     } else if cfg.num_aggregators != -1 {
         format!("OMPIO's num_aggregators parameter {}", cfg.num_aggregators)
+    } else if let Some(rows) = cfg.cart_rows {
+        format!(
+            "the Cartesian grouping of the file's communicator (one group per row of its grid, \
+             {rows} rows)"
+        )
     } else {
         format!(
             "the simple grouping's cost model ({} {}), capped at one per {} = {} ranks \

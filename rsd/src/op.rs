@@ -363,6 +363,10 @@ ops! {
     CommFree => Mpi, "MPI_Comm_free", None, [Comm];
     // `MPI_Cart_create`, recorded as the split that builds the same communicator (as
     // `MPI_Comm_create`): its topology only answers local queries, its messages are ordinary.
+    // Followed by the grid: `ndims` dims and `ndims` periods (0 or 1) as passed, where the
+    // call succeeded (since session 17; older traces have none). OMPIO groups the aggregators
+    // of a file opened on a Cartesian communicator of 2+ dimensions by the grid's first
+    // dimension.
     CartCreate => Mpi, "MPI_Cart_create", None, [Comm, Color, Key, Newcomm];
     // `count` is the caller's own block (recvcounts[rank] for the vector form); `bytes` is
     // that block in bytes. Each rank sends every block, the sum of all ranks' counts.
@@ -1294,6 +1298,7 @@ impl Op {
             Op::TypeCreateDarray => &["gsizes", "distribs", "dargs", "psizes"],
             Op::CartGet => &["dims", "periods", "coords"],
             Op::DimsCreate => &["given", "dims"],
+            Op::CartCreate => &["dims", "periods"],
             Op::CartRank => &["coords"],
             Op::TypeCreateStruct => &["blocklengths", "displacements", "types"],
             Op::Startall | Op::Testall | Op::NcmpiWait | Op::NcmpiWaitAll => &["requests"],
@@ -1325,7 +1330,7 @@ impl Op {
     pub fn array_is_quantity(self, array: &str) -> bool {
         // A Cartesian grid's `dims` count processes, not the program's data: they follow the
         // scale, as ranks do.
-        !matches!(self, Op::CartGet | Op::DimsCreate)
+        !matches!(self, Op::CartGet | Op::DimsCreate | Op::CartCreate)
             && self.arrays().contains(&array)
             && matches!(
                 array,

@@ -358,6 +358,13 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
     // Every rank makes the same collective calls (a collective call is made by the whole
     // communicator; files opened on MPI_COMM_WORLD only, as checked above).
     let keys: Vec<&(String, usize)> = parts[0].calls.keys().collect();
+    // Each file's Cartesian grid, if its communicator has one: the same on every rank (the
+    // communicator is every rank's), so rank 0's open says it.
+    let cart_rows: HashMap<String, u64> = super::walk_rank(trace, 0, &p.world)
+        .colls
+        .into_iter()
+        .filter_map(|c| Some((c.path, c.cart_rows?)))
+        .collect();
     if let Some(q) = parts
         .iter()
         .find(|q| q.calls.len() != keys.len() || !keys.iter().all(|k| q.calls.contains_key(*k)))
@@ -440,6 +447,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
                 recorded: Vec::new(),
             },
             members: Vec::new(),
+            cart_rows: cart_rows.get(&key.0).copied(),
         };
         let cfg = config(&tf.header, &key.0, np)?;
         let out = model(&g, &cfg)?;

@@ -131,7 +131,15 @@ mpi_hooks! {
     MPI_Cart_create, mpi_cart_create_ (
         comm: Comm, ndims: Int, dims: Ints, periods: Ints, reorder: Int, newcomm: New<Comm>,
     ) => CartCreate
-        record |st, r| as_split(st, r, comm, newcomm, args::cart_create);
+        record |st, r| {
+            let mut v = as_split(st, r, comm, newcomm, args::cart_create);
+            if r == MPI_SUCCESS {
+                let n = ndims.i().clamp(0, 64);
+                v.extend(dims.read(n));
+                v.extend(periods.read(n).into_iter().map(|p| i64::from(p != 0)));
+            }
+            v
+        };
 }
 
 /// The parameters of a creation recorded as the split that builds the same communicator
