@@ -287,7 +287,12 @@ fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), ExtrapError> 
     dims_calls(&out.file.trace.nodes, &mut calls);
     let fixed = rsd::Op::DimsCreate.params().len();
     for (sig, v) in calls {
-        let nd = v[1] as usize;
+        let Some(nd) = usize::try_from(v[1])
+            .ok()
+            .filter(|&d| d <= models::grid::MAX_DIMS)
+        else {
+            continue;
+        };
         if v.len() != fixed + 2 * nd || v[fixed..fixed + nd].iter().any(|&g| g != 0) {
             continue;
         }
