@@ -169,3 +169,38 @@ fn newer_calls_from_mpi_f08_are_traced() {
     assert_counts_match(&run, np);
     assert_expand_matches_raw(&run, 0);
 }
+
+/// fortran_io traced at 4, 8, 12 and 16 ranks extrapolates to 32 identical to a real run, its
+/// `MPI_Allgatherv`'s received bytes included: rank r sends 4(r+1) bytes, so every rank
+/// receives 2n(n+1), a sum over the ranks that only the quadratic model reproduces (before
+/// it, extrap refused it and the user had to `--ignore MPI_Allgatherv.recvbytes`).
+#[test]
+fn fortran_io_extrapolates_with_its_sum_over_ranks() {
+    let bin = fortran_app("fortran_io");
+    let dir = scratch();
+    let mut traces = Vec::new();
+    for np in [4u32, 8, 12, 16, 32] {
+        let data = dir.path().join(format!("d{np}"));
+        std::fs::create_dir_all(&data).unwrap();
+        let trace = dir.path().join(format!("fo.{np}.iotrex"));
+        let run = mpirun(
+            np,
+            &bin,
+            &args(&[&data.to_string_lossy(), "3"]),
+            &trace,
+            &Opts::default(),
+        );
+        assert!(!run.read().header.incomplete, "{np} ranks");
+        traces.push(trace);
+    }
+    let real = traces.pop().unwrap();
+    let x = dir.path().join("fo.x32.iotrex");
+    let o = extrap(&traces, 32, &x, &["--explain"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("recvbytes: 2112  [group 0 value = 2*n^2 + 2*n]"),
+        "{t}"
+    );
+    assert_identical("fortran_io", &x, &real);
+}

@@ -61,30 +61,47 @@ pub trait Model: Send + Sync {
     }
 }
 
-/// A model of the width of printed numbers ([`Model::text_width`]).
-struct Width(Basis);
+/// A basis model tagged as the width of printed numbers ([`Model::text_width`]) or as a
+/// fallback ([`Model::fallback`]).
+struct Tagged {
+    basis: Basis,
+    width: bool,
+    fallback: bool,
+}
 
-impl Model for Width {
+/// A model of the width of printed numbers.
+fn width(basis: Basis) -> Tagged {
+    Tagged {
+        basis,
+        width: true,
+        fallback: false,
+    }
+}
+
+impl Model for Tagged {
     fn name(&self) -> &str {
-        self.0.name()
+        self.basis.name()
     }
     fn vars(&self) -> Vars {
-        self.0.vars()
+        self.basis.vars()
     }
     fn nparams(&self) -> usize {
-        self.0.nparams()
+        self.basis.nparams()
     }
     fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
-        self.0.fit(pts)
+        self.basis.fit(pts)
     }
     fn eval(&self, coeffs: &[Rat], n: i64, rank: i64) -> Option<i64> {
-        self.0.eval(coeffs, n, rank)
+        self.basis.eval(coeffs, n, rank)
     }
     fn describe(&self, coeffs: &[Rat]) -> String {
-        self.0.describe(coeffs)
+        self.basis.describe(coeffs)
     }
     fn text_width(&self) -> bool {
-        true
+        self.width
+    }
+    fn fallback(&self) -> bool {
+        self.fallback
     }
 }
 
@@ -578,6 +595,24 @@ pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
             ],
             show: |c| poly(c, &["log2(n)", ""]),
         }),
+        // A sum over the ranks of a size linear in the rank (the bytes an `MPI_Allgatherv`
+        // receives when rank r sends `a*r + b`: `a*n(n-1)/2 + b*n`), or a square grid's
+        // cells. A fallback: tried only where no other model fits, and with three coefficients
+        // it needs four scales, one of them left out and predicted.
+        Box::new(Tagged {
+            basis: Basis {
+                name: "quadratic",
+                vars: Vars::N,
+                terms: vec![
+                    |n, _| n.checked_mul(n).map(Rat::int),
+                    |n, _| r(n),
+                    |_, _| r(1),
+                ],
+                show: |c| poly(c, &["n^2", "n", ""]),
+            },
+            width: false,
+            fallback: true,
+        }),
         // A dimension of the process grid `MPI_Dims_create` makes: a block count, or a
         // global extent of blocks of fixed size.
         Box::new(Grid {
@@ -591,7 +626,7 @@ pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
         // longer per decimal digit of n. Last in the list: a step at 10, 100, ... is only the
         // answer when nothing smoother reproduces the values, and it fits only where the
         // inputs straddle a power of ten (otherwise its column equals the constant's).
-        Box::new(Width(Basis {
+        Box::new(width(Basis {
             name: "digits",
             vars: Vars::N,
             terms: vec![|n, _| digits_of(n), |_, _| r(1)],
@@ -600,7 +635,7 @@ pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
         // The same for the last rank (`"ranks 0-%d", n - 1`). The inputs rarely tell it from
         // `digits(n)`; the two disagree only at a power of ten (100, 1000 ranks), where the
         // caller then refuses instead of guessing which the program prints.
-        Box::new(Width(Basis {
+        Box::new(width(Basis {
             name: "digits-last-rank",
             vars: Vars::N,
             terms: vec![|n, _| digits_of(n.checked_sub(1)?), |_, _| r(1)],
@@ -688,7 +723,7 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         // A per-rank line that prints the rank and the rank count (`"rank %d of %d\n"`):
         // digits of both. With every input below 10 ranks its `digits(n)` column equals the
         // constant one and it does not fit, leaving such inputs to rank-digits.
-        Box::new(Width(Basis {
+        Box::new(width(Basis {
             name: "rank-digits+digits",
             vars: Vars::NRank,
             terms: vec![|_, rank| digits_of(rank), |n, _| digits_of(n), |_, _| r(1)],
@@ -946,6 +981,22 @@ mod tests {
             Agreement::Agree(f, v) => Some((f.describe(), v)),
             _ => None,
         }
+    }
+
+    #[test]
+    fn a_sum_over_ranks_is_quadratic_only_where_nothing_else_fits() {
+        let m = builtin_n_models();
+        // An Allgatherv's received bytes when rank r sends 4(r+1) bytes: 2n(n+1).
+        assert_eq!(
+            predict(&m, &pts(|n| 2 * n * (n + 1)), 32),
+            Some(("2*n^2 + 2*n".into(), 2112))
+        );
+        // Linear data keep their linear model (the fallback is not tried).
+        let fits = fit_exact(&m, Vars::N, &pts(|n| 3 * n + 1));
+        assert!(fits.iter().all(|f| f.model.name() != "quadratic"));
+        // Three scales leave no scale out to check three coefficients: no fit.
+        let three: Vec<Point> = pts(|n| n * n).into_iter().take(3).collect();
+        assert!(fit_exact(&m, Vars::N, &three).is_empty());
     }
 
     #[test]
