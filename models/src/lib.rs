@@ -4,9 +4,10 @@
 //! - [`exact`]: the [`Model`] trait, the built-in exact models of the rank count `n`
 //!   (constant, linear, inverse `k/n`, inverse plus constant, floor and ceil of `K/n`, largest
 //!   power of two ≤ n and its remainder, log2 n) and of `(n, rank)` (`((rank+a) % n) * b`,
-//!   `rank/k` blocks, `rank%k`, affine in rank and n, a dimension of `MPI_Dims_create`'s grid
-//!   and a rank's coordinate in it), and the guarded fit ([`fit_exact`]: zero residual, fewer
-//!   coefficients than observations, leave-one-scale-out).
+//!   `rank/k` blocks, `rank%k`, affine in rank and n), the fallbacks tried only where none of
+//!   those fits (`a*n^2 + b*n + c`; a dimension of `MPI_Dims_create`'s grid, a rank's
+//!   coordinate and periodic neighbour in it), and the guarded fit ([`fit_exact`]: zero
+//!   residual, fewer coefficients than observations, leave-one-scale-out).
 //! - [`grid`]: the process grids of `MPI_Dims_create` and `MPI_Cart_create`.
 //! - [`timing`]: least-squares fits of timing statistics (the only approximate quantity).
 //! - [`plugin`]: the versioned C ABI for model plugins and its loader.
