@@ -108,6 +108,20 @@ pub enum ExtrapError {
         /// Why.
         why: String,
     },
+    /// A dimension of a process grid (`MPI_Dims_create`) is the same at every input scale but
+    /// not at the target: the values that follow it look constant in the inputs. Not a value
+    /// to `--ignore`: the extents and block starts built on it would be wrong with it.
+    #[error("cannot extrapolate the process grid of {event}: {detail}; values seen: {values}")]
+    GridUnseen {
+        /// The `MPI_Dims_create` call.
+        event: String,
+        /// Which dimension, and its value at the inputs and the target.
+        detail: String,
+        /// The dimension's value at each input scale.
+        values: String,
+        /// The scales to trace.
+        hint: String,
+    },
     /// The inputs fall into groups of different structure.
     #[error("the traces disagree in structure: {groups}")]
     Inconsistent {
@@ -164,9 +178,9 @@ impl ExtrapError {
     /// A suggestion for the user, where there is one.
     pub fn hint(&self) -> Option<&str> {
         match self {
-            ExtrapError::Refused { hint, .. } | ExtrapError::Inconsistent { hint, .. } => {
-                Some(hint)
-            }
+            ExtrapError::Refused { hint, .. }
+            | ExtrapError::Inconsistent { hint, .. }
+            | ExtrapError::GridUnseen { hint, .. } => Some(hint),
 
             // The usual cause with collective MPI-IO: the library's collective buffering picks
             // more aggregators as the rank count grows, so which rank writes what changes.

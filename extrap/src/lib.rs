@@ -320,14 +320,12 @@ fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), ExtrapError> 
         let mut scales: Vec<u32> = seen.clone();
         scales.sort_unstable();
         scales.dedup();
-        return Err(ExtrapError::Refused {
+        return Err(ExtrapError::GridUnseen {
             event: format!("MPI_Dims_create (call site {sig:#x})"),
-            param: format!("dims[{i}]"),
             detail: format!(
-                "the process grid's dimension {i} is {} at every input scale but {} at {target} \
-                 ranks (dims({target}, {nd}) = {want:?}): values that follow it (global \
-                 extents, block starts) look constant in the inputs and would be wrong at the \
-                 target",
+                "dimension {i} is {} at every input scale but {} at {target} ranks (dims({target}, \
+                 {nd}) = {want:?}): values that follow it (global extents, block starts) look \
+                 constant in the inputs and would be wrong at the target",
                 got[i], want[i]
             ),
             values: format!(
@@ -339,7 +337,6 @@ fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), ExtrapError> 
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            tried: "Open MPI's MPI_Dims_create at the target".into(),
             hint: format!(
                 "trace scales at which dimension {i} of the grid changes, such as {} ranks",
                 helpful.join(", ")
