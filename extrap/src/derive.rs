@@ -354,9 +354,9 @@ fn walk_rank(trace: &Trace, rank: u32, world: &BTreeSet<Site>) -> RankCalls {
         }
         match e.op {
             Op::CartCreate => {
-                let grid = &e.params[Op::CartCreate.params().len().min(e.params.len())..];
+                let dims = e.op.array_values(&e.params, "dims").unwrap_or_default();
                 let new = e.op.param(&e.params, Param::Newcomm);
-                match (grid.len() >= 4, grid.first()) {
+                match (dims.len() >= 2, dims.first()) {
                     (true, Some(&rows)) if rows > 0 => carts.insert(new, rows as u64),
                     _ => carts.remove(&new),
                 };

@@ -2070,14 +2070,14 @@ impl Runtime for MpiRuntime {
             // ask). The grid is the replayed library's, which the program's traced calls
             // already carry in their values.
             Op::DimsCreate => {
-                let fixed = Op::DimsCreate.params().len();
                 let nd = e.p(Param::Ndims);
-                let given = e.params.get(fixed..).unwrap_or_default();
-                if nd <= 0 || given.len() != 2 * nd as usize {
+                let given = Op::DimsCreate
+                    .array_values(&e.params, "given")
+                    .unwrap_or_default();
+                if nd <= 0 || given.len() != nd as usize {
                     return Ok(());
                 }
-                let mut dims: Vec<c_int> =
-                    given[..nd as usize].iter().map(|&d| d as c_int).collect();
+                let mut dims: Vec<c_int> = given.iter().map(|&d| d as c_int).collect();
                 // SAFETY: `dims` holds `ndims` entries.
                 let rc = unsafe {
                     ffi::MPI_Dims_create(e.p(Param::Size) as c_int, nd as c_int, dims.as_mut_ptr())

@@ -845,7 +845,7 @@ pub enum Creation {
 impl Op {
     /// Whether the op is one of MPI's local queries and settings (`MPI_Comm_rank`,
     /// `MPI_Comm_size`, the Cartesian queries, `MPI_Get_processor_name`, `MPI_Finalized`,
-    /// `MPI_Comm_set_errhandler`): no message, no I/O, nothing another rank sees. A program may
+    /// `MPI_Comm_set_errhandler`, `MPI_Dims_create`): no message, no I/O, nothing another rank sees. A program may
     /// make them a number of times that follows its data (Meep asks `MPI_Comm_size` once per
     /// chunk), so extrapolation may set them aside where their counts are all that differs.
     pub fn is_local_query(self) -> bool {
@@ -1287,6 +1287,20 @@ impl Op {
         Some((arrays[which], extra - which * per))
     }
 
+    /// The entries of array `name` ([`Op::arrays`]) of an event of this op without path fields:
+    /// its share of the parameters after the fixed ones (the arrays share them equally).
+    /// `None` for an array the op has not, or entries that do not divide equally.
+    pub fn array_values<'p>(self, params: &'p [i64], name: &str) -> Option<&'p [i64]> {
+        let arrays = self.arrays();
+        let which = arrays.iter().position(|a| *a == name)?;
+        let rest = params.get(self.schema().len()..)?;
+        if rest.len() % arrays.len() != 0 {
+            return None;
+        }
+        let per = rest.len() / arrays.len();
+        Some(&rest[which * per..(which + 1) * per])
+    }
+
     /// The arrays an event of this op stores after its fixed parameters, in order, each of the
     /// same length (`dims[k]`, `count[k]`): the names [`Op::param_name`] gives their elements.
     pub fn arrays(self) -> &'static [&'static str] {
@@ -1479,6 +1493,10 @@ mod tests {
         // A process grid's dims are not data.
         assert!(!Op::CartGet.array_is_quantity("dims"));
         assert!(Op::H5ScreateSimple.array_is_quantity("dims"));
+        assert_eq!(Op::CartGet.array_values(&v, "periods"), Some(&[1, 0][..]));
+        assert_eq!(Op::CartGet.array_values(&v, "coords"), Some(&[1, 2][..]));
+        assert_eq!(Op::CartGet.array_values(&v, "nothing"), None);
+        assert_eq!(Op::CartGet.array_values(&v[..v.len() - 1], "dims"), None);
         let mut v = args::cart_rank(3, 2, 5);
         v.extend([1, 2]);
         assert_eq!(Op::CartRank.param_name(4, v.len(), 0), "coords[1]");
