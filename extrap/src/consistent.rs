@@ -252,40 +252,27 @@ pub fn extrapolate_consistent_ignoring(
     models: &ModelSet,
     drop: bool,
 ) -> Result<Extrapolated, ExtrapError> {
-    // The grid models take the dimension counts the program asked MPI_Dims_create for, in
-    // every model below (`extrapolate_ignoring_at` says the same for its own callers).
-    let ndims = crate::grid_ndims(inputs);
-    models::grid::with_ndims(&ndims, || {
-        consistent_gridded(inputs, ignored, target, models, drop)
-    })
-}
-
-/// [`extrapolate_consistent_ignoring`] with the grid models set up.
-fn consistent_gridded(
-    inputs: &[Input],
-    ignored: &[crate::approx::Ignore],
-    target: u32,
-    models: &ModelSet,
-    drop: bool,
-) -> Result<Extrapolated, ExtrapError> {
-    // Containers (HDF5 calls) are followed by what they made (`containers`).
-    let original = inputs;
-    let lifted = crate::containers::lifted(inputs);
-    let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
-    // Writes the library deals over the ranks change the structure below their count (HDF5's
-    // metadata flush, collective or independent): modelled around the rest, before the
-    // grouping.
-    let lifts = lifted.as_ref().map(|l| &l.1);
-    // Every model below that compresses ranks again compresses the containers whole.
-    let mut out = crate::derive::with_lifts(lifts, || {
-        crate::collflush::around(inputs, lifts, target, models, |inputs, at| {
-            crate::dealt::around(inputs, target, models, |inputs, r| {
-                consistent_dealt_apart(inputs, ignored, target, models, drop, at, r)
+    // The grid models take the dimension counts the program asked MPI_Dims_create for.
+    crate::with_grids(inputs, || {
+        // Containers (HDF5 calls) are followed by what they made (`containers`).
+        let original = inputs;
+        let lifted = crate::containers::lifted(inputs);
+        let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
+        // Writes the library deals over the ranks change the structure below their count
+        // (HDF5's metadata flush, collective or independent): modelled around the rest, before
+        // the grouping.
+        let lifts = lifted.as_ref().map(|l| &l.1);
+        // Every model below that compresses ranks again compresses the containers whole.
+        let mut out = crate::derive::with_lifts(lifts, || {
+            crate::collflush::around(inputs, lifts, target, models, |inputs, at| {
+                crate::dealt::around(inputs, target, models, |inputs, r| {
+                    consistent_dealt_apart(inputs, ignored, target, models, drop, at, r)
+                })
             })
-        })
-    })?;
-    crate::nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;
-    Ok(out)
+        })?;
+        crate::nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;
+        Ok(out)
+    })
 }
 
 /// [`extrapolate_consistent`] on inputs whose dealt writes, if any, were taken out (`reloc`

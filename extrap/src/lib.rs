@@ -182,7 +182,24 @@ pub(crate) fn extrapolate_ignoring(
     models: &ModelSet,
     how: Derivation,
 ) -> Result<Extrapolated, ExtrapError> {
-    extrapolate_ignoring_at(inputs, ignored, target, models, how, None, None)
+    with_grids(inputs, || {
+        extrapolate_ignoring_at(inputs, ignored, target, models, how, None, None)
+    })
+}
+
+/// Runs the extrapolation `run` of `inputs` with the grid models taking the dimension counts
+/// the program asked `MPI_Dims_create` for ([`grid_ndims`]), then checks the output's grids
+/// at the target ([`check_grids`]). Every public extrapolation goes through it once.
+pub(crate) fn with_grids(
+    inputs: &[Input],
+    run: impl FnOnce() -> Result<Extrapolated, ExtrapError>,
+) -> Result<Extrapolated, ExtrapError> {
+    let ndims = grid_ndims(inputs);
+    let out = models::grid::with_ndims(&ndims, run)?;
+    if !ndims.is_empty() {
+        check_grids(inputs, &out)?;
+    }
+    Ok(out)
 }
 
 /// [`extrapolate_ignoring`] on inputs whose collective metadata flushes `at`, if given, were
@@ -197,40 +214,35 @@ pub(crate) fn extrapolate_ignoring_at(
     at: Option<&collflush::AtTarget>,
     reloc: Option<&relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
-    // Values that follow the process grid of MPI_Dims_create: the grid models take the
-    // dimension counts the program asked for.
-    let out = models::grid::with_ndims(&grid_ndims(inputs), || {
-        extrapolate_gridded(inputs, ignored, target, models, how, at, reloc)
+    let original = inputs;
+    let lifted = containers::lifted(inputs);
+    let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
+    // Writes the library deals over the ranks (HDF5's metadata flush) are modelled around the
+    // rest: collective (`collflush`), independent (`dealt`).
+    let lifts = lifted.as_ref().map(|l| &l.1);
+    let run = |inputs: &[Input], at: Option<&collflush::AtTarget>| {
+        match reloc {
+            // The dealt writes were taken out around this already (`consistent`'s grouping),
+            // with the HDF5 oracle: modelling them again would find none, and add to any
+            // refusal why the split index is not modelled.
+            Some(r) => extrapolate_dealt_apart(inputs, ignored, target, models, how, at, Some(r)),
+            None => dealt::around(inputs, target, models, |inputs, r| {
+                extrapolate_dealt_apart(inputs, ignored, target, models, how, at, r)
+            }),
+        }
+    };
+    // Every model below that compresses ranks again compresses the containers whole.
+    let mut out = derive::with_lifts(lifts, || match at {
+        Some(at) => run(inputs, Some(at)),
+        None => collflush::around(inputs, lifts, target, models, run),
     })?;
-    check_grids(inputs, &out)?;
+    nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;
     Ok(out)
 }
 
 /// The dimension counts the inputs' programs asked `MPI_Dims_create` for (any rank, any
 /// depth): the only grids the grid models may take ([`models::grid::with_ndims`]).
-pub(crate) fn grid_ndims(inputs: &[Input]) -> Vec<usize> {
-    fn walk(nodes: &[Node], out: &mut Vec<usize>) {
-        for n in nodes {
-            match &n.kind {
-                NodeKind::Event(e) => {
-                    if e.op == rsd::Op::DimsCreate
-                        && let Some(p) = e.params.get(1)
-                    {
-                        for g in &p.groups {
-                            let d = g.ranks.first().and_then(|r| p.eval(r, &[]));
-                            if let Some(d) = d.and_then(|d| usize::try_from(d).ok())
-                                && !out.contains(&d)
-                            {
-                                out.push(d);
-                            }
-                        }
-                    }
-                    walk(&e.children, out);
-                }
-                NodeKind::Loop(l) => walk(&l.body, out),
-            }
-        }
-    }
+fn grid_ndims(inputs: &[Input]) -> Vec<usize> {
     // The grid models are Open MPI's factorisation (`models::grid`); MPICH balances by
     // another search.
     let open_mpi = |i: &Input| {
@@ -241,9 +253,28 @@ pub(crate) fn grid_ndims(inputs: &[Input]) -> Vec<usize> {
             .is_some_and(|c| c.library.starts_with("Open MPI"))
     };
     let mut out = Vec::new();
-    if inputs.iter().all(open_mpi) {
-        for i in inputs {
-            walk(&i.file.trace.nodes, &mut out);
+    if !inputs.iter().all(open_mpi) {
+        return out;
+    }
+    let mut calls = Vec::new();
+    for i in inputs {
+        dims_calls(&i.file.trace.nodes, false, &mut calls);
+    }
+    let at = rsd::Op::DimsCreate
+        .params()
+        .iter()
+        .position(|p| *p == rsd::Param::Ndims);
+    for (e, _) in calls {
+        let Some(p) = at.and_then(|k| e.params.get(k)) else {
+            continue;
+        };
+        for g in &p.groups {
+            let d = g.ranks.first().and_then(|r| p.eval(r, &[]));
+            if let Some(d) = d.and_then(|d| usize::try_from(d).ok())
+                && !out.contains(&d)
+            {
+                out.push(d);
+            }
         }
     }
     out
@@ -256,18 +287,14 @@ fn values_at_first_rank(e: &rsd::trace::Event) -> Option<Vec<i64>> {
     e.params.iter().map(|p| p.eval(r, &[])).collect()
 }
 
-/// Each `MPI_Dims_create` call of `nodes` (outside loops) with its free entries all 0: the
-/// op's parameters at its first rank.
-fn dims_calls(nodes: &[Node], out: &mut Vec<(u64, Vec<i64>)>) {
+/// Each `MPI_Dims_create` call of `nodes` (at any depth), and whether it is inside a loop
+/// (`in_loop`: the enclosing nodes are).
+fn dims_calls<'a>(nodes: &'a [Node], in_loop: bool, out: &mut Vec<(&'a rsd::trace::Event, bool)>) {
     for n in nodes {
         match &n.kind {
-            NodeKind::Event(e) if e.op == rsd::Op::DimsCreate => {
-                if let Some(v) = values_at_first_rank(e) {
-                    out.push((e.sig, v));
-                }
-            }
-            NodeKind::Event(e) => dims_calls(&e.children, out),
-            NodeKind::Loop(_) => {}
+            NodeKind::Event(e) if e.op == rsd::Op::DimsCreate => out.push((e, in_loop)),
+            NodeKind::Event(e) => dims_calls(&e.children, in_loop, out),
+            NodeKind::Loop(l) => dims_calls(&l.body, true, out),
         }
     }
 }
@@ -276,30 +303,32 @@ fn dims_calls(nodes: &[Node], out: &mut Vec<(u64, Vec<i64>)>) {
 /// grid the library's factorisation gives (`models::grid::dims_create`): a dimension that is
 /// the same at every input scale (`dims(n, 3)[1]` is 2 from 4 to 16 ranks, 4 at 32) is fitted
 /// as a constant, and so is every value that follows it (a global extent `L * dims[1]`),
-/// which no model can tell from a real constant. Only where the program asked for a free
-/// grid (every entry 0) in every input and the grid models are on (Open MPI).
+/// which no model can tell from a real constant. Only calls outside loops where the program
+/// asked for a free grid (every entry 0), and only where the grid models are on (Open MPI:
+/// [`with_grids`]).
 fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), ExtrapError> {
-    if grid_ndims(inputs).is_empty() {
-        return Ok(());
-    }
     let target = out.file.header.nranks;
     let mut calls = Vec::new();
-    dims_calls(&out.file.trace.nodes, &mut calls);
-    let fixed = rsd::Op::DimsCreate.params().len();
-    for (sig, v) in calls {
-        let Some(nd) = usize::try_from(v[1])
-            .ok()
-            .filter(|&d| d <= models::grid::MAX_DIMS)
-        else {
+    dims_calls(&out.file.trace.nodes, false, &mut calls);
+    let op = rsd::Op::DimsCreate;
+    for (e, in_loop) in calls {
+        let Some(v) = values_at_first_rank(e).filter(|_| !in_loop) else {
             continue;
         };
-        if v.len() != fixed + 2 * nd || v[fixed..fixed + nd].iter().any(|&g| g != 0) {
+        let sig = e.sig;
+        let (Ok(nd), Some(given), Some(got)) = (
+            usize::try_from(op.param(&v, rsd::Param::Ndims)),
+            op.array_values(&v, "given"),
+            op.array_values(&v, "dims"),
+        ) else {
+            continue;
+        };
+        if got.len() != nd || given.iter().any(|&g| g != 0) {
             continue;
         }
         let Some(want) = models::grid::dims_create(i64::from(target), nd) else {
             continue;
         };
-        let got = &v[fixed + nd..];
         let Some(i) = (0..nd).find(|&i| got[i] != want[i]) else {
             continue;
         };
@@ -344,42 +373,6 @@ fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), ExtrapError> 
         });
     }
     Ok(())
-}
-
-/// [`extrapolate_ignoring_at`] with the grid models set up.
-fn extrapolate_gridded(
-    inputs: &[Input],
-    ignored: &[approx::Ignore],
-    target: u32,
-    models: &ModelSet,
-    how: Derivation,
-    at: Option<&collflush::AtTarget>,
-    reloc: Option<&relocate::Relocator>,
-) -> Result<Extrapolated, ExtrapError> {
-    let original = inputs;
-    let lifted = containers::lifted(inputs);
-    let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
-    // Writes the library deals over the ranks (HDF5's metadata flush) are modelled around the
-    // rest: collective (`collflush`), independent (`dealt`).
-    let lifts = lifted.as_ref().map(|l| &l.1);
-    let run = |inputs: &[Input], at: Option<&collflush::AtTarget>| {
-        match reloc {
-            // The dealt writes were taken out around this already (`consistent`'s grouping),
-            // with the HDF5 oracle: modelling them again would find none, and add to any
-            // refusal why the split index is not modelled.
-            Some(r) => extrapolate_dealt_apart(inputs, ignored, target, models, how, at, Some(r)),
-            None => dealt::around(inputs, target, models, |inputs, r| {
-                extrapolate_dealt_apart(inputs, ignored, target, models, how, at, r)
-            }),
-        }
-    };
-    // Every model below that compresses ranks again compresses the containers whole.
-    let mut out = derive::with_lifts(lifts, || match at {
-        Some(at) => run(inputs, Some(at)),
-        None => collflush::around(inputs, lifts, target, models, run),
-    })?;
-    nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;
-    Ok(out)
 }
 
 /// The last step of every extrapolation of `original` (its containers lifted with `lifts`,
