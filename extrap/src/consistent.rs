@@ -289,12 +289,12 @@ fn consistent_dealt_apart(
     let run = |inputs: &[Input]| {
         crate::extrapolate_ignoring_at(inputs, ignored, target, models, Derivation::Auto, at, reloc)
     };
-    let gs = groups(inputs);
+    let (gs, local) = groups_and_ops(inputs, Op::is_local_query);
     if gs.len() <= 1 {
         return run(inputs);
     }
     // Local queries whose counts follow the data are all that differs (`local`).
-    if let Some((kept, ops)) = crate::local::set_aside(inputs) {
+    if let Some((kept, ops)) = crate::local::set_aside(inputs, local) {
         let mut out = run(&kept)?;
         out.explain.insert(
             0,

@@ -43,32 +43,36 @@ pub fn ops_in_notes(notes: &[String]) -> BTreeSet<Op> {
         .collect()
 }
 
-/// `inputs` with the local queries set aside that make them agree in structure, and those
-/// ops; `None` where they agree already, or where the local queries are not what differs.
-pub(crate) fn set_aside(inputs: &[Input]) -> Option<(Vec<Input>, BTreeSet<Op>)> {
+/// `inputs`, which disagree in structure, with the local queries set aside that make them
+/// agree, and those ops; `None` where the local queries are not what differs. `found`: the
+/// local queries where the inputs' groups differ ([`groups_and_ops`], which the caller ran).
+pub(crate) fn set_aside(
+    inputs: &[Input],
+    found: BTreeSet<Op>,
+) -> Option<(Vec<Input>, BTreeSet<Op>)> {
     let in_place = any_summary(inputs.iter().map(|i| &i.file));
-    let mut ops = BTreeSet::new();
-    let mut current: Option<Vec<Input>> = None;
+    let mut ops = found;
     // Each round sets aside at least one more op: there are only so many.
     for _ in 0..=Op::ALL.len() {
-        let (groups, found) =
-            groups_and_ops(current.as_deref().unwrap_or(inputs), |o| o.is_local_query());
-        if groups.len() <= 1 {
-            return current.map(|c| (c, ops));
-        }
-        let before = ops.len();
-        ops.extend(found);
-        if ops.len() == before {
+        if ops.is_empty() {
             return None;
         }
-        let mut next = Vec::with_capacity(inputs.len());
+        let mut kept = Vec::with_capacity(inputs.len());
         for i in inputs {
-            next.push(Input {
+            kept.push(Input {
                 name: i.name.clone(),
                 file: without(&i.file, &ops, in_place).ok()?.0,
             });
         }
-        current = Some(next);
+        let (groups, more) = groups_and_ops(&kept, Op::is_local_query);
+        if groups.len() <= 1 {
+            return Some((kept, ops));
+        }
+        let before = ops.len();
+        ops.extend(more);
+        if ops.len() == before {
+            return None;
+        }
     }
     None
 }
