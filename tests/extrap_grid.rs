@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::{app, assert_identical, extrap, scratch, text, trace_in};
+use common::{app, assert_identical, extrap, extrap_explained, scratch, text, trace_in};
 use rsd::{Op, TraceFile};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -94,12 +94,10 @@ fn a_2d_grid_extrapolates_to_real_runs() {
     let real32 = ins.pop().unwrap();
     for (n, real) in [(32, &real32), (64, &real64)] {
         let x = d.path().join(format!("grid2.x{n}.iotrex"));
-        let o = extrap(&ins, n, &x, &["--explain"]);
-        assert!(o.status.success(), "{}", text(&o));
+        let (t, _) = extrap_explained("grid_io 2-D", &ins, n, &x);
         assert!(
-            text(&o).contains("dims(n, 2)[0]") && text(&o).contains("coords(rank, dims(n, 2))"),
-            "{}",
-            text(&o)
+            t.contains("dims(n, 2)[0]") && t.contains("coords(rank, dims(n, 2))"),
+            "{t}"
         );
         assert_identical(&format!("grid_io 2-D at {n}"), &x, real);
     }
@@ -176,9 +174,7 @@ fn a_cartesian_stencil_extrapolates_to_a_real_run() {
     }
     let real = ins.pop().unwrap();
     let x = d.path().join("grid3d.x48.iotrex");
-    let o = extrap(&ins, 48, &x, &["--explain"]);
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let (t, _) = extrap_explained("grid3d", &ins, 48, &x);
     assert!(
         t.contains("4 aggregators (ranks 0-36:12) at 48 ranks from the Cartesian grouping"),
         "{t}"

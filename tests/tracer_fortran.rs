@@ -195,9 +195,7 @@ fn fortran_io_extrapolates_with_its_sum_over_ranks() {
     }
     let real = traces.pop().unwrap();
     let x = dir.path().join("fo.x32.iotrex");
-    let o = extrap(&traces, 32, &x, &["--explain"]);
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
+    let (t, _) = extrap_explained("fortran_io", &traces, 32, &x);
     assert!(
         t.contains("recvbytes: 2112  [group 0 value = 2*n^2 + 2*n]"),
         "{t}"
