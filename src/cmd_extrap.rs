@@ -88,10 +88,6 @@ pub struct ExtrapArgs {
     pub cores_per_node: Option<u32>,
 }
 
-/// How many parameters --approx-unfit summarises before it gives up (each costs one more
-/// extrapolation of every input).
-const MAX_UNFIT: usize = 64;
-
 #[derive(Serialize)]
 struct Report<'a> {
     output: &'a Path,
@@ -171,8 +167,21 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
     if a.exact {
         extrap::approx::require_exact(&inputs)?;
     }
-    crate::oracle::register();
-    let x = extrapolate_summarising(a, &inputs, ignored, &models)?;
+    note_ignored_unused(&inputs, &ignored);
+    let req = extrap::Request::new(a.ranks)
+        .models(models)
+        .ignore(ignored)
+        .approx_unfit(a.approx_unfit)
+        .inconsistent(if a.drop_inconsistent {
+            extrap::Inconsistent::Drop
+        } else {
+            extrap::Inconsistent::Refuse
+        })
+        .oracle(crate::oracle::next_to_this_binary());
+    let x = extrap::run(&req, &inputs)?;
+    for g in &x.summarised {
+        eprintln!("note: --approx-unfit: {g} fits no exact model; summarised");
+    }
     for n in &x.file.header.notes {
         if n.starts_with(extrap::FITTED_NOT_DERIVED) {
             eprintln!("note: {n}");
@@ -218,65 +227,28 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
     crate::output::print_text(&text)
 }
 
-/// Extrapolates `inputs` with the parameters `ignored` summarised, and with --approx-unfit
-/// every quantity that fits no exact model too, one refusal at a time.
-fn extrapolate_summarising(
-    a: &ExtrapArgs,
-    inputs: &[Input],
-    mut ignored: Vec<extrap::approx::Ignore>,
-    models: &ModelSet,
-) -> Result<extrap::Extrapolated> {
-    // What the user named is looked for once, for the notes: extrap summarises it itself,
-    // after checking its models of the MPI library against the exact values.
-    if !ignored.is_empty() {
-        let (_, found) = extrap::approx::ignore(inputs.to_vec(), &ignored);
-        for (g, _) in found.iter().filter(|(_, n)| *n == 0) {
-            eprintln!(
-                "note: --ignore {g}: no input summarised it (the inputs do not call {}, or \
-                 its values are negative somewhere)",
-                g.op.name()
-            );
-        }
+/// Says which parameters named with --ignore no input summarised: extrap summarises them
+/// itself, after checking its models of the MPI library against the exact values, so what
+/// the user named is looked for here once, for the notes.
+fn note_ignored_unused(inputs: &[Input], ignored: &[extrap::approx::Ignore]) {
+    if ignored.is_empty() {
+        return;
     }
-    let named = ignored.len();
-    loop {
-        let e = match extrap::extrapolate_consistent_ignoring(
-            inputs,
-            &ignored,
-            a.ranks,
-            models,
-            a.drop_inconsistent,
-        ) {
-            Ok(x) => return Ok(x),
-            Err(e) => e,
-        };
-        let unfit = refused_param(&e)
-            .filter(|_| a.approx_unfit)
-            .filter(|g| g.is_quantity() && !ignored.contains(g));
-        match unfit {
-            Some(g) if ignored.len() - named < MAX_UNFIT => {
-                eprintln!("note: --approx-unfit: {g} fits no exact model; summarised");
-                ignored.push(g);
-            }
-            _ => return Err(e.into()),
-        }
+    let (_, found) = extrap::approx::ignore(inputs.to_vec(), ignored);
+    for (g, _) in found.iter().filter(|(_, n)| *n == 0) {
+        eprintln!(
+            "note: --ignore {g}: no input summarised it (the inputs do not call {}, or its \
+             values are negative somewhere)",
+            g.op.name()
+        );
     }
-}
-
-/// The parameter a refusal is about (`op.param`, as --ignore takes it), when it names one.
-fn refused_param(e: &ExtrapError) -> Option<extrap::approx::Ignore> {
-    let ExtrapError::Refused { event, param, .. } = e else {
-        return None;
-    };
-    let op = event.split_whitespace().next()?;
-    extrap::approx::Ignore::parse(&format!("{op}.{param}")).ok()
 }
 
 /// What to do about an extrapolation or plugin error.
 pub fn hint(e: &anyhow::Error) -> Option<String> {
     if let Some(x) = e.downcast_ref::<ExtrapError>() {
         // A value that fits no model and does not matter can be declared irrelevant.
-        if let Some(g) = refused_param(x) {
+        if let Some(g) = x.refused_param() {
             return Some(format!(
                 "{}; if this value does not matter to the I/O (a log line's length, a time \
                  printed), extrapolate it approximately with --ignore {g}",

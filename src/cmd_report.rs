@@ -76,7 +76,8 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
             .map(|i| (i.label.clone(), i.file.clone()))
             .collect(),
     )
-    .with_plugins(a.plugin.clone());
+    .with_plugins(a.plugin.clone())
+    .with_request(report_request(out.as_ref()));
     let limits = report::Limits {
         rank_bars: a.max_ranks as usize,
         timeline_ranks: a.timeline_ranks as usize,
@@ -121,4 +122,22 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
         }
         crate::output::print_text(&s)
     }
+}
+
+/// The options of the extrapolation that wrote `out`, as far as its trace says them: the
+/// report explains that extrapolation, not another. `--approx-unfit` is on: it changes only
+/// what would be refused, and `out` exists, so extrap did not refuse it. Scales dropped by
+/// `--drop-inconsistent` are in its notes.
+fn report_request(out: Option<&report::Input>) -> extrap::Request {
+    let dropped = out.is_some_and(|o| {
+        (o.file.header.notes.iter()).any(|n| n.starts_with(extrap::consistent::DROPPED_NOTE))
+    });
+    extrap::Request::new(1)
+        .approx_unfit(out.is_some())
+        .inconsistent(if dropped {
+            extrap::Inconsistent::Drop
+        } else {
+            extrap::Inconsistent::Refuse
+        })
+        .oracle(crate::oracle::next_to_this_binary())
 }

@@ -4,6 +4,7 @@
 
 use extrap::h5space::{Oracle, OracleRun};
 use rsd::RawEvent;
+use std::sync::Arc;
 
 /// Replays through `iotrex-h5oracle` in a scratch directory removed after each replay.
 struct H5Oracle {
@@ -38,16 +39,15 @@ impl Oracle for H5Oracle {
     }
 }
 
-/// Registers the oracle next to this binary, if it is there (an extrapolation that needs it
-/// and has none refuses, saying so).
-pub fn register() {
-    let Ok(exe) = std::env::current_exe() else {
-        return;
-    };
+/// The oracle next to this binary, if it is there (an extrapolation that needs it and has
+/// none refuses, saying so).
+pub fn next_to_this_binary() -> Option<Arc<dyn Oracle>> {
+    let exe = std::env::current_exe().ok()?;
     let launch = h5oracle::Launch::next_to(&exe);
-    if launch.oracle.is_file() {
-        extrap::h5space::set_oracle(Box::new(H5Oracle { launch }));
-    }
+    launch
+        .oracle
+        .is_file()
+        .then(|| Arc::new(H5Oracle { launch }) as Arc<dyn Oracle>)
 }
 
 /// A dataset's storage as runs of consecutive bytes (address, length), in element order.

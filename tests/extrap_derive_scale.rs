@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 use extrap::diff::{DiffOptions, diff};
-use extrap::{Derivation, Input, ModelSet, extrapolate_with};
+use extrap::{Derivation, Inconsistent, Input, Request};
 use std::path::Path;
 
 /// Traces `app args` at 4, 8, 12 and 16 ranks under Open MPI's defaults, each scale with the
@@ -31,11 +31,16 @@ fn inputs(dir: &Path, app_name: &str, args: &[&str]) -> Vec<Input> {
 /// At each target, the compressed derivation equals the per-rank one rank by rank, and it
 /// did derive (its `--explain` says so).
 fn same_as_per_rank(name: &str, ins: &[Input], targets: &[u32]) {
-    let ms = ModelSet::builtin();
+    let with = |t: u32, how: Derivation| {
+        let req = Request::new(t)
+            .derivation(how)
+            .inconsistent(Inconsistent::AsGiven);
+        extrap::run(&req, ins).map_err(|e| e.to_string())
+    };
     for &t in targets {
-        let full = extrapolate_with(ins, t, &ms, Derivation::PerRank)
+        let full = with(t, Derivation::PerRank)
             .unwrap_or_else(|e| panic!("{name}: per-rank derivation at {t} refused: {e}"));
-        let comp = extrapolate_with(ins, t, &ms, Derivation::Compressed)
+        let comp = with(t, Derivation::Compressed)
             .unwrap_or_else(|e| panic!("{name}: compressed derivation at {t} refused: {e}"));
         assert!(
             comp.explain
@@ -56,8 +61,9 @@ fn same_as_per_rank(name: &str, ins: &[Input], targets: &[u32]) {
 /// Extrapolation to 2^20 ranks (the compressed derivation; the per-rank one is not run
 /// there) succeeds, with the aggregators of OMPIO's cost model.
 fn reaches_a_million(name: &str, ins: &[Input]) -> extrap::Extrapolated {
-    let x = extrap::extrapolate(ins, 1 << 20, &ModelSet::builtin())
-        .unwrap_or_else(|e| panic!("{name}: extrap to 2^20 refused: {e}"));
+    let req = Request::new(1 << 20).inconsistent(Inconsistent::AsGiven);
+    let x =
+        extrap::run(&req, ins).unwrap_or_else(|e| panic!("{name}: extrap to 2^20 refused: {e}"));
     assert_eq!(x.file.header.nranks, 1 << 20);
     assert!(
         x.explain

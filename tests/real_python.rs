@@ -134,13 +134,10 @@ fn ompio_model_holds_for_h5py_and_is_checked_on_exact_counts() {
     .iter()
     .map(|s| extrap::approx::Ignore::parse(s).unwrap())
     .collect();
-    let r = extrap::extrapolate_consistent_ignoring(
-        &inputs,
-        &ignored,
-        32,
-        &extrap::ModelSet::builtin(),
-        true,
-    );
+    let req = extrap::Request::new(32)
+        .ignore(ignored)
+        .inconsistent(extrap::Inconsistent::Drop);
+    let r = extrap::run(&req, &inputs);
     // Still refused today for the hyperslab displacements (prefix sums of the counts in
     // another call); the collective calls' nested calls must be derived, not the reason.
     if let Err(e) = r {

@@ -7,7 +7,7 @@
 //! `4.iotrex`, `8.iotrex`, `12.iotrex` and `16.iotrex` (`scripts/bench-extrap.sh` traces
 //! ior_like so), then `cargo bench -p extrap --bench derive`.
 
-use extrap::{Input, ModelSet, extrapolate};
+use extrap::{Inconsistent, Input, ModelSet, Request};
 use std::path::Path;
 use std::time::Instant;
 
@@ -46,7 +46,12 @@ fn main() {
         let mut out = None;
         for _ in 0..4 {
             let t = Instant::now();
-            let r = extrapolate(&inputs, target, &ms);
+            let r = extrap::run(
+                &Request::new(target)
+                    .models(ms.clone())
+                    .inconsistent(Inconsistent::AsGiven),
+                &inputs,
+            );
             best = best.min(t.elapsed().as_secs_f64());
             out = Some(r);
         }

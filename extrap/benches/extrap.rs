@@ -3,7 +3,7 @@
 //! `cargo bench -p extrap --bench extrap`.
 
 use extrap::patterns::{Pattern, trace_file};
-use extrap::{Input, ModelSet, extrapolate};
+use extrap::{Inconsistent, Input, ModelSet, Request};
 use std::time::Instant;
 
 fn main() {
@@ -31,7 +31,12 @@ fn main() {
             let mut out = None;
             for _ in 0..6 {
                 let t = Instant::now();
-                let r = extrapolate(&inputs, target, &ms);
+                let r = extrap::run(
+                    &Request::new(target)
+                        .models(ms.clone())
+                        .inconsistent(Inconsistent::AsGiven),
+                    &inputs,
+                );
                 let dt = t.elapsed().as_secs_f64();
                 best = best.min(dt);
                 out = Some(r);

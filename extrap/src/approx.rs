@@ -557,7 +557,7 @@ mod tests {
         let ins: Vec<Input> = [4, 8, 12, 16].iter().map(|&n| sends(n, 200)).collect();
         assert_eq!(rsd::approx::count(&ins[0].file.trace), 0);
         assert!(rsd::approx::count(&ins[3].file.trace) > 0);
-        let x = crate::extrapolate(&ins, 64, &crate::ModelSet::builtin()).unwrap();
+        let x = crate::request::as_given(&ins, 64, &crate::ModelSet::builtin()).unwrap();
         let want = sends(64, 1);
         let (got, real) = (
             rsd::approx::first(&x.file.trace).unwrap(),

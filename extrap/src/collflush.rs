@@ -36,8 +36,9 @@
 use crate::dealt::{Anchor, block, describe_anchor, fit_number};
 use crate::derive::{Site, compress_ranks, rank_events};
 use crate::error::ExtrapError;
-use crate::h5space::{self, Oracle, OracleRun, RunId};
+use crate::h5space::{self, OracleRun, Remembered, RunId};
 use crate::relocate::Relocator;
+use crate::request::Cx;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input, hdf5_meta};
 use models::ModelSet;
 use rsd::mpi::{BYTE, FIRST_DERIVED_TYPE, datatype_positions};
@@ -723,7 +724,7 @@ fn oracle_flushes(run: &OracleRun) -> Result<BTreeMap<RunId, Vec<(i64, i64)>>, S
 /// every input scale (`sorted`, as `p` observed them): the same entries, the same run (the
 /// same HDF5 call, the same ordinal) at every scale; and the oracle's replay of each input.
 /// Otherwise why not.
-fn oracle_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<OracleIds, String> {
+fn oracle_ids(p: &Plan, sorted: &[&Input], o: &Remembered) -> Result<OracleIds, String> {
     let replays = h5space::replay_inputs(o, sorted)?;
     let mut per_scale = Vec::with_capacity(replays.len());
     for run in &replays {
@@ -795,10 +796,8 @@ fn renumber(e: &mut RawEvent, f: &impl Fn(i64) -> i64) {
 /// [`compress_ranks`]).
 fn strip(tf: &TraceFile, p: &Plan, lifts: Option<&Lifts>) -> Result<TraceFile, String> {
     let flushes: BTreeSet<Anchor> = p.flushes.iter().map(|f| f.anchor).collect();
-    let trace = crate::derive::with_lifts(lifts, || {
-        compress_ranks(tf.header.nranks, |r| {
-            take_parts(&rank_events(&tf.trace, r), &flushes).map_err(|e| format!("rank {r}: {e}"))
-        })
+    let trace = compress_ranks(lifts, tf.header.nranks, |r| {
+        take_parts(&rank_events(&tf.trace, r), &flushes).map_err(|e| format!("rank {r}: {e}"))
     })?;
     Ok(TraceFile {
         header: tf.header.clone(),
@@ -914,10 +913,8 @@ fn insert(tf: &mut TraceFile, p: &Plan, lifts: Option<&Lifts>) -> Result<(), Str
         }
         l => l,
     };
-    let trace = crate::derive::with_lifts(lifts, || {
-        compress_ranks(n, |r| {
-            put_parts(&rank_events(&tf.trace, r), &p.flushes, n, r)
-        })
+    let trace = compress_ranks(lifts, n, |r| {
+        put_parts(&rank_events(&tf.trace, r), &p.flushes, n, r)
     })?;
     tf.trace = trace;
     Ok(())
@@ -987,7 +984,7 @@ pub(crate) struct AtTarget<'a> {
     pub(crate) lifts: Option<&'a Lifts>,
     /// Where the chunk index splits at the target: the HDF5 oracle, and per flush the run of
     /// its collective flushes that is it, whose entries at the target are the flush's.
-    oracle: Option<(&'a dyn Oracle, Vec<RunId>)>,
+    oracle: Option<(&'a Remembered<'a>, Vec<RunId>)>,
     /// What moves the fitted data addresses to where the oracle's HDF5 stores the data at
     /// the target (with the oracle only).
     pub(crate) reloc: Option<Relocator<'a>>,
@@ -1000,7 +997,7 @@ impl AtTarget<'_> {
             return insert(tf, self.plan, self.lifts).map_err(|why| self.refused(why));
         };
         let p = self
-            .with_oracles_entries(tf, *o, ids)
+            .with_oracles_entries(tf, o, ids)
             .map_err(|why| self.refused(why))?;
         insert(tf, &p, self.lifts).map_err(|why| self.refused(why))
     }
@@ -1010,7 +1007,7 @@ impl AtTarget<'_> {
     fn with_oracles_entries(
         &self,
         tf: &TraceFile,
-        o: &dyn Oracle,
+        o: &Remembered,
         ids: &[RunId],
     ) -> Result<Plan, String> {
         let n = tf.header.nranks;
@@ -1061,12 +1058,11 @@ impl AtTarget<'_> {
 /// back before the collective I/O is derived. Otherwise `inner` runs on the inputs as they
 /// are, and a refusal says why the model was not used.
 pub(crate) fn around(
+    cx: Cx,
     inputs: &[Input],
-    lifts: Option<&Lifts>,
-    target: u32,
-    models: &ModelSet,
     inner: impl FnOnce(&[Input], Option<&AtTarget>) -> Result<Extrapolated, ExtrapError>,
 ) -> Result<Extrapolated, ExtrapError> {
+    let (lifts, target, models) = (cx.lifts, cx.target, cx.models);
     let mut sorted: Vec<&Input> = inputs.iter().collect();
     sorted.sort_by_key(|i| i.file.header.nranks);
     sorted.dedup_by_key(|i| i.file.header.nranks);
@@ -1076,7 +1072,7 @@ pub(crate) fn around(
     let grows = hdf5_meta::chunk_index_grows(&sorted, target, models);
     // A chunk index that splits writes more entries than the inputs: HDF5 itself says which
     // (`h5space`: the oracle's, where it reproduces every input's flushes).
-    let oracle = grows.as_ref().and(h5space::oracle());
+    let oracle = grows.as_ref().and(cx.oracle);
     let mut p = match plan(&sorted, lifts, target, models, oracle.is_some()) {
         Outcome::None => return inner(inputs, None),
         Outcome::Skip(why) => {
@@ -1146,7 +1142,7 @@ pub(crate) fn around(
     // Where the oracle's dataset storage at the target moved, the fitted data addresses
     // follow it (`relocate`), before the flushes go back in and the collective I/O is derived.
     let reloc = from_oracle.as_ref().map(|(o, (_, replays))| Relocator {
-        oracle: *o,
+        oracle: o,
         inputs: replays.clone(),
         ns,
         models,
@@ -1241,7 +1237,7 @@ mod tests {
             flush_call(part_calls(&f, 1, 0, 1001)),
             flush_call(bad),
         ];
-        let trace = compress_ranks(1, |_| Ok(events.clone())).unwrap();
+        let trace = compress_ranks(None, 1, |_| Ok(events.clone())).unwrap();
         let run = OracleRun {
             trace: TraceFile {
                 header: rsd::Header::new(1),

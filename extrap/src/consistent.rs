@@ -14,7 +14,9 @@
 //! changes with the aggregator count by design.
 
 use crate::error::ExtrapError;
-use crate::{Derivation, Extrapolated, Input, ModelSet, describe_node};
+use crate::request::{Cx, Inconsistent};
+use crate::{Extrapolated, Input, describe_node};
+use rsd::trace::Lifts;
 use rsd::trace::{Node, NodeKind};
 use rsd::{Op, TraceFile};
 use std::collections::BTreeSet;
@@ -85,14 +87,21 @@ fn collective_sites(nodes: &[Node], out: &mut BTreeSet<crate::derive::Site>) {
 /// aggregators) the top level no longer lines up with 8 ranks' (one). Without them, the
 /// structure compared is the application's. `in_place`: as extrapolation strips them
 /// (`derive::strip`).
-fn without_collective_children(tf: &TraceFile, in_place: bool) -> Option<TraceFile> {
+fn without_collective_children(
+    lifts: Option<&Lifts>,
+    tf: &TraceFile,
+    in_place: bool,
+) -> Option<TraceFile> {
     let mut sites = BTreeSet::new();
     collective_sites(&tf.trace.nodes, &mut sites);
     if sites.is_empty() {
         return None;
     }
-    crate::derive::strip(tf, &sites, in_place).ok()
+    crate::derive::strip(lifts, tf, &sites, in_place).ok()
 }
+
+/// How the note of an extrapolation that dropped inconsistent scales starts.
+pub const DROPPED_NOTE: &str = "scales used: ";
 
 /// One group of inputs with the same structure.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,12 +127,13 @@ fn scales(inputs: &[Input], members: &[usize]) -> Vec<u32> {
 /// scales, then by their largest scale (both decreasing): the first is the one
 /// `--drop-inconsistent` keeps.
 pub fn groups(inputs: &[Input]) -> Vec<Group> {
-    grouped(inputs, |_, _| {})
+    grouped(None, inputs, |_, _| {})
 }
 
 /// [`groups`], and the ops `wanted` picks among the nodes where the groups first differ from
 /// the first (loop bodies and nested calls included).
 pub(crate) fn groups_and_ops(
+    lifts: Option<&Lifts>,
     inputs: &[Input],
     wanted: impl Fn(Op) -> bool,
 ) -> (Vec<Group>, BTreeSet<Op>) {
@@ -139,7 +149,7 @@ pub(crate) fn groups_and_ops(
         }
     }
     let mut ops = BTreeSet::new();
-    let gs = grouped(inputs, |x, y| {
+    let gs = grouped(lifts, inputs, |x, y| {
         for n in [x, y].into_iter().flatten() {
             ops_in(n, &wanted, &mut ops);
         }
@@ -149,11 +159,15 @@ pub(crate) fn groups_and_ops(
 
 /// [`groups`], calling `seen` with the two nodes where each group first differs from the
 /// first.
-fn grouped(inputs: &[Input], mut seen: impl FnMut(Option<&Node>, Option<&Node>)) -> Vec<Group> {
+fn grouped(
+    lifts: Option<&Lifts>,
+    inputs: &[Input],
+    mut seen: impl FnMut(Option<&Node>, Option<&Node>),
+) -> Vec<Group> {
     let in_place = crate::derive::any_summary(inputs.iter().map(|i| &i.file));
     let stripped: Vec<Option<TraceFile>> = inputs
         .iter()
-        .map(|i| without_collective_children(&i.file, in_place))
+        .map(|i| without_collective_children(lifts, &i.file, in_place))
         .collect();
     let nodes_of = |i: usize| -> &[Node] {
         match &stripped[i] {
@@ -229,72 +243,48 @@ fn describe(inputs: &[Input], gs: &[Group]) -> String {
     parts.join("; ")
 }
 
-/// Extrapolates `inputs` to `target`, first checking that they agree in structure. When they
-/// do not: refuses, saying which scales agree and where the others differ, or, with `drop`,
-/// extrapolates from the largest agreeing group of at least three scales and lists the scales
-/// used and dropped in the output's header notes.
-pub fn extrapolate_consistent(
+/// Extrapolates `inputs` as `cx` asks, first checking that they agree in structure. When
+/// they do not: refuses, saying which scales agree and where the others differ, or, with
+/// [`Inconsistent::Drop`], extrapolates from the largest agreeing group of at least three
+/// scales and lists the scales used and dropped in the output's header notes.
+pub(crate) fn extrapolate_consistent(
+    cx: Cx,
     inputs: &[Input],
-    target: u32,
-    models: &ModelSet,
-    drop: bool,
 ) -> Result<Extrapolated, ExtrapError> {
-    extrapolate_consistent_ignoring(inputs, &[], target, models, drop)
-}
-
-/// [`extrapolate_consistent`] with the parameters `ignored` summarised in every input
-/// (`extrap --ignore`, `--approx-unfit`), after the models of the MPI library were checked
-/// against the exact values (see `extrapolate_ignoring`).
-pub fn extrapolate_consistent_ignoring(
-    inputs: &[Input],
-    ignored: &[crate::approx::Ignore],
-    target: u32,
-    models: &ModelSet,
-    drop: bool,
-) -> Result<Extrapolated, ExtrapError> {
-    // The grid models take the dimension counts the program asked MPI_Dims_create for.
-    crate::with_grids(inputs, || {
-        // Containers (HDF5 calls) are followed by what they made (`containers`).
-        let original = inputs;
-        let lifted = crate::containers::lifted(inputs);
-        let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
-        // Writes the library deals over the ranks change the structure below their count
-        // (HDF5's metadata flush, collective or independent): modelled around the rest, before
-        // the grouping.
-        let lifts = lifted.as_ref().map(|l| &l.1);
-        // Every model below that compresses ranks again compresses the containers whole.
-        let mut out = crate::derive::with_lifts(lifts, || {
-            crate::collflush::around(inputs, lifts, target, models, |inputs, at| {
-                crate::dealt::around(inputs, target, models, |inputs, r| {
-                    consistent_dealt_apart(inputs, ignored, target, models, drop, at, r)
-                })
-            })
-        })?;
-        crate::nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;
-        Ok(out)
-    })
+    // Containers (HDF5 calls) are followed by what they made (`containers`).
+    let original = inputs;
+    let lifted = crate::containers::lifted(inputs);
+    let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
+    // Every model below that compresses ranks again compresses the containers whole.
+    let cx = cx.lifted(lifted.as_ref().map(|l| &l.1));
+    // Writes the library deals over the ranks change the structure below their count
+    // (HDF5's metadata flush, collective or independent): modelled around the rest, before
+    // the grouping.
+    let mut out = crate::collflush::around(cx, inputs, |inputs, at| {
+        crate::dealt::around(cx, inputs, |inputs, r| {
+            consistent_dealt_apart(cx, inputs, at, r)
+        })
+    })?;
+    crate::nested_and_settled(cx, original, &mut out)?;
+    Ok(out)
 }
 
 /// [`extrapolate_consistent`] on inputs whose dealt writes, if any, were taken out (`reloc`
 /// relocates the fitted data addresses, as in `extrapolate_ignoring_at`).
 fn consistent_dealt_apart(
+    cx: Cx,
     inputs: &[Input],
-    ignored: &[crate::approx::Ignore],
-    target: u32,
-    models: &ModelSet,
-    drop: bool,
     at: Option<&crate::collflush::AtTarget>,
     reloc: Option<&crate::relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
-    let run = |inputs: &[Input]| {
-        crate::extrapolate_ignoring_at(inputs, ignored, target, models, Derivation::Auto, at, reloc)
-    };
-    let (gs, local) = groups_and_ops(inputs, Op::is_local_query);
+    let run = |inputs: &[Input]| crate::extrapolate_ignoring_at(cx, inputs, at, reloc);
+    let drop = cx.inconsistent == Inconsistent::Drop;
+    let (gs, local) = groups_and_ops(cx.lifts, inputs, Op::is_local_query);
     if gs.len() <= 1 {
         return run(inputs);
     }
     // Local queries whose counts follow the data are all that differs (`local`).
-    if let Some((kept, ops)) = crate::local::set_aside(inputs, local) {
+    if let Some((kept, ops)) = crate::local::set_aside(cx.lifts, inputs, local) {
         let mut out = run(&kept)?;
         out.explain.insert(
             0,
@@ -381,7 +371,7 @@ fn consistent_dealt_apart(
         .collect();
     let mut out = run(&used)?;
     out.file.header.notes.push(format!(
-        "scales used: {}; dropped (another structure): {} ({text})",
+        "{DROPPED_NOTE}{}; dropped (another structure): {} ({text})",
         list(&kept),
         list(&dropped)
     ));

@@ -35,13 +35,15 @@
 
 use crate::derive::{compress_ranks, rank_events};
 use crate::error::ExtrapError;
-use crate::h5space::{self, Oracle, RunId};
+use crate::h5space::{self, Remembered, RunId};
 use crate::hdf5_meta;
 use crate::relocate::Relocator;
+use crate::request::Cx;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, fit_exact};
 use rsd::op::{Op, Param};
+use rsd::trace::Lifts;
 use rsd::trace::{Node, NodeKind, visit};
 use rsd::{RawEvent, TraceFile};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -745,12 +747,19 @@ fn plan(
 /// which expanding would turn into their means, every input has the calls removed from its
 /// compressed form instead. `in_place` is decided over all the inputs, so that they are
 /// stripped alike.
-fn strip(tf: &TraceFile, p: &Plan, in_place: bool) -> Result<TraceFile, String> {
+fn strip(
+    lifts: Option<&Lifts>,
+    tf: &TraceFile,
+    p: &Plan,
+    in_place: bool,
+) -> Result<TraceFile, String> {
     if in_place {
         Ok(strip_in_place(tf, p))
     } else {
         let mut out = tf.clone();
-        crate::prefix::keeping_model(&mut out, |f| strip_recompressed(f, p).map(|s| *f = s))?;
+        crate::prefix::keeping_model(&mut out, |f| {
+            strip_recompressed(lifts, f, p).map(|s| *f = s)
+        })?;
         Ok(out)
     }
 }
@@ -758,19 +767,23 @@ fn strip(tf: &TraceFile, p: &Plan, in_place: bool) -> Result<TraceFile, String> 
 /// Deals the modelled sites' entries at the target into `tf`: compressed again from every
 /// rank's calls where the extrapolated trace is exact, spliced into the compressed form where
 /// it holds summaries (see [`strip`]).
-fn insert(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
+fn insert(lifts: Option<&Lifts>, tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
     if rsd::approx::first(&tf.trace).is_some() {
-        insert_in_place(tf, p)
+        insert_in_place(lifts, tf, p)
     } else {
-        insert_recompressed(tf, p)
+        insert_recompressed(lifts, tf, p)
     }
 }
 
 /// `tf` without the calls of the modelled sites: every rank expanded and compressed again
 /// (summaries would keep their mean only; see [`strip`]).
-fn strip_recompressed(tf: &TraceFile, p: &Plan) -> Result<TraceFile, String> {
+fn strip_recompressed(
+    lifts: Option<&Lifts>,
+    tf: &TraceFile,
+    p: &Plan,
+) -> Result<TraceFile, String> {
     let sites: BTreeSet<Site> = p.sites.iter().map(|s| s.site).collect();
-    let trace = compress_ranks(tf.header.nranks, |r| {
+    let trace = compress_ranks(lifts, tf.header.nranks, |r| {
         let mut events = rank_events(&tf.trace, r);
         events.retain(|e| !sites.contains(&(e.op, e.sig)));
         Ok(events)
@@ -910,7 +923,11 @@ fn anchor_places(nodes: &[Node], rank: u32) -> HashMap<Anchor, Option<usize>> {
 /// rank's after its anchor, a top-level call: the entries after one node are compressed and
 /// merged over the ranks as the tracer does, and spliced in after it; the rest of the trace
 /// is not touched (its summaries stay summaries).
-fn insert_in_place(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
+fn insert_in_place(
+    lifts: Option<&Lifts>,
+    tf: &mut TraceFile,
+    p: &Plan,
+) -> Result<(), (String, String)> {
     let n = tf.header.nranks;
     if n > DERIVE_LIMIT {
         return Err((
@@ -971,9 +988,11 @@ fn insert_in_place(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)>
     }
     // From the last place back, so the earlier places' indices hold.
     for (place, per_rank) in at.into_iter().rev() {
-        let nodes = compress_ranks(n, |r| Ok(per_rank.get(&r).cloned().unwrap_or_default()))
-            .map_err(|e| (e, String::new()))?
-            .nodes;
+        let nodes = compress_ranks(lifts, n, |r| {
+            Ok(per_rank.get(&r).cloned().unwrap_or_default())
+        })
+        .map_err(|e| (e, String::new()))?
+        .nodes;
         tf.trace.nodes.splice(place..place, nodes);
     }
     Ok(())
@@ -982,7 +1001,11 @@ fn insert_in_place(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)>
 /// Deals the modelled sites' entries over the ranks of `tf` (at the target) and puts each
 /// rank's after its anchor: every rank expanded, the entries spliced in, compressed again
 /// (summaries would keep their mean only; see [`insert`]).
-fn insert_recompressed(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, String)> {
+fn insert_recompressed(
+    lifts: Option<&Lifts>,
+    tf: &mut TraceFile,
+    p: &Plan,
+) -> Result<(), (String, String)> {
     let n = tf.header.nranks;
     if n > DERIVE_LIMIT {
         return Err((
@@ -995,7 +1018,7 @@ fn insert_recompressed(tf: &mut TraceFile, p: &Plan) -> Result<(), (String, Stri
     }
     // The orders the inputs saw, for a refusal.
     let mut orders_seen = String::new();
-    let trace = compress_ranks(n, |r| {
+    let trace = compress_ranks(lifts, n, |r| {
         let events = rank_events(&tf.trace, r);
         // Where each anchor is in this rank's calls.
         let mut seen: HashMap<(Op, u64), usize> = HashMap::new();
@@ -1050,7 +1073,7 @@ type OracleIds = (Vec<Vec<RunId>>, Vec<std::sync::Arc<h5space::OracleRun>>);
 /// writes that is that flush at every input scale ([`h5space`]): the run whose extents are
 /// the flush's at each scale, the same run everywhere, and each rank's order of its entries
 /// the oracle's order. Otherwise why not.
-fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<OracleIds, String> {
+fn h5space_ids(p: &Plan, sorted: &[&Input], o: &Remembered) -> Result<OracleIds, String> {
     let replays = h5space::replay_inputs(o, sorted)?;
     let mut per_scale = Vec::with_capacity(replays.len());
     for run in &replays {
@@ -1146,7 +1169,7 @@ fn h5space_ids(p: &Plan, sorted: &[&Input], o: &dyn Oracle) -> Result<OracleIds,
 fn from_oracle(
     p: &mut Plan,
     at_target: &TraceFile,
-    o: &dyn Oracle,
+    o: &Remembered,
     ids: &[Vec<RunId>],
 ) -> Result<String, String> {
     let n = at_target.header.nranks;
@@ -1239,11 +1262,11 @@ fn from_oracle(
 /// inputs, `inner` extrapolates the rest, and they are dealt at the target. Otherwise `inner`
 /// runs on the inputs as they are.
 pub(crate) fn around(
+    cx: Cx,
     inputs: &[Input],
-    target: u32,
-    models: &ModelSet,
     inner: impl FnOnce(&[Input], Option<&Relocator>) -> Result<Extrapolated, ExtrapError>,
 ) -> Result<Extrapolated, ExtrapError> {
+    let (target, models) = (cx.target, cx.models);
     let mut sorted: Vec<&Input> = inputs.iter().collect();
     sorted.sort_by_key(|i| i.file.header.nranks);
     sorted.dedup_by_key(|i| i.file.header.nranks);
@@ -1261,7 +1284,7 @@ pub(crate) fn around(
         Some(why) => e.also(&format!("; {why}")),
         None => e,
     };
-    let oracle = grows.as_ref().and(h5space::oracle());
+    let oracle = grows.as_ref().and(cx.oracle);
     let Some(mut p) = plan(&sorted, target, models, oracle.is_some())? else {
         return inner(inputs, None).map_err(hdf5_why);
     };
@@ -1301,7 +1324,7 @@ pub(crate) fn around(
     for i in inputs {
         stripped.push(Input {
             name: i.name.clone(),
-            file: strip(&i.file, &p, in_place).map_err(|why| ExtrapError::Derive {
+            file: strip(cx.lifts, &i.file, &p, in_place).map_err(|why| ExtrapError::Derive {
                 input: i.name.clone(),
                 why,
             })?,
@@ -1310,7 +1333,7 @@ pub(crate) fn around(
     // Where the oracle's dataset storage at the target moved, the fitted data addresses
     // follow it (`relocate`), before the collective I/O below them is derived.
     let reloc = oracle_ids.as_ref().map(|(_, o, (_, replays))| Relocator {
-        oracle: *o,
+        oracle: o,
         inputs: replays.clone(),
         ns: sorted
             .iter()
@@ -1335,8 +1358,8 @@ pub(crate) fn around(
         .unwrap_or(0);
     // The offsets held as models (the end of the file so far) are resolved for it and
     // recognised again after, as around stripping.
-    crate::prefix::keeping_model(&mut out.file, |f| insert(f, &p)).map_err(|(why, seen)| {
-        ExtrapError::Refused {
+    crate::prefix::keeping_model(&mut out.file, |f| insert(cx.lifts, f, &p)).map_err(
+        |(why, seen)| ExtrapError::Refused {
             event: p
                 .explain
                 .first()
@@ -1349,8 +1372,8 @@ pub(crate) fn around(
                 "trace a scale at which one rank writes both entries, or pick a target of at least \
              {most} ranks (each rank then writes one entry at most)"
             ),
-        }
-    })?;
+        },
+    )?;
     for (k, e) in p.explain.into_iter().enumerate() {
         out.explain.insert(k, e);
     }

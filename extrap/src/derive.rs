@@ -1029,31 +1029,6 @@ fn compare(g: &Group, out: &Modelled) -> Option<String> {
 /// one chunk's expanded calls are in memory.
 const CHUNK: u32 = 256;
 
-thread_local! {
-    /// The call sites lifting made for the extrapolation running on this thread
-    /// ([`with_lifts`]).
-    static LIFTS: std::cell::RefCell<Option<rsd::trace::Lifts>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `f` with `lifts` as the sites lifting made for the calls it compresses again
-/// ([`compress_ranks`]): an extrapolation of lifted inputs sets them once, and every model
-/// that expands ranks and compresses them again (the collective flushes, the dealt writes,
-/// the derivation of collective I/O) compresses containers whole. A global of the thread
-/// because those models are many levels below the lifting and know nothing of it.
-pub(crate) fn with_lifts<T>(lifts: Option<&rsd::trace::Lifts>, f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<rsd::trace::Lifts>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let old = self.0.take();
-            LIFTS.with(|c| *c.borrow_mut() = old);
-        }
-    }
-    let Some(l) = lifts else { return f() };
-    let _restore = Restore(LIFTS.with(|c| c.replace(Some(l.clone()))));
-    f()
-}
-
 /// Whether `events` (one rank's calls) are in the lifted form: no container holds calls.
 fn flat(events: &[RawEvent]) -> bool {
     !events
@@ -1063,14 +1038,16 @@ fn flat(events: &[RawEvent]) -> bool {
 
 /// Compresses every rank's calls, as `calls(rank)` gives them (one compressor per rank, as
 /// the tracer does), and merges the ranks as the tracer merges them at `MPI_Finalize`.
+/// `lifts`: the call sites lifting the containers made, where the extrapolation lifted them:
+/// containers are then compressed whole.
 pub(crate) fn compress_ranks(
+    lifts: Option<&rsd::trace::Lifts>,
     np: u32,
     mut calls: impl FnMut(u32) -> Result<Vec<RawEvent>, String>,
 ) -> Result<Trace, String> {
     let merge = |t: Vec<Trace>| {
         rsd::merge_tree(t).map_err(|e| format!("merging the re-compressed ranks: {e}"))
     };
-    let lifts = LIFTS.with(|c| c.borrow().clone());
     let mut nested = false;
     let mut chunks = Vec::new();
     for lo in (0..np).step_by(CHUNK as usize) {
@@ -1081,7 +1058,7 @@ pub(crate) fn compress_ranks(
             // Calls in the lifted form are compressed nested, then lifted again (below):
             // compressed flat, the calls of a loop of containers may fold into a loop that
             // starts inside a container, which would not nest again after the extrapolation.
-            if let Some(l) = &lifts
+            if let Some(l) = lifts
                 && flat(&events)
             {
                 events = l.nest_events(events);
@@ -1109,6 +1086,7 @@ pub(crate) fn compress_ranks(
 /// all the inputs, so that they are stripped alike) the nested calls are cleared in the
 /// compressed trace itself, whose loops stay as the tracer folded them.
 pub(crate) fn strip(
+    lifts: Option<&rsd::trace::Lifts>,
     tf: &TraceFile,
     derived: &BTreeSet<Site>,
     in_place: bool,
@@ -1127,7 +1105,7 @@ pub(crate) fn strip(
         walk(&mut out.trace.nodes, derived);
         return Ok(out);
     }
-    let trace = compress_ranks(tf.header.nranks, |r| {
+    let trace = compress_ranks(lifts, tf.header.nranks, |r| {
         let mut events = rank_events(&tf.trace, r);
         for e in &mut events {
             if derived.contains(&(e.op, e.sig)) {
@@ -1197,6 +1175,7 @@ fn why_aggregators(cfg: &Config, np: u32, out: &ompio::Outcome) -> String {
 /// trace `tf` (at `tf.header.nranks` ranks), as `how` says. Returns an `--explain` entry per
 /// derived call site, or why the calls cannot be derived at the target.
 pub(crate) fn insert(
+    lifts: Option<&rsd::trace::Lifts>,
     tf: &mut TraceFile,
     p: &Plan,
     how: Derivation,
@@ -1210,7 +1189,7 @@ pub(crate) fn insert(
                  {DERIVE_LIMIT} ranks only (target {np})"
             ));
         }
-        insert_per_rank(tf, p)
+        insert_per_rank(lifts, tf, p)
     };
     match how {
         Derivation::PerRank => per_rank(tf, None),
@@ -1231,7 +1210,11 @@ pub(crate) fn insert(
 /// [`insert`] rank by rank: every rank is expanded twice (once for the collective calls'
 /// regions, once to re-compress it with its derived calls) so that only the regions, not
 /// every rank's calls, are held at once; the ranks are then merged as the tracer does.
-fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String> {
+fn insert_per_rank(
+    lifts: Option<&rsd::trace::Lifts>,
+    tf: &mut TraceFile,
+    p: &Plan,
+) -> Result<Vec<Explain>, String> {
     let np = tf.header.nranks;
     let ranks: Vec<RankCalls> = (0..np)
         .map(|r| {
@@ -1305,7 +1288,7 @@ fn insert_per_rank(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String>
         }
     }
     drop(ranks);
-    let trace = compress_ranks(np, |r| {
+    let trace = compress_ranks(lifts, np, |r| {
         let mut events = rank_events(&tf.trace, r);
         for (i, children) in std::mem::take(&mut derived[r as usize]) {
             events[i].children = children;

@@ -758,8 +758,8 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         (a, b)
     } else {
         let in_place = crate::derive::any_summary([a, b]);
-        let left = crate::local::without(a, &aside, in_place);
-        let right = crate::local::without(b, &aside, in_place);
+        let left = crate::local::without(None, a, &aside, in_place);
+        let right = crate::local::without(None, b, &aside, in_place);
         match (left, right) {
             (Ok((x, ca)), Ok((y, cb))) => {
                 set_aside = Some(SetAside {

@@ -175,6 +175,16 @@ impl ExtrapError {
         self
     }
 
+    /// The parameter a refusal is about (`op.param`, as `--ignore` takes it), when it names
+    /// one.
+    pub fn refused_param(&self) -> Option<crate::approx::Ignore> {
+        let ExtrapError::Refused { event, param, .. } = self else {
+            return None;
+        };
+        let op = event.split_whitespace().next()?;
+        crate::approx::Ignore::parse(&format!("{op}.{param}")).ok()
+    }
+
     /// A suggestion for the user, where there is one.
     pub fn hint(&self) -> Option<&str> {
         match self {

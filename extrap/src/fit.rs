@@ -1254,7 +1254,8 @@ fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
 
 #[cfg(test)]
 mod tests {
-    use crate::{ExtrapError, Input, ModelSet, extrapolate};
+    use crate::request::as_given as extrapolate;
+    use crate::{ExtrapError, Input, ModelSet};
     use rsd::op::{Op, args};
     use rsd::trace::RawEvent;
 

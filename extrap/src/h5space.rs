@@ -26,7 +26,7 @@ use rsd::trace::{Node, NodeKind};
 use rsd::value::{RankFn, Val};
 use rsd::{RawEvent, TraceFile};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// A one-rank replay of rank 0's HDF5 calls.
 pub struct OracleRun {
@@ -52,20 +52,22 @@ pub trait Oracle: Send + Sync {
     fn replay(&self, events: &[RawEvent], version: Option<&str>) -> Result<OracleRun, String>;
 }
 
-static ORACLE: OnceLock<Box<dyn Oracle>> = OnceLock::new();
-
-/// Registers the oracle for this process (the CLI does, before extrapolating): a global
-/// because every entry point of the extrapolation (`extrapolate`, the consistent groups, the
-/// summarising retries) reaches the dealt model, and the oracle is a property of the
-/// installation (where its binary and HDF5 are), not of one call. Returns false when one was
-/// registered already (the first stays).
-pub fn set_oracle(o: Box<dyn Oracle>) -> bool {
-    ORACLE.set(o).is_ok()
+/// An oracle with the replays it made during one extrapolation: the dealt model, the
+/// collective flushes and [`settle`] replay the same inputs and target, and a replay is an MPI
+/// run. Made by `crate::run` for each request, so nothing outlives the extrapolation.
+pub(crate) struct Remembered<'a> {
+    oracle: &'a dyn Oracle,
+    runs: Mutex<HashMap<String, Arc<OracleRun>>>,
 }
 
-/// The registered oracle.
-pub(crate) fn oracle() -> Option<&'static dyn Oracle> {
-    ORACLE.get().map(|b| b.as_ref())
+impl<'a> Remembered<'a> {
+    /// `oracle`, remembering nothing yet.
+    pub(crate) fn new(oracle: &'a dyn Oracle) -> Self {
+        Remembered {
+            oracle,
+            runs: Mutex::new(HashMap::new()),
+        }
+    }
 }
 
 /// The note of an extrapolation that took HDF5's file space from the oracle.
@@ -73,13 +75,9 @@ pub const NOTE: &str = "HDF5's metadata entries (and the values of the file's la
      return) taken from rank 0's HDF5 calls (a NetCDF program's NetCDF calls) replayed on one \
      rank through the HDF5 library (iotrex-h5oracle), checked against every input";
 
-/// Replays already made, by the HDF5 calls replayed: the dealt model and [`settle`] replay
-/// the same inputs and target, and a replay is an MPI run.
-static MEMO: OnceLock<Mutex<HashMap<String, Arc<OracleRun>>>> = OnceLock::new();
-
-/// The registered oracle's replay of `events` (rank 0's), remembered.
+/// The oracle's replay of `events` (rank 0's), remembered.
 pub(crate) fn replay(
-    o: &dyn Oracle,
+    o: &Remembered,
     events: &[RawEvent],
     version: Option<&str>,
 ) -> Result<Arc<OracleRun>, String> {
@@ -94,19 +92,21 @@ pub(crate) fn replay(
     }
     let mut k = format!("{version:?};");
     key(events, &mut k);
-    let memo = MEMO.get_or_init(Default::default);
-    if let Some(r) = memo.lock().map_err(|e| e.to_string())?.get(&k) {
+    if let Some(r) = o.runs.lock().map_err(|e| e.to_string())?.get(&k) {
         return Ok(r.clone());
     }
-    let r = Arc::new(o.replay(events, version)?);
-    memo.lock().map_err(|e| e.to_string())?.insert(k, r.clone());
+    let r = Arc::new(o.oracle.replay(events, version)?);
+    o.runs
+        .lock()
+        .map_err(|e| e.to_string())?
+        .insert(k, r.clone());
     Ok(r)
 }
 
-/// The registered oracle's replay of rank 0 of each of `inputs` (remembered), or which input
-/// it could not replay and why.
+/// The oracle's replay of rank 0 of each of `inputs` (remembered), or which input it could
+/// not replay and why.
 pub(crate) fn replay_inputs(
-    o: &dyn Oracle,
+    o: &Remembered,
     inputs: &[&crate::Input],
 ) -> Result<Vec<Arc<OracleRun>>, String> {
     inputs
@@ -404,7 +404,7 @@ fn of_layout(op: Op, i: usize) -> bool {
 /// which the dealt model set. `lifted`: the lifting's call sites where `out` kept the lifted
 /// form (an HDF5 call followed by the calls it made, which lifting gave its sites).
 pub(crate) fn settle(
-    o: &dyn Oracle,
+    o: &Remembered,
     inputs: &[&TraceFile],
     out: &mut TraceFile,
     dealt: &[Op],

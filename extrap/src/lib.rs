@@ -57,13 +57,15 @@ pub mod patterns;
 mod prefix;
 pub mod provenance;
 mod relocate;
+pub mod request;
 mod timing;
 
-pub use consistent::{extrapolate_consistent, extrapolate_consistent_ignoring};
 pub use derive::{DERIVE_LIMIT, Derivation};
 pub use error::ExtrapError;
 pub use models;
 pub use models::{ModelSet, Plugin};
+use request::Cx;
+pub use request::{Inconsistent, Request, run};
 
 use rsd::TraceFile;
 use rsd::trace::{Node, NodeKind};
@@ -128,6 +130,9 @@ pub struct Extrapolated {
     pub scales: Vec<u32>,
     /// Every varying quantity and its model (exact models first, then timing fits).
     pub explain: Vec<Explain>,
+    /// The quantities [`Request::approx_unfit`] summarised because no exact model fits them,
+    /// in the order it met them (the request's own `ignore` not among them).
+    pub summarised: Vec<approx::Ignore>,
 }
 
 /// Describes a node for messages: op, call site and path of an event; a loop by its first
@@ -149,100 +154,45 @@ pub fn describe_node(n: &Node) -> String {
     }
 }
 
-/// Extrapolates `inputs` (any order, at least three distinct rank counts; several runs of one
-/// rank count are repeated runs, used to measure the timing noise) to `target` ranks.
-pub fn extrapolate(
-    inputs: &[Input],
-    target: u32,
-    models: &ModelSet,
-) -> Result<Extrapolated, ExtrapError> {
-    extrapolate_with(inputs, target, models, Derivation::Auto)
-}
-
-/// [`extrapolate`], deriving the nested calls of collective calls as `how` says (the tests
-/// check the compressed derivation against the per-rank one).
-pub fn extrapolate_with(
-    inputs: &[Input],
-    target: u32,
-    models: &ModelSet,
-    how: Derivation,
-) -> Result<Extrapolated, ExtrapError> {
-    extrapolate_ignoring(inputs, &[], target, models, how)
-}
-
-/// [`extrapolate_with`] with the parameters `ignored` summarised ([`approx::ignore`]) just
-/// before the fit: the models of the MPI library (the nested calls of collective calls, the
-/// dealt metadata writes) are checked against the inputs' exact values, which a summary no
-/// longer holds (a collective write's summarised counts make every rank's region the mean's
-/// length, and the regions no longer tile the file as the library saw them).
-pub(crate) fn extrapolate_ignoring(
-    inputs: &[Input],
-    ignored: &[approx::Ignore],
-    target: u32,
-    models: &ModelSet,
-    how: Derivation,
-) -> Result<Extrapolated, ExtrapError> {
-    with_grids(inputs, || {
-        extrapolate_ignoring_at(inputs, ignored, target, models, how, None, None)
-    })
-}
-
-/// Runs the extrapolation `run` of `inputs` with the grid models taking the dimension counts
-/// the program asked `MPI_Dims_create` for ([`grid_ndims`]), then checks the output's grids
-/// at the target ([`check_grids`]). Every public extrapolation goes through it once.
-pub(crate) fn with_grids(
-    inputs: &[Input],
-    run: impl FnOnce() -> Result<Extrapolated, ExtrapError>,
-) -> Result<Extrapolated, ExtrapError> {
-    let ndims = grid_ndims(inputs);
-    let out = models::grid::with_ndims(&ndims, run)?;
-    if !ndims.is_empty() {
-        check_grids(inputs, &out)?;
-    }
-    Ok(out)
-}
-
-/// [`extrapolate_ignoring`] on inputs whose collective metadata flushes `at`, if given, were
-/// taken out already (by `consistent`, around its grouping), and whose fitted data
-/// addresses `reloc` relocates, if given (its dealt writes taken out there too).
+/// The extrapolation of `inputs` (the consistent groups' inputs, or the request's as given)
+/// whose collective metadata flushes `at`, if given, were taken out already (by
+/// `consistent`, around its grouping), and whose fitted data addresses `reloc` relocates, if
+/// given (its dealt writes taken out there too).
 pub(crate) fn extrapolate_ignoring_at(
+    cx: Cx,
     inputs: &[Input],
-    ignored: &[approx::Ignore],
-    target: u32,
-    models: &ModelSet,
-    how: Derivation,
     at: Option<&collflush::AtTarget>,
     reloc: Option<&relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
     let original = inputs;
     let lifted = containers::lifted(inputs);
     let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
+    // Every model below that compresses ranks again compresses the containers whole.
+    let cx = cx.lifted(lifted.as_ref().map(|l| &l.1));
     // Writes the library deals over the ranks (HDF5's metadata flush) are modelled around the
     // rest: collective (`collflush`), independent (`dealt`).
-    let lifts = lifted.as_ref().map(|l| &l.1);
     let run = |inputs: &[Input], at: Option<&collflush::AtTarget>| {
         match reloc {
             // The dealt writes were taken out around this already (`consistent`'s grouping),
             // with the HDF5 oracle: modelling them again would find none, and add to any
             // refusal why the split index is not modelled.
-            Some(r) => extrapolate_dealt_apart(inputs, ignored, target, models, how, at, Some(r)),
-            None => dealt::around(inputs, target, models, |inputs, r| {
-                extrapolate_dealt_apart(inputs, ignored, target, models, how, at, r)
+            Some(r) => extrapolate_dealt_apart(cx, inputs, at, Some(r)),
+            None => dealt::around(cx, inputs, |inputs, r| {
+                extrapolate_dealt_apart(cx, inputs, at, r)
             }),
         }
     };
-    // Every model below that compresses ranks again compresses the containers whole.
-    let mut out = derive::with_lifts(lifts, || match at {
+    let mut out = match at {
         Some(at) => run(inputs, Some(at)),
-        None => collflush::around(inputs, lifts, target, models, run),
-    })?;
-    nested_and_settled(original, lifted.as_ref().map(|l| &l.1), &mut out)?;
+        None => collflush::around(cx, inputs, run),
+    }?;
+    nested_and_settled(cx, original, &mut out)?;
     Ok(out)
 }
 
 /// The dimension counts the inputs' programs asked `MPI_Dims_create` for (any rank, any
-/// depth): the only grids the grid models may take ([`models::grid::with_ndims`]).
-fn grid_ndims(inputs: &[Input]) -> Vec<usize> {
+/// depth): the only grids the grid models may take ([`ModelSet::for_grids`]).
+pub(crate) fn grid_ndims(inputs: &[Input]) -> Vec<usize> {
     // The grid models are Open MPI's factorisation (`models::grid`); MPICH balances by
     // another search.
     let open_mpi = |i: &Input| {
@@ -305,8 +255,8 @@ fn dims_calls<'a>(nodes: &'a [Node], in_loop: bool, out: &mut Vec<(&'a rsd::trac
 /// as a constant, and so is every value that follows it (a global extent `L * dims[1]`),
 /// which no model can tell from a real constant. Only calls outside loops where the program
 /// asked for a free grid (every entry 0), and only where the grid models are on (Open MPI:
-/// [`with_grids`]).
-fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), ExtrapError> {
+/// [`grid_ndims`]).
+pub(crate) fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), ExtrapError> {
     let target = out.file.header.nranks;
     let mut calls = Vec::new();
     dims_calls(&out.file.trace.nodes, false, &mut calls);
@@ -380,14 +330,16 @@ fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), ExtrapError> 
 /// oracle for the flush (`dealt`), the other values of the file's layout HDF5's calls see
 /// taken from it too (`h5space::settle`).
 pub(crate) fn nested_and_settled(
+    cx: Cx,
     original: &[Input],
-    lifts: Option<&rsd::trace::Lifts>,
     out: &mut Extrapolated,
 ) -> Result<(), ExtrapError> {
     // Where the output keeps the lifted form, the calls each HDF5 call made follow it.
-    let lifted = lifts.filter(|l| !containers::nest_again(&mut out.file, l));
+    let lifted = cx
+        .lifts
+        .filter(|l| !containers::nest_again(&mut out.file, l));
     if out.file.header.notes.iter().any(|n| n == h5space::NOTE)
-        && let Some(o) = h5space::oracle()
+        && let Some(o) = cx.oracle
     {
         let mut sorted: Vec<&TraceFile> = original.iter().map(|i| &i.file).collect();
         sorted.sort_by_key(|f| f.header.nranks);
@@ -402,20 +354,11 @@ pub(crate) fn nested_and_settled(
 /// collective flushes taken out, put back before the collective I/O is derived; `reloc`:
 /// what relocates the fitted data addresses, where HDF5's storage moves at the target).
 fn extrapolate_dealt_apart(
+    cx: Cx,
     inputs: &[Input],
-    ignored: &[approx::Ignore],
-    target: u32,
-    models: &ModelSet,
-    how: Derivation,
     at: Option<&collflush::AtTarget>,
     reloc: Option<&relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
-    if target == 0 {
-        return Err(ExtrapError::BadTarget {
-            target: 0,
-            why: "a run has at least one rank".into(),
-        });
-    }
     let mut all: Vec<&Input> = inputs.iter().collect();
     all.sort_by_key(|i| i.file.header.nranks);
     // Values that are prefix sums over the ranks of sizes, as models (`prefix`).
@@ -428,21 +371,19 @@ fn extrapolate_dealt_apart(
         Some(c) => c.iter().collect(),
         None => all,
     };
-    let mut out = extrapolate_sorted(all, ignored, target, models, how, at, reloc)?;
+    let mut out = extrapolate_sorted(cx, all, at, reloc)?;
     approx::note(&mut out.file);
     Ok(out)
 }
 
 /// [`extrapolate_with`] on inputs sorted by rank count whose summaries agree.
 fn extrapolate_sorted(
+    cx: Cx,
     all: Vec<&Input>,
-    ignored: &[approx::Ignore],
-    target: u32,
-    models: &ModelSet,
-    how: Derivation,
     at: Option<&collflush::AtTarget>,
     reloc: Option<&relocate::Relocator>,
 ) -> Result<Extrapolated, ExtrapError> {
+    let (ignored, target, models) = (cx.ignored, cx.target, cx.models);
     if let Some(i) = all.iter().find(|i| i.file.header.incomplete) {
         return Err(ExtrapError::Incomplete {
             input: i.name.clone(),
@@ -594,7 +535,7 @@ fn extrapolate_sorted(
             // resolved for it and recognised again after.
             let mut file = i.file.clone();
             prefix::keeping_model(&mut file, |f| {
-                derive::strip(f, &plan.derived, in_place).map(|s| *f = s)
+                derive::strip(cx.lifts, f, &plan.derived, in_place).map(|s| *f = s)
             })
             .map_err(|why| ExtrapError::Derive {
                 input: i.name.clone(),
@@ -609,7 +550,9 @@ fn extrapolate_sorted(
     }
     let stripped: Vec<Vec<&Input>> = stripped.iter().map(|g| g.iter().collect()).collect();
     let mut out = fit(&stripped).map_err(with_model)?;
-    match prefix::keeping_model(&mut out.file, |f| derive::insert(f, &plan, how)) {
+    match prefix::keeping_model(&mut out.file, |f| {
+        derive::insert(cx.lifts, f, &plan, cx.how)
+    }) {
         Ok(ex) => {
             for (k, e) in ex.into_iter().enumerate() {
                 out.explain.insert(k, e);
@@ -801,6 +744,7 @@ fn fit_sorted(
         },
         scales,
         explain: fitter.explain,
+        summarised: Vec::new(),
     })
 }
 

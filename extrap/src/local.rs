@@ -17,6 +17,7 @@
 use crate::Input;
 use crate::consistent::groups_and_ops;
 use crate::derive::{any_summary, compress_ranks};
+use rsd::trace::Lifts;
 use rsd::trace::{Node, NodeKind, RawEvent};
 use rsd::{Op, TraceFile};
 use std::collections::BTreeSet;
@@ -47,6 +48,7 @@ pub fn ops_in_notes(notes: &[String]) -> BTreeSet<Op> {
 /// agree, and those ops; `None` where the local queries are not what differs. `found`: the
 /// local queries where the inputs' groups differ ([`groups_and_ops`], which the caller ran).
 pub(crate) fn set_aside(
+    lifts: Option<&Lifts>,
     inputs: &[Input],
     found: BTreeSet<Op>,
 ) -> Option<(Vec<Input>, BTreeSet<Op>)> {
@@ -61,10 +63,10 @@ pub(crate) fn set_aside(
         for i in inputs {
             kept.push(Input {
                 name: i.name.clone(),
-                file: without(&i.file, &ops, in_place).ok()?.0,
+                file: without(lifts, &i.file, &ops, in_place).ok()?.0,
             });
         }
-        let (groups, more) = groups_and_ops(&kept, Op::is_local_query);
+        let (groups, more) = groups_and_ops(lifts, &kept, Op::is_local_query);
         if groups.len() <= 1 {
             return Some((kept, ops));
         }
@@ -81,8 +83,9 @@ pub(crate) fn set_aside(
 /// call's time (gap and duration) is added to the gap of the next call kept in its list.
 /// `in_place`: on the compressed trace (where it holds summaries, which cannot be expanded
 /// rank by rank exactly; loops left empty go, and the time moves as means); otherwise every
-/// rank's calls are re-compressed.
+/// rank's calls are re-compressed (`lifts`: the containers' lifting, where `tf` is lifted).
 pub(crate) fn without(
+    lifts: Option<&Lifts>,
     tf: &TraceFile,
     ops: &BTreeSet<Op>,
     in_place: bool,
@@ -94,7 +97,7 @@ pub(crate) fn without(
         drop_nodes(&mut out.trace.nodes, ops, &mut carry, &mut removed);
         return Ok((out, removed));
     }
-    let trace = compress_ranks(tf.header.nranks, |r| {
+    let trace = compress_ranks(lifts, tf.header.nranks, |r| {
         Ok(drop_events(tf.trace.rank_events(r), ops, &mut removed))
     })?;
     Ok((

@@ -21,7 +21,7 @@
 //! byte view, a file view's displacement and the byte displacements of the types that make
 //! its filetype.
 
-use crate::h5space::{self, Oracle, OracleRun};
+use crate::h5space::{self, OracleRun, Remembered};
 use rsd::op::{Op, Param};
 use rsd::trace::{Event, Node, NodeKind, visit};
 use rsd::value::{Elastic, Val};
@@ -175,7 +175,7 @@ fn total(runs: &[(u64, u64)]) -> u64 {
 /// What relocates a fitted trace's data addresses: the oracle and its replays of the inputs
 /// (one per scale of `ns` ranks), made when the dealt model found the chunk index splitting.
 pub(crate) struct Relocator<'a> {
-    pub(crate) oracle: &'a dyn Oracle,
+    pub(crate) oracle: &'a Remembered<'a>,
     pub(crate) inputs: Vec<std::sync::Arc<OracleRun>>,
     pub(crate) ns: Vec<i64>,
     pub(crate) models: &'a models::ModelSet,

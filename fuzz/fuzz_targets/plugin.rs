@@ -167,7 +167,7 @@ pub fn run(data: &[u8]) {
                 .collect()
         })
         .collect();
-    let m: Vec<Box<dyn Model>> = vec![Box::new(Proposer {
+    let m: Vec<Arc<dyn Model>> = vec![Arc::new(Proposer {
         nparams: d.nparams,
         vars: d.vars,
         proposals,

@@ -106,9 +106,9 @@ fn extrap(data: &[u8]) {
         .and_then(|t| std::str::from_utf8(t).ok())
         .and_then(|t| t.trim().parse::<u32>().ok())
         .unwrap_or(32);
-    let models = extrap::ModelSet::builtin();
+    let req = extrap::Request::new(target).inconsistent(extrap::Inconsistent::Drop);
     stage("extrap: three inputs");
-    if let Ok(x) = extrap::extrapolate_consistent(&inputs, target, &models, true) {
+    if let Ok(x) = extrap::run(&req, &inputs) {
         stage("extrap: extrapolated");
         // What extrap writes must read back.
         let bytes = x.file.to_bytes().expect("an extrapolation encodes");

@@ -8,6 +8,7 @@
 //! when they disagree at the target, is the caller's job ([`agree`] helps).
 
 use crate::rational::{Rat, Solution, solve};
+use std::sync::Arc;
 
 /// One observation: the value `y` seen at rank count `n` (and `rank`, for per-rank models).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +59,12 @@ pub trait Model: Send + Sync {
     /// answers disagree.
     fn fallback(&self) -> bool {
         false
+    }
+    /// This model trying the process grids of `ndims` dimensions only, for a model that
+    /// depends on which grids the program asked for (the grid models); `None` for every
+    /// other model, which stays as it is.
+    fn for_grids(&self, _ndims: &[usize]) -> Option<Arc<dyn Model>> {
+        None
     }
 }
 
@@ -274,6 +281,9 @@ struct Grid {
     scaled: bool,
     term: fn(usize, usize, i64, i64) -> Option<i64>,
     show: fn(usize, usize) -> String,
+    /// The dimension counts this model may take: those the program asked `MPI_Dims_create`
+    /// for ([`Model::for_grids`]); none in the built-in set.
+    allowed: Vec<usize>,
 }
 
 impl Model for Grid {
@@ -289,11 +299,17 @@ impl Model for Grid {
     fn fallback(&self) -> bool {
         true
     }
+    fn for_grids(&self, ndims: &[usize]) -> Option<Arc<dyn Model>> {
+        Some(Arc::new(Grid {
+            allowed: ndims.to_vec(),
+            ..*self
+        }))
+    }
     fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
         let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
         let mut out = Vec::new();
         for k in 0..crate::grid::knobs() {
-            let Some((d, i)) = crate::grid::knob(k).filter(|&(d, _)| crate::grid::allowed(d))
+            let Some((d, i)) = crate::grid::knob(k).filter(|(d, _)| self.allowed.contains(d))
             else {
                 continue;
             };
@@ -545,48 +561,48 @@ fn r(v: i64) -> Option<Rat> {
 }
 
 /// The built-in models of the rank count, simplest first.
-pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
+pub fn builtin_n_models() -> Vec<Arc<dyn Model>> {
     vec![
-        Box::new(Basis {
+        Arc::new(Basis {
             name: "constant",
             vars: Vars::N,
             terms: vec![|_, _| r(1)],
             show: |c| poly(c, &[""]),
         }),
-        Box::new(Basis {
+        Arc::new(Basis {
             name: "linear",
             vars: Vars::N,
             terms: vec![|n, _| r(n), |_, _| r(1)],
             show: |c| poly(c, &["n", ""]),
         }),
-        Box::new(Basis {
+        Arc::new(Basis {
             name: "inverse",
             vars: Vars::N,
             terms: vec![|n, _| Rat::new(1, n as i128)],
             show: |c| poly(c, &["/n"]),
         }),
-        Box::new(Basis {
+        Arc::new(Basis {
             name: "inverse+constant",
             vars: Vars::N,
             terms: vec![|n, _| Rat::new(1, n as i128), |_, _| r(1)],
             show: |c| poly(c, &["/n", ""]),
         }),
-        Box::new(RoundedInverse { ceil: false }),
-        Box::new(RoundedInverse { ceil: true }),
-        Box::new(ScaledFloorDiv),
-        Box::new(Basis {
+        Arc::new(RoundedInverse { ceil: false }),
+        Arc::new(RoundedInverse { ceil: true }),
+        Arc::new(ScaledFloorDiv),
+        Arc::new(Basis {
             name: "pow2-floor",
             vars: Vars::N,
             terms: vec![|n, _| pow2_floor(n).map(Rat::int), |_, _| r(1)],
             show: |c| poly(c, &["pow2floor(n)", ""]),
         }),
-        Box::new(Basis {
+        Arc::new(Basis {
             name: "pow2-remainder",
             vars: Vars::N,
             terms: vec![|n, _| pow2_floor(n).map(|p| Rat::int(n - p)), |_, _| r(1)],
             show: |c| poly(c, &["(n - pow2floor(n))", ""]),
         }),
-        Box::new(Basis {
+        Arc::new(Basis {
             name: "log2",
             vars: Vars::N,
             terms: vec![
@@ -599,7 +615,7 @@ pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
         // receives when rank r sends `a*r + b`: `a*n(n-1)/2 + b*n`), or a square grid's
         // cells. A fallback: tried only where no other model fits, and with three coefficients
         // it needs four scales, one of them left out and predicted.
-        Box::new(Tagged {
+        Arc::new(Tagged {
             basis: Basis {
                 name: "quadratic",
                 vars: Vars::N,
@@ -615,18 +631,19 @@ pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
         }),
         // A dimension of the process grid `MPI_Dims_create` makes: a block count, or a
         // global extent of blocks of fixed size.
-        Box::new(Grid {
+        Arc::new(Grid {
             name: "grid-dims",
             vars: Vars::N,
             scaled: true,
             term: |d, i, n, _| Some(crate::grid::dims_create(n, d)?[i]),
             show: |d, i| format!("dims(n, {d})[{i}]"),
+            allowed: Vec::new(),
         }),
         // Text that prints the rank count (`fprintf(log, "ckpt: %d ranks\n", n)`) is one byte
         // longer per decimal digit of n. Last in the list: a step at 10, 100, ... is only the
         // answer when nothing smoother reproduces the values, and it fits only where the
         // inputs straddle a power of ten (otherwise its column equals the constant's).
-        Box::new(width(Basis {
+        Arc::new(width(Basis {
             name: "digits",
             vars: Vars::N,
             terms: vec![|n, _| digits_of(n), |_, _| r(1)],
@@ -635,7 +652,7 @@ pub fn builtin_n_models() -> Vec<Box<dyn Model>> {
         // The same for the last rank (`"ranks 0-%d", n - 1`). The inputs rarely tell it from
         // `digits(n)`; the two disagree only at a power of ten (100, 1000 ranks), where the
         // caller then refuses instead of guessing which the program prints.
-        Box::new(width(Basis {
+        Arc::new(width(Basis {
             name: "digits-last-rank",
             vars: Vars::N,
             terms: vec![|n, _| digits_of(n.checked_sub(1)?), |_, _| r(1)],
@@ -667,9 +684,9 @@ fn min_n(pts: &[Point]) -> i64 {
 
 /// The built-in per-rank models, used when a parameter's rank groups do not line up across
 /// scales.
-pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
+pub fn builtin_rank_models() -> Vec<Arc<dyn Model>> {
     vec![
-        Box::new(Search {
+        Arc::new(Search {
             name: "rank-modulo",
             vars: Vars::NRank,
             knobs: |p| 0..=min_n(p) - 1,
@@ -694,7 +711,7 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
                 }
             },
         }),
-        Box::new(Search {
+        Arc::new(Search {
             name: "rank-blocks",
             vars: Vars::NRank,
             // A block size above every observed rank makes `rank/k` zero at every point, a
@@ -703,7 +720,7 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
             term: |k, _, rank| Some(rank / k),
             show: |c, k| poly(c, &[&format!("(rank/{k})"), ""]),
         }),
-        Box::new(Search {
+        Arc::new(Search {
             name: "rank-cyclic",
             vars: Vars::NRank,
             knobs: |p| 2..=max_n(p),
@@ -714,7 +731,7 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         // per decimal digit: rank 10 and rank 100 are where the size steps, not a block size.
         // Having this model next to rank-blocks makes scales that cannot tell the two apart
         // (all below 20 ranks) refuse instead of guessing `rank/10`.
-        Box::new(Basis {
+        Arc::new(Basis {
             name: "rank-digits",
             vars: Vars::NRank,
             terms: vec![|_, rank| r(decimal_digits(rank)), |_, _| r(1)],
@@ -723,7 +740,7 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         // A per-rank line that prints the rank and the rank count (`"rank %d of %d\n"`):
         // digits of both. With every input below 10 ranks its `digits(n)` column equals the
         // constant one and it does not fit, leaving such inputs to rank-digits.
-        Box::new(width(Basis {
+        Arc::new(width(Basis {
             name: "rank-digits+digits",
             vars: Vars::NRank,
             terms: vec![|_, rank| digits_of(rank), |n, _| digits_of(n), |_, _| r(1)],
@@ -734,7 +751,7 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         // wraps around. One function of (n, rank) where the rank groups put the wrap-around
         // in a group of its own, which at small scales (two ranks away from the edge) a line
         // through the group's ranks absorbs, so the groups differ between scales.
-        Box::new(Search {
+        Arc::new(Search {
             name: "ring-peer",
             vars: Vars::NRank,
             knobs: |p| -(min_n(p) - 1)..=min_n(p) - 1,
@@ -748,7 +765,7 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
         // `MPI_Cart_create` (where a block starts), and the relative rank of its neighbour one
         // step up or down that dimension of the periodic grid (`MPI_Cart_shift`'s peers, a
         // halo exchange's), as the tracer stores a peer.
-        Box::new(Grid {
+        Arc::new(Grid {
             name: "grid-coord",
             vars: Vars::NRank,
             scaled: false,
@@ -756,22 +773,25 @@ pub fn builtin_rank_models() -> Vec<Box<dyn Model>> {
                 Some(crate::grid::coords(rank, &crate::grid::dims_create(n, d)?)?[i])
             },
             show: |d, i| format!("coords(rank, dims(n, {d}))[{i}]"),
+            allowed: Vec::new(),
         }),
-        Box::new(Grid {
+        Arc::new(Grid {
             name: "grid-peer-up",
             vars: Vars::NRank,
             scaled: false,
             term: |d, i, n, rank| crate::grid::shift(rank, &crate::grid::dims_create(n, d)?, i, 1),
             show: |d, i| format!("shift(rank, dims(n, {d}), {i}, +1)"),
+            allowed: Vec::new(),
         }),
-        Box::new(Grid {
+        Arc::new(Grid {
             name: "grid-peer-down",
             vars: Vars::NRank,
             scaled: false,
             term: |d, i, n, rank| crate::grid::shift(rank, &crate::grid::dims_create(n, d)?, i, -1),
             show: |d, i| format!("shift(rank, dims(n, {d}), {i}, -1)"),
+            allowed: Vec::new(),
         }),
-        Box::new(Basis {
+        Arc::new(Basis {
             name: "rank-affine",
             vars: Vars::NRank,
             terms: vec![
@@ -847,7 +867,7 @@ fn scales(pts: &[Point]) -> Vec<i64> {
 ///   left-out scale exactly (no single scale decides a coefficient on its own).
 ///
 /// Models whose [`Model::vars`] differs from `vars` are skipped. The order follows `models`.
-pub fn fit_exact<'m>(models: &'m [Box<dyn Model>], vars: Vars, pts: &[Point]) -> Vec<Fitted<'m>> {
+pub fn fit_exact<'m>(models: &'m [Arc<dyn Model>], vars: Vars, pts: &[Point]) -> Vec<Fitted<'m>> {
     let out = fit_tier(models, vars, pts, false);
     if out.is_empty() {
         fit_tier(models, vars, pts, true)
@@ -858,7 +878,7 @@ pub fn fit_exact<'m>(models: &'m [Box<dyn Model>], vars: Vars, pts: &[Point]) ->
 
 /// [`fit_exact`] over the models that are fallbacks ([`Model::fallback`]) or are not.
 fn fit_tier<'m>(
-    models: &'m [Box<dyn Model>],
+    models: &'m [Arc<dyn Model>],
     vars: Vars,
     pts: &[Point],
     fallback: bool,
@@ -953,7 +973,7 @@ pub fn agree<'m, T: PartialEq>(
 }
 
 /// Names of the models of kind `vars`, for refusal messages.
-pub fn names(models: &[Box<dyn Model>], vars: Vars) -> Vec<String> {
+pub fn names(models: &[Arc<dyn Model>], vars: Vars) -> Vec<String> {
     models
         .iter()
         .filter(|m| m.vars() == vars)
@@ -976,7 +996,7 @@ mod tests {
             .collect()
     }
 
-    fn predict(models: &[Box<dyn Model>], p: &[Point], target: i64) -> Option<(String, i64)> {
+    fn predict(models: &[Arc<dyn Model>], p: &[Point], target: i64) -> Option<(String, i64)> {
         match agree(fit_exact(models, Vars::N, p), |f| f.eval(target, 0)) {
             Agreement::Agree(f, v) => Some((f.describe(), v)),
             _ => None,

@@ -13,28 +13,6 @@
 /// The largest dimension count tried.
 pub const MAX_DIMS: usize = 4;
 
-thread_local! {
-    /// The dimension counts the grid models may take ([`with_ndims`]).
-    static NDIMS: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Runs `f` with the grid models ([`crate::exact`]'s `grid-*`) trying the grids of `ndims`
-/// dimensions only: those the program asked `MPI_Dims_create` for, as its trace records them.
-/// Elsewhere they try none. Between 4 and 16 ranks a 2-D grid's first dimension is twice a
-/// 3-D grid's last (`dims(n, 2)[0] = 2 * dims(n, 3)[2]`), so values alone cannot tell the
-/// programs apart, and predictions past 16 ranks differ; the program's own call can.
-pub fn with_ndims<R>(ndims: &[usize], f: impl FnOnce() -> R) -> R {
-    let before = NDIMS.with(|c| c.replace(ndims.to_vec()));
-    let out = f();
-    NDIMS.with(|c| *c.borrow_mut() = before);
-    out
-}
-
-/// Whether the grid models may take grids of `d` dimensions now ([`with_ndims`]).
-pub fn allowed(d: usize) -> bool {
-    NDIMS.with(|c| c.borrow().contains(&d))
-}
-
 /// `MPI_Dims_create(n, d, dims)` with every `dims[i]` 0 on entry, as Open MPI computes it;
 /// `None` for `n < 1` or `d` outside 1..=[`MAX_DIMS`].
 pub fn dims_create(n: i64, d: usize) -> Option<Vec<i64>> {

@@ -16,6 +16,8 @@
 //! exactly or is not used, and a caller refuses when two surviving models disagree at the
 //! target. This crate knows nothing of traces; `extrap` maps trace quantities onto points.
 
+use std::sync::Arc;
+
 pub mod error;
 pub mod exact;
 mod factor;
@@ -30,9 +32,10 @@ pub use plugin::Plugin;
 pub use rational::Rat;
 
 /// The models an extrapolation may use: the built-ins, then those of any plugins.
+#[derive(Clone)]
 pub struct ModelSet {
     /// Every model, built-ins first (so they win ties and name the simplest form).
-    pub models: Vec<Box<dyn Model>>,
+    pub models: Vec<Arc<dyn Model>>,
     /// Paths of the loaded plugins, for messages.
     pub plugins: Vec<std::path::PathBuf>,
 }
@@ -52,7 +55,22 @@ impl ModelSet {
     pub fn add_plugin(&mut self, p: Plugin) {
         self.plugins.push(p.path.clone());
         for m in p.models {
-            self.models.push(Box::new(m));
+            self.models.push(Arc::new(m));
+        }
+    }
+
+    /// This set with the grid models ([`grid`]) trying grids of `ndims` dimensions only:
+    /// those the program asked `MPI_Dims_create` for, as its trace records them; in
+    /// [`ModelSet::builtin`] they try none. Between 4 and 16 ranks a 2-D grid's first
+    /// dimension is twice a 3-D grid's last (`dims(n, 2)[0] = 2 * dims(n, 3)[2]`), so values
+    /// alone cannot tell the programs apart, and predictions past 16 ranks differ; the
+    /// program's own call can.
+    pub fn for_grids(&self, ndims: &[usize]) -> ModelSet {
+        ModelSet {
+            models: (self.models.iter())
+                .map(|m| m.for_grids(ndims).unwrap_or_else(|| m.clone()))
+                .collect(),
+            plugins: self.plugins.clone(),
         }
     }
 

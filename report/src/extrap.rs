@@ -143,6 +143,9 @@ pub struct ExtrapModels {
     /// The extrapolation's explanation and the target it was made for: `quantities` and
     /// `explain` both read it, and extrapolating twice was two thirds of a report's time.
     explained: std::cell::OnceCell<(u32, Result<Vec<extrap::Explain>, String>)>,
+    /// The request `iotrex extrap` was given (its options; the target is the output's), so
+    /// the report explains the extrapolation it made, not another one.
+    request: extrap::Request,
 }
 
 impl ExtrapModels {
@@ -155,7 +158,15 @@ impl ExtrapModels {
                 .collect(),
             plugins: Vec::new(),
             explained: std::cell::OnceCell::new(),
+            request: extrap::Request::new(1),
         }
+    }
+
+    /// Extrapolates with the options of `request` (its target and models are replaced by
+    /// the output's rank count and this source's models).
+    pub fn with_request(mut self, request: extrap::Request) -> ExtrapModels {
+        self.request = request;
+        self
     }
 
     /// The explanation of the extrapolation to `target` (made once per source), or why there
@@ -167,9 +178,11 @@ impl ExtrapModels {
             return x.clone();
         }
         let x = self.model_set().and_then(|ms| {
-            // As `iotrex extrap` does: inputs that disagree only in local queries whose
-            // counts follow the data extrapolate without them.
-            extrap::consistent::extrapolate_consistent(&self.inputs, target, &ms, false)
+            let req = extrap::Request {
+                target,
+                ..self.request.clone().models(ms)
+            };
+            extrap::run(&req, &self.inputs)
                 .map(|x| x.explain)
                 .map_err(|e| format!("extrap refuses these inputs: {e}"))
         });
