@@ -64,8 +64,9 @@ fn read(data: &[u8]) {
 /// `iotrex stats`.
 fn stats(data: &[u8]) {
     let Some(tf) = small(data) else { return };
-    let view = rsd_view::show::StatsView::new(&rsd_view::stats::summarize(&tf.trace), data.len() as u64);
-    rsd::notation::render_stats_view(&view);
+    let view =
+        rsd_view::show::StatsView::new(&rsd_view::stats::summarize(&tf.trace), data.len() as u64);
+    rsd_view::show::render_stats_view(&view);
     serde_json::to_vec(&view).expect("stats --json serialises");
 }
 
@@ -76,7 +77,8 @@ fn expand(data: &[u8]) {
         let mut out = Vec::new();
         rsd_view::show::write_expand(&tf.trace, r, &mut out).expect("write to memory");
         tf.trace.expand_with(r, &mut |e| {
-            serde_json::to_vec(&rsd_view::show::CallView::new(e)).expect("expand --json serialises");
+            serde_json::to_vec(&rsd_view::show::CallView::new(e))
+                .expect("expand --json serialises");
             true
         });
     });
