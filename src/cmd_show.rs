@@ -1,12 +1,12 @@
 //! `iotrex show`, `iotrex stats` and `iotrex expand`: a trace printed as stored, summarised,
-//! or expanded for one rank. The text comes from `rsd::show`, so other front ends get the same.
+//! or expanded for one rank. The text comes from `rsd_view::show`, so other front ends get the same.
 
 use crate::exit::Usage;
 use crate::output::{print_json, print_text};
 use anyhow::{Context, Result};
 use clap::Args;
 use rsd::TraceFile;
-use rsd::show::{self, CallView, ShowJson, StatsView};
+use rsd_view::show::{self, CallView, ShowJson, StatsView};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -183,17 +183,20 @@ fn read_or_rank_files(file: &std::path::Path) -> Result<(TraceFile, Option<RankF
 pub fn stats(a: &StatsArgs, json: bool) -> Result<()> {
     let tf = TraceFile::read(&a.file)?;
     if a.stack {
-        let view = rsd::stack::analyze(&tf.trace);
+        let view = rsd_view::stack::analyze(&tf.trace);
         return if json {
             print_json(&view)
         } else {
-            print_text(&rsd::stack::render(&view, &a.file.display().to_string()))
+            print_text(&rsd_view::stack::render(
+                &view,
+                &a.file.display().to_string(),
+            ))
         };
     }
     let size = std::fs::metadata(&a.file)
         .with_context(|| format!("{}: cannot read file size", a.file.display()))?
         .len();
-    let view = StatsView::new(&rsd::stats::summarize(&tf.trace), size);
+    let view = StatsView::new(&rsd_view::stats::summarize(&tf.trace), size);
     if json {
         print_json(&view)
     } else {

@@ -52,10 +52,10 @@ pub fn run(a: &SynthArgs, json: bool) -> Result<()> {
     header.clock = "synthetic".into();
     header
         .notes
-        .push("synthetic SPMD program (rsd::synth::spmd); timing is pseudo-random".into());
+        .push("synthetic SPMD program (rsd_view::synth::spmd); timing is pseudo-random".into());
     let tf = TraceFile {
         header,
-        trace: rsd::synth::spmd(a.ranks, a.iters),
+        trace: rsd_view::synth::spmd(a.ranks, a.iters),
     };
     let bytes = tf.write(&a.output)?;
     let report = SynthReport {

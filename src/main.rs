@@ -2,7 +2,7 @@
 //!
 //! It only dispatches: parse the arguments, hand them to the command's `cmd_*` module (which
 //! holds its arguments, help texts and handler, and calls a library), and map the error to an
-//! exit status ([`exit`]). Rendering lives in the libraries (`rsd::show` and others) so other
+//! exit status ([`exit`]). Rendering lives in the libraries (`rsd_view::show` and others) so other
 //! front ends get the same text.
 //!
 //! Exit status: 0 on success, 1 when an input cannot be read or is not a valid trace, 2 for bad

@@ -170,7 +170,7 @@ fn halo_message_sizes_are_summarised_and_everything_else_stays_exact() {
     assert!((got.variance() - want.variance()).abs() < 1e-6 * want.variance());
     assert_eq!(got.bins, want.bins);
     // Peers, and the dump's offsets and sizes (I/O, not allowed by default), stay exact.
-    let text = rsd::show::render_trace_file(&tf);
+    let text = rsd_view::show::render_trace_file(&tf);
     assert!(text.contains("approx     "), "show does not mark the trace");
     for line in text.lines().filter(|l| l.contains("MPI_File_write_at_all")) {
         assert!(!line.contains("~{"), "I/O summarised by default: {line}");

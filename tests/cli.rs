@@ -1,7 +1,7 @@
 //! The `iotrex` binary end to end: `show`, `stats`, `expand` and `synth` on the v1 golden trace
 //! and on generated traces, their `--json` forms, and refusals of bad input.
 
-use rsd::synth::{BLOCK, COLLECTIVE_ITERS, SMALL};
+use rsd_view::synth::{BLOCK, COLLECTIVE_ITERS, SMALL};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -76,7 +76,7 @@ fn synth(dir: &Path, ranks: u32, iters: u64) -> PathBuf {
     p
 }
 
-/// What the synthetic program moves, from its constants (see `rsd::synth`): per rank `iters`
+/// What the synthetic program moves, from its constants (see `rsd_view::synth`): per rank `iters`
 /// pwrites of SMALL, COLLECTIVE_ITERS collective writes of BLOCK, and on rank 0 one aggregated
 /// POSIX pwrite of `n * BLOCK` per collective write plus a 64-byte fwrite.
 struct Expect {
@@ -279,7 +279,7 @@ fn trace_size_does_not_grow_with_ranks_or_iterations() {
 fn expand_golden_matches_synth_events() {
     for r in 0..4u32 {
         let out = ok(&["expand", &golden(), "--rank", &r.to_string()]);
-        let want = rsd::synth::events(r, 4, 10);
+        let want = rsd_view::synth::events(r, 4, 10);
         let top: Vec<&str> = out.lines().filter(|l| !l.starts_with(' ')).collect();
         assert_eq!(top.len(), want.len(), "rank {r}:\n{out}");
         for (line, e) in top.iter().zip(&want) {
@@ -321,7 +321,7 @@ fn expand_json_of_a_generated_trace() {
     let v = json(&["expand", "--json", s(&p), "--rank", "5"]);
     assert_eq!(v["rank"], 5);
     let calls = v["calls"].as_array().unwrap();
-    let want = rsd::synth::events(5, 8, 5);
+    let want = rsd_view::synth::events(5, 8, 5);
     assert_eq!(calls.len(), want.len());
     for (c, e) in calls.iter().zip(&want) {
         assert_eq!(c["op"], e.op.name());
@@ -371,7 +371,10 @@ fn synth_json_reports_the_file() {
     assert_eq!(v["ranks"], 3);
     let tf = rsd::TraceFile::read(&p).unwrap();
     assert_eq!(tf.header.nranks, 3);
-    assert_eq!(tf.trace.expand(2).len(), rsd::synth::events(2, 3, 2).len());
+    assert_eq!(
+        tf.trace.expand(2).len(),
+        rsd_view::synth::events(2, 3, 2).len()
+    );
 }
 
 #[test]

@@ -85,7 +85,7 @@ fn ignore_turns_a_log_line_length_into_a_summary_and_the_rest_stays_exact() {
     assert!(
         only_summary(&x.trace.nodes, Op::Fprintf, ret.unwrap(), &mut seen) && seen,
         "{}",
-        rsd::show::render_trace_file(&x)
+        rsd_view::show::render_trace_file(&x)
     );
     assert!(x.header.notes.iter().any(|n| n.starts_with("approximate:")));
     // Against the real run at 32 ranks: the exact parts (every pwrite offset, the ranks,

@@ -45,7 +45,8 @@ fn split_keeps_bytes_and_adds_operations() {
     let b = json(&["--json", "codes-stats", &d("split")]);
     // What synth wrote: 8 ranks x 5 pwrites of 8 KiB, plus rank 0's three aggregated writes of
     // 8 MiB under the collective, plus 64 bytes of stdio.
-    let expected = 8 * 5 * rsd::synth::SMALL as u64 + 3 * 8 * rsd::synth::BLOCK as u64 + 64;
+    let expected =
+        8 * 5 * rsd_view::synth::SMALL as u64 + 3 * 8 * rsd_view::synth::BLOCK as u64 + 64;
     assert_eq!(a["WRITE_SIZE"], expected);
     assert_eq!(b["WRITE_SIZE"], expected);
     // Each 8 MiB write becomes 32 pieces of 256 KiB: 31 more operations each.

@@ -8,7 +8,7 @@ use rsd::op::{Dir, Layer};
 
 fn posix_view_totals(tf: &rsd::TraceFile) -> (u64, u64, u64, u64) {
     // (reads, read bytes, writes, write bytes) over POSIX and stdio calls, nested ones included.
-    let s = rsd::stats::summarize(&tf.trace);
+    let s = rsd_view::stats::summarize(&tf.trace);
     let (mut r, mut rb, mut w, mut wb) = (0, 0, 0, 0);
     for ((layer, op), t) in &s.ops {
         if !matches!(layer, Layer::Posix | Layer::Stdio) {

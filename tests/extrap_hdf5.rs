@@ -34,7 +34,7 @@ fn trace(dir: &Path, data: &Path, np: u32, io: Option<&str>, hints: &[&str]) -> 
     }
     let tf = trace_in(&out, data, np, "h5_coll", &args, io);
     // HDF5 really wrote collectively: every rank made collective writes.
-    let s = rsd::stats::summarize(&tf.trace);
+    let s = rsd_view::stats::summarize(&tf.trace);
     let coll = s
         .ops
         .iter()

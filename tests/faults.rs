@@ -264,7 +264,7 @@ fn assert_rank_files(out: &Path, o: &Output) -> Vec<u32> {
         let want = format!(
             "missing    {} of {NP} ranks are not in this trace: {}",
             missing.len(),
-            rsd::show::rank_ranges(&missing)
+            rsd::notes::rank_ranges(&missing)
         );
         assert!(s.contains(&want), "expected {want:?} in:\n{s}");
     }
@@ -815,7 +815,7 @@ fn a_trace_from_a_newer_iotrex_says_upgrade_not_damaged() {
     let root = scratch();
     let mut tf = TraceFile {
         header: rsd::Header::new(1),
-        trace: rsd::synth::spmd(1, 2),
+        trace: rsd_view::synth::spmd(1, 2),
     };
     tf.header.run_id = Some("0123456789abcdef".into());
     let mut header = rmp_serde::to_vec(&tf.header).unwrap();

@@ -193,7 +193,7 @@ fn particles_extrapolate_from_4_8_12_16_to_32_and_match_a_real_run() {
     let site = rsd::approx::first(&tf.trace).expect("a summarised quantity in the output");
     assert!(rsd::approx::count(&tf.trace) >= 3, "{site:?}");
     let mut shown = String::new();
-    rsd::show::render_nodes(&tf.trace.nodes, None, 0, &mut shown);
+    rsd::notation::render_nodes(&tf.trace.nodes, None, 0, &mut shown);
     assert!(
         shown
             .lines()

@@ -1,6 +1,6 @@
 //! `iotrex stats --stack` on real runs: `tests/apps/ior_like.c` through MPI-IO, collective and
 //! independent, under the MPI library's defaults (traced under a real `mpirun`). The figures
-//! it prints are checked against the trace itself, computed here without `rsd::stack`: calls
+//! it prints are checked against the trace itself, computed here without `rsd_view::stack`: calls
 //! and bytes per op from expanding every rank (and against the app's own counts), inclusive
 //! time per op as the sum of every node's recorded durations, exclusive time per node as its
 //! durations minus those of the calls nested directly in it (never negative in a recorded

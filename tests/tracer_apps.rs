@@ -43,7 +43,7 @@ fn io_sample_4_8_12_16_ranks() {
         );
         let tf = run.read();
         // The POSIX N-to-N file name is one template with the rank as its field.
-        let s = rsd::stats::summarize(&tf.trace);
+        let s = rsd_view::stats::summarize(&tf.trace);
         assert!(
             s.files.iter().any(|f| f.ends_with("/file_3")),
             "{:?}",
@@ -98,7 +98,7 @@ fn ior_like_modes() {
 fn groups_aggregation() {
     let run = check(8, "groups", &["{d}", "4", "5", "8192"], None, &[0, 3, 4]);
     let tf = run.read();
-    let s = rsd::stats::summarize(&tf.trace);
+    let s = rsd_view::stats::summarize(&tf.trace);
     assert!(
         s.files.iter().any(|f| f.ends_with("/file_1")),
         "{:?}",
@@ -111,7 +111,7 @@ fn groups_aggregation() {
 fn stdio_checkpoints_and_logs() {
     let run = check(4, "stdio_app", &["{d}", "6", "16384", "30"], None, &[0, 2]);
     let tf = run.read();
-    let layers = rsd::stats::summarize(&tf.trace).per_layer();
+    let layers = rsd_view::stats::summarize(&tf.trace).per_layer();
     // 6 fwrite + 6 fread of 16 KiB on rank 0.
     let (_, bytes) = layers[&rsd::Layer::Stdio];
     assert!(bytes >= 2 * 6 * 16384, "stdio bytes {bytes}");
@@ -261,7 +261,7 @@ fn mpi_configuration_is_recorded() {
         );
         assert_eq!(c.file_hints.len(), 1, "{:?}", c.file_hints);
         assert_eq!(c.file_hints[0].0, file.to_str().unwrap());
-        let shown = rsd::show::render_trace_file(&tf);
+        let shown = rsd_view::show::render_trace_file(&tf);
         let want = format!("cvar       io = {}\n", io.unwrap_or(""));
         assert!(shown.contains(&want), "{shown}");
     }

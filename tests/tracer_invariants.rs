@@ -56,8 +56,8 @@ fn deterministic(io: &str) {
         }
     }
     let (s1, s2) = (
-        rsd::stats::summarize(&t1.trace),
-        rsd::stats::summarize(&t2.trace),
+        rsd_view::stats::summarize(&t1.trace),
+        rsd_view::stats::summarize(&t2.trace),
     );
     assert_eq!(s1.nodes, s2.nodes, "{io}: compressed structure differs");
     assert_eq!(s1.files, s2.files, "{io}: files differ");
@@ -206,7 +206,7 @@ int main(int argc, char **argv) {
         "the program's own output is intact"
     );
     // 50 pwrites fold into one loop: the trace stays small.
-    assert!(rsd::stats::summarize(&tf.trace).nodes < 12);
+    assert!(rsd_view::stats::summarize(&tf.trace).nodes < 12);
 }
 
 #[test]

@@ -22,7 +22,7 @@ fn bench(c: &mut Criterion) {
     for nranks in [64u32, 4096] {
         let tf = TraceFile {
             header: Header::new(nranks),
-            trace: rsd::synth::spmd(nranks, 16),
+            trace: rsd_view::synth::spmd(nranks, 16),
         };
         for format in [Format::Recorder, Format::Iolang] {
             // Rank 0 aggregates 3 x nranks MiB; split at 256 KiB that is far over the recorder

@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn yields_exactly_what_expand_yields_plus_timing() {
-        let t = rsd::synth::spmd(6, 5);
+        let t = rsd_view::synth::spmd(6, 5);
         for r in 0..6 {
             let mut mine = Vec::new();
             for_each(&t, r, &mut |e| {

@@ -3,15 +3,15 @@
 use codes_bridge::{
     CodesError, CodesStats, ExportOptions, Format, codes_stats, export, export_file,
 };
-use rsd::stats::summarize;
-use rsd::synth::{BLOCK, COLLECTIVE_ITERS, SMALL};
 use rsd::{Compressor, Header, Layer, Op, RawEvent, TraceFile};
+use rsd_view::stats::summarize;
+use rsd_view::synth::{BLOCK, COLLECTIVE_ITERS, SMALL};
 use std::path::Path;
 
 fn synth(nranks: u32, iters: u64) -> TraceFile {
     TraceFile {
         header: Header::new(nranks),
-        trace: rsd::synth::spmd(nranks, iters),
+        trace: rsd_view::synth::spmd(nranks, iters),
     }
 }
 

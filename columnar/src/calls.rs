@@ -8,8 +8,8 @@ use crate::ExportError;
 use crate::table::TableWriter;
 use filetable::{FileId, FileTable};
 use rsd::Param;
-use rsd::timeline::Cursor;
 use rsd::trace::{Event, flatten_event, visit};
+use rsd_view::timeline::Cursor;
 use std::path::Path;
 
 /// What the calls table holds.
@@ -124,10 +124,11 @@ impl Walk<'_> {
         w.opt_int(r.offset.map(|o| i64::try_from(o).unwrap_or(i64::MAX)));
         w.int(i64::try_from(e.op.data_bytes(&flat.params)).unwrap_or(i64::MAX));
         w.opt_int(get(Param::Ret));
-        let params: serde_json::Map<String, serde_json::Value> = rsd::show::named_params(&flat)
-            .into_iter()
-            .map(|(k, v)| (k, v.into()))
-            .collect();
+        let params: serde_json::Map<String, serde_json::Value> =
+            rsd_view::show::named_params(&flat)
+                .into_iter()
+                .map(|(k, v)| (k, v.into()))
+                .collect();
         w.text(&serde_json::Value::Object(params).to_string());
         w.float(start);
         w.float(dur);
@@ -137,7 +138,7 @@ impl Walk<'_> {
             self.err = Some(x);
             return false;
         }
-        // Calls made inside: laid out inside the parent's span (`rsd::timeline`).
+        // Calls made inside: laid out inside the parent's span (`rsd_view::timeline`).
         let mut inner = Cursor::within(start, dur, 1.0);
         visit(&e.children, self.rank, idx, &mut |c, idx| {
             let (cs, cd) = inner.place(&c.timing);

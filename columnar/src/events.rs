@@ -2,7 +2,7 @@
 
 use crate::ExportError;
 use crate::table::TableWriter;
-use rsd::show::render_elastic;
+use rsd::notation::render_elastic;
 use rsd::trace::{Node, NodeKind};
 use std::path::Path;
 
@@ -42,7 +42,7 @@ fn nodes(
                 w.text(&format!("{:016x}", e.sig));
                 w.opt_text(e.path.as_ref().map(|p| p.0.as_str()));
                 let params: serde_json::Map<String, serde_json::Value> =
-                    rsd::show::render_params(e)
+                    rsd::notation::render_params(e)
                         .into_iter()
                         .map(|(name, shown)| (name, shown.into()))
                         .collect();

@@ -35,7 +35,7 @@ fn text(row: &Row, name: &str) -> String {
 fn trace_file(nranks: u32, iters: u64) -> TraceFile {
     TraceFile {
         header: Header::new(nranks),
-        trace: rsd::synth::spmd(nranks, iters),
+        trace: rsd_view::synth::spmd(nranks, iters),
     }
 }
 
@@ -48,7 +48,7 @@ fn calls_and_bytes_per_op_equal_the_expanded_trace() {
     let calls = rows(&rep.calls_file);
     assert_eq!(calls.len() as u64, rep.calls);
     assert!(rep.row_groups > 1, "{rep:?}");
-    let stats = rsd::stats::summarize(&tf.trace);
+    let stats = rsd_view::stats::summarize(&tf.trace);
     let mut per_op: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for r in &calls {
         let e = per_op.entry(text(r, "op")).or_default();
@@ -90,7 +90,10 @@ fn the_events_table_has_a_row_per_node() {
     let dir = tempfile::tempdir().unwrap();
     let rep = columnar::export_parquet(&tf, dir.path(), 1000, &mut |_, _| {}).unwrap();
     let events = rows(&rep.events_file);
-    assert_eq!(events.len() as u64, rsd::stats::summarize(&tf.trace).nodes);
+    assert_eq!(
+        events.len() as u64,
+        rsd_view::stats::summarize(&tf.trace).nodes
+    );
     let calls: i64 = events
         .iter()
         .filter(|r| text(r, "kind") == "event")

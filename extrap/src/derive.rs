@@ -483,7 +483,7 @@ fn groups(
             "{path}: collective call{} {} {} not made by every rank on a communicator of every \
              rank in the world's order: not modelled",
             if calls.len() == 1 { "" } else { "s" },
-            rsd::show::rank_ranges(&calls),
+            rsd::notes::rank_ranges(&calls),
             if calls.len() == 1 { "is" } else { "are" },
         ));
     }

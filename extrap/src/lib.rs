@@ -724,7 +724,7 @@ fn fit_sorted(
     let largest = &sorted[sorted.len() - 1].file;
     let mut header = largest.header.clone();
     header.notes = (header.notes.iter())
-        .map(|n| rsd::show::note_at_scale(n, largest.header.nranks, target))
+        .map(|n| rsd::notes::note_at_scale(n, largest.header.nranks, target))
         .collect();
     header.nranks = target;
     let (prediction, explain) = timing::wall(originals, target);

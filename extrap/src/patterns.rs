@@ -19,7 +19,7 @@ pub const ODD_SHIFT: i64 = 4096;
 /// The patterns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pattern {
-    /// `rsd::synth::spmd` with 10 iterations: weak scaling, file per process, collective
+    /// `rsd_view::synth::spmd` with 10 iterations: weak scaling, file per process, collective
     /// writes with rank-0 aggregation, rank-0 stdio.
     Spmd,
     /// Strong scaling: `960/n` writes per rank into a shared file, contiguous per rank.
@@ -70,7 +70,7 @@ fn hash(x: u64) -> u64 {
 /// The calls of `rank` in a run of `n` ranks.
 pub fn events(p: Pattern, rank: u32, n: u32) -> Vec<RawEvent> {
     if p == Pattern::Spmd {
-        return rsd::synth::events(rank, n, 10);
+        return rsd_view::synth::events(rank, n, 10);
     }
     let (r, nn) = (rank as i64, n as i64);
     let mut v = vec![ev(Op::Init, 1, vec![], rank, 0)];
@@ -156,7 +156,7 @@ pub fn events(p: Pattern, rank: u32, n: u32) -> Vec<RawEvent> {
 /// The merged trace of `n` ranks.
 pub fn trace(p: Pattern, n: u32) -> Trace {
     if p == Pattern::Spmd {
-        return rsd::synth::spmd(n, 10);
+        return rsd_view::synth::spmd(n, 10);
     }
     let per_rank = (0..n)
         .map(|r| {

@@ -122,7 +122,7 @@ fn two_to_the_twenty_ranks_stay_plausible() {
             let pred = out.file.header.prediction.as_ref().expect("a prediction");
             let measured: Vec<Vec<(rsd::timing::TimeKind, f64)>> = ins
                 .iter()
-                .map(|i| rsd::show::time_per_rank(&i.file))
+                .map(|i| rsd_view::show::time_per_rank(&i.file))
                 .collect();
             let mut total_bound = 0.0;
             for (kind, v) in &pred.parts {

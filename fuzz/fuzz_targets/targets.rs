@@ -54,9 +54,9 @@ fn read(data: &[u8]) {
         assert!(msg.contains(NAME), "error does not name the input: {msg}");
     }
     let Some(tf) = decode(data) else { return };
-    let text = rsd::show::render_trace_file(&tf);
+    let text = rsd_view::show::render_trace_file(&tf);
     assert!(text.starts_with("iotrex trace"));
-    serde_json::to_vec(&rsd::show::ShowJson::new(&tf)).expect("show --json serialises");
+    serde_json::to_vec(&rsd_view::show::ShowJson::new(&tf)).expect("show --json serialises");
     let bytes = tf.to_bytes().expect("a decoded trace re-encodes");
     TraceFile::from_bytes(&bytes, Path::new(NAME)).expect("a re-encoded trace reads back");
 }
@@ -64,8 +64,9 @@ fn read(data: &[u8]) {
 /// `iotrex stats`.
 fn stats(data: &[u8]) {
     let Some(tf) = small(data) else { return };
-    let view = rsd::show::StatsView::new(&rsd::stats::summarize(&tf.trace), data.len() as u64);
-    rsd::show::render_stats_view(&view);
+    let view =
+        rsd_view::show::StatsView::new(&rsd_view::stats::summarize(&tf.trace), data.len() as u64);
+    rsd_view::show::render_stats_view(&view);
     serde_json::to_vec(&view).expect("stats --json serialises");
 }
 
@@ -74,9 +75,10 @@ fn expand(data: &[u8]) {
     let Some(tf) = small(data) else { return };
     tf.trace.ranks().for_each(|r| {
         let mut out = Vec::new();
-        rsd::show::write_expand(&tf.trace, r, &mut out).expect("write to memory");
+        rsd_view::show::write_expand(&tf.trace, r, &mut out).expect("write to memory");
         tf.trace.expand_with(r, &mut |e| {
-            serde_json::to_vec(&rsd::show::CallView::new(e)).expect("expand --json serialises");
+            serde_json::to_vec(&rsd_view::show::CallView::new(e))
+                .expect("expand --json serialises");
             true
         });
     });
@@ -162,7 +164,7 @@ fn export_codes(data: &[u8]) {
 fn export_chrome(data: &[u8]) {
     let Some(tf) = small(data) else { return };
     let mut out = Vec::new();
-    rsd::chrome::write_chrome(&tf.trace, None, 100_000, &mut out).expect("write to memory");
+    rsd_view::chrome::write_chrome(&tf.trace, None, 100_000, &mut out).expect("write to memory");
     serde_json::from_slice::<serde_json::Value>(&out).expect("the export is JSON");
 }
 

@@ -16,9 +16,9 @@ mod ffi;
 
 use filetable::{FileId, FileTable};
 use rsd::mpi::{COMM_WORLD, Peer, decode_peer};
-use rsd::timeline::Cursor;
 use rsd::trace::{Event, flatten_event, visit};
 use rsd::{Layer, Op, Param, TraceFile};
+use rsd_view::timeline::Cursor;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -672,7 +672,7 @@ impl Location<'_> {
         if !self.p2p(&flat, t0) {
             return false;
         }
-        // Calls made inside: laid out inside this call's span (`rsd::timeline`).
+        // Calls made inside: laid out inside this call's span (`rsd_view::timeline`).
         let mut inner = Cursor::within(start, dur, 1.0);
         let ok = visit(&e.children, self.rank, idx, &mut |c, idx| {
             let (cs, cd) = inner.place(&c.timing);

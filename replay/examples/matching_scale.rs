@@ -66,7 +66,7 @@ fn main() {
         println!(
             "{}: {n} ranks, {} calls traced: {:.3} s, {:?}",
             a[1],
-            rsd::stats::summarize(&tf.trace)
+            rsd_view::stats::summarize(&tf.trace)
                 .per_layer()
                 .values()
                 .map(|v| v.0)

@@ -315,7 +315,7 @@ pub fn run_threads_capped(
     for r in results {
         stats.push(r?);
     }
-    let summary = rsd::stats::summarize(&tf.trace);
+    let summary = rsd_view::stats::summarize(&tf.trace);
     let mut report = Report::build("threads", &stats, wall, tf.header.wall_ns, &summary);
     report.against(&tf.header);
     if let Plan::Pool(w) = plan {

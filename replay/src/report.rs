@@ -169,7 +169,7 @@ impl Report {
         ranks: &[RankStats],
         wall_ns: u64,
         traced_wall_ns: u64,
-        trace: &rsd::stats::Summary,
+        trace: &rsd_view::stats::Summary,
     ) -> Report {
         let mut ops: BTreeMap<Op, OpCount> = BTreeMap::new();
         let mut lat = Lateness::default();
@@ -392,7 +392,7 @@ mod tests {
 
     #[test]
     fn waits_say_how_delays_were_waited() {
-        let summary = rsd::stats::Summary::default();
+        let summary = rsd_view::stats::Summary::default();
         // More rank threads than any test machine has cores: they sleep.
         let r = Report::build("threads", &ranks(4096), 1, 0, &summary);
         assert!(r.waits.starts_with("sleep (4096 ranks on "), "{}", r.waits);

@@ -322,7 +322,7 @@ fn mpi_replay(
     let stats = result.map_err(|e| (e, false))?;
     let all = gather_stats(p, rank, size, &stats);
     if rank == 0 {
-        let summary = rsd::stats::summarize(&tf.trace);
+        let summary = rsd_view::stats::summarize(&tf.trace);
         let mut report = Report::build("mpi", &all, wall, tf.header.wall_ns, &summary);
         report.against(&tf.header);
         // One rank per process: the advice is about this node's ranks, not the job's.

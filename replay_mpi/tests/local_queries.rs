@@ -317,7 +317,7 @@ fn local_queries_are_traced_with_their_answers_and_replay() {
 
     // The CODES export: one open and one close per rank, the ranks' bytes written through
     // the MPI-IO calls' POSIX children, the queries' time kept as delays.
-    let s = rsd::stats::summarize(&tf.trace);
+    let s = rsd_view::stats::summarize(&tf.trace);
     let posix = |ops: &[Op]| -> (u64, u64) {
         ops.iter().fold((0, 0), |acc, op| {
             let t = s.ops.get(&(op.layer(), *op)).cloned().unwrap_or_default();

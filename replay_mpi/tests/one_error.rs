@@ -11,7 +11,7 @@ fn an_error_of_every_rank_is_printed_once() {
     header.clock = "synthetic".into();
     rsd::TraceFile {
         header,
-        trace: rsd::synth::spmd(4, 3),
+        trace: rsd_view::synth::spmd(4, 3),
     }
     .write(&trace)
     .unwrap();
@@ -55,7 +55,7 @@ fn the_report_file_has_one_spelling_in_the_help() {
     let trace = t.path().join("s2.iotrex");
     rsd::TraceFile {
         header: rsd::Header::new(2),
-        trace: rsd::synth::spmd(2, 2),
+        trace: rsd_view::synth::spmd(2, 2),
     }
     .write(&trace)
     .unwrap();

@@ -164,7 +164,7 @@ fn check_rich_files(got: &BTreeMap<PathBuf, Vec<u8>>, n: u32, iters: i64) {
 fn pool_replays_what_one_thread_per_rank_replays() {
     let (n, iters) = (13, 3);
     let tf = rich(n, iters);
-    let summary = rsd::stats::summarize(&tf.trace);
+    let summary = rsd_view::stats::summarize(&tf.trace);
     for comm in [CommMode::Real, CommMode::Delay] {
         let o = opts(comm);
         let (want, d) = replay(&tf, &o, n);

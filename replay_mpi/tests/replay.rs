@@ -99,7 +99,7 @@ fn threads_counts_equal_stats_and_files_have_trace_sizes() {
         let r = threads(&tf, d.path(), &opts(comm));
         assert_clean(&r);
         check_small_files(d.path(), 4, 5);
-        let s = rsd::stats::summarize(&tf.trace);
+        let s = rsd_view::stats::summarize(&tf.trace);
         let pw = r.ops.iter().find(|o| o.op == "pwrite").unwrap();
         assert_eq!(pw.count, s.ops[&(rsd::Layer::Posix, Op::Pwrite)].count);
         assert_eq!(pw.bytes, 4 * 5 * BLOCK as u64);
@@ -111,7 +111,7 @@ fn threads_counts_equal_stats_and_files_have_trace_sizes() {
 fn synth_trace_replays_with_nested_children_credited_not_issued() {
     let tf = TraceFile {
         header: Header::new(2),
-        trace: rsd::synth::spmd(2, 3),
+        trace: rsd_view::synth::spmd(2, 3),
     };
     let d = tempfile::tempdir().unwrap();
     let r = threads(&tf, d.path(), &opts(CommMode::Real));

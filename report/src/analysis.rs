@@ -3,15 +3,15 @@
 //!
 //! Counts and bytes are exact (they come from expanding ranks). Time is not: a trace keeps each
 //! event's timing as statistics merged over ranks and iterations, so per-rank time and the
-//! timeline are rebuilt from mean gaps and durations, as `rsd::chrome` does. The page says so.
+//! timeline are rebuilt from mean gaps and durations, as `rsd_view::chrome` does. The page says so.
 
 use filetable::{Effect, FileTable, Offline};
 use rsd::op::{Dir, Layer, Op};
 use rsd::path::PathTemplate;
 use rsd::ranks::RankSet;
-use rsd::stats::Summary;
 use rsd::trace::{Event, FlatEvent, Node, NodeKind, Trace, visit};
 use rsd::{Header, TraceFile};
+use rsd_view::stats::Summary;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Caps that keep the page small and fast whatever the rank or call count.
@@ -206,14 +206,14 @@ pub struct TraceAnalysis {
     pub stack: Vec<StackRow>,
     /// Inclusive and exclusive time per layer and op, and each application-level call site's
     /// time over the layers below it.
-    pub layer_times: rsd::stack::StackAnalysis,
+    pub layer_times: rsd_view::stack::StackAnalysis,
     /// Timeline lanes.
     pub timeline: Vec<Lane>,
 }
 
 /// Computes the analysis of one trace.
 pub fn analyze(label: &str, tf: &TraceFile, limits: &Limits) -> TraceAnalysis {
-    let summary = rsd::stats::summarize(&tf.trace);
+    let summary = rsd_view::stats::summarize(&tf.trace);
     let ranks = tf.trace.ranks();
     let (files, file_ranks) = file_groups(&tf.trace, &summary, limits.file_ranks);
     TraceAnalysis {
@@ -224,7 +224,7 @@ pub fn analyze(label: &str, tf: &TraceFile, limits: &Limits) -> TraceAnalysis {
         file_ranks,
         layers: layers(&tf.trace),
         stack: stack_rows(&tf.trace.nodes),
-        layer_times: rsd::stack::analyze(&tf.trace),
+        layer_times: rsd_view::stack::analyze(&tf.trace),
         timeline: timeline(&tf.trace.nodes, &ranks, &summary, limits),
         summary,
     }
@@ -699,7 +699,7 @@ mod tests {
     fn synthetic_spmd_counts() {
         let tf = TraceFile {
             header: Header::new(8),
-            trace: rsd::synth::spmd(8, 10),
+            trace: rsd_view::synth::spmd(8, 10),
         };
         let a = analyze("s", &tf, &Limits::default());
         assert_eq!(a.per_rank.rows.len(), 8);
@@ -736,7 +736,7 @@ mod tests {
     fn caps_are_reported() {
         let tf = TraceFile {
             header: Header::new(100),
-            trace: rsd::synth::spmd(100, 50),
+            trace: rsd_view::synth::spmd(100, 50),
         };
         let limits = Limits {
             rank_bars: 10,

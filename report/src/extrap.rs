@@ -585,7 +585,7 @@ mod tests {
     fn trace(n: u32) -> TraceAnalysis {
         let tf = TraceFile {
             header: Header::new(n),
-            trace: rsd::synth::spmd(n, 4),
+            trace: rsd_view::synth::spmd(n, 4),
         };
         analyze(&format!("s{n}"), &tf, &Limits::default())
     }

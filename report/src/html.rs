@@ -5,8 +5,8 @@ use crate::error::ReportError;
 use crate::extrap::{Extrapolation, Kind, Quantity, Unit};
 use crate::plot::{self, Curve, Plot};
 use rsd::op::{Layer, Op};
-use rsd::show::fmt_bytes;
 use rsd::timing::fmt_ns;
+use rsd_view::show::fmt_bytes;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -138,7 +138,7 @@ fn layer_colour(l: Layer) -> usize {
 
 /// A call site's label in a chart: its op and file name; a second site of the same op and
 /// file is "#2".
-fn site_label(p: &rsd::stack::Part, seen: &mut BTreeMap<String, usize>) -> String {
+fn site_label(p: &rsd_view::stack::Part, seen: &mut BTreeMap<String, usize>) -> String {
     let mut l = p.op.name().to_string();
     if let Some(path) = &p.path {
         l.push(' ');
@@ -769,7 +769,7 @@ impl Page {
                 ("in calls nested below it", plot::CATEGORY[1]),
             ],
         ))?;
-        let shown: Vec<&rsd::stack::Part> = st.sites.iter().take(limits.stack_sites).collect();
+        let shown: Vec<&rsd_view::stack::Part> = st.sites.iter().take(limits.stack_sites).collect();
         if !shown.is_empty() {
             let layers: Vec<Layer> = Layer::STACK
                 .iter()
@@ -886,7 +886,7 @@ impl Page {
                 let _ = write!(
                     s,
                     "<li><code>{}</code></li>",
-                    esc(&rsd::stack::equation(p, n))
+                    esc(&rsd_view::stack::equation(p, n))
                 );
             }
             s.push_str("</ul>");

@@ -11,7 +11,7 @@ fn synth(n: u32, iters: u64) -> Input {
         label: format!("spmd.{n}.iotrex"),
         file: TraceFile {
             header,
-            trace: rsd::synth::spmd(n, iters),
+            trace: rsd_view::synth::spmd(n, iters),
         },
     }
 }

@@ -6,7 +6,8 @@
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use rsd::trace::RawEvent;
-use rsd::{Compressor, Op, merge_tree, synth};
+use rsd::{Compressor, Op, merge_tree};
+use rsd_view::synth;
 use std::hint::black_box;
 use std::time::Duration;
 

@@ -1,7 +1,8 @@
 //! Prints the trace size of the synthetic SPMD program against ranks and iterations.
 //! Target: every size within 5% of the 1-rank, 10-iteration size.
 
-use rsd::{Header, TraceFile, synth};
+use rsd::{Header, TraceFile};
+use rsd_view::synth;
 use std::time::Instant;
 
 fn main() {

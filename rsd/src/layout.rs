@@ -735,7 +735,7 @@ pub fn render(x: &FileEnd<RankFn>, of: Option<&str>, depth0: usize) -> String {
     };
     match &x.start {
         Val::Const(RankFn::Const(0)) => end,
-        s => format!("{} + {end}", crate::show::render_val(s, depth0)),
+        s => format!("{} + {end}", crate::notation::render_val(s, depth0)),
     }
 }
 
@@ -822,7 +822,7 @@ mod tests {
         );
         assert!(present(&m));
         let mut shown = String::new();
-        crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
+        crate::notation::render_nodes(&m.nodes, None, 0, &mut shown);
         assert!(
             shown.contains("offset = end of file + exscan(count)")
                 && shown.contains("MPI_File_write_at  fh = 0, offset = end of file,"),

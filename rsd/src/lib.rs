@@ -12,11 +12,12 @@
 //! - [`compress`]: the online per-rank compressor.
 //! - [`merge`]: merging traces of disjoint rank sets (Myers alignment, radix tree).
 //! - [`format`]: the `.iotrex` file format, the only code that knows its bytes.
-//! - [`stats`]: per-layer and per-rank totals.
-//! - [`stack`]: inclusive and exclusive time per layer and op, and per call site over the layers below.
-//! - [`show`]: readable text and JSON views for the CLI.
-//! - [`chrome`]: Chrome/Perfetto `traceEvents` export.
-//! - [`synth`]: synthetic traces for tests, benchmarks and the demo.
+//! - [`notation`]: the one text of values, timing, events and nodes.
+//! - [`notes`]: header notes said of ranks, folded and said again at another scale.
+//! - [`draw`]: exact values drawn from summaries, for consumers that must issue calls.
+//!
+//! The views of a trace (`show`, `stats`, `stack`, the Chrome export) and the synthetic traces
+//! are in the `rsd_view` crate: the preloaded tracer links this one and needs none of them.
 //!
 //! The invariant everything here keeps: expanding a trace for rank `r` gives back exactly
 //! rank `r`'s calls with every recorded parameter; only timing is summarised, and parameters
@@ -27,7 +28,6 @@
 
 pub mod approx;
 pub mod atomic;
-pub mod chrome;
 pub mod comms;
 pub mod compress;
 pub mod draw;
@@ -38,18 +38,25 @@ pub mod layout;
 pub mod merge;
 pub mod mpi;
 pub mod netcdf;
+pub mod notation;
+pub mod notes;
 pub mod op;
 pub mod path;
 pub mod prefix;
 pub mod ranks;
-pub mod show;
-pub mod stack;
-pub mod stats;
-pub mod synth;
-pub mod timeline;
 pub mod timing;
 pub mod trace;
 pub mod value;
+
+// The unit tests of the format build their sample with the synthetic traces of `rsd_view`,
+// compiled here from the same source (a dev-dependency on `rsd_view` would give them a second
+// copy of this crate's types); `rsd::` in that source then names this crate.
+#[cfg(test)]
+extern crate self as rsd;
+#[cfg(test)]
+#[path = "../../rsdview/src/synth.rs"]
+#[allow(dead_code)] // the format tests need only `spmd`
+mod synth;
 
 pub use compress::Compressor;
 pub use error::RsdError;

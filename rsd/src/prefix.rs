@@ -1269,7 +1269,7 @@ pub fn render(x: &Exscan<RankFn>, of: &str, depth0: usize) -> String {
     };
     match &x.start {
         Val::Const(RankFn::Const(0)) => sum,
-        s => format!("{} + {sum}", crate::show::render_val(s, depth0)),
+        s => format!("{} + {sum}", crate::notation::render_val(s, depth0)),
     }
 }
 
@@ -1330,7 +1330,7 @@ mod tests {
         assert!(rec.iter().all(|r| r.running && r.of == "count"), "{rec:?}");
         assert!(present(&m));
         let mut shown = String::new();
-        crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
+        crate::notation::render_nodes(&m.nodes, None, 0, &mut shown);
         assert!(
             shown.contains("offset = exscan(count, over calls)"),
             "{shown}"
@@ -1411,7 +1411,7 @@ mod tests {
         assert_eq!((rec[0].op, rec[0].of), (Op::TypeCreateHindexed, "count"));
         assert!(!rec[0].running);
         let mut shown = String::new();
-        crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
+        crate::notation::render_nodes(&m.nodes, None, 0, &mut shown);
         assert!(
             shown.contains(
                 "displacements[0] = exscan(count of the next MPI_File_write_at_all (call site 0x5))"
@@ -1513,7 +1513,7 @@ mod tests {
             vec![(Op::H5SselectHyperslab, 9, 3)]
         );
         let mut shown = String::new();
-        crate::show::render_nodes(&m.nodes, None, 0, &mut shown);
+        crate::notation::render_nodes(&m.nodes, None, 0, &mut shown);
         assert!(shown.contains("start[0] = exscan(count[0])"), "{shown}");
         // The count and the block (1 here) are left as they are; stride and block are no
         // places.

@@ -1081,13 +1081,13 @@ fn canonical_block(pts: &[(u32, Val<i64>)], groups: &mut Vec<Group>) {
     }
 }
 
-// Values are rendered in one place, `crate::show` (`iotrex show`, `expand`, and through these
+// Values are rendered in one place, `crate::notation` (`iotrex show`, `expand`, and through these
 // Display impls `extrap --explain` and every error message that prints a value), so the same
 // value reads the same everywhere.
 
 impl fmt::Display for RankFn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::show::render_rankfn(self))
+        f.write_str(&crate::notation::render_rankfn(self))
     }
 }
 
@@ -1105,7 +1105,7 @@ pub fn index_name(d: usize) -> String {
 
 impl fmt::Display for Elastic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::show::render_elastic(self))
+        f.write_str(&crate::notation::render_elastic(self))
     }
 }
 

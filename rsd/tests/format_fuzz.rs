@@ -20,7 +20,7 @@ static SAMPLE: LazyLock<Vec<u8>> = LazyLock::new(|| {
     header.notes = vec!["fuzz sample".into()];
     TraceFile {
         header,
-        trace: rsd::synth::spmd(4, 10),
+        trace: rsd_view::synth::spmd(4, 10),
     }
     .to_bytes()
     .expect("encode sample")
@@ -43,7 +43,7 @@ fn check(r: Result<TraceFile, rsd::RsdError>) -> Result<(), TestCaseError> {
         Ok(tf) => {
             // Whatever decodes and validates must also render and re-encode without panicking.
             // (Expanding is not tried: a mutated iteration count can legitimately be 2^60.)
-            let text = rsd::show::render_trace_file(&tf);
+            let text = rsd_view::show::render_trace_file(&tf);
             prop_assert!(text.starts_with("iotrex trace"));
             tf.to_bytes()
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;

@@ -86,7 +86,7 @@ fn new_traces_are_version_2_and_smaller() {
     for (n, it) in [(4u32, 10u64), (64, 1000), (1024, 10)] {
         let tf = TraceFile {
             header: Header::new(n),
-            trace: rsd::synth::spmd(n, it),
+            trace: rsd_view::synth::spmd(n, it),
         };
         let b = tf.to_bytes().unwrap();
         assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), FORMAT_V2);
@@ -108,7 +108,7 @@ fn new_traces_are_version_2_and_smaller() {
 fn damage_is_refused_naming_the_file() {
     let tf = TraceFile {
         header: Header::new(4),
-        trace: rsd::synth::spmd(4, 10),
+        trace: rsd_view::synth::spmd(4, 10),
     };
     // Both layouts of version 2's timing records (minor versions 0-6, and 7).
     type Decode = fn(&[u8], &Path) -> Result<TraceFile, rsd::RsdError>;
@@ -381,7 +381,7 @@ proptest! {
         junk in prop::collection::vec(any::<u8>(), 0..64),
         keep in any::<prop::sample::Index>(),
     ) {
-        let tf = TraceFile { header: Header::new(4), trace: rsd::synth::spmd(4, 10) };
+        let tf = TraceFile { header: Header::new(4), trace: rsd_view::synth::spmd(4, 10) };
         for sized in [false, true] {
         type Decode = fn(&[u8], &Path) -> Result<TraceFile, rsd::RsdError>;
         let (b, decode): (Vec<u8>, Decode) =
@@ -420,7 +420,7 @@ proptest! {
 fn an_event_shorter_than_its_schema_is_refused_naming_it() {
     let tf = TraceFile {
         header: Header::new(4),
-        trace: rsd::synth::spmd(4, 10),
+        trace: rsd_view::synth::spmd(4, 10),
     };
     fn edit_first_pwrite(nodes: &mut [Node], f: &mut dyn FnMut(&mut Event)) -> bool {
         for n in nodes {

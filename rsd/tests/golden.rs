@@ -45,7 +45,7 @@ fn header_is_what_synth_wrote() {
 }
 
 /// What the golden file expands to, stored next to it when it was made (the calls of
-/// `rsd::synth` at that time). Stored rather than regenerated, so the synthetic program can
+/// `rsd_view::synth` at that time). Stored rather than regenerated, so the synthetic program can
 /// change without touching the fixture.
 fn expected_calls() -> Vec<Vec<FlatEvent>> {
     let p = golden_path().with_file_name("spmd_4x10.expand.json");

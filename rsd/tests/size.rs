@@ -1,7 +1,8 @@
 //! Invariant 2, constant size: for an SPMD program the file does not grow with the rank count
 //! or the iteration count.
 
-use rsd::{Header, TraceFile, synth};
+use rsd::{Header, TraceFile};
+use rsd_view::synth;
 
 fn size(nranks: u32, iters: u64) -> usize {
     let tf = TraceFile {

@@ -1,10 +1,10 @@
-//! `iotrex export chrome`: Chrome/Perfetto `traceEvents` JSON, written by `rsd::chrome`.
+//! `iotrex export chrome`: Chrome/Perfetto `traceEvents` JSON, written by `rsd_view::chrome`.
 
 use super::Exporter;
 use anyhow::{Context, Result};
 use clap::Args;
 use rsd::TraceFile;
-use rsd::chrome::ChromeReport;
+use rsd_view::chrome::ChromeReport;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `iotrex export chrome`.
@@ -47,7 +47,7 @@ impl Exporter for ExportChromeArgs {
         let mut w = rsd::atomic::AtomicFile::create(&self.output)
             .with_context(|| format!("cannot create {} (--output)", self.output.display()))?;
         let rep =
-            rsd::chrome::write_chrome(&tf.trace, self.ranks.as_ref(), self.max_events, &mut w)
+            rsd_view::chrome::write_chrome(&tf.trace, self.ranks.as_ref(), self.max_events, &mut w)
                 .and_then(|r| w.commit().map(|()| r))
                 .with_context(|| format!("cannot write {} (--output)", self.output.display()))?;
         Ok(rep)

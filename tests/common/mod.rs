@@ -188,7 +188,7 @@ pub fn lifted_counts(tf: &TraceFile) -> BTreeMap<String, (u64, u64)> {
 }
 
 /// Asserts the trace's top-level counts equal the app's, op by op, and that every layer's
-/// totals in `rsd::stats` (children included) are at least the app's.
+/// totals in `rsd_view::stats` (children included) are at least the app's.
 pub fn assert_counts_match(run: &Run, np: u32) {
     let tf = run.read();
     assert!(
@@ -206,7 +206,7 @@ pub fn assert_counts_match(run: &Run, np: u32) {
         got, want,
         "trace counts (left) differ from the app's own (right)"
     );
-    let s = rsd::stats::summarize(&tf.trace);
+    let s = rsd_view::stats::summarize(&tf.trace);
     for ((_, op), t) in &s.ops {
         let w = want.get(op.name()).copied().unwrap_or((0, 0));
         assert!(

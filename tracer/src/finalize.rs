@@ -222,7 +222,7 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h.command = st.cfg.argv.clone();
     h.wall_ns = p.wall_ns;
     h.incomplete = p.incomplete;
-    h.notes = rsd::show::fold_rank_notes(&p.notes);
+    h.notes = rsd::notes::fold_rank_notes(&p.notes);
     h.unrecorded_mpi = st.unrecorded_mpi.clone();
     h.mpi_config = st.mpi_config.clone();
     h.build_id = st.cfg.build_id.clone();

@@ -3,8 +3,8 @@
 //! Counts and bytes come from expanding every rank, so they are exact; time comes from the
 //! events' merged timing statistics.
 
-use crate::op::{Layer, Op};
-use crate::trace::{FlatEvent, Node, NodeKind, Trace};
+use rsd::op::{Layer, Op};
+use rsd::trace::{FlatEvent, Node, NodeKind, Trace};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -45,7 +45,7 @@ pub struct Summary {
     pub files: BTreeSet<String>,
     /// Nodes in the compressed trace (events and loops, all levels).
     pub nodes: u64,
-    /// Parameters kept as statistical summaries ([`crate::approx`]), one line each
+    /// Parameters kept as statistical summaries ([`rsd::approx`]), one line each
     /// (`MPI_Irecv count, ranks 0-63: ~mean ...`). Byte totals that depend on them use each
     /// call's mean, so a layer's total is the mean times the count.
     pub approximate: Vec<String>,
@@ -98,7 +98,7 @@ fn count_nodes(
                             "{} {name}, ranks {}: {}",
                             e.op.name(),
                             node.ranks,
-                            crate::show::render_elastic(p)
+                            rsd::notation::render_elastic(p)
                         ));
                     }
                 }

@@ -5,10 +5,10 @@
 //! one POSIX write per call as OMPIO and ROMIO do; a barrier; rank 0 alone writes a log with
 //! stdio; `MPI_Finalize`. Timing is pseudo-random but deterministic.
 
-use crate::compress::Compressor;
-use crate::merge::merge_tree;
-use crate::op::Op;
-use crate::trace::{RawEvent, Trace};
+use rsd::compress::Compressor;
+use rsd::merge::merge_tree;
+use rsd::op::Op;
+use rsd::trace::{RawEvent, Trace};
 
 /// Bytes per POSIX write in the file-per-process phase.
 pub const SMALL: i64 = 8192;
@@ -65,7 +65,7 @@ pub fn for_each_event(rank: u32, nranks: u32, iters: u64, f: &mut dyn FnMut(&Raw
         let mut fo = ev(
             Op::Fopen,
             10,
-            vec![crate::op::fopen_mode::encode("w"), 5],
+            vec![rsd::op::fopen_mode::encode("w"), 5],
             &mut t,
         );
         fo.path = Some("out/log.txt".into());

@@ -6,9 +6,9 @@
 //! so Perfetto shows them stacked below it. Output is capped; a capped export says so in a
 //! metadata event and in [`ChromeReport::truncated`].
 
-use crate::ranks::RankSet;
 use crate::timeline::Cursor;
-use crate::trace::{Event, Trace, flatten_event, visit};
+use rsd::ranks::RankSet;
+use rsd::trace::{Event, Trace, flatten_event, visit};
 use serde::Serialize;
 use std::io::Write;
 
@@ -181,7 +181,7 @@ mod tests {
             .iter()
             .filter(|e| e["ph"] == "X")
             .count() as u64;
-        fn count(e: &crate::FlatEvent) -> u64 {
+        fn count(e: &rsd::FlatEvent) -> u64 {
             1 + e.children.iter().map(count).sum::<u64>()
         }
         let expanded: u64 = (0..4)

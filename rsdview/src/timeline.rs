@@ -4,7 +4,7 @@
 //! its mean duration; the calls made inside a call are laid out the same way from the
 //! call's start, clipped to its span.
 
-use crate::timing::Timing;
+use rsd::timing::Timing;
 
 /// Where the next call of one level goes.
 #[derive(Debug, Clone, Copy)]

@@ -16,10 +16,10 @@
 //! from a model of the MPI library carry the inputs' mean per nested op), so the times are
 //! predictions: [`StackAnalysis::modelled`] says so.
 
-use crate::op::{Layer, Op};
-use crate::ranks::RankSet;
-use crate::timing::fmt_ns;
-use crate::trace::{Event, Node, NodeKind, Trace, visit};
+use rsd::op::{Layer, Op};
+use rsd::ranks::RankSet;
+use rsd::timing::fmt_ns;
+use rsd::trace::{Event, Node, NodeKind, Trace, visit};
 use serde::{Serialize, Serializer};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
@@ -604,7 +604,7 @@ fn tree(p: &Part, site_ns: f64, of: u64, depth: usize, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Compressor, RawEvent};
+    use rsd::{Compressor, RawEvent};
 
     fn ev(op: Op, params: Vec<i64>, dur: u64, children: Vec<RawEvent>) -> RawEvent {
         let mut e = RawEvent::new(op, 7, params);
@@ -630,7 +630,7 @@ mod tests {
             c.push(&ev(Op::Barrier, vec![0], 50, vec![]));
             traces.push(c.finish());
         }
-        crate::merge_tree(traces).unwrap()
+        rsd::merge_tree(traces).unwrap()
     }
 
     #[test]
