@@ -1,8 +1,8 @@
-//! The HDF5 oracle for `iotrex extrap` (`extrap::h5space`): rank 0's HDF5 calls replayed on
+//! The HDF5 oracle for `iotrex extrap` (`extrap::hdf5::space`): rank 0's HDF5 calls replayed on
 //! one rank by `iotrex-h5oracle` (next to this binary) through the parallel HDF5 library,
 //! traced by this binary's own `iotrex trace`.
 
-use extrap::h5space::{Oracle, OracleRun};
+use extrap::hdf5::space::{Oracle, OracleRun};
 use rsd::RawEvent;
 use std::sync::Arc;
 

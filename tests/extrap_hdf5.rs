@@ -11,7 +11,7 @@
 //! each with an independent `MPI_File_write_at`). This program flushes 9 entries at its close,
 //! so below 9 ranks some ranks write several and the trace's structure changes with the scale;
 //! from 9 ranks on, 9 ranks write one each. `extrap`'s declared model of that dealing
-//! (`extrap/src/dealt.rs`) checks it at every input scale and deals the fitted entries at the
+//! (`extrap/src/hdf5/dealt.rs`) checks it at every input scale and deals the fitted entries at the
 //! target, so traces at 4, 8, 12 and 16 ranks extrapolate exactly, as do traces at 12 to 24
 //! (where the model is not needed). A target whose dealing needs an order of two entries that
 //! no input shows is refused.

@@ -15,7 +15,7 @@
 //! and the HDF5 hyperslab offsets are affine in the rank.
 //!
 //! Without the HDF5 layer (`--no-hdf5`), 4 ranks is the odd scale: HDF5's data writes and its metadata
-//! flush share one `MPI_File_write_at` call site, `extrap/src/dealt.rs` takes the data writes
+//! flush share one `MPI_File_write_at` call site, `extrap/src/hdf5/dealt.rs` takes the data writes
 //! (one per rank, in reverse rank order) for a flush that is not dealt in blocks and leaves the
 //! flush unmodelled, and at 4 ranks the flush's 6 entries are dealt 2/2/1/1 where from 8 ranks
 //! on each rank writes at most one; so the plain traces extrapolate from 8 ranks up. With the

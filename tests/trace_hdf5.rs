@@ -691,7 +691,7 @@ fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
     assert_eq!(at(0), at(3), "the inputs write as many metadata entries");
     assert_eq!(metadata_writes(&real20), at(3));
 
-    // The split index's shape at each target (`extrap::chunk_btree`'s, whose unit tests
+    // The split index's shape at each target (`extrap::hdf5::chunk_btree`'s, whose unit tests
     // check what it says of these shapes), as the real file holds it.
     struct Split {
         target: u32,

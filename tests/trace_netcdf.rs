@@ -320,7 +320,7 @@ fn stats_stack_shows_netcdf_over_hdf5_over_mpiio_over_posix() {
 /// `iotrex diff` against real runs says identical, nothing ignored, Open MPI's defaults:
 /// - HDF5's metadata flush is collective (NetCDF 4.9 sets `H5Pset_coll_metadata_write`): at
 ///   each sync point a rank writes its block of the dealt entries as one
-///   `MPI_File_write_at_all` through hindexed types (`extrap/src/collflush.rs`);
+///   `MPI_File_write_at_all` through hindexed types (`extrap/src/hdf5/collflush.rs`);
 /// - `rec` holds 3n chunks, 48 at 16 ranks and 96 at 32: past 64 its chunk index (a
 ///   version-1 B-tree) splits, so the flush writes more entries at the target than at any
 ///   input, the new nodes move the chunks after them, and reopening the file reads the
@@ -424,7 +424,7 @@ fn hindexed_counts(tf: &TraceFile) -> Vec<i64> {
 /// writing its block of the dealt entries as one `MPI_File_write_at_all` through hindexed
 /// types (rank 0's block counts change from 4 to 16 ranks), ranks without entries a view of
 /// `MPI_BYTE` and 0 bytes. Traced with both layers at 4, 8, 12 and 16 ranks, `iotrex extrap`
-/// to 32 and 64 ranks (`extrap/src/collflush.rs`: the flushes dealt at the target, the
+/// to 32 and 64 ranks (`extrap/src/hdf5/collflush.rs`: the flushes dealt at the target, the
 /// aggregators' calls derived by collio under Open MPI's defaults) and `iotrex diff` against
 /// real runs at 32 and 64 say identical, with no parameter ignored. A target below the first
 /// flush's entry count (25) is refused.

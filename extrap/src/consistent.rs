@@ -14,6 +14,7 @@
 //! changes with the aggregator count by design.
 
 use crate::error::ExtrapError;
+use crate::library::Stage;
 use crate::request::{Cx, Inconsistent};
 use crate::{Extrapolated, Input, describe_node};
 use rsd::trace::Lifts;
@@ -260,24 +261,22 @@ pub(crate) fn extrapolate_consistent(
     // Writes the library deals over the ranks change the structure below their count
     // (HDF5's metadata flush, collective or independent): modelled around the rest, before
     // the grouping.
-    let mut out = crate::collflush::around(cx, inputs, |inputs, at| {
-        crate::dealt::around(cx, inputs, |inputs, r| {
-            consistent_dealt_apart(cx, inputs, at, r)
-        })
-    })?;
+    let mut out =
+        crate::library::around_all(cx, inputs, Stage::default(), &mut |inputs, stage| {
+            consistent_modelled_apart(cx, inputs, stage)
+        })?;
     crate::nested_and_settled(cx, original, &mut out)?;
     Ok(out)
 }
 
 /// [`extrapolate_consistent`] on inputs whose dealt writes, if any, were taken out (`reloc`
 /// relocates the fitted data addresses, as in `extrapolate_ignoring_at`).
-fn consistent_dealt_apart(
+fn consistent_modelled_apart(
     cx: Cx,
     inputs: &[Input],
-    at: Option<&crate::collflush::AtTarget>,
-    reloc: Option<&crate::relocate::Relocator>,
+    stage: Stage<'_>,
 ) -> Result<Extrapolated, ExtrapError> {
-    let run = |inputs: &[Input]| crate::extrapolate_ignoring_at(cx, inputs, at, reloc);
+    let run = |inputs: &[Input]| crate::extrapolate_ignoring_at(cx, inputs, stage);
     let drop = cx.inconsistent == Inconsistent::Drop;
     let (gs, local) = groups_and_ops(cx.lifts, inputs, Op::is_local_query);
     if gs.len() <= 1 {

@@ -1,9 +1,10 @@
 //! Extrapolation of iotrex traces to rank counts nobody has run, and comparison of traces.
 //!
-//! [`extrapolate`] takes three or more traces of the same program at different rank counts.
-//! It aligns them node by node (same structural keys in the same order, recursively; the
-//! first node that differs is named in the refusal) and fits every numeric quantity against
-//! the rank count `n` with the exact models of the `models` crate:
+//! [`run`] answers a [`Request`] (the target and every option) for three or more traces of
+//! the same program at different rank counts. It aligns them node by node (same structural
+//! keys in the same order, recursively; the first node that differs is named in the refusal)
+//! and fits every numeric quantity against the rank count `n` with the exact models of the
+//! `models` crate:
 //! - each PRSD start, count and stride of every rank set (which ranks run a node, which ranks
 //!   share a parameter value);
 //! - each coefficient of each rank function (`a*rank + b`, `a*(rank/k) + b`, ...) of each leaf
@@ -11,18 +12,14 @@
 //! - when a parameter's rank groups do not line up across scales, each per-rank value as a
 //!   function of `(n, rank)` (`((rank+1) % n) * b`, blocks, plugin models).
 //!
-//! The POSIX calls nested in collective MPI-IO calls are the MPI library's, not the
-//! application's: when the traces record the library's configuration and `collio`'s model of
-//! its collective buffering (Open MPI's OMPIO, ROMIO) reproduces them at every input scale,
-//! they are left out of the fitting and derived by the model at the target instead
-//! (`derive`: in compressed form at any scale, or rank by rank up to [`DERIVE_LIMIT`]
-//! ranks); otherwise they are fitted like the rest, and a
-//! refusal says why they were not derived.
-//!
-//! Independent writes a library deals over the ranks in blocks (parallel HDF5's distributed
-//! metadata flush) change the structure below their count; `dealt` checks its declared model
-//! of them at every input scale, takes them out before the rest is grouped and fitted, and
-//! deals them again at the target.
+//! The passes, in order (`docs/ARCHITECTURE.md` draws them): the grid models narrowed to the
+//! program's grids (`grid`); containers lifted (`containers`); the library models around the
+//! rest (`library`: HDF5's collective flushes and dealt writes, taken out and put back at the
+//! target); consistency of structure and local queries set aside (`consistent`, `local`);
+//! prefix sums and file-end offsets recognised (`prefix`); summaries completed (`approx`);
+//! repeated runs grouped; the collective buffering's derivation around the fit
+//! (`collective`); the fit (`fit`, `timing`); what the library models adjust and insert;
+//! containers nested again and the library models' settling; the grids checked at the target.
 //!
 //! Everything is exact: a quantity that fits no model, or that two models fit but predict
 //! differently at the target, refuses the whole extrapolation with an error naming the event,
@@ -41,25 +38,25 @@
 #![allow(clippy::result_large_err)]
 
 pub mod approx;
-mod chunk_btree;
-mod collflush;
+mod collective;
 pub mod consistent;
 mod containers;
-mod dealt;
 mod derive;
 pub mod diff;
 pub mod error;
 mod fit;
-pub mod h5space;
-mod hdf5_meta;
+mod grid;
+pub mod hdf5;
+mod library;
 pub mod local;
+mod numbers;
 pub mod patterns;
 mod prefix;
 pub mod provenance;
-mod relocate;
 pub mod request;
 mod timing;
 
+pub use collective::FITTED_NOT_DERIVED;
 pub use derive::{DERIVE_LIMIT, Derivation};
 pub use error::ExtrapError;
 pub use models;
@@ -155,180 +152,29 @@ pub fn describe_node(n: &Node) -> String {
 }
 
 /// The extrapolation of `inputs` (the consistent groups' inputs, or the request's as given)
-/// whose collective metadata flushes `at`, if given, were taken out already (by
-/// `consistent`, around its grouping), and whose fitted data addresses `reloc` relocates, if
-/// given (its dealt writes taken out there too).
+/// inside what the library models around it already did (`stage`: `consistent` runs them
+/// around its grouping): the containers lifted, the library models around the fit, the
+/// containers nested again and settled.
 pub(crate) fn extrapolate_ignoring_at(
     cx: Cx,
     inputs: &[Input],
-    at: Option<&collflush::AtTarget>,
-    reloc: Option<&relocate::Relocator>,
+    stage: library::Stage<'_>,
 ) -> Result<Extrapolated, ExtrapError> {
     let original = inputs;
     let lifted = containers::lifted(inputs);
     let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
     // Every model below that compresses ranks again compresses the containers whole.
     let cx = cx.lifted(lifted.as_ref().map(|l| &l.1));
-    // Writes the library deals over the ranks (HDF5's metadata flush) are modelled around the
-    // rest: collective (`collflush`), independent (`dealt`).
-    let run = |inputs: &[Input], at: Option<&collflush::AtTarget>| {
-        match reloc {
-            // The dealt writes were taken out around this already (`consistent`'s grouping),
-            // with the HDF5 oracle: modelling them again would find none, and add to any
-            // refusal why the split index is not modelled.
-            Some(r) => extrapolate_dealt_apart(cx, inputs, at, Some(r)),
-            None => dealt::around(cx, inputs, |inputs, r| {
-                extrapolate_dealt_apart(cx, inputs, at, r)
-            }),
-        }
-    };
-    let mut out = match at {
-        Some(at) => run(inputs, Some(at)),
-        None => collflush::around(cx, inputs, run),
-    }?;
+    let mut out = library::around_all(cx, inputs, stage, &mut |inputs, stage| {
+        extrapolate_modelled_apart(cx, inputs, stage)
+    })?;
     nested_and_settled(cx, original, &mut out)?;
     Ok(out)
 }
 
-/// The dimension counts the inputs' programs asked `MPI_Dims_create` for (any rank, any
-/// depth): the only grids the grid models may take ([`ModelSet::for_grids`]).
-pub(crate) fn grid_ndims(inputs: &[Input]) -> Vec<usize> {
-    // The grid models are Open MPI's factorisation (`models::grid`); MPICH balances by
-    // another search.
-    let open_mpi = |i: &Input| {
-        i.file
-            .header
-            .mpi_config
-            .as_ref()
-            .is_some_and(|c| c.library.starts_with("Open MPI"))
-    };
-    let mut out = Vec::new();
-    if !inputs.iter().all(open_mpi) {
-        return out;
-    }
-    let mut calls = Vec::new();
-    for i in inputs {
-        dims_calls(&i.file.trace.nodes, false, &mut calls);
-    }
-    let at = rsd::Op::DimsCreate
-        .params()
-        .iter()
-        .position(|p| *p == rsd::Param::Ndims);
-    for (e, _) in calls {
-        let Some(p) = at.and_then(|k| e.params.get(k)) else {
-            continue;
-        };
-        for g in &p.groups {
-            let d = g.ranks.first().and_then(|r| p.eval(r, &[]));
-            if let Some(d) = d.and_then(|d| usize::try_from(d).ok())
-                && !out.contains(&d)
-            {
-                out.push(d);
-            }
-        }
-    }
-    out
-}
-
-/// The first rank of a node's first value group (who makes the call), and the values of the
-/// event's parameters there, outside any loop.
-fn values_at_first_rank(e: &rsd::trace::Event) -> Option<Vec<i64>> {
-    let r = e.params.first()?.groups.first()?.ranks.first()?;
-    e.params.iter().map(|p| p.eval(r, &[])).collect()
-}
-
-/// Each `MPI_Dims_create` call of `nodes` (at any depth), and whether it is inside a loop
-/// (`in_loop`: the enclosing nodes are).
-fn dims_calls<'a>(nodes: &'a [Node], in_loop: bool, out: &mut Vec<(&'a rsd::trace::Event, bool)>) {
-    for n in nodes {
-        match &n.kind {
-            NodeKind::Event(e) if e.op == rsd::Op::DimsCreate => out.push((e, in_loop)),
-            NodeKind::Event(e) => dims_calls(&e.children, in_loop, out),
-            NodeKind::Loop(l) => dims_calls(&l.body, true, out),
-        }
-    }
-}
-
-/// Refuses an extrapolation whose `MPI_Dims_create` calls do not return, at the target, the
-/// grid the library's factorisation gives (`models::grid::dims_create`): a dimension that is
-/// the same at every input scale (`dims(n, 3)[1]` is 2 from 4 to 16 ranks, 4 at 32) is fitted
-/// as a constant, and so is every value that follows it (a global extent `L * dims[1]`),
-/// which no model can tell from a real constant. Only calls outside loops where the program
-/// asked for a free grid (every entry 0), and only where the grid models are on (Open MPI:
-/// [`grid_ndims`]).
-pub(crate) fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), ExtrapError> {
-    let target = out.file.header.nranks;
-    let mut calls = Vec::new();
-    dims_calls(&out.file.trace.nodes, false, &mut calls);
-    let op = rsd::Op::DimsCreate;
-    for (e, in_loop) in calls {
-        let Some(v) = values_at_first_rank(e).filter(|_| !in_loop) else {
-            continue;
-        };
-        let sig = e.sig;
-        let (Ok(nd), Some(given), Some(got)) = (
-            usize::try_from(op.param(&v, rsd::Param::Ndims)),
-            op.array_values(&v, "given"),
-            op.array_values(&v, "dims"),
-        ) else {
-            continue;
-        };
-        if got.len() != nd || given.iter().any(|&g| g != 0) {
-            continue;
-        }
-        let Some(want) = models::grid::dims_create(i64::from(target), nd) else {
-            continue;
-        };
-        let Some(i) = (0..nd).find(|&i| got[i] != want[i]) else {
-            continue;
-        };
-        // Scales at which that dimension moves from the inputs' value towards the target's:
-        // tracing some of them lets the models see it change.
-        let seen: Vec<u32> = inputs.iter().map(|i| i.file.header.nranks).collect();
-        let least = seen.iter().copied().min().unwrap_or(2);
-        let helpful: Vec<String> = (least..=target.min(4096))
-            .filter(|n| !seen.contains(n))
-            .filter(|&n| {
-                // On the way to the target's value, not a degenerate grid (a prime's).
-                models::grid::dims_create(i64::from(n), nd)
-                    .is_some_and(|d| (d[i] > got[i]) == (want[i] > got[i]) && d[i] != got[i])
-            })
-            .take(4)
-            .map(|n| n.to_string())
-            .collect();
-        let mut scales: Vec<u32> = seen.clone();
-        scales.sort_unstable();
-        scales.dedup();
-        return Err(ExtrapError::GridUnseen {
-            event: format!("MPI_Dims_create (call site {sig:#x})"),
-            detail: format!(
-                "dimension {i} is {} at every input scale but {} at {target} ranks (dims({target}, \
-                 {nd}) = {want:?}): values that follow it (global extents, block starts) look \
-                 constant in the inputs and would be wrong at the target",
-                got[i], want[i]
-            ),
-            values: format!(
-                "dims(n, {nd})[{i}] = {} at {} ranks",
-                got[i],
-                scales
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            hint: format!(
-                "trace scales at which dimension {i} of the grid changes, such as {} ranks",
-                helpful.join(", ")
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// The last step of every extrapolation of `original` (its containers lifted with `lifts`,
-/// if any): the containers nested again, then, where HDF5's file space was taken from its
-/// oracle for the flush (`dealt`), the other values of the file's layout HDF5's calls see
-/// taken from it too (`h5space::settle`).
+/// The last step of every extrapolation of `original` (its containers lifted as `cx` says,
+/// if they were): the containers nested again, then what the library models settle once the
+/// output is nested (HDF5's file space, where it came from the oracle).
 pub(crate) fn nested_and_settled(
     cx: Cx,
     original: &[Input],
@@ -338,26 +184,16 @@ pub(crate) fn nested_and_settled(
     let lifted = cx
         .lifts
         .filter(|l| !containers::nest_again(&mut out.file, l));
-    if out.file.header.notes.iter().any(|n| n == h5space::NOTE)
-        && let Some(o) = cx.oracle
-    {
-        let mut sorted: Vec<&TraceFile> = original.iter().map(|i| &i.file).collect();
-        sorted.sort_by_key(|f| f.header.nranks);
-        sorted.dedup_by_key(|f| f.header.nranks);
-        h5space::settle(o, &sorted, &mut out.file, dealt::DEALT_OPS, lifted)
-            .map_err(|why| ExtrapError::ConfigDiffers { why })?;
-    }
-    Ok(())
+    library::settle(cx, original, lifted, out)
 }
 
-/// [`extrapolate_with`] on inputs whose dealt writes, if any, were taken out (`at`: the
-/// collective flushes taken out, put back before the collective I/O is derived; `reloc`:
-/// what relocates the fitted data addresses, where HDF5's storage moves at the target).
-fn extrapolate_dealt_apart(
+/// The extrapolation of inputs whose library calls the models took out (`stage`: what they
+/// hand the fit): offsets that are prefix sums recognised, summaries completed, then
+/// [`extrapolate_sorted`].
+fn extrapolate_modelled_apart(
     cx: Cx,
     inputs: &[Input],
-    at: Option<&collflush::AtTarget>,
-    reloc: Option<&relocate::Relocator>,
+    stage: library::Stage<'_>,
 ) -> Result<Extrapolated, ExtrapError> {
     let mut all: Vec<&Input> = inputs.iter().collect();
     all.sort_by_key(|i| i.file.header.nranks);
@@ -371,17 +207,17 @@ fn extrapolate_dealt_apart(
         Some(c) => c.iter().collect(),
         None => all,
     };
-    let mut out = extrapolate_sorted(cx, all, at, reloc)?;
+    let mut out = extrapolate_sorted(cx, all, stage)?;
     approx::note(&mut out.file);
     Ok(out)
 }
 
-/// [`extrapolate_with`] on inputs sorted by rank count whose summaries agree.
+/// The extrapolation of inputs sorted by rank count whose summaries agree: repeated runs
+/// grouped by scale, then fitted inside the collective buffering's derivation.
 fn extrapolate_sorted(
     cx: Cx,
     all: Vec<&Input>,
-    at: Option<&collflush::AtTarget>,
-    reloc: Option<&relocate::Relocator>,
+    stage: library::Stage<'_>,
 ) -> Result<Extrapolated, ExtrapError> {
     let (ignored, target, models) = (cx.ignored, cx.target, cx.models);
     if let Some(i) = all.iter().find(|i| i.file.header.incomplete) {
@@ -414,8 +250,6 @@ fn extrapolate_sorted(
         });
     }
     let sorted: Vec<&Input> = groups.iter().map(|g| g[0]).collect();
-    // The collective flushes' model relocates where it took the split index from the oracle.
-    let reloc = reloc.or_else(|| at.and_then(|a| a.reloc.as_ref()));
     // The ignored parameters are summarised in what is fitted only: the library's model
     // below reads the exact values.
     let fit = |g: &[Vec<&Input>]| {
@@ -429,175 +263,12 @@ fn extrapolate_sorted(
             let refs: Vec<Vec<&Input>> = summarised.iter().map(|r| r.iter().collect()).collect();
             fit_sorted(&refs, &groups, target, models)
         }?;
-        // The data's addresses go where HDF5 stores the data at the target before anything
-        // is derived from them (the collective I/O's nested calls) or put back at real
-        // addresses (the flushes).
-        if let Some(r) = reloc {
-            r.apply(&mut out.file).map_err(|why| ExtrapError::Refused {
-                event: "HDF5's dataset storage".into(),
-                param: "data addresses".into(),
-                detail: why,
-                values: "each dataset's storage in the HDF5 oracle's replays of the inputs \
-                             and the target"
-                    .into(),
-                tried: "the inputs' layout mapped onto the HDF5 oracle's storage at the \
-                            target"
-                    .into(),
-                hint: format!(
-                    "pick a target before the chunk index splits, or trace scales past \
-                         the split ({target} ranks' index is larger than every input's)"
-                ),
-            })?;
-        }
-        // The collective flushes go back in before their writes' nested calls are derived.
-        if let Some(at) = at {
-            at.insert(&mut out.file)?;
-        }
+        // What the library models put back before the collective I/O is derived.
+        library::adjust_fitted(cx, stage, &mut out.file)?;
         Ok::<Extrapolated, ExtrapError>(out)
     };
-    // The collective flushes' writes need the derivation: the inputs with them say what it
-    // is (`collflush`).
-    let model_inputs: Vec<&Input> = at.map_or_else(|| sorted.clone(), |a| a.model_inputs.clone());
-    if !model_inputs
-        .iter()
-        .any(|i| collective_with_children(&i.file.trace.nodes))
-    {
-        return fit(&groups);
-    }
-    // Collective MPI-IO calls with nested POSIX calls: derive those the library's model
-    // reproduces at every scale, fit the rest (issue 13).
-    // The model reads every rank's regions: offsets held as prefix sums are resolved for it.
-    let exact: Vec<std::borrow::Cow<'_, TraceFile>> = model_inputs
-        .iter()
-        .map(|i| prefix::resolved(&i.file))
-        .collect();
-    let named: Vec<(&str, &TraceFile)> = model_inputs
-        .iter()
-        .zip(&exact)
-        .map(|(i, f)| (i.name.as_str(), f.as_ref()))
-        .collect();
-    let mut plan = derive::plan(&named);
-    if let Some(why) = plan.refusal {
-        return Err(ExtrapError::ConfigDiffers { why });
-    }
-    // The collective flushes' writes must be derived at the target: their nested calls are
-    // not in what is fitted.
-    if let Some(at) = at {
-        for &(new, like) in &at.plan.aliases {
-            plan.alias(new, like);
-        }
-        if let Some(l) = at.lifts {
-            plan.same_call(|sig| l.parts(sig).map(|p| p.0));
-        }
-        let why = plan.skipped.clone().or_else(|| {
-            at.plan
-                .sites
-                .iter()
-                .find(|s| !plan.derived.contains(s))
-                .map(|s| {
-                    format!(
-                        "the collective-I/O model does not reproduce the nested calls of {}                          (call site {:#x}) at every input scale{}",
-                        s.0.name(),
-                        s.1,
-                        plan.failure
-                            .as_ref()
-                            .map_or_else(String::new, |f| format!(": {f}"))
-                    )
-                })
-        });
-        if let Some(why) = why {
-            return Err(at.refused(why));
-        }
-    }
-    if let Some(why) = &plan.skipped {
-        let mut out = fit(&groups).map_err(|e| e.not_derived(why))?;
-        fitted_not_derived(&mut out, why);
-        return Ok(out);
-    }
-    // The model's reason, added to a refusal of the fitting that stands in for it.
-    let with_model = |e: ExtrapError| match &plan.failure {
-        Some(m) => e.not_derived(m),
-        None => e,
-    };
-    if plan.derived.is_empty() {
-        let mut out = fit(&groups).map_err(with_model)?;
-        if let Some(why) = &plan.failure {
-            fitted_not_derived(&mut out, why);
-        }
-        return Ok(out);
-    }
-    let in_place = derive::any_summary(groups.iter().flatten().map(|i| &i.file));
-    let mut stripped: Vec<Vec<Input>> = Vec::with_capacity(groups.len());
-    for g in &groups {
-        let mut runs = Vec::with_capacity(g.len());
-        for i in g {
-            // Stripping re-compresses every rank from its exact calls; prefix-sum offsets are
-            // resolved for it and recognised again after.
-            let mut file = i.file.clone();
-            prefix::keeping_model(&mut file, |f| {
-                derive::strip(cx.lifts, f, &plan.derived, in_place).map(|s| *f = s)
-            })
-            .map_err(|why| ExtrapError::Derive {
-                input: i.name.clone(),
-                why,
-            })?;
-            runs.push(Input {
-                name: i.name.clone(),
-                file,
-            });
-        }
-        stripped.push(runs);
-    }
-    let stripped: Vec<Vec<&Input>> = stripped.iter().map(|g| g.iter().collect()).collect();
-    let mut out = fit(&stripped).map_err(with_model)?;
-    match prefix::keeping_model(&mut out.file, |f| {
-        derive::insert(cx.lifts, f, &plan, cx.how)
-    }) {
-        Ok(ex) => {
-            for (k, e) in ex.into_iter().enumerate() {
-                out.explain.insert(k, e);
-            }
-            out.file.header.notes.push(
-                "nested calls of collective MPI-IO calls derived by iotrex's model of the MPI \
-                 library's collective buffering; their timing is the inputs' mean per op"
-                    .into(),
-            );
-            Ok(out)
-        }
-        // The collective flushes' writes have no nested calls to fit.
-        Err(why) if at.is_some() => Err(at.expect("some").refused(format!(
-            "the nested calls of the collective writes at {target} ranks: {why}"
-        ))),
-        // The model cannot say what happens at the target: fit the nested calls instead.
-        Err(why) => fit(&groups).map_err(|e| e.not_derived(&format!("at {target} ranks: {why}"))),
-    }
+    collective::derived_around(cx, stage, &groups, &sorted, fit)
 }
-
-/// Says, in `--explain` and in the output's notes ([`FITTED_NOT_DERIVED`]), that the nested
-/// calls of the collective MPI-IO calls were fitted where the model of the MPI library's
-/// collective buffering could not derive them: a fit holds only while the library keeps the
-/// inputs' aggregators at the target, which its defaults do not promise.
-fn fitted_not_derived(out: &mut Extrapolated, why: &str) {
-    out.explain.insert(
-        0,
-        Explain {
-            event: "collective MPI-IO calls".into(),
-            quantity: "nested POSIX calls".into(),
-            model: format!("fitted, not derived: {why}"),
-            curve: None,
-        },
-    );
-    out.file
-        .header
-        .notes
-        .push(format!("{FITTED_NOT_DERIVED}{why}"));
-}
-
-/// How the output's notes start when the nested calls of collective MPI-IO calls were fitted,
-/// not derived ([`fitted_not_derived`]); `iotrex extrap` repeats such a note on stderr.
-pub const FITTED_NOT_DERIVED: &str = "nested calls of collective MPI-IO calls fitted, not \
-     derived by the model of the MPI library's collective buffering (the library may choose \
-     other aggregators at the target): ";
 
 /// Why `b` is not a repeated run of `a` (same rank count assumed): another command, or other
 /// calls (anything but timing differs).
@@ -654,22 +325,6 @@ pub(crate) fn timings_post_order(nodes: &[Node], out: &mut Vec<rsd::timing::Timi
             NodeKind::Loop(l) => timings_post_order(&l.body, out),
         }
     }
-}
-
-/// Whether some collective MPI-IO call in `nodes` has nested calls.
-fn collective_with_children(nodes: &[Node]) -> bool {
-    nodes.iter().any(|n| match &n.kind {
-        NodeKind::Event(e) => {
-            matches!(
-                e.op,
-                rsd::Op::FileWriteAll
-                    | rsd::Op::FileWriteAtAll
-                    | rsd::Op::FileReadAll
-                    | rsd::Op::FileReadAtAll
-            ) && !e.children.is_empty()
-        }
-        NodeKind::Loop(l) => collective_with_children(&l.body),
-    })
 }
 
 /// Fits `groups` (validated runs per scale, increasing rank counts; the first run of each is

@@ -6,7 +6,7 @@
 
 use crate::approx::Ignore;
 use crate::error::ExtrapError;
-use crate::h5space::{Oracle, Remembered};
+use crate::hdf5::space::{Oracle, Remembered};
 use crate::{Derivation, Extrapolated, Input, ModelSet};
 use std::sync::Arc;
 
@@ -174,7 +174,7 @@ fn once(
     ignored: &[Ignore],
 ) -> Result<Extrapolated, ExtrapError> {
     // The grid models take the dimension counts the program asked MPI_Dims_create for.
-    let ndims = crate::grid_ndims(inputs);
+    let ndims = crate::grid::grid_ndims(inputs);
     let models = req.models.for_grids(&ndims);
     let cx = Cx {
         target: req.target,
@@ -186,11 +186,11 @@ fn once(
         lifts: None,
     };
     let out = match req.inconsistent {
-        Inconsistent::AsGiven => crate::extrapolate_ignoring_at(cx, inputs, None, None),
+        Inconsistent::AsGiven => crate::extrapolate_ignoring_at(cx, inputs, Default::default()),
         _ => crate::consistent::extrapolate_consistent(cx, inputs),
     }?;
     if !ndims.is_empty() {
-        crate::check_grids(inputs, &out)?;
+        crate::grid::check_grids(inputs, &out)?;
     }
     Ok(out)
 }

@@ -2,7 +2,7 @@
 //! sets on every parallel file), a declared model (issue 17).
 //!
 //! HDF5 deals the C dirty entries of a flush over the n ranks as in the independent form
-//! ([`crate::dealt`]: sorted by address, the first `C mod n` ranks get `C/n + 1`, the others
+//! ([`crate::hdf5::dealt`]: sorted by address, the first `C mod n` ranks get `C/n + 1`, the others
 //! `C/n`), but each rank writes its block with ONE collective call (`H5C__collective_write`):
 //!
 //! - a rank with entries: `MPI_Type_create_hindexed` of its entries' heap buffers (the memory
@@ -19,7 +19,7 @@
 //! (`crate::derive`), as for any collective write.
 //!
 //! The model, for the flushes of a run: a *flush* is, per rank, one part (full or empty form)
-//! right after its *anchor* (the call before it, counted as in [`crate::dealt`]), at an anchor
+//! right after its *anchor* (the call before it, counted as in [`crate::hdf5::dealt`]), at an anchor
 //! where some rank writes the full form. [`around`] checks at every input scale that every
 //! rank has one part at each flush, that the entries are dealt in blocks, that each flush has
 //! the same C at every scale; fits each entry's address and length against n exactly; takes
@@ -31,15 +31,19 @@
 //! Limits: the memory type's displacements are heap addresses, which no trace predicts, except
 //! where a rank writes one entry (one block at displacement 0): the target must have at least
 //! C ranks (the inputs may have fewer). A flush whose C changes with n (a chunk index that
-//! splits: [`crate::hdf5_meta`]) is refused. Inputs holding summaries are not modelled.
+//! splits: [`crate::hdf5::meta`]) is refused. Inputs holding summaries are not modelled.
 
-use crate::dealt::{Anchor, block, describe_anchor, fit_number};
+use crate::derive;
 use crate::derive::{Site, compress_ranks, rank_events};
 use crate::error::ExtrapError;
-use crate::h5space::{self, OracleRun, Remembered, RunId};
-use crate::relocate::Relocator;
+use crate::hdf5::dealt::{Anchor, block, describe_anchor};
+use crate::hdf5::meta;
+use crate::hdf5::relocate::Relocator;
+use crate::hdf5::space::{self, OracleRun, Remembered, RunId};
+use crate::library::{Inner, LibraryModel, Stage};
+use crate::numbers::fit_number;
 use crate::request::Cx;
-use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input, hdf5_meta};
+use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
 use models::ModelSet;
 use rsd::mpi::{BYTE, FIRST_DERIVED_TYPE, datatype_positions};
 use rsd::op::{Op, Param, args};
@@ -695,7 +699,7 @@ fn too_many(what: &str, c: usize, target: u32) -> String {
     )
 }
 
-/// The ops of the full form, for [`h5space::runs`].
+/// The ops of the full form, for [`space::runs`].
 const FULL_OPS: [Op; 5] = [
     Op::TypeCreateHindexed,
     Op::TypeCommit,
@@ -708,7 +712,7 @@ const FULL_OPS: [Op; 5] = [
 /// each run of the forms' calls that holds exactly one full form, with its entries by address.
 fn oracle_flushes(run: &OracleRun) -> Result<BTreeMap<RunId, Vec<(i64, i64)>>, String> {
     let mut out = BTreeMap::new();
-    for (id, calls) in h5space::runs(run, &FULL_OPS)? {
+    for (id, calls) in space::runs(run, &FULL_OPS)? {
         let full: Vec<Part> = candidates(&calls)
             .into_iter()
             .filter(|c| !c.entries.is_empty())
@@ -725,7 +729,7 @@ fn oracle_flushes(run: &OracleRun) -> Result<BTreeMap<RunId, Vec<(i64, i64)>>, S
 /// same HDF5 call, the same ordinal) at every scale; and the oracle's replay of each input.
 /// Otherwise why not.
 fn oracle_ids(p: &Plan, sorted: &[&Input], o: &Remembered) -> Result<OracleIds, String> {
-    let replays = h5space::replay_inputs(o, sorted)?;
+    let replays = space::replay_inputs(o, sorted)?;
     let mut per_scale = Vec::with_capacity(replays.len());
     for run in &replays {
         per_scale.push(oracle_flushes(run)?);
@@ -1011,7 +1015,7 @@ impl AtTarget<'_> {
         ids: &[RunId],
     ) -> Result<Plan, String> {
         let n = tf.header.nranks;
-        let run = h5space::replay(
+        let run = space::replay(
             o,
             &rank_events(&tf.trace, 0),
             tf.header.hdf5_version().as_deref(),
@@ -1027,7 +1031,7 @@ impl AtTarget<'_> {
             let entries = runs.get(id).ok_or_else(|| {
                 format!(
                     "at {n} ranks the HDF5 oracle made no {} ({what})",
-                    h5space::describe(id)
+                    space::describe(id)
                 )
             })?;
             if entries.len() as u64 > u64::from(n) {
@@ -1069,14 +1073,14 @@ pub(crate) fn around(
     if sorted.len() < 3 || target == 0 {
         return inner(inputs, None);
     }
-    let grows = hdf5_meta::chunk_index_grows(&sorted, target, models);
+    let grows = meta::chunk_index_grows(&sorted, target, models);
     // A chunk index that splits writes more entries than the inputs: HDF5 itself says which
     // (`h5space`: the oracle's, where it reproduces every input's flushes).
     let oracle = grows.as_ref().and(cx.oracle);
     let mut p = match plan(&sorted, lifts, target, models, oracle.is_some()) {
         Outcome::None => return inner(inputs, None),
         Outcome::Skip(why) => {
-            let said = hdf5_meta::collective_flush(&sorted, Some(&why));
+            let said = meta::collective_flush(&sorted, Some(&why));
             return inner(inputs, None).map_err(|e| match said {
                 Some(s) => e.also(&format!("; {s}")),
                 None => e,
@@ -1087,14 +1091,14 @@ pub(crate) fn around(
     // The entry counts are the inputs': a chunk index that splits writes more, which the
     // oracle says, or the split is refused.
     let refuse_split = |why: &str, more: &str| {
-        hdf5_meta::index_split_refusal(
+        meta::index_split_refusal(
             "MPI_File_write_at_all (HDF5's collective metadata flush)".into(),
             "collective flush",
             target,
             why,
             &format!(
                 "; {} (that form is modelled, with the inputs' number of entries){more}",
-                hdf5_meta::collective_flush(&sorted, None).unwrap_or_default()
+                meta::collective_flush(&sorted, None).unwrap_or_default()
             ),
             "block dealing of a collective metadata flush",
         )
@@ -1159,7 +1163,7 @@ pub(crate) fn around(
         _ => e,
     })?;
     if at.oracle.is_some() {
-        out.file.header.notes.push(h5space::NOTE.into());
+        out.file.header.notes.push(space::NOTE.into());
     }
     for (k, e) in p.explain.iter().cloned().enumerate() {
         out.explain.insert(k, e);
@@ -1171,6 +1175,95 @@ pub(crate) fn around(
             .into(),
     );
     Ok(out)
+}
+
+/// HDF5's collective metadata flushes as a library model ([`around`], [`AtTarget`]).
+pub(crate) struct CollectiveFlushes;
+
+impl LibraryModel for CollectiveFlushes {
+    fn around(
+        &self,
+        cx: Cx,
+        inputs: &[Input],
+        stage: Stage<'_>,
+        inner: Inner<'_>,
+    ) -> Result<Extrapolated, ExtrapError> {
+        // Taken out further out already (around `consistent`'s grouping).
+        if stage.flushes.is_some() {
+            return inner(inputs, stage);
+        }
+        around(cx, inputs, |inputs, flushes| {
+            inner(inputs, Stage { flushes, ..stage })
+        })
+    }
+
+    fn adjust_fitted(
+        &self,
+        _cx: Cx,
+        stage: Stage<'_>,
+        tf: &mut TraceFile,
+    ) -> Result<(), ExtrapError> {
+        let Some(at) = stage.flushes else {
+            return Ok(());
+        };
+        // Where it took the split index from the oracle, this model relocates the data, unless
+        // the dealt writes' model did.
+        if stage.reloc.is_none()
+            && let Some(r) = &at.reloc
+        {
+            r.apply_or_refuse(tf)?;
+        }
+        // The flushes go back in before their writes' nested calls are derived.
+        at.insert(tf)
+    }
+
+    fn derivation_inputs<'i>(&self, stage: Stage<'i>) -> Option<Vec<&'i Input>> {
+        // The flushes' writes need the derivation: the inputs with them say what it is.
+        stage.flushes.map(|a| a.model_inputs.clone())
+    }
+
+    fn constrain_derivation(
+        &self,
+        stage: Stage<'_>,
+        plan: &mut derive::Plan,
+    ) -> Result<(), ExtrapError> {
+        let Some(at) = stage.flushes else {
+            return Ok(());
+        };
+        // The flushes' writes must be derived at the target: their nested calls are not in
+        // what is fitted.
+        for &(new, like) in &at.plan.aliases {
+            plan.alias(new, like);
+        }
+        if let Some(l) = at.lifts {
+            plan.same_call(|sig| l.parts(sig).map(|p| p.0));
+        }
+        let why = plan.skipped.clone().or_else(|| {
+            at.plan
+                .sites
+                .iter()
+                .find(|s| !plan.derived.contains(s))
+                .map(|s| {
+                    format!(
+                        "the collective-I/O model does not reproduce the nested calls of {}                          (call site {:#x}) at every input scale{}",
+                        s.0.name(),
+                        s.1,
+                        plan.failure
+                            .as_ref()
+                            .map_or_else(String::new, |f| format!(": {f}"))
+                    )
+                })
+        });
+        match why {
+            Some(why) => Err(at.refused(why)),
+            None => Ok(()),
+        }
+    }
+
+    fn refuse_underived(&self, stage: Stage<'_>, why: &str) -> Option<ExtrapError> {
+        // The flushes' writes have no nested calls to fit.
+        stage.flushes.map(|at| at.refused(why.to_string()))
+    }
 }
 
 #[cfg(test)]

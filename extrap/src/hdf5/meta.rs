@@ -1,4 +1,4 @@
-//! What the dealt model ([`crate::dealt`]) assumes of parallel HDF5's metadata, checked on the
+//! What the dealt model ([`crate::hdf5::dealt`]) assumes of parallel HDF5's metadata, checked on the
 //! inputs before its result is trusted (issue 17):
 //!
 //! - **The flush's entry count C is the program's, not n's.** That holds while every metadata
@@ -10,19 +10,19 @@
 //!   `rows` holds 3n chunks: 48 at 16 ranks, 96 at 32, where the final flush writes 12 entries
 //!   against 10 at every input. [`chunk_index_grows`] finds such a dataset from the trace's
 //!   HDF5 calls (`H5Pset_chunk`, `H5Screate_simple`, `H5Dcreate2`, `H5Dset_extent`) and says
-//!   why the target is out of the model's reach: with [`crate::chunk_btree`], the split tree's
+//!   why the target is out of the model's reach: with [`crate::hdf5::chunk_btree`], the split tree's
 //!   node count, leaves and node size (the entries the flush adds); not its nodes' addresses,
 //!   which HDF5's file-space allocator chooses, so the refusal stays.
 //! - **The flush is independent.** With `H5Pset_coll_metadata_write` (NetCDF 4.9 sets it on
 //!   every parallel file) each rank writes its block of the dealt entries as one
 //!   `MPI_File_write_at_all` through an `MPI_Type_create_hindexed` file type of one block per
 //!   entry (and a memory type whose displacements are the entries' heap addresses), so the
-//!   block counts change with n. [`crate::collflush`] models that form; [`collective_flush`]
+//!   block counts change with n. [`crate::hdf5::collflush`] models that form; [`collective_flush`]
 //!   names it in a refusal.
 
 use crate::Input;
-use crate::chunk_btree;
 use crate::derive::rank_events;
+use crate::hdf5::chunk_btree;
 use models::ModelSet;
 use models::exact::Agreement;
 use rsd::RawEvent;
@@ -184,7 +184,7 @@ pub(crate) fn chunk_index_grows(
         if ys.iter().all(|&y| y == ys[0]) {
             continue;
         }
-        let at_target = match crate::dealt::agree_at(&ns, &ys, target, models) {
+        let at_target = match crate::numbers::agree_at(&ns, &ys, target, models) {
             Agreement::Agree(_, v) => Some(v),
             _ => None,
         };
@@ -286,7 +286,7 @@ fn hindexed_blocks(tf: &rsd::TraceFile) -> Vec<i64> {
 /// Why the inputs' structure differs with n when HDF5 writes its metadata collectively: the
 /// hindexed file types rank 0 writes through have other block counts at other scales. `None`
 /// when they are the same at every input (or there are none). `not_modelled`: why the model
-/// of that form ([`crate::collflush`]) was not used, if it was not.
+/// of that form ([`crate::hdf5::collflush`]) was not used, if it was not.
 pub(crate) fn collective_flush(sorted: &[&Input], not_modelled: Option<&str>) -> Option<String> {
     let per: Vec<Vec<i64>> = sorted.iter().map(|i| hindexed_blocks(&i.file)).collect();
     if per.iter().all(|p| p == &per[0]) {

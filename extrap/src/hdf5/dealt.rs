@@ -35,13 +35,14 @@
 
 use crate::derive::{compress_ranks, rank_events};
 use crate::error::ExtrapError;
-use crate::h5space::{self, Remembered, RunId};
-use crate::hdf5_meta;
-use crate::relocate::Relocator;
+use crate::hdf5::meta;
+use crate::hdf5::relocate::Relocator;
+use crate::hdf5::space::{self, Remembered, RunId};
+use crate::library::{Inner, LibraryModel, Stage};
+use crate::numbers::fit_number;
 use crate::request::Cx;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
 use models::ModelSet;
-use models::exact::{Agreement, Point, Vars, agree, fit_exact};
 use rsd::op::{Op, Param};
 use rsd::trace::Lifts;
 use rsd::trace::{Node, NodeKind, visit};
@@ -254,7 +255,7 @@ struct Flush {
     seen: String,
     /// Per input scale, the entries' extents (offset, count) by offset and the orders the
     /// ranks wrote them in (indices in those extents): what the HDF5 oracle must reproduce
-    /// ([`crate::h5space`]).
+    /// ([`crate::hdf5::space`]).
     observed: Vec<ObservedAt>,
     /// Per handle number and writing rank, the handles the inputs wrote entries with.
     by_writer: BTreeMap<(usize, u32), BTreeSet<i64>>,
@@ -333,7 +334,7 @@ fn handle_of(
     one(&others)
 }
 
-/// `from_oracle`: the entries at the target will be the HDF5 oracle's ([`crate::h5space`]),
+/// `from_oracle`: the entries at the target will be the HDF5 oracle's ([`crate::hdf5::space`]),
 /// so their count may differ between the scales and nothing of them is fitted here.
 fn model_site(
     site: Site,
@@ -393,7 +394,7 @@ fn model_site(
             .iter()
             .zip(scales)
             .map(|(o, &n)| {
-                let ext = o.entries.iter().map(crate::h5space::extent).collect();
+                let ext = o.entries.iter().map(crate::hdf5::space::extent).collect();
                 (n, ext, o.orders.clone())
             })
             .collect();
@@ -562,79 +563,6 @@ fn model_site(
         },
     );
     Ok(Outcome::Model(SitePlan { site, flushes }, explain))
-}
-
-/// The exact models of n that fit one number per scale (`ys` at `ns` ranks), evaluated at
-/// `target`, and whether they agree there.
-pub(crate) fn agree_at<'m>(
-    ns: &[i64],
-    ys: &[i64],
-    target: u32,
-    models: &'m ModelSet,
-) -> Agreement<'m, i64> {
-    let pts: Vec<Point> = ns
-        .iter()
-        .zip(ys)
-        .map(|(&n, &y)| Point { n, rank: 0, y })
-        .collect();
-    agree(fit_exact(&models.models, Vars::N, &pts), |f| {
-        f.eval(i64::from(target), 0)
-    })
-}
-
-/// One number per scale fitted exactly against n and evaluated at `target` (a constant when
-/// it does not vary); a varying one is explained.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fit_number(
-    ns: &[i64],
-    ys: &[i64],
-    target: u32,
-    models: &ModelSet,
-    event: &str,
-    what: &str,
-    param: &str,
-    explain: &mut Vec<Explain>,
-) -> Result<i64, ExtrapError> {
-    if ys.iter().all(|&y| y == ys[0]) {
-        return Ok(ys[0]);
-    }
-    let values = ns
-        .iter()
-        .zip(ys)
-        .map(|(n, y)| format!("{y} at {n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let refuse = |detail: String| ExtrapError::Refused {
-        event: event.to_string(),
-        param: param.to_string(),
-        detail,
-        values: values.clone(),
-        tried: models.names(Vars::N).join(", "),
-        hint: "trace one more scale so fewer models fit, or load a model plugin (--plugin \
-               lib.so) that expresses this pattern"
-            .into(),
-    };
-    match agree_at(ns, ys, target, models) {
-        Agreement::Agree(f, v) => {
-            explain.push(Explain {
-                event: event.to_string(),
-                quantity: format!("{param} of {what}"),
-                model: f.describe(),
-                curve: None,
-            });
-            Ok(v)
-        }
-        Agreement::Disagree { first, second } => Err(refuse(format!(
-            "{param} of {what}: models disagree at {target} ranks: {} gives {}, {} gives {}",
-            first.0.describe(),
-            first.1,
-            second.0.describe(),
-            second.1
-        ))),
-        Agreement::None => Err(refuse(format!(
-            "{param} of {what} fits no exact model of n"
-        ))),
-    }
 }
 
 /// Whether `nodes` hold a call of a dealt op at the top level (nested calls are the MPI
@@ -1067,17 +995,17 @@ fn insert_recompressed(
 
 /// Per modelled site, per flush, the oracle's run that is that flush; and the oracle's
 /// replay of each input scale.
-type OracleIds = (Vec<Vec<RunId>>, Vec<std::sync::Arc<h5space::OracleRun>>);
+type OracleIds = (Vec<Vec<RunId>>, Vec<std::sync::Arc<space::OracleRun>>);
 
 /// Per modelled flush (site by site, flush by flush), the run of the HDF5 oracle's metadata
 /// writes that is that flush at every input scale ([`h5space`]): the run whose extents are
 /// the flush's at each scale, the same run everywhere, and each rank's order of its entries
 /// the oracle's order. Otherwise why not.
 fn h5space_ids(p: &Plan, sorted: &[&Input], o: &Remembered) -> Result<OracleIds, String> {
-    let replays = h5space::replay_inputs(o, sorted)?;
+    let replays = space::replay_inputs(o, sorted)?;
     let mut per_scale = Vec::with_capacity(replays.len());
     for run in &replays {
-        per_scale.push(h5space::runs(run, DEALT_OPS)?);
+        per_scale.push(space::runs(run, DEALT_OPS)?);
     }
     let mut out = Vec::new();
     for s in &p.sites {
@@ -1089,7 +1017,7 @@ fn h5space_ids(p: &Plan, sorted: &[&Input], o: &Remembered) -> Result<OracleIds,
                 let here: BTreeSet<RunId> = runs
                     .iter()
                     .filter(|(_, evs)| {
-                        let mut e: Vec<(i64, i64)> = evs.iter().map(h5space::extent).collect();
+                        let mut e: Vec<(i64, i64)> = evs.iter().map(space::extent).collect();
                         e.sort_unstable();
                         &e == ext
                     })
@@ -1114,7 +1042,7 @@ fn h5space_ids(p: &Plan, sorted: &[&Input], o: &Remembered) -> Result<OracleIds,
                 }
                 // The ranks' orders are the oracle's (its one rank writes them all).
                 for id in &here {
-                    let lru: Vec<(i64, i64)> = runs[id].iter().map(h5space::extent).collect();
+                    let lru: Vec<(i64, i64)> = runs[id].iter().map(space::extent).collect();
                     for ks in orders {
                         let pos: Vec<usize> = ks
                             .iter()
@@ -1150,7 +1078,7 @@ fn h5space_ids(p: &Plan, sorted: &[&Input], o: &Remembered) -> Result<OracleIds,
                         describe_anchor(&f.anchor),
                         common
                             .iter()
-                            .map(h5space::describe)
+                            .map(space::describe)
                             .collect::<Vec<_>>()
                             .join(", ")
                     ));
@@ -1173,7 +1101,7 @@ fn from_oracle(
     ids: &[Vec<RunId>],
 ) -> Result<String, String> {
     let n = at_target.header.nranks;
-    let run = h5space::replay(
+    let run = space::replay(
         o,
         &rank_events(&at_target.trace, 0),
         at_target.header.hdf5_version().as_deref(),
@@ -1181,19 +1109,19 @@ fn from_oracle(
     .map_err(|e| format!("the HDF5 oracle could not replay the calls at {n} ranks: {e}"))?;
     // The data is where the oracle stores it: the relocator, which `inner` applied right
     // after the fit, refused a layout the inputs do not predict.
-    let runs = h5space::runs(&run, DEALT_OPS)?;
+    let runs = space::runs(&run, DEALT_OPS)?;
     let mut counts = Vec::new();
     for (s, ids) in p.sites.iter_mut().zip(ids) {
         for (f, id) in s.flushes.iter_mut().zip(ids) {
             let lru = runs.get(id).ok_or_else(|| {
                 format!(
                     "at {n} ranks the HDF5 oracle wrote no {} (the flush {})",
-                    h5space::describe(id),
+                    space::describe(id),
                     describe_anchor(&f.anchor)
                 )
             })?;
             let mut sorted: Vec<&RawEvent> = lru.iter().collect();
-            sorted.sort_by_key(|e| h5space::extent(e));
+            sorted.sort_by_key(|e| space::extent(e));
             let c = sorted.len() as u64;
             let mut entries = Vec::with_capacity(sorted.len());
             for (k, e) in sorted.iter().enumerate() {
@@ -1209,7 +1137,7 @@ fn from_oracle(
                     return Err(format!(
                         "at {n} ranks the HDF5 oracle's entry at {} is another call than the \
                          inputs' entries",
-                        h5space::extent(e).0
+                        space::extent(e).0
                     ));
                 }
                 let w = writer(c, u64::from(n), k);
@@ -1240,7 +1168,7 @@ fn from_oracle(
             counts.push(format!(
                 "{} at {n} ranks ({})",
                 entries.len(),
-                h5space::describe(id)
+                space::describe(id)
             ));
             f.entries = entries;
         }
@@ -1276,7 +1204,7 @@ pub(crate) fn around(
     // The model takes each flush's entry count from the inputs: a chunk index that splits
     // between the inputs and the target writes more, which only HDF5 itself can say
     // (`h5space`: the oracle's entries, where it reproduces every input's).
-    let grows = hdf5_meta::chunk_index_grows(&sorted, target, models);
+    let grows = meta::chunk_index_grows(&sorted, target, models);
     // A refusal of the fitting says what of HDF5's metadata the model does not follow
     // (`hdf5_meta`): the collective form of the flush, a chunk index that splits.
     // (The collective flush is said by `collflush`, which runs around this.)
@@ -1294,7 +1222,7 @@ pub(crate) fn around(
             .map_err(|e| hdf5_why(if why.is_empty() { e } else { e.not_dealt(&why) }));
     }
     let refuse_split = |p: &Plan, why: &str, more: &str| {
-        hdf5_meta::index_split_refusal(
+        meta::index_split_refusal(
             p.explain
                 .first()
                 .map_or_else(String::new, |e| e.event.clone()),
@@ -1348,7 +1276,7 @@ pub(crate) fn around(
         if let Some(x) = p.explain.first_mut() {
             x.model = said;
         }
-        out.file.header.notes.push(h5space::NOTE.into());
+        out.file.header.notes.push(space::NOTE.into());
     }
     let most = p
         .sites
@@ -1384,6 +1312,42 @@ pub(crate) fn around(
             .into(),
     );
     Ok(out)
+}
+
+/// Parallel HDF5's independent metadata writes dealt over the ranks, as a library model
+/// ([`around`]).
+pub(crate) struct DealtWrites;
+
+impl LibraryModel for DealtWrites {
+    fn around(
+        &self,
+        cx: Cx,
+        inputs: &[Input],
+        stage: Stage<'_>,
+        inner: Inner<'_>,
+    ) -> Result<Extrapolated, ExtrapError> {
+        // Taken out around `consistent`'s grouping already, with the HDF5 oracle: modelling
+        // them again would find none, and add to any refusal why the split index is not
+        // modelled.
+        if stage.reloc.is_some() {
+            return inner(inputs, stage);
+        }
+        around(cx, inputs, |inputs, reloc| {
+            inner(inputs, Stage { reloc, ..stage })
+        })
+    }
+
+    fn adjust_fitted(
+        &self,
+        _cx: Cx,
+        stage: Stage<'_>,
+        tf: &mut TraceFile,
+    ) -> Result<(), ExtrapError> {
+        match stage.reloc {
+            Some(r) => r.apply_or_refuse(tf),
+            None => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@
 //! Not predicted: the new nodes' **addresses** (HDF5's file-space allocator places them
 //! through its metadata aggregator, taking the end of the file when its block cannot hold
 //! 2,616 bytes, and what is allocated after them moves), so the flush models refuse a target
-//! at which the index has another shape than at the inputs ([`crate::hdf5_meta`]).
+//! at which the index has another shape than at the inputs ([`crate::hdf5::meta`]).
 
 /// Children of one node of the chunk index at most: 2K, K = 32 being `H5Pset_istore_k`'s
 /// default (`HDF5_BTREE_CHUNK_IK_DEF`).

@@ -14,19 +14,57 @@
 //! input scale must be a run of the oracle's metadata writes at that scale, the same run
 //! (the same HDF5 call, the same ordinal) at every scale, and each rank must have written
 //! its entries in the oracle's order. Then, at the target, the dealt model
-//! ([`crate::dealt`]) deals the oracle's entries (its count, offsets, sizes and order) in
+//! ([`crate::hdf5::dealt`]) deals the oracle's entries (its count, offsets, sizes and order) in
 //! place of entries fitted against n.
 //!
 //! Running the oracle means running an MPI program, which the `extrap` library does not do
 //! itself: the CLI registers a runner ([`set_oracle`]); without one, a split index is
 //! refused as before.
 
+use crate::error::ExtrapError;
+use crate::library::LibraryModel;
+use crate::request::Cx;
+use crate::{Extrapolated, Input};
 use rsd::op::{Layer, Op, Param};
 use rsd::trace::{Node, NodeKind};
 use rsd::value::{RankFn, Val};
 use rsd::{RawEvent, TraceFile};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+
+/// The values of the file's layout HDF5's calls see, as a library model: where HDF5's file
+/// space was taken from its oracle for the flush ([`NOTE`]), the other values of the layout
+/// are taken from it too ([`settle`]).
+pub(crate) struct FileSpace;
+
+impl LibraryModel for FileSpace {
+    fn settle(
+        &self,
+        cx: Cx,
+        original: &[Input],
+        lifted: Option<&rsd::trace::Lifts>,
+        out: &mut Extrapolated,
+    ) -> Result<(), ExtrapError> {
+        let Some(o) = cx.oracle else {
+            return Ok(());
+        };
+        if !out.file.header.notes.iter().any(|n| n == NOTE) {
+            return Ok(());
+        }
+        let mut sorted: Vec<&TraceFile> = original.iter().map(|i| &i.file).collect();
+        sorted.sort_by_key(|f| f.header.nranks);
+        sorted.dedup_by_key(|f| f.header.nranks);
+        settle(
+            o,
+            &sorted,
+            &mut out.file,
+            crate::hdf5::dealt::DEALT_OPS,
+            lifted,
+        )
+        .map_err(|why| ExtrapError::ConfigDiffers { why })?;
+        Ok(())
+    }
+}
 
 /// A one-rank replay of rank 0's HDF5 calls.
 pub struct OracleRun {
@@ -665,19 +703,19 @@ fn hdf5_calls(nodes: &[Node]) -> usize {
 /// the fitted trace puts the data: each dataset's runs of storage at every input (`inputs`,
 /// one replay per scale of `ns` ranks) fitted exactly against n (run count, each run's
 /// address and length). Where the oracle's storage at the target is elsewhere (a split index
-/// placed between chunks, storage moved by the new nodes), [`crate::relocate`] maps one to
+/// placed between chunks, storage moved by the new nodes), [`crate::hdf5::relocate`] maps one to
 /// the other; a layout the inputs do not predict is refused, saying where.
 pub(crate) fn predicted_storage(
     inputs: &[&OracleRun],
     ns: &[i64],
     target: u32,
     models: &models::ModelSet,
-) -> Result<Vec<crate::relocate::Dataset>, String> {
+) -> Result<Vec<crate::hdf5::relocate::Dataset>, String> {
     let predict = |ys: &[i64]| -> Option<i64> {
         if ys.iter().all(|&y| y == ys[0]) {
             return Some(ys[0]);
         }
-        match crate::dealt::agree_at(ns, ys, target, models) {
+        match crate::numbers::agree_at(ns, ys, target, models) {
             models::exact::Agreement::Agree(_, v) => Some(v),
             _ => None,
         }

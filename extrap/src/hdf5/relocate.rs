@@ -6,7 +6,7 @@
 //! storage, in the order of its elements, at addresses that are exact functions of n. When
 //! the chunk index splits between the inputs and the target, HDF5 puts its new B-tree nodes
 //! where the inputs' layout put chunks, and everything allocated after them moves: the
-//! fitted addresses point at the *predicted* layout, the oracle ([`crate::h5space`]) says
+//! fitted addresses point at the *predicted* layout, the oracle ([`crate::hdf5::space`]) says
 //! where the data really is. Both hold the same elements, so a byte of a dataset is the same
 //! byte in both: a predicted address maps to the real one through the element's position in
 //! the dataset (a piecewise translation, [`Relocation`]).
@@ -21,7 +21,8 @@
 //! byte view, a file view's displacement and the byte displacements of the types that make
 //! its filetype.
 
-use crate::h5space::{self, OracleRun, Remembered};
+use crate::error::ExtrapError;
+use crate::hdf5::space::{self, OracleRun, Remembered};
 use rsd::op::{Op, Param};
 use rsd::trace::{Event, Node, NodeKind, visit};
 use rsd::value::{Elastic, Val};
@@ -52,7 +53,7 @@ pub(crate) struct Relocation {
 }
 
 /// A dataset's name and its runs of storage (address, length) in the order of its
-/// elements, as [`crate::h5space::OracleRun::storage`] holds them.
+/// elements, as [`crate::hdf5::space::OracleRun::storage`] holds them.
 pub(crate) type Dataset = (String, Vec<(u64, u64)>);
 
 /// Every dataset's storage.
@@ -188,13 +189,13 @@ impl Relocator<'_> {
     /// each dataset. Returns how many values changed.
     pub(crate) fn apply(&self, out: &mut TraceFile) -> Result<usize, String> {
         let n = out.header.nranks;
-        let there = h5space::replay(
+        let there = space::replay(
             self.oracle,
             &out.trace.rank_events(0),
             out.header.hdf5_version().as_deref(),
         )?;
         let refs: Vec<&OracleRun> = self.inputs.iter().map(|r| r.as_ref()).collect();
-        let predicted = h5space::predicted_storage(&refs, &self.ns, n, self.models)?;
+        let predicted = space::predicted_storage(&refs, &self.ns, n, self.models)?;
         let mut m = Relocation::between(&predicted, &there.storage, n)?;
         m.known_reads = reads_in_calls(&there);
         if m.is_identity() {
@@ -215,6 +216,27 @@ impl Relocator<'_> {
             out.header.notes.push(NOTE.into());
         }
         Ok(changed)
+    }
+
+    /// [`Relocator::apply`], a failure refusing the extrapolation: the data's addresses go
+    /// where HDF5 stores the data at the target before anything is derived from them (the
+    /// collective I/O's nested calls) or put back at real addresses (the flushes).
+    pub(crate) fn apply_or_refuse(&self, out: &mut TraceFile) -> Result<(), ExtrapError> {
+        let target = out.header.nranks;
+        self.apply(out).map_err(|why| ExtrapError::Refused {
+            event: "HDF5's dataset storage".into(),
+            param: "data addresses".into(),
+            detail: why,
+            values: "each dataset's storage in the HDF5 oracle's replays of the inputs and the \
+                     target"
+                .into(),
+            tried: "the inputs' layout mapped onto the HDF5 oracle's storage at the target".into(),
+            hint: format!(
+                "pick a target before the chunk index splits, or trace scales past the split \
+                 ({target} ranks' index is larger than every input's)"
+            ),
+        })?;
+        Ok(())
     }
 }
 

@@ -1,0 +1,82 @@
+//! One number per input scale, fitted exactly against the rank count and evaluated at the
+//! target: the library models (HDF5's dealt writes and flushes, its chunk index) size what
+//! they put back at the target this way. Apart from the fitter's walk over the trace, which
+//! fits rank sets and rank functions.
+
+use crate::Explain;
+use crate::error::ExtrapError;
+use models::ModelSet;
+use models::exact::{Agreement, Point, Vars, agree, fit_exact};
+
+/// The exact models of n that fit one number per scale (`ys` at `ns` ranks), evaluated at
+/// `target`, and whether they agree there.
+pub(crate) fn agree_at<'m>(
+    ns: &[i64],
+    ys: &[i64],
+    target: u32,
+    models: &'m ModelSet,
+) -> Agreement<'m, i64> {
+    let pts: Vec<Point> = ns
+        .iter()
+        .zip(ys)
+        .map(|(&n, &y)| Point { n, rank: 0, y })
+        .collect();
+    agree(fit_exact(&models.models, Vars::N, &pts), |f| {
+        f.eval(i64::from(target), 0)
+    })
+}
+
+/// One number per scale fitted exactly against n and evaluated at `target` (a constant when
+/// it does not vary); a varying one is explained.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fit_number(
+    ns: &[i64],
+    ys: &[i64],
+    target: u32,
+    models: &ModelSet,
+    event: &str,
+    what: &str,
+    param: &str,
+    explain: &mut Vec<Explain>,
+) -> Result<i64, ExtrapError> {
+    if ys.iter().all(|&y| y == ys[0]) {
+        return Ok(ys[0]);
+    }
+    let values = ns
+        .iter()
+        .zip(ys)
+        .map(|(n, y)| format!("{y} at {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let refuse = |detail: String| ExtrapError::Refused {
+        event: event.to_string(),
+        param: param.to_string(),
+        detail,
+        values: values.clone(),
+        tried: models.names(Vars::N).join(", "),
+        hint: "trace one more scale so fewer models fit, or load a model plugin (--plugin \
+               lib.so) that expresses this pattern"
+            .into(),
+    };
+    match agree_at(ns, ys, target, models) {
+        Agreement::Agree(f, v) => {
+            explain.push(Explain {
+                event: event.to_string(),
+                quantity: format!("{param} of {what}"),
+                model: f.describe(),
+                curve: None,
+            });
+            Ok(v)
+        }
+        Agreement::Disagree { first, second } => Err(refuse(format!(
+            "{param} of {what}: models disagree at {target} ranks: {} gives {}, {} gives {}",
+            first.0.describe(),
+            first.1,
+            second.0.describe(),
+            second.1
+        ))),
+        Agreement::None => Err(refuse(format!(
+            "{param} of {what} fits no exact model of n"
+        ))),
+    }
+}
