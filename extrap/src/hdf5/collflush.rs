@@ -451,8 +451,79 @@ fn has_hindexed(nodes: &[Node]) -> bool {
     })
 }
 
-/// `from_oracle`: the entries at the target will be the HDF5 oracle's (the chunk index
-/// splits): their count is not checked against the target here, nor are they fitted.
+/// What every input scale shows of the collective flushes.
+struct Seen {
+    /// Each scale's flushes by anchor.
+    per_scale: Vec<BTreeMap<Anchor, Observed>>,
+    /// The anchors, the same at every scale.
+    anchors: Vec<Anchor>,
+    /// The calls of the ranks that write entries, by anchor.
+    full_seen: BTreeMap<Anchor, FormSeen>,
+    /// The calls of the ranks that write none, by anchor.
+    empty_seen: BTreeMap<Anchor, FormSeen>,
+}
+
+/// The collective flushes of every input (`sorted`, at `scales` ranks), each rank's checked
+/// against the block dealing; `None` where no input has one, the reason where the model does
+/// not hold.
+fn observe_scales(sorted: &[&Input], scales: &[u32]) -> Result<Option<Seen>, String> {
+    let mut per_scale = Vec::with_capacity(sorted.len());
+    let mut any = false;
+    let mut full_seen: BTreeMap<Anchor, FormSeen> = BTreeMap::new();
+    let mut empty_seen: BTreeMap<Anchor, FormSeen> = BTreeMap::new();
+    for (i, &n) in sorted.iter().zip(scales) {
+        let f = crate::prefix::resolved(&i.file);
+        let ranks: Vec<Vec<RawEvent>> = (0..n).map(|r| rank_events(&f.trace, r)).collect();
+        if !ranks.iter().any(|ev| !candidates(ev).is_empty()) {
+            per_scale.push(BTreeMap::new());
+            continue;
+        }
+        any = true;
+        match observe(&ranks) {
+            Ok((o, parts)) => {
+                for (ev, ps) in ranks.iter().zip(&parts) {
+                    for (a, part) in ps {
+                        let calls = &ev[part.start..part.start + part.len()];
+                        let seen = if part.entries.is_empty() {
+                            &mut empty_seen
+                        } else {
+                            &mut full_seen
+                        };
+                        seen.entry(*a).or_default().add(calls);
+                    }
+                }
+                per_scale.push(o);
+            }
+            Err(e) => return Err(format!("at {n} ranks {e}")),
+        }
+    }
+    if !any || per_scale.iter().all(BTreeMap::is_empty) {
+        return Ok(None);
+    }
+    let anchors: Vec<Anchor> = per_scale[0].keys().copied().collect();
+    if let Some(n) = per_scale
+        .iter()
+        .zip(scales)
+        .find(|(o, _)| o.keys().copied().collect::<Vec<_>>() != anchors)
+        .map(|x| x.1)
+    {
+        return Err(format!(
+            "the collective flushes are not after the same calls at {n} ranks as at {} ranks",
+            scales[0]
+        ));
+    }
+    Ok(Some(Seen {
+        per_scale,
+        anchors,
+        full_seen,
+        empty_seen,
+    }))
+}
+
+/// The collective flushes of `sorted` (one run per scale, increasing rank counts) modelled
+/// for `target`, or why the model is not taken. `from_oracle`: the entries at the target will
+/// be the HDF5 oracle's (the chunk index splits): their count is not checked against the
+/// target here, nor are they fitted.
 fn plan(
     sorted: &[&Input],
     lifts: Option<&Lifts>,
@@ -479,51 +550,17 @@ fn plan(
             i.name
         ));
     }
-    let mut per_scale = Vec::with_capacity(sorted.len());
-    let mut any = false;
-    let mut full_seen: BTreeMap<Anchor, FormSeen> = BTreeMap::new();
-    let mut empty_seen: BTreeMap<Anchor, FormSeen> = BTreeMap::new();
-    for (i, &n) in sorted.iter().zip(&scales) {
-        let f = crate::prefix::resolved(&i.file);
-        let ranks: Vec<Vec<RawEvent>> = (0..n).map(|r| rank_events(&f.trace, r)).collect();
-        if !ranks.iter().any(|ev| !candidates(ev).is_empty()) {
-            per_scale.push(BTreeMap::new());
-            continue;
-        }
-        any = true;
-        match observe(&ranks) {
-            Ok((o, parts)) => {
-                for (ev, ps) in ranks.iter().zip(&parts) {
-                    for (a, part) in ps {
-                        let calls = &ev[part.start..part.start + part.len()];
-                        let seen = if part.entries.is_empty() {
-                            &mut empty_seen
-                        } else {
-                            &mut full_seen
-                        };
-                        seen.entry(*a).or_default().add(calls);
-                    }
-                }
-                per_scale.push(o);
-            }
-            Err(e) => return Outcome::Skip(format!("at {n} ranks {e}")),
-        }
-    }
-    if !any || per_scale.iter().all(BTreeMap::is_empty) {
-        return Outcome::None;
-    }
-    let anchors: Vec<Anchor> = per_scale[0].keys().copied().collect();
-    if let Some(n) = per_scale
-        .iter()
-        .zip(&scales)
-        .find(|(o, _)| o.keys().copied().collect::<Vec<_>>() != anchors)
-        .map(|x| x.1)
-    {
-        return Outcome::Skip(format!(
-            "the collective flushes are not after the same calls at {n} ranks as at {} ranks",
-            scales[0]
-        ));
-    }
+    let seen = match observe_scales(sorted, &scales) {
+        Ok(Some(seen)) => seen,
+        Ok(None) => return Outcome::None,
+        Err(why) => return Outcome::Skip(why),
+    };
+    let Seen {
+        per_scale,
+        anchors,
+        full_seen,
+        empty_seen,
+    } = seen;
     let ns: Vec<i64> = scales.iter().map(|&n| i64::from(n)).collect();
     let mut explain = Vec::new();
     let mut flushes = Vec::new();
@@ -574,37 +611,16 @@ fn plan(
             (None, false) => {
                 // Every input rank wrote here: the empty form's calls are the library's same
                 // calls as elsewhere, in this flush's container.
-                let made = lifts.and_then(|l| {
-                    let (_, container) = l.parts(full.sigs[FULL_WRITE])?;
-                    let other = any_empty.as_ref()?;
-                    let own: Option<Vec<u64>> = other
-                        .sigs
-                        .iter()
-                        .map(|&s| l.parts(s).map(|x| x.0))
-                        .collect();
-                    let own = own?;
-                    made.extend(own.iter().map(|&o| (o, container)));
-                    Some(Form {
-                        sigs: own
-                            .iter()
-                            .map(|&o| Lifts::lifted_site(o, container))
-                            .collect(),
-                        gap: other.gap.clone(),
-                        dur: other.dur.clone(),
-                    })
-                });
-                let Some(made) = made else {
+                let Some((form, alias)) =
+                    empty_form_like(lifts, &full, any_empty.as_ref(), &mut made)
+                else {
                     return Outcome::Skip(format!(
                         "{what}: at {target} ranks some ranks write no entry, and no input \
                          shows a rank that writes none in a collective flush of the library"
                     ));
                 };
-                let other = any_empty.as_ref().expect("made from it").sigs[EMPTY_WRITE];
-                aliases.push((
-                    (Op::FileWriteAtAll, made.sigs[EMPTY_WRITE]),
-                    (Op::FileWriteAtAll, other),
-                ));
-                Some(made)
+                aliases.push(alias);
+                Some(form)
             }
         };
         sites.insert((Op::FileWriteAtAll, full.sigs[FULL_WRITE]));
@@ -620,28 +636,13 @@ fn plan(
             Ok(v) => v,
             Err(e) => return Outcome::Skip(e.to_string()),
         };
-        let mut entries = Vec::with_capacity(c);
-        for k in (0..c).filter(|_| !from_oracle) {
-            let mut at = [0i64; 2];
-            for (j, name) in ["file address", "length"].into_iter().enumerate() {
-                let ys: Vec<i64> = obs
-                    .iter()
-                    .map(|o| {
-                        if j == 0 {
-                            o.entries[k].0
-                        } else {
-                            o.entries[k].1
-                        }
-                    })
-                    .collect();
-                let q = format!("entry {k} of {what}");
-                match fit_number(&ns, &ys, target, models, &event, &q, name, &mut explain) {
-                    Ok(v) => at[j] = v,
-                    Err(e) => return Outcome::Skip(e.to_string()),
-                }
-            }
-            entries.push((at[0], at[1]));
-        }
+        let mut entries = match from_oracle {
+            true => Vec::new(),
+            false => match fit_entries(&obs, &ns, target, models, (&event, &what), &mut explain) {
+                Ok(e) => e,
+                Err(why) => return Outcome::Skip(why),
+            },
+        };
         entries.sort_unstable();
         if entries.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
             return Outcome::Skip(format!(
@@ -657,30 +658,7 @@ fn plan(
             empty,
         });
     }
-    let cs: Vec<String> = flushes
-        .iter()
-        .map(|f| f.entries.len().to_string())
-        .collect();
-    explain.insert(
-        0,
-        Explain {
-            event: "MPI_File_write_at_all (HDF5's collective metadata flush)".into(),
-            quantity: "collective writes of dealt entries".into(),
-            model: format!(
-                "declared model: the C entries of each flush, sorted by address, dealt over the \
-                 ranks in blocks (the first C mod n ranks write C/n + 1, the others C/n; parallel \
-                 HDF5's H5C_apply_candidate_list), each rank writing its block as one \
-                 MPI_File_write_at_all through MPI_Type_create_hindexed memory and file types \
-                 (a rank without entries: a view of MPI_BYTE and 0 bytes; H5C__collective_write); \
-                 reproduced at every input scale; {} flush(es) of C = {} entries; addresses and \
-                 lengths fitted against n; the aggregators' calls derived by the collective-I/O \
-                 model; timing the inputs' mean per call",
-                flushes.len(),
-                cs.join(", ")
-            ),
-            curve: None,
-        },
-    );
+    explain.insert(0, explain_flushes(&flushes));
     Outcome::Model(Plan {
         flushes,
         explain,
@@ -688,6 +666,98 @@ fn plan(
         sites,
         made,
     })
+}
+
+/// Each entry's file address and length of a flush (`obs`: at each scale, at `ns` ranks)
+/// fitted against n for `target`; `names`: the write's event and the flush, for `--explain`
+/// and refusals.
+fn fit_entries(
+    obs: &[&Observed],
+    ns: &[i64],
+    target: u32,
+    models: &ModelSet,
+    (event, what): (&str, &str),
+    explain: &mut Vec<Explain>,
+) -> Result<Vec<(i64, i64)>, String> {
+    let c = obs[0].entries.len();
+    let mut entries = Vec::with_capacity(c);
+    for k in 0..c {
+        let mut at = [0i64; 2];
+        for (j, name) in ["file address", "length"].into_iter().enumerate() {
+            let ys: Vec<i64> = obs
+                .iter()
+                .map(|o| {
+                    if j == 0 {
+                        o.entries[k].0
+                    } else {
+                        o.entries[k].1
+                    }
+                })
+                .collect();
+            let q = format!("entry {k} of {what}");
+            at[j] = fit_number(ns, &ys, target, models, event, &q, name, explain)
+                .map_err(|e| e.to_string())?;
+        }
+        entries.push((at[0], at[1]));
+    }
+    Ok(entries)
+}
+
+/// What `--explain` says of the modelled `flushes` as a whole.
+fn explain_flushes(flushes: &[Flush]) -> Explain {
+    let cs: Vec<String> = flushes
+        .iter()
+        .map(|f| f.entries.len().to_string())
+        .collect();
+    Explain {
+        event: "MPI_File_write_at_all (HDF5's collective metadata flush)".into(),
+        quantity: "collective writes of dealt entries".into(),
+        model: format!(
+            "declared model: the C entries of each flush, sorted by address, dealt over the \
+             ranks in blocks (the first C mod n ranks write C/n + 1, the others C/n; parallel \
+             HDF5's H5C_apply_candidate_list), each rank writing its block as one \
+             MPI_File_write_at_all through MPI_Type_create_hindexed memory and file types \
+             (a rank without entries: a view of MPI_BYTE and 0 bytes; H5C__collective_write); \
+             reproduced at every input scale; {} flush(es) of C = {} entries; addresses and \
+             lengths fitted against n; the aggregators' calls derived by the collective-I/O \
+             model; timing the inputs' mean per call",
+            flushes.len(),
+            cs.join(", ")
+        ),
+        curve: None,
+    }
+}
+
+/// The empty form of a flush at which every input rank wrote: the calls of `other` (an empty
+/// form another flush shows) made from their own sites inside the library, put in the
+/// container of `full`'s write (`made` gets each new site and its container), and the alias
+/// of its write for the derivation; `None` where the inputs were not lifted or show no empty
+/// form.
+fn empty_form_like(
+    lifts: Option<&Lifts>,
+    full: &Form,
+    other: Option<&Form>,
+    made: &mut Vec<(u64, u64)>,
+) -> Option<(Form, (Site, Site))> {
+    let l = lifts?;
+    let (_, container) = l.parts(full.sigs[FULL_WRITE])?;
+    let other = other?;
+    let own: Vec<u64> = (other.sigs.iter())
+        .map(|&s| l.parts(s).map(|x| x.0))
+        .collect::<Option<_>>()?;
+    made.extend(own.iter().map(|&o| (o, container)));
+    let form = Form {
+        sigs: (own.iter())
+            .map(|&o| Lifts::lifted_site(o, container))
+            .collect(),
+        gap: other.gap.clone(),
+        dur: other.dur.clone(),
+    };
+    let alias = (
+        (Op::FileWriteAtAll, form.sigs[EMPTY_WRITE]),
+        (Op::FileWriteAtAll, other.sigs[EMPTY_WRITE]),
+    );
+    Some((form, alias))
 }
 
 /// Why a flush of `c` entries is not predicted at `target` ranks (`what` names it).

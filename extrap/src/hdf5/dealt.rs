@@ -334,21 +334,19 @@ fn handle_of(
     one(&others)
 }
 
-/// `from_oracle`: the entries at the target will be the HDF5 oracle's ([`crate::hdf5::space`]),
-/// so their count may differ between the scales and nothing of them is fitted here.
-fn model_site(
+/// Each input scale's flushes at `site` (`expanded`: every rank's calls at each of `scales`),
+/// checked against the block dealing, where the model is needed (some flush has more entries
+/// than ranks) and the flushes are at the same calls at every scale; otherwise why not.
+fn observe_scales(
     site: Site,
     scales: &[u32],
     expanded: &[Vec<Vec<RawEvent>>],
-    target: u32,
-    models: &ModelSet,
-    from_oracle: bool,
-) -> Result<Outcome, ExtrapError> {
+) -> Result<Vec<BTreeMap<Anchor, Observed>>, String> {
     let mut per_scale = Vec::with_capacity(scales.len());
     for (ranks, n) in expanded.iter().zip(scales) {
         match observe(ranks, site) {
             Ok(o) => per_scale.push(o),
-            Err(e) => return Ok(Outcome::Skip(format!("at {n} ranks {e}"))),
+            Err(e) => return Err(format!("at {n} ranks {e}")),
         }
     }
     // Needed: some flush has more entries than its run has ranks.
@@ -357,9 +355,9 @@ fn model_site(
         .zip(scales)
         .any(|(o, &n)| o.values().any(|f| f.entries.len() as u64 > u64::from(n)));
     if !needed {
-        return Ok(Outcome::Skip(format!(
+        return Err(format!(
             "{NOT_NEEDED}: no flush has more entries than its run has ranks"
-        )));
+        ));
     }
     let anchors: Vec<Anchor> = per_scale[0].keys().copied().collect();
     if let Some((o, n)) = per_scale
@@ -369,7 +367,7 @@ fn model_site(
     {
         let other = o.keys().find(|a| !anchors.contains(a));
         let missing = anchors.iter().find(|a| !o.contains_key(a));
-        return Ok(Outcome::Skip(format!(
+        return Err(format!(
             "the flushes are not at the same calls at every scale: at {n} ranks {}, at {} ranks \
              {}",
             other.map_or_else(
@@ -381,8 +379,91 @@ fn model_site(
                 || "none".to_string(),
                 |a| format!("one {}", describe_anchor(a))
             ),
-        )));
+        ));
     }
+    Ok(per_scale)
+}
+
+/// Handles (a nested pwrite's descriptor) are the writing rank's, not the entry's: rank 0
+/// has the log open before the HDF5 file, the others not. Per handle number and writer, the
+/// values each rank wrote its entries with, over every entry and scale of `obs`.
+fn handles_by_writer(obs: &[&Observed], scales: &[u32]) -> BTreeMap<(usize, u32), BTreeSet<i64>> {
+    let mut by_writer: BTreeMap<(usize, u32), BTreeSet<i64>> = BTreeMap::new();
+    for (o, &n) in obs.iter().zip(scales) {
+        let c = o.entries.len() as u64;
+        for (k, e) in o.entries.iter().enumerate() {
+            let w = writer(c, u64::from(n), k);
+            for (i, &v) in numbers(e).iter().enumerate() {
+                if is_handle(e, i) {
+                    by_writer.entry((i, w)).or_default().insert(v);
+                }
+            }
+        }
+    }
+    by_writer
+}
+
+/// The entries of `c` each entry must precede (`before[p]`: written after entry `p` at some
+/// rank of some scale of `obs`), or two entries written in both orders.
+fn one_order(obs: &[&Observed], c: usize) -> Result<Vec<BTreeSet<usize>>, (usize, usize)> {
+    let mut before = vec![BTreeSet::new(); c];
+    for o in obs {
+        for ks in &o.orders {
+            for (x, &p) in ks.iter().enumerate() {
+                for &q in &ks[x + 1..] {
+                    before[p].insert(q);
+                }
+            }
+        }
+    }
+    // One order of the entries: never a before b at one rank or scale and b before a at
+    // another.
+    match (0..c)
+        .flat_map(|p| before[p].iter().map(move |&q| (p, q)))
+        .find(|&(p, q)| before[q].contains(&p))
+    {
+        Some(pq) => Err(pq),
+        None => Ok(before),
+    }
+}
+
+/// What `--explain` says of a site whose `flushes` flushes of `cs` entries are dealt.
+fn explain_site(site_name: String, flushes: usize, cs: &[usize]) -> Explain {
+    let cs: Vec<String> = cs.iter().map(usize::to_string).collect();
+    Explain {
+        event: site_name,
+        quantity: "independent writes dealt over the ranks".into(),
+        model: format!(
+            "declared model: the C entries of each flush, sorted by offset, dealt over the \
+             ranks in blocks (the first C mod n ranks write C/n + 1, the others C/n, each \
+             rank in one order of the entries; parallel HDF5's distributed metadata flush, \
+             H5C_apply_candidate_list); reproduced at every input scale; {} flush(es) of C \
+             = {} entries; each entry's numbers fitted against n, its timing the inputs' \
+             mean",
+            flushes,
+            cs.join(", ")
+        ),
+        curve: None,
+    }
+}
+
+/// The dealt writes at `site` modelled for `target` from every rank's calls at each input
+/// scale (`expanded`), or why the model is not taken. `from_oracle`: the entries at the
+/// target will be the HDF5 oracle's ([`crate::hdf5::space`]), so their count may differ
+/// between the scales and nothing of them is fitted here.
+fn model_site(
+    site: Site,
+    scales: &[u32],
+    expanded: &[Vec<Vec<RawEvent>>],
+    target: u32,
+    models: &ModelSet,
+    from_oracle: bool,
+) -> Result<Outcome, ExtrapError> {
+    let per_scale = match observe_scales(site, scales, expanded) {
+        Ok(p) => p,
+        Err(why) => return Ok(Outcome::Skip(why)),
+    };
+    let anchors: Vec<Anchor> = per_scale[0].keys().copied().collect();
     let site_name = format!("{} (call site {:#x})", site.0.name(), site.1);
     let ns: Vec<i64> = scales.iter().map(|&n| i64::from(n)).collect();
     let mut explain = Vec::new();
@@ -407,21 +488,7 @@ fn model_site(
             })
             .collect::<Vec<_>>()
             .join(", ");
-        // Handles (a nested pwrite's descriptor) are the writing rank's, not the entry's: rank
-        // 0 has the log open before the HDF5 file, the others not. Per handle number, the
-        // values each rank wrote its entries with, over every entry and scale.
-        let mut by_writer: BTreeMap<(usize, u32), BTreeSet<i64>> = BTreeMap::new();
-        for (o, &n) in obs.iter().zip(scales) {
-            let c = o.entries.len() as u64;
-            for (k, e) in o.entries.iter().enumerate() {
-                let w = writer(c, u64::from(n), k);
-                for (i, &v) in numbers(e).iter().enumerate() {
-                    if is_handle(e, i) {
-                        by_writer.entry((i, w)).or_default().insert(v);
-                    }
-                }
-            }
-        }
+        let by_writer = handles_by_writer(&obs, scales);
         if from_oracle {
             // Every entry one call of one shape, which the oracle's entries fill in.
             let template = obs[obs.len() - 1].entries[0].clone();
@@ -461,28 +528,16 @@ fn model_site(
             )));
         }
         cs.push(c);
-        let mut before = vec![BTreeSet::new(); c];
-        for o in &obs {
-            for ks in &o.orders {
-                for (x, &p) in ks.iter().enumerate() {
-                    for &q in &ks[x + 1..] {
-                        before[p].insert(q);
-                    }
-                }
+        let before = match one_order(&obs, c) {
+            Ok(b) => b,
+            Err((p, q)) => {
+                return Ok(Outcome::Skip(format!(
+                    "the flush {}: entry {p} is written before entry {q} somewhere and after it \
+                     elsewhere (no one order of the entries)",
+                    describe_anchor(a)
+                )));
             }
-        }
-        // One order of the entries: never a before b at one rank or scale and b before a at
-        // another.
-        if let Some((p, q)) = (0..c)
-            .flat_map(|p| before[p].iter().map(move |&q| (p, q)))
-            .find(|&(p, q)| before[q].contains(&p))
-        {
-            return Ok(Outcome::Skip(format!(
-                "the flush {}: entry {p} is written before entry {q} somewhere and after it \
-                 elsewhere (no one order of the entries)",
-                describe_anchor(a)
-            )));
-        }
+        };
         let mut entries = Vec::with_capacity(c);
         for k in 0..c {
             let first = &obs[obs.len() - 1].entries[k];
@@ -543,25 +598,7 @@ fn model_site(
             template,
         });
     }
-    let cs: Vec<String> = cs.iter().map(usize::to_string).collect();
-    explain.insert(
-        0,
-        Explain {
-            event: site_name,
-            quantity: "independent writes dealt over the ranks".into(),
-            model: format!(
-                "declared model: the C entries of each flush, sorted by offset, dealt over the \
-                 ranks in blocks (the first C mod n ranks write C/n + 1, the others C/n, each \
-                 rank in one order of the entries; parallel HDF5's distributed metadata flush, \
-                 H5C_apply_candidate_list); reproduced at every input scale; {} flush(es) of C \
-                 = {} entries; each entry's numbers fitted against n, its timing the inputs' \
-                 mean",
-                flushes.len(),
-                cs.join(", ")
-            ),
-            curve: None,
-        },
-    );
+    explain.insert(0, explain_site(site_name, flushes.len(), &cs));
     Ok(Outcome::Model(SitePlan { site, flushes }, explain))
 }
 
@@ -1218,8 +1255,15 @@ pub(crate) fn around(
     };
     if p.sites.is_empty() {
         let why = p.skipped.join("; ");
-        return inner(inputs, None)
-            .map_err(|e| hdf5_why(if why.is_empty() { e } else { e.not_dealt(&why) }));
+        return inner(inputs, None).map_err(|e| {
+            // The model is HDF5's: its reason is said only where the trace shows HDF5 (an
+            // MPI-IO program's many writes per rank are not a metadata flush).
+            hdf5_why(if why.is_empty() || !super::shows_hdf5(inputs) {
+                e
+            } else {
+                e.not_dealt(&why)
+            })
+        });
     }
     let refuse_split = |p: &Plan, why: &str, more: &str| {
         meta::index_split_refusal(

@@ -11,3 +11,18 @@ pub(crate) mod dealt;
 pub(crate) mod meta;
 pub(crate) mod relocate;
 pub mod space;
+
+/// Whether some of `inputs` calls HDF5 (a NetCDF-4 program's NetCDF calls are HDF5's too),
+/// at any depth: a refusal names HDF5's behaviour only where the trace shows HDF5.
+pub(crate) fn shows_hdf5(inputs: &[crate::Input]) -> bool {
+    fn any(nodes: &[rsd::trace::Node]) -> bool {
+        nodes.iter().any(|n| match &n.kind {
+            rsd::trace::NodeKind::Event(e) => {
+                matches!(e.op.layer(), rsd::op::Layer::Hdf5 | rsd::op::Layer::Netcdf)
+                    || any(&e.children)
+            }
+            rsd::trace::NodeKind::Loop(l) => any(&l.body),
+        })
+    }
+    inputs.iter().any(|i| any(&i.file.trace.nodes))
+}
