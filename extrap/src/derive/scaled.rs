@@ -393,62 +393,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
                 key.0, key.1
             ));
         }
-        let first = &parts[0].calls[key].access;
-        let dir = traced::collective_dir(first.op).ok_or("not a collective call")?;
-        let n = np as usize;
-        let (mut regions, mut starts) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let mut contig = Vec::with_capacity(n);
-        let mut file_size = 0;
-        for q in &parts {
-            let c = &q.calls[key];
-            let a = &c.access;
-            // The view is a parameter of the interval's uniform events: the same filetype on
-            // every rank of it.
-            contig.extend(std::iter::repeat_n(
-                a.contig_filetype,
-                (q.hi - q.lo) as usize,
-            ));
-            for k in 0..u64::from(q.hi - q.lo) {
-                regions.push(
-                    a.regions
-                        .iter()
-                        .zip(&c.d_regions)
-                        .map(|(x, d)| (at(x.0, d.0, k), at(x.1, d.1, k)))
-                        .collect::<Vec<_>>(),
-                );
-                starts.push(at(a.start, c.d_start, k));
-            }
-            // Affine: the largest size is at one end.
-            let last = u64::from(q.hi - q.lo - 1);
-            file_size = file_size
-                .max(a.size_before)
-                .max(at(a.size_before, c.d_size, last));
-        }
-        let view = collio::ompio::ViewStats::from_ranks(parts.iter().flat_map(|q| {
-            std::iter::repeat_n(
-                q.calls[key].access.view_blocks.as_slice(),
-                (q.hi - q.lo) as usize,
-            )
-        }));
-        let g = Group {
-            call: TracedCall {
-                path: key.0.clone(),
-                index: key.1,
-                op: first.op,
-                ranks: (0..np).collect(),
-                input: Collective {
-                    dir,
-                    regions,
-                    file_size,
-                    starts,
-                    contig_filetype: contig,
-                },
-                view,
-                recorded: Vec::new(),
-            },
-            members: Vec::new(),
-            cart_rows: cart_rows.get(&key.0).copied(),
-        };
+        let g = group_at(key, &parts, np, cart_rows.get(&key.0).copied())?;
         let cfg = config(&tf.header, &key.0, np)?;
         let out = model(&g, &cfg)?;
         drop(g);
@@ -492,10 +437,91 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
         tf.header.notes.extend(notes);
         return Ok(explain.into_values().collect());
     }
-    // The ranks with nested calls, each expanded, given its calls and re-compressed.
+    tf.trace = reexpanded(trace, p, &derived, np, &mut made_up)?;
+    tf.header.notes.extend(made_up);
+    Ok(explain.into_values().collect())
+}
+
+/// Collective call `key` (path, index) as the model takes it: every rank's regions, starts
+/// and view laid out from the rank intervals `parts`, on which the trace is affine in the
+/// rank (`np` ranks; `cart_rows`: the file's Cartesian grouping, if any).
+fn group_at(
+    key: &(String, usize),
+    parts: &[IntervalCalls],
+    np: u32,
+    cart_rows: Option<u64>,
+) -> Result<Group, String> {
+    let first = &parts[0].calls[key].access;
+    let dir = traced::collective_dir(first.op).ok_or("not a collective call")?;
+    let n = np as usize;
+    let (mut regions, mut starts) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut contig = Vec::with_capacity(n);
+    let mut file_size = 0;
+    for q in parts {
+        let c = &q.calls[key];
+        let a = &c.access;
+        // The view is a parameter of the interval's uniform events: the same filetype on
+        // every rank of it.
+        contig.extend(std::iter::repeat_n(
+            a.contig_filetype,
+            (q.hi - q.lo) as usize,
+        ));
+        for k in 0..u64::from(q.hi - q.lo) {
+            regions.push(
+                a.regions
+                    .iter()
+                    .zip(&c.d_regions)
+                    .map(|(x, d)| (at(x.0, d.0, k), at(x.1, d.1, k)))
+                    .collect::<Vec<_>>(),
+            );
+            starts.push(at(a.start, c.d_start, k));
+        }
+        // Affine: the largest size is at one end.
+        let last = u64::from(q.hi - q.lo - 1);
+        file_size = file_size
+            .max(a.size_before)
+            .max(at(a.size_before, c.d_size, last));
+    }
+    let view = collio::ompio::ViewStats::from_ranks(parts.iter().flat_map(|q| {
+        std::iter::repeat_n(
+            q.calls[key].access.view_blocks.as_slice(),
+            (q.hi - q.lo) as usize,
+        )
+    }));
+    Ok(Group {
+        call: TracedCall {
+            path: key.0.clone(),
+            index: key.1,
+            op: first.op,
+            ranks: (0..np).collect(),
+            input: Collective {
+                dir,
+                regions,
+                file_size,
+                starts,
+                contig_filetype: contig,
+            },
+            view,
+            recorded: Vec::new(),
+        },
+        members: Vec::new(),
+        cart_rows,
+    })
+}
+
+/// `trace` with the ranks that have nested calls (`derived`) each expanded, given its calls,
+/// re-compressed and merged beside the other ranks (`np` in all): for a derived call in a
+/// loop whose count depends on the rank, which one shape for every rank cannot hold.
+fn reexpanded(
+    trace: &Trace,
+    p: &Plan,
+    derived: &BTreeMap<u32, RankDerived>,
+    np: u32,
+    made_up: &mut BTreeSet<String>,
+) -> Result<Trace, String> {
     let aggs: Vec<u32> = derived.keys().copied().collect();
     let mut traces = Vec::with_capacity(aggs.len());
-    for (&r, calls) in &derived {
+    for (&r, calls) in derived {
         let rc = walk_rank(trace, r, &p.world);
         let mut events = rc.events;
         let mut seen: HashMap<&str, usize> = HashMap::new();
@@ -516,7 +542,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
             let mut after = None;
             for call in issue {
                 let t = p
-                    .template(c.site, *route, call, after, &mut made_up)
+                    .template(c.site, *route, call, after, made_up)
                     .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
                 children.push(issued(call, fd, &t));
                 after = Some(call);
@@ -536,9 +562,7 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
             .map_err(|e| format!("merging the ranks with nested calls: {e}"))?;
         nodes.extend(merged.nodes);
     }
-    tf.trace = Trace { nodes };
-    tf.header.notes.extend(made_up);
-    Ok(explain.into_values().collect())
+    Ok(Trace { nodes })
 }
 
 /// One run of a collective call's nested calls on one rank: the same call (op, call site,

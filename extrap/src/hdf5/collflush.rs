@@ -1315,7 +1315,8 @@ impl LibraryModel for CollectiveFlushes {
                 .find(|s| !plan.derived.contains(s))
                 .map(|s| {
                     format!(
-                        "the collective-I/O model does not reproduce the nested calls of {}                          (call site {:#x}) at every input scale{}",
+                        "the collective-I/O model does not reproduce the nested calls of {} (call site \
+                         {:#x}) at every input scale{}",
                         s.0.name(),
                         s.1,
                         plan.failure
