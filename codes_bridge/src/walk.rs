@@ -83,7 +83,9 @@ fn eval(t: &Resolved, e: &Event, rank: u32, idx: &mut Vec<u64>) -> Ev {
 pub(crate) fn for_each(trace: &Trace, rank: u32, f: &mut dyn FnMut(Ev) -> bool) {
     let t = trace.resolved();
     let mut idx = Vec::new();
-    visit(&t.nodes, rank, &mut idx, &mut |e, idx| f(eval(&t, e, rank, idx)));
+    visit(&t.nodes, rank, &mut idx, &mut |e, idx| {
+        f(eval(&t, e, rank, idx))
+    });
 }
 
 #[cfg(test)]

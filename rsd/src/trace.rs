@@ -6,8 +6,8 @@ use crate::path::PathTemplate;
 use crate::ranks::RankSet;
 use crate::timing::Timing;
 use crate::value::Elastic;
-use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use twox_hash::XxHash64;
 
 /// One call as the tracer sees it, before compression.
