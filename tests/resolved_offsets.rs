@@ -141,12 +141,13 @@ fn parquet(trace: &Path, dir: &Path) -> Offsets {
     out
 }
 
-/// Per rank, the (size, offset) of every explicit-offset POSIX write the run made, and of every
-/// `writeat` of the CODES export's iolang kernels.
+/// Per rank, the (size, offset) of every explicit-offset POSIX write the run made to the
+/// dump (the file of its last one: the MPI library writes its own files too), and of every
+/// `writeat` of the CODES export's iolang kernels to the file of the last one.
 fn posix_writes(raw: &BTreeMap<u32, Vec<FlatEvent>>) -> BTreeMap<u32, Vec<(i64, i64)>> {
-    fn walk(e: &FlatEvent, out: &mut Vec<(i64, i64)>) {
+    fn walk(e: &FlatEvent, out: &mut Vec<(i64, i64, i64)>) {
         if e.op == rsd::Op::Pwrite {
-            out.push((e.p(Param::Count), e.p(Param::Offset)));
+            out.push((e.p(Param::Fd), e.p(Param::Count), e.p(Param::Offset)));
         }
         e.children.iter().for_each(|c| walk(c, out));
     }
@@ -154,8 +155,17 @@ fn posix_writes(raw: &BTreeMap<u32, Vec<FlatEvent>>) -> BTreeMap<u32, Vec<(i64, 
         .map(|(&r, es)| {
             let mut v = Vec::new();
             es.iter().for_each(|e| walk(e, &mut v));
-            (r, v)
+            (r, of_last_file(v))
         })
+        .collect()
+}
+
+/// The (size, offset) of the writes `(file, size, offset)` to the file of the last one.
+fn of_last_file(v: Vec<(i64, i64, i64)>) -> Vec<(i64, i64)> {
+    let last = v.last().map(|w| w.0);
+    v.into_iter()
+        .filter(|w| Some(w.0) == last)
+        .map(|w| (w.1, w.2))
         .collect()
 }
 
@@ -177,15 +187,15 @@ fn codes(trace: &Path, dir: &Path) -> BTreeMap<u32, Vec<(i64, i64)>> {
                 .lines()
                 .filter_map(|l| l.trim().strip_prefix("writeat "))
                 .map(|w| {
-                    let f: Vec<i64> = w
+                    let f: Vec<i128> = w
                         .trim_end_matches(';')
                         .split(',')
                         .map(|x| x.trim().parse().unwrap())
                         .collect();
-                    (f[1], f[2])
+                    (f[0] as i64, f[1] as i64, f[2] as i64)
                 })
                 .collect();
-            (r, v)
+            (r, of_last_file(v))
         })
         .collect()
 }
