@@ -307,11 +307,10 @@ pub(crate) fn world_sites(inputs: &[(&str, &TraceFile)]) -> BTreeSet<Site> {
                 // (A communicator's creation holds no offset, so it always flattens.)
                 if e.op.creation().is_some()
                     && let Some(f) = flatten_event(e, r, idx)
+                    && let Some(m) = Made::of(f.op, &f.params)
                 {
-                    if let Some(m) = Made::of(f.op, &f.params) {
-                        t.push(m);
-                        s.push((f.op, f.sig));
-                    }
+                    t.push(m);
+                    s.push((f.op, f.sig));
                 }
                 true
             });
