@@ -6,7 +6,7 @@
 //! what `expand` yields, plus timing.
 
 use rsd::timing::Stats;
-use rsd::trace::{Event, Trace, visit};
+use rsd::trace::{Event, Resolved, Trace, visit};
 use rsd::{Op, Param};
 
 /// One call of one rank, with its mean timing in whole nanoseconds.
@@ -59,11 +59,11 @@ fn mean_ns(s: &Stats) -> u64 {
 
 /// One event for `rank` at indices `idx`: rsd's flattening plus the event's mean timing, with
 /// the nested calls walked the same way so they carry their own timing.
-fn eval(e: &Event, rank: u32, idx: &mut Vec<u64>) -> Ev {
-    let mut flat = rsd::trace::flatten_event(e, rank, idx);
+fn eval(t: &Resolved, e: &Event, rank: u32, idx: &mut Vec<u64>) -> Ev {
+    let mut flat = t.flatten(e, rank, idx);
     let mut children = Vec::new();
     visit(&e.children, rank, idx, &mut |c, idx| {
-        children.push(eval(c, rank, idx));
+        children.push(eval(t, c, rank, idx));
         true
     });
     Ev {
@@ -78,11 +78,13 @@ fn eval(e: &Event, rank: u32, idx: &mut Vec<u64>) -> Ev {
 
 /// Calls `f` with every call of `rank` in order; stops early when `f` returns `false`.
 /// rsd's walker decides which nodes the rank runs and how often (rank sets, elastic
-/// iteration counts, depth limit).
+/// iteration counts, depth limit). Offsets the other ranks' calls decide are resolved
+/// ([`Trace::resolved`]: a borrow when the export drew and resolved the trace already).
 pub(crate) fn for_each(trace: &Trace, rank: u32, f: &mut dyn FnMut(Ev) -> bool) {
+    let t = trace.resolved();
     let mut idx = Vec::new();
-    visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
-        f(eval(e, rank, idx))
+    visit(&t.nodes, rank, &mut idx, &mut |e, idx| {
+        f(eval(&t, e, rank, idx))
     });
 }
 

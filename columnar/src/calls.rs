@@ -8,7 +8,7 @@ use crate::ExportError;
 use crate::table::TableWriter;
 use filetable::{FileId, FileTable};
 use rsd::Param;
-use rsd::trace::{Event, flatten_event, visit};
+use rsd::trace::{Event, Resolved, visit};
 use rsd_view::timeline::Cursor;
 use std::path::Path;
 
@@ -44,6 +44,9 @@ impl Nest {
 /// The per-rank state of the walk.
 struct Walk<'a> {
     w: &'a mut TableWriter,
+    /// The trace with the offsets the other ranks' calls decide resolved, as the rank's calls
+    /// had them: the column `offset` of a call is what the call asked for.
+    trace: &'a Resolved<'a>,
     rank: u32,
     seq: i64,
     source: &'static str,
@@ -65,12 +68,14 @@ pub fn write_calls(
     } else {
         "event mean"
     };
-    let ranks = tf.trace.ranks().to_vec();
+    let trace = tf.trace.resolved();
+    let ranks = trace.ranks().to_vec();
     let total = ranks.len() as u32;
     let mut approximate = 0;
     for (done, &rank) in ranks.iter().enumerate() {
         let mut walk = Walk {
             w: &mut w,
+            trace: &trace,
             rank,
             seq: 0,
             source,
@@ -80,7 +85,7 @@ pub fn write_calls(
         };
         let mut at = Cursor::top(1.0);
         let mut idx = Vec::new();
-        visit(&tf.trace.nodes, rank, &mut idx, &mut |e, idx| {
+        visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
             let (start, dur) = at.place(&e.timing);
             walk.call(e, idx, Nest::TOP, start, dur)
         });
@@ -103,7 +108,7 @@ impl Walk<'_> {
     /// Writes `e` and the calls made inside it; false stops the walk on an error.
     fn call(&mut self, e: &Event, idx: &mut Vec<u64>, at: Nest, start: f64, dur: f64) -> bool {
         let Nest { depth, parent, ctx } = at;
-        let flat = flatten_event(e, self.rank, idx);
+        let flat = self.trace.flatten(e, self.rank, idx);
         let r = self.files.resolve_call(&flat, ctx);
         let seq = self.seq;
         self.seq += 1;

@@ -304,12 +304,13 @@ pub(crate) fn world_sites(inputs: &[(&str, &TraceFile)]) -> BTreeSet<Site> {
             // Only the creations are flattened: `walk_rank` expands every call after.
             let (mut t, mut s) = (Vec::new(), Vec::new());
             visit(&tf.trace.nodes, r, &mut Vec::new(), &mut |e, idx| {
-                if e.op.creation().is_some() {
-                    let f = flatten_event(e, r, idx);
-                    if let Some(m) = Made::of(f.op, &f.params) {
-                        t.push(m);
-                        s.push((f.op, f.sig));
-                    }
+                // (A communicator's creation holds no offset, so it always flattens.)
+                if e.op.creation().is_some()
+                    && let Some(f) = flatten_event(e, r, idx)
+                    && let Some(m) = Made::of(f.op, &f.params)
+                {
+                    t.push(m);
+                    s.push((f.op, f.sig));
                 }
                 true
             });

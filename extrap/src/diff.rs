@@ -23,7 +23,7 @@ use rsd::timing::Interval;
 use rsd::trace::{FlatEvent, Node, NodeKind};
 use rsd::value::{Elastic, Group, RankFn, Val};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The tolerance on the means and totals of approximate parts when either trace holds
 /// summaries and the user gives none (`--tolerance`): 10% (issue 14).
@@ -648,6 +648,27 @@ fn approx_by_param(a: &TraceFile, b: &TraceFile, keys: &Totals, tol: f64) -> Vec
         .collect()
 }
 
+/// The (op, call site) of every call in `nodes` (nested calls too) with a value the other
+/// ranks' calls decide ([`rsd::Val::Exscan`], [`rsd::Val::FileEnd`]).
+fn model_sites(nodes: &[Node]) -> BTreeSet<(rsd::Op, u64)> {
+    fn walk(nodes: &[Node], out: &mut BTreeSet<(rsd::Op, u64)>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    if e.params.iter().any(|p| p.is_exscan() || p.is_file_end()) {
+                        out.insert((e.op, e.sig));
+                    }
+                    walk(&e.children, out);
+                }
+                NodeKind::Loop(l) => walk(&l.body, out),
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(nodes, &mut out);
+    out
+}
+
 /// `v` without loop depth `d` (a loop that runs once: its index is always 0).
 fn without_depth(v: &Val<RankFn>, d: usize) -> Val<RankFn> {
     match v {
@@ -797,6 +818,25 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         } else {
             (a, b)
         }
+    };
+    // An offset one side holds as a model the other ranks' calls decide (a prefix sum over
+    // the ranks, the end of the file so far) and the other as each rank's values (an
+    // extrapolation keeps the model where the real run's tracer did not take it, or the
+    // reverse) is the same offset: both sides are compared with every such offset resolved.
+    // Where both hold the same models, they are compared as models (their starts, and the
+    // sizes they sum on their own).
+    let resolved_both;
+    let (a, b) = if a.header.nranks == b.header.nranks
+        && model_sites(&a.trace.nodes) != model_sites(&b.trace.nodes)
+    {
+        let resolve = |t: &TraceFile| TraceFile {
+            header: t.header.clone(),
+            trace: t.trace.resolved().into_trace(),
+        };
+        resolved_both = (resolve(a), resolve(b));
+        (&resolved_both.0, &resolved_both.1)
+    } else {
+        (a, b)
     };
     // Summaries on either side: the same parameters summarised on both, compared by their
     // statistics within the tolerance.

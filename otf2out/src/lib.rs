@@ -16,7 +16,7 @@ mod ffi;
 
 use filetable::{FileId, FileTable};
 use rsd::mpi::{COMM_WORLD, Peer, decode_peer};
-use rsd::trace::{Event, flatten_event, visit};
+use rsd::trace::{Event, Resolved, visit};
 use rsd::{Layer, Op, Param, TraceFile};
 use rsd_view::timeline::Cursor;
 use std::collections::HashMap;
@@ -309,7 +309,8 @@ unsafe fn write_archive(
         ck.ok("OTF2_Archive_OpenEvtFiles", (api.open_evt_files)(archive))?;
     }
     let mut defs = Defs::default();
-    let ranks = tf.trace.ranks().to_vec();
+    let trace = tf.trace.resolved();
+    let ranks = trace.ranks().to_vec();
     let total = ranks.len() as u32;
     let mut rep = Otf2Report {
         locations: u64::from(total),
@@ -326,6 +327,7 @@ unsafe fn write_archive(
         };
         let mut loc = Location {
             api,
+            trace: &trace,
             ck,
             w,
             rank,
@@ -339,7 +341,7 @@ unsafe fn write_archive(
         };
         let mut at = Cursor::top(1.0);
         let mut idx = Vec::new();
-        visit(&tf.trace.nodes, rank, &mut idx, &mut |e, idx| {
+        visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
             let (start, dur) = at.place(&e.timing);
             loc.call(e, idx, None, start, dur)
         });
@@ -587,6 +589,9 @@ unsafe fn write_defs(
 /// One rank's event writer and state.
 struct Location<'a> {
     api: &'a ffi::Api,
+    /// The trace with the offsets the other ranks' calls decide resolved: an I/O record's
+    /// offset is the one the call asked for.
+    trace: &'a Resolved<'a>,
     ck: &'a Check<'a>,
     w: *mut ffi::EvtWriter,
     rank: u32,
@@ -627,7 +632,7 @@ impl Location<'_> {
         start: f64,
         dur: f64,
     ) -> bool {
-        let flat = flatten_event(e, self.rank, idx);
+        let flat = self.trace.flatten(e, self.rank, idx);
         let region = self.defs.region(e.op);
         let filetable::Resolved { file, path, .. } = self.files.resolve_call(&flat, ctx);
         let t0 = self.stamp(start);

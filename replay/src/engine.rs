@@ -137,7 +137,16 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         let (stall, scale) = (self.opts.stall_timeout, self.opts.time_scale);
         // Library calls above MPI-IO (HDF5) are containers: what they made is issued.
         visit_calls(nodes, rank, &mut idx, &mut |e, idx| {
-            let flat = flatten_event(e, rank, idx);
+            // A loaded trace is resolved (`crate::load`); one that is not stops here rather
+            // than replaying each model's start as the offset.
+            let Some(flat) = flatten_event(e, rank, idx) else {
+                self.fatal = Some(ReplayError::Unresolved {
+                    rank,
+                    op: e.op.name(),
+                    sig: e.sig,
+                });
+                return false;
+            };
             if let Some((w, slot)) = &watch {
                 let b = crate::watchdog::bound(stall, e.timing.dur.max as f64, scale);
                 w.enter(*slot, &flat, done, b);

@@ -9,6 +9,20 @@ pub enum ReplayError {
     /// The trace could not be read or is not a valid trace.
     #[error(transparent)]
     Trace(#[from] rsd::RsdError),
+    /// A call's value needs the other ranks' calls (a prefix sum over the ranks, the end of
+    /// the file so far) and the trace was handed to the engine unresolved: [`crate::load`]
+    /// resolves it (`rsd::draw::realize`).
+    #[error(
+        "rank {rank}: {op} at call site {sig:#x} holds an offset the other ranks' calls decide, not resolved for this rank; load the trace with replay::load, which resolves it"
+    )]
+    Unresolved {
+        /// The rank replayed.
+        rank: u32,
+        /// The call.
+        op: &'static str,
+        /// Its call site.
+        sig: u64,
+    },
     /// The trace is flagged incomplete.
     #[error(
         "{path}: the trace is incomplete ({why}); replaying it would issue only part of the run's I/O (pass --allow-incomplete to replay it anyway)"

@@ -167,13 +167,17 @@ fn each(
                             self.budget.over = true;
                             return Err(OverBudget);
                         }
-                        (self.f)(&flatten_event(e, self.r, idx), times);
+                        // Matching reads messages; an offset the other ranks decide is no
+                        // message's, and its call is left out.
+                        if let Some(f) = flatten_event(e, self.r, idx) {
+                            (self.f)(&f, times);
+                        }
                     }
                     NodeKind::Loop(l) => {
                         if idx.len() >= rsd::value::MAX_DEPTH {
                             continue;
                         }
-                        let iters = l.iters.eval_member(self.r, idx).max(0) as u64;
+                        let iters = l.iters.start_member(self.r, idx).max(0) as u64;
                         idx.push(0);
                         let done = if self.collapse && s.collapse {
                             match iters {

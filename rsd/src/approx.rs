@@ -340,7 +340,7 @@ fn sample(
             if matches!(g.val, Val::Approx(_)) {
                 continue;
             }
-            let x = v.eval_member(rank, idx);
+            let x = v.start_member(rank, idx);
             match (slot.as_mut(), u64::try_from(x)) {
                 (Some(s), Ok(x)) => s.add(x, rank),
                 _ => *slot = None,

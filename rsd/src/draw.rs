@@ -244,7 +244,7 @@ pub fn realize(trace: &mut Trace, seed: u64) -> Result<Realized, RsdError> {
     find(&trace.nodes, seed, &mut ordinal, &mut slots);
     if slots.is_empty() {
         return Ok(Realized {
-            offsets: crate::prefix::resolve(trace),
+            offsets: crate::prefix::resolve_all(trace),
             ..Realized::default()
         });
     }
@@ -325,7 +325,7 @@ pub fn realize(trace: &mut Trace, seed: u64) -> Result<Realized, RsdError> {
     raise_receives(trace, &mut top);
     // Offsets that are prefix sums of sizes follow the drawn sizes: the dump stays
     // contiguous and non-overlapping.
-    done.offsets = crate::prefix::resolve(trace);
+    done.offsets = crate::prefix::resolve_all(trace);
     Ok(done)
 }
 
@@ -442,7 +442,7 @@ fn raise_receives(trace: &mut Trace, top: &mut HashMap<String, u64>) {
             visit(nodes, rank, idx, &mut |e, idx| {
                 for (k, v) in e.params.iter().enumerate() {
                     if is_receive_size(e.op, k) {
-                        let x = v.eval_member(rank, idx).max(0) as u64;
+                        let x = v.start_member(rank, idx).max(0) as u64;
                         let t = top.entry(e.op.params()[k].name().to_string()).or_default();
                         *t = (*t).max(x);
                     }

@@ -102,7 +102,7 @@ struct Call {
 /// Whether an `MPI_File_set_view` leaves offsets byte positions: displacement 0, and the
 /// etype and filetype one predefined type of one byte.
 fn view_of_bytes(e: &Event, rank: u32, idx: &[u64]) -> Option<(i64, bool)> {
-    let at = |p: Param| e.op.index(p).map(|k| e.params[k].eval_member(rank, idx));
+    let at = |p: Param| e.op.index(p).map(|k| e.params[k].start_member(rank, idx));
     let fh = at(Param::Fh)?;
     let (disp, etype, filetype) = (at(Param::Disp)?, at(Param::Etype)?, at(Param::Filetype)?);
     let byte = crate::mpi::predefined(etype).is_some_and(|t| t.size == 1);
@@ -149,7 +149,7 @@ fn walk(
             }
             NodeKind::Loop(l) => {
                 if idx.len() < crate::value::MAX_DEPTH {
-                    let iters = l.iters.eval_member(rank, idx).max(0) as u64;
+                    let iters = l.iters.start_member(rank, idx).max(0) as u64;
                     idx.push(0);
                     for i in 0..iters {
                         *idx.last_mut().expect("pushed") = i;
@@ -186,7 +186,7 @@ fn collect(trace: &Trace) -> Calls {
                     return;
                 }
                 let Some(l) = io(e.op) else { return };
-                let p = |k: usize| e.params[k].eval_member(rank, idx);
+                let p = |k: usize| e.params[k].start_member(rank, idx);
                 let file = (l.handle, p(l.handle));
                 let bytes = e.op.params()[l.handle] != Param::Fh
                     || views.get(&file.1).copied().unwrap_or(true);
@@ -200,8 +200,8 @@ fn collect(trace: &Trace) -> Calls {
                     &mut Vec::new(),
                     &mut |c, _, cidx, _| {
                         if let Some(cl) = io(c.op) {
-                            let o = c.params[cl.offset].eval_member(rank, cidx);
-                            let len = c.params[cl.extent].eval_member(rank, cidx);
+                            let o = c.params[cl.offset].start_member(rank, cidx);
+                            let len = c.params[cl.extent].start_member(rank, cidx);
                             let end = o.wrapping_add(len);
                             below = Some(below.map_or(end, |b| b.max(end)));
                         }
@@ -220,7 +220,7 @@ fn collect(trace: &Trace) -> Calls {
                         &mut cpath,
                         &mut |c, _, cidx, cp| {
                             if let Some(cl) = io(c.op) {
-                                let o = c.params[cl.offset].eval_member(rank, cidx);
+                                let o = c.params[cl.offset].start_member(rank, cidx);
                                 nested.push((cp.clone(), cidx.to_vec(), o));
                             }
                         },
@@ -663,7 +663,7 @@ pub fn resolve_where(trace: &mut Trace, which: &dyn Fn(&Event) -> bool) -> usize
     for calls in files.values() {
         turns(calls, &mut |rank, c, end, lower| {
             let mut put = |p: &Path, idx: &[u64], m: &FileEnd<RankFn>, sum: i64| {
-                let start = m.start.map(&mut |f| f.eval(rank)).eval(idx);
+                let start = m.start.map(&mut |f| f.eval(rank)).eval_start(idx);
                 let x = start.wrapping_add(end).wrapping_add(sum);
                 if !*selected.entry(p.clone()).or_insert_with(|| chosen(p)) {
                     return x;

@@ -139,7 +139,7 @@ fn collect(
         let mut idx = Vec::new();
         visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
             if let Some(l) = want(e) {
-                let h = l.handle.map_or(0, |k| e.params[k].eval_member(rank, idx));
+                let h = l.handle.map_or(0, |k| e.params[k].start_member(rank, idx));
                 sites
                     .entry((e.op, e.sig, h))
                     .or_default()
@@ -148,11 +148,11 @@ fn collect(
                     .push(Call {
                         ev: key(e),
                         idx: idx.clone(),
-                        offset: e.params[l.offset].eval_member(rank, idx),
+                        offset: e.params[l.offset].start_member(rank, idx),
                         sizes: l
                             .sizes
                             .iter()
-                            .map(|&k| e.params[k].eval_member(rank, idx))
+                            .map(|&k| e.params[k].start_member(rank, idx))
                             .collect(),
                     });
             }
@@ -247,7 +247,7 @@ fn value_at(points: &[(Vec<u64>, i64)]) -> Val<i64> {
     }
     let loops = points.iter().map(|p| p.0.len()).max().unwrap_or(0);
     let c = compact(&raw, loops);
-    if points.iter().all(|(idx, x)| c.eval(idx) == *x) {
+    if points.iter().all(|(idx, x)| c.eval(idx) == Some(*x)) {
         c
     } else {
         raw
@@ -524,6 +524,49 @@ pub fn resolve(trace: &mut Trace) -> usize {
     n + crate::layout::resolve(trace)
 }
 
+/// Whether some value of `trace`, nested calls included, needs the other ranks' calls to be
+/// evaluated ([`Val::Exscan`], [`Val::FileEnd`]): what [`Trace::resolved`] resolves.
+pub fn needs_resolving(trace: &Trace) -> bool {
+    fn any(nodes: &[Node]) -> bool {
+        nodes.iter().any(|n| match &n.kind {
+            NodeKind::Event(e) => {
+                e.params.iter().any(|p| p.is_exscan() || p.is_file_end()) || any(&e.children)
+            }
+            NodeKind::Loop(l) => any(&l.body),
+        })
+    }
+    any(&trace.nodes)
+}
+
+/// [`resolve`], then every model it could not place (only a damaged trace holds one: a
+/// prefix sum in a nested call, which recognition never makes, or a file whose turns have no
+/// order) replaced by its start, so that no value of the trace needs the other ranks: the
+/// invariant of [`crate::trace::Resolved`]. Returns what [`resolve`] returned.
+pub fn resolve_all(trace: &mut Trace) -> usize {
+    let n = resolve(trace);
+    fn starts(nodes: &mut [Node]) {
+        for node in nodes {
+            match &mut node.kind {
+                NodeKind::Event(e) => {
+                    for g in e.params.iter_mut().flat_map(|p| p.groups.iter_mut()) {
+                        match &g.val {
+                            Val::Exscan(x) => g.val = x.start.clone(),
+                            Val::FileEnd(x) => g.val = x.start.clone(),
+                            _ => {}
+                        }
+                    }
+                    starts(&mut e.children);
+                }
+                NodeKind::Loop(l) => starts(&mut l.body),
+            }
+        }
+    }
+    if needs_resolving(trace) {
+        starts(&mut trace.nodes);
+    }
+    n
+}
+
 fn resolve_sums(trace: &mut Trace) -> usize {
     // The model of each event that holds one, and the call sites that have one.
     let mut models: HashMap<usize, Exscan<RankFn>> = HashMap::new();
@@ -576,7 +619,7 @@ fn resolve_sums(trace: &mut Trace) -> usize {
             let Some(m) = models.get(&call.ev) else {
                 return;
             };
-            let start = m.start.map(&mut |f| f.eval(rank)).eval(&call.idx);
+            let start = m.start.map(&mut |f| f.eval(rank)).eval_start(&call.idx);
             let x = start
                 .wrapping_add(lower)
                 .wrapping_add(if m.running { earlier } else { 0 });
@@ -736,7 +779,7 @@ fn link(trace: &Trace, value: Want<'_>, same: &HashSet<CallSite>) -> BTreeMap<u3
                 let calls = l.calls.entry(site).or_default();
                 calls.push(
                     (0..e.params.len())
-                        .map(|k| e.params[k].eval_member(rank, idx))
+                        .map(|k| e.params[k].start_member(rank, idx))
                         .collect(),
                 );
                 calls.len() - 1
@@ -752,7 +795,7 @@ fn link(trace: &Trace, value: Want<'_>, same: &HashSet<CallSite>) -> BTreeMap<u3
                 });
             }
             for k in 0..e.params.len() {
-                let v = || e.params[k].eval_member(rank, idx);
+                let v = || e.params[k].start_member(rank, idx);
                 match value(e, k) {
                     Some(Target::Next(want)) => {
                         pending.push((key(e), k, idx.clone(), v(), want));
@@ -1176,7 +1219,7 @@ fn resolve_from(trace: &mut Trace) -> usize {
             } else {
                 0
             };
-            let start = m.start.map(&mut |g| g.eval(rank)).eval(idx);
+            let start = m.start.map(&mut |g| g.eval(rank)).eval_start(idx);
             let x = start.wrapping_add(f.scale.wrapping_mul(lower.wrapping_add(earlier)));
             let v = built
                 .entry((*ev, *k))

@@ -7,6 +7,7 @@ use crate::ranks::RankSet;
 use crate::timing::Timing;
 use crate::value::Elastic;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use twox_hash::XxHash64;
 
 /// One call as the tracer sees it, before compression.
@@ -227,12 +228,49 @@ pub struct Trace {
 /// count cannot exhaust memory. Use [`Trace::expand_with`] to stream larger traces.
 pub const EXPAND_LIMIT: usize = 50_000_000;
 
-impl Trace {
+/// A trace every value of which one rank can evaluate alone: the per-rank view every consumer
+/// reads ([`Trace::resolved`]).
+///
+/// An offset that is a prefix sum over the ranks ([`Val::Exscan`](crate::Val::Exscan)) or the
+/// end of the file's data so far ([`Val::FileEnd`](crate::Val::FileEnd)) is a function of
+/// every rank's earlier calls, so expanding one rank cannot evaluate it: raw evaluation gives
+/// `None` ([`crate::Val::eval`], [`flatten_event`]). This type holds the trace with those
+/// values replaced by each rank's offsets (`rsd::prefix::resolve`), and only it flattens
+/// events infallibly ([`Resolved::flatten`]); the trace's own per-rank API
+/// ([`Trace::expand_with`], [`Trace::expand`], [`Trace::rank_events`]) goes through it. Before,
+/// a consumer that walked the nodes without resolving them first (`expand`, the Parquet and
+/// OTF2 exports, `diff`) printed each model's start (an offset of 0) where the run wrote at
+/// 136, and nothing in the types said so.
+#[derive(Debug, Clone)]
+pub struct Resolved<'a>(Cow<'a, Trace>);
+
+impl std::ops::Deref for Resolved<'_> {
+    type Target = Trace;
+    fn deref(&self) -> &Trace {
+        &self.0
+    }
+}
+
+impl Resolved<'_> {
+    /// The resolved trace, owned.
+    pub fn into_trace(self) -> Trace {
+        self.0.into_owned()
+    }
+
+    /// Evaluates an event of this trace for `rank` at iteration indices `idx`; `rank` must run
+    /// the event's node (the events [`visit`] hands out).
+    pub fn flatten(&self, e: &Event, rank: u32, idx: &mut Vec<u64>) -> FlatEvent {
+        // No value of a resolved trace needs the other ranks: every parameter evaluates.
+        flatten_with(e, rank, idx, &|p, rank, idx| p.start_member(rank, idx))
+    }
+
     /// Calls `f` with every event of `rank`, in order, with its iteration indices. Stops early
     /// when `f` returns `false`. Memory stays proportional to the trace, not the event count.
     pub fn expand_with(&self, rank: u32, f: &mut dyn FnMut(&FlatEvent) -> bool) {
         let mut idx = Vec::new();
-        walk(&self.nodes, rank, &mut idx, f);
+        visit(&self.nodes, rank, &mut idx, &mut |e, idx| {
+            f(&self.flatten(e, rank, idx))
+        });
     }
 
     /// Every call of `rank`, nested calls included, each with its node's mean timing: the
@@ -243,12 +281,12 @@ impl Trace {
             s.mean.max(0.0).round() as u64
         }
         /// Event `e` of `rank` at loop indices `idx`, children included.
-        fn raw_of(e: &Event, rank: u32, idx: &mut Vec<u64>) -> RawEvent {
-            let mut flat = flatten_event(e, rank, idx);
+        fn raw_of(t: &Resolved, e: &Event, rank: u32, idx: &mut Vec<u64>) -> RawEvent {
+            let mut flat = t.flatten(e, rank, idx);
             let mut children = Vec::new();
             if !e.children.is_empty() {
                 visit(&e.children, rank, idx, &mut |c, idx| {
-                    children.push(raw_of(c, rank, idx));
+                    children.push(raw_of(t, c, rank, idx));
                     true
                 });
             }
@@ -265,7 +303,7 @@ impl Trace {
         let mut events = Vec::new();
         let mut idx = Vec::new();
         visit(&self.nodes, rank, &mut idx, &mut |e, idx| {
-            events.push(raw_of(e, rank, idx));
+            events.push(raw_of(self, e, rank, idx));
             true
         });
         events
@@ -279,6 +317,44 @@ impl Trace {
             out.len() < EXPAND_LIMIT
         });
         out
+    }
+}
+
+impl Trace {
+    /// The trace as every rank's calls see it ([`Resolved`]): borrowed when no value needs
+    /// the other ranks, else a copy with those values resolved (`O(ranks x writes)` of the
+    /// files that hold them). A consumer that expands many ranks takes this once.
+    pub fn resolved(&self) -> Resolved<'_> {
+        if !crate::prefix::needs_resolving(self) {
+            return Resolved(Cow::Borrowed(self));
+        }
+        let mut t = self.clone();
+        crate::prefix::resolve_all(&mut t);
+        Resolved(Cow::Owned(t))
+    }
+
+    /// [`Trace::resolved`], taking the trace.
+    pub fn into_resolved(mut self) -> Resolved<'static> {
+        crate::prefix::resolve_all(&mut self);
+        Resolved(Cow::Owned(self))
+    }
+
+    /// Calls `f` with every event of `rank`, in order, with its iteration indices, its
+    /// offsets resolved ([`Resolved::expand_with`]). Stops early when `f` returns `false`.
+    pub fn expand_with(&self, rank: u32, f: &mut dyn FnMut(&FlatEvent) -> bool) {
+        self.resolved().expand_with(rank, f)
+    }
+
+    /// Every call of `rank`, nested calls included, each with its node's mean timing
+    /// ([`Resolved::rank_events`]).
+    pub fn rank_events(&self, rank: u32) -> Vec<RawEvent> {
+        self.resolved().rank_events(rank)
+    }
+
+    /// The exact call sequence of `rank` (timing aside), up to [`EXPAND_LIMIT`] events, its
+    /// offsets resolved ([`Resolved::expand`]).
+    pub fn expand(&self, rank: u32) -> Vec<FlatEvent> {
+        self.resolved().expand(rank)
     }
 
     /// All ranks that appear in the trace.
@@ -643,16 +719,36 @@ fn describe(n: &Node) -> String {
 }
 
 /// Evaluates an event for `rank` at iteration indices `idx`; `rank` must run the event's node
-/// (the events [`visit`] hands out).
-pub fn flatten_event(e: &Event, rank: u32, idx: &mut Vec<u64>) -> FlatEvent {
-    let mut params: Vec<i64> = e.params.iter().map(|p| p.eval_member(rank, idx)).collect();
+/// (the events [`visit`] hands out). `None` when a value of the event or of a call nested in
+/// it needs the other ranks' calls ([`crate::Val::eval`]): flatten through
+/// [`Trace::resolved`] ([`Resolved::flatten`]) instead.
+pub fn flatten_event(e: &Event, rank: u32, idx: &mut Vec<u64>) -> Option<FlatEvent> {
+    fn resolvable(nodes: &[Node]) -> bool {
+        nodes.iter().all(|n| match &n.kind {
+            NodeKind::Event(e) => {
+                !e.params.iter().any(|p| p.is_exscan() || p.is_file_end())
+                    && resolvable(&e.children)
+            }
+            NodeKind::Loop(l) => resolvable(&l.body),
+        })
+    }
+    let own = !e.params.iter().any(|p| p.is_exscan() || p.is_file_end());
+    (own && resolvable(&e.children))
+        .then(|| flatten_with(e, rank, idx, &|p, rank, idx| p.start_member(rank, idx)))
+}
+
+/// A parameter's value for a rank at loop indices.
+type Eval<'a> = &'a dyn Fn(&Elastic, u32, &[u64]) -> i64;
+
+fn flatten_with(e: &Event, rank: u32, idx: &mut Vec<u64>, eval: Eval<'_>) -> FlatEvent {
+    let mut params: Vec<i64> = e.params.iter().map(|p| eval(p, rank, idx)).collect();
     // The path's fields come last; splitting them off leaves the schema parameters in place
     // (no second vector for them, and none at all for the fields of a path-less call).
     let fields = params.split_off(params.len() - e.nfields());
     let mut children = Vec::new();
     if !e.children.is_empty() {
-        walk(&e.children, rank, idx, &mut |c| {
-            children.push(c.clone());
+        visit(&e.children, rank, idx, &mut |c, idx| {
+            children.push(flatten_with(c, rank, idx, eval));
             true
         });
     }
@@ -663,17 +759,6 @@ pub fn flatten_event(e: &Event, rank: u32, idx: &mut Vec<u64>) -> FlatEvent {
         params,
         children,
     }
-}
-
-fn walk(
-    nodes: &[Node],
-    rank: u32,
-    idx: &mut Vec<u64>,
-    f: &mut dyn FnMut(&FlatEvent) -> bool,
-) -> bool {
-    visit(nodes, rank, idx, &mut |e, idx| {
-        f(&flatten_event(e, rank, idx))
-    })
 }
 
 /// As [`visit`], with containers opened as [`Trace::lift_containers`] lifts them: an event of
@@ -750,7 +835,7 @@ pub fn visit(
                 if idx.len() >= crate::value::MAX_DEPTH {
                     return false;
                 }
-                let iters = l.iters.eval_member(rank, idx).max(0) as u64;
+                let iters = l.iters.start_member(rank, idx).max(0) as u64;
                 idx.push(0);
                 for i in 0..iters {
                     *idx.last_mut().expect("pushed") = i;

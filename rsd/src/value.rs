@@ -155,7 +155,23 @@ impl Val<i64> {
     /// The value at the given iteration indices (outermost first). Indices beyond what the
     /// value depends on are ignored; missing ones count as 0. Wrapping arithmetic keeps a corrupt
     /// file from panicking; well-formed traces never wrap.
-    pub fn eval(&self, idx: &[u64]) -> i64 {
+    ///
+    /// `None` for [`Val::Exscan`] and [`Val::FileEnd`]: their value is their start plus what the
+    /// other ranks' calls add ([`crate::prefix::resolve`]), which one value alone cannot know.
+    /// Evaluating them to their start printed the wrong offsets in every consumer that forgot
+    /// to resolve the trace first; [`crate::Trace::resolved`] is the evaluation with what they
+    /// need, and [`Val::eval_start`] says by its name that it gives the start alone.
+    pub fn eval(&self, idx: &[u64]) -> Option<i64> {
+        match self {
+            Val::Exscan(_) | Val::FileEnd(_) => None,
+            _ => Some(self.eval_start(idx)),
+        }
+    }
+
+    /// [`Val::eval`], with a model that needs the other ranks ([`Val::Exscan`],
+    /// [`Val::FileEnd`]) taken as its start: for the code that resolves those models, which
+    /// adds the rest itself.
+    pub fn eval_start(&self, idx: &[u64]) -> i64 {
         match self {
             Val::Const(x) => *x,
             Val::Lin { base, strides } => strides.iter().zip(idx).fold(*base, |acc, (s, &i)| {
@@ -163,17 +179,17 @@ impl Val<i64> {
             }),
             Val::Seq(v) => match (idx.first(), v.is_empty()) {
                 (_, true) => 0,
-                (Some(&i), false) => v[(i as usize).min(v.len() - 1)].eval(&idx[1..]),
-                (None, false) => v[0].eval(&[]),
+                (Some(&i), false) => v[(i as usize).min(v.len() - 1)].eval_start(&idx[1..]),
+                (None, false) => v[0].eval_start(&[]),
             },
             Val::Cycle(v) => match (idx.first(), v.is_empty()) {
                 (_, true) => 0,
-                (Some(&i), false) => v[(i % v.len() as u64) as usize].eval(&idx[1..]),
-                (None, false) => v[0].eval(&[]),
+                (Some(&i), false) => v[(i % v.len() as u64) as usize].eval_start(&idx[1..]),
+                (None, false) => v[0].eval_start(&[]),
             },
             Val::Approx(a) => a.typical(),
-            Val::Exscan(x) => x.start.eval(idx),
-            Val::FileEnd(x) => x.start.eval(idx),
+            Val::Exscan(x) => x.start.eval_start(idx),
+            Val::FileEnd(x) => x.start.eval_start(idx),
         }
     }
 
@@ -567,7 +583,7 @@ fn fit_run((r0, v0): (u32, i64), (r1, v1): (u32, i64)) -> Option<RankFn> {
     })
 }
 
-/// `v.map(|f| f.eval(rank)).eval(idx)` without building the mapped value.
+/// `v.map(|f| f.eval(rank)).eval_start(idx)` without building the mapped value.
 fn eval_at(v: &Val<RankFn>, rank: u32, idx: &[u64]) -> i64 {
     match v {
         Val::Const(f) => f.eval(rank),
@@ -591,6 +607,11 @@ fn eval_at(v: &Val<RankFn>, rank: u32, idx: &[u64]) -> i64 {
         Val::Exscan(x) => eval_at(&x.start, rank, idx),
         Val::FileEnd(x) => eval_at(&x.start, rank, idx),
     }
+}
+
+/// Whether `v` is a model whose value needs the other ranks' calls ([`Val::eval`]).
+fn needs_others(v: &Val<RankFn>) -> bool {
+    matches!(v, Val::Exscan(_) | Val::FileEnd(_))
 }
 
 /// One rank set and the value its ranks share (with rank-dependent leaves).
@@ -645,22 +666,38 @@ impl Elastic {
 
     /// The value at `rank` and iteration indices `idx`. Evaluated in place: building the
     /// rank's `Val<i64>` first (as [`Elastic::for_rank`] does) allocated for every parameter
-    /// of every expanded event, which dominated a replay's own cost.
+    /// of every expanded event, which dominated a replay's own cost. `None` where no group
+    /// covers the rank, and where the value needs the other ranks' calls ([`Val::eval`]).
     pub fn eval(&self, rank: u32, idx: &[u64]) -> Option<i64> {
-        self.groups
-            .iter()
-            .find(|g| g.ranks.contains(rank))
-            .map(|g| eval_at(&g.val, rank, idx))
+        let g = self.groups.iter().find(|g| g.ranks.contains(rank))?;
+        (!needs_others(&g.val)).then(|| eval_at(&g.val, rank, idx))
     }
 
     /// The value at `rank` and `idx` for a rank known to run the node the value belongs to (as
     /// [`crate::trace::visit`] guarantees): a value's groups cover its node's ranks, so a
     /// single group is that rank's without a rank-set lookup, which was a tenth of a replay's
-    /// instructions. A rank no group covers gives 0, as `eval(..).unwrap_or(0)`.
-    pub fn eval_member(&self, rank: u32, idx: &[u64]) -> i64 {
+    /// instructions. A rank no group covers gives `Some(0)`, as `eval(..).unwrap_or(0)` did;
+    /// a value that needs the other ranks' calls gives `None` ([`Val::eval`]).
+    pub fn eval_member(&self, rank: u32, idx: &[u64]) -> Option<i64> {
+        match self.groups.as_slice() {
+            [g] => (!needs_others(&g.val)).then(|| eval_at(&g.val, rank, idx)),
+            _ => match self.groups.iter().find(|g| g.ranks.contains(rank)) {
+                Some(g) => (!needs_others(&g.val)).then(|| eval_at(&g.val, rank, idx)),
+                None => Some(0),
+            },
+        }
+    }
+
+    /// [`Elastic::eval_member`] with a model that needs the other ranks taken as its start
+    /// ([`Val::eval_start`]): for the code that resolves those models and adds the rest.
+    pub fn start_member(&self, rank: u32, idx: &[u64]) -> i64 {
         match self.groups.as_slice() {
             [g] => eval_at(&g.val, rank, idx),
-            _ => self.eval(rank, idx).unwrap_or(0),
+            _ => self
+                .groups
+                .iter()
+                .find(|g| g.ranks.contains(rank))
+                .map_or(0, |g| eval_at(&g.val, rank, idx)),
         }
     }
 
@@ -1136,7 +1173,7 @@ mod tests {
         let irregular = [3, 1, 4, 1, 5, 9, 2, 6];
         let v = seq_to_val(&irregular);
         for (i, &x) in irregular.iter().enumerate() {
-            assert_eq!(v.eval(&[i as u64]), x);
+            assert_eq!(v.eval(&[i as u64]), Some(x));
         }
     }
 
@@ -1273,7 +1310,7 @@ mod tests {
             "{e}"
         );
         for (r, v) in &pts {
-            assert_eq!(e.eval(*r, &[]), Some(v.eval(&[])), "rank {r}");
+            assert_eq!(e.eval(*r, &[]), v.eval(&[]), "rank {r}");
         }
         // Every other point free: the rest is one line, whatever the free points hold.
         let pts: Vec<(u32, Val<i64>)> = (0..64u32)
@@ -1382,9 +1419,9 @@ mod eval_in_place {
             };
             for rank in [0, 1, 5, 17, 31] {
                 for idx in [vec![], vec![3], vec![0, 2], vec![4, 1, 7], vec![9, 9, 9, 9]] {
-                    let slow = e.for_rank(rank).map(|v| v.eval(&idx));
+                    let slow = e.for_rank(rank).and_then(|v| v.eval(&idx));
                     assert_eq!(e.eval(rank, &idx), slow, "{e:?} rank {rank} idx {idx:?}");
-                    assert_eq!(Some(e.eval_member(rank, &idx)), slow);
+                    assert_eq!(e.eval_member(rank, &idx), slow);
                 }
             }
         }
@@ -1411,10 +1448,10 @@ mod eval_in_place {
             } else {
                 1000 + r as i64
             };
-            assert_eq!(e.eval_member(r, &[]), want);
+            assert_eq!(e.eval_member(r, &[]), Some(want));
             assert_eq!(e.eval(r, &[]), Some(want));
         }
         // Outside every group (a rank the node does not run): 0, as eval(..).unwrap_or(0).
-        assert_eq!(e.eval_member(99, &[]), 0);
+        assert_eq!(e.eval_member(99, &[]), Some(0));
     }
 }

@@ -47,6 +47,8 @@ pub fn write_chrome(
     max_events: u64,
     out: &mut dyn Write,
 ) -> std::io::Result<ChromeReport> {
+    // Every span's offsets as the rank's call had them (`Trace::resolved`).
+    let trace = &trace.resolved();
     let all = trace.ranks();
     let chosen: Vec<u32> = match ranks {
         Some(r) => r
@@ -124,7 +126,10 @@ fn span(
     rep: &mut ChromeReport,
     max_events: u64,
 ) -> std::io::Result<()> {
-    let flat = flatten_event(e, rank, idx);
+    // Events of the resolved trace (`write_chrome`) always flatten.
+    let Some(flat) = flatten_event(e, rank, idx) else {
+        return Ok(());
+    };
     let mut args = serde_json::Map::new();
     let nf = e.nfields();
     let names = flat.params.len() + nf;

@@ -715,7 +715,7 @@ fn visit_ids(
                 let start = *next;
                 let size = event_nodes(&l.body);
                 if n.ranks.contains(rank) {
-                    let iters = l.iters.eval_member(rank, idx).max(0) as u64;
+                    let iters = l.iters.start_member(rank, idx).max(0) as u64;
                     idx.push(0);
                     for i in 0..iters {
                         *idx.last_mut().expect("pushed") = i;

@@ -327,7 +327,7 @@ impl Pairing<'_> {
             let key = e as *const Event as usize;
             for (i, &v) in raw.params.iter().enumerate() {
                 if !self.record {
-                    if e.params[i].eval_member(rank, idx) != v {
+                    if e.params[i].start_member(rank, idx) != v {
                         self.changed.insert((key, i));
                     }
                 } else if self.changed.contains(&(key, i)) {

@@ -668,7 +668,7 @@ fn set_sizes(nodes: &mut [Node], size: i64) -> usize {
     for n in nodes {
         match &mut n.kind {
             NodeKind::Event(e) => {
-                let params: Vec<i64> = e.params.iter().map(|p| p.eval_member(0, &[])).collect();
+                let params: Vec<i64> = e.params.iter().map(|p| p.start_member(0, &[])).collect();
                 if let Some(i) = size_param(e.op, &params) {
                     for g in e.params[i].groups.iter_mut() {
                         if g.val != Val::Const(RankFn::Const(size)) {
