@@ -7,6 +7,7 @@
 mod build;
 pub mod darray;
 pub mod h5file;
+pub mod mpich;
 
 use rsd::{FlatEvent, TraceFile};
 use std::collections::BTreeMap;
