@@ -8,9 +8,10 @@
 #   cluster.sh up N            create node1..nodeN (what exists already is reused)
 #   cluster.sh down            remove every node, the bridge and the /etc/hosts lines
 #   cluster.sh status          one line per node; non-zero exit when none is up
-#   cluster.sh hostfile [P]    write an Open MPI hostfile (P slots per node), print its path
-#   cluster.sh hosts [P]       print hydra's host list: node1:P,node2:P,...
-#   cluster.sh mpirun-args [P] print the Open MPI arguments that launch through the nodes
+#   cluster.sh hostfile [P [K]]    write an Open MPI hostfile (P slots on each of the first K
+#                                  nodes, all by default), print its path
+#   cluster.sh hosts [P [K]]       print hydra's host list: node1:P,node2:P,...
+#   cluster.sh mpirun-args [P [K]] print the Open MPI arguments that launch through the nodes
 #   cluster.sh exec NODE CMD   run CMD inside NODE's namespaces (mpirun must run in node1)
 #
 # Only private addresses are used, and only inside the namespaces made here: the bridge in
@@ -32,7 +33,7 @@ die() {
 }
 
 usage() {
-  sed -n '8,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '8,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -168,26 +169,36 @@ up_nodes() {
   return 0
 }
 
+# The first K nodes that are up (all when K is empty), one per line; an error when fewer are.
+pick() {
+  local p=$1 k=$2 up
+  [[ $p =~ ^[1-9][0-9]*$ ]] || die "P must be a slot count, got '$p'"
+  up=$(up_nodes)
+  [ -n "$up" ] || die "no node is up (run: cluster.sh up N)"
+  [ -z "$k" ] && { echo "$up"; return; }
+  [[ $k =~ ^[1-9][0-9]*$ ]] || die "K must be a node count, got '$k'"
+  [ "$(echo "$up" | wc -l)" -ge "$k" ] || die "$k nodes asked for, only $(echo "$up" | wc -l) up (run: cluster.sh up $k)"
+  echo "$up" | head -n "$k"
+}
+
 cmd_hostfile() {
-  local p=${1:-1} f n
-  [[ $p =~ ^[1-9][0-9]*$ ]] || die "hostfile: P must be a slot count, got '$p'"
-  f=$STATE/hostfile.$p
-  [ -n "$(up_nodes)" ] || die "no node is up (run: cluster.sh up N)"
-  for n in $(up_nodes); do echo "$n slots=$p"; done >"$f.tmp"
+  local p=${1:-1} k=${2:-} f list
+  list=$(pick "$p" "$k")
+  f=$STATE/hostfile.$p${k:+.$k}
+  echo "$list" | sed "s/\$/ slots=$p/" >"$f.tmp"
   mv "$f.tmp" "$f"
   echo "$f"
 }
 
 cmd_hosts() {
-  local p=${1:-1}
-  [[ $p =~ ^[1-9][0-9]*$ ]] || die "hosts: P must be a slot count, got '$p'"
-  [ -n "$(up_nodes)" ] || die "no node is up (run: cluster.sh up N)"
-  up_nodes | sed "s/\$/:$p/" | paste -sd,
+  local p=${1:-1} list
+  list=$(pick "$p" "${2:-}")
+  echo "$list" | sed "s/\$/:$p/" | paste -sd,
 }
 
 cmd_mpirun_args() {
   local hf
-  hf=$(cmd_hostfile "${1:-1}")
+  hf=$(cmd_hostfile "${1:-1}" "${2:-}")
   echo "--mca plm_rsh_agent $AGENT --hostfile $hf" \
     "--mca oob_tcp_if_include $NET.0/24 --mca btl_tcp_if_include $NET.0/24"
 }

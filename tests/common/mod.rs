@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 mod build;
+pub mod cluster;
 pub mod darray;
 pub mod h5file;
 pub mod mpich;
