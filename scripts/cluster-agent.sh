@@ -14,6 +14,10 @@ shift
 # unreachable instead of blaming the command.
 if [ ! -e "/run/netns/$host" ] || [ ! -e "$STATE/uts/$host" ]; then
   echo "cluster-agent: node '$host' is not up (scripts/cluster.sh up N; status lists the nodes)" >&2
+  # Open MPI gives up when its agent fails; MPICH's hydra waits for the proxy forever (its
+  # ranks on the other nodes wait in MPI_Init). Interrupting it, as Ctrl-C would, makes it
+  # stop its proxies and exit non-zero.
+  case "$*" in *hydra_pmi_proxy*) kill -INT "$PPID" 2>/dev/null || true ;; esac
   exit 255
 fi
 # The launcher quotes CMD for a remote shell, as ssh would hand it to one.

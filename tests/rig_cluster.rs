@@ -120,10 +120,16 @@ fn mpich_trace_records_two_nodes() {
 fn a_node_that_is_not_up_is_a_clear_error() {
     let c = cluster();
     let app = common::app("node_layout");
-    // Open MPI: a hostfile naming node9, which no `up` made.
+    // A node past the ones up (more may be up than the tests use, brought up by hand).
+    let status = String::from_utf8_lossy(&run_script(&["status"]).stdout).into_owned();
+    let absent = (1..)
+        .map(|k| format!("node{k}"))
+        .find(|n| !status.lines().any(|l| l.split(' ').next() == Some(n)))
+        .unwrap();
+    // Open MPI: a hostfile naming it.
     let dir = common::scratch();
     let hf = dir.path().join("hostfile");
-    std::fs::write(&hf, "node1 slots=2\nnode9 slots=2\n").unwrap();
+    std::fs::write(&hf, format!("node1 slots=2\n{absent} slots=2\n")).unwrap();
     let mut launch = c.openmpi(2, 2);
     let at = launch.iter().position(|a| a == "--hostfile").unwrap();
     launch[at + 1] = hf.into();
@@ -131,13 +137,32 @@ fn a_node_that_is_not_up_is_a_clear_error() {
     assert!(!out.status.success(), "{}", text(&out));
     assert_ne!(out.status.code(), Some(124), "timed out: {}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("node 'node9' is not up"), "{}", text(&out));
+    assert!(
+        err.contains(&format!("node '{absent}' is not up")),
+        "{}",
+        text(&out)
+    );
+
+    // MPICH: a host list naming it. Hydra would wait for the missing proxy forever; the agent
+    // interrupts it.
+    let mut launch = c.mpich(2, 2);
+    let at = launch.iter().position(|a| a == "-hosts").unwrap();
+    launch[at + 1] = format!("node1:2,{absent}:2").into();
+    let out = c.run_mpich(&argv(launch, &common::mpich::app("node_layout")));
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_ne!(out.status.code(), Some(124), "timed out: {}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("node '{absent}' is not up")),
+        "{}",
+        text(&out)
+    );
 
     // The launcher itself on a node that is not up.
-    let out = run_script(&["exec", "node9", "true"]);
+    let out = run_script(&["exec", &absent, "true"]);
     assert!(!out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("node9 is not up"),
+        String::from_utf8_lossy(&out.stderr).contains(&format!("{absent} is not up")),
         "{}",
         text(&out)
     );
