@@ -122,12 +122,13 @@ cmd_up() {
     # writes would show in the device's counts.
     mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$d/disk.img" ||
       die "mkfs.ext4 on $d/disk.img failed"
-    # Direct I/O on the backing file: the host's page cache would otherwise serve the loop
-    # device's reads a second time, and drop_caches would be the only way to see the device.
-    dev=$(losetup --find --show --direct-io=on "$d/disk.img" 2>/dev/null ||
-      losetup --find --show "$d/disk.img" 2>/dev/null) ||
+    dev=$(losetup --find --show "$d/disk.img") ||
       die "no free loop device (losetup --find failed; is the loop module loaded?)"
     printf 'PROFILE=%q\nDEV=%q\nMNT=%q\n' "$profile" "$dev" "$mnt" >"$d/state"
+    # Direct I/O on the backing file where its file system allows it: the host's page cache
+    # would otherwise hold the device's blocks a second time. Set after attaching, so that a
+    # refusal leaves no device behind.
+    losetup --direct-io=on "$dev" 2>/dev/null || true
     local opts=defaults
     [ "$kind" = sync ] && opts=sync
     mount -o "$opts" "$dev" "$mnt" || die "cannot mount $dev on $mnt"
