@@ -116,6 +116,18 @@ fn mpich_trace_records_two_nodes() {
     assert_layout(&traced_show(c, c.mpich(2, 2), &app, true));
 }
 
+/// Asserts a launch failed at once (not by the timeout) saying `node` is not up.
+fn assert_refused(out: &Output, node: &str) {
+    assert!(!out.status.success(), "{}", text(out));
+    assert_ne!(out.status.code(), Some(124), "timed out: {}", text(out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("node '{node}' is not up")),
+        "{}",
+        text(out)
+    );
+}
+
 #[test]
 fn a_node_that_is_not_up_is_a_clear_error() {
     let c = cluster();
@@ -134,14 +146,7 @@ fn a_node_that_is_not_up_is_a_clear_error() {
     let at = launch.iter().position(|a| a == "--hostfile").unwrap();
     launch[at + 1] = hf.into();
     let out = c.run(&argv(launch, &app), &[]);
-    assert!(!out.status.success(), "{}", text(&out));
-    assert_ne!(out.status.code(), Some(124), "timed out: {}", text(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!("node '{absent}' is not up")),
-        "{}",
-        text(&out)
-    );
+    assert_refused(&out, &absent);
 
     // MPICH: a host list naming it. Hydra would wait for the missing proxy forever; the agent
     // interrupts it.
@@ -149,14 +154,7 @@ fn a_node_that_is_not_up_is_a_clear_error() {
     let at = launch.iter().position(|a| a == "-hosts").unwrap();
     launch[at + 1] = format!("node1:2,{absent}:2").into();
     let out = c.run_mpich(&argv(launch, &common::mpich::app("node_layout")));
-    assert!(!out.status.success(), "{}", text(&out));
-    assert_ne!(out.status.code(), Some(124), "timed out: {}", text(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!("node '{absent}' is not up")),
-        "{}",
-        text(&out)
-    );
+    assert_refused(&out, &absent);
 
     // The launcher itself on a node that is not up.
     let out = run_script(&["exec", &absent, "true"]);
