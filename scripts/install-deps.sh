@@ -43,6 +43,11 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # exports back in tests/export_otf2.rs.
 ldconfig -p 2>/dev/null | grep -q 'libopen-trace-format2\.so' || missing+=(libotf2-trace-dev)
 command -v otf2-print >/dev/null 2>&1 || missing+=(otf2-tools)
+# The emulated cluster (scripts/cluster.sh: namespaces, veths, a bridge) and the storage rig
+# (scripts/storage.sh: loop devices, ext4); nsenter, unshare and setpriv are util-linux's.
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v losetup >/dev/null 2>&1 || missing+=(mount)
+command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 # pip, for the test dependencies Debian does not package (duckdb, h5py's wheel: pydeps below).
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)

@@ -5,6 +5,7 @@
 //! proves the tracer's MPICH ABI (integer handles, 4-byte request arrays, `MPI_IN_PLACE` = -1).
 
 mod common;
+use common::mpich::{app as mpich_app, ld_library_path, libdir};
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,56 +14,11 @@ use std::sync::Mutex;
 static BUILD: Mutex<()> = Mutex::new(());
 static RUN: Mutex<()> = Mutex::new(());
 
-fn prefix() -> PathBuf {
-    let p = PathBuf::from(
-        std::env::var_os("IOTREX_MPICH_PREFIX").unwrap_or_else(|| "/opt/iotrex-mpich".into()),
-    );
-    assert!(
-        p.join("usr/bin/mpiexec.hydra").exists(),
-        "MPICH not found under {}: run `bash scripts/install-mpich.sh` (make test does)",
-        p.display()
-    );
-    p
-}
-
-fn libdir() -> PathBuf {
-    prefix().join("usr/lib/x86_64-linux-gnu")
-}
-
-/// Builds `tests/apps/<name>.c` against MPICH into target/iotrex-apps-mpich.
-fn mpich_app(name: &str) -> PathBuf {
-    let _g = BUILD.lock().unwrap_or_else(|p| p.into_inner());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("iotrex-apps-mpich");
-    std::fs::create_dir_all(&dir).expect("create target/iotrex-apps-mpich");
-    let bin = dir.join(name);
-    let inc = prefix().join("usr/include/x86_64-linux-gnu/mpich");
-    let out = Command::new("cc")
-        .args(["-O1", "-g", "-o"])
-        .arg(&bin)
-        .arg(root.join("tests/apps").join(format!("{name}.c")))
-        .arg(format!("-I{}", inc.display()))
-        .arg(format!("-L{}", libdir().display()))
-        .arg(format!("-Wl,-rpath,{}", libdir().display()))
-        .arg("-lmpich")
-        .output()
-        .expect("run cc");
-    assert!(
-        out.status.success(),
-        "building {name} against MPICH failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    bin
-}
-
 /// Runs `app args` on `np` ranks under MPICH's Hydra with the tracer preloaded (`-genv`, as
 /// `iotrex trace` does for MPICH) and the raw logs on.
 fn hydra(np: u32, app: &Path, args: &[String], trace: &Path) -> Run {
     let _g = RUN.lock().unwrap_or_else(|p| p.into_inner());
-    let bin = prefix().join("usr/bin/mpiexec.hydra");
+    let bin = common::mpich::hydra();
     let _ = std::fs::remove_file(trace);
     let out = Command::new("timeout")
         .args(["-k", "5", "120"])
@@ -77,10 +33,7 @@ fn hydra(np: u32, app: &Path, args: &[String], trace: &Path) -> Run {
         .arg(app)
         .args(args)
         .env("LD_PRELOAD", "")
-        .env(
-            "LD_LIBRARY_PATH",
-            format!("{0}:{0}/slurm", libdir().display()),
-        )
+        .env("LD_LIBRARY_PATH", ld_library_path())
         .output()
         .expect("run timeout/mpiexec.hydra");
     assert!(
@@ -342,15 +295,12 @@ fn darray_type_maps_are_mpichs() {
     std::fs::write(&input, common::darray::typemap_input(&cases)).unwrap();
     let out = Command::new("timeout")
         .args(["-k", "5", "120"])
-        .arg(prefix().join("usr/bin/mpiexec.hydra"))
+        .arg(common::mpich::hydra())
         .args(["-launcher", "fork", "-np", "1"])
         .arg(mpich_app("darray_typemap"))
         .arg(&input)
         .env("LD_PRELOAD", "")
-        .env(
-            "LD_LIBRARY_PATH",
-            format!("{0}:{0}/slurm", libdir().display()),
-        )
+        .env("LD_LIBRARY_PATH", ld_library_path())
         .output()
         .expect("run timeout/mpiexec.hydra");
     assert!(out.status.success(), "{}", status_text(&out));

@@ -5,8 +5,11 @@
 #![allow(dead_code)]
 
 mod build;
+pub mod cluster;
 pub mod darray;
 pub mod h5file;
+pub mod mpich;
+pub mod storage;
 
 use rsd::{FlatEvent, TraceFile};
 use std::collections::BTreeMap;

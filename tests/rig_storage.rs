@@ -1,0 +1,206 @@
+//! The storage rig (`scripts/storage.sh`, through `tests/common/storage.rs`): each profile
+//! mounts what it says, the device counts say where reads and writes were served, a throttle
+//! rule exists exactly while its rig is up, and teardown leaves nothing. Mechanisms, not
+//! times: nothing here depends on the machine's speed or load.
+
+mod common;
+use common::storage::{DevStats, Storage, run_script};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::Command;
+
+const MIB: u64 = 1 << 20;
+
+/// The mount's options, from /proc/mounts.
+fn mount_entry(mnt: &Path) -> Option<(String, String)> {
+    let text = std::fs::read_to_string("/proc/mounts").unwrap();
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(1) == Some(&mnt.to_str().unwrap())).then(|| (f[2].to_string(), f[3].to_string()))
+    })
+}
+
+/// Writes `n` bytes of a pattern to `path`, with an fsync when `sync` is set.
+fn write_file(path: &Path, n: u64, sync: bool) {
+    let mut f = std::fs::File::create(path).unwrap();
+    let block: Vec<u8> = (0..MIB).map(|i| (i * 7 % 251) as u8).collect();
+    for _ in 0..n / MIB {
+        f.write_all(&block).unwrap();
+    }
+    if sync {
+        f.sync_all().unwrap();
+    }
+}
+
+fn read_file(path: &Path) -> u64 {
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .unwrap()
+        .read_to_end(&mut buf)
+        .unwrap();
+    buf.len() as u64
+}
+
+/// What `f` made the device serve.
+fn served(s: &Storage, f: impl FnOnce()) -> DevStats {
+    let before = s.stats();
+    f();
+    s.stats() - before
+}
+
+/// A rule for `mm` in one of the root blkio cgroup's throttle files.
+fn rule(file: &str, mm: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/sys/fs/cgroup/blkio/blkio.throttle.{file}"))
+        .unwrap_or_else(|e| panic!("read blkio.throttle.{file}: {e}"));
+    text.lines()
+        .find_map(|l| l.strip_prefix(mm)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Nothing of rig `name` is left: no directory, no mount, no loop device on its file.
+fn assert_gone(name: &str, mnt: &Path) {
+    assert!(!mnt.exists(), "{} is left after down", mnt.display());
+    assert!(
+        mount_entry(mnt).is_none(),
+        "{} still mounted",
+        mnt.display()
+    );
+    let list = run_script(&["list"]);
+    assert!(!String::from_utf8_lossy(&list.stdout).contains(name));
+    let out = Command::new("losetup").arg("-a").output().unwrap();
+    let all = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !all.contains(name),
+        "a loop device still backs {name}:\n{all}"
+    );
+}
+
+#[test]
+fn ext4_reads_come_from_the_device_until_cached_and_writes_reach_it_on_fsync() {
+    let s = Storage::up("ext4");
+    assert_eq!(mount_entry(&s.mnt).expect("mounted").0, "ext4");
+    let dev = s.device().expect("a loop device");
+    assert!(dev.to_string_lossy().starts_with("/dev/loop"), "{dev:?}");
+    let f = s.mnt.join("data");
+
+    let w = served(&s, || write_file(&f, 4 * MIB, true));
+    assert!(
+        w.write_bytes >= 4 * MIB,
+        "4 MiB written and fsynced, the device wrote {w:?}"
+    );
+
+    s.drop_caches();
+    let r = served(&s, || assert_eq!(read_file(&f), 4 * MIB));
+    assert!(
+        r.read_bytes >= 4 * MIB,
+        "4 MiB read after drop_caches, the device read {r:?}"
+    );
+
+    // The page cache serves the second read: the device sees (almost) nothing.
+    let again = served(&s, || assert_eq!(read_file(&f), 4 * MIB));
+    assert!(
+        again.read_bytes < 64 * 1024,
+        "a cached read reached the device: {again:?}"
+    );
+
+    let name = s.name.clone();
+    let mnt = s.mnt.clone();
+    drop(s);
+    assert_gone(&name, &mnt);
+}
+
+#[test]
+fn sync_profile_writes_through_without_fsync() {
+    let s = Storage::up("sync");
+    let (fs, opts) = mount_entry(&s.mnt).expect("mounted");
+    assert_eq!(fs, "ext4");
+    assert!(
+        opts.split(',').any(|o| o == "sync"),
+        "not mounted -o sync: {opts}"
+    );
+    // No fsync: a sync mount writes every write through before it returns.
+    let w = served(&s, || write_file(&s.mnt.join("data"), MIB, false));
+    assert!(
+        w.write_bytes >= MIB,
+        "1 MiB written on a sync mount, the device wrote {w:?} by the time write returned"
+    );
+}
+
+#[test]
+fn throttled_profile_has_its_rules_while_up_and_none_after_down() {
+    let s = Storage::up("throttled:40M:400");
+    let mm = s.major_minor().expect("a loop device");
+    for f in ["read_bps_device", "write_bps_device"] {
+        assert_eq!(rule(f, &mm), Some(40 * MIB), "{f} of {mm}");
+    }
+    for f in ["read_iops_device", "write_iops_device"] {
+        assert_eq!(rule(f, &mm), Some(400), "{f} of {mm}");
+    }
+    // The rule is on the device the file system is on: its reads are counted as usual.
+    let f = s.mnt.join("data");
+    write_file(&f, MIB, true);
+    s.drop_caches();
+    let r = served(&s, || assert_eq!(read_file(&f), MIB));
+    assert!(r.read_bytes >= MIB, "{r:?}");
+
+    // Changed while up, then removed by down.
+    let out = run_script(&["throttle", &s.name, "8M:100"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(rule("read_bps_device", &mm), Some(8 * MIB));
+    assert_eq!(rule("write_iops_device", &mm), Some(100));
+    drop(s);
+    for f in [
+        "read_bps_device",
+        "write_bps_device",
+        "read_iops_device",
+        "write_iops_device",
+    ] {
+        assert_eq!(
+            rule(f, &mm),
+            None,
+            "{f} still has a rule for {mm} after down"
+        );
+    }
+}
+
+#[test]
+fn tmpfs_has_no_device_to_count_or_throttle() {
+    let s = Storage::up("tmpfs");
+    assert_eq!(mount_entry(&s.mnt).expect("mounted").0, "tmpfs");
+    assert!(s.device().is_none());
+    let stats = run_script(&["stats", &s.name]);
+    assert!(!stats.status.success());
+    assert!(
+        String::from_utf8_lossy(&stats.stderr).contains("tmpfs"),
+        "{stats:?}"
+    );
+    let t = run_script(&["throttle", &s.name, "40M:400"]);
+    assert!(!t.status.success(), "throttling a tmpfs succeeded");
+    let err = String::from_utf8_lossy(&t.stderr);
+    assert!(err.contains("cannot be throttled"), "{err}");
+    let (name, mnt) = (s.name.clone(), s.mnt.clone());
+    drop(s);
+    assert_gone(&name, &mnt);
+}
+
+#[test]
+fn bad_profiles_and_no_root_are_clear_errors() {
+    for (profile, says) in [
+        ("zfs", "unknown profile 'zfs'"),
+        ("throttled:fast", "not a byte rate: 'fast'"),
+        ("throttled:40M:x", "IOPS must be a number"),
+        ("ext4:2G", "takes no parameters"),
+    ] {
+        let e = Storage::try_up(profile).err().expect(profile);
+        assert!(e.contains(says), "{profile}: {e}");
+    }
+    // A user without root is told what root is needed for; nothing is set up.
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "bash"])
+        .arg(common::storage::script())
+        .args(["up", "nonroot", "ext4"])
+        .output()
+        .expect("run setpriv");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs root"), "{err}");
+}
