@@ -14,6 +14,9 @@
 //! per rank, the POSIX calls in the order the rank issues them ([`Call`]). [`romio`] models
 //! ROMIO 3.2.1's generic two-phase collective I/O as Open MPI 4.1.4 ships it.
 //!
+//! [`config`] reads the configuration the tracer records in the trace's header (the library,
+//! the node layout, the control variables, each file's hints) into the models' configurations.
+//!
 //! # What the libraries decide on that a trace does not show (today)
 //! The configuration structs carry these; their defaults are the libraries' defaults on one
 //! node of a local file system, which is what the tests run:
@@ -39,6 +42,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod fbtl;
 pub mod mca;
 pub mod ompio;

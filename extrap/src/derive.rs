@@ -22,6 +22,7 @@
 
 use crate::Explain;
 use collio::Call;
+use collio::config::{ConfigError, LibConfig, file_hint};
 use collio::mca;
 use collio::ompio::{self, Config};
 use collio::romio;
@@ -491,232 +492,17 @@ fn groups(
     (out, covered)
 }
 
-/// The library's configuration a model runs with.
-#[derive(Debug, Clone, PartialEq)]
-enum LibConfig {
-    /// Open MPI's OMPIO.
-    Ompio(Config),
-    /// ROMIO as Open MPI ships it (`--mca io romio321`).
-    Romio(romio::Config),
-}
-
-impl LibConfig {
-    /// The configuration without what depends on the scale (ROMIO's node of each rank): what
-    /// must be the same at every input scale.
-    fn scale_free(&self) -> LibConfig {
-        match self {
-            LibConfig::Romio(c) => LibConfig::Romio(romio::Config {
-                nodes: Vec::new(),
-                ..c.clone()
-            }),
-            c => c.clone(),
-        }
-    }
-}
-
-/// The hint `key` of file `path` as `MPI_File_get_info` gave it.
-fn file_hint<'a>(mc: &'a rsd::MpiConfig, path: &str, key: &str) -> Option<&'a str> {
-    mc.file_hints
-        .iter()
-        .find(|(p, _)| p == path)
-        .and_then(|(_, hints)| hints.iter().find(|(k, _)| k == key))
-        .map(|(_, v)| v.as_str())
-}
-
-/// The library's configuration for `path` at `np` ranks from a trace header, or why there is
-/// none to model with. Control variables and the file's hints override Open MPI 4.1.4's
-/// defaults; a header without a configuration is not modelled (the defaults are not
-/// assumed).
+/// The library's configuration for `path` at `np` ranks from a trace header
+/// ([`collio::config::config`]), or why there is none to model with, as the extrapolation
+/// says it: a header without a configuration leaves the nested calls to the fit.
 fn config(h: &Header, path: &str, np: u32) -> Result<LibConfig, String> {
-    let Some(mc) = &h.mpi_config else {
-        return Err(
-            "the traces record no MPI library configuration (traced before iotrex \
-                    recorded it), so collective I/O is not modelled and its nested calls are \
-                    fitted"
-                .into(),
-        );
-    };
-    if !mc.library.contains("Open MPI") {
-        return Err(format!(
-            "the MPI library {:?} has no collective-I/O model here (modelled: Open MPI 4.1's \
-             OMPIO and ROMIO 3.2.1)",
-            mc.library
-        ));
-    }
-    let hint = |key: &str| file_hint(mc, path, key);
-    match mc.cvar("io").map(str::trim) {
-        None | Some("") | Some("ompio") => {}
-        Some("romio321") => return romio_config(mc, path, np).map(LibConfig::Romio),
-        Some(io) => {
-            return Err(format!(
-                "Open MPI's io component {io:?} has no collective-I/O model here (modelled: \
-                 ompio, romio321)"
-            ));
-        }
-    }
-    let mut cfg = Config::default();
-    let int = |p: mca::Param| -> Result<Option<i64>, String> {
-        let name = p.full();
-        mc.cvar(&name)
-            .map(|v| {
-                v.trim()
-                    .parse::<i64>()
-                    .map_err(|_| format!("control variable {name} = {v:?} is not an integer"))
-            })
-            .transpose()
-    };
-    if let Some(v) = int(mca::NUM_AGGREGATORS)? {
-        cfg.num_aggregators = v;
-    }
-    if let Some(v) = int(mca::BYTES_PER_AGG)? {
-        cfg.bytes_per_agg = v.max(0) as u64;
-    }
-    if let Some(v) = int(mca::CYCLE_BUFFER_SIZE)? {
-        cfg.cycle_buffer_size = v;
-    }
-    if let Some(v) = int(mca::GROUPING_OPTION)? {
-        cfg.grouping_option = v;
-    }
-    if let Some(v) = int(mca::MAX_AGGREGATORS_RATIO)? {
-        cfg.max_aggregators_ratio = v;
-    }
-    if let Some(v) = int(mca::AGGREGATORS_CUTOFF_THRESHOLD)? {
-        cfg.aggregators_cutoff_threshold = v;
-    }
-    if let Some(v) = int(mca::VULCAN_ASYNC_IO)? {
-        cfg.vulcan_async_io = v;
-    }
-    if let Some(v) = int(mca::FBTL_MAX_BLOCK_SIZE)? {
-        cfg.fbtl.max_block_size = v.max(0) as u64;
-    }
-    if let Some(v) = int(mca::FBTL_MAX_GAP_SIZE)? {
-        cfg.fbtl.max_gap_size = v.max(0) as u64;
-    }
-    if let Some(v) = int(mca::FBTL_MAX_TMPBUF_SIZE)? {
-        cfg.fbtl.max_tmpbuf_size = v.max(0) as u64;
-    }
-    // MPI_T gives booleans as `true`/`false`.
-    let boolean = |p: mca::Param| -> Result<Option<bool>, String> {
-        let name = p.full();
-        mc.cvar(&name)
-            .map(|v| match v.trim() {
-                "true" | "1" => Ok(true),
-                "false" | "0" => Ok(false),
-                _ => Err(format!("control variable {name} = {v:?} is not a boolean")),
-            })
-            .transpose()
-    };
-    if let Some(v) = boolean(mca::FBTL_READ_DATASIEVING)? {
-        cfg.fbtl.read_datasieving = v;
-    }
-    if let Some(v) = boolean(mca::FBTL_WRITE_DATASIEVING)? {
-        cfg.fbtl.write_datasieving = v;
-    }
-    cfg.map_by_node = !mc.nodes_contiguous && mc.nodes() > 1;
-    match hint("collective_buffering").map(str::trim) {
-        None | Some("true") => {}
-        Some("false") => cfg.collective_buffering = false,
-        Some(v) => {
-            return Err(format!(
-                "{path}: hint collective_buffering = {v:?} is not a boolean"
-            ));
-        }
-    }
-    if let Some(v) = hint("cb_nodes") {
-        cfg.cb_nodes = Some(
-            v.trim()
-                .parse()
-                .map_err(|_| format!("{path}: hint cb_nodes = {v:?} is not an integer"))?,
-        );
-    }
-    Ok(LibConfig::Ompio(cfg))
-}
-
-/// ROMIO's configuration from the file's hints (Open MPI 4.1.4 reports none of its own: the
-/// defaults stand unless the program passed some) and the node layout.
-fn romio_config(mc: &rsd::MpiConfig, path: &str, np: u32) -> Result<romio::Config, String> {
-    let hint = |key: &str| file_hint(mc, path, key);
-    let mut cfg = romio::Config::default();
-    let num = |key: &str| -> Result<Option<u64>, String> {
-        hint(key)
-            .map(|v| {
-                v.trim()
-                    .parse::<u64>()
-                    .map_err(|_| format!("{path}: hint {key} = {v:?} is not a number"))
-            })
-            .transpose()
-    };
-    let switch = |key: &str| -> Result<Option<romio::Switch>, String> {
-        hint(key)
-            .map(|v| match v.trim() {
-                "enable" => Ok(romio::Switch::Enable),
-                "disable" => Ok(romio::Switch::Disable),
-                "automatic" => Ok(romio::Switch::Automatic),
-                _ => Err(format!("{path}: hint {key} = {v:?} is not a ROMIO switch")),
-            })
-            .transpose()
-    };
-    if let Some(v) = num("cb_buffer_size")? {
-        cfg.cb_buffer_size = v;
-    }
-    if let Some(v) = num("cb_nodes")? {
-        cfg.cb_nodes = Some(v as u32);
-    }
-    if let Some(v) = num("ind_wr_buffer_size")? {
-        cfg.ind_wr_buffer_size = v;
-    }
-    if let Some(v) = num("ind_rd_buffer_size")? {
-        cfg.ind_rd_buffer_size = v;
-    }
-    if let Some(v) = num("romio_min_fdomain_size")? {
-        cfg.min_fdomain_size = v;
-    }
-    if let Some(v) = switch("romio_cb_write")? {
-        cfg.cb_write = v;
-    }
-    if let Some(v) = switch("romio_cb_read")? {
-        cfg.cb_read = v;
-    }
-    if let Some(v) = switch("romio_ds_write")? {
-        cfg.ds_write = v;
-    }
-    if let Some(v) = switch("romio_ds_read")? {
-        cfg.ds_read = v;
-    }
-    match hint("cb_config_list").map(str::trim) {
-        None | Some("*:1") => {}
-        Some("*:*") => cfg.cb_config_list = romio::ConfigList::Any,
-        Some(v) => {
-            return Err(format!(
-                "{path}: hint cb_config_list = {v:?} is not modelled"
-            ));
-        }
-    }
-    // The aggregators are the first rank of each node: the layout matters on several nodes.
-    if mc.nodes() > 1 {
-        if mc.ranks() != u64::from(np) {
-            return Err(format!(
-                "ROMIO's aggregators depend on the node layout, which is not known at {np} \
-                 ranks (the traces ran on {} nodes)",
-                mc.nodes()
-            ));
-        }
-        if !mc.nodes_contiguous {
-            return Err(
-                "ROMIO's aggregators depend on which ranks share a node, and the trace \
-                        does not place them (nodes hold non-consecutive ranks)"
-                    .into(),
-            );
-        }
-        cfg.nodes = mc
-            .node_ranks
-            .iter()
-            .flat_map(|&(per, count)| std::iter::repeat_n(per, count as usize))
-            .enumerate()
-            .flat_map(|(node, per)| std::iter::repeat_n(node as u64, per as usize))
-            .collect();
-    }
-    Ok(cfg)
+    collio::config::config(h, path, np).map_err(|e| match e {
+        ConfigError::NotRecorded => "the traces record no MPI library configuration (traced \
+                                     before iotrex recorded it), so collective I/O is not \
+                                     modelled and its nested calls are fitted"
+            .into(),
+        e => e.to_string(),
+    })
 }
 
 /// The model's calls for one collective call, and how it got them.
@@ -1341,33 +1127,6 @@ mod tests {
     }
 
     #[test]
-    fn recorded_control_variables_and_hints_override_the_defaults() {
-        let h = header(
-            &[
-                ("io", ""),
-                ("io_ompio_bytes_per_agg", "1048576"),
-                ("fbtl_posix_write_datasieving", "false"),
-            ],
-            &[("cb_nodes", "3")],
-        );
-        let LibConfig::Ompio(c) = config(&h, "/f", 16).unwrap() else {
-            panic!("OMPIO expected");
-        };
-        assert_eq!(c.bytes_per_agg, 1 << 20);
-        assert!(!c.fbtl.write_datasieving && c.fbtl.read_datasieving);
-        assert_eq!(c.cb_nodes, Some(3));
-        assert_eq!(
-            c.max_aggregators_ratio,
-            Config::default().max_aggregators_ratio
-        );
-        // Another file has no hint.
-        let LibConfig::Ompio(c) = config(&h, "/g", 16).unwrap() else {
-            panic!("OMPIO expected");
-        };
-        assert_eq!(c.cb_nodes, None);
-    }
-
-    #[test]
     fn a_configuration_that_differs_names_each_setting_its_values_and_scales() {
         let at = |n: u32, hints: &[(&str, &str)], cvars: &[(&str, &str)]| {
             let mut h = header(cvars, hints);
@@ -1399,20 +1158,6 @@ mod tests {
         // The same hints everywhere: only the node placement is left to blame.
         let inputs = [("a", &a), ("a", &a)];
         assert!(config_differs(&inputs, "/f", 4, 8).contains("node placement"));
-    }
-
-    #[test]
-    fn romio_is_chosen_by_the_io_component_and_reads_its_hints() {
-        let h = header(
-            &[("io", "romio321")],
-            &[("cb_buffer_size", "4096"), ("romio_cb_write", "enable")],
-        );
-        let LibConfig::Romio(c) = config(&h, "/f", 16).unwrap() else {
-            panic!("ROMIO expected");
-        };
-        assert_eq!(c.cb_buffer_size, 4096);
-        assert_eq!(c.cb_write, romio::Switch::Enable);
-        assert!(c.nodes.is_empty());
     }
 
     #[test]

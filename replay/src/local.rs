@@ -140,89 +140,120 @@ impl Local {
         data: &mut Pattern,
         map_path: &mut MapPath,
     ) -> Result<u64, String> {
-        let op = e.op;
-        let io = |what: &str, err: std::io::Error| format!("{} {what}: {err}", op.name());
-        let size = |v: i64| v.max(0) as usize;
-        let bytes = match op {
-            Op::Open | Op::Openat | Op::Creat => {
-                let (flags, mode) = if op == Op::Creat {
-                    (
-                        libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
-                        e.p(Param::Mode),
-                    )
-                } else {
-                    (e.p(Param::Flags) as i32, e.p(Param::Mode))
-                };
-                let id = e.p(Param::Fd);
-                if id < 0 {
-                    // The traced open failed: nothing to replay.
-                    return Ok(0);
-                }
-                let path = map_path(e, Resolve::Create)?;
-                // O_DIRECT needs aligned buffers the replay does not promise; the file was
-                // opened successfully in the trace, so it is created if it is missing (--prep
-                // gives it its recorded size).
-                let flags = (flags & !libc::O_DIRECT) | libc::O_CREAT;
-                let f = path
-                    .open(flags, if mode > 0 { mode as u32 } else { 0o644 })
-                    .map_err(|er| io(&path.path().display().to_string(), er))?;
-                self.fds.insert(id, f);
-                0
-            }
+        match e.op {
+            Op::Open | Op::Openat | Op::Creat => self.open(e, map_path),
             Op::Close => {
                 self.fds.remove(&e.p(Param::Fd));
-                0
+                Ok(0)
             }
-            // A descriptor copy (dup, dup2, dup3, F_DUPFD): the same open file under another
-            // id, sharing its offset as the original's did (`try_clone` is dup(2)). A dup2 onto
-            // a traced descriptor closed that one first.
-            Op::Dup => {
-                let closed = e.p(Param::Closed);
-                if closed >= 0 {
-                    self.fds.remove(&closed);
-                }
-                let new = e.p(Param::Newfd);
-                if new >= 0 {
-                    let f = fd_in(&mut self.fds, e)?
-                        .try_clone()
-                        .map_err(|er| io("", er))?;
-                    self.fds.insert(new, f);
-                }
-                0
+            Op::Dup => self.dup(e),
+            Op::Write
+            | Op::Writev
+            | Op::Pwrite
+            | Op::Pwritev
+            | Op::Msync
+            | Op::Munmap
+            | Op::Read
+            | Op::Readv
+            | Op::Pread
+            | Op::Preadv => self.transfer(e, data),
+            Op::Lseek | Op::Fsync | Op::Fdatasync | Op::Ftruncate => self.descriptor(e),
+            Op::Unlink | Op::Mkdir | Op::Rmdir | Op::Stat | Op::Access => {
+                metadata(e, map_path);
+                Ok(0)
             }
+            // fcntl's effect (locks, flags) is not recorded beyond its command.
+            Op::Fcntl => Ok(0),
+            Op::Fopen | Op::Fdopen => self.open_stream(e, map_path),
+            Op::Fclose | Op::Fwrite | Op::Fprintf | Op::Fread | Op::Fseek | Op::Fflush => {
+                self.stdio(e, data)
+            }
+            // Not replayed, issuing nothing: the other recorded metadata calls (rename, link,
+            // symlink, fstat, fstatat, statx, opendir/readdir/closedir, truncate, fallocate,
+            // mmap; their data, if any, is in the reads and writes recorded with them), and
+            // the calls only the MPI runtime issues.
+            _ => Ok(0),
+        }
+    }
+
+    /// `open`, `openat`, `creat`: the traced path opened in the root under the traced id.
+    fn open(&mut self, e: &FlatEvent, map_path: &mut MapPath) -> Result<u64, String> {
+        let (flags, mode) = if e.op == Op::Creat {
+            (
+                libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+                e.p(Param::Mode),
+            )
+        } else {
+            (e.p(Param::Flags) as i32, e.p(Param::Mode))
+        };
+        let id = e.p(Param::Fd);
+        if id < 0 {
+            // The traced open failed: nothing to replay.
+            return Ok(0);
+        }
+        let path = map_path(e, Resolve::Create)?;
+        // O_DIRECT needs aligned buffers the replay does not promise; the file was opened
+        // successfully in the trace, so it is created if it is missing (--prep gives it its
+        // recorded size).
+        let flags = (flags & !libc::O_DIRECT) | libc::O_CREAT;
+        let f = path
+            .open(flags, if mode > 0 { mode as u32 } else { 0o644 })
+            .map_err(|er| io(e, &path.path().display().to_string(), er))?;
+        self.fds.insert(id, f);
+        Ok(0)
+    }
+
+    /// A descriptor copy (dup, dup2, dup3, F_DUPFD): the same open file under another id,
+    /// sharing its offset as the original's did (`try_clone` is dup(2)). A dup2 onto a traced
+    /// descriptor closed that one first.
+    fn dup(&mut self, e: &FlatEvent) -> Result<u64, String> {
+        let closed = e.p(Param::Closed);
+        if closed >= 0 {
+            self.fds.remove(&closed);
+        }
+        let new = e.p(Param::Newfd);
+        if new >= 0 {
+            let f = fd_in(&mut self.fds, e)?
+                .try_clone()
+                .map_err(|er| io(e, "", er))?;
+            self.fds.insert(new, f);
+        }
+        Ok(0)
+    }
+
+    /// The data calls on a descriptor: writes of `data`, reads into the rank's read buffer,
+    /// at the kernel's offset or an explicit one. Returns the bytes moved.
+    fn transfer(&mut self, e: &FlatEvent, data: &mut Pattern) -> Result<u64, String> {
+        let n = size(e.p(Param::Ret));
+        let off = || e.p(Param::Offset).max(0) as u64;
+        Ok(match e.op {
             // The buffer is borrowed, not copied: a copy per call sat between the lateness
             // stamp and the syscall and cost ~0.5 us per 8 KiB.
             Op::Write | Op::Writev => {
-                let n = size(e.p(Param::Ret));
                 fd_in(&mut self.fds, e)?
                     .write_all(data.get(n))
-                    .map_err(|er| io("", er))?;
+                    .map_err(|er| io(e, "", er))?;
                 n as u64
             }
             // The bytes of a shared writable mapping, recorded where they reached the file.
             Op::Pwrite | Op::Pwritev | Op::Msync | Op::Munmap => {
-                let n = size(e.p(Param::Ret));
-                let off = e.p(Param::Offset).max(0) as u64;
                 fd_in(&mut self.fds, e)?
-                    .write_all_at(data.get(n), off)
-                    .map_err(|er| io("", er))?;
+                    .write_all_at(data.get(n), off())
+                    .map_err(|er| io(e, "", er))?;
                 n as u64
             }
             Op::Read | Op::Readv => {
-                let n = size(e.p(Param::Ret));
                 let fds = &mut self.fds;
                 Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
                     fd_in(fds, e)
-                        .and_then(|f| read_up_to(|b| f.read(b), buf).map_err(|er| io("", er)))
+                        .and_then(|f| read_up_to(|b| f.read(b), buf).map_err(|er| io(e, "", er)))
                 })?
             }
-            Op::Pread | Op::Preadv => {
-                let n = size(e.p(Param::Ret));
-                let off = e.p(Param::Offset).max(0) as u64;
+            _ => {
                 let fds = &mut self.fds;
                 Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
                     let f = fd_in(fds, e)?;
-                    let mut pos = off;
+                    let mut pos = off();
                     read_up_to(
                         |b| {
                             let k = f.read_at(b, pos)?;
@@ -231,9 +262,17 @@ impl Local {
                         },
                         buf,
                     )
-                    .map_err(|er| io("", er))
+                    .map_err(|er| io(e, "", er))
                 })?
             }
+        })
+    }
+
+    /// The calls on a descriptor that move no data: `lseek`, `fsync`, `fdatasync`,
+    /// `ftruncate`.
+    fn descriptor(&mut self, e: &FlatEvent) -> Result<u64, String> {
+        let f = self.fd(e)?;
+        let done = match e.op {
             Op::Lseek => {
                 let off = e.p(Param::Offset);
                 let from = match e.p(Param::Whence) {
@@ -243,99 +282,68 @@ impl Local {
                     // SEEK_DATA/SEEK_HOLE: go where the traced call went.
                     _ => SeekFrom::Start(e.p(Param::Ret).max(0) as u64),
                 };
-                self.fd(e)?.seek(from).map_err(|er| io("", er))?;
-                0
+                f.seek(from).map(drop)
             }
-            Op::Fsync => {
-                self.fd(e)?.sync_all().map_err(|er| io("", er))?;
-                0
+            Op::Fsync => f.sync_all(),
+            Op::Fdatasync => f.sync_data(),
+            _ => f.set_len(e.p(Param::Length).max(0) as u64),
+        };
+        done.map_err(|er| io(e, "", er))?;
+        Ok(0)
+    }
+
+    /// `fopen` and `fdopen`: a stream under the traced id.
+    fn open_stream(&mut self, e: &FlatEvent, map_path: &mut MapPath) -> Result<u64, String> {
+        let id = e.p(Param::Stream);
+        if id < 0 {
+            return Ok(0);
+        }
+        let file = if e.op == Op::Fopen {
+            let bits = e.p(Param::Mode);
+            let path = map_path(e, Resolve::Create)?;
+            // Opened read-write whatever the mode: stdio checks the mode in user space, and a
+            // stream the trace shows writing is written. 'w' truncates, 'a' appends.
+            let mut flags = libc::O_RDWR | libc::O_CREAT;
+            if bits & rsd::op::fopen_mode::W != 0 {
+                flags |= libc::O_TRUNC;
             }
-            Op::Fdatasync => {
-                self.fd(e)?.sync_data().map_err(|er| io("", er))?;
-                0
+            if bits & rsd::op::fopen_mode::A != 0 {
+                flags |= libc::O_APPEND;
             }
-            Op::Ftruncate => {
-                let len = e.p(Param::Length).max(0) as u64;
-                self.fd(e)?.set_len(len).map_err(|er| io("", er))?;
-                0
-            }
-            // Metadata calls: their outcome (a file missing or not, a parent missing) is the
-            // file system's answer; it is not a replay failure. A path refused stops the
-            // replay all the same (`map_path` says so to the engine).
-            Op::Unlink => {
-                let _ = map_path(e, Resolve::Entry).map(|m| m.unlink());
-                0
-            }
-            Op::Mkdir => {
-                let _ = map_path(e, Resolve::NewEntry).map(|m| m.mkdir());
-                0
-            }
-            Op::Rmdir => {
-                let _ = map_path(e, Resolve::Entry).map(|m| m.rmdir());
-                0
-            }
-            Op::Stat | Op::Access => {
-                let _ = map_path(e, Resolve::Existing).map(|m| m.stat());
-                0
-            }
-            // fcntl's effect (locks, flags) is not recorded beyond its command.
-            Op::Fcntl => 0,
-            Op::Fopen => {
-                let bits = e.p(Param::Mode);
-                let id = e.p(Param::Stream);
-                if id < 0 {
-                    return Ok(0);
-                }
-                let path = map_path(e, Resolve::Create)?;
-                // Opened read-write whatever the mode: stdio checks the mode in user space, and
-                // a stream the trace shows writing is written. 'w' truncates, 'a' appends.
-                let mut flags = libc::O_RDWR | libc::O_CREAT;
-                if bits & rsd::op::fopen_mode::W != 0 {
-                    flags |= libc::O_TRUNC;
-                }
-                if bits & rsd::op::fopen_mode::A != 0 {
-                    flags |= libc::O_APPEND;
-                }
-                let f = path
-                    .open(flags, 0o666)
-                    .map_err(|er| io(&path.path().display().to_string(), er))?;
-                self.streams.insert(
-                    id,
-                    Stream {
-                        file: f,
-                        buf: Vec::new(),
-                    },
-                );
-                0
-            }
+            path.open(flags, 0o666)
+                .map_err(|er| io(e, &path.path().display().to_string(), er))?
+        } else {
             // A stream on a replayed descriptor: a copy of it (fdopen shares the open file).
-            Op::Fdopen => {
-                let id = e.p(Param::Stream);
-                if id < 0 {
-                    return Ok(0);
-                }
-                let f = fd_in(&mut self.fds, e)?
-                    .try_clone()
-                    .map_err(|er| io("", er))?;
-                self.streams.insert(
-                    id,
-                    Stream {
-                        file: f,
-                        buf: Vec::new(),
-                    },
-                );
-                0
-            }
+            fd_in(&mut self.fds, e)?
+                .try_clone()
+                .map_err(|er| io(e, "", er))?
+        };
+        self.streams.insert(
+            id,
+            Stream {
+                file,
+                buf: Vec::new(),
+            },
+        );
+        Ok(0)
+    }
+
+    /// The calls on an open stream: `fclose`, `fwrite`, `fprintf`, `fread`, `fseek`,
+    /// `fflush`. Returns the bytes moved.
+    fn stdio(&mut self, e: &FlatEvent, data: &mut Pattern) -> Result<u64, String> {
+        let op = e.op;
+        let fail = |er| io(e, "", er);
+        Ok(match op {
             Op::Fclose => {
                 if let Some(mut s) = self.streams.remove(&e.p(Param::Stream)) {
-                    s.flush().map_err(|er| io("", er))?;
+                    s.flush().map_err(fail)?;
                 }
                 0
             }
             Op::Fwrite | Op::Fprintf => {
                 let n = op.data_bytes(&e.params) as usize;
                 let data = data.get(n).to_vec();
-                self.stream(e)?.write(&data).map_err(|er| io("", er))?;
+                self.stream(e)?.write(&data).map_err(fail)?;
                 n as u64
             }
             Op::Fread => {
@@ -343,8 +351,8 @@ impl Local {
                 let streams = &mut self.streams;
                 Pattern::with_read_buf(&mut self.rbuf, n, |buf| {
                     let s = stream_in(streams, e)?;
-                    s.flush().map_err(|er| io("", er))?;
-                    read_up_to(|b| s.file.read(b), buf).map_err(|er| io("", er))
+                    s.flush().map_err(fail)?;
+                    read_up_to(|b| s.file.read(b), buf).map_err(fail)
                 })?
             }
             Op::Fseek => {
@@ -355,20 +363,36 @@ impl Local {
                     _ => SeekFrom::Start(off.max(0) as u64),
                 };
                 let s = self.stream(e)?;
-                s.flush().map_err(|er| io("", er))?;
-                s.file.seek(from).map_err(|er| io("", er))?;
+                s.flush().map_err(fail)?;
+                s.file.seek(from).map_err(fail)?;
                 0
             }
-            Op::Fflush => {
-                self.stream(e)?.flush().map_err(|er| io("", er))?;
+            _ => {
+                self.stream(e)?.flush().map_err(fail)?;
                 0
             }
-            // Not replayed, issuing nothing: the metadata calls of issue 16 (rename, link,
-            // symlink, fstat, fstatat, statx, opendir/readdir/closedir, truncate, fallocate,
-            // mmap; their data, if any, is in the reads and writes recorded with them), and
-            // the calls only the MPI runtime issues.
-            _ => 0,
-        };
-        Ok(bytes)
+        })
     }
+}
+
+/// The metadata calls on a path (`unlink`, `mkdir`, `rmdir`, `stat`, `access`): their outcome
+/// (a file missing or not, a parent missing) is the file system's answer; it is not a replay
+/// failure. A path refused stops the replay all the same (`map_path` says so to the engine).
+fn metadata(e: &FlatEvent, map_path: &mut MapPath) {
+    let _ = match e.op {
+        Op::Unlink => map_path(e, Resolve::Entry).map(|m| m.unlink()),
+        Op::Mkdir => map_path(e, Resolve::NewEntry).map(|m| m.mkdir()),
+        Op::Rmdir => map_path(e, Resolve::Entry).map(|m| m.rmdir()),
+        _ => map_path(e, Resolve::Existing).map(|m| m.stat().map(drop)),
+    };
+}
+
+/// An I/O error of call `e` on `what` (a path, or nothing for the call's descriptor).
+fn io(e: &FlatEvent, what: &str, err: std::io::Error) -> String {
+    format!("{} {what}: {err}", e.op.name())
+}
+
+/// A recorded byte count as a buffer length (a failed call's -1 moves nothing).
+fn size(v: i64) -> usize {
+    v.max(0) as usize
 }

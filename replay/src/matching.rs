@@ -286,26 +286,77 @@ fn check_within(trace: &Trace, n: u32, limit: u64) -> Result<Outcome, ReplayErro
 fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> {
     let sums = summarize(&trace.nodes, 0);
     let rebuilt = communicators(trace, &sums, n, budget)?;
-    let (comms, local) = (&rebuilt.comms, &rebuilt.local);
     if budget.over {
         return Ok(());
     }
-    // (communicator, source, destination, tag) -> counts; BTreeMap for a stable first report.
-    let mut pairs: BTreeMap<(usize, u32, u32, i64), Count> = BTreeMap::new();
-    // (communicator, destination) -> receives from any source or with any tag.
-    // (communicator, destination, source or any, tag or any) -> receives with a wildcard.
-    let mut wild: BTreeMap<(usize, u32, Option<u32>, Option<i64>), u64> = BTreeMap::new();
-    let mut colls: HashMap<usize, Vec<u64>> = HashMap::new();
+    let Some(t) = tally(trace, &sums, &rebuilt, n, budget)? else {
+        return Ok(());
+    };
+    let name = |cid: usize| rebuilt.name(cid);
+    let mut left = exact_receives(&t.pairs, &name)?;
+    wildcard_receives(&t.wild, &mut left, &name)?;
+    unreceived(&t.pairs, &left, &name)?;
+    collective_counts(&t.colls, &rebuilt, &name)
+}
+
+/// What an MPI call does to the matching, on the communicator it is paired with: a send or a
+/// receive (peer and tag as recorded; a receive counted negatively when a cancel takes it
+/// back), or a collective call.
+enum Act {
+    Send(i64, i64),
+    Recv(i64, i64, bool),
+    Coll,
+}
+
+/// (communicator, source, destination, tag) -> counts; BTreeMap for a stable first report.
+type Pairs = BTreeMap<(usize, u32, u32, i64), Count>;
+
+/// (communicator, destination, source or any, tag or any) -> receives with a wildcard.
+type Wild = BTreeMap<(usize, u32, Option<u32>, Option<i64>), u64>;
+
+/// Every rank's messages and collective calls, counted over the whole run.
+#[derive(Default)]
+struct Tally {
+    pairs: Pairs,
+    wild: Wild,
+    /// Per communicator, the collective calls of each member.
+    colls: HashMap<usize, Vec<u64>>,
+}
+
+/// A communicator a call acts on: its members, its index among the rebuilt ones, and the
+/// caller's position in it.
+struct On<'a> {
+    comm: &'a comms::Comm,
+    cid: usize,
+    me: usize,
+}
+
+/// One rank's persistent requests (what each start moves: communicator, send, peer, tag) and
+/// posted receives (what a cancel takes back: communicator, peer, tag), by request id.
+#[derive(Default)]
+struct Requests {
+    persist: HashMap<i64, (i64, bool, i64, i64)>,
+    posted: HashMap<i64, (i64, i64, i64)>,
+}
+
+/// Walks every rank of `trace` and counts what each MPI call does. `None` when the walk runs
+/// out of `budget`; an error names the first call that cannot be paired (a communicator no
+/// call created, a peer outside its communicator).
+fn tally(
+    trace: &Trace,
+    sums: &[Sum],
+    rebuilt: &Rebuilt,
+    n: u32,
+    budget: &mut Budget,
+) -> Result<Option<Tally>, String> {
+    let mut t = Tally::default();
     let mut err: Option<String> = None;
     for r in 0..n {
-        let l = &local[r as usize];
-        // This rank's persistent requests (what each start moves) and posted receives (what
-        // a cancel takes back), by request id.
-        let mut persist: HashMap<i64, (i64, bool, i64, i64)> = HashMap::new();
-        let mut posted: HashMap<i64, (i64, i64, i64)> = HashMap::new();
+        let l = &rebuilt.local[r as usize];
+        let mut reqs = Requests::default();
         let walked = each(
             trace,
-            &sums,
+            sums,
             r,
             budget,
             |s| s.counted,
@@ -314,41 +365,7 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
                 if err.is_some() || e.op.layer() != Layer::Mpi {
                     return;
                 }
-                // What the call does: (communicator id, message) pairs, a receive counted
-                // negatively when a cancel takes it back.
-                enum Act {
-                    Send(i64, i64),
-                    Recv(i64, i64, bool),
-                    Coll,
-                }
-                let mut acts: Vec<(i64, Act)> = Vec::new();
-                let q = || e.p(Param::Request);
-                let start = |q: i64, acts: &mut Vec<(i64, Act)>| {
-                    if let Some(&(c, send, peer, tag)) = persist.get(&q) {
-                        acts.push((
-                            c,
-                            if send {
-                                Act::Send(peer, tag)
-                            } else {
-                                Act::Recv(peer, tag, false)
-                            },
-                        ));
-                    }
-                };
-                match e.op {
-                    Op::Start => start(q(), &mut acts),
-                    Op::Startall => {
-                        for id in e.op.list(&e.params) {
-                            start(*id, &mut acts)
-                        }
-                    }
-                    Op::Cancel => {
-                        if let Some(&(c, peer, tag)) = posted.get(&q()) {
-                            acts.push((c, Act::Recv(peer, tag, true)));
-                        }
-                    }
-                    _ => {}
-                }
+                let mut acts = reqs.started_or_cancelled(e);
                 let Some(comm_id) = e.get(Param::Comm).or(acts.first().map(|a| a.0)) else {
                     return;
                 };
@@ -361,51 +378,8 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
                     }
                     return;
                 };
-                if let Some(role) = e.op.persistent() {
-                    let send = matches!(role, P2p::Send { .. });
-                    persist.insert(q(), (comm_id, send, e.p(Param::Peer), e.p(Param::Tag)));
-                    // Reused ids: a persistent request is no posted receive.
-                    posted.remove(&q());
-                }
-                match e.op.p2p() {
-                    Some(P2p::Send { .. }) => {
-                        acts.push((comm_id, Act::Send(e.p(Param::Peer), e.p(Param::Tag))))
-                    }
-                    Some(P2p::Recv { nonblocking }) => {
-                        acts.push((comm_id, Act::Recv(e.p(Param::Peer), e.p(Param::Tag), false)));
-                        if nonblocking {
-                            posted.insert(q(), (comm_id, e.p(Param::Peer), e.p(Param::Tag)));
-                        }
-                    }
-                    None => {}
-                }
-                match e.op {
-                    Op::Sendrecv | Op::SendrecvReplace => {
-                        acts.push((comm_id, Act::Send(e.p(Param::Dest), e.p(Param::Sendtag))));
-                        acts.push((
-                            comm_id,
-                            Act::Recv(e.p(Param::Source), e.p(Param::Recvtag), false),
-                        ));
-                    }
-                    // A matched probe that found its message took it.
-                    Op::Improbe if e.p(Param::Flag) == 1 => {
-                        acts.push((comm_id, Act::Recv(e.p(Param::Peer), e.p(Param::Tag), false)))
-                    }
-                    _ => {}
-                }
-                if collective(e.op) {
-                    acts.push((comm_id, Act::Coll));
-                }
-                // A neighbourhood collective's messages pair up like point-to-point ones: a
-                // destination that does not list the caller as a source would wait forever.
-                if let Some(nb) = e.op.neighborhood(&e.params) {
-                    for d in nb.destinations {
-                        acts.push((comm_id, Act::Send(*d, NEIGHBOR_TAG)));
-                    }
-                    for s in nb.sources {
-                        acts.push((comm_id, Act::Recv(*s, NEIGHBOR_TAG, false)));
-                    }
-                }
+                reqs.record(e, comm_id);
+                call_acts(e, comm_id, &mut acts);
                 for (c, act) in acts {
                     // Starts and cancels act on the communicator of the request's call.
                     let (cid, me) = if c == comm_id {
@@ -416,59 +390,13 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
                             None => continue,
                         }
                     };
-                    let comm = &comms[cid];
-                    let (peers, mine) = comm.peers_of(me);
-                    let world = |stored: i64| -> Result<Option<u32>, String> {
-                        match decode_peer(stored, mine as i64) {
-                            Peer::Null => Ok(None),
-                            Peer::Any => Ok(Some(u32::MAX)),
-                            Peer::Rank(p) => usize::try_from(p)
-                                .ok()
-                                .and_then(|p| peers.get(p).copied())
-                                .map(Some)
-                                .ok_or_else(|| {
-                                    format!(
-                                        "rank {r}'s {} names rank {p} of a communicator of {} ranks",
-                                        e.op.name(),
-                                        peers.len()
-                                    )
-                                }),
-                        }
+                    let on = On {
+                        comm: &rebuilt.comms[cid],
+                        cid,
+                        me,
                     };
-                    match act {
-                        Act::Send(peer, tag) => match world(peer) {
-                            Ok(Some(dst)) => {
-                                pairs.entry((cid, r, dst, tag)).or_default().sends += times
-                            }
-                            Ok(None) => {}
-                            Err(e) => err = Some(e),
-                        },
-                        Act::Recv(peer, tag, cancel) => {
-                            let add = |v: &mut u64| {
-                                *v = if cancel {
-                                    v.saturating_sub(times)
-                                } else {
-                                    *v + times
-                                }
-                            };
-                            match world(peer) {
-                                Ok(Some(src)) if src != u32::MAX && !any_tag(tag) => {
-                                    add(&mut pairs.entry((cid, src, r, tag)).or_default().recvs)
-                                }
-                                Ok(Some(src)) => {
-                                    let src = (src != u32::MAX).then_some(src);
-                                    let tag = (!any_tag(tag)).then_some(tag);
-                                    add(wild.entry((cid, r, src, tag)).or_default())
-                                }
-                                Ok(None) => {}
-                                Err(e) => err = Some(e),
-                            }
-                        }
-                        Act::Coll => {
-                            colls
-                                .entry(cid)
-                                .or_insert_with(|| vec![0; comm.members.len()])[me] += times
-                        }
+                    if let Err(x) = t.count(on, r, e, times, act) {
+                        err = Some(x);
                     }
                 }
             },
@@ -477,16 +405,172 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
             return Err(e);
         }
         if walked.is_err() {
-            return Ok(());
+            return Ok(None);
         }
     }
-    let name = |cid: usize| rebuilt.name(cid);
-    // Exact receives first: each needs a send of its own; what is left over may go to the
-    // wildcard receives of its destination.
-    // (communicator, destination) -> ((source, tag), sends no exact receive took).
-    type Left = Vec<((u32, i64), u64)>;
-    let mut left: BTreeMap<(usize, u32), Left> = BTreeMap::new();
-    for (&(cid, src, dst, tag), c) in &pairs {
+    Ok(Some(t))
+}
+
+impl Requests {
+    /// What a start of persistent requests or a cancel of a posted receive moves, each on the
+    /// communicator of the call that made the request.
+    fn started_or_cancelled(&self, e: &FlatEvent) -> Vec<(i64, Act)> {
+        let mut acts: Vec<(i64, Act)> = Vec::new();
+        let start = |q: i64, acts: &mut Vec<(i64, Act)>| {
+            if let Some(&(c, send, peer, tag)) = self.persist.get(&q) {
+                acts.push((
+                    c,
+                    if send {
+                        Act::Send(peer, tag)
+                    } else {
+                        Act::Recv(peer, tag, false)
+                    },
+                ));
+            }
+        };
+        match e.op {
+            Op::Start => start(e.p(Param::Request), &mut acts),
+            Op::Startall => {
+                for id in e.op.list(&e.params) {
+                    start(*id, &mut acts)
+                }
+            }
+            Op::Cancel => {
+                if let Some(&(c, peer, tag)) = self.posted.get(&e.p(Param::Request)) {
+                    acts.push((c, Act::Recv(peer, tag, true)));
+                }
+            }
+            _ => {}
+        }
+        acts
+    }
+
+    /// Keeps the persistent request or the posted receive call `e` (on `comm_id`) makes.
+    fn record(&mut self, e: &FlatEvent, comm_id: i64) {
+        let q = || e.p(Param::Request);
+        if let Some(role) = e.op.persistent() {
+            let send = matches!(role, P2p::Send { .. });
+            self.persist
+                .insert(q(), (comm_id, send, e.p(Param::Peer), e.p(Param::Tag)));
+            // Reused ids: a persistent request is no posted receive.
+            self.posted.remove(&q());
+        }
+        if let Some(P2p::Recv { nonblocking: true }) = e.op.p2p() {
+            self.posted
+                .insert(q(), (comm_id, e.p(Param::Peer), e.p(Param::Tag)));
+        }
+    }
+}
+
+/// What call `e` on communicator `comm_id` sends, receives and whether it is collective,
+/// after `acts` (what its starts and cancels move).
+fn call_acts(e: &FlatEvent, comm_id: i64, acts: &mut Vec<(i64, Act)>) {
+    match e.op.p2p() {
+        Some(P2p::Send { .. }) => {
+            acts.push((comm_id, Act::Send(e.p(Param::Peer), e.p(Param::Tag))))
+        }
+        Some(P2p::Recv { .. }) => {
+            acts.push((comm_id, Act::Recv(e.p(Param::Peer), e.p(Param::Tag), false)))
+        }
+        None => {}
+    }
+    match e.op {
+        Op::Sendrecv | Op::SendrecvReplace => {
+            acts.push((comm_id, Act::Send(e.p(Param::Dest), e.p(Param::Sendtag))));
+            acts.push((
+                comm_id,
+                Act::Recv(e.p(Param::Source), e.p(Param::Recvtag), false),
+            ));
+        }
+        // A matched probe that found its message took it.
+        Op::Improbe if e.p(Param::Flag) == 1 => {
+            acts.push((comm_id, Act::Recv(e.p(Param::Peer), e.p(Param::Tag), false)))
+        }
+        _ => {}
+    }
+    if collective(e.op) {
+        acts.push((comm_id, Act::Coll));
+    }
+    // A neighbourhood collective's messages pair up like point-to-point ones: a destination
+    // that does not list the caller as a source would wait forever.
+    if let Some(nb) = e.op.neighborhood(&e.params) {
+        for d in nb.destinations {
+            acts.push((comm_id, Act::Send(*d, NEIGHBOR_TAG)));
+        }
+        for s in nb.sources {
+            acts.push((comm_id, Act::Recv(*s, NEIGHBOR_TAG, false)));
+        }
+    }
+}
+
+impl Tally {
+    /// Counts `act` of call `e` of rank `r`, made `times` times, on the communicator `on`;
+    /// an error when a peer is outside the communicator.
+    fn count(&mut self, on: On, r: u32, e: &FlatEvent, times: u64, act: Act) -> Result<(), String> {
+        let On { comm, cid, me } = on;
+        let (peers, mine) = comm.peers_of(me);
+        let world = |stored: i64| -> Result<Option<u32>, String> {
+            match decode_peer(stored, mine as i64) {
+                Peer::Null => Ok(None),
+                Peer::Any => Ok(Some(u32::MAX)),
+                Peer::Rank(p) => usize::try_from(p)
+                    .ok()
+                    .and_then(|p| peers.get(p).copied())
+                    .map(Some)
+                    .ok_or_else(|| {
+                        format!(
+                            "rank {r}'s {} names rank {p} of a communicator of {} ranks",
+                            e.op.name(),
+                            peers.len()
+                        )
+                    }),
+            }
+        };
+        match act {
+            Act::Send(peer, tag) => {
+                if let Some(dst) = world(peer)? {
+                    self.pairs.entry((cid, r, dst, tag)).or_default().sends += times
+                }
+            }
+            Act::Recv(peer, tag, cancel) => {
+                let add = |v: &mut u64| {
+                    *v = if cancel {
+                        v.saturating_sub(times)
+                    } else {
+                        *v + times
+                    }
+                };
+                match world(peer)? {
+                    Some(src) if src != u32::MAX && !any_tag(tag) => {
+                        add(&mut self.pairs.entry((cid, src, r, tag)).or_default().recvs)
+                    }
+                    Some(src) => {
+                        let src = (src != u32::MAX).then_some(src);
+                        let tag = (!any_tag(tag)).then_some(tag);
+                        add(self.wild.entry((cid, r, src, tag)).or_default())
+                    }
+                    None => {}
+                }
+            }
+            Act::Coll => {
+                self.colls
+                    .entry(cid)
+                    .or_insert_with(|| vec![0; comm.members.len()])[me] += times
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Per (communicator, destination), the (source, tag) of sends no exact receive took, and
+/// how many.
+type Left = BTreeMap<(usize, u32), Vec<((u32, i64), u64)>>;
+
+/// Pairs the exact receives first: each needs a send of its own, and more receives than sends
+/// is an error; what is left over may go to the wildcard receives of its destination.
+fn exact_receives(pairs: &Pairs, name: &dyn Fn(usize) -> String) -> Result<Left, String> {
+    let mut left = Left::new();
+    for (&(cid, src, dst, tag), c) in pairs {
         if c.recvs > c.sends {
             return Err(format!(
                 "rank {dst} receives {} messages from rank {src} {} on {}, and rank {src} sends it {}",
@@ -502,10 +586,17 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
                 .push(((src, tag), c.sends - c.recvs));
         }
     }
-    // Wildcard receives take what the exact ones left, the most specific first (any source
-    // with a tag, then a source with any tag, then both): greedy, so a contrived trace whose
-    // wildcards could only all be served in another order is refused (--comm delay replays
-    // it).
+    Ok(left)
+}
+
+/// Wildcard receives take what the exact ones `left`, the most specific first (any source
+/// with a tag, then a source with any tag, then both): greedy, so a contrived trace whose
+/// wildcards could only all be served in another order is refused (--comm delay replays it).
+fn wildcard_receives(
+    wild: &Wild,
+    left: &mut Left,
+    name: &dyn Fn(usize) -> String,
+) -> Result<(), String> {
     let mut kinds: Vec<_> = wild.iter().collect();
     kinds.sort_by_key(|((cid, dst, src, tag), _)| {
         (*cid, *dst, src.is_none() && tag.is_none(), tag.is_none())
@@ -535,7 +626,12 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
             ));
         }
     }
-    for (&(cid, dst), v) in &left {
+    Ok(())
+}
+
+/// The first send no receive took, as an error.
+fn unreceived(pairs: &Pairs, left: &Left, name: &dyn Fn(usize) -> String) -> Result<(), String> {
+    for (&(cid, dst), v) in left {
         if let Some(&((src, tag), k)) = v.iter().find(|x| x.1 > 0) {
             let c = &pairs[&(cid, src, dst, tag)];
             return Err(format!(
@@ -547,12 +643,22 @@ fn check_text(trace: &Trace, n: u32, budget: &mut Budget) -> Result<(), String> 
             ));
         }
     }
+    Ok(())
+}
+
+/// The first communicator whose members make different numbers of collective calls, as an
+/// error.
+fn collective_counts(
+    colls: &HashMap<usize, Vec<u64>>,
+    rebuilt: &Rebuilt,
+    name: &dyn Fn(usize) -> String,
+) -> Result<(), String> {
     let mut ids: Vec<&usize> = colls.keys().collect();
     ids.sort();
     for cid in ids {
         let c = &colls[cid];
         if let Some(i) = c.iter().position(|x| *x != c[0]) {
-            let m = &comms[*cid].members;
+            let m = &rebuilt.comms[*cid].members;
             return Err(format!(
                 "on {}, rank {} makes {} collective calls and rank {} makes {}",
                 name(*cid),

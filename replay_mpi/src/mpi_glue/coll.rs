@@ -169,278 +169,276 @@ impl MpiRuntime {
         types: &Types,
         nb: Option<i64>,
     ) -> Result<(), String> {
-        let op = e.op.blocking_form();
-        let p = self.p;
         let c = self.comm(e.p(Param::Comm))?;
-        let me = self.comm_rank(c) as usize;
-        let size = self.comm_size(c) as usize;
-        // Bytes of one side of the call; the tracer records type -1 for MPI_IN_PLACE.
-        let side = |count: Param, ty: Param| {
-            let t = e.p(ty);
-            if t < 0 {
-                0
-            } else {
-                e.p(count).max(0) * types.size(t)
-            }
+        let mut req: ffi::MPI_Request = self.p.request_null;
+        // Where the nonblocking form puts its request; `None` issues the blocking form.
+        let rq = nb.map(|_| &mut req as *mut ffi::MPI_Request);
+        let out = match e.op.blocking_form() {
+            op @ (Op::Gatherv | Op::Scatterv) => self.rooted_v(e, types, op, c, rq)?,
+            Op::Allgatherv => self.allgatherv(e, types, c, rq)?,
+            op => self.alltoall_vw(e, op, c, rq)?,
         };
-        let displs = |counts: &[c_int]| -> Vec<c_int> {
-            let mut acc = 0i64;
-            counts
-                .iter()
-                .map(|n| {
-                    let d = acc;
-                    acc += *n as i64;
-                    len(d)
-                })
-                .collect()
-        };
-        let mut req: ffi::MPI_Request = p.request_null;
-        let rq: *mut ffi::MPI_Request = &mut req;
-        let rc;
-        // What a nonblocking call reads or writes until it completes.
-        let keep: Vec<Box<dyn Any>>;
-        match op {
-            Op::Gatherv | Op::Scatterv => {
-                // Allgather and Alltoall have no root.
-                let root = e.get(Param::Root).unwrap_or(0) as c_int;
-                let mine = if op == Op::Gatherv {
-                    side(Param::Sendcount, Param::Sendtype)
-                } else {
-                    side(Param::Recvcount, Param::Recvtype)
-                };
-                let all = self.exchange(c, &[mine], Some(root))?;
-                let counts: Vec<c_int> = if me as c_int == root {
-                    all.iter().map(|v| len(*v)).collect()
-                } else {
-                    vec![0; size]
-                };
-                let ds = displs(&counts);
-                let total: usize = counts.iter().map(|n| *n as usize).sum();
-                let mut one = vec![0u8; mine as usize];
-                let mut many = vec![0u8; total];
-                let (op1, opn) = (
-                    one.as_mut_ptr() as *mut c_void,
-                    many.as_mut_ptr() as *mut c_void,
-                );
-                // SAFETY: this rank's buffer of `mine` bytes, the root's buffer of the sum of
-                // the counts with matching displacements, byte types, a valid communicator;
-                // for the nonblocking forms every buffer and array is kept until completion.
-                rc = unsafe {
-                    match (op == Op::Gatherv, nb.is_some()) {
-                        (true, false) => ffi::MPI_Gatherv(
-                            op1,
-                            len(mine),
-                            p.u8,
-                            opn,
-                            counts.as_ptr(),
-                            ds.as_ptr(),
-                            p.u8,
-                            root,
-                            c,
-                        ),
-                        (true, true) => ffi::MPI_Igatherv(
-                            op1,
-                            len(mine),
-                            p.u8,
-                            opn,
-                            counts.as_ptr(),
-                            ds.as_ptr(),
-                            p.u8,
-                            root,
-                            c,
-                            rq,
-                        ),
-                        (false, false) => ffi::MPI_Scatterv(
-                            opn,
-                            counts.as_ptr(),
-                            ds.as_ptr(),
-                            p.u8,
-                            op1,
-                            len(mine),
-                            p.u8,
-                            root,
-                            c,
-                        ),
-                        (false, true) => ffi::MPI_Iscatterv(
-                            opn,
-                            counts.as_ptr(),
-                            ds.as_ptr(),
-                            p.u8,
-                            op1,
-                            len(mine),
-                            p.u8,
-                            root,
-                            c,
-                            rq,
-                        ),
-                    }
-                };
-                keep = vec![
-                    Box::new(one),
-                    Box::new(many),
-                    Box::new(counts),
-                    Box::new(ds),
-                ];
-            }
-            Op::Allgatherv => {
-                let mine = side(Param::Sendcount, Param::Sendtype);
-                let counts: Vec<c_int> = self
-                    .exchange(c, &[mine], None)?
-                    .iter()
-                    .map(|v| len(*v))
-                    .collect();
-                let ds = displs(&counts);
-                let total: usize = counts.iter().map(|n| *n as usize).sum();
-                let send = vec![0u8; mine as usize];
-                let mut recv = vec![0u8; total];
-                let (sp, rp) = (
-                    send.as_ptr() as *const c_void,
-                    recv.as_mut_ptr() as *mut c_void,
-                );
-                // SAFETY: as for Gatherv, at every rank.
-                rc = unsafe {
-                    if nb.is_some() {
-                        ffi::MPI_Iallgatherv(
-                            sp,
-                            len(mine),
-                            p.u8,
-                            rp,
-                            counts.as_ptr(),
-                            ds.as_ptr(),
-                            p.u8,
-                            c,
-                            rq,
-                        )
-                    } else {
-                        ffi::MPI_Allgatherv(
-                            sp,
-                            len(mine),
-                            p.u8,
-                            rp,
-                            counts.as_ptr(),
-                            ds.as_ptr(),
-                            p.u8,
-                            c,
-                        )
-                    }
-                };
-                keep = vec![
-                    Box::new(send),
-                    Box::new(recv),
-                    Box::new(counts),
-                    Box::new(ds),
-                ];
-            }
-            _ => {
-                // Alltoallv and Alltoallw: the trace keeps each rank's send and receive
-                // totals, not who sent what to whom. A matrix with those row and column sums
-                // (north-west corner rule) moves the recorded bytes per rank; the pairing is
-                // an approximation. MPI_IN_PLACE (type -1) sends nothing of its own.
-                let sb = if e.get(Param::Sendtype).is_some_and(|t| t < 0) {
-                    0
-                } else {
-                    e.p(Param::Sendbytes).max(0)
-                };
-                let rb = e.p(Param::Recvbytes).max(0);
-                let all = self.exchange(c, &[sb, rb], None)?;
-                let mut rows: Vec<i64> = all.iter().step_by(2).copied().collect();
-                let mut cols: Vec<i64> = all.iter().skip(1).step_by(2).copied().collect();
-                let mut scounts = vec![0 as c_int; size];
-                let mut rcounts = vec![0 as c_int; size];
-                let (mut i, mut j) = (0, 0);
-                while i < size && j < size {
-                    let m = rows[i].min(cols[j]);
-                    if i == me {
-                        scounts[j] = len(m);
-                    }
-                    if j == me {
-                        rcounts[i] = len(m);
-                    }
-                    rows[i] -= m;
-                    cols[j] -= m;
-                    if rows[i] == 0 {
-                        i += 1;
-                    } else {
-                        j += 1;
-                    }
-                }
-                let (sd, rd) = (displs(&scounts), displs(&rcounts));
-                let send = vec![0u8; scounts.iter().map(|n| *n as usize).sum()];
-                let mut recv = vec![0u8; rcounts.iter().map(|n| *n as usize).sum()];
-                let (sp, rp) = (
-                    send.as_ptr() as *const c_void,
-                    recv.as_mut_ptr() as *mut c_void,
-                );
-                // Alltoallw's per-peer types: bytes everywhere (displacements are in bytes).
-                let tys = vec![p.u8; size];
-                // SAFETY: buffers of the sums of the counts with matching displacements, byte
-                // types, a valid communicator; every pair's counts agree by construction.
-                rc = unsafe {
-                    match (op == Op::Alltoallw, nb.is_some()) {
-                        (false, false) => ffi::MPI_Alltoallv(
-                            sp,
-                            scounts.as_ptr(),
-                            sd.as_ptr(),
-                            p.u8,
-                            rp,
-                            rcounts.as_ptr(),
-                            rd.as_ptr(),
-                            p.u8,
-                            c,
-                        ),
-                        (false, true) => ffi::MPI_Ialltoallv(
-                            sp,
-                            scounts.as_ptr(),
-                            sd.as_ptr(),
-                            p.u8,
-                            rp,
-                            rcounts.as_ptr(),
-                            rd.as_ptr(),
-                            p.u8,
-                            c,
-                            rq,
-                        ),
-                        (true, false) => ffi::MPI_Alltoallw(
-                            sp,
-                            scounts.as_ptr(),
-                            sd.as_ptr(),
-                            tys.as_ptr(),
-                            rp,
-                            rcounts.as_ptr(),
-                            rd.as_ptr(),
-                            tys.as_ptr(),
-                            c,
-                        ),
-                        (true, true) => ffi::MPI_Ialltoallw(
-                            sp,
-                            scounts.as_ptr(),
-                            sd.as_ptr(),
-                            tys.as_ptr(),
-                            rp,
-                            rcounts.as_ptr(),
-                            rd.as_ptr(),
-                            tys.as_ptr(),
-                            c,
-                            rq,
-                        ),
-                    }
-                };
-                keep = vec![
-                    Box::new(send),
-                    Box::new(recv),
-                    Box::new(scounts),
-                    Box::new(rcounts),
-                    Box::new(sd),
-                    Box::new(rd),
-                    Box::new(tys),
-                ];
-            }
-        }
-        check(rc, e.op.name())?;
+        check(out.rc, e.op.name())?;
         if let Some(q) = nb {
-            self.keep(q, req, keep);
+            self.keep(q, req, out.keep);
         }
         Ok(())
+    }
+
+    /// `MPI_(I)gatherv` or `MPI_(I)scatterv` (`op`) on `c`: this rank's side as recorded, the
+    /// root's counts gathered from every rank.
+    fn rooted_v(
+        &mut self,
+        e: &FlatEvent,
+        types: &Types,
+        op: Op,
+        c: ffi::MPI_Comm,
+        rq: Option<*mut ffi::MPI_Request>,
+    ) -> Result<Issued, String> {
+        let p = self.p;
+        let me = self.comm_rank(c) as c_int;
+        let size = self.comm_size(c) as usize;
+        // Allgather and Alltoall have no root.
+        let root = e.get(Param::Root).unwrap_or(0) as c_int;
+        let mine = if op == Op::Gatherv {
+            side(e, types, Param::Sendcount, Param::Sendtype)
+        } else {
+            side(e, types, Param::Recvcount, Param::Recvtype)
+        };
+        let all = self.exchange(c, &[mine], Some(root))?;
+        let counts: Vec<c_int> = if me == root {
+            all.iter().map(|v| len(*v)).collect()
+        } else {
+            vec![0; size]
+        };
+        let ds = displs(&counts);
+        let total: usize = counts.iter().map(|n| *n as usize).sum();
+        let mut one = vec![0u8; mine as usize];
+        let mut many = vec![0u8; total];
+        let (op1, opn) = (
+            one.as_mut_ptr() as *mut c_void,
+            many.as_mut_ptr() as *mut c_void,
+        );
+        // SAFETY: this rank's buffer of `mine` bytes, the root's buffer of the sum of the
+        // counts with matching displacements, byte types, a valid communicator; for the
+        // nonblocking forms every buffer and array is kept until completion.
+        let rc = unsafe {
+            match (op == Op::Gatherv, rq) {
+                (true, None) => ffi::MPI_Gatherv(
+                    op1,
+                    len(mine),
+                    p.u8,
+                    opn,
+                    counts.as_ptr(),
+                    ds.as_ptr(),
+                    p.u8,
+                    root,
+                    c,
+                ),
+                (true, Some(rq)) => ffi::MPI_Igatherv(
+                    op1,
+                    len(mine),
+                    p.u8,
+                    opn,
+                    counts.as_ptr(),
+                    ds.as_ptr(),
+                    p.u8,
+                    root,
+                    c,
+                    rq,
+                ),
+                (false, None) => ffi::MPI_Scatterv(
+                    opn,
+                    counts.as_ptr(),
+                    ds.as_ptr(),
+                    p.u8,
+                    op1,
+                    len(mine),
+                    p.u8,
+                    root,
+                    c,
+                ),
+                (false, Some(rq)) => ffi::MPI_Iscatterv(
+                    opn,
+                    counts.as_ptr(),
+                    ds.as_ptr(),
+                    p.u8,
+                    op1,
+                    len(mine),
+                    p.u8,
+                    root,
+                    c,
+                    rq,
+                ),
+            }
+        };
+        Ok(Issued {
+            rc,
+            keep: vec![
+                Box::new(one),
+                Box::new(many),
+                Box::new(counts),
+                Box::new(ds),
+            ],
+        })
+    }
+
+    /// `MPI_(I)allgatherv` on `c`: every rank's count gathered by every rank.
+    fn allgatherv(
+        &mut self,
+        e: &FlatEvent,
+        types: &Types,
+        c: ffi::MPI_Comm,
+        rq: Option<*mut ffi::MPI_Request>,
+    ) -> Result<Issued, String> {
+        let p = self.p;
+        let mine = side(e, types, Param::Sendcount, Param::Sendtype);
+        let counts: Vec<c_int> = self
+            .exchange(c, &[mine], None)?
+            .iter()
+            .map(|v| len(*v))
+            .collect();
+        let ds = displs(&counts);
+        let total: usize = counts.iter().map(|n| *n as usize).sum();
+        let send = vec![0u8; mine as usize];
+        let mut recv = vec![0u8; total];
+        let (sp, rp) = (
+            send.as_ptr() as *const c_void,
+            recv.as_mut_ptr() as *mut c_void,
+        );
+        // SAFETY: as for Gatherv, at every rank.
+        let rc = unsafe {
+            match rq {
+                Some(rq) => ffi::MPI_Iallgatherv(
+                    sp,
+                    len(mine),
+                    p.u8,
+                    rp,
+                    counts.as_ptr(),
+                    ds.as_ptr(),
+                    p.u8,
+                    c,
+                    rq,
+                ),
+                None => ffi::MPI_Allgatherv(
+                    sp,
+                    len(mine),
+                    p.u8,
+                    rp,
+                    counts.as_ptr(),
+                    ds.as_ptr(),
+                    p.u8,
+                    c,
+                ),
+            }
+        };
+        Ok(Issued {
+            rc,
+            keep: vec![
+                Box::new(send),
+                Box::new(recv),
+                Box::new(counts),
+                Box::new(ds),
+            ],
+        })
+    }
+
+    /// `MPI_(I)alltoallv` or `MPI_(I)alltoallw` (`op`) on `c`. The trace keeps each rank's
+    /// send and receive totals, not who sent what to whom: the counts are a matrix with those
+    /// row and column sums ([`northwest_corner`]), which moves the recorded bytes per rank;
+    /// the pairing is an approximation.
+    fn alltoall_vw(
+        &mut self,
+        e: &FlatEvent,
+        op: Op,
+        c: ffi::MPI_Comm,
+        rq: Option<*mut ffi::MPI_Request>,
+    ) -> Result<Issued, String> {
+        let p = self.p;
+        let me = self.comm_rank(c) as usize;
+        let size = self.comm_size(c) as usize;
+        // MPI_IN_PLACE (type -1) sends nothing of its own.
+        let sb = if e.get(Param::Sendtype).is_some_and(|t| t < 0) {
+            0
+        } else {
+            e.p(Param::Sendbytes).max(0)
+        };
+        let rb = e.p(Param::Recvbytes).max(0);
+        let all = self.exchange(c, &[sb, rb], None)?;
+        let (scounts, rcounts) = northwest_corner(&all, me, size);
+        let (sd, rd) = (displs(&scounts), displs(&rcounts));
+        let send = vec![0u8; scounts.iter().map(|n| *n as usize).sum()];
+        let mut recv = vec![0u8; rcounts.iter().map(|n| *n as usize).sum()];
+        let (sp, rp) = (
+            send.as_ptr() as *const c_void,
+            recv.as_mut_ptr() as *mut c_void,
+        );
+        // Alltoallw's per-peer types: bytes everywhere (displacements are in bytes).
+        let tys = vec![p.u8; size];
+        // SAFETY: buffers of the sums of the counts with matching displacements, byte types,
+        // a valid communicator; every pair's counts agree by construction.
+        let rc = unsafe {
+            match (op == Op::Alltoallw, rq) {
+                (false, None) => ffi::MPI_Alltoallv(
+                    sp,
+                    scounts.as_ptr(),
+                    sd.as_ptr(),
+                    p.u8,
+                    rp,
+                    rcounts.as_ptr(),
+                    rd.as_ptr(),
+                    p.u8,
+                    c,
+                ),
+                (false, Some(rq)) => ffi::MPI_Ialltoallv(
+                    sp,
+                    scounts.as_ptr(),
+                    sd.as_ptr(),
+                    p.u8,
+                    rp,
+                    rcounts.as_ptr(),
+                    rd.as_ptr(),
+                    p.u8,
+                    c,
+                    rq,
+                ),
+                (true, None) => ffi::MPI_Alltoallw(
+                    sp,
+                    scounts.as_ptr(),
+                    sd.as_ptr(),
+                    tys.as_ptr(),
+                    rp,
+                    rcounts.as_ptr(),
+                    rd.as_ptr(),
+                    tys.as_ptr(),
+                    c,
+                ),
+                (true, Some(rq)) => ffi::MPI_Ialltoallw(
+                    sp,
+                    scounts.as_ptr(),
+                    sd.as_ptr(),
+                    tys.as_ptr(),
+                    rp,
+                    rcounts.as_ptr(),
+                    rd.as_ptr(),
+                    tys.as_ptr(),
+                    c,
+                    rq,
+                ),
+            }
+        };
+        Ok(Issued {
+            rc,
+            keep: vec![
+                Box::new(send),
+                Box::new(recv),
+                Box::new(scounts),
+                Box::new(rcounts),
+                Box::new(sd),
+                Box::new(rd),
+                Box::new(tys),
+            ],
+        })
     }
 
     /// The nonblocking collectives: the real call on buffers of the recorded sizes, kept
@@ -561,4 +559,64 @@ impl MpiRuntime {
         self.keep(q, req, keep);
         Ok(())
     }
+}
+
+/// A vector collective's real call: its return code and what it reads or writes until it
+/// completes (kept with the request of a nonblocking form).
+struct Issued {
+    rc: c_int,
+    keep: Vec<Box<dyn Any>>,
+}
+
+/// Bytes of one side (`count` elements of type `ty`) of a vector collective at this rank; the
+/// tracer records type -1 for MPI_IN_PLACE, which moves none of this rank's own.
+fn side(e: &FlatEvent, types: &Types, count: Param, ty: Param) -> i64 {
+    let t = e.p(ty);
+    if t < 0 {
+        0
+    } else {
+        e.p(count).max(0) * types.size(t)
+    }
+}
+
+/// The displacements of blocks of `counts` bytes laid end to end.
+fn displs(counts: &[c_int]) -> Vec<c_int> {
+    let mut acc = 0i64;
+    counts
+        .iter()
+        .map(|n| {
+            let d = acc;
+            acc += *n as i64;
+            len(d)
+        })
+        .collect()
+}
+
+/// This rank's (`me` of `size`) send and receive counts per peer in a matrix whose row sums
+/// are every rank's send total and whose column sums its receive total (`all`: send, receive
+/// per rank), filled by the north-west corner rule: every rank computes the same matrix from
+/// the exchanged totals, so every pair's counts agree.
+fn northwest_corner(all: &[i64], me: usize, size: usize) -> (Vec<c_int>, Vec<c_int>) {
+    let mut rows: Vec<i64> = all.iter().step_by(2).copied().collect();
+    let mut cols: Vec<i64> = all.iter().skip(1).step_by(2).copied().collect();
+    let mut scounts = vec![0 as c_int; size];
+    let mut rcounts = vec![0 as c_int; size];
+    let (mut i, mut j) = (0, 0);
+    while i < size && j < size {
+        let m = rows[i].min(cols[j]);
+        if i == me {
+            scounts[j] = len(m);
+        }
+        if j == me {
+            rcounts[i] = len(m);
+        }
+        rows[i] -= m;
+        cols[j] -= m;
+        if rows[i] == 0 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    (scounts, rcounts)
 }

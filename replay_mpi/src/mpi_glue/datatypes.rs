@@ -26,7 +26,6 @@ impl MpiRuntime {
         }
         let u8t = self.p.u8;
         let mut nt: ffi::MPI_Datatype = u8t;
-        let cint = |v: i64| v.clamp(c_int::MIN as i64, c_int::MAX as i64) as c_int;
         let Some((op, prm)) = types.ctor(id) else {
             let s = types.size(id);
             if s == 1 {
@@ -40,22 +39,54 @@ impl MpiRuntime {
             return self.commit(id, nt);
         };
         let prm = prm.to_vec();
-        let at = |i: usize| prm.get(i).copied().unwrap_or(0);
-        let arr =
-            |from: usize, n: usize| -> Vec<c_int> { (0..n).map(|i| cint(at(from + i))).collect() };
+        let c = Ctor {
+            types,
+            id,
+            op,
+            prm: &prm,
+            depth,
+        };
         let rc = match op {
+            Op::TypeContiguous
+            | Op::TypeVector
+            | Op::TypeHvector
+            | Op::TypeDup
+            | Op::TypeCreateResized => self.strided(&c, &mut nt)?,
+            Op::TypeIndexed
+            | Op::TypeCreateHindexed
+            | Op::TypeCreateIndexedBlock
+            | Op::TypeCreateHindexedBlock
+            | Op::TypeCreateStruct => self.indexed(&c, &mut nt)?,
+            Op::TypeCreateSubarray => self.subarray(&c, &mut nt)?,
+            Op::TypeCreateDarray => self.darray(&c, &mut nt)?,
+            _ => return Ok(u8t),
+        };
+        check(rc, &format!("{} rebuilding datatype {id}", op.name()))?;
+        self.commit(id, nt)
+    }
+
+    /// The old type of constructor `c` at parameter `i`, rebuilt one level deeper.
+    fn old(&mut self, c: &Ctor, i: usize) -> Result<ffi::MPI_Datatype, String> {
+        self.dtype(c.types, c.at(i), c.depth + 1)
+    }
+
+    /// The constructors of one old type and a few numbers: contiguous, (h)vector, dup,
+    /// resized. Returns MPI's return code; the new type is in `nt`.
+    fn strided(&mut self, c: &Ctor, nt: &mut ffi::MPI_Datatype) -> Result<c_int, String> {
+        let at = |i: usize| c.at(i);
+        Ok(match c.op {
             Op::TypeContiguous => {
-                let old = self.dtype(types, at(1), depth + 1)?;
+                let old = self.old(c, 1)?;
                 // SAFETY: a committed or predefined old type and a valid out-parameter.
-                unsafe { ffi::MPI_Type_contiguous(cint(at(0)), old, &mut nt) }
+                unsafe { ffi::MPI_Type_contiguous(cint(at(0)), old, nt) }
             }
             Op::TypeVector => {
-                let old = self.dtype(types, at(3), depth + 1)?;
+                let old = self.old(c, 3)?;
                 // SAFETY: as above.
-                unsafe { ffi::MPI_Type_vector(cint(at(0)), cint(at(1)), cint(at(2)), old, &mut nt) }
+                unsafe { ffi::MPI_Type_vector(cint(at(0)), cint(at(1)), cint(at(2)), old, nt) }
             }
             Op::TypeHvector => {
-                let old = self.dtype(types, at(3), depth + 1)?;
+                let old = self.old(c, 3)?;
                 // SAFETY: as above.
                 unsafe {
                     ffi::MPI_Type_create_hvector(
@@ -63,39 +94,58 @@ impl MpiRuntime {
                         cint(at(1)),
                         at(2) as ffi::MPI_Aint,
                         old,
-                        &mut nt,
+                        nt,
                     )
                 }
             }
+            Op::TypeDup => {
+                let old = self.old(c, 0)?;
+                // SAFETY: an old type and a valid out-parameter.
+                unsafe { ffi::MPI_Type_dup(old, nt) }
+            }
+            _ => {
+                let old = self.old(c, 0)?;
+                // SAFETY: an old type and a valid out-parameter.
+                unsafe {
+                    ffi::MPI_Type_create_resized(
+                        old,
+                        at(1) as ffi::MPI_Aint,
+                        at(2) as ffi::MPI_Aint,
+                        nt,
+                    )
+                }
+            }
+        })
+    }
+
+    /// The constructors of per-block arrays: indexed, hindexed, their block forms, struct.
+    /// Returns MPI's return code; the new type is in `nt`.
+    fn indexed(&mut self, c: &Ctor, nt: &mut ffi::MPI_Datatype) -> Result<c_int, String> {
+        let at = |i: usize| c.at(i);
+        let arr = |from: usize, n: usize| c.ints(from, n);
+        let aints = |from: usize, n: usize| -> Vec<ffi::MPI_Aint> {
+            (0..n).map(|i| at(from + i) as ffi::MPI_Aint).collect()
+        };
+        let n = at(0).max(0) as usize;
+        Ok(match c.op {
             Op::TypeIndexed => {
-                let n = at(0).max(0) as usize;
-                let old = self.dtype(types, at(1), depth + 1)?;
+                let old = self.old(c, 1)?;
                 let (bl, ds) = (arr(3, n), arr(3 + n, n));
                 // SAFETY: two arrays of `n` ints that outlive the call, an old type and a
                 // valid out-parameter.
-                unsafe { ffi::MPI_Type_indexed(n as c_int, bl.as_ptr(), ds.as_ptr(), old, &mut nt) }
+                unsafe { ffi::MPI_Type_indexed(n as c_int, bl.as_ptr(), ds.as_ptr(), old, nt) }
             }
             Op::TypeCreateHindexed => {
-                let n = at(0).max(0) as usize;
-                let old = self.dtype(types, at(1), depth + 1)?;
-                let bl = arr(3, n);
-                let ds: Vec<ffi::MPI_Aint> =
-                    (0..n).map(|i| at(3 + n + i) as ffi::MPI_Aint).collect();
+                let old = self.old(c, 1)?;
+                let (bl, ds) = (arr(3, n), aints(3 + n, n));
                 // SAFETY: two arrays of `n` entries that outlive the call, an old type and a
                 // valid out-parameter.
                 unsafe {
-                    ffi::MPI_Type_create_hindexed(
-                        n as c_int,
-                        bl.as_ptr(),
-                        ds.as_ptr(),
-                        old,
-                        &mut nt,
-                    )
+                    ffi::MPI_Type_create_hindexed(n as c_int, bl.as_ptr(), ds.as_ptr(), old, nt)
                 }
             }
             Op::TypeCreateIndexedBlock => {
-                let n = at(0).max(0) as usize;
-                let old = self.dtype(types, at(2), depth + 1)?;
+                let old = self.old(c, 2)?;
                 let ds = arr(4, n);
                 // SAFETY: an array of `n` ints that outlives the call, an old type and a valid
                 // out-parameter.
@@ -105,14 +155,13 @@ impl MpiRuntime {
                         cint(at(1)),
                         ds.as_ptr(),
                         old,
-                        &mut nt,
+                        nt,
                     )
                 }
             }
             Op::TypeCreateHindexedBlock => {
-                let n = at(0).max(0) as usize;
-                let old = self.dtype(types, at(2), depth + 1)?;
-                let ds: Vec<ffi::MPI_Aint> = (0..n).map(|i| at(4 + i) as ffi::MPI_Aint).collect();
+                let old = self.old(c, 2)?;
+                let ds = aints(4, n);
                 // SAFETY: as above, with byte displacements.
                 unsafe {
                     ffi::MPI_Type_create_hindexed_block(
@@ -120,96 +169,15 @@ impl MpiRuntime {
                         cint(at(1)),
                         ds.as_ptr(),
                         old,
-                        &mut nt,
+                        nt,
                     )
                 }
             }
-            Op::TypeDup => {
-                let old = self.dtype(types, at(0), depth + 1)?;
-                // SAFETY: an old type and a valid out-parameter.
-                unsafe { ffi::MPI_Type_dup(old, &mut nt) }
-            }
-            Op::TypeCreateSubarray => {
-                let nd = at(0).max(0) as usize;
-                let old = self.dtype(types, at(2), depth + 1)?;
-                // Issue this MPI's own constant for the stored order.
-                let order = if rsd::mpi::order_is_fortran(at(1)) {
-                    ffi::MPI_ORDER_FORTRAN as c_int
-                } else {
-                    ffi::MPI_ORDER_C as c_int
-                };
-                let (sz, sub, st) = (arr(4, nd), arr(4 + nd, nd), arr(4 + 2 * nd, nd));
-                // SAFETY: three arrays of `nd` ints that outlive the call, an old type and a
-                // valid out-parameter.
-                unsafe {
-                    ffi::MPI_Type_create_subarray(
-                        nd as c_int,
-                        sz.as_ptr(),
-                        sub.as_ptr(),
-                        st.as_ptr(),
-                        order,
-                        old,
-                        &mut nt,
-                    )
-                }
-            }
-            Op::TypeCreateDarray => {
-                // Refused here as the file table refuses it (MPI would abort the job), then
-                // issued with the recorded size and rank, whatever the replay's rank count.
-                let d = filetable::darray::Darray::parse(&prm)
-                    .map_err(|e| format!("rebuilding datatype {id}: {e}"))?;
-                let nd = d.dims.len();
-                let old = self.dtype(types, d.oldtype, depth + 1)?;
-                let order = if d.fortran {
-                    ffi::MPI_ORDER_FORTRAN as c_int
-                } else {
-                    ffi::MPI_ORDER_C as c_int
-                };
-                // This MPI's own constants for the stored distributions.
-                let fixed = op.params().len();
-                let distribs: Vec<c_int> = d
-                    .dims
-                    .iter()
-                    .map(|dim| match dim.distrib {
-                        filetable::darray::Distrib::Block(_) => ffi::MPI_DISTRIBUTE_BLOCK as c_int,
-                        filetable::darray::Distrib::Cyclic(_) => {
-                            ffi::MPI_DISTRIBUTE_CYCLIC as c_int
-                        }
-                        filetable::darray::Distrib::None => ffi::MPI_DISTRIBUTE_NONE as c_int,
-                    })
-                    .collect();
-                let dargs: Vec<c_int> = (0..nd)
-                    .map(|k| match at(fixed + 2 * nd + k) {
-                        rsd::mpi::distribute::DFLT_DARG => ffi::MPI_DISTRIBUTE_DFLT_DARG as c_int,
-                        v => cint(v),
-                    })
-                    .collect();
-                let (gs, ps) = (arr(fixed, nd), arr(fixed + 3 * nd, nd));
-                // SAFETY: four arrays of `nd` ints that outlive the call, an old type and a
-                // valid out-parameter.
-                unsafe {
-                    ffi::MPI_Type_create_darray(
-                        cint(op.param(&prm, Param::Size)),
-                        cint(op.param(&prm, Param::Rank)),
-                        nd as c_int,
-                        gs.as_ptr(),
-                        distribs.as_ptr(),
-                        dargs.as_ptr(),
-                        ps.as_ptr(),
-                        order,
-                        old,
-                        &mut nt,
-                    )
-                }
-            }
-            Op::TypeCreateStruct => {
-                let n = at(0).max(0) as usize;
-                let bl = arr(2, n);
-                let ds: Vec<ffi::MPI_Aint> =
-                    (0..n).map(|i| at(2 + n + i) as ffi::MPI_Aint).collect();
+            _ => {
+                let (bl, ds) = (arr(2, n), aints(2 + n, n));
                 let mut ts = Vec::with_capacity(n);
                 for i in 0..n {
-                    ts.push(self.dtype(types, at(2 + 2 * n + i), depth + 1)?);
+                    ts.push(self.old(c, 2 + 2 * n + i)?);
                 }
                 // SAFETY: three arrays of `n` entries that outlive the call and a valid
                 // out-parameter.
@@ -219,26 +187,79 @@ impl MpiRuntime {
                         bl.as_ptr(),
                         ds.as_ptr(),
                         ts.as_ptr(),
-                        &mut nt,
+                        nt,
                     )
                 }
             }
-            Op::TypeCreateResized => {
-                let old = self.dtype(types, at(0), depth + 1)?;
-                // SAFETY: an old type and a valid out-parameter.
-                unsafe {
-                    ffi::MPI_Type_create_resized(
-                        old,
-                        at(1) as ffi::MPI_Aint,
-                        at(2) as ffi::MPI_Aint,
-                        &mut nt,
-                    )
-                }
-            }
-            _ => return Ok(u8t),
-        };
-        check(rc, &format!("{} rebuilding datatype {id}", op.name()))?;
-        self.commit(id, nt)
+        })
+    }
+
+    /// `MPI_Type_create_subarray` as recorded. Returns MPI's return code; the new type is in
+    /// `nt`.
+    fn subarray(&mut self, c: &Ctor, nt: &mut ffi::MPI_Datatype) -> Result<c_int, String> {
+        let nd = c.at(0).max(0) as usize;
+        let old = self.old(c, 2)?;
+        // Issue this MPI's own constant for the stored order.
+        let order = order(rsd::mpi::order_is_fortran(c.at(1)));
+        let (sz, sub, st) = (c.ints(4, nd), c.ints(4 + nd, nd), c.ints(4 + 2 * nd, nd));
+        // SAFETY: three arrays of `nd` ints that outlive the call, an old type and a valid
+        // out-parameter.
+        Ok(unsafe {
+            ffi::MPI_Type_create_subarray(
+                nd as c_int,
+                sz.as_ptr(),
+                sub.as_ptr(),
+                st.as_ptr(),
+                order,
+                old,
+                nt,
+            )
+        })
+    }
+
+    /// `MPI_Type_create_darray` as recorded: refused here as the file table refuses it (MPI
+    /// would abort the job), then issued with the recorded size and rank, whatever the
+    /// replay's rank count. Returns MPI's return code; the new type is in `nt`.
+    fn darray(&mut self, c: &Ctor, nt: &mut ffi::MPI_Datatype) -> Result<c_int, String> {
+        use filetable::darray::{Darray, Distrib};
+        let d = Darray::parse(c.prm).map_err(|e| format!("rebuilding datatype {}: {e}", c.id))?;
+        let nd = d.dims.len();
+        let old = self.dtype(c.types, d.oldtype, c.depth + 1)?;
+        let order = order(d.fortran);
+        // This MPI's own constants for the stored distributions.
+        let fixed = c.op.params().len();
+        let distribs: Vec<c_int> = d
+            .dims
+            .iter()
+            .map(|dim| match dim.distrib {
+                Distrib::Block(_) => ffi::MPI_DISTRIBUTE_BLOCK as c_int,
+                Distrib::Cyclic(_) => ffi::MPI_DISTRIBUTE_CYCLIC as c_int,
+                Distrib::None => ffi::MPI_DISTRIBUTE_NONE as c_int,
+            })
+            .collect();
+        let dargs: Vec<c_int> = (0..nd)
+            .map(|k| match c.at(fixed + 2 * nd + k) {
+                rsd::mpi::distribute::DFLT_DARG => ffi::MPI_DISTRIBUTE_DFLT_DARG as c_int,
+                v => cint(v),
+            })
+            .collect();
+        let (gs, ps) = (c.ints(fixed, nd), c.ints(fixed + 3 * nd, nd));
+        // SAFETY: four arrays of `nd` ints that outlive the call, an old type and a valid
+        // out-parameter.
+        Ok(unsafe {
+            ffi::MPI_Type_create_darray(
+                cint(c.op.param(c.prm, Param::Size)),
+                cint(c.op.param(c.prm, Param::Rank)),
+                nd as c_int,
+                gs.as_ptr(),
+                distribs.as_ptr(),
+                dargs.as_ptr(),
+                ps.as_ptr(),
+                order,
+                old,
+                nt,
+            )
+        })
     }
 
     pub(super) fn commit(
@@ -250,5 +271,43 @@ impl MpiRuntime {
         check(unsafe { ffi::MPI_Type_commit(&mut nt) }, "MPI_Type_commit")?;
         self.dtypes.insert(id, nt);
         Ok(nt)
+    }
+}
+
+/// One recorded constructor call: what rebuilding its type reads.
+struct Ctor<'a> {
+    types: &'a Types,
+    /// The type it makes.
+    id: i64,
+    op: Op,
+    /// Its recorded parameters.
+    prm: &'a [i64],
+    /// How deep in the chain of constructors it is.
+    depth: u32,
+}
+
+impl Ctor<'_> {
+    /// Parameter `i`, 0 where the recording is short.
+    fn at(&self, i: usize) -> i64 {
+        self.prm.get(i).copied().unwrap_or(0)
+    }
+
+    /// Parameters `from..from + n` as C ints.
+    fn ints(&self, from: usize, n: usize) -> Vec<c_int> {
+        (0..n).map(|i| cint(self.at(from + i))).collect()
+    }
+}
+
+/// `v` as a C int, saturated at its bounds.
+fn cint(v: i64) -> c_int {
+    v.clamp(c_int::MIN as i64, c_int::MAX as i64) as c_int
+}
+
+/// This MPI's own constant for a stored array order.
+fn order(fortran: bool) -> c_int {
+    if fortran {
+        ffi::MPI_ORDER_FORTRAN as c_int
+    } else {
+        ffi::MPI_ORDER_C as c_int
     }
 }
