@@ -24,7 +24,7 @@ STATE=${IOTREX_CLUSTER_DIR:-/run/iotrex-cluster}
 NET=${IOTREX_CLUSTER_NET:-10.250.77}
 BRIDGE=iotrex-br
 MARK="# iotrex-cluster"
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)
 AGENT=$HERE/cluster-agent.sh
 
 die() {
@@ -33,7 +33,7 @@ die() {
 }
 
 usage() {
-  sed -n '8,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '8,16p' "${BASH_SOURCE[0]:-$0}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 

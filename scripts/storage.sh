@@ -32,7 +32,7 @@ die() {
 }
 
 usage() {
-  sed -n '5,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '5,19p' "${BASH_SOURCE[0]:-$0}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
