@@ -172,7 +172,14 @@ fn without_root_it_says_root_is_needed() {
     // may enter (a CI clone under `mktemp -d`) is still run by the unprivileged user.
     let script = std::fs::File::open(common::cluster::script()).expect("open cluster.sh");
     let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "bash", "-s", "--"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "bash",
+            "-s",
+            "--",
+        ])
         .args(["up", "2"])
         .stdin(script)
         .output()

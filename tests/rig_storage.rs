@@ -198,7 +198,14 @@ fn bad_profiles_and_no_root_are_clear_errors() {
     // may enter (a CI clone under `mktemp -d`) is still run by the unprivileged user.
     let script = std::fs::File::open(common::storage::script()).expect("open storage.sh");
     let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "bash", "-s", "--"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "bash",
+            "-s",
+            "--",
+        ])
         .args(["up", "nonroot", "ext4"])
         .stdin(script)
         .output()
