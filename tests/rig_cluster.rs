@@ -182,6 +182,8 @@ fn without_root_it_says_root_is_needed() {
         ])
         .args(["up", "2"])
         .stdin(script)
+        // Nor may it enter the checkout, where the test runs.
+        .current_dir("/")
         .output()
         .expect("run setpriv");
     assert!(!out.status.success(), "{}", text(&out));
