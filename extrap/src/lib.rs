@@ -163,12 +163,16 @@ pub(crate) fn extrapolate_ignoring_at(
     let original = inputs;
     let lifted = containers::lifted(inputs);
     let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
-    // Every model below that compresses ranks again compresses the containers whole.
-    let cx = cx.lifted(lifted.as_ref().map(|l| &l.1));
-    let mut out = library::around_all(cx, inputs, stage, &mut |inputs, stage| {
-        extrapolate_modelled_apart(cx, inputs, stage)
+    let own = lifted.as_ref().map(|l| &l.1);
+    // Every model below that compresses ranks again compresses the containers whole: with
+    // this lifting's sites, or those of the lifting around this (`consistent`'s), where the
+    // inputs came lifted already.
+    let inner_cx = if own.is_some() { cx.lifted(own) } else { cx };
+    let mut out = library::around_all(inner_cx, inputs, stage, &mut |inputs, stage| {
+        extrapolate_modelled_apart(inner_cx, inputs, stage)
     })?;
-    nested_and_settled(cx, original, &mut out)?;
+    // Only what this lifting lifted is nested again here.
+    nested_and_settled(cx.lifted(own), original, &mut out)?;
     Ok(out)
 }
 
