@@ -168,24 +168,7 @@ fn a_node_that_is_not_up_is_a_clear_error() {
 
 #[test]
 fn without_root_it_says_root_is_needed() {
-    // The script is read from a descriptor root opened: a checkout in a directory only root
-    // may enter (a CI clone under `mktemp -d`) is still run by the unprivileged user.
-    let script = std::fs::File::open(common::cluster::script()).expect("open cluster.sh");
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "bash",
-            "-s",
-            "--",
-        ])
-        .args(["up", "2"])
-        .stdin(script)
-        // Nor may it enter the checkout, where the test runs.
-        .current_dir("/")
-        .output()
-        .expect("run setpriv");
+    let out = common::as_nobody(&common::cluster::script(), &["up", "2"]);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("needs root"),

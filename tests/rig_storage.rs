@@ -194,24 +194,7 @@ fn bad_profiles_and_no_root_are_clear_errors() {
         assert!(e.contains(says), "{profile}: {e}");
     }
     // A user without root is told what root is needed for; nothing is set up.
-    // The script is read from a descriptor root opened: a checkout in a directory only root
-    // may enter (a CI clone under `mktemp -d`) is still run by the unprivileged user.
-    let script = std::fs::File::open(common::storage::script()).expect("open storage.sh");
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "bash",
-            "-s",
-            "--",
-        ])
-        .args(["up", "nonroot", "ext4"])
-        .stdin(script)
-        // Nor may it enter the checkout, where the test runs.
-        .current_dir("/")
-        .output()
-        .expect("run setpriv");
+    let out = common::as_nobody(&common::storage::script(), &["up", "nonroot", "ext4"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("needs root"), "{err}");

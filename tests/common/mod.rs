@@ -247,6 +247,27 @@ pub fn iotrex(args: &[&str]) -> Output {
 }
 
 /// A command's stdout then stderr, for assertion messages.
+/// Runs the shell script `script` with `args` as the unprivileged user nobody. The script is
+/// read from a descriptor root opened, and it runs from `/`: a checkout in a directory only
+/// root may enter (a CI clone under `mktemp -d`) is still run by nobody.
+pub fn as_nobody(script: &Path, args: &[&str]) -> Output {
+    let file = std::fs::File::open(script).unwrap_or_else(|e| panic!("{}: {e}", script.display()));
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "bash",
+            "-s",
+            "--",
+        ])
+        .args(args)
+        .stdin(file)
+        .current_dir("/")
+        .output()
+        .expect("run setpriv")
+}
+
 pub fn text(o: &Output) -> String {
     format!(
         "{}{}",
