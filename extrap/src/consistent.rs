@@ -68,7 +68,7 @@ pub(crate) fn first_differing<'a>(
 }
 
 /// The call sites of collective MPI-IO calls with nested calls in `nodes`.
-fn collective_sites(nodes: &[Node], out: &mut BTreeSet<crate::derive::Site>) {
+fn collective_sites(nodes: &[Node], out: &mut BTreeSet<crate::ranks::Site>) {
     for n in nodes {
         match &n.kind {
             NodeKind::Event(e) => {
@@ -98,7 +98,7 @@ fn without_collective_children(
     if sites.is_empty() {
         return None;
     }
-    crate::derive::strip(lifts, tf, &sites, in_place).ok()
+    crate::ranks::strip(lifts, tf, &sites, in_place).ok()
 }
 
 /// How the note of an extrapolation that dropped inconsistent scales starts.
@@ -165,7 +165,7 @@ fn grouped(
     inputs: &[Input],
     mut seen: impl FnMut(Option<&Node>, Option<&Node>),
 ) -> Vec<Group> {
-    let in_place = crate::derive::any_summary(inputs.iter().map(|i| &i.file));
+    let in_place = crate::ranks::any_summary(inputs.iter().map(|i| &i.file));
     let stripped: Vec<Option<TraceFile>> = inputs
         .iter()
         .map(|i| without_collective_children(lifts, &i.file, in_place))

@@ -778,7 +778,7 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         set_aside = None;
         (a, b)
     } else {
-        let in_place = crate::derive::any_summary([a, b]);
+        let in_place = crate::ranks::any_summary([a, b]);
         let left = crate::local::without(None, a, &aside, in_place);
         let right = crate::local::without(None, b, &aside, in_place);
         match (left, right) {
@@ -948,8 +948,8 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         let (ea, eb) = (crate::prefix::resolved(ea), crate::prefix::resolved(eb));
         // Call sites an extrapolation made up (on either side) are identities no trace
         // predicts: the calls are compared without them.
-        let mut made = crate::derive::made_up_sites(&a.header.notes);
-        made.extend(crate::derive::made_up_sites(&b.header.notes));
+        let mut made = crate::mpi::derive::made_up_sites(&a.header.notes);
+        made.extend(crate::mpi::derive::made_up_sites(&b.header.notes));
         let (n, first, standins) = expansion(&ea, &eb, opts.max_shown, &made);
         // The summarised parameters the walk lost with the alignment, compared over every
         // rank instead.

@@ -38,29 +38,28 @@
 #![allow(clippy::result_large_err)]
 
 pub mod approx;
-mod collective;
 pub mod consistent;
 mod containers;
-mod derive;
 pub mod diff;
 pub mod error;
 mod fit;
-mod grid;
 pub mod hdf5;
 mod library;
 pub mod local;
+mod mpi;
 mod numbers;
 pub mod patterns;
 mod prefix;
 pub mod provenance;
+mod ranks;
 pub mod request;
 mod timing;
 
-pub use collective::FITTED_NOT_DERIVED;
-pub use derive::{DERIVE_LIMIT, Derivation};
 pub use error::ExtrapError;
 pub use models;
 pub use models::{ModelSet, Plugin};
+pub use mpi::collective::FITTED_NOT_DERIVED;
+pub use mpi::derive::{DERIVE_LIMIT, Derivation};
 use request::Cx;
 pub use request::{Inconsistent, Request, run};
 
@@ -271,7 +270,7 @@ fn extrapolate_sorted(
         library::adjust_fitted(cx, stage, &mut out.file)?;
         Ok::<Extrapolated, ExtrapError>(out)
     };
-    collective::derived_around(cx, stage, &groups, &sorted, fit)
+    mpi::collective::derived_around(cx, stage, &groups, &sorted, fit)
 }
 
 /// Why `b` is not a repeated run of `a` (same rank count assumed): another command, or other

@@ -18,12 +18,12 @@
 //! OMPIO and ROMIO) is the innermost model: it derives the nested calls of the collective
 //! calls the others leave in.
 
-use crate::derive::Plan;
 use crate::error::ExtrapError;
 use crate::hdf5::collflush::{self, AtTarget};
 use crate::hdf5::dealt;
 use crate::hdf5::relocate::Relocator;
 use crate::hdf5::space;
+use crate::mpi::derive::Plan;
 use crate::request::Cx;
 use crate::{Extrapolated, Input};
 use rsd::TraceFile;

@@ -16,7 +16,7 @@
 
 use crate::Input;
 use crate::consistent::groups_and_ops;
-use crate::derive::{any_summary, compress_ranks};
+use crate::ranks::{any_summary, compress_ranks};
 use rsd::trace::Lifts;
 use rsd::trace::{Node, NodeKind, RawEvent};
 use rsd::{Op, TraceFile};

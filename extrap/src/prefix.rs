@@ -70,7 +70,7 @@ pub(crate) fn recognised<'a>(inputs: &[&'a crate::Input]) -> Vec<Cow<'a, crate::
     // Only where some input holds summaries (as the compressed-form strip, `derive::any_summary`):
     // exact inputs fit such offsets as rank functions, and with the model h5_coll under ROMIO
     // came out at 0 at the target where the real run has 125000*rank.
-    let alike = if crate::derive::any_summary(inputs.iter().map(|i| &i.file)) {
+    let alike = if crate::ranks::any_summary(inputs.iter().map(|i| &i.file)) {
         other_calls_alike(&mut traces.iter_mut().collect::<Vec<_>>())
     } else {
         vec![0; traces.len()]

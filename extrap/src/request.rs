@@ -174,7 +174,7 @@ fn once(
     ignored: &[Ignore],
 ) -> Result<Extrapolated, ExtrapError> {
     // The grid models take the dimension counts the program asked MPI_Dims_create for.
-    let ndims = crate::grid::grid_ndims(inputs);
+    let ndims = crate::mpi::grid::grid_ndims(inputs);
     let models = req.models.for_grids(&ndims);
     let cx = Cx {
         target: req.target,
@@ -190,7 +190,7 @@ fn once(
         _ => crate::consistent::extrapolate_consistent(cx, inputs),
     }?;
     if !ndims.is_empty() {
-        crate::grid::check_grids(inputs, &out)?;
+        crate::mpi::grid::check_grids(inputs, &out)?;
     }
     Ok(out)
 }

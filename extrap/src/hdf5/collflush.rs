@@ -16,7 +16,7 @@
 //!
 //! The collective write's nested calls (the aggregators' `pwrite`/`pwritev`) are the MPI
 //! library's collective buffering of every rank's view: `collio`'s model derives them
-//! (`crate::derive`), as for any collective write.
+//! (`crate::mpi::derive`), as for any collective write.
 //!
 //! The model, for the flushes of a run: a *flush* is, per rank, one part (full or empty form)
 //! right after its *anchor* (the call before it, counted as in [`crate::hdf5::dealt`]), at an anchor
@@ -33,15 +33,15 @@
 //! C ranks (the inputs may have fewer). A flush whose C changes with n (a chunk index that
 //! splits: [`crate::hdf5::meta`]) is refused. Inputs holding summaries are not modelled.
 
-use crate::derive;
-use crate::derive::{Site, compress_ranks, rank_events};
 use crate::error::ExtrapError;
 use crate::hdf5::dealt::{Anchor, block, describe_anchor};
 use crate::hdf5::meta;
 use crate::hdf5::relocate::Relocator;
 use crate::hdf5::space::{self, OracleRun, Remembered, RunId};
 use crate::library::{Inner, LibraryModel, Stage};
+use crate::mpi::derive;
 use crate::numbers::fit_number;
+use crate::ranks::{Site, compress_ranks, rank_events};
 use crate::request::Cx;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
 use models::ModelSet;

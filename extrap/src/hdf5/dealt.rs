@@ -33,13 +33,13 @@
 //! ranks, so the structure changes with the scale) and where it reproduces every input;
 //! otherwise the calls are fitted as before and a refusal stands as it was.
 
-use crate::derive::{compress_ranks, rank_events};
 use crate::error::ExtrapError;
 use crate::hdf5::meta;
 use crate::hdf5::relocate::Relocator;
 use crate::hdf5::space::{self, Remembered, RunId};
 use crate::library::{Inner, LibraryModel, Stage};
 use crate::numbers::fit_number;
+use crate::ranks::{compress_ranks, rank_events};
 use crate::request::Cx;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
 use models::ModelSet;
@@ -1291,7 +1291,7 @@ pub(crate) fn around(
         },
         (None, _) => None,
     };
-    let in_place = crate::derive::any_summary(inputs.iter().map(|i| &i.file));
+    let in_place = crate::ranks::any_summary(inputs.iter().map(|i| &i.file));
     let mut stripped = Vec::with_capacity(inputs.len());
     for i in inputs {
         stripped.push(Input {

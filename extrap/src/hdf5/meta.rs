@@ -21,8 +21,8 @@
 //!   names it in a refusal.
 
 use crate::Input;
-use crate::derive::rank_events;
 use crate::hdf5::chunk_btree;
+use crate::ranks::rank_events;
 use models::ModelSet;
 use models::exact::Agreement;
 use rsd::RawEvent;

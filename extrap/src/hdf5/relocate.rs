@@ -603,7 +603,7 @@ fn reads_in_calls(run: &OracleRun) -> BTreeSet<(i64, i64)> {
         }
     }
     let mut out = BTreeSet::new();
-    inside(&crate::derive::rank_events(&run.trace.trace, 0), &mut out);
+    inside(&crate::ranks::rank_events(&run.trace.trace, 0), &mut out);
     out
 }
 

@@ -152,7 +152,7 @@ pub(crate) fn replay_inputs(
         .map(|i| {
             replay(
                 o,
-                &crate::derive::rank_events(&i.file.trace, 0),
+                &crate::ranks::rank_events(&i.file.trace, 0),
                 i.file.header.hdf5_version().as_deref(),
             )
             .map_err(|e| {
@@ -225,7 +225,7 @@ pub(crate) fn runs(run: &OracleRun, ops: &[Op]) -> Result<BTreeMap<RunId, Vec<Ra
             last
         }
     }
-    let events = crate::derive::rank_events(&run.trace.trace, 0);
+    let events = crate::ranks::rank_events(&run.trace.trace, 0);
     let mut w = Walk {
         steps: &run.steps,
         next: 0,
@@ -458,16 +458,16 @@ pub(crate) fn settle(
         let version = tf.header.hdf5_version();
         let run = replay(
             o,
-            &crate::derive::rank_events(&tf.trace, 0),
+            &crate::ranks::rank_events(&tf.trace, 0),
             version.as_deref(),
         )?;
         let oracle = made(
-            &crate::derive::rank_events(&run.trace.trace, 0),
+            &crate::ranks::rank_events(&run.trace.trace, 0),
             Some(&run.steps),
         );
         let closed = closing_size(&run);
         for r in 0..n {
-            let events = crate::derive::rank_events(&tf.trace, r);
+            let events = crate::ranks::rank_events(&tf.trace, r);
             for v in sizes_after_hdf5(&events) {
                 *size_after.get_or_insert(true) &= Some(v) == closed;
             }
@@ -491,11 +491,11 @@ pub(crate) fn settle(
     }
     let run = replay(
         o,
-        &crate::derive::rank_events(&out.trace, 0),
+        &crate::ranks::rank_events(&out.trace, 0),
         out.header.hdf5_version().as_deref(),
     )?;
     let oracle = made(
-        &crate::derive::rank_events(&run.trace.trace, 0),
+        &crate::ranks::rank_events(&run.trace.trace, 0),
         Some(&run.steps),
     );
     let n = out.header.nranks;
@@ -619,7 +619,7 @@ fn closing_size(run: &OracleRun) -> Option<i64> {
         }
     }
     let mut out = None;
-    last(&crate::derive::rank_events(&run.trace.trace, 0), &mut out);
+    last(&crate::ranks::rank_events(&run.trace.trace, 0), &mut out);
     out
 }
 

@@ -9,8 +9,9 @@
 
 use crate::error::ExtrapError;
 use crate::library::{self, Stage};
+use crate::mpi::derive;
 use crate::request::Cx;
-use crate::{Explain, Extrapolated, Input, derive, prefix};
+use crate::{Explain, Extrapolated, Input, prefix, ranks};
 use rsd::TraceFile;
 use rsd::trace::{Node, NodeKind};
 
@@ -69,7 +70,7 @@ pub(crate) fn derived_around(
         }
         return Ok(out);
     }
-    let in_place = derive::any_summary(groups.iter().flatten().map(|i| &i.file));
+    let in_place = ranks::any_summary(groups.iter().flatten().map(|i| &i.file));
     let mut stripped: Vec<Vec<Input>> = Vec::with_capacity(groups.len());
     for g in groups {
         let mut runs = Vec::with_capacity(g.len());
@@ -78,7 +79,7 @@ pub(crate) fn derived_around(
             // resolved for it and recognised again after.
             let mut file = i.file.clone();
             prefix::keeping_model(&mut file, |f| {
-                derive::strip(cx.lifts, f, &plan.derived, in_place).map(|s| *f = s)
+                ranks::strip(cx.lifts, f, &plan.derived, in_place).map(|s| *f = s)
             })
             .map_err(|why| ExtrapError::Derive {
                 input: i.name.clone(),
