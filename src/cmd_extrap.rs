@@ -33,7 +33,9 @@ use std::path::{Path, PathBuf};
                   by their statistics (mean, spread, min, max; count exactly where it follows \
                   the structure) with the timing models and written as summaries marked \
                   approximate; --exact refuses them instead. --explain prints every varying \
-                  quantity's model, approximate ones with their held-out error.",
+                  quantity's model, approximate ones with their held-out error, and the passes of the \
+                  pipeline that acted (containers lifted, process grids, library models, \
+                  consistency, prefix sums, summaries, collective buffering, fit).",
     after_help = "Examples:\n  iotrex extrap app.4.iotrex app.8.iotrex app.12.iotrex app.16.iotrex --ranks 1024 -o app.1024.iotrex\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 64 -o app.64.iotrex --explain --plugin libmymodel.so\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 32 -o app.32.iotrex --ignore fprintf.ret"
 )]
 pub struct ExtrapArgs {
@@ -51,7 +53,8 @@ pub struct ExtrapArgs {
     /// may be repeated.
     #[arg(long, value_name = "LIB")]
     pub plugin: Vec<PathBuf>,
-    /// Print the model chosen for every quantity that varies with the rank count.
+    /// Print the model chosen for every quantity that varies with the rank count, then the
+    /// passes of the extrapolation that acted, in the order they ran (`passes` in --json).
     #[arg(long)]
     pub explain: bool,
     /// When the inputs disagree in structure (a scale took another path), extrapolate from
@@ -96,6 +99,9 @@ struct Report<'a> {
     from: &'a [u32],
     dropped: &'a [u32],
     explain: &'a [extrap::Explain],
+    /// The pipeline's passes that acted, in the order they ran (with --explain).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    passes: &'a [extrap::PassId],
 }
 
 /// Runs `iotrex extrap`.
@@ -203,6 +209,7 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
             from: &x.scales,
             dropped: &dropped,
             explain: if a.explain { &x.explain } else { &[] },
+            passes: if a.explain { &x.passes } else { &[] },
         });
     }
     let from: Vec<String> = x.scales.iter().map(u32::to_string).collect();
@@ -223,6 +230,8 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
         for e in &x.explain {
             text.push_str(&format!("{}  {}: {}\n", e.event, e.quantity, e.model));
         }
+        let passes: Vec<String> = x.passes.iter().map(|p| p.to_string()).collect();
+        text.push_str(&format!("passes that acted: {}\n", passes.join(", ")));
     }
     crate::output::print_text(&text)
 }

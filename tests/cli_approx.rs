@@ -132,6 +132,25 @@ fn ignore_turns_a_log_line_length_into_a_summary_and_the_rest_stays_exact() {
     );
     let o = iotrex(&["diff", "--tolerance", "0%", out_s, named.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
+    report_shows_the_models_of(&ins, out_s, d.path());
     let o = extrap(&["--approx-unfit", "--exact"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+/// The report of inputs that extrapolate with `--approx-unfit` only re-extrapolates them as
+/// extrap did: it lists the models (the summarised log line among them), not a refusal.
+fn report_shows_the_models_of(ins: &[String], extrapolated: &str, dir: &Path) {
+    let page = dir.join("approx-unfit.html");
+    let mut a: Vec<&str> = vec!["report"];
+    a.extend(ins.iter().map(String::as_str));
+    a.extend(["--extrap", extrapolated, "-o", page.to_str().unwrap()]);
+    let o = iotrex(&a);
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("extrap refuses these inputs"), "{html}");
+    assert!(
+        html.contains("<th>event</th><th>parameter</th><th>model</th>"),
+        "no model table"
+    );
+    assert!(html.contains("ret (approximate)"), "the summarised line's model is missing");
 }

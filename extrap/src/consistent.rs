@@ -13,8 +13,9 @@
 //! by the collective-buffering model when it reproduces them (see `derive`), and their shape
 //! changes with the aggregator count by design.
 
+use crate::PassId;
 use crate::error::ExtrapError;
-use crate::library::Stage;
+use crate::library::{Inner, Stage};
 use crate::request::{Cx, Inconsistent};
 use crate::{Extrapolated, Input, describe_node};
 use rsd::trace::Lifts;
@@ -244,39 +245,39 @@ fn describe(inputs: &[Input], gs: &[Group]) -> String {
     parts.join("; ")
 }
 
-/// Extrapolates `inputs` as `cx` asks, first checking that they agree in structure. When
-/// they do not: refuses, saying which scales agree and where the others differ, or, with
-/// [`Inconsistent::Drop`], extrapolates from the largest agreeing group of at least three
-/// scales and lists the scales used and dropped in the output's header notes.
-pub(crate) fn extrapolate_consistent(
-    cx: Cx,
-    inputs: &[Input],
-) -> Result<Extrapolated, ExtrapError> {
-    // Containers (HDF5 calls) are followed by what they made (`containers`).
-    let original = inputs;
-    let lifted = crate::containers::lifted(inputs);
-    let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
-    // Every model below that compresses ranks again compresses the containers whole.
-    let cx = cx.lifted(lifted.as_ref().map(|l| &l.1));
-    // Writes the library deals over the ranks change the structure below their count
-    // (HDF5's metadata flush, collective or independent): modelled around the rest, before
-    // the grouping.
-    let mut out =
-        crate::library::around_all(cx, inputs, Stage::default(), &mut |inputs, stage| {
-            consistent_modelled_apart(cx, inputs, stage)
-        })?;
-    crate::nested_and_settled(cx, original, &mut out)?;
-    Ok(out)
+/// The consistency pass: extrapolates `inputs` as `cx` asks, first checking that they agree in
+/// structure. When they do not: refuses, saying which scales agree and where the others
+/// differ, or, with [`Inconsistent::Drop`], extrapolates from the largest agreeing group of
+/// at least three scales and lists the scales used and dropped in the output's header notes.
+/// Inside the library models (`library`): writes a library deals over the ranks change the
+/// structure below their count (HDF5's metadata flush), so they are taken out before the
+/// grouping; the models that found nothing to take out in all the inputs try again on the
+/// group kept. [`Inconsistent::AsGiven`] passes the inputs on as they are.
+pub(crate) struct Grouping;
+
+impl crate::pipeline::Pass for Grouping {
+    fn around(
+        &self,
+        cx: Cx,
+        inputs: &[Input],
+        stage: Stage<'_>,
+        inner: Inner<'_>,
+    ) -> Result<Extrapolated, ExtrapError> {
+        if cx.inconsistent == Inconsistent::AsGiven {
+            return inner(cx, inputs, stage);
+        }
+        consistent_or_grouped(cx, inputs, stage, inner)
+    }
 }
 
-/// [`extrapolate_consistent`] on inputs whose dealt writes, if any, were taken out (`reloc`
-/// relocates the fitted data addresses, as in `extrapolate_ignoring_at`).
-fn consistent_modelled_apart(
+/// [`Grouping`] on inputs whose library calls, if any, the models took out (`stage`).
+fn consistent_or_grouped(
     cx: Cx,
     inputs: &[Input],
     stage: Stage<'_>,
+    inner: Inner<'_>,
 ) -> Result<Extrapolated, ExtrapError> {
-    let run = |inputs: &[Input]| crate::extrapolate_ignoring_at(cx, inputs, stage);
+    let mut run = |inputs: &[Input]| crate::library::around_all(cx, inputs, stage, &mut *inner);
     let drop = cx.inconsistent == Inconsistent::Drop;
     let (gs, local) = groups_and_ops(cx.lifts, inputs, Op::is_local_query);
     if gs.len() <= 1 {
@@ -299,6 +300,7 @@ fn consistent_modelled_apart(
             },
         );
         out.file.header.notes.push(crate::local::note(&ops));
+        out.acted(PassId::LocalQueries);
         return Ok(out);
     }
     let text = describe(inputs, &gs);
@@ -374,5 +376,6 @@ fn consistent_modelled_apart(
         list(&kept),
         list(&dropped)
     ));
+    out.acted(PassId::Dropped);
     Ok(out)
 }

@@ -82,6 +82,34 @@ pub fn nest_again(f: &mut TraceFile, lifts: &Lifts) -> bool {
     nested
 }
 
+/// The first pass: the inputs' containers lifted around the rest, the output's nested again,
+/// then what the library models settle once it is nested (`library::settle`).
+pub(crate) struct Lifting;
+
+impl crate::pipeline::Pass for Lifting {
+    fn around(
+        &self,
+        cx: crate::request::Cx,
+        inputs: &[Input],
+        stage: crate::library::Stage<'_>,
+        inner: crate::library::Inner<'_>,
+    ) -> Result<crate::Extrapolated, crate::ExtrapError> {
+        let Some((lifted_inputs, lifts)) = lifted(inputs) else {
+            let mut out = inner(cx, inputs, stage)?;
+            crate::library::settle(cx, inputs, None, &mut out)?;
+            return Ok(out);
+        };
+        // Every model inside that compresses ranks again compresses the containers whole.
+        let cx = cx.lifted(Some(&lifts));
+        let mut out = inner(cx, &lifted_inputs, stage)?;
+        // Where the output keeps the lifted form, the calls each HDF5 call made follow it.
+        let kept = (!nest_again(&mut out.file, &lifts)).then_some(&lifts);
+        crate::library::settle(cx, inputs, kept, &mut out)?;
+        out.acted(crate::PassId::Containers);
+        Ok(out)
+    }
+}
+
 /// The time the calls of `nodes` take, over every rank and occurrence: their durations and
 /// the gaps before them (loops looked into; nested calls are inside their parent's duration).
 fn calls_time(nodes: &[Node]) -> f64 {

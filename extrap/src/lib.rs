@@ -12,14 +12,15 @@
 //! - when a parameter's rank groups do not line up across scales, each per-rank value as a
 //!   function of `(n, rank)` (`((rank+1) % n) * b`, blocks, plugin models).
 //!
-//! The passes, in order (`docs/ARCHITECTURE.md` draws them): the grid models narrowed to the
-//! program's grids (`grid`); containers lifted (`containers`); the library models around the
-//! rest (`library`: HDF5's collective flushes and dealt writes, taken out and put back at the
-//! target); consistency of structure and local queries set aside (`consistent`, `local`);
-//! prefix sums and file-end offsets recognised (`prefix`); summaries completed (`approx`);
-//! repeated runs grouped; the collective buffering's derivation around the fit
-//! (`collective`); the fit (`fit`, `timing`); what the library models adjust and insert;
-//! containers nested again and the library models' settling; the grids checked at the target.
+//! The passes, in order, are written down once (`pipeline`; `docs/ARCHITECTURE.md` draws
+//! them): containers lifted (`containers`); the library models around the rest (`library`:
+//! the MPI library's process grids and collective buffering, HDF5's collective flushes,
+//! dealt writes and file space, each one implementation of the seam); consistency of
+//! structure and local queries set aside (`consistent`, `local`); then the fit stage
+//! ([`fit_stage`]): prefix sums and file-end offsets recognised (`prefix`), summaries
+//! completed (`approx`), repeated runs grouped, the library models around the fit (the
+//! collective buffering's derivation), the fit (`fit`, `timing`); on the way out, what the
+//! library models put back, the containers nested again and what the models settle.
 //!
 //! Everything is exact: a quantity that fits no model, or that two models fit but predict
 //! differently at the target, refuses the whole extrapolation with an error naming the event,
@@ -49,6 +50,7 @@ pub mod local;
 mod mpi;
 mod numbers;
 pub mod patterns;
+pub mod pipeline;
 mod prefix;
 pub mod provenance;
 mod ranks;
@@ -60,6 +62,7 @@ pub use models;
 pub use models::{ModelSet, Plugin};
 pub use mpi::collective::FITTED_NOT_DERIVED;
 pub use mpi::derive::{DERIVE_LIMIT, Derivation};
+pub use pipeline::PassId;
 use request::Cx;
 pub use request::{Inconsistent, Request, run};
 
@@ -129,6 +132,8 @@ pub struct Extrapolated {
     /// The quantities [`Request::approx_unfit`] summarised because no exact model fits them,
     /// in the order it met them (the request's own `ignore` not among them).
     pub summarised: Vec<approx::Ignore>,
+    /// The passes that acted, in the order they run (`--explain`).
+    pub passes: Vec<PassId>,
 }
 
 /// Describes a node for messages: op, call site and path of an event; a loop by its first
@@ -150,50 +155,10 @@ pub fn describe_node(n: &Node) -> String {
     }
 }
 
-/// The extrapolation of `inputs` (the consistent groups' inputs, or the request's as given)
-/// inside what the library models around it already did (`stage`: `consistent` runs them
-/// around its grouping): the containers lifted, the library models around the fit, the
-/// containers nested again and settled.
-pub(crate) fn extrapolate_ignoring_at(
-    cx: Cx,
-    inputs: &[Input],
-    stage: library::Stage<'_>,
-) -> Result<Extrapolated, ExtrapError> {
-    let original = inputs;
-    let lifted = containers::lifted(inputs);
-    let inputs = lifted.as_ref().map_or(inputs, |l| l.0.as_slice());
-    let own = lifted.as_ref().map(|l| &l.1);
-    // Every model below that compresses ranks again compresses the containers whole: with
-    // this lifting's sites, or those of the lifting around this (`consistent`'s), where the
-    // inputs came lifted already.
-    let inner_cx = if own.is_some() { cx.lifted(own) } else { cx };
-    let mut out = library::around_all(inner_cx, inputs, stage, &mut |inputs, stage| {
-        extrapolate_modelled_apart(inner_cx, inputs, stage)
-    })?;
-    // Only what this lifting lifted is nested again here.
-    nested_and_settled(cx.lifted(own), original, &mut out)?;
-    Ok(out)
-}
-
-/// The last step of every extrapolation of `original` (its containers lifted as `cx` says,
-/// if they were): the containers nested again, then what the library models settle once the
-/// output is nested (HDF5's file space, where it came from the oracle).
-pub(crate) fn nested_and_settled(
-    cx: Cx,
-    original: &[Input],
-    out: &mut Extrapolated,
-) -> Result<(), ExtrapError> {
-    // Where the output keeps the lifted form, the calls each HDF5 call made follow it.
-    let lifted = cx
-        .lifts
-        .filter(|l| !containers::nest_again(&mut out.file, l));
-    library::settle(cx, original, lifted, out)
-}
-
-/// The extrapolation of inputs whose library calls the models took out (`stage`: what they
-/// hand the fit): offsets that are prefix sums recognised, summaries completed, then
-/// [`extrapolate_sorted`].
-fn extrapolate_modelled_apart(
+/// The last pass of the pipeline (`pipeline`), on inputs whose library calls the models took
+/// out (`stage`: what they hand the fit): offsets that are prefix sums recognised, summaries
+/// completed, then [`extrapolate_sorted`].
+pub(crate) fn fit_stage(
     cx: Cx,
     inputs: &[Input],
     stage: library::Stage<'_>,
@@ -212,6 +177,15 @@ fn extrapolate_modelled_apart(
     };
     let mut out = extrapolate_sorted(cx, all, stage)?;
     approx::note(&mut out.file);
+    if recognised
+        .iter()
+        .any(|c| matches!(c, std::borrow::Cow::Owned(_)))
+    {
+        out.acted(PassId::PrefixSums);
+    }
+    if completed.is_some() || !cx.ignored.is_empty() {
+        out.acted(PassId::Summaries);
+    }
     Ok(out)
 }
 
@@ -252,7 +226,6 @@ fn extrapolate_sorted(
             count: groups.len(),
         });
     }
-    let sorted: Vec<&Input> = groups.iter().map(|g| g[0]).collect();
     // The ignored parameters are summarised in what is fitted only: the library's model
     // below reads the exact values.
     let fit = |g: &[Vec<&Input>]| {
@@ -267,10 +240,15 @@ fn extrapolate_sorted(
             fit_sorted(&refs, &groups, target, models)
         }?;
         // What the library models put back before the collective I/O is derived.
-        library::adjust_fitted(cx, stage, &mut out.file)?;
+        stage.adjust_fitted(&mut out.file)?;
+        out.acted(PassId::Fit);
         Ok::<Extrapolated, ExtrapError>(out)
     };
-    mpi::collective::derived_around(cx, stage, &groups, &sorted, fit)
+    let mut out = library::around_fit_all(cx, stage, &groups, &fit)?;
+    if groups.iter().any(|g| g.len() > 1) {
+        out.acted(PassId::Repeats);
+    }
+    Ok(out)
 }
 
 /// Why `b` is not a repeated run of `a` (same rank count assumed): another command, or other
@@ -403,6 +381,7 @@ fn fit_sorted(
         scales,
         explain: fitter.explain,
         summarised: Vec::new(),
+        passes: Vec::new(),
     })
 }
 

@@ -1,47 +1,110 @@
-//! The library-model seam: the calls a library makes on the application's behalf (parallel
-//! HDF5's metadata writes dealt over the ranks, its collective flushes, the file space its
-//! calls see) change shape with the rank count by the library's own rules, so they are
-//! modelled, not fitted. Each library's model is one implementation of [`LibraryModel`],
-//! and the pipeline runs them from one written-down list ([`MODELS`]) without naming any:
-//! a new library is a new implementation and a new entry, not a new path through `lib.rs`.
+//! The library-model seam: the calls a library makes on the application's behalf change shape
+//! with the rank count by the library's own rules (the MPI library's collective buffering and
+//! process grids, parallel HDF5's metadata writes dealt over the ranks, its collective
+//! flushes, the file space its calls see), so they are modelled, not fitted. Each library's
+//! model is one implementation of [`LibraryModel`], and the pipeline runs them from one
+//! written-down list (`pipeline::MODELS`) without naming any: a new library is a new implementation
+//! and a new entry, not a new path through the pipeline.
 //!
-//! A model acts at three points of one extrapolation:
+//! A model acts at three points of one extrapolation (`pipeline` runs them):
 //! 1. around the rest ([`LibraryModel::around`]): it plans from the inputs, takes its calls
 //!    out, runs the inner extrapolation on what is left, and puts its calls back at the
-//!    target; what the inner steps need of it travels in the [`Stage`];
-//! 2. on the fitted trace, before the collective I/O below it is derived
-//!    ([`LibraryModel::adjust_fitted`]), and in what that derivation must reproduce
-//!    ([`LibraryModel::constrain_derivation`]);
+//!    target. What the steps inside need of it, it hands them in the [`Stage`], as a
+//!    [`Handoff`]: the changes to the fitted trace, and what the derivation of collective
+//!    I/O must reproduce;
+//! 2. around the fit of the runs grouped by scale ([`LibraryModel::around_fit`]: the MPI
+//!    library's collective buffering derives the nested calls of collective calls there);
 //! 3. once the output is nested again ([`LibraryModel::settle`]).
-//!
-//! The collective buffering of the MPI library (`collective`, after `collio`'s models of
-//! OMPIO and ROMIO) is the innermost model: it derives the nested calls of the collective
-//! calls the others leave in.
 
 use crate::error::ExtrapError;
-use crate::hdf5::collflush::{self, AtTarget};
-use crate::hdf5::dealt;
-use crate::hdf5::relocate::Relocator;
-use crate::hdf5::space;
 use crate::mpi::derive::Plan;
+use crate::pipeline::{MODELS, PassId};
 use crate::request::Cx;
 use crate::{Extrapolated, Input};
 use rsd::TraceFile;
 use rsd::trace::Lifts;
 
-/// What the models around the fit hand the steps inside them.
+/// What a model around the fit hands the steps inside it, while they run.
+pub(crate) trait Handoff: Sync {
+    /// The model that handed it.
+    fn by(&self) -> PassId;
+
+    /// Changes the fitted trace `tf` at the target as the model needs before the collective
+    /// I/O is derived (`stage`: every handoff, to see what the others do).
+    fn adjust_fitted(&self, _stage: Stage<'_>, _tf: &mut TraceFile) -> Result<(), ExtrapError> {
+        Ok(())
+    }
+
+    /// The inputs the derivation of collective I/O checks its model on, where the model
+    /// took calls out that the derivation must see (its put-back calls are derived too).
+    fn derivation_inputs(&self) -> Option<Vec<&Input>> {
+        None
+    }
+
+    /// Adds to the derivation's plan what the model's calls need of it; a refusal where the
+    /// derivation cannot give it.
+    fn constrain_derivation(&self, _plan: &mut Plan) -> Result<(), ExtrapError> {
+        Ok(())
+    }
+
+    /// The refusal, where the model's calls need the derivation at the target and it failed
+    /// (`why`); `None` where the nested calls may be fitted instead.
+    fn refuse_underived(&self, _why: &str) -> Option<ExtrapError> {
+        None
+    }
+}
+
+/// What the models around the fit handed the steps inside them, outermost first.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Stage<'a> {
-    /// HDF5's collective metadata flushes taken out, to put back before the collective I/O
-    /// is derived.
-    pub(crate) flushes: Option<&'a AtTarget<'a>>,
-    /// Where the fitted data addresses move to HDF5's storage at the target.
-    pub(crate) reloc: Option<&'a Relocator<'a>>,
+    handed: &'a [&'a dyn Handoff],
+}
+
+impl<'a> Stage<'a> {
+    /// Runs `f` with `h` handed on, inside what this stage holds.
+    pub(crate) fn with<R>(self, h: &dyn Handoff, f: impl FnOnce(Stage<'_>) -> R) -> R {
+        let mut handed: Vec<&dyn Handoff> = self.handed.to_vec();
+        handed.push(h);
+        f(Stage { handed: &handed })
+    }
+
+    /// Whether the model `by` handed something on.
+    pub(crate) fn has(self, by: PassId) -> bool {
+        self.handed.iter().any(|h| h.by() == by)
+    }
+
+    /// Every handoff's [`Handoff::adjust_fitted`], innermost first: HDF5's data addresses
+    /// move before the flushes that write at real addresses go back in.
+    pub(crate) fn adjust_fitted(self, tf: &mut TraceFile) -> Result<(), ExtrapError> {
+        (self.handed.iter().rev()).try_for_each(|h| h.adjust_fitted(self, tf))
+    }
+
+    /// The inputs the derivation of collective I/O checks its model on: a handoff's, where
+    /// one took calls out that must be derived, else `sorted`.
+    pub(crate) fn derivation_inputs(self, sorted: &[&'a Input]) -> Vec<&'a Input> {
+        (self.handed.iter())
+            .find_map(|h| h.derivation_inputs())
+            .unwrap_or_else(|| sorted.to_vec())
+    }
+
+    /// Every handoff's [`Handoff::constrain_derivation`].
+    pub(crate) fn constrain_derivation(self, plan: &mut Plan) -> Result<(), ExtrapError> {
+        (self.handed.iter()).try_for_each(|h| h.constrain_derivation(plan))
+    }
+
+    /// The first handoff's refusal of a derivation that failed at the target.
+    pub(crate) fn refuse_underived(self, why: &str) -> Option<ExtrapError> {
+        (self.handed.iter()).find_map(|h| h.refuse_underived(why))
+    }
 }
 
 /// The rest of an extrapolation, as a model around it runs it.
 pub(crate) type Inner<'i> =
-    &'i mut dyn FnMut(&[Input], Stage<'_>) -> Result<Extrapolated, ExtrapError>;
+    &'i mut dyn FnMut(Cx<'_>, &[Input], Stage<'_>) -> Result<Extrapolated, ExtrapError>;
+
+/// The fit of runs grouped by scale (increasing rank counts; the first run of each is
+/// fitted), as a model around it runs it.
+pub(crate) type Fit<'f> = &'f dyn Fn(&[Vec<&Input>]) -> Result<Extrapolated, ExtrapError>;
 
 /// One library's behaviour in the extrapolation.
 pub(crate) trait LibraryModel: Sync {
@@ -50,41 +113,23 @@ pub(crate) trait LibraryModel: Sync {
     /// this model already acted further out, `inner` runs on the inputs as they are.
     fn around(
         &self,
-        _cx: Cx,
+        cx: Cx,
         inputs: &[Input],
         stage: Stage<'_>,
         inner: Inner<'_>,
     ) -> Result<Extrapolated, ExtrapError> {
-        inner(inputs, stage)
+        inner(cx, inputs, stage)
     }
 
-    /// Changes the fitted trace `tf` at the target as this model needs before the collective
-    /// I/O below it is derived.
-    fn adjust_fitted(
+    /// Runs `fit` on `groups` with this library's calls modelled around it.
+    fn around_fit(
         &self,
         _cx: Cx,
         _stage: Stage<'_>,
-        _tf: &mut TraceFile,
-    ) -> Result<(), ExtrapError> {
-        Ok(())
-    }
-
-    /// The inputs the derivation of collective I/O checks its model on, where this model
-    /// took calls out that the derivation must see (its put-back calls are derived too).
-    fn derivation_inputs<'i>(&self, _stage: Stage<'i>) -> Option<Vec<&'i Input>> {
-        None
-    }
-
-    /// Adds to the derivation's plan what this model's calls need of it; a refusal where
-    /// the derivation cannot give it.
-    fn constrain_derivation(&self, _stage: Stage<'_>, _plan: &mut Plan) -> Result<(), ExtrapError> {
-        Ok(())
-    }
-
-    /// The refusal, where this model's calls need the derivation at the target and it failed
-    /// (`why`); `None` where the nested calls may be fitted instead.
-    fn refuse_underived(&self, _stage: Stage<'_>, _why: &str) -> Option<ExtrapError> {
-        None
+        groups: &[Vec<&Input>],
+        fit: Fit<'_>,
+    ) -> Result<Extrapolated, ExtrapError> {
+        fit(groups)
     }
 
     /// Settles values of the output `out` that this library decides, once it is nested again
@@ -100,14 +145,6 @@ pub(crate) trait LibraryModel: Sync {
         Ok(())
     }
 }
-
-/// The library models, outermost first: HDF5's collective flushes are taken out around its
-/// independent dealt writes, whose relocation of the data is applied first.
-pub(crate) const MODELS: &[&dyn LibraryModel] = &[
-    &collflush::CollectiveFlushes,
-    &dealt::DealtWrites,
-    &space::FileSpace,
-];
 
 /// Runs `inner` on `inputs` inside every model's [`LibraryModel::around`], in [`MODELS`]'
 /// order.
@@ -125,8 +162,8 @@ pub(crate) fn around_all(
         inner: Inner<'_>,
     ) -> Result<Extrapolated, ExtrapError> {
         match models.split_first() {
-            None => inner(inputs, stage),
-            Some((m, rest)) => m.around(cx, inputs, stage, &mut |inputs, stage| {
+            None => inner(cx, inputs, stage),
+            Some((m, rest)) => m.around(cx, inputs, stage, &mut |cx, inputs, stage| {
                 chain(rest, cx, inputs, stage, inner)
             }),
         }
@@ -134,38 +171,27 @@ pub(crate) fn around_all(
     chain(MODELS, cx, inputs, stage, inner)
 }
 
-/// Every model's [`LibraryModel::adjust_fitted`], innermost first: the data's addresses move
-/// before the flushes that write at real addresses go back in.
-pub(crate) fn adjust_fitted(
+/// Runs `fit` on `groups` inside every model's [`LibraryModel::around_fit`], in [`MODELS`]'
+/// order.
+pub(crate) fn around_fit_all(
     cx: Cx,
     stage: Stage<'_>,
-    tf: &mut TraceFile,
-) -> Result<(), ExtrapError> {
-    MODELS
-        .iter()
-        .rev()
-        .try_for_each(|m| m.adjust_fitted(cx, stage, tf))
-}
-
-/// The inputs the derivation of collective I/O checks its model on: a model's, where one
-/// took calls out that must be derived, else `sorted`.
-pub(crate) fn derivation_inputs<'i>(stage: Stage<'i>, sorted: &[&'i Input]) -> Vec<&'i Input> {
-    MODELS
-        .iter()
-        .find_map(|m| m.derivation_inputs(stage))
-        .unwrap_or_else(|| sorted.to_vec())
-}
-
-/// Every model's [`LibraryModel::constrain_derivation`].
-pub(crate) fn constrain_derivation(stage: Stage<'_>, plan: &mut Plan) -> Result<(), ExtrapError> {
-    MODELS
-        .iter()
-        .try_for_each(|m| m.constrain_derivation(stage, plan))
-}
-
-/// The first model's refusal of a derivation that failed at the target.
-pub(crate) fn refuse_underived(stage: Stage<'_>, why: &str) -> Option<ExtrapError> {
-    MODELS.iter().find_map(|m| m.refuse_underived(stage, why))
+    groups: &[Vec<&Input>],
+    fit: Fit<'_>,
+) -> Result<Extrapolated, ExtrapError> {
+    fn chain(
+        models: &[&dyn LibraryModel],
+        cx: Cx,
+        stage: Stage<'_>,
+        groups: &[Vec<&Input>],
+        fit: Fit<'_>,
+    ) -> Result<Extrapolated, ExtrapError> {
+        match models.split_first() {
+            None => fit(groups),
+            Some((m, rest)) => m.around_fit(cx, stage, groups, &|g| chain(rest, cx, stage, g, fit)),
+        }
+    }
+    chain(MODELS, cx, stage, groups, fit)
 }
 
 /// Every model's [`LibraryModel::settle`].
@@ -178,4 +204,19 @@ pub(crate) fn settle(
     MODELS
         .iter()
         .try_for_each(|m| m.settle(cx, original, lifted, out))
+}
+
+/// The library models as one pass of the pipeline: every model's [`LibraryModel::around`].
+pub(crate) struct Models;
+
+impl crate::pipeline::Pass for Models {
+    fn around(
+        &self,
+        cx: Cx,
+        inputs: &[Input],
+        stage: Stage<'_>,
+        inner: Inner<'_>,
+    ) -> Result<Extrapolated, ExtrapError> {
+        around_all(cx, inputs, stage, inner)
+    }
 }

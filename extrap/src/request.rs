@@ -173,26 +173,16 @@ fn once(
     inputs: &[Input],
     ignored: &[Ignore],
 ) -> Result<Extrapolated, ExtrapError> {
-    // The grid models take the dimension counts the program asked MPI_Dims_create for.
-    let ndims = crate::mpi::grid::grid_ndims(inputs);
-    let models = req.models.for_grids(&ndims);
     let cx = Cx {
         target: req.target,
-        models: &models,
+        models: &req.models,
         how: req.derivation,
         ignored,
         inconsistent: req.inconsistent,
         oracle,
         lifts: None,
     };
-    let out = match req.inconsistent {
-        Inconsistent::AsGiven => crate::extrapolate_ignoring_at(cx, inputs, Default::default()),
-        _ => crate::consistent::extrapolate_consistent(cx, inputs),
-    }?;
-    if !ndims.is_empty() {
-        crate::mpi::grid::check_grids(inputs, &out)?;
-    }
-    Ok(out)
+    crate::pipeline::run(cx, inputs)
 }
 
 /// The unit tests' extrapolation: `inputs` fitted as given to `target` with `models`.

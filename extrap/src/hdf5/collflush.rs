@@ -38,9 +38,10 @@ use crate::hdf5::dealt::{Anchor, block, describe_anchor};
 use crate::hdf5::meta;
 use crate::hdf5::relocate::Relocator;
 use crate::hdf5::space::{self, OracleRun, Remembered, RunId};
-use crate::library::{Inner, LibraryModel, Stage};
+use crate::library::{Handoff, Inner, LibraryModel, Stage};
 use crate::mpi::derive;
 use crate::numbers::fit_number;
+use crate::pipeline::PassId;
 use crate::ranks::{Site, compress_ranks, rank_events};
 use crate::request::Cx;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
@@ -1259,57 +1260,53 @@ impl LibraryModel for CollectiveFlushes {
         inner: Inner<'_>,
     ) -> Result<Extrapolated, ExtrapError> {
         // Taken out further out already (around `consistent`'s grouping).
-        if stage.flushes.is_some() {
-            return inner(inputs, stage);
+        if stage.has(PassId::CollectiveFlushes) {
+            return inner(cx, inputs, stage);
         }
-        around(cx, inputs, |inputs, flushes| {
-            inner(inputs, Stage { flushes, ..stage })
+        around(cx, inputs, |inputs, flushes| match flushes {
+            Some(at) => {
+                let mut out = stage.with(at, |stage| inner(cx, inputs, stage))?;
+                out.acted(PassId::CollectiveFlushes);
+                Ok(out)
+            }
+            None => inner(cx, inputs, stage),
         })
     }
+}
 
-    fn adjust_fitted(
-        &self,
-        _cx: Cx,
-        stage: Stage<'_>,
-        tf: &mut TraceFile,
-    ) -> Result<(), ExtrapError> {
-        let Some(at) = stage.flushes else {
-            return Ok(());
-        };
+impl Handoff for AtTarget<'_> {
+    fn by(&self) -> PassId {
+        PassId::CollectiveFlushes
+    }
+
+    fn adjust_fitted(&self, stage: Stage<'_>, tf: &mut TraceFile) -> Result<(), ExtrapError> {
         // Where it took the split index from the oracle, this model relocates the data, unless
         // the dealt writes' model did.
-        if stage.reloc.is_none()
-            && let Some(r) = &at.reloc
+        if !stage.has(PassId::DealtWrites)
+            && let Some(r) = &self.reloc
         {
             r.apply_or_refuse(tf)?;
         }
         // The flushes go back in before their writes' nested calls are derived.
-        at.insert(tf)
+        self.insert(tf)
     }
 
-    fn derivation_inputs<'i>(&self, stage: Stage<'i>) -> Option<Vec<&'i Input>> {
+    fn derivation_inputs(&self) -> Option<Vec<&Input>> {
         // The flushes' writes need the derivation: the inputs with them say what it is.
-        stage.flushes.map(|a| a.model_inputs.clone())
+        Some(self.model_inputs.clone())
     }
 
-    fn constrain_derivation(
-        &self,
-        stage: Stage<'_>,
-        plan: &mut derive::Plan,
-    ) -> Result<(), ExtrapError> {
-        let Some(at) = stage.flushes else {
-            return Ok(());
-        };
+    fn constrain_derivation(&self, plan: &mut derive::Plan) -> Result<(), ExtrapError> {
         // The flushes' writes must be derived at the target: their nested calls are not in
         // what is fitted.
-        for &(new, like) in &at.plan.aliases {
+        for &(new, like) in &self.plan.aliases {
             plan.alias(new, like);
         }
-        if let Some(l) = at.lifts {
+        if let Some(l) = self.lifts {
             plan.same_call(|sig| l.parts(sig).map(|p| p.0));
         }
         let why = plan.skipped.clone().or_else(|| {
-            at.plan
+            self.plan
                 .sites
                 .iter()
                 .find(|s| !plan.derived.contains(s))
@@ -1326,14 +1323,14 @@ impl LibraryModel for CollectiveFlushes {
                 })
         });
         match why {
-            Some(why) => Err(at.refused(why)),
+            Some(why) => Err(self.refused(why)),
             None => Ok(()),
         }
     }
 
-    fn refuse_underived(&self, stage: Stage<'_>, why: &str) -> Option<ExtrapError> {
+    fn refuse_underived(&self, why: &str) -> Option<ExtrapError> {
         // The flushes' writes have no nested calls to fit.
-        stage.flushes.map(|at| at.refused(why.to_string()))
+        Some(self.refused(why.to_string()))
     }
 }
 

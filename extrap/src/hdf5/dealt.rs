@@ -37,8 +37,9 @@ use crate::error::ExtrapError;
 use crate::hdf5::meta;
 use crate::hdf5::relocate::Relocator;
 use crate::hdf5::space::{self, Remembered, RunId};
-use crate::library::{Inner, LibraryModel, Stage};
+use crate::library::{Handoff, Inner, LibraryModel, Stage};
 use crate::numbers::fit_number;
+use crate::pipeline::PassId;
 use crate::ranks::{compress_ranks, rank_events};
 use crate::request::Cx;
 use crate::{DERIVE_LIMIT, Explain, Extrapolated, Input};
@@ -1355,6 +1356,7 @@ pub(crate) fn around(
          per entry"
             .into(),
     );
+    out.acted(PassId::DealtWrites);
     Ok(out)
 }
 
@@ -1373,24 +1375,24 @@ impl LibraryModel for DealtWrites {
         // Taken out around `consistent`'s grouping already, with the HDF5 oracle: modelling
         // them again would find none, and add to any refusal why the split index is not
         // modelled.
-        if stage.reloc.is_some() {
-            return inner(inputs, stage);
+        if stage.has(PassId::DealtWrites) {
+            return inner(cx, inputs, stage);
         }
-        around(cx, inputs, |inputs, reloc| {
-            inner(inputs, Stage { reloc, ..stage })
+        around(cx, inputs, |inputs, reloc| match reloc {
+            Some(r) => stage.with(r, |stage| inner(cx, inputs, stage)),
+            None => inner(cx, inputs, stage),
         })
     }
+}
 
-    fn adjust_fitted(
-        &self,
-        _cx: Cx,
-        stage: Stage<'_>,
-        tf: &mut TraceFile,
-    ) -> Result<(), ExtrapError> {
-        match stage.reloc {
-            Some(r) => r.apply_or_refuse(tf),
-            None => Ok(()),
-        }
+/// The dealt writes' model hands on what relocates the fitted data addresses.
+impl Handoff for Relocator<'_> {
+    fn by(&self) -> PassId {
+        PassId::DealtWrites
+    }
+
+    fn adjust_fitted(&self, _stage: Stage<'_>, tf: &mut TraceFile) -> Result<(), ExtrapError> {
+        self.apply_or_refuse(tf)
     }
 }
 

@@ -23,6 +23,7 @@
 
 use crate::error::ExtrapError;
 use crate::library::LibraryModel;
+use crate::pipeline::PassId;
 use crate::request::Cx;
 use crate::{Extrapolated, Input};
 use rsd::op::{Layer, Op, Param};
@@ -62,6 +63,7 @@ impl LibraryModel for FileSpace {
             lifted,
         )
         .map_err(|why| ExtrapError::ConfigDiffers { why })?;
+        out.acted(PassId::FileSpace);
         Ok(())
     }
 }

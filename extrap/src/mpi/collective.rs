@@ -8,28 +8,45 @@
 //! back whose nested calls it must derive.
 
 use crate::error::ExtrapError;
-use crate::library::{self, Stage};
+use crate::library::{Fit, LibraryModel, Stage};
 use crate::mpi::derive;
+use crate::pipeline::PassId;
 use crate::request::Cx;
 use crate::{Explain, Extrapolated, Input, prefix, ranks};
 use rsd::TraceFile;
 use rsd::trace::{Node, NodeKind};
 
-/// Runs `fit` on `groups` (runs per scale; `sorted`, the first of each) with the nested calls
+/// The MPI library's collective buffering as a library model: around the fit, it derives
+/// the nested calls of the collective calls its model reproduces ([`derived_around`]).
+pub(crate) struct CollectiveBuffering;
+
+impl LibraryModel for CollectiveBuffering {
+    fn around_fit(
+        &self,
+        cx: Cx,
+        stage: Stage<'_>,
+        groups: &[Vec<&Input>],
+        fit: Fit<'_>,
+    ) -> Result<Extrapolated, ExtrapError> {
+        derived_around(cx, stage, groups, fit)
+    }
+}
+
+/// Runs `fit` on `groups` (runs per scale, the first of each fitted) with the nested calls
 /// of the collective calls the library's model reproduces taken out, and derives them at the
 /// target; where the model does not hold, `fit` runs on the calls as they are, and the
 /// output says why.
-pub(crate) fn derived_around(
+fn derived_around(
     cx: Cx,
     stage: Stage<'_>,
     groups: &[Vec<&Input>],
-    sorted: &[&Input],
-    fit: impl Fn(&[Vec<&Input>]) -> Result<Extrapolated, ExtrapError>,
+    fit: Fit<'_>,
 ) -> Result<Extrapolated, ExtrapError> {
     let target = cx.target;
+    let sorted: Vec<&Input> = groups.iter().map(|g| g[0]).collect();
     // A model around this may have taken out calls whose nested calls must be derived: the
     // inputs with them say what the derivation is.
-    let model_inputs = library::derivation_inputs(stage, sorted);
+    let model_inputs = stage.derivation_inputs(&sorted);
     if !model_inputs
         .iter()
         .any(|i| collective_with_children(&i.file.trace.nodes))
@@ -52,7 +69,7 @@ pub(crate) fn derived_around(
     if let Some(why) = plan.refusal {
         return Err(ExtrapError::ConfigDiffers { why });
     }
-    library::constrain_derivation(stage, &mut plan)?;
+    stage.constrain_derivation(&mut plan)?;
     if let Some(why) = &plan.skipped {
         let mut out = fit(groups).map_err(|e| e.not_derived(why))?;
         fitted_not_derived(&mut out, why);
@@ -106,12 +123,13 @@ pub(crate) fn derived_around(
                  library's collective buffering; their timing is the inputs' mean per op"
                     .into(),
             );
+            out.acted(PassId::CollectiveBuffering);
             Ok(out)
         }
         Err(why) => {
             let at_target =
                 format!("the nested calls of the collective writes at {target} ranks: {why}");
-            match library::refuse_underived(stage, &at_target) {
+            match stage.refuse_underived(&at_target) {
                 // A model around this put back calls that have no nested calls to fit.
                 Some(e) => Err(e),
                 // The model cannot say what happens at the target: fit the nested calls
@@ -129,6 +147,7 @@ pub(crate) fn derived_around(
 /// collective buffering could not derive them: a fit holds only while the library keeps the
 /// inputs' aggregators at the target, which its defaults do not promise.
 fn fitted_not_derived(out: &mut Extrapolated, why: &str) {
+    out.acted(PassId::CollectiveBuffering);
     out.explain.insert(
         0,
         Explain {

@@ -4,8 +4,53 @@
 //! whose grid at the target is not the library's is refused ([`check_grids`]).
 
 use crate::error::ExtrapError;
+use crate::library::{Handoff, Inner, LibraryModel, Stage};
+use crate::pipeline::PassId;
+use crate::request::Cx;
 use crate::{Extrapolated, Input};
 use rsd::trace::{Node, NodeKind};
+
+/// The MPI library's process grids as a library model: the models everything inside is
+/// fitted with take the program's grids ([`grid_ndims`]), and the output's grids are checked
+/// at the target ([`check_grids`]).
+pub(crate) struct ProcessGrids;
+
+/// What [`ProcessGrids`] hands on: only that it acted, so that a second pass of the library
+/// models (on the group `consistent` keeps) does not narrow and check again.
+struct Narrowed;
+
+impl Handoff for Narrowed {
+    fn by(&self) -> PassId {
+        PassId::Grids
+    }
+}
+
+impl LibraryModel for ProcessGrids {
+    fn around(
+        &self,
+        cx: Cx,
+        inputs: &[Input],
+        stage: Stage<'_>,
+        inner: Inner<'_>,
+    ) -> Result<Extrapolated, ExtrapError> {
+        if stage.has(PassId::Grids) {
+            return inner(cx, inputs, stage);
+        }
+        // The grid models take the dimension counts the program asked MPI_Dims_create for.
+        let ndims = grid_ndims(inputs);
+        let models = cx.models.for_grids(&ndims);
+        let cx = Cx {
+            models: &models,
+            ..cx
+        };
+        let mut out = stage.with(&Narrowed, |stage| inner(cx, inputs, stage))?;
+        if !ndims.is_empty() {
+            check_grids(inputs, &out)?;
+            out.acted(PassId::Grids);
+        }
+        Ok(out)
+    }
+}
 
 /// The dimension counts the inputs' programs asked `MPI_Dims_create` for (any rank, any
 /// depth): the only grids the grid models may take ([`models::ModelSet::for_grids`]).
