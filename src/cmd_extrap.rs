@@ -22,7 +22,11 @@ use std::path::{Path, PathBuf};
                   which scales agree with each other; --drop-inconsistent extrapolates from the \
                   largest agreeing group of 3 or more), a value fits no model, or two models \
                   disagree at the target, nothing is written and the error names the event, \
-                  parameter, values and models tried. Timing is chosen \
+                  parameter, values and models tried; with --json it is also printed on \
+                  stdout, as {\"error\": ..., \"hint\": ..., \"refusal\": {...}} with the \
+                  refusal's fields (\"kind\": \"refused\", the call as \"event\" with its op, \
+                  call site and path, the quantity as \"param\", the reasons as \"detail\", \
+                  \"values\", \"tried\", \"hint\"), and the exit status is 1. Timing is chosen \
                   out of sample (leave-one-scale-out among constant, inverse, inverse+constant, \
                   log, linear, power law, n log n, quadratic), refused where implausible up to \
                   the target, and stored with a prediction interval; the wall time is the sum \
@@ -251,6 +255,11 @@ fn note_ignored_unused(inputs: &[Input], ignored: &[extrap::approx::Ignore]) {
             g.op.name()
         );
     }
+}
+
+/// An extrapolation's refusal, field by field (`ExtrapError`'s serialization), for `--json`.
+pub fn refusal_json(e: &anyhow::Error) -> Option<serde_json::Value> {
+    serde_json::to_value(e.downcast_ref::<ExtrapError>()?).ok()
 }
 
 /// What to do about an extrapolation or plugin error.

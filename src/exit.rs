@@ -2,7 +2,7 @@
 //! a useful one, and the exit status (0 success, 1 unreadable or invalid input, 2 bad arguments,
 //! or the traced command's own status; `diff`, like diff(1), 0 same, 1 different, 2 trouble).
 //! With `--json` the error is also printed on stdout as `{"error": ..., "hint": ...}`, so a
-//! script reading stdout sees it.
+//! script reading stdout sees it; an extrapolation's refusal adds its fields as `"refusal"`.
 
 use rsd::RsdError;
 use std::io;
@@ -136,14 +136,19 @@ pub struct Report {
     pub trouble: u8,
 }
 
-/// The error as JSON: `{"error": message, "hint": hint or null}`.
-fn error_json(msg: &str, hint: Option<&str>) -> String {
-    serde_json::json!({ "error": msg, "hint": hint }).to_string()
+/// The error as JSON: `{"error": message, "hint": hint or null}`, and what else a script
+/// can act on (`"refusal"`: an extrapolation's refusal, field by field), where there is some.
+fn error_json(msg: &str, hint: Option<&str>, more: Option<(&str, serde_json::Value)>) -> String {
+    let mut v = serde_json::json!({ "error": msg, "hint": hint });
+    if let Some((key, value)) = more {
+        v[key] = value;
+    }
+    v.to_string()
 }
 
 /// Prints a usage error (bad arguments, found by clap) as JSON on stdout.
 pub fn print_usage_json(msg: &str) {
-    println!("{}", error_json(msg, Some("see --help")));
+    println!("{}", error_json(msg, Some("see --help"), None));
 }
 
 /// Prints the error of a failed command (with its hint) and gives the exit status.
@@ -164,7 +169,8 @@ pub fn status(result: anyhow::Result<()>, how: Report) -> ExitCode {
                 eprintln!("hint: {h}");
             }
             if how.json {
-                println!("{}", error_json(&msg, h.as_deref()));
+                let refusal = crate::cmd_extrap::refusal_json(&e).map(|r| ("refusal", r));
+                println!("{}", error_json(&msg, h.as_deref(), refusal));
             }
             if e.downcast_ref::<Usage>().is_some() {
                 ExitCode::from(2)
@@ -180,7 +186,7 @@ mod tests {
     #[test]
     fn error_json_has_both_fields() {
         let v: serde_json::Value =
-            serde_json::from_str(&super::error_json("a \"b\"", None)).unwrap();
+            serde_json::from_str(&super::error_json("a \"b\"", None, None)).unwrap();
         assert_eq!(v["error"], "a \"b\"");
         assert!(v["hint"].is_null());
     }

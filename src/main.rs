@@ -48,7 +48,7 @@ Examples:
 
 Exit status: 0 success, 1 unreadable or invalid input, 2 bad arguments (diff: 0 identical,
 1 different, 2 trouble). With --json, an error is also printed on stdout as
-{\"error\": ..., \"hint\": ...}.";
+{\"error\": ..., \"hint\": ...}, an extrap refusal's fields added as \"refusal\".";
 
 #[derive(Debug, Parser)]
 #[command(

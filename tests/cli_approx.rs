@@ -152,5 +152,8 @@ fn report_shows_the_models_of(ins: &[String], extrapolated: &str, dir: &Path) {
         html.contains("<th>event</th><th>parameter</th><th>model</th>"),
         "no model table"
     );
-    assert!(html.contains("ret (approximate)"), "the summarised line's model is missing");
+    assert!(
+        html.contains("ret (approximate)"),
+        "the summarised line's model is missing"
+    );
 }

@@ -140,3 +140,48 @@ fn refusals_write_nothing_and_say_why() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn a_refusal_under_json_gives_its_fields() {
+    let d = tempfile::tempdir().unwrap();
+    // Loop counts 10, 10, 13, 10: no exact model.
+    let ins = [
+        synth(d.path(), 4, 10),
+        synth(d.path(), 8, 10),
+        synth(d.path(), 12, 13),
+        synth(d.path(), 16, 10),
+    ];
+    let out = d.path().join("x.iotrex");
+    let mut args: Vec<String> = vec!["--json".into(), "extrap".into()];
+    args.extend(ins.iter().map(|p| s(p)));
+    args.extend(["--ranks".into(), "64".into(), "-o".into(), s(&out)]);
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = iotrex(&a);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!out.exists());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The message and hint, as for any error; the refusal's fields beside them.
+    let msg = v["error"].as_str().unwrap();
+    assert!(msg.starts_with("cannot extrapolate loop count of loop around pwrite"));
+    let r = &v["refusal"];
+    assert_eq!(r["kind"], "refused", "{r}");
+    assert_eq!(r["param"]["kind"], "loop_count", "{r}");
+    assert_eq!(r["event"]["kind"], "loop", "{r}");
+    let call = &r["event"]["first"];
+    assert_eq!(call["kind"], "event", "{r}");
+    assert_eq!(call["op"], "pwrite", "{r}");
+    let sig = call["sig"].as_str().unwrap();
+    assert!(msg.contains(&format!("pwrite (call site {sig}")), "{msg}");
+    let reasons = r["detail"].as_array().unwrap();
+    assert_eq!(reasons[0]["kind"], "fits_no_model", "{r}");
+    assert_eq!(r["values"], "10 at 4, 10 at 8, 13 at 12, 10 at 16", "{r}");
+    let tried = r["tried"].as_str().unwrap();
+    assert!(
+        !tried.is_empty() && msg.ends_with(&format!("models tried: {tried}")),
+        "{r}"
+    );
+    assert_eq!(r["hint"], v["hint"], "{r}");
+    // The text form stays on stderr.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("error: cannot extrapolate"), "{err}");
+}

@@ -19,7 +19,7 @@
 //! value that would refuse (a log line's length, a time printed) extrapolates approximately.
 //! `extrap --exact` keeps the old rule: a summary refuses ([`require_exact`]).
 
-use crate::error::ExtrapError;
+use crate::error::{ExtrapError, Quantity, Reason, Site};
 use crate::fit::Fitter;
 use crate::{Curve, Explain, Input};
 use models::timing::{TimingChoice, choose};
@@ -86,19 +86,14 @@ impl Ignore {
             });
         }
         if let Some((array, k)) = element(param)
-            && let Some(a) = op.arrays().iter().find(|a| **a == array)
-            && !matches!(*a, "extra" | "neighborhood")
+            && let Some(g) = Ignore::element(op, array, k)
         {
-            return Ok(Ignore {
-                op,
-                param: a,
-                element: Some(k),
-            });
+            return Ok(g);
         }
         let arrays: Vec<String> = op
             .arrays()
             .iter()
-            .filter(|a| !matches!(**a, "extra" | "neighborhood"))
+            .filter(|a| Ignore::summarisable(a))
             .map(|a| format!("{a}[k]"))
             .collect();
         let all: Vec<String> = names.iter().map(|n| n.to_string()).chain(arrays).collect();
@@ -111,6 +106,21 @@ impl Ignore {
                 all.join(", ")
             }
         )))
+    }
+
+    /// Element `k` of `op`'s array `array`, when that array is one a user may name (not the
+    /// catch-all arrays of values past the known ones).
+    pub fn element(op: Op, array: &str, k: usize) -> Option<Ignore> {
+        let a = op.arrays().iter().find(|a| **a == array)?;
+        Ignore::summarisable(a).then_some(Ignore {
+            op,
+            param: a,
+            element: Some(k),
+        })
+    }
+
+    fn summarisable(array: &str) -> bool {
+        !matches!(array, "extra" | "neighborhood")
     }
 
     /// Whether it names parameter `k` of an event of `op` with `nparams` parameters, the last
@@ -373,23 +383,21 @@ pub(crate) fn fit(
     f: &mut Fitter,
     els: &[&Elastic],
     ranks: &RankSet,
-    event: &str,
-    param: &str,
+    (site, event): (&Site, &str),
+    param: Quantity,
 ) -> Result<Elastic, ExtrapError> {
-    let refuse = |detail: String| ExtrapError::Refused {
-        event: event.to_string(),
-        param: param.to_string(),
-        detail,
-        values: els
+    let refuse = |reason: Reason| {
+        let values = els
             .iter()
             .zip(&f.scales)
             .map(|(e, n)| format!("{e} at {n}"))
             .collect::<Vec<_>>()
-            .join(", "),
-        tried: "statistics of summaries (timing-fit families)".into(),
-        hint: "a parameter summarised at some scales holds a negative value at others, which \
-               a summary cannot hold; trace every scale with the same IOTREX_APPROX"
-            .into(),
+            .join(", ");
+        let tried = "statistics of summaries (timing-fit families)".into();
+        let hint = "a parameter summarised at some scales holds a negative value at others, \
+                    which a summary cannot hold; trace every scale with the same IOTREX_APPROX"
+            .into();
+        ExtrapError::refused(site.clone(), param.clone(), reason, (values, tried, hint))
     };
     // After `complete`, each input holds one summary over the node's ranks.
     let ss: Vec<&Summary> = els
@@ -404,9 +412,7 @@ pub(crate) fn fit(
             _ => None,
         })
         .collect::<Option<_>>()
-        .ok_or_else(|| {
-            refuse("summarised at some scales and exact (or partly exact) at others".into())
-        })?;
+        .ok_or_else(|| refuse(Reason::MixedSummaries))?;
     let ns: Vec<f64> = f.scales.iter().map(|&n| n as f64).collect();
     let target = f.target as f64;
     let stats: Vec<&Stats> = ss.iter().map(|s| &s.stats).collect();

@@ -15,33 +15,74 @@
 
 use crate::PassId;
 use crate::error::ExtrapError;
+use crate::error::{Reason, Reasons, Site};
 use crate::library::{Inner, Stage};
 use crate::request::{Cx, Inconsistent};
-use crate::{Extrapolated, Input, describe_node};
+use crate::{Extrapolated, Input};
 use rsd::trace::Lifts;
 use rsd::trace::{Node, NodeKind};
 use rsd::{Op, TraceFile};
 use std::collections::BTreeSet;
 
-/// Where two node lists first differ in structure: as text, and the two nodes that differ
-/// (`None` for the end of a list); `None` when they agree.
+/// Where two node lists first differ in structure: the node's index in its list, the node
+/// whose list it is (`None`: the top level), and the two nodes (`None`: the end of a list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Differing {
+    /// The index in the list.
+    pub index: usize,
+    /// Whose list it is.
+    pub parent: Option<Site>,
+    /// The node in the first list.
+    pub left: Option<Site>,
+    /// The node in the second.
+    pub right: Option<Site>,
+}
+
+impl Differing {
+    /// Whether one of the nodes it names (the parent, the two that differ, a loop's first
+    /// call) is a call of `op`.
+    pub fn names(&self, op: Op) -> bool {
+        [&self.parent, &self.left, &self.right]
+            .into_iter()
+            .flatten()
+            .any(|s| s.op() == Some(op))
+    }
+}
+
+impl std::fmt::Display for Differing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = |n: &Option<Site>| {
+            n.as_ref()
+                .map_or("the end of the list".into(), Site::to_string)
+        };
+        match &self.parent {
+            Some(p) => write!(f, "node {} of {p}", self.index)?,
+            None => write!(f, "node {} of the top level", self.index)?,
+        }
+        write!(f, ": {} vs {}", d(&self.left), d(&self.right))
+    }
+}
+
+/// Where two node lists (of `parent`, `None` at the top level) first differ in structure, and
+/// the two nodes that differ (`None` for the end of a list); `None` when they agree.
 pub(crate) fn first_differing<'a>(
     a: &'a [Node],
     b: &'a [Node],
-    parent: &str,
-) -> Option<(String, Option<&'a Node>, Option<&'a Node>)> {
+    parent: Option<&Node>,
+) -> Option<(Differing, Option<&'a Node>, Option<&'a Node>)> {
     for i in 0..a.len().max(b.len()) {
         let (x, y) = (a.get(i), b.get(i));
-        let d = |n: Option<&Node>| n.map_or("the end of the list".to_string(), describe_node);
-        let (Some(x), Some(y)) = (x, y) else {
-            return Some((format!("node {i} of {parent}: {} vs {}", d(x), d(y)), x, y));
-        };
         let here = || {
-            Some((
-                format!("node {i} of {parent}: {} vs {}", d(Some(x)), d(Some(y))),
-                Some(x),
-                Some(y),
-            ))
+            let d = Differing {
+                index: i,
+                parent: parent.map(Site::of),
+                left: x.map(Site::of),
+                right: y.map(Site::of),
+            };
+            Some((d, x, y))
+        };
+        let (Some(x), Some(y)) = (x, y) else {
+            return here();
         };
         match (&x.kind, &y.kind) {
             (NodeKind::Event(e), NodeKind::Event(f)) => {
@@ -52,13 +93,13 @@ pub(crate) fn first_differing<'a>(
                 // The library's calls inside a collective call: derived or fitted, not
                 // structure of the application.
                 if collio::traced::collective_dir(e.op).is_none()
-                    && let Some(d) = first_differing(&e.children, &f.children, &describe_node(x))
+                    && let Some(d) = first_differing(&e.children, &f.children, Some(x))
                 {
                     return Some(d);
                 }
             }
             (NodeKind::Loop(l), NodeKind::Loop(m)) => {
-                if let Some(d) = first_differing(&l.body, &m.body, &describe_node(x)) {
+                if let Some(d) = first_differing(&l.body, &m.body, Some(x)) {
                     return Some(d);
                 }
             }
@@ -111,7 +152,7 @@ pub struct Group {
     /// Indices into the inputs, by increasing rank count.
     pub members: Vec<usize>,
     /// Where this group differs from the first (largest) group; `None` for that one.
-    pub differs: Option<String>,
+    pub differs: Option<Differing>,
 }
 
 /// The inputs' rank counts of a group, distinct and increasing.
@@ -182,7 +223,7 @@ fn grouped(
         let nodes = nodes_of(i);
         match out
             .iter_mut()
-            .find(|g| first_differing(nodes_of(g[0]), nodes, "the top level").is_none())
+            .find(|g| first_differing(nodes_of(g[0]), nodes, None).is_none())
         {
             Some(g) => g.push(i),
             None => out.push(vec![i]),
@@ -199,14 +240,13 @@ fn grouped(
     out.into_iter()
         .enumerate()
         .map(|(k, members)| Group {
-            differs: (k > 0).then(|| {
-                first_differing(nodes_of(first[0]), nodes_of(members[0]), "the top level")
-                    .map(|(text, x, y)| {
-                        seen(x, y);
-                        text
-                    })
-                    .unwrap_or_default()
-            }),
+            differs: (k > 0)
+                .then(|| first_differing(nodes_of(first[0]), nodes_of(members[0]), None))
+                .flatten()
+                .map(|(d, x, y)| {
+                    seen(x, y);
+                    d
+                }),
             members,
         })
         .collect()
@@ -312,8 +352,9 @@ fn consistent_or_grouped(
         let irregular = crate::irregular_params(&inputs.iter().collect::<Vec<_>>());
         // A drain of MPI_Waitsome calls splits its completions into calls by timing
         // (`rsd::approx::ORDER`): recorded as it happened, no two scales agree.
-        let waitsome = (text.contains(Op::Waitsome.name())
-            || irregular.iter().any(|p| p.starts_with(Op::Waitsome.name())))
+        let differs = gs.iter().filter_map(|g| g.differs.as_ref());
+        let waitsome = (differs.into_iter().any(|d| d.names(Op::Waitsome))
+            || irregular.iter().any(|p| p.op == Op::Waitsome))
             && !inputs.iter().any(|i| {
                 i.file
                     .header
@@ -328,20 +369,18 @@ fn consistent_or_grouped(
         } else {
             ""
         };
-        let (groups, advice) = if irregular.is_empty() {
-            (text, "")
+        let (also, advice) = if irregular.is_empty() {
+            (Reasons::default(), "")
         } else {
             (
-                format!(
-                    "{text}; parameters with no regular pattern: {}",
-                    irregular.join(", ")
-                ),
+                Reasons::one(Reason::Irregular { params: irregular }),
                 "values with no exact pattern (such as random offsets) cannot be extrapolated \
                  exactly; ",
             )
         };
         return Err(ExtrapError::Inconsistent {
-            groups,
+            groups: text,
+            also,
             hint: order.to_string()
                 + advice
                 + &if kept.len() >= 3 {

@@ -1,7 +1,13 @@
 //! Errors of the `extrap` crate.
 
-/// Why an extrapolation was refused or could not start.
-#[derive(Debug, thiserror::Error)]
+mod refusal;
+
+pub use refusal::{Guess, Irregular, Quantity, Reason, Reasons, Shape, Site, Unusable};
+
+/// Why an extrapolation was refused or could not start. Serialized (`iotrex --json extrap`),
+/// each variant is an object of its fields, with its name in snake case as `kind`.
+#[derive(Debug, thiserror::Error, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ExtrapError {
     /// Fewer than three input traces.
@@ -27,6 +33,7 @@ pub enum ExtrapError {
     },
     /// An input holds a summarised parameter (`rsd::approx`), which has no exact values to fit.
     #[error("{0}")]
+    #[serde(skip_serializing)]
     Approximate(rsd::RsdError),
     /// An `--ignore` that names no traced operation or parameter.
     #[error("--ignore {spec}: {why}")]
@@ -55,11 +62,12 @@ pub enum ExtrapError {
     /// The inputs do not have the same event structure.
     #[error(
         "the traces differ in structure at {position}: {left} at {left_ranks} ranks ({left_input}) \
-         but {right} at {right_ranks} ranks ({right_input}){irregular}"
+         but {right} at {right_ranks} ranks ({right_input}){}", .also.after()
     )]
     StructureDiffers {
-        /// Parameters that follow no pattern in the inputs, as `; ...` text, or empty.
-        irregular: String,
+        /// What the models around the fit add: the parameters that follow no pattern in the
+        /// inputs, why the library's calls were not derived.
+        also: Reasons,
         /// Where (node index and enclosing event).
         position: String,
         /// The node in the first input.
@@ -80,12 +88,12 @@ pub enum ExtrapError {
         "cannot extrapolate {param} of {event}: {detail}; values seen: {values}; models tried: {tried}"
     )]
     Refused {
-        /// The event: op, call site, path.
-        event: String,
-        /// The parameter (or `ranks`, `loop count`).
-        param: String,
-        /// What went wrong.
-        detail: String,
+        /// Where: the call (op, call site, path) or loop.
+        event: Site,
+        /// Which quantity of it.
+        param: Quantity,
+        /// Why: the fit's reason, then what the models around it add.
+        detail: Reasons,
         /// The values at each scale.
         values: String,
         /// The models tried.
@@ -111,78 +119,114 @@ pub enum ExtrapError {
     /// A dimension of a process grid (`MPI_Dims_create`) is the same at every input scale but
     /// not at the target: the values that follow it look constant in the inputs. Not a value
     /// to `--ignore`: the extents and block starts built on it would be wrong with it.
-    #[error("cannot extrapolate the process grid of {event}: {detail}; values seen: {values}")]
+    #[error(
+        "cannot extrapolate the process grid of {event}: dimension {dimension} is {seen} at \
+         every input scale but {at_target} at {target} ranks (dims({target}, {ndims}) = \
+         {grid:?}): values that follow it (global extents, block starts) look constant in the \
+         inputs and would be wrong at the target; values seen: dims(n, {ndims})[{dimension}] = \
+         {seen} at {} ranks", list(.scales)
+    )]
     GridUnseen {
         /// The `MPI_Dims_create` call.
-        event: String,
-        /// Which dimension, and its value at the inputs and the target.
-        detail: String,
-        /// The dimension's value at each input scale.
-        values: String,
+        event: Site,
+        /// How many dimensions the program asked for.
+        ndims: usize,
+        /// Which dimension differs.
+        dimension: usize,
+        /// Its value at every input scale.
+        seen: i64,
+        /// Its value at the target.
+        at_target: i64,
+        /// The target rank count.
+        target: u32,
+        /// The grid at the target.
+        grid: Vec<i64>,
+        /// The input scales, increasing.
+        scales: Vec<u32>,
         /// The scales to trace.
         hint: String,
     },
     /// The inputs fall into groups of different structure.
-    #[error("the traces disagree in structure: {groups}")]
+    #[error("the traces disagree in structure: {groups}{}", .also.after())]
     Inconsistent {
         /// Which scales agree with each other and where the others differ.
         groups: String,
+        /// What else is likely the cause: the parameters that follow no pattern, what the
+        /// library models did not model.
+        also: Reasons,
         /// What to do: `--drop-inconsistent`, or trace more scales.
         hint: String,
     },
 }
 
-/// What [`ExtrapError::not_derived`] adds to a refusal.
-const NOT_DERIVED: &str = "; the nested calls of collective MPI-IO calls are not derived: ";
+/// `4, 8, 12` style list.
+fn list(ns: &[u32]) -> String {
+    ns.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
 
 impl ExtrapError {
+    /// A refusal of `param` of `event` for `reason`.
+    pub(crate) fn refused(
+        event: Site,
+        param: Quantity,
+        reason: Reason,
+        (values, tried, hint): (String, String, String),
+    ) -> ExtrapError {
+        ExtrapError::Refused {
+            event,
+            param,
+            detail: Reasons::one(reason),
+            values,
+            tried,
+            hint,
+        }
+    }
+
     /// Adds to a refusal of the fitting why the nested calls of collective calls were fitted
     /// rather than derived by the model of the library's collective buffering: both reasons.
-    pub(crate) fn not_derived(mut self, why: &str) -> ExtrapError {
-        let text = format!("{NOT_DERIVED}{why}");
-        match &mut self {
-            ExtrapError::StructureDiffers { irregular, .. } => irregular.push_str(&text),
-            ExtrapError::Refused { detail, .. } => detail.push_str(&text),
-            _ => {}
-        }
-        self
+    pub(crate) fn not_derived(self, why: &str) -> ExtrapError {
+        self.also(Reason::NotDerived { why: why.into() })
     }
 
     /// Adds to a refusal why parallel HDF5's dealt metadata writes were not modelled
     /// (`dealt`): the structure of such writes changes with the scale, so the refusal is most
     /// likely theirs.
     pub(crate) fn not_dealt(self, why: &str) -> ExtrapError {
-        self.also(&format!(
-            "; the independent writes dealt over the ranks (HDF5's metadata flush) are not \
-             modelled: {why}"
-        ))
+        self.also(Reason::NotDealt { why: why.into() })
     }
 
-    /// Adds `text` (a sentence starting with "; ") to a refusal's detail, once.
-    pub(crate) fn also(mut self, text: &str) -> ExtrapError {
-        // The model is tried around the grouping by structure and again around the fit:
-        // the reason is said once.
+    /// Adds a library model's reason, in its words, to a refusal.
+    pub(crate) fn also_library(self, why: &str) -> ExtrapError {
+        self.also(Reason::Library { why: why.into() })
+    }
+
+    /// Adds `r` to a refusal's reasons, once.
+    pub(crate) fn also(mut self, r: Reason) -> ExtrapError {
         match &mut self {
-            ExtrapError::StructureDiffers { irregular: s, .. }
-            | ExtrapError::Refused { detail: s, .. }
-            | ExtrapError::Inconsistent { groups: s, .. }
-                if !s.contains(text) =>
-            {
-                s.push_str(text)
-            }
+            ExtrapError::StructureDiffers { also: rs, .. }
+            | ExtrapError::Refused { detail: rs, .. }
+            | ExtrapError::Inconsistent { also: rs, .. } => rs.add(r),
             _ => {}
         }
         self
     }
 
-    /// The parameter a refusal is about (`op.param`, as `--ignore` takes it), when it names
-    /// one.
+    /// The parameter a refusal is about (`op.param`, as `--ignore` takes it), when it is a
+    /// parameter of a call.
     pub fn refused_param(&self) -> Option<crate::approx::Ignore> {
         let ExtrapError::Refused { event, param, .. } = self else {
             return None;
         };
-        let op = event.split_whitespace().next()?;
-        crate::approx::Ignore::parse(&format!("{op}.{param}")).ok()
+        let op = event.call_op()?;
+        match *param {
+            Quantity::Param { name } => Some(crate::approx::Ignore {
+                op,
+                param: name,
+                element: None,
+            }),
+            Quantity::Element { array, index } => crate::approx::Ignore::element(op, array, index),
+            _ => None,
+        }
     }
 
     /// A suggestion for the user, where there is one.
@@ -194,7 +238,9 @@ impl ExtrapError {
 
             // The usual cause with collective MPI-IO: the library's collective buffering picks
             // more aggregators as the rank count grows, so which rank writes what changes.
-            ExtrapError::StructureDiffers { irregular, .. } if irregular.contains(NOT_DERIVED) => {
+            ExtrapError::StructureDiffers { also, .. }
+                if also.any(|r| matches!(r, Reason::NotDerived { .. })) =>
+            {
                 Some(
                     "the MPI library's collective buffering changes the nested calls' shape with \
                      the scale; extrap derives them instead when the traces record the library's \
@@ -244,7 +290,7 @@ mod tests {
 
     fn differs(left: &str, right: &str) -> ExtrapError {
         ExtrapError::StructureDiffers {
-            irregular: String::new(),
+            also: Reasons::default(),
             position: "node 3 of the top level".into(),
             left: left.into(),
             left_ranks: 4,
@@ -252,6 +298,90 @@ mod tests {
             right: right.into(),
             right_ranks: 16,
             right_input: "a.16.iotrex".into(),
+        }
+    }
+
+    fn refused(event: Site, param: Quantity) -> ExtrapError {
+        let reason = Reason::FitsNoModel {
+            part: param.to_string(),
+        };
+        let how = (
+            "1 at 4, 2 at 8".into(),
+            "constant, a*n+b".into(),
+            "trace".into(),
+        );
+        ExtrapError::refused(event, param, reason, how)
+    }
+
+    /// The whole message, with what the models around the fit add, is what it was as text.
+    #[test]
+    fn a_refusal_writes_the_old_message() {
+        let e = refused(
+            Site::call(rsd::Op::Pwrite, 0x2),
+            Quantity::Param { name: "offset" },
+        )
+        .also(Reason::PerRank {
+            reason: Box::new(Reason::PerRankFitsNoModel),
+        })
+        .not_derived("no configuration")
+        .also_library("a chunk index splits")
+        .also_library("a chunk index splits");
+        assert_eq!(
+            e.to_string(),
+            "cannot extrapolate offset of pwrite (call site 0x2): offset fits no exact model \
+             of n; per rank: no per-rank model fits; the nested calls of collective MPI-IO \
+             calls are not derived: no configuration; a chunk index splits; values seen: 1 at \
+             4, 2 at 8; models tried: constant, a*n+b"
+        );
+        let mut d = differs("a", "b").not_derived("why");
+        assert!(
+            d.to_string().ends_with(
+                "(a.16.iotrex); the nested calls of collective MPI-IO calls are not derived: why"
+            ),
+            "{d}"
+        );
+        assert!(d.hint().unwrap().contains("derives them instead"));
+        d = ExtrapError::Inconsistent {
+            groups: "4 ranks".into(),
+            also: Reasons::default(),
+            hint: String::new(),
+        }
+        .not_dealt("one entry");
+        assert_eq!(
+            d.to_string(),
+            "the traces disagree in structure: 4 ranks; the independent writes dealt over the \
+             ranks (HDF5's metadata flush) are not modelled: one entry"
+        );
+    }
+
+    /// The parameter `--ignore` would name comes from the site and quantity, not the text.
+    #[test]
+    fn refused_param_is_the_call_and_its_parameter() {
+        use crate::approx::Ignore;
+        let op = rsd::Op::Pwrite;
+        let g = refused(Site::call(op, 1), Quantity::Param { name: "offset" }).refused_param();
+        assert_eq!(g, Some(Ignore::parse("pwrite.offset").unwrap()));
+        let hs = rsd::Op::ALL
+            .iter()
+            .copied()
+            .find(|o| o.arrays().contains(&"count"))
+            .unwrap();
+        let count0 = Quantity::Element {
+            array: "count",
+            index: 0,
+        };
+        let g = refused(Site::call(hs, 1), count0).refused_param().unwrap();
+        assert_eq!((g.op, g.param, g.element), (hs, "count", Some(0)));
+        let in_loop = Site::Loop {
+            first: Some(Box::new(Site::call(op, 1))),
+        };
+        for (site, q) in [
+            (in_loop, Quantity::Param { name: "offset" }),
+            (Site::call(op, 1), Quantity::LoopCount),
+            (Site::call(op, 1), Quantity::Ranks),
+            (Site::call(op, 1), Quantity::PathField { index: 0 }),
+        ] {
+            assert_eq!(refused(site, q).refused_param(), None);
         }
     }
 

@@ -1,7 +1,7 @@
 //! The walk over aligned traces: every numeric quantity of every node is fitted against the
 //! rank count and evaluated at the target.
 
-use crate::error::ExtrapError;
+use crate::error::{ExtrapError, Guess, Quantity, Reason, Reasons, Shape, Site, Unusable};
 use crate::{Curve, Explain, describe_node};
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, digits_growth, fit_exact};
@@ -24,7 +24,7 @@ const TARGET_EXPAND_LIMIT: u64 = 1 << 24;
 /// Why one quantity could not be fitted (turned into [`ExtrapError::Refused`] with context).
 #[derive(Debug, Clone)]
 pub(crate) struct Failure {
-    detail: String,
+    detail: Reasons,
     values: String,
     tried: String,
     /// What the values grow with, when that is the decimal width of n or of the rank
@@ -93,13 +93,19 @@ fn values_text<T: std::fmt::Display>(scales: &[i64], vals: &[T]) -> String {
 }
 
 impl Fitter<'_> {
-    fn refuse(&self, event: &str, param: &str, f: Failure) -> ExtrapError {
+    fn refuse(&self, event: &Site, param: Quantity, f: Failure) -> ExtrapError {
         let mut hint = format!(
             "trace one more scale (e.g. {} ranks) so fewer models fit, or load a model plugin \
              (--plugin lib.so) that expresses this pattern",
             self.scales.last().copied().unwrap_or(16) * 2
         );
-        if f.detail.contains("fits no") && !f.detail.contains("disagree") {
+        let disagree = f.detail.any(|r| {
+            matches!(
+                r,
+                Reason::ModelsDisagree { .. } | Reason::PerRankModelsDisagree { .. }
+            )
+        });
+        if f.detail.any(|r| matches!(r, Reason::FitsNoModel { .. })) && !disagree {
             // Nothing fits at all: more scales will not help; the values probably do not
             // depend on the rank count alone.
             hint = "no model reproduces these values exactly: if they depend on state outside \
@@ -120,7 +126,7 @@ impl Fitter<'_> {
                  around 10)"
             );
         }
-        if f.detail.contains("disagree") {
+        if disagree {
             hint = format!(
                 "the inputs cannot tell these models apart at {} ranks; trace a scale that does \
                  (for example {} ranks) or pick a target closer to the inputs",
@@ -157,8 +163,8 @@ impl Fitter<'_> {
             );
         }
         ExtrapError::Refused {
-            event: event.to_string(),
-            param: param.to_string(),
+            event: event.clone(),
+            param,
             detail: f.detail,
             values: f.values,
             tried: f.tried,
@@ -235,20 +241,24 @@ impl Fitter<'_> {
             }
             Agreement::Disagree { first, second } => Err(Failure {
                 widths_disagree: first.0.model.text_width() && second.0.model.text_width(),
-                detail: format!(
-                    "{what}: models disagree at {} ranks: {} gives {}, {} gives {}",
-                    self.target,
-                    first.0.describe(),
-                    first.1,
-                    second.0.describe(),
-                    second.1
-                ),
+                detail: Reasons::one(Reason::ModelsDisagree {
+                    part: what.into(),
+                    target: self.target,
+                    first: Guess {
+                        model: first.0.describe(),
+                        value: first.1,
+                    },
+                    second: Guess {
+                        model: second.0.describe(),
+                        value: second.1,
+                    },
+                }),
                 values: values_text(scales, ys),
                 tried: self.tried(Vars::N),
                 digits: None,
             }),
             Agreement::None => Err(Failure {
-                detail: format!("{what} fits no exact model of n"),
+                detail: Reasons::one(Reason::FitsNoModel { part: what.into() }),
                 values: values_text(scales, ys),
                 tried: self.tried(Vars::N),
                 digits: self.digits_growth(&pts),
@@ -257,9 +267,9 @@ impl Fitter<'_> {
         }
     }
 
-    fn shape_failure<T: std::fmt::Display>(&self, detail: String, vals: &[T]) -> Failure {
+    fn shape_failure<T: std::fmt::Display>(&self, detail: Reason, vals: &[T]) -> Failure {
         Failure {
-            detail,
+            detail: Reasons::one(detail),
             values: values_text(&self.scales, vals),
             tried: "none (the shape must match at every scale before values are fitted)".into(),
             digits: None,
@@ -279,10 +289,7 @@ impl Fitter<'_> {
         }
         let nruns: Vec<usize> = sets.iter().map(|s| s.runs.len()).collect();
         if nruns.iter().any(|&k| k != nruns[0]) {
-            return Err(self.shape_failure(
-                format!("{what}: the number of PRSD runs differs between scales"),
-                sets,
-            ));
+            return Err(self.shape_failure(differs(Some(what), Shape::PrsdRuns), sets));
         }
         let mut runs = Vec::with_capacity(nruns[0]);
         for j in 0..nruns[0] {
@@ -299,10 +306,9 @@ impl Fitter<'_> {
                 .collect();
             let ps: Vec<&Prsd> = padded.iter().collect();
             if ps.iter().any(|p| p.dims.len() != ps[0].dims.len()) {
-                return Err(self.shape_failure(
-                    format!("{what}: run {j} has a different number of dimensions"),
-                    sets,
-                ));
+                return Err(
+                    self.shape_failure(differs(Some(what), Shape::RunDims { run: j }), sets)
+                );
             }
             let mut note = |q: String, m: Option<String>| {
                 if let Some(m) = m {
@@ -334,30 +340,30 @@ impl Fitter<'_> {
                 };
                 note(format!("{what} run {j} stride"), m);
                 let (Ok(c), Ok(s)) = (u32::try_from(c), u32::try_from(s)) else {
-                    return Err(self.shape_failure(
-                        format!(
-                            "{what}: run {j} evaluates to count {c}, stride {s} at {} ranks",
-                            self.target
-                        ),
-                        sets,
-                    ));
+                    let u = Unusable::RunCountStride {
+                        run: j,
+                        count: c,
+                        stride: s,
+                        target: self.target,
+                    };
+                    return Err(self.shape_failure(unusable(what, u), sets));
                 };
                 if c == 0 {
-                    return Err(self.shape_failure(
-                        format!("{what}: run {j} would be empty at {} ranks", self.target),
-                        sets,
-                    ));
+                    let u = Unusable::RunEmpty {
+                        run: j,
+                        target: self.target,
+                    };
+                    return Err(self.shape_failure(unusable(what, u), sets));
                 }
                 dims.push((c, if c == 1 { 0 } else { s }));
             }
             let Ok(start) = u32::try_from(start) else {
-                return Err(self.shape_failure(
-                    format!(
-                        "{what}: run {j} starts at rank {start} at {} ranks",
-                        self.target
-                    ),
-                    sets,
-                ));
+                let u = Unusable::RunStart {
+                    run: j,
+                    start,
+                    target: self.target,
+                };
+                return Err(self.shape_failure(unusable(what, u), sets));
             };
             // Outer dimensions of count 1 are dropped again, as the canonical form has them.
             while dims.len() > 1 && dims.last().is_some_and(|d| d.0 == 1) {
@@ -372,13 +378,10 @@ impl Fitter<'_> {
                 .fold(p.start as u64, |a, &(c, s)| a + (c as u64 - 1) * s as u64)
         });
         if last.max().unwrap_or(0) >= self.target as u64 {
-            return Err(self.shape_failure(
-                format!(
-                    "{what}: the fitted rank set reaches beyond rank {}",
-                    self.target - 1
-                ),
-                sets,
-            ));
+            let u = Unusable::Beyond {
+                last: self.target - 1,
+            };
+            return Err(self.shape_failure(unusable(what, u), sets));
         }
         if set.len() <= CANON_LIMIT {
             let mut v = set.to_vec();
@@ -386,10 +389,10 @@ impl Fitter<'_> {
             v.sort_unstable();
             v.dedup();
             if v.len() != n {
-                return Err(self.shape_failure(
-                    format!("{what}: the fitted runs overlap at {} ranks", self.target),
-                    sets,
-                ));
+                let u = Unusable::Overlap {
+                    target: self.target,
+                };
+                return Err(self.shape_failure(unusable(what, u), sets));
             }
             return Ok(RankSet::from_sorted(&v));
         }
@@ -407,10 +410,7 @@ impl Fitter<'_> {
         }
         if fs.iter().any(|f| matches!(f, RankFn::Step { .. })) {
             // Only the derivation of a library's nested calls writes it, at the target.
-            return Err(self.shape_failure(
-                format!("{what}: a rank function with a jump is not fitted between scales"),
-                fs,
-            ));
+            return Err(self.shape_failure(Reason::Jump { part: what.into() }, fs));
         }
         let variant = |f: &RankFn| std::mem::discriminant(f);
         let lifted: Vec<RankFn> = if fs.iter().all(|f| variant(f) == variant(&fs[0])) {
@@ -428,10 +428,7 @@ impl Fitter<'_> {
                 })
                 .collect()
         } else {
-            return Err(self.shape_failure(
-                format!("{what}: the form of the rank function differs between scales"),
-                fs,
-            ));
+            return Err(self.shape_failure(differs(Some(what), Shape::RankFnForm), fs));
         };
         let coef = |f: &RankFn| -> Vec<i64> {
             match *f {
@@ -470,13 +467,13 @@ impl Fitter<'_> {
             RankFn::Shift { .. }
                 if out[0] <= 0 || out[0] >= out[1] || out[2] < 0 || out[2] >= out[1] =>
             {
-                return Err(self.shape_failure(
-                    format!(
-                        "{what}: the cyclic shift evaluates to {} with phase {} in a period of {} at {} ranks",
-                        out[0], out[2], out[1], self.target
-                    ),
-                    fs,
-                ));
+                let u = Unusable::Shift {
+                    shift: out[0],
+                    phase: out[2],
+                    period: out[1],
+                    target: self.target,
+                };
+                return Err(self.shape_failure(unusable(what, u), fs));
             }
             RankFn::Shift { .. } => RankFn::Shift {
                 w: out[0],
@@ -484,13 +481,11 @@ impl Fitter<'_> {
                 o: out[2],
             },
             _ if out[1] <= 0 => {
-                return Err(self.shape_failure(
-                    format!(
-                        "{what}: the period evaluates to {} at {} ranks",
-                        out[1], self.target
-                    ),
-                    fs,
-                ));
+                let u = Unusable::Period {
+                    period: out[1],
+                    target: self.target,
+                };
+                return Err(self.shape_failure(unusable(what, u), fs));
             }
             _ if out[0] == 0 => RankFn::Const(out[2]),
             RankFn::Div { .. } => RankFn::Div {
@@ -516,10 +511,7 @@ impl Fitter<'_> {
     ) -> Result<Elastic, Failure> {
         let counts: Vec<usize> = els.iter().map(|e| e.groups.len()).collect();
         if counts.iter().any(|&c| c != counts[0]) {
-            return Err(self.shape_failure(
-                "the number of rank groups differs between scales".into(),
-                els,
-            ));
+            return Err(self.shape_failure(differs(None, Shape::Groups), els));
         }
         let mut groups = Vec::with_capacity(counts[0]);
         for g in 0..counts[0] {
@@ -535,12 +527,8 @@ impl Fitter<'_> {
             self.scope.data_size.set(size);
             let ranks = ranks?;
             if gs.iter().any(|x| !x.val.same_shape(&gs[0].val)) {
-                return Err(self.shape_failure(
-                    format!(
-                        "{what}: the value's shape over the loop iterations differs between scales"
-                    ),
-                    els,
-                ));
+                let d = differs(Some(&what), Shape::IterationsAcrossScales);
+                return Err(self.shape_failure(d, els));
             }
             let leaves: Vec<Vec<RankFn>> = gs
                 .iter()
@@ -582,10 +570,8 @@ impl Fitter<'_> {
         for (e, &n) in els.iter().zip(&self.scales) {
             for g in &e.groups {
                 if g.ranks.len() > INPUT_EXPAND_LIMIT {
-                    return Err(self.shape_failure(
-                        format!("too many ranks to fit per rank ({})", g.ranks.len()),
-                        els,
-                    ));
+                    let ranks = g.ranks.len();
+                    return Err(self.shape_failure(Reason::TooManyRanks { ranks }, els));
                 }
                 let mut bad = false;
                 g.ranks.for_each(|r| {
@@ -609,16 +595,14 @@ impl Fitter<'_> {
                     }
                 });
                 if bad {
-                    return Err(self.shape_failure(
-                        "the value's shape over the loop iterations differs between ranks".into(),
-                        els,
-                    ));
+                    let d = differs(None, Shape::IterationsAcrossRanks);
+                    return Err(self.shape_failure(d, els));
                 }
             }
         }
         match shape {
             Some(s) => Ok((s, pts)),
-            None => Err(self.shape_failure("no rank holds a value".into(), els)),
+            None => Err(self.shape_failure(Reason::NoValue, els)),
         }
     }
 
@@ -631,13 +615,8 @@ impl Fitter<'_> {
     ) -> Result<(Elastic, String), Failure> {
         let (shape, pts) = self.per_rank_points(els)?;
         if target_ranks.len() > TARGET_EXPAND_LIMIT {
-            return Err(self.shape_failure(
-                format!(
-                    "a per-rank model would have to list {} ranks",
-                    target_ranks.len()
-                ),
-                els,
-            ));
+            let ranks = target_ranks.len();
+            return Err(self.shape_failure(Reason::TooManyTargetRanks { ranks }, els));
         }
         let ranks = target_ranks.to_vec();
         let mut cols: Vec<Vec<i64>> = Vec::with_capacity(pts.len());
@@ -665,12 +644,11 @@ impl Fitter<'_> {
                 }
                 Agreement::Disagree { first, second } => {
                     return Err(Failure {
-                        detail: format!(
-                            "per-rank models disagree at {} ranks: {} and {}",
-                            self.target,
-                            first.0.describe(),
-                            second.0.describe()
-                        ),
+                        detail: Reasons::one(Reason::PerRankModelsDisagree {
+                            target: self.target,
+                            first: first.0.describe(),
+                            second: second.0.describe(),
+                        }),
                         values: values_text(&self.scales, els),
                         tried: self.tried(Vars::NRank),
                         digits: None,
@@ -679,7 +657,7 @@ impl Fitter<'_> {
                 }
                 Agreement::None => {
                     return Err(Failure {
-                        detail: "no per-rank model fits".into(),
+                        detail: Reasons::one(Reason::PerRankFitsNoModel),
                         values: values_text(&self.scales, els),
                         tried: self.tried(Vars::NRank),
                         digits: self.digits_growth(p),
@@ -718,13 +696,14 @@ impl Fitter<'_> {
         &mut self,
         els: &[&Elastic],
         target_ranks: &RankSet,
-        event: &str,
-        param: &str,
+        (site, event): (&Site, &str),
+        quantity: Quantity,
     ) -> Result<Elastic, ExtrapError> {
         // Summaries: their statistics are fitted, not their values.
         if els.iter().any(|e| e.is_approx()) {
-            return crate::approx::fit(self, els, target_ranks, event, param);
+            return crate::approx::fit(self, els, target_ranks, (site, event), quantity);
         }
+        let param = &quantity.to_string();
         if els.iter().all(|e| *e == els[0]) {
             return Ok(els[0].clone());
         }
@@ -744,7 +723,7 @@ impl Fitter<'_> {
                 if e.groups.len() < 2 {
                     notes.retain(|(q, _)| !q.contains(" ranks run "));
                 }
-                let path = param.starts_with("path[");
+                let path = matches!(quantity, Quantity::PathField { .. });
                 match self.per_rank_formula(els) {
                     Some(f) => self.note(event, param, f),
                     None if notes.is_empty() && !path => {}
@@ -775,10 +754,10 @@ impl Fitter<'_> {
                         Ok(e)
                     }
                     None => Err(self.refuse(
-                        event,
-                        param,
+                        site,
+                        quantity,
                         Failure {
-                            detail: format!("{}; per rank: {}", first.detail, second.detail),
+                            detail: per_rank_too(first.detail, second.detail),
                             values: first.values,
                             tried: format!("{} (per rank: {})", first.tried, second.tried),
                             digits: first.digits.or(second.digits),
@@ -847,7 +826,7 @@ impl Fitter<'_> {
                 let d =
                     |n: Option<&Node>| n.map_or("the end of the list".to_string(), describe_node);
                 return Err(ExtrapError::StructureDiffers {
-                    irregular: String::new(),
+                    also: Reasons::default(),
                     position: format!("node {i} of {parent}"),
                     left: d(here[0]),
                     left_ranks: inputs[0].1,
@@ -858,7 +837,8 @@ impl Fitter<'_> {
                 });
             }
             let ns: Vec<&Node> = here.into_iter().map(|n| n.expect("same key")).collect();
-            let desc = describe_node(ns[0]);
+            let site = Site::of(ns[0]);
+            let desc = site.to_string();
             // A collective MPI-IO call and its nested calls: which ranks make the nested
             // calls (and so which ranks' calls have them) is the library's choice of
             // aggregators, said in a refusal's hint when it changes with the scale.
@@ -882,7 +862,7 @@ impl Fitter<'_> {
                     "ranks",
                     &mut notes,
                 )
-                .map_err(|f| self.refuse(&desc, "ranks", f))?;
+                .map_err(|f| self.refuse(&site, Quantity::Ranks, f))?;
             // Every rank, at every scale, needs no explaining.
             if !notes.is_empty() && ranks != RankSet::all(self.target as u32) {
                 let m = notes
@@ -905,7 +885,8 @@ impl Fitter<'_> {
                     let nf = e0.nfields();
                     let mut params = Vec::with_capacity(np);
                     for k in 0..np {
-                        let name = e0.op.param_name(k, np, nf);
+                        let quantity = Quantity::of_param(e0.op, k, np, nf);
+                        let is_path = matches!(quantity, Quantity::PathField { .. });
                         let els: Vec<&Elastic> = evs.iter().map(|e| &e.params[k]).collect();
                         let before = self.explain.len();
                         self.scope.data_size.set(
@@ -917,11 +898,11 @@ impl Fitter<'_> {
                                     )
                                 }),
                         );
-                        let fitted = self.elastic(&els, &ranks, &desc, &name);
+                        let fitted = self.elastic(&els, &ranks, (&site, &desc), quantity);
                         self.scope.data_size.set(false);
                         params.push(fitted?);
                         // Path fields read as the issue writes them: `path: out/file.%08d [rank]`.
-                        if name.starts_with("path[")
+                        if is_path
                             && let (Some(t), Some(x)) = (&e0.path, self.explain.get_mut(before))
                         {
                             x.quantity = "path".into();
@@ -958,8 +939,8 @@ impl Fitter<'_> {
                     let iters = self.elastic(
                         &ls.iter().map(|l| &l.iters).collect::<Vec<_>>(),
                         &ranks,
-                        &desc,
-                        "loop count",
+                        (&site, &desc),
+                        Quantity::LoopCount,
                     )?;
                     let bodies: Vec<&[Node]> = ls.iter().map(|l| l.body.as_slice()).collect();
                     let body = self.nodes(&bodies, inputs, &desc)?;
@@ -1122,6 +1103,30 @@ impl Fitter<'_> {
         };
         (stats, interval)
     }
+}
+
+/// A reason of a quantity (or of `part` of it) whose form differs.
+fn differs(part: Option<&str>, shape: Shape) -> Reason {
+    Reason::ShapeDiffers {
+        part: part.map(str::to_string),
+        shape,
+    }
+}
+
+/// A reason of `part` of a quantity whose fit means nothing at the target.
+fn unusable(part: &str, unusable: Unusable) -> Reason {
+    Reason::Unusable {
+        part: part.into(),
+        unusable,
+    }
+}
+
+/// The reasons the fit by groups failed, then those the per-rank fit did.
+fn per_rank_too(mut first: Reasons, second: Reasons) -> Reasons {
+    (first.0).extend(second.0.into_iter().map(|r| Reason::PerRank {
+        reason: Box::new(r),
+    }));
+    first
 }
 
 /// The number of ranks making the nested calls `kids` of a collective call at each scale, as
@@ -1309,6 +1314,7 @@ mod tests {
         let e = extrapolate(&inputs(|n, _| (n + 7) / 8 * 4096), 32, &ms).unwrap_err();
         match &e {
             ExtrapError::Refused { param, hint, .. } => {
+                let param = param.to_string();
                 assert_eq!(param, "offset", "{e}");
                 assert!(!hint.contains("decimal width"), "{hint}");
             }

@@ -139,20 +139,7 @@ pub struct Extrapolated {
 /// Describes a node for messages: op, call site and path of an event; a loop by its first
 /// event.
 pub fn describe_node(n: &Node) -> String {
-    match &n.kind {
-        NodeKind::Event(e) => {
-            let mut s = format!("{} (call site {:#x}", e.op.name(), e.sig);
-            if let Some(p) = &e.path {
-                s.push_str(&format!(", path {}", p.0));
-            }
-            s.push(')');
-            s
-        }
-        NodeKind::Loop(l) => match l.body.first() {
-            Some(b) => format!("loop around {}", describe_node(b)),
-            None => "empty loop".into(),
-        },
-    }
+    error::Site::of(n).to_string()
 }
 
 /// The last pass of the pipeline (`pipeline`), on inputs whose library calls the models took
@@ -385,24 +372,26 @@ fn fit_sorted(
     })
 }
 
-/// Parameters whose values follow no pattern (explicit value vectors) in any input, as
-/// `op param (at N, M ranks)` entries, at most a few.
-pub(crate) fn irregular_params(inputs: &[&Input]) -> Vec<String> {
-    fn walk(nodes: &[Node], n: u32, out: &mut std::collections::BTreeMap<String, Vec<u32>>) {
+/// Parameters whose values follow no pattern (explicit value vectors) in any input, at most a
+/// few, in the order of their names.
+pub(crate) fn irregular_params(inputs: &[&Input]) -> Vec<error::Irregular> {
+    type Found = std::collections::BTreeMap<(&'static str, String), error::Irregular>;
+    fn walk(nodes: &[Node], n: u32, out: &mut Found) {
         for node in nodes {
             match &node.kind {
                 rsd::trace::NodeKind::Event(e) => {
                     let nf = e.nfields();
                     for (i, p) in e.params.iter().enumerate() {
                         if p.groups.iter().any(|g| matches!(g.val, rsd::Val::Seq(_))) {
-                            let name = format!(
-                                "{} {}",
-                                e.op.name(),
-                                e.op.param_name(i, e.params.len(), nf)
-                            );
-                            let v = out.entry(name).or_default();
-                            if !v.contains(&n) {
-                                v.push(n);
+                            let param = error::Quantity::of_param(e.op, i, e.params.len(), nf);
+                            let key = (e.op.name(), param.to_string());
+                            let v = out.entry(key).or_insert_with(|| error::Irregular {
+                                op: e.op,
+                                param,
+                                ranks: Vec::new(),
+                            });
+                            if !v.ranks.contains(&n) {
+                                v.ranks.push(n);
                             }
                         }
                     }
@@ -412,40 +401,33 @@ pub(crate) fn irregular_params(inputs: &[&Input]) -> Vec<String> {
             }
         }
     }
-    let mut found = std::collections::BTreeMap::new();
+    let mut found = Found::new();
     for i in inputs {
         walk(&i.file.trace.nodes, i.file.header.nranks, &mut found);
     }
-    found
-        .into_iter()
-        .take(4)
-        .map(|(k, ns)| {
-            let ns: Vec<String> = ns.iter().map(u32::to_string).collect();
-            format!("{k} (at {} ranks)", ns.join(", "))
-        })
-        .collect()
+    found.into_values().take(4).collect()
 }
 
 /// Adds to a structural refusal the parameters that follow no pattern: values with no exact
 /// pattern (random offsets, say) make the loop structure differ from rank to rank and scale to
 /// scale, and they are the real reason such inputs cannot be extrapolated.
 fn name_irregular(mut e: ExtrapError, inputs: &[&Input]) -> ExtrapError {
-    let found = irregular_params(inputs);
-    if found.is_empty() {
+    let params = irregular_params(inputs);
+    if params.is_empty() {
         return e;
     }
-    let list = found.join(", ");
+    let shape = |r: &error::Reason| matches!(r, error::Reason::ShapeDiffers { .. });
     match &mut e {
-        ExtrapError::StructureDiffers { irregular, .. } => {
-            *irregular = format!("; parameters with no regular pattern: {list}");
+        ExtrapError::StructureDiffers { also, .. } => {
+            also.add(error::Reason::Irregular { params });
         }
         ExtrapError::Refused {
             param,
             detail,
             hint,
             ..
-        } if param == "ranks" || detail.contains("shape") || detail.contains("differs") => {
-            detail.push_str(&format!("; parameters with no regular pattern: {list}"));
+        } if *param == error::Quantity::Ranks || detail.any(shape) => {
+            detail.add(error::Reason::Irregular { params });
             *hint = format!(
                 "values with no exact pattern (such as random offsets) cannot be extrapolated \
                  exactly; {hint}"

@@ -4,7 +4,7 @@
 //! fits rank sets and rank functions.
 
 use crate::Explain;
-use crate::error::ExtrapError;
+use crate::error::{ExtrapError, Guess, Quantity, Reason, Site};
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, fit_exact};
 
@@ -34,49 +34,50 @@ pub(crate) fn fit_number(
     ys: &[i64],
     target: u32,
     models: &ModelSet,
-    event: &str,
+    event: &Site,
     what: &str,
-    param: &str,
+    param: Quantity,
     explain: &mut Vec<Explain>,
 ) -> Result<i64, ExtrapError> {
     if ys.iter().all(|&y| y == ys[0]) {
         return Ok(ys[0]);
     }
-    let values = ns
-        .iter()
-        .zip(ys)
-        .map(|(n, y)| format!("{y} at {n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let refuse = |detail: String| ExtrapError::Refused {
-        event: event.to_string(),
-        param: param.to_string(),
-        detail,
-        values: values.clone(),
-        tried: models.names(Vars::N).join(", "),
-        hint: "trace one more scale so fewer models fit, or load a model plugin (--plugin \
-               lib.so) that expresses this pattern"
-            .into(),
+    let part = format!("{param} of {what}");
+    let refuse = |reason: Reason| {
+        let values = ns
+            .iter()
+            .zip(ys)
+            .map(|(n, y)| format!("{y} at {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let tried = models.names(Vars::N).join(", ");
+        let hint = "trace one more scale so fewer models fit, or load a model plugin (--plugin \
+                    lib.so) that expresses this pattern"
+            .into();
+        ExtrapError::refused(event.clone(), param.clone(), reason, (values, tried, hint))
     };
     match agree_at(ns, ys, target, models) {
         Agreement::Agree(f, v) => {
             explain.push(Explain {
                 event: event.to_string(),
-                quantity: format!("{param} of {what}"),
+                quantity: part,
                 model: f.describe(),
                 curve: None,
             });
             Ok(v)
         }
-        Agreement::Disagree { first, second } => Err(refuse(format!(
-            "{param} of {what}: models disagree at {target} ranks: {} gives {}, {} gives {}",
-            first.0.describe(),
-            first.1,
-            second.0.describe(),
-            second.1
-        ))),
-        Agreement::None => Err(refuse(format!(
-            "{param} of {what} fits no exact model of n"
-        ))),
+        Agreement::Disagree { first, second } => Err(refuse(Reason::ModelsDisagree {
+            part,
+            target: i64::from(target),
+            first: Guess {
+                model: first.0.describe(),
+                value: first.1,
+            },
+            second: Guess {
+                model: second.0.describe(),
+                value: second.1,
+            },
+        })),
+        Agreement::None => Err(refuse(Reason::FitsNoModel { part })),
     }
 }

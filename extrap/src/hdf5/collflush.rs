@@ -33,7 +33,7 @@
 //! C ranks (the inputs may have fewer). A flush whose C changes with n (a chunk index that
 //! splits: [`crate::hdf5::meta`]) is refused. Inputs holding summaries are not modelled.
 
-use crate::error::ExtrapError;
+use crate::error::{ExtrapError, Quantity, Reason, Site as TraceSite};
 use crate::hdf5::dealt::{Anchor, block, describe_anchor};
 use crate::hdf5::meta;
 use crate::hdf5::relocate::Relocator;
@@ -71,6 +71,14 @@ const EMPTY: [Op; 3] = [Op::FileSetView, Op::FileWriteAtAll, Op::FileSetView];
 
 /// Index of the write in [`FULL`] and in [`EMPTY`].
 const FULL_WRITE: usize = 5;
+/// What the model's refusals and `--explain` line are about.
+const FLUSH_SITE: TraceSite = TraceSite::Model {
+    op: Some(Op::FileWriteAtAll),
+    what: "HDF5's collective metadata flush",
+};
+const FLUSH: Quantity = Quantity::Model {
+    name: "collective flush",
+};
 const EMPTY_WRITE: usize = 1;
 
 /// One rank's part of one flush, found in its calls.
@@ -628,12 +636,10 @@ fn plan(
         if let Some(e) = &empty {
             sites.insert((Op::FileWriteAtAll, e.sigs[EMPTY_WRITE]));
         }
-        let event = format!(
-            "MPI_File_write_at_all (call site {:#x})",
-            full.sigs[FULL_WRITE]
-        );
+        let event = TraceSite::call(Op::FileWriteAtAll, full.sigs[FULL_WRITE]);
         let fhs: Vec<i64> = obs.iter().map(|o| o.fh).collect();
-        let fh = match fit_number(&ns, &fhs, target, models, &event, &what, "fh", &mut explain) {
+        let fh = Quantity::Param { name: "fh" };
+        let fh = match fit_number(&ns, &fhs, target, models, &event, &what, fh, &mut explain) {
             Ok(v) => v,
             Err(e) => return Outcome::Skip(e.to_string()),
         };
@@ -677,7 +683,7 @@ fn fit_entries(
     ns: &[i64],
     target: u32,
     models: &ModelSet,
-    (event, what): (&str, &str),
+    (event, what): (&TraceSite, &str),
     explain: &mut Vec<Explain>,
 ) -> Result<Vec<(i64, i64)>, String> {
     let c = obs[0].entries.len();
@@ -685,6 +691,7 @@ fn fit_entries(
     for k in 0..c {
         let mut at = [0i64; 2];
         for (j, name) in ["file address", "length"].into_iter().enumerate() {
+            let name = Quantity::Model { name };
             let ys: Vec<i64> = obs
                 .iter()
                 .map(|o| {
@@ -711,7 +718,7 @@ fn explain_flushes(flushes: &[Flush]) -> Explain {
         .map(|f| f.entries.len().to_string())
         .collect();
     Explain {
-        event: "MPI_File_write_at_all (HDF5's collective metadata flush)".into(),
+        event: FLUSH_SITE.to_string(),
         quantity: "collective writes of dealt entries".into(),
         model: format!(
             "declared model: the C entries of each flush, sorted by address, dealt over the \
@@ -1115,15 +1122,10 @@ impl AtTarget<'_> {
 
     /// A refusal of the model at the target.
     pub(crate) fn refused(&self, why: String) -> ExtrapError {
-        ExtrapError::Refused {
-            event: "MPI_File_write_at_all (HDF5's collective metadata flush)".into(),
-            param: "collective flush".into(),
-            detail: why,
-            values: String::new(),
-            tried: "block dealing of a collective metadata flush (H5Pset_coll_metadata_write)"
-                .into(),
-            hint: "trace the target scale".into(),
-        }
+        let tried =
+            "block dealing of a collective metadata flush (H5Pset_coll_metadata_write)".into();
+        let how = (String::new(), tried, "trace the target scale".into());
+        ExtrapError::refused(FLUSH_SITE, FLUSH, Reason::Library { why }, how)
     }
 }
 
@@ -1153,7 +1155,7 @@ pub(crate) fn around(
         Outcome::Skip(why) => {
             let said = meta::collective_flush(&sorted, Some(&why));
             return inner(inputs, None).map_err(|e| match said {
-                Some(s) => e.also(&format!("; {s}")),
+                Some(s) => e.also_library(&s),
                 None => e,
             });
         }
@@ -1163,8 +1165,8 @@ pub(crate) fn around(
     // oracle says, or the split is refused.
     let refuse_split = |why: &str, more: &str| {
         meta::index_split_refusal(
-            "MPI_File_write_at_all (HDF5's collective metadata flush)".into(),
-            "collective flush",
+            FLUSH_SITE,
+            FLUSH,
             target,
             why,
             &format!(
@@ -1230,7 +1232,7 @@ pub(crate) fn around(
         reloc,
     };
     let mut out = inner(&stripped, Some(&at)).map_err(|e| match (&grows, &at.oracle) {
-        (Some(why), Some(_)) => e.also(&format!("; {why}")),
+        (Some(why), Some(_)) => e.also_library(why),
         _ => e,
     })?;
     if at.oracle.is_some() {

@@ -33,7 +33,7 @@
 //! ranks, so the structure changes with the scale) and where it reproduces every input;
 //! otherwise the calls are fitted as before and a refusal stands as it was.
 
-use crate::error::ExtrapError;
+use crate::error::{ExtrapError, Quantity, Reason};
 use crate::hdf5::meta;
 use crate::hdf5::relocate::Relocator;
 use crate::hdf5::space::{self, Remembered, RunId};
@@ -281,20 +281,39 @@ enum Outcome {
     Model(SitePlan, Vec<Explain>),
 }
 
-/// The parameter names of `e`'s numbers, for messages.
-fn number_name(e: &RawEvent, i: usize) -> String {
+/// What a refusal of the model at the target is about.
+const DEALT: Quantity = Quantity::Model {
+    name: "dealt writes",
+};
+
+/// The first modelled site of `p`, which its refusals name (its `--explain` line is first).
+fn first_site(p: &Plan) -> crate::error::Site {
+    match p.sites.first() {
+        Some(s) => crate::error::Site::call(s.site.0, s.site.1),
+        None => crate::error::Site::Model {
+            op: None,
+            what: "HDF5's dealt metadata writes",
+        },
+    }
+}
+
+/// The parameters of `e`'s numbers, for messages.
+fn number_name(e: &RawEvent, i: usize) -> Quantity {
     let n = e.params.len();
     if i < n {
-        return e.op.param_name(i, n, 0).to_string();
+        return Quantity::of_param(e.op, i, n, 0);
     }
     let mut i = i - n;
     for c in &e.children {
         if i < c.params.len() {
-            return format!("{} {}", c.op.name(), c.op.param_name(i, c.params.len(), 0));
+            return Quantity::Nested {
+                op: c.op,
+                param: Box::new(Quantity::of_param(c.op, i, c.params.len(), 0)),
+            };
         }
         i -= c.params.len();
     }
-    "?".into()
+    Quantity::Model { name: "?" }
 }
 
 /// The rank that writes entry `k` of `c` dealt over `n` ranks.
@@ -465,7 +484,7 @@ fn model_site(
         Err(why) => return Ok(Outcome::Skip(why)),
     };
     let anchors: Vec<Anchor> = per_scale[0].keys().copied().collect();
-    let site_name = format!("{} (call site {:#x})", site.0.name(), site.1);
+    let at = crate::error::Site::call(site.0, site.1);
     let ns: Vec<i64> = scales.iter().map(|&n| i64::from(n)).collect();
     let mut explain = Vec::new();
     let mut flushes = Vec::new();
@@ -573,9 +592,9 @@ fn model_site(
                     &ys,
                     target,
                     models,
-                    &site_name,
+                    &at,
                     &what,
-                    &param,
+                    param,
                     &mut explain,
                 )?);
             }
@@ -599,7 +618,7 @@ fn model_site(
             template,
         });
     }
-    explain.insert(0, explain_site(site_name, flushes.len(), &cs));
+    explain.insert(0, explain_site(at.to_string(), flushes.len(), &cs));
     Ok(Outcome::Model(SitePlan { site, flushes }, explain))
 }
 
@@ -1247,7 +1266,7 @@ pub(crate) fn around(
     // (`hdf5_meta`): the collective form of the flush, a chunk index that splits.
     // (The collective flush is said by `collflush`, which runs around this.)
     let hdf5_why = |e: ExtrapError| match &grows {
-        Some(why) => e.also(&format!("; {why}")),
+        Some(why) => e.also_library(why),
         None => e,
     };
     let oracle = grows.as_ref().and(cx.oracle);
@@ -1268,10 +1287,8 @@ pub(crate) fn around(
     }
     let refuse_split = |p: &Plan, why: &str, more: &str| {
         meta::index_split_refusal(
-            p.explain
-                .first()
-                .map_or_else(String::new, |e| e.event.clone()),
-            "dealt writes",
+            first_site(p),
+            DEALT,
             target,
             why,
             more,
@@ -1332,19 +1349,14 @@ pub(crate) fn around(
     // The offsets held as models (the end of the file so far) are resolved for it and
     // recognised again after, as around stripping.
     crate::prefix::keeping_model(&mut out.file, |f| insert(cx.lifts, f, &p)).map_err(
-        |(why, seen)| ExtrapError::Refused {
-            event: p
-                .explain
-                .first()
-                .map_or_else(String::new, |e| e.event.clone()),
-            param: "dealt writes".into(),
-            detail: why,
-            values: seen,
-            tried: "block dealing (parallel HDF5's distributed metadata flush)".into(),
-            hint: format!(
-                "trace a scale at which one rank writes both entries, or pick a target of at least \
-             {most} ranks (each rank then writes one entry at most)"
-            ),
+        |(why, values)| {
+            let tried = "block dealing (parallel HDF5's distributed metadata flush)".into();
+            let hint = format!(
+                "trace a scale at which one rank writes both entries, or pick a target of at \
+                 least {most} ranks (each rank then writes one entry at most)"
+            );
+            let why = Reason::Library { why };
+            ExtrapError::refused(first_site(&p), DEALT, why, (values, tried, hint))
         },
     )?;
     for (k, e) in p.explain.into_iter().enumerate() {

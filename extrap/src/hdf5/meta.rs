@@ -21,6 +21,7 @@
 //!   names it in a refusal.
 
 use crate::Input;
+use crate::error::{Quantity, Reason, Site};
 use crate::hdf5::chunk_btree;
 use crate::ranks::rank_events;
 use models::ModelSet;
@@ -128,24 +129,28 @@ fn chunk_counts(tf: &rsd::TraceFile) -> Vec<Chunked> {
 /// taken from the inputs, does not hold at `target` ([`chunk_index_grows`]'s `why`, then
 /// `more`): dealt and collective flushes alike.
 pub(crate) fn index_split_refusal(
-    event: String,
-    param: &str,
+    event: Site,
+    param: Quantity,
     target: u32,
     why: &str,
     more: &str,
     tried: &str,
 ) -> crate::ExtrapError {
-    crate::ExtrapError::Refused {
-        event,
-        param: param.into(),
-        detail: format!("the number of metadata entries at {target} ranks: {why}{more}"),
-        values: "the chunk counts above".into(),
-        tried: tried.into(),
-        hint: format!(
-            "extrapolate to a rank count at which every chunked dataset has at most \
-             {} chunks, or trace the target scale",
-            chunk_btree::NODE_CHILDREN
-        ),
+    let values = "the chunk counts above".into();
+    let hint = format!(
+        "extrapolate to a rank count at which every chunked dataset has at most {} chunks, or \
+         trace the target scale",
+        chunk_btree::NODE_CHILDREN
+    );
+    let why = Reason::IndexSplits {
+        target,
+        why: why.into(),
+    };
+    let e = crate::ExtrapError::refused(event, param, why, (values, tried.into(), hint));
+    // `more` is said after the split, as further sentences.
+    match more.strip_prefix("; ") {
+        Some(more) if !more.is_empty() => e.also_library(more),
+        _ => e,
     }
 }
 

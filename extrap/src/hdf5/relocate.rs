@@ -21,7 +21,7 @@
 //! byte view, a file view's displacement and the byte displacements of the types that make
 //! its filetype.
 
-use crate::error::ExtrapError;
+use crate::error::{ExtrapError, Quantity, Reason, Site};
 use crate::hdf5::space::{self, OracleRun, Remembered};
 use rsd::op::{Op, Param};
 use rsd::trace::{Event, Node, NodeKind, visit};
@@ -223,18 +223,24 @@ impl Relocator<'_> {
     /// collective I/O's nested calls) or put back at real addresses (the flushes).
     pub(crate) fn apply_or_refuse(&self, out: &mut TraceFile) -> Result<(), ExtrapError> {
         let target = out.header.nranks;
-        self.apply(out).map_err(|why| ExtrapError::Refused {
-            event: "HDF5's dataset storage".into(),
-            param: "data addresses".into(),
-            detail: why,
-            values: "each dataset's storage in the HDF5 oracle's replays of the inputs and the \
-                     target"
-                .into(),
-            tried: "the inputs' layout mapped onto the HDF5 oracle's storage at the target".into(),
-            hint: format!(
+        self.apply(out).map_err(|why| {
+            let values = "each dataset's storage in the HDF5 oracle's replays of the inputs and \
+                          the target"
+                .into();
+            let tried = "the inputs' layout mapped onto the HDF5 oracle's storage at the target";
+            let hint = format!(
                 "pick a target before the chunk index splits, or trace scales past the split \
                  ({target} ranks' index is larger than every input's)"
-            ),
+            );
+            let site = Site::Model {
+                op: None,
+                what: "HDF5's dataset storage",
+            };
+            let param = Quantity::Model {
+                name: "data addresses",
+            };
+            let how = (values, tried.into(), hint);
+            ExtrapError::refused(site, param, Reason::Library { why }, how)
         })?;
         Ok(())
     }

@@ -162,22 +162,14 @@ pub(crate) fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), Ex
         scales.sort_unstable();
         scales.dedup();
         return Err(ExtrapError::GridUnseen {
-            event: format!("MPI_Dims_create (call site {sig:#x})"),
-            detail: format!(
-                "dimension {i} is {} at every input scale but {} at {target} ranks (dims({target}, \
-                 {nd}) = {want:?}): values that follow it (global extents, block starts) look \
-                 constant in the inputs and would be wrong at the target",
-                got[i], want[i]
-            ),
-            values: format!(
-                "dims(n, {nd})[{i}] = {} at {} ranks",
-                got[i],
-                scales
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            event: crate::error::Site::call(op, sig),
+            ndims: nd,
+            dimension: i,
+            seen: got[i],
+            at_target: want[i],
+            target,
+            grid: want,
+            scales,
             hint: format!(
                 "trace scales at which dimension {i} of the grid changes, such as {} ranks",
                 helpful.join(", ")
