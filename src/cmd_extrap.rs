@@ -63,7 +63,7 @@ pub struct ExtrapArgs {
     pub explain: bool,
     /// When the inputs disagree in structure (a scale took another path), extrapolate from
     /// the largest group of at least 3 scales that agree with each other instead of refusing;
-    /// the output's header notes list the scales used and dropped.
+    /// the output's header (its provenance, and a note) lists the scales used and dropped.
     #[arg(long)]
     pub drop_inconsistent: bool,
     /// Fit the calls without their call sites, for inputs traced from different builds of the

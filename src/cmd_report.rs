@@ -127,11 +127,11 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
 /// The options of the extrapolation that wrote `out`, as far as its trace says them: the
 /// report explains that extrapolation, not another. `--approx-unfit` is on: it changes only
 /// what would be refused, and `out` exists, so extrap did not refuse it. Scales dropped by
-/// `--drop-inconsistent` are in its notes.
+/// `--drop-inconsistent` are in its provenance.
 fn report_request(out: Option<&report::Input>) -> extrap::Request {
-    let dropped = out.is_some_and(|o| {
-        (o.file.header.notes.iter()).any(|n| n.starts_with(extrap::consistent::DROPPED_NOTE))
-    });
+    let dropped = out
+        .and_then(|o| extrap::provenance::of(&o.file.header))
+        .is_some_and(|p| !p.dropped.is_empty());
     extrap::Request::new(1)
         .approx_unfit(out.is_some())
         .inconsistent(if dropped {

@@ -185,3 +185,41 @@ fn a_refusal_under_json_gives_its_fields() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.starts_with("error: cannot extrapolate"), "{err}");
 }
+
+/// The written extrapolation carries its provenance in the header (format 2.8): `show` prints
+/// it and `show --json` gives its fields; the notes still say it for people.
+#[test]
+fn the_output_says_how_it_was_made() {
+    let d = tempfile::tempdir().unwrap();
+    let ins: Vec<String> = [4, 8, 16]
+        .iter()
+        .map(|&n| s(&synth(d.path(), n, 4)))
+        .collect();
+    let out = s(&d.path().join("x32.iotrex"));
+    let mut args = vec!["extrap"];
+    args.extend(ins.iter().map(String::as_str));
+    args.extend(["--ranks", "32", "-o", &out]);
+    let o = iotrex(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = iotrex(&["show", &out]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("format version 2.8,"), "{text}");
+    assert!(
+        text.contains("extrap     from 4, 8, 16 ranks to 32\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("note       extrapolated from 4,8,16 ranks to 32 by iotrex extrap"),
+        "{text}"
+    );
+    let o = iotrex(&["--json", "show", &out]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let p = &j["header"]["provenance"];
+    assert_eq!(p["scales"], serde_json::json!([4, 8, 16]), "{j}");
+    assert_eq!(p["target"], 32);
+    assert_eq!(p["dropped"], serde_json::json!([]));
+    // A traced (here synthetic) trace has none.
+    let o = iotrex(&["--json", "show", &ins[0]]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(j["header"].get("provenance").is_none(), "{j}");
+}

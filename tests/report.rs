@@ -343,3 +343,43 @@ fn report_shows_the_mpi_configuration_of_a_real_run() {
         assert!(html.contains(&want), "the report lacks {want}");
     }
 }
+
+/// The report of an extrapolation made with `--drop-inconsistent` re-extrapolates as it was
+/// made (dropping the scales the output's provenance names), and gives the same page for an
+/// output whose provenance is in its notes only, as one written before the header's field.
+#[test]
+fn report_of_dropped_scales_reads_the_provenance_or_the_older_notes() {
+    use extrap::patterns::{Pattern, trace_file};
+    let dir = tempfile::tempdir().unwrap();
+    let d = |s: &str| dir.path().join(s).display().to_string();
+    let groups = trace_file(Pattern::Groups, 4).header.command;
+    for n in [4, 8, 16] {
+        (trace_file(Pattern::Groups, n).write(Path::new(&d(&format!("g.{n}.iotrex"))))).unwrap();
+    }
+    // Another structure at 12 ranks, of the same program.
+    let mut other = trace_file(Pattern::Neighbour, 12);
+    other.header.command = groups;
+    other.write(Path::new(&d("g.12.iotrex"))).unwrap();
+    let ins = ["g.4.iotrex", "g.8.iotrex", "g.12.iotrex", "g.16.iotrex"].map(d);
+    let x = d("x.iotrex");
+    let mut args: Vec<&str> = vec!["extrap"];
+    args.extend(ins.iter().map(String::as_str));
+    args.extend(["--ranks", "32", "-o", &x, "--drop-inconsistent"]);
+    ok(&args);
+    let made = rsd::TraceFile::read(Path::new(&x)).unwrap();
+    assert_eq!(made.header.provenance.as_ref().unwrap().dropped, [12]);
+    let report_of = |out: &str| {
+        let mut r: Vec<&str> = vec!["report"];
+        r.extend(ins.iter().map(String::as_str));
+        r.extend(["--extrap", &x, "-o", out]);
+        ok(&r);
+        page(Path::new(out))
+    };
+    let new = report_of(&d("new.html"));
+    assert!(!new.contains("extrap refuses these inputs"), "{new}");
+    let mut old = made.clone();
+    old.header.provenance = None;
+    old.write(Path::new(&x)).unwrap();
+    let from_notes = report_of(&d("old.html"));
+    assert_eq!(from_notes, new);
+}

@@ -146,6 +146,32 @@ fn without_collective_children(
 /// How the note of an extrapolation that dropped inconsistent scales starts.
 pub const DROPPED_NOTE: &str = "scales used: ";
 
+/// What follows the scales used in that note, before the scales dropped.
+const DROPPED_MIDDLE: &str = "; dropped (another structure): ";
+
+/// Says in `h` that the scales `dropped` were left out, their structure differing from the
+/// scales `kept` (`text` says how): the typed provenance and the note.
+pub(crate) fn mark_dropped(h: &mut rsd::Header, kept: &[u32], dropped: &[u32], text: &str) {
+    crate::provenance::of_mut(h).dropped = dropped.to_vec();
+    h.notes.push(format!(
+        "{DROPPED_NOTE}{}{DROPPED_MIDDLE}{} ({text})",
+        list(kept),
+        list(dropped)
+    ));
+}
+
+/// The scales dropped that a note written by [`mark_dropped`] names, for traces written
+/// before the header's provenance (`provenance::of`).
+pub(crate) fn dropped_in_note(n: &str) -> Option<Vec<u32>> {
+    let rest = n.strip_prefix(DROPPED_NOTE)?.split_once(DROPPED_MIDDLE)?.1;
+    let names = rest.split_once(" (").map_or(rest, |(l, _)| l);
+    names
+        .split(", ")
+        .flat_map(|s| s.split(" and "))
+        .map(|s| s.trim().parse().ok())
+        .collect()
+}
+
 /// One group of inputs with the same structure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
@@ -339,7 +365,7 @@ fn consistent_or_grouped(
                 curve: None,
             },
         );
-        out.file.header.notes.push(crate::local::note(&ops));
+        crate::local::mark_set_aside(&mut out.file.header, &ops);
         out.acted(PassId::LocalQueries);
         return Ok(out);
     }
@@ -410,11 +436,7 @@ fn consistent_or_grouped(
         })
         .collect();
     let mut out = run(&used)?;
-    out.file.header.notes.push(format!(
-        "{DROPPED_NOTE}{}; dropped (another structure): {} ({text})",
-        list(&kept),
-        list(&dropped)
-    ));
+    mark_dropped(&mut out.file.header, &kept, &dropped, &text);
     out.acted(PassId::Dropped);
     Ok(out)
 }

@@ -769,10 +769,15 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     } else {
         (a, b)
     };
-    // Local queries an extrapolation set aside (its notes say which) are left out on both
-    // sides: the real run's calls of them follow its data.
-    let mut aside = crate::local::ops_in_notes(&a.header.notes);
-    aside.extend(crate::local::ops_in_notes(&b.header.notes));
+    // Local queries an extrapolation set aside (its provenance says which) are left out on
+    // both sides: the real run's calls of them follow its data.
+    let (pa, pb) = (
+        crate::provenance::of(&a.header).unwrap_or_default(),
+        crate::provenance::of(&b.header).unwrap_or_default(),
+    );
+    let aside: BTreeSet<rsd::Op> = (pa.set_aside.iter().chain(&pb.set_aside))
+        .copied()
+        .collect();
     let (set_aside, without_aside);
     let (a, b) = if aside.is_empty() {
         set_aside = None;
@@ -948,8 +953,9 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         let (ea, eb) = (crate::prefix::resolved(ea), crate::prefix::resolved(eb));
         // Call sites an extrapolation made up (on either side) are identities no trace
         // predicts: the calls are compared without them.
-        let mut made = crate::mpi::derive::made_up_sites(&a.header.notes);
-        made.extend(crate::mpi::derive::made_up_sites(&b.header.notes));
+        let made: HashSet<u64> = (pa.made_up_sites.iter().chain(&pb.made_up_sites))
+            .copied()
+            .collect();
         let (n, first, standins) = expansion(&ea, &eb, opts.max_shown, &made);
         // The summarised parameters the walk lost with the alignment, compared over every
         // rank instead.

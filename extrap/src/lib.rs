@@ -359,7 +359,7 @@ fn fit_sorted(
         }
         None => header.wall_ns = 0,
     }
-    header.notes.push(provenance::note(&scales, target));
+    provenance::start(&mut header, &scales, target);
     Ok(Extrapolated {
         file: TraceFile {
             header,

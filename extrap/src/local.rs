@@ -8,7 +8,7 @@
 //!
 //! Where the inputs disagree in structure and setting aside the local queries found where
 //! they differ makes them agree, the extrapolation sets those ops aside in every input and
-//! extrapolates the rest; the output's notes say which ([`NOTE`]), `--explain` says it too,
+//! extrapolates the rest; the output's provenance and notes say which ([`NOTE`]), `--explain` says it too,
 //! and `diff` sets the same ops aside on both sides before comparing. The time of a call set
 //! aside goes into the gap before the next call kept, so wall time keeps it. Only the ops
 //! found where the structures differ are set aside: a program whose queries agree between
@@ -33,7 +33,15 @@ pub(crate) fn note(ops: &BTreeSet<Op>) -> String {
     format!("{NOTE}{}", names.join(", "))
 }
 
-/// The ops the notes say were set aside ([`NOTE`]); names no op has are skipped.
+/// Says in `h` that `ops` were set aside: the typed provenance and the note.
+pub(crate) fn mark_set_aside(h: &mut rsd::Header, ops: &BTreeSet<Op>) {
+    crate::provenance::of_mut(h).set_aside = ops.iter().copied().collect();
+    h.notes.push(note(ops));
+}
+
+/// The ops the notes say were set aside ([`NOTE`]); names no op has are skipped. The
+/// header's provenance says it since format minor version 8: read it with
+/// [`crate::provenance::of`], which falls back to this for older traces.
 pub fn ops_in_notes(notes: &[String]) -> BTreeSet<Op> {
     notes
         .iter()

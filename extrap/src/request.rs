@@ -22,7 +22,7 @@ pub enum Inconsistent {
     #[default]
     Refuse,
     /// Extrapolate from the largest group of at least three scales that agree, and list the
-    /// scales used and dropped in the output's notes (`--drop-inconsistent`).
+    /// scales used and dropped in the output's provenance and notes (`--drop-inconsistent`).
     Drop,
     /// Fit the inputs as given: the fitter refuses at the first node that differs, naming
     /// it. For callers whose inputs agree by construction (synthetic patterns), where

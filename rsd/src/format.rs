@@ -32,6 +32,9 @@
 //! - a reader refuses a minor above [`FORMAT_MINOR`] as [`RsdError::NewerVersion`], before
 //!   decoding anything; a minor it knows whose body does not decode is damage.
 //!
+//! - the header's `provenance` (the 7th field) came after minor 7, which changed version 2's
+//!   timing records, so its minor is 8 ([`PROVENANCE_MINOR`]), not its number.
+//!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
 //! still safe on arbitrary bytes (fuzzed in `tests/format_fuzz.rs`).
@@ -54,10 +57,14 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 7, version
-/// 2's timing records laid out by rank set ([`v2::TimingLayout::Sized`]); 6 was the header's
-/// `run_id`. Both format versions store the header alike, so one minor counts for both.
-pub const FORMAT_MINOR: u32 = v2::SIZED_TIMING_MINOR;
+/// The newest minor version this build writes and reads (see the module's text): 8, the
+/// header's `provenance`; 7 was version 2's timing records laid out by rank set
+/// ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both format versions store the
+/// header alike, so one minor counts for both.
+pub const FORMAT_MINOR: u32 = PROVENANCE_MINOR;
+/// The minor version of a file whose header holds `provenance` (its 7th field after version
+/// 1's eight; 7 was taken by version 2's timing records).
+pub const PROVENANCE_MINOR: u32 = 8;
 
 /// Which format version a trace is written in ([`Header::encoding`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,6 +105,29 @@ impl Encoding {
             Encoding::V1 => "1",
             Encoding::V2 => "2",
             Encoding::V2_7 => "2.7",
+        }
+    }
+
+    /// The version a file of this encoding with `header` is written in, as `iotrex show`
+    /// names it: [`Encoding::name`], with version 2's minor where a header field raises it
+    /// past 7 (`2.8` for an extrapolation's provenance).
+    pub fn name_with(self, header: &Header) -> String {
+        let e = self.holding(header);
+        match e.minor(header) {
+            minor if e == Encoding::V2_7 && minor > v2::SIZED_TIMING_MINOR => {
+                format!("{FORMAT_V2}.{minor}")
+            }
+            _ => e.name().to_string(),
+        }
+    }
+
+    /// The encoding a file of `header` is written in: this one, except that version 2 with
+    /// the timing records of minor 0 to 6 cannot hold a header field of minor 7 or more (the
+    /// minor word says the layout), so such a header is written with the sized records.
+    pub fn holding(self, header: &Header) -> Encoding {
+        match self {
+            Encoding::V2 if header.minor() >= v2::SIZED_TIMING_MINOR => Encoding::V2_7,
+            e => e,
         }
     }
 }
@@ -165,6 +195,12 @@ pub struct Header {
     /// of an earlier run in the same place are never merged with them. Minor version 6.
     #[serde(default)]
     pub run_id: Option<String>,
+    /// How `iotrex extrap` made the trace (scales used and dropped, what it set aside or made
+    /// up, where HDF5's layout came from): `None` in a traced or synthetic trace and in an
+    /// extrapolation written before minor version 8, whose notes say it in words
+    /// (`extrap::provenance::of` reads both). Minor version 8.
+    #[serde(default)]
+    pub provenance: Option<crate::provenance::Provenance>,
     /// The format version the trace is written in: version 2 for a new header, the file's
     /// version for a header read from a file (so re-encoding a version-1 file gives its bytes
     /// back). Not stored in the body: the prefix's version word says it.
@@ -248,6 +284,9 @@ impl Serialize for Header {
         if later >= 6 {
             st.serialize_field("run_id", &self.run_id)?;
         }
+        if later >= 7 {
+            st.serialize_field("provenance", &self.provenance)?;
+        }
         st.end()
     }
 }
@@ -282,6 +321,7 @@ impl Header {
             build_id: None,
             node_cores: Vec::new(),
             run_id: None,
+            provenance: None,
             encoding: Encoding::V2_7,
         }
     }
@@ -289,7 +329,9 @@ impl Header {
     /// How many of the fields after version 1's eight are written: up to the last one that
     /// holds something.
     fn later_fields(&self) -> u32 {
-        if self.run_id.is_some() {
+        if self.provenance.is_some() {
+            7
+        } else if self.run_id.is_some() {
             6
         } else if !self.node_cores.is_empty() {
             5
@@ -307,13 +349,13 @@ impl Header {
     }
 
     /// The minor version a file with this header is written with (see the module's text):
-    /// 0 while it holds no field added after the rule, else the number of its last field.
+    /// 0 while it holds no field added after the rule, else the number of its last field
+    /// ([`PROVENANCE_MINOR`] for the 7th).
     pub fn minor(&self) -> u32 {
-        let later = self.later_fields();
-        if later <= FIELDS_BEFORE_MINOR {
-            0
-        } else {
-            later
+        match self.later_fields() {
+            later if later <= FIELDS_BEFORE_MINOR => 0,
+            7 => PROVENANCE_MINOR,
+            later => later,
         }
     }
 
@@ -384,6 +426,7 @@ impl TraceFile {
 
     /// Encodes the file to bytes in format version `encoding`.
     pub fn to_bytes_as(&self, encoding: Encoding) -> Result<Vec<u8>, RsdError> {
+        let encoding = encoding.holding(&self.header);
         let body = match encoding {
             Encoding::V1 => rmp_serde::to_vec(self).map_err(|e| RsdError::Encode(e.to_string()))?,
             Encoding::V2 => v2::encode(self, v2::TimingLayout::Plain)?.0,
@@ -401,7 +444,7 @@ impl TraceFile {
     /// apart. Version 2's encoder counts each byte it writes; version 1's MessagePack is
     /// measured by encoding each part alone, what containers add counted as structure.
     pub fn breakdown(&self, encoding: Encoding) -> Result<v2::Breakdown, RsdError> {
-        match encoding {
+        match encoding.holding(&self.header) {
             Encoding::V2 => Ok(v2::encode(self, v2::TimingLayout::Plain)?.1),
             Encoding::V2_7 => Ok(v2::encode(self, v2::TimingLayout::Sized)?.1),
             Encoding::V1 => v1_breakdown(self),

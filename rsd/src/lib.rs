@@ -14,6 +14,7 @@
 //! - [`format`]: the `.iotrex` file format, the only code that knows its bytes.
 //! - [`notation`]: the one text of values, timing, events and nodes.
 //! - [`notes`]: header notes said of ranks, folded and said again at another scale.
+//! - [`provenance`]: how an extrapolated trace was made, as the header says it.
 //! - [`draw`]: exact values drawn from summaries, for consumers that must issue calls.
 //!
 //! The views of a trace (`show`, `stats`, `stack`, the Chrome export) and the synthetic traces
@@ -43,6 +44,7 @@ pub mod notes;
 pub mod op;
 pub mod path;
 pub mod prefix;
+pub mod provenance;
 pub mod ranks;
 pub mod timing;
 pub mod trace;
@@ -63,6 +65,7 @@ pub use error::RsdError;
 pub use format::{FORMAT_VERSION, HDF5_NOTE, Header, MpiConfig, TraceFile};
 pub use merge::{merge, merge_tree};
 pub use op::{Handle, Layer, Op, Param};
+pub use provenance::Provenance;
 pub use ranks::RankSet;
 pub use trace::{FlatEvent, RawEvent, Trace};
 pub use value::{Elastic, RankFn, Val};

@@ -595,3 +595,106 @@ fn golden_v2_7_files_mean_their_v1_originals_and_keep_their_bytes() {
         assert_eq!(&tf.trace.expand(r as u32), w, "rank {r}");
     }
 }
+
+/// The provenance of `data/format/v2.8/spmd_4x10_provenance.iotrex`: every field set.
+fn golden_provenance() -> rsd::Provenance {
+    rsd::Provenance {
+        scales: vec![1, 2, 3],
+        target: 4,
+        dropped: vec![6],
+        set_aside: vec![Op::CommSize],
+        made_up_sites: vec![0x8000_0000_0000_b39c],
+        oracle_layout: true,
+    }
+}
+
+/// Minor version 8, the header's provenance: the golden file is its version-1 original with
+/// the provenance, re-encodes to its bytes, and without the provenance it is the 2.7 file to
+/// the byte (a file that does not hold the field keeps the bytes it had).
+#[test]
+fn golden_v2_8_file_holds_the_provenance_and_nothing_else_changes() {
+    let (_, v1) = read(&data("v1/spmd_4x10.iotrex"));
+    let (b27, _) = read(&data("v2.7/spmd_4x10.iotrex"));
+    let (b28, v28) = read(&data("v2.8/spmd_4x10_provenance.iotrex"));
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!((word(&b28, 8), word(&b28, 12)), (FORMAT_V2, 8));
+    assert_eq!(rsd::format::FORMAT_MINOR, 8);
+    assert_eq!(v28.header.encoding, Encoding::V2_7);
+    assert_eq!(v28.header.encoding.name_with(&v28.header), "2.8");
+    assert_eq!(v28.trace, v1.trace);
+    let mut h = v1.header.clone();
+    h.encoding = Encoding::V2_7;
+    h.provenance = Some(golden_provenance());
+    assert_eq!(v28.header, h);
+    assert_eq!(v28.to_bytes().unwrap(), b28, "re-encodes to its bytes");
+    let mut made = v1.clone();
+    made.header.provenance = Some(golden_provenance());
+    assert_eq!(made.to_bytes_as(Encoding::V2_7).unwrap(), b28, "v1 -> v2.8");
+    let mut without = v28.clone();
+    without.header.provenance = None;
+    assert_eq!(
+        without.to_bytes().unwrap(),
+        b27,
+        "without it, the 2.7 bytes"
+    );
+    // Version 1 holds it too (its header is the same MessagePack), with minor 8; version 2
+    // in the timing layout of minor 0-6 cannot say minor 8, so it is written as 2.8.
+    let b1 = made.to_bytes_as(Encoding::V1).unwrap();
+    assert_eq!((word(&b1, 8), word(&b1, 12)), (1, 8));
+    let back = TraceFile::from_bytes(&b1, Path::new("v1")).unwrap();
+    assert_eq!(back.header.provenance, Some(golden_provenance()));
+    assert_eq!(made.to_bytes_as(Encoding::V2).unwrap(), b28);
+    // The older minor versions read as before: no provenance.
+    for old in [
+        "v1/spmd_4x10.iotrex",
+        "v2/spmd_4x10.iotrex",
+        "v2.7/spmd_4x10.iotrex",
+    ] {
+        assert_eq!(read(&data(old)).1.header.provenance, None, "{old}");
+    }
+}
+
+fn provenance() -> impl Strategy<Value = rsd::Provenance> {
+    (
+        prop::collection::vec(1u32..100_000, 0..5),
+        any::<u32>(),
+        prop::collection::vec(1u32..100_000, 0..3),
+        prop::collection::vec(prop::sample::select(Op::ALL.to_vec()), 0..3),
+        prop::collection::vec(any::<u64>(), 0..4),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(scales, target, dropped, set_aside, made_up_sites, oracle_layout)| rsd::Provenance {
+                scales,
+                target,
+                dropped,
+                set_aside,
+                made_up_sites,
+                oracle_layout,
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// A header with provenance round-trips in both versions as minor 8 and re-encodes to its
+    /// bytes; without it, the file is what it was before the field.
+    #[test]
+    fn provenance_round_trips(header in header(), nodes in nodes(), p in provenance()) {
+        let plain = TraceFile { header, trace: Trace { nodes } };
+        let mut tf = plain.clone();
+        tf.header.provenance = Some(p);
+        for enc in [Encoding::V2_7, Encoding::V1] {
+            let b = tf.to_bytes_as(enc).unwrap();
+            prop_assert_eq!(u32::from_le_bytes(b[12..16].try_into().unwrap()), 8);
+            let back = TraceFile::from_bytes(&b, Path::new("mem")).unwrap();
+            prop_assert_eq!(&back.header.provenance, &tf.header.provenance);
+            prop_assert_eq!(&back.trace, &tf.trace);
+            prop_assert_eq!(back.to_bytes().unwrap(), b);
+        }
+        let mut back = TraceFile::from_bytes(&tf.to_bytes().unwrap(), Path::new("mem")).unwrap();
+        back.header.provenance = None;
+        prop_assert_eq!(back.to_bytes().unwrap(), plain.to_bytes().unwrap());
+    }
+}

@@ -33,7 +33,7 @@ pub fn render_header(h: &Header, out: &mut String) {
     let _ = writeln!(
         out,
         "iotrex trace, format version {}, written by iotrex {}",
-        h.encoding.name(),
+        h.encoding.name_with(h),
         h.tool_version
     );
     let _ = writeln!(out, "{INDENT}ranks      {}", h.nranks);
@@ -88,6 +88,9 @@ pub fn render_header(h: &Header, out: &mut String) {
         None => {
             let _ = writeln!(out, "{INDENT}wall time  {wall}");
         }
+    }
+    if let Some(p) = &h.provenance {
+        let _ = writeln!(out, "{INDENT}extrap     {}", provenance(p));
     }
     let _ = writeln!(
         out,
@@ -191,6 +194,27 @@ pub fn render_trace_file(tf: &TraceFile) -> String {
     );
     render_nodes(&tf.trace.nodes, None, 0, &mut out);
     out
+}
+
+/// The header's provenance in one line: the scales and the target, then what else the
+/// extrapolation says of itself.
+fn provenance(p: &rsd::Provenance) -> String {
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let mut parts = vec![format!("from {} ranks to {}", list(&p.scales), p.target)];
+    if !p.dropped.is_empty() {
+        parts.push(format!("dropped {} (another structure)", list(&p.dropped)));
+    }
+    if !p.set_aside.is_empty() {
+        let ops: Vec<&str> = p.set_aside.iter().map(|o| o.name()).collect();
+        parts.push(format!("set aside {}", ops.join(", ")));
+    }
+    if !p.made_up_sites.is_empty() {
+        parts.push(format!("{} call sites made up", p.made_up_sites.len()));
+    }
+    if p.oracle_layout {
+        parts.push("HDF5 file space from the oracle".into());
+    }
+    parts.join("; ")
 }
 
 /// What `iotrex show --json` prints.
@@ -571,6 +595,37 @@ mod tests {
         );
         assert!(lines[at + 2].starts_with("    ranks 0  pwrite  fd = 4, count = 4194304"));
         assert!(!text.contains("ranks 1-3  loop x3 {"), "{text}");
+    }
+
+    #[test]
+    fn header_says_how_an_extrapolation_was_made() {
+        let mut h = Header::new(64);
+        let mut out = String::new();
+        render_header(&h, &mut out);
+        assert!(!out.contains("extrap "), "{out}");
+        assert!(
+            out.starts_with("iotrex trace, format version 2.7,"),
+            "{out}"
+        );
+        let mut p = rsd::Provenance::new(&[4, 8, 16], 64);
+        p.dropped = vec![12];
+        p.set_aside = vec![Op::CommSize];
+        p.made_up_sites = vec![0x8000_0000_0000_0001, 0x8000_0000_0000_0002];
+        p.oracle_layout = true;
+        h.provenance = Some(p);
+        out.clear();
+        render_header(&h, &mut out);
+        assert!(
+            out.starts_with("iotrex trace, format version 2.8,"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "extrap     from 4, 8, 16 ranks to 64; dropped 12 (another structure); set aside \
+                 MPI_Comm_size; 2 call sites made up; HDF5 file space from the oracle\n"
+            ),
+            "{out}"
+        );
     }
 
     #[test]

@@ -1236,7 +1236,7 @@ pub(crate) fn around(
         _ => e,
     })?;
     if at.oracle.is_some() {
-        out.file.header.notes.push(space::NOTE.into());
+        space::mark_from_oracle(&mut out.file.header);
     }
     for (k, e) in p.explain.iter().cloned().enumerate() {
         out.explain.insert(k, e);

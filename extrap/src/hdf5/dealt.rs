@@ -1338,7 +1338,7 @@ pub(crate) fn around(
         if let Some(x) = p.explain.first_mut() {
             x.model = said;
         }
-        out.file.header.notes.push(space::NOTE.into());
+        space::mark_from_oracle(&mut out.file.header);
     }
     let most = p
         .sites

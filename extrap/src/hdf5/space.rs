@@ -34,8 +34,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 /// The values of the file's layout HDF5's calls see, as a library model: where HDF5's file
-/// space was taken from its oracle for the flush ([`NOTE`]), the other values of the layout
-/// are taken from it too ([`settle`]).
+/// space was taken from its oracle for the flush ([`mark_from_oracle`]), the other values of
+/// the layout are taken from it too ([`settle`]).
 pub(crate) struct FileSpace;
 
 impl LibraryModel for FileSpace {
@@ -49,7 +49,13 @@ impl LibraryModel for FileSpace {
         let Some(o) = cx.oracle else {
             return Ok(());
         };
-        if !out.file.header.notes.iter().any(|n| n == NOTE) {
+        if !out
+            .file
+            .header
+            .provenance
+            .as_ref()
+            .is_some_and(|p| p.oracle_layout)
+        {
             return Ok(());
         }
         let mut sorted: Vec<&TraceFile> = original.iter().map(|i| &i.file).collect();
@@ -108,6 +114,13 @@ impl<'a> Remembered<'a> {
             runs: Mutex::new(HashMap::new()),
         }
     }
+}
+
+/// Says in `h` that HDF5's file space was taken from the oracle: the typed provenance (what
+/// [`FileSpace`] settles by) and the note.
+pub(crate) fn mark_from_oracle(h: &mut rsd::Header) {
+    crate::provenance::of_mut(h).oracle_layout = true;
+    h.notes.push(NOTE.into());
 }
 
 /// The note of an extrapolation that took HDF5's file space from the oracle.

@@ -87,7 +87,7 @@ impl Plan {
         route: Route,
         call: &Call,
         after: Option<&Call>,
-        notes: &mut BTreeSet<String>,
+        made_up: &mut BTreeSet<MadeUp>,
     ) -> Result<ChildTemplate, String> {
         let sieved = is_sieved(call.op, after.map(|c| c.op));
         let found = |s: bool| {
@@ -103,7 +103,11 @@ impl Plan {
         // library's, so this call's is made up.
         if let Some(mut t) = found(!sieved) {
             t.sig = made_up_sig(site, call.op, call.cmd) ^ u64::from(sieved) << 62;
-            notes.insert(made_up_note(call.op, site, t.sig));
+            made_up.insert(MadeUp {
+                op: call.op,
+                site,
+                sig: t.sig,
+            });
             return Ok(t);
         }
         let mut t = ChildTemplate::default();
@@ -122,9 +126,48 @@ impl Plan {
             ));
         }
         t.sig = made_up_sig(site, call.op, call.cmd);
-        notes.insert(made_up_note(call.op, site, t.sig));
+        made_up.insert(MadeUp {
+            op: call.op,
+            site,
+            sig: t.sig,
+        });
         Ok(t)
     }
+}
+
+/// A nested call whose call site the model made up (`sig`): a call of `op` inside the
+/// collective call of `site` on a path of the library no input took there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct MadeUp {
+    op: Op,
+    site: Site,
+    sig: u64,
+}
+
+/// Says in `h` that the call sites of `made_up` were made up: the typed provenance and one
+/// note each, in the order of their text.
+pub(crate) fn record_made_up(h: &mut rsd::Header, made_up: BTreeSet<MadeUp>) {
+    if made_up.is_empty() {
+        return;
+    }
+    crate::provenance::of_mut(h).add_made_up_sites(made_up.iter().map(|m| m.sig));
+    let notes: BTreeSet<String> = made_up
+        .iter()
+        .map(|m| made_up_note(m.op, m.site, m.sig))
+        .collect();
+    h.notes.extend(notes);
+}
+
+/// [`record_made_up`] of two call sites, for the tests of other modules.
+#[cfg(test)]
+pub(crate) fn record_made_up_for_tests(h: &mut rsd::Header) {
+    let site = (Op::FileWriteAtAll, 0xb39c);
+    let made = |op: Op, sieved: u64| MadeUp {
+        op,
+        site,
+        sig: made_up_sig(site, op, None) ^ sieved << 62,
+    };
+    record_made_up(h, [made(Op::Pwrite, 0), made(Op::Pread, 1)].into());
 }
 
 /// The note of a nested call whose call site the model made up (`sig`): a call of `op` inside
@@ -140,7 +183,8 @@ fn made_up_note(op: Op, site: Site, sig: u64) -> String {
     )
 }
 
-/// The call sites an extrapolation's `notes` say the model made up ([`made_up_note`]).
+/// The call sites an extrapolation's `notes` say the model made up ([`made_up_note`]), for
+/// traces written before the header's provenance (`provenance::of`).
 pub(crate) fn made_up_sites(notes: &[String]) -> std::collections::HashSet<u64> {
     const TAIL: &str = " is made up";
     notes
@@ -970,7 +1014,7 @@ fn insert_per_rank(
         Ok(events)
     })?;
     tf.trace = trace;
-    tf.header.notes.extend(made_up);
+    record_made_up(&mut tf.header, made_up);
     Ok(explain.into_values().collect())
 }
 

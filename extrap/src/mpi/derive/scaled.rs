@@ -16,7 +16,7 @@
 //! cannot be done, the aggregators are expanded, given their calls, re-compressed and merged
 //! as the tracer would, after the stripped trace restricted to the other ranks.
 
-use super::{Group, Plan, Route, Site, config, issued, model, walk_rank};
+use super::{Group, MadeUp, Plan, Route, Site, config, issued, model, record_made_up, walk_rank};
 
 /// One rank's derived nested calls: per collective call (path, index on that path), the
 /// library's path and the calls.
@@ -434,11 +434,11 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
     let mut notes = BTreeSet::new();
     if let Ok(t) = by_node(trace, p, &derived, np, &mut notes).and_then(|b| attach(trace, b)) {
         tf.trace = t;
-        tf.header.notes.extend(notes);
+        record_made_up(&mut tf.header, notes);
         return Ok(explain.into_values().collect());
     }
     tf.trace = reexpanded(trace, p, &derived, np, &mut made_up)?;
-    tf.header.notes.extend(made_up);
+    record_made_up(&mut tf.header, made_up);
     Ok(explain.into_values().collect())
 }
 
@@ -517,7 +517,7 @@ fn reexpanded(
     p: &Plan,
     derived: &BTreeMap<u32, RankDerived>,
     np: u32,
-    made_up: &mut BTreeSet<String>,
+    made_up: &mut BTreeSet<MadeUp>,
 ) -> Result<Trace, String> {
     let aggs: Vec<u32> = derived.keys().copied().collect();
     let mut traces = Vec::with_capacity(aggs.len());
@@ -1076,7 +1076,7 @@ fn by_node(
     p: &Plan,
     derived: &BTreeMap<u32, RankDerived>,
     np: u32,
-    made_up: &mut BTreeSet<String>,
+    made_up: &mut BTreeSet<MadeUp>,
 ) -> Result<ByNode, String> {
     let mut out: ByNode = BTreeMap::new();
     for (&r, calls) in derived {

@@ -1,0 +1,134 @@
+//! The header's provenance as `extrap::run` fills it (the scales used, the scales dropped as
+//! inconsistent, the local queries set aside) and as `diff` reads it; a trace whose
+//! provenance is in its notes only (written before the field) gives the same answers.
+
+use extrap::diff::{DiffOptions, diff, render};
+use extrap::patterns::{Pattern, events};
+use extrap::{Extrapolated, Inconsistent, Input, Request};
+use rsd::{Compressor, Op, Provenance, RawEvent, TraceFile};
+
+/// The `Groups` pattern at `n` ranks, with `queries` MPI_Comm_size calls after MPI_Init and,
+/// where `barrier`, a barrier before MPI_Finalize (another structure).
+fn groups(n: u32, queries: usize, barrier: bool) -> TraceFile {
+    let per_rank = (0..n)
+        .map(|r| {
+            let mut calls = events(Pattern::Groups, r, n);
+            let query = RawEvent::new(Op::CommSize, 0xe7a1_0001, vec![0, i64::from(n)]);
+            calls.splice(1..1, std::iter::repeat_n(query, queries));
+            if barrier {
+                let at = calls.len() - 1;
+                calls.insert(at, RawEvent::new(Op::Barrier, 0xe7a1_0002, vec![1]));
+            }
+            let mut c = Compressor::new(r);
+            calls.iter().for_each(|e| c.push(e));
+            c.finish()
+        })
+        .collect();
+    let mut header = rsd::Header::new(n);
+    header.command = vec!["groups".into()];
+    header.clock = "synthetic".into();
+    TraceFile {
+        header,
+        trace: rsd::merge_tree(per_rank).expect("disjoint ranks"),
+    }
+}
+
+fn inputs(files: Vec<TraceFile>) -> Vec<Input> {
+    files
+        .into_iter()
+        .map(|file| Input {
+            name: format!("groups.{}.iotrex", file.header.nranks),
+            file,
+        })
+        .collect()
+}
+
+/// `x` written and read back, as `iotrex extrap` leaves it on disk.
+fn on_disk(x: &Extrapolated) -> TraceFile {
+    let b = x.file.to_bytes().unwrap();
+    assert_eq!(u32::from_le_bytes(b[12..16].try_into().unwrap()), 8);
+    TraceFile::from_bytes(&b, std::path::Path::new("x.iotrex")).unwrap()
+}
+
+/// `f` as an extrapolation written before the field: its notes only.
+fn old_style(f: &TraceFile) -> TraceFile {
+    let mut old = f.clone();
+    old.header.provenance = None;
+    old
+}
+
+#[test]
+fn an_extrapolation_says_its_scales_and_target() {
+    let ins = inputs([4, 8, 12, 16].map(|n| groups(n, 1, false)).to_vec());
+    let x = extrap::run(&Request::new(32), &ins).unwrap();
+    let f = on_disk(&x);
+    assert_eq!(
+        f.header.provenance,
+        Some(Provenance::new(&[4, 8, 12, 16], 32))
+    );
+    // The note stays for people, and says the same to an older reader.
+    assert!(
+        (f.header.notes.iter())
+            .any(|n| n.starts_with("extrapolated from 4,8,12,16 ranks to 32 by iotrex extrap")),
+        "{:?}",
+        f.header.notes
+    );
+    let p = extrap::provenance::of(&f.header);
+    assert_eq!(extrap::provenance::of(&old_style(&f).header), p);
+    assert_eq!(extrap::provenance::of(&groups(4, 1, false).header), None);
+}
+
+#[test]
+fn scales_dropped_as_inconsistent_are_in_the_provenance() {
+    let mut files: Vec<TraceFile> = [4, 8, 16].map(|n| groups(n, 1, false)).to_vec();
+    files.push(groups(12, 1, true));
+    let req = Request::new(32).inconsistent(Inconsistent::Drop);
+    let x = extrap::run(&req, &inputs(files)).unwrap();
+    let f = on_disk(&x);
+    let p = f.header.provenance.clone().expect("provenance");
+    assert_eq!((p.scales.as_slice(), p.target), ([4, 8, 16].as_slice(), 32));
+    assert_eq!(p.dropped, [12]);
+    assert!(
+        (f.header.notes.iter())
+            .any(|n| n.starts_with("scales used: 4, 8 and 16; dropped (another structure): 12")),
+        "{:?}",
+        f.header.notes
+    );
+    assert_eq!(
+        extrap::provenance::of(&old_style(&f).header),
+        Some(p),
+        "the notes of an older trace say the same"
+    );
+}
+
+#[test]
+fn local_queries_set_aside_are_in_the_provenance_and_diff_reads_them() {
+    // One MPI_Comm_size at 4 and 12 ranks, three at 8 and 16: counts no model of the rank
+    // count gives, so they are set aside.
+    let ins = inputs(vec![
+        groups(4, 1, false),
+        groups(8, 3, false),
+        groups(12, 1, false),
+        groups(16, 3, false),
+    ]);
+    let x = extrap::run(&Request::new(32), &ins).unwrap();
+    let f = on_disk(&x);
+    let p = f.header.provenance.clone().expect("provenance");
+    assert_eq!(p.set_aside, [Op::CommSize]);
+    assert!(p.dropped.is_empty() && p.made_up_sites.is_empty() && !p.oracle_layout);
+    let real = groups(32, 2, false);
+    let opts = DiffOptions::default();
+    let new = diff(&f, &real, &opts);
+    assert!(new.identical, "{}", render(&new, "extrapolated", "real"));
+    // Old style (the notes only) and typed only (the notes gone): the same answer.
+    let old = diff(&old_style(&f), &real, &opts);
+    assert_eq!(render(&old, "x", "real"), render(&new, "x", "real"));
+    let mut typed = f.clone();
+    typed.header.notes.clear();
+    let only_typed = diff(&typed, &real, &opts);
+    assert_eq!(render(&only_typed, "x", "real"), render(&new, "x", "real"));
+    // Without either, the queries count against it.
+    let mut neither = old_style(&f);
+    neither.header.notes.clear();
+    assert!(!diff(&neither, &real, &opts).identical);
+}
