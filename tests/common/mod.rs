@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod darray;
 pub mod h5file;
 pub mod mpich;
+pub mod shared;
 pub mod storage;
 
 use rsd::{FlatEvent, TraceFile};
@@ -41,6 +42,7 @@ pub fn scratch() -> tempfile::TempDir {
 }
 
 /// One traced run.
+#[derive(Clone)]
 pub struct Run {
     /// mpirun's output.
     pub out: Output,
