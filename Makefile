@@ -29,7 +29,13 @@ lint: deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
-test: lint build
+# Not `build`: `cargo test` resolves features with the dev-dependencies (serde's `alloc`,
+# getrandom's `std` through criterion and proptest), so what `cargo build` made, every crate
+# on serde, would be compiled again. This build makes what `cargo test` compiles, with the
+# same features, plus the cdylibs the tests load (the preload tracer, the plugin), which
+# `cargo test` does not build; the test run then compiles nothing.
+test: lint deps
+	$(CARGO) build --release --workspace --lib --bins --tests --examples
 	$(CARGO) test --release --workspace
 
 bench: build

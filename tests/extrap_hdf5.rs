@@ -15,6 +15,9 @@
 //! target, so traces at 4, 8, 12 and 16 ranks extrapolate exactly, as do traces at 12 to 24
 //! (where the model is not needed). A target whose dealing needs an order of two entries that
 //! no input shows is refused.
+//!
+//! The tests share their runs of one library and hints (`common::shared`): the scales 12 and
+//! 16 serve both sets of inputs, 32 and 64 every check, 4 to 16 the refusal too.
 
 mod common;
 use common::*;
@@ -23,34 +26,44 @@ use std::path::{Path, PathBuf};
 /// Two steps of both datasets, read back from the reopened file.
 const ARGS: &[&str] = &["{d}/ckpt.h5", "-s", "2", "-R"];
 
-/// Traces h5_coll at `np` ranks into `dir/<np>.iotrex`, the data directory emptied first
+/// The runs of h5_coll by library and hints (one series per `io` and `hints`).
+static RUNS: shared::Series<shared::Scales<PathBuf>> = shared::Series::new();
+
+/// Traces h5_coll at `np` ranks, unless another test of this binary did with the same `io`
+/// and `hints`, into `<its series' directory>/<np>.iotrex`, the data directory emptied first
 /// (HDF5 truncates an existing file with `MPI_File_set_size`, a new one it does not).
 /// `hints` (KEY=VALUE) go to HDF5's file access property list (`h5_coll -H`).
-fn trace(dir: &Path, data: &Path, np: u32, io: Option<&str>, hints: &[&str]) -> PathBuf {
-    let out = dir.join(format!("{np}.iotrex"));
-    let mut args = ARGS.to_vec();
-    for h in hints {
-        args.extend(["-H", h]);
-    }
-    let tf = trace_in(&out, data, np, "h5_coll", &args, io);
-    // HDF5 really wrote collectively: every rank made collective writes.
-    let s = rsd_view::stats::summarize(&tf.trace);
-    let coll = s
-        .ops
-        .iter()
-        .find(|((_, op), _)| *op == rsd::op::Op::FileWriteAtAll)
-        .map(|(_, t)| t.count)
-        .unwrap_or(0);
-    assert_eq!(
-        coll,
-        4 * u64::from(np),
-        "h5_coll at {np}: one collective write per dataset per rank"
-    );
-    out
+fn trace(np: u32, io: Option<&str>, hints: &[&str]) -> PathBuf {
+    let key = format!("h5_coll io={io:?} hints={hints:?}");
+    shared::trace(&RUNS, &key, np, |dir| {
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let out = dir.join(format!("{np}.iotrex"));
+        let mut args = ARGS.to_vec();
+        for h in hints {
+            args.extend(["-H", h]);
+        }
+        let tf = trace_in(&out, &data, np, "h5_coll", &args, io);
+        // HDF5 really wrote collectively: every rank made collective writes.
+        let s = rsd_view::stats::summarize(&tf.trace);
+        let coll = s
+            .ops
+            .iter()
+            .find(|((_, op), _)| *op == rsd::op::Op::FileWriteAtAll)
+            .map(|(_, t)| t.count)
+            .unwrap_or(0);
+        assert_eq!(
+            coll,
+            4 * u64::from(np),
+            "h5_coll at {np}: one collective write per dataset per rank"
+        );
+        out
+    })
 }
 
-/// Extrapolates `inputs` to `target` (`--explain`), asserting it succeeds with the nested
-/// calls of every collective call site derived by `lib`'s model; returns the output path.
+/// Extrapolates `inputs` to `target` (`--explain`) into `dir`, asserting it succeeds with the
+/// nested calls of every collective call site derived by `lib`'s model; returns the output
+/// path.
 fn extrap(dir: &Path, inputs: &[PathBuf], target: u32, lib: &str) -> (PathBuf, String) {
     let out = dir.join(format!("{target}.extrap.iotrex"));
     let (all, derived) = extrap_explained("h5_coll", inputs, target, &out);
@@ -70,14 +83,9 @@ fn extrap(dir: &Path, inputs: &[PathBuf], target: u32, lib: &str) -> (PathBuf, S
 /// say it took its aggregator count from it.
 fn check_from(scales: &[u32], io: Option<&str>, lib: &str, dealt: bool, hints: &[&str]) {
     let dir = scratch();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let inputs: Vec<PathBuf> = scales
-        .iter()
-        .map(|&np| trace(dir.path(), &data, np, io, hints))
-        .collect();
+    let inputs: Vec<PathBuf> = scales.iter().map(|&np| trace(np, io, hints)).collect();
     for target in [32u32, 64] {
-        let real = trace(dir.path(), &data, target, io, hints);
+        let real = trace(target, io, hints);
         let (out, explain) = extrap(dir.path(), &inputs, target, lib);
         if let Some(cb) = hints.iter().find_map(|h| h.strip_prefix("cb_nodes=")) {
             let said = format!("{cb} aggregators");
@@ -167,11 +175,9 @@ fn hdf5_from_4_to_16_ranks_under_romio_with_cb_nodes_2_and_3() {
 #[test]
 fn a_target_whose_dealing_no_input_shows_is_refused() {
     let dir = scratch();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
     let inputs: Vec<PathBuf> = [4, 8, 12, 16]
         .iter()
-        .map(|&np| trace(dir.path(), &data, np, None, &[]))
+        .map(|&np| trace(np, None, &[]))
         .collect();
     let out = dir.path().join("5.iotrex");
     let mut a: Vec<&str> = vec!["extrap"];

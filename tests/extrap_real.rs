@@ -6,25 +6,38 @@
 //! collective-buffering aggregator per 8 ranks, so the nested calls of the collective modes
 //! change shape between 4 and 16 ranks; extrap derives them with its model of the library,
 //! at 32 and 64 ranks and at 2^20.
+//!
+//! A program's runs with the same arguments are made once and shared by the tests that need
+//! them (`common::shared`): the codes export reads ior_mpiio_collective_segmented's, the
+//! stdio checkpoints' second set of inputs the first one's.
 
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// Traces `app args` at `np` ranks into `dir/<np>.iotrex`. All scales share `data` as the
+/// The runs by program and arguments.
+static RUNS: shared::Series<shared::Scales<PathBuf>> = shared::Series::new();
+
+/// Traces `app args` at `np` ranks, unless another test of this binary did, into
+/// `<its series' directory>/<np>.iotrex`. All scales share the series' `data` as the
 /// application's data directory, so paths are the same template at every scale.
-fn trace(dir: &Path, data: &Path, np: u32, app_name: &str, args: &[&str]) -> PathBuf {
-    let d = data.display().to_string();
-    let a: Vec<String> = args.iter().map(|s| s.replace("{d}", &d)).collect();
-    let out = dir.join(format!("{np}.iotrex"));
-    let run = mpirun(np, &app(app_name), &a, &out, &Opts::default());
-    let tf = run.read();
-    assert!(
-        !tf.header.incomplete,
-        "{app_name} at {np}: {:?}",
-        tf.header.notes
-    );
-    out
+fn trace(np: u32, app_name: &str, args: &[&str]) -> PathBuf {
+    let key = format!("{app_name} {args:?}");
+    shared::trace(&RUNS, &key, np, |dir| {
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let d = data.display().to_string();
+        let a: Vec<String> = args.iter().map(|s| s.replace("{d}", &d)).collect();
+        let out = dir.join(format!("{np}.iotrex"));
+        let run = mpirun(np, &app(app_name), &a, &out, &Opts::default());
+        let tf = run.read();
+        assert!(
+            !tf.header.incomplete,
+            "{app_name} at {np}: {:?}",
+            tf.header.notes
+        );
+        out
+    })
 }
 
 fn check_mode(name: &str, app_name: &str, args: &[&str]) {
@@ -63,8 +76,8 @@ fn check_mode(name: &str, app_name: &str, args: &[&str]) {
     assert_eq!(rsd::TraceFile::read(&out).unwrap().header.nranks, 1 << 20);
 }
 
-/// Traces at `scales`, extrapolates to 32 and 64 and diffs with real runs; returns the input
-/// traces and their directory.
+/// Traces at `scales`, extrapolates to 32 and 64 (into `<dir>/<target>.extrap.iotrex`) and
+/// diffs with real runs; returns the input traces and the directory.
 fn check_mode_at(
     name: &str,
     app_name: &str,
@@ -72,14 +85,9 @@ fn check_mode_at(
     scales: &[u32],
 ) -> (Vec<PathBuf>, tempfile::TempDir) {
     let dir = scratch();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let inputs: Vec<PathBuf> = scales
-        .iter()
-        .map(|&np| trace(dir.path(), &data, np, app_name, args))
-        .collect();
+    let inputs: Vec<PathBuf> = scales.iter().map(|&np| trace(np, app_name, args)).collect();
     for target in [32u32, 64] {
-        let real = trace(dir.path(), &data, target, app_name, args);
+        let real = trace(target, app_name, args);
         let out = dir.path().join(format!("{target}.extrap.iotrex"));
         let mut a: Vec<&str> = inputs.iter().map(|p| p.to_str().unwrap()).collect();
         let t = target.to_string();
@@ -183,12 +191,10 @@ mode!(comm_mix_phases, "comm_mix", ["{d}", "3", "100", "4096"]);
 #[test]
 fn stdio_logs_refused_below_twenty_ranks_exact_beyond() {
     let dir = scratch();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
     let args = ["{d}", "3", "4096", "5"];
     let inputs: Vec<PathBuf> = [4, 8, 12, 16]
         .iter()
-        .map(|&np| trace(dir.path(), &data, np, "stdio_app", &args))
+        .map(|&np| trace(np, "stdio_app", &args))
         .collect();
     let out = dir.path().join("refused.iotrex");
     let mut a: Vec<&str> = vec!["extrap"];
@@ -211,14 +217,12 @@ fn stdio_logs_refused_below_twenty_ranks_exact_beyond() {
 #[test]
 fn random_offsets_are_refused_naming_the_offset() {
     let dir = scratch();
-    let data = dir.path().join("data");
-    std::fs::create_dir_all(&data).unwrap();
     let args = [
         "-a", "posix", "-F", "-r", "-t", "4096", "-b", "32768", "-s", "2", "-o", "{d}/f",
     ];
     let inputs: Vec<PathBuf> = [4, 8, 12, 16]
         .iter()
-        .map(|&np| trace(dir.path(), &data, np, "ior_like", &args))
+        .map(|&np| trace(np, "ior_like", &args))
         .collect();
     let out = dir.path().join("x.iotrex");
     let mut a: Vec<&str> = vec!["extrap"];
@@ -265,9 +269,10 @@ fn codes_export_of_extrapolated_and_real_64_ranks_agree() {
     let args = [
         "-a", "mpiio", "-c", "-t", "4096", "-b", "8192", "-s", "2", "-o", "{d}/f",
     ];
+    // The same program as ior_mpiio_collective_segmented: its runs serve both.
     let (_, dir) = check_mode_at("codes", "ior_like", &args, &[4, 8, 12, 16]);
     let extrap = dir.path().join("64.extrap.iotrex");
-    let real = dir.path().join("64.iotrex");
+    let real = trace(64, "ior_like", &args);
     for extra in [&[][..], &["--max-blocksize", "4KiB"][..]] {
         let a = codes_counts(
             &extrap,

@@ -21,10 +21,13 @@
 //!   the exact values at every scale, so they fit at any `n` and the summarised lengths at the
 //!   target still tile the file (OMPIO's derived aggregator writes then match the real run's
 //!   calls one for one, their sizes within the tolerance). The last test runs 8/12/16/20 -> 40.
+//!
+//! The line grids' runs at 8, 12 and 16 ranks are made once and shared by the two tests that
+//! read them (`common::shared`).
 
 mod common;
 
-use common::{Opts, args, iotrex, mpirun, scratch, text};
+use common::{Opts, args, iotrex, mpirun, scratch, shared, text};
 use rsd::TraceFile;
 use rsd::trace::{Node, NodeKind};
 use std::path::{Path, PathBuf};
@@ -32,6 +35,17 @@ use std::process::Command;
 
 fn have_lmp() -> bool {
     Command::new("lmp").arg("-h").output().is_ok()
+}
+
+/// The runs on the line grids `N x 1 x 1`, which two tests trace at 8, 12 and 16 ranks.
+static LINE_RUNS: shared::Series<shared::Scales<PathBuf>> = shared::Series::new();
+
+/// LAMMPS at `np` ranks on the line grid `np x 1 x 1` (see [`lammps`]), unless another test
+/// of this binary traced it, in the line grids' shared directory.
+fn lammps_line(np: u32) -> PathBuf {
+    shared::trace(&LINE_RUNS, "lammps line grids", np, |dir| {
+        lammps(dir, np, [np, 1, 1])
+    })
 }
 
 /// Traces LAMMPS at `np` ranks on the grid `grid` into `dir/lammps.NP.iotrex`, its outputs in
@@ -148,10 +162,9 @@ fn lammps_line_grids_make_one_loop_structure_at_every_scale() {
         eprintln!("skipped: needs lmp (apt-get install lammps)");
         return;
     }
-    let d = scratch();
     let tfs: Vec<(u32, TraceFile)> = [8u32, 12, 16]
         .iter()
-        .map(|&n| (n, TraceFile::read(&lammps(d.path(), n, [n, 1, 1])).unwrap()))
+        .map(|&n| (n, TraceFile::read(&lammps_line(n)).unwrap()))
         .collect();
     // Rank 0 (the thermo output, the dump's header, the restart file), an inner rank and the
     // last rank (the ring's wrap-around) make the same calls in the same loops at each scale.
@@ -177,11 +190,8 @@ fn lammps_line_grids_extrapolate_to_twice_the_largest_and_diff_within_ten_percen
         return;
     }
     let d = scratch();
-    let ins: Vec<PathBuf> = [8u32, 12, 16, 20]
-        .iter()
-        .map(|&n| lammps(d.path(), n, [n, 1, 1]))
-        .collect();
-    let real = lammps(d.path(), 40, [40, 1, 1]);
+    let ins: Vec<PathBuf> = [8u32, 12, 16, 20].iter().map(|&n| lammps_line(n)).collect();
+    let real = lammps_line(40);
     let out = d.path().join("lammps.40.extrap.iotrex");
     let mut a: Vec<&str> = vec!["extrap"];
     a.extend(ins.iter().map(|p| p.to_str().unwrap()));

@@ -4,6 +4,9 @@
 //! (`dlopen(RTLD_LOCAL)` of mpi4py's extension), thousands of import-time POSIX calls per
 //! rank come before `MPI_Init`, and h5py drives HDF5's MPI-IO driver: a real code, not one
 //! written to be regular.
+//!
+//! Every test runs the same script: each scale is traced once and its trace shared by the
+//! tests that need it (`common::shared`).
 
 mod common;
 use common::*;
@@ -18,27 +21,34 @@ fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apps/particles.py")
 }
 
-/// Traces particles.py at `np` ranks into `dir/<np>.iotrex`, its HDF5 output in `dir/out`
-/// (emptied first).
-fn trace(dir: &Path, np: u32) -> (PathBuf, rsd::TraceFile) {
-    let out = dir.join("out");
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).unwrap();
-    let t = dir.join(format!("{np}.iotrex"));
-    let args = vec![
-        script().display().to_string(),
-        out.join("p.h5").display().to_string(),
-    ];
-    let run = mpirun(np, Path::new(PYTHON), &args, &t, &Opts::default());
-    let tf = run.read();
-    assert!(
-        out.join("p.h5")
-            .metadata()
-            .map(|m| m.len() > 0)
-            .unwrap_or(false),
-        "particles.py at {np} wrote no HDF5 file:\n{}",
-        run.stdout()
-    );
+/// particles.py's runs, by scale: every test traces the same script with the same arguments.
+static RUNS: shared::Series<shared::Scales<PathBuf>> = shared::Series::new();
+
+/// Traces particles.py at `np` ranks, unless another test of this binary did, into
+/// `<the series' directory>/<np>.iotrex`, its HDF5 output in `out` there (emptied first).
+fn trace(np: u32) -> (PathBuf, rsd::TraceFile) {
+    let t = shared::trace(&RUNS, "particles.py", np, |dir| {
+        let out = dir.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
+        let t = dir.join(format!("{np}.iotrex"));
+        let args = vec![
+            script().display().to_string(),
+            out.join("p.h5").display().to_string(),
+        ];
+        let run = mpirun(np, Path::new(PYTHON), &args, &t, &Opts::default());
+        run.read();
+        assert!(
+            out.join("p.h5")
+                .metadata()
+                .map(|m| m.len() > 0)
+                .unwrap_or(false),
+            "particles.py at {np} wrote no HDF5 file:\n{}",
+            run.stdout()
+        );
+        t
+    });
+    let tf = rsd::TraceFile::read(&t).unwrap();
     (t, tf)
 }
 
@@ -47,8 +57,7 @@ fn trace(dir: &Path, np: u32) -> (PathBuf, rsd::TraceFile) {
 /// mpi4py program failed in `MPI_Init_thread` under the tracer.
 #[test]
 fn every_rank_of_an_mpi4py_program_is_traced() {
-    let dir = scratch();
-    let (_, tf) = trace(dir.path(), 4);
+    let (_, tf) = trace(4);
     assert_eq!(tf.header.nranks, 4, "{:?}", tf.header.notes);
     assert!(!tf.header.incomplete, "{:?}", tf.header.notes);
     // h5py's collective writes are its H5Dwrite calls' children (the HDF5 layer is on).
@@ -70,11 +79,10 @@ fn every_rank_of_an_mpi4py_program_is_traced() {
 /// every rank imports hundreds of modules and its message sizes are data-dependent.
 #[test]
 fn trace_size_is_bounded_from_4_to_64_ranks() {
-    let dir = scratch();
     let sizes: Vec<(u32, u64)> = [4u32, 16, 64]
         .iter()
         .map(|&np| {
-            let (t, tf) = trace(dir.path(), np);
+            let (t, tf) = trace(np);
             assert_eq!(tf.header.nranks, np);
             (np, std::fs::metadata(&t).unwrap().len())
         })
@@ -96,12 +104,9 @@ fn trace_size_is_bounded_from_4_to_64_ranks() {
 /// 128000-byte pwrite.
 #[test]
 fn ompio_model_holds_for_h5py_and_is_checked_on_exact_counts() {
-    let dir = scratch();
     let mut inputs = Vec::new();
     for np in [8u32, 12, 16] {
-        let sub = dir.path().join(np.to_string());
-        std::fs::create_dir_all(&sub).unwrap();
-        let (t, tf) = trace(&sub, np);
+        let (t, tf) = trace(np);
         let calls = collio::traced::collective_calls(&tf.trace, np).unwrap();
         assert!(
             calls.len() >= 6,
@@ -164,10 +169,7 @@ fn ompio_model_holds_for_h5py_and_is_checked_on_exact_counts() {
 #[test]
 fn particles_extrapolate_from_4_8_12_16_to_32_and_match_a_real_run() {
     let dir = scratch();
-    let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
-        .iter()
-        .map(|&np| trace(dir.path(), np).0)
-        .collect();
+    let inputs: Vec<PathBuf> = [4u32, 8, 12, 16].iter().map(|&np| trace(np).0).collect();
     let x = dir.path().join("x.iotrex");
     let mut a: Vec<&str> = vec!["extrap"];
     a.extend(inputs.iter().map(|p| p.to_str().unwrap()));
@@ -215,7 +217,7 @@ fn particles_extrapolate_from_4_8_12_16_to_32_and_match_a_real_run() {
     );
     // A real run at the target: the same calls, exact parts identical, approximate parts
     // within 10% on their means and totals.
-    let (real, _) = trace(dir.path(), 32);
+    let (real, _) = trace(32);
     let o = iotrex(&[
         "diff",
         x.to_str().unwrap(),

@@ -12,6 +12,9 @@
 //! dimensions and the hyperslabs as functions of n and the rank, and the extrapolated trace
 //! nests the calls beneath their HDF5 call again, as the real run does (`stats --stack`
 //! counts the same calls per layer).
+//!
+//! The tests share the runs of one program with the same arguments (`common::shared`): the
+//! trace's size is checked on the extrapolation's inputs, the counts on its 4-rank run.
 
 mod common;
 use common::*;
@@ -21,9 +24,22 @@ use rsd::{FlatEvent, TraceFile};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Traces `app args` (`{d}` replaced by the data directory, emptied first) at `np` ranks
-/// into `dir/<app>.<np>.iotrex`, with the HDF5 layer when `layer`; returns the run.
-fn traced(dir: &Path, np: u32, app_name: &str, args: &[&str], layer: bool) -> Run {
+/// The runs by program, arguments and layer: several tests trace the same program at the
+/// same scales (the trace's size and the extrapolations, the counts and the extrapolations).
+static RUNS: shared::Series<shared::Scales<Run>> = shared::Series::new();
+
+/// Traces `app args` (`{d}` replaced by the data directory, emptied first) at `np` ranks,
+/// unless another test of this binary did, into `<its series' directory>/<app>.<np>.iotrex`,
+/// with the HDF5 layer when `layer`; returns the run.
+fn traced(np: u32, app_name: &str, args: &[&str], layer: bool) -> Run {
+    let key = format!("{app_name} {args:?} layer={layer}");
+    shared::trace(&RUNS, &key, np, |dir| {
+        traced_in(dir, np, app_name, args, layer)
+    })
+}
+
+/// [`traced`], made in `dir`.
+fn traced_in(dir: &Path, np: u32, app_name: &str, args: &[&str], layer: bool) -> Run {
     let data = dir.join("data");
     let _ = std::fs::remove_dir_all(&data);
     std::fs::create_dir_all(&data).unwrap();
@@ -83,9 +99,8 @@ fn mpiio_bytes(children: &[FlatEvent], op: Op) -> i64 {
 /// and the MPI-IO calls are at the top level, as before.
 #[test]
 fn h5_more_counts_and_nesting() {
-    let dir = scratch();
     let np = 4;
-    let run = traced(dir.path(), np, "h5_more", &["{d}/more.h5", "-s", "3"], true);
+    let run = traced(np, "h5_more", &["{d}/more.h5", "-s", "3"], true);
     let tf = run.read();
     let (app, ranks) = app_counts(&run.stdout());
     assert_eq!(ranks, np as usize, "every rank prints its counts");
@@ -165,14 +180,7 @@ fn h5_more_counts_and_nesting() {
 
     // Without the layer: no HDF5 event, MPI-IO at the top level, the same collective calls
     // (the transfers' and the fill writes of the datasets' creation).
-    let plain = traced(
-        dir.path(),
-        np,
-        "h5_more",
-        &["{d}/more.h5", "-s", "3"],
-        false,
-    )
-    .read();
+    let plain = traced(np, "h5_more", &["{d}/more.h5", "-s", "3"], false).read();
     assert!(hdf5_counts(&plain).is_empty());
     let top = trace_counts(&plain);
     let count = |op: Op| top.get(op.name()).map_or(0, |c| c.0);
@@ -191,16 +199,8 @@ fn h5_more_counts_and_nesting() {
 /// got, selected and written, everything closed; then read back the same way.
 #[test]
 fn h5_coll_counts() {
-    let dir = scratch();
     let np = 4u32;
-    let tf = traced(
-        dir.path(),
-        np,
-        "h5_coll",
-        &["{d}/c.h5", "-s", "2", "-R"],
-        true,
-    )
-    .read();
+    let tf = traced(np, "h5_coll", &["{d}/c.h5", "-s", "2", "-R"], true).read();
     let (steps, datasets) = (2u64, 2u64);
     let per_rank: &[(Op, u64)] = &[
         (Op::H5PsetDxplMpio, 1),
@@ -239,11 +239,10 @@ fn h5_coll_counts() {
 /// their children fold across ranks as any call does).
 #[test]
 fn trace_size_is_constant_in_ranks() {
-    let dir = scratch();
     let sizes: Vec<(u32, u64)> = [4u32, 8, 16]
         .iter()
         .map(|&np| {
-            let run = traced(dir.path(), np, "h5_more", &["{d}/more.h5"], true);
+            let run = traced(np, "h5_more", &["{d}/more.h5"], true);
             (np, std::fs::metadata(&run.trace).unwrap().len())
         })
         .collect();
@@ -269,11 +268,9 @@ fn has_nested_hdf5(nodes: &[Node]) -> bool {
 fn extrapolates(app_name: &str, args: &[&str]) -> Vec<String> {
     let dir = scratch();
     let keep = |np: u32| -> PathBuf {
-        let run = traced(dir.path(), np, app_name, args, true);
+        let run = traced(np, app_name, args, true);
         assert!(has_nested_hdf5(&run.read().trace.nodes));
-        let p = dir.path().join(format!("in.{np}.iotrex"));
-        std::fs::rename(&run.trace, &p).unwrap();
-        p
+        run.trace
     };
     let inputs: Vec<PathBuf> = [4u32, 8, 12, 16].into_iter().map(keep).collect();
     let mut explained = Vec::new();
@@ -530,26 +527,8 @@ fn h5py_calls_are_traced() {
 /// independent one's those of its `MPI_File_write_at`.
 #[test]
 fn h5py_low_level_counts_are_the_programs() {
-    let dir = scratch();
-    let out = dir.path().join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apps/h5py_lowlevel.py");
-    let args = vec![
-        script.display().to_string(),
-        out.join("ll.h5").display().to_string(),
-    ];
-    let opts = Opts {
-        env: vec![("IOTREX_HDF5", "1".to_string())],
-        ..Opts::default()
-    };
     let np = 4;
-    let run = mpirun(
-        np,
-        Path::new("/usr/bin/python3"),
-        &args,
-        &dir.path().join("ll.4.iotrex"),
-        &opts,
-    );
+    let run = ll_traced(np, &[]);
     let tf = run.read();
     let (app, ranks) = app_counts(&run.stdout());
     assert_eq!(ranks, np as usize, "every rank prints its counts");
@@ -577,25 +556,41 @@ fn h5py_low_level_counts_are_the_programs() {
     assert_eq!((coll, indep), (np * 3, np * 3));
 }
 
-/// `tests/apps/h5py_lowlevel.py` traced at `np` ranks into `dir` (with `args` after its
-/// output file), the HDF5 layer on.
-fn ll_traced(dir: &Path, np: u32, args: &[&str]) -> PathBuf {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apps/h5py_lowlevel.py");
-    let opts = Opts {
-        env: vec![("IOTREX_HDF5", "1".to_string())],
-        ..Opts::default()
-    };
-    let data = dir.join(format!("d{np}"));
-    std::fs::create_dir_all(&data).unwrap();
-    let mut a = vec![
-        script.display().to_string(),
-        data.join("ll.h5").display().to_string(),
-    ];
-    a.extend(args.iter().map(|s| s.to_string()));
-    let p = dir.join(format!("ll.{np}.iotrex"));
-    let run = mpirun(np, Path::new("/usr/bin/python3"), &a, &p, &opts);
-    assert!(!run.read().header.incomplete);
-    p
+/// h5py_lowlevel's runs, by its arguments after the output file.
+static LL_RUNS: shared::Series<shared::Scales<Run>> = shared::Series::new();
+
+/// The series of h5py_lowlevel's runs with `args`.
+fn ll_key(args: &[&str]) -> String {
+    format!("h5py_lowlevel {args:?}")
+}
+
+/// The directory of h5py_lowlevel's runs with `args`: `d<np>/ll.h5` is the file of the run at
+/// `np` ranks.
+fn ll_dir(args: &[&str]) -> PathBuf {
+    shared::dir(&ll_key(args))
+}
+
+/// `tests/apps/h5py_lowlevel.py` traced at `np` ranks (with `args` after its output file),
+/// the HDF5 layer on, unless another test of this binary did, into [`ll_dir`].
+fn ll_traced(np: u32, args: &[&str]) -> Run {
+    shared::trace(&LL_RUNS, &ll_key(args), np, |dir| {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apps/h5py_lowlevel.py");
+        let opts = Opts {
+            env: vec![("IOTREX_HDF5", "1".to_string())],
+            ..Opts::default()
+        };
+        let data = dir.join(format!("d{np}"));
+        std::fs::create_dir_all(&data).unwrap();
+        let mut a = vec![
+            script.display().to_string(),
+            data.join("ll.h5").display().to_string(),
+        ];
+        a.extend(args.iter().map(|s| s.to_string()));
+        let p = dir.join(format!("ll.{np}.iotrex"));
+        let run = mpirun(np, Path::new("/usr/bin/python3"), &a, &p, &opts);
+        assert!(!run.read().header.incomplete);
+        run
+    })
 }
 
 /// `iotrex extrap` of h5py_lowlevel's `inputs` to `target` into `dir`: its output and the
@@ -630,14 +625,14 @@ fn h5py_reading_back_a_split_chunk_index_is_refused() {
     let dir = scratch();
     let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
         .into_iter()
-        .map(|np| ll_traced(dir.path(), np, &["3", "read"]))
+        .map(|np| ll_traced(np, &["3", "read"]).trace)
         .collect();
     let (o, x20) = ll_extrap(dir.path(), &inputs, 20);
     assert!(o.status.success(), "{}", text(&o));
     assert_identical(
         "h5py_lowlevel read back at 20",
         &x20,
-        &ll_traced(dir.path(), 20, &["3", "read"]),
+        &ll_traced(20, &["3", "read"]).trace,
     );
     let (o, x32) = ll_extrap(dir.path(), &inputs, 32);
     let t = text(&o);
@@ -663,7 +658,7 @@ fn h5py_reading_back_a_split_chunk_index_is_refused() {
 #[test]
 fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
     let dir = scratch();
-    let keep = |np: u32| ll_traced(dir.path(), np, &[]);
+    let keep = |np: u32| ll_traced(np, &[]).trace;
     // The metadata entries HDF5 wrote independently: `MPI_File_write_at` outside `H5Dwrite`,
     // over every rank.
     let metadata_writes = |p: &Path| -> usize {
@@ -759,7 +754,7 @@ fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
     );
     // The inputs' files hold a one-node index.
     assert_eq!(
-        h5file::chunk_btree_levels(&dir.path().join("d16/ll.h5")),
+        h5file::chunk_btree_levels(&ll_dir(&[]).join("d16/ll.h5")),
         vec![vec![48u16]]
     );
     // At 32 ranks HDF5 writes more metadata entries than at the inputs.
@@ -784,7 +779,7 @@ fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
             real64.clone()
         };
         assert_eq!(
-            &h5file::chunk_btree_levels(&dir.path().join(format!("d{target}/ll.h5"))),
+            &h5file::chunk_btree_levels(&ll_dir(&[]).join(format!("d{target}/ll.h5"))),
             levels,
             "the chunk index of the real file at {target}"
         );

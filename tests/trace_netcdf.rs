@@ -20,40 +20,61 @@ use std::path::{Path, PathBuf};
 /// nc4_par's arguments (`{d}`: the data directory).
 const ARGS: &[&str] = &["{d}/p.nc", "-s", "3"];
 
-/// Traces nc4_par at `np` ranks into `dir/nc4_par.<np>.iotrex`, the data directory emptied
-/// first (HDF5 truncates a file that exists, which adds calls), with the NetCDF layer and,
-/// when `hdf5`, the HDF5 layer; returns the run.
-fn traced(dir: &Path, np: u32, hdf5: bool) -> Run {
-    traced_with(dir, np, hdf5, &[])
+/// nc4_par's runs by layers and extra arguments: several tests trace it with both layers at
+/// the same scales (the counts, the trace's size, the extrapolation across the split).
+static RUNS: shared::Series<shared::Scales<Run>> = shared::Series::new();
+
+/// The series of nc4_par's runs with the HDF5 layer when `hdf5` and `extra` arguments.
+fn key(hdf5: bool, extra: &[&str]) -> String {
+    format!("nc4_par hdf5={hdf5} {extra:?}")
 }
 
-/// [`traced`] with nc4_par's arguments followed by `extra`.
-fn traced_with(dir: &Path, np: u32, hdf5: bool, extra: &[&str]) -> Run {
-    let data = dir.join("data");
-    let _ = std::fs::remove_dir_all(&data);
-    std::fs::create_dir_all(&data).unwrap();
-    let d = data.display().to_string();
-    let a: Vec<String> = ARGS
-        .iter()
-        .chain(extra)
-        .map(|s| s.replace("{d}", &d))
-        .collect();
-    let out = dir.join(format!("nc4_par.{np}.iotrex"));
-    let opts = Opts {
-        env: vec![
-            ("IOTREX_NETCDF", "1".to_string()),
-            ("IOTREX_HDF5", if hdf5 { "1" } else { "0" }.to_string()),
-        ],
-        ..Opts::default()
-    };
-    let run = mpirun(np, &app("nc4_par"), &a, &out, &opts);
-    let tf = run.read();
-    assert!(
-        !tf.header.incomplete,
-        "nc4_par at {np}: {:?}",
-        tf.header.notes
-    );
-    run
+/// Where the run of [`traced_with`] at `np` ranks left its data directory (`p.nc`).
+fn data_of(np: u32, hdf5: bool, extra: &[&str]) -> PathBuf {
+    shared::dir(&key(hdf5, extra)).join(format!("data.{np}"))
+}
+
+/// Traces nc4_par at `np` ranks, unless another test of this binary did, into
+/// `<its series' directory>/nc4_par.<np>.iotrex`, the data directory emptied first (HDF5
+/// truncates a file that exists, which adds calls), with the NetCDF layer and, when `hdf5`,
+/// the HDF5 layer; returns the run.
+fn traced(np: u32, hdf5: bool) -> Run {
+    traced_with(np, hdf5, &[])
+}
+
+/// [`traced`] with nc4_par's arguments followed by `extra`. The run's data directory is then
+/// kept as [`data_of`] says (the next scale's run starts from an empty one at the same path).
+fn traced_with(np: u32, hdf5: bool, extra: &[&str]) -> Run {
+    shared::trace(&RUNS, &key(hdf5, extra), np, |dir| {
+        let data = dir.join("data");
+        let _ = std::fs::remove_dir_all(&data);
+        std::fs::create_dir_all(&data).unwrap();
+        let d = data.display().to_string();
+        let a: Vec<String> = ARGS
+            .iter()
+            .chain(extra)
+            .map(|s| s.replace("{d}", &d))
+            .collect();
+        let out = dir.join(format!("nc4_par.{np}.iotrex"));
+        let opts = Opts {
+            env: vec![
+                ("IOTREX_NETCDF", "1".to_string()),
+                ("IOTREX_HDF5", if hdf5 { "1" } else { "0" }.to_string()),
+            ],
+            ..Opts::default()
+        };
+        let run = mpirun(np, &app("nc4_par"), &a, &out, &opts);
+        let tf = run.read();
+        assert!(
+            !tf.header.incomplete,
+            "nc4_par at {np}: {:?}",
+            tf.header.notes
+        );
+        let kept = data_of(np, hdf5, extra);
+        let _ = std::fs::remove_dir_all(&kept);
+        std::fs::rename(&data, &kept).unwrap();
+        run
+    })
 }
 
 /// Per op of `layer`, over every rank and nesting level: calls, and the `bytes` parameter's
@@ -95,9 +116,8 @@ fn bytes_of(children: &[FlatEvent], op: Op) -> i64 {
 /// the reads hold their `H5Dread`. Four library levels in one call.
 #[test]
 fn nc4_counts_and_three_levels_below() {
-    let dir = scratch();
     let np = 4;
-    let run = traced(dir.path(), np, true);
+    let run = traced(np, true);
     let tf = run.read();
     assert!(tf.header.layers.starts_with(&[Layer::Netcdf, Layer::Hdf5]));
     let (app, ranks) = app_counts(&run.stdout());
@@ -204,9 +224,8 @@ fn nc4_counts_and_three_levels_below() {
 /// metadata of the extended dataset, HDF5's `H5Dset_extent` inside it).
 #[test]
 fn without_the_hdf5_layer_mpiio_nests_directly() {
-    let dir = scratch();
     let np = 4;
-    let run = traced(dir.path(), np, false);
+    let run = traced(np, false);
     let tf = run.read();
     assert!(layer_counts(&tf, Layer::Hdf5).is_empty());
     assert!(!tf.header.layers.contains(&Layer::Hdf5));
@@ -235,11 +254,10 @@ fn without_the_hdf5_layer_mpiio_nests_directly() {
 /// The trace stays near-constant in size from 4 to 16 ranks.
 #[test]
 fn trace_size_is_constant_in_ranks() {
-    let dir = scratch();
     let sizes: Vec<(u32, u64)> = [4u32, 8, 16]
         .iter()
         .map(|&np| {
-            let run = traced(dir.path(), np, true);
+            let run = traced(np, true);
             (np, std::fs::metadata(&run.trace).unwrap().len())
         })
         .collect();
@@ -337,12 +355,7 @@ fn the_record_variable_extrapolates_across_its_chunk_index_split() {
     let dir = scratch();
     let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
         .into_iter()
-        .map(|np| {
-            let run = traced(dir.path(), np, true);
-            let p = dir.path().join(format!("in.{np}.iotrex"));
-            std::fs::rename(&run.trace, &p).unwrap();
-            p
-        })
+        .map(|np| traced(np, true).trace)
         .collect();
     let blocks = |p: &Path| -> Vec<i64> {
         let tf = TraceFile::read(p).unwrap();
@@ -378,13 +391,13 @@ fn the_record_variable_extrapolates_across_its_chunk_index_split() {
                 "{said:?} missing at {target}:\n{notes}"
             );
         }
-        let real = traced(dir.path(), target, true);
+        let real = traced(target, true);
         let levels: Vec<Vec<u16>> = match target {
             32 => vec![vec![57, 39], vec![2]],
             _ => vec![vec![57, 57, 57, 21], vec![4]],
         };
         assert_eq!(
-            h5file::chunk_btree_levels(&dir.path().join("data/p.nc")),
+            h5file::chunk_btree_levels(&data_of(target, true, &[]).join("p.nc")),
             levels,
             "the chunk index of the real file at {target}"
         );
@@ -434,12 +447,7 @@ fn fixed_variables_extrapolate_through_the_collective_flush() {
     let fixed = ["-f"];
     let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
         .into_iter()
-        .map(|np| {
-            let run = traced_with(dir.path(), np, true, &fixed);
-            let p = dir.path().join(format!("in.{np}.iotrex"));
-            std::fs::rename(&run.trace, &p).unwrap();
-            p
-        })
+        .map(|np| traced_with(np, true, &fixed).trace)
         .collect();
     // The inputs have the collective flush, in blocks that change with n: the first flush's
     // block on rank 0 is bigger at 4 ranks than at 16.
@@ -473,7 +481,7 @@ fn fixed_variables_extrapolate_through_the_collective_flush() {
         let t = text(&o);
         assert!(o.status.success(), "extrap to {target}:\n{t}");
         assert!(t.contains("collective metadata flush"), "{t}");
-        let real = traced_with(dir.path(), target, true, &fixed);
+        let real = traced_with(target, true, &fixed);
         // Ranks past the flush's entries write none at the target: the real run's rank n-1
         // makes the empty form (a collective write of 0 bytes) where every input rank wrote.
         let o = iotrex(&["diff", out.to_str().unwrap(), real.trace.to_str().unwrap()]);
@@ -515,25 +523,23 @@ fn a_growing_record_variable_extrapolates_while_its_chunk_index_is_one_node() {
     let inputs: Vec<PathBuf> = [4u32, 8, 12, 16]
         .into_iter()
         .map(|np| {
-            let run = traced_with(dir.path(), np, true, &one);
+            let run = traced_with(np, true, &one);
             assert!(fills(&run.read()), "no collective chunk fill at {np}");
-            let p = dir.path().join(format!("in.{np}.iotrex"));
-            std::fs::rename(&run.trace, &p).unwrap();
-            p
+            run.trace
         })
         .collect();
     for target in [32u32, 64] {
         let out = dir.path().join(format!("x.{target}.iotrex"));
         let o = extrap(&inputs, target, &out, &[]);
         assert!(o.status.success(), "extrap to {target}:\n{}", text(&o));
-        let real = traced_with(dir.path(), target, true, &one);
+        let real = traced_with(target, true, &one);
         assert!(fills(&real.read()), "no collective chunk fill at {target}");
         assert!(
             fills(&TraceFile::read(&out).unwrap()),
             "no collective chunk fill in the extrapolation to {target}"
         );
         assert_eq!(
-            h5file::chunk_btree_levels(&dir.path().join("data/p.nc")),
+            h5file::chunk_btree_levels(&data_of(target, true, &one).join("p.nc")),
             vec![vec![target as u16]],
             "the chunk index of the real file at {target}"
         );
