@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Timing extrapolation accuracy (issue 15). For each mini-app configuration: traces at 4, 8,
+# Timing extrapolation accuracy. For each mini-app configuration: traces at 4, 8,
 # 12 and 16 ranks (REPEAT runs each, default 3), `iotrex extrap` of all of them together to 32
 # and 64 ranks, and REPEAT real (traced) runs at 32 and 64 ranks. Printed per app and target:
 # the predicted wall time with its interval, the real runs' median [min-max], the error of the

@@ -5,7 +5,7 @@
 #     user-space instructions per call (callgrind, 2*10^5 minus 10^5 calls), which a busy
 #     machine does not blur;
 #  2. wall-time overhead on ior_like at 16 ranks and io_sample at 8 ranks, and on the
-#     loop-heavy pattern of issue 19 (ior_like POSIX, 4 KiB transfers, 16 ranks: median of 7
+#     loop-heavy pattern (ior_like POSIX, 4 KiB transfers, 16 ranks: median of 7
 #     alternating runs, with the CPU time of all ranks, which a loaded machine blurs less);
 #  3. finalize merge time and trace size at 4..64 ranks (IOTREX_VERBOSE reports the merge).
 # PARTS="2b" (any of 1 2 2b 3, default all) runs only those parts.

@@ -56,7 +56,7 @@ corpus() {
     local g
     for g in data/format/v2/*.iotrex; do cp "$g" "$seeds/$(basename "$g" .iotrex).v2.iotrex"; done
     for g in data/format/v2.7/*.iotrex; do cp "$g" "$seeds/$(basename "$g" .iotrex).v27.iotrex"; done
-    # Mini-app seeds from a tracer that wrote version 1 (before session 10): traced again below,
+    # Mini-app seeds from a tracer that wrote version 1 (before format version 2): traced again below,
     # so that both readers see real traces. (The version is the u32 at byte 8 of the prefix.)
     for g in "$seeds"/*.[0-9]*.iotrex; do
         [ "$(od -An -tu4 -j8 -N4 "$g" | tr -d ' ')" = 1 ] || continue

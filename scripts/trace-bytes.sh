@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where a trace's bytes go (issue 19, trace format v2): traces the IOR-like mini-app
+# Where a trace's bytes go (trace format v2): traces the IOR-like mini-app
 # (tests/apps/ior_like.c) POSIX, MPI-IO independent and MPI-IO collective, each at 4, 16 and 64
 # ranks, and prints per trace the bytes of each part (header, tables, structure, parameters,
 # loop counts, timing; the application's calls and the nested calls apart) as format version 1

@@ -1,4 +1,4 @@
-//! Issue 14, items 0 and 1, on real runs: loop structure that does not depend on values, and
+//! Declared approximation on real runs: loop structure that does not depend on values, and
 //! bounded traces with declared approximation.
 //!
 //! `halo3d` (tests/apps/halo3d.c) exchanges with its six neighbours through one call site,
@@ -7,7 +7,7 @@
 //! tests/apps/lammps_weak.in, weak-scaled, with MPI-IO text dumps; skipped (saying so) where
 //! `lmp` is not installed.
 //!
-//! Issue 14 items 3 and 5: halo3d's summaries at four scales extrapolate to twice the largest
+//! halo3d's summaries at four scales extrapolate to twice the largest
 //! (fitted statistics, marked approximate) within 10% of a real run's, and `iotrex diff`
 //! compares them by their statistics: within tolerance against the real run, outside it
 //! against a doctored or a different-scale trace.
@@ -187,7 +187,7 @@ fn consumers_refuse_a_summary_naming_the_event_and_parameter() {
     let p = d.path().join("halo.8.iotrex");
     tf.write(&p).unwrap();
     let iotrex = Path::new(env!("CARGO_BIN_EXE_iotrex"));
-    // diff compares summaries by their statistics (issue 14 item 5): a trace against itself
+    // diff compares summaries by their statistics: a trace against itself
     // is identical within the tolerance, every approximate part 0% apart.
     let out = Command::new(iotrex)
         .arg("diff")
@@ -201,7 +201,7 @@ fn consumers_refuse_a_summary_naming_the_event_and_parameter() {
         so.starts_with("identical within tolerance") && so.contains("MPI_Sendrecv"),
         "{so}"
     );
-    // Replay and the CODES export draw exact values from the summaries (issue 14, item 6):
+    // Replay and the CODES export draw exact values from the summaries:
     // the halo's MPI_Sendrecv replays with real messages, and the same seed gives the same
     // export.
     std::fs::create_dir_all(d.path().join("root")).unwrap();
@@ -507,7 +507,7 @@ fn halo_summaries_extrapolate_within_ten_percent_and_diff_compares_them() {
 /// the trace gives every rank its real neighbours back, and the halo exchange's trace does not
 /// grow with the ranks: 27 ranks within 1.1x of 8 (measured: 8,264 and 8,289 bytes; 8,360 at
 /// 64). Without the dump: its collective write gives each of OMPIO's aggregators (one per 8
-/// ranks) nodes of its own, a growth that is the collective I/O's (issue 13), not the peers'.
+/// ranks) nodes of its own, a growth that is the collective I/O's, not the peers'.
 #[test]
 fn halo_peers_of_a_periodic_grid_are_one_function_and_the_trace_is_bounded() {
     let (_, s8) = halo_dumping(8, [2, 2, 2], "comm", 1000);

@@ -1,4 +1,4 @@
-//! An interrupted command never leaves a half file under its output name (issue 18, item 4):
+//! An interrupted command never leaves a half file under its output name:
 //! `iotrex export chrome` and `iotrex export codes` of a large trace are killed with SIGKILL
 //! at several points of their run; whatever is then under the output names must be whole
 //! (the Chrome JSON parses and has every span; every CODES kernel ends with its `exit 0;`

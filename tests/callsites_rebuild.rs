@@ -1,4 +1,4 @@
-//! Call sites survive a rebuild (issue 16, item 2): a mini-app built twice with a
+//! Call sites survive a rebuild: a mini-app built twice with a
 //! one-character change (a string literal one character longer, copied by code that lies
 //! before `main`, so `main` and every call site after it move) has the same call sites in
 //! both builds: `diff` finds the traces identical and names the two builds, `extrap` fits

@@ -1,4 +1,4 @@
-//! Issue 16 item 4 through the CLI: `iotrex extrap --ignore OP.PARAM` on real runs of
+//! Parameters declared irrelevant through the CLI: `iotrex extrap --ignore OP.PARAM` on real runs of
 //! tests/apps/timelog.c, whose log line prints a clock reading of varying width. Without
 //! `--ignore`, fprintf's return value (the line's length) refuses the whole extrapolation and
 //! the hint names the flag; with `--ignore fprintf.ret` it becomes a summary, is fitted by its

@@ -1,4 +1,4 @@
-//! What a new user trips on (issue 16 item 7), one test per point: the README's links stay in
+//! What a new user trips on, one test per point: the README's links stay in
 //! the repository, the top-level help says what iotrex does, `--raw` names its files as its
 //! help says, `export --help` has examples, `report --extrap` checks that its trace can be the
 //! extrapolation of the inputs, `codes-stats` recognises an iolang export by itself, an empty

@@ -1,4 +1,4 @@
-//! Scripting the CLI (issue 16, item 5): with `--json` an error is JSON on stdout too; `diff`
+//! Scripting the CLI: with `--json` an error is JSON on stdout too; `diff`
 //! exits 0 same, 1 different, 2 trouble; `iotrex replay` needs no `--threads`; one spelling of
 //! the JSON report option in the help of both replay commands.
 

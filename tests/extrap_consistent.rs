@@ -1,4 +1,4 @@
-//! Inputs that disagree in structure (issue 14, consistent scales), on real runs of
+//! Inputs that disagree in structure (consistent scales), on real runs of
 //! `tests/apps/decomp.c`: a 2-D torus at square rank counts, a 1-D ring otherwise. extrap must
 //! say which scales agree with each other and where the others differ, write nothing, and
 //! with `--drop-inconsistent` extrapolate from the largest agreeing group, listing the scales

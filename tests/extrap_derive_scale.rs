@@ -1,4 +1,4 @@
-//! The compressed derivation of collective calls' nested I/O (issue 13, item 4) against the
+//! The compressed derivation of collective calls' nested I/O against the
 //! per-rank one, on real traces under Open MPI's defaults: at targets where the per-rank
 //! derivation still runs, both give every rank the same calls (`diff` identical after
 //! expanding every rank); and the same inputs extrapolate to 2^20 ranks, in at most twice the
@@ -72,12 +72,12 @@ fn reaches_a_million(name: &str, ins: &[Input]) -> extrap::Extrapolated {
         "{name}: {:?}",
         x.explain.first()
     );
-    // Issue 13 item 4: the output near the size of the largest input. The bound was 2x;
+    // The output near the size of the largest input. The bound was 2x;
     // since ranks merge without splitting on the aggregators' nested calls (Node::merge_key),
     // the inputs are smaller (segmented partial blocks: 7.4 KB at 16 ranks, was 11.2 KB) while
     // the 2^20-rank output, whose 192 aggregator classes do not divide the ranks evenly, went
     // from 19.0 to 16.4 KB: 2.2x of the smaller input. The bound is 2.5x of the input; the
-    // output itself only shrank. Since session 16 the aggregators' asynchronous writes are in
+    // output itself only shrank. Now the aggregators' asynchronous writes are in
     // the output (at 2^20 ranks each of the 192 aggregators writes ~85 cycles through
     // `aio_write`, which the tracer records as collected; they were left out, as the tracer
     // did not see them): the segmented program's output grew to 44.4 KB, 8.7x its 5.1 KB

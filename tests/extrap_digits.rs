@@ -1,4 +1,4 @@
-//! Log lines that print the rank count (issue 16 item 4): `tests/apps/log_lines.c` appends
+//! Log lines that print the rank count: `tests/apps/log_lines.c` appends
 //! `"ckpt: <n> ranks\n"` with fprintf, so its return value is one byte longer per decimal
 //! digit of n, and every rank prints `"rank <rank> of <n>: ..."`. Traced at 4, 8, 12 and 16
 //! ranks under mpirun, extrapolated to 32 and 128 (one and two digits past the inputs' step)

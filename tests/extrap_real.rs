@@ -63,7 +63,7 @@ fn check_mode(name: &str, app_name: &str, args: &[&str]) {
     );
     let size = |p: &Path| std::fs::metadata(p).unwrap().len();
     let largest = inputs.iter().map(|p| size(p)).max().unwrap();
-    // Issue 13 item 4: near the inputs' size. The segmented collective writes of 8 KiB
+    // Near the inputs' size. The segmented collective writes of 8 KiB
     // blocks, whose OMPIO file domains cut the blocks at another place on every aggregator,
     // were 125 KB from 11.4 KB inputs (60.7 MB before that), then 19.0 KB (1.7x). Since ranks
     // merge without splitting on the aggregators' nested calls (`Node::merge_key`) the inputs

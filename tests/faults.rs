@@ -1,4 +1,4 @@
-//! Fault injection for the tracer (issue 18, item 2), each under a real `mpirun` of
+//! Fault injection for the tracer, each under a real `mpirun` of
 //! `tests/apps/fault_app.c`: a full disk and a failing disk while the trace is written (the
 //! preloaded `tests/apps/fault_shim.c`), a read-only output directory (a read-only bind mount
 //! in a private mount namespace), an `IOTREX_OUT` that already exists, a rank killed with

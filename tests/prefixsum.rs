@@ -1,4 +1,4 @@
-//! Issue 14, item 2, on real runs: offsets that are prefix sums of the ranks' sizes.
+//! On real runs: offsets that are prefix sums of the ranks' sizes.
 //!
 //! `textdump` (tests/apps/textdump.c) dumps text whose length depends on the data to one
 //! shared file: `MPI_Exscan` of the lengths, `MPI_File_write_at_all` at the file's length so far

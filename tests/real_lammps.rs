@@ -1,4 +1,4 @@
-//! Issue 14 on a real application: Debian's LAMMPS (`lmp`) running tests/apps/lammps_weak.in
+//! A real application: Debian's LAMMPS (`lmp`) running tests/apps/lammps_weak.in
 //! (LJ melt, 864 atoms per rank, weak-scaled, a text dump through MPI-IO every 20 steps and a
 //! restart file), traced under the tracer's defaults (`IOTREX_APPROX=comm`) and Open MPI's
 //! defaults. Skipped, saying so, where `lmp` is not installed (scripts/install-deps.sh

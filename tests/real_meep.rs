@@ -1,4 +1,4 @@
-//! Issue 14 and 17 on a second real application: Debian's Meep (`meep-openmpi`, an FDTD
+//! A second real application: Debian's Meep (`meep-openmpi`, an FDTD
 //! solver: one chunk of the cell per rank, halo exchanges with `MPI_Isend`/`MPI_Irecv`
 //! completed by `MPI_Waitsome`, fields written to HDF5 files through parallel HDF5's MPI-IO
 //! driver) running tests/apps/meep_weak.ctl, weak-scaled (a 4n x 4 cell, one 40 x 40 chunk

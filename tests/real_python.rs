@@ -75,7 +75,7 @@ fn every_rank_of_an_mpi4py_program_is_traced() {
     }
 }
 
-/// The trace stays near-constant in size from 4 to 64 ranks (issue 14's bound: 1.5x), though
+/// The trace stays near-constant in size from 4 to 64 ranks (bound: 1.5x), though
 /// every rank imports hundreds of modules and its message sizes are data-dependent.
 #[test]
 fn trace_size_is_bounded_from_4_to_64_ranks() {
@@ -154,7 +154,7 @@ fn ompio_model_holds_for_h5py_and_is_checked_on_exact_counts() {
     }
 }
 
-/// Issue 14's done-when for the second real application: particles.py traced at 4, 8, 12 and
+/// The second real application end to end: particles.py traced at 4, 8, 12 and
 /// 16 ranks under the tracer's and the MPI library's defaults extrapolates to 32 with
 /// `--approx-unfit`, and `iotrex diff --tolerance 10%` against a real 32-rank run passes with
 /// the exact parts identical. On the way: HDF5's metadata flush is dealt by its model although

@@ -1,4 +1,4 @@
-//! A replay never touches a byte outside `--root` (issue 18, item 3): traces whose paths climb
+//! A replay never touches a byte outside `--root`: traces whose paths climb
 //! with `..`, name absolute places outside the traced prefix, go through symbolic links
 //! planted in the root (absolute, relative, into /proc), end on a FIFO, carry a ROMIO `ufs:`
 //! prefix, or meet a symlink swapped in while the replay runs. Each is replayed for real, by

@@ -1,5 +1,5 @@
 //! The CPUs a run had, recorded by the tracer (`Header::node_cores`), and what extrap makes of
-//! them (issue 15): on real `mpirun` runs, the trace holds the CPUs this process may run on
+//! them: on real `mpirun` runs, the trace holds the CPUs this process may run on
 //! (the job's ranks inherit its affinity under Open MPI's defaults), the ranks per core follow,
 //! and `iotrex extrap` chooses the wall time's parts among the time-sharing families exactly
 //! when every input and the target have more ranks than cores; carried to 2^20 ranks, every

@@ -1,4 +1,4 @@
-//! The file calls that went unseen (issue 16, item 3): `cp` copies with `copy_file_range`,
+//! The file calls that went unseen: `cp` copies with `copy_file_range`,
 //! `cat` with it or `sendfile`; renames, links, `fstat`, directory streams, `truncate`,
 //! `fallocate`, `fdopen` and shared mappings are recorded, and the trace still replays.
 

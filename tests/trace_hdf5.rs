@@ -1,4 +1,4 @@
-//! The HDF5 layer (issue 17), on real runs of Debian's parallel HDF5 1.10.8
+//! The HDF5 layer, on real runs of Debian's parallel HDF5 1.10.8
 //! (`libhdf5-openmpi-dev`) under Open MPI's defaults, traced with `IOTREX_HDF5=1`:
 //! `tests/apps/h5_more.c` (independent and collective transfers, a chunked dataset, a group
 //! and an attribute, point selections, an extendible dataset; it prints its own counts),

@@ -1,4 +1,4 @@
-//! Whose trace a job leaves (issue 16, item 1): when any process of the job is an MPI rank,
+//! Whose trace a job leaves: when any process of the job is an MPI rank,
 //! only the ranks write it; the launcher (`mpirun` under `timeout`) and the helpers a job
 //! script runs (`cp`) leave nothing, or with `IOTREX_ALL_PROCESSES=1` files named as theirs.
 //! Without MPI, the first traced process owns the output as before.

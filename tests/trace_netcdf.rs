@@ -1,4 +1,4 @@
-//! The NetCDF layer (issue 17), on real runs of Debian's parallel NetCDF 4.9.0
+//! The NetCDF layer, on real runs of Debian's parallel NetCDF 4.9.0
 //! (`libnetcdf-mpi-dev`, over parallel HDF5 1.10.8 and Open MPI's defaults), traced with
 //! `IOTREX_NETCDF=1` (and `IOTREX_HDF5=1` for the HDF5 layer below it):
 //! `tests/apps/nc4_par.c` (a parallel create, dimensions with an unlimited one, a variable

@@ -1,4 +1,4 @@
-//! The PnetCDF layer (issue 17), on real runs of Debian's PnetCDF 1.12.3 (`libpnetcdf-dev`,
+//! The PnetCDF layer, on real runs of Debian's PnetCDF 1.12.3 (`libpnetcdf-dev`,
 //! built on Open MPI 4.1.4) under Open MPI's defaults, traced with `IOTREX_PNETCDF=1`:
 //! `tests/apps/pnc_more.c` (collective and independent transfers, a record variable,
 //! attributes, strided and flexible-API writes, nonblocking puts and gets completed by

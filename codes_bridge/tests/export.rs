@@ -634,7 +634,7 @@ fn the_rest_of_the_mpi_api_exports_as_delays() {
         .iter()
         .position(|o| *o == Op::SendInit)
         .expect("appended ops");
-    // The MPI batch ends at MPI_Intercomm_merge; issue 16's file calls were appended after it.
+    // The MPI batch ends at MPI_Intercomm_merge; the later file calls were appended after it.
     let last = Op::ALL
         .iter()
         .position(|o| *o == Op::IntercommMerge)

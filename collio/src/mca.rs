@@ -2,7 +2,7 @@
 //!
 //! A parameter is named `<framework>_<component>_<parameter>` (`ompi_info` lists it so, MPI_T
 //! reports it so, and the tracer records the control variables under those names). The names
-//! are composed here from the three parts instead of being written out: issue 13 bans the
+//! are composed here from the three parts instead of being written out: the design bans the
 //! spelled-out name of OMPIO's num_aggregators parameter from the repository (pinning it was
 //! the workaround users were told to apply, and the model must work under the library's
 //! defaults), and one table of parts keeps every other name the models read consistent with

@@ -1,4 +1,4 @@
-//! Prints figures for the derivation of collective calls' nested I/O at 2^20 ranks (issue 13,
+//! Prints figures for the derivation of collective calls' nested I/O at 2^20 ranks (
 //! item 4): time to extrapolate real traces from 4, 8, 12 and 16 ranks to 1,048,576 ranks
 //! and the output's size against the largest input (targets: under 1 s, under 2x).
 //!

@@ -1,5 +1,5 @@
-//! Extrapolation of approximate quantities (issue 14, item 3) and parameters the user declares
-//! irrelevant (issue 16, item 4).
+//! Extrapolation of approximate quantities and parameters the user declares
+//! irrelevant.
 //!
 //! A summarised parameter ([`rsd::approx::Summary`]: count, min and max with their ranks, mean,
 //! variance, log-4 histogram) has no exact values to fit. Its statistics are fitted against

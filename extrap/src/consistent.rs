@@ -1,4 +1,4 @@
-//! Inputs that disagree in structure (issue 14, "consistent scales").
+//! Inputs that disagree in structure.
 //!
 //! A real code can take another path at one scale: a process grid whose shape changes, a
 //! decomposition chosen by factorising the rank count, a step only some scales reach. The

@@ -26,7 +26,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The tolerance on the means and totals of approximate parts when either trace holds
-/// summaries and the user gives none (`--tolerance`): 10% (issue 14).
+/// summaries and the user gives none (`--tolerance`): 10%.
 pub const DEFAULT_TOLERANCE: f64 = 0.10;
 
 /// Options for [`diff`].

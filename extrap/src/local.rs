@@ -1,4 +1,4 @@
-//! MPI's local queries whose counts follow the program's data (issue 17).
+//! MPI's local queries whose counts follow the program's data.
 //!
 //! `MPI_Comm_rank`, `MPI_Comm_size` and the other local queries ([`Op::is_local_query`]) send
 //! nothing, touch no file and tell no other rank anything. A program may make them a number

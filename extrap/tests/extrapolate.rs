@@ -175,7 +175,7 @@ fn timing_follows_the_fitted_law() {
         true
     });
     assert!(found);
-    // The wall time is the sum of its modelled parts per rank (issue 15). The synthetic
+    // The wall time is the sum of its modelled parts per rank. The synthetic
     // headers' wall time (1 ms + 20 us per rank) is not the sum of the synthetic events' times
     // (the I/O alone exceeds it at 4 ranks), so the compensation term cannot follow a simple
     // law: the prediction is wide, and the law's value at 64 ranks lies inside its interval.

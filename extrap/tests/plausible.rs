@@ -1,7 +1,7 @@
-//! Timing extrapolated to 2^20 ranks from noisy inputs stays plausible (issue 15): every time
+//! Timing extrapolated to 2^20 ranks from noisy inputs stays plausible: every time
 //! in the output is finite, non-negative and grows at most linearly from the largest input
 //! (twice the largest input value times 2^20/16), and every time carries an interval around it.
-//! Before issue 15, quadratics through four noisy points predicted years.
+//! Before the timing models were bounded, quadratics through four noisy points predicted years.
 
 use extrap::patterns::{Pattern, trace_file};
 use extrap::{ExtrapError, Extrapolated, Inconsistent, Input, ModelSet, Request};

@@ -66,7 +66,7 @@ pub fn stage(name: &str) {
 
 /// Decodes a body as format version 1, else as version 2, else as version 2.7 (the prefix
 /// that says which is not part of the input, so every reader sees every input: the golden
-/// seeds are version 1, traces written since session 10 version 2, since session 12 2.7); an
+/// seeds are version 1, traces written version 2, 2.7); an
 /// error must name the input.
 pub fn decode(body: &[u8]) -> Option<TraceFile> {
     let path = Path::new(NAME);

@@ -2,7 +2,7 @@
 //!
 //! `scaled-floor-div` tries each divisor of the values' common divisor as a scale. Trial
 //! division up to the square root cost up to 2^32 divisions per fit (bounded at 2^20 since
-//! session 8, which then missed the divisors of a common divisor whose prime factors all
+//! which then missed the divisors of a common divisor whose prime factors all
 //! exceed 2^20, and still cost about a million divisions per fit: most of the plugin fuzz
 //! target's time). Pollard's rho with a deterministic Miller-Rabin test factors any u64 in
 //! microseconds, so every divisor is found and the cost no longer depends on the value.

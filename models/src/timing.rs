@@ -4,7 +4,7 @@
 //! duration, a compute gap, a part of the wall time) is observed at a few scales, possibly
 //! several times per scale (repeated runs), and is noisy. An in-sample fitness measure picks
 //! the most flexible curve through four noisy points, which then explodes far from them
-//! (issue 15). So here:
+//!. So here:
 //!
 //! - **Families**: constant, inverse `k/n`, linear, inverse plus constant, `a*log2 n + b`,
 //!   `a*n*log2 n + b`, power law `a*n^b` and quadratic, fitted by least squares (nalgebra's
@@ -544,7 +544,7 @@ fn fmt_time(ns: f64) -> String {
 
 /// A run this many times slower (or faster) than the median of its scale's runs is a stall of
 /// the machine (another job, a page-cache flush), not the program's time: with three runs a
-/// stalled one moved a scale's mean by 2-4x and hid a tenfold trend under "noise" (issue 15).
+/// stalled one moved a scale's mean by 2-4x and hid a tenfold trend under "noise".
 /// The run-to-run noise of a quiet machine stays well within it.
 pub const STALL: f64 = 1.5;
 

@@ -1,5 +1,5 @@
 //! Under mpirun, an error every rank hits at once is printed once, by the first rank that
-//! has it, not once per rank (issue 16, item 5).
+//! has it, not once per rank.
 
 use std::process::Command;
 

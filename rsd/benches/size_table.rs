@@ -23,7 +23,7 @@ fn main() {
     }
     println!();
     let (mut lo, mut hi) = (usize::MAX, 0);
-    // The same traces in format version 1, for comparison (issue 19).
+    // The same traces in format version 1, for comparison.
     let mut v1 = Vec::new();
     let t0 = Instant::now();
     for n in ranks {

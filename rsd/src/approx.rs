@@ -1,4 +1,4 @@
-//! Declared approximation: bounded traces for data-dependent parameters (issue 14, item 1).
+//! Declared approximation: bounded traces for data-dependent parameters.
 //!
 //! A parameter whose exact form (the numbers of its [`Elastic`] value) exceeds a budget is
 //! kept as a [`Summary`] instead: count, min and max with their ranks, mean, variance and a
@@ -27,7 +27,7 @@ use std::hash::{Hash, Hasher};
 /// `comm,io`; [`DEFAULT_APPROX`] when unset.
 pub const APPROX_ENV: &str = "IOTREX_APPROX";
 /// What is summarised when `IOTREX_APPROX` is unset: the message sizes of communication calls
-/// (issue 14). Replay and the CODES export draw exact values from the summaries
+///. Replay and the CODES export draw exact values from the summaries
 /// ([`crate::draw`]); I/O parameters stay exact unless the user allows `io`.
 pub const DEFAULT_APPROX: &str = "comm";
 /// The word of `IOTREX_APPROX` that allows recording a drain of `MPI_Waitsome` calls (calls

@@ -1,4 +1,4 @@
-//! Exact values drawn from summaries (issue 14, item 6), for the consumers that must issue
+//! Exact values drawn from summaries, for the consumers that must issue
 //! real calls: replay (both runtimes) and the CODES export. Offsets held as prefix sums of
 //! sizes ([`crate::prefix`]) are computed last, from the drawn sizes.
 //!

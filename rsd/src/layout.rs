@@ -1,4 +1,4 @@
-//! The "end of the file so far" model of shared-file dumps written in turns (issue 14, item 2).
+//! The "end of the file so far" model of shared-file dumps written in turns.
 //!
 //! A code that dumps to one shared file in turns (LAMMPS's `dump atom/mpiio`: rank 0 writes a
 //! header with `MPI_File_write_at`, then every rank its block with `MPI_File_write_at_all`, dump

@@ -364,7 +364,7 @@ ops! {
     // `MPI_Cart_create`, recorded as the split that builds the same communicator (as
     // `MPI_Comm_create`): its topology only answers local queries, its messages are ordinary.
     // Followed by the grid: `ndims` dims and `ndims` periods (0 or 1) as passed, where the
-    // call succeeded (since session 17; older traces have none). OMPIO groups the aggregators
+    // call succeeded (older traces have none). OMPIO groups the aggregators
     // of a file opened on a Cartesian communicator of 2+ dimensions by the grid's first
     // dimension.
     CartCreate => Mpi, "MPI_Cart_create", None, [Comm, Color, Key, Newcomm];
@@ -373,7 +373,7 @@ ops! {
     ReduceScatter => Mpi, "MPI_Reduce_scatter", None, [Count, Datatype, ReduceOp, Comm, Bytes];
     ReduceScatterBlock => Mpi, "MPI_Reduce_scatter_block", None, [Count, Datatype, ReduceOp, Comm, Bytes];
 
-    // ---- The rest of the MPI-3.1 communication API (issue 21). Conventions as above: peers
+    // ---- The rest of the MPI-3.1 communication API. Conventions as above: peers
     // relative to the caller (rsd::mpi::ANY_SOURCE / PROC_NULL sentinels), tags as passed
     // (negative = MPI_ANY_TAG), `comm`, `datatype`, `op` symbolic ids, `bytes` = count times
     // the datatype's size, a type of -1 for an MPI_IN_PLACE side.
@@ -522,7 +522,7 @@ ops! {
     // communicator's size, followed by its `size` MPI_COMM_WORLD ranks, in its rank order.
     IntercommMerge => Mpi, "MPI_Intercomm_merge", None, [Comm, High, Newcomm, Size];
 
-    // ---- MPI's local queries and settings (issue 17: the rest of the MPI calls Recorder 2.4
+    // ---- MPI's local queries and settings (the rest of the MPI calls Recorder 2.4
     // wraps). None communicates or touches a file: no message, no I/O, time a replay or an
     // export spends as computation. Each records what the program learnt, in forms that
     // extrapolate: a rank as returned (rank-linear), a peer relative to the caller as any
@@ -555,7 +555,7 @@ ops! {
     // program's own handler (from rsd::mpi::errhandler::FIRST_USER, in order of first sight).
     CommSetErrhandler => Mpi, "MPI_Comm_set_errhandler", None, [Comm, Errhandler];
 
-    // ---- Calls that moved or named file data unseen before (issue 16). The copies that move
+    // ---- Calls that moved or named file data unseen before. The copies that move
     // data inside the kernel (`copy_file_range`, `sendfile`, `splice`) have no op of their
     // own: each is recorded as the read and the write it does, `read`/`pread` on a traced
     // source (`pread` when the call was given an offset, which it then leaves the position
@@ -591,7 +591,7 @@ ops! {
     Msync => Posix, "msync", Write, [Fd, Offset, Ret];
     Munmap => Posix, "munmap", Write, [Fd, Offset, Ret];
 
-    // ---- HDF5 (issue 17), the calls Recorder 2.4 wraps that decide I/O. Every `hid_t` the
+    // ---- HDF5, the calls Recorder 2.4 wraps that decide I/O. Every `hid_t` the
     // program gets from a traced call (files, groups, datasets, attributes, dataspaces) is an
     // index in the rank's one table of HDF5 identifiers, the lowest free slot as for
     // descriptors, -1 for a failed call or an identifier no traced call returned (a dataspace
@@ -649,7 +649,7 @@ ops! {
     H5DgetSpace => Hdf5, "H5Dget_space", None, [Dset, Space];
     H5Sclose => Hdf5, "H5Sclose", None, [Space];
 
-    // ---- PnetCDF (issue 17): the `ncmpi_*` calls that decide I/O, containers as HDF5's
+    // ---- PnetCDF: the `ncmpi_*` calls that decide I/O, containers as HDF5's
     // ([`Layer::is_container`]): the MPI, MPI-IO and POSIX calls PnetCDF makes inside a call
     // are its children. `ncid` is the index of the file's id in the rank's table of PnetCDF
     // ids (lowest free slot, as for descriptors; -1 for a failed call or an id no traced call
@@ -712,7 +712,7 @@ ops! {
     // pending request of the file (of that kind).
     NcmpiWait => Pnetcdf, "ncmpi_wait", None, [Ncid, Count];
     NcmpiWaitAll => Pnetcdf, "ncmpi_wait_all", None, [Ncid, Count];
-    // ---- NetCDF (issue 17), the `nc_*` calls that decide I/O, as a container layer as HDF5's
+    // ---- NetCDF, the `nc_*` calls that decide I/O, as a container layer as HDF5's
     // ([`Layer::is_container`]): a NetCDF-4 file's calls hold the HDF5 calls the library made
     // (with the HDF5 layer recorded), each with its own MPI, MPI-IO and POSIX children, or
     // those calls directly (without it). `ncid` is the index of the file's id in the rank's
@@ -756,7 +756,7 @@ ops! {
     NcPutVars => Netcdf, "nc_put_vars", Write, [Ncid, Varid, MemType, Ndims, Count, Bytes];
     NcGetVars => Netcdf, "nc_get_vars", Read, [Ncid, Varid, MemType, Ndims, Count, Bytes];
 
-    // ---- MPI-IO split collectives and the shared pointer's seek (issue 17, the MPI-IO calls
+    // ---- MPI-IO split collectives and the shared pointer's seek (the MPI-IO calls
     // Recorder 2.4 wraps). A begin records what the blocking collective it splits records,
     // `bytes` being count times the datatype size (what it is to move: MPI gives the status
     // only to the end), so byte accounting counts the begin; the end moves nothing of its own
@@ -778,7 +778,7 @@ ops! {
     // etypes of the view from `whence` (as `MPI_File_seek` moves the individual one).
     FileSeekShared => MpiIo, "MPI_File_seek_shared", None, [Fh, Offset, Whence];
 
-    // ---- `MPI_Type_create_darray` (issue 17, the last datatype constructor Recorder 2.4
+    // ---- `MPI_Type_create_darray` (the last datatype constructor Recorder 2.4
     // wraps), appended as the file format requires. `size` and `rank` as passed (the process
     // grid's size and the caller's place in it: n and the rank in an SPMD code, which
     // extrapolate as such), `order` in `rsd::mpi::order`'s encoding. Followed by `ndims`
@@ -1452,8 +1452,8 @@ mod tests {
         // version, in the table's order.
         let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
         assert_eq!(at(Op::SendInit), at(Op::ReduceScatterBlock) + 1);
-        // Issue 16's file calls were appended after it (the last op of the MPI API's batch),
-        // and issue 17's local queries placed between them (traces store an op by its name,
+        // The later file calls were appended after it (the last op of the MPI API's batch),
+        // and the local queries placed between them (traces store an op by its name,
         // not its place, so a block may go anywhere in the table).
         assert_eq!(at(Op::IntercommMerge) + 1, at(Op::CommRank));
         assert_eq!(at(Op::CommSetErrhandler) + 1, at(Op::Rename));
@@ -1512,7 +1512,7 @@ mod tests {
     #[test]
     fn the_file_calls_of_issue_16_are_appended() {
         let at = |op: Op| Op::ALL.iter().position(|o| *o == op).unwrap();
-        // Issue 17's HDF5 layer was appended after it.
+        // The HDF5 layer was appended after it.
         assert_eq!(at(Op::Munmap) + 1, at(Op::H5Fcreate));
         // Only the mapping writes move data; they are positioned writes of `ret` bytes.
         for op in &Op::ALL[at(Op::Rename)..=at(Op::Munmap)] {

@@ -1,4 +1,4 @@
-//! The prefix-sum model of shared-file dumps (issue 14, item 2).
+//! The prefix-sum model of shared-file dumps.
 //!
 //! A code that dumps text to one shared file formats each rank's block, whose length depends
 //! on the data, takes `MPI_Exscan` of the lengths as its offset (plus the file's length so far)

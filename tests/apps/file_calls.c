@@ -1,4 +1,4 @@
-/* file_calls: one of each file call issue 16 added hooks for, on files in DIR, with no MPI.
+/* file_calls: one of each file call the tracer hooks beyond open/read/write, on files in DIR, with no MPI.
  * Writes DIR/a (4096 bytes), fstat, pwritev2 (100 bytes at 0), aio_write (10 bytes at 0,
  * collected by aio_return), aio_read (20 bytes at 100, collected), aio_write (30 bytes at
  * 200, waited for with aio_suspend but never collected), fallocate, posix_fallocate, maps it shared and writable (8192 bytes

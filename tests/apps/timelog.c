@@ -1,4 +1,4 @@
-/* timelog: a checkpoint loop whose log line prints a clock reading (issue 16 item 4). Every rank
+/* timelog: a checkpoint loop whose log line prints a clock reading. Every rank
  * writes one 4 KiB block per step into DIR/ckpt.dat at ((step * n) + rank) * 4096 with pwrite
  * (exact, affine in n); rank 0 also logs each step to DIR/log.txt with fprintf, printing a
  * value read from the clock. The value's decimal width changes from line to line and from run

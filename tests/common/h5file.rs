@@ -1,5 +1,5 @@
 //! What an HDF5 file's bytes say of its chunk indexes, for the tests that check the
-//! extrapolation's account of HDF5's metadata (issue 17) against real files.
+//! extrapolation's account of HDF5's metadata against real files.
 
 use std::path::Path;
 

@@ -1,4 +1,4 @@
-//! Hooks of the calls that moved or named file data without being seen (issue 16): the
+//! Hooks of the calls that moved or named file data without being seen: the
 //! in-kernel copies (`copy_file_range`, `sendfile`, `splice`, which `cp` and `cat` use),
 //! renames and links, `fstat`/`fstatat`/`statx`, directory streams, `truncate`,
 //! `fallocate`, `fdopen` and file mappings. The ops and what each parameter means are in

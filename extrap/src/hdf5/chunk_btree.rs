@@ -1,4 +1,4 @@
-//! The shape of HDF5's chunk index when it passes one node (issue 17): a chunked dataset of
+//! The shape of HDF5's chunk index when it passes one node: a chunked dataset of
 //! HDF5's default (earliest) file format indexes its chunks with a version-1 B-tree
 //! (`H5B.c`, `H5Dbtree.c` in HDF5 1.10), and once it holds more than one node's worth of
 //! chunks the tree splits and the metadata flush writes the new nodes as more entries.

@@ -1,5 +1,5 @@
 //! Parallel HDF5's *collective* metadata flush (`H5Pset_coll_metadata_write`, which NetCDF 4.9
-//! sets on every parallel file), a declared model (issue 17).
+//! sets on every parallel file), a declared model.
 //!
 //! HDF5 deals the C dirty entries of a flush over the n ranks as in the independent form
 //! ([`crate::hdf5::dealt`]: sorted by address, the first `C mod n` ranks get `C/n + 1`, the others

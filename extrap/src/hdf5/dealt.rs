@@ -1,5 +1,5 @@
 //! Independent writes a library deals over the ranks in blocks: a declared model of parallel
-//! HDF5's distributed metadata flush (issue 13).
+//! HDF5's distributed metadata flush.
 //!
 //! At a sync point, parallel HDF5 (1.10 and later, `H5AC_METADATA_WRITE_STRATEGY__DISTRIBUTED`,
 //! its default) sorts the C dirty metadata entries of its cache by address and deals them over

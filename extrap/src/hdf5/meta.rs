@@ -1,5 +1,5 @@
 //! What the dealt model ([`crate::hdf5::dealt`]) assumes of parallel HDF5's metadata, checked on the
-//! inputs before its result is trusted (issue 17):
+//! inputs before its result is trusted:
 //!
 //! - **The flush's entry count C is the program's, not n's.** That holds while every metadata
 //!   object keeps its size and number of nodes. A chunked dataset's chunk index does not: with

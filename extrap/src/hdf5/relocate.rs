@@ -1,4 +1,4 @@
-//! HDF5's dataset storage moved by a split chunk index (issue 17): the data's addresses at
+//! HDF5's dataset storage moved by a split chunk index: the data's addresses at
 //! the target, from the HDF5 oracle's storage map.
 //!
 //! The fitting extrapolates a data write's address (a chunk's, a contiguous dataset's) as a

@@ -1,4 +1,4 @@
-//! HDF5's file space at the target, from the HDF5 library itself (issue 17).
+//! HDF5's file space at the target, from the HDF5 library itself.
 //!
 //! Where parallel HDF5 puts its metadata (object headers, heaps, the chunk index's B-tree
 //! nodes) and its chunks depends on the sequence of collective HDF5 calls and on their

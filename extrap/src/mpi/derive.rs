@@ -1,5 +1,5 @@
 //! Collective MPI-IO calls whose nested POSIX calls are derived by a model of the MPI
-//! library's collective buffering instead of fitted (issue 13).
+//! library's collective buffering instead of fitted.
 //!
 //! The POSIX calls nested in `MPI_File_write_at_all` and its kin are made by the library's
 //! aggregators, chosen from the rank count, so their shape changes with the scale and no
@@ -381,7 +381,7 @@ fn walk_rank(trace: &Trace, rank: u32, world: &BTreeSet<Site>) -> RankCalls {
     // (parallel HDF5 opens its files on a duplicate of the communicator it is given).
     let mut world_like: BTreeSet<i64> = BTreeSet::from([rsd::mpi::COMM_WORLD]);
     // The Cartesian communicators of 2+ dimensions, with their grid's first dimension (the
-    // grid follows `MPI_Cart_create`'s fixed parameters; traces before session 17 have none).
+    // grid follows `MPI_Cart_create`'s fixed parameters; older traces have none).
     let mut carts: HashMap<i64, u64> = HashMap::new();
     let mut colls = Vec::new();
     for (i, e) in events.iter().enumerate() {

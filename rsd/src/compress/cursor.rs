@@ -1,4 +1,4 @@
-//! The next iteration of a loop with a longer body, predicted call by call (issue 19).
+//! The next iteration of a loop with a longer body, predicted call by call.
 //!
 //! [`super::Next`] predicts a loop around one call. A timestep loop is more often
 //! `for s { for b in 0..4 { pwrite } lseek; fsync }`: the list ends with a loop `L` whose body

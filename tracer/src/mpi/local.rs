@@ -1,4 +1,4 @@
-//! MPI's local queries and settings (issue 17: the rest of the MPI calls Recorder 2.4 wraps):
+//! MPI's local queries and settings (the rest of the MPI calls Recorder 2.4 wraps):
 //! the caller's rank and the size of a communicator, the Cartesian topology's queries, the
 //! processor name, `MPI_Finalized` and a communicator's error handler. None communicates or
 //! touches a file; each records what the program learnt, in the layouts of `rsd::op`.

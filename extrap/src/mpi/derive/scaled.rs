@@ -1,4 +1,4 @@
-//! The derivation at any scale (issue 13, item 4): the nested calls of the derived collective
+//! The derivation at any scale: the nested calls of the derived collective
 //! calls are built without expanding, re-compressing and merging every rank.
 //!
 //! The extrapolated trace (stripped of the derived children) is cut into rank intervals on
