@@ -244,14 +244,8 @@ impl Fitter<'_> {
                 detail: Reasons::one(Reason::ModelsDisagree {
                     part: what.into(),
                     target: self.target,
-                    first: Guess {
-                        model: first.0.describe(),
-                        value: first.1,
-                    },
-                    second: Guess {
-                        model: second.0.describe(),
-                        value: second.1,
-                    },
+                    first: Guess::of(&first),
+                    second: Guess::of(&second),
                 }),
                 values: values_text(scales, ys),
                 tried: self.tried(Vars::N),

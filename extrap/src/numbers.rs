@@ -69,14 +69,8 @@ pub(crate) fn fit_number(
         Agreement::Disagree { first, second } => Err(refuse(Reason::ModelsDisagree {
             part,
             target: i64::from(target),
-            first: Guess {
-                model: first.0.describe(),
-                value: first.1,
-            },
-            second: Guess {
-                model: second.0.describe(),
-                value: second.1,
-            },
+            first: Guess::of(&first),
+            second: Guess::of(&second),
         })),
         Agreement::None => Err(refuse(Reason::FitsNoModel { part })),
     }

@@ -207,6 +207,16 @@ pub struct Guess {
     pub value: i64,
 }
 
+impl Guess {
+    /// A fitted model and its value at the target.
+    pub(crate) fn of(fitted: &(models::exact::Fitted<'_>, i64)) -> Guess {
+        Guess {
+            model: fitted.0.describe(),
+            value: fitted.1,
+        }
+    }
+}
+
 /// What of a quantity's form differs, so that its values are not fitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
