@@ -220,3 +220,80 @@ impl crate::pipeline::Pass for Models {
         around_all(cx, inputs, stage, inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A handoff that records its calls, by the model it names.
+    struct Recording<'a> {
+        by: PassId,
+        log: &'a Mutex<Vec<PassId>>,
+        inputs: Option<Vec<&'a Input>>,
+    }
+
+    impl Handoff for Recording<'_> {
+        fn by(&self) -> PassId {
+            self.by
+        }
+        fn adjust_fitted(&self, _: Stage<'_>, _: &mut TraceFile) -> Result<(), ExtrapError> {
+            self.log.lock().unwrap().push(self.by);
+            Ok(())
+        }
+        fn derivation_inputs(&self) -> Option<Vec<&Input>> {
+            self.inputs.clone()
+        }
+        fn refuse_underived(&self, why: &str) -> Option<ExtrapError> {
+            Some(ExtrapError::ConfigDiffers {
+                why: format!("{:?}: {why}", self.by),
+            })
+        }
+    }
+
+    fn input(n: u32) -> Input {
+        Input {
+            name: format!("{n}.iotrex"),
+            file: crate::patterns::trace_file(crate::patterns::Pattern::Strong, n),
+        }
+    }
+
+    /// The handoffs nest as the models do: the innermost adjusts the fitted trace first, the
+    /// outermost that has inputs for the derivation gives them, and refuses first.
+    #[test]
+    fn handoffs_act_in_nesting_order() {
+        let log = Mutex::new(Vec::new());
+        let (a, b) = (input(4), input(8));
+        let outer = Recording {
+            by: PassId::CollectiveFlushes,
+            log: &log,
+            inputs: Some(vec![&a]),
+        };
+        let inner = Recording {
+            by: PassId::DealtWrites,
+            log: &log,
+            inputs: None,
+        };
+        let mut tf = input(4).file;
+        Stage::default().with(&outer, |s| {
+            s.with(&inner, |s| {
+                assert!(s.has(PassId::CollectiveFlushes) && s.has(PassId::DealtWrites));
+                assert!(!s.has(PassId::Grids));
+                s.adjust_fitted(&mut tf).unwrap();
+                let got = s.derivation_inputs(&[&b]);
+                assert_eq!(got.len(), 1);
+                assert_eq!(got[0].name, "4.iotrex");
+                let e = s.refuse_underived("why").unwrap().to_string();
+                assert!(e.contains("CollectiveFlushes: why"), "{e}");
+            })
+        });
+        assert_eq!(
+            *log.lock().unwrap(),
+            [PassId::DealtWrites, PassId::CollectiveFlushes]
+        );
+        // Nothing handed on: the derivation checks the inputs it was given.
+        let none = Stage::default();
+        assert_eq!(none.derivation_inputs(&[&b])[0].name, "8.iotrex");
+        assert!(none.refuse_underived("why").is_none());
+    }
+}

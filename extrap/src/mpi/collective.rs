@@ -184,3 +184,54 @@ fn collective_with_children(nodes: &[Node]) -> bool {
         NodeKind::Loop(l) => collective_with_children(&l.body),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::patterns::{Pattern, trace_file};
+    use crate::{Input, PassId, Request, run};
+
+    fn inputs(p: Pattern) -> Vec<Input> {
+        [4u32, 8, 12, 16]
+            .iter()
+            .map(|&n| Input {
+                name: format!("{p:?}.{n}.iotrex"),
+                file: trace_file(p, n),
+            })
+            .collect()
+    }
+
+    /// Collective writes with nested calls but no recorded library configuration: the model
+    /// cannot say the aggregators, so the nested calls are fitted, and the output says so in
+    /// `--explain`, its notes and its passes.
+    #[test]
+    fn nested_calls_without_the_configuration_are_fitted_and_said() {
+        let x = run(&Request::new(32), &inputs(Pattern::Spmd)).unwrap();
+        assert!(x.passes.contains(&PassId::CollectiveBuffering));
+        assert!(
+            x.explain[0].model.starts_with("fitted, not derived"),
+            "{:?}",
+            x.explain[0]
+        );
+        let notes = &x.file.header.notes;
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with(super::FITTED_NOT_DERIVED)),
+            "{notes:?}"
+        );
+    }
+
+    /// Without nested calls under collective calls the model stays out.
+    #[test]
+    fn no_nested_calls_no_model() {
+        let x = run(&Request::new(32), &inputs(Pattern::Strong)).unwrap();
+        assert!(!x.passes.contains(&PassId::CollectiveBuffering));
+        assert!(
+            !x.file
+                .header
+                .notes
+                .iter()
+                .any(|n| n.starts_with(super::FITTED_NOT_DERIVED))
+        );
+    }
+}
