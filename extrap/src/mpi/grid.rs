@@ -178,3 +178,63 @@ pub(crate) fn check_grids(inputs: &[Input], out: &Extrapolated) -> Result<(), Ex
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Input, PassId, Request, run};
+    use rsd::op::Op;
+    use rsd::trace::RawEvent;
+
+    /// Every rank asks `MPI_Dims_create` for a free 2-D grid of the world at 4, 8, 12 and 16
+    /// ranks, and gets the library's answer (Open MPI's factorisation), under `library`.
+    fn inputs(library: &str) -> Vec<Input> {
+        [4u32, 8, 12, 16]
+            .iter()
+            .map(|&n| {
+                let d = models::grid::dims_create(i64::from(n), 2).unwrap();
+                let call = vec![i64::from(n), 2, 0, 0, d[0], d[1]];
+                let ranks = (0..n)
+                    .map(|r| {
+                        let mut c = rsd::Compressor::new(r);
+                        c.push(&RawEvent::new(Op::DimsCreate, 1, call.clone()));
+                        c.finish()
+                    })
+                    .collect();
+                let mut header = rsd::Header::new(n);
+                header.command = vec!["grid".into()];
+                header.mpi_config = Some(rsd::MpiConfig {
+                    library: library.into(),
+                    ..Default::default()
+                });
+                Input {
+                    name: format!("grid.{n}.iotrex"),
+                    file: rsd::TraceFile {
+                        header,
+                        trace: rsd::merge_tree(ranks).unwrap(),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// Under Open MPI the grid models take the program's 2-D grid: the target's grid is the
+    /// library's (8 x 8 at 64 ranks, where the inputs' first dimension stopped at 4), and the
+    /// pass says it acted.
+    #[test]
+    fn open_mpis_grids_are_modelled_at_the_target() {
+        let x = run(&Request::new(64), &inputs("Open MPI v4.1.4")).unwrap();
+        assert!(x.passes.contains(&PassId::Grids), "{:?}", x.passes);
+        let events = x.file.trace.rank_events(0);
+        let dims = Op::DimsCreate.array_values(&events[0].params, "dims");
+        assert_eq!(dims, Some(&[8, 8][..]), "{events:?}");
+    }
+
+    /// Another library factorises by its own search: the grid models stay off.
+    #[test]
+    fn another_librarys_grids_get_no_grid_model() {
+        match run(&Request::new(64), &inputs("MPICH Version: 4.0.2")) {
+            Ok(x) => assert!(!x.passes.contains(&PassId::Grids), "{:?}", x.passes),
+            Err(e) => assert!(e.to_string().contains("MPI_Dims_create"), "{e}"),
+        }
+    }
+}
