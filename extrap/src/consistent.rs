@@ -26,7 +26,7 @@ use std::collections::BTreeSet;
 
 /// Where two node lists first differ in structure: the node's index in its list, the node
 /// whose list it is (`None`: the top level), and the two nodes (`None`: the end of a list).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Differing {
     /// The index in the list.
     pub index: usize,
@@ -47,19 +47,35 @@ impl Differing {
             .flatten()
             .any(|s| s.op() == Some(op))
     }
+
+    /// Whether one of the two nodes that differ is (or, for a loop, starts with) a call
+    /// `is` holds for.
+    pub fn either_is(&self, is: impl Fn(Op) -> bool) -> bool {
+        [&self.left, &self.right]
+            .into_iter()
+            .flatten()
+            .any(|s| s.op().is_some_and(&is))
+    }
+
+    /// Where: `node 3 of the top level`, `node 0 of <the parent's site>`.
+    pub fn place(&self) -> String {
+        match &self.parent {
+            Some(p) => format!("node {} of {p}", self.index),
+            None => format!("node {} of the top level", self.index),
+        }
+    }
+
+    /// One side's node as text (`the end of the list` where that list ended).
+    pub fn side(n: &Option<Site>) -> String {
+        n.as_ref()
+            .map_or("the end of the list".into(), Site::to_string)
+    }
 }
 
 impl std::fmt::Display for Differing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let d = |n: &Option<Site>| {
-            n.as_ref()
-                .map_or("the end of the list".into(), Site::to_string)
-        };
-        match &self.parent {
-            Some(p) => write!(f, "node {} of {p}", self.index)?,
-            None => write!(f, "node {} of the top level", self.index)?,
-        }
-        write!(f, ": {} vs {}", d(&self.left), d(&self.right))
+        let (l, r) = (Self::side(&self.left), Self::side(&self.right));
+        write!(f, "{}: {l} vs {r}", self.place())
     }
 }
 
@@ -343,12 +359,16 @@ fn consistent_or_grouped(
     stage: Stage<'_>,
     inner: Inner<'_>,
 ) -> Result<Extrapolated, ExtrapError> {
-    let mut run = |inputs: &[Input]| crate::library::around_all(cx, inputs, stage, &mut *inner);
     let drop = cx.inconsistent == Inconsistent::Drop;
     let (gs, local) = groups_and_ops(cx.lifts, inputs, Op::is_local_query);
     if gs.len() <= 1 {
-        return run(inputs);
+        // The models further out saw these very inputs: nothing to narrow, nothing to plan
+        // again.
+        return inner(cx, inputs, stage);
     }
+    // A narrowed set of inputs (queries set aside, scales dropped) is planned afresh by the
+    // models that found nothing to hand on in the whole set.
+    let mut run = |inputs: &[Input]| crate::library::around_all(cx, inputs, stage, &mut *inner);
     // Local queries whose counts follow the data are all that differs (`local`).
     if let Some((kept, ops)) = crate::local::set_aside(cx.lifts, inputs, local) {
         let mut out = run(&kept)?;
