@@ -353,6 +353,29 @@ pub(crate) fn complete_inputs(inputs: &[&Input]) -> Option<Vec<Input>> {
     )
 }
 
+/// The pass that completes the summaries: a parameter summarised in some inputs is summarised
+/// in all of them ([`complete_inputs`]), so that its statistics are fitted scale by scale; the
+/// output says how many of its parameters are summaries ([`note`]).
+pub(crate) struct Summaries;
+
+impl crate::pipeline::Pass for Summaries {
+    fn around(
+        &self,
+        cx: crate::request::Cx,
+        inputs: &[Input],
+        stage: crate::library::Stage<'_>,
+        inner: crate::library::Inner<'_>,
+    ) -> Result<crate::Extrapolated, crate::ExtrapError> {
+        let completed = complete_inputs(&crate::by_rank_count(inputs));
+        let mut out = inner(cx, completed.as_deref().unwrap_or(inputs), stage)?;
+        note(&mut out.file);
+        if completed.is_some() || !cx.ignored.is_empty() {
+            out.acted(crate::pipeline::PassId::Summaries);
+        }
+        Ok(out)
+    }
+}
+
 /// Adds to an extrapolated trace's header how many of its parameters are approximate.
 pub(crate) fn note(file: &mut TraceFile) {
     let n = rsd::approx::count(&file.trace);
@@ -555,6 +578,17 @@ mod tests {
                 trace,
             },
         }
+    }
+
+    /// The summaries pass acts where some inputs hold a summary the others do not (it
+    /// completes them) and says so (on exact inputs it does not: `pipeline`'s tests).
+    #[test]
+    fn the_summaries_pass_says_where_it_completed_inputs() {
+        use crate::pipeline::PassId;
+        let mixed: Vec<Input> = [4, 8, 12, 16].iter().map(|&n| sends(n, 200)).collect();
+        let x = crate::run(&crate::Request::new(64), &mixed).unwrap_or_else(|e| panic!("{e}"));
+        assert!(x.passes.contains(&PassId::Summaries), "{:?}", x.passes);
+        assert!(x.file.header.notes.iter().any(|n| n.starts_with("approximate: ")));
     }
 
     #[test]

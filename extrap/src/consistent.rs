@@ -304,27 +304,48 @@ fn list(s: &[u32]) -> String {
 }
 
 /// The groups as one sentence per group, for refusals and notes.
-fn describe(inputs: &[Input], gs: &[Group]) -> String {
-    let mut parts = Vec::new();
-    for g in gs {
-        let s = scales(inputs, &g.members);
-        let who = if s.len() == 1 {
-            format!("{} ranks", list(&s))
-        } else {
-            format!("{} ranks agree with each other", list(&s))
-        };
-        match &g.differs {
-            None => parts.push(who),
-            Some(d) => {
-                let first = scales(inputs, &gs[0].members);
-                parts.push(format!(
-                    "{who} but differ from {} ranks at {d}",
-                    list(&first)
-                ));
+fn describe(inputs: &[Input], gs: &[Group]) -> ScaleGroups {
+    ScaleGroups(
+        (gs.iter())
+            .map(|g| ScaleGroup {
+                scales: scales(inputs, &g.members),
+                differs: g.differs.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// The scales of one structure, as a refusal names them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ScaleGroup {
+    /// Their rank counts, distinct and increasing.
+    pub scales: Vec<u32>,
+    /// Where they differ from the first group's structure; `None` for that one.
+    pub differs: Option<Differing>,
+}
+
+/// The inputs' groups of one structure each, the largest first.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(transparent)]
+pub struct ScaleGroups(pub Vec<ScaleGroup>);
+
+impl std::fmt::Display for ScaleGroups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let first = self.0.first().map(|g| list(&g.scales)).unwrap_or_default();
+        for (k, g) in self.0.iter().enumerate() {
+            if k > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{} ranks", list(&g.scales))?;
+            if g.scales.len() > 1 {
+                f.write_str(" agree with each other")?;
+            }
+            if let Some(d) = &g.differs {
+                write!(f, " but differ from {first} ranks at {d}")?;
             }
         }
+        Ok(())
     }
-    parts.join("; ")
 }
 
 /// The consistency pass: extrapolates `inputs` as `cx` asks, first checking that they agree in
@@ -456,7 +477,7 @@ fn consistent_or_grouped(
         })
         .collect();
     let mut out = run(&used)?;
-    mark_dropped(&mut out.file.header, &kept, &dropped, &text);
+    mark_dropped(&mut out.file.header, &kept, &dropped, &text.to_string());
     out.acted(PassId::Dropped);
     Ok(out)
 }

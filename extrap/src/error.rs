@@ -2,6 +2,7 @@
 
 mod refusal;
 
+pub use crate::consistent::{Differing, ScaleGroup, ScaleGroups};
 pub use refusal::{Guess, Irregular, Quantity, Reason, Reasons, Shape, Site, Unusable};
 
 /// Why an extrapolation was refused or could not start. Serialized (`iotrex --json extrap`),
@@ -61,23 +62,20 @@ pub enum ExtrapError {
     },
     /// The inputs do not have the same event structure.
     #[error(
-        "the traces differ in structure at {position}: {left} at {left_ranks} ranks ({left_input}) \
-         but {right} at {right_ranks} ranks ({right_input}){}", .also.after()
+        "the traces differ in structure at {}: {} at {left_ranks} ranks ({left_input}) but {} at \
+         {right_ranks} ranks ({right_input}){}",
+        .at.place(), Differing::side(&.at.left), Differing::side(&.at.right), .also.after()
     )]
     StructureDiffers {
         /// What the models around the fit add: the parameters that follow no pattern in the
         /// inputs, why the library's calls were not derived.
         also: Reasons,
-        /// Where (node index and enclosing event).
-        position: String,
-        /// The node in the first input.
-        left: String,
+        /// Where (the node's index and the enclosing node), and the node of each side.
+        at: Differing,
         /// Rank count of the first input.
         left_ranks: u32,
         /// The first input.
         left_input: String,
-        /// The differing node.
-        right: String,
         /// Its input's rank count.
         right_ranks: u32,
         /// Its input.
@@ -150,7 +148,7 @@ pub enum ExtrapError {
     #[error("the traces disagree in structure: {groups}{}", .also.after())]
     Inconsistent {
         /// Which scales agree with each other and where the others differ.
-        groups: String,
+        groups: ScaleGroups,
         /// What else is likely the cause: the parameters that follow no pattern, what the
         /// library models did not model.
         also: Reasons,
@@ -196,8 +194,11 @@ impl ExtrapError {
     }
 
     /// Adds a library model's reason, in its words, to a refusal.
-    pub(crate) fn also_library(self, why: &str) -> ExtrapError {
-        self.also(Reason::Library { why: why.into() })
+    pub(crate) fn also_library(self, by: crate::pipeline::PassId, why: &str) -> ExtrapError {
+        self.also(Reason::Library {
+            by,
+            why: why.into(),
+        })
     }
 
     /// Adds `r` to a refusal's reasons, once.
@@ -247,10 +248,8 @@ impl ExtrapError {
                      configuration and its model reproduces every input scale (see why not above)",
                 )
             }
-            ExtrapError::StructureDiffers { left, right, .. }
-                if [left, right]
-                    .iter()
-                    .any(|s| s.contains("MPI_File_") && s.contains("_all")) =>
+            ExtrapError::StructureDiffers { at, .. }
+                if at.either_is(rsd::Op::is_collective_buffered) =>
             {
                 Some(
                     "collective MPI-IO calls change shape when the MPI library uses more \
@@ -288,16 +287,25 @@ impl ExtrapError {
 mod tests {
     use super::*;
 
-    fn differs(left: &str, right: &str) -> ExtrapError {
+    fn differs(left: Site, right: Site) -> ExtrapError {
         ExtrapError::StructureDiffers {
             also: Reasons::default(),
-            position: "node 3 of the top level".into(),
-            left: left.into(),
+            at: Differing {
+                index: 3,
+                parent: None,
+                left: Some(left),
+                right: Some(right),
+            },
             left_ranks: 4,
             left_input: "a.4.iotrex".into(),
-            right: right.into(),
             right_ranks: 16,
             right_input: "a.16.iotrex".into(),
+        }
+    }
+
+    fn loop_of(s: Site) -> Site {
+        Site::Loop {
+            first: Some(Box::new(s)),
         }
     }
 
@@ -324,8 +332,8 @@ mod tests {
             reason: Box::new(Reason::PerRankFitsNoModel),
         })
         .not_derived("no configuration")
-        .also_library("a chunk index splits")
-        .also_library("a chunk index splits");
+        .also_library(crate::pipeline::PassId::DealtWrites, "a chunk index splits")
+        .also_library(crate::pipeline::PassId::DealtWrites, "a chunk index splits");
         assert_eq!(
             e.to_string(),
             "cannot extrapolate offset of pwrite (call site 0x2): offset fits no exact model \
@@ -333,7 +341,8 @@ mod tests {
              calls are not derived: no configuration; a chunk index splits; values seen: 1 at \
              4, 2 at 8; models tried: constant, a*n+b"
         );
-        let mut d = differs("a", "b").not_derived("why");
+        let call = |op| Site::call(op, 0x1);
+        let mut d = differs(call(rsd::Op::Pwrite), call(rsd::Op::Pread)).not_derived("why");
         assert!(
             d.to_string().ends_with(
                 "(a.16.iotrex); the nested calls of collective MPI-IO calls are not derived: why"
@@ -342,7 +351,10 @@ mod tests {
         );
         assert!(d.hint().unwrap().contains("derives them instead"));
         d = ExtrapError::Inconsistent {
-            groups: "4 ranks".into(),
+            groups: ScaleGroups(vec![ScaleGroup {
+                scales: vec![4],
+                differs: None,
+            }]),
             also: Reasons::default(),
             hint: String::new(),
         }
@@ -387,16 +399,14 @@ mod tests {
 
     #[test]
     fn structure_hint_names_aggregators_for_collective_mpiio() {
+        let call = |op| Site::call(op, 0x1);
         let e = differs(
-            "loop around MPI_File_write_at_all (call site 0x1)",
-            "MPI_File_write_at_all (call site 0x1)",
+            loop_of(call(rsd::Op::FileWriteAtAll)),
+            call(rsd::Op::FileWriteAtAll),
         );
         let h = e.hint().unwrap();
         assert!(h.contains("aggregators") && h.contains("records the library's configuration"));
-        let e = differs(
-            "pwrite (call site 0x1)",
-            "loop around pwrite (call site 0x1)",
-        );
+        let e = differs(call(rsd::Op::Pwrite), loop_of(call(rsd::Op::Pwrite)));
         assert!(!e.hint().unwrap().contains("aggregators"));
     }
 }

@@ -2,7 +2,7 @@
 //! rank count and evaluated at the target.
 
 use crate::error::{ExtrapError, Guess, Quantity, Reason, Reasons, Shape, Site, Unusable};
-use crate::{Curve, Explain, describe_node};
+use crate::{Curve, Explain};
 use models::ModelSet;
 use models::exact::{Agreement, Point, Vars, agree, digits_growth, fit_exact};
 use models::timing::{TimingChoice, choose};
@@ -809,7 +809,7 @@ impl Fitter<'_> {
         &mut self,
         lists: &[&[Node]],
         inputs: &[(String, u32)],
-        parent: &str,
+        parent: Option<&Site>,
     ) -> Result<Vec<Node>, ExtrapError> {
         let longest = lists.iter().map(|l| l.len()).max().unwrap_or(0);
         let mut out = Vec::with_capacity(longest);
@@ -817,15 +817,16 @@ impl Fitter<'_> {
             let here: Vec<Option<&Node>> = lists.iter().map(|l| l.get(i)).collect();
             let key0 = here[0].map(Node::skey);
             if let Some(s) = here.iter().position(|n| n.map(Node::skey) != key0) {
-                let d =
-                    |n: Option<&Node>| n.map_or("the end of the list".to_string(), describe_node);
                 return Err(ExtrapError::StructureDiffers {
                     also: Reasons::default(),
-                    position: format!("node {i} of {parent}"),
-                    left: d(here[0]),
+                    at: crate::consistent::Differing {
+                        index: i,
+                        parent: parent.cloned(),
+                        left: here[0].map(Site::of),
+                        right: here[s].map(Site::of),
+                    },
                     left_ranks: inputs[0].1,
                     left_input: inputs[0].0.clone(),
-                    right: d(here[s]),
                     right_ranks: inputs[s].1,
                     right_input: inputs[s].0.clone(),
                 });
@@ -908,7 +909,7 @@ impl Fitter<'_> {
                     if collio::traced::collective_dir(e0.op).is_some() {
                         self.scope.in_collective = true;
                     }
-                    let children = self.nodes(&kids, inputs, &desc);
+                    let children = self.nodes(&kids, inputs, Some(&site));
                     self.scope.in_collective = inner;
                     let children = children?;
                     let timing =
@@ -937,7 +938,7 @@ impl Fitter<'_> {
                         Quantity::LoopCount,
                     )?;
                     let bodies: Vec<&[Node]> = ls.iter().map(|l| l.body.as_slice()).collect();
-                    let body = self.nodes(&bodies, inputs, &desc)?;
+                    let body = self.nodes(&bodies, inputs, Some(&site))?;
                     NodeKind::Loop(Loop { iters, body })
                 }
             };

@@ -142,38 +142,21 @@ pub fn describe_node(n: &Node) -> String {
     error::Site::of(n).to_string()
 }
 
-/// The last pass of the pipeline (`pipeline`), on inputs whose library calls the models took
-/// out (`stage`: what they hand the fit): offsets that are prefix sums recognised, summaries
-/// completed, then [`extrapolate_sorted`].
+/// `inputs` by increasing rank count (repeated runs of one in the order given).
+pub(crate) fn by_rank_count(inputs: &[Input]) -> Vec<&Input> {
+    let mut all: Vec<&Input> = inputs.iter().collect();
+    all.sort_by_key(|i| i.file.header.nranks);
+    all
+}
+
+/// The innermost step of the pipeline (`pipeline`), on inputs whose library calls the models
+/// took out (`stage`: what they hand the fit): [`extrapolate_sorted`].
 pub(crate) fn fit_stage(
     cx: Cx,
     inputs: &[Input],
     stage: library::Stage<'_>,
 ) -> Result<Extrapolated, ExtrapError> {
-    let mut all: Vec<&Input> = inputs.iter().collect();
-    all.sort_by_key(|i| i.file.header.nranks);
-    // Values that are prefix sums over the ranks of sizes, as models (`prefix`).
-    let recognised = prefix::recognised(&all);
-    let all: Vec<&Input> = recognised.iter().map(|c| c.as_ref()).collect();
-    // A parameter summarised in some inputs is summarised in all of them, so that its
-    // statistics are fitted scale by scale (`approx`).
-    let completed = approx::complete_inputs(&all);
-    let all: Vec<&Input> = match &completed {
-        Some(c) => c.iter().collect(),
-        None => all,
-    };
-    let mut out = extrapolate_sorted(cx, all, stage)?;
-    approx::note(&mut out.file);
-    if recognised
-        .iter()
-        .any(|c| matches!(c, std::borrow::Cow::Owned(_)))
-    {
-        out.acted(PassId::PrefixSums);
-    }
-    if completed.is_some() || !cx.ignored.is_empty() {
-        out.acted(PassId::Summaries);
-    }
-    Ok(out)
+    extrapolate_sorted(cx, by_rank_count(inputs), stage)
 }
 
 /// The extrapolation of inputs sorted by rank count whose summaries agree: repeated runs
@@ -338,7 +321,7 @@ fn fit_sorted(
         .map(|i| (i.name.clone(), i.file.header.nranks))
         .collect();
     let nodes = fitter
-        .nodes(&lists, &names, "the top level")
+        .nodes(&lists, &names, None)
         .map_err(|e| name_irregular(e, &sorted))?;
     // Exact quantities first, timing after: the former are what a reader checks.
     fitter

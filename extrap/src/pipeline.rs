@@ -8,10 +8,12 @@
 //!    flushes and dealt writes are taken out, to be put back at the target;
 //! 3. **consistency** (`consistent`, `local`): the inputs grouped by structure, local queries
 //!    whose counts follow the data set aside, scales of another structure refused or dropped;
-//! 4. **the fit** ([`crate::fit_stage`]): prefix sums and file-end offsets recognised
-//!    (`prefix`), summaries completed (`approx`), repeated runs grouped by scale, the MPI
-//!    library's collective buffering derived around the fit (`mpi::collective`), the fit
-//!    (`fit`, `timing`), and what the library models put back before the derivation.
+//! 4. **prefix sums** (`prefix`): offsets that are prefix sums over the ranks, and file-end
+//!    offsets, recognised, so that the fit keeps them as models;
+//! 5. **summaries** (`approx`): a parameter summarised in some inputs summarised in all;
+//! 6. **the fit** ([`crate::fit_stage`]): repeated runs grouped by scale, the MPI library's
+//!    collective buffering derived around the fit (`mpi::collective`), the fit (`fit`,
+//!    `timing`), and what the library models put back before the derivation.
 //!
 //! Each pass says in the output which acted ([`Extrapolated::passes`], `--explain`).
 
@@ -100,6 +102,8 @@ pub(crate) const PASSES: &[&dyn Pass] = &[
     &crate::containers::Lifting,
     &crate::library::Models,
     &crate::consistent::Grouping,
+    &crate::prefix::PrefixSums,
+    &crate::approx::Summaries,
 ];
 
 /// The library models, outermost first: the process grids narrow the models everything else

@@ -55,6 +55,30 @@ pub(crate) fn keeping_model<T>(tf: &mut TraceFile, f: impl FnOnce(&mut TraceFile
     out
 }
 
+/// The pass that recognises, in the inputs, the offsets that are prefix sums over the ranks
+/// ([`recognised`]), so that the fit keeps them as models; it passes the inputs on as they
+/// are where it recognises none.
+pub(crate) struct PrefixSums;
+
+impl crate::pipeline::Pass for PrefixSums {
+    fn around(
+        &self,
+        cx: crate::request::Cx,
+        inputs: &[crate::Input],
+        stage: crate::library::Stage<'_>,
+        inner: crate::library::Inner<'_>,
+    ) -> Result<crate::Extrapolated, crate::ExtrapError> {
+        let found = recognised(&crate::by_rank_count(inputs));
+        if found.iter().all(|c| matches!(c, Cow::Borrowed(_))) {
+            return inner(cx, inputs, stage);
+        }
+        let found: Vec<crate::Input> = found.into_iter().map(Cow::into_owned).collect();
+        let mut out = inner(cx, &found, stage)?;
+        out.acted(crate::pipeline::PassId::PrefixSums);
+        Ok(out)
+    }
+}
+
 /// The inputs with their values that are prefix sums over the ranks recognised
 /// ([`rsd::prefix::recognise`]), where the tracer did not (traces of an older tracer, or
 /// models it does not look for): a value the ranks compute from the data (an `MPI_Exscan` of
@@ -206,5 +230,51 @@ fn put_back(nodes: &mut [Node], saved: &SavedSums) {
             }
             NodeKind::Loop(l) => put_back(&mut l.body, saved),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::pipeline::PassId;
+    use crate::{Input, Request, run};
+    use rsd::op::{Param, args};
+    use rsd::trace::RawEvent;
+    use rsd::{Op, TraceFile};
+
+    /// A shared-file dump: rank r writes `100 * (r % 3 + 1)` bytes right after the lower
+    /// ranks' bytes, an offset no rank function gives.
+    fn dump(n: u32) -> Input {
+        let len = |r: u32| i64::from(100 * (r % 3 + 1));
+        let ranks = (0..n)
+            .map(|r| {
+                let off = (0..r).map(len).sum::<i64>();
+                let e = RawEvent::new(Op::Pwrite, 7, args::pwrite(3, len(r), off, len(r)));
+                rsd::compress::compress(r, &[e])
+            })
+            .collect();
+        Input {
+            name: format!("dump.{n}.iotrex"),
+            file: TraceFile {
+                header: rsd::Header::new(n),
+                trace: rsd::merge_tree(ranks).unwrap(),
+            },
+        }
+    }
+
+    fn offsets(tf: &TraceFile) -> Vec<i64> {
+        let t = tf.trace.resolved();
+        (0..tf.header.nranks)
+            .flat_map(|r| t.expand(r).into_iter().map(|e| e.p(Param::Offset)))
+            .collect()
+    }
+
+    /// The dump's offsets are recognised as prefix sums in the inputs, and at the target they
+    /// are the prefix sums of the target's sizes, as a real run there would write them.
+    #[test]
+    fn a_dump_extrapolates_as_prefix_sums() {
+        let ins: Vec<Input> = [4, 8, 12, 16].into_iter().map(dump).collect();
+        let x = run(&Request::new(40), &ins).unwrap_or_else(|e| panic!("{e}"));
+        assert!(x.passes.contains(&PassId::PrefixSums), "{:?}", x.passes);
+        assert_eq!(offsets(&x.file), offsets(&dump(40).file));
     }
 }

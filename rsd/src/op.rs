@@ -1041,6 +1041,29 @@ impl Op {
                 | Op::FileWriteOrderedEnd
         )
     }
+
+    /// The collective MPI-IO data calls of the `_all` family (explicit offset or individual
+    /// file pointer; blocking, nonblocking and split): what an MPI library's collective
+    /// buffering serves, so their nested calls follow its choice of aggregators.
+    pub fn is_collective_buffered(self) -> bool {
+        matches!(
+            self,
+            Op::FileReadAll
+                | Op::FileReadAtAll
+                | Op::FileIreadAll
+                | Op::FileWriteAll
+                | Op::FileWriteAtAll
+                | Op::FileIwriteAll
+                | Op::FileReadAllBegin
+                | Op::FileReadAllEnd
+                | Op::FileWriteAllBegin
+                | Op::FileWriteAllEnd
+                | Op::FileReadAtAllBegin
+                | Op::FileReadAtAllEnd
+                | Op::FileWriteAtAllBegin
+                | Op::FileWriteAtAllEnd
+        )
+    }
 }
 
 /// The arrays a neighbourhood collective keeps after its fixed parameters (see the table):
@@ -1581,6 +1604,15 @@ mod tests {
         );
         assert!(op.array_is_quantity("gsizes") && !op.array_is_quantity("psizes"));
         assert_eq!(crate::mpi::datatype_positions(op, &v), vec![4, 5]);
+    }
+
+    #[test]
+    fn collective_buffered_ops_are_the_all_family() {
+        for op in Op::ALL {
+            let n = op.name();
+            let all = n.starts_with("MPI_File_") && n.contains("_all");
+            assert_eq!(op.is_collective_buffered(), all, "{n}");
+        }
     }
 
     #[test]

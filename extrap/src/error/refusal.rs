@@ -481,6 +481,8 @@ pub enum Reason {
     },
     /// A library model's reason, in its words.
     Library {
+        /// The model that gave it.
+        by: crate::pipeline::PassId,
         /// The model's words.
         why: String,
     },
@@ -559,7 +561,7 @@ impl fmt::Display for Reason {
                 }
                 Ok(())
             }
-            Reason::Library { why } => f.write_str(why),
+            Reason::Library { why, .. } => f.write_str(why),
         }
     }
 }
@@ -746,6 +748,7 @@ mod tests {
             ),
             (
                 Reason::Library {
+                    by: crate::pipeline::PassId::DealtWrites,
                     why: "said so".into(),
                 },
                 "said so".into(),
@@ -886,8 +889,14 @@ mod tests {
         rs.add(Reason::PerRank {
             reason: Box::new(Reason::PerRankFitsNoModel),
         });
-        rs.add(Reason::Library { why: "x".into() });
-        rs.add(Reason::Library { why: "x".into() });
+        rs.add(Reason::Library {
+            by: crate::pipeline::PassId::FileSpace,
+            why: "x".into(),
+        });
+        rs.add(Reason::Library {
+            by: crate::pipeline::PassId::FileSpace,
+            why: "x".into(),
+        });
         assert_eq!(
             rs.to_string(),
             "offset fits no exact model of n; per rank: no per-rank model fits; x"

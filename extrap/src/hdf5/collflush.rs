@@ -1125,7 +1125,11 @@ impl AtTarget<'_> {
         let tried =
             "block dealing of a collective metadata flush (H5Pset_coll_metadata_write)".into();
         let how = (String::new(), tried, "trace the target scale".into());
-        ExtrapError::refused(FLUSH_SITE, FLUSH, Reason::Library { why }, how)
+        let why = Reason::Library {
+            by: PassId::CollectiveFlushes,
+            why,
+        };
+        ExtrapError::refused(FLUSH_SITE, FLUSH, why, how)
     }
 }
 
@@ -1155,7 +1159,7 @@ pub(crate) fn around(
         Outcome::Skip(why) => {
             let said = meta::collective_flush(&sorted, Some(&why));
             return inner(inputs, None).map_err(|e| match said {
-                Some(s) => e.also_library(&s),
+                Some(s) => e.also_library(PassId::CollectiveFlushes, &s),
                 None => e,
             });
         }
@@ -1165,6 +1169,7 @@ pub(crate) fn around(
     // oracle says, or the split is refused.
     let refuse_split = |why: &str, more: &str| {
         meta::index_split_refusal(
+            PassId::CollectiveFlushes,
             FLUSH_SITE,
             FLUSH,
             target,
@@ -1232,7 +1237,7 @@ pub(crate) fn around(
         reloc,
     };
     let mut out = inner(&stripped, Some(&at)).map_err(|e| match (&grows, &at.oracle) {
-        (Some(why), Some(_)) => e.also_library(why),
+        (Some(why), Some(_)) => e.also_library(PassId::CollectiveFlushes, why),
         _ => e,
     })?;
     if at.oracle.is_some() {

@@ -1266,7 +1266,7 @@ pub(crate) fn around(
     // (`hdf5_meta`): the collective form of the flush, a chunk index that splits.
     // (The collective flush is said by `collflush`, which runs around this.)
     let hdf5_why = |e: ExtrapError| match &grows {
-        Some(why) => e.also_library(why),
+        Some(why) => e.also_library(PassId::DealtWrites, why),
         None => e,
     };
     let oracle = grows.as_ref().and(cx.oracle);
@@ -1287,6 +1287,7 @@ pub(crate) fn around(
     }
     let refuse_split = |p: &Plan, why: &str, more: &str| {
         meta::index_split_refusal(
+            PassId::DealtWrites,
             first_site(p),
             DEALT,
             target,
@@ -1355,7 +1356,10 @@ pub(crate) fn around(
                 "trace a scale at which one rank writes both entries, or pick a target of at \
                  least {most} ranks (each rank then writes one entry at most)"
             );
-            let why = Reason::Library { why };
+            let why = Reason::Library {
+                by: PassId::DealtWrites,
+                why,
+            };
             ExtrapError::refused(first_site(&p), DEALT, why, (values, tried, hint))
         },
     )?;

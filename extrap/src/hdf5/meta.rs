@@ -129,6 +129,7 @@ fn chunk_counts(tf: &rsd::TraceFile) -> Vec<Chunked> {
 /// taken from the inputs, does not hold at `target` ([`chunk_index_grows`]'s `why`, then
 /// `more`): dealt and collective flushes alike.
 pub(crate) fn index_split_refusal(
+    by: crate::pipeline::PassId,
     event: Site,
     param: Quantity,
     target: u32,
@@ -149,7 +150,7 @@ pub(crate) fn index_split_refusal(
     let e = crate::ExtrapError::refused(event, param, why, (values, tried.into(), hint));
     // `more` is said after the split, as further sentences.
     match more.strip_prefix("; ") {
-        Some(more) if !more.is_empty() => e.also_library(more),
+        Some(more) if !more.is_empty() => e.also_library(by, more),
         _ => e,
     }
 }

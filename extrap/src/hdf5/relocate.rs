@@ -240,7 +240,11 @@ impl Relocator<'_> {
                 name: "data addresses",
             };
             let how = (values, tried.into(), hint);
-            ExtrapError::refused(site, param, Reason::Library { why }, how)
+            let why = Reason::Library {
+                by: crate::pipeline::PassId::DealtWrites,
+                why,
+            };
+            ExtrapError::refused(site, param, why, how)
         })?;
         Ok(())
     }

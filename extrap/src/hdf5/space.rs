@@ -782,3 +782,75 @@ pub(crate) fn predicted_storage(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::library::LibraryModel;
+    use crate::patterns::{Pattern, trace_file};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// An oracle that cannot replay (no HDF5 here), counting how often it was asked.
+    #[derive(Default)]
+    struct Refusing(AtomicUsize);
+
+    impl Oracle for Refusing {
+        fn replay(&self, _: &[RawEvent], _: Option<&str>) -> Result<OracleRun, String> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err("no HDF5 library here".into())
+        }
+    }
+
+    fn inputs() -> Vec<Input> {
+        (4..=16)
+            .step_by(4)
+            .map(|n| Input {
+                name: format!("strong.{n}.iotrex"),
+                file: trace_file(Pattern::Strong, n),
+            })
+            .collect()
+    }
+
+    fn cx<'a>(models: &'a crate::ModelSet, oracle: Option<&'a Remembered<'a>>) -> Cx<'a> {
+        Cx {
+            target: 64,
+            models,
+            how: Default::default(),
+            ignored: &[],
+            inconsistent: Default::default(),
+            oracle,
+            lifts: None,
+        }
+    }
+
+    /// The file space is taken from the oracle only where the output's layout came from it:
+    /// without an oracle, or with one for an output the oracle did not lay out, the output is
+    /// left as it is and the oracle is never asked; where it did, the oracle's failure is the
+    /// refusal, naming its reason.
+    #[test]
+    fn the_file_space_is_settled_only_where_the_oracle_laid_it_out() {
+        let (ins, models) = (inputs(), crate::ModelSet::builtin());
+        let x = crate::request::as_given(&ins, 64, &models).unwrap();
+        let o = Refusing::default();
+        let remembered = Remembered::new(&o);
+        for oracle in [None, Some(&remembered)] {
+            let mut out = x.clone();
+            FileSpace
+                .settle(cx(&models, oracle), &ins, None, &mut out)
+                .unwrap();
+            assert_eq!(out.file, x.file);
+            assert!(!out.passes.contains(&PassId::FileSpace));
+        }
+        assert_eq!(o.0.load(Ordering::SeqCst), 0);
+        let mut out = x.clone();
+        out.file.header.provenance = Some(rsd::provenance::Provenance {
+            oracle_layout: true,
+            ..Default::default()
+        });
+        let e = FileSpace
+            .settle(cx(&models, Some(&remembered)), &ins, None, &mut out)
+            .unwrap_err();
+        assert!(e.to_string().contains("no HDF5 library here"), "{e}");
+        assert!(o.0.load(Ordering::SeqCst) > 0);
+    }
+}
