@@ -588,7 +588,13 @@ mod tests {
         let mixed: Vec<Input> = [4, 8, 12, 16].iter().map(|&n| sends(n, 200)).collect();
         let x = crate::run(&crate::Request::new(64), &mixed).unwrap_or_else(|e| panic!("{e}"));
         assert!(x.passes.contains(&PassId::Summaries), "{:?}", x.passes);
-        assert!(x.file.header.notes.iter().any(|n| n.starts_with("approximate: ")));
+        assert!(
+            x.file
+                .header
+                .notes
+                .iter()
+                .any(|n| n.starts_with("approximate: "))
+        );
     }
 
     #[test]

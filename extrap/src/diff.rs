@@ -23,6 +23,7 @@ use rsd::timing::Interval;
 use rsd::trace::{FlatEvent, Node, NodeKind};
 use rsd::value::{Elastic, Group, RankFn, Val};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The tolerance on the means and totals of approximate parts when either trace holds
@@ -755,22 +756,142 @@ fn splice_unit_loops(nodes: &mut Vec<Node>, depth: usize) {
     *nodes = out;
 }
 
+/// The two sides of a comparison, each as given or as a step made it comparable.
+type Pair<'t> = (Cow<'t, TraceFile>, Cow<'t, TraceFile>);
+
+/// `f` applied to both sides, where it changes them: `f` changes a copy and says whether it
+/// changed anything (the sides are kept as they were where neither changed).
+fn both<'t>(p: Pair<'t>, f: impl Fn(&mut TraceFile) -> bool) -> Pair<'t> {
+    let (mut x, mut y) = (p.0.as_ref().clone(), p.1.as_ref().clone());
+    if f(&mut x) | f(&mut y) {
+        (Cow::Owned(x), Cow::Owned(y))
+    } else {
+        p
+    }
+}
+
+/// Containers (HDF5 calls) on either side compared lifted, as extrapolation writes them:
+/// each followed by the calls it made.
+fn lifted<'t>(p: Pair<'t>) -> Pair<'t> {
+    if !p.0.trace.has_containers() && !p.1.trace.has_containers() {
+        return p;
+    }
+    (
+        Cow::Owned(crate::containers::lifted_file(&p.0)),
+        Cow::Owned(crate::containers::lifted_file(&p.1)),
+    )
+}
+
+/// Local queries an extrapolation set aside (`aside`, from either side's provenance) left out
+/// on both sides: the real run's calls of them follow its data. Where re-compressing fails,
+/// the sides are compared whole, where the calls set aside show.
+fn without_set_aside<'t>(p: Pair<'t>, aside: &BTreeSet<rsd::Op>) -> (Pair<'t>, Option<SetAside>) {
+    if aside.is_empty() {
+        return (p, None);
+    }
+    let in_place = crate::ranks::any_summary([p.0.as_ref(), p.1.as_ref()]);
+    let left = crate::local::without(None, &p.0, aside, in_place);
+    let right = crate::local::without(None, &p.1, aside, in_place);
+    match (left, right) {
+        (Ok((x, ca)), Ok((y, cb))) => {
+            let said = SetAside {
+                ops: aside.iter().map(|o| o.name()).collect(),
+                calls: (ca, cb),
+            };
+            ((Cow::Owned(x), Cow::Owned(y)), Some(said))
+        }
+        _ => (p, None),
+    }
+}
+
+/// Values that are the prefix sum of another call's size (h5py's hyperslab displacements: an
+/// extrapolation holds the model, a real run each rank's values) compared as that model where
+/// both sides hold it: the sizes it sums are compared on their own (as summaries when they
+/// are approximate).
+fn other_call_sums<'t>(p: Pair<'t>) -> Pair<'t> {
+    let (mut x, mut y) = (p.0.as_ref().clone(), p.1.as_ref().clone());
+    let n = crate::prefix::other_calls_alike(&mut [&mut x.trace, &mut y.trace]);
+    if n.iter().any(|&k| k > 0) {
+        (Cow::Owned(x), Cow::Owned(y))
+    } else {
+        p
+    }
+}
+
+/// An offset one side holds as a model the other ranks' calls decide (a prefix sum over the
+/// ranks, the end of the file so far) and the other as each rank's values (an extrapolation
+/// keeps the model where the real run's tracer did not take it, or the reverse) is the same
+/// offset: both sides resolved. Where both hold the same models, they are compared as models
+/// (their starts, and the sizes they sum on their own).
+fn resolved_where_models_differ<'t>(p: Pair<'t>) -> Pair<'t> {
+    if p.0.header.nranks != p.1.header.nranks
+        || model_sites(&p.0.trace.nodes) == model_sites(&p.1.trace.nodes)
+    {
+        return p;
+    }
+    let resolve = |t: &TraceFile| TraceFile {
+        header: t.header.clone(),
+        trace: t.trace.resolved().into_trace(),
+    };
+    (Cow::Owned(resolve(&p.0)), Cow::Owned(resolve(&p.1)))
+}
+
+/// A parameter summarised on one side summarised on the other; with summaries on either side
+/// (`approx`), loops that run once are their bodies on both sides first (the nested calls
+/// derived from summarised sizes at an extrapolation's target), and the nested calls of
+/// summarised calls are approximate on both after.
+fn summaries_alike<'t>(p: Pair<'t>, approx: bool) -> Pair<'t> {
+    let p = if approx {
+        both(p, |t| {
+            splice_unit_loops(&mut t.trace.nodes, 0);
+            true
+        })
+    } else {
+        p
+    };
+    let p = match crate::approx::complete(&[&p.0.trace, &p.1.trace]) {
+        Some(mut t) => {
+            let tb = t.pop().expect("two traces");
+            let ta = t.pop().expect("two traces");
+            let with = |f: &TraceFile, trace| TraceFile {
+                header: f.header.clone(),
+                trace,
+            };
+            (Cow::Owned(with(&p.0, ta)), Cow::Owned(with(&p.1, tb)))
+        }
+        None => p,
+    };
+    if !approx {
+        return p;
+    }
+    both(p, |t| {
+        !crate::approx::nested_of_summaries(&mut t.trace).is_empty()
+    })
+}
+
+/// `a` and `b` made comparable call by call, as `opts` asks, with the local queries `aside`
+/// left out; which were, and whether either side holds summaries.
+fn comparable<'t>(
+    a: &'t TraceFile,
+    b: &'t TraceFile,
+    opts: &DiffOptions,
+    aside: &BTreeSet<rsd::Op>,
+) -> (Pair<'t>, Option<SetAside>, bool) {
+    let p = lifted((Cow::Borrowed(a), Cow::Borrowed(b)));
+    let (mut p, set_aside) = without_set_aside(p, aside);
+    if opts.ignore_call_sites {
+        p = (
+            Cow::Owned(without_call_sites(&p.0)),
+            Cow::Owned(without_call_sites(&p.1)),
+        );
+    }
+    let p = resolved_where_models_differ(other_call_sums(p));
+    let approx = rsd::approx::count(&p.0.trace) + rsd::approx::count(&p.1.trace) > 0;
+    (summaries_alike(p, approx), set_aside, approx)
+}
+
 /// Compares `a` and `b`.
 pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
-    // Containers (HDF5 calls) on either side are compared lifted, as extrapolation writes
-    // them: each followed by the calls it made.
-    let lifted;
-    let (a, b) = if a.trace.has_containers() || b.trace.has_containers() {
-        lifted = (
-            crate::containers::lifted_file(a),
-            crate::containers::lifted_file(b),
-        );
-        (&lifted.0, &lifted.1)
-    } else {
-        (a, b)
-    };
-    // Local queries an extrapolation set aside (its provenance says which) are left out on
-    // both sides: the real run's calls of them follow its data.
     let (pa, pb) = (
         crate::provenance::of(&a.header).unwrap_or_default(),
         crate::provenance::of(&b.header).unwrap_or_default(),
@@ -778,121 +899,34 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     let aside: BTreeSet<rsd::Op> = (pa.set_aside.iter().chain(&pb.set_aside))
         .copied()
         .collect();
-    let (set_aside, without_aside);
-    let (a, b) = if aside.is_empty() {
-        set_aside = None;
-        (a, b)
-    } else {
-        let in_place = crate::ranks::any_summary([a, b]);
-        let left = crate::local::without(None, a, &aside, in_place);
-        let right = crate::local::without(None, b, &aside, in_place);
-        match (left, right) {
-            (Ok((x, ca)), Ok((y, cb))) => {
-                set_aside = Some(SetAside {
-                    ops: aside.iter().map(|o| o.name()).collect(),
-                    calls: (ca, cb),
-                });
-                without_aside = (x, y);
-                (&without_aside.0, &without_aside.1)
-            }
-            // Re-compressing failed: compared whole, where the calls set aside show.
-            _ => {
-                set_aside = None;
-                (a, b)
-            }
-        }
-    };
-    let erased;
-    let (a, b) = if opts.ignore_call_sites {
-        erased = (without_call_sites(a), without_call_sites(b));
-        (&erased.0, &erased.1)
-    } else {
-        (a, b)
-    };
-    // Values that are the prefix sum of another call's size (h5py's hyperslab displacements:
-    // an extrapolation holds the model, a real run each rank's values) are compared as that
-    // model where both sides hold it: the sizes it sums are compared on their own (as
-    // summaries when they are approximate).
-    let summed;
-    let (a, b) = {
-        let (mut x, mut y) = (a.clone(), b.clone());
-        let n = crate::prefix::other_calls_alike(&mut [&mut x.trace, &mut y.trace]);
-        if n.iter().any(|&k| k > 0) {
-            summed = (x, y);
-            (&summed.0, &summed.1)
-        } else {
-            (a, b)
-        }
-    };
-    // An offset one side holds as a model the other ranks' calls decide (a prefix sum over
-    // the ranks, the end of the file so far) and the other as each rank's values (an
-    // extrapolation keeps the model where the real run's tracer did not take it, or the
-    // reverse) is the same offset: both sides are compared with every such offset resolved.
-    // Where both hold the same models, they are compared as models (their starts, and the
-    // sizes they sum on their own).
-    let resolved_both;
-    let (a, b) = if a.header.nranks == b.header.nranks
-        && model_sites(&a.trace.nodes) != model_sites(&b.trace.nodes)
-    {
-        let resolve = |t: &TraceFile| TraceFile {
-            header: t.header.clone(),
-            trace: t.trace.resolved().into_trace(),
-        };
-        resolved_both = (resolve(a), resolve(b));
-        (&resolved_both.0, &resolved_both.1)
-    } else {
-        (a, b)
-    };
-    // Summaries on either side: the same parameters summarised on both, compared by their
-    // statistics within the tolerance.
-    let approx = rsd::approx::count(&a.trace) + rsd::approx::count(&b.trace) > 0;
-    // Loops that run once are their bodies on both sides (the nested calls derived from
-    // summarised sizes at an extrapolation's target).
-    let spliced;
-    let (a, b) = if approx {
-        let (mut x, mut y) = (a.clone(), b.clone());
-        splice_unit_loops(&mut x.trace.nodes, 0);
-        splice_unit_loops(&mut y.trace.nodes, 0);
-        spliced = (x, y);
-        (&spliced.0, &spliced.1)
-    } else {
-        (a, b)
-    };
+    let ((a, b), set_aside, approx) = comparable(a, b, opts, &aside);
+    let (a, b) = (a.as_ref(), b.as_ref());
     let tol = approx.then(|| opts.tolerance.unwrap_or(DEFAULT_TOLERANCE));
-    let completed;
-    let (a, b) = match crate::approx::complete(&[&a.trace, &b.trace]) {
-        Some(mut t) => {
-            let tb = t.pop().expect("two traces");
-            let ta = t.pop().expect("two traces");
-            completed = (
-                TraceFile {
-                    header: a.header.clone(),
-                    trace: ta,
-                },
-                TraceFile {
-                    header: b.header.clone(),
-                    trace: tb,
-                },
-            );
-            (&completed.0, &completed.1)
-        }
-        None => (a, b),
-    };
-    // The nested calls of summarised calls are approximate on both sides.
-    let nested;
-    let (a, b) = if approx {
-        let (mut x, mut y) = (a.clone(), b.clone());
-        let changed = !crate::approx::nested_of_summaries(&mut x.trace).is_empty()
-            | !crate::approx::nested_of_summaries(&mut y.trace).is_empty();
-        nested = (x, y);
-        if changed {
-            (&nested.0, &nested.1)
-        } else {
-            (a, b)
-        }
-    } else {
-        (a, b)
-    };
+    let (mut report, approx_diffs) = by_structure(a, b, opts, tol, set_aside);
+    let small = a.header.nranks <= opts.expand_limit && b.header.nranks <= opts.expand_limit;
+    // Only exact differences can be encodings of the same calls.
+    let outside = report.approx.as_ref().map_or(0, |r| r.outside);
+    if report.count > outside && small && a.header.nranks == b.header.nranks {
+        let made: HashSet<u64> = (pa.made_up_sites.iter().chain(&pb.made_up_sites))
+            .copied()
+            .collect();
+        by_expansion(&mut report, (a, b), opts, tol, &made, approx_diffs);
+    }
+    if opts.timing {
+        report.timing = Some(timing_report(a, b));
+    }
+    report
+}
+
+/// The walk of both sides' compressed structure: the report, and the differences of
+/// summarised parameters beyond the tolerance `tol`.
+fn by_structure(
+    a: &TraceFile,
+    b: &TraceFile,
+    opts: &DiffOptions,
+    tol: Option<f64>,
+    set_aside: Option<SetAside>,
+) -> (DiffReport, Vec<Difference>) {
     let mut w = Walk {
         count: 0,
         max: opts.max_shown,
@@ -915,7 +949,7 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     w.nodes(&a.trace.nodes, &b.trace.nodes);
     let outside = w.approx_outside;
     let approx_diffs = std::mem::take(&mut w.approx_diffs);
-    let mut report = DiffReport {
+    let report = DiffReport {
         identical: w.count == 0,
         method: "structure",
         count: w.count,
@@ -932,115 +966,123 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         }),
         set_aside,
     };
-    let small = a.header.nranks <= opts.expand_limit && b.header.nranks <= opts.expand_limit;
-    // Only exact differences can be encodings of the same calls.
-    if report.count > outside && small && a.header.nranks == b.header.nranks {
-        // Each rank's calls: summaries erased (compared above), offsets held as prefix sums of
-        // sizes computed.
-        let erased;
-        let mut keys = Totals::new();
-        summarised(&a.trace.nodes, &mut keys);
-        summarised(&b.trace.nodes, &mut keys);
-        let (ea, eb) = if approx {
-            let (mut x, mut y) = (a.clone(), b.clone());
-            erase_params(&mut x.trace.nodes, &keys);
-            erase_params(&mut y.trace.nodes, &keys);
-            erased = (x, y);
-            (&erased.0, &erased.1)
-        } else {
-            (a, b)
-        };
-        let (ea, eb) = (crate::prefix::resolved(ea), crate::prefix::resolved(eb));
-        // Call sites an extrapolation made up (on either side) are identities no trace
-        // predicts: the calls are compared without them.
-        let made: HashSet<u64> = (pa.made_up_sites.iter().chain(&pb.made_up_sites))
-            .copied()
-            .collect();
-        let (n, first, standins) = expansion(&ea, &eb, opts.max_shown, &made);
-        // The summarised parameters the walk lost with the alignment, compared over every
-        // rank instead.
-        let places = report.count - outside;
-        let mut outside = outside;
-        let mut approx_diffs = approx_diffs;
-        if n == 0
-            && let (Some(t), Some(r)) = (tol, report.approx.as_mut())
-            && r.parts.is_empty()
-            && !keys.is_empty()
-        {
-            r.parts = approx_by_param(a, b, &keys, t);
-            for p in r.parts.iter().filter(|p| !p.within) {
-                outside += 1;
-                approx_diffs.push(Difference {
-                    event: p.event.clone(),
-                    ranks: p.ranks.clone(),
-                    param: p.param.clone(),
-                    left: format!("mean {:.1} over {} calls", p.mean.0, p.count.0),
-                    right: format!(
-                        "mean {:.1} over {} calls (mean {:+.1}%, total {:+.1}%, beyond {:.0}%)",
-                        p.mean.1,
-                        p.count.1,
-                        p.mean_diff_pct,
-                        p.total_diff_pct,
-                        t * 100.0
-                    ),
-                });
-            }
-            r.outside = outside;
-        }
-        if n == 0 {
-            let made_up = if standins > 0 {
-                format!(
-                    "; {standins} nested calls have a call site the extrapolation made up (a \
-                     path of the library no input took, said in its notes), compared without it"
-                )
-            } else {
-                String::new()
-            };
-            report.note = Some(format!(
-                "the traces encode their calls differently ({} places) but every rank's calls \
-                 and {}parameters are identical{made_up}",
-                places,
-                if approx { "exact " } else { "" }
-            ));
-            report.identical = outside == 0;
-            report.method = "expansion";
-            report.count = outside;
-            // What is left are the approximate parts outside the tolerance.
-            report.differences = approx_diffs;
-        } else {
-            report.note = Some(format!("{n} of {} ranks call differently", a.header.nranks));
-            // The walk's differences name the parameter across a rank set, which reads
-            // better; the per-rank ones confirm them. Half the room for each.
-            let keep = opts.max_shown - first.len().min(opts.max_shown / 2);
-            report.differences.truncate(keep);
-            report.differences.extend(first);
-            report.differences.truncate(opts.max_shown);
-        }
+    (report, approx_diffs)
+}
+
+/// Where the structure differs, each rank's calls compared (summaries erased, as compared
+/// above; offsets held as prefix sums of sizes computed; the call sites an extrapolation made
+/// up, `made`, left out): the same calls encoded differently are identical.
+fn by_expansion(
+    report: &mut DiffReport,
+    (a, b): (&TraceFile, &TraceFile),
+    opts: &DiffOptions,
+    tol: Option<f64>,
+    made: &HashSet<u64>,
+    mut approx_diffs: Vec<Difference>,
+) {
+    let mut keys = Totals::new();
+    summarised(&a.trace.nodes, &mut keys);
+    summarised(&b.trace.nodes, &mut keys);
+    let sides = (Cow::Borrowed(a), Cow::Borrowed(b));
+    let erased = if tol.is_some() {
+        both(sides, |t| {
+            erase_params(&mut t.trace.nodes, &keys);
+            true
+        })
+    } else {
+        sides
+    };
+    let (ea, eb) = (
+        crate::prefix::resolved(&erased.0),
+        crate::prefix::resolved(&erased.1),
+    );
+    let (n, first, standins) = expansion(&ea, &eb, opts.max_shown, made);
+    let mut outside = report.approx.as_ref().map_or(0, |r| r.outside);
+    let places = report.count - outside;
+    if n > 0 {
+        report.note = Some(format!("{n} of {} ranks call differently", a.header.nranks));
+        // The walk's differences name the parameter across a rank set, which reads
+        // better; the per-rank ones confirm them. Half the room for each.
+        let keep = opts.max_shown - first.len().min(opts.max_shown / 2);
+        report.differences.truncate(keep);
+        report.differences.extend(first);
+        report.differences.truncate(opts.max_shown);
+        return;
     }
-    if opts.timing {
-        let mut events = Vec::new();
-        let mut totals = (0.0, 0.0);
-        timing_walk(
-            &a.trace.nodes,
-            &b.trace.nodes,
-            &mut events,
-            &mut totals,
-            true,
-        );
-        let (wa, wb) = (a.header.wall_ns, b.header.wall_ns);
-        report.timing = Some(TimingReport {
-            events,
-            wall_ns: (wa, wb),
-            wall_diff_pct: (wa > 0 && wb > 0).then(|| pct(wa as f64, wb as f64)),
-            wall_interval: (
-                a.header.prediction.as_ref().map(|p| p.wall.interval),
-                b.header.prediction.as_ref().map(|p| p.wall.interval),
-            ),
-            total_ns: totals,
-            total_diff_pct: pct(totals.0, totals.1),
-        });
+    // The summarised parameters the walk lost with the alignment, compared over every rank
+    // instead.
+    if let (Some(t), Some(r)) = (tol, report.approx.as_mut())
+        && r.parts.is_empty()
+        && !keys.is_empty()
+    {
+        r.parts = approx_by_param(a, b, &keys, t);
+        for p in r.parts.iter().filter(|p| !p.within) {
+            outside += 1;
+            approx_diffs.push(outside_tolerance(p, t));
+        }
+        r.outside = outside;
     }
-    report
+    let made_up = if standins > 0 {
+        format!(
+            "; {standins} nested calls have a call site the extrapolation made up (a path of \
+             the library no input took, said in its notes), compared without it"
+        )
+    } else {
+        String::new()
+    };
+    report.note = Some(format!(
+        "the traces encode their calls differently ({places} places) but every rank's calls \
+         and {}parameters are identical{made_up}",
+        if tol.is_some() { "exact " } else { "" }
+    ));
+    report.identical = outside == 0;
+    report.method = "expansion";
+    report.count = outside;
+    // What is left are the approximate parts outside the tolerance.
+    report.differences = approx_diffs;
+}
+
+/// A summarised parameter whose statistics differ beyond the tolerance `t`, as a difference.
+fn outside_tolerance(p: &ApproxPart, t: f64) -> Difference {
+    Difference {
+        event: p.event.clone(),
+        ranks: p.ranks.clone(),
+        param: p.param.clone(),
+        left: format!("mean {:.1} over {} calls", p.mean.0, p.count.0),
+        right: format!(
+            "mean {:.1} over {} calls (mean {:+.1}%, total {:+.1}%, beyond {:.0}%)",
+            p.mean.1,
+            p.count.1,
+            p.mean_diff_pct,
+            p.total_diff_pct,
+            t * 100.0
+        ),
+    }
+}
+
+/// Both sides' times, call by call and in all.
+fn timing_report(a: &TraceFile, b: &TraceFile) -> TimingReport {
+    let mut events = Vec::new();
+    let mut totals = (0.0, 0.0);
+    timing_walk(
+        &a.trace.nodes,
+        &b.trace.nodes,
+        &mut events,
+        &mut totals,
+        true,
+    );
+    let (wa, wb) = (a.header.wall_ns, b.header.wall_ns);
+    TimingReport {
+        events,
+        wall_ns: (wa, wb),
+        wall_diff_pct: (wa > 0 && wb > 0).then(|| pct(wa as f64, wb as f64)),
+        wall_interval: (
+            a.header.prediction.as_ref().map(|p| p.wall.interval),
+            b.header.prediction.as_ref().map(|p| p.wall.interval),
+        ),
+        total_ns: totals,
+        total_diff_pct: pct(totals.0, totals.1),
+    }
 }
 
 /// The report as text, as `iotrex diff` prints it.
