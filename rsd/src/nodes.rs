@@ -296,7 +296,10 @@ mod tests {
         assert_eq!(l.ranks_per_node(4), None);
         // One node.
         let l = NodeLayout::from_nodes(&[0; 5], names(1));
-        assert_eq!((l.nodes, l.placement.clone()), (1, Placement::Block { per_node: 5 }));
+        assert_eq!(
+            (l.nodes, l.placement.clone()),
+            (1, Placement::Block { per_node: 5 })
+        );
         assert_eq!(l.ranks_of(0, 5).as_deref(), Some("0-4"));
     }
 
@@ -304,7 +307,10 @@ mod tests {
     fn other_placements_are_runs_and_every_form_gives_each_ranks_node() {
         let node_of = [0, 0, 1, 0, 2, 2];
         let l = NodeLayout::from_nodes(&node_of, names(3));
-        assert_eq!(l.placement, Placement::Runs(vec![(0, 2), (1, 1), (0, 1), (2, 2)]));
+        assert_eq!(
+            l.placement,
+            Placement::Runs(vec![(0, 2), (1, 1), (0, 1), (2, 2)])
+        );
         assert_eq!(l.ranks_of(0, 6).as_deref(), Some("0-1,3"));
         assert_eq!(l.counts(6), Some(vec![3, 1, 2]));
         for layout in [

@@ -731,7 +731,11 @@ fn golden_v2_9_file_holds_the_node_layout_and_nothing_else_changes() {
     assert_eq!(made.to_bytes_as(Encoding::V2_7).unwrap(), b29, "v1 -> v2.9");
     let mut without = v29.clone();
     without.header.node_layout = None;
-    assert_eq!(without.to_bytes().unwrap(), b27, "without it, the 2.7 bytes");
+    assert_eq!(
+        without.to_bytes().unwrap(),
+        b27,
+        "without it, the 2.7 bytes"
+    );
     // Version 1 holds it too, with minor 9.
     let b1 = made.to_bytes_as(Encoding::V1).unwrap();
     assert_eq!((word(&b1, 8), word(&b1, 12)), (1, 9));
@@ -764,15 +768,22 @@ fn a_corrupt_node_layout_is_refused_naming_the_file() {
         .to_string();
     assert!(
         err.contains("bad/layout.iotrex")
-            && err.contains("node layout of the header: 4 ranks by slot at 3 per node fill 2 nodes, not 3"),
+            && err.contains(
+                "node layout of the header: 4 ranks by slot at 3 per node fill 2 nodes, not 3"
+            ),
         "{err}"
     );
 }
 
 fn node_layout() -> impl Strategy<Value = (u32, rsd::NodeLayout)> {
     // A rank's node drawn from the nodes seen so far or the next one: any placement.
-    (1usize..40, prop::collection::vec(any::<bool>(), 40), any::<bool>(), any::<u32>()).prop_map(
-        |(n, fresh, named, seed)| {
+    (
+        1usize..40,
+        prop::collection::vec(any::<bool>(), 40),
+        any::<bool>(),
+        any::<u32>(),
+    )
+        .prop_map(|(n, fresh, named, seed)| {
             let mut node_of = Vec::with_capacity(n);
             let mut nodes = 0u32;
             for (r, f) in fresh.iter().take(n).enumerate() {
@@ -789,8 +800,7 @@ fn node_layout() -> impl Strategy<Value = (u32, rsd::NodeLayout)> {
                 Vec::new()
             };
             (n as u32, rsd::NodeLayout::from_nodes(&node_of, names))
-        },
-    )
+        })
 }
 
 proptest! {

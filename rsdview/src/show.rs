@@ -426,10 +426,7 @@ pub struct StatsView {
 impl StatsView {
     /// The view with the run's node layout from `h` ([`NodesView`]).
     pub fn with_layout(mut self, h: &Header) -> StatsView {
-        self.node_layout = h
-            .node_layout
-            .as_ref()
-            .map(|l| NodesView::new(l, h.nranks));
+        self.node_layout = h.node_layout.as_ref().map(|l| NodesView::new(l, h.nranks));
         self
     }
 
@@ -771,6 +768,52 @@ mod tests {
         ] {
             assert!(out.contains(want), "{want:?} in {out}");
         }
+    }
+
+    #[test]
+    fn header_and_stats_show_the_node_layout() {
+        let mut h = Header::new(4);
+        h.node_layout = Some(rsd::NodeLayout::from_nodes(
+            &[0, 1, 0, 1],
+            vec!["node1".into(), "node2".into()],
+        ));
+        let mut out = String::new();
+        render_header(&h, &mut out);
+        assert!(
+            out.starts_with("iotrex trace, format version 2.9,"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "layout     2 nodes by node (round robin), 2 ranks per node: node1 0-2:2, node2 1-3:2\n"
+            ),
+            "{out}"
+        );
+        // Unnamed (an extrapolation's target), many nodes: the first few, then how many more.
+        let many = rsd::NodeLayout::block(10, 4);
+        assert_eq!(
+            layout_line(&many, 40),
+            "10 nodes by slot, 4 ranks per node: #0 0-3, #1 4-7, #2 8-11, #3 12-15, #4 16-19, \
+             #5 20-23, #6 24-27, #7 28-31, ... (2 more) (node names not known)"
+        );
+        let other = rsd::NodeLayout::from_nodes(&[0, 0, 1, 0], Vec::new());
+        assert_eq!(
+            layout_line(&other, 4),
+            "2 nodes other: #0 0-1,3, #1 2 (node names not known)"
+        );
+        let v =
+            StatsView::new(&crate::stats::summarize(&crate::synth::spmd(4, 1)), 10).with_layout(&h);
+        let l = v.node_layout.as_ref().unwrap();
+        assert_eq!(
+            (l.nodes, l.kind, l.ranks_per_node),
+            (2, "by node (round robin)", Some(2))
+        );
+        assert_eq!(l.list[1].name.as_deref(), Some("node2"));
+        assert_eq!(l.list[1].ranks, "1-3:2");
+        assert!(
+            render_stats_view(&v)
+                .contains("run:   2 machine nodes by node (round robin), 2 ranks per node\n")
+        );
     }
 
     #[test]

@@ -704,15 +704,22 @@ mod tests {
                 .map(|c| c_int::from_ne_bytes(c.try_into().unwrap()))
                 .collect::<Vec<_>>()
         };
-        let hosts = names_of(&[name("node1"), name("node2"), name("node1"), name("node2")].concat());
+        let hosts =
+            names_of(&[name("node1"), name("node2"), name("node1"), name("node2")].concat());
         assert_eq!(hosts, ["node1", "node2", "node1", "node2"]);
         let l = node_layout_of(&[0, 1, 0, 1], &hosts);
-        assert_eq!((l.nodes, l.names.clone()), (2, vec!["node1".to_string(), "node2".into()]));
+        assert_eq!(
+            (l.nodes, l.names.clone()),
+            (2, vec!["node1".to_string(), "node2".into()])
+        );
         assert_eq!(l.placement, rsd::Placement::RoundRobin);
         let l = node_layout_of(&[0, 0, 2, 2], &hosts);
         assert_eq!(l.placement, rsd::Placement::Block { per_node: 2 });
         // Without the names (the gather failed), the layout still says where ranks ran.
-        assert_eq!(node_layout_of(&[0, 0, 2, 2], &[]).names, Vec::<String>::new());
+        assert_eq!(
+            node_layout_of(&[0, 0, 2, 2], &[]).names,
+            Vec::<String>::new()
+        );
         assert_eq!(names_of(&host_name()).len(), 1);
     }
 }
