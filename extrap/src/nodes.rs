@@ -64,4 +64,33 @@ mod tests {
         assert_eq!(target_layout(&[&a, &traced(6, None)], 8), None);
         assert_eq!(target_layout(&[], 8), None);
     }
+
+    /// Through the whole extrapolation: inputs by slot at 2 ranks per node give the target
+    /// its nodes; the largest input's layout (names and all) is never copied.
+    #[test]
+    fn an_extrapolation_carries_only_the_exact_layout() {
+        use crate::patterns::{Pattern, trace_file};
+        let inputs = |per_node: &dyn Fn(u32) -> u32| -> Vec<crate::Input> {
+            [4u32, 8, 12, 16]
+                .iter()
+                .map(|&n| {
+                    let mut file = trace_file(Pattern::Spmd, n);
+                    let p = per_node(n);
+                    let node_of: Vec<u32> = (0..n).map(|r| r / p).collect();
+                    let names = (0..n / p).map(|k| format!("node{k}")).collect();
+                    file.header.node_layout = Some(NodeLayout::from_nodes(&node_of, names));
+                    crate::Input {
+                        name: format!("s.{n}.iotrex"),
+                        file,
+                    }
+                })
+                .collect()
+        };
+        let ms = crate::ModelSet::builtin();
+        let x = crate::request::as_given(&inputs(&|_| 2), 64, &ms).unwrap();
+        assert_eq!(x.file.header.node_layout, Some(NodeLayout::block(32, 2)));
+        // One node per input (ranks per node follow the scale): nothing is claimed.
+        let x = crate::request::as_given(&inputs(&|n| n), 64, &ms).unwrap();
+        assert_eq!(x.file.header.node_layout, None);
+    }
 }
