@@ -18,12 +18,12 @@ pub fn target_layout(inputs: &[&Header], target: u32) -> Option<NodeLayout> {
         let Placement::Block { per_node: p } = l.placement else {
             return None;
         };
-        if p == 0 || h.nranks % p != 0 || *per_node.get_or_insert(p) != p {
+        if p == 0 || !h.nranks.is_multiple_of(p) || *per_node.get_or_insert(p) != p {
             return None;
         }
     }
     let p = per_node?;
-    (target > 0 && target % p == 0).then(|| NodeLayout::block(target / p, p))
+    (target > 0 && target.is_multiple_of(p)).then(|| NodeLayout::block(target / p, p))
 }
 
 #[cfg(test)]
