@@ -145,12 +145,12 @@ impl NodeLayout {
         Some(c)
     }
 
-    /// What the placement is called: `by slot`, `by node (round robin)` or `other`.
+    /// What the placement is called: `by slot`, `by node (round robin)` or `other placement`.
     pub fn kind(&self) -> &'static str {
         match self.placement {
             Placement::Block { .. } => "by slot",
             Placement::RoundRobin => "by node (round robin)",
-            Placement::Runs(_) => "other",
+            Placement::Runs(_) => "other placement",
         }
     }
 

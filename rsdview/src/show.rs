@@ -476,11 +476,16 @@ pub const MAX_NODES_LISTED: usize = 4096;
 /// The node layout in one line: nodes, placement, ranks per node, then the first nodes by
 /// name with their ranks (`2 nodes by slot, 2 ranks per node: node1 0-1, node2 2-3`).
 pub fn layout_line(l: &rsd::NodeLayout, nranks: u32) -> String {
+    let kind = match l.placement {
+        // "2 nodes other placement" would not read: say what it is not.
+        rsd::Placement::Runs(_) => ", placed neither by slot nor by node",
+        _ => l.kind(),
+    };
+    let sep = if kind.starts_with(',') { "" } else { " " };
     let mut s = format!(
-        "{} node{} {}",
+        "{} node{}{sep}{kind}",
         l.nodes,
         if l.nodes == 1 { "" } else { "s" },
-        l.kind()
     );
     if let Some(p) = l.ranks_per_node(nranks) {
         let _ = write!(s, ", {p} rank{} per node", if p == 1 { "" } else { "s" });
@@ -510,7 +515,7 @@ pub fn node_name(l: &rsd::NodeLayout, n: u32) -> String {
 pub struct NodesView {
     /// Nodes in all.
     pub nodes: u32,
-    /// `by slot`, `by node (round robin)` or `other`.
+    /// `by slot`, `by node (round robin)` or `other placement`.
     pub kind: &'static str,
     /// Ranks on every node, when all hold as many.
     pub ranks_per_node: Option<u32>,
@@ -799,7 +804,7 @@ mod tests {
         let other = rsd::NodeLayout::from_nodes(&[0, 0, 1, 0], Vec::new());
         assert_eq!(
             layout_line(&other, 4),
-            "2 nodes other: #0 0-1,3, #1 2 (node names not known)"
+            "2 nodes, placed neither by slot nor by node: #0 0-1,3, #1 2 (node names not known)"
         );
         let v =
             StatsView::new(&crate::stats::summarize(&crate::synth::spmd(4, 1)), 10).with_layout(&h);
