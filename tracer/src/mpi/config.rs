@@ -158,8 +158,7 @@ fn node_layout_of(leaders: &[c_int], hosts: &[String]) -> rsd::NodeLayout {
     rsd::NodeLayout::from_nodes(&node_of, names)
 }
 
-/// Gathers `n` ints of every rank to rank 0 of `comm` (a buffer of `size * n` there, of one
-/// int elsewhere); whether MPI said it was done.
+/// `MPI_Gather`'s signature.
 type GatherFn = unsafe extern "C" fn(
     *const libc::c_void,
     c_int,
@@ -171,6 +170,8 @@ type GatherFn = unsafe extern "C" fn(
     H,
 ) -> c_int;
 
+/// Gathers this rank's ints `mine` (as many on every rank) to rank 0 of `comm`: all of
+/// them in rank order there, a buffer of one int elsewhere; `None` when MPI refused.
 fn gather_ints(
     gather: GatherFn,
     mine: &[c_int],
