@@ -196,7 +196,7 @@ pub fn stats(a: &StatsArgs, json: bool) -> Result<()> {
     let size = std::fs::metadata(&a.file)
         .with_context(|| format!("{}: cannot read file size", a.file.display()))?
         .len();
-    let view = StatsView::new(&rsd_view::stats::summarize(&tf.trace), size);
+    let view = StatsView::new(&rsd_view::stats::summarize(&tf.trace), size).with_layout(&tf.header);
     if json {
         print_json(&view)
     } else {

@@ -6,31 +6,6 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// Runs a DuckDB query through Debian's Python and returns its rows as JSON arrays.
-fn duckdb(sql: &str) -> Vec<serde_json::Value> {
-    let pydeps = target_dir().join("pydeps");
-    let script = format!(
-        "import duckdb, json\nfor r in duckdb.sql({sql:?}).fetchall(): print(json.dumps(r))\n"
-    );
-    let o = Command::new("/usr/bin/python3")
-        .arg("-c")
-        .arg(&script)
-        .env("PYTHONPATH", &pydeps)
-        .output()
-        .expect("run /usr/bin/python3");
-    assert!(
-        o.status.success(),
-        "duckdb query failed (scripts/install-deps.sh installs duckdb into {}):\n{sql}\n{}",
-        pydeps.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 fn export(trace: &Path, dir: &Path, extra: &[&str]) -> serde_json::Value {
     let mut a = vec![

@@ -249,6 +249,24 @@ fn mpi_configuration_is_recorded() {
         let c = tf.header.mpi_config.as_ref().expect("an MPI configuration");
         assert!(c.library.starts_with("Open MPI v4.1"), "{}", c.library);
         assert_eq!((c.ranks(), c.nodes(), c.nodes_contiguous), (4, 1, true));
+        // Plain mpirun: one node, named as this machine, holding every rank.
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        let l = tf.header.node_layout.as_ref().expect("a node layout");
+        assert_eq!(l, &{
+            let mut one = rsd::NodeLayout::block(1, 4);
+            one.names = vec![host.trim().to_string()];
+            one
+        });
+        let show = iotrex(&["show", dir.path().join("ior.iotrex").to_str().unwrap()]);
+        let line = format!(
+            "layout     1 node by slot, 4 ranks per node: {} 0-3\n",
+            host.trim()
+        );
+        assert!(
+            String::from_utf8_lossy(&show.stdout).contains(&line),
+            "{}",
+            text(&show)
+        );
         assert_eq!(c.cvar("io"), Some(io.unwrap_or("")));
         // OMPIO's variables exist where OMPIO was loaded: under the defaults.
         if io.is_none() {

@@ -22,7 +22,10 @@
 //!   simulator, so kernels are straight-line;
 //! - the lexer knows no `#`, upper case or multi-letter names: none are written;
 //! - integer literals go through `atoll`, so file ids are kept below 2^63;
-//! - delays are `sleep` in nanoseconds and barriers are `sync`.
+//! - delays are `sleep` in nanoseconds and barriers are `sync`;
+//! - a meta line's first number is the rank's group id, which the loader only carries
+//!   (`codes_workload_info::group_id`) and warns about when 0: it is the rank's node plus one
+//!   where the trace has a node layout ([`group_of`]), else 1.
 
 use crate::error::CodesError;
 use crate::stats::{CodesStats, OpCounts};
@@ -46,6 +49,16 @@ pub(crate) struct Iolang {
     /// The meta file, written a line per rank as each kernel is done.
     meta: AtomicFile,
     path: PathBuf,
+    /// Where the ranks ran (`rsd::Header::node_layout`) and the run's rank count.
+    nodes: Option<(rsd::NodeLayout, u32)>,
+}
+
+/// The group id of `rank`'s meta line: its node plus one (CODES reserves group 0) where the
+/// trace says where ranks ran, else 1 (one group).
+pub fn group_of(nodes: Option<&(rsd::NodeLayout, u32)>, rank: u32) -> u64 {
+    nodes
+        .and_then(|(l, n)| l.node_of(rank, *n))
+        .map_or(1, |node| u64::from(node) + 1)
 }
 
 impl Workload for Iolang {
@@ -72,10 +85,15 @@ impl Workload for Iolang {
                 .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
     }
 
-    fn begin(dir: &Path) -> Result<Iolang, CodesError> {
+    fn begin(dir: &Path, header: &rsd::Header) -> Result<Iolang, CodesError> {
         let path = dir.join(META);
         let f = AtomicFile::create(&path).map_err(|e| CodesError::io(&path, e))?;
-        Ok(Iolang { meta: f, path })
+        let nodes = header.node_layout.clone().map(|l| (l, header.nranks));
+        Ok(Iolang {
+            meta: f,
+            path,
+            nodes,
+        })
     }
 
     fn rank(&mut self, dir: &Path, rank: u32) -> Result<IolangRank, CodesError> {
@@ -92,7 +110,8 @@ impl Workload for Iolang {
     ) -> Result<OpCounts, CodesError> {
         let (bytes, counts) = r.finish(trailing)?;
         rep.bytes += bytes;
-        let line = format!("1 {rank} {rank} {}\n", kernel_name(rank));
+        let gid = group_of(self.nodes.as_ref(), rank);
+        let line = format!("{gid} {rank} {rank} {}\n", kernel_name(rank));
         rep.bytes += line.len() as u64;
         self.meta
             .write_all(line.as_bytes())

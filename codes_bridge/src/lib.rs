@@ -276,7 +276,7 @@ fn export_as<W: Workload>(
             "the trace is flagged incomplete (a rank died or a buffer limit was hit); the export covers what was recorded".into(),
         );
     }
-    let mut out = W::begin(dir)?;
+    let mut out = W::begin(dir, &tf.header)?;
     let mut barriers = (u64::MAX, 0u64);
     for rank in 0..nranks {
         let mut mapper = view::Mapper::new(posix_traced, opts.max_blocksize);

@@ -74,7 +74,8 @@ impl Workload for Recorder {
             .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
     }
 
-    fn begin(_dir: &Path) -> Result<Recorder, CodesError> {
+    /// The log format has no place for a rank's node: the header is not needed.
+    fn begin(_dir: &Path, _header: &rsd::Header) -> Result<Recorder, CodesError> {
         Ok(Recorder)
     }
 

@@ -25,8 +25,9 @@ pub(crate) trait Workload: Sized {
     fn capacity(dir_len: usize, last: u32) -> Option<String>;
     /// Whether `name` is a file of an export in this format (replaced by `--force`).
     fn is_export_file(name: &str) -> bool;
-    /// Starts an export into `dir` (which exists and holds no export in this format).
-    fn begin(dir: &Path) -> Result<Self, CodesError>;
+    /// Starts an export of the trace whose header is `header` into `dir` (which exists and
+    /// holds no export in this format).
+    fn begin(dir: &Path, header: &rsd::Header) -> Result<Self, CodesError>;
     /// Starts rank `rank`'s file.
     fn rank(&mut self, dir: &Path, rank: u32) -> Result<Self::Rank, CodesError>;
     /// Ends rank `rank`, with `trailing` ns of delay after its last operation: writes what is

@@ -48,6 +48,9 @@ struct Walk<'a> {
     /// had them: the column `offset` of a call is what the call asked for.
     trace: &'a Resolved<'a>,
     rank: u32,
+    /// The rank's node and its name (`rsd::Header::node_layout`), when known.
+    node: Option<i64>,
+    node_name: Option<&'a str>,
     seq: i64,
     source: &'static str,
     approximate: u64,
@@ -72,11 +75,15 @@ pub fn write_calls(
     let ranks = trace.ranks().to_vec();
     let total = ranks.len() as u32;
     let mut approximate = 0;
+    let layout = tf.header.node_layout.as_ref();
     for (done, &rank) in ranks.iter().enumerate() {
+        let node = layout.and_then(|l| l.node_of(rank, tf.header.nranks));
         let mut walk = Walk {
             w: &mut w,
             trace: &trace,
             rank,
+            node: node.map(i64::from),
+            node_name: node.and_then(|n| layout?.name(n)),
             seq: 0,
             source,
             approximate: 0,
@@ -116,6 +123,8 @@ impl Walk<'_> {
         self.approximate += u64::from(approx);
         let w = &mut *self.w;
         w.int(i64::from(self.rank));
+        w.opt_int(self.node);
+        w.opt_text(self.node_name);
         w.int(seq);
         w.int(depth);
         w.opt_int(parent);

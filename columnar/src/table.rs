@@ -71,6 +71,8 @@ macro_rules! columns {
 
 columns! {
     "calls" "rank" Int64 false "rank that made the call";
+    "calls" "node" Int64 true "the node (machine) the rank ran on, numbered in the order of each node's lowest rank (node 0 holds rank 0); null where the trace has no node layout";
+    "calls" "node_name" Utf8 true "that node's host name; null where not known (an extrapolated trace's target machine)";
     "calls" "seq" Int64 false "position of the call in the rank's sequence (nested calls counted, depth first)";
     "calls" "depth" Int64 false "0 for a call the application made, 1 for a call made inside it (the POSIX calls of an MPI-IO call), and so on";
     "calls" "parent_seq" Int64 true "seq of the call this one was made inside (null at depth 0)";

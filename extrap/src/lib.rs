@@ -48,6 +48,7 @@ pub mod hdf5;
 mod library;
 pub mod local;
 mod mpi;
+pub mod nodes;
 mod numbers;
 pub mod patterns;
 pub mod pipeline;
@@ -333,6 +334,8 @@ fn fit_sorted(
         .map(|n| rsd::notes::note_at_scale(n, largest.header.nranks, target))
         .collect();
     header.nranks = target;
+    let inputs: Vec<&rsd::Header> = sorted.iter().map(|i| &i.file.header).collect();
+    header.node_layout = nodes::target_layout(&inputs, target);
     let (prediction, explain) = timing::wall(originals, target);
     fitter.explain.extend(explain);
     match prediction {

@@ -190,6 +190,23 @@ fn ordinal(n: usize) -> String {
 }
 
 /// The file name of a trace's path, for table cells.
+/// The overview's nodes cell of a trace: node count and placement, every node with its
+/// ranks in the cell's title; `-` where the trace has no node layout.
+fn nodes_cell(h: &rsd::Header) -> String {
+    let Some(l) = &h.node_layout else {
+        return "<td>-</td>".into();
+    };
+    let per = l
+        .ranks_per_node(h.nranks)
+        .map_or(String::new(), |p| format!(", {p} per node"));
+    format!(
+        "<td title=\"{}\">{} {}{per}</td>",
+        esc(&rsd_view::show::layout_line(l, h.nranks)),
+        l.nodes,
+        esc(l.kind())
+    )
+}
+
 fn short_label(label: &str) -> String {
     std::path::Path::new(label)
         .file_name()
@@ -303,7 +320,7 @@ impl Page {
         let _ = write!(
             s,
             "<table class=\"w\"><tr><th>trace</th><th>role</th>{}<th class=\"n\">ranks</th>\
-             <th class=\"n\">runtime</th><th class=\"n\">I/O time per rank</th>\
+             <th>nodes</th><th class=\"n\">runtime</th><th class=\"n\">I/O time per rank</th>\
              <th class=\"n\">I/O share of runtime</th><th class=\"n\">read</th>\
              <th class=\"n\">written</th><th>flags</th></tr>",
             if same { "" } else { "<th>command</th>" }
@@ -319,7 +336,7 @@ impl Page {
             let _ = write!(
                 s,
                 "<tr><td class=\"nm\"><code>{}</code></td><td>{}</td>{}<td class=\"n\">{}</td>\
-                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 {}<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
                  <td class=\"n\" title=\"{read} bytes\">{}</td><td class=\"n\" title=\"{written} bytes\">{}</td><td>{}</td></tr>",
                 esc(&short_label(&a.label)),
                 esc(role),
@@ -329,6 +346,7 @@ impl Page {
                     format!("<td><code>{}</code></td>", esc(&command(a)))
                 },
                 a.header.nranks,
+                nodes_cell(&a.header),
                 if wall > 0.0 { fmt_ns(wall) } else { "-".into() },
                 fmt_ns(io_ns),
                 if wall > 0.0 {
@@ -347,7 +365,9 @@ impl Page {
         }
         s.push_str(
             "</table><p class=\"note\">Runtime is the job's wall time as traced (predicted, for an \
-             extrapolated trace). I/O time per rank is the mean over ranks of the time in the \
+             extrapolated trace). Nodes are where the ranks ran (by slot: each node filled \
+             before the next; by node: ranks dealt over the nodes in turn), as the tracer saw \
+             them at <code>MPI_Init</code>; \"-\" where the trace does not say. I/O time per rank is the mean over ranks of the time in the \
              application's own file I/O calls (MPI-IO, POSIX, stdio; not MPI communication); \
              bytes are those the application's calls moved, each byte once (the POSIX calls the \
              MPI library made inside an MPI-IO call are not added again).</p>",

@@ -132,3 +132,32 @@ fn no_inputs_is_an_error() {
     let e = render(&[], None, &NoModels, &Limits::default(), &mut |_| {}).unwrap_err();
     assert!(e.to_string().contains("no input traces"));
 }
+
+/// The overview says where each trace's ranks ran: node count and placement, every node with
+/// its ranks in the cell's title; "-" for a trace that does not say.
+#[test]
+fn the_overview_says_the_node_layout() {
+    let mut laid = synth(4, 2);
+    laid.file.header.node_layout = Some(rsd::NodeLayout::from_nodes(
+        &[0, 1, 0, 1],
+        vec!["node1".into(), "node2".into()],
+    ));
+    let r = render(
+        &[laid, synth(8, 2)],
+        None,
+        &NoModels,
+        &Limits::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(
+        r.html.contains(
+            "<td title=\"2 nodes by node (round robin), 2 ranks per node: node1 0-2:2, node2 \
+             1-3:2\">2 by node (round robin), 2 per node</td>"
+        ),
+        "{}",
+        r.html
+    );
+    assert!(r.html.contains("<th>nodes</th>"));
+    assert!(r.html.contains("<td>-</td>"), "the trace without a layout");
+}

@@ -33,7 +33,8 @@
 //!   decoding anything; a minor it knows whose body does not decode is damage.
 //!
 //! - the header's `provenance` (the 7th field) came after minor 7, which changed version 2's
-//!   timing records, so its minor is 8 ([`PROVENANCE_MINOR`]), not its number.
+//!   timing records, so its minor is 8 ([`PROVENANCE_MINOR`]), not its number; each field
+//!   after it has its number plus one ([`minor_of_field`]): `node_layout` (the 8th) is 9.
 //!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
@@ -57,14 +58,28 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 8, the
-/// header's `provenance`; 7 was version 2's timing records laid out by rank set
-/// ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both format versions store the
-/// header alike, so one minor counts for both.
-pub const FORMAT_MINOR: u32 = PROVENANCE_MINOR;
+/// The newest minor version this build writes and reads (see the module's text): 9, the
+/// header's `node_layout`; 8 the header's `provenance`, 7 version 2's timing records laid out
+/// by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both format versions
+/// store the header alike, so one minor counts for both.
+pub const FORMAT_MINOR: u32 = NODE_LAYOUT_MINOR;
 /// The minor version of a file whose header holds `provenance` (its 7th field after version
 /// 1's eight; 7 was taken by version 2's timing records).
 pub const PROVENANCE_MINOR: u32 = 8;
+/// The minor version of a file whose header holds `node_layout` (its 8th field after
+/// version 1's eight).
+pub const NODE_LAYOUT_MINOR: u32 = 9;
+
+/// The minor version of a file whose last header field is the `later`-th after version 1's
+/// eight: 0 up to `node_cores` (before the rule), the field's number up to `run_id`, and its
+/// number plus one from `provenance` on (minor 7 was taken by version 2's timing records).
+const fn minor_of_field(later: u32) -> u32 {
+    match later {
+        0..=FIELDS_BEFORE_MINOR => 0,
+        6 => 6,
+        later => later + 1,
+    }
+}
 
 /// Which format version a trace is written in ([`Header::encoding`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -201,6 +216,11 @@ pub struct Header {
     /// (`extrap::provenance::of` reads both). Minor version 8.
     #[serde(default)]
     pub provenance: Option<crate::provenance::Provenance>,
+    /// The nodes the run ran on (their names) and which node each rank ran on: recorded by
+    /// the tracer at `MPI_Init`; set by `iotrex extrap` only where the inputs say the target's
+    /// layout exactly; `None` in serial programs' traces and older traces. Minor version 9.
+    #[serde(default)]
+    pub node_layout: Option<crate::nodes::NodeLayout>,
     /// The format version the trace is written in: version 2 for a new header, the file's
     /// version for a header read from a file (so re-encoding a version-1 file gives its bytes
     /// back). Not stored in the body: the prefix's version word says it.
@@ -287,6 +307,9 @@ impl Serialize for Header {
         if later >= 7 {
             st.serialize_field("provenance", &self.provenance)?;
         }
+        if later >= 8 {
+            st.serialize_field("node_layout", &self.node_layout)?;
+        }
         st.end()
     }
 }
@@ -322,6 +345,7 @@ impl Header {
             node_cores: Vec::new(),
             run_id: None,
             provenance: None,
+            node_layout: None,
             encoding: Encoding::V2_7,
         }
     }
@@ -329,7 +353,9 @@ impl Header {
     /// How many of the fields after version 1's eight are written: up to the last one that
     /// holds something.
     fn later_fields(&self) -> u32 {
-        if self.provenance.is_some() {
+        if self.node_layout.is_some() {
+            8
+        } else if self.provenance.is_some() {
             7
         } else if self.run_id.is_some() {
             6
@@ -349,14 +375,11 @@ impl Header {
     }
 
     /// The minor version a file with this header is written with (see the module's text):
-    /// 0 while it holds no field added after the rule, else the number of its last field
-    /// ([`PROVENANCE_MINOR`] for the 7th).
+    /// 0 while it holds no field added after the rule, else its last field's minor
+    /// ([`minor_of_field`]: [`PROVENANCE_MINOR`] for the 7th, [`NODE_LAYOUT_MINOR`] for the
+    /// 8th).
     pub fn minor(&self) -> u32 {
-        match self.later_fields() {
-            later if later <= FIELDS_BEFORE_MINOR => 0,
-            7 => PROVENANCE_MINOR,
-            later => later,
-        }
+        minor_of_field(self.later_fields())
     }
 
     /// The most ranks any node ran per CPU it had (above 1: ranks shared cores), when the
@@ -609,8 +632,13 @@ impl TraceFile {
         Ok(tf)
     }
 
-    /// Checks what the decoder cannot: nesting depth, value shapes, rank ranges.
+    /// Checks what the decoder cannot: the header's node layout against its rank count,
+    /// nesting depth, value shapes, rank ranges.
     fn validate(&self) -> Result<(), String> {
+        if let Some(l) = &self.header.node_layout {
+            l.validate(self.header.nranks)
+                .map_err(|e| format!("node layout of the header: {e}"))?;
+        }
         fn val_ok<T>(v: &Val<T>, depth: usize) -> Result<(), String> {
             if depth > MAX_DEPTH {
                 return Err("values nested too deeply".into());

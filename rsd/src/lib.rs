@@ -15,6 +15,7 @@
 //! - [`notation`]: the one text of values, timing, events and nodes.
 //! - [`notes`]: header notes said of ranks, folded and said again at another scale.
 //! - [`provenance`]: how an extrapolated trace was made, as the header says it.
+//! - [`nodes`]: the nodes a run ran on and which rank ran where, as the header says it.
 //! - [`draw`]: exact values drawn from summaries, for consumers that must issue calls.
 //!
 //! The views of a trace (`show`, `stats`, `stack`, the Chrome export) and the synthetic traces
@@ -39,6 +40,7 @@ pub mod layout;
 pub mod merge;
 pub mod mpi;
 pub mod netcdf;
+pub mod nodes;
 pub mod notation;
 pub mod notes;
 pub mod op;
@@ -64,6 +66,7 @@ pub use compress::Compressor;
 pub use error::RsdError;
 pub use format::{FORMAT_VERSION, HDF5_NOTE, Header, MpiConfig, TraceFile};
 pub use merge::{merge, merge_tree};
+pub use nodes::{NodeLayout, Placement};
 pub use op::{Handle, Layer, Op, Param};
 pub use provenance::Provenance;
 pub use ranks::RankSet;

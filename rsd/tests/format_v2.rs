@@ -618,7 +618,7 @@ fn golden_v2_8_file_holds_the_provenance_and_nothing_else_changes() {
     let (b28, v28) = read(&data("v2.8/spmd_4x10_provenance.iotrex"));
     let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     assert_eq!((word(&b28, 8), word(&b28, 12)), (FORMAT_V2, 8));
-    assert_eq!(rsd::format::FORMAT_MINOR, 8);
+    assert_eq!(rsd::format::PROVENANCE_MINOR, 8);
     assert_eq!(v28.header.encoding, Encoding::V2_7);
     assert_eq!(v28.header.encoding.name_with(&v28.header), "2.8");
     assert_eq!(v28.trace, v1.trace);
@@ -695,6 +695,143 @@ proptest! {
         }
         let mut back = TraceFile::from_bytes(&tf.to_bytes().unwrap(), Path::new("mem")).unwrap();
         back.header.provenance = None;
+        prop_assert_eq!(back.to_bytes().unwrap(), plain.to_bytes().unwrap());
+    }
+}
+
+/// The node layout of `data/format/v2.9/spmd_4x10_nodes.iotrex`: two named nodes, ranks
+/// placed neither by slot nor by node (the explicit runs, the longest form).
+fn golden_node_layout() -> rsd::NodeLayout {
+    rsd::NodeLayout {
+        nodes: 2,
+        names: vec!["node1".into(), "node2".into()],
+        placement: rsd::Placement::Runs(vec![(0, 1), (1, 2), (0, 1)]),
+    }
+}
+
+/// Minor version 9, the header's node layout: the golden file is its version-1 original with
+/// the layout, re-encodes to its bytes, and without the layout it is the 2.7 file to the byte.
+#[test]
+fn golden_v2_9_file_holds_the_node_layout_and_nothing_else_changes() {
+    let (_, v1) = read(&data("v1/spmd_4x10.iotrex"));
+    let (b27, _) = read(&data("v2.7/spmd_4x10.iotrex"));
+    let (b29, v29) = read(&data("v2.9/spmd_4x10_nodes.iotrex"));
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!((word(&b29, 8), word(&b29, 12)), (FORMAT_V2, 9));
+    assert_eq!(rsd::format::FORMAT_MINOR, 9);
+    assert_eq!(v29.header.encoding.name_with(&v29.header), "2.9");
+    assert_eq!(v29.trace, v1.trace);
+    let mut h = v1.header.clone();
+    h.encoding = Encoding::V2_7;
+    h.node_layout = Some(golden_node_layout());
+    assert_eq!(v29.header, h);
+    assert_eq!(v29.to_bytes().unwrap(), b29, "re-encodes to its bytes");
+    let mut made = v1.clone();
+    made.header.node_layout = Some(golden_node_layout());
+    assert_eq!(made.to_bytes_as(Encoding::V2_7).unwrap(), b29, "v1 -> v2.9");
+    let mut without = v29.clone();
+    without.header.node_layout = None;
+    assert_eq!(
+        without.to_bytes().unwrap(),
+        b27,
+        "without it, the 2.7 bytes"
+    );
+    // Version 1 holds it too, with minor 9.
+    let b1 = made.to_bytes_as(Encoding::V1).unwrap();
+    assert_eq!((word(&b1, 8), word(&b1, 12)), (1, 9));
+    let back = TraceFile::from_bytes(&b1, Path::new("v1")).unwrap();
+    assert_eq!(back.header.node_layout, Some(golden_node_layout()));
+    // The older minor versions read as before: no layout.
+    for old in [
+        "v1/spmd_4x10.iotrex",
+        "v2/spmd_4x10.iotrex",
+        "v2.7/spmd_4x10.iotrex",
+        "v2.8/spmd_4x10_provenance.iotrex",
+    ] {
+        assert_eq!(read(&data(old)).1.header.node_layout, None, "{old}");
+    }
+}
+
+/// A layout that cannot be the run's (here: by slot at 3 ranks per node over 4 ranks, which
+/// fills 2 nodes, said to be 3) passes the checksum but is refused naming the file.
+#[test]
+fn a_corrupt_node_layout_is_refused_naming_the_file() {
+    let (_, mut tf) = read(&data("v2.9/spmd_4x10_nodes.iotrex"));
+    tf.header.node_layout = Some(rsd::NodeLayout {
+        nodes: 3,
+        names: Vec::new(),
+        placement: rsd::Placement::Block { per_node: 3 },
+    });
+    let bytes = tf.to_bytes().unwrap();
+    let err = TraceFile::from_bytes(&bytes, Path::new("bad/layout.iotrex"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("bad/layout.iotrex")
+            && err.contains(
+                "node layout of the header: 4 ranks by slot at 3 per node fill 2 nodes, not 3"
+            ),
+        "{err}"
+    );
+}
+
+fn node_layout() -> impl Strategy<Value = (u32, rsd::NodeLayout)> {
+    // A rank's node drawn from the nodes seen so far or the next one: any placement.
+    (
+        1usize..40,
+        prop::collection::vec(any::<bool>(), 40),
+        any::<bool>(),
+        any::<u32>(),
+    )
+        .prop_map(|(n, fresh, named, seed)| {
+            let mut node_of = Vec::with_capacity(n);
+            let mut nodes = 0u32;
+            for (r, f) in fresh.iter().take(n).enumerate() {
+                if nodes == 0 || *f {
+                    node_of.push(nodes);
+                    nodes += 1;
+                } else {
+                    node_of.push((seed.wrapping_mul(r as u32 + 7)) % nodes);
+                }
+            }
+            let names = if named {
+                (0..nodes).map(|k| format!("host-{k}")).collect()
+            } else {
+                Vec::new()
+            };
+            (n as u32, rsd::NodeLayout::from_nodes(&node_of, names))
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// A header with a node layout round-trips in both versions as minor 9 (with and without
+    /// provenance) and re-encodes to its bytes; without it, the file is what it was before.
+    #[test]
+    fn node_layout_round_trips(
+        header in header(),
+        nodes in nodes(),
+        (nranks, l) in node_layout(),
+        p in prop::option::of(provenance()),
+    ) {
+        let mut plain = TraceFile { header, trace: Trace { nodes } };
+        plain.header.nranks = nranks;
+        plain.header.provenance = p;
+        prop_assert_eq!(l.validate(nranks), Ok(()));
+        let mut tf = plain.clone();
+        tf.header.node_layout = Some(l);
+        for enc in [Encoding::V2_7, Encoding::V1] {
+            let b = tf.to_bytes_as(enc).unwrap();
+            prop_assert_eq!(u32::from_le_bytes(b[12..16].try_into().unwrap()), 9);
+            let back = TraceFile::from_bytes(&b, Path::new("mem")).unwrap();
+            prop_assert_eq!(&back.header.node_layout, &tf.header.node_layout);
+            prop_assert_eq!(&back.header.provenance, &tf.header.provenance);
+            prop_assert_eq!(&back.trace, &tf.trace);
+            prop_assert_eq!(back.to_bytes().unwrap(), b);
+        }
+        let mut back = TraceFile::from_bytes(&tf.to_bytes().unwrap(), Path::new("mem")).unwrap();
+        back.header.node_layout = None;
         prop_assert_eq!(back.to_bytes().unwrap(), plain.to_bytes().unwrap());
     }
 }

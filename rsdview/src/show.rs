@@ -112,6 +112,9 @@ pub fn render_header(h: &Header, out: &mut String) {
             h.unrecorded_mpi.join(", ")
         );
     }
+    if let Some(l) = &h.node_layout {
+        let _ = writeln!(out, "{INDENT}layout     {}", layout_line(l, h.nranks));
+    }
     if let Some(c) = &h.mpi_config {
         let _ = writeln!(out, "{INDENT}mpi        {}", c.library);
         let layout: Vec<String> = c
@@ -416,9 +419,17 @@ pub struct StatsView {
     pub files: Vec<String>,
     /// Parameters kept as statistical summaries, one line each (empty for an exact trace).
     pub approximate: Vec<String>,
+    /// Where the run's ranks ran (`Header::node_layout`), when recorded; `null` otherwise.
+    pub node_layout: Option<NodesView>,
 }
 
 impl StatsView {
+    /// The view with the run's node layout from `h` ([`NodesView`]).
+    pub fn with_layout(mut self, h: &Header) -> StatsView {
+        self.node_layout = h.node_layout.as_ref().map(|l| NodesView::new(l, h.nranks));
+        self
+    }
+
     /// Builds the view from a summary and the trace file's size.
     pub fn new(s: &Summary, file_bytes: u64) -> StatsView {
         let per_layer = s.per_layer();
@@ -451,6 +462,99 @@ impl StatsView {
             rank_bytes: (&s.rank_bytes).into(),
             files: s.files.iter().cloned().collect(),
             approximate: s.approximate.clone(),
+            node_layout: None,
+        }
+    }
+}
+
+/// Nodes named one by one in the text views; the JSON lists up to [`MAX_NODES_LISTED`].
+const MAX_NODES_SHOWN: usize = 8;
+/// Nodes listed one by one in `stats --json`: a traced run's nodes are all listed, an
+/// extrapolation to many more says its layout in [`NodesView::placement`] alone.
+pub const MAX_NODES_LISTED: usize = 4096;
+
+/// The node layout in one line: nodes, placement, ranks per node, then the first nodes by
+/// name with their ranks (`2 nodes by slot, 2 ranks per node: node1 0-1, node2 2-3`).
+pub fn layout_line(l: &rsd::NodeLayout, nranks: u32) -> String {
+    let kind = match l.placement {
+        // "2 nodes other placement" would not read: say what it is not.
+        rsd::Placement::Runs(_) => ", placed neither by slot nor by node",
+        _ => l.kind(),
+    };
+    let sep = if kind.starts_with(',') { "" } else { " " };
+    let mut s = format!(
+        "{} node{}{sep}{kind}",
+        l.nodes,
+        if l.nodes == 1 { "" } else { "s" },
+    );
+    if let Some(p) = l.ranks_per_node(nranks) {
+        let _ = write!(s, ", {p} rank{} per node", if p == 1 { "" } else { "s" });
+    }
+    let listed: Vec<String> = (0..l.nodes.min(MAX_NODES_SHOWN as u32))
+        .filter_map(|n| Some(format!("{} {}", node_name(l, n), l.ranks_of(n, nranks)?)))
+        .collect();
+    if !listed.is_empty() {
+        let _ = write!(s, ": {}", listed.join(", "));
+    }
+    if l.nodes as usize > MAX_NODES_SHOWN {
+        let _ = write!(s, ", ... ({} more)", l.nodes as usize - MAX_NODES_SHOWN);
+    }
+    if l.names.is_empty() {
+        s.push_str(" (node names not known)");
+    }
+    s
+}
+
+/// Node `n`'s name, or `#n` when the names are not known.
+pub fn node_name(l: &rsd::NodeLayout, n: u32) -> String {
+    l.name(n).map_or_else(|| format!("#{n}"), str::to_string)
+}
+
+/// The node layout in `stats --json` (`node_layout`): what `show` says in its `layout` line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodesView {
+    /// Nodes in all.
+    pub nodes: u32,
+    /// `by slot`, `by node (round robin)` or `other placement`.
+    pub kind: &'static str,
+    /// Ranks on every node, when all hold as many.
+    pub ranks_per_node: Option<u32>,
+    /// The placement as stored (`{"Block":{"per_node":2}}`, `"RoundRobin"`, `{"Runs":[[node,
+    /// ranks],...]}`).
+    pub placement: rsd::Placement,
+    /// Each node in node order (up to [`MAX_NODES_LISTED`]): its number, name (null when not
+    /// known) and ranks (`0-1`, `1-3:2`).
+    pub list: Vec<NodeRow>,
+}
+
+/// One node of [`NodesView::list`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeRow {
+    /// Its number (node 0 holds rank 0; nodes in the order of their lowest rank).
+    pub node: u32,
+    /// Its host name.
+    pub name: Option<String>,
+    /// Its ranks.
+    pub ranks: String,
+}
+
+impl NodesView {
+    /// The view of `l`, the layout of a run of `nranks` ranks.
+    pub fn new(l: &rsd::NodeLayout, nranks: u32) -> NodesView {
+        NodesView {
+            nodes: l.nodes,
+            kind: l.kind(),
+            ranks_per_node: l.ranks_per_node(nranks),
+            placement: l.placement.clone(),
+            list: (0..l.nodes.min(MAX_NODES_LISTED as u32))
+                .filter_map(|n| {
+                    Some(NodeRow {
+                        node: n,
+                        name: l.name(n).map(str::to_string),
+                        ranks: l.ranks_of(n, nranks)?,
+                    })
+                })
+                .collect(),
         }
     }
 }
@@ -481,6 +585,12 @@ pub fn render_stats_view(v: &StatsView) -> String {
         "trace: {} bytes, {} nodes, {} ranks",
         v.file_bytes, v.nodes, v.ranks
     );
+    if let Some(l) = &v.node_layout {
+        let per = l
+            .ranks_per_node
+            .map_or(String::new(), |p| format!(", {p} ranks per node"));
+        let _ = writeln!(out, "run:   {} machine nodes {}{per}", l.nodes, l.kind);
+    }
     out.push('\n');
     let _ = writeln!(out, "{:<8} {:>12}  bytes", "layer", "calls");
     for l in &v.layers {
@@ -663,6 +773,52 @@ mod tests {
         ] {
             assert!(out.contains(want), "{want:?} in {out}");
         }
+    }
+
+    #[test]
+    fn header_and_stats_show_the_node_layout() {
+        let mut h = Header::new(4);
+        h.node_layout = Some(rsd::NodeLayout::from_nodes(
+            &[0, 1, 0, 1],
+            vec!["node1".into(), "node2".into()],
+        ));
+        let mut out = String::new();
+        render_header(&h, &mut out);
+        assert!(
+            out.starts_with("iotrex trace, format version 2.9,"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "layout     2 nodes by node (round robin), 2 ranks per node: node1 0-2:2, node2 1-3:2\n"
+            ),
+            "{out}"
+        );
+        // Unnamed (an extrapolation's target), many nodes: the first few, then how many more.
+        let many = rsd::NodeLayout::block(10, 4);
+        assert_eq!(
+            layout_line(&many, 40),
+            "10 nodes by slot, 4 ranks per node: #0 0-3, #1 4-7, #2 8-11, #3 12-15, #4 16-19, \
+             #5 20-23, #6 24-27, #7 28-31, ... (2 more) (node names not known)"
+        );
+        let other = rsd::NodeLayout::from_nodes(&[0, 0, 1, 0], Vec::new());
+        assert_eq!(
+            layout_line(&other, 4),
+            "2 nodes, placed neither by slot nor by node: #0 0-1,3, #1 2 (node names not known)"
+        );
+        let v =
+            StatsView::new(&crate::stats::summarize(&crate::synth::spmd(4, 1)), 10).with_layout(&h);
+        let l = v.node_layout.as_ref().unwrap();
+        assert_eq!(
+            (l.nodes, l.kind, l.ranks_per_node),
+            (2, "by node (round robin)", Some(2))
+        );
+        assert_eq!(l.list[1].name.as_deref(), Some("node2"));
+        assert_eq!(l.list[1].ranks, "1-3:2");
+        assert!(
+            render_stats_view(&v)
+                .contains("run:   2 machine nodes by node (round robin), 2 ranks per node\n")
+        );
     }
 
     #[test]

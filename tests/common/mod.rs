@@ -446,3 +446,28 @@ pub fn assert_fortran_darray(tf: &TraceFile, np: u32, rank: u32) {
         d.params
     );
 }
+
+/// Runs a DuckDB query through Debian's Python (DuckDB from PyPI, installed by
+/// scripts/install-deps.sh into target/pydeps) and returns its rows as JSON arrays.
+pub fn duckdb(sql: &str) -> Vec<serde_json::Value> {
+    let pydeps = target_dir().join("pydeps");
+    let script = format!(
+        "import duckdb, json\nfor r in duckdb.sql({sql:?}).fetchall(): print(json.dumps(r))\n"
+    );
+    let o = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(&script)
+        .env("PYTHONPATH", &pydeps)
+        .output()
+        .expect("run /usr/bin/python3");
+    assert!(
+        o.status.success(),
+        "duckdb query failed (scripts/install-deps.sh installs duckdb into {}):\n{sql}\n{}",
+        pydeps.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
-static BUILD: Mutex<()> = Mutex::new(());
+/// The apps this process built, by name: each is built once, so that no test rewrites a
+/// binary another test is running (exec then fails with "Permission denied").
+static BUILD: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// MPICH's prefix; panics with the command that installs it when it is missing.
 pub fn prefix() -> PathBuf {
@@ -36,16 +38,22 @@ pub fn ld_library_path() -> String {
     format!("{0}:{0}/slurm", libdir().display())
 }
 
-/// Builds `tests/apps/<name>.c` against MPICH into target/iotrex-apps-mpich.
+/// Builds `tests/apps/<name>.c` against MPICH into target/iotrex-apps-mpich, once per
+/// process; under a temporary name renamed into place, so that another test binary running
+/// the app meanwhile keeps its copy.
 pub fn app(name: &str) -> PathBuf {
-    let _g = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    let mut built = BUILD.lock().unwrap_or_else(|p| p.into_inner());
     let dir = super::target_dir().join("iotrex-apps-mpich");
-    std::fs::create_dir_all(&dir).expect("create target/iotrex-apps-mpich");
     let bin = dir.join(name);
+    if built.iter().any(|b| b == name) {
+        return bin;
+    }
+    std::fs::create_dir_all(&dir).expect("create target/iotrex-apps-mpich");
+    let tmp = dir.join(format!(".{name}.{}", std::process::id()));
     let inc = prefix().join("usr/include/x86_64-linux-gnu/mpich");
     let out = Command::new("cc")
         .args(["-O1", "-g", "-o"])
-        .arg(&bin)
+        .arg(&tmp)
         .arg(
             super::build::workspace()
                 .join("tests/apps")
@@ -62,5 +70,7 @@ pub fn app(name: &str) -> PathBuf {
         "building {name} against MPICH failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    std::fs::rename(&tmp, &bin).expect("rename the MPICH app into place");
+    built.push(name.to_string());
     bin
 }

@@ -227,6 +227,7 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h.mpi_config = st.mpi_config.clone();
     h.build_id = st.cfg.build_id.clone();
     h.node_cores = st.node_cores.clone();
+    h.node_layout = st.node_layout.clone();
     // The layers this tracer recorded: a library's above MPI-IO on top when it was on and
     // its calls are in the trace. The layers are on by default; a program without the library
     // keeps the header it had before they existed.

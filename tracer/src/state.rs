@@ -388,6 +388,8 @@ pub struct State {
     pub mpi_config: Option<rsd::MpiConfig>,
     /// The CPUs per node at `MPI_Init`, kept by rank 0 (`rsd::Header::node_cores`).
     pub node_cores: Vec<(u32, u32)>,
+    /// Where each rank ran at `MPI_Init`, kept by rank 0 (`rsd::Header::node_layout`).
+    pub node_layout: Option<rsd::NodeLayout>,
     /// Rank 0's open MPI files' paths by handle, for the hints of their views (`mpi::config`).
     pub hinted_files: HashMap<usize, String>,
     /// Whether something was not recorded.
@@ -430,6 +432,7 @@ impl State {
             unrecorded_mpi: Vec::new(),
             mpi_config: None,
             node_cores: Vec::new(),
+            node_layout: None,
             hinted_files: HashMap::new(),
             incomplete: false,
             mpi_initialized: false,

@@ -100,29 +100,114 @@ fn affinity_mask() -> [c_int; MASK_INTS] {
     unsafe { std::mem::transmute::<libc::cpu_set_t, [c_int; MASK_INTS]>(set) }
 }
 
-/// The node layout of [`layout_of`] and the CPUs per node of [`cores_of`]; on rank 0 (the
-/// others give `None`). Collective over `comm` (the tracer's own).
-type Layout = (Vec<(u32, u32)>, bool, Vec<(u32, u32)>);
+/// What rank 0 learns of the nodes at `MPI_Init` (the others learn nothing): ranks per node
+/// ([`layout_of`]), where each rank ran and the nodes' names (`rsd::NodeLayout`), and the
+/// CPUs per node ([`cores_of`]).
+struct Layout {
+    node_ranks: Vec<(u32, u32)>,
+    contiguous: bool,
+    nodes: Option<rsd::NodeLayout>,
+    cores: Vec<(u32, u32)>,
+}
 
-/// Ranks per node in rank order, run-length encoded, whether nodes hold consecutive ranks, and
-/// the CPUs the ranks of each node could run on; on rank 0 (the others give `None`).
-/// Collective over `comm` (the tracer's own).
+/// Bytes of a node name gathered per rank (Linux's `HOST_NAME_MAX` is 64, with its NUL);
+/// a multiple of an int's size, so the names travel as MPI_INTs.
+const NAME_BYTES: usize = 64;
+const NAME_INTS: usize = NAME_BYTES / std::mem::size_of::<c_int>();
+
+/// This host's name (`gethostname`, which `MPI_Get_processor_name` gives under both
+/// libraries) as ints, NUL-padded and cut to `NAME_BYTES - 1` bytes.
+fn host_name() -> [c_int; NAME_INTS] {
+    let mut buf = [0u8; NAME_BYTES];
+    // SAFETY: a writable buffer one byte shorter than given to us, so it stays NUL-terminated.
+    unsafe { libc::gethostname(buf.as_mut_ptr().cast(), NAME_BYTES - 1) };
+    buf[NAME_BYTES - 1] = 0;
+    let mut out = [0 as c_int; NAME_INTS];
+    for (o, b) in out.iter_mut().zip(buf.chunks(std::mem::size_of::<c_int>())) {
+        *o = c_int::from_ne_bytes(b.try_into().expect("an int's bytes"));
+    }
+    out
+}
+
+/// The names of `names` (`NAME_INTS` ints per rank) as text.
+fn names_of(names: &[c_int]) -> Vec<String> {
+    names
+        .chunks(NAME_INTS)
+        .map(|n| {
+            let bytes: Vec<u8> = n.iter().flat_map(|i| i.to_ne_bytes()).collect();
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            String::from_utf8_lossy(&bytes[..end]).into_owned()
+        })
+        .collect()
+}
+
+/// The node layout of the ranks whose node leaders are `leaders` (a node: the ranks of one
+/// `MPI_Comm_split_type(SHARED)` group) and whose hosts are `hosts`: each node named by its
+/// lowest rank's host.
+fn node_layout_of(leaders: &[c_int], hosts: &[String]) -> rsd::NodeLayout {
+    let node_of = rsd::nodes::number_nodes(leaders);
+    let mut names: Vec<String> = Vec::new();
+    for (n, h) in node_of.iter().zip(hosts) {
+        if *n as usize == names.len() {
+            names.push(h.clone());
+        }
+    }
+    if names.len() != node_of.iter().max().map_or(0, |m| *m as usize + 1) {
+        names.clear();
+    }
+    rsd::NodeLayout::from_nodes(&node_of, names)
+}
+
+/// `MPI_Gather`'s signature.
+type GatherFn = unsafe extern "C" fn(
+    *const libc::c_void,
+    c_int,
+    H,
+    *mut libc::c_void,
+    c_int,
+    H,
+    c_int,
+    H,
+) -> c_int;
+
+/// Gathers this rank's ints `mine` (as many on every rank) to rank 0 of `comm`: all of
+/// them in rank order there, a buffer of one int elsewhere; `None` when MPI refused.
+fn gather_ints(
+    gather: GatherFn,
+    mine: &[c_int],
+    int: H,
+    comm: H,
+    rank: i64,
+    size: i64,
+) -> Option<Vec<c_int>> {
+    let n = mine.len();
+    let mut all = vec![0 as c_int; if rank == 0 { size as usize * n } else { 1 }];
+    // SAFETY: every rank of `comm` sends `n` ints; rank 0 receives as many from each into a
+    // buffer of `size * n`.
+    let rc = unsafe {
+        gather(
+            mine.as_ptr().cast(),
+            n as c_int,
+            int,
+            all.as_mut_ptr().cast(),
+            n as c_int,
+            int,
+            0,
+            comm,
+        )
+    };
+    (rc == MPI_SUCCESS).then_some(all)
+}
+
+/// Ranks per node in rank order, run-length encoded, whether nodes hold consecutive ranks,
+/// each rank's node and the nodes' names, and the CPUs the ranks of each node could run on;
+/// on rank 0 (the others give `None`). Collective over `comm` (the tracer's own).
 fn node_layout(comm: H, rank: i64, size: i64) -> Option<Layout> {
     type SplitType = unsafe extern "C" fn(H, c_int, c_int, H, *mut H) -> c_int;
     type Bcast = unsafe extern "C" fn(*mut libc::c_void, c_int, H, c_int, H) -> c_int;
-    type Gather = unsafe extern "C" fn(
-        *const libc::c_void,
-        c_int,
-        H,
-        *mut libc::c_void,
-        c_int,
-        H,
-        c_int,
-        H,
-    ) -> c_int;
     let split = real!("PMPI_Comm_split_type", SplitType)?;
     let bcast = real!("PMPI_Bcast", Bcast)?;
-    let gather = real!("PMPI_Gather", Gather)?;
+    let gather = real!("PMPI_Gather", GatherFn)?;
     let free = real!("PMPI_Comm_free", unsafe extern "C" fn(*mut H) -> c_int)?;
     let (shared, info_null) = (abi::comm_type_shared(), abi::info_null() as H);
     // MPI_INT: the library's handle of the predefined type of that name.
@@ -144,54 +229,25 @@ fn node_layout(comm: H, rank: i64, size: i64) -> Option<Layout> {
     let mut node_h = node;
     // SAFETY: a communicator this function created, freed once.
     unsafe { free(&mut node_h) };
-    let mut leaders = vec![0 as c_int; if rank == 0 { size as usize } else { 1 }];
-    // SAFETY: every rank of `comm` sends one int; rank 0 receives `size` of them.
-    let rc = unsafe {
-        gather(
-            (&leader as *const c_int).cast(),
-            1,
-            int,
-            leaders.as_mut_ptr().cast(),
-            1,
-            int,
-            0,
-            comm,
-        )
-    };
+    let leaders = gather_ints(gather, &[leader], int, comm, rank, size);
     // Every rank's affinity mask, to rank 0: a node's CPUs are the union of its ranks' masks
     // (ranks bound to one core each, or all free on the node's cores).
-    let mask = affinity_mask();
-    let mut masks = vec![
-        0 as c_int;
-        if rank == 0 {
-            size as usize * MASK_INTS
-        } else {
-            1
-        }
-    ];
-    // SAFETY: every rank of `comm` sends MASK_INTS ints; rank 0 receives as many from each.
-    let rc_masks = unsafe {
-        gather(
-            mask.as_ptr().cast(),
-            MASK_INTS as c_int,
-            int,
-            masks.as_mut_ptr().cast(),
-            MASK_INTS as c_int,
-            int,
-            0,
-            comm,
-        )
-    };
-    if rc != MPI_SUCCESS || rank != 0 {
+    let masks = gather_ints(gather, &affinity_mask(), int, comm, rank, size);
+    // Every rank's host name, to rank 0: the nodes' names (once, here, never per call).
+    let hosts = gather_ints(gather, &host_name(), int, comm, rank, size);
+    let leaders = leaders?;
+    if rank != 0 {
         return None;
     }
     let (node_ranks, contiguous) = layout_of(&leaders);
-    let cores = if rc_masks == MPI_SUCCESS {
-        cores_of(&leaders, &masks)
-    } else {
-        Vec::new()
-    };
-    Some((node_ranks, contiguous, cores))
+    let cores = masks.map_or_else(Vec::new, |m| cores_of(&leaders, &m));
+    let hosts = hosts.map_or_else(Vec::new, |h| names_of(&h));
+    Some(Layout {
+        node_ranks,
+        contiguous,
+        nodes: Some(node_layout_of(&leaders, &hosts)),
+        cores,
+    })
 }
 
 /// Run-length encoded CPUs per node (in order of each node's first rank, as [`layout_of`]):
@@ -249,20 +305,29 @@ fn layout_of(leaders: &[c_int]) -> (Vec<(u32, u32)>, bool) {
     (rle, contiguous)
 }
 
-/// The configuration every rank computes at `MPI_Init` (the node layout is collective) and
-/// the CPUs per node (`Header::node_cores`), kept by rank 0.
-pub(crate) fn at_init(comm: H, rank: i64, size: i64) -> Option<(rsd::MpiConfig, Vec<(u32, u32)>)> {
-    let (node_ranks, nodes_contiguous, cores) = node_layout(comm, rank, size)?;
-    Some((
-        rsd::MpiConfig {
+/// What rank 0 keeps of [`at_init`]: the library's configuration, the CPUs per node
+/// (`Header::node_cores`) and the node layout (`Header::node_layout`).
+pub(crate) struct AtInit {
+    pub config: rsd::MpiConfig,
+    pub cores: Vec<(u32, u32)>,
+    pub nodes: Option<rsd::NodeLayout>,
+}
+
+/// The configuration every rank computes at `MPI_Init` (the node layout is collective),
+/// kept by rank 0.
+pub(crate) fn at_init(comm: H, rank: i64, size: i64) -> Option<AtInit> {
+    let l = node_layout(comm, rank, size)?;
+    Some(AtInit {
+        config: rsd::MpiConfig {
             library: library_version(),
-            node_ranks,
-            nodes_contiguous,
+            node_ranks: l.node_ranks,
+            nodes_contiguous: l.contiguous,
             cvars: Vec::new(),
             file_hints: Vec::new(),
         },
-        cores,
-    ))
+        cores: l.cores,
+        nodes: l.nodes,
+    })
 }
 
 /// The MPI_T control variables of [`CVAR_PREFIXES`] and [`CVAR_NAMES`], as text.
@@ -629,5 +694,33 @@ mod tests {
         );
         // Round-robin placement: two nodes of two, not consecutive.
         assert_eq!(layout_of(&[0, 1, 0, 1]), (vec![(2, 2)], false));
+    }
+
+    #[test]
+    fn nodes_are_named_by_their_lowest_ranks_host() {
+        let name = |s: &str| {
+            let mut b = [0u8; NAME_BYTES];
+            b[..s.len()].copy_from_slice(s.as_bytes());
+            b.chunks(4)
+                .map(|c| c_int::from_ne_bytes(c.try_into().unwrap()))
+                .collect::<Vec<_>>()
+        };
+        let hosts =
+            names_of(&[name("node1"), name("node2"), name("node1"), name("node2")].concat());
+        assert_eq!(hosts, ["node1", "node2", "node1", "node2"]);
+        let l = node_layout_of(&[0, 1, 0, 1], &hosts);
+        assert_eq!(
+            (l.nodes, l.names.clone()),
+            (2, vec!["node1".to_string(), "node2".into()])
+        );
+        assert_eq!(l.placement, rsd::Placement::RoundRobin);
+        let l = node_layout_of(&[0, 0, 2, 2], &hosts);
+        assert_eq!(l.placement, rsd::Placement::Block { per_node: 2 });
+        // Without the names (the gather failed), the layout still says where ranks ran.
+        assert_eq!(
+            node_layout_of(&[0, 0, 2, 2], &[]).names,
+            Vec::<String>::new()
+        );
+        assert_eq!(names_of(&host_name()).len(), 1);
     }
 }

@@ -40,10 +40,11 @@ fn after_init(r: c_int) {
     };
     with_state(|st| {
         if rank == 0
-            && let Some((config, cores)) = config
+            && let Some(at) = config
         {
-            st.mpi_config = Some(config);
-            st.node_cores = cores;
+            st.mpi_config = Some(at.config);
+            st.node_cores = at.cores;
+            st.node_layout = at.nodes;
         }
         if st.rank != rank {
             // Only possible when the launcher's environment did not name the rank; the events
