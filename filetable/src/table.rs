@@ -26,10 +26,10 @@ use std::sync::Arc;
 /// An open file of the table (what every handle referring to it shares).
 pub type FileId = u64;
 
-/// Linux `open(2)` flags, as the tracer records them.
 /// `fcntl`'s `F_SETFL` (Linux's, as the traced program passed it).
 const F_SETFL: i64 = 4;
 
+/// Linux `open(2)` flags, as the tracer records them.
 pub mod oflags {
     /// `O_WRONLY`
     pub const WRONLY: i64 = 0o1;
