@@ -223,7 +223,15 @@ fn trace_on(on: &Storage, mode: &str, scratch: &Path) -> Traced {
     let app = common::app("cache_calls");
     let args = common::args(&[mode, data.to_str().unwrap()]);
     let mut run = None;
-    let mut go = || run = Some(common::mpirun(NP, &app, &args, &trace, &common::Opts::default()));
+    let mut go = || {
+        run = Some(common::mpirun(
+            NP,
+            &app,
+            &args,
+            &trace,
+            &common::Opts::default(),
+        ))
+    };
     // A tmpfs rig has no device to count.
     let served = match on.device() {
         Some(_) => served(on, go),
@@ -239,7 +247,11 @@ fn trace_on(on: &Storage, mode: &str, scratch: &Path) -> Traced {
         read += w[3].parse::<u64>().unwrap();
         wrote += w[5].parse::<u64>().unwrap();
     }
-    assert_eq!(out.lines().filter(|l| l.starts_with("rank ")).count(), NP as usize, "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("rank ")).count(),
+        NP as usize,
+        "{out}"
+    );
     Traced {
         trace,
         served,
@@ -273,6 +285,52 @@ fn replay_on(on: &Storage, trace: &Path) -> (serde_json::Value, DevStats) {
     (v, served)
 }
 
+/// `iotrex-replay` of `trace` under `mpirun -np NP` (the MPI runtime) under rig `on`'s mount,
+/// as [`replay_on`]: the report, and what the rig's device served.
+fn replay_mpi_on(on: &Storage, trace: &Path, scratch: &Path) -> (serde_json::Value, DevStats) {
+    let bin = common::target_dir().join("release/iotrex-replay");
+    assert!(
+        bin.exists(),
+        "{} is not built: cargo build --release -p replay_mpi",
+        bin.display()
+    );
+    let json = scratch.join("replay.json");
+    let mut out = None;
+    let served = served(on, || {
+        out = Some(
+            Command::new("timeout")
+                .args([
+                    "-k",
+                    "5",
+                    "120",
+                    "mpirun",
+                    "-np",
+                    &NP.to_string(),
+                    "--oversubscribe",
+                ])
+                .args(["--mca", "btl", "self,vader"])
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+                .env("LD_PRELOAD", "")
+                .arg(&bin)
+                .arg(trace)
+                .arg("--root")
+                .arg(&on.mnt)
+                .args(["--compute", "none", "--comm", "real", "--json-out"])
+                .arg(&json)
+                .output()
+                .unwrap(),
+        )
+    });
+    let o = out.expect("ran");
+    assert!(o.status.success(), "{}", common::text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["failed"], 0, "{v}");
+    assert_eq!(v["mismatches"], serde_json::json!([]), "{v}");
+    (v, served)
+}
+
 #[test]
 fn replay_of_fadvise_dontneed_reads_from_the_device_as_the_application_did() {
     let scratch = common::scratch();
@@ -299,6 +357,14 @@ fn replay_of_fadvise_dontneed_reads_from_the_device_as_the_application_did() {
         "the replay read {} bytes; its device served {replay:?}, the application's {:?}",
         app.read,
         app.served
+    );
+    // The same under mpirun, on the same rig again (its files are there: the replay's fsync
+    // and fadvise leave none of them cached).
+    let (_, replay) = replay_mpi_on(&b, &app.trace, scratch.path());
+    assert!(
+        replay.read_bytes >= app.read,
+        "iotrex-replay read {} bytes; its device served {replay:?}",
+        app.read
     );
 
     // Without the fadvise the same reads come from the page cache, the application's and
@@ -337,7 +403,10 @@ fn replay_of_o_direct_transfers_goes_to_the_device_aligned() {
     let (v, _) = replay_on(&b, &odd.trace);
     assert_eq!(v["buffered_direct"], NP, "{v}");
     let why = v["buffered_direct_why"].as_str().unwrap_or_default();
-    assert!(why.contains("pwrite of 1000 bytes") && why.contains("alignment"), "{v}");
+    assert!(
+        why.contains("pwrite of 1000 bytes") && why.contains("alignment"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -360,7 +429,77 @@ fn replay_of_fsync_fdatasync_and_o_dsync_writes_to_the_device_before_returning()
     // waits 30 s): the device writes above are the sync calls' doing.
     let b2 = Storage::up("ext4");
     let lazy = trace_on(&a, "nosync", scratch.path());
-    assert!(lazy.served.write_bytes < lazy.wrote / 2, "{:?}", lazy.served);
+    assert!(
+        lazy.served.write_bytes < lazy.wrote / 2,
+        "{:?}",
+        lazy.served
+    );
     let (_, replay) = replay_on(&b2, &lazy.trace);
     assert!(replay.write_bytes < lazy.wrote / 2, "{replay:?}");
+}
+
+#[test]
+fn replay_of_mpi_file_sync_writes_to_the_device_and_passes_access_style_on() {
+    let scratch = common::scratch();
+    let (a, b) = (Storage::up("ext4"), Storage::up("ext4"));
+    let app = trace_on(&a, "mpiio", scratch.path());
+    assert_eq!(app.wrote, NP as u64 * 2 * MIB);
+    assert!(app.served.write_bytes >= app.wrote, "{:?}", app.served);
+    let tf = rsd::TraceFile::read(&app.trace).unwrap();
+    let syncs = (0..NP)
+        .flat_map(|r| tf.trace.expand(r))
+        .filter(|c| c.op == rsd::Op::FileSync)
+        .count();
+    assert_eq!(syncs, NP as usize);
+    // The hint the program passed is in the header (rank 0's file).
+    let access_style = |tf: &rsd::TraceFile| -> Vec<String> {
+        let mc = tf
+            .header
+            .mpi_config
+            .as_ref()
+            .expect("MPI configuration recorded");
+        mc.file_hints
+            .iter()
+            .flat_map(|(_, h)| h.iter().filter(|(k, _)| k == "access_style"))
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    assert_eq!(
+        access_style(&tf),
+        ["write_once,sequential"],
+        "{:?}",
+        tf.header.mpi_config
+    );
+
+    // The MPI runtime's replay, itself traced: its MPI_File_sync wrote the bytes to B's
+    // device, and its MPI_File_open passed the hint as the program did.
+    let replayed = scratch.path().join("replayed.iotrex");
+    let bin = common::target_dir().join("release/iotrex-replay");
+    let args = common::args(&[
+        app.trace.to_str().unwrap(),
+        "--root",
+        b.mnt.to_str().unwrap(),
+        "--compute",
+        "none",
+        "--comm",
+        "real",
+    ]);
+    let mut run = None;
+    let replay = served(&b, || {
+        run = Some(common::mpirun(
+            NP,
+            &bin,
+            &args,
+            &replayed,
+            &common::Opts::default(),
+        ))
+    });
+    assert!(replay.write_bytes >= app.wrote, "{replay:?}");
+    let tf = run.expect("ran").read();
+    assert_eq!(
+        access_style(&tf),
+        ["write_once,sequential"],
+        "{:?}",
+        tf.header.mpi_config
+    );
 }

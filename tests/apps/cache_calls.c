@@ -12,6 +12,8 @@
  *              rank*1000+100 (a file system that takes any alignment, such as tmpfs, only).
  *   fsync      each rank pwrites 2 BLOCKs to DIR/fsync.RANK then fsync (even ranks) or
  *              fdatasync (odd ranks), and a BLOCK to DIR/fsync_dsync.RANK opened O_DSYNC.
+ *   mpiio      DIR/mpiio opened by MPI_File_open with the hint access_style=write_once,sequential:
+ *              each rank writes 2 BLOCKs at rank*2 BLOCKs collectively, then MPI_File_sync.
  *   nosync     the same writes (to DIR/nosync.RANK, DIR/nosync_dsync.RANK) with neither the
  *              sync calls nor O_DSYNC.
  * Each rank prints "rank R read N wrote M" (bytes).
@@ -99,6 +101,21 @@ int main(int argc, char **argv) {
         if (fd < 0) DIE("open %s", path);
         put(fd, buf, BLOCK, 0);
         close(fd);
+    } else if (!strcmp(mode, "mpiio")) {
+        snprintf(path, sizeof path, "%s/mpiio", argv[2]);
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "access_style", "write_once,sequential");
+        MPI_File fh;
+        if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh))
+            DIE("MPI_File_open %s", path);
+        MPI_Info_free(&info);
+        MPI_Status st;
+        if (MPI_File_write_at_all(fh, (MPI_Offset)rank * 2 * BLOCK, buf, 2 * BLOCK, MPI_BYTE, &st))
+            DIE("MPI_File_write_at_all");
+        nwritten += 2 * BLOCK;
+        if (MPI_File_sync(fh)) DIE("MPI_File_sync");
+        MPI_File_close(&fh);
     } else {
         DIE("unknown mode %s", mode);
     }
