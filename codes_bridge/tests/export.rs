@@ -779,7 +779,14 @@ fn cache_and_durability_calls_export_as_delays_never_as_barriers() {
             ev(Op::Open, 2, vec![direct, 0o644, 3], Some("d/f"), 1, 2),
             ev(Op::Pwrite, 3, vec![3, 4096, 0, 4096], None, 1, 2),
             ev(Op::Fdatasync, 4, args::fdatasync(3), None, 1, 2),
-            ev(Op::SyncFileRange, 5, args::sync_file_range(3, 0, 4096, 7, 0), None, 1, 2),
+            ev(
+                Op::SyncFileRange,
+                5,
+                args::sync_file_range(3, 0, 4096, 7, 0),
+                None,
+                1,
+                2,
+            ),
             ev(Op::Fadvise, 6, args::fadvise(3, 0, 0, 4, 0), None, 1, 2),
             ev(Op::Readahead, 7, args::readahead(3, 0, 4096, 0), None, 1, 2),
             ev(Op::Syncfs, 8, args::syncfs(3, 0), None, 1, 2),
@@ -796,7 +803,12 @@ fn cache_and_durability_calls_export_as_delays_never_as_barriers() {
     });
     let want = expected(&tf);
     assert_eq!(
-        (want.num_opens, want.num_reads, want.num_writes, want.num_barriers),
+        (
+            want.num_opens,
+            want.num_reads,
+            want.num_writes,
+            want.num_barriers
+        ),
         (2, 2, 2, 0)
     );
     for format in [Format::Iolang, Format::Recorder] {

@@ -372,11 +372,11 @@ impl Local {
         // kernel returned less (`ret`), which is not aligned.
         let ret = size(e.p(Param::Ret));
         let n = match e.op.get(&e.params, Param::Count) {
-            Some(c) if !write && ret % a.offset != 0 => size(c),
+            Some(c) if !write && !ret.is_multiple_of(a.offset) => size(c),
             _ => ret,
         };
         let mapped = matches!(e.op, Op::Msync | Op::Munmap);
-        if mapped || off % a.offset as u64 != 0 || n % a.offset != 0 {
+        if mapped || !off.is_multiple_of(a.offset as u64) || !n.is_multiple_of(a.offset) {
             if !mapped {
                 let name = e.op.name();
                 self.buffered(|| {
