@@ -10,12 +10,14 @@
  *              without O_DIRECT, given it by fcntl(F_SETFL), the same again.
  *   unaligned  DIR/unaligned opened with O_DIRECT: each rank pwrites 1000 bytes at
  *              rank*1000+100 (a file system that takes any alignment, such as tmpfs, only).
- *   fsync      each rank pwrites 2 BLOCKs to DIR/fsync.RANK then fsync (even ranks) or
- *              fdatasync (odd ranks), and a BLOCK to DIR/fsync_dsync.RANK opened O_DSYNC.
+ *   fsync      each rank pwrites a BLOCK to DIR/fsync_fs.RANK then syncfs, and after a
+ *              barrier 2 BLOCKs to DIR/fsync.RANK then fsync (even ranks) or fdatasync (odd
+ *              ranks), a BLOCK to DIR/fsync_dsync.RANK opened O_DSYNC, and a BLOCK to
+ *              DIR/fsync_range.RANK then sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER).
  *   mpiio      DIR/mpiio opened by MPI_File_open with the hint access_style=write_once,sequential:
  *              each rank writes 2 BLOCKs at rank*2 BLOCKs collectively, then MPI_File_sync.
- *   nosync     the same writes (to DIR/nosync.RANK, DIR/nosync_dsync.RANK) with neither the
- *              sync calls nor O_DSYNC.
+ *   nosync     the same writes (to DIR/nosync.RANK, DIR/nosync_dsync.RANK, ...) with neither
+ *              the sync calls nor O_DSYNC.
  * Each rank prints "rank R read N wrote M" (bytes).
  * Usage: cache_calls MODE DIR */
 #define _GNU_SOURCE
@@ -89,9 +91,19 @@ int main(int argc, char **argv) {
         close(fd);
     } else if (!strcmp(mode, "fsync") || !strcmp(mode, "nosync")) {
         int sync = !strcmp(mode, "fsync");
+        /* syncfs first, every rank's done before anything else is written: it writes back
+         * whatever the file system holds dirty, which would hide whether the calls below
+         * wrote their own data. */
+        snprintf(path, sizeof path, "%s/%s_fs.%d", argv[2], mode, rank);
+        int fd = open(path, O_WRONLY | O_CREAT, 0644);
+        if (fd < 0) DIE("open %s", path);
+        put(fd, buf, BLOCK, 0);
+        if (sync && syncfs(fd) != 0) DIE("syncfs");
+        close(fd);
+        MPI_Barrier(MPI_COMM_WORLD);
         /* New files, no O_TRUNC: ext4 writes a file truncated to 0 back at its close. */
         snprintf(path, sizeof path, "%s/%s.%d", argv[2], mode, rank);
-        int fd = open(path, O_WRONLY | O_CREAT, 0644);
+        fd = open(path, O_WRONLY | O_CREAT, 0644);
         if (fd < 0) DIE("open %s", path);
         put(fd, buf, 2 * BLOCK, 0);
         if (sync && (rank % 2 ? fdatasync(fd) : fsync(fd)) != 0) DIE("fsync/fdatasync");
@@ -100,6 +112,13 @@ int main(int argc, char **argv) {
         fd = open(path, O_WRONLY | O_CREAT | (sync ? O_DSYNC : 0), 0644);
         if (fd < 0) DIE("open %s", path);
         put(fd, buf, BLOCK, 0);
+        close(fd);
+        snprintf(path, sizeof path, "%s/%s_range.%d", argv[2], mode, rank);
+        fd = open(path, O_WRONLY | O_CREAT, 0644);
+        if (fd < 0) DIE("open %s", path);
+        put(fd, buf, BLOCK, 0);
+        unsigned all = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+        if (sync && sync_file_range(fd, 0, 0, all) != 0) DIE("sync_file_range");
         close(fd);
     } else if (!strcmp(mode, "mpiio")) {
         snprintf(path, sizeof path, "%s/mpiio", argv[2]);
