@@ -830,6 +830,9 @@ libc_hooks! {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sync() {
     let Some(f) = real!("sync", unsafe extern "C" fn()) else {
+        // It returns nothing to fail with: the system call itself.
+        // SAFETY: sync takes no arguments.
+        unsafe { libc::syscall(libc::SYS_sync) };
         return;
     };
     let Some(child) = traceable() else {
