@@ -199,3 +199,308 @@ fn bad_profiles_and_no_root_are_clear_errors() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("needs root"), "{err}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Replays on another rig: the cache and durability calls a trace records make the replay's
+// device serve what the application's did (`tests/apps/cache_calls.c`, 2 ranks).
+
+/// Ranks of the traced runs.
+const NP: u32 = 2;
+
+/// A run of `cache_calls MODE` traced with its files on rig `on`: the trace, what the rig's
+/// device served during the run (nothing for tmpfs), and the bytes the ranks read and wrote (their own counts).
+struct Traced {
+    trace: std::path::PathBuf,
+    served: DevStats,
+    read: u64,
+    wrote: u64,
+}
+
+fn trace_on(on: &Storage, mode: &str, scratch: &Path) -> Traced {
+    let data = on.mnt.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let trace = scratch.join(format!("{mode}.iotrex"));
+    let app = common::app("cache_calls");
+    let args = common::args(&[mode, data.to_str().unwrap()]);
+    let mut run = None;
+    let mut go = || {
+        run = Some(common::mpirun(
+            NP,
+            &app,
+            &args,
+            &trace,
+            &common::Opts::default(),
+        ))
+    };
+    // A tmpfs rig has no device to count.
+    let served = match on.device() {
+        Some(_) => served(on, go),
+        None => {
+            go();
+            DevStats::default()
+        }
+    };
+    let out = run.expect("ran").stdout();
+    let (mut read, mut wrote) = (0, 0);
+    for l in out.lines().filter(|l| l.starts_with("rank ")) {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        read += w[3].parse::<u64>().unwrap();
+        wrote += w[5].parse::<u64>().unwrap();
+    }
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("rank ")).count(),
+        NP as usize,
+        "{out}"
+    );
+    Traced {
+        trace,
+        served,
+        read,
+        wrote,
+    }
+}
+
+/// `iotrex replay` of `trace` under rig `on`'s mount, ranks as threads meeting at their real
+/// barriers, no compute: the report, and what the rig's device served until it returned.
+fn replay_on(on: &Storage, trace: &Path) -> (serde_json::Value, DevStats) {
+    let mut out = None;
+    let served = served(on, || {
+        out = Some(common::iotrex(&[
+            "--json",
+            "replay",
+            trace.to_str().unwrap(),
+            "--root",
+            on.mnt.to_str().unwrap(),
+            "--compute",
+            "none",
+            "--comm",
+            "real",
+        ]))
+    });
+    let o = out.expect("ran");
+    assert!(o.status.success(), "{}", common::text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["failed"], 0, "{v}");
+    assert_eq!(v["mismatches"], serde_json::json!([]), "{v}");
+    (v, served)
+}
+
+/// `iotrex-replay` of `trace` under `mpirun -np NP` (the MPI runtime) under rig `on`'s mount,
+/// as [`replay_on`]: the report, and what the rig's device served.
+fn replay_mpi_on(on: &Storage, trace: &Path, scratch: &Path) -> (serde_json::Value, DevStats) {
+    let bin = common::target_dir().join("release/iotrex-replay");
+    assert!(
+        bin.exists(),
+        "{} is not built: cargo build --release -p replay_mpi",
+        bin.display()
+    );
+    let json = scratch.join("replay.json");
+    let mut out = None;
+    let served = served(on, || {
+        out = Some(
+            Command::new("timeout")
+                .args([
+                    "-k",
+                    "5",
+                    "120",
+                    "mpirun",
+                    "-np",
+                    &NP.to_string(),
+                    "--oversubscribe",
+                ])
+                .args(["--mca", "btl", "self,vader"])
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+                .env("LD_PRELOAD", "")
+                .arg(&bin)
+                .arg(trace)
+                .arg("--root")
+                .arg(&on.mnt)
+                .args(["--compute", "none", "--comm", "real", "--json-out"])
+                .arg(&json)
+                .output()
+                .unwrap(),
+        )
+    });
+    let o = out.expect("ran");
+    assert!(o.status.success(), "{}", common::text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["failed"], 0, "{v}");
+    assert_eq!(v["mismatches"], serde_json::json!([]), "{v}");
+    (v, served)
+}
+
+#[test]
+fn replay_of_fadvise_dontneed_reads_from_the_device_as_the_application_did() {
+    let scratch = common::scratch();
+    let (a, b) = (Storage::up("ext4"), Storage::up("ext4"));
+    let app = trace_on(&a, "fadvise", scratch.path());
+    assert_eq!(app.read, NP as u64 * 2 * MIB);
+    // The application's reads were cold: after fsync and posix_fadvise(DONTNEED), its device
+    // served them.
+    assert!(
+        app.served.read_bytes >= app.read,
+        "the application read {} bytes, its device served {:?}",
+        app.read,
+        app.served
+    );
+    let tf = rsd::TraceFile::read(&app.trace).unwrap();
+    let fadvise: Vec<_> = (0..NP)
+        .flat_map(|r| tf.trace.expand(r))
+        .filter(|c| c.op == rsd::Op::Fadvise)
+        .collect();
+    assert_eq!(fadvise.len(), NP as usize, "one fadvise per rank");
+    let (_, replay) = replay_on(&b, &app.trace);
+    assert!(
+        replay.read_bytes >= app.read,
+        "the replay read {} bytes; its device served {replay:?}, the application's {:?}",
+        app.read,
+        app.served
+    );
+    // The same under mpirun, on the same rig again (its files are there: the replay's fsync
+    // and fadvise leave none of them cached).
+    let (_, replay) = replay_mpi_on(&b, &app.trace, scratch.path());
+    assert!(
+        replay.read_bytes >= app.read,
+        "iotrex-replay read {} bytes; its device served {replay:?}",
+        app.read
+    );
+
+    // Without the fadvise the same reads come from the page cache, the application's and
+    // the replay's alike: what the replay above read from the device is the fadvise's doing.
+    let b2 = Storage::up("ext4");
+    let warm = trace_on(&a, "nofadvise", scratch.path());
+    assert!(warm.served.read_bytes < MIB / 2, "{:?}", warm.served);
+    let (_, replay) = replay_on(&b2, &warm.trace);
+    assert!(replay.read_bytes < MIB / 2, "{replay:?}");
+}
+
+#[test]
+fn replay_of_o_direct_transfers_goes_to_the_device_aligned() {
+    let scratch = common::scratch();
+    let (a, b) = (Storage::up("ext4"), Storage::up("ext4"));
+    let app = trace_on(&a, "direct", scratch.path());
+    // O_DIRECT at the open and set by fcntl(F_SETFL): every byte read and written went to
+    // the device, although each rank reads what another just wrote.
+    assert_eq!(app.read, 2 * NP as u64 * MIB);
+    assert!(app.served.read_bytes >= app.read, "{:?}", app.served);
+    assert!(app.served.write_bytes >= app.wrote, "{:?}", app.served);
+    let (v, replay) = replay_on(&b, &app.trace);
+    assert!(
+        replay.read_bytes >= app.read && replay.write_bytes >= app.wrote,
+        "the application read {} and wrote {} bytes; the replay's device served {replay:?}",
+        app.read,
+        app.wrote
+    );
+    assert_eq!(v["buffered_direct"], 0, "{v}");
+
+    // Direct transfers tmpfs took unaligned cannot be issued aligned on ext4: the replay
+    // issues them through the page cache and says so.
+    let t = Storage::up("tmpfs");
+    let odd = trace_on(&t, "unaligned", scratch.path());
+    assert_eq!(odd.wrote, NP as u64 * 1000);
+    let (v, _) = replay_on(&b, &odd.trace);
+    assert_eq!(v["buffered_direct"], NP, "{v}");
+    let why = v["buffered_direct_why"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("pwrite of 1000 bytes") && why.contains("alignment"),
+        "{v}"
+    );
+}
+
+#[test]
+fn replay_of_fsync_fdatasync_and_o_dsync_writes_to_the_device_before_returning() {
+    let scratch = common::scratch();
+    let (a, b) = (Storage::up("ext4"), Storage::up("ext4"));
+    // Each rank writes 2 MiB then fsync or fdatasync, 1 MiB through O_DSYNC, 1 MiB then
+    // sync_file_range (waiting), and 1 MiB then syncfs.
+    let app = trace_on(&a, "fsync", scratch.path());
+    assert_eq!(app.wrote, NP as u64 * 5 * MIB);
+    assert!(app.served.write_bytes >= app.wrote, "{:?}", app.served);
+    let (_, replay) = replay_on(&b, &app.trace);
+    assert!(
+        replay.write_bytes >= app.wrote,
+        "the application's {} bytes were on its device when it ended; the replay's device \
+         wrote {replay:?}",
+        app.wrote
+    );
+
+    // The same writes without them stay in the page cache past the end of the run (write-back
+    // waits 30 s): the device writes above are the sync calls' doing.
+    let b2 = Storage::up("ext4");
+    let lazy = trace_on(&a, "nosync", scratch.path());
+    assert!(
+        lazy.served.write_bytes < lazy.wrote / 2,
+        "{:?}",
+        lazy.served
+    );
+    let (_, replay) = replay_on(&b2, &lazy.trace);
+    assert!(replay.write_bytes < lazy.wrote / 2, "{replay:?}");
+}
+
+#[test]
+fn replay_of_mpi_file_sync_writes_to_the_device_and_passes_access_style_on() {
+    let scratch = common::scratch();
+    let (a, b) = (Storage::up("ext4"), Storage::up("ext4"));
+    let app = trace_on(&a, "mpiio", scratch.path());
+    assert_eq!(app.wrote, NP as u64 * 2 * MIB);
+    assert!(app.served.write_bytes >= app.wrote, "{:?}", app.served);
+    let tf = rsd::TraceFile::read(&app.trace).unwrap();
+    let syncs = (0..NP)
+        .flat_map(|r| tf.trace.expand(r))
+        .filter(|c| c.op == rsd::Op::FileSync)
+        .count();
+    assert_eq!(syncs, NP as usize);
+    // The hint the program passed is in the header (rank 0's file).
+    let access_style = |tf: &rsd::TraceFile| -> Vec<String> {
+        let mc = tf
+            .header
+            .mpi_config
+            .as_ref()
+            .expect("MPI configuration recorded");
+        mc.file_hints
+            .iter()
+            .flat_map(|(_, h)| h.iter().filter(|(k, _)| k == "access_style"))
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    assert_eq!(
+        access_style(&tf),
+        ["write_once,sequential"],
+        "{:?}",
+        tf.header.mpi_config
+    );
+
+    // The MPI runtime's replay, itself traced: its MPI_File_sync wrote the bytes to B's
+    // device, and its MPI_File_open passed the hint as the program did.
+    let replayed = scratch.path().join("replayed.iotrex");
+    let bin = common::target_dir().join("release/iotrex-replay");
+    let args = common::args(&[
+        app.trace.to_str().unwrap(),
+        "--root",
+        b.mnt.to_str().unwrap(),
+        "--compute",
+        "none",
+        "--comm",
+        "real",
+    ]);
+    let mut run = None;
+    let replay = served(&b, || {
+        run = Some(common::mpirun(
+            NP,
+            &bin,
+            &args,
+            &replayed,
+            &common::Opts::default(),
+        ))
+    });
+    assert!(replay.write_bytes >= app.wrote, "{replay:?}");
+    let tf = run.expect("ran").read();
+    assert_eq!(
+        access_style(&tf),
+        ["write_once,sequential"],
+        "{:?}",
+        tf.header.mpi_config
+    );
+}

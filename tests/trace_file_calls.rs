@@ -146,6 +146,54 @@ fn the_other_file_calls_are_recorded_and_replay() {
         fa.iter()
             .all(|c| Op::Fallocate.param(&c.params, Param::Length) == 8192)
     );
+    // The cache and durability calls, each with its parameters.
+    let one = |op: Op, ps: &[Param]| -> Vec<i64> {
+        let cs = of(op);
+        assert_eq!(cs.len(), 1, "{}: {calls:?}", op.name());
+        ps.iter().map(|&p| cs[0].p(p)).collect()
+    };
+    use Param::{Advice, Count, Fd, Flags, Length, Offset, Ret};
+    let fd = one(Op::Fadvise, &[Fd])[0];
+    assert_eq!(
+        one(Op::Fadvise, &[Offset, Length, Advice, Ret]),
+        [0, 8192, libc::POSIX_FADV_DONTNEED as i64, 0]
+    );
+    assert_eq!(
+        one(Op::Readahead, &[Fd, Offset, Count, Ret]),
+        [fd, 0, 4096, 0]
+    );
+    assert_eq!(
+        one(Op::SyncFileRange, &[Fd, Offset, Length, Flags, Ret]),
+        [fd, 0, 4096, libc::SYNC_FILE_RANGE_WRITE as i64, 0]
+    );
+    assert_eq!(one(Op::Fdatasync, &[Fd]), [fd]);
+    assert_eq!(one(Op::Syncfs, &[Fd, Ret]), [fd, 0]);
+    assert_eq!(of(Op::Sync).len(), 1, "{calls:?}");
+    // fcntl(F_SETFL) records the flags set after its fixed parameters.
+    let setfl: Vec<Vec<i64>> = of(Op::Fcntl)
+        .into_iter()
+        .filter(|c| c.p(Param::Cmd) == libc::F_SETFL as i64)
+        .map(|c| c.params.clone())
+        .collect();
+    let f_setfl = libc::F_SETFL as i64;
+    assert_eq!(
+        setfl,
+        [
+            vec![fd, f_setfl, 0, libc::O_APPEND as i64],
+            vec![fd, f_setfl, 0, 0]
+        ],
+        "{calls:?}"
+    );
+    // madvise of the mapping's second page, at its file offset; the anonymous one is not.
+    assert_eq!(
+        one(Op::Madvise, &[Fd, Offset, Length, Advice, Ret]),
+        [fd, 4096, 4096, libc::MADV_WILLNEED as i64, 0]
+    );
+    // msync records its flags after its fixed parameters.
+    assert_eq!(
+        Op::Msync.array_values(&of(Op::Msync)[0].params, "flags"),
+        Some(&[libc::MS_SYNC as i64][..])
+    );
     let mm = of(Op::Mmap);
     assert_eq!(mm.len(), 1);
     assert_eq!(Op::Mmap.param(&mm[0].params, Param::Length), 8192);

@@ -763,3 +763,70 @@ fn local_queries_export_as_delays() {
     let got = codes_stats(d.path(), Format::Recorder).unwrap();
     assert_eq!(counts_only(got), want);
 }
+
+/// CODES simulates no page cache and no write-back: the cache and durability calls
+/// (`posix_fadvise`, `readahead`, `sync_file_range`, `syncfs`, `sync`, `madvise`, `fdatasync`,
+/// `fcntl(F_SETFL)`) export as delays of their gap and duration in both formats. iolang's
+/// `sync` is a barrier of all ranks, so a POSIX `sync` must not become one (ranks that sync
+/// at different points would hang the simulation); an O_DIRECT open keeps its flag in the
+/// recorder log's open, which the loader reads for O_CREAT only.
+#[test]
+fn cache_and_durability_calls_export_as_delays_never_as_barriers() {
+    use rsd::op::args;
+    let direct = 0o40000 | 0o102; // O_DIRECT | O_CREAT | O_RDWR
+    let tf = trace_of(2, true, &|r| {
+        let mut v = vec![
+            ev(Op::Open, 2, vec![direct, 0o644, 3], Some("d/f"), 1, 2),
+            ev(Op::Pwrite, 3, vec![3, 4096, 0, 4096], None, 1, 2),
+            ev(Op::Fdatasync, 4, args::fdatasync(3), None, 1, 2),
+            ev(
+                Op::SyncFileRange,
+                5,
+                args::sync_file_range(3, 0, 4096, 7, 0),
+                None,
+                1,
+                2,
+            ),
+            ev(Op::Fadvise, 6, args::fadvise(3, 0, 0, 4, 0), None, 1, 2),
+            ev(Op::Readahead, 7, args::readahead(3, 0, 4096, 0), None, 1, 2),
+            ev(Op::Syncfs, 8, args::syncfs(3, 0), None, 1, 2),
+            ev(Op::Madvise, 9, args::madvise(3, 0, 4096, 3, 0), None, 1, 2),
+            ev(Op::Fcntl, 10, vec![3, 4, 0, 0o40000], None, 1, 2),
+        ];
+        // Only rank 0 syncs: a barrier of its own would wait for rank 1 forever.
+        if r == 0 {
+            v.push(ev(Op::Sync, 11, args::sync(), None, 1, 2));
+        }
+        v.push(ev(Op::Pread, 12, vec![3, 4096, 0, 4096], None, 1, 2));
+        v.push(ev(Op::Close, 13, vec![3], None, 1, 2));
+        v
+    });
+    let want = expected(&tf);
+    assert_eq!(
+        (
+            want.num_opens,
+            want.num_reads,
+            want.num_writes,
+            want.num_barriers
+        ),
+        (2, 2, 2, 0)
+    );
+    for format in [Format::Iolang, Format::Recorder] {
+        let d = tempfile::tempdir().unwrap();
+        let rep = export(&tf, d.path(), &opts(format, None)).unwrap();
+        // Every gap (12 calls on rank 0, 11 on rank 1) and the durations of the calls that
+        // are not opens, reads, writes or closes (rank 0: 8, rank 1: 7).
+        // The recorder loader drops what is left after the last operation (reported).
+        assert_eq!(
+            rep.counts.delay_ns + rep.dropped_delay_ns,
+            (12 + 8 * 2 + 11 + 7 * 2) * 1_000,
+            "{format:?}"
+        );
+        let got = codes_stats(d.path(), format).unwrap();
+        assert_eq!(counts_only(got), want, "{format:?}");
+    }
+    let d = tempfile::tempdir().unwrap();
+    export(&tf, d.path(), &opts(Format::Recorder, None)).unwrap();
+    let log = std::fs::read_to_string(d.path().join("log.0")).unwrap();
+    assert!(log.contains(&format!("open (d/f, {direct}, 420)")), "{log}");
+}

@@ -26,6 +26,9 @@ use std::sync::Arc;
 /// An open file of the table (what every handle referring to it shares).
 pub type FileId = u64;
 
+/// `fcntl`'s `F_SETFL` (Linux's, as the traced program passed it).
+const F_SETFL: i64 = 4;
+
 /// Linux `open(2)` flags, as the tracer records them.
 pub mod oflags {
     /// `O_WRONLY`
@@ -422,6 +425,16 @@ impl FileTable {
                     }
                     None => (Effect::None, None),
                 }
+            }
+            // fcntl(F_SETFL) with its flags recorded (see `rsd::op`): O_APPEND set or cleared
+            // on the open file changes where its later writes go.
+            Op::Fcntl if get(Param::Cmd) == F_SETFL && get(Param::Ret) >= 0 => {
+                if let Some(&[fl]) = op.array_values(params, "setfl")
+                    && let Some(f) = self.handle_mut(Handle::Fd, get(Param::Fd))
+                {
+                    f.flags = (f.flags & !oflags::APPEND) | (fl & oflags::APPEND);
+                }
+                (Effect::None, None)
             }
             Op::Lseek => {
                 // lseek's result is the new position, exact whatever the whence; a failed
@@ -823,6 +836,20 @@ mod tests {
         assert_eq!(
             regions(run(&mut t, Op::Write, args::write(5, 1, 1), None)),
             [(104, 1)]
+        );
+        // fcntl(F_SETFL) clears O_APPEND (its flags follow its fixed parameters): writes go
+        // to the position again (105 after the append), and sets it back.
+        let setfl = |fl: i64| [&args::fcntl(5, F_SETFL, 0)[..], &[fl]].concat();
+        run(&mut t, Op::Fcntl, setfl(oflags::WRONLY), None);
+        run(&mut t, Op::Lseek, args::lseek(5, 0, 0, 0), None);
+        assert_eq!(
+            regions(run(&mut t, Op::Write, args::write(5, 2, 2), None)),
+            [(0, 2)]
+        );
+        run(&mut t, Op::Fcntl, setfl(oflags::APPEND), None);
+        assert_eq!(
+            regions(run(&mut t, Op::Write, args::write(5, 1, 1), None)),
+            [(105, 1)]
         );
     }
 

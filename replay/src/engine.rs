@@ -168,6 +168,9 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             w.enter_finish(*slot, stall);
         }
         self.local.close_all();
+        let (n, why) = std::mem::take(&mut self.local.buffered_direct);
+        self.stats.buffered_direct = n;
+        self.stats.buffered_direct_why = why;
         finish(&mut self.rt);
         if let Some((w, slot)) = &watch {
             w.done(*slot);
@@ -497,7 +500,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             }
             .map_err(|err| refuse(fatal, err))
         };
-        let bytes = self.local.issue(e, &mut self.data, &mut map_path)?;
+        let bytes = self.local.issue(e, &mut self.data, &mut map_path, root)?;
         let op = e.op;
         if op.dir() == Dir::Read && bytes != op.data_bytes(&e.params) {
             self.stats.fail(format!(

@@ -12,7 +12,8 @@
 //! `iotrex stats` of the same trace, and says where they do not.
 //!
 //! This library's only `unsafe` is one dereference in [`sched`] (the running coroutine's
-//! yielder, kept in a thread-local); the MPI glue, which needs more, is in the binary.
+//! yielder, kept in a thread-local) and the `sync_file_range` call in `direct`, which rustix
+//! lacks; the MPI glue, which needs more, is in the binary.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -20,6 +21,7 @@
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod clock;
+mod direct;
 pub mod engine;
 pub mod error;
 mod local;

@@ -1,10 +1,12 @@
 //! The replay's POSIX and stdio side: the files a rank opened through the OS, and each call
 //! issued on them (the kernel keeps their offsets, as it did for the application).
 
+use crate::direct::Align;
 use crate::pattern::Pattern;
 use crate::root::Mapped;
 use rsd::op::{Op, Param};
 use rsd::trace::FlatEvent;
+use rustix::fs::OFlags;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -115,6 +117,14 @@ pub(crate) struct Local {
     streams: HashMap<i64, Stream>,
     /// This rank's read buffer (see [`Pattern::trim_read_buf`]).
     rbuf: Vec<u8>,
+    /// The descriptors whose open file has O_DIRECT set, and the alignment their transfers
+    /// need (see [`crate::direct`]).
+    direct: HashMap<i64, Align>,
+    /// The aligned buffer of direct transfers, over-allocated by the alignment.
+    dbuf: Vec<u8>,
+    /// Traced O_DIRECT transfers this rank issued through the page cache, and why the first
+    /// was.
+    pub(crate) buffered_direct: (u64, Option<String>),
 }
 
 impl Local {
@@ -122,6 +132,26 @@ impl Local {
     pub(crate) fn close_all(&mut self) {
         self.streams.clear();
         self.fds.clear();
+        self.direct.clear();
+    }
+
+    /// Counts a traced O_DIRECT transfer replayed through the page cache.
+    fn buffered(&mut self, why: impl FnOnce() -> String) {
+        let (n, first) = &mut self.buffered_direct;
+        *n += 1;
+        if first.is_none() {
+            *first = Some(why());
+        }
+    }
+
+    /// Notes whether descriptor `id`'s open file has O_DIRECT set now, and the alignment its
+    /// transfers then need. A descriptor's copies share its open file, so all are looked at.
+    fn refresh_direct(&mut self) {
+        self.direct = self
+            .fds
+            .iter()
+            .filter_map(|(&id, f)| crate::direct::of(f).map(|a| (id, a)))
+            .collect();
     }
 
     fn fd(&mut self, e: &FlatEvent) -> Result<&mut File, String> {
@@ -139,11 +169,14 @@ impl Local {
         e: &FlatEvent,
         data: &mut Pattern,
         map_path: &mut MapPath,
+        root: &crate::Root,
     ) -> Result<u64, String> {
         match e.op {
             Op::Open | Op::Openat | Op::Creat => self.open(e, map_path),
             Op::Close => {
-                self.fds.remove(&e.p(Param::Fd));
+                let id = e.p(Param::Fd);
+                self.fds.remove(&id);
+                self.direct.remove(&id);
                 Ok(0)
             }
             Op::Dup => self.dup(e),
@@ -158,12 +191,21 @@ impl Local {
             | Op::Pread
             | Op::Preadv => self.transfer(e, data),
             Op::Lseek | Op::Fsync | Op::Fdatasync | Op::Ftruncate => self.descriptor(e),
+            Op::Fadvise | Op::Readahead | Op::SyncFileRange | Op::Syncfs | Op::Madvise => {
+                self.cache(e)
+            }
+            Op::Sync => root
+                .syncfs()
+                .map(|()| 0)
+                .map_err(|er| io(e, &root.dir().display().to_string(), er)),
             Op::Unlink | Op::Mkdir | Op::Rmdir | Op::Stat | Op::Access => {
                 metadata(e, map_path);
                 Ok(0)
             }
-            // fcntl's effect (locks, flags) is not recorded beyond its command.
-            Op::Fcntl => Ok(0),
+            // F_SETFL sets the flags recorded after its fixed parameters (O_DIRECT among them);
+            // fcntl's other effects (locks, descriptor flags) are not recorded beyond their
+            // command.
+            Op::Fcntl => self.setfl(e),
             Op::Fopen | Op::Fdopen => self.open_stream(e, map_path),
             Op::Fclose | Op::Fwrite | Op::Fprintf | Op::Fread | Op::Fseek | Op::Fflush => {
                 self.stdio(e, data)
@@ -192,14 +234,88 @@ impl Local {
             return Ok(0);
         }
         let path = map_path(e, Resolve::Create)?;
-        // O_DIRECT needs aligned buffers the replay does not promise; the file was opened
-        // successfully in the trace, so it is created if it is missing (--prep gives it its
-        // recorded size).
-        let flags = (flags & !libc::O_DIRECT) | libc::O_CREAT;
-        let f = path
-            .open(flags, if mode > 0 { mode as u32 } else { 0o644 })
-            .map_err(|er| io(e, &path.path().display().to_string(), er))?;
+        // The file was opened successfully in the trace, so it is created if it is missing
+        // (--prep gives it its recorded size). O_DIRECT, O_SYNC and O_DSYNC are kept: they
+        // decide whether the device or the page cache serves the file.
+        let flags = flags | libc::O_CREAT;
+        let mode = if mode > 0 { mode as u32 } else { 0o644 };
+        let f = match path.open(flags, mode) {
+            // A file system without direct I/O (tmpfs before Linux 6.6) refuses O_DIRECT at
+            // the open: the file is opened through the page cache, and that is said.
+            Err(er) if flags & libc::O_DIRECT != 0 && er.raw_os_error() == Some(libc::EINVAL) => {
+                let f = path.open(flags & !libc::O_DIRECT, mode);
+                let p = path.path().display().to_string();
+                self.buffered(|| format!("open {p}: this file system refuses O_DIRECT ({er})"));
+                f
+            }
+            r => r,
+        }
+        .map_err(|er| io(e, &path.path().display().to_string(), er))?;
+        if flags & libc::O_DIRECT != 0
+            && let Some(a) = crate::direct::of(&f)
+        {
+            self.direct.insert(id, a);
+        }
         self.fds.insert(id, f);
+        Ok(0)
+    }
+
+    /// `fcntl(F_SETFL)` with the flags the trace recorded after its fixed parameters (none in
+    /// older traces, and for the other commands): the ones Linux lets it change that decide
+    /// where data goes or is written (O_APPEND, O_DIRECT, O_NOATIME; not O_ASYNC's signals or
+    /// O_NONBLOCK, which regular files ignore).
+    fn setfl(&mut self, e: &FlatEvent) -> Result<u64, String> {
+        let Some(&[fl]) = e.op.array_values(&e.params, "setfl") else {
+            return Ok(0);
+        };
+        if e.p(Param::Cmd) != libc::F_SETFL as i64 || e.p(Param::Ret) < 0 {
+            return Ok(0);
+        }
+        let keep = OFlags::APPEND | OFlags::DIRECT | OFlags::NOATIME;
+        let want = OFlags::from_bits_retain(fl as u32) & keep;
+        let f = self.fd(e)?;
+        let now = rustix::fs::fcntl_getfl(&*f).map_err(|er| io(e, "", er.into()))?;
+        rustix::fs::fcntl_setfl(&*f, (now - keep) | want).map_err(|er| io(e, "", er.into()))?;
+        self.refresh_direct();
+        Ok(0)
+    }
+
+    /// The calls that decide what the page cache holds and when data reaches the device,
+    /// issued for real: `posix_fadvise`, `readahead` (since Linux 5.x the kernel's readahead
+    /// *is* fadvise(WILLNEED) on a regular file), `sync_file_range`, `syncfs`, and `madvise`
+    /// of a mapping as the fadvise of its file range that has the same effect on the cache
+    /// ([`crate::direct::madvise_as_fadvise`]: the replay maps no files).
+    fn cache(&mut self, e: &FlatEvent) -> Result<u64, String> {
+        let ok = e.p(Param::Ret) == 0;
+        let off = e.p(Param::Offset).max(0) as u64;
+        let f = self.fd(e)?;
+        let r: std::io::Result<()> = match e.op {
+            // A call that failed when traced changed nothing.
+            _ if !ok => Ok(()),
+            Op::Fadvise => match crate::direct::advice(e.p(Param::Advice)) {
+                Some(a) => fadvise(f, off, e.p(Param::Length), a),
+                None => {
+                    return Err(format!(
+                        "{}: unknown advice {}",
+                        e.op.name(),
+                        e.p(Param::Advice)
+                    ));
+                }
+            },
+            Op::Readahead => fadvise(f, off, e.p(Param::Count), rustix::fs::Advice::WillNeed),
+            Op::Madvise => match crate::direct::madvise_as_fadvise(e.p(Param::Advice)) {
+                Some(a) => fadvise(f, off, e.p(Param::Length), a),
+                None => Ok(()),
+            },
+            Op::SyncFileRange => crate::direct::sync_file_range(
+                f,
+                off,
+                e.p(Param::Length).max(0) as u64,
+                e.p(Param::Flags) as u32,
+            ),
+            _ => rustix::fs::syncfs(&*f).map_err(Into::into),
+        };
+        r.map_err(|er| io(e, "", er))?;
         Ok(0)
     }
 
@@ -217,6 +333,11 @@ impl Local {
                 .try_clone()
                 .map_err(|er| io(e, "", er))?;
             self.fds.insert(new, f);
+            // The copy shares the open file, O_DIRECT included.
+            match self.direct.get(&e.p(Param::Fd)).copied() {
+                Some(a) => self.direct.insert(new, a),
+                None => self.direct.remove(&new),
+            };
         }
         Ok(0)
     }
@@ -224,6 +345,100 @@ impl Local {
     /// The data calls on a descriptor: writes of `data`, reads into the rank's read buffer,
     /// at the kernel's offset or an explicit one. Returns the bytes moved.
     fn transfer(&mut self, e: &FlatEvent, data: &mut Pattern) -> Result<u64, String> {
+        if let Some(&a) = self.direct.get(&e.p(Param::Fd)) {
+            return self.transfer_direct(e, data, a);
+        }
+        self.transfer_buffered(e, data)
+    }
+
+    /// A transfer on a descriptor with O_DIRECT: through an aligned buffer when its offset
+    /// and size are aligned as this file system needs, else (or for a mapping's bytes, which
+    /// went through the page cache when traced) with O_DIRECT cleared for the call, counted.
+    fn transfer_direct(
+        &mut self,
+        e: &FlatEvent,
+        data: &mut Pattern,
+        a: Align,
+    ) -> Result<u64, String> {
+        let write = e.op.dir() == rsd::op::Dir::Write;
+        let f = fd_in(&mut self.fds, e)?;
+        let positioned = e.op.index(Param::Offset).is_some();
+        let off = if positioned {
+            e.p(Param::Offset).max(0) as u64
+        } else {
+            f.stream_position().map_err(|er| io(e, "", er))?
+        };
+        // A read asks for `count`, which the program aligned; at the end of the file the
+        // kernel returned less (`ret`), which is not aligned.
+        let ret = size(e.p(Param::Ret));
+        let n = match e.op.get(&e.params, Param::Count) {
+            Some(c) if !write && !ret.is_multiple_of(a.offset) => size(c),
+            _ => ret,
+        };
+        let mapped = matches!(e.op, Op::Msync | Op::Munmap);
+        if mapped || !off.is_multiple_of(a.offset as u64) || !n.is_multiple_of(a.offset) {
+            if !mapped {
+                let name = e.op.name();
+                self.buffered(|| {
+                    format!(
+                        "{name} of {n} bytes at offset {off}: not a multiple of this file \
+                         system's direct I/O alignment ({} bytes)",
+                        a.offset
+                    )
+                });
+            }
+            return self.without_direct(e, |s| s.transfer_buffered(e, data));
+        }
+        let buf = crate::direct::aligned(&mut self.dbuf, n, a.memory);
+        let f = fd_in(&mut self.fds, e)?;
+        let r = if write {
+            buf.copy_from_slice(data.get(n));
+            match positioned {
+                true => f.write_all_at(buf, off),
+                false => f.write_all(buf),
+            }
+            .map(|()| n as u64)
+        } else {
+            let mut pos = off;
+            read_up_to(
+                |b| {
+                    let k = match positioned {
+                        true => f.read_at(b, pos)?,
+                        false => f.read(b)?,
+                    };
+                    pos += k as u64;
+                    Ok(k)
+                },
+                buf,
+            )
+        };
+        r.map_err(|er| io(e, "", er))
+    }
+
+    /// Runs `call` on descriptor `e.fd` with O_DIRECT cleared on its open file, then set again.
+    fn without_direct(
+        &mut self,
+        e: &FlatEvent,
+        call: impl FnOnce(&mut Self) -> Result<u64, String>,
+    ) -> Result<u64, String> {
+        let set = |s: &mut Self, on: bool| -> Result<(), String> {
+            let f = s.fd(e)?;
+            let now = rustix::fs::fcntl_getfl(&*f).map_err(|er| io(e, "", er.into()))?;
+            let fl = if on {
+                now | OFlags::DIRECT
+            } else {
+                now - OFlags::DIRECT
+            };
+            rustix::fs::fcntl_setfl(&*f, fl).map_err(|er| io(e, "", er.into()))
+        };
+        set(self, false)?;
+        let r = call(self);
+        set(self, true)?;
+        r
+    }
+
+    /// The data calls through the page cache.
+    fn transfer_buffered(&mut self, e: &FlatEvent, data: &mut Pattern) -> Result<u64, String> {
         let n = size(e.p(Param::Ret));
         let off = || e.p(Param::Offset).max(0) as u64;
         Ok(match e.op {
@@ -235,11 +450,20 @@ impl Local {
                     .map_err(|er| io(e, "", er))?;
                 n as u64
             }
-            // The bytes of a shared writable mapping, recorded where they reached the file.
+            // The bytes of a shared writable mapping, recorded where they reached the file;
+            // an msync with MS_SYNC (its flags follow its fixed parameters) returned once they
+            // were on the device, as fdatasync does.
             Op::Pwrite | Op::Pwritev | Op::Msync | Op::Munmap => {
-                fd_in(&mut self.fds, e)?
-                    .write_all_at(data.get(n), off())
+                let f = fd_in(&mut self.fds, e)?;
+                f.write_all_at(data.get(n), off())
                     .map_err(|er| io(e, "", er))?;
+                let flags = e.op.array_values(&e.params, "flags");
+                if e.op == Op::Msync
+                    && let Some(&[fl]) = flags
+                    && fl & libc::MS_SYNC as i64 != 0
+                {
+                    f.sync_data().map_err(|er| io(e, "", er))?;
+                }
                 n as u64
             }
             Op::Read | Op::Readv => {
@@ -385,6 +609,12 @@ fn metadata(e: &FlatEvent, map_path: &mut MapPath) {
         Op::Rmdir => map_path(e, Resolve::Entry).map(|m| m.rmdir()),
         _ => map_path(e, Resolve::Existing).map(|m| m.stat().map(drop)),
     };
+}
+
+/// `posix_fadvise` of `len` bytes from `off` (0: to the end of the file).
+fn fadvise(f: &File, off: u64, len: i64, advice: rustix::fs::Advice) -> std::io::Result<()> {
+    let len = std::num::NonZeroU64::new(len.max(0) as u64);
+    Ok(rustix::fs::fadvise(f, off, len, advice)?)
 }
 
 /// An I/O error of call `e` on `what` (a path, or nothing for the call's descriptor).

@@ -40,6 +40,13 @@ pub struct RankStats {
     pub failed: u64,
     /// The first few failures, for the report.
     pub failures: Vec<String>,
+    /// Traced O_DIRECT transfers issued through the page cache: not aligned as this file
+    /// system's direct I/O needs, or on a file system that refuses O_DIRECT.
+    #[serde(default)]
+    pub buffered_direct: u64,
+    /// Why the first of them was.
+    #[serde(default)]
+    pub buffered_direct_why: Option<String>,
 }
 
 /// How many failure messages a rank keeps.
@@ -150,6 +157,11 @@ pub struct Report {
     pub failures: Vec<String>,
     /// Ops whose replayed count or bytes differ from the trace's.
     pub mismatches: Vec<String>,
+    /// Traced O_DIRECT transfers issued through the page cache (see
+    /// [`RankStats::buffered_direct`]), summed over ranks.
+    pub buffered_direct: u64,
+    /// Why the first of them was, with its rank.
+    pub buffered_direct_why: Option<String>,
     /// How delays were waited out: `spin` (sleep, then spin for the last 200 µs) or `sleep`
     /// (more ranks on this node than cores: sleep, then yield), with the ranks and cores seen.
     /// Sleeping ranks wake tens of microseconds late, and lateness shows it.
@@ -192,6 +204,12 @@ impl Report {
             r.compute_ns += s.compute_ns;
             r.comm_ns += s.comm_ns;
             r.failed += s.failed;
+            r.buffered_direct += s.buffered_direct;
+            if r.buffered_direct_why.is_none()
+                && let Some(w) = &s.buffered_direct_why
+            {
+                r.buffered_direct_why = Some(format!("rank {}: {w}", s.rank));
+            }
             for f in &s.failures {
                 if r.failures.len() < 10 {
                     r.failures.push(format!("rank {}: {f}", s.rank));
@@ -366,6 +384,15 @@ impl Report {
             for m in &self.mismatches {
                 let _ = writeln!(s, "  {m}");
             }
+        }
+        if self.buffered_direct > 0 {
+            let _ = writeln!(
+                s,
+                "{} O_DIRECT transfers went through the page cache, not direct to the device \
+                 (first: {})",
+                self.buffered_direct,
+                self.buffered_direct_why.as_deref().unwrap_or("?")
+            );
         }
         if self.failed > 0 {
             let _ = writeln!(s, "{} calls failed when replayed:", self.failed);

@@ -157,6 +157,19 @@ impl Root {
         })
     }
 
+    /// Writes back the file system the root is on (`syncfs`): a traced `sync` wrote back
+    /// every file system, of which the replay's storage is the one under the root.
+    pub fn syncfs(&self) -> io::Result<()> {
+        // The held descriptor is O_PATH, which syncfs does not take.
+        let d = rustix::fs::openat(
+            &*self.fd,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(rustix::fs::syncfs(d)?)
+    }
+
     /// The canonical root directory.
     pub fn dir(&self) -> &Path {
         &self.dir

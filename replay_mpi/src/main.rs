@@ -286,7 +286,12 @@ fn mpi_replay(
         .flatten();
     barrier(p);
     let t0 = Instant::now();
-    let mut engine = RankEngine::new(rank as u32, opts, &root, mpi_glue::MpiRuntime::new(*p));
+    let mut engine = RankEngine::new(
+        rank as u32,
+        opts,
+        &root,
+        mpi_glue::MpiRuntime::new(*p).with_cache_hints(&tf.header),
+    );
     if bar.is_some() {
         engine = engine.with_progress(done);
     }

@@ -121,6 +121,7 @@ params! {
     Ncid => "ncid", Varid => "varid", Dimid => "dimid", Xtype => "xtype", MemType => "mem_type",
     Storage => "storage",
     Rank => "rank", Direction => "direction", Maxdims => "maxdims", Errhandler => "errhandler",
+    Advice => "advice",
 }
 
 /// 1 for any parameter: counts a list's length in a constant expression.
@@ -319,6 +320,8 @@ ops! {
     Rmdir => Posix, "rmdir", None, [];
     Stat => Posix, "stat", None, [Ret];
     Access => Posix, "access", None, [Mode, Ret];
+    // `F_SETFL` is followed by the flags set, as passed (O_APPEND, O_DIRECT, O_NONBLOCK, ...;
+    // older traces have none): O_DIRECT set on an open file changes where its data goes.
     Fcntl => Posix, "fcntl", None, [Fd, Cmd, Ret];
 
     // stdio. `stream` is the index in the rank's open-file table.
@@ -588,6 +591,8 @@ ops! {
     // when it was never synced, at `munmap` (the whole mapping): recorded as a positioned
     // write of `ret` bytes at file offset `offset` (0 bytes for other mappings). The pages
     // the program really dirtied are not known: this is the most the mapping could write.
+    // `msync` is followed by its flags as passed (MS_SYNC, MS_ASYNC, MS_INVALIDATE; older
+    // traces have none): MS_SYNC returns once the range is on the device.
     Msync => Posix, "msync", Write, [Fd, Offset, Ret];
     Munmap => Posix, "munmap", Write, [Fd, Offset, Ret];
 
@@ -794,6 +799,27 @@ ops! {
     // then `ndims` as returned (neither where the call failed: the arrays share the entries
     // after the fixed parameters equally).
     DimsCreate => Mpi, "MPI_Dims_create", None, [Size, Ndims];
+
+    // ---- The calls that decide whether data is served by the page cache or the device,
+    // and when it reaches the device. They move no data of the program's (`dir` None), but a
+    // replay that leaves them out reads from the cache what the program read from the device.
+    // `ret` is the call's result (0 on success; `posix_fadvise` returns the error number).
+    // `advice` as passed (POSIX_FADV_NORMAL 0, RANDOM 1, SEQUENTIAL 2, WILLNEED 3, DONTNEED 4,
+    // NOREUSE 5); `length` 0 means to the end of the file.
+    Fadvise => Posix, "posix_fadvise", None, [Fd, Offset, Length, Advice, Ret];
+    // `count` the bytes asked to be read into the cache.
+    Readahead => Posix, "readahead", None, [Fd, Offset, Count, Ret];
+    // `flags` as passed (SYNC_FILE_RANGE_WAIT_BEFORE 1, WRITE 2, WAIT_AFTER 4).
+    SyncFileRange => Posix, "sync_file_range", None, [Fd, Offset, Length, Flags, Ret];
+    // The file system of a traced descriptor, written back.
+    Syncfs => Posix, "syncfs", None, [Fd, Ret];
+    // Every file system written back: no descriptor, no result.
+    Sync => Posix, "sync", None, [];
+    // Advice on part of a mapping of a traced descriptor: `fd` its id, `offset` the file
+    // offset of the range's first byte, `length` the range's bytes, `advice` as passed
+    // (MADV_NORMAL 0, RANDOM 1, SEQUENTIAL 2, WILLNEED 3, DONTNEED 4, ..., PAGEOUT 21). Advice
+    // on memory that maps no traced file is not recorded.
+    Madvise => Posix, "madvise", None, [Fd, Offset, Length, Advice, Ret];
 }
 
 /// Separates the two paths of a call that names two (`rename`, `link`, `symlink`: old, new)
@@ -1345,6 +1371,8 @@ impl Op {
             Op::H5ScreateSimple => &["dims", "maxdims"],
             Op::H5SselectHyperslab => &["start", "stride", "count", "block"],
             Op::H5DsetExtent | Op::H5PsetChunk => &["dims"],
+            Op::Fcntl => &["setfl"],
+            Op::Msync => &["flags"],
             Op::NcmpiDefVar | Op::NcDefVar => &["dimids"],
             Op::NcDefVarChunking => &["chunks"],
             Op::NcPutVara | Op::NcGetVara => &["start", "count"],

@@ -2,7 +2,9 @@
  * Writes DIR/a (4096 bytes), fstat, pwritev2 (100 bytes at 0), aio_write (10 bytes at 0,
  * collected by aio_return), aio_read (20 bytes at 100, collected), aio_write (30 bytes at
  * 200, waited for with aio_suspend but never collected), fallocate, posix_fallocate, maps it shared and writable (8192 bytes
- * at offset 0 after an ftruncate), msync of the first 4096, munmap; a stream on a
+ * at offset 0 after an ftruncate) after posix_fadvise(DONTNEED), readahead, sync_file_range,
+ * fdatasync, syncfs, sync and fcntl(F_SETFL) O_APPEND then 0, madvise(WILLNEED) of its second
+ * 4096 bytes (and of an anonymous mapping), msync of the first 4096 (MS_SYNC), munmap; a stream on a
  * dup of the descriptor (fdopen) writes 5 bytes; rename a -> b, link b -> c, symlink b -> d,
  * truncate c to 100, statx and fstatat of b, lists DIR with opendir/readdir/closedir.
  * Usage: file_calls DIR */
@@ -68,8 +70,21 @@ int main(int argc, char **argv) {
     if (fallocate(fd, 0, 0, 8192) != 0) DIE("fallocate");
     if (posix_fallocate(fd, 0, 8192) != 0) DIE("posix_fallocate");
     if (ftruncate(fd, 8192) != 0) DIE("ftruncate");
+    /* The cache and durability calls, each once. */
+    if (posix_fadvise(fd, 0, 8192, POSIX_FADV_DONTNEED) != 0) DIE("posix_fadvise");
+    if (readahead(fd, 0, 4096) != 0) DIE("readahead");
+    if (sync_file_range(fd, 0, 4096, SYNC_FILE_RANGE_WRITE) != 0) DIE("sync_file_range");
+    if (fdatasync(fd) != 0) DIE("fdatasync");
+    if (syncfs(fd) != 0) DIE("syncfs");
+    sync();
+    if (fcntl(fd, F_SETFL, O_APPEND) != 0) DIE("fcntl F_SETFL");
+    if (fcntl(fd, F_SETFL, 0) != 0) DIE("fcntl F_SETFL 0");
     char *m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) DIE("mmap");
+    if (madvise(m + 4096, 4096, MADV_WILLNEED) != 0) DIE("madvise");
+    /* Advice on memory that maps no traced file is not recorded. */
+    char *anon = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (anon == MAP_FAILED || madvise(anon, 4096, MADV_DONTNEED) != 0) DIE("anonymous madvise");
     memset(m, 'y', 8192);
     if (msync(m, 4096, MS_SYNC) != 0) DIE("msync");
     if (munmap(m, 8192) != 0) DIE("munmap");

@@ -265,6 +265,18 @@ macro_rules! fcntl_hook {
                 // A new descriptor for the same file: traced like `dup`.
                 return crate::dup::fcntl_dup(f, fd, cmd, arg);
             }
+            if cmd == libc::F_SETFL {
+                // The flags set follow (the op's comment in `rsd::op`): O_DIRECT set here
+                // changes where the file's data goes.
+                return on_handle(
+                    fd,
+                    Op::Fcntl,
+                    // SAFETY: forwarding the caller's arguments to the real function.
+                    || unsafe { f(fd, cmd, arg) },
+                    |r| r as i64,
+                    |id, r| [id, cmd as i64, r, arg as c_int as i64],
+                );
+            }
             on_handle(
                 fd,
                 Op::Fcntl,

@@ -554,9 +554,26 @@ macro_rules! mmap_hook {
 mmap_hook!(mmap, "mmap");
 mmap_hook!(mmap64, "mmap64");
 
+/// The traced mapping `addr` lies in: its start and entry.
+fn mapping_of(addr: *mut c_void) -> Option<(usize, Mapping)> {
+    let a = addr as usize;
+    let _g = crate::guard::Enter::new(crate::guard::BUSY);
+    with_state(|st| {
+        let (&base, m) = st.maps.range(..=a).next_back()?;
+        (a < base + m.len).then_some((base, *m))
+    })
+    .flatten()
+}
+
 /// Runs `msync`/`munmap` of `[addr, addr+len)`: recorded when it lies in a mapping of a
-/// traced descriptor, with the bytes that reached the file.
-fn on_mapping(op: Op, addr: *mut c_void, len: size_t, call: impl FnOnce() -> c_int) -> c_int {
+/// traced descriptor, with the bytes that reached the file (and `msync`'s `flags`).
+fn on_mapping(
+    op: Op,
+    addr: *mut c_void,
+    len: size_t,
+    flags: Option<c_int>,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
     if MAPPINGS.load(Ordering::Relaxed) == 0 {
         return call();
     }
@@ -565,13 +582,7 @@ fn on_mapping(op: Op, addr: *mut c_void, len: size_t, call: impl FnOnce() -> c_i
         return call();
     };
     let a = addr as usize;
-    let _g = crate::guard::Enter::new(crate::guard::BUSY);
-    let found = with_state(|st| {
-        let (&base, m) = st.maps.range(..=a).next_back()?;
-        (a < base + m.len).then_some((base, *m))
-    })
-    .flatten();
-    let Some((base, m)) = found else {
+    let Some((base, m)) = mapping_of(addr) else {
         return call();
     };
     run_recorded(op, child, call, |st, r| {
@@ -592,10 +603,10 @@ fn on_mapping(op: Op, addr: *mut c_void, len: size_t, call: impl FnOnce() -> c_i
             MAPPINGS.fetch_sub(1, Ordering::Relaxed);
         }
         Some((
-            if op == Op::Msync {
-                fixed::msync(m.fd, off, bytes)
-            } else {
-                fixed::munmap(m.fd, off, bytes)
+            match flags {
+                // Its flags follow (the op's comment in `rsd::op`).
+                Some(fl) => [&fixed::msync(m.fd, off, bytes)[..], &[fl as i64]].concat(),
+                None => args::munmap(m.fd, off, bytes),
             },
             None,
         ))
@@ -612,7 +623,9 @@ pub unsafe extern "C" fn msync(addr: *mut c_void, len: size_t, flags: c_int) -> 
         return enosys();
     };
     // SAFETY: forwarding the caller's arguments to the real function.
-    on_mapping(Op::Msync, addr, len, || unsafe { f(addr, len, flags) })
+    on_mapping(Op::Msync, addr, len, Some(flags), || unsafe {
+        f(addr, len, flags)
+    })
 }
 
 /// Hook: `munmap`.
@@ -622,7 +635,7 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
         return enosys();
     };
     // SAFETY: forwarding the caller's arguments to the real function.
-    on_mapping(Op::Munmap, addr, len, || unsafe { f(addr, len) })
+    on_mapping(Op::Munmap, addr, len, None, || unsafe { f(addr, len) })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -791,3 +804,78 @@ macro_rules! aio_return_hook {
 }
 aio_return_hook!(aio_return, "aio_return");
 aio_return_hook!(aio_return64, "aio_return64");
+
+// ---------------------------------------------------------------------------------------------
+// Cache and durability: whether the program's data is served by the page cache or the
+// device, and when it reaches the device (the ops' comment in `rsd::op` says each layout).
+// Recorded inside MPI-IO calls too, as children: a library that advises or syncs its file
+// does so for the program's data.
+
+libc_hooks! {
+    /// Hook: `posix_fadvise` (it returns an error number, not -1).
+    posix_fadvise | posix_fadvise64 (fd: c_int, off: off_t, len: off_t, advice: c_int) -> c_int
+        => on_handle(fd, Fadvise) |id, r| fixed::fadvise(id, off, len, advice as i64, r);
+    /// Hook: `readahead`.
+    readahead (fd: c_int, off: off_t, count: size_t) -> ssize_t
+        => on_handle(fd, Readahead) |id, r| fixed::readahead(id, off, count as i64, r);
+    /// Hook: `sync_file_range`.
+    sync_file_range (fd: c_int, off: off_t, len: off_t, flags: c_uint) -> c_int
+        => on_handle(fd, SyncFileRange)
+        |id, r| fixed::sync_file_range(id, off, len, flags as i64, r);
+    /// Hook: `syncfs` of a traced descriptor's file system.
+    syncfs (fd: c_int) -> c_int => on_handle(fd, Syncfs) |id, r| fixed::syncfs(id, r);
+}
+
+/// Hook: `sync`, recorded wherever the program makes it (it names no file).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sync() {
+    let Some(f) = real!("sync", unsafe extern "C" fn()) else {
+        // It returns nothing to fail with: the system call itself.
+        // SAFETY: sync takes no arguments.
+        unsafe { libc::syscall(libc::SYS_sync) };
+        return;
+    };
+    let Some(child) = traceable() else {
+        // SAFETY: calling the real function, which takes nothing.
+        return unsafe { f() };
+    };
+    run_recorded(
+        Op::Sync,
+        child,
+        // SAFETY: as above.
+        || unsafe { f() },
+        |_, _| Some((fixed::sync(), None)),
+    )
+}
+
+/// Hook: `madvise`, recorded when the range starts in a mapping of a traced descriptor (the
+/// allocator advises its own memory all the time: that costs one atomic load).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) -> c_int {
+    let Some(f) = real!(
+        "madvise",
+        unsafe extern "C" fn(*mut c_void, size_t, c_int) -> c_int
+    ) else {
+        return enosys();
+    };
+    // SAFETY: forwarding the caller's arguments to the real function.
+    let call = || unsafe { f(addr, len, advice) };
+    if MAPPINGS.load(Ordering::Relaxed) == 0 {
+        return call();
+    }
+    let Some(child @ false) = traceable() else {
+        return call();
+    };
+    let Some((base, m)) = mapping_of(addr) else {
+        return call();
+    };
+    run_recorded(Op::Madvise, child, call, |_, r| {
+        let a = addr as usize;
+        let len = len.min(m.len - (a - base)) as i64;
+        let off = m.off + (a - base) as i64;
+        Some((
+            fixed::madvise(m.fd, off, len, advice as i64, r as i64),
+            None,
+        ))
+    })
+}

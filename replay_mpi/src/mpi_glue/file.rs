@@ -29,6 +29,72 @@ type RwAtFn = unsafe extern "C" fn(
     *mut ffi::MPI_Status,
 ) -> c_int;
 
+/// The hints that tell the library how a file's data will be accessed (`access_style`, the
+/// MPI standard's `read_once`, `write_once`, `sequential`, `random`, ...), which a library
+/// may act on or pass on to the file system: replayed as the trace recorded them, so the
+/// replay's library gets what the program's got. The other hints (collective buffering,
+/// striping) are the library's own configuration, which the replay leaves to the library
+/// it runs on.
+pub(crate) const CACHE_HINTS: &[&str] = &["access_style"];
+
+/// Each traced file's [`CACHE_HINTS`] in a trace header, by path (the tracer records rank 0's
+/// files: what it reported, else what the program passed).
+pub(crate) fn cache_hints(
+    h: &rsd::Header,
+) -> std::collections::HashMap<String, Vec<(String, String)>> {
+    let Some(mc) = &h.mpi_config else {
+        return Default::default();
+    };
+    mc.file_hints
+        .iter()
+        .map(|(path, hints)| {
+            let keep = hints
+                .iter()
+                .filter(|(k, _)| CACHE_HINTS.contains(&k.as_str()));
+            (path.clone(), keep.cloned().collect::<Vec<_>>())
+        })
+        .filter(|(_, h)| !h.is_empty())
+        .collect()
+}
+
+/// An info object holding some hints, freed when dropped; `MPI_INFO_NULL` for none.
+struct Info(ffi::MPI_Info, bool);
+
+impl Info {
+    fn of(hints: &[(String, String)], null: ffi::MPI_Info) -> Result<Info, String> {
+        if hints.is_empty() {
+            return Ok(Info(null, false));
+        }
+        let mut info = null;
+        // SAFETY: a valid out-parameter.
+        check(
+            unsafe { ffi::MPI_Info_create(&mut info) },
+            "MPI_Info_create",
+        )?;
+        let info = Info(info, true);
+        for (k, v) in hints {
+            let (Ok(k), Ok(v)) = (CString::new(k.as_str()), CString::new(v.as_str())) else {
+                continue;
+            };
+            // SAFETY: the info object just created; NUL-terminated key and value.
+            check(
+                unsafe { ffi::MPI_Info_set(info.0, k.as_ptr(), v.as_ptr()) },
+                "MPI_Info_set",
+            )?;
+        }
+        Ok(info)
+    }
+}
+
+impl Drop for Info {
+    fn drop(&mut self) {
+        if self.1 {
+            // SAFETY: an info object this replay created, freed once.
+            unsafe { ffi::MPI_Info_free(&mut self.0) };
+        }
+    }
+}
+
 /// table's own knowledge is never asked for more than the etype of a view.
 impl MpiRuntime {
     /// An MPI-IO call of the trace; the bytes it read or wrote.
@@ -100,11 +166,17 @@ impl MpiRuntime {
         let name = CString::new(pinned.kernel_path().as_os_str().as_encoded_bytes())
             .map_err(|_| "path holds a NUL byte".to_string())?;
         let passed = am & !(amode::EXCL | amode::DELETE_ON_CLOSE);
+        let hints = e
+            .path
+            .as_deref()
+            .and_then(|t| self.cache_hints.get(t))
+            .map_or(&[][..], Vec::as_slice);
+        let info = Info::of(hints, p.info_null)?;
         let mut fh: ffi::MPI_File = std::ptr::null_mut();
-        // SAFETY: valid communicator, NUL-terminated path, predefined info, and a valid
-        // out-parameter for the handle.
-        let rc =
-            unsafe { ffi::MPI_File_open(c, name.as_ptr(), passed as c_int, p.info_null, &mut fh) };
+        // SAFETY: valid communicator, NUL-terminated path, an info object (predefined or
+        // live until `info` drops, after the call), and a valid out-parameter for the handle.
+        let rc = unsafe { ffi::MPI_File_open(c, name.as_ptr(), passed as c_int, info.0, &mut fh) };
+        drop(info);
         check(rc, "MPI_File_open")?;
         self.files.insert(
             id,

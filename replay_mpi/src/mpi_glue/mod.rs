@@ -146,6 +146,9 @@ pub struct MpiRuntime {
     /// The buffer of each file's split collective begun and not yet ended, by file id: MPI
     /// reads or fills it until the end (one split collective at a time per file handle).
     split: HashMap<i64, Vec<u8>>,
+    /// The hints of each traced file that say how its data will be accessed
+    /// ([`file::CACHE_HINTS`]), passed to its open as the program passed them.
+    cache_hints: HashMap<String, Vec<(String, String)>>,
 }
 
 fn len(n: i64) -> c_int {
@@ -170,7 +173,14 @@ impl MpiRuntime {
             graphs: HashMap::new(),
             attached: None,
             split: HashMap::new(),
+            cache_hints: HashMap::new(),
         }
+    }
+
+    /// Passes each file's access hints the trace recorded (rank 0's files) to its opens.
+    pub fn with_cache_hints(mut self, h: &rsd::Header) -> MpiRuntime {
+        self.cache_hints = file::cache_hints(h);
+        self
     }
 
     /// Frees what the replay opened and MPI still holds, before `MPI_Finalize`.
