@@ -175,6 +175,10 @@ pub struct DiffReport {
     /// on both sides, with the calls each side had of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub set_aside: Option<SetAside>,
+    /// The run values on each side (numbers that belong to the run, [`rsd::runvalue`]),
+    /// compared as run values: equal as such, not by their numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_values: Option<(usize, usize)>,
 }
 
 /// Ops left out of a comparison on both sides, and how many calls of them each side had.
@@ -697,7 +701,7 @@ fn without_depth(v: &Val<RankFn>, d: usize) -> Val<RankFn> {
             x.start = without_depth(&x.start, d);
             Val::FileEnd(x)
         }
-        Val::Const(_) | Val::Approx(_) => v.clone(),
+        Val::Const(_) | Val::Approx(_) | Val::Run(_) => v.clone(),
     }
 }
 
@@ -808,6 +812,19 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
         (&erased.0, &erased.1)
     } else {
         (a, b)
+    };
+    // Numbers that belong to the run (OMPIO's lock-file name, or what an extrapolation holds
+    // as run values) are compared as run values: equal as such, whatever each run drew.
+    let runs;
+    let (a, b, run_values) = {
+        let (mut x, mut y) = (a.clone(), b.clone());
+        let n = crate::runvalues::alike(&mut x, &mut y);
+        if n == (0, 0) {
+            (a, b, None)
+        } else {
+            runs = (x, y);
+            (&runs.0, &runs.1, Some(n))
+        }
     };
     // Values that are the prefix sum of another call's size (h5py's hyperslab displacements:
     // an extrapolation holds the model, a real run each rank's values) are compared as that
@@ -931,6 +948,7 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
             outside,
         }),
         set_aside,
+        run_values,
     };
     let small = a.header.nranks <= opts.expand_limit && b.header.nranks <= opts.expand_limit;
     // Only exact differences can be encodings of the same calls.
@@ -1072,6 +1090,13 @@ pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
             let _ = writeln!(s, "    < {}", d.left);
             let _ = writeln!(s, "    > {}", d.right);
         }
+    }
+    if let Some((x, y)) = r.run_values {
+        let _ = writeln!(
+            s,
+            "run values: {x} and {y} compared as run values (numbers that belong to the run, \
+             equal as such)"
+        );
     }
     if let Some(a) = &r.approx {
         if !r.identical {

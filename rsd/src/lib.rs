@@ -15,6 +15,7 @@
 //! - [`notation`]: the one text of values, timing, events and nodes.
 //! - [`notes`]: header notes said of ranks, folded and said again at another scale.
 //! - [`provenance`]: how an extrapolated trace was made, as the header says it.
+//! - [`runvalue`]: numbers that belong to the run (a job id, a pid), filled in afresh.
 //! - [`draw`]: exact values drawn from summaries, for consumers that must issue calls.
 //!
 //! The views of a trace (`show`, `stats`, `stack`, the Chrome export) and the synthetic traces
@@ -46,6 +47,7 @@ pub mod path;
 pub mod prefix;
 pub mod provenance;
 pub mod ranks;
+pub mod runvalue;
 pub mod timing;
 pub mod trace;
 pub mod value;
