@@ -694,9 +694,14 @@ impl Fitter<'_> {
         quantity: Quantity,
     ) -> Result<Elastic, ExtrapError> {
         // Run values: never fitted, the same run value at the target ([`rsd::runvalue`]).
-        if let Some(k) = els.iter().find_map(|e| rsd::runvalue::kind_of(e)) {
+        // A model that expanded ranks and compressed them again holds it as its marker.
+        if let Some(k) = els.iter().find_map(|e| rsd::runvalue::kind_in(e)) {
             let param = quantity.to_string();
-            self.note(event, &param, format!("{k}, filled in afresh by replay and export"));
+            self.note(
+                event,
+                &param,
+                format!("{k}, filled in afresh by replay and export"),
+            );
             return Ok(rsd::runvalue::elastic(k, target_ranks.clone()));
         }
         // Summaries: their statistics are fitted, not their values.

@@ -154,14 +154,18 @@ fn mark(tf: &mut TraceFile, keys: &BTreeSet<Key>) -> usize {
 /// The [`Key`]s of the run values of `tf`, with their kinds.
 fn run_keys(tf: &TraceFile) -> Vec<(Key, RunKind)> {
     let mut out = Vec::new();
-    each_event(&mut tf.trace.nodes.clone(), &mut Vec::new(), &mut |e, sites| {
-        let path = e.path.as_ref().map(|t| t.0.clone());
-        for (i, p) in e.params.iter().enumerate() {
-            if let Some(k) = runvalue::kind_of(p) {
-                out.push(((sites.to_vec(), e.op, path.clone(), i), k));
+    each_event(
+        &mut tf.trace.nodes.clone(),
+        &mut Vec::new(),
+        &mut |e, sites| {
+            let path = e.path.as_ref().map(|t| t.0.clone());
+            for (i, p) in e.params.iter().enumerate() {
+                if let Some(k) = runvalue::kind_of(p) {
+                    out.push(((sites.to_vec(), e.op, path.clone(), i), k));
+                }
             }
-        }
-    });
+        },
+    );
     out
 }
 
@@ -220,7 +224,10 @@ pub(crate) fn recognised(inputs: &[Input]) -> Option<Vec<Input>> {
         }
     }
     if !keys.is_empty() {
-        count += out.iter_mut().map(|i| mark(&mut i.file, &keys)).sum::<usize>();
+        count += out
+            .iter_mut()
+            .map(|i| mark(&mut i.file, &keys))
+            .sum::<usize>();
     }
     (count > 0).then_some(out)
 }
@@ -240,6 +247,9 @@ impl crate::pipeline::Pass for Recognising {
             return inner(cx, inputs, stage);
         };
         let mut out = inner(cx, &marked, stage)?;
+        // The models that expand the target's ranks and compress them again (the collective
+        // buffering's derivation) carry run values as their markers.
+        rsd::runvalue::restore(&mut out.file.trace.nodes);
         out.acted(crate::PassId::RunValues);
         Ok(out)
     }

@@ -440,7 +440,11 @@ impl TraceFile {
             Encoding::V2 => v2::encode(self, v2::TimingLayout::Plain)?.0,
             Encoding::V2_7 => v2::encode(self, v2::TimingLayout::Sized)?.0,
         };
-        Ok(Self::frame(&body, encoding.version(), self.minor_as(encoding)))
+        Ok(Self::frame(
+            &body,
+            encoding.version(),
+            self.minor_as(encoding),
+        ))
     }
 
     /// Whether the trace holds a run value ([`crate::runvalue`]), which needs minor 10.

@@ -60,6 +60,59 @@ impl std::fmt::Display for RunKind {
     }
 }
 
+/// What a run value evaluates to before it is filled: its kind's marker, a number no program
+/// passes (987654320000000000 plus the kind's code). The passes that expand ranks into calls
+/// and compress them again as the tracer does (`extrap`'s models) carry a run value through
+/// as this constant, and [`restore`] makes it a run value again. In a path it is rendered
+/// and parsed again as a field ([`crate::path::PathTemplate`]): so it is positive and of 18
+/// digits, the most a field takes. A consumer that issued a call without [`fill`]ing first
+/// would name a number no one mistakes for a real one.
+pub fn marker(kind: RunKind) -> i64 {
+    MARKER_BASE + i64::from(kind.code())
+}
+
+const MARKER_BASE: i64 = 987_654_320_000_000_000;
+
+/// The kind whose [`marker`] `x` is.
+pub fn of_marker(x: i64) -> Option<RunKind> {
+    let code = x.checked_sub(MARKER_BASE)?;
+    u8::try_from(code).ok().and_then(RunKind::from_code)
+}
+
+/// The run value an elastic value holds, as [`Val::Run`] or as its [`marker`] in some group.
+pub fn kind_in(e: &Elastic) -> Option<RunKind> {
+    e.groups.iter().find_map(|g| match g.val {
+        Val::Run(k) => Some(k),
+        Val::Const(RankFn::Const(x)) => of_marker(x),
+        _ => None,
+    })
+}
+
+/// Every value of `nodes` that holds a run value's [`marker`] made that run value again, over
+/// the ranks of its groups; how many values.
+pub fn restore(nodes: &mut [Node]) -> usize {
+    let mut count = 0;
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                for p in &mut e.params {
+                    if kind_of(p).is_none()
+                        && let Some(k) = kind_in(p)
+                    {
+                        let mut ranks = crate::RankSet::default();
+                        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
+                        *p = elastic(k, ranks);
+                        count += 1;
+                    }
+                }
+                count += restore(&mut e.children);
+            }
+            NodeKind::Loop(l) => count += restore(&mut l.body),
+        }
+    }
+    count
+}
+
 /// The numbers a consumer fills run values with: one per kind, the same for every rank and
 /// every call of one replay or export, so that a file rank 0 creates under such a name is the
 /// one the other ranks open and rank 0 removes.
@@ -102,7 +155,10 @@ impl Fresh {
         let nonce = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        Fresh::new(std::process::id(), nonce ^ u64::from(std::process::id()) << 32)
+        Fresh::new(
+            std::process::id(),
+            nonce ^ u64::from(std::process::id()) << 32,
+        )
     }
 
     /// The number for `kind`.
@@ -170,7 +226,10 @@ pub fn fill(trace: &mut Trace, fresh: &Fresh) {
                     nodes(&mut e.children, fresh);
                 }
                 NodeKind::Loop(l) => {
-                    l.iters.groups.iter_mut().for_each(|g| val(&mut g.val, fresh));
+                    l.iters
+                        .groups
+                        .iter_mut()
+                        .for_each(|g| val(&mut g.val, fresh));
                     nodes(&mut l.body, fresh);
                 }
             }
@@ -185,6 +244,44 @@ pub fn fill(trace: &mut Trace, fresh: &Fresh) {
 mod tests {
     use super::*;
     use crate::RankSet;
+
+    #[test]
+    fn markers_name_their_kinds_and_restore_run_values() {
+        for k in RunKind::ALL {
+            assert_eq!(of_marker(marker(k)), Some(k));
+            assert_eq!(Val::<i64>::Run(k).eval(&[]), Some(marker(k)));
+        }
+        assert_eq!(of_marker(0), None);
+        // A path field holds it: it is rendered and parsed back as one.
+        let p = format!(
+            "/d/f-{}-{}.lock",
+            marker(RunKind::JobId),
+            marker(RunKind::Pid)
+        );
+        let (t, f) = crate::path::PathTemplate::parse(&p);
+        assert_eq!(t.0, "/d/f-%d-%d.lock");
+        assert_eq!(f, [marker(RunKind::JobId), marker(RunKind::Pid)]);
+        assert_eq!(of_marker(marker(RunKind::Varies) + 1), None);
+        let e = Elastic::single(3, &Val::Const(marker(RunKind::Pid)));
+        assert_eq!(kind_in(&e), Some(RunKind::Pid));
+        let mut nodes = vec![Node {
+            ranks: RankSet::single(3),
+            kind: NodeKind::Event(crate::trace::Event {
+                op: crate::Op::Open,
+                sig: 1,
+                path: None,
+                params: vec![e, Elastic::single(3, &Val::Const(7))],
+                timing: Default::default(),
+                children: Vec::new(),
+            }),
+        }];
+        assert_eq!(restore(&mut nodes), 1);
+        let NodeKind::Event(ev) = &nodes[0].kind else {
+            unreachable!()
+        };
+        assert_eq!(ev.params[0], elastic(RunKind::Pid, RankSet::single(3)));
+        assert_eq!(kind_of(&ev.params[1]), None);
+    }
 
     #[test]
     fn kinds_round_trip_their_codes() {

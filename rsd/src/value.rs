@@ -52,7 +52,8 @@ pub enum Val<T> {
     /// A number that belongs to the run, not the program (a job id, a pid, a time): never
     /// fitted, filled in afresh by the consumers that issue calls ([`crate::runvalue`]).
     /// Appended after [`Val::FileEnd`], so older traces keep their bytes; a file holding one
-    /// has minor version [`crate::format::RUN_VALUE_MINOR`]. Evaluates to 0 until filled.
+    /// has minor version [`crate::format::RUN_VALUE_MINOR`]. Evaluates to its kind's marker
+    /// ([`crate::runvalue::marker`]) until filled.
     Run(RunKind),
 }
 
@@ -209,7 +210,7 @@ impl Val<i64> {
             Val::Approx(a) => a.typical(),
             Val::Exscan(x) => x.start.eval_start(idx),
             Val::FileEnd(x) => x.start.eval_start(idx),
-            Val::Run(_) => 0,
+            Val::Run(k) => crate::runvalue::marker(*k),
         }
     }
 
@@ -627,7 +628,7 @@ fn eval_at(v: &Val<RankFn>, rank: u32, idx: &[u64]) -> i64 {
         Val::Approx(a) => a.typical(),
         Val::Exscan(x) => eval_at(&x.start, rank, idx),
         Val::FileEnd(x) => eval_at(&x.start, rank, idx),
-        Val::Run(_) => 0,
+        Val::Run(k) => crate::runvalue::marker(*k),
     }
 }
 
