@@ -235,9 +235,14 @@ pub fn export_seeded(
     // whose totals match the recorded means times the counts.
     let drawn;
     // Offsets held as prefix sums of sizes are computed from the sizes the same way.
-    let tf = if rsd::approx::first(&tf.trace).is_some() || rsd::prefix::present(&tf.trace) {
+    // Run values (numbers that belong to the traced run) are filled with this export's own.
+    let tf = if rsd::approx::first(&tf.trace).is_some()
+        || rsd::prefix::present(&tf.trace)
+        || rsd::runvalue::present(&tf.trace.nodes)
+    {
         let mut t = tf.clone();
         rsd::draw::realize(&mut t.trace, seed)?;
+        rsd::runvalue::fill(&mut t.trace, &rsd::runvalue::Fresh::here());
         drawn = t;
         &drawn
     } else {

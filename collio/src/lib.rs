@@ -14,6 +14,9 @@
 //! per rank, the POSIX calls in the order the rank issues them ([`Call`]). [`romio`] models
 //! ROMIO 3.2.1's generic two-phase collective I/O as Open MPI 4.1.4 ships it.
 //!
+//! [`sharedfp`] says which numbers in the name of OMPIO's shared-file-pointer lock file belong to
+//! the run (its job id and rank 0's pid), not the program.
+//!
 //! [`config`] reads the configuration the tracer records in the trace's header (the library,
 //! the node layout, the control variables, each file's hints) into the models' configurations.
 //!
@@ -47,6 +50,7 @@ pub mod fbtl;
 pub mod mca;
 pub mod ompio;
 pub mod romio;
+pub mod sharedfp;
 pub mod traced;
 
 use rsd::op::Op;

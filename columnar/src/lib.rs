@@ -84,7 +84,18 @@ pub fn export_parquet(
     let calls_file = dir.join(CALLS_FILE);
     let events_file = dir.join(EVENTS_FILE);
     let predicted = tf.header.prediction.is_some();
-    let c = write_calls(tf, &calls_file, rows_per_group, progress)?;
+    // The calls hold this export's own numbers for the run values (numbers that belong to
+    // the traced run); the events table says them as run values.
+    let filled;
+    let calls_of = if rsd::runvalue::present(&tf.trace.nodes) {
+        let mut t = tf.clone();
+        rsd::runvalue::fill(&mut t.trace, &rsd::runvalue::Fresh::here());
+        filled = t;
+        &filled
+    } else {
+        tf
+    };
+    let c = write_calls(calls_of, &calls_file, rows_per_group, progress)?;
     let events = write_events(tf, &events_file)?;
     Ok(ParquetReport {
         calls_file,

@@ -176,6 +176,10 @@ pub struct DiffReport {
     /// on both sides, with the calls each side had of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub set_aside: Option<SetAside>,
+    /// The run values on each side (numbers that belong to the run, [`rsd::runvalue`]),
+    /// compared as run values: equal as such, not by their numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_values: Option<(usize, usize)>,
 }
 
 /// Ops left out of a comparison on both sides, and how many calls of them each side had.
@@ -698,7 +702,7 @@ fn without_depth(v: &Val<RankFn>, d: usize) -> Val<RankFn> {
             x.start = without_depth(&x.start, d);
             Val::FileEnd(x)
         }
-        Val::Const(_) | Val::Approx(_) => v.clone(),
+        Val::Const(_) | Val::Approx(_) | Val::Run(_) => v.clone(),
     }
 }
 
@@ -804,6 +808,19 @@ fn without_set_aside<'t>(p: Pair<'t>, aside: &BTreeSet<rsd::Op>) -> (Pair<'t>, O
     }
 }
 
+/// Numbers that belong to the run (OMPIO's lock-file name, or what an extrapolation holds as
+/// run values) compared as run values: equal as such, whatever each run drew; how many each
+/// side holds, where either holds any.
+fn run_values_alike<'t>(p: Pair<'t>) -> (Pair<'t>, Option<(usize, usize)>) {
+    let (mut x, mut y) = (p.0.as_ref().clone(), p.1.as_ref().clone());
+    let n = crate::runvalues::alike(&mut x, &mut y);
+    if n == (0, 0) {
+        (p, None)
+    } else {
+        ((Cow::Owned(x), Cow::Owned(y)), Some(n))
+    }
+}
+
 /// Values that are the prefix sum of another call's size (h5py's hyperslab displacements: an
 /// extrapolation holds the model, a real run each rank's values) compared as that model where
 /// both sides hold it: the sizes it sums are compared on their own (as summaries when they
@@ -869,14 +886,22 @@ fn summaries_alike<'t>(p: Pair<'t>, approx: bool) -> Pair<'t> {
     })
 }
 
+/// What [`comparable`] found on the way: the local queries set aside, the run values each
+/// side holds, whether either side holds summaries.
+struct Found {
+    set_aside: Option<SetAside>,
+    run_values: Option<(usize, usize)>,
+    approx: bool,
+}
+
 /// `a` and `b` made comparable call by call, as `opts` asks, with the local queries `aside`
-/// left out; which were, and whether either side holds summaries.
+/// left out.
 fn comparable<'t>(
     a: &'t TraceFile,
     b: &'t TraceFile,
     opts: &DiffOptions,
     aside: &BTreeSet<rsd::Op>,
-) -> (Pair<'t>, Option<SetAside>, bool) {
+) -> (Pair<'t>, Found) {
     let p = lifted((Cow::Borrowed(a), Cow::Borrowed(b)));
     let (mut p, set_aside) = without_set_aside(p, aside);
     if opts.ignore_call_sites {
@@ -885,9 +910,15 @@ fn comparable<'t>(
             Cow::Owned(without_call_sites(&p.1)),
         );
     }
+    let (p, run_values) = run_values_alike(p);
     let p = resolved_where_models_differ(other_call_sums(p));
     let approx = rsd::approx::count(&p.0.trace) + rsd::approx::count(&p.1.trace) > 0;
-    (summaries_alike(p, approx), set_aside, approx)
+    let found = Found {
+        set_aside,
+        run_values,
+        approx,
+    };
+    (summaries_alike(p, approx), found)
 }
 
 /// Compares `a` and `b`.
@@ -899,10 +930,12 @@ pub fn diff(a: &TraceFile, b: &TraceFile, opts: &DiffOptions) -> DiffReport {
     let aside: BTreeSet<rsd::Op> = (pa.set_aside.iter().chain(&pb.set_aside))
         .copied()
         .collect();
-    let ((a, b), set_aside, approx) = comparable(a, b, opts, &aside);
+    let ((a, b), found) = comparable(a, b, opts, &aside);
     let (a, b) = (a.as_ref(), b.as_ref());
-    let tol = approx.then(|| opts.tolerance.unwrap_or(DEFAULT_TOLERANCE));
-    let (mut report, approx_diffs) = by_structure(a, b, opts, tol, set_aside);
+    let tol = found
+        .approx
+        .then(|| opts.tolerance.unwrap_or(DEFAULT_TOLERANCE));
+    let (mut report, approx_diffs) = by_structure(a, b, opts, tol, found);
     let small = a.header.nranks <= opts.expand_limit && b.header.nranks <= opts.expand_limit;
     // Only exact differences can be encodings of the same calls.
     let outside = report.approx.as_ref().map_or(0, |r| r.outside);
@@ -925,7 +958,7 @@ fn by_structure(
     b: &TraceFile,
     opts: &DiffOptions,
     tol: Option<f64>,
-    set_aside: Option<SetAside>,
+    found: Found,
 ) -> (DiffReport, Vec<Difference>) {
     let mut w = Walk {
         count: 0,
@@ -964,7 +997,8 @@ fn by_structure(
             parts: w.approx,
             outside,
         }),
-        set_aside,
+        set_aside: found.set_aside,
+        run_values: found.run_values,
     };
     (report, approx_diffs)
 }
@@ -1114,6 +1148,13 @@ pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
             let _ = writeln!(s, "    < {}", d.left);
             let _ = writeln!(s, "    > {}", d.right);
         }
+    }
+    if let Some((x, y)) = r.run_values {
+        let _ = writeln!(
+            s,
+            "run values: {x} and {y} compared as run values (numbers that belong to the run, \
+             equal as such)"
+        );
     }
     if let Some(a) = &r.approx {
         if !r.identical {

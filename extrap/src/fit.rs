@@ -693,6 +693,17 @@ impl Fitter<'_> {
         (site, event): (&Site, &str),
         quantity: Quantity,
     ) -> Result<Elastic, ExtrapError> {
+        // Run values: never fitted, the same run value at the target ([`rsd::runvalue`]).
+        // A model that expanded ranks and compressed them again holds it as its marker.
+        if let Some(k) = els.iter().find_map(|e| rsd::runvalue::kind_in(e)) {
+            let param = quantity.to_string();
+            self.note(
+                event,
+                &param,
+                format!("{k}, filled in afresh by replay and export"),
+            );
+            return Ok(rsd::runvalue::elastic(k, target_ranks.clone()));
+        }
         // Summaries: their statistics are fitted, not their values.
         if els.iter().any(|e| e.is_approx()) {
             return crate::approx::fit(self, els, target_ranks, (site, event), quantity);
@@ -1236,6 +1247,8 @@ fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
                 of: x.of,
                 start: val(&x.start, sign)?,
             })),
+            // Never fitted (taken before the fit reaches this).
+            Val::Run(_) => return None,
         })
     }
     Some(Elastic {

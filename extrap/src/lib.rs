@@ -56,6 +56,7 @@ mod prefix;
 pub mod provenance;
 mod ranks;
 pub mod request;
+pub mod runvalues;
 mod timing;
 
 pub use error::ExtrapError;

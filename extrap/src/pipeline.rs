@@ -1,6 +1,8 @@
 //! The passes of one extrapolation, in one written-down order ([`PASSES`], then the fit), each
 //! run around the ones after it with one context ([`Cx`]) and what the library models hand on
 //! ([`Stage`]):
+//! 0. **run values** (`runvalues`): numbers that belong to the run (OMPIO's lock-file name,
+//!    values that differ between repeated runs at one scale) made run values, never fitted;
 //! 1. **containers lifted** (`containers`): the calls HDF5, NetCDF and PnetCDF calls made are
 //!    lifted out of them, and nested again in the output, where the library models then
 //!    settle what they decide once it is nested;
@@ -27,6 +29,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PassId {
+    /// Numbers that belong to the run (a job id, a pid) carried as run values.
+    RunValues,
     /// Library calls (HDF5, NetCDF, PnetCDF) lifted out of the calls that made them, and
     /// nested again.
     Containers,
@@ -59,6 +63,7 @@ pub enum PassId {
 impl std::fmt::Display for PassId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            PassId::RunValues => "run values",
             PassId::Containers => "containers lifted and nested again",
             PassId::Grids => "process grids",
             PassId::CollectiveFlushes => "HDF5's collective metadata flushes",
@@ -99,6 +104,7 @@ pub(crate) trait Pass: Sync {
 
 /// The passes around the fit, outermost first.
 pub(crate) const PASSES: &[&dyn Pass] = &[
+    &crate::runvalues::Recognising,
     &crate::containers::Lifting,
     &crate::library::Models,
     &crate::consistent::Grouping,

@@ -207,6 +207,16 @@ pub fn export_otf2(
     // place once closed, so an interrupted export never leaves a half archive under the name.
     let tmp = tmp_dir(dir);
     let _ = std::fs::remove_dir_all(&tmp);
+    // Run values (numbers that belong to the traced run) are this export's own numbers.
+    let filled;
+    let tf = if rsd::runvalue::present(&tf.trace.nodes) {
+        let mut t = tf.clone();
+        rsd::runvalue::fill(&mut t.trace, &rsd::runvalue::Fresh::here());
+        filled = t;
+        &filled
+    } else {
+        tf
+    };
     let rep = write_into(&api, tf, &tmp, progress);
     let rep = match rep {
         Ok(r) => r,

@@ -64,8 +64,22 @@ pub fn load_seeded(
     allow_incomplete: bool,
     seed: u64,
 ) -> Result<TraceFile, ReplayError> {
+    load_fresh(path, allow_incomplete, seed, &rsd::runvalue::Fresh::here())
+}
+
+/// [`load_seeded`], filling the trace's run values (numbers that belong to the traced run:
+/// a job id, a pid in a lock file's name) with `fresh` ([`rsd::runvalue::fill`]): this
+/// replay's own numbers, the same on every rank, so the names are new and every rank's calls
+/// name the same file.
+pub fn load_fresh(
+    path: &Path,
+    allow_incomplete: bool,
+    seed: u64,
+    fresh: &rsd::runvalue::Fresh,
+) -> Result<TraceFile, ReplayError> {
     let mut tf = TraceFile::read(path)?;
     rsd::draw::realize(&mut tf.trace, seed)?;
+    rsd::runvalue::fill(&mut tf.trace, fresh);
     // Library calls above MPI-IO (HDF5) are containers: replay issues what they made, each
     // call after its own gap, the container's gap first ([`rsd::Trace::lift_containers`]).
     if tf.trace.has_containers() {

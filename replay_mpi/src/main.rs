@@ -134,6 +134,35 @@ fn barrier(p: &mpi_glue::Predef) {
     unsafe { mpi::ffi::MPI_Barrier(p.world) };
 }
 
+/// The numbers this replay fills the trace's run values with ([`rsd::runvalue::Fresh`]):
+/// rank 0's, broadcast, so that every rank names the same files (a lock file rank 0 creates
+/// and the others open).
+fn fresh_run_values(p: &mpi_glue::Predef, rank: c_int) -> rsd::runvalue::Fresh {
+    let mine = rsd::runvalue::Fresh::here();
+    let mut v: [i64; 4] = if rank == 0 {
+        [mine.job, mine.pid, mine.time, mine.other]
+    } else {
+        [0; 4]
+    };
+    // SAFETY: 32 bytes each way as MPI_BYTE-sized u8, root 0, over MPI_COMM_WORLD, which
+    // every rank calls this on.
+    unsafe {
+        mpi::ffi::MPI_Bcast(
+            v.as_mut_ptr() as *mut c_void,
+            std::mem::size_of_val(&v) as c_int,
+            p.u8,
+            0,
+            p.world,
+        )
+    };
+    rsd::runvalue::Fresh {
+        job: v[0],
+        pid: v[1],
+        time: v[2],
+        other: v[3],
+    }
+}
+
 /// Whether every rank says `ok` (a logical AND over MPI_COMM_WORLD), so that all ranks stop
 /// together on an error only some of them see.
 fn all_ok(p: &mpi_glue::Predef, ok: bool) -> bool {
@@ -236,8 +265,9 @@ fn mpi_replay(
 ) -> Result<(), (ReplayError, bool)> {
     let everywhere = |e| (e, true);
     // Every rank reads the trace and checks the root: the errors are the same everywhere.
-    let tf =
-        replay::load_seeded(&args.trace, args.allow_incomplete, args.seed).map_err(everywhere)?;
+    let fresh = fresh_run_values(p, rank);
+    let tf = replay::load_fresh(&args.trace, args.allow_incomplete, args.seed, &fresh)
+        .map_err(everywhere)?;
     let n = replay::nranks(&tf);
     if n != size as u32 {
         return Err(everywhere(ReplayError::RankCount {

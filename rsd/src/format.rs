@@ -36,6 +36,10 @@
 //!   timing records, so its minor is 8 ([`PROVENANCE_MINOR`]), not its number; each field
 //!   after it has its number plus one ([`minor_of_field`]): `node_layout` (the 8th) is 9.
 //!
+//! - run values in the trace ([`Val::Run`], version 2's value tag 9) are minor 10
+//!   ([`RUN_VALUE_MINOR`]): a trace that holds one is written with at least that minor, one
+//!   that holds none as before.
+//!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
 //! still safe on arbitrary bytes (fuzzed in `tests/format_fuzz.rs`).
@@ -58,11 +62,15 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 9, the
-/// header's `node_layout`; 8 the header's `provenance`, 7 version 2's timing records laid out
-/// by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both format versions
-/// store the header alike, so one minor counts for both.
-pub const FORMAT_MINOR: u32 = NODE_LAYOUT_MINOR;
+/// The newest minor version this build writes and reads (see the module's text): 10, run
+/// values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
+/// records laid out by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both
+/// format versions store the header alike, so one minor counts for both.
+pub const FORMAT_MINOR: u32 = RUN_VALUE_MINOR;
+/// The minor version of a file whose trace holds a run value ([`Val::Run`],
+/// [`crate::runvalue`]): a value variant older readers cannot decode. A file without one
+/// keeps the minor (and the bytes) it had.
+pub const RUN_VALUE_MINOR: u32 = 10;
 /// The minor version of a file whose header holds `provenance` (its 7th field after version
 /// 1's eight; 7 was taken by version 2's timing records).
 pub const PROVENANCE_MINOR: u32 = 8;
@@ -71,13 +79,15 @@ pub const PROVENANCE_MINOR: u32 = 8;
 pub const NODE_LAYOUT_MINOR: u32 = 9;
 
 /// The minor version of a file whose last header field is the `later`-th after version 1's
-/// eight: 0 up to `node_cores` (before the rule), the field's number up to `run_id`, and its
-/// number plus one from `provenance` on (minor 7 was taken by version 2's timing records).
+/// eight: 0 up to `node_cores` (before the rule), the field's number up to `run_id`, its
+/// number plus one for `provenance` and `node_layout` (minor 7 was taken by version 2's timing
+/// records), and plus two after them (minor 10 was taken by run values).
 const fn minor_of_field(later: u32) -> u32 {
     match later {
         0..=FIELDS_BEFORE_MINOR => 0,
         6 => 6,
-        later => later + 1,
+        7 | 8 => later + 1,
+        later => later + 2,
     }
 }
 
@@ -449,7 +459,7 @@ impl TraceFile {
 
     /// Encodes the file to bytes in format version `encoding`.
     pub fn to_bytes_as(&self, encoding: Encoding) -> Result<Vec<u8>, RsdError> {
-        let encoding = encoding.holding(&self.header);
+        let encoding = self.holding(encoding);
         let body = match encoding {
             Encoding::V1 => rmp_serde::to_vec(self).map_err(|e| RsdError::Encode(e.to_string()))?,
             Encoding::V2 => v2::encode(self, v2::TimingLayout::Plain)?.0,
@@ -458,8 +468,46 @@ impl TraceFile {
         Ok(Self::frame(
             &body,
             encoding.version(),
-            encoding.minor(&self.header),
+            self.minor_as(encoding),
         ))
+    }
+
+    /// Whether the trace holds a run value ([`crate::runvalue`]), which needs minor 10.
+    fn holds_run_values(&self) -> bool {
+        crate::runvalue::present(&self.trace.nodes)
+    }
+
+    /// The encoding this file is written in when asked for `encoding`
+    /// ([`Encoding::holding`]): version 2 in the timing layout of minor 0 to 6 cannot say
+    /// minor 10 either, so a trace with run values is written with the sized records.
+    fn holding(&self, encoding: Encoding) -> Encoding {
+        match encoding.holding(&self.header) {
+            Encoding::V2 if self.holds_run_values() => Encoding::V2_7,
+            e => e,
+        }
+    }
+
+    /// The minor version the file is written with in `encoding` (already [`Self::holding`]):
+    /// the header's, and [`RUN_VALUE_MINOR`] where the trace holds a run value.
+    fn minor_as(&self, encoding: Encoding) -> u32 {
+        let minor = encoding.minor(&self.header);
+        if self.holds_run_values() {
+            minor.max(RUN_VALUE_MINOR)
+        } else {
+            minor
+        }
+    }
+
+    /// The version the file is written in, as `iotrex show` names it: `1`, `2`, `2.7`, `2.8`
+    /// (the header's provenance), `2.10` (run values).
+    pub fn version_name(&self) -> String {
+        let e = self.holding(self.header.encoding);
+        match self.minor_as(e) {
+            minor if e == Encoding::V2_7 && minor > v2::SIZED_TIMING_MINOR => {
+                format!("{FORMAT_V2}.{minor}")
+            }
+            _ => e.name().to_string(),
+        }
     }
 
     /// Where the bytes of this file go when written in format version `encoding`: the
@@ -467,7 +515,7 @@ impl TraceFile {
     /// apart. Version 2's encoder counts each byte it writes; version 1's MessagePack is
     /// measured by encoding each part alone, what containers add counted as structure.
     pub fn breakdown(&self, encoding: Encoding) -> Result<v2::Breakdown, RsdError> {
-        match encoding.holding(&self.header) {
+        match self.holding(encoding) {
             Encoding::V2 => Ok(v2::encode(self, v2::TimingLayout::Plain)?.1),
             Encoding::V2_7 => Ok(v2::encode(self, v2::TimingLayout::Sized)?.1),
             Encoding::V1 => v1_breakdown(self),
@@ -549,13 +597,21 @@ impl TraceFile {
                 ),
             });
         }
-        if version == FORMAT_V2 && minor >= v2::SIZED_TIMING_MINOR {
+        let tf = if version == FORMAT_V2 && minor >= v2::SIZED_TIMING_MINOR {
             Self::decode_body_v2_7(body, path)
         } else if version == FORMAT_V2 {
             Self::decode_body_v2(body, path)
         } else {
             Self::decode_body(body, path)
+        }?;
+        // A run value is a minor-10 variant: in a file of an older minor it is damage.
+        if minor < RUN_VALUE_MINOR && tf.holds_run_values() {
+            return Err(RsdError::Corrupt {
+                path: p(),
+                detail: format!("a run value in a file of minor version {minor}"),
+            });
         }
+        Ok(tf)
     }
 
     /// Decodes and validates a version-2 body of minor version 0 to 6 without the prefix

@@ -16,6 +16,7 @@
 //! - [`notes`]: header notes said of ranks, folded and said again at another scale.
 //! - [`provenance`]: how an extrapolated trace was made, as the header says it.
 //! - [`nodes`]: the nodes a run ran on and which rank ran where, as the header says it.
+//! - [`runvalue`]: numbers that belong to the run (a job id, a pid), filled in afresh.
 //! - [`draw`]: exact values drawn from summaries, for consumers that must issue calls.
 //!
 //! The views of a trace (`show`, `stats`, `stack`, the Chrome export) and the synthetic traces
@@ -48,6 +49,7 @@ pub mod path;
 pub mod prefix;
 pub mod provenance;
 pub mod ranks;
+pub mod runvalue;
 pub mod timing;
 pub mod trace;
 pub mod value;

@@ -136,6 +136,7 @@ pub fn render_val(v: &Val<RankFn>, depth0: usize) -> String {
         Val::FileEnd(x) => {
             crate::layout::render(x, x.of.map(|k| format!("#{k}")).as_deref(), depth0)
         }
+        Val::Run(k) => format!("run({})", k.name()),
     }
 }
 

@@ -11,6 +11,7 @@ use crate::approx::Summary;
 pub use crate::layout::FileEnd;
 pub use crate::prefix::Exscan;
 use crate::ranks::RankSet;
+pub use crate::runvalue::RunKind;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -48,6 +49,12 @@ pub enum Val<T> {
     /// keep their bytes. [`crate::layout::resolve`] turns it into exact per-rank values;
     /// evaluating it alone gives only its start.
     FileEnd(Box<FileEnd<T>>),
+    /// A number that belongs to the run, not the program (a job id, a pid, a time): never
+    /// fitted, filled in afresh by the consumers that issue calls ([`crate::runvalue`]).
+    /// Appended after [`Val::FileEnd`], so older traces keep their bytes; a file holding one
+    /// has minor version [`crate::format::RUN_VALUE_MINOR`]. Evaluates to its kind's marker
+    /// ([`crate::runvalue::marker`]) until filled.
+    Run(RunKind),
 }
 
 /// Guards recursion on values read from files: deeper nesting than this is corrupt.
@@ -66,6 +73,7 @@ impl<T: Clone> Val<T> {
             Val::Approx(_) => {}
             Val::Exscan(x) => x.start.leaves(out),
             Val::FileEnd(x) => x.start.leaves(out),
+            Val::Run(_) => {}
         }
     }
 
@@ -90,6 +98,7 @@ impl<T: Clone> Val<T> {
                 of: x.of,
                 start: x.start.map(f),
             })),
+            Val::Run(k) => Val::Run(*k),
         }
     }
 
@@ -125,7 +134,17 @@ impl<T: Clone> Val<T> {
                 of: x.of,
                 start: x.start.with_leaves(leaves)?,
             })),
+            Val::Run(k) => Val::Run(*k),
         })
+    }
+
+    /// Whether this value is or holds a run value ([`Val::Run`]).
+    pub fn holds_run(&self) -> bool {
+        match self {
+            Val::Run(_) => true,
+            Val::Seq(v) | Val::Cycle(v) => v.iter().any(Val::holds_run),
+            _ => false,
+        }
     }
 
     /// Whether two values have the same shape (same variants and lengths, any leaves).
@@ -146,6 +165,7 @@ impl<T: Clone> Val<T> {
                     && a.start.same_shape(&b.start)
             }
             (Val::FileEnd(a), Val::FileEnd(b)) => a.of == b.of && a.start.same_shape(&b.start),
+            (Val::Run(a), Val::Run(b)) => a == b,
             _ => false,
         }
     }
@@ -190,6 +210,7 @@ impl Val<i64> {
             Val::Approx(a) => a.typical(),
             Val::Exscan(x) => x.start.eval_start(idx),
             Val::FileEnd(x) => x.start.eval_start(idx),
+            Val::Run(k) => crate::runvalue::marker(*k),
         }
     }
 
@@ -256,7 +277,7 @@ impl Val<i64> {
             }
             Val::Seq(v) => v[(i as usize).min(v.len() - 1)].clone(),
             Val::Cycle(v) => v[(i % v.len() as u64) as usize].clone(),
-            Val::Approx(_) | Val::Exscan(_) | Val::FileEnd(_) => self.clone(),
+            Val::Approx(_) | Val::Exscan(_) | Val::FileEnd(_) | Val::Run(_) => self.clone(),
         }
     }
 
@@ -283,6 +304,7 @@ impl Val<i64> {
             Val::Lin { .. } => false,
             Val::Cycle(v) => v[(n % v.len() as u64) as usize] == *c,
             Val::Seq(_) | Val::Approx(_) | Val::Exscan(_) | Val::FileEnd(_) => false,
+            Val::Run(k) => matches!(c, Val::Run(j) if j == k),
         }
     }
 
@@ -606,6 +628,7 @@ fn eval_at(v: &Val<RankFn>, rank: u32, idx: &[u64]) -> i64 {
         Val::Approx(a) => a.typical(),
         Val::Exscan(x) => eval_at(&x.start, rank, idx),
         Val::FileEnd(x) => eval_at(&x.start, rank, idx),
+        Val::Run(k) => crate::runvalue::marker(*k),
     }
 }
 

@@ -619,6 +619,7 @@ fn golden_v2_8_file_holds_the_provenance_and_nothing_else_changes() {
     let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     assert_eq!((word(&b28, 8), word(&b28, 12)), (FORMAT_V2, 8));
     assert_eq!(rsd::format::PROVENANCE_MINOR, 8);
+    assert!(rsd::format::FORMAT_MINOR >= 8);
     assert_eq!(v28.header.encoding, Encoding::V2_7);
     assert_eq!(v28.header.encoding.name_with(&v28.header), "2.8");
     assert_eq!(v28.trace, v1.trace);
@@ -718,7 +719,7 @@ fn golden_v2_9_file_holds_the_node_layout_and_nothing_else_changes() {
     let (b29, v29) = read(&data("v2.9/spmd_4x10_nodes.iotrex"));
     let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     assert_eq!((word(&b29, 8), word(&b29, 12)), (FORMAT_V2, 9));
-    assert_eq!(rsd::format::FORMAT_MINOR, 9);
+    assert_eq!(rsd::format::NODE_LAYOUT_MINOR, 9);
     assert_eq!(v29.header.encoding.name_with(&v29.header), "2.9");
     assert_eq!(v29.trace, v1.trace);
     let mut h = v1.header.clone();
@@ -803,6 +804,83 @@ fn node_layout() -> impl Strategy<Value = (u32, rsd::NodeLayout)> {
         })
 }
 
+/// `data/format/v2.10/spmd_4x10_run_value.iotrex`: the version-1 golden file with the field
+/// of its first path (`out/file_%d`, the rank) made a run value (a pid), as a lock file's name
+/// holds one.
+fn with_run_value(mut tf: TraceFile) -> TraceFile {
+    let e = tf.trace.nodes.iter_mut().find_map(|n| match &mut n.kind {
+        NodeKind::Event(e) if e.nfields() > 0 => Some((n.ranks.clone(), e)),
+        _ => None,
+    });
+    let (ranks, e) = e.expect("an event with a path field");
+    let last = e.params.last_mut().unwrap();
+    *last = rsd::runvalue::elastic(rsd::runvalue::RunKind::Pid, ranks);
+    tf.header.encoding = Encoding::V2_7;
+    tf
+}
+
+/// Minor version 10, run values: the golden file is its version-1 original with one run
+/// value, reads as such and re-encodes to its bytes; filled in, it is the 2.7 file to the
+/// byte (a file without run values keeps the bytes it had). An older minor holding one is
+/// damage.
+#[test]
+fn golden_v2_10_file_holds_a_run_value_and_nothing_else_changes() {
+    let (_, v1) = read(&data("v1/spmd_4x10.iotrex"));
+    let (b27, _) = read(&data("v2.7/spmd_4x10.iotrex"));
+    let (b210, v210) = read(&data("v2.10/spmd_4x10_run_value.iotrex"));
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!((word(&b210, 8), word(&b210, 12)), (FORMAT_V2, 10));
+    assert_eq!(rsd::format::RUN_VALUE_MINOR, 10);
+    assert_eq!(v210.version_name(), "2.10");
+    let made = with_run_value(v1.clone());
+    assert_eq!(v210, made);
+    assert_eq!(v210.to_bytes().unwrap(), b210, "re-encodes to its bytes");
+    assert_eq!(
+        made.to_bytes_as(Encoding::V2).unwrap(),
+        b210,
+        "v2 asked: 2.10"
+    );
+    // Filled with the rank it replaced (file_0 .. file_3), the original's bytes.
+    let mut filled = v210.clone();
+    if let NodeKind::Event(e) = &mut filled.trace.nodes[1].kind {
+        *e.params.last_mut().unwrap() = Elastic {
+            groups: vec![Group {
+                ranks: RankSet::all(4),
+                val: Val::Const(RankFn::Affine { a: 1, b: 0 }),
+            }],
+        };
+    }
+    assert_eq!(filled.to_bytes().unwrap(), b27, "without it, the 2.7 bytes");
+    // Version 1 holds it too, as minor 10.
+    let b1 = made.to_bytes_as(Encoding::V1).unwrap();
+    assert_eq!((word(&b1, 8), word(&b1, 12)), (1, 10));
+    assert_eq!(
+        TraceFile::from_bytes(&b1, Path::new("v1")).unwrap().trace,
+        made.trace
+    );
+    // The same body claiming minor 8: damage, said so.
+    let old = TraceFile::frame(&b210[PREFIX_LEN..], FORMAT_V2, 8);
+    let e = TraceFile::from_bytes(&old, Path::new("old.iotrex")).unwrap_err();
+    assert!(e.to_string().contains("run value"), "{e}");
+}
+
+/// Every value of `nodes` at the positions `pick` chooses made a run value of `kind`.
+fn run_values_in(nodes: &mut [Node], kind: rsd::runvalue::RunKind, pick: &mut dyn FnMut() -> bool) {
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                for p in &mut e.params {
+                    if pick() {
+                        *p = rsd::runvalue::elastic(kind, n.ranks.clone());
+                    }
+                }
+                run_values_in(&mut e.children, kind, pick);
+            }
+            NodeKind::Loop(l) => run_values_in(&mut l.body, kind, pick),
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -833,5 +911,30 @@ proptest! {
         let mut back = TraceFile::from_bytes(&tf.to_bytes().unwrap(), Path::new("mem")).unwrap();
         back.header.node_layout = None;
         prop_assert_eq!(back.to_bytes().unwrap(), plain.to_bytes().unwrap());
+    }
+
+    /// Run values round-trip in both versions as minor 10 and re-encode to their bytes; a
+    /// trace without them keeps the minor it had.
+    #[test]
+    fn run_values_round_trip(
+        header in header(),
+        nodes in nodes(),
+        kind in prop::sample::select(rsd::runvalue::RunKind::ALL.to_vec()),
+        every in 1usize..4,
+    ) {
+        let plain = TraceFile { header, trace: Trace { nodes } };
+        let mut tf = plain.clone();
+        let mut k = 0usize;
+        run_values_in(&mut tf.trace.nodes, kind, &mut || { k += 1; k % every == 0 });
+        let holds = rsd::runvalue::present(&tf.trace.nodes);
+        for enc in [Encoding::V2_7, Encoding::V1, Encoding::V2] {
+            let b = tf.to_bytes_as(enc).unwrap();
+            let minor = u32::from_le_bytes(b[12..16].try_into().unwrap());
+            let before = u32::from_le_bytes(plain.to_bytes_as(enc).unwrap()[12..16].try_into().unwrap());
+            prop_assert_eq!(minor, if holds { 10 } else { before });
+            let back = TraceFile::from_bytes(&b, Path::new("mem")).unwrap();
+            prop_assert_eq!(&back.trace, &tf.trace);
+            prop_assert_eq!(back.to_bytes().unwrap(), b);
+        }
     }
 }

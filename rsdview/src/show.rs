@@ -28,12 +28,17 @@ pub fn time_per_rank(tf: &TraceFile) -> Vec<(TimeKind, f64)> {
     v
 }
 
-/// Writes the header block of `iotrex show`.
+/// Writes the header block of `iotrex show`, with the format version the header alone says.
 pub fn render_header(h: &Header, out: &mut String) {
+    render_header_as(h, &h.encoding.name_with(h), out);
+}
+
+/// [`render_header`] naming the format version `version` (a whole file's,
+/// [`TraceFile::version_name`], which its run values raise).
+pub fn render_header_as(h: &Header, version: &str, out: &mut String) {
     let _ = writeln!(
         out,
-        "iotrex trace, format version {}, written by iotrex {}",
-        h.encoding.name_with(h),
+        "iotrex trace, format version {version}, written by iotrex {}",
         h.tool_version
     );
     let _ = writeln!(out, "{INDENT}ranks      {}", h.nranks);
@@ -172,7 +177,7 @@ pub fn missing_ranks(tf: &TraceFile) -> Vec<u32> {
 /// The whole text of `iotrex show`: header, a legend line, then the nodes.
 pub fn render_trace_file(tf: &TraceFile) -> String {
     let mut out = String::new();
-    render_header(&tf.header, &mut out);
+    render_header_as(&tf.header, &tf.version_name(), &mut out);
     let missing = missing_ranks(tf);
     if !missing.is_empty() {
         let _ = writeln!(

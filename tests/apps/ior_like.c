@@ -12,6 +12,8 @@
  *   -R               read back from the neighbour (rank+1 mod n) after writing
  *   -e               fsync (MPI_File_sync) after writing
  *   -o PATH          file name (default /dev/shm/ior_like.dat); FPP adds .<rank, 8 digits>
+ *   -P               name the file by the run, as programs name outputs by their job: PATH
+ *                    gets .<rank 0's pid> (broadcast) before anything else is added
  *   -i N             repetitions of the whole write(/read) (default 1)
  *   -r               random offsets: each transfer goes to a pseudo-random transfer slot of
  *                    the rank's own region (IOR's -z), seeded by rank and scale, so no exact
@@ -147,7 +149,8 @@ int main(int argc, char **argv) {
     app_init(&argc, &argv, &rank, &n);
     int c;
     const char *comm_kind = NULL;
-    while ((c = getopt(argc, argv, "a:FL:cBt:b:s:SReo:i:rH:C:")) != -1) {
+    int by_run = 0;
+    while ((c = getopt(argc, argv, "a:FL:cBt:b:s:SReo:i:rH:C:P")) != -1) {
         switch (c) {
         case 'a': mpiio = strcmp(optarg, "mpiio") == 0; break;
         case 'F': fpp = 1; break;
@@ -165,8 +168,18 @@ int main(int argc, char **argv) {
         case 'r': randomized = 1; break;
         case 'H': add_hint(optarg); break;
         case 'C': comm_kind = optarg; break;
+        case 'P': by_run = 1; break;
         default: DIE("ior_like: bad option");
         }
+    }
+    if (by_run) {
+        /* Rank 0's pid: another in every run, the same on every rank of one. */
+        long pid = (long)getpid();
+        MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+        count("MPI_Bcast", 0);
+        static char named[4096];
+        snprintf(named, sizeof named, "%s.%ld", opath, pid);
+        opath = named;
     }
     shared_comm = MPI_COMM_WORLD;
     if (comm_kind && strcmp(comm_kind, "create") == 0) {

@@ -327,6 +327,11 @@ impl Writer {
                 self.byte(8);
                 self.blob_infallible(x.as_ref());
             }
+            // Minor version 10: the kind's code, no number (a run's number is not kept).
+            Val::Run(k) => {
+                self.byte(9);
+                self.byte(k.code());
+            }
         }
     }
 
@@ -1024,6 +1029,14 @@ impl<'a> Reader<'a> {
             6 => Val::Approx(Box::new(self.blob::<Summary>("summary")?)),
             7 => Val::Exscan(Box::new(self.blob::<Exscan<RankFn>>("prefix-sum model")?)),
             8 => Val::FileEnd(Box::new(self.blob::<FileEnd<RankFn>>("end-of-file model")?)),
+            9 => {
+                let at = self.at;
+                let c = self.byte()?;
+                match crate::runvalue::RunKind::from_code(c) {
+                    Some(k) => Val::Run(k),
+                    None => return bad(format!("unknown run value kind {c} at byte {at}")),
+                }
+            }
             t => return bad(format!("unknown value tag {t} at byte {at}")),
         })
     }

@@ -1,0 +1,296 @@
+//! Run values on the emulated cluster (`tests/common/cluster.rs`), under Open MPI's defaults:
+//! numbers that belong to the run, not the program, carried as run values.
+//!
+//! - Across nodes OMPIO's shared-file-pointer component is `lockedfile`, which names its lock
+//!   file `FILE-JOBID-PID.lock`: the IOR-like app's MPI-IO (independent and collective) traced
+//!   at 2, 3, 4, 5 nodes x 2 ranks extrapolates to 8 x 2 and `iotrex diff` against the real
+//!   8 x 2 run says identical, the lock-file names compared as run values.
+//! - A number in a file name that differs between two runs at one scale (and fits no law of
+//!   the scale) is a run value: those inputs extrapolate, the output holds the run value.
+//! - A replay fills run values afresh: names none of the traced runs had, and it succeeds.
+
+mod common;
+use common::cluster::{Cluster, cluster_of};
+use rsd::TraceFile;
+use rsd::trace::FlatEvent;
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+/// Ranks per node in every run.
+const PPN: u32 = 2;
+/// The node counts traced as inputs.
+const INPUT_NODES: [u32; 4] = [2, 3, 4, 5];
+/// The node count extrapolated to (and traced, to compare with).
+const TARGET_NODES: u32 = 8;
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Traces the IOR-like app with `args` on `nodes` nodes x [`PPN`] into `trace`.
+fn trace(c: &Cluster, nodes: u32, args: &[&str], trace: &Path) {
+    let mut v: Vec<OsString> = vec![
+        env!("CARGO_BIN_EXE_iotrex").into(),
+        "trace".into(),
+        "--lib".into(),
+        common::tracer_lib().into(),
+        "-o".into(),
+        trace.into(),
+        "--".into(),
+    ];
+    v.extend(c.openmpi(nodes, PPN));
+    v.push(common::app("ior_like").into());
+    v.extend(args.iter().map(OsString::from));
+    let out = c.run(&v, &[]);
+    assert!(
+        out.status.success(),
+        "{nodes} nodes {args:?}: {}",
+        text(&out)
+    );
+    assert!(
+        trace.exists(),
+        "no trace at {}: {}",
+        trace.display(),
+        text(&out)
+    );
+}
+
+/// MPI-IO on one shared file, traced at every input scale and at the target.
+struct Shared {
+    dir: tempfile::TempDir,
+    inputs: Vec<PathBuf>,
+    real: PathBuf,
+}
+
+/// The runs of `-a mpiio` plus `extra` (`-c` for collective), traced once per test binary.
+fn shared(cell: &'static OnceLock<Shared>, extra: &'static [&'static str]) -> &'static Shared {
+    cell.get_or_init(|| {
+        let c = cluster_of(TARGET_NODES);
+        let dir = common::scratch();
+        let data = dir.path().join("shared.dat");
+        let mut args = vec!["-a", "mpiio", "-o", data.to_str().unwrap()];
+        args.extend(extra);
+        let at = |n: u32| dir.path().join(format!("run.{n}x{PPN}.iotrex"));
+        let inputs: Vec<PathBuf> = INPUT_NODES.iter().map(|&n| at(n)).collect();
+        for (&n, t) in INPUT_NODES.iter().zip(&inputs) {
+            trace(&c, n, &args, t);
+        }
+        let real = at(TARGET_NODES);
+        trace(&c, TARGET_NODES, &args, &real);
+        Shared { dir, inputs, real }
+    })
+}
+
+fn independent() -> &'static Shared {
+    static S: OnceLock<Shared> = OnceLock::new();
+    shared(&S, &[])
+}
+
+fn collective() -> &'static Shared {
+    static S: OnceLock<Shared> = OnceLock::new();
+    shared(&S, &["-c"])
+}
+
+/// `iotrex extrap --ranks N -o out inputs...`; panics unless it succeeds.
+fn extrap(inputs: &[PathBuf], ranks: u32, out: &Path) {
+    let mut args: Vec<&str> = vec!["extrap", "--ranks"];
+    let n = ranks.to_string();
+    args.push(&n);
+    args.extend(["-o", out.to_str().unwrap()]);
+    args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    let o = common::iotrex(&args);
+    assert!(o.status.success(), "extrap {args:?}: {}", text(&o));
+}
+
+/// Every path rank `r` of `tf` names, nested calls included.
+fn paths(tf: &TraceFile, r: u32) -> Vec<String> {
+    fn walk(evs: &[FlatEvent], out: &mut Vec<String>) {
+        for e in evs {
+            out.extend(e.path.clone());
+            walk(&e.children, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&tf.trace.expand(r), &mut out);
+    out
+}
+
+/// The names of OMPIO's lock files for `data` (`data-JOBID-PID.lock`) rank 0 of `tf` names.
+fn lock_names(tf: &TraceFile, data: &Path) -> BTreeSet<String> {
+    let prefix = format!("{}-", data.display());
+    paths(tf, 0)
+        .into_iter()
+        .filter(|p| p.starts_with(&prefix) && p.ends_with(".lock"))
+        .collect()
+}
+
+fn read(p: &Path) -> TraceFile {
+    TraceFile::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The inputs extrapolate to 8 x 2; the output holds the lock file's job id and pid as run
+/// values and `diff` against the real 8 x 2 run says identical, comparing them as such.
+fn extrapolates_identical(s: &Shared) {
+    let out = s
+        .dir
+        .path()
+        .join(format!("extrap.{TARGET_NODES}x{PPN}.iotrex"));
+    extrap(&s.inputs, TARGET_NODES * PPN, &out);
+    let show = common::iotrex(&["show", out.to_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        shown.contains("run(job id), run(pid)]"),
+        "the lock file's name is not held as run values:\n{shown}"
+    );
+    assert!(shown.contains("format version 2.10"), "{shown}");
+    // The real run names its own lock file, another than every input's.
+    let data = s.dir.path().join("shared.dat");
+    let real = lock_names(&read(&s.real), &data);
+    assert_eq!(real.len(), 1, "{real:?}");
+    for i in &s.inputs {
+        assert!(lock_names(&read(i), &data).is_disjoint(&real));
+    }
+    let d = common::iotrex(&["diff", out.to_str().unwrap(), s.real.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&d.stdout);
+    assert!(d.status.success(), "diff: {}", text(&d));
+    assert!(said.starts_with("identical"), "{said}");
+    assert!(
+        said.contains("run values: 6 and 6 compared as run values"),
+        "{said}"
+    );
+}
+
+#[test]
+fn mpiio_independent_across_nodes_extrapolates_with_run_values() {
+    extrapolates_identical(independent());
+}
+
+#[test]
+fn mpiio_collective_across_nodes_extrapolates_with_run_values() {
+    extrapolates_identical(collective());
+}
+
+/// A replay of the extrapolation fills the lock file's name afresh: every rank names one
+/// file, under a name no traced run had and another for each replay; the replay itself (the
+/// POSIX view, which issues the lock file's calls) succeeds in its own root.
+#[test]
+fn a_replay_names_fresh_lock_files() {
+    let s = independent();
+    let out = s.dir.path().join("replayed.iotrex");
+    extrap(&s.inputs, TARGET_NODES * PPN, &out);
+    let data = s.dir.path().join("shared.dat");
+    let mut traced = lock_names(&read(&s.real), &data);
+    for i in &s.inputs {
+        traced.extend(lock_names(&read(i), &data));
+    }
+    assert_eq!(traced.len(), INPUT_NODES.len() + 1, "{traced:?}");
+    let replayed = |tf: &TraceFile| {
+        let names = lock_names(tf, &data);
+        for r in 1..tf.header.nranks {
+            let theirs: BTreeSet<String> = paths(tf, r)
+                .into_iter()
+                .filter(|p| p.ends_with(".lock") && p.contains("shared.dat-"))
+                .collect();
+            assert_eq!(theirs, names, "rank {r} names another lock file");
+        }
+        assert_eq!(names.len(), 1, "{names:?}");
+        names
+    };
+    let first = replayed(&replay::load_seeded(&out, false, rsd::draw::DEFAULT_SEED).unwrap());
+    let second = replayed(&replay::load_seeded(&out, false, rsd::draw::DEFAULT_SEED).unwrap());
+    assert!(
+        first.is_disjoint(&traced),
+        "{first:?} was traced: {traced:?}"
+    );
+    assert_ne!(first, second, "two replays drew the same name");
+    let root = common::scratch();
+    let o = common::iotrex(&[
+        "replay",
+        "--threads",
+        "--layer",
+        "posix",
+        "--compute",
+        "none",
+        "--comm",
+        "skip",
+        "--root",
+        root.path().to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "replay: {}", text(&o));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains("op counts and bytes equal the trace's"),
+        "{said}"
+    );
+    // Whatever lock files the replay left in its root carry none of the traced names.
+    let dir = root
+        .path()
+        .join(data.parent().unwrap().strip_prefix("/").unwrap());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| dir.join(e.unwrap().file_name()))
+        .map(|p| format!("/{}", p.strip_prefix(root.path()).unwrap().display()))
+        .collect();
+    assert!(
+        left.iter().any(|p| p == &data.display().to_string()),
+        "{left:?}"
+    );
+    assert!(left.iter().all(|p| !traced.contains(p)), "{left:?}");
+}
+
+/// The file-per-process POSIX app naming its files by the run (`-P`: rank 0's pid in the
+/// name, as programs name outputs by their job): two runs at 2 nodes differ only in it, so it
+/// is a run value at every scale and the inputs extrapolate; without the repeated run they
+/// are refused (the pids follow no law of the scale). `diff` against a real 8 x 2 run, with
+/// its own pid, says identical, comparing it as a run value.
+#[test]
+fn a_number_that_differs_between_repeated_runs_is_a_run_value() {
+    let c = cluster_of(TARGET_NODES);
+    let dir = common::scratch();
+    let data = dir.path().join("out");
+    let run = |nodes: u32, k: u32| {
+        let t = dir.path().join(format!("posix.{nodes}x{PPN}.{k}.iotrex"));
+        trace(
+            &c,
+            nodes,
+            &["-a", "posix", "-F", "-P", "-o", data.to_str().unwrap()],
+            &t,
+        );
+        t
+    };
+    let scales: Vec<PathBuf> = INPUT_NODES.iter().map(|&n| run(n, 0)).collect();
+    let repeat = run(INPUT_NODES[0], 1);
+    let real = run(TARGET_NODES, 0);
+    let out = dir.path().join("extrap.iotrex");
+    let mut args: Vec<&str> = vec!["extrap", "--ranks", "16", "-o", out.to_str().unwrap()];
+    args.extend(scales.iter().map(|p| p.to_str().unwrap()));
+    let refused = common::iotrex(&args);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("out.%d.%08d"),
+        "{}",
+        text(&refused)
+    );
+    let mut with_repeat = scales.clone();
+    with_repeat.push(repeat);
+    extrap(&with_repeat, TARGET_NODES * PPN, &out);
+    let tf = read(&out);
+    assert!(rsd::runvalue::present(&tf.trace.nodes));
+    let show = common::iotrex(&["show", out.to_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(shown.contains("run(varies), rank]"), "{shown}");
+    let d = common::iotrex(&["diff", out.to_str().unwrap(), real.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&d.stdout);
+    assert!(d.status.success(), "diff: {}", text(&d));
+    assert!(said.starts_with("identical"), "{said}");
+    assert!(said.contains("compared as run values"), "{said}");
+}
