@@ -59,7 +59,11 @@ impl Scope {
 pub(crate) struct Fitter<'a> {
     pub ms: &'a ModelSet,
     pub scales: Vec<i64>,
+    /// Ranks per node at each scale, 0 where not known ([`crate::nodes::of_header`]).
+    pub ppns: Vec<i64>,
     pub target: i64,
+    /// Ranks per node at the target, 0 where not known: the node models evaluate there.
+    pub target_ppn: i64,
     pub explain: Vec<Explain>,
     /// Curves of the exact models fitted since the current parameter began (see `elastic`).
     pub pending: std::cell::RefCell<Vec<Curve>>,
@@ -220,7 +224,12 @@ impl Fitter<'_> {
         let pts: Vec<Point> = scales
             .iter()
             .zip(ys)
-            .map(|(&n, &y)| Point { n, rank: 0, y })
+            .map(|(&n, &y)| Point {
+                n,
+                ppn: 0,
+                rank: 0,
+                y,
+            })
             .collect();
         let fits = self.allowed(fit_exact(&self.ms.models, Vars::N, &pts));
         match agree(fits, |f| f.eval(self.target, 0)) {
@@ -561,7 +570,8 @@ impl Fitter<'_> {
     fn per_rank_points(&self, els: &[&Elastic]) -> Result<(Val<i64>, Vec<Vec<Point>>), Failure> {
         let mut shape: Option<Val<i64>> = None;
         let mut pts: Vec<Vec<Point>> = Vec::new();
-        for (e, &n) in els.iter().zip(&self.scales) {
+        let ppns = self.ppns.iter().chain(std::iter::repeat(&0));
+        for ((e, &n), &ppn) in els.iter().zip(&self.scales).zip(ppns) {
             for g in &e.groups {
                 if g.ranks.len() > INPUT_EXPAND_LIMIT {
                     let ranks = g.ranks.len();
@@ -583,6 +593,7 @@ impl Fitter<'_> {
                     for (k, y) in l.into_iter().enumerate() {
                         pts[k].push(Point {
                             n,
+                            ppn,
                             rank: r as i64,
                             y,
                         });
@@ -624,7 +635,7 @@ impl Fitter<'_> {
             let at = |f: &models::Fitted| -> Option<Vec<i64>> {
                 ranks
                     .iter()
-                    .map(|&r| f.eval(self.target, r as i64))
+                    .map(|&r| f.eval_node(self.target, self.target_ppn, r as i64))
                     .collect()
             };
             match agree(fits, at) {
