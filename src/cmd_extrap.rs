@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
                   trace at --ranks. Every rank set, parameter and loop count is fitted exactly \
                   (zero residual, rational arithmetic) as a function of the rank count n: \
                   constant, a*n+b, k/n, k/n+c, floor/ceil(K/n), largest power of two <= n and \
-                  its remainder, log2 n, and per rank ((rank+a) % n)*b, rank/k, rank%k, plus \
-                  any --plugin models; last, for the sizes of data only (the length of a log \
+                  its remainder, log2 n, and per rank ((rank+a) % n)*b, rank/k, rank%k, a value \
+                  on the root alone, the node terms rank/ppn, rank%ppn and the node leader \
+                  ppn*(rank/ppn) (each input with its own ranks per node, the output with \
+                  the target's: --ranks-per-node, --nodes), plus any --plugin models; last, for the sizes of data only (the length of a log \
                   line that prints n or the rank), a + b*digits(n), digits(n - 1) and \
                   digits(rank) + digits(n), the decimal widths. When the structure differs between scales (the error says \
                   which scales agree with each other; --drop-inconsistent extrapolates from the \
