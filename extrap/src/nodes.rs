@@ -83,7 +83,7 @@ pub fn target(
         .all(|l| l.ranks_per_node == first.ranks_per_node)
     {
         let ppn = first.ranks_per_node;
-        if target % ppn != 0 {
+        if !target.is_multiple_of(ppn) {
             return Err(ExtrapError::BadTarget {
                 target: target.into(),
                 why: format!(
@@ -126,13 +126,13 @@ fn asked_layout(target: u32, shape: TargetShape) -> Result<Layout, ExtrapError> 
             ));
         }
         TargetShape::Nodes(0) => return Err(bad("--nodes 0: a run has at least one node".into())),
-        TargetShape::RanksPerNode(p) if target % p != 0 => {
+        TargetShape::RanksPerNode(p) if !target.is_multiple_of(p) => {
             return Err(bad(format!(
                 "--ranks-per-node {p} does not divide {target} ranks (every node holds the same \
                  number of ranks)"
             )));
         }
-        TargetShape::Nodes(k) if target % k != 0 => {
+        TargetShape::Nodes(k) if !target.is_multiple_of(k) => {
             return Err(bad(format!(
                 "--nodes {k} does not divide {target} ranks (every node holds the same number \
                  of ranks)"

@@ -27,18 +27,17 @@ impl LibraryModel for NodeCommunicators {
         if let Some(target) = cx.layout.filter(|l| l.nodes() > 1) {
             let one_node =
                 |i: &Input| nodes::of_header(&i.file.header).is_some_and(|l| l.nodes() == 1);
-            if !inputs.is_empty() && inputs.iter().all(one_node) {
-                if let Some(site) = inputs.iter().find_map(|i| node_split(&i.file.trace.nodes)) {
-                    return Err(ExtrapError::OneNodeInputs {
-                        target: target.to_string(),
-                        what: format!(
-                            "which ranks share a node: {site} groups the ranks of each node \
-                             (its color is the node's first rank), and the values on the \
-                             communicator it makes follow the nodes"
-                        ),
-                        ppn: target.ranks_per_node,
-                    });
-                }
+            let split = inputs.iter().find_map(|i| node_split(&i.file.trace.nodes));
+            if let Some(site) = split.filter(|_| inputs.iter().all(one_node)) {
+                return Err(ExtrapError::OneNodeInputs {
+                    target: target.to_string(),
+                    what: format!(
+                        "which ranks share a node: {site} groups the ranks of each node (its \
+                         color is the node's first rank), and the values on the communicator \
+                         it makes follow the nodes"
+                    ),
+                    ppn: target.ranks_per_node,
+                });
             }
         }
         inner(cx, inputs, stage)
