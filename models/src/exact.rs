@@ -69,6 +69,12 @@ pub trait Model: Send + Sync {
     fn fallback(&self) -> bool {
         false
     }
+    /// Whether the model reads the scale's node layout ([`Point::ppn`]): callers offer such
+    /// models to the values of parameters, not to which ranks make a call (a count of all
+    /// the ranks is `n`, though over inputs on two nodes `2*ppn` fits it too).
+    fn of_layout(&self) -> bool {
+        false
+    }
     /// This model trying the process grids of `ndims` dimensions only, for a model that
     /// depends on which grids the program asked for (the grid models); `None` for every
     /// other model, which stays as it is.
@@ -876,6 +882,9 @@ impl Model for NodeTerm {
     fn eval(&self, _: &[Rat], _: i64, _: i64) -> Option<i64> {
         None
     }
+    fn of_layout(&self) -> bool {
+        true
+    }
     fn eval_node(&self, c: &[Rat], _n: i64, ppn: i64, rank: i64) -> Option<i64> {
         let [a, b] = c else { return None };
         let x = Rat::int(self.at(ppn, rank)?);
@@ -886,11 +895,67 @@ impl Model for NodeTerm {
     }
 }
 
-/// The per-rank models of the node layout ([`Point::ppn`]): the node's index `rank/ppn`, the
-/// rank on its node `rank%ppn`, and the node's leader `ppn*(rank/ppn)` (its first rank: what
-/// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`'s color is as the tracer records it).
+/// The ranks per node itself, `c * ppn + d`: the size of a node's communicator, a count per
+/// node. A function of the scale's layout, not of `n`, so over inputs that vary in both the
+/// node count and the ranks per node it is what `n` cannot say.
+struct PerNode;
+
+impl Model for PerNode {
+    fn name(&self) -> &str {
+        "ranks-per-node"
+    }
+    fn vars(&self) -> Vars {
+        Vars::N
+    }
+    fn nparams(&self) -> usize {
+        2
+    }
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
+        if pts.iter().any(|p| p.ppn <= 0) {
+            return vec![];
+        }
+        let rows: Rows = pts
+            .iter()
+            .map(|p| vec![Rat::int(p.ppn), Rat::ONE])
+            .collect();
+        let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
+        match solve(&rows, &ys) {
+            Solution::Unique(c) => vec![c],
+            _ => vec![],
+        }
+    }
+    fn eval(&self, _: &[Rat], _: i64, _: i64) -> Option<i64> {
+        None
+    }
+    fn of_layout(&self) -> bool {
+        true
+    }
+    fn eval_node(&self, c: &[Rat], _n: i64, ppn: i64, _rank: i64) -> Option<i64> {
+        let [a, b] = c else { return None };
+        if ppn <= 0 {
+            return None;
+        }
+        Rat::int(ppn).checked_mul(*a)?.checked_add(*b)?.to_i64()
+    }
+    fn describe(&self, c: &[Rat]) -> String {
+        poly(c, &["ppn", ""])
+    }
+}
+
+/// The models of the node layout ([`Point::ppn`]): the ranks per node itself, and per rank
+/// the node's index `rank/ppn`, the rank on its node `rank%ppn`, and the node's leader
+/// `ppn*(rank/ppn)` (its first rank: what `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`'s color
+/// is as the tracer records it).
 pub fn builtin_node_models() -> Vec<Arc<dyn Model>> {
     vec![
+        Arc::new(PerNode),
+        // The same per rank, so that where the rank groups differ between scales the per-rank
+        // fit sees the layout too (and refuses where `n` and the ranks per node both fit).
+        Arc::new(NodeTerm {
+            name: "node-size",
+            term: |ppn, _| Some(ppn),
+            show: "ppn",
+        }),
         Arc::new(NodeTerm {
             name: "node-index",
             term: |ppn, rank| Some(rank / ppn),

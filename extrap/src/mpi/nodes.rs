@@ -75,6 +75,10 @@ mod tests {
                     args::comm_split_type(0, leader, r64, 2),
                 ));
                 c.push(&RawEvent::new(Op::CommRank, 2, args::comm_rank(2, r64 % p)));
+                if r == 0 {
+                    // IOR's GetNumTasksOnNode0: the node's size, asked on rank 0.
+                    c.push(&RawEvent::new(Op::CommSize, 4, args::comm_size(2, p)));
+                }
                 let root = i64::from(r == 0);
                 c.push(&RawEvent::new(
                     Op::Gather,
@@ -134,9 +138,12 @@ mod tests {
         assert!(said.contains(&"ppn*(rank/ppn)"), "{said:?}");
         assert!(said.contains(&"(rank%ppn)"), "{said:?}");
         assert!(said.contains(&"[rank==0]"), "{said:?}");
-        // The same 16 ranks as 4 nodes of 4: another layout, other values.
-        let y = extrapolate(&layouts, 16, Some(TargetShape::Nodes(4))).unwrap();
-        assert_as_run(&y, 4, 4);
+        // The same 16 ranks as 4 nodes of 4: inputs all on 2 nodes cannot tell the node's
+        // size (1, 2, 3, 4 at 2, 4, 6, 8 ranks) from half the ranks: refused, naming both.
+        let e = extrapolate(&layouts, 16, Some(TargetShape::Nodes(4))).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("MPI_Comm_size"), "{text}");
+        assert!(text.contains("ppn") && text.contains("(1/2)*n"), "{text}");
     }
 
     #[test]
@@ -145,11 +152,22 @@ mod tests {
         assert_as_run(&x, 8, 2);
     }
 
+    /// Inputs that vary in both tell the node's size from the rank count, and the node
+    /// terms hold at any layout.
     #[test]
     fn inputs_varying_in_nodes_and_ranks_per_node() {
         let layouts = [(2, 1), (2, 2), (3, 3), (3, 4)];
         let x = extrapolate(&layouts, 24, Some(TargetShape::RanksPerNode(6))).unwrap();
         assert_as_run(&x, 4, 6);
+        // The node's size is no function of n over these scales (1, 2, 3, 4 at 2, 4, 9, 12).
+        let size = x
+            .explain
+            .iter()
+            .find(|e| e.event.starts_with("MPI_Comm_size"));
+        let size = size.map(|e| e.model.as_str()).unwrap_or_default();
+        assert!(size.contains("value = ppn"), "{:?}", x.explain);
+        let y = extrapolate(&layouts, 16, Some(TargetShape::Nodes(4))).unwrap();
+        assert_as_run(&y, 4, 4);
     }
 
     /// A value on the root alone is `-rank + 1` at 2 ranks and two rank groups at more: one
