@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
                   trace at --ranks. Every rank set, parameter and loop count is fitted exactly \
                   (zero residual, rational arithmetic) as a function of the rank count n: \
                   constant, a*n+b, k/n, k/n+c, floor/ceil(K/n), largest power of two <= n and \
-                  its remainder, log2 n, and per rank ((rank+a) % n)*b, rank/k, rank%k, plus \
-                  any --plugin models; last, for the sizes of data only (the length of a log \
+                  its remainder, log2 n, and per rank ((rank+a) % n)*b, rank/k, rank%k, a value \
+                  on the root alone, the node terms rank/ppn, rank%ppn and the node leader \
+                  ppn*(rank/ppn) (each input with its own ranks per node, the output with \
+                  the target's: --ranks-per-node, --nodes), plus any --plugin models; last, for the sizes of data only (the length of a log \
                   line that prints n or the rank), a + b*digits(n), digits(n - 1) and \
                   digits(rank) + digits(n), the decimal widths. When the structure differs between scales (the error says \
                   which scales agree with each other; --drop-inconsistent extrapolates from the \
@@ -40,7 +42,7 @@ use std::path::{Path, PathBuf};
                   quantity's model, approximate ones with their held-out error, and the passes of the \
                   pipeline that acted (containers lifted, process grids, library models, \
                   consistency, prefix sums, summaries, collective buffering, fit).",
-    after_help = "Examples:\n  iotrex extrap app.4.iotrex app.8.iotrex app.12.iotrex app.16.iotrex --ranks 1024 -o app.1024.iotrex\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 64 -o app.64.iotrex --explain --plugin libmymodel.so\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 32 -o app.32.iotrex --ignore fprintf.ret"
+    after_help = "Examples:\n  iotrex extrap app.4.iotrex app.8.iotrex app.12.iotrex app.16.iotrex --ranks 1024 -o app.1024.iotrex\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 64 -o app.64.iotrex --explain --plugin libmymodel.so\n  iotrex extrap app.{4,8,12,16}.iotrex --ranks 32 -o app.32.iotrex --ignore fprintf.ret\n  iotrex extrap app.2x{1,2,3,4}.iotrex --ranks 16 --ranks-per-node 8 -o app.2x8.iotrex"
 )]
 pub struct ExtrapArgs {
     /// Traces of the same program at three or more different rank counts (several runs of
@@ -50,6 +52,15 @@ pub struct ExtrapArgs {
     /// Rank count to extrapolate to.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub ranks: u32,
+    /// Ranks on each node of the target (a divisor of --ranks; ranks placed by block, as
+    /// mpirun places them by default). Default: the inputs' ranks per node where every input
+    /// has the same, one node where every input ran on one node; inputs of different ranks
+    /// per node on several nodes need it (or --nodes).
+    #[arg(long, value_name = "P", conflicts_with = "nodes")]
+    pub ranks_per_node: Option<u32>,
+    /// Nodes of the target (a divisor of --ranks): --ranks-per-node is --ranks / K.
+    #[arg(long, value_name = "K")]
+    pub nodes: Option<u32>,
     /// Where to write the extrapolated trace (nothing is written on a refusal).
     #[arg(long, short)]
     pub output: PathBuf,
@@ -178,7 +189,13 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
         extrap::approx::require_exact(&inputs)?;
     }
     note_ignored_unused(&inputs, &ignored);
+    let shape = match (a.ranks_per_node, a.nodes) {
+        (Some(p), _) => Some(extrap::TargetShape::RanksPerNode(p)),
+        (None, Some(k)) => Some(extrap::TargetShape::Nodes(k)),
+        (None, None) => None,
+    };
     let req = extrap::Request::new(a.ranks)
+        .shape(shape)
         .models(models)
         .ignore(ignored)
         .approx_unfit(a.approx_unfit)

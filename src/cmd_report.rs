@@ -127,12 +127,17 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
 /// The options of the extrapolation that wrote `out`, as far as its trace says them: the
 /// report explains that extrapolation, not another. `--approx-unfit` is on: it changes only
 /// what would be refused, and `out` exists, so extrap did not refuse it. Scales dropped by
-/// `--drop-inconsistent` are in its provenance.
+/// `--drop-inconsistent` are in its provenance; the target's shape (`--ranks-per-node`) in
+/// its node layout.
 fn report_request(out: Option<&report::Input>) -> extrap::Request {
     let dropped = out
         .and_then(|o| extrap::provenance::of(&o.file.header))
         .is_some_and(|p| !p.dropped.is_empty());
+    let shape = out
+        .and_then(|o| extrap::nodes::of_header(&o.file.header))
+        .map(|l| extrap::TargetShape::RanksPerNode(l.ranks_per_node));
     extrap::Request::new(1)
+        .shape(shape)
         .approx_unfit(out.is_some())
         .inconsistent(if dropped {
             extrap::Inconsistent::Drop

@@ -223,3 +223,82 @@ fn the_output_says_how_it_was_made() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert!(j["header"].get("provenance").is_none(), "{j}");
 }
+
+/// A synth trace at `n` ranks whose header says it ran on `nodes` nodes of `n / nodes` ranks
+/// each, placed by block, as the tracer records a run on a cluster.
+fn synth_on_nodes(dir: &Path, n: u32, nodes: u32) -> PathBuf {
+    let p = synth(dir, n, 10);
+    let mut tf = rsd::TraceFile::read(&p).unwrap();
+    tf.header.mpi_config = Some(rsd::MpiConfig {
+        library: "Open MPI v4.1.4".into(),
+        node_ranks: vec![(n / nodes, nodes)],
+        nodes_contiguous: true,
+        ..Default::default()
+    });
+    tf.write(&p).unwrap();
+    p
+}
+
+#[test]
+fn the_targets_shape_bad_or_missing_is_a_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    // 2 nodes of 2, 4, 6 and 8 ranks: the ranks per node differ between the inputs.
+    let ins: Vec<String> = [4, 8, 12, 16]
+        .iter()
+        .map(|&n| s(&synth_on_nodes(d.path(), n, 2)))
+        .collect();
+    let out = d.path().join("x.iotrex");
+    let o_s = s(&out);
+    let run = |extra: &[&str]| {
+        let mut args = vec!["extrap"];
+        args.extend(ins.iter().map(String::as_str));
+        args.extend(["-o", &o_s]);
+        args.extend(extra);
+        iotrex(&args)
+    };
+    let refused = |o: &Output, says: &str| {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!out.exists(), "a refusal wrote {}", out.display());
+    };
+    // No shape given: asked for, naming each input's layout.
+    refused(
+        &run(&["--ranks", "64"]),
+        "the inputs have different ranks per node (",
+    );
+    refused(
+        &run(&["--ranks", "64"]),
+        "s12.10.iotrex (2 nodes x 6 ranks)",
+    );
+    refused(&run(&["--ranks", "64"]), "--ranks-per-node P or --nodes K");
+    // A shape that does not divide the target.
+    refused(
+        &run(&["--ranks", "64", "--ranks-per-node", "5"]),
+        "--ranks-per-node 5 does not divide 64 ranks",
+    );
+    refused(
+        &run(&["--ranks", "64", "--nodes", "3"]),
+        "--nodes 3 does not divide 64 ranks",
+    );
+    // Both at once is a usage error.
+    let o = run(&["--ranks", "64", "--nodes", "2", "--ranks-per-node", "32"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Given, the output's header says the target's layout.
+    for extra in [["--ranks-per-node", "32"], ["--nodes", "2"]] {
+        let mut args = vec!["--ranks", "64"];
+        args.extend(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let tf = rsd::TraceFile::read(&out).unwrap();
+        let mc = tf.header.mpi_config.unwrap();
+        assert_eq!(mc.node_ranks, [(32, 2)], "{extra:?}");
+        std::fs::remove_file(&out).unwrap();
+    }
+}

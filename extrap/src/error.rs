@@ -60,6 +60,30 @@ pub enum ExtrapError {
         /// Why.
         why: String,
     },
+    /// The inputs have different ranks per node and no target shape was given.
+    #[error(
+        "the inputs have different ranks per node ({inputs}): say the target's shape with \
+         --ranks-per-node P or --nodes K"
+    )]
+    TargetShapeNeeded {
+        /// Each input and its layout (nodes x ranks per node).
+        inputs: String,
+    },
+    /// Every input ran on one node and the target has several: what the target's other nodes
+    /// do, no input shows.
+    #[error(
+        "every input ran on one node, but the target is {target}: no input shows {what}; trace \
+         the program on two nodes or more (for example 2 nodes x 1, 2, 3 and 4 ranks, or 2, 3, 4 \
+         and 5 nodes x {ppn} ranks)"
+    )]
+    OneNodeInputs {
+        /// The target's layout (`2 nodes x 8 ranks`).
+        target: String,
+        /// What depends on the nodes, and where.
+        what: String,
+        /// Ranks per node at the target, for the runs to add.
+        ppn: u32,
+    },
     /// The inputs do not have the same event structure.
     #[error(
         "the traces differ in structure at {}: {} at {left_ranks} ranks ({left_input}) but {} at \

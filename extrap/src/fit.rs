@@ -48,6 +48,9 @@ pub(crate) struct Scope {
     /// When the number of ranks making those nested calls differs between the scales, that
     /// number per scale, as text (`1 at 4 ranks, 1 at 8, 2 at 12, 2 at 16`).
     aggregators: Option<String>,
+    /// The quantity is part of a rank set (which ranks make a call), never offered the models
+    /// of the node layout ([`models::Model::of_layout`]).
+    rank_set: std::cell::Cell<bool>,
 }
 
 impl Scope {
@@ -59,7 +62,11 @@ impl Scope {
 pub(crate) struct Fitter<'a> {
     pub ms: &'a ModelSet,
     pub scales: Vec<i64>,
+    /// Ranks per node at each scale, 0 where not known ([`crate::nodes::of_header`]).
+    pub ppns: Vec<i64>,
     pub target: i64,
+    /// Ranks per node at the target, 0 where not known: the node models evaluate there.
+    pub target_ppn: i64,
     pub explain: Vec<Explain>,
     /// Curves of the exact models fitted since the current parameter began (see `elastic`).
     pub pending: std::cell::RefCell<Vec<Curve>>,
@@ -178,16 +185,21 @@ impl Fitter<'_> {
         if !self.scope.text_width_allowed() {
             fits.retain(|f| !f.model.text_width());
         }
+        if self.scope.rank_set.get() {
+            fits.retain(|f| !f.model.of_layout());
+        }
         fits
     }
 
     /// The names of the models of kind `vars` the quantity in scope was offered, for a refusal.
     fn tried(&self, vars: Vars) -> String {
         let allowed = self.scope.text_width_allowed();
+        let layout = !self.scope.rank_set.get();
         self.ms
             .models
             .iter()
             .filter(|m| m.vars() == vars && (allowed || !m.text_width()))
+            .filter(|m| layout || !m.of_layout())
             .map(|m| m.name())
             .collect::<Vec<_>>()
             .join(", ")
@@ -217,13 +229,23 @@ impl Fitter<'_> {
         if ys.iter().all(|&y| y == ys[0]) {
             return Ok((ys[0], None));
         }
+        // Each scale's ranks per node, for the model of the ranks per node itself.
+        let ppn_of = |n: i64| {
+            let at = self.scales.iter().position(|&s| s == n);
+            at.and_then(|i| self.ppns.get(i)).copied().unwrap_or(0)
+        };
         let pts: Vec<Point> = scales
             .iter()
             .zip(ys)
-            .map(|(&n, &y)| Point { n, rank: 0, y })
+            .map(|(&n, &y)| Point {
+                n,
+                ppn: ppn_of(n),
+                rank: 0,
+                y,
+            })
             .collect();
         let fits = self.allowed(fit_exact(&self.ms.models, Vars::N, &pts));
-        match agree(fits, |f| f.eval(self.target, 0)) {
+        match agree(fits, |f| f.eval_node(self.target, self.target_ppn, 0)) {
             Agreement::Agree(f, v) => {
                 let samples = crate::sample_ns(scales[0], self.target)
                     .into_iter()
@@ -273,6 +295,19 @@ impl Fitter<'_> {
 
     /// A rank set fitted run by run: each PRSD start, count and stride as a function of n.
     fn rankset(
+        &self,
+        sets: &[&RankSet],
+        what: &str,
+        notes: &mut Vec<(String, String)>,
+    ) -> Result<RankSet, Failure> {
+        let was = self.scope.rank_set.replace(true);
+        let out = self.rankset_fitted(sets, what, notes);
+        self.scope.rank_set.set(was);
+        out
+    }
+
+    /// [`Self::rankset`]'s fit, with the scope saying it is a rank set.
+    fn rankset_fitted(
         &self,
         sets: &[&RankSet],
         what: &str,
@@ -561,7 +596,8 @@ impl Fitter<'_> {
     fn per_rank_points(&self, els: &[&Elastic]) -> Result<(Val<i64>, Vec<Vec<Point>>), Failure> {
         let mut shape: Option<Val<i64>> = None;
         let mut pts: Vec<Vec<Point>> = Vec::new();
-        for (e, &n) in els.iter().zip(&self.scales) {
+        let ppns = self.ppns.iter().chain(std::iter::repeat(&0));
+        for ((e, &n), &ppn) in els.iter().zip(&self.scales).zip(ppns) {
             for g in &e.groups {
                 if g.ranks.len() > INPUT_EXPAND_LIMIT {
                     let ranks = g.ranks.len();
@@ -583,6 +619,7 @@ impl Fitter<'_> {
                     for (k, y) in l.into_iter().enumerate() {
                         pts[k].push(Point {
                             n,
+                            ppn,
                             rank: r as i64,
                             y,
                         });
@@ -624,7 +661,7 @@ impl Fitter<'_> {
             let at = |f: &models::Fitted| -> Option<Vec<i64>> {
                 ranks
                     .iter()
-                    .map(|&r| f.eval(self.target, r as i64))
+                    .map(|&r| f.eval_node(self.target, self.target_ppn, r as i64))
                     .collect()
             };
             match agree(fits, at) {

@@ -64,6 +64,7 @@ pub use models;
 pub use models::{ModelSet, Plugin};
 pub use mpi::collective::FITTED_NOT_DERIVED;
 pub use mpi::derive::{DERIVE_LIMIT, Derivation};
+pub use nodes::{Layout, TargetShape};
 pub use pipeline::PassId;
 use request::Cx;
 pub use request::{Inconsistent, Request, run};
@@ -202,14 +203,14 @@ fn extrapolate_sorted(
     // below reads the exact values.
     let fit = |g: &[Vec<&Input>]| {
         let mut out = if ignored.is_empty() {
-            fit_sorted(g, &groups, target, models)
+            fit_sorted(g, &groups, target, cx.layout, models)
         } else {
             let summarised: Vec<Vec<Input>> = g
                 .iter()
                 .map(|runs| approx::ignore(runs.iter().map(|&i| i.clone()).collect(), ignored).0)
                 .collect();
             let refs: Vec<Vec<&Input>> = summarised.iter().map(|r| r.iter().collect()).collect();
-            fit_sorted(&refs, &groups, target, models)
+            fit_sorted(&refs, &groups, target, cx.layout, models)
         }?;
         // What the library models put back before the collective I/O is derived.
         stage.adjust_fitted(&mut out.file)?;
@@ -287,6 +288,7 @@ fn fit_sorted(
     groups: &[Vec<&Input>],
     originals: &[Vec<&Input>],
     target: u32,
+    layout: Option<Layout>,
     models: &ModelSet,
 ) -> Result<Extrapolated, ExtrapError> {
     let sorted: Vec<&Input> = groups.iter().map(|g| g[0]).collect();
@@ -307,7 +309,12 @@ fn fit_sorted(
     let mut fitter = fit::Fitter {
         ms: models,
         scales: scales.iter().map(|&n| n as i64).collect(),
+        ppns: sorted
+            .iter()
+            .map(|i| nodes::of_header(&i.file.header).map_or(0, |l| l.ranks_per_node.into()))
+            .collect(),
         target: target as i64,
+        target_ppn: layout.map_or(0, |l| l.ranks_per_node.into()),
         explain: Vec::new(),
         pending: std::cell::RefCell::new(Vec::new()),
         repeats,
@@ -335,8 +342,7 @@ fn fit_sorted(
         .map(|n| rsd::notes::note_at_scale(n, largest.header.nranks, target))
         .collect();
     header.nranks = target;
-    let inputs: Vec<&rsd::Header> = sorted.iter().map(|i| &i.file.header).collect();
-    header.node_layout = nodes::target_layout(&inputs, target);
+    nodes::set_layout(&mut header, layout);
     let (prediction, explain) = timing::wall(originals, target);
     fitter.explain.extend(explain);
     match prediction {

@@ -19,7 +19,12 @@ pub(crate) fn agree_at<'m>(
     let pts: Vec<Point> = ns
         .iter()
         .zip(ys)
-        .map(|(&n, &y)| Point { n, rank: 0, y })
+        .map(|(&n, &y)| Point {
+            n,
+            ppn: 0,
+            rank: 0,
+            y,
+        })
         .collect();
     agree(fit_exact(&models.models, Vars::N, &pts), |f| {
         f.eval(i64::from(target), 0)

@@ -112,11 +112,13 @@ pub(crate) const PASSES: &[&dyn Pass] = &[
     &crate::approx::Summaries,
 ];
 
-/// The library models, outermost first: the process grids narrow the models everything else
+/// The library models, outermost first: the node communicators refuse a target of several
+/// nodes that inputs on one node cannot show; the process grids narrow the models everything else
 /// is fitted with; HDF5's collective flushes are taken out around its independent dealt
 /// writes; the MPI library's collective buffering derives, around the fit, the nested calls
 /// of every collective call the others leave in or put back.
 pub(crate) const MODELS: &[&dyn crate::library::LibraryModel] = &[
+    &crate::mpi::nodes::NodeCommunicators,
     &crate::mpi::grid::ProcessGrids,
     &crate::hdf5::collflush::CollectiveFlushes,
     &crate::hdf5::dealt::DealtWrites,

@@ -7,6 +7,7 @@
 use crate::approx::Ignore;
 use crate::error::ExtrapError;
 use crate::hdf5::space::{Oracle, Remembered};
+use crate::nodes::{Layout, TargetShape};
 use crate::{Derivation, Extrapolated, Input, ModelSet};
 use std::sync::Arc;
 
@@ -50,6 +51,10 @@ pub struct Request {
     /// What replays HDF5 calls through the HDF5 library (`iotrex-h5oracle`), where HDF5's
     /// file space at the target needs it; without one such an extrapolation refuses, saying so.
     pub oracle: Option<Arc<dyn Oracle>>,
+    /// The target's node layout (`--ranks-per-node`, `--nodes`); `None`: the inputs' ranks
+    /// per node where every input has the same, one node where every input ran on one
+    /// ([`crate::nodes::target`]).
+    pub shape: Option<TargetShape>,
 }
 
 impl Request {
@@ -63,6 +68,7 @@ impl Request {
             inconsistent: Inconsistent::default(),
             derivation: Derivation::default(),
             oracle: None,
+            shape: None,
         }
     }
 
@@ -96,6 +102,12 @@ impl Request {
         self
     }
 
+    /// This request for a target of the node layout `shape`.
+    pub fn shape(mut self, shape: Option<TargetShape>) -> Request {
+        self.shape = shape;
+        self
+    }
+
     /// This request with the HDF5 oracle `oracle`.
     pub fn oracle(mut self, oracle: Option<Arc<dyn Oracle>>) -> Request {
         self.oracle = oracle;
@@ -125,6 +137,8 @@ pub(crate) struct Cx<'a> {
     /// The call sites lifting the containers made, once they are lifted: every model that
     /// expands ranks and compresses them again compresses containers whole.
     pub(crate) lifts: Option<&'a rsd::trace::Lifts>,
+    /// The target's node layout, where known.
+    pub(crate) layout: Option<Layout>,
 }
 
 impl<'a> Cx<'a> {
@@ -145,10 +159,11 @@ pub fn run(req: &Request, inputs: &[Input]) -> Result<Extrapolated, ExtrapError>
             why: "a run has at least one rank".into(),
         });
     }
+    let layout = crate::nodes::target(req.target, req.shape, inputs)?;
     let remembered = req.oracle.as_ref().map(|o| Remembered::new(o.as_ref()));
     let mut ignored = req.ignore.clone();
     loop {
-        let e = match once(req, remembered.as_ref(), inputs, &ignored) {
+        let e = match once(req, layout, remembered.as_ref(), inputs, &ignored) {
             Ok(mut x) => {
                 x.summarised = ignored[req.ignore.len()..].to_vec();
                 return Ok(x);
@@ -169,6 +184,7 @@ pub fn run(req: &Request, inputs: &[Input]) -> Result<Extrapolated, ExtrapError>
 /// One extrapolation of `inputs` with the parameters `ignored` summarised.
 fn once(
     req: &Request,
+    layout: Option<Layout>,
     oracle: Option<&Remembered>,
     inputs: &[Input],
     ignored: &[Ignore],
@@ -181,6 +197,7 @@ fn once(
         inconsistent: req.inconsistent,
         oracle,
         lifts: None,
+        layout,
     };
     crate::pipeline::run(cx, inputs)
 }

@@ -154,6 +154,7 @@ pub fn run(data: &[u8]) {
             let rank = i64::from(u16::from_le_bytes([b.u8(), b.u8()])) % n;
             Point {
                 n,
+                ppn: 0,
                 rank,
                 y: b.i64(),
             }

@@ -15,6 +15,9 @@ use std::sync::Arc;
 pub struct Point {
     /// Rank count of the run.
     pub n: i64,
+    /// Ranks per node of the run, where every node holds that many consecutive ranks; 0 where
+    /// the layout is not known or not of that form, where no node model evaluates.
+    pub ppn: i64,
     /// The rank (0 for quantities that do not depend on the rank).
     pub rank: i64,
     /// The observed value.
@@ -44,6 +47,12 @@ pub trait Model: Send + Sync {
     fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>>;
     /// The value at `(n, rank)`, `None` when it is not an integer or overflows.
     fn eval(&self, coeffs: &[Rat], n: i64, rank: i64) -> Option<i64>;
+    /// The value at `(n, rank)` on nodes of `ppn` consecutive ranks (0: not known). Only the
+    /// node models ([`builtin_node_models`]) read `ppn`; every other model is [`Model::eval`].
+    fn eval_node(&self, coeffs: &[Rat], n: i64, ppn: i64, rank: i64) -> Option<i64> {
+        let _ = ppn;
+        self.eval(coeffs, n, rank)
+    }
     /// The fitted function in readable form, e.g. `960/n`.
     fn describe(&self, coeffs: &[Rat]) -> String;
     /// Whether the model is the width of a printed number (`digits(n)`: a step at each power
@@ -58,6 +67,12 @@ pub trait Model: Send + Sync {
     /// should be fitted by, so it can only turn a refusal into an answer, never make two
     /// answers disagree.
     fn fallback(&self) -> bool {
+        false
+    }
+    /// Whether the model reads the scale's node layout ([`Point::ppn`]): callers offer such
+    /// models to the values of parameters, not to which ranks make a call (a count of all
+    /// the ranks is `n`, though over inputs on two nodes `2*ppn` fits it too).
+    fn of_layout(&self) -> bool {
         false
     }
     /// This model trying the process grids of `ndims` dimensions only, for a model that
@@ -125,6 +140,11 @@ impl Fitted<'_> {
     /// The value at `(n, rank)`.
     pub fn eval(&self, n: i64, rank: i64) -> Option<i64> {
         self.model.eval(&self.coeffs, n, rank)
+    }
+
+    /// The value at `(n, rank)` on nodes of `ppn` consecutive ranks ([`Model::eval_node`]).
+    pub fn eval_node(&self, n: i64, ppn: i64, rank: i64) -> Option<i64> {
+        self.model.eval_node(&self.coeffs, n, ppn, rank)
     }
 
     /// Readable form.
@@ -791,6 +811,17 @@ pub fn builtin_rank_models() -> Vec<Arc<dyn Model>> {
             show: |d, i| format!("shift(rank, dims(n, {d}), {i}, -1)"),
             allowed: Vec::new(),
         }),
+        // A value one rank alone holds (a root's receive count, which MPI reads on the root
+        // only and the tracer records as 0 elsewhere): `c` more on rank `r` than on every
+        // other. At 2 ranks the merge holds it as a line through both ranks (`-rank + 1`),
+        // at more as two groups; per rank it is one function at every scale.
+        Arc::new(Search {
+            name: "rank-root",
+            vars: Vars::NRank,
+            knobs: |p| 0..=min_n(p) - 1,
+            term: |r, _, rank| Some(i64::from(rank == r)),
+            show: |c, r| poly(c, &[&format!("[rank=={r}]"), ""]),
+        }),
         Arc::new(Basis {
             name: "rank-affine",
             vars: Vars::NRank,
@@ -801,6 +832,144 @@ pub fn builtin_rank_models() -> Vec<Arc<dyn Model>> {
                 |_, _| r(1),
             ],
             show: |c| poly(c, &["rank", "n*rank", "n", ""]),
+        }),
+    ]
+}
+
+/// A per-rank model of the node layout, `c * term(ppn, rank) + d`, where every node holds
+/// `ppn` consecutive ranks: the layout is the run's, so a value fitted over runs of different
+/// ranks per node (2 nodes of 1, 2, 3 and 4 ranks) is evaluated at the target's. Without a
+/// known layout (`ppn` 0) it evaluates nowhere, so it never fits.
+struct NodeTerm {
+    name: &'static str,
+    term: fn(i64, i64) -> Option<i64>,
+    /// The term in readable form (`(rank/ppn)`).
+    show: &'static str,
+}
+
+impl NodeTerm {
+    fn at(&self, ppn: i64, rank: i64) -> Option<i64> {
+        (ppn > 0 && rank >= 0)
+            .then(|| (self.term)(ppn, rank))
+            .flatten()
+    }
+}
+
+impl Model for NodeTerm {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn vars(&self) -> Vars {
+        Vars::NRank
+    }
+    fn nparams(&self) -> usize {
+        2
+    }
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
+        let Some(rows) = pts
+            .iter()
+            .map(|p| Some(vec![Rat::int(self.at(p.ppn, p.rank)?), Rat::ONE]))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return vec![];
+        };
+        let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
+        match solve(&rows, &ys) {
+            Solution::Unique(c) => vec![c],
+            _ => vec![],
+        }
+    }
+    fn eval(&self, _: &[Rat], _: i64, _: i64) -> Option<i64> {
+        None
+    }
+    fn of_layout(&self) -> bool {
+        true
+    }
+    fn eval_node(&self, c: &[Rat], _n: i64, ppn: i64, rank: i64) -> Option<i64> {
+        let [a, b] = c else { return None };
+        let x = Rat::int(self.at(ppn, rank)?);
+        x.checked_mul(*a)?.checked_add(*b)?.to_i64()
+    }
+    fn describe(&self, c: &[Rat]) -> String {
+        poly(c, &[self.show, ""])
+    }
+}
+
+/// The ranks per node itself, `c * ppn + d`: the size of a node's communicator, a count per
+/// node. A function of the scale's layout, not of `n`, so over inputs that vary in both the
+/// node count and the ranks per node it is what `n` cannot say.
+struct PerNode;
+
+impl Model for PerNode {
+    fn name(&self) -> &str {
+        "ranks-per-node"
+    }
+    fn vars(&self) -> Vars {
+        Vars::N
+    }
+    fn nparams(&self) -> usize {
+        2
+    }
+    fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
+        if pts.iter().any(|p| p.ppn <= 0) {
+            return vec![];
+        }
+        let rows: Rows = pts
+            .iter()
+            .map(|p| vec![Rat::int(p.ppn), Rat::ONE])
+            .collect();
+        let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
+        match solve(&rows, &ys) {
+            Solution::Unique(c) => vec![c],
+            _ => vec![],
+        }
+    }
+    fn eval(&self, _: &[Rat], _: i64, _: i64) -> Option<i64> {
+        None
+    }
+    fn of_layout(&self) -> bool {
+        true
+    }
+    fn eval_node(&self, c: &[Rat], _n: i64, ppn: i64, _rank: i64) -> Option<i64> {
+        let [a, b] = c else { return None };
+        if ppn <= 0 {
+            return None;
+        }
+        Rat::int(ppn).checked_mul(*a)?.checked_add(*b)?.to_i64()
+    }
+    fn describe(&self, c: &[Rat]) -> String {
+        poly(c, &["ppn", ""])
+    }
+}
+
+/// The models of the node layout ([`Point::ppn`]): the ranks per node itself, and per rank
+/// the node's index `rank/ppn`, the rank on its node `rank%ppn`, and the node's leader
+/// `ppn*(rank/ppn)` (its first rank: what `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`'s color
+/// is as the tracer records it).
+pub fn builtin_node_models() -> Vec<Arc<dyn Model>> {
+    vec![
+        Arc::new(PerNode),
+        // The same per rank, so that where the rank groups differ between scales the per-rank
+        // fit sees the layout too (and refuses where `n` and the ranks per node both fit).
+        Arc::new(NodeTerm {
+            name: "node-size",
+            term: |ppn, _| Some(ppn),
+            show: "ppn",
+        }),
+        Arc::new(NodeTerm {
+            name: "node-index",
+            term: |ppn, rank| Some(rank / ppn),
+            show: "(rank/ppn)",
+        }),
+        Arc::new(NodeTerm {
+            name: "node-rank",
+            term: |ppn, rank| Some(rank % ppn),
+            show: "(rank%ppn)",
+        }),
+        Arc::new(NodeTerm {
+            name: "node-leader",
+            term: |ppn, rank| ppn.checked_mul(rank / ppn),
+            show: "ppn*(rank/ppn)",
         }),
     ]
 }
@@ -905,7 +1074,7 @@ fn fit_tier<'m>(
             // Never trust a proposal (a plugin's least of all): check every point.
             if !pts
                 .iter()
-                .all(|p| m.eval(&coeffs, p.n, p.rank) == Some(p.y))
+                .all(|p| m.eval_node(&coeffs, p.n, p.ppn, p.rank) == Some(p.y))
             {
                 continue;
             }
@@ -924,9 +1093,10 @@ fn fit_tier<'m>(
 fn loo_holds(m: &dyn Model, pts: &[Point], sc: &[i64]) -> bool {
     sc.iter().all(|&left| {
         let (held, kept): (Vec<Point>, Vec<Point>) = pts.iter().partition(|p| p.n == left);
-        m.fit(&kept)
-            .iter()
-            .any(|c| held.iter().all(|p| m.eval(c, p.n, p.rank) == Some(p.y)))
+        m.fit(&kept).iter().any(|c| {
+            held.iter()
+                .all(|p| m.eval_node(c, p.n, p.ppn, p.rank) == Some(p.y))
+        })
     })
 }
 
@@ -990,6 +1160,7 @@ mod tests {
             .iter()
             .map(|&n| Point {
                 n,
+                ppn: 0,
                 rank: 0,
                 y: f(n),
             })
@@ -1073,7 +1244,12 @@ mod tests {
         // constant's, and constant values are the constant model's.
         let low: Vec<Point> = [2i64, 4, 6, 8]
             .iter()
-            .map(|&n| Point { n, rank: 0, y: 37 })
+            .map(|&n| Point {
+                n,
+                ppn: 0,
+                rank: 0,
+                y: 37,
+            })
             .collect();
         let fits = fit_exact(&m, Vars::N, &low);
         assert_eq!(fits[0].model.name(), "constant");
@@ -1083,6 +1259,7 @@ mod tests {
             .iter()
             .map(|&n| Point {
                 n,
+                ppn: 0,
                 rank: 0,
                 y: 36 + decimal_digits(n),
             })
@@ -1103,6 +1280,7 @@ mod tests {
             .flat_map(|&n| {
                 (0..n).map(move |rank| Point {
                     n,
+                    ppn: 0,
                     rank,
                     y: 10 + decimal_digits(rank) + decimal_digits(n),
                 })
@@ -1183,6 +1361,7 @@ mod tests {
             for rank in 0..n {
                 p.push(Point {
                     n,
+                    ppn: 0,
                     rank,
                     y: ((rank + 1) % n) * 1024,
                 });
@@ -1196,6 +1375,7 @@ mod tests {
             .flat_map(|&n| {
                 (0..n).map(move |rank| Point {
                     n,
+                    ppn: 0,
                     rank,
                     y: rank / 4,
                 })
@@ -1216,7 +1396,12 @@ mod tests {
             [4, 8, 12]
                 .iter()
                 .zip(y)
-                .map(|(&n, y)| Point { n, rank: 0, y })
+                .map(|(&n, y)| Point {
+                    n,
+                    ppn: 0,
+                    rank: 0,
+                    y,
+                })
                 .collect()
         };
         let scales = |pts: &[Point]| -> Vec<Rat> {
@@ -1247,6 +1432,7 @@ mod tests {
         let mut pts = vec![
             Point {
                 n: 1,
+                ppn: 0,
                 rank: 0,
                 y: 0
             };
@@ -1255,16 +1441,19 @@ mod tests {
         pts.extend([
             Point {
                 n: 2645,
+                ppn: 0,
                 rank: 0,
                 y: 0,
             },
             Point {
                 n: 3969,
+                ppn: 0,
                 rank: 2031,
                 y: 6124616179051944005,
             },
             Point {
                 n: 1104,
+                ppn: 0,
                 rank: 0,
                 y: 0,
             },
@@ -1273,6 +1462,7 @@ mod tests {
             1,
             Point {
                 n: 1,
+                ppn: 0,
                 rank: 0,
                 y: 0,
             },

@@ -4,7 +4,8 @@
 //! - [`exact`]: the [`Model`] trait, the built-in exact models of the rank count `n`
 //!   (constant, linear, inverse `k/n`, inverse plus constant, floor and ceil of `K/n`, largest
 //!   power of two ≤ n and its remainder, log2 n) and of `(n, rank)` (`((rank+a) % n) * b`,
-//!   `rank/k` blocks, `rank%k`, affine in rank and n), the fallbacks tried only where none of
+//!   `rank/k` blocks, `rank%k`, affine in rank and n, a value on one rank alone) and of the
+//!   node layout (`rank/ppn`, `rank%ppn`, the node leader `ppn*(rank/ppn)`), the fallbacks tried only where none of
 //!   those fits (`a*n^2 + b*n + c`; a dimension of `MPI_Dims_create`'s grid, a rank's
 //!   coordinate and periodic neighbour in it), and the guarded fit ([`fit_exact`]: zero
 //!   residual, fewer coefficients than observations, leave-one-scale-out).
@@ -45,6 +46,7 @@ impl ModelSet {
     pub fn builtin() -> ModelSet {
         let mut models = exact::builtin_n_models();
         models.extend(exact::builtin_rank_models());
+        models.extend(exact::builtin_node_models());
         ModelSet {
             models,
             plugins: Vec::new(),

@@ -25,13 +25,15 @@
  *                    (default: MPI_COMM_WORLD): `create` as IOR makes its test communicator
  *                    (MPI_Comm_create of the world's group: the world's order), `split`
  *                    MPI_Comm_split with one color and the rank as key (the world's order),
- *                    `reverse` with the keys reversed (every rank, another order) */
+ *                    `reverse` with the keys reversed (every rank, another order)
+ *   -N               the node queries IOR makes at start-up (node_queries.h) */
 #include <mpi.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include "count.h"
+#include "node_queries.h"
 
 static int rank, n;
 static int mpiio, fpp, strided, coll, split, strong, readback, dofsync, randomized, reps = 1;
@@ -150,7 +152,8 @@ int main(int argc, char **argv) {
     int c;
     const char *comm_kind = NULL;
     int by_run = 0;
-    while ((c = getopt(argc, argv, "a:FL:cBt:b:s:SReo:i:rH:C:P")) != -1) {
+    int node_queries = 0;
+    while ((c = getopt(argc, argv, "a:FL:cBt:b:s:SReo:i:rH:C:PN")) != -1) {
         switch (c) {
         case 'a': mpiio = strcmp(optarg, "mpiio") == 0; break;
         case 'F': fpp = 1; break;
@@ -169,9 +172,11 @@ int main(int argc, char **argv) {
         case 'H': add_hint(optarg); break;
         case 'C': comm_kind = optarg; break;
         case 'P': by_run = 1; break;
+        case 'N': node_queries = 1; break;
         default: DIE("ior_like: bad option");
         }
     }
+    if (node_queries) nq_all(MPI_COMM_WORLD, rank, n);
     if (by_run) {
         /* Rank 0's pid: another in every run, the same on every rank of one. */
         long pid = (long)getpid();

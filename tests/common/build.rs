@@ -59,19 +59,28 @@ pub fn tracer_lib() -> PathBuf {
 }
 
 /// Builds `tests/apps/<name>.c` with mpicc into `target/iotrex-apps/<sub>` (rebuilt when the
-/// source or count.h is newer), linking what [`flags`] says.
+/// source or a header of the apps is newer), linking what [`flags`] says.
 pub fn app_in(sub: &str, name: &str) -> PathBuf {
     let _g = BUILD.lock().unwrap_or_else(|p| p.into_inner());
     let dir = target_dir().join("iotrex-apps").join(sub);
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
     let apps = workspace().join("tests/apps");
     let src = apps.join(format!("{name}.c"));
-    let hdr = apps.join("count.h");
     let bin = dir.join(name);
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let fresh = match (mtime(&bin), mtime(&src), mtime(&hdr)) {
-        (Some(b), Some(s), Some(h)) => b > s && b > h,
-        _ => false,
+    // The app's own source and every header of the apps (count.h, node_queries.h).
+    let headers = std::fs::read_dir(&apps)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "h"))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let fresh = match mtime(&bin) {
+        Some(b) => std::iter::once(&src)
+            .chain(&headers)
+            .all(|p| mtime(p).is_some_and(|t| b > t)),
+        None => false,
     };
     if !fresh {
         // A name of this process's own: another test binary may be building the same app

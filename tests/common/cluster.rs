@@ -1,5 +1,5 @@
 //! The emulated cluster (`scripts/cluster.sh`) for tests: [`cluster`] brings two nodes up
-//! once per test binary, under a lock so that parallel tests share them, and gives the launch
+//! once per test binary ([`cluster_of`] as many as a test needs), under a lock so that parallel tests share them, and gives the launch
 //! lines of Open MPI and MPICH through them. A cluster this process brought up is taken down
 //! when it exits; one that was up before (`scripts/cluster.sh up 2` by hand, or for several
 //! test binaries run at once) is left as it was.
@@ -70,19 +70,32 @@ extern "C" fn take_down() {
 /// root, no namespaces): the message is the script's, naming what is missing.
 pub fn cluster() -> &'static Cluster {
     static C: OnceLock<Cluster> = OnceLock::new();
-    C.get_or_init(|| {
-        let was_up = run_script(&["hosts", "1", &NODES.to_string()])
+    C.get_or_init(|| cluster_of(NODES))
+}
+
+/// A cluster of at least `nodes` nodes (node1..nodeN up), brought up where fewer are: a second
+/// `up` keeps the nodes that exist. Taken down at exit if this process brought any up.
+pub fn cluster_of(nodes: u32) -> Cluster {
+    // The most nodes known up, and whether this process took down registered.
+    static UP: Mutex<(u32, bool)> = Mutex::new((0, false));
+    let mut up = UP.lock().unwrap_or_else(|p| p.into_inner());
+    if up.0 < nodes {
+        let was_up = run_script(&["hosts", "1", &nodes.to_string()])
             .status
             .success();
         if !was_up {
-            script_ok(&["up", &NODES.to_string()]);
-            // SAFETY: `take_down` is an `extern "C" fn()` that touches no state of this
-            // process but runs a child; atexit only stores the pointer.
-            let rc = unsafe { libc::atexit(take_down) };
-            assert_eq!(rc, 0, "atexit");
+            script_ok(&["up", &nodes.to_string()]);
+            if !up.1 {
+                // SAFETY: `take_down` is an `extern "C" fn()` that touches no state of this
+                // process but runs a child; atexit only stores the pointer.
+                let rc = unsafe { libc::atexit(take_down) };
+                assert_eq!(rc, 0, "atexit");
+                up.1 = true;
+            }
         }
-        Cluster { nodes: NODES }
-    })
+        up.0 = nodes;
+    }
+    Cluster { nodes }
 }
 
 /// The cluster with at least `nodes` nodes up: [`cluster`], and the nodes past those brought
