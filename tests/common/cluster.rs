@@ -98,18 +98,6 @@ pub fn cluster_of(nodes: u32) -> Cluster {
     Cluster { nodes }
 }
 
-/// The cluster with at least `nodes` nodes up: [`cluster`], and the nodes past those brought
-/// up by `scripts/cluster.sh up N`, which keeps the ones up (taken down with the rest at exit
-/// when this process brought the cluster up, left up otherwise).
-pub fn cluster_of(nodes: u32) -> Cluster {
-    cluster();
-    let n = nodes.to_string();
-    if !run_script(&["hosts", "1", &n]).status.success() {
-        script_ok(&["up", &n]);
-    }
-    Cluster { nodes }
-}
-
 impl Cluster {
     /// Open MPI's launch line through the first `nodes` nodes with `ppn` slots each, up to
     /// the program: `mpirun --mca plm_rsh_agent AGENT --hostfile H --mca oob_tcp_if_include

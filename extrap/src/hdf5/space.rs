@@ -820,6 +820,7 @@ mod tests {
             inconsistent: Default::default(),
             oracle,
             lifts: None,
+            layout: None,
         }
     }
 
