@@ -619,7 +619,7 @@ fn golden_v2_8_file_holds_the_provenance_and_nothing_else_changes() {
     let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     assert_eq!((word(&b28, 8), word(&b28, 12)), (FORMAT_V2, 8));
     assert_eq!(rsd::format::PROVENANCE_MINOR, 8);
-    assert!(rsd::format::FORMAT_MINOR >= 8);
+    const { assert!(rsd::format::FORMAT_MINOR >= 8) };
     assert_eq!(v28.header.encoding, Encoding::V2_7);
     assert_eq!(v28.header.encoding.name_with(&v28.header), "2.8");
     assert_eq!(v28.trace, v1.trace);
@@ -925,7 +925,7 @@ proptest! {
         let plain = TraceFile { header, trace: Trace { nodes } };
         let mut tf = plain.clone();
         let mut k = 0usize;
-        run_values_in(&mut tf.trace.nodes, kind, &mut || { k += 1; k % every == 0 });
+        run_values_in(&mut tf.trace.nodes, kind, &mut || { k += 1; k.is_multiple_of(every) });
         let holds = rsd::runvalue::present(&tf.trace.nodes);
         for enc in [Encoding::V2_7, Encoding::V1, Encoding::V2] {
             let b = tf.to_bytes_as(enc).unwrap();
