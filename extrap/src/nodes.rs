@@ -206,9 +206,15 @@ mod tests {
             ranks,
             ranks_per_node: per,
         };
-        assert_eq!(of_header(&traced(8, NodeLayout::block(4, 2))), Some(l(8, 2)));
+        assert_eq!(
+            of_header(&traced(8, NodeLayout::block(4, 2))),
+            Some(l(8, 2))
+        );
         assert_eq!(of_header(&traced(7, NodeLayout::block(4, 2))), None);
-        assert_eq!(of_header(&traced(6, NodeLayout::block(1, 6))), Some(l(6, 6)));
+        assert_eq!(
+            of_header(&traced(6, NodeLayout::block(1, 6))),
+            Some(l(6, 6))
+        );
         let rr = NodeLayout {
             nodes: 2,
             names: Vec::new(),
