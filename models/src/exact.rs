@@ -866,18 +866,7 @@ impl Model for NodeTerm {
         2
     }
     fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
-        let Some(rows) = pts
-            .iter()
-            .map(|p| Some(vec![Rat::int(self.at(p.ppn, p.rank)?), Rat::ONE]))
-            .collect::<Option<Vec<_>>>()
-        else {
-            return vec![];
-        };
-        let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
-        match solve(&rows, &ys) {
-            Solution::Unique(c) => vec![c],
-            _ => vec![],
-        }
+        line_in(pts, |p| self.at(p.ppn, p.rank))
     }
     fn eval(&self, _: &[Rat], _: i64, _: i64) -> Option<i64> {
         None
@@ -892,6 +881,23 @@ impl Model for NodeTerm {
     }
     fn describe(&self, c: &[Rat]) -> String {
         poly(c, &[self.show, ""])
+    }
+}
+
+/// The one line `y = c * x + d` through every point, `x` a term of the point's layout (no fit
+/// where a point has no such term, or the line is not unique).
+fn line_in(pts: &[Point], x: impl Fn(&Point) -> Option<i64>) -> Vec<Vec<Rat>> {
+    let Some(rows) = pts
+        .iter()
+        .map(|p| Some(vec![Rat::int(x(p)?), Rat::ONE]))
+        .collect::<Option<Rows>>()
+    else {
+        return vec![];
+    };
+    let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
+    match solve(&rows, &ys) {
+        Solution::Unique(c) => vec![c],
+        _ => vec![],
     }
 }
 
@@ -911,18 +917,7 @@ impl Model for PerNode {
         2
     }
     fn fit(&self, pts: &[Point]) -> Vec<Vec<Rat>> {
-        if pts.iter().any(|p| p.ppn <= 0) {
-            return vec![];
-        }
-        let rows: Rows = pts
-            .iter()
-            .map(|p| vec![Rat::int(p.ppn), Rat::ONE])
-            .collect();
-        let ys: Vec<Rat> = pts.iter().map(|p| Rat::int(p.y)).collect();
-        match solve(&rows, &ys) {
-            Solution::Unique(c) => vec![c],
-            _ => vec![],
-        }
+        line_in(pts, |p| (p.ppn > 0).then_some(p.ppn))
     }
     fn eval(&self, _: &[Rat], _: i64, _: i64) -> Option<i64> {
         None
