@@ -68,24 +68,64 @@ fn each_event(nodes: &mut [Node], sites: &mut Vec<u64>, f: &mut dyn FnMut(&mut E
     }
 }
 
-/// The run values the libraries' named rules say in `tf`, made run values; how many values.
-pub fn recognise(tf: &mut TraceFile) -> usize {
+/// Calls `f` on every event of `nodes`, nested calls included, with its [`Key`]'s site chain.
+fn visit(nodes: &[Node], sites: &mut Vec<u64>, f: &mut dyn FnMut(&Event, &[u64])) {
+    for n in nodes {
+        match &n.kind {
+            NodeKind::Event(e) => {
+                sites.push(e.sig);
+                f(e, sites);
+                visit(&e.children, sites, f);
+                sites.pop();
+            }
+            NodeKind::Loop(l) => visit(&l.body, sites, f),
+        }
+    }
+}
+
+/// The path templates `MPI_File_open` was given in `tf`, which the named rules match against.
+fn opened_files(tf: &TraceFile) -> BTreeSet<String> {
     let mut files = BTreeSet::new();
     opened(&tf.trace.nodes, &mut files);
+    files
+}
+
+/// Where a named rule says `e` ends in run values: the index of the first, and their kinds.
+fn rule_for(e: &Event, files: &[&str]) -> Option<(usize, [RunKind; 2])> {
+    let kinds = e
+        .path
+        .as_ref()
+        .and_then(|p| collio::sharedfp::lockedfile_fields(&p.0, files))?;
+    let at = e.params.len().checked_sub(kinds.len())?;
+    Some((at, kinds))
+}
+
+/// Whether a named rule finds a value in `tf` that is not a run value yet.
+fn rule_finds(tf: &TraceFile) -> bool {
+    let files = opened_files(tf);
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    let mut found = false;
+    visit(&tf.trace.nodes, &mut Vec::new(), &mut |e, _| {
+        if let Some((at, kinds)) = rule_for(e, &files) {
+            found |= e.params[at..]
+                .iter()
+                .zip(kinds)
+                .any(|(p, k)| runvalue::kind_of(p) != Some(k));
+        }
+    });
+    found
+}
+
+/// The run values the libraries' named rules say in `tf`, made run values; how many values.
+pub fn recognise(tf: &mut TraceFile) -> usize {
+    let files = opened_files(tf);
     if files.is_empty() {
         return 0;
     }
     let files: Vec<&str> = files.iter().map(String::as_str).collect();
     let mut count = 0;
     each_event(&mut tf.trace.nodes, &mut Vec::new(), &mut |e, _| {
-        let Some(kinds) = e
-            .path
-            .as_ref()
-            .and_then(|p| collio::sharedfp::lockedfile_fields(&p.0, &files))
-        else {
-            return;
-        };
-        let Some(at) = e.params.len().checked_sub(kinds.len()) else {
+        let Some((at, kinds)) = rule_for(e, &files) else {
             return;
         };
         for (p, k) in e.params[at..].iter_mut().zip(kinds) {
@@ -137,6 +177,9 @@ fn differing(a: &[Node], b: &[Node], sites: &mut Vec<u64>, out: &mut Vec<Key>) -
 /// Marks the values at `keys` as run values of kind [`RunKind::Varies`] in `tf` (those a
 /// named rule made run values already keep their kind); how many values.
 fn mark(tf: &mut TraceFile, keys: &BTreeSet<Key>) -> usize {
+    if keys.is_empty() {
+        return 0;
+    }
     let mut count = 0;
     each_event(&mut tf.trace.nodes, &mut Vec::new(), &mut |e, sites| {
         let path = e.path.as_ref().map(|t| t.0.clone());
@@ -154,18 +197,14 @@ fn mark(tf: &mut TraceFile, keys: &BTreeSet<Key>) -> usize {
 /// The [`Key`]s of the run values of `tf`, with their kinds.
 fn run_keys(tf: &TraceFile) -> Vec<(Key, RunKind)> {
     let mut out = Vec::new();
-    each_event(
-        &mut tf.trace.nodes.clone(),
-        &mut Vec::new(),
-        &mut |e, sites| {
-            let path = e.path.as_ref().map(|t| t.0.clone());
-            for (i, p) in e.params.iter().enumerate() {
-                if let Some(k) = runvalue::kind_of(p) {
-                    out.push(((sites.to_vec(), e.op, path.clone(), i), k));
-                }
+    visit(&tf.trace.nodes, &mut Vec::new(), &mut |e, sites| {
+        let path = e.path.as_ref().map(|t| t.0.clone());
+        for (i, p) in e.params.iter().enumerate() {
+            if let Some(k) = runvalue::kind_of(p) {
+                out.push(((sites.to_vec(), e.op, path.clone(), i), k));
             }
-        },
-    );
+        }
+    });
     out
 }
 
@@ -204,14 +243,12 @@ pub fn alike(a: &mut TraceFile, b: &mut TraceFile) -> (usize, usize) {
     (run_keys(a).len(), run_keys(b).len())
 }
 
-/// The inputs with their run values recognised (named rules, then the values that differ
-/// between repeated runs at one scale), or `None` when none holds any.
-pub(crate) fn recognised(inputs: &[Input]) -> Option<Vec<Input>> {
-    let mut out: Vec<Input> = inputs.to_vec();
-    let mut count: usize = out.iter_mut().map(|i| recognise(&mut i.file)).sum();
+/// The [`Key`]s of the values that differ between two runs at one scale (the same rank count
+/// and command line) among `inputs`.
+fn repeated_run_keys(inputs: &[Input]) -> BTreeSet<Key> {
     let mut keys = BTreeSet::new();
-    for (k, a) in out.iter().enumerate() {
-        for b in &out[k + 1..] {
+    for (k, a) in inputs.iter().enumerate() {
+        for b in &inputs[k + 1..] {
             if a.file.header.nranks == b.file.header.nranks
                 && a.file.header.command == b.file.header.command
             {
@@ -223,12 +260,24 @@ pub(crate) fn recognised(inputs: &[Input]) -> Option<Vec<Input>> {
             }
         }
     }
-    if !keys.is_empty() {
-        count += out
-            .iter_mut()
-            .map(|i| mark(&mut i.file, &keys))
-            .sum::<usize>();
+    keys
+}
+
+/// The inputs with their run values recognised (named rules, then the values that differ
+/// between repeated runs at one scale), or `None` when none holds any. The inputs are only
+/// copied once something is found: most extrapolations hold no run value.
+pub(crate) fn recognised(inputs: &[Input]) -> Option<Vec<Input>> {
+    // A value a named rule marks differs between repeated runs as well; `mark` leaves it
+    // with the rule's kind, so finding the keys before the rules mark changes nothing.
+    let keys = repeated_run_keys(inputs);
+    if keys.is_empty() && !inputs.iter().any(|i| rule_finds(&i.file)) {
+        return None;
     }
+    let mut out: Vec<Input> = inputs.to_vec();
+    let count: usize = out
+        .iter_mut()
+        .map(|i| recognise(&mut i.file) + mark(&mut i.file, &keys))
+        .sum();
     (count > 0).then_some(out)
 }
 
