@@ -13,6 +13,7 @@ use common::cluster::cluster_of;
 use common::shared;
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 static RUNS: shared::Series<shared::Scales<PathBuf>> = shared::Series::new();
 
@@ -34,14 +35,19 @@ impl Grow {
     }
 }
 
-/// The trace of `app` (with `args`; `DATA` stands for the series' data directory) at scale
-/// `k` of `grow`, traced on the cluster through Open MPI's launch line.
+/// Held while a run uses its program's data directory, which both series of a program share.
+static DATA: Mutex<()> = Mutex::new(());
+
+/// The trace of `app` (with `args`; `DATA` stands for the program's data directory, the same
+/// for both series, so that their traces name the same paths and mix) at scale `k` of `grow`,
+/// traced on the cluster through Open MPI's launch line.
 fn trace(app: &str, args: &[&str], grow: Grow, k: u32) -> PathBuf {
     let key = format!("{app} {args:?} {grow:?}");
     let (nodes, ppn) = grow.layout(k);
     shared::trace(&RUNS, &key, nodes * ppn, |dir| {
         let c = cluster_of(nodes.max(2));
-        let data = dir.join("data");
+        let _held = DATA.lock().unwrap_or_else(|p| p.into_inner());
+        let data = shared::dir(&format!("{app} {args:?}")).join("data");
         let _ = std::fs::remove_dir_all(&data);
         std::fs::create_dir_all(&data).unwrap();
         let out = dir.join(format!("{app}.{nodes}x{ppn}.iotrex"));
@@ -143,4 +149,35 @@ fn metadata_program_to_more_ranks_per_node() {
 #[test]
 fn metadata_program_to_more_nodes() {
     extrapolates_as_run("md_like", MD, Grow::Nodes, [2, 3, 4, 5], 8, &[]);
+}
+
+/// 6 ranks as 2 nodes x 3 and as 3 nodes x 2 are two scales, not two runs of one: mixed with
+/// 2 x 2, 4 x 2 and 2 x 4, the inputs fit the node models through both kinds of growth, and
+/// extrapolate to 2 x 8 and to 8 x 2 as real runs there, with no value taken for one that
+/// belongs to the run.
+#[test]
+fn metadata_program_from_two_layouts_of_one_rank_count() {
+    let inputs: Vec<PathBuf> = [(Grow::RanksPerNode, 2), (Grow::RanksPerNode, 3)]
+        .into_iter()
+        .chain([(Grow::RanksPerNode, 4), (Grow::Nodes, 3), (Grow::Nodes, 4)])
+        .map(|(g, k)| trace("md_like", MD, g, k))
+        .collect();
+    for (grow, extra) in [(Grow::RanksPerNode, "8"), (Grow::Nodes, "2")] {
+        let real = trace("md_like", MD, grow, 8);
+        let (nodes, ppn) = grow.layout(8);
+        let scratch = common::scratch();
+        let out = scratch.path().join(format!("md.{nodes}x{ppn}.iotrex"));
+        let o = common::extrap(&inputs, 16, &out, &["--ranks-per-node", extra]);
+        assert!(
+            o.status.success(),
+            "to {nodes} x {ppn}: {}",
+            common::text(&o)
+        );
+        let tf = rsd::TraceFile::read(&out).unwrap();
+        assert!(
+            !rsd::runvalue::present(&tf.trace.nodes),
+            "to {nodes} x {ppn}: a layout's values taken for run values"
+        );
+        common::assert_identical(&format!("md_like to {nodes} x {ppn}"), &out, &real);
+    }
 }

@@ -145,10 +145,11 @@ pub fn describe_node(n: &Node) -> String {
     error::Site::of(n).to_string()
 }
 
-/// `inputs` by increasing rank count (repeated runs of one in the order given).
+/// `inputs` by increasing rank count, then ranks per node (repeated runs of one scale in the
+/// order given).
 pub(crate) fn by_rank_count(inputs: &[Input]) -> Vec<&Input> {
     let mut all: Vec<&Input> = inputs.iter().collect();
-    all.sort_by_key(|i| i.file.header.nranks);
+    all.sort_by_key(|i| nodes::scale(&i.file.header));
     all
 }
 
@@ -180,7 +181,7 @@ fn extrapolate_sorted(
     let mut groups: Vec<Vec<&Input>> = Vec::new();
     for i in all {
         match groups.last_mut() {
-            Some(g) if g[0].file.header.nranks == i.file.header.nranks => {
+            Some(g) if nodes::scale(&g[0].file.header) == nodes::scale(&i.file.header) => {
                 if let Some(why) = repeat_differs(&g[0].file, &i.file) {
                     return Err(ExtrapError::DuplicateScale {
                         nranks: i.file.header.nranks,

@@ -54,6 +54,14 @@ pub fn of_header(h: &Header) -> Option<Layout> {
     }
 }
 
+/// An input's scale: its rank count and, where its header says one, its ranks per node. Two
+/// runs are repeated runs of one scale only where both agree: 6 ranks as 3 nodes x 2 and as
+/// 2 nodes x 3 are two scales, whose node-dependent values differ by the law of the layout,
+/// not by the run.
+pub fn scale(h: &Header) -> (u32, Option<u32>) {
+    (h.nranks, of_header(h).map(|l| l.ranks_per_node))
+}
+
 /// The layout a recorded node layout says: by slot with every node full.
 fn of_node_layout(l: &NodeLayout, ranks: u32) -> Option<Layout> {
     match l.placement {

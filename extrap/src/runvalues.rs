@@ -243,13 +243,13 @@ pub fn alike(a: &mut TraceFile, b: &mut TraceFile) -> (usize, usize) {
     (run_keys(a).len(), run_keys(b).len())
 }
 
-/// The [`Key`]s of the values that differ between two runs at one scale (the same rank count
-/// and command line) among `inputs`.
+/// The [`Key`]s of the values that differ between two runs at one scale (the same rank count,
+/// ranks per node and command line) among `inputs`.
 fn repeated_run_keys(inputs: &[Input]) -> BTreeSet<Key> {
     let mut keys = BTreeSet::new();
     for (k, a) in inputs.iter().enumerate() {
         for b in &inputs[k + 1..] {
-            if a.file.header.nranks == b.file.header.nranks
+            if crate::nodes::scale(&a.file.header) == crate::nodes::scale(&b.file.header)
                 && a.file.header.command == b.file.header.command
             {
                 let mut found = Vec::new();
