@@ -523,3 +523,29 @@ fn a_symlink_swapped_in_during_an_mpi_io_open_never_leads_out() {
         );
     }
 }
+
+/// A root on a file system mounted read-only (a real tmpfs mounted `ro`) is refused before
+/// any call, by both replayers, saying the mount is read-only: the probe's EROFS, not a
+/// permission the user could fix with `mkdir -p`.
+#[test]
+fn a_root_on_a_read_only_mount_is_refused_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("trace")).unwrap();
+    let t = trace(&dir.path().join("trace"), &[Call::Write("/data/f")], 1);
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
+        .arg(&ro)
+        .output()
+        .unwrap();
+    assert!(mounted.status.success(), "mount: {}", text(&mounted));
+    let outs = replays(&t, &ro, || {});
+    let _ = Command::new("umount").arg(&ro).status();
+    for (who, o) in outs {
+        let t = text(&o);
+        assert!(!o.status.success(), "{who}:\n{t}");
+        assert!(t.contains("on a read-only file system"), "{who}:\n{t}");
+        assert!(t.contains("mounted read-write"), "{who}:\n{t}");
+    }
+}

@@ -51,6 +51,12 @@ pub enum ReplayError {
         /// What is wrong with it.
         why: String,
     },
+    /// The root is on a file system mounted read-only: a replay writes the trace's files.
+    #[error("--root {path}: on a read-only file system")]
+    RootReadOnly {
+        /// The directory given.
+        path: PathBuf,
+    },
     /// A traced path would leave the root (through a symlink inside it).
     #[error(
         "--root {root}: traced path {traced:?} resolves to {resolved} outside the root (a symlink inside the root points out); refusing to touch it"

@@ -552,6 +552,7 @@ pub fn hint(e: &ReplayError) -> Option<String> {
             "a trace replays on exactly its own rank count; to replay at {running} ranks, extrapolate the {trace}-rank trace (with others at more scales) with `iotrex extrap`"
         )),
         ReplayError::Root { .. } => Some("create the directory (mkdir -p) and check that you may write in it".into()),
+        ReplayError::RootReadOnly { .. } => Some("a replay creates and writes the traced files under its root: give a directory on a file system mounted read-write (see `findmnt -T DIR`)".into()),
         ReplayError::Escape { .. } => Some("remove the symlink from the root, or use an empty root".into()),
         ReplayError::NotRegular { .. } => Some("remove the special file from the root, or use an empty root".into()),
         ReplayError::Incomplete { .. } => Some("the counts of an incomplete trace will not match the application's".into()),

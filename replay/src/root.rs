@@ -142,7 +142,15 @@ impl Root {
             OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o600),
         )
-        .map_err(|e| err(format!("not writable: {e}")))?;
+        .map_err(|e| {
+            if e == rustix::io::Errno::ROFS {
+                ReplayError::RootReadOnly {
+                    path: dir.to_path_buf(),
+                }
+            } else {
+                err(format!("not writable: {e}"))
+            }
+        })?;
         rustix::fs::unlinkat(&fd, probe.as_str(), AtFlags::empty())
             .map_err(|e| err(e.to_string()))?;
         let proc_fd =
