@@ -121,6 +121,31 @@ fn sensitivity_finds_the_token_chain_of_fitness() {
     let shown = common::iotrex(&["show", out.to_str().unwrap()]);
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("throttle   rank 1 I/O call"), "{shown}");
+    // The report lists it; the replay report names the pairs and says it does not enforce them.
+    let html = d.path().join("r.html");
+    let o = common::iotrex(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::status_text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("I/O dependencies and sensitivity"));
+    let root = d.path().join("replay");
+    std::fs::create_dir(&root).unwrap();
+    let o = common::iotrex(&[
+        "replay",
+        out.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", common::status_text(&o));
+    assert!(
+        said.contains("I/O dependencies measured by iotrex sensitivity") && said.contains(" 0->1 "),
+        "{said}"
+    );
 }
 
 /// sync: a barrier after every write couples every rank to every other rank's writes.
