@@ -15,6 +15,7 @@ mod cmd_export;
 mod cmd_extrap;
 mod cmd_replay;
 mod cmd_report;
+mod cmd_sensitivity;
 mod cmd_show;
 mod cmd_synth;
 mod cmd_trace;
@@ -82,6 +83,7 @@ enum Cmd {
     Expand(cmd_show::ExpandArgs),
     Synth(cmd_synth::SynthArgs),
     Trace(cmd_trace::TraceArgs),
+    Sensitivity(cmd_sensitivity::SensitivityArgs),
     Export(cmd_export::ExportArgs),
     CodesStats(cmd_codes::CodesStatsArgs),
     Report(cmd_report::ReportArgs),
@@ -103,6 +105,7 @@ fn run(cli: &Cli) -> Result<()> {
         Cmd::Replay(a) => cmd_replay::run(a, json),
         Cmd::Extrap(a) => cmd_extrap::run(a, json),
         Cmd::Diff(a) => cmd_diff::run(a, json),
+        Cmd::Sensitivity(a) => cmd_sensitivity::run(a, json),
         Cmd::Trace(a) => match cmd_trace::run(a)? {
             0 => Ok(()),
             code => Err(ChildExit(code).into()),

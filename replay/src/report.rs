@@ -166,6 +166,10 @@ pub struct Report {
     /// (more ranks on this node than cores: sleep, then yield), with the ranks and cores seen.
     /// Sleeping ranks wake tens of microseconds late, and lateness shows it.
     pub waits: String,
+    /// The I/O dependencies `iotrex sensitivity` measured (the header's `sensitivity`), as
+    /// `from->to` pairs of ranks; the replay orders ranks only by the MPI calls it replays,
+    /// which may not hold them all (a rank waiting for a file another writes).
+    pub io_dependencies: Vec<String>,
 }
 
 impl Report {
@@ -173,6 +177,9 @@ impl Report {
     /// (with its interval) or a traced one.
     pub fn against(&mut self, header: &rsd::Header) {
         self.predicted = header.prediction.as_ref().map(|p| p.wall);
+        self.io_dependencies = header.sensitivity.as_ref().map_or_else(Vec::new, |s| {
+            s.pairs().iter().map(|(a, b)| format!("{a}->{b}")).collect()
+        });
     }
 
     /// Builds the report from every rank's stats and the trace's own totals.
@@ -376,6 +383,14 @@ impl Report {
                     "replay vs traced time: n/a (the trace records no wall time)"
                 );
             }
+        }
+        if !self.io_dependencies.is_empty() {
+            let _ = writeln!(
+                s,
+                "I/O dependencies measured by iotrex sensitivity (rank->rank that waits for its \
+                 I/O): {}; this replay orders ranks only by the MPI calls it replays, not by these",
+                self.io_dependencies.join(" ")
+            );
         }
         if self.mismatches.is_empty() {
             let _ = writeln!(s, "op counts and bytes equal the trace's");

@@ -305,6 +305,19 @@ impl Page {
         h
     }
 
+    /// What `iotrex sensitivity` found (the header's `sensitivity`), when it ran.
+    fn sensitivity(&mut self, a: &TraceAnalysis) {
+        let Some(sens) = &a.header.sensitivity else {
+            return;
+        };
+        let mut s = String::from("<h3>I/O dependencies and sensitivity</h3><ul class=\"sens\">");
+        for l in sens.lines() {
+            let _ = write!(s, "<li>{}</li>", esc(&l));
+        }
+        s.push_str("</ul>");
+        self.push(&s);
+    }
+
     /// The overview: one row per trace (command, ranks, runtime, the share of it in I/O,
     /// bytes moved by the application), then each trace's I/O per layer with rates.
     pub fn overview(&mut self, traces: &[(&TraceAnalysis, &str)]) {
@@ -449,6 +462,7 @@ impl Page {
             }
             self.push(&s);
         }
+        self.sensitivity(a);
         self.ops_table(a)?;
         self.files(a, limits);
         self.per_rank(a)?;

@@ -40,6 +40,9 @@
 //!   ([`RUN_VALUE_MINOR`]): a trace that holds one is written with at least that minor, one
 //!   that holds none as before.
 //!
+//! - the header's `sensitivity` (the 9th field, `iotrex sensitivity`'s result) is minor 12
+//!   ([`SENSITIVITY_MINOR`]; 11 is kept for the tracer's compute-time records).
+//!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
 //! still safe on arbitrary bytes (fuzzed in `tests/format_fuzz.rs`).
@@ -62,11 +65,11 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 10, run
-/// values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
+/// The newest minor version this build writes and reads (see the module's text): 12, the
+/// header's `sensitivity`; 10, run values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
 /// records laid out by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both
 /// format versions store the header alike, so one minor counts for both.
-pub const FORMAT_MINOR: u32 = RUN_VALUE_MINOR;
+pub const FORMAT_MINOR: u32 = SENSITIVITY_MINOR;
 /// The minor version of a file whose trace holds a run value ([`Val::Run`],
 /// [`crate::runvalue`]): a value variant older readers cannot decode. A file without one
 /// keeps the minor (and the bytes) it had.
@@ -77,17 +80,21 @@ pub const PROVENANCE_MINOR: u32 = 8;
 /// The minor version of a file whose header holds `node_layout` (its 8th field after
 /// version 1's eight).
 pub const NODE_LAYOUT_MINOR: u32 = 9;
+/// The minor version of a file whose header holds `sensitivity` (its 9th field after version
+/// 1's eight; 10 was taken by run values, 11 is kept for the compute-time records).
+pub const SENSITIVITY_MINOR: u32 = 12;
 
 /// The minor version of a file whose last header field is the `later`-th after version 1's
 /// eight: 0 up to `node_cores` (before the rule), the field's number up to `run_id`, its
 /// number plus one for `provenance` and `node_layout` (minor 7 was taken by version 2's timing
-/// records), and plus two after them (minor 10 was taken by run values).
+/// records), and [`SENSITIVITY_MINOR`] for `sensitivity` (minors 10 and 11 were taken by
+/// run values and the compute-time records).
 const fn minor_of_field(later: u32) -> u32 {
     match later {
         0..=FIELDS_BEFORE_MINOR => 0,
         6 => 6,
         7 | 8 => later + 1,
-        later => later + 2,
+        _ => SENSITIVITY_MINOR,
     }
 }
 
@@ -231,6 +238,11 @@ pub struct Header {
     /// layout exactly; `None` in serial programs' traces and older traces. Minor version 9.
     #[serde(default)]
     pub node_layout: Option<crate::nodes::NodeLayout>,
+    /// Which ranks' progress waited for which rank's I/O and how the run time grows with
+    /// added I/O latency, measured by `iotrex sensitivity` (//TRACE's throttling); `None`
+    /// otherwise. Minor version 12.
+    #[serde(default)]
+    pub sensitivity: Option<crate::sensitivity::Sensitivity>,
     /// The format version the trace is written in: version 2 for a new header, the file's
     /// version for a header read from a file (so re-encoding a version-1 file gives its bytes
     /// back). Not stored in the body: the prefix's version word says it.
@@ -320,6 +332,9 @@ impl Serialize for Header {
         if later >= 8 {
             st.serialize_field("node_layout", &self.node_layout)?;
         }
+        if later >= 9 {
+            st.serialize_field("sensitivity", &self.sensitivity)?;
+        }
         st.end()
     }
 }
@@ -356,6 +371,7 @@ impl Header {
             run_id: None,
             provenance: None,
             node_layout: None,
+            sensitivity: None,
             encoding: Encoding::V2_7,
         }
     }
@@ -363,7 +379,9 @@ impl Header {
     /// How many of the fields after version 1's eight are written: up to the last one that
     /// holds something.
     fn later_fields(&self) -> u32 {
-        if self.node_layout.is_some() {
+        if self.sensitivity.is_some() {
+            9
+        } else if self.node_layout.is_some() {
             8
         } else if self.provenance.is_some() {
             7

@@ -43,6 +43,15 @@ impl RawEvent {
         }
     }
 
+    /// This call with its timing, as the raw log writes it.
+    pub fn logged(&self) -> LoggedEvent {
+        LoggedEvent {
+            call: self.flat(),
+            gap_ns: self.gap_ns,
+            dur_ns: self.dur_ns,
+        }
+    }
+
     /// This call without timing, as expansion gives it back.
     pub fn flat(&self) -> FlatEvent {
         FlatEvent {
@@ -53,6 +62,20 @@ impl RawEvent {
             children: self.children.iter().map(RawEvent::flat).collect(),
         }
     }
+}
+
+/// One top-level call as the tracer's `IOTREX_RAW=1` log writes it: the call and its timing
+/// (`iotrex sensitivity` builds each rank's timeline from them; readers of the call alone
+/// read a line as a [`FlatEvent`], which ignores the timing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoggedEvent {
+    /// The call.
+    #[serde(flatten)]
+    pub call: FlatEvent,
+    /// Time since the end of the previous top-level call (or the start of tracing), ns.
+    pub gap_ns: u64,
+    /// The call's duration, ns.
+    pub dur_ns: u64,
 }
 
 /// One call of one rank as expansion gives it back: everything but timing.

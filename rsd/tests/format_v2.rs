@@ -864,6 +864,144 @@ fn golden_v2_10_file_holds_a_run_value_and_nothing_else_changes() {
     assert!(e.to_string().contains("run value"), "{e}");
 }
 
+/// The sensitivity of `data/format/v2.12/spmd_4x10_sensitivity.iotrex`: a token chain over
+/// 4 ranks found with a 20 ms delay, and one dependency on a group.
+fn golden_sensitivity() -> rsd::sensitivity::Sensitivity {
+    let dep = |from: Vec<u32>, to, after, at| rsd::sensitivity::Dependency {
+        from,
+        to,
+        after,
+        at,
+    };
+    rsd::sensitivity::Sensitivity {
+        delay_ns: 20_000_000,
+        runs: 6,
+        groups: vec![vec![0], vec![1], vec![2, 3]],
+        base_ns: 1_500_000_000,
+        all_ns: 2_700_000_000,
+        max_calls: 10,
+        deps: vec![
+            dep(vec![0], 1, 9, 4),
+            dep(vec![1], 2, 9, 4),
+            dep(vec![2, 3], 0, 2, 3),
+        ],
+    }
+}
+
+/// Minor version 12, the header's sensitivity: the golden file is its version-1 original with
+/// the field, re-encodes to its bytes, and without it is the 2.7 file to the byte.
+#[test]
+fn golden_v2_12_file_holds_the_sensitivity_and_nothing_else_changes() {
+    let (_, v1) = read(&data("v1/spmd_4x10.iotrex"));
+    let (b27, _) = read(&data("v2.7/spmd_4x10.iotrex"));
+    let (b212, v212) = read(&data("v2.12/spmd_4x10_sensitivity.iotrex"));
+    let mut made = v1.clone();
+    made.header.sensitivity = Some(golden_sensitivity());
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!((word(&b212, 8), word(&b212, 12)), (FORMAT_V2, 12));
+    assert_eq!(rsd::format::SENSITIVITY_MINOR, 12);
+    assert_eq!(v212.version_name(), "2.12");
+    assert_eq!(v212.trace, v1.trace);
+    assert_eq!(v212.header.sensitivity, Some(golden_sensitivity()));
+    assert_eq!(v212.to_bytes().unwrap(), b212, "re-encodes to its bytes");
+    assert_eq!(
+        made.to_bytes_as(Encoding::V2_7).unwrap(),
+        b212,
+        "v1 -> v2.12"
+    );
+    let mut without = v212.clone();
+    without.header.sensitivity = None;
+    assert_eq!(
+        without.to_bytes().unwrap(),
+        b27,
+        "without it, the 2.7 bytes"
+    );
+    let b1 = made.to_bytes_as(Encoding::V1).unwrap();
+    assert_eq!((word(&b1, 8), word(&b1, 12)), (1, 12));
+    let back = TraceFile::from_bytes(&b1, Path::new("v1")).unwrap();
+    assert_eq!(back.header.sensitivity, Some(golden_sensitivity()));
+    for old in [
+        "v1/spmd_4x10.iotrex",
+        "v2.7/spmd_4x10.iotrex",
+        "v2.9/spmd_4x10_nodes.iotrex",
+        "v2.10/spmd_4x10_run_value.iotrex",
+    ] {
+        assert_eq!(read(&data(old)).1.header.sensitivity, None, "{old}");
+    }
+}
+
+fn sensitivity() -> impl Strategy<Value = rsd::sensitivity::Sensitivity> {
+    let dep = (
+        prop::collection::vec(0u32..64, 1..3),
+        0u32..64,
+        0u32..1000,
+        0u32..1000,
+    )
+        .prop_map(|(from, to, after, at)| rsd::sensitivity::Dependency {
+            from,
+            to,
+            after,
+            at,
+        });
+    (
+        any::<u64>(),
+        any::<u32>(),
+        prop::collection::vec(prop::collection::vec(0u32..64, 1..4), 0..5),
+        any::<u64>(),
+        any::<u64>(),
+        any::<u32>(),
+        prop::collection::vec(dep, 0..8),
+    )
+        .prop_map(
+            |(delay_ns, runs, groups, base_ns, all_ns, max_calls, deps)| {
+                rsd::sensitivity::Sensitivity {
+                    delay_ns,
+                    runs,
+                    groups,
+                    base_ns,
+                    all_ns,
+                    max_calls,
+                    deps,
+                }
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    /// A header with a sensitivity round-trips in both versions as minor 12 (with a node
+    /// layout before it or not) and re-encodes to its bytes; without it, the file is what it
+    /// was before.
+    #[test]
+    fn sensitivity_round_trips(
+        header in header(),
+        nodes in nodes(),
+        sens in sensitivity(),
+        l in prop::option::of(node_layout()),
+    ) {
+        let mut plain = TraceFile { header, trace: Trace { nodes } };
+        if let Some((n, l)) = l {
+            plain.header.nranks = n;
+            plain.header.node_layout = Some(l);
+        }
+        let mut tf = plain.clone();
+        tf.header.sensitivity = Some(sens);
+        for enc in [Encoding::V2_7, Encoding::V1] {
+            let b = tf.to_bytes_as(enc).unwrap();
+            prop_assert_eq!(u32::from_le_bytes(b[12..16].try_into().unwrap()), 12);
+            let back = TraceFile::from_bytes(&b, Path::new("mem")).unwrap();
+            prop_assert_eq!(&back.header.sensitivity, &tf.header.sensitivity);
+            prop_assert_eq!(&back.header.node_layout, &tf.header.node_layout);
+            prop_assert_eq!(&back.trace, &tf.trace);
+            prop_assert_eq!(back.to_bytes().unwrap(), b);
+        }
+        let mut back = TraceFile::from_bytes(&tf.to_bytes().unwrap(), Path::new("mem")).unwrap();
+        back.header.sensitivity = None;
+        prop_assert_eq!(back.to_bytes().unwrap(), plain.to_bytes().unwrap());
+    }
+}
+
 /// Every value of `nodes` at the positions `pick` chooses made a run value of `kind`.
 fn run_values_in(nodes: &mut [Node], kind: rsd::runvalue::RunKind, pick: &mut dyn FnMut() -> bool) {
     for n in nodes {

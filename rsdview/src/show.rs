@@ -120,6 +120,11 @@ pub fn render_header_as(h: &Header, version: &str, out: &mut String) {
     if let Some(l) = &h.node_layout {
         let _ = writeln!(out, "{INDENT}layout     {}", layout_line(l, h.nranks));
     }
+    if let Some(s) = &h.sensitivity {
+        for l in s.lines() {
+            let _ = writeln!(out, "{INDENT}throttle   {l}");
+        }
+    }
     if let Some(c) = &h.mpi_config {
         let _ = writeln!(out, "{INDENT}mpi        {}", c.library);
         let layout: Vec<String> = c

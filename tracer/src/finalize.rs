@@ -206,7 +206,7 @@ fn write_raw(st: &State, out: &str) {
     let path = rank_path(out, st.rank, "jsonl");
     let mut buf = Vec::new();
     for ev in raw {
-        if serde_json::to_writer(&mut buf, &ev.flat()).is_err() {
+        if serde_json::to_writer(&mut buf, &ev.logged()).is_err() {
             say(&format!("cannot encode the raw log for rank {}", st.rank));
             return;
         }

@@ -19,6 +19,7 @@
 //! `<stem>.pid<PID>.iotrex`), `IOTREX_JOB` (the id shared by the processes of one job, see
 //! [`job`]), `IOTREX_ALL_PROCESSES=1` (processes of an MPI job that are not ranks keep their
 //! own traces, as `<stem>.nonrank-<exe>-<pid>.iotrex`; without it they write nothing),
+//! `IOTREX_THROTTLE` (`iotrex sensitivity`'s delay of chosen ranks' I/O calls, see [`throttle`]),
 //! `IOTREX_HDF5=0` (do not record the HDF5 layer, which is recorded by default: HDF5 calls
 //! with the MPI, MPI-IO and POSIX calls they make as children, see [`hdf5`]; with `0` HDF5's
 //! calls pass through and what it makes is recorded at the top level), `IOTREX_PNETCDF=0` (the
@@ -58,6 +59,7 @@ pub(crate) mod real;
 pub mod signals;
 pub mod state;
 pub mod stdio;
+pub mod throttle;
 pub mod unseen;
 
 use std::sync::atomic::Ordering;
@@ -101,6 +103,7 @@ fn init() {
             .or_else(|| env_num("PMIX_RANK"))
             .or_else(|| env_num("PMI_RANK"));
         let env_size = env_num("OMPI_COMM_WORLD_SIZE").or_else(|| env_num("PMI_SIZE"));
+        throttle::init(env_rank);
         let (approx, approx_error) = match rsd::approx::Policy::from_env() {
             Ok(p) => (p, None),
             Err(e) => (rsd::approx::Policy::default(), Some(e.to_string())),

@@ -741,6 +741,9 @@ pub fn run_recorded_in<T: Copy, P: AsRef<[i64]>>(
     let _g = t.enter(guard::BUSY);
     let sig = crate::callsite::signature_in(t);
     let t0 = now_ns();
+    if !child {
+        crate::throttle::pause();
+    }
     let r = call();
     let t1 = now_ns();
     // This thread's errno slot, looked up once for saving and restoring.
@@ -798,6 +801,9 @@ pub fn library_call<T: Copy>(
     let g = guard::Enter::new(guard::BUSY);
     let sig = crate::callsite::signature();
     let t0 = now_ns();
+    if !child {
+        crate::throttle::pause();
+    }
     open_frame(t0);
     g.switch(inner);
     let r = call();

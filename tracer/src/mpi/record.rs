@@ -31,6 +31,9 @@ pub(crate) fn mpi_call(
     let t0 = now_ns();
     open_frame(t0);
     if io {
+        if !child {
+            crate::throttle::pause();
+        }
         g.switch(IN_MPIIO);
     }
     let r = call();

@@ -1,0 +1,285 @@
+//! //TRACE's throttling (Mesnier et al., FAST'07): the I/O of chosen ranks is delayed in
+//! repeated runs, and which other ranks slow down says which ranks' progress depends on
+//! which rank's I/O. This module is the one place that knows the tracer's variable and its
+//! syntax ([`Throttle`]), the result stored in the header ([`Sensitivity`], minor version 12)
+//! and how a result is derived from the runs' timelines ([`analyze`]).
+
+use serde::{Deserialize, Serialize};
+
+/// The variable `iotrex sensitivity` sets for the ranks: `DELAY_NS@RANKS`, `RANKS` being
+/// `all` or a rank list (`0-3`, `1,5`, as [`crate::RankSet::parse`]). Absent: no delay.
+pub const THROTTLE_VAR: &str = "IOTREX_THROTTLE";
+
+/// What [`THROTTLE_VAR`] asks of the tracer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Throttle {
+    /// Added before each I/O call the application makes, ns.
+    pub delay_ns: u64,
+    /// The ranks whose I/O is delayed; `None`: all.
+    pub ranks: Option<Vec<u32>>,
+}
+
+impl Throttle {
+    /// The variable's value.
+    pub fn to_var(&self) -> String {
+        match &self.ranks {
+            None => format!("{}@all", self.delay_ns),
+            Some(r) => {
+                let list: Vec<String> = r.iter().map(u32::to_string).collect();
+                format!("{}@{}", self.delay_ns, list.join(","))
+            }
+        }
+    }
+
+    /// Parses the variable's value.
+    pub fn parse(s: &str) -> Result<Throttle, String> {
+        let bad = || format!("bad {THROTTLE_VAR} `{s}`: use DELAY_NS@all or DELAY_NS@0,2-3");
+        let (d, r) = s.trim().split_once('@').ok_or_else(bad)?;
+        let delay_ns = d.trim().parse::<u64>().map_err(|_| bad())?;
+        let ranks = match r.trim() {
+            "all" => None,
+            list => {
+                let set = crate::RankSet::parse(list).map_err(|e| format!("{}: {e}", bad()))?;
+                Some(set.to_vec())
+            }
+        };
+        Ok(Throttle { delay_ns, ranks })
+    }
+
+    /// The delay for `rank`'s I/O calls (0: none).
+    pub fn delay_for(&self, rank: u32) -> u64 {
+        match &self.ranks {
+            Some(r) if !r.contains(&rank) => 0,
+            _ => self.delay_ns,
+        }
+    }
+}
+
+/// What `iotrex sensitivity` found, stored as the header's `sensitivity` (minor version 12).
+/// A MessagePack array in field order, as the header: a field added later goes at the end
+/// with `#[serde(default)]` and a new minor version.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sensitivity {
+    /// The delay added before each delayed I/O call, ns.
+    pub delay_ns: u64,
+    /// Runs of the program made in all (baseline, each group, all ranks; times repeats).
+    pub runs: u32,
+    /// The groups of ranks whose I/O was delayed one group per run, in order.
+    pub groups: Vec<Vec<u32>>,
+    /// The program's wall time without delay (median of the repeats), ns.
+    pub base_ns: u64,
+    /// Its wall time with every rank's I/O delayed (median), ns.
+    pub all_ns: u64,
+    /// The most I/O calls one rank made: the added latency of one rank is this times the
+    /// delay.
+    pub max_calls: u32,
+    /// Which rank's I/O which rank's progress waited for, after transitive reduction.
+    pub deps: Vec<Dependency>,
+}
+
+/// Rank `to`'s I/O call number `at` (0-based, counting its I/O calls) started only after the
+/// first `after` I/O calls of the ranks `from` had ended: delaying each of those by `d`
+/// delayed it by `after * d`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dependency {
+    /// The delayed group (one rank when the groups are single ranks).
+    pub from: Vec<u32>,
+    /// The rank that waited.
+    pub to: u32,
+    /// How many of `from`'s I/O calls it waited for.
+    pub after: u32,
+    /// Which of `to`'s I/O calls waited (0-based).
+    pub at: u32,
+}
+
+impl Sensitivity {
+    /// Run-time growth per unit of added latency per call: (all − base) / delay, the number of
+    /// delayed calls one after another on the run's critical path.
+    pub fn calls_on_path(&self) -> f64 {
+        (self.all_ns as f64 - self.base_ns as f64) / self.delay_ns.max(1) as f64
+    }
+
+    /// [`Self::calls_on_path`] over the most calls one rank made: 1 when the run grew by one
+    /// rank's added latency, above 1 when ranks' I/O is serialised, below where it overlaps.
+    pub fn growth_per_latency(&self) -> f64 {
+        self.calls_on_path() / f64::from(self.max_calls.max(1))
+    }
+
+    /// The ordered pairs (from, to) of single-rank dependencies, deduplicated.
+    pub fn pairs(&self) -> Vec<(u32, u32)> {
+        let mut p: Vec<(u32, u32)> = self
+            .deps
+            .iter()
+            .filter(|d| d.from.len() == 1)
+            .map(|d| (d.from[0], d.to))
+            .collect();
+        p.sort_unstable();
+        p.dedup();
+        p
+    }
+
+    /// One line per dependency group, for `show` and `report`.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "I/O delayed {:.1} ms per call in {} runs: run time {:.3} s -> {:.3} s with every rank delayed ({:.1} delayed calls on the critical path, {:.2}x one rank's added latency)",
+            self.delay_ns as f64 / 1e6,
+            self.runs,
+            self.base_ns as f64 / 1e9,
+            self.all_ns as f64 / 1e9,
+            self.calls_on_path(),
+            self.growth_per_latency()
+        )];
+        if self.deps.is_empty() {
+            out.push("no rank waited for another rank's I/O".into());
+        }
+        for d in &self.deps {
+            out.push(format!(
+                "rank {} I/O call {} waits for {} {}'s first {} I/O call(s)",
+                d.to,
+                d.at,
+                if d.from.len() == 1 { "rank" } else { "ranks" },
+                crate::RankSet::from_sorted(&d.from),
+                d.after
+            ));
+        }
+        out
+    }
+}
+
+/// When each I/O call of one rank started, ns from the rank's anchor (the end of `MPI_Init`).
+pub type Timeline = Vec<u64>;
+
+/// The dependencies the runs show. `base[r]` is rank `r`'s timeline without delay; each run
+/// gives the delayed group and every rank's timeline with it. A call of rank `r` that started
+/// later by `k * delay` (rounded, beyond `r`'s own delays) than in the baseline waited for
+/// `k` delayed calls of the group; the dependency on the group arises at the first call
+/// where `k` grows. Dependencies implied by others through a third rank are left out (rank 2
+/// waits for rank 0 only through rank 1 in a token chain).
+pub fn analyze(
+    delay_ns: u64,
+    base: &[Timeline],
+    runs: &[(Vec<u32>, Vec<Timeline>)],
+) -> Vec<Dependency> {
+    // waited[g][r][k]: calls of group g that rank r's call k waited for.
+    let waited: Vec<Vec<Vec<u32>>> = runs
+        .iter()
+        .map(|(group, tl)| waits(delay_ns, base, group, tl))
+        .collect();
+    let mut deps = Vec::new();
+    for (g, (group, _)) in runs.iter().enumerate() {
+        for (r, ks) in waited[g].iter().enumerate() {
+            let r = r as u32;
+            if group.contains(&r) {
+                continue;
+            }
+            let mut prev = 0;
+            for (k, &after) in ks.iter().enumerate() {
+                if after > prev && !implied(runs, &waited, g, r, k, after) {
+                    deps.push(Dependency {
+                        from: group.clone(),
+                        to: r,
+                        after,
+                        at: k as u32,
+                    });
+                }
+                prev = prev.max(after);
+            }
+        }
+    }
+    deps
+}
+
+/// For each rank, for each of its I/O calls, how many delayed calls of `group` it waited for.
+fn waits(delay_ns: u64, base: &[Timeline], group: &[u32], tl: &[Timeline]) -> Vec<Vec<u32>> {
+    let d = delay_ns.max(1) as f64;
+    base.iter()
+        .enumerate()
+        .map(|(r, b)| {
+            let own = group.contains(&(r as u32));
+            let t = tl.get(r).map(Vec::as_slice).unwrap_or(&[]);
+            let mut most = 0u32;
+            b.iter()
+                .zip(t)
+                .enumerate()
+                .map(|(k, (&b0, &t0))| {
+                    // A delayed rank's own calls before `k` each added one delay.
+                    let mine = if own { k as f64 * d } else { 0.0 };
+                    let extra = (t0 as f64 - b0 as f64 - mine) / d;
+                    // Later calls cannot have waited for fewer: noise does not undo a wait.
+                    most = most.max(extra.round().max(0.0) as u32);
+                    most
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether rank `r`'s call `k` waiting for `after` calls of single-rank group `g` is implied
+/// through another single-rank group `h`: `r`'s call `k` waited for `i` calls of `h`, and
+/// `h`'s call `i - 1` (the last of those) already waited for `after` calls of `g`.
+fn implied(
+    runs: &[(Vec<u32>, Vec<Timeline>)],
+    waited: &[Vec<Vec<u32>>],
+    g: usize,
+    r: u32,
+    k: usize,
+    after: u32,
+) -> bool {
+    if runs[g].0.len() != 1 {
+        return false;
+    }
+    runs.iter().enumerate().any(|(h, (hg, _))| {
+        if h == g || hg.len() != 1 || hg[0] == r || hg[0] == runs[g].0[0] {
+            return false;
+        }
+        let i = waited[h][r as usize].get(k).copied().unwrap_or(0);
+        i > 0
+            && waited[g][hg[0] as usize]
+                .get(i as usize - 1)
+                .is_some_and(|&w| w >= after)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throttle_variable_round_trips() {
+        for s in ["20000000@all", "5@0,2,3"] {
+            assert_eq!(Throttle::parse(s).unwrap().to_var(), s);
+        }
+        assert_eq!(Throttle::parse("7@1-2").unwrap().delay_for(2), 7);
+        assert_eq!(Throttle::parse("7@1-2").unwrap().delay_for(0), 0);
+        for bad in ["", "7", "x@all", "7@", "7@a"] {
+            assert!(Throttle::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// A token chain of 3 ranks, 2 reads each, d = 10: rank r reads after rank r-1's reads.
+    fn chain(delayed: Option<u32>) -> Vec<Timeline> {
+        let d = 10u64;
+        let mut t = 0u64;
+        let mut out = Vec::new();
+        for r in 0..3u32 {
+            let mut tl = Vec::new();
+            for _ in 0..2 {
+                tl.push(t);
+                t += 1 + if delayed == Some(r) { d } else { 0 };
+            }
+            out.push(tl);
+        }
+        out
+    }
+
+    #[test]
+    fn a_token_chain_reduces_to_its_links() {
+        let runs: Vec<_> = (0..3).map(|s| (vec![s], chain(Some(s)))).collect();
+        let deps = analyze(10, &chain(None), &runs);
+        let pairs: Vec<_> = deps
+            .iter()
+            .map(|d| (d.from[0], d.to, d.after, d.at))
+            .collect();
+        assert_eq!(pairs, vec![(0, 1, 2, 0), (1, 2, 2, 0)]);
+    }
+}

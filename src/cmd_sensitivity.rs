@@ -1,0 +1,460 @@
+//! `iotrex sensitivity`: //TRACE's throttling (Mesnier et al., FAST'07). The program runs
+//! under the tracer once as is, once per group of ranks with that group's I/O calls delayed,
+//! and once with every rank's delayed; each rank's timeline of I/O calls in each run says
+//! whose delayed I/O it waited for (`rsd::sensitivity::analyze`) and the run times say how
+//! the program's time grows with I/O latency. The baseline run's trace is written with the
+//! result in its header.
+
+use crate::cmd_trace::{command_line, detect, find_lib};
+use anyhow::{Context, Result};
+use clap::Args;
+use rsd::sensitivity::{Sensitivity, THROTTLE_VAR, Throttle, Timeline};
+use rsd::{Layer, LoggedEvent, Op, TraceFile};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Arguments of `iotrex sensitivity`.
+#[derive(Debug, Args)]
+#[command(
+    about = "Find which ranks wait for which rank's I/O, and how run time grows with I/O latency",
+    long_about = "//TRACE's throttling: run an MPI program several times under the tracer, \
+                  delaying the I/O calls of one rank (or group) at a time, then of every rank. \
+                  A rank whose I/O calls start later when another rank's I/O is delayed waits \
+                  for that rank: through a barrier, a token passed by messages, or a file the \
+                  other rank writes. Dependencies implied through a third rank are left out, so \
+                  a token chain shows as its links. The run with every rank delayed gives the \
+                  run time's growth per unit of added I/O latency. Runs: (2 + groups) x --runs; \
+                  node sampling is choosing few groups with --ranks. The baseline run's trace is \
+                  written to --output with the result in its header (format minor 12): `show` \
+                  and `report` print it, `replay` says it. A run that fails stops everything \
+                  with an error naming it.",
+    after_help = "Examples:\n  iotrex sensitivity -o app.4.iotrex -- mpirun -np 4 ./app\n  iotrex sensitivity --delay 50ms --ranks 0,2-3 --runs 3 -o app.iotrex -- mpirun -np 4 ./app\n  iotrex sensitivity --ranks 0+1,2+3 -o app.iotrex -- mpirun -np 4 ./app   (two groups of two)"
+)]
+pub struct SensitivityArgs {
+    /// The delay added to each I/O call of the delayed ranks: `20ms`, `500us`, `1s`, `250000ns`.
+    /// Choose it well above the run-to-run noise of one call's start (a few ms on a busy node).
+    #[arg(long, default_value = "20ms", value_parser = parse_duration)]
+    pub delay: u64,
+    /// The groups delayed one per run: ranks and ranges delay one rank per run (`0-3` is four
+    /// runs), `+` joins ranks into one group (`0+1`). Default: every rank, one per run.
+    #[arg(long, value_name = "SPEC")]
+    pub ranks: Option<String>,
+    /// Runs of each configuration; the median start of each call is used.
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub runs: u32,
+    /// Where the baseline run's trace is written, with the result in its header.
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// The preload library (as `iotrex trace --lib`).
+    #[arg(long, value_name = "PATH")]
+    pub lib: Option<PathBuf>,
+    /// The MPI launcher line to run, after `--`.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND",
+        required = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// Why `iotrex sensitivity` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SensitivityError {
+    /// `--ranks` does not parse.
+    #[error("--ranks `{spec}`: {why}")]
+    BadRanks { spec: String, why: String },
+    /// `--ranks` names a rank the program does not have.
+    #[error("--ranks `{spec}`: rank {rank} is out of range: the program ran {nranks} ranks (0-{})", nranks - 1)]
+    RankOutOfRange {
+        spec: String,
+        rank: u32,
+        nranks: u32,
+    },
+    /// A run of the program failed.
+    #[error("run {run} of {total} ({what}) failed: `{command}` exited with status {status}{tail}")]
+    RunFailed {
+        run: usize,
+        total: usize,
+        what: String,
+        command: String,
+        status: String,
+        tail: String,
+    },
+    /// A run left no trace or raw log to read.
+    #[error("run {run} ({what}) left no usable trace: {why}")]
+    NoTrace {
+        run: usize,
+        what: String,
+        why: String,
+    },
+}
+
+/// `20ms`, `500us`, `1s`, `250000ns` (a bare number is ms), as ns.
+fn parse_duration(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "" | "ms" => 1e6,
+        "s" => 1e9,
+        _ => {
+            return Err(format!(
+                "bad duration `{s}`: use forms like 20ms, 500us, 1s"
+            ));
+        }
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v > 0.0 && (v * scale) < 3.6e12 => Ok((v * scale).round() as u64),
+        _ => Err(format!(
+            "bad duration `{s}`: a positive number below an hour, like 20ms"
+        )),
+    }
+}
+
+/// The groups `--ranks` names (syntax only; ranges checked against the run later).
+fn parse_groups(spec: &str) -> Result<Vec<Vec<u32>>, SensitivityError> {
+    let bad = |why: String| SensitivityError::BadRanks {
+        spec: spec.into(),
+        why,
+    };
+    let mut groups = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        if item.contains('+') {
+            let mut g = item
+                .split('+')
+                .map(|r| {
+                    r.trim()
+                        .parse::<u32>()
+                        .map_err(|_| bad(format!("`{item}` is not ranks joined by +")))
+                })
+                .collect::<Result<Vec<u32>, _>>()?;
+            g.sort_unstable();
+            g.dedup();
+            groups.push(g);
+        } else {
+            let set = rsd::RankSet::parse(item).map_err(bad)?;
+            groups.extend(set.to_vec().into_iter().map(|r| vec![r]));
+        }
+    }
+    if groups.is_empty() {
+        return Err(bad("no ranks".into()));
+    }
+    Ok(groups)
+}
+
+/// One configuration: its delay, and the runs' results.
+struct Config {
+    what: String,
+    throttle: Option<Throttle>,
+}
+
+/// What one run left: its trace and every rank's timeline.
+struct Run {
+    trace: TraceFile,
+    timelines: Vec<Timeline>,
+}
+
+/// Runs `iotrex sensitivity`.
+pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
+    let lib = find_lib(a.lib.as_deref())?;
+    let groups_asked = a
+        .ranks
+        .as_deref()
+        .map(parse_groups)
+        .transpose()
+        .map_err(|e| crate::exit::Usage(e.to_string()))?;
+    let dir = tempfile::Builder::new()
+        .prefix("iotrex-sensitivity.")
+        .tempdir()
+        .context("cannot make a temporary directory for the runs")?;
+    let mut runner = Runner {
+        a,
+        lib: &lib,
+        dir: dir.path(),
+        done: 0,
+        total: 0,
+        bar: None,
+    };
+    // The baseline first: it says how many ranks there are, which the groups need.
+    let base_cfg = Config {
+        what: "baseline, no delay".into(),
+        throttle: None,
+    };
+    runner.total =
+        2 * a.runs as usize + a.runs as usize * groups_asked.as_ref().map_or(2, Vec::len);
+    runner.start_bar();
+    let mut base_runs = vec![runner.run(&base_cfg)?];
+    let nranks = base_runs[0].trace.header.nranks;
+    let groups = match groups_asked {
+        Some(g) => check_groups(a.ranks.as_deref().unwrap_or(""), g, nranks)?,
+        None => (0..nranks).map(|r| vec![r]).collect(),
+    };
+    runner.total = (2 + groups.len()) * a.runs as usize;
+    for _ in 1..a.runs {
+        base_runs.push(runner.run(&base_cfg)?);
+    }
+    let mut delayed = Vec::new();
+    for g in &groups {
+        let cfg = Config {
+            what: format!("rank {}'s I/O delayed", rsd::RankSet::from_sorted(g)),
+            throttle: Some(Throttle {
+                delay_ns: a.delay,
+                ranks: Some(g.clone()),
+            }),
+        };
+        let runs = (0..a.runs)
+            .map(|_| runner.run(&cfg))
+            .collect::<Result<Vec<_>>>()?;
+        delayed.push((g.clone(), median_timelines(&runs, nranks)));
+    }
+    let all_cfg = Config {
+        what: "every rank's I/O delayed".into(),
+        throttle: Some(Throttle {
+            delay_ns: a.delay,
+            ranks: None,
+        }),
+    };
+    let all_runs = (0..a.runs)
+        .map(|_| runner.run(&all_cfg))
+        .collect::<Result<Vec<_>>>()?;
+    runner.finish();
+    let base = median_timelines(&base_runs, nranks);
+    let s = Sensitivity {
+        delay_ns: a.delay,
+        runs: runner.done as u32,
+        max_calls: base.iter().map(|t| t.len() as u32).max().unwrap_or(0),
+        base_ns: median(base_runs.iter().map(|r| r.trace.header.wall_ns).collect()),
+        all_ns: median(all_runs.iter().map(|r| r.trace.header.wall_ns).collect()),
+        deps: rsd::sensitivity::analyze(a.delay, &base, &delayed),
+        groups,
+    };
+    let mut tf = base_runs.swap_remove(0).trace;
+    tf.header.sensitivity = Some(s.clone());
+    tf.write(&a.output)
+        .with_context(|| format!("cannot write the trace {} (--output)", a.output.display()))?;
+    if json {
+        crate::output::print_json(&s)
+    } else {
+        let mut text = s.lines().join("\n");
+        text.push_str(&format!(
+            "\ntrace with the result: {}\n",
+            a.output.display()
+        ));
+        crate::output::print_text(&text)
+    }
+}
+
+/// The groups, each rank checked against the run's rank count.
+fn check_groups(spec: &str, groups: Vec<Vec<u32>>, nranks: u32) -> Result<Vec<Vec<u32>>> {
+    if let Some(&rank) = groups.iter().flatten().find(|&&r| r >= nranks) {
+        return Err(crate::exit::Usage(
+            SensitivityError::RankOutOfRange {
+                spec: spec.into(),
+                rank,
+                nranks,
+            }
+            .to_string(),
+        )
+        .into());
+    }
+    Ok(groups)
+}
+
+/// Runs the program, counting runs and drawing the bar.
+struct Runner<'a> {
+    a: &'a SensitivityArgs,
+    lib: &'a Path,
+    dir: &'a Path,
+    done: usize,
+    total: usize,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Runner<'_> {
+    /// A bar on a terminal only: pipes and CI logs get the result alone.
+    fn start_bar(&mut self) {
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return;
+        }
+        let b = indicatif::ProgressBar::new(self.total as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("sensitivity {bar:30} run {pos}/{len} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        self.bar = Some(b);
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+
+    /// Runs the program once in configuration `cfg` and reads what it left.
+    fn run(&mut self, cfg: &Config) -> Result<Run> {
+        self.done += 1;
+        let n = self.done;
+        if let Some(b) = &self.bar {
+            b.set_length(self.total as u64);
+            b.set_position(n as u64 - 1);
+            b.set_message(cfg.what.clone());
+        }
+        let out = self.dir.join(format!("run{n}.iotrex"));
+        // One job per run (the tracer's `job` module): mpirun's own processes leave the
+        // trace to the ranks.
+        let job = format!("iotrex-sensitivity-{}-{n}", std::process::id());
+        let mut vars = vec![
+            ("LD_PRELOAD".to_string(), self.lib.display().to_string()),
+            ("IOTREX_OUT".to_string(), out.display().to_string()),
+            ("IOTREX_RAW".to_string(), "1".to_string()),
+            (rsd::job::JOB_VAR.to_string(), job.clone()),
+        ];
+        if let Some(t) = &cfg.throttle {
+            vars.push((THROTTLE_VAR.to_string(), t.to_var()));
+        }
+        let cmd = &self.a.command;
+        let kind = detect(Path::new(&cmd[0]));
+        let line = command_line(cmd, kind, &vars);
+        let log = self.dir.join(format!("run{n}.log"));
+        let log_file = std::fs::File::create(&log).context("cannot create a run's log")?;
+        let mut child = Command::new(&line[0]);
+        child
+            .args(&line[1..])
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file);
+        if kind == crate::cmd_trace::Launcher::Plain {
+            child.envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }
+        let shown = cmd
+            .iter()
+            .map(|s| s.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let status = child
+            .status()
+            .with_context(|| format!("cannot run {} (COMMAND)", Path::new(&cmd[0]).display()))?;
+        let tmp = rsd::job::tmp_dir(std::env::var("TMPDIR").ok().as_deref());
+        let _ = std::fs::remove_dir_all(rsd::job::job_dir(&tmp, &job));
+        if !status.success() {
+            return Err(SensitivityError::RunFailed {
+                run: n,
+                total: self.total,
+                what: cfg.what.clone(),
+                command: shown,
+                status: status
+                    .code()
+                    .map_or_else(|| format!("{status}"), |c| c.to_string()),
+                tail: tail(&log),
+            }
+            .into());
+        }
+        read_run(&out, n, &cfg.what)
+    }
+}
+
+/// The last lines the program printed, for the error: 12, without the MPI library's rules
+/// of dashes (Open MPI's abort banner alone takes 8 lines).
+fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim().chars().all(|c| c == '-'))
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let from = lines.len().saturating_sub(12);
+    format!("; its last output:\n  {}", lines[from..].join("\n  "))
+}
+
+/// The run's trace and its ranks' timelines from the raw logs beside it.
+fn read_run(out: &Path, n: usize, what: &str) -> Result<Run> {
+    let no = |why: String| SensitivityError::NoTrace {
+        run: n,
+        what: what.into(),
+        why,
+    };
+    let trace = TraceFile::read(out).map_err(|e| no(e.to_string()))?;
+    let stem = out
+        .to_string_lossy()
+        .trim_end_matches(".iotrex")
+        .to_string();
+    let mut timelines = Vec::new();
+    for r in 0..trace.header.nranks {
+        let p = PathBuf::from(format!("{stem}.rank{r}.jsonl"));
+        let text = std::fs::read_to_string(&p).map_err(|e| no(format!("{}: {e}", p.display())))?;
+        let events = text
+            .lines()
+            .map(serde_json::from_str::<LoggedEvent>)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| no(format!("{}: {e}", p.display())))?;
+        timelines.push(timeline(&events));
+    }
+    Ok(Run { trace, timelines })
+}
+
+/// When each I/O call started, ns after the end of `MPI_Init` (which every rank leaves at
+/// about the same time), or after the first call without one.
+fn timeline(events: &[LoggedEvent]) -> Timeline {
+    let mut t = 0u64;
+    let mut anchor = None;
+    let mut starts = Vec::new();
+    for e in events {
+        let start = t + e.gap_ns;
+        t = start + e.dur_ns;
+        if e.call.op == Op::Init && anchor.is_none() {
+            anchor = Some(t);
+            starts.clear();
+        } else if e.call.op.layer() != Layer::Mpi {
+            starts.push(start);
+        }
+    }
+    let a = anchor.unwrap_or(0);
+    starts.into_iter().map(|s| s.saturating_sub(a)).collect()
+}
+
+/// Each rank's median start of each call over the runs (the calls all runs made).
+fn median_timelines(runs: &[Run], nranks: u32) -> Vec<Timeline> {
+    (0..nranks as usize)
+        .map(|r| {
+            let len = runs
+                .iter()
+                .map(|x| x.timelines.get(r).map_or(0, Vec::len))
+                .min()
+                .unwrap_or(0);
+            (0..len)
+                .map(|k| median(runs.iter().map(|x| x.timelines[r][k]).collect()))
+                .collect()
+        })
+        .collect()
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_groups_parse() {
+        assert_eq!(parse_duration("20ms"), Ok(20_000_000));
+        assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration("500us"), Ok(500_000));
+        assert!(parse_duration("0ms").is_err() && parse_duration("3 parsecs").is_err());
+        assert_eq!(
+            parse_groups("0-2,3+5").unwrap(),
+            vec![vec![0], vec![1], vec![2], vec![3, 5]]
+        );
+        assert!(parse_groups("x").is_err() && parse_groups(",").is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! `iotrex sensitivity` (//TRACE's throttling) on real runs of `tests/apps/xstorage.c` at 4
+//! ranks on tmpfs: the delays are the tracer's own, so the storage does not matter. The
+//! assertions are on the dependencies found, which come from whole multiples of the delay
+//! (80 ms a call, far above a call's run-to-run jitter here), not on times.
+
+mod common;
+use common::{app, args, scratch, tracer_lib};
+use rsd::sensitivity::Sensitivity;
+use rsd::{Layer, Op, TraceFile};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// One sensitivity at a time: each makes 18 runs of 4 ranks on a 2-core machine (each
+/// configuration 3 times: a single baseline run on a loaded machine was seen 80 ms slow).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// `iotrex sensitivity EXTRA -o out -- mpirun -np 4 xstorage ARGS`, under a timeout.
+fn sensitivity(extra: &[&str], out: &Path, app_args: &[String]) -> Output {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = Command::new("timeout");
+    c.args([
+        "-k",
+        "5",
+        "300",
+        env!("CARGO_BIN_EXE_iotrex"),
+        "sensitivity",
+    ]);
+    c.args(extra)
+        .arg("-o")
+        .arg(out)
+        .arg("--lib")
+        .arg(tracer_lib());
+    c.args([
+        "--",
+        "mpirun",
+        "-np",
+        "4",
+        "--oversubscribe",
+        "--mca",
+        "btl",
+        "self,vader",
+    ]);
+    c.arg(app("xstorage")).args(app_args);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+    c.output().expect("run iotrex sensitivity")
+}
+
+/// The result stored in the trace `sensitivity` wrote, asserting the run succeeded.
+fn result(o: &Output, out: &Path) -> (TraceFile, Sensitivity) {
+    assert!(o.status.success(), "{}", common::status_text(o));
+    let tf = TraceFile::read(out).unwrap_or_else(|e| panic!("{e}"));
+    let s = tf
+        .header
+        .sensitivity
+        .clone()
+        .expect("the header holds the result");
+    (tf, s)
+}
+
+/// The ops of `rank`'s I/O calls in order, as the sensitivity counts them.
+fn io_ops(tf: &TraceFile, rank: u32) -> Vec<Op> {
+    let mut ops = Vec::new();
+    tf.trace.expand_with(rank, &mut |e| {
+        if e.op.layer() != Layer::Mpi {
+            ops.push(e.op);
+        }
+        true
+    });
+    ops
+}
+
+fn all_pairs(n: u32) -> Vec<(u32, u32)> {
+    (0..n)
+        .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
+        .collect()
+}
+
+/// fitness: the ranks read their parts in turn, passing a token. Each rank's reads wait for
+/// its left neighbour's reads, and for nobody else's once the chain is reduced (rank 2 waits
+/// for rank 0 only through rank 1); the barriers of the file's settling before the reads
+/// couple every rank to every other rank's writes.
+#[test]
+fn sensitivity_finds_the_token_chain_of_fitness() {
+    let d = scratch();
+    let out = d.path().join("fitness.iotrex");
+    let dir = d.path().display().to_string();
+    let o = sensitivity(
+        &["--delay", "80ms", "--runs", "3"],
+        &out,
+        &args(&["fitness", &dir, "3", "4096", "5"]),
+    );
+    let (tf, s) = result(&o, &out);
+    assert_eq!(
+        (s.runs, s.groups.len()),
+        (18, 4),
+        "baseline, 4 ranks, all; 3 times"
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    // The dependencies on reads: those where what `to` waited for includes a read of `from`.
+    let first_read = |r: u32| {
+        io_ops(&tf, r)
+            .iter()
+            .position(|&op| op == Op::Pread)
+            .unwrap() as u32
+    };
+    let on_reads: BTreeSet<(u32, u32)> = s
+        .deps
+        .iter()
+        .filter(|d| d.after > first_read(d.from[0]))
+        .map(|d| (d.from[0], d.to))
+        .collect();
+    assert_eq!(on_reads, BTreeSet::from([(0, 1), (1, 2), (2, 3)]), "{text}");
+    assert_eq!(s.pairs(), all_pairs(4), "the settling barriers: {text}");
+    // The token chain serialises the ranks' reads: with every rank delayed the run grows by
+    // more than one rank's added latency.
+    assert!(s.growth_per_latency() > 1.0, "{text}");
+    let shown = common::iotrex(&["show", out.to_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("throttle   rank 1 I/O call"), "{shown}");
+    // The report lists it; the replay report names the pairs and says it does not enforce them.
+    let html = d.path().join("r.html");
+    let o = common::iotrex(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::status_text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("I/O dependencies and sensitivity"));
+    let root = d.path().join("replay");
+    std::fs::create_dir(&root).unwrap();
+    let o = common::iotrex(&[
+        "replay",
+        out.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", common::status_text(&o));
+    assert!(
+        said.contains("I/O dependencies measured by iotrex sensitivity") && said.contains(" 0->1 "),
+        "{said}"
+    );
+}
+
+/// sync: a barrier after every write couples every rank to every other rank's writes.
+#[test]
+fn sensitivity_finds_the_barrier_coupling_of_sync() {
+    let d = scratch();
+    let out = d.path().join("sync.iotrex");
+    let dir = d.path().display().to_string();
+    let o = sensitivity(
+        &["--delay", "80ms", "--runs", "3"],
+        &out,
+        &args(&["sync", &dir, "3", "4096", "5"]),
+    );
+    let (tf, s) = result(&o, &out);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(s.pairs(), all_pairs(4), "{text}");
+    // Each rank's second and third writes wait for every other rank's write before.
+    for to in 0..4 {
+        let writes: Vec<u32> = io_ops(&tf, to)
+            .iter()
+            .enumerate()
+            .filter(|(_, op)| **op == Op::Pwrite)
+            .map(|(k, _)| k as u32)
+            .collect();
+        for from in (0..4).filter(|&f| f != to) {
+            for w in &writes[1..] {
+                assert!(
+                    s.deps
+                        .iter()
+                        .any(|d| d.from == [from] && d.to == to && d.at == *w),
+                    "rank {to}'s write at {w} waits for rank {from}: {text}"
+                );
+            }
+        }
+    }
+}
+
+/// A program that fails stops `sensitivity` at that run, with an error naming it and the
+/// program's last words; no trace is written.
+#[test]
+fn sensitivity_on_a_failing_program_names_the_run() {
+    let d = scratch();
+    let out = d.path().join("bad.iotrex");
+    let dir = d.path().display().to_string();
+    let o = sensitivity(&[], &out, &args(&["nosuchmode", &dir]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("run 1 of")
+            && err.contains("(baseline, no delay) failed")
+            && err.contains("exited with status 1; its last output"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out.exists());
+}
+
+/// `--ranks` naming a rank the program does not have is a usage error naming it, after the
+/// one baseline run that tells the rank count; bad syntax fails before any run.
+#[test]
+fn sensitivity_ranks_out_of_range_is_a_usage_error() {
+    let d = scratch();
+    let out = d.path().join("r.iotrex");
+    let dir = d.path().display().to_string();
+    let o = sensitivity(
+        &["--ranks", "0,7"],
+        &out,
+        &args(&["fitness", &dir, "1", "4096", "0"]),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--ranks `0,7`: rank 7 is out of range: the program ran 4 ranks (0-3)"),
+        "{err}"
+    );
+    let o = sensitivity(&["--ranks", "1+x"], &out, &args(&["fitness", &dir]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--ranks `1+x`"), "{err}");
+    assert!(!out.exists());
+}
