@@ -72,8 +72,8 @@ struct ReplayRow<'a> {
 
 /// Reads a replay's JSON report; the error names the file.
 fn read_replay(path: &Path) -> Result<report::Replayed> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| anyhow::anyhow!("--replay {}: {e}", path.display()))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("--replay {}: {e}", path.display()))?;
     let h: replay::report::ReportHead = serde_json::from_slice(&bytes).map_err(|e| {
         anyhow::anyhow!(
             "--replay {}: not a replay's JSON report (iotrex replay --json-out FILE): {e}",
@@ -154,11 +154,18 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
     } else {
         ProgressBar::hidden()
     };
-    let r = report::render_with_replays(&inputs, out.as_ref(), &models, &limits, &replays, &mut |p| {
-        bar.set_length(p.total);
-        bar.set_position(p.done);
-        bar.set_message(p.what.to_string());
-    });
+    let r = report::render_with_replays(
+        &inputs,
+        out.as_ref(),
+        &models,
+        &limits,
+        &replays,
+        &mut |p| {
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+            bar.set_message(p.what.to_string());
+        },
+    );
     bar.finish_and_clear();
     let r = r?;
     report::write(&r, &a.output)?;

@@ -36,13 +36,22 @@ fn traced() -> &'static (tempfile::TempDir, PathBuf) {
         argv.extend(c.openmpi(2, 2));
         argv.push(common::app("ior_like").into());
         let f = data.join("f");
-        argv.extend(["-N", "-F", "-R", "-t", "4096", "-b", "8192", "-s", "2", "-o"].map(OsString::from));
+        argv.extend(
+            [
+                "-N", "-F", "-R", "-t", "4096", "-b", "8192", "-s", "2", "-o",
+            ]
+            .map(OsString::from),
+        );
         argv.push(f.into());
         let o = c.run(&argv, &[]);
         assert!(o.status.success(), "trace: {}", common::status_text(&o));
         let tf = rsd::TraceFile::read(&out).unwrap();
         assert_eq!(
-            tf.header.node_layout.as_ref().map(|l| l.shape(4)).as_deref(),
+            tf.header
+                .node_layout
+                .as_ref()
+                .map(|l| l.shape(4))
+                .as_deref(),
             Some("2 nodes x 2 ranks"),
             "the traced layout"
         );
@@ -98,7 +107,10 @@ fn replayed_on_the_traced_layout_says_as_traced() {
 #[test]
 fn replayed_on_another_layout_says_both() {
     let o = replay_mpi(1, 4, &[]);
-    assert_replayed(&o, "traced on 2 nodes x 2 ranks, replayed on 1 node x 4 ranks");
+    assert_replayed(
+        &o,
+        "traced on 2 nodes x 2 ranks, replayed on 1 node x 4 ranks",
+    );
 }
 
 #[test]
@@ -116,9 +128,18 @@ fn threads_replay_on_one_node_and_say_so() {
 /// Asserts the replay failed at once (not by a timeout), its error saying `what`.
 fn assert_refused(o: &Output, what: &str) {
     assert!(!o.status.success(), "{}", common::status_text(o));
-    assert_ne!(o.status.code(), Some(124), "timed out: {}", common::status_text(o));
+    assert_ne!(
+        o.status.code(),
+        Some(124),
+        "timed out: {}",
+        common::status_text(o)
+    );
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(what), "no {what:?} in:\n{}", common::status_text(o));
+    assert!(
+        err.contains(what),
+        "no {what:?} in:\n{}",
+        common::status_text(o)
+    );
     assert!(!err.contains("panicked"), "{}", common::status_text(o));
 }
 
@@ -189,7 +210,9 @@ fn the_prediction_has_an_interval_and_report_shows_it_beside_the_traced_time() {
     let walls = p["walls_ns"].as_array().unwrap();
     assert_eq!(walls.len(), 3, "{p}");
     assert!(
-        walls.iter().all(|w| (lo..=hi).contains(&w.as_f64().unwrap())),
+        walls
+            .iter()
+            .all(|w| (lo..=hi).contains(&w.as_f64().unwrap())),
         "{p}"
     );
     let traced = r["traced_wall_ns"].as_u64().unwrap();
@@ -197,7 +220,12 @@ fn the_prediction_has_an_interval_and_report_shows_it_beside_the_traced_time() {
     // The report: the page and its --json both give the two numbers.
     let page = dir.path().join("page.html");
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_iotrex"))
-        .args(["--json".as_ref(), "report".as_ref(), trace.as_os_str(), "--replay".as_ref()])
+        .args([
+            "--json".as_ref(),
+            "report".as_ref(),
+            trace.as_os_str(),
+            "--replay".as_ref(),
+        ])
         .arg(&json)
         .arg("-o")
         .arg(&page)
@@ -211,13 +239,22 @@ fn the_prediction_has_an_interval_and_report_shows_it_beside_the_traced_time() {
     let html = std::fs::read_to_string(&page).unwrap();
     report::check(&html).unwrap();
     let fmt = |ns: f64| rsd::timing::fmt_ns(ns);
-    for shown in [fmt(traced as f64), fmt(value), format!("[{}, {}]", fmt(lo), fmt(hi))] {
+    for shown in [
+        fmt(traced as f64),
+        fmt(value),
+        format!("[{}, {}]", fmt(lo), fmt(hi)),
+    ] {
         assert!(html.contains(&shown), "the page does not show {shown}");
     }
     assert!(html.contains("Replays: the predicted run time"));
     // A file that is not a replay's report is refused naming it.
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_iotrex"))
-        .args(["report".as_ref(), trace.as_os_str(), "--replay".as_ref(), trace.as_os_str()])
+        .args([
+            "report".as_ref(),
+            trace.as_os_str(),
+            "--replay".as_ref(),
+            trace.as_os_str(),
+        ])
         .arg("-o")
         .arg(&page)
         .output()

@@ -95,7 +95,7 @@ pub fn check_wanted(
     replayed: Option<&NodeLayout>,
     threads: bool,
 ) -> Result<(), ReplayError> {
-    if per_node == 0 || nranks % per_node != 0 {
+    if per_node == 0 || !nranks.is_multiple_of(per_node) {
         return Err(ReplayError::RanksPerNode {
             per_node,
             ranks: nranks,
@@ -155,17 +155,28 @@ mod tests {
         assert_eq!(n.as_traced, Some(false));
         let n = LayoutNote::threads(Some(&NodeLayout::block(8, 2)), 16);
         assert_eq!(n.text, "8 nodes x 2 ranks replayed as threads on one node");
-        assert!(LayoutNote::threads(None, 4).text.contains("does not record"));
+        assert!(
+            LayoutNote::threads(None, 4)
+                .text
+                .contains("does not record")
+        );
     }
 
     #[test]
     fn ranks_per_node_is_checked_against_the_launch() {
         let two = NodeLayout::block(2, 2);
         assert!(check_wanted(2, 4, Some(&two), false).is_ok());
-        let e = check_wanted(3, 4, Some(&two), false).unwrap_err().to_string();
+        let e = check_wanted(3, 4, Some(&two), false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--ranks-per-node 3 does not divide"), "{e}");
-        let e = check_wanted(4, 4, Some(&two), false).unwrap_err().to_string();
-        assert!(e.contains("runs on 2 nodes x 2 ranks as launched, not 1 node x 4"), "{e}");
+        let e = check_wanted(4, 4, Some(&two), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("runs on 2 nodes x 2 ranks as launched, not 1 node x 4"),
+            "{e}"
+        );
         assert!(check_wanted(4, 4, None, true).is_ok());
         let e = check_wanted(2, 4, None, true).unwrap_err().to_string();
         assert!(e.contains("--threads runs every rank on this node"), "{e}");

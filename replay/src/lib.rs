@@ -23,8 +23,8 @@ pub mod cli;
 pub mod clock;
 mod direct;
 pub mod engine;
-pub mod layout;
 pub mod error;
+pub mod layout;
 mod local;
 pub mod matching;
 pub mod options;
@@ -336,7 +336,10 @@ pub fn run_threads_capped(
     let summary = rsd_view::stats::summarize(&tf.trace);
     let mut report = Report::build("threads", &stats, wall, tf.header.wall_ns, &summary);
     report.against(tf, opts);
-    report.layout = Some(layout::LayoutNote::threads(tf.header.node_layout.as_ref(), n));
+    report.layout = Some(layout::LayoutNote::threads(
+        tf.header.node_layout.as_ref(),
+        n,
+    ));
     if let Plan::Pool(w) = plan {
         // Said in the report: a pool's timing is coarser than a thread per rank's.
         report.mode = format!("threads, pool of {w}");

@@ -86,7 +86,10 @@ pub struct Prediction {
 pub fn median_index(walls: &[u64]) -> usize {
     let mut order: Vec<usize> = (0..walls.len()).collect();
     order.sort_by_key(|&i| walls[i]);
-    order.get(walls.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+    order
+        .get(walls.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(0)
 }
 
 impl Prediction {

@@ -22,7 +22,10 @@ const LONG_ABOUT: &str = "\
 Replay an iotrex trace with real I/O: rank r's calls on MPI rank r under mpirun (MPI-IO through \
 MPI-IO), or with --threads every rank in this process without MPI. Every traced path is \
 re-rooted under --root; nothing is written outside it. Under MPI the rank count must equal the \
-trace's (extrapolate first). The options are the same as `iotrex replay`'s.";
+trace's (extrapolate first); the replay learns its own node layout and says whether it is the \
+trace's, and --ranks-per-node checks it. The report ends with the predicted run time of the \
+application on the storage replayed on, with an interval (--repeat K). The options are the same \
+as `iotrex replay`'s.";
 
 const AFTER_HELP: &str = "\
 Usage:
@@ -345,8 +348,7 @@ fn learn_layout(
     if !all_ok(p, checked.is_ok()) {
         return Err((
             checked.err().unwrap_or(ReplayError::Mpi(
-                "rank 0 found the launch's layout is not the one --ranks-per-node asks for"
-                    .into(),
+                "rank 0 found the launch's layout is not the one --ranks-per-node asks for".into(),
             )),
             true,
         ));

@@ -328,9 +328,15 @@ impl Page {
                     fmt_ns(p.value_ns),
                     format!("[{}, {}]", fmt_ns(p.lo_ns), fmt_ns(p.hi_ns)),
                 ),
-                None => (format!("{} (one wall time)", fmt_ns(r.wall_ns as f64)), "-".into()),
+                None => (
+                    format!("{} (one wall time)", fmt_ns(r.wall_ns as f64)),
+                    "-".into(),
+                ),
             };
-            let point_ns = r.prediction.as_ref().map_or(r.wall_ns as f64, |p| p.value_ns);
+            let point_ns = r
+                .prediction
+                .as_ref()
+                .map_or(r.wall_ns as f64, |p| p.value_ns);
             let diff = match r.traced_wall_ns {
                 0 => "-".to_string(),
                 t => format!("{:+.1}%", (point_ns - t as f64) / t as f64 * 100.0),

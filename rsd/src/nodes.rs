@@ -380,14 +380,21 @@ mod tests {
     fn leaders_name_nodes_by_their_lowest_ranks_host_and_shapes_read_as_text() {
         let hosts: Vec<String> = ["a", "b", "a", "b"].map(String::from).to_vec();
         let l = NodeLayout::from_leaders(&[0, 1, 0, 1], &hosts);
-        assert_eq!((l.nodes, l.names.clone()), (2, vec!["a".into(), "b".into()]));
+        assert_eq!(
+            (l.nodes, l.names.clone()),
+            (2, vec!["a".into(), "b".into()])
+        );
         assert_eq!(l.placement, Placement::RoundRobin);
         assert_eq!(l.shape(4), "2 nodes x 2 ranks by node (round robin)");
         let l = NodeLayout::from_leaders(&[0, 0, 2, 2], &hosts);
         assert_eq!(l.names, vec!["a".to_string(), "a".into()]);
         assert_eq!(l.shape(4), "2 nodes x 2 ranks");
         // Without the names (the gather failed), the layout still says where ranks ran.
-        assert!(NodeLayout::from_leaders(&[0, 0, 2, 2], &[]).names.is_empty());
+        assert!(
+            NodeLayout::from_leaders(&[0, 0, 2, 2], &[])
+                .names
+                .is_empty()
+        );
         assert_eq!(NodeLayout::block(1, 4).shape(4), "1 node x 4 ranks");
         assert_eq!(NodeLayout::block(2, 3).shape(5), "2 nodes (3, 2 ranks)");
         // The same placement under other names, and another one.
