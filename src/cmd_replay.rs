@@ -21,7 +21,10 @@ use replay::cli::ReplayArgs;
                   delays are waited out against absolute deadlines. The report gives wall \
                   and per-rank time, time in I/O/compute/comm, op counts and bytes per layer \
                   and op (checked against the trace's), lateness percentiles and replay vs \
-                  traced time. Under MPI, run `mpirun -np N iotrex-replay TRACE --root DIR`.",
+                  traced time, the trace's node layout (replayed on this one node), and the \
+                  predicted run time of the application on this storage with an interval \
+                  (--repeat K replays K times for it). Under MPI, run `mpirun -np N \
+                  iotrex-replay TRACE --root DIR`.",
     after_help = "Example:\n  iotrex replay app.64.iotrex --root /tmp/replay --comm real\n  mpirun -np 8 iotrex-replay app.8.iotrex --root /scratch/replay"
 )]
 pub struct ReplayCmd {

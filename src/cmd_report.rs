@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
                   aggregator ranks per collective call) and a timeline of a few ranks. With \
                   --extrap, each quantity's values at the input scales with the chosen model \
                   drawn through them to the target, and a table of every quantity and its \
-                  model. Plots with no data are left out with a note.",
-    after_help = "Example:\n  iotrex report app.{4,8,12,16}.iotrex --extrap app.1024.iotrex -o report.html\n  iotrex report app.64.iotrex -o app.html"
+                  model. With --replay, a replay's predicted run time on its storage, with \
+                  its interval, beside the trace's own time. Plots with no data are left out \
+                  with a note.",
+    after_help = "Example:\n  iotrex report app.{4,8,12,16}.iotrex --extrap app.1024.iotrex -o report.html\n  iotrex report app.64.iotrex -o app.html\n  iotrex report app.8.iotrex --replay replay.json -o app.html"
 )]
 pub struct ReportArgs {
     /// The traces (.iotrex) to report on; for an extrapolation, the traces it was made from.
@@ -38,6 +40,11 @@ pub struct ReportArgs {
     /// report explains the same models; repeatable.
     #[arg(long, value_name = "LIB")]
     pub plugin: Vec<PathBuf>,
+    /// A replay's JSON report (`iotrex replay --json-out FILE`, `iotrex-replay --json-out
+    /// FILE`): the page shows its predicted run time on the replay's storage, with its
+    /// interval, beside the trace's own time; repeatable.
+    #[arg(long, value_name = "JSON")]
+    pub replay: Vec<PathBuf>,
     /// Ranks expanded for the per-rank charts; above this, every k-th rank is shown.
     #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_ranks: u32,
@@ -50,6 +57,54 @@ struct Written<'a> {
     plots: usize,
     marks: usize,
     omitted: &'a [String],
+    replays: Vec<ReplayRow<'a>>,
+}
+
+/// A replay's numbers as the page shows them, for `--json`.
+#[derive(Serialize)]
+struct ReplayRow<'a> {
+    file: &'a str,
+    traced_wall_ns: u64,
+    predicted_ns: Option<f64>,
+    lo_ns: Option<f64>,
+    hi_ns: Option<f64>,
+}
+
+/// Reads a replay's JSON report; the error names the file.
+fn read_replay(path: &Path) -> Result<report::Replayed> {
+    let bytes =
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("--replay {}: {e}", path.display()))?;
+    let h: replay::report::ReportHead = serde_json::from_slice(&bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "--replay {}: not a replay's JSON report (iotrex replay --json-out FILE): {e}",
+            path.display()
+        )
+    })?;
+    if h.mode.is_empty() {
+        anyhow::bail!(
+            "--replay {}: not a replay's JSON report (no \"mode\"; write one with iotrex replay --json-out FILE)",
+            path.display()
+        );
+    }
+    Ok(report::Replayed {
+        label: path.display().to_string(),
+        mode: h.mode,
+        ranks: h.ranks,
+        layout: h.layout.map(|l| l.text),
+        wall_ns: h.wall_ns,
+        traced_wall_ns: h.traced_wall_ns,
+        extrapolated: h.predicted.is_some(),
+        covers: h
+            .prediction
+            .as_ref()
+            .map(|p| p.covers.clone())
+            .unwrap_or_default(),
+        prediction: h.prediction.map(|p| report::ReplayPrediction {
+            value_ns: p.value_ns,
+            lo_ns: p.lo_ns,
+            hi_ns: p.hi_ns,
+        }),
+    })
 }
 
 pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
@@ -62,6 +117,11 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
     };
     let inputs = a.inputs.iter().map(read).collect::<Result<Vec<_>>>()?;
     let out = a.extrap.as_ref().map(read).transpose()?;
+    let replays = a
+        .replay
+        .iter()
+        .map(|p| read_replay(p))
+        .collect::<Result<Vec<_>>>()?;
     // The extrapolation section draws the inputs' models through to the output: an output
     // that was not extrapolated from these inputs would be drawn as if it were.
     if let Some(o) = &out {
@@ -94,11 +154,18 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
     } else {
         ProgressBar::hidden()
     };
-    let r = report::render(&inputs, out.as_ref(), &models, &limits, &mut |p| {
-        bar.set_length(p.total);
-        bar.set_position(p.done);
-        bar.set_message(p.what.to_string());
-    });
+    let r = report::render_with_replays(
+        &inputs,
+        out.as_ref(),
+        &models,
+        &limits,
+        &replays,
+        &mut |p| {
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+            bar.set_message(p.what.to_string());
+        },
+    );
     bar.finish_and_clear();
     let r = r?;
     report::write(&r, &a.output)?;
@@ -109,6 +176,16 @@ pub fn run(a: &ReportArgs, json: bool) -> Result<()> {
             plots: r.plots,
             marks: r.marks,
             omitted: &r.omitted,
+            replays: replays
+                .iter()
+                .map(|x| ReplayRow {
+                    file: &x.label,
+                    traced_wall_ns: x.traced_wall_ns,
+                    predicted_ns: x.prediction.map(|p| p.value_ns),
+                    lo_ns: x.prediction.map(|p| p.lo_ns),
+                    hi_ns: x.prediction.map(|p| p.hi_ns),
+                })
+                .collect(),
         })
     } else {
         let mut s = format!(

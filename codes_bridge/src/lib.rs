@@ -123,6 +123,10 @@ pub struct ExportReport {
     /// Delay the format could not express (after a rank's last operation; in recorder also
     /// carried gaps of 10 us or less that never added up), ns.
     pub dropped_delay_ns: u64,
+    /// Where the traced ranks ran (`2 nodes x 2 ranks`), when the trace records it, and where
+    /// the export carries it: iolang's group ids, one per node; the recorder format has no
+    /// place for it (a warning says so).
+    pub nodes: Option<String>,
     /// Things the user should know about the export.
     pub warnings: Vec<String>,
 }
@@ -280,6 +284,20 @@ fn export_as<W: Workload>(
         rep.warnings.push(
             "the trace is flagged incomplete (a rank died or a buffer limit was hit); the export covers what was recorded".into(),
         );
+    }
+    if let Some(l) = &tf.header.node_layout {
+        let shape = l.shape(nranks);
+        rep.nodes = Some(match W::FORMAT {
+            Format::Iolang => format!("{shape}: each rank's group id in meta.txt is its node + 1"),
+            Format::Recorder => {
+                if l.nodes > 1 {
+                    rep.warnings.push(format!(
+                        "the trace ran on {shape}; the recorder format has no place for a rank's node, so the export does not carry it (--format iolang gives each rank its node as its group id)"
+                    ));
+                }
+                format!("{shape}: not in the recorder format")
+            }
+        });
     }
     let mut out = W::begin(dir, &tf.header)?;
     let mut barriers = (u64::MAX, 0u64);

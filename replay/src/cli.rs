@@ -77,6 +77,19 @@ pub struct ReplayArgs {
     /// First create the files the trace reads before writing, at the sizes its reads reach.
     #[arg(long)]
     pub prep: bool,
+    /// Check that the ranks run P to a node, by slot: under mpirun, the launch must place
+    /// them so (the replay learns its own layout as the tracer does at MPI_Init, and says in
+    /// its report whether it replays on the traced layout or another); with --threads every
+    /// rank runs on this one node, so P must be the rank count. P must divide the rank count.
+    #[arg(long, value_name = "P", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ranks_per_node: Option<u32>,
+    /// Replay the trace K times, one after the other in the same root, and predict the
+    /// application's run time on this storage from all of them: the median wall time, with
+    /// an interval from their spread widened by the compute time's spread in the trace's
+    /// timing statistics (see the report's "interval:" line). The report is the median
+    /// replay's.
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
     /// Replay a trace flagged incomplete.
     #[arg(long)]
     pub allow_incomplete: bool,
@@ -101,15 +114,16 @@ impl ReplayArgs {
     /// `--threads`: replays every rank in this process ([`crate::run_threads_file`]) and
     /// writes `--json-out`.
     pub fn run_threads(&self) -> Result<Report, ReplayError> {
-        let r = crate::run_threads_file_seeded(
-            &self.trace,
-            &self.root,
-            &self.options(),
-            self.prep,
-            self.allow_incomplete,
-            self.max_threads,
-            self.seed,
-        )?;
+        let job = crate::ThreadsJob {
+            prep: self.prep,
+            allow_incomplete: self.allow_incomplete,
+            max_threads: self.max_threads,
+            seed: self.seed,
+            ranks_per_node: self.ranks_per_node,
+            repeat: self.repeat,
+            ..crate::ThreadsJob::new(&self.trace, &self.root)
+        };
+        let r = crate::run_threads_job(&job, &self.options())?;
         self.write_json(&r)?;
         Ok(r)
     }

@@ -43,6 +43,28 @@ pub enum ReplayError {
         /// Ranks in the replay.
         running: u32,
     },
+    /// `--ranks-per-node` that does not divide the trace's rank count.
+    #[error(
+        "--ranks-per-node {per_node} does not divide the trace's {ranks} ranks: no layout of equal nodes holds them"
+    )]
+    RanksPerNode {
+        /// The flag's value.
+        per_node: u32,
+        /// Ranks in the trace.
+        ranks: u32,
+    },
+    /// The replay does not run on the layout `--ranks-per-node` asks for.
+    #[error("--ranks-per-node {per_node}: the replay runs on {got}, not {want}{how}")]
+    Layout {
+        /// The flag's value.
+        per_node: u32,
+        /// The layout asked for, as text.
+        want: String,
+        /// The layout the launch gave (or what replaces it), as text.
+        got: String,
+        /// What to do about it, from `; `.
+        how: String,
+    },
     /// The root directory is missing, not a directory or not writable.
     #[error("--root {path}: {why}")]
     Root {

@@ -24,10 +24,12 @@ pub mod clock;
 mod direct;
 pub mod engine;
 pub mod error;
+pub mod layout;
 mod local;
 pub mod matching;
 pub mod options;
 pub mod pattern;
+pub mod predict;
 pub mod prep;
 pub mod progress;
 pub mod report;
@@ -333,7 +335,11 @@ pub fn run_threads_capped(
     }
     let summary = rsd_view::stats::summarize(&tf.trace);
     let mut report = Report::build("threads", &stats, wall, tf.header.wall_ns, &summary);
-    report.against(&tf.header);
+    report.against(tf, opts);
+    report.layout = Some(layout::LayoutNote::threads(
+        tf.header.node_layout.as_ref(),
+        n,
+    ));
     if let Plan::Pool(w) = plan {
         // Said in the report: a pool's timing is coarser than a thread per rank's.
         report.mode = format!("threads, pool of {w}");
@@ -509,16 +515,76 @@ pub fn run_threads_file_seeded(
     max_threads: Option<u32>,
     seed: u64,
 ) -> Result<Report, ReplayError> {
-    let max_threads = max_threads.map(Cap::user).unwrap_or_default();
-    let tf = load_seeded(trace, allow_incomplete, seed)?;
+    let job = ThreadsJob {
+        prep,
+        allow_incomplete,
+        max_threads,
+        seed,
+        ..ThreadsJob::new(trace, root)
+    };
+    run_threads_job(&job, opts)
+}
+
+/// A `--threads` replay as the command lines ask for it: the trace, the root, and what the
+/// options add to [`Options`].
+#[derive(Debug, Clone)]
+pub struct ThreadsJob<'a> {
+    /// The trace file.
+    pub trace: &'a Path,
+    /// The replay's root.
+    pub root: &'a Path,
+    /// Create the files the trace reads first (`--prep`).
+    pub prep: bool,
+    /// Replay a trace flagged incomplete.
+    pub allow_incomplete: bool,
+    /// `--max-threads` (`None`: [`Cap::default`]).
+    pub max_threads: Option<u32>,
+    /// The seed of drawn values.
+    pub seed: u64,
+    /// `--ranks-per-node`: checked against one node ([`layout::check_wanted`]).
+    pub ranks_per_node: Option<u32>,
+    /// `--repeat`: replays of the trace, one after the other (at least 1).
+    pub repeat: u32,
+}
+
+impl<'a> ThreadsJob<'a> {
+    /// One replay of `trace` under `root` with the defaults.
+    pub fn new(trace: &'a Path, root: &'a Path) -> Self {
+        ThreadsJob {
+            trace,
+            root,
+            prep: false,
+            allow_incomplete: false,
+            max_threads: None,
+            seed: rsd::draw::DEFAULT_SEED,
+            ranks_per_node: None,
+            repeat: 1,
+        }
+    }
+}
+
+/// Reads the job's trace, checks it, the root and the layout asked for, optionally preps,
+/// and replays every rank in this process `repeat` times: the report of the median replay,
+/// with the prediction from all of them ([`Report::predict`]).
+pub fn run_threads_job(job: &ThreadsJob, opts: &Options) -> Result<Report, ReplayError> {
+    let max_threads = job.max_threads.map(Cap::user).unwrap_or_default();
+    let tf = load_seeded(job.trace, job.allow_incomplete, job.seed)?;
+    let n = nranks(&tf);
     // Refused before --prep writes anything.
-    plan(nranks(&tf), max_threads, max_map_count())?;
+    if let Some(p) = job.ranks_per_node {
+        layout::check_wanted(p, n, None, true)?;
+    }
+    plan(n, max_threads, max_map_count())?;
     check_matching(&tf, opts)?;
-    let root = Root::new(root)?;
-    if prep {
+    let root = Root::new(job.root)?;
+    if job.prep {
         prep::prep(&tf.trace, &root)?;
     }
-    run_threads_capped(&tf, &root, opts, max_threads)
+    let mut reports = Vec::new();
+    for _ in 0..job.repeat.max(1) {
+        reports.push(run_threads_capped(&tf, &root, opts, max_threads)?);
+    }
+    Ok(Report::of_repeats(reports))
 }
 
 /// Advice printed after the report when the options fit the node badly: `--comm real` with

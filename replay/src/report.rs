@@ -2,6 +2,8 @@
 //! and the comparison with the trace's own totals and wall time.
 
 use crate::clock::Lateness;
+use crate::layout::LayoutNote;
+use crate::predict::{ComputeSpread, Prediction};
 use rsd::op::{Layer, Op};
 use rsd::timing::fmt_ns;
 use serde::{Deserialize, Serialize};
@@ -170,16 +172,70 @@ pub struct Report {
     /// `from->to` pairs of ranks; the replay orders ranks only by the MPI calls it replays,
     /// which may not hold them all (a rank waiting for a file another writes).
     pub io_dependencies: Vec<String>,
+    /// Where the ranks ran against where the traced ones did.
+    pub layout: Option<LayoutNote>,
+    /// The predicted run time of the application on the storage replayed on, with its
+    /// interval ([`Report::predict`]).
+    pub prediction: Option<Prediction>,
+    /// The compute time's spread the prediction's interval adds (set by [`Report::against`]).
+    #[serde(skip)]
+    pub compute_spread: Option<ComputeSpread>,
+}
+
+/// The fields of a replay's JSON report (`--json-out`) that other tools read back (`iotrex
+/// report --replay`): the report is written from [`Report`], these are its names.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ReportHead {
+    /// [`Report::mode`].
+    #[serde(default)]
+    pub mode: String,
+    /// [`Report::ranks`].
+    #[serde(default)]
+    pub ranks: u32,
+    /// [`Report::wall_ns`].
+    #[serde(default)]
+    pub wall_ns: u64,
+    /// [`Report::traced_wall_ns`].
+    #[serde(default)]
+    pub traced_wall_ns: u64,
+    /// [`Report::predicted`].
+    #[serde(default)]
+    pub predicted: Option<rsd::timing::Predicted>,
+    /// [`Report::layout`].
+    #[serde(default)]
+    pub layout: Option<LayoutNote>,
+    /// [`Report::prediction`].
+    #[serde(default)]
+    pub prediction: Option<Prediction>,
 }
 
 impl Report {
     /// Records what the replay is compared with: an extrapolated trace's predicted wall time
     /// (with its interval) or a traced one.
-    pub fn against(&mut self, header: &rsd::Header) {
-        self.predicted = header.prediction.as_ref().map(|p| p.wall);
-        self.io_dependencies = header.sensitivity.as_ref().map_or_else(Vec::new, |s| {
+    /// It also keeps the spread of the compute time that a replay of `tf` with `opts` waits
+    /// out, for the prediction's interval.
+    pub fn against(&mut self, tf: &rsd::TraceFile, opts: &crate::Options) {
+        self.predicted = tf.header.prediction.as_ref().map(|p| p.wall);
+        self.io_dependencies = tf.header.sensitivity.as_ref().map_or_else(Vec::new, |s| {
             s.pairs().iter().map(|(a, b)| format!("{a}->{b}")).collect()
         });
+        self.compute_spread = Some(ComputeSpread::of(tf, self.ranks, opts));
+    }
+
+    /// The report of the median of `reports` (the replays of one `--repeat`, at least one),
+    /// with the prediction from all of them.
+    pub fn of_repeats(mut reports: Vec<Report>) -> Report {
+        let walls: Vec<u64> = reports.iter().map(|r| r.wall_ns).collect();
+        let mut r = reports.swap_remove(crate::predict::median_index(&walls));
+        r.predict(&walls);
+        r
+    }
+
+    /// Adds the prediction from the wall times of every replay of a `--repeat` (this report's
+    /// own among them).
+    pub fn predict(&mut self, walls: &[u64]) {
+        let spread = self.compute_spread.clone().unwrap_or_default();
+        self.prediction = Some(Prediction::new(walls, spread));
     }
 
     /// Builds the report from every rank's stats and the trace's own totals.
@@ -307,6 +363,9 @@ impl Report {
             self.ranks,
             f(self.wall_ns)
         );
+        if let Some(l) = &self.layout {
+            let _ = writeln!(s, "layout: {}", l.text);
+        }
         let _ = writeln!(
             s,
             "per-rank time: min {}  mean {}  max {}",
@@ -391,6 +450,9 @@ impl Report {
                  I/O): {}; this replay orders ranks only by the MPI calls it replays, not by these",
                 self.io_dependencies.join(" ")
             );
+        }
+        if let Some(p) = &self.prediction {
+            s += &p.render(self.traced_wall_ns, self.predicted.is_some());
         }
         if self.mismatches.is_empty() {
             let _ = writeln!(s, "op counts and bytes equal the trace's");

@@ -6,10 +6,12 @@
 //! uses too.
 
 mod mpi_glue;
+mod nodes;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use replay::cli::ReplayArgs;
 use replay::engine::RankEngine;
+use replay::layout::LayoutNote;
 use replay::report::{RankStats, Report};
 use replay::{Options, ReplayError, Root};
 use std::os::raw::{c_int, c_void};
@@ -20,7 +22,10 @@ const LONG_ABOUT: &str = "\
 Replay an iotrex trace with real I/O: rank r's calls on MPI rank r under mpirun (MPI-IO through \
 MPI-IO), or with --threads every rank in this process without MPI. Every traced path is \
 re-rooted under --root; nothing is written outside it. Under MPI the rank count must equal the \
-trace's (extrapolate first). The options are the same as `iotrex replay`'s.";
+trace's (extrapolate first); the replay learns its own node layout and says whether it is the \
+trace's, and --ranks-per-node checks it. The report ends with the predicted run time of the \
+application on the storage replayed on, with an interval (--repeat K). The options are the same \
+as `iotrex replay`'s.";
 
 const AFTER_HELP: &str = "\
 Usage:
@@ -275,6 +280,7 @@ fn mpi_replay(
             running: size as u32,
         }));
     }
+    let layout = learn_layout(args, &tf, p, rank, size)?;
     let root = Root::new(&args.root).map_err(everywhere)?;
     // Rank 0 checks the matching of the whole trace (one walk of every rank's calls, not one
     // per rank) before anything is issued; every rank stops on its verdict, rank 0 says why.
@@ -303,6 +309,67 @@ fn mpi_replay(
     if rank == 0 {
         let _ = std::fs::remove_file(args.root.join(FIRST_ERROR));
     }
+    let mut reports = Vec::new();
+    for _ in 0..args.repeat.max(1) {
+        let (wall, stats) = replay_once(args, opts, p, rank, &tf, &root)?;
+        let all = gather_stats(p, rank, size, &stats);
+        if rank == 0 {
+            let summary = rsd_view::stats::summarize(&tf.trace);
+            let mut report = Report::build("mpi", &all, wall, tf.header.wall_ns, &summary);
+            report.against(&tf, opts);
+            report.layout = Some(layout.clone());
+            reports.push(report);
+        }
+    }
+    if rank == 0 {
+        let report = Report::of_repeats(reports);
+        // One rank per process: the advice is about this node's ranks, not the job's.
+        print!("{}", args.render(&report, 1));
+        args.write_json(&report).map_err(|e| (e, false))?;
+    }
+    Ok(())
+}
+
+/// Learns where the replay's ranks run (collective) and, on rank 0, compares it with the
+/// trace's layout and checks `--ranks-per-node`: every rank stops when it fails.
+fn learn_layout(
+    args: &ReplayArgs,
+    tf: &rsd::TraceFile,
+    p: &mpi_glue::Predef,
+    rank: c_int,
+    size: c_int,
+) -> Result<LayoutNote, (ReplayError, bool)> {
+    let mine = nodes::learn(p, rank, size);
+    let n = size as u32;
+    let checked = match (rank, args.ranks_per_node) {
+        (0, Some(per_node)) => replay::layout::check_wanted(per_node, n, mine.as_ref(), false),
+        _ => Ok(()),
+    };
+    if !all_ok(p, checked.is_ok()) {
+        return Err((
+            checked.err().unwrap_or(ReplayError::Mpi(
+                "rank 0 found the launch's layout is not the one --ranks-per-node asks for".into(),
+            )),
+            true,
+        ));
+    }
+    Ok(LayoutNote::mpi(
+        tf.header.node_layout.as_ref(),
+        mine.as_ref(),
+        n,
+    ))
+}
+
+/// One timed replay of this rank's calls, from a barrier of every rank to another: the wall
+/// time (start-up left out) and this rank's stats.
+fn replay_once(
+    args: &ReplayArgs,
+    opts: &Options,
+    p: &mpi_glue::Predef,
+    rank: c_int,
+    tf: &rsd::TraceFile,
+    root: &Root,
+) -> Result<(u64, RankStats), (ReplayError, bool)> {
     // Rank 0 draws a bar of its own calls on a terminal (counted before the timed run).
     let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let bar = (rank == 0)
@@ -319,7 +386,7 @@ fn mpi_replay(
     let mut engine = RankEngine::new(
         rank as u32,
         opts,
-        &root,
+        root,
         mpi_glue::MpiRuntime::new(*p).with_cache_hints(&tf.header),
     );
     if bar.is_some() {
@@ -342,27 +409,14 @@ fn mpi_replay(
     engine = engine.with_watch(watch, 0);
     let result = engine.run_with(&tf.trace.nodes, |rt| rt.finish());
     drop(bar);
-    let ok = result.is_ok();
-    if !ok {
+    if let Err(e) = &result {
         // The other ranks may be waiting in a collective for this one: stop the job.
-        if let Err(e) = &result {
-            fail_first(&args.root, rank, e);
-        }
+        fail_first(&args.root, rank, e);
         // SAFETY: MPI is initialised; aborting the whole job is the only way to release ranks
         // blocked in a collective this rank will never join.
         unsafe { mpi::ffi::MPI_Abort(p.world, 1) };
     }
     barrier(p);
     let wall = t0.elapsed().as_nanos() as u64;
-    let stats = result.map_err(|e| (e, false))?;
-    let all = gather_stats(p, rank, size, &stats);
-    if rank == 0 {
-        let summary = rsd_view::stats::summarize(&tf.trace);
-        let mut report = Report::build("mpi", &all, wall, tf.header.wall_ns, &summary);
-        report.against(&tf.header);
-        // One rank per process: the advice is about this node's ranks, not the job's.
-        print!("{}", args.render(&report, 1));
-        args.write_json(&report).map_err(|e| (e, false))?;
-    }
-    Ok(())
+    result.map(|s| (wall, s)).map_err(|e| (e, false))
 }

@@ -318,6 +318,71 @@ impl Page {
         self.push(&s);
     }
 
+    /// The replays' predictions of the run time (`iotrex report --replay`), each beside the
+    /// time of the trace it replayed.
+    pub fn replays(&mut self, replays: &[crate::Replayed]) {
+        if replays.is_empty() {
+            return;
+        }
+        let mut s = String::from(
+            "<h2 id=\"replays\">Replays: the predicted run time</h2><table class=\"w\"><tr>\
+             <th>replay report</th><th>mode</th><th class=\"n\">ranks</th><th>layout</th>\
+             <th class=\"n\">trace's own time</th><th class=\"n\">predicted on the replay's \
+             storage</th><th>interval</th><th class=\"n\">difference</th></tr>",
+        );
+        for r in replays {
+            let own = match (r.traced_wall_ns, r.extrapolated) {
+                (0, _) => "-".to_string(),
+                (t, false) => fmt_ns(t as f64),
+                (t, true) => format!("{} (predicted by the extrapolation)", fmt_ns(t as f64)),
+            };
+            let (point, interval) = match &r.prediction {
+                Some(p) => (
+                    fmt_ns(p.value_ns),
+                    format!("[{}, {}]", fmt_ns(p.lo_ns), fmt_ns(p.hi_ns)),
+                ),
+                None => (
+                    format!("{} (one wall time)", fmt_ns(r.wall_ns as f64)),
+                    "-".into(),
+                ),
+            };
+            let point_ns = r
+                .prediction
+                .as_ref()
+                .map_or(r.wall_ns as f64, |p| p.value_ns);
+            let diff = match r.traced_wall_ns {
+                0 => "-".to_string(),
+                t => format!("{:+.1}%", (point_ns - t as f64) / t as f64 * 100.0),
+            };
+            let _ = write!(
+                s,
+                "<tr><td class=\"nm\"><code>{}</code></td><td>{}</td><td class=\"n\">{}</td>\
+                 <td>{}</td><td class=\"n\">{own}</td><td class=\"n\">{point}</td>\
+                 <td>{interval}</td><td class=\"n\">{diff}</td></tr>",
+                esc(&short_label(&r.label)),
+                esc(&r.mode),
+                r.ranks,
+                esc(r.layout.as_deref().unwrap_or("-")),
+            );
+        }
+        s.push_str("</table>");
+        for r in replays.iter().filter(|r| !r.covers.is_empty()) {
+            let _ = write!(
+                s,
+                "<p class=\"note\"><code>{}</code>'s interval: {}.</p>",
+                esc(&short_label(&r.label)),
+                esc(&r.covers)
+            );
+        }
+        s.push_str(
+            "<p class=\"note\">The trace's own time is its wall time on the storage it was \
+             traced on, from the end of <code>MPI_Init</code>; the prediction is the replay's \
+             on the storage it ran on, its start-up left out. The difference is the \
+             prediction's against the trace's own time.</p>",
+        );
+        self.push(&s);
+    }
+
     /// The overview: one row per trace (command, ranks, runtime, the share of it in I/O,
     /// bytes moved by the application), then each trace's I/O per layer with rates.
     pub fn overview(&mut self, traces: &[(&TraceAnalysis, &str)]) {

@@ -84,12 +84,60 @@ pub struct Report {
     pub omitted: Vec<String>,
 }
 
+/// A replay's prediction of the application's run time (`iotrex-replay --json-out`), shown
+/// beside the trace's own time. The CLI reads it from the replay's report
+/// (`replay::report::ReportHead`); this crate only shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Replayed {
+    /// The name shown (the replay report's path).
+    pub label: String,
+    /// `mpi` or `threads`.
+    pub mode: String,
+    /// Ranks replayed.
+    pub ranks: u32,
+    /// Where the ranks ran against the trace's layout, as the replay said it.
+    pub layout: Option<String>,
+    /// The wall time of the replay the report is of, ns.
+    pub wall_ns: u64,
+    /// The trace's own wall time, ns (0 when it does not say).
+    pub traced_wall_ns: u64,
+    /// Whether that time was predicted by an extrapolation rather than traced.
+    pub extrapolated: bool,
+    /// The prediction, when the replay made one.
+    pub prediction: Option<ReplayPrediction>,
+    /// What its interval covers, in words.
+    pub covers: String,
+}
+
+/// A predicted run time and its interval, ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReplayPrediction {
+    /// The prediction.
+    pub value_ns: f64,
+    /// The interval's lower end.
+    pub lo_ns: f64,
+    /// Its upper end.
+    pub hi_ns: f64,
+}
+
 /// Renders the page for `inputs` and, with `extrap`, the extrapolated trace made from them.
 pub fn render(
     inputs: &[Input],
     extrap: Option<&Input>,
     models: &dyn ModelSource,
     limits: &Limits,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Report, ReportError> {
+    render_with_replays(inputs, extrap, models, limits, &[], progress)
+}
+
+/// [`render`], with the predictions of replays of these traces after the overview.
+pub fn render_with_replays(
+    inputs: &[Input],
+    extrap: Option<&Input>,
+    models: &dyn ModelSource,
+    limits: &Limits,
+    replays: &[Replayed],
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Report, ReportError> {
     if inputs.is_empty() {
@@ -123,7 +171,11 @@ pub fn render(
     // As PyDarshan's job summary: the overview, then per-file and per-rank views of each
     // trace, then the extrapolation.
     page.overview(&overview);
+    page.replays(replays);
     let mut nav = vec![("overview".to_string(), "overview".to_string())];
+    if !replays.is_empty() {
+        nav.push(("replays".into(), "replays".into()));
+    }
     step("trace plots", progress);
     for (k, a) in all.iter().enumerate() {
         let id = format!("trace-{k}");

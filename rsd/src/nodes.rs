@@ -81,6 +81,55 @@ impl NodeLayout {
         }
     }
 
+    /// The layout of the ranks whose node leaders are `leaders` (a node: the ranks of one
+    /// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)` group; each rank's leader its lowest rank)
+    /// and whose hosts are `hosts` (empty when unknown): each node named by its lowest rank's
+    /// host. What the tracer records at `MPI_Init` and what `iotrex-replay` learns of its own
+    /// launch, so that the two compare.
+    pub fn from_leaders<K: PartialEq>(leaders: &[K], hosts: &[String]) -> NodeLayout {
+        let node_of = number_nodes(leaders);
+        let mut names: Vec<String> = Vec::new();
+        for (n, h) in node_of.iter().zip(hosts) {
+            if *n as usize == names.len() {
+                names.push(h.clone());
+            }
+        }
+        if names.len() != node_of.iter().max().map_or(0, |m| *m as usize + 1) {
+            names.clear();
+        }
+        NodeLayout::from_nodes(&node_of, names)
+    }
+
+    /// The layout's shape for a reader, of a run of `nranks` ranks: `4 nodes x 2 ranks`, `1
+    /// node x 4 ranks`, `2 nodes x 2 ranks by node (round robin)` when not by slot, and
+    /// `3 nodes (3, 3, 2 ranks)` when the nodes hold different counts.
+    pub fn shape(&self, nranks: u32) -> String {
+        let nodes = match self.nodes {
+            1 => "1 node".to_string(),
+            n => format!("{n} nodes"),
+        };
+        let how = match self.placement {
+            Placement::Block { .. } => String::new(),
+            _ => format!(" {}", self.kind()),
+        };
+        match (self.ranks_per_node(nranks), self.counts(nranks)) {
+            (Some(p), _) => format!("{nodes} x {p} ranks{how}"),
+            (None, Some(c)) if c.len() <= 8 => {
+                let c: Vec<String> = c.iter().map(u32::to_string).collect();
+                format!("{nodes} ({} ranks){how}", c.join(", "))
+            }
+            _ => format!("{nodes}{how}"),
+        }
+    }
+
+    /// Whether `other` puts every one of `nranks` ranks on the same node as this layout (the
+    /// names aside: a replay runs on other hosts than the trace).
+    pub fn same_placement(&self, other: &NodeLayout, nranks: u32) -> bool {
+        self.nodes == other.nodes
+            && (self.placement == other.placement
+                || (0..nranks).all(|r| self.node_of(r, nranks) == other.node_of(r, nranks)))
+    }
+
     /// `nodes` nodes of `per_node` ranks each, by slot, names unknown.
     pub fn block(nodes: u32, per_node: u32) -> NodeLayout {
         NodeLayout {
@@ -325,6 +374,34 @@ mod tests {
                 .collect();
             assert_eq!(back, layout, "{l:?}");
         }
+    }
+
+    #[test]
+    fn leaders_name_nodes_by_their_lowest_ranks_host_and_shapes_read_as_text() {
+        let hosts: Vec<String> = ["a", "b", "a", "b"].map(String::from).to_vec();
+        let l = NodeLayout::from_leaders(&[0, 1, 0, 1], &hosts);
+        assert_eq!(
+            (l.nodes, l.names.clone()),
+            (2, vec!["a".into(), "b".into()])
+        );
+        assert_eq!(l.placement, Placement::RoundRobin);
+        assert_eq!(l.shape(4), "2 nodes x 2 ranks by node (round robin)");
+        let l = NodeLayout::from_leaders(&[0, 0, 2, 2], &hosts);
+        assert_eq!(l.names, vec!["a".to_string(), "a".into()]);
+        assert_eq!(l.shape(4), "2 nodes x 2 ranks");
+        // Without the names (the gather failed), the layout still says where ranks ran.
+        assert!(
+            NodeLayout::from_leaders(&[0, 0, 2, 2], &[])
+                .names
+                .is_empty()
+        );
+        assert_eq!(NodeLayout::block(1, 4).shape(4), "1 node x 4 ranks");
+        assert_eq!(NodeLayout::block(2, 3).shape(5), "2 nodes (3, 2 ranks)");
+        // The same placement under other names, and another one.
+        let named = NodeLayout::from_nodes(&[0, 0, 1, 1], names(2));
+        assert!(named.same_placement(&NodeLayout::block(2, 2), 4));
+        assert!(!named.same_placement(&NodeLayout::block(1, 4), 4));
+        assert!(!named.same_placement(&NodeLayout::from_nodes(&[0, 1, 0, 1], Vec::new()), 4));
     }
 
     #[test]

@@ -324,6 +324,57 @@ pub fn time_parts(nodes: &[crate::trace::Node], nranks: u32) -> Vec<(TimeKind, f
         .collect()
 }
 
+/// How much one rank's summed compute time varies, from a trace's timing statistics (the
+/// gaps before the top-level calls, `MPI_Init`'s aside as in [`time_parts`]), ns per rank.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GapSpread {
+    /// The mean compute time per rank.
+    pub mean: f64,
+    /// The standard deviation of one rank's summed gaps, taking the measured gaps as
+    /// independent draws of their event's statistics: sqrt(sum of each event's squared
+    /// deviations / ranks).
+    pub sigma: f64,
+    /// Below the mean per rank, from extrapolated events' prediction intervals of their
+    /// mean gap (0 for a traced trace).
+    pub below: f64,
+    /// Above it, likewise.
+    pub above: f64,
+}
+
+/// The [`GapSpread`] of the events `nodes` of a trace of `nranks` ranks.
+pub fn gap_spread(nodes: &[crate::trace::Node], nranks: u32) -> GapSpread {
+    // (sum of totals, sum of m2, below, above), each summed over ranks.
+    fn walk(nodes: &[crate::trace::Node], acc: &mut [f64; 4]) {
+        for n in nodes {
+            match &n.kind {
+                crate::trace::NodeKind::Event(e) if e.op == crate::Op::Init => {}
+                crate::trace::NodeKind::Event(e) => {
+                    let g = &e.timing.gap;
+                    acc[0] += g.total();
+                    match &e.timing.interval {
+                        Some(iv) => {
+                            let k = g.count as f64;
+                            acc[2] += (g.mean - iv.gap.lo).max(0.0) * k;
+                            acc[3] += (iv.gap.hi - g.mean).max(0.0) * k;
+                        }
+                        None => acc[1] += g.m2,
+                    }
+                }
+                crate::trace::NodeKind::Loop(l) => walk(&l.body, acc),
+            }
+        }
+    }
+    let mut acc = [0.0; 4];
+    walk(nodes, &mut acc);
+    let n = f64::from(nranks.max(1));
+    GapSpread {
+        mean: acc[0] / n,
+        sigma: (acc[1] / n).sqrt(),
+        below: acc[2] / n,
+        above: acc[3] / n,
+    }
+}
+
 /// Formats nanoseconds with a readable unit: `12.1us`, `3.40ms`.
 pub fn fmt_ns(ns: f64) -> String {
     if ns < 1e3 {

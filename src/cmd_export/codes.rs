@@ -76,7 +76,7 @@ impl Exporter for ExportCodesArgs {
 
     fn summary(&self, r: &ExportReport) -> String {
         format!(
-            "wrote {} ({}): {} ranks, {} files, {} bytes; {} operations per rank at most{}",
+            "wrote {} ({}): {} ranks, {} files, {} bytes; {} operations per rank at most{}{}",
             self.output.display(),
             r.format,
             r.ranks,
@@ -87,7 +87,11 @@ impl Exporter for ExportCodesArgs {
                 format!(", {} extra from --max-blocksize splitting", r.split_extra)
             } else {
                 String::new()
-            }
+            },
+            r.nodes
+                .as_ref()
+                .map(|n| format!("\nnodes: {n}"))
+                .unwrap_or_default()
         )
     }
 

@@ -141,23 +141,6 @@ fn names_of(names: &[c_int]) -> Vec<String> {
         .collect()
 }
 
-/// The node layout of the ranks whose node leaders are `leaders` (a node: the ranks of one
-/// `MPI_Comm_split_type(SHARED)` group) and whose hosts are `hosts`: each node named by its
-/// lowest rank's host.
-fn node_layout_of(leaders: &[c_int], hosts: &[String]) -> rsd::NodeLayout {
-    let node_of = rsd::nodes::number_nodes(leaders);
-    let mut names: Vec<String> = Vec::new();
-    for (n, h) in node_of.iter().zip(hosts) {
-        if *n as usize == names.len() {
-            names.push(h.clone());
-        }
-    }
-    if names.len() != node_of.iter().max().map_or(0, |m| *m as usize + 1) {
-        names.clear();
-    }
-    rsd::NodeLayout::from_nodes(&node_of, names)
-}
-
 /// `MPI_Gather`'s signature.
 type GatherFn = unsafe extern "C" fn(
     *const libc::c_void,
@@ -245,7 +228,7 @@ fn node_layout(comm: H, rank: i64, size: i64) -> Option<Layout> {
     Some(Layout {
         node_ranks,
         contiguous,
-        nodes: Some(node_layout_of(&leaders, &hosts)),
+        nodes: Some(rsd::NodeLayout::from_leaders(&leaders, &hosts)),
         cores,
     })
 }
@@ -708,17 +691,17 @@ mod tests {
         let hosts =
             names_of(&[name("node1"), name("node2"), name("node1"), name("node2")].concat());
         assert_eq!(hosts, ["node1", "node2", "node1", "node2"]);
-        let l = node_layout_of(&[0, 1, 0, 1], &hosts);
+        let l = rsd::NodeLayout::from_leaders(&[0, 1, 0, 1], &hosts);
         assert_eq!(
             (l.nodes, l.names.clone()),
             (2, vec!["node1".to_string(), "node2".into()])
         );
         assert_eq!(l.placement, rsd::Placement::RoundRobin);
-        let l = node_layout_of(&[0, 0, 2, 2], &hosts);
+        let l = rsd::NodeLayout::from_leaders(&[0, 0, 2, 2], &hosts);
         assert_eq!(l.placement, rsd::Placement::Block { per_node: 2 });
         // Without the names (the gather failed), the layout still says where ranks ran.
         assert_eq!(
-            node_layout_of(&[0, 0, 2, 2], &[]).names,
+            rsd::NodeLayout::from_leaders(&[0, 0, 2, 2], &[]).names,
             Vec::<String>::new()
         );
         assert_eq!(names_of(&host_name()).len(), 1);
