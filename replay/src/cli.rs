@@ -71,6 +71,11 @@ pub struct ReplayArgs {
     /// current call is printed and the exit status is non-zero (under MPI the job aborts).
     #[arg(long, value_name = "SECS", default_value = "60", allow_negative_numbers = true, value_parser = options::parse_stall_timeout)]
     pub stall_timeout: Duration,
+    /// Issue every I/O call at its traced start time (open loop: a call that takes longer here
+    /// than when traced does not delay the ones after it, unless it overruns their start),
+    /// instead of after the previous call's replayed end plus the traced gap.
+    #[arg(long)]
+    pub open_loop: bool,
     /// Issue application calls (app) or only the POSIX view (posix).
     #[arg(long, default_value = "app", value_parser = options::parse_layer)]
     pub layer: LayerView,
@@ -147,6 +152,7 @@ impl ReplayArgs {
             layer: self.layer,
             collective_io: self.collective_io,
             stall_timeout: self.stall_timeout,
+            open_loop: self.open_loop,
         }
     }
 }
