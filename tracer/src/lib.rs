@@ -59,6 +59,7 @@ pub mod signals;
 pub mod state;
 pub mod stdio;
 pub mod unseen;
+pub mod waits;
 
 use std::sync::atomic::Ordering;
 
@@ -124,6 +125,7 @@ fn init() {
             build_id: elf::build_id("/proc/self/exe"),
         };
         clock::init();
+        waits::init();
         job::init(state::now_ns());
         finalize::init();
         callsite::init(cfg.depth);
