@@ -159,23 +159,48 @@ impl Stats {
 
 /// The timing of one event: the compute gap before it and its duration.
 ///
-/// `interval` was added after format version 1 was fixed: it is the last field, written only
-/// when present (an extrapolated event), and reads as `None` from traces without it, so a
-/// trace without intervals keeps its bytes.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// `interval` and `waits` were added after format version 1 was fixed: they are the last
+/// fields, written only up to the last one present (see the `Serialize` impl), and read as
+/// `None` from traces without them, so a trace without either keeps its bytes.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct Timing {
     /// Time from the end of the previous traced call to the start of this one.
     pub gap: Stats,
     /// Time spent inside the call.
     pub dur: Stats,
     /// Prediction intervals of the mean gap and mean duration, in an extrapolated trace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub interval: Option<Intervals>,
     /// The part of the gaps the rank spent off its CPU, where the tracer measured it (format
     /// minor 11, [`crate::format::GAP_WAITS_MINOR`]); `None` in older traces and where no gap
     /// was long enough to be measured. The rest of the gaps is compute.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub waits: Option<GapWaits>,
+}
+
+impl Serialize for Timing {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        // MessagePack writes a struct as an array, so only fields at its end can be left out:
+        // the interval is written (as nil when absent) whenever the waits after it are.
+        let n = if self.waits.is_some() {
+            4
+        } else if self.interval.is_some() {
+            3
+        } else {
+            2
+        };
+        let mut st = s.serialize_struct("Timing", n)?;
+        st.serialize_field("gap", &self.gap)?;
+        st.serialize_field("dur", &self.dur)?;
+        if n >= 3 {
+            st.serialize_field("interval", &self.interval)?;
+        }
+        if n == 4 {
+            st.serialize_field("waits", &self.waits)?;
+        }
+        st.end()
+    }
 }
 
 /// Off-CPU time inside an event's gaps, summed over its calls, ns. A gap's wall time is the
