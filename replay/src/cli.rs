@@ -50,10 +50,13 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "delay", value_parser = options::parse_comm)]
     pub comm: CommMode,
     /// Compute gaps: mean (sleep the recorded mean), sample (a draw from the recorded
-    /// histogram), work (compute, burning this thread's CPU time, for the gap's shortest
+    /// histogram), work (compute, burning this thread's CPU time, for the gaps' recorded CPU
+    /// time, or in traces older than format 2.11 the gap's shortest
     /// recorded instance: ranks sharing cores then compete for them as the traced ones did and
     /// the time they waited for a core is not replayed twice; use with --comm real when the
     /// traced or replaying node has fewer cores than ranks; lateness is not measured), or none.
+    /// Mean and sample leave out the time the traced rank was blocked between calls (format
+    /// 2.11: a page fault its storage served), which this replay's storage decides.
     #[arg(long, default_value = "mean", value_parser = options::parse_compute)]
     pub compute: ComputeMode,
     /// With --threads, collective MPI-IO data calls: library (issue, after a barrier, the
