@@ -973,7 +973,10 @@ fn first_event(nodes: &mut [Node]) -> Option<&mut Event> {
 /// `trace` with off-CPU gap time on its first event (2 ms blocked and 0.5 ms waiting for a
 /// core over its calls).
 fn with_gap_waits(mut tf: TraceFile) -> TraceFile {
-    first_event(&mut tf.trace.nodes).expect("an event").timing.waits = Some(GapWaits {
+    first_event(&mut tf.trace.nodes)
+        .expect("an event")
+        .timing
+        .waits = Some(GapWaits {
         runq_ns: 500_000,
         blocked_ns: 2_000_000,
     });
@@ -999,11 +1002,19 @@ fn golden_v2_11_file_holds_gap_waits_and_nothing_else_changes() {
     assert_eq!(v211.version_name(), "2.11");
     assert_eq!(v211.trace, made.trace);
     assert_eq!(v211.to_bytes().unwrap(), b211, "re-encodes to its bytes");
-    assert_eq!(made.to_bytes_as(Encoding::V2).unwrap(), b211, "v2 asked: 2.11");
+    assert_eq!(
+        made.to_bytes_as(Encoding::V2).unwrap(),
+        b211,
+        "v2 asked: 2.11"
+    );
     // Without them, the 2.7 bytes.
     let mut plain = v211.clone();
     first_event(&mut plain.trace.nodes).unwrap().timing.waits = None;
-    assert_eq!(plain.to_bytes().unwrap(), b27, "without them, the 2.7 bytes");
+    assert_eq!(
+        plain.to_bytes().unwrap(),
+        b27,
+        "without them, the 2.7 bytes"
+    );
     // Version 1 holds them too, as minor 11.
     let b1 = made.to_bytes_as(Encoding::V1).unwrap();
     assert_eq!((word(&b1, 8), word(&b1, 12)), (1, 11));
