@@ -504,3 +504,101 @@ fn replay_of_mpi_file_sync_writes_to_the_device_and_passes_access_style_on() {
         tf.header.mpi_config
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Compute apart from storage waits: `xstorage mapped` reads its part back through a mapping,
+// so the time the device takes is spent in page faults between traced calls (docs/xstorage.md).
+
+/// The off-CPU time a trace recorded in its gaps, summed over its events: (blocked, waiting
+/// for a core), ns.
+fn gap_waits(trace: &Path) -> (u64, u64) {
+    fn walk(nodes: &[rsd::trace::Node], acc: &mut (u64, u64)) {
+        for n in nodes {
+            match &n.kind {
+                rsd::trace::NodeKind::Event(e) => {
+                    if let Some(w) = e.timing.waits {
+                        acc.0 += w.blocked_ns;
+                        acc.1 += w.runq_ns;
+                    }
+                    walk(&e.children, acc);
+                }
+                rsd::trace::NodeKind::Loop(l) => walk(&l.body, acc),
+            }
+        }
+    }
+    let tf = rsd::TraceFile::read(trace).unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
+    let mut acc = (0, 0);
+    walk(&tf.trace.nodes, &mut acc);
+    acc
+}
+
+/// `xstorage mapped` traced with its file on rig `on` (NP ranks, 8 blocks of 256 KiB per rank,
+/// 400 units of compute after each: about 70 ms of CPU per rank).
+fn trace_mapped_on(on: &Storage, name: &str, scratch: &Path) -> std::path::PathBuf {
+    let data = on.mnt.join("mapped");
+    std::fs::create_dir_all(&data).unwrap();
+    let trace = scratch.join(format!("{name}.iotrex"));
+    on.drop_caches();
+    let run = common::mpirun(
+        NP,
+        &common::app("xstorage"),
+        &common::args(&["mapped", data.to_str().unwrap(), "8", "262144", "400"]),
+        &trace,
+        &common::Opts::default(),
+    );
+    assert!(run.stdout().contains("app_time"), "{}", run.stdout());
+    trace
+}
+
+/// `iotrex replay --compute work` of `trace` on rig `on`: the compute it planned, summed over
+/// ranks (ns).
+fn planned_compute_on(on: &Storage, trace: &Path) -> u64 {
+    let root = on.mnt.join("replay");
+    std::fs::create_dir_all(&root).unwrap();
+    let o = common::iotrex(&[
+        "--json",
+        "replay",
+        trace.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+        "--compute",
+        "work",
+        "--comm",
+        "real",
+    ]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["failed"], 0, "{v}");
+    v["compute_plan_ns"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no compute_plan_ns: {v}"))
+}
+
+#[test]
+fn replay_on_fast_storage_of_a_slow_storage_trace_plans_the_fast_runs_compute() {
+    // 8 MiB/s: the throttle lets about a tenth of a second's worth through at once after an
+    // idle spell, which at 40 MiB/s would be all of this run's 4 MiB.
+    let slow = Storage::up("throttled:8M:200");
+    let fast = Storage::up("tmpfs");
+    let dir = common::scratch();
+    let slow_trace = trace_mapped_on(&slow, "slow", dir.path());
+    let fast_trace = trace_mapped_on(&fast, "fast", dir.path());
+    // The device's page-ins were waited for between traced calls, and the tracer saw it:
+    // 4 MiB at 8 MiB/s is 500 ms of device time; tmpfs serves faults from memory.
+    let (slow_blocked, _) = gap_waits(&slow_trace);
+    let (fast_blocked, _) = gap_waits(&fast_trace);
+    assert!(
+        slow_blocked > 50_000_000 && fast_blocked < slow_blocked / 5,
+        "blocked in gaps: slow storage {slow_blocked} ns, fast {fast_blocked} ns"
+    );
+    // Replayed on the fast rig, the slow trace asks for the compute the fast run did, not
+    // for its page-in waits as well.
+    let from_slow = planned_compute_on(&fast, &slow_trace);
+    let from_fast = planned_compute_on(&fast, &fast_trace);
+    let err = (from_slow as f64 - from_fast as f64) / from_fast as f64;
+    assert!(
+        err.abs() <= 0.10,
+        "compute planned from the slow trace {from_slow} ns vs the fast trace's {from_fast} ns ({:+.1}%), slow trace blocked {slow_blocked} ns",
+        err * 100.0
+    );
+}

@@ -1020,7 +1020,13 @@ impl Fitter<'_> {
             (Some(gap), Some(dur)) => Some(Intervals { gap, dur }),
             _ => None,
         };
-        Timing { gap, dur, interval }
+        let waits = waits_like(ts.last().copied(), &gap);
+        Timing {
+            gap,
+            dur,
+            interval,
+            waits,
+        }
     }
 
     /// One timed quantity's model chosen over every run's value (`ys[s]`: the runs of scale
@@ -1300,6 +1306,25 @@ fn by_iterations(e: &Elastic, sign: i64) -> Option<Elastic> {
             })
             .collect::<Option<_>>()?,
     })
+}
+
+/// An extrapolated event's off-CPU time in its gaps: the largest input's share of its gap
+/// time, applied to the predicted gaps (the share of a gap a rank waits is a property of the
+/// machine and the storage, which the extrapolation keeps).
+fn waits_like(largest: Option<&Timing>, gap: &Stats) -> Option<rsd::timing::GapWaits> {
+    let t = largest?;
+    let w = t.waits?;
+    let traced = t.gap.mean * t.gap.count as f64;
+    if traced <= 0.0 {
+        return None;
+    }
+    let predicted = gap.mean * gap.count as f64;
+    let share = |ns: u64| ((ns as f64 / traced).min(1.0) * predicted).round() as u64;
+    let w = rsd::timing::GapWaits {
+        runq_ns: share(w.runq_ns),
+        blocked_ns: share(w.blocked_ns),
+    };
+    (!w.is_zero()).then_some(w)
 }
 
 #[cfg(test)]

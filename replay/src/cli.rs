@@ -50,10 +50,13 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "delay", value_parser = options::parse_comm)]
     pub comm: CommMode,
     /// Compute gaps: mean (sleep the recorded mean), sample (a draw from the recorded
-    /// histogram), work (compute, burning this thread's CPU time, for the gap's shortest
+    /// histogram), work (compute, burning this thread's CPU time, for the gaps' recorded CPU
+    /// time, or in traces older than format 2.11 the gap's shortest
     /// recorded instance: ranks sharing cores then compete for them as the traced ones did and
     /// the time they waited for a core is not replayed twice; use with --comm real when the
     /// traced or replaying node has fewer cores than ranks; lateness is not measured), or none.
+    /// Mean and sample leave out the time the traced rank was blocked between calls (format
+    /// 2.11: a page fault its storage served), which this replay's storage decides.
     #[arg(long, default_value = "mean", value_parser = options::parse_compute)]
     pub compute: ComputeMode,
     /// With --threads, collective MPI-IO data calls: library (issue, after a barrier, the
@@ -71,6 +74,11 @@ pub struct ReplayArgs {
     /// current call is printed and the exit status is non-zero (under MPI the job aborts).
     #[arg(long, value_name = "SECS", default_value = "60", allow_negative_numbers = true, value_parser = options::parse_stall_timeout)]
     pub stall_timeout: Duration,
+    /// Issue every I/O call at its traced start time (open loop: a call that takes longer here
+    /// than when traced does not delay the ones after it, unless it overruns their start),
+    /// instead of after the previous call's replayed end plus the traced gap.
+    #[arg(long)]
+    pub open_loop: bool,
     /// Issue application calls (app) or only the POSIX view (posix).
     #[arg(long, default_value = "app", value_parser = options::parse_layer)]
     pub layer: LayerView,
@@ -161,6 +169,7 @@ impl ReplayArgs {
             layer: self.layer,
             collective_io: self.collective_io,
             stall_timeout: self.stall_timeout,
+            open_loop: self.open_loop,
         }
     }
 }

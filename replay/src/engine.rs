@@ -57,6 +57,8 @@ pub struct RankEngine<'a, R: Runtime> {
     data: Pattern,
     /// The planned issue time of the next call.
     deadline: Instant,
+    /// The traced mean duration of the call being issued (`--open-loop` plans by it).
+    traced_dur: f64,
     /// Waits out deadlines (spinning, or sleeping on an oversubscribed node).
     waiter: Waiter,
     start: Instant,
@@ -85,6 +87,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             files: FileTable::new(),
             data: Pattern::default(),
             deadline: now,
+            traced_dur: 0.0,
             waiter: Waiter::new(),
             start: now,
             rng: 0x2545_f491_4f6c_dd1d ^ (u64::from(rank) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
@@ -221,14 +224,23 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
     }
 
     fn wait_gap(&mut self, t: &Timing) {
+        // Time the traced rank was blocked between calls (a page fault on a mapping served by
+        // its storage, say) is not compute: this replay's storage takes what it takes.
+        let blocked = t.gap.mean - t.gap_compute_mean(false);
         let gap = match self.opts.compute {
             ComputeMode::None => return,
-            ComputeMode::Mean => t.gap.mean,
-            ComputeMode::Sample => self.sample(&t.gap),
+            ComputeMode::Mean => t.gap.mean - blocked,
+            ComputeMode::Sample => (self.sample(&t.gap) - blocked).max(0.0),
             ComputeMode::Work => {
-                // The least contended instance is the closest the trace comes to the work
-                // itself; the rest of the gap was waiting, which the replay meets for real.
-                let work = if t.gap.count == 0 { 0 } else { t.gap.min };
+                // The CPU time of the gaps where the trace measured it; else the least
+                // contended instance, the closest the trace comes to the work itself. The rest
+                // of the gap was waiting, which the replay meets for real.
+                let work = match t.waits {
+                    Some(_) => t.gap_compute_mean(true).round() as u64,
+                    None if t.gap.count == 0 => 0,
+                    None => t.gap.min,
+                };
+                self.stats.compute_plan_ns += work;
                 let t0 = Instant::now();
                 crate::clock::burn_cpu(self.scaled(work as f64));
                 // Progress is measured in work done, not on the wall clock: the plan is now.
@@ -237,6 +249,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 return;
             }
         };
+        self.stats.compute_plan_ns += gap.max(0.0) as u64;
         self.deadline += self.scaled(gap);
         let t0 = Instant::now();
         self.waiter.wait_until(self.deadline);
@@ -246,6 +259,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
     fn step(&mut self, e: &FlatEvent, ev: &Event) {
         let t = &ev.timing;
         self.wait_gap(t);
+        self.traced_dur = t.dur.mean;
         match e.op.layer() {
             Layer::Posix | Layer::Stdio => {
                 self.timed_io(e.op, |s| s.posix(e));
@@ -377,7 +391,9 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         let t1 = Instant::now();
         let dur = t1 - t0;
         self.stats.io_ns += dur.as_nanos() as u64;
-        self.deadline = if op.layer() == Layer::MpiIo {
+        self.deadline = if self.opts.open_loop {
+            self.deadline + self.scaled(self.traced_dur)
+        } else if op.layer() == Layer::MpiIo {
             self.deadline.max(t0) + dur
         } else {
             self.deadline + dur

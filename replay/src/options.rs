@@ -76,6 +76,10 @@ pub struct Options {
     /// `--stall-timeout`: how long past ten times its traced duration a call may take before
     /// the watchdog ends the replay ([`crate::watchdog`]).
     pub stall_timeout: Duration,
+    /// `--open-loop`: each I/O call moves the plan on by its traced duration, not by what it
+    /// took here, so every call is issued at its traced start (or at once when the one before
+    /// overran it): timing-accurate issue, whatever the storage answers.
+    pub open_loop: bool,
 }
 
 impl Default for Options {
@@ -87,6 +91,7 @@ impl Default for Options {
             layer: LayerView::App,
             collective_io: CollectiveIo::Library,
             stall_timeout: crate::watchdog::DEFAULT_STALL_TIMEOUT,
+            open_loop: false,
         }
     }
 }

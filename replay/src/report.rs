@@ -34,6 +34,11 @@ pub struct RankStats {
     pub io_ns: u64,
     /// Time spent in compute gaps, ns.
     pub compute_ns: u64,
+    /// The compute the trace asked for under `--compute`, summed over the gaps before
+    /// scaling: each gap's planned wait, or its CPU work under `work` ([`Self::compute_ns`]
+    /// is what waiting it out took here), ns.
+    #[serde(default)]
+    pub compute_plan_ns: u64,
     /// Time in communication (real calls or their delays), ns.
     pub comm_ns: u64,
     /// Lateness of I/O calls against their planned issue time.
@@ -140,6 +145,8 @@ pub struct Report {
     pub io_ns: u64,
     /// Time in compute gaps, summed over ranks, ns.
     pub compute_ns: u64,
+    /// The compute the trace asked for, summed over ranks, ns ([`RankStats::compute_plan_ns`]).
+    pub compute_plan_ns: u64,
     /// Time in communication, summed over ranks, ns.
     pub comm_ns: u64,
     /// Per layer and op.
@@ -265,6 +272,7 @@ impl Report {
             lat.merge(&s.lateness);
             r.io_ns += s.io_ns;
             r.compute_ns += s.compute_ns;
+            r.compute_plan_ns += s.compute_plan_ns;
             r.comm_ns += s.comm_ns;
             r.failed += s.failed;
             r.buffered_direct += s.buffered_direct;
@@ -375,9 +383,10 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "time in I/O {}  compute {}  comm {} (summed over ranks)",
+            "time in I/O {}  compute {} (planned {})  comm {} (summed over ranks)",
             f(self.io_ns),
             f(self.compute_ns),
+            f(self.compute_plan_ns),
             f(self.comm_ns)
         );
         let _ = writeln!(

@@ -11,7 +11,7 @@
 use crate::op::{Layer, Op, Param};
 use crate::path::PathTemplate;
 use crate::ranks::RankSet;
-use crate::timing::{BINS, Stats, Timing, bin_of};
+use crate::timing::{BINS, GapWaits, Stats, Timing, bin_of};
 use crate::trace::{Event, Loop, Node, NodeKind, RawEvent, Trace, event_skey, loop_skey};
 use crate::value::{Elastic, Val};
 
@@ -27,6 +27,8 @@ struct CEvent {
     path: Option<PathTemplate>,
     params: Vec<Val<i64>>,
     timing: Acc,
+    /// Off-CPU time measured in the gaps of the calls folded in (zero where none was).
+    waits: GapWaits,
     children: Vec<CNode>,
 }
 
@@ -161,11 +163,13 @@ impl Acc {
                 gap: Stats::one(*gap, rank),
                 dur: Stats::one(*dur, rank),
                 interval: None,
+                waits: None,
             },
             Acc::Many(t) => Timing {
                 gap: t[0].stats(rank),
                 dur: t[1].stats(rank),
                 interval: None,
+                waits: None,
             },
         }
     }
@@ -227,6 +231,9 @@ pub struct Compressor {
     drain: Option<Drain>,
     /// Drains coalesced so far.
     drains: u64,
+    /// The off-CPU time in the gap of the call being pushed by [`Compressor::push_waited`],
+    /// taken by the event it lands in.
+    pending: GapWaits,
 }
 
 /// The next iteration of a loop whose body is a single call, predicted: the tracer's steady
@@ -300,6 +307,7 @@ impl Compressor {
             coalesce: false,
             drain: None,
             drains: 0,
+            pending: GapWaits::default(),
         }
     }
 
@@ -346,6 +354,28 @@ impl Compressor {
         self.settle();
         let node = self.convert(ev);
         self.push_node(node);
+    }
+
+    /// Adds one call whose gap held `waits` of off-CPU time ([`GapWaits`]): [`Self::push`]
+    /// of `ev`, through the general path (the fast paths carry no waits). Rare by design: the
+    /// tracer measures waits only in gaps long enough for the measurement to cost nothing.
+    #[cold]
+    #[inline(never)]
+    pub fn push_waited(&mut self, ev: &RawEvent, waits: GapWaits) {
+        if waits.is_zero() {
+            return self.push(ev);
+        }
+        self.release_drain();
+        // The cursor's calls go in first, so that this one lands after them.
+        self.settle();
+        self.pending = waits;
+        if ev.path.is_none() && ev.children.is_empty() {
+            self.push_call_slow(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns);
+        } else {
+            let node = self.convert(ev);
+            self.push_node(node);
+        }
+        self.pending = GapWaits::default();
     }
 
     /// Adds one call that names no path and has no children, from borrowed parts: the same as
@@ -572,6 +602,7 @@ impl Compressor {
             return false;
         }
         e.timing.add(gap, dur);
+        e.waits.add(std::mem::take(&mut self.pending));
         *cnt += 1;
         self.events += 1;
         self.predict();
@@ -671,6 +702,7 @@ impl Compressor {
                     gap: ev.gap_ns,
                     dur: ev.dur_ns,
                 },
+                waits: std::mem::take(&mut self.pending),
                 children,
             }),
         }
@@ -1042,6 +1074,7 @@ fn wrap_node(a: CNode, b: CNode, inner: usize) -> CNode {
                 .map(|(x, y)| Val::wrap2(x, y, inner))
                 .collect();
             ea.timing.absorb(eb.timing);
+            ea.waits.add(eb.waits);
             ea.children = ea
                 .children
                 .into_iter()
@@ -1074,6 +1107,7 @@ fn extend_node(a: &mut CNode, n: u64, c: &mut CNode, inner: usize) {
             }
             let t = std::mem::replace(&mut ec.timing, Acc::One { gap: 0, dur: 0 });
             ea.timing.absorb(t);
+            ea.waits.add(std::mem::take(&mut ec.waits));
             for (x, y) in ea.children.iter_mut().zip(ec.children.iter_mut()) {
                 extend_node(x, n, y, inner);
             }
@@ -1096,7 +1130,10 @@ fn to_node(c: &CNode, rank: u32) -> Node {
             sig: e.sig,
             path: e.path.clone(),
             params: e.params.iter().map(|v| Elastic::single(rank, v)).collect(),
-            timing: e.timing.timing(rank),
+            timing: Timing {
+                waits: (!e.waits.is_zero()).then_some(e.waits),
+                ..e.timing.timing(rank)
+            },
             children: e.children.iter().map(|x| to_node(x, rank)).collect(),
         }),
         CKind::Loop(l) => NodeKind::Loop(Loop {

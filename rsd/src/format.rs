@@ -40,8 +40,11 @@
 //!   ([`RUN_VALUE_MINOR`]): a trace that holds one is written with at least that minor, one
 //!   that holds none as before.
 //!
+//! - off-CPU time in the compute gaps ([`crate::timing::GapWaits`], version 2's timing flag
+//!   16) is minor 11 ([`GAP_WAITS_MINOR`]): a trace that holds some is written with at least
+//!   that minor, one that holds none as before.
 //! - the header's `sensitivity` (the 9th field, `iotrex sensitivity`'s result) is minor 12
-//!   ([`SENSITIVITY_MINOR`]; 11 is kept for the tracer's compute-time records).
+//!   ([`SENSITIVITY_MINOR`]).
 //!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
@@ -66,10 +69,14 @@ pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
 /// The newest minor version this build writes and reads (see the module's text): 12, the
-/// header's `sensitivity`; 10, run values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
+/// header's `sensitivity`; 11, off-CPU time in the gaps; 10, run values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
 /// records laid out by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both
 /// format versions store the header alike, so one minor counts for both.
 pub const FORMAT_MINOR: u32 = SENSITIVITY_MINOR;
+/// The minor version of a file whose trace holds off-CPU time in its gaps
+/// ([`crate::timing::Timing::waits`]): a timing field older readers cannot decode. A file
+/// without any keeps the minor (and the bytes) it had.
+pub const GAP_WAITS_MINOR: u32 = 11;
 /// The minor version of a file whose trace holds a run value ([`Val::Run`],
 /// [`crate::runvalue`]): a value variant older readers cannot decode. A file without one
 /// keeps the minor (and the bytes) it had.
@@ -500,7 +507,7 @@ impl TraceFile {
     /// minor 10 either, so a trace with run values is written with the sized records.
     fn holding(&self, encoding: Encoding) -> Encoding {
         match encoding.holding(&self.header) {
-            Encoding::V2 if self.holds_run_values() => Encoding::V2_7,
+            Encoding::V2 if self.holds_run_values() || self.holds_gap_waits() => Encoding::V2_7,
             e => e,
         }
     }
@@ -508,12 +515,25 @@ impl TraceFile {
     /// The minor version the file is written with in `encoding` (already [`Self::holding`]):
     /// the header's, and [`RUN_VALUE_MINOR`] where the trace holds a run value.
     fn minor_as(&self, encoding: Encoding) -> u32 {
-        let minor = encoding.minor(&self.header);
+        let mut minor = encoding.minor(&self.header);
         if self.holds_run_values() {
-            minor.max(RUN_VALUE_MINOR)
-        } else {
-            minor
+            minor = minor.max(RUN_VALUE_MINOR);
         }
+        if self.holds_gap_waits() {
+            minor = minor.max(GAP_WAITS_MINOR);
+        }
+        minor
+    }
+
+    /// Whether any event records off-CPU time in its gaps.
+    fn holds_gap_waits(&self) -> bool {
+        fn any(nodes: &[Node]) -> bool {
+            nodes.iter().any(|n| match &n.kind {
+                NodeKind::Event(e) => e.timing.waits.is_some() || any(&e.children),
+                NodeKind::Loop(l) => any(&l.body),
+            })
+        }
+        any(&self.trace.nodes)
     }
 
     /// The version the file is written in, as `iotrex show` names it: `1`, `2`, `2.7`, `2.8`
@@ -627,6 +647,12 @@ impl TraceFile {
             return Err(RsdError::Corrupt {
                 path: p(),
                 detail: format!("a run value in a file of minor version {minor}"),
+            });
+        }
+        if minor < GAP_WAITS_MINOR && tf.holds_gap_waits() {
+            return Err(RsdError::Corrupt {
+                path: p(),
+                detail: format!("off-CPU gap time in a file of minor version {minor}"),
             });
         }
         Ok(tf)
@@ -1008,6 +1034,44 @@ mod tests {
         body.extend(header);
         body.extend(rmp_serde::to_vec(&tf.trace).unwrap());
         body
+    }
+
+    #[test]
+    fn gap_waits_are_minor_11_in_both_versions_and_damage_in_an_older_minor() {
+        let b = sample();
+        let mut tf = TraceFile::from_bytes(&b, Path::new("x")).unwrap();
+        fn first_event(nodes: &mut [Node]) -> Option<&mut crate::trace::Event> {
+            nodes.iter_mut().find_map(|n| match &mut n.kind {
+                NodeKind::Event(e) => Some(e),
+                NodeKind::Loop(l) => first_event(&mut l.body),
+            })
+        }
+        first_event(&mut tf.trace.nodes).unwrap().timing.waits = Some(crate::timing::GapWaits {
+            runq_ns: 5_000,
+            blocked_ns: 7_000_000,
+        });
+        let minor = |b: &[u8]| u32::from_le_bytes(b[12..16].try_into().unwrap());
+        for e in [Encoding::V2_7, Encoding::V2, Encoding::V1] {
+            let w = tf.to_bytes_as(e).unwrap();
+            assert_eq!(minor(&w), GAP_WAITS_MINOR, "{e:?}");
+            let back = TraceFile::from_bytes(&w, Path::new("x")).unwrap();
+            assert_eq!(back.trace, tf.trace, "{e:?}");
+            // The same body under minor 10 is damage, not a trace without the waits.
+            let version = u32::from_le_bytes(w[8..12].try_into().unwrap());
+            let old = TraceFile::frame(&w[PREFIX_LEN..], version, RUN_VALUE_MINOR);
+            let err = TraceFile::from_bytes(&old, Path::new("old.iotrex"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("old.iotrex"), "{err}");
+        }
+        // A trace without any keeps its bytes.
+        assert_eq!(
+            TraceFile::from_bytes(&b, Path::new("x"))
+                .unwrap()
+                .to_bytes()
+                .unwrap(),
+            b
+        );
     }
 
     #[test]

@@ -213,6 +213,22 @@ pub fn render_stats(s: &Stats) -> String {
 /// Timing of an event: call count, duration and the compute gap before it; in an
 /// extrapolated trace each mean's prediction interval follows it.
 pub fn render_timing(t: &Timing) -> String {
+    let mut s = render_timing_stats(t);
+    // Off-CPU time measured in the gaps (format minor 11), as means per call.
+    if let Some(w) = t.waits
+        && t.gap.count > 0
+    {
+        let n = t.gap.count as f64;
+        s += &format!(
+            " (off CPU: blocked {}, waiting for a core {})",
+            crate::timing::fmt_ns(w.blocked_ns as f64 / n),
+            crate::timing::fmt_ns(w.runq_ns as f64 / n)
+        );
+    }
+    s
+}
+
+fn render_timing_stats(t: &Timing) -> String {
     match &t.interval {
         None => format!(
             "calls {}, dur {}, gap {}",

@@ -159,18 +159,82 @@ impl Stats {
 
 /// The timing of one event: the compute gap before it and its duration.
 ///
-/// `interval` was added after format version 1 was fixed: it is the last field, written only
-/// when present (an extrapolated event), and reads as `None` from traces without it, so a
-/// trace without intervals keeps its bytes.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// `interval` and `waits` were added after format version 1 was fixed: they are the last
+/// fields, written only up to the last one present (see the `Serialize` impl), and read as
+/// `None` from traces without them, so a trace without either keeps its bytes.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 pub struct Timing {
     /// Time from the end of the previous traced call to the start of this one.
     pub gap: Stats,
     /// Time spent inside the call.
     pub dur: Stats,
     /// Prediction intervals of the mean gap and mean duration, in an extrapolated trace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub interval: Option<Intervals>,
+    /// The part of the gaps the rank spent off its CPU, where the tracer measured it (format
+    /// minor 11, [`crate::format::GAP_WAITS_MINOR`]); `None` in older traces and where no gap
+    /// was long enough to be measured. The rest of the gaps is compute.
+    #[serde(default)]
+    pub waits: Option<GapWaits>,
+}
+
+impl Serialize for Timing {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        // MessagePack writes a struct as an array, so only fields at its end can be left out:
+        // the interval is written (as nil when absent) whenever the waits after it are.
+        let n = if self.waits.is_some() {
+            4
+        } else if self.interval.is_some() {
+            3
+        } else {
+            2
+        };
+        let mut st = s.serialize_struct("Timing", n)?;
+        st.serialize_field("gap", &self.gap)?;
+        st.serialize_field("dur", &self.dur)?;
+        if n >= 3 {
+            st.serialize_field("interval", &self.interval)?;
+        }
+        if n == 4 {
+            st.serialize_field("waits", &self.waits)?;
+        }
+        st.end()
+    }
+}
+
+/// Off-CPU time inside an event's gaps, summed over its calls, ns. A gap's wall time is the
+/// rank's compute, the time it waited for a core (`runq_ns`) and the time it was blocked
+/// outside any traced call (`blocked_ns`): a page fault on a file mapping served by the
+/// device, or any other sleep the program made between traced calls. Sums, so that merging
+/// iterations and ranks is exact; the gap's own statistics keep the wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct GapWaits {
+    /// Time runnable but waiting for a core (the scheduler's run-queue delay).
+    pub runq_ns: u64,
+    /// Time neither running nor runnable.
+    pub blocked_ns: u64,
+}
+
+impl GapWaits {
+    /// Whether nothing was measured off-CPU.
+    pub fn is_zero(&self) -> bool {
+        self.runq_ns == 0 && self.blocked_ns == 0
+    }
+
+    /// Adds `o` (saturating: a sum past 2^64 ns is 584 years).
+    pub fn add(&mut self, o: GapWaits) {
+        self.runq_ns = self.runq_ns.saturating_add(o.runq_ns);
+        self.blocked_ns = self.blocked_ns.saturating_add(o.blocked_ns);
+    }
+
+    /// `a` and `b` added, `None` where both are: an event without waits stays as older
+    /// traces have it.
+    pub fn merged(a: Option<GapWaits>, b: Option<GapWaits>) -> Option<GapWaits> {
+        let mut w = a.unwrap_or_default();
+        w.add(b.unwrap_or_default());
+        (!w.is_zero()).then_some(w)
+    }
 }
 
 /// A prediction interval of an extrapolated time, ns.
@@ -211,6 +275,7 @@ impl Timing {
             gap: Stats::one(gap_ns, rank),
             dur: Stats::one(dur_ns, rank),
             interval: None,
+            waits: None,
         }
     }
 
@@ -220,6 +285,22 @@ impl Timing {
         self.gap.merge(&o.gap);
         self.dur.merge(&o.dur);
         self.interval = None;
+        self.waits = GapWaits::merged(self.waits, o.waits);
+    }
+
+    /// The mean gap's compute: the mean gap less the measured off-CPU time, or the whole
+    /// mean gap where none was measured. `runq` says whether waiting for a core counts as
+    /// off-CPU too (it does for CPU work that meets the replay machine's own contention; a
+    /// sleep leaves it in).
+    pub fn gap_compute_mean(&self, runq: bool) -> f64 {
+        let Some(w) = self.waits else {
+            return self.gap.mean;
+        };
+        if self.gap.count == 0 {
+            return 0.0;
+        }
+        let off = w.blocked_ns as f64 + if runq { w.runq_ns as f64 } else { 0.0 };
+        (self.gap.mean - off / self.gap.count as f64).max(0.0)
     }
 }
 

@@ -5,11 +5,11 @@
 
 use proptest::prelude::*;
 use rsd::approx::Summary;
-use rsd::format::{Encoding, FORMAT_V2, MAGIC, PREFIX_LEN};
+use rsd::format::{Encoding, FORMAT_V2, GAP_WAITS_MINOR, MAGIC, PREFIX_LEN};
 use rsd::layout::FileEnd;
 use rsd::path::PathTemplate;
 use rsd::prefix::Exscan;
-use rsd::timing::{BINS, Interval, Intervals, Stats, Timing};
+use rsd::timing::{BINS, GapWaits, Interval, Intervals, Stats, Timing};
 use rsd::trace::{Event, Loop, Node, NodeKind};
 use rsd::value::Group;
 use rsd::{Elastic, FlatEvent, Header, Op, RankFn, RankSet, Trace, TraceFile, Val};
@@ -206,14 +206,41 @@ fn stats() -> impl Strategy<Value = Stats> {
         )
 }
 
+/// `nodes` with no off-CPU gap time anywhere.
+fn without_waits(mut nodes: Vec<Node>) -> Vec<Node> {
+    fn strip(nodes: &mut [Node]) {
+        for n in nodes {
+            match &mut n.kind {
+                NodeKind::Event(e) => {
+                    e.timing.waits = None;
+                    strip(&mut e.children);
+                }
+                NodeKind::Loop(l) => strip(&mut l.body),
+            }
+        }
+    }
+    strip(&mut nodes);
+    nodes
+}
+
+/// Whether any event holds off-CPU gap time.
+fn has_waits(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => e.timing.waits.is_some() || has_waits(&e.children),
+        NodeKind::Loop(l) => has_waits(&l.body),
+    })
+}
+
 fn timing() -> impl Strategy<Value = Timing> {
     (
         stats(),
         stats(),
         any::<bool>(),
         prop::option::of((float(), float(), float(), float())),
+        // Off-CPU time in the gaps (minor 11): in one record in eight.
+        prop::option::weighted(0.125, (any::<u64>(), any::<u64>())),
     )
-        .prop_map(|(gap, mut dur, same, iv)| {
+        .prop_map(|(gap, mut dur, same, iv, waits)| {
             if same {
                 dur.count = gap.count;
             }
@@ -223,6 +250,10 @@ fn timing() -> impl Strategy<Value = Timing> {
                 interval: iv.map(|(a, b, c, d)| Intervals {
                     gap: Interval { lo: a, hi: b },
                     dur: Interval { lo: c, hi: d },
+                }),
+                waits: waits.map(|(runq_ns, blocked_ns)| GapWaits {
+                    runq_ns,
+                    blocked_ns,
                 }),
             }
         })
@@ -364,6 +395,15 @@ proptest! {
         prop_assert_eq!(&v2.trace, &tf.trace);
         prop_assert_eq!(&v2, &tf);
 
+        // Off-CPU gap time is minor 11, which the timing records of minor versions 0-6
+        // cannot say: such a trace is written with the sized records whatever is asked.
+        let minor = |b: &[u8]| u32::from_le_bytes(b[12..16].try_into().unwrap());
+        if has_waits(&tf.trace.nodes) {
+            prop_assert!(minor(&b2) >= GAP_WAITS_MINOR);
+            prop_assert_eq!(tf.to_bytes_as(Encoding::V2).unwrap(), b2);
+            return Ok(());
+        }
+        prop_assert!(minor(&b2) < GAP_WAITS_MINOR);
         // The timing records of minor versions 0-6 still round-trip, and read as such.
         let plain = tf.to_bytes_as(Encoding::V2).unwrap();
         prop_assert!(u32::from_le_bytes(plain[12..16].try_into().unwrap()) < 7);
@@ -538,7 +578,7 @@ proptest! {
                 params: vec![Elastic {
                     groups: vec![Group { ranks, val: Val::Const(RankFn::Const(0)) }],
                 }],
-                timing: Timing { gap, dur, interval: None },
+                timing: Timing { gap, dur, interval: None, waits: None },
                 children: vec![],
             }),
         };
@@ -683,6 +723,8 @@ proptest! {
     /// bytes; without it, the file is what it was before the field.
     #[test]
     fn provenance_round_trips(header in header(), nodes in nodes(), p in provenance()) {
+        // The minor said is the header's: no gap waits (minor 11) in the body.
+        let nodes = without_waits(nodes);
         let plain = TraceFile { header, trace: Trace { nodes } };
         let mut tf = plain.clone();
         tf.header.provenance = Some(p);
@@ -1031,6 +1073,8 @@ proptest! {
         (nranks, l) in node_layout(),
         p in prop::option::of(provenance()),
     ) {
+        // The minor said is the one under test: no gap waits (minor 11) in the body.
+        let nodes = without_waits(nodes);
         let mut plain = TraceFile { header, trace: Trace { nodes } };
         plain.header.nranks = nranks;
         plain.header.provenance = p;
@@ -1060,6 +1104,8 @@ proptest! {
         kind in prop::sample::select(rsd::runvalue::RunKind::ALL.to_vec()),
         every in 1usize..4,
     ) {
+        // The minor said is the one under test: no gap waits (minor 11) in the body.
+        let nodes = without_waits(nodes);
         let plain = TraceFile { header, trace: Trace { nodes } };
         let mut tf = plain.clone();
         let mut k = 0usize;
@@ -1075,4 +1121,70 @@ proptest! {
             prop_assert_eq!(back.to_bytes().unwrap(), b);
         }
     }
+}
+
+/// The first event of `nodes`, depth first.
+fn first_event(nodes: &mut [Node]) -> Option<&mut Event> {
+    nodes.iter_mut().find_map(|n| match &mut n.kind {
+        NodeKind::Event(e) => Some(e),
+        NodeKind::Loop(l) => first_event(&mut l.body),
+    })
+}
+
+/// `trace` with off-CPU gap time on its first event (2 ms blocked and 0.5 ms waiting for a
+/// core over its calls).
+fn with_gap_waits(mut tf: TraceFile) -> TraceFile {
+    first_event(&mut tf.trace.nodes)
+        .expect("an event")
+        .timing
+        .waits = Some(GapWaits {
+        runq_ns: 500_000,
+        blocked_ns: 2_000_000,
+    });
+    tf
+}
+
+/// `data/format/v2.11/spmd_4x10_gap_waits.iotrex` is `v1/spmd_4x10.iotrex` with off-CPU gap
+/// time on its first event, written as 2.11 (`IOTREX_WRITE_GOLDEN=1` writes it when missing).
+#[test]
+fn golden_v2_11_file_holds_gap_waits_and_nothing_else_changes() {
+    let (_, v1) = read(&data("v1/spmd_4x10.iotrex"));
+    let (b27, _) = read(&data("v2.7/spmd_4x10.iotrex"));
+    let made = with_gap_waits(v1);
+    let path = data("v2.11/spmd_4x10_gap_waits.iotrex");
+    if std::env::var_os("IOTREX_WRITE_GOLDEN").is_some() && !path.exists() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, made.to_bytes_as(Encoding::V2_7).unwrap()).unwrap();
+    }
+    let (b211, v211) = read(&path);
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!((word(&b211, 8), word(&b211, 12)), (FORMAT_V2, 11));
+    assert_eq!(GAP_WAITS_MINOR, 11);
+    assert_eq!(v211.version_name(), "2.11");
+    assert_eq!(v211.trace, made.trace);
+    assert_eq!(v211.to_bytes().unwrap(), b211, "re-encodes to its bytes");
+    assert_eq!(
+        made.to_bytes_as(Encoding::V2).unwrap(),
+        b211,
+        "v2 asked: 2.11"
+    );
+    // Without them, the 2.7 bytes.
+    let mut plain = v211.clone();
+    first_event(&mut plain.trace.nodes).unwrap().timing.waits = None;
+    assert_eq!(
+        plain.to_bytes().unwrap(),
+        b27,
+        "without them, the 2.7 bytes"
+    );
+    // Version 1 holds them too, as minor 11.
+    let b1 = made.to_bytes_as(Encoding::V1).unwrap();
+    assert_eq!((word(&b1, 8), word(&b1, 12)), (1, 11));
+    assert_eq!(
+        TraceFile::from_bytes(&b1, Path::new("v1")).unwrap().trace,
+        made.trace
+    );
+    // The same body claiming minor 10: damage, said so.
+    let old = TraceFile::frame(&b211[PREFIX_LEN..], FORMAT_V2, 10);
+    let e = TraceFile::from_bytes(&old, Path::new("old.iotrex")).unwrap_err();
+    assert!(e.to_string().contains("off-CPU gap time"), "{e}");
 }

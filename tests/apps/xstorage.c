@@ -11,6 +11,11 @@
  *            rank*NBLOCKS*BS), fsyncs and drops it from the cache; after a barrier the ranks
  *            read their parts in turn: rank r waits for a token from r-1, preads its blocks
  *            with compute after each, and passes the token to r+1.
+ *   mapped   each rank writes its part of DIR/mapped as fitness does, fsyncs and drops it from
+ *            the cache; after a barrier it maps its part read-only and, block by block, reads
+ *            every page of it (page faults, served by the device, between traced calls) with
+ *            compute after each block. The time storage takes is then in the gap between
+ *            mmap and munmap, not inside any call.
  *
  * A unit of work is a fixed number of arithmetic steps: its time depends on the CPU, never
  * on storage. Rank 0 prints "app_time SECONDS" (from a barrier after MPI_Init to one before
@@ -22,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define DIE(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); MPI_Abort(MPI_COMM_WORLD, 1); } while (0)
@@ -95,12 +101,35 @@ static void fitness(const char *dir, int nblocks, size_t bs, long work, char *bu
     close(fd);
 }
 
+/* mapped: each rank's part written and dropped, then read back through a mapping. */
+static void mapped(const char *dir, int nblocks, size_t bs, long work, char *buf, int rank) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/mapped", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0) DIE("open %s", path);
+    off_t part = (off_t)rank * nblocks * bs;
+    for (int i = 0; i < nblocks; i++) put(fd, buf, bs, part + (off_t)i * bs);
+    settle(fd);
+    size_t len = (size_t)nblocks * bs;
+    const unsigned char *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, part);
+    if (m == MAP_FAILED) DIE("mmap %zu at %ld (BS times the rank's blocks must be a page multiple)", len, (long)part);
+    unsigned long sum = 0;
+    for (int i = 0; i < nblocks; i++) {
+        for (size_t p = 0; p < bs; p += 4096) sum += m[(size_t)i * bs + p];
+        nread += bs;
+        compute(work);
+    }
+    sink += sum;
+    munmap((void *)m, len);
+    close(fd);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc < 3) DIE("usage: xstorage pseudo|sync|fitness DIR [NBLOCKS [BS [WORK]]]");
+    if (argc < 3) DIE("usage: xstorage pseudo|sync|fitness|mapped DIR [NBLOCKS [BS [WORK]]]");
     int nblocks = argc > 3 ? atoi(argv[3]) : 16;
     size_t bs = argc > 4 ? strtoul(argv[4], NULL, 10) : 262144;
     long work = argc > 5 ? atol(argv[5]) : 200;
@@ -113,6 +142,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "pseudo")) interleaved(argv[2], 0, nblocks, bs, work, buf, rank, size);
     else if (!strcmp(argv[1], "sync")) interleaved(argv[2], 1, nblocks, bs, work, buf, rank, size);
     else if (!strcmp(argv[1], "fitness")) fitness(argv[2], nblocks, bs, work, buf, rank, size);
+    else if (!strcmp(argv[1], "mapped")) mapped(argv[2], nblocks, bs, work, buf, rank);
     else DIE("unknown mode %s", argv[1]);
     MPI_Barrier(MPI_COMM_WORLD);
     double t = MPI_Wtime() - t0;

@@ -61,6 +61,7 @@ pub mod state;
 pub mod stdio;
 pub mod throttle;
 pub mod unseen;
+pub mod waits;
 
 use std::sync::atomic::Ordering;
 
@@ -127,6 +128,7 @@ fn init() {
             build_id: elf::build_id("/proc/self/exe"),
         };
         clock::init();
+        waits::init();
         job::init(state::now_ns());
         finalize::init();
         callsite::init(cfg.depth);

@@ -53,7 +53,7 @@ fn copy(
     }
     let _g = crate::guard::Enter::new(crate::guard::BUSY);
     let sig = crate::callsite::signature();
-    let t0 = now_ns();
+    let t0 = crate::waits::call_start(child);
     let r = call();
     let t1 = now_ns();
     let e = crate::posix::errno();

@@ -503,6 +503,18 @@ impl State {
         }
     }
 
+    /// Records a top-level call whose gap held `waits` of off-CPU time ([`crate::waits`]).
+    #[cold]
+    pub fn push_waited(&mut self, ev: RawEvent, waits: rsd::timing::GapWaits) {
+        if !self.admit() {
+            return;
+        }
+        self.comp.push_waited(&ev, waits);
+        if let Some(r) = &mut self.raw {
+            r.push(ev);
+        }
+    }
+
     /// Records a top-level call without path or children from borrowed parameters: the
     /// compressor's steady state then needs no allocation. Always inlined into the hook: as a
     /// call of its own it cost about 20 instructions per traced call.
@@ -675,6 +687,7 @@ pub fn record<P: AsRef<[i64]>>(
     build: impl FnOnce(&mut State) -> Option<(P, Option<String>)>,
 ) {
     let mut out = None;
+    let mut read_after = false;
     with_state(|st| {
         let (params, path) = build(st)?;
         let params = params.as_ref();
@@ -693,7 +706,22 @@ pub fn record<P: AsRef<[i64]>>(
         } else {
             let gap = call.t0.saturating_sub(st.last_end);
             st.last_end = call.t1;
-            if path.is_none() {
+            let (waits, read) = crate::waits::in_gap(call.t0, call.t1, gap);
+            read_after = read;
+            if !waits.is_zero() {
+                st.push_waited(
+                    RawEvent {
+                        op: call.op,
+                        sig: call.sig,
+                        path,
+                        params: params.to_vec(),
+                        gap_ns: gap,
+                        dur_ns: dur,
+                        children: Vec::new(),
+                    },
+                    waits,
+                );
+            } else if path.is_none() {
                 st.push_call(call.op, call.sig, params, gap, dur);
             } else {
                 st.push(RawEvent {
@@ -709,6 +737,10 @@ pub fn record<P: AsRef<[i64]>>(
         }
         Some(())
     });
+    if read_after {
+        // Outside the lock: the reading is a few system calls.
+        crate::waits::read_at_end();
+    }
     if let Some(ev) = out {
         push_child(ev, call.t0, call.t1);
     }
@@ -740,7 +772,7 @@ pub fn run_recorded_in<T: Copy, P: AsRef<[i64]>>(
 ) -> T {
     let _g = t.enter(guard::BUSY);
     let sig = crate::callsite::signature_in(t);
-    let t0 = now_ns();
+    let t0 = crate::waits::call_start(child);
     if !child {
         crate::throttle::pause();
     }
@@ -800,7 +832,7 @@ pub fn library_call<T: Copy>(
 ) -> T {
     let g = guard::Enter::new(guard::BUSY);
     let sig = crate::callsite::signature();
-    let t0 = now_ns();
+    let t0 = crate::waits::call_start(child);
     if !child {
         crate::throttle::pause();
     }
@@ -822,12 +854,15 @@ pub fn record_parent(
     children: Vec<RawEvent>,
     build: impl FnOnce(&mut State) -> Option<(Vec<i64>, Option<String>)>,
 ) {
+    let mut read_after = false;
     with_state(|st| {
         let (params, path) = build(st)?;
         let path = path.map(|p| st.norm_path(p));
         let gap = call.t0.saturating_sub(st.last_end);
         st.last_end = call.t1;
-        st.push(RawEvent {
+        let (waits, read) = crate::waits::in_gap(call.t0, call.t1, gap);
+        read_after = read;
+        let ev = RawEvent {
             op: call.op,
             sig: call.sig,
             path,
@@ -835,9 +870,17 @@ pub fn record_parent(
             gap_ns: gap,
             dur_ns: call.t1.saturating_sub(call.t0),
             children,
-        });
+        };
+        if waits.is_zero() {
+            st.push(ev);
+        } else {
+            st.push_waited(ev, waits);
+        }
         Some(())
     });
+    if read_after {
+        crate::waits::read_at_end();
+    }
 }
 
 #[cfg(test)]

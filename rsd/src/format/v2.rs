@@ -44,7 +44,7 @@ use crate::op::Op;
 use crate::path::PathTemplate;
 use crate::prefix::Exscan;
 use crate::ranks::{Prsd, RankSet};
-use crate::timing::{BINS, Interval, Intervals, Stats, Timing};
+use crate::timing::{BINS, GapWaits, Interval, Intervals, Stats, Timing};
 use crate::trace::{Event, Loop, Node, NodeKind, Trace};
 use crate::value::{Elastic, Group, MAX_DEPTH, RankFn, Val};
 use std::collections::HashMap;
@@ -452,7 +452,8 @@ impl Writer {
         let flags = u8::from(own_count)
             | u8::from(t.interval.is_some()) << 1
             | u8::from(per_rank) << 2
-            | u8::from(positions.is_some()) << 3;
+            | u8::from(positions.is_some()) << 3
+            | u8::from(t.waits.is_some()) << 4;
         self.byte(flags);
         self.varint(if per_rank {
             t.gap.count / size
@@ -473,6 +474,10 @@ impl Writer {
         self.stats_sized(&t.dur, positions.is_some(), dr);
         if let Some(iv) = &t.interval {
             self.intervals(iv);
+        }
+        if let Some(w) = &t.waits {
+            self.varint(w.runq_ns);
+            self.varint(w.blocked_ns);
         }
     }
 
@@ -1094,7 +1099,12 @@ impl<'a> Reader<'a> {
         } else {
             None
         };
-        Ok(Timing { gap, dur, interval })
+        Ok(Timing {
+            gap,
+            dur,
+            interval,
+            waits: None,
+        })
     }
 
     /// A timing record's prediction intervals ([`Writer::intervals`]).
@@ -1179,7 +1189,7 @@ impl<'a> Reader<'a> {
     fn timing_sized(&mut self, rs: usize) -> R<Timing> {
         let at = self.at;
         let flags = self.byte()?;
-        if flags > 15 {
+        if flags > 31 {
             return bad(format!("unknown timing flags {flags:#x} at byte {at}"));
         }
         let size = set_len(&self.ranksets[rs]);
@@ -1224,7 +1234,22 @@ impl<'a> Reader<'a> {
         } else {
             None
         };
-        Ok(Timing { gap, dur, interval })
+        let waits = if flags & 16 != 0 {
+            let runq_ns = self.varint()?;
+            let blocked_ns = self.varint()?;
+            Some(GapWaits {
+                runq_ns,
+                blocked_ns,
+            })
+        } else {
+            None
+        };
+        Ok(Timing {
+            gap,
+            dur,
+            interval,
+            waits,
+        })
     }
 
     fn stats_sized(&mut self, count: u64, pos: Option<&Positions>) -> R<Stats> {

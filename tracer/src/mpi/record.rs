@@ -28,7 +28,7 @@ pub(crate) fn mpi_call(
     let io = op.layer() == rsd::op::Layer::MpiIo;
     let g = Enter::new(BUSY);
     let sig = signature();
-    let t0 = now_ns();
+    let t0 = crate::waits::call_start(child);
     open_frame(t0);
     if io {
         if !child {

@@ -1048,6 +1048,7 @@ fn attach(trace: &Trace, by_node: ByNode) -> Result<Trace, String> {
                     gap: repeated(gap, total, first),
                     dur: repeated(dur, total, first),
                     interval: None,
+                    waits: None,
                 },
                 children: Vec::new(),
             };

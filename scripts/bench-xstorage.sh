@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Cross-storage replay benchmark: trace on one storage system, replay on another, compare with
+# the application's own run on that other one (//TRACE's test). Prints a markdown table.
+#
+#   storage A  tmpfs                                (scripts/storage.sh up ... tmpfs)
+#   storage B  ext4 on a loop device throttled to 40 MiB/s and 400 IOPS, read and write
+#              (scripts/storage.sh up ... throttled:40M:400)
+#
+# For each program and rank count: the application is run (traced) REPEAT times on A and on B,
+# caches dropped before each run; its own time is the median of what it prints (`app_time S`)
+# or, for a program that prints none, of its trace's wall time (end of MPI_Init to
+# MPI_Finalize). The trace of the median run on A is replayed on B and the one from B on A,
+# REPEAT times each, under MPI (`mpirun -np N iotrex-replay`) and once with `--threads`,
+# caches dropped before each. A replay's time is its own report's wall time (barrier, replay,
+# barrier: MPI start-up and reading the trace left out). Each cell is the replay's error
+# against the application's own time on the target storage, in %.
+# Besides the default replay (--compute mean --comm delay) two columns show what the other
+# pacings cost, A->B under MPI: as fast as possible (--compute none) and open-loop
+# (--open-loop: every call issued at its traced start, whatever the replayed calls took).
+# Closing lines: the worse direction of each program (the larger |error| of A->B and B->A,
+# MPI), and the median of those.
+#   Target: every program's worse direction within 6%, their median within 3%.
+# Environment: REPEAT (default 3), NPS (default "4 8"), PROGS (names to run, default all that
+# can run here: LAMMPS needs lmp, particles needs python3-h5py-mpi), IOTREX_REPLAY_ARGS (extra
+# replay arguments, e.g. --comm real --compute work), IOTREX_GAP_WAITS=0 (trace without the
+# off-CPU time of the gaps: as before format minor 11).
+# Needs root (the storage rig). Binaries come from $CARGO_TARGET_DIR/release (default
+# target/release).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+T=${CARGO_TARGET_DIR:-$PWD/target}
+case "$T" in /*) ;; *) T=$PWD/$T ;; esac
+BIN=$T/release
+LIB=$BIN/libiotrex_tracer.so
+for f in "$LIB" "$BIN/iotrex" "$BIN/iotrex-replay"; do
+  [ -f "$f" ] || { echo "build first: cargo build --release --workspace (missing $f)" >&2; exit 1; }
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench-xstorage.sh: needs root (the storage rig, drop_caches)" >&2; exit 1; }
+REPEAT=${REPEAT:-3}
+NPS=${NPS:-"4 8"}
+EXTRA=(${IOTREX_REPLAY_ARGS:-})
+# IOTREX_GAP_WAITS=0 traces without the off-CPU gap time (docs/xstorage.md): the "before".
+TRACE_ENV=()
+[ -n "${IOTREX_GAP_WAITS:-}" ] && TRACE_ENV=(-x IOTREX_GAP_WAITS)
+W=$(mktemp -d /dev/shm/iotrex-bench-xstorage.XXXXXX)
+RA=xs-a-$$ RB=xs-b-$$
+cleanup() {
+  scripts/storage.sh down "$RA" >/dev/null 2>&1 || true
+  scripts/storage.sh down "$RB" >/dev/null 2>&1 || true
+  rm -rf "$W"
+}
+trap cleanup EXIT
+# 256 MiB: the largest program (ior_like at 8 ranks) writes about 64 MiB.
+export IOTREX_STORAGE_SIZE=${IOTREX_STORAGE_SIZE:-256M}
+MNT_A=$(scripts/storage.sh up "$RA" tmpfs)
+MNT_B=$(scripts/storage.sh up "$RB" throttled:40M:400)
+for a in xstorage ior_like; do mpicc -O2 -o "$W/$a" tests/apps/$a.c; done
+
+# Open MPI's defaults, as in bench-replay.sh.
+MPIRUN=(mpirun --mca btl self,vader)
+median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}'; }
+
+# name|command; DIR is the program's directory on the storage, W the scratch directory.
+PROGRAMS=(
+  "pseudo|$W/xstorage pseudo DIR"
+  "sync|$W/xstorage sync DIR"
+  "fitness|$W/xstorage fitness DIR"
+  "mapped|$W/xstorage mapped DIR"
+  "ior-fpp-fsync|$W/ior_like -a posix -F -e -t 65536 -b 1048576 -s 4 -i 1 -o DIR/ior.dat"
+  "ior-coll|$W/ior_like -a mpiio -c -t 65536 -b 1048576 -s 4 -i 1 -o DIR/ior.dat"
+)
+if command -v lmp >/dev/null; then
+  PROGRAMS+=("lammps|lmp -in $PWD/tests/apps/lammps_melt.in -log none -screen none -var d DIR")
+fi
+if /usr/bin/python3 -c 'import h5py, mpi4py' 2>/dev/null; then
+  PROGRAMS+=("particles|/usr/bin/python3 $PWD/tests/apps/particles.py DIR/particles.h5")
+fi
+if [ -n "${PROGS:-}" ]; then
+  sel=()
+  for spec in "${PROGRAMS[@]}"; do
+    for p in $PROGS; do [ "${spec%%|*}" = "$p" ] && sel+=("$spec"); done
+  done
+  PROGRAMS=("${sel[@]}")
+fi
+
+drop_caches() {
+  sync
+  echo 3 > /proc/sys/vm/drop_caches
+}
+
+# run_app NP CMD MNT TRACE: runs CMD traced on the storage at MNT (DIR -> MNT/app), prints its
+# own time in seconds.
+run_app() {
+  local np=$1 cmd=$2 mnt=$3 tr=$4 d=$3/app t
+  rm -rf "$d"; mkdir -p "$d"
+  drop_caches
+  (cd "$d" && timeout -k 5 300 "${MPIRUN[@]}" -np "$np" -x LD_PRELOAD="$LIB" -x IOTREX_OUT="$tr" "${TRACE_ENV[@]}" \
+    ${cmd//DIR/$d} > "$W/app.log" 2>&1) || { echo "run failed: $cmd" >&2; tail -5 "$W/app.log" >&2; return 1; }
+  t=$(awk '/^app_time/ {print $2}' "$W/app.log")
+  [ -n "$t" ] || t=$("$BIN/iotrex" show --json "$tr" | jq '.header.wall_ns / 1e9')
+  echo "$t"
+}
+
+# replay MODE TRACE NP MNT [ARGS...]: the median of the replay's own wall time (s) on the
+# storage at MNT, REPEAT times under MPI, once with --threads.
+replay() {
+  local mode=$1 tr=$2 np=$3 mnt=$4 r=$4/replay n=$REPEAT
+  shift 4
+  local -a cmd
+  if [ "$mode" = threads ]; then
+    n=1; cmd=("$BIN/iotrex-replay" "$tr" --threads)
+  else
+    cmd=(timeout -k 5 300 "${MPIRUN[@]}" -np "$np" "$BIN/iotrex-replay" "$tr")
+  fi
+  for _ in $(seq "$n"); do
+    rm -rf "$r"; mkdir -p "$r"
+    drop_caches
+    if "${cmd[@]}" --root "$r" --prep "${EXTRA[@]}" "$@" --json "$W/r.json" > "$W/replay.log" 2>&1; then
+      jq '.wall_ns / 1e9' "$W/r.json"
+    else
+      echo "replay of $tr ($mode $*) failed:" >&2; tail -5 "$W/replay.log" >&2
+    fi
+  done | median
+}
+
+# err REPLAY APP: the replay's error against the application's time, in %.
+err() { awk -v r="$1" -v a="$2" 'BEGIN { if (r == "" || a == "") print "-"; else printf "%+.1f", (r - a) / a * 100 }'; }
+
+echo "## Cross-storage replay: A = tmpfs, B = ext4 throttled to 40 MiB/s, 400 IOPS"
+echo
+echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at start; medians of $REPEAT (--threads: 1 run);" \
+  "cells: replay's wall time vs the app's own time on the target storage${EXTRA[*]:+; replay args: ${EXTRA[*]}}${IOTREX_GAP_WAITS:+; IOTREX_GAP_WAITS=$IOTREX_GAP_WAITS}"
+echo
+echo "| program | ranks | app on B | app on A | A→B MPI | A→B threads | B→A MPI | B→A threads | A→B fast | A→B open-loop | worse |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+: > "$W/worse"
+for np in $NPS; do
+  for spec in "${PROGRAMS[@]}"; do
+    name=${spec%%|*}; cmd=${spec#*|}
+    declare -A app=()
+    for s in A B; do
+      mnt=$MNT_A; [ $s = B ] && mnt=$MNT_B
+      : > "$W/times"
+      for i in $(seq "$REPEAT"); do
+        t=$(run_app "$np" "$cmd" "$mnt" "$W/$s.$i.iotrex") && echo "$t $i" >> "$W/times"
+      done
+      [ -s "$W/times" ] || continue
+      read -r t i < <(sort -g "$W/times" | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
+      app[$s]=$t
+      cp "$W/$s.$i.iotrex" "$W/$name.$np.$s.iotrex"
+      rm -rf "$mnt/app"
+    done
+    if [ -z "${app[A]:-}" ] || [ -z "${app[B]:-}" ]; then
+      echo "| $name | $np | failed | | | | | | | | |"; continue
+    fi
+    ta=$W/$name.$np.A.iotrex tb=$W/$name.$np.B.iotrex
+    ab=$(err "$(replay mpi "$ta" "$np" "$MNT_B")" "${app[B]}")
+    abt=$(err "$(replay threads "$ta" "$np" "$MNT_B")" "${app[B]}")
+    ba=$(err "$(replay mpi "$tb" "$np" "$MNT_A")" "${app[A]}")
+    bat=$(err "$(replay threads "$tb" "$np" "$MNT_A")" "${app[A]}")
+    fast=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --compute none)" "${app[B]}")
+    open=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --open-loop)" "${app[B]}")
+    worse=$(awk -v a="$ab" -v b="$ba" 'BEGIN { if (a == "-" || b == "-") { print "-"; exit }
+      x = a < 0 ? -a : a; y = b < 0 ? -b : b; printf "%.1f", (x > y ? x : y) }')
+    [ "$worse" != "-" ] && echo "$worse" >> "$W/worse"
+    printf '| %s | %d | %.2f s | %.2f s | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% |\n' \
+      "$name" "$np" "${app[B]}" "${app[A]}" "$ab" "$abt" "$ba" "$bat" "$fast" "$open" "$worse"
+    rm -rf "$MNT_A/replay" "$MNT_B/replay"
+  done
+done
+echo
+if [ -s "$W/worse" ]; then
+  awk -v m="$(median < "$W/worse")" '{ if ($1 > max) max = $1 } END {
+    printf "worse direction (MPI): largest %.1f%%, median %.1f%% over %d program/rank rows   target: each <= 6%%, median <= 3%%\n", max, m, NR }' "$W/worse"
+fi
