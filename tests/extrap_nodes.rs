@@ -9,100 +9,7 @@
 //! the gather's receive count exists on the root alone.
 
 mod common;
-use common::cluster::cluster_of;
-use common::shared;
-use std::ffi::OsString;
-use std::path::PathBuf;
-
-static RUNS: shared::Series<shared::Scales<PathBuf>> = shared::Series::new();
-
-/// How a series places its scales: on 2 nodes with more ranks each, or with 2 ranks on more
-/// nodes.
-#[derive(Clone, Copy, Debug)]
-enum Grow {
-    RanksPerNode,
-    Nodes,
-}
-
-impl Grow {
-    /// (nodes, ranks per node) of the scale `k`.
-    fn layout(self, k: u32) -> (u32, u32) {
-        match self {
-            Grow::RanksPerNode => (2, k),
-            Grow::Nodes => (k, 2),
-        }
-    }
-}
-
-/// The trace of `app` (with `args`; `DATA` stands for the series' data directory) at scale
-/// `k` of `grow`, traced on the cluster through Open MPI's launch line.
-fn trace(app: &str, args: &[&str], grow: Grow, k: u32) -> PathBuf {
-    let key = format!("{app} {args:?} {grow:?}");
-    let (nodes, ppn) = grow.layout(k);
-    shared::trace(&RUNS, &key, nodes * ppn, |dir| {
-        let c = cluster_of(nodes.max(2));
-        let data = dir.join("data");
-        let _ = std::fs::remove_dir_all(&data);
-        std::fs::create_dir_all(&data).unwrap();
-        let out = dir.join(format!("{app}.{nodes}x{ppn}.iotrex"));
-        let mut argv: Vec<OsString> = vec![
-            env!("CARGO_BIN_EXE_iotrex").into(),
-            "trace".into(),
-            "--lib".into(),
-            common::tracer_lib().into(),
-            "-o".into(),
-            out.clone().into(),
-            "--".into(),
-        ];
-        argv.extend(c.openmpi(nodes, ppn));
-        argv.push(common::app(app).into());
-        let data_s = data.to_str().unwrap();
-        argv.extend(args.iter().map(|a| a.replace("DATA", data_s).into()));
-        let o = c.run(&argv, &[]);
-        assert!(
-            o.status.success(),
-            "{app} at {nodes} x {ppn}: {}",
-            common::status_text(&o)
-        );
-        let tf = rsd::TraceFile::read(&out).unwrap();
-        assert!(
-            !tf.header.incomplete,
-            "{app} at {nodes} x {ppn}: incomplete"
-        );
-        let mc = tf.header.mpi_config.as_ref().expect("an MPI configuration");
-        assert_eq!(mc.node_ranks, [(ppn, nodes)], "{app} at {nodes} x {ppn}");
-        out
-    })
-}
-
-/// Extrapolates `app` from the scales `ks` of `grow` to the scale `target` and diffs the
-/// result against a real run there.
-fn extrapolates_as_run(
-    app: &str,
-    args: &[&str],
-    grow: Grow,
-    ks: [u32; 4],
-    target: u32,
-    extra: &[&str],
-) {
-    let inputs: Vec<PathBuf> = ks.iter().map(|&k| trace(app, args, grow, k)).collect();
-    let (nodes, ppn) = grow.layout(target);
-    let scratch = common::scratch();
-    let out = scratch
-        .path()
-        .join(format!("{app}.{nodes}x{ppn}.extrap.iotrex"));
-    let o = common::extrap(&inputs, nodes * ppn, &out, extra);
-    assert!(
-        o.status.success(),
-        "{app} {grow:?} to {nodes} x {ppn}: {}",
-        common::text(&o)
-    );
-    let tf = rsd::TraceFile::read(&out).unwrap();
-    let mc = tf.header.mpi_config.as_ref().unwrap();
-    assert_eq!(mc.node_ranks, [(ppn, nodes)], "the output's layout");
-    let real = trace(app, args, grow, target);
-    common::assert_identical(&format!("{app} to {nodes} x {ppn}"), &out, real.as_path());
-}
+use common::nodes::{Grow, Program, extrapolates_as_run};
 
 const IOR: &[&str] = &[
     "-N", "-F", "-t", "4096", "-b", "8192", "-s", "2", "-o", "DATA/f",
@@ -113,34 +20,36 @@ const MD: &[&str] = &["-n", "4", "-d", "DATA/md"];
 fn ior_file_per_process_to_more_ranks_per_node() {
     // The inputs' ranks per node differ: the target's is said.
     extrapolates_as_run(
-        "ior_like",
-        IOR,
+        &Program::app("ior_like", IOR),
         Grow::RanksPerNode,
         [1, 2, 3, 4],
         8,
         &["--ranks-per-node", "8"],
+        &[],
     );
 }
 
 #[test]
 fn ior_file_per_process_to_more_nodes() {
     // Every input has 2 ranks per node: the target keeps them.
-    extrapolates_as_run("ior_like", IOR, Grow::Nodes, [2, 3, 4, 5], 8, &[]);
+    let p = Program::app("ior_like", IOR);
+    extrapolates_as_run(&p, Grow::Nodes, [2, 3, 4, 5], 8, &[], &[]);
 }
 
 #[test]
 fn metadata_program_to_more_ranks_per_node() {
     extrapolates_as_run(
-        "md_like",
-        MD,
+        &Program::app("md_like", MD),
         Grow::RanksPerNode,
         [1, 2, 3, 4],
         8,
         &["--nodes", "2"],
+        &[],
     );
 }
 
 #[test]
 fn metadata_program_to_more_nodes() {
-    extrapolates_as_run("md_like", MD, Grow::Nodes, [2, 3, 4, 5], 8, &[]);
+    let p = Program::app("md_like", MD);
+    extrapolates_as_run(&p, Grow::Nodes, [2, 3, 4, 5], 8, &[], &[]);
 }
