@@ -33,10 +33,31 @@ pub fn lockedfile_fields(template: &str, opened: &[&str]) -> Option<[RunKind; 2]
     opened.contains(&file).then_some(LOCKEDFILE_FIELDS)
 }
 
+/// Whether a call's path template is the `sm` component's segment, the file OMPIO opens in
+/// `MPI_File_open` on one node (`sharedfp_sm_file_open.c`: `SESSION/BASENAME_cid-CID-PID.sm`
+/// in the job's session directory). Across nodes `sm` declines and `lockedfile` opens its lock
+/// file instead: a trace holding this file shows nothing of what a run on several nodes
+/// opens.
+pub fn is_sm_segment(template: &str) -> bool {
+    template.ends_with(".sm")
+        && template
+            .rsplit('/')
+            .next()
+            .is_some_and(|b| b.contains("_cid-"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rsd::path::PathTemplate;
+
+    #[test]
+    fn the_sm_segment_is_recognised() {
+        let (t, _) = PathTemplate::parse("/tmp/ompi.h.0/jf.1/0/f_cid-3-4242.sm");
+        assert!(is_sm_segment(&t.0));
+        assert!(!is_sm_segment("/a/f.sm"));
+        assert!(!is_sm_segment("/a/f_cid-%d.dat"));
+    }
 
     #[test]
     fn the_lock_file_of_an_opened_file_holds_its_job_id_and_pid() {

@@ -310,10 +310,7 @@ fn fit_sorted(
     let mut fitter = fit::Fitter {
         ms: models,
         scales: scales.iter().map(|&n| n as i64).collect(),
-        ppns: sorted
-            .iter()
-            .map(|i| nodes::of_header(&i.file.header).map_or(0, |l| l.ranks_per_node.into()))
-            .collect(),
+        ppns: nodes::fitted_ppns(&sorted),
         target: target as i64,
         target_ppn: layout.map_or(0, |l| l.ranks_per_node.into()),
         explain: Vec::new(),

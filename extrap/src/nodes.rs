@@ -95,6 +95,23 @@ fn of_mpi_config(h: &Header) -> Option<Layout> {
     })
 }
 
+/// The ranks per node each input's points carry in the fit (0: not known, where no node model
+/// fits). Where every input ran on one node they are all 0: there the ranks per node are the
+/// rank count at every scale, so a node term only copies `n` (a count of the world's ranks is
+/// `ppn` as well) and would disagree with it at a target of several nodes. Whether such a
+/// program depends on the nodes at all is the node communicators' model's to say
+/// (`mpi::nodes`), which refuses one that splits the world by node.
+pub(crate) fn fitted_ppns(inputs: &[&Input]) -> Vec<i64> {
+    let layouts: Vec<Option<Layout>> = inputs.iter().map(|i| of_header(&i.file.header)).collect();
+    if layouts.iter().all(|l| l.is_some_and(|l| l.nodes() == 1)) {
+        return vec![0; inputs.len()];
+    }
+    layouts
+        .iter()
+        .map(|l| l.map_or(0, |l| l.ranks_per_node.into()))
+        .collect()
+}
+
 /// The target's layout: the one asked for, checked against `target`; else the inputs' ranks
 /// per node where every input has the same; else one node where every input ran on one node.
 /// `None` where some input records no usable layout (nothing is known of nodes then). A shape

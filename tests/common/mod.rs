@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod darray;
 pub mod h5file;
 pub mod mpich;
+pub mod nodes;
 pub mod shared;
 pub mod storage;
 

@@ -5,7 +5,9 @@
 //! (`rank/ppn`, `rank%ppn`, `ppn*(rank/ppn)`, each input with its own ranks per node, the
 //! target with its own); over inputs that all ran on one node those values look like
 //! functions of the rank alone, and a target of several nodes is refused, naming what no
-//! input shows.
+//! input shows. So is a file opened through OMPIO on one node, whose shared file pointer the
+//! `sm` component serves there (`lockedfile`, with other files, across nodes); a program
+//! with neither extrapolates from one node to several.
 
 use crate::error::ExtrapError;
 use crate::library::{Inner, LibraryModel, Stage};
@@ -27,15 +29,14 @@ impl LibraryModel for NodeCommunicators {
         if let Some(target) = cx.layout.filter(|l| l.nodes() > 1) {
             let one_node =
                 |i: &Input| nodes::of_header(&i.file.header).is_some_and(|l| l.nodes() == 1);
-            let split = inputs.iter().find_map(|i| node_split(&i.file.trace.nodes));
-            if let Some(site) = split.filter(|_| inputs.iter().all(one_node)) {
+            if inputs.iter().all(one_node)
+                && let Some(what) = inputs
+                    .iter()
+                    .find_map(|i| node_dependent(&i.file.trace.nodes))
+            {
                 return Err(ExtrapError::OneNodeInputs {
                     target: target.to_string(),
-                    what: format!(
-                        "which ranks share a node: {site} groups the ranks of each node (its \
-                         color is the node's first rank), and the values on the communicator \
-                         it makes follow the nodes"
-                    ),
+                    what,
                     ppn: target.ranks_per_node,
                 });
             }
@@ -44,12 +45,37 @@ impl LibraryModel for NodeCommunicators {
     }
 }
 
-/// The first `MPI_Comm_split_type` of `nodes` (at any depth), described for messages.
-fn node_split(nodes: &[Node]) -> Option<String> {
+/// What in `nodes` (at any depth) follows the nodes, described for messages: the first
+/// `MPI_Comm_split_type`, or the first `MPI_File_open` whose shared file pointer OMPIO's `sm`
+/// component took (on several nodes `lockedfile` opens other files).
+fn node_dependent(nodes: &[Node]) -> Option<String> {
     nodes.iter().find_map(|n| match &n.kind {
-        NodeKind::Event(e) if e.op == rsd::Op::CommSplitType => Some(crate::describe_node(n)),
-        NodeKind::Event(e) => node_split(&e.children),
-        NodeKind::Loop(l) => node_split(&l.body),
+        NodeKind::Event(e) if e.op == rsd::Op::CommSplitType => Some(format!(
+            "which ranks share a node: {} groups the ranks of each node (its color is the \
+             node's first rank), and the values on the communicator it makes follow the nodes",
+            crate::describe_node(n)
+        )),
+        NodeKind::Event(e) if e.op == rsd::Op::FileOpen && sm_segment(&e.children) => {
+            Some(format!(
+                "which files Open MPI opens: {} opened its shared file pointer's segment \
+                 through OMPIO's sm component, which serves one node only (across nodes \
+                 lockedfile opens a lock file)",
+                crate::describe_node(n)
+            ))
+        }
+        NodeKind::Event(e) => node_dependent(&e.children),
+        NodeKind::Loop(l) => node_dependent(&l.body),
+    })
+}
+
+/// Whether `nodes` (a call's nested calls) open OMPIO's `sm` segment.
+fn sm_segment(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => e
+            .path
+            .as_ref()
+            .is_some_and(|p| collio::sharedfp::is_sm_segment(&p.0)),
+        NodeKind::Loop(l) => sm_segment(&l.body),
     })
 }
 
@@ -178,6 +204,65 @@ mod tests {
         assert_as_run(&x, 1, 8);
         let x = extrapolate(&[(1, 2), (2, 2), (3, 2), (4, 2)], 12, None).unwrap();
         assert_as_run(&x, 6, 2);
+    }
+
+    /// A program on one node at 4-16 ranks asking the world's size, and with `sm`, opening a
+    /// file through MPI-IO where OMPIO's `sm` component opens its segment.
+    fn one_node(sm: bool) -> Vec<Input> {
+        [4u32, 8, 12, 16]
+            .iter()
+            .map(|&n| {
+                let ranks = (0..n)
+                    .map(|r| {
+                        let mut c = rsd::Compressor::new(r);
+                        let size = args::comm_size(0, i64::from(n));
+                        c.push(&RawEvent::new(Op::CommSize, 1, size));
+                        if sm {
+                            let mut open = RawEvent::new(Op::FileOpen, 2, args::file_open(0, 5, 0));
+                            open.path = Some("/d/f".into());
+                            let mut seg = RawEvent::new(Op::Open, 3, args::open(66, 420, 3));
+                            seg.path = Some(format!("/tmp/ompi.h.0/jf.1/0/f_cid-3-{}.sm", 4000));
+                            open.children.push(seg);
+                            c.push(&open);
+                        }
+                        c.finish()
+                    })
+                    .collect();
+                let mut header = rsd::Header::new(n);
+                header.mpi_config = Some(rsd::MpiConfig {
+                    library: "Open MPI v4.1.4".into(),
+                    node_ranks: vec![(n, 1)],
+                    nodes_contiguous: true,
+                    ..Default::default()
+                });
+                let trace = rsd::merge_tree(ranks).unwrap();
+                Input {
+                    name: format!("size.1x{n}.iotrex"),
+                    file: rsd::TraceFile { header, trace },
+                }
+            })
+            .collect()
+    }
+
+    /// One-node inputs that split nothing by node extrapolate to 4 nodes x 8: the world's
+    /// size is `n` (on one node `ppn` fits it too, which says nothing of the nodes: no node
+    /// term is fitted over one-node inputs). With OMPIO's `sm` segment they are refused: on
+    /// several nodes Open MPI opens other files.
+    #[test]
+    fn one_node_inputs_without_a_node_dependence_extrapolate_to_several_nodes() {
+        let req = Request::new(32).shape(Some(TargetShape::RanksPerNode(8)));
+        let x = crate::run(&req, &one_node(false)).unwrap_or_else(|e| panic!("{e}"));
+        let got = x.file.trace.expand(31);
+        assert_eq!(got[0].params, args::comm_size(0, 32), "{got:?}");
+        let mc = x.file.header.mpi_config.as_ref().unwrap();
+        assert_eq!(mc.node_ranks, [(8, 4)]);
+        let e = crate::run(&req, &one_node(true)).unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, ExtrapError::OneNodeInputs { .. }), "{text}");
+        assert!(
+            text.contains("MPI_File_open") && text.contains("sm component"),
+            "{text}"
+        );
     }
 
     #[test]
