@@ -43,7 +43,7 @@ pub struct Program<'a> {
     /// The executable.
     pub bin: PathBuf,
     /// Its arguments: `DATA` stands for the program's data directory (the same for both
-/// series, so that their traces name the same paths and mix), `NP` for the rank count.
+    /// series, so that their traces name the same paths and mix), `NP` for the rank count.
     pub args: &'a [&'a str],
     /// `mpirun` arguments before the program (`--mca io romio321`: a library under test).
     pub mpirun: &'a [&'a str],
