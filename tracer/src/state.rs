@@ -693,46 +693,28 @@ pub fn record<P: AsRef<[i64]>>(
         let params = params.as_ref();
         let path = path.map(|p| st.norm_path(p));
         let dur = call.t1.saturating_sub(call.t0);
+        let event = |path, gap_ns| RawEvent {
+            op: call.op,
+            sig: call.sig,
+            path,
+            params: params.to_vec(),
+            gap_ns,
+            dur_ns: dur,
+            children: Vec::new(),
+        };
         if child {
-            out = Some(RawEvent {
-                op: call.op,
-                sig: call.sig,
-                path,
-                params: params.to_vec(),
-                gap_ns: 0,
-                dur_ns: dur,
-                children: Vec::new(),
-            });
+            out = Some(event(path, 0));
         } else {
             let gap = call.t0.saturating_sub(st.last_end);
             st.last_end = call.t1;
             let (waits, read) = crate::waits::in_gap(call.t0, call.t1, gap);
             read_after = read;
             if !waits.is_zero() {
-                st.push_waited(
-                    RawEvent {
-                        op: call.op,
-                        sig: call.sig,
-                        path,
-                        params: params.to_vec(),
-                        gap_ns: gap,
-                        dur_ns: dur,
-                        children: Vec::new(),
-                    },
-                    waits,
-                );
+                st.push_waited(event(path, gap), waits);
             } else if path.is_none() {
                 st.push_call(call.op, call.sig, params, gap, dur);
             } else {
-                st.push(RawEvent {
-                    op: call.op,
-                    sig: call.sig,
-                    path,
-                    params: params.to_vec(),
-                    gap_ns: gap,
-                    dur_ns: dur,
-                    children: Vec::new(),
-                });
+                st.push(event(path, gap));
             }
         }
         Some(())
