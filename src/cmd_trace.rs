@@ -74,6 +74,13 @@ pub struct TraceArgs {
     /// Do not record the NetCDF layer (sets `IOTREX_NETCDF=0`).
     #[arg(long, overrides_with = "netcdf")]
     pub no_netcdf: bool,
+    /// Keep numbers in paths as they were, even where they are the run's own ids. By
+    /// default a number in a path that equals the process's pid, rank 0's pid, the job id
+    /// (Open MPI's, PMIx's, Slurm's, PBS's, LSF's) or a time near the start (seconds since
+    /// the epoch) is recorded as a run value, which extrapolation carries unfitted and replay
+    /// fills afresh (sets `IOTREX_RUN_IDS=0`).
+    #[arg(long)]
+    pub no_run_ids: bool,
     /// The preload library. Default: `$IOTREX_TRACER_LIB`, else `libiotrex_tracer.so` next to
     /// this `iotrex` binary.
     #[arg(long, value_name = "PATH")]
@@ -192,6 +199,9 @@ pub fn variables(a: &TraceArgs, lib: &Path) -> Result<Vec<(String, String)>> {
     }
     if a.raw {
         v.push(("IOTREX_RAW".into(), "1".into()));
+    }
+    if a.no_run_ids {
+        v.push(("IOTREX_RUN_IDS".into(), "0".into()));
     }
     for (var, on, off) in [
         ("IOTREX_HDF5", a.hdf5, a.no_hdf5),

@@ -7,7 +7,6 @@
 
 mod common;
 use common::cluster::cluster_of;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// Traces MPICH's build of `app` with `args` (`DATA` stands for `data`) at `nodes` x `ppn`
@@ -18,15 +17,7 @@ fn trace(app: &str, args: &[&str], nodes: u32, ppn: u32, dir: &Path) -> PathBuf 
     let _ = std::fs::remove_dir_all(&data);
     std::fs::create_dir_all(&data).unwrap();
     let out = dir.join(format!("{app}.{nodes}x{ppn}.iotrex"));
-    let mut argv: Vec<OsString> = vec![
-        env!("CARGO_BIN_EXE_iotrex").into(),
-        "trace".into(),
-        "--lib".into(),
-        common::tracer_lib().into(),
-        "-o".into(),
-        out.clone().into(),
-        "--".into(),
-    ];
+    let mut argv = common::trace_prefix(&out, &[]);
     argv.extend(c.mpich(nodes, ppn));
     argv.push(common::mpich::app(app).into());
     let data_s = data.to_str().unwrap();

@@ -8,6 +8,9 @@
 //! - A number in a file name that differs between two runs at one scale (and fits no law of
 //!   the scale) is a run value: those inputs extrapolate, the output holds the run value.
 //! - A replay fills run values afresh: names none of the traced runs had, and it succeeds.
+//! - A number in a path that is one of the run's own ids (a rank's pid, rank 0's pid, the job
+//!   id, the start time) is recorded as a run value by the tracer itself: one run per scale
+//!   suffices (`tests/apps/run_names.c`).
 
 mod common;
 use common::cluster::{Cluster, cluster_of};
@@ -37,17 +40,22 @@ fn text(out: &Output) -> String {
 
 /// Traces the IOR-like app with `args` on `nodes` nodes x [`PPN`] into `trace`.
 fn trace(c: &Cluster, nodes: u32, args: &[&str], trace: &Path) {
-    let mut v: Vec<OsString> = vec![
-        env!("CARGO_BIN_EXE_iotrex").into(),
-        "trace".into(),
-        "--lib".into(),
-        common::tracer_lib().into(),
-        "-o".into(),
-        trace.into(),
-        "--".into(),
-    ];
+    trace_app(c, nodes, "ior_like", &[], args, trace);
+}
+
+/// Traces the mini-app `app` with `args` on `nodes` nodes x [`PPN`] into `trace`, `iotrex
+/// trace` given `flags`.
+fn trace_app(
+    c: &Cluster,
+    nodes: u32,
+    app: &str,
+    flags: &[&str],
+    args: &[&str],
+    trace: &Path,
+) -> Output {
+    let mut v = common::trace_prefix(trace, flags);
     v.extend(c.openmpi(nodes, PPN));
-    v.push(common::app("ior_like").into());
+    v.push(common::app(app).into());
     v.extend(args.iter().map(OsString::from));
     let out = c.run(&v, &[]);
     assert!(
@@ -61,6 +69,7 @@ fn trace(c: &Cluster, nodes: u32, args: &[&str], trace: &Path) {
         trace.display(),
         text(&out)
     );
+    out
 }
 
 /// MPI-IO on one shared file, traced at every input scale and at the target.
@@ -158,12 +167,12 @@ fn extrapolates_identical(s: &Shared) {
         .and_then(|m| m.parse().ok())
         .unwrap_or_else(|| panic!("no format version in:\n{shown}"));
     assert!(minor >= rsd::format::RUN_VALUE_MINOR, "{shown}");
-    // The real run names its own lock file, another than every input's.
+    // Every run names one lock file, the real one too; the tracer recorded its job id and
+    // rank 0's pid as run values where it matched them (a pid under 1,000 it never matches,
+    // and the library's named rule finds it instead).
     let data = s.dir.path().join("shared.dat");
-    let real = lock_names(&read(&s.real), &data);
-    assert_eq!(real.len(), 1, "{real:?}");
-    for i in &s.inputs {
-        assert!(lock_names(&read(i), &data).is_disjoint(&real));
+    for t in s.inputs.iter().chain([&s.real]) {
+        assert_eq!(lock_names(&read(t), &data).len(), 1, "{}", t.display());
     }
     let d = common::iotrex(&["diff", out.to_str().unwrap(), s.real.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&d.stdout);
@@ -186,8 +195,8 @@ fn mpiio_collective_across_nodes_extrapolates_with_run_values() {
 }
 
 /// A replay of the extrapolation fills the lock file's name afresh: every rank names one
-/// file, under a name no traced run had and another for each replay; the replay itself (the
-/// POSIX view, which issues the lock file's calls) succeeds in its own root.
+/// file, another for each replay; the replay itself (the POSIX view, which issues the lock
+/// file's calls) succeeds in its own root.
 #[test]
 fn a_replay_names_fresh_lock_files() {
     let s = independent();
@@ -198,7 +207,7 @@ fn a_replay_names_fresh_lock_files() {
     for i in &s.inputs {
         traced.extend(lock_names(&read(i), &data));
     }
-    assert_eq!(traced.len(), INPUT_NODES.len() + 1, "{traced:?}");
+    assert!(!traced.is_empty());
     let replayed = |tf: &TraceFile| {
         let names = lock_names(tf, &data);
         for r in 1..tf.header.nranks {
@@ -255,10 +264,11 @@ fn a_replay_names_fresh_lock_files() {
 }
 
 /// The file-per-process POSIX app naming its files by the run (`-P`: rank 0's pid in the
-/// name, as programs name outputs by their job): two runs at 2 nodes differ only in it, so it
-/// is a run value at every scale and the inputs extrapolate; without the repeated run they
-/// are refused (the pids follow no law of the scale). `diff` against a real 8 x 2 run, with
-/// its own pid, says identical, comparing it as a run value.
+/// name, as programs name outputs by their job), traced with `--no-run-ids` so that the
+/// tracer keeps the pid as the number it was: two runs at 2 nodes differ only in it, so it is
+/// a run value at every scale and the inputs extrapolate; without the repeated run they are
+/// refused (the pids follow no law of the scale). `diff` against a real 8 x 2 run, with its
+/// own pid, says identical, comparing it as a run value.
 #[test]
 fn a_number_that_differs_between_repeated_runs_is_a_run_value() {
     let c = cluster_of(TARGET_NODES);
@@ -266,12 +276,8 @@ fn a_number_that_differs_between_repeated_runs_is_a_run_value() {
     let data = dir.path().join("out");
     let run = |nodes: u32, k: u32| {
         let t = dir.path().join(format!("posix.{nodes}x{PPN}.{k}.iotrex"));
-        trace(
-            &c,
-            nodes,
-            &["-a", "posix", "-F", "-P", "-o", data.to_str().unwrap()],
-            &t,
-        );
+        let args = ["-a", "posix", "-F", "-P", "-o", data.to_str().unwrap()];
+        trace_app(&c, nodes, "ior_like", &["--no-run-ids"], &args, &t);
         t
     };
     // Pids are handed out in sequence: on a quiet machine, runs at 2, 3, 4, 5 nodes in that
@@ -310,4 +316,79 @@ fn a_number_that_differs_between_repeated_runs_is_a_run_value() {
     assert!(d.status.success(), "diff: {}", text(&d));
     assert!(said.starts_with("identical"), "{said}");
     assert!(said.contains("compared as run values"), "{said}");
+}
+
+/// What `iotrex show` says of a trace.
+fn shown(p: &Path) -> String {
+    let o = common::iotrex(&["show", p.to_str().unwrap()]);
+    assert!(o.status.success(), "show {}: {}", p.display(), text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A program that names files by the run's own ids (each rank's log by its pid, rank 0's
+/// file by the job id, another by the start time, a lock by rank 0's pid that every rank
+/// opens): the tracer matches each number against the run's ids and records it as a run
+/// value, so inputs at 2-5 nodes x 2 with no repeated run extrapolate to 8 x 2, `diff`
+/// against a real run says identical, and a replay names files of its own, one log per rank
+/// (the logs are created exclusively: two ranks given one name would fail).
+#[test]
+fn numbers_that_are_the_runs_own_ids_are_run_values_from_the_trace() {
+    let c = cluster_of(TARGET_NODES);
+    let dir = common::scratch();
+    let data = dir.path().join("names");
+    std::fs::create_dir_all(&data).unwrap();
+    // The tracer never matches a pid under 1,000 (too likely a program's own number); where
+    // pids wrapped around, a run that drew one is made again.
+    let run = |nodes: u32| {
+        let t = dir.path().join(format!("names.{nodes}x{PPN}.iotrex"));
+        for _ in 0..3 {
+            let out = trace_app(&c, nodes, "run_names", &[], &[data.to_str().unwrap()], &t);
+            let small = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.strip_prefix("PID "))
+                .any(|p| p.trim().parse::<u64>().is_ok_and(|p| p < 1000));
+            if !small {
+                return t;
+            }
+        }
+        panic!("three runs at {nodes} nodes drew a pid under 1000")
+    };
+    // In the zigzag order, as a shared machine hands out pids: no law of the scale fits them.
+    let inputs: Vec<PathBuf> = [3, 5, 2, 4].iter().map(|&n| run(n)).collect();
+    let real = run(TARGET_NODES);
+    let said = shown(&inputs[0]);
+    for (name, kind) in [
+        ("log.%d", "run(own pid)"),
+        ("job-%d.txt", "run(job id)"),
+        ("t-%d", "run(time)"),
+        ("lock-%d", "run(pid)"),
+    ] {
+        assert!(
+            said.lines().any(|l| l.contains(name) && l.contains(kind)),
+            "{name} as {kind}: {said}"
+        );
+    }
+    let out = dir.path().join("names.extrap.iotrex");
+    extrap(&inputs, TARGET_NODES * PPN, &out);
+    let d = common::iotrex(&["diff", out.to_str().unwrap(), real.to_str().unwrap()]);
+    let diffed = String::from_utf8_lossy(&d.stdout);
+    assert!(d.status.success(), "diff: {}", text(&d));
+    assert!(diffed.starts_with("identical"), "{diffed}");
+    assert!(diffed.contains("compared as run values"), "{diffed}");
+    let root = common::scratch();
+    let o = common::iotrex(&[
+        "replay",
+        "--threads",
+        "--compute",
+        "none",
+        "--root",
+        root.path().to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "replay: {}", text(&o));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains("op counts and bytes equal the trace's"),
+        "{said}"
+    );
 }

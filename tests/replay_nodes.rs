@@ -24,15 +24,7 @@ fn traced() -> &'static (tempfile::TempDir, PathBuf) {
         let data = dir.path().join("data");
         std::fs::create_dir_all(&data).unwrap();
         let out = dir.path().join("ior.2x2.iotrex");
-        let mut argv: Vec<OsString> = vec![
-            env!("CARGO_BIN_EXE_iotrex").into(),
-            "trace".into(),
-            "--lib".into(),
-            common::tracer_lib().into(),
-            "-o".into(),
-            out.clone().into(),
-            "--".into(),
-        ];
+        let mut argv = common::trace_prefix(&out, &[]);
         argv.extend(c.openmpi(2, 2));
         argv.push(common::app("ior_like").into());
         let f = data.join("f");

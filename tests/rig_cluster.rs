@@ -87,15 +87,7 @@ fn traced(
 ) -> Traced {
     let dir = common::scratch();
     let trace = dir.path().join("layout.iotrex");
-    let mut v: Vec<OsString> = vec![
-        env!("CARGO_BIN_EXE_iotrex").into(),
-        "trace".into(),
-        "--lib".into(),
-        common::tracer_lib().into(),
-        "-o".into(),
-        trace.clone().into(),
-        "--".into(),
-    ];
+    let mut v = common::trace_prefix(&trace, &[]);
     v.extend(argv(launch, app));
     let out = if mpich {
         c.run_mpich(&v)

@@ -12,10 +12,10 @@
 //! `diff` recognises them in both its traces ([`alike`]), so a run value compares equal to a
 //! run value of the same kind whatever numbers each run saw.
 //!
-//! What this does not do yet: match a number against the run's own ids (the header's
-//! `run_id` is a hash, and the tracer records no pids or host names it could be matched
-//! against), so a run value that is neither named by a rule nor seen to differ between two
-//! runs at one scale is still fitted (and refused).
+//! The tracer itself records a number in a path that is one of the run's own ids (its pid,
+//! rank 0's pid, the job id, the start time: [`rsd::runvalue::RunIds`]) as a run value; what
+//! it cannot match (a number the program drew, a pid it was handed) is found here or fitted
+//! (and refused).
 
 use crate::Input;
 use rsd::runvalue::{self, RunKind};

@@ -234,6 +234,9 @@ pub struct Compressor {
     /// The off-CPU time in the gap of the call being pushed by [`Compressor::push_waited`],
     /// taken by the event it lands in.
     pending: GapWaits,
+    /// The run's own ids: a path field equal to one is recorded as that run value's marker
+    /// ([`crate::runvalue::RunIds::kind`]); `None` matches nothing.
+    run_ids: Option<crate::runvalue::RunIds>,
 }
 
 /// The next iteration of a loop whose body is a single call, predicted: the tracer's steady
@@ -285,6 +288,13 @@ impl Compressor {
         Compressor::with_window(rank, DEFAULT_WINDOW)
     }
 
+    /// Matches the numbers in the paths of the calls pushed from now on against the run's
+    /// own ids, recording a match as that run value ([`crate::runvalue::RunIds::kind`]); the
+    /// trace holds its marker until [`crate::runvalue::restore`] makes it a run value.
+    pub fn set_run_ids(&mut self, ids: crate::runvalue::RunIds) {
+        self.run_ids = Some(ids);
+    }
+
     /// A compressor that looks back at most `window` nodes.
     pub fn with_window(rank: u32, window: usize) -> Compressor {
         Compressor {
@@ -308,6 +318,7 @@ impl Compressor {
             drain: None,
             drains: 0,
             pending: GapWaits::default(),
+            run_ids: None,
         }
     }
 
@@ -674,7 +685,15 @@ impl Compressor {
         params.extend(ev.params.iter().map(|&v| Val::Const(v)));
         let path = ev.path.as_ref().map(|p| {
             let (t, fields) = PathTemplate::parse(p);
-            params.extend(fields.into_iter().map(Val::Const));
+            let ids = self.run_ids.as_ref();
+            params.extend(
+                fields
+                    .into_iter()
+                    .map(|x| match ids.and_then(|i| i.kind(x)) {
+                        Some(k) => Val::Const(crate::runvalue::marker(k)),
+                        None => Val::Const(x),
+                    }),
+            );
             t
         });
         let children = if ev.children.is_empty() {
@@ -716,9 +735,16 @@ impl Compressor {
     /// last call that continues the run's offsets with a shorter length makes the run's
     /// lengths explicit, either way vectors as long as the run. The smallest (in values kept)
     /// wins, the greedy one on a tie.
+    /// A compressor for one call's nested calls: this one's rank, window and run ids.
+    fn nested(&self) -> Compressor {
+        let mut c = Compressor::with_window(self.rank, self.window);
+        c.run_ids.clone_from(&self.run_ids);
+        c
+    }
+
     fn children(&self, calls: &[RawEvent]) -> (Vec<CNode>, u64) {
         let compress = |calls: &[RawEvent]| {
-            let mut sub = Compressor::with_window(self.rank, self.window);
+            let mut sub = self.nested();
             for c in calls {
                 sub.push(c);
             }
@@ -740,7 +766,7 @@ impl Compressor {
             best = runs;
         }
         for (head, tail) in [(1, 0), (0, 1), (1, 1)] {
-            let mut apart = Compressor::with_window(self.rank, self.window);
+            let mut apart = self.nested();
             let mut items: Vec<CNode> = calls[..head].iter().map(|c| apart.convert(c)).collect();
             let (mid, events) = compress(&calls[head..n - tail]);
             items.extend(mid);
@@ -761,7 +787,7 @@ impl Compressor {
     /// explicit vectors. A run of two that the third call breaks is not started: its first
     /// call stands alone (a partial block before a regular run).
     fn affine_runs(&self, calls: &[RawEvent]) -> (Vec<CNode>, u64) {
-        let mut c = Compressor::with_window(self.rank, self.window);
+        let mut c = self.nested();
         let mut out = Vec::new();
         let mut pending: Option<CNode> = None;
         let mut i = 0;

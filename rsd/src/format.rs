@@ -45,6 +45,9 @@
 //!   that minor, one that holds none as before.
 //! - the header's `sensitivity` (the 9th field, `iotrex sensitivity`'s result) is minor 12
 //!   ([`SENSITIVITY_MINOR`]).
+//! - a run value of the calling process's own pid ([`crate::runvalue::RunKind::OwnPid`], run
+//!   value kind 4) is minor 13 ([`OWN_PID_MINOR`]), and so is the header's `shared_machines`
+//!   (the 10th field).
 //!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
@@ -68,11 +71,16 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 12, the
-/// header's `sensitivity`; 11, off-CPU time in the gaps; 10, run values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
+/// The newest minor version this build writes and reads (see the module's text): 13, a run
+/// value of a process's own pid and the header's `shared_machines`; 12, the header's
+/// `sensitivity`; 11, off-CPU time in the gaps; 10, run values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
 /// records laid out by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both
 /// format versions store the header alike, so one minor counts for both.
-pub const FORMAT_MINOR: u32 = SENSITIVITY_MINOR;
+pub const FORMAT_MINOR: u32 = OWN_PID_MINOR;
+/// The minor version of a file whose trace holds a run value of kind
+/// [`crate::runvalue::RunKind::OwnPid`] (a kind older readers do not know), or whose header
+/// holds `shared_machines` (its 10th field after version 1's eight).
+pub const OWN_PID_MINOR: u32 = 13;
 /// The minor version of a file whose trace holds off-CPU time in its gaps
 /// ([`crate::timing::Timing::waits`]): a timing field older readers cannot decode. A file
 /// without any keeps the minor (and the bytes) it had.
@@ -101,7 +109,8 @@ const fn minor_of_field(later: u32) -> u32 {
         0..=FIELDS_BEFORE_MINOR => 0,
         6 => 6,
         7 | 8 => later + 1,
-        _ => SENSITIVITY_MINOR,
+        9 => SENSITIVITY_MINOR,
+        _ => OWN_PID_MINOR,
     }
 }
 
@@ -250,6 +259,11 @@ pub struct Header {
     /// otherwise. Minor version 12.
     #[serde(default)]
     pub sensitivity: Option<crate::sensitivity::Sensitivity>,
+    /// Nodes that were one machine (the same kernel boot id: an emulated cluster of
+    /// namespaces, containers on one host), whose ranks shared that machine's CPUs; empty
+    /// when every node was a machine of its own. Minor version 13.
+    #[serde(default)]
+    pub shared_machines: Vec<crate::nodes::SharedMachine>,
     /// The format version the trace is written in: version 2 for a new header, the file's
     /// version for a header read from a file (so re-encoding a version-1 file gives its bytes
     /// back). Not stored in the body: the prefix's version word says it.
@@ -342,6 +356,9 @@ impl Serialize for Header {
         if later >= 9 {
             st.serialize_field("sensitivity", &self.sensitivity)?;
         }
+        if later >= 10 {
+            st.serialize_field("shared_machines", &self.shared_machines)?;
+        }
         st.end()
     }
 }
@@ -379,6 +396,7 @@ impl Header {
             provenance: None,
             node_layout: None,
             sensitivity: None,
+            shared_machines: Vec::new(),
             encoding: Encoding::V2_7,
         }
     }
@@ -386,7 +404,9 @@ impl Header {
     /// How many of the fields after version 1's eight are written: up to the last one that
     /// holds something.
     fn later_fields(&self) -> u32 {
-        if self.sensitivity.is_some() {
+        if !self.shared_machines.is_empty() {
+            10
+        } else if self.sensitivity.is_some() {
             9
         } else if self.node_layout.is_some() {
             8
@@ -417,8 +437,10 @@ impl Header {
         minor_of_field(self.later_fields())
     }
 
-    /// The most ranks any node ran per CPU it had (above 1: ranks shared cores), when the
-    /// trace records both the ranks and the CPUs per node.
+    /// The most ranks any machine ran per CPU it had (above 1: ranks shared cores), when the
+    /// trace records both the ranks and the CPUs per node: a node is a machine, except the
+    /// nodes of one [`crate::nodes::SharedMachine`], whose ranks count together against its
+    /// CPUs.
     pub fn ranks_per_core(&self) -> Option<f64> {
         let expand = |v: &[(u32, u32)]| -> Vec<u32> {
             v.iter()
@@ -430,11 +452,15 @@ impl Header {
         if ranks.is_empty() || ranks.len() != cores.len() || cores.contains(&0) {
             return None;
         }
-        ranks
-            .iter()
-            .zip(&cores)
-            .map(|(&r, &c)| f64::from(r) / f64::from(c))
-            .reduce(f64::max)
+        let shared = |i: usize| self.shared_machines.iter().any(|m| m.holds(i));
+        let alone = (0..ranks.len())
+            .filter(|&i| !shared(i))
+            .map(|i| f64::from(ranks[i]) / f64::from(cores[i]));
+        let machines = self.shared_machines.iter().filter(|m| m.cpus > 0).map(|m| {
+            let r: u32 = m.nodes.iter().filter_map(|&i| ranks.get(i as usize)).sum();
+            f64::from(r) / f64::from(m.cpus)
+        });
+        alone.chain(machines).reduce(f64::max)
     }
 
     /// The program the trace is of: the file name of the command's first word.
@@ -516,9 +542,7 @@ impl TraceFile {
     /// the header's, and [`RUN_VALUE_MINOR`] where the trace holds a run value.
     fn minor_as(&self, encoding: Encoding) -> u32 {
         let mut minor = encoding.minor(&self.header);
-        if self.holds_run_values() {
-            minor = minor.max(RUN_VALUE_MINOR);
-        }
+        minor = minor.max(crate::runvalue::minor_needed(&self.trace.nodes));
         if self.holds_gap_waits() {
             minor = minor.max(GAP_WAITS_MINOR);
         }
@@ -642,8 +666,9 @@ impl TraceFile {
         } else {
             Self::decode_body(body, path)
         }?;
-        // A run value is a minor-10 variant: in a file of an older minor it is damage.
-        if minor < RUN_VALUE_MINOR && tf.holds_run_values() {
+        // A run value is a minor-10 variant (its own-pid kind minor 13): in a file of an
+        // older minor it is damage.
+        if minor < crate::runvalue::minor_needed(&tf.trace.nodes) {
             return Err(RsdError::Corrupt {
                 path: p(),
                 detail: format!("a run value in a file of minor version {minor}"),

@@ -27,6 +27,47 @@ pub struct NodeLayout {
     pub placement: Placement,
 }
 
+/// Nodes that were one machine ([`crate::Header::shared_machines`]): MPI saw them as nodes
+/// (each its own host name and shared-memory domain), but they ran on one kernel, so their
+/// ranks shared its CPUs. Without it, five emulated nodes of two ranks on a two-core host
+/// read as one rank per core, and times fitted over them grow as if each node brought cores
+/// of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedMachine {
+    /// The nodes on it, by index in node order (the order of `MpiConfig::node_ranks`).
+    pub nodes: Vec<u32>,
+    /// The CPUs its ranks could run on (the union of their affinity masks).
+    pub cpus: u32,
+}
+
+impl SharedMachine {
+    /// Whether node `i` is on it.
+    pub fn holds(&self, i: usize) -> bool {
+        self.nodes.iter().any(|&n| n as usize == i)
+    }
+
+    /// Its nodes as ranges of indices, `0-4` or `0,2,5-6`.
+    pub fn nodes_text(&self) -> String {
+        let mut v = self.nodes.clone();
+        v.sort_unstable();
+        let mut out: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < v.len() {
+            let mut j = i;
+            while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+                j += 1;
+            }
+            out.push(if j > i {
+                format!("{}-{}", v[i], v[j])
+            } else {
+                v[i].to_string()
+            });
+            i = j + 1;
+        }
+        out.join(",")
+    }
+}
+
 /// How ranks sit on the nodes, in the node numbering of [`NodeLayout`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Placement {

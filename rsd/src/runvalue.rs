@@ -27,11 +27,21 @@ pub enum RunKind {
     Time,
     /// Anything else that differed between repeated runs at one scale.
     Varies,
+    /// The calling process's own id, where ranks name something with their own pid (a log
+    /// file per process): filled with a number of its own for every rank. Minor version 13
+    /// ([`crate::format::OWN_PID_MINOR`]).
+    OwnPid,
 }
 
 impl RunKind {
     /// Every kind, in the order of their codes in version 2's bytes.
-    pub const ALL: [RunKind; 4] = [RunKind::JobId, RunKind::Pid, RunKind::Time, RunKind::Varies];
+    pub const ALL: [RunKind; 5] = [
+        RunKind::JobId,
+        RunKind::Pid,
+        RunKind::Time,
+        RunKind::Varies,
+        RunKind::OwnPid,
+    ];
 
     /// The byte version 2 stores it as.
     pub fn code(self) -> u8 {
@@ -50,6 +60,15 @@ impl RunKind {
             RunKind::Pid => "pid",
             RunKind::Time => "time",
             RunKind::Varies => "varies",
+            RunKind::OwnPid => "own pid",
+        }
+    }
+
+    /// The minor version a file holding a run value of this kind is written with.
+    pub fn minor(self) -> u32 {
+        match self {
+            RunKind::OwnPid => crate::format::OWN_PID_MINOR,
+            _ => crate::format::RUN_VALUE_MINOR,
         }
     }
 }
@@ -80,11 +99,116 @@ pub fn of_marker(x: i64) -> Option<RunKind> {
 }
 
 /// The run value an elastic value holds, as [`Val::Run`] or as its [`marker`] in some group.
+/// Where some ranks hold the run's pid and the others their own, it is each rank's own pid:
+/// rank 0's own pid is the run's ([`RunIds::kind`] names it so).
 pub fn kind_in(e: &Elastic) -> Option<RunKind> {
-    e.groups.iter().find_map(|g| match g.val {
+    let mut kinds = e.groups.iter().filter_map(|g| match g.val {
         Val::Run(k) => Some(k),
         Val::Const(RankFn::Const(x)) => of_marker(x),
         _ => None,
+    });
+    let first = kinds.next()?;
+    Some(kinds.fold(first, |a, k| match (a, k) {
+        (RunKind::Pid, RunKind::OwnPid) | (RunKind::OwnPid, RunKind::Pid) => RunKind::OwnPid,
+        _ => a,
+    }))
+}
+
+/// The run's own ids, as a traced process knows them, against which the numbers in the paths
+/// it names are matched ([`RunIds::kind`]): a path field equal to one is a run value from
+/// the start, never fitted. The tracer gives them to its compressor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunIds {
+    /// This process's pid.
+    pub own_pid: i64,
+    /// Rank 0's pid, once `MPI_Init` has told it.
+    pub root_pid: Option<i64>,
+    /// The job ids the launcher and the batch system gave the run (numbers only).
+    pub jobs: Vec<i64>,
+    /// When the process started, seconds since the epoch.
+    pub start_secs: i64,
+}
+
+/// Numbers below this are not matched against the run's ids: a short pid or job id is too
+/// likely to be one of the program's own numbers (a step, a count).
+const MIN_MATCHED_ID: i64 = 1000;
+
+/// How far from the process's start a number of seconds since the epoch is taken for a time
+/// in a name: a day before (a stamp the job script made), thirty days after (a long run).
+const TIME_BEFORE_SECS: i64 = 86_400;
+const TIME_AFTER_SECS: i64 = 30 * 86_400;
+
+/// The environment variables that hold a job id: Open MPI's launcher (also in the name of
+/// OMPIO's lock file), PMIx, and the batch systems.
+pub const JOB_ID_VARS: [&str; 7] = [
+    "OMPI_MCA_ess_base_jobid",
+    "PMIX_NAMESPACE",
+    "SLURM_JOB_ID",
+    "PBS_JOBID",
+    "LSB_JOBID",
+    "COBALT_JOBID",
+    "JOB_ID",
+];
+
+impl RunIds {
+    /// The ids of this process from its environment (`var` looks a variable up) and clock.
+    pub fn here(var: impl Fn(&str) -> Option<String>) -> RunIds {
+        let jobs = JOB_ID_VARS
+            .iter()
+            .filter_map(|v| var(v))
+            .filter_map(|s| leading_number(&s))
+            .collect();
+        let start_secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        RunIds {
+            own_pid: i64::from(std::process::id()),
+            root_pid: None,
+            jobs,
+            start_secs,
+        }
+    }
+
+    /// What kind of run value the number `x` in a path is, if it is one of the run's ids. The
+    /// run's pid (rank 0's) before the process's own: on rank 0 they are one, and a name every
+    /// rank makes with rank 0's pid is then one value on all ranks.
+    pub fn kind(&self, x: i64) -> Option<RunKind> {
+        if x < MIN_MATCHED_ID {
+            return None;
+        }
+        if self.jobs.contains(&x) {
+            Some(RunKind::JobId)
+        } else if self.root_pid == Some(x) {
+            Some(RunKind::Pid)
+        } else if x == self.own_pid {
+            Some(RunKind::OwnPid)
+        } else if (self.start_secs - TIME_BEFORE_SECS..=self.start_secs + TIME_AFTER_SECS)
+            .contains(&x)
+        {
+            Some(RunKind::Time)
+        } else {
+            None
+        }
+    }
+}
+
+/// The number a job id starts with (`1234.server` -> 1234), when it is one.
+fn leading_number(s: &str) -> Option<i64> {
+    let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Whether some value of `nodes` holds a run value's [`marker`] (or a run value beside other
+/// values) that [`restore`] would make one run value.
+pub fn marked(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => {
+            e.params
+                .iter()
+                .any(|p| kind_of(p).is_none() && kind_in(p).is_some())
+                || marked(&e.children)
+        }
+        NodeKind::Loop(l) => marked(&l.body),
     })
 }
 
@@ -168,6 +292,16 @@ impl Fresh {
             RunKind::Pid => self.pid,
             RunKind::Time => self.time,
             RunKind::Varies => self.other,
+            RunKind::OwnPid => self.pid,
+        }
+    }
+
+    /// What `kind` is filled with on each rank: one number for every rank, but a number of
+    /// its own per rank for [`RunKind::OwnPid`] (the run's pid plus the rank).
+    pub fn rank_fn(&self, kind: RunKind) -> RankFn {
+        match kind {
+            RunKind::OwnPid => RankFn::Affine { a: 1, b: self.pid },
+            k => RankFn::Const(self.value(k)),
         }
     }
 }
@@ -206,12 +340,39 @@ fn has(e: &Elastic) -> bool {
     e.groups.iter().any(|g| g.val.holds_run())
 }
 
+/// The minor version the run values of `nodes` need ([`RunKind::minor`], the most of any
+/// kind present), 0 where there is none.
+pub fn minor_needed(nodes: &[Node]) -> u32 {
+    fn val(v: &Val<RankFn>) -> u32 {
+        match v {
+            Val::Run(k) => k.minor(),
+            Val::Seq(items) | Val::Cycle(items) => items.iter().map(val).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    let elastic = |e: &Elastic| e.groups.iter().map(|g| val(&g.val)).max().unwrap_or(0);
+    nodes
+        .iter()
+        .map(|n| match &n.kind {
+            NodeKind::Event(e) => e
+                .params
+                .iter()
+                .map(elastic)
+                .max()
+                .unwrap_or(0)
+                .max(minor_needed(&e.children)),
+            NodeKind::Loop(l) => elastic(&l.iters).max(minor_needed(&l.body)),
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// Fills every run value of `trace` with `fresh`'s number of its kind: what replay and the
 /// exports read is then an exact trace.
 pub fn fill(trace: &mut Trace, fresh: &Fresh) {
     fn val(v: &mut Val<RankFn>, fresh: &Fresh) {
         match v {
-            Val::Run(k) => *v = Val::Const(RankFn::Const(fresh.value(*k))),
+            Val::Run(k) => *v = Val::Const(fresh.rank_fn(*k)),
             Val::Seq(items) | Val::Cycle(items) => items.iter_mut().for_each(|i| val(i, fresh)),
             _ => {}
         }
@@ -261,7 +422,7 @@ mod tests {
         let (t, f) = crate::path::PathTemplate::parse(&p);
         assert_eq!(t.0, "/d/f-%d-%d.lock");
         assert_eq!(f, [marker(RunKind::JobId), marker(RunKind::Pid)]);
-        assert_eq!(of_marker(marker(RunKind::Varies) + 1), None);
+        assert_eq!(of_marker(marker(RunKind::OwnPid) + 1), None);
         let e = Elastic::single(3, &Val::Const(marker(RunKind::Pid)));
         assert_eq!(kind_in(&e), Some(RunKind::Pid));
         let mut nodes = vec![Node {
@@ -288,7 +449,7 @@ mod tests {
         for k in RunKind::ALL {
             assert_eq!(RunKind::from_code(k.code()), Some(k));
         }
-        assert_eq!(RunKind::from_code(4), None);
+        assert_eq!(RunKind::from_code(5), None);
     }
 
     #[test]

@@ -972,6 +972,79 @@ fn golden_v2_12_file_holds_the_sensitivity_and_nothing_else_changes() {
     }
 }
 
+/// `v1/spmd_4x10.iotrex` with the field of its first path made each rank's own pid (a run
+/// value of kind own pid) and its nodes 0 and 1 one machine of 2 CPUs: minor 13's two parts.
+fn with_own_pid_and_shared_machine(v1: TraceFile) -> TraceFile {
+    let mut tf = with_run_value(v1);
+    let e = tf.trace.nodes.iter_mut().find_map(|n| match &mut n.kind {
+        NodeKind::Event(e) if e.nfields() > 0 => Some((n.ranks.clone(), e)),
+        _ => None,
+    });
+    let (ranks, e) = e.expect("an event with a path field");
+    *e.params.last_mut().unwrap() = rsd::runvalue::elastic(rsd::runvalue::RunKind::OwnPid, ranks);
+    tf.header.shared_machines = vec![rsd::nodes::SharedMachine {
+        nodes: vec![0, 1],
+        cpus: 2,
+    }];
+    tf
+}
+
+/// Minor version 13: a run value of the process's own pid (kind 4) and the header's
+/// `shared_machines`. The golden file reads as made and re-encodes to its bytes; without the
+/// two it is the 2.7 file to the byte; the same body claiming minor 12 is refused (the field
+/// after the sensitivity would be damage there, the kind unknown).
+#[test]
+fn golden_v2_13_file_holds_an_own_pid_and_a_shared_machine_and_nothing_else_changes() {
+    let (_, v1) = read(&data("v1/spmd_4x10.iotrex"));
+    let (b27, _) = read(&data("v2.7/spmd_4x10.iotrex"));
+    let made = with_own_pid_and_shared_machine(v1.clone());
+    let path = data("v2.13/spmd_4x10_own_pid.iotrex");
+    if std::env::var_os("IOTREX_WRITE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, made.to_bytes().unwrap()).unwrap();
+    }
+    let (b213, v213) = read(&path);
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!((word(&b213, 8), word(&b213, 12)), (FORMAT_V2, 13));
+    assert_eq!(rsd::format::OWN_PID_MINOR, 13);
+    assert_eq!(v213.version_name(), "2.13");
+    assert_eq!(v213, made);
+    assert_eq!(v213.to_bytes().unwrap(), b213, "re-encodes to its bytes");
+    let mut without = v213.clone();
+    without.header.shared_machines.clear();
+    if let NodeKind::Event(e) = &mut without.trace.nodes[1].kind {
+        *e.params.last_mut().unwrap() = Elastic {
+            groups: vec![Group {
+                ranks: RankSet::all(4),
+                val: Val::Const(RankFn::Affine { a: 1, b: 0 }),
+            }],
+        };
+    }
+    assert_eq!(
+        without.to_bytes().unwrap(),
+        b27,
+        "without them, the 2.7 bytes"
+    );
+    let b1 = made.to_bytes_as(Encoding::V1).unwrap();
+    assert_eq!((word(&b1, 8), word(&b1, 12)), (1, 13));
+    assert_eq!(TraceFile::from_bytes(&b1, Path::new("v1")).unwrap(), {
+        let mut m = made.clone();
+        m.header.encoding = Encoding::V1;
+        m
+    });
+    let old = TraceFile::frame(&b213[PREFIX_LEN..], FORMAT_V2, 12);
+    assert!(TraceFile::from_bytes(&old, Path::new("old.iotrex")).is_err());
+    for old in [
+        "v2.10/spmd_4x10_run_value.iotrex",
+        "v2.12/spmd_4x10_sensitivity.iotrex",
+    ] {
+        assert!(
+            read(&data(old)).1.header.shared_machines.is_empty(),
+            "{old}"
+        );
+    }
+}
+
 fn sensitivity() -> impl Strategy<Value = rsd::sensitivity::Sensitivity> {
     let dep = (
         prop::collection::vec(0u32..64, 1..3),
@@ -1095,8 +1168,8 @@ proptest! {
         prop_assert_eq!(back.to_bytes().unwrap(), plain.to_bytes().unwrap());
     }
 
-    /// Run values round-trip in both versions as minor 10 and re-encode to their bytes; a
-    /// trace without them keeps the minor it had.
+    /// Run values round-trip in both versions as minor 10 (13 for a rank's own pid) and
+    /// re-encode to their bytes; a trace without them keeps the minor it had.
     #[test]
     fn run_values_round_trip(
         header in header(),
@@ -1115,7 +1188,7 @@ proptest! {
             let b = tf.to_bytes_as(enc).unwrap();
             let minor = u32::from_le_bytes(b[12..16].try_into().unwrap());
             let before = u32::from_le_bytes(plain.to_bytes_as(enc).unwrap()[12..16].try_into().unwrap());
-            prop_assert_eq!(minor, if holds { 10 } else { before });
+            prop_assert_eq!(minor, if holds { kind.minor() } else { before });
             let back = TraceFile::from_bytes(&b, Path::new("mem")).unwrap();
             prop_assert_eq!(&back.trace, &tf.trace);
             prop_assert_eq!(back.to_bytes().unwrap(), b);

@@ -154,6 +154,14 @@ pub fn render_header_as(h: &Header, version: &str, out: &mut String) {
             });
             let _ = writeln!(out, "{INDENT}cores      {}{per}", cores.join(", "));
         }
+        for m in &h.shared_machines {
+            let _ = writeln!(
+                out,
+                "{INDENT}machine    nodes {} are one machine of {} CPUs (one kernel): their ranks share it",
+                m.nodes_text(),
+                m.cpus
+            );
+        }
         for (k, v) in &c.cvars {
             let _ = writeln!(out, "{INDENT}cvar       {k} = {v}");
         }

@@ -273,6 +273,15 @@ pub fn args(a: &[&str]) -> Vec<String> {
 }
 
 /// Runs this build's `iotrex` with `args`.
+/// `iotrex trace --lib TRACER FLAGS -o OUT --`: a traced launch line up to the launcher.
+pub fn trace_prefix(out: &Path, flags: &[&str]) -> Vec<std::ffi::OsString> {
+    let mut v: Vec<std::ffi::OsString> = vec![env!("CARGO_BIN_EXE_iotrex").into(), "trace".into()];
+    v.extend(flags.iter().map(Into::into));
+    v.extend(["--lib".into(), tracer_lib().into(), "-o".into()]);
+    v.extend([out.into(), "--".into()]);
+    v
+}
+
 pub fn iotrex(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_iotrex"))
         .args(args)

@@ -80,10 +80,7 @@ pub fn trace(p: &Program, grow: Grow, k: u32) -> PathBuf {
         let _ = std::fs::remove_dir_all(&data);
         std::fs::create_dir_all(&data).unwrap();
         let out = dir.join(format!("{}.{nodes}x{ppn}.iotrex", p.name));
-        let mut argv: Vec<OsString> = vec![env!("CARGO_BIN_EXE_iotrex").into(), "trace".into()];
-        argv.extend(p.trace.iter().map(OsString::from));
-        argv.extend(["--lib".into(), super::tracer_lib().into(), "-o".into()]);
-        argv.extend([out.clone().into(), "--".into()]);
+        let mut argv = super::trace_prefix(&out, p.trace);
         let mut launch = c.openmpi(nodes, ppn);
         // The program's own mpirun arguments go before `-np N` (the launch line's last two).
         let np_at = launch.len() - 2;

@@ -143,15 +143,19 @@ fn pending_not_needed() {
 /// `MPI_Init` and broadcast, so every per-rank file of the run carries the same one.
 static RUN_ID: OnceLock<String> = OnceLock::new();
 
+/// Rank 0's pid, broadcast with the run's id: the pid of the run (a name every rank makes
+/// with it, OMPIO's lock file, is one run value on every rank).
+static ROOT_PID: OnceLock<i64> = OnceLock::new();
+
 /// Inside `MPI_Init`, on the tracer's communicator `comm` (collective; handles as the
 /// addresses or integers they are, `byte` being `MPI_BYTE`): rank 0 picks the run's id (its
-/// clock, pid and host, hashed), every rank receives it.
+/// clock, pid and host, hashed) and sends it with its pid, every rank receives them.
 pub fn agree_run_id(comm: usize, byte: usize, rank: u32) {
     type BcastFn = unsafe extern "C" fn(*mut libc::c_void, c_int, H, c_int, H) -> c_int;
     let Some(bcast) = real!("PMPI_Bcast", BcastFn) else {
         return;
     };
-    let mut id = [0u8; 16];
+    let mut id = [0u8; 24];
     if rank == 0 {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         std::time::SystemTime::now().hash(&mut h);
@@ -160,16 +164,26 @@ pub fn agree_run_id(comm: usize, byte: usize, rank: u32) {
         // SAFETY: a writable buffer of the length given.
         unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len()) };
         host.hash(&mut h);
-        id.copy_from_slice(format!("{:016x}", h.finish()).as_bytes());
+        id[..16].copy_from_slice(format!("{:016x}", h.finish()).as_bytes());
+        id[16..].copy_from_slice(&i64::from(std::process::id()).to_le_bytes());
     }
     let (comm, byte) = (comm as H, byte as H);
-    // SAFETY: a 16-byte buffer, MPI_BYTE, root 0, the tracer's communicator (valid on every
+    // SAFETY: a 24-byte buffer, MPI_BYTE, root 0, the tracer's communicator (valid on every
     // rank, which all call this).
-    if unsafe { bcast(id.as_mut_ptr().cast(), id.len() as c_int, byte, 0, comm) } == 0
-        && let Ok(s) = std::str::from_utf8(&id)
-    {
+    if unsafe { bcast(id.as_mut_ptr().cast(), id.len() as c_int, byte, 0, comm) } != 0 {
+        return;
+    }
+    if let Ok(s) = std::str::from_utf8(&id[..16]) {
         let _ = RUN_ID.set(s.to_string());
     }
+    let mut pid = [0u8; 8];
+    pid.copy_from_slice(&id[16..]);
+    let _ = ROOT_PID.set(i64::from_le_bytes(pid));
+}
+
+/// Rank 0's pid, once agreed.
+pub fn root_pid() -> Option<i64> {
+    ROOT_PID.get().copied()
 }
 
 /// This run's id, once agreed.
@@ -228,6 +242,7 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h.build_id = st.cfg.build_id.clone();
     h.node_cores = st.node_cores.clone();
     h.node_layout = st.node_layout.clone();
+    h.shared_machines = st.shared_machines.clone();
     // The layers this tracer recorded: a library's above MPI-IO on top when it was on and
     // its calls are in the trace. The layers are on by default; a program without the library
     // keeps the header it had before they existed.
@@ -272,10 +287,22 @@ fn containers_in(nodes: &[rsd::trace::Node], out: &mut Vec<rsd::op::Layer>) {
     }
 }
 
+/// The bytes of `tf`, its numbers that matched the run's own ids (recorded as run-value
+/// markers by the compressor, [`rsd::runvalue::RunIds`]) made run values: every file the
+/// tracer writes goes through here, merged or one rank's.
+fn encoded(tf: &TraceFile) -> Result<Vec<u8>, rsd::RsdError> {
+    if !rsd::runvalue::marked(&tf.trace.nodes) {
+        return tf.to_bytes();
+    }
+    let mut t = tf.clone();
+    rsd::runvalue::restore(&mut t.trace.nodes);
+    t.to_bytes()
+}
+
 /// Writes `tf` at `path`, whole or not at all, or in the temporary directory when `path`
 /// refuses it (see [`outfile`]); returns where it went.
 fn write_trace(path: &str, tf: &TraceFile) -> Option<String> {
-    match tf.to_bytes() {
+    match encoded(tf) {
         Ok(b) => outfile::write_path("the trace", path, &b),
         Err(e) => {
             say(&format!("cannot encode the trace for {path}: {e}"));
@@ -494,7 +521,7 @@ fn set_pending(st: &State, out: &str, nranks: u32, own: &Payload) {
         trace: p.trace,
     };
     let path = rank_path(out, st.rank, "iotrex");
-    let (Ok(bytes), Some(dest)) = (tf.to_bytes(), Dest::new(&path)) else {
+    let (Ok(bytes), Some(dest)) = (encoded(&tf), Dest::new(&path)) else {
         return;
     };
     let alt = outfile::fallback(&path);
@@ -1014,7 +1041,7 @@ pub fn on_signal(why: &str, last: bool) {
             return;
         };
         let who = Some((st.cfg.out.clone(), st.cfg.exe.clone()));
-        match a.tf.to_bytes() {
+        match encoded(&a.tf) {
             Ok(b) => (a.path, a.serial, b, who),
             Err(e) => {
                 say(&format!("{why}: cannot encode the trace: {e}"));

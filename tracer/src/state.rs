@@ -226,6 +226,9 @@ pub struct Config {
     /// The executable's GNU build id, read at start-up (the header is also built in signal
     /// handlers, which must not read files).
     pub build_id: Option<String>,
+    /// The run's own ids, which numbers in paths are matched against (rank 0's pid is added
+    /// at `MPI_Init`); `None` with `IOTREX_RUN_IDS=0`.
+    pub run_ids: Option<rsd::runvalue::RunIds>,
 }
 
 /// A table of open handles: a handle's symbolic id is its slot, the lowest free one, as the
@@ -388,6 +391,8 @@ pub struct State {
     pub mpi_config: Option<rsd::MpiConfig>,
     /// The CPUs per node at `MPI_Init`, kept by rank 0 (`rsd::Header::node_cores`).
     pub node_cores: Vec<(u32, u32)>,
+    /// Nodes that were one machine, kept by rank 0 (`rsd::Header::shared_machines`).
+    pub shared_machines: Vec<rsd::nodes::SharedMachine>,
     /// Where each rank ran at `MPI_Init`, kept by rank 0 (`rsd::Header::node_layout`).
     pub node_layout: Option<rsd::NodeLayout>,
     /// Rank 0's open MPI files' paths by handle, for the hints of their views (`mpi::config`).
@@ -406,6 +411,9 @@ impl State {
         let rank = cfg.env_rank.unwrap_or(0);
         let mut comp = Compressor::new(rank);
         comp.coalesce_drains(cfg.drains);
+        if let Some(ids) = &cfg.run_ids {
+            comp.set_run_ids(ids.clone());
+        }
         State {
             rank,
             comp,
@@ -432,6 +440,7 @@ impl State {
             unrecorded_mpi: Vec::new(),
             mpi_config: None,
             node_cores: Vec::new(),
+            shared_machines: Vec::new(),
             node_layout: None,
             hinted_files: HashMap::new(),
             incomplete: false,

@@ -108,6 +108,72 @@ struct Layout {
     contiguous: bool,
     nodes: Option<rsd::NodeLayout>,
     cores: Vec<(u32, u32)>,
+    machines: Vec<rsd::nodes::SharedMachine>,
+}
+
+/// Ints of a kernel's boot id gathered per rank (a hash of `/proc/sys/kernel/random/boot_id`).
+const BOOT_INTS: usize = 2;
+
+/// This kernel's boot id, hashed, as ints: the same on every node that is this machine (the
+/// id is not namespaced), different on every other machine; zeros where it cannot be read.
+fn boot_id() -> [c_int; BOOT_INTS] {
+    use std::hash::{Hash, Hasher};
+    let Ok(id) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
+        return [0; BOOT_INTS];
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.trim().hash(&mut h);
+    let x = h.finish() | 1;
+    [x as c_int, (x >> 32) as c_int]
+}
+
+/// The nodes (in the order of each node's first rank, as [`layout_of`]) that share one boot
+/// id with another node, one [`rsd::nodes::SharedMachine`] per such machine, its CPUs the
+/// union of all its ranks' masks. Empty where every node is a machine of its own, or some
+/// rank's boot id is unknown.
+fn machines_of(
+    leaders: &[c_int],
+    boots: &[c_int],
+    masks: Option<&[c_int]>,
+) -> Vec<rsd::nodes::SharedMachine> {
+    let mut nodes: Vec<c_int> = Vec::new();
+    // Per machine: its boot id, its nodes' indices, the union of its ranks' masks.
+    let mut machines: Vec<(&[c_int], Vec<u32>, [c_int; MASK_INTS])> = Vec::new();
+    for (r, (l, b)) in leaders.iter().zip(boots.chunks(BOOT_INTS)).enumerate() {
+        if b.iter().all(|&x| x == 0) {
+            return Vec::new();
+        }
+        let node = match nodes.iter().position(|n| n == l) {
+            Some(i) => i,
+            None => {
+                nodes.push(*l);
+                nodes.len() - 1
+            }
+        } as u32;
+        let m = match machines.iter().position(|(id, _, _)| *id == b) {
+            Some(i) => i,
+            None => {
+                machines.push((b, Vec::new(), [0; MASK_INTS]));
+                machines.len() - 1
+            }
+        };
+        if !machines[m].1.contains(&node) {
+            machines[m].1.push(node);
+        }
+        if let Some(mask) = masks.and_then(|ms| ms.get(r * MASK_INTS..(r + 1) * MASK_INTS)) {
+            for (a, b) in machines[m].2.iter_mut().zip(mask) {
+                *a |= *b;
+            }
+        }
+    }
+    machines
+        .into_iter()
+        .filter(|(_, n, _)| n.len() > 1)
+        .map(|(_, nodes, mask)| rsd::nodes::SharedMachine {
+            nodes,
+            cpus: mask.iter().map(|w| w.count_ones()).sum(),
+        })
+        .collect()
 }
 
 /// Bytes of a node name gathered per rank (Linux's `HOST_NAME_MAX` is 64, with its NUL);
@@ -218,18 +284,24 @@ fn node_layout(comm: H, rank: i64, size: i64) -> Option<Layout> {
     let masks = gather_ints(gather, &affinity_mask(), int, comm, rank, size);
     // Every rank's host name, to rank 0: the nodes' names (once, here, never per call).
     let hosts = gather_ints(gather, &host_name(), int, comm, rank, size);
+    // Every rank's kernel, to rank 0: nodes that are one machine share its CPUs.
+    let boots = gather_ints(gather, &boot_id(), int, comm, rank, size);
     let leaders = leaders?;
     if rank != 0 {
         return None;
     }
     let (node_ranks, contiguous) = layout_of(&leaders);
-    let cores = masks.map_or_else(Vec::new, |m| cores_of(&leaders, &m));
+    let cores = masks
+        .as_deref()
+        .map_or_else(Vec::new, |m| cores_of(&leaders, m));
+    let machines = boots.map_or_else(Vec::new, |b| machines_of(&leaders, &b, masks.as_deref()));
     let hosts = hosts.map_or_else(Vec::new, |h| names_of(&h));
     Some(Layout {
         node_ranks,
         contiguous,
         nodes: Some(rsd::NodeLayout::from_leaders(&leaders, &hosts)),
         cores,
+        machines,
     })
 }
 
@@ -294,6 +366,7 @@ pub(crate) struct AtInit {
     pub config: rsd::MpiConfig,
     pub cores: Vec<(u32, u32)>,
     pub nodes: Option<rsd::NodeLayout>,
+    pub machines: Vec<rsd::nodes::SharedMachine>,
 }
 
 /// The configuration every rank computes at `MPI_Init` (the node layout is collective),
@@ -310,6 +383,7 @@ pub(crate) fn at_init(comm: H, rank: i64, size: i64) -> Option<AtInit> {
         },
         cores: l.cores,
         nodes: l.nodes,
+        machines: l.machines,
     })
 }
 

@@ -45,6 +45,7 @@ fn after_init(r: c_int) {
             st.mpi_config = Some(at.config);
             st.node_cores = at.cores;
             st.node_layout = at.nodes;
+            st.shared_machines = at.machines;
         }
         if st.rank != rank {
             // Only possible when the launcher's environment did not name the rank; the events
@@ -59,9 +60,15 @@ fn after_init(r: c_int) {
             }
             st.rank = rank;
             st.comp = rsd::Compressor::new(rank);
+            st.comp.coalesce_drains(st.cfg.drains);
             if let Some(raw) = &mut st.raw {
                 raw.clear();
             }
+        }
+        // From here on a name made with rank 0's pid is the run's pid on every rank.
+        if let Some(ids) = &mut st.cfg.run_ids {
+            ids.root_pid = crate::finalize::root_pid();
+            st.comp.set_run_ids(ids.clone());
         }
         st.comms.fixed(g.world, rsd::mpi::COMM_WORLD);
         if g.self_ != 0 {
