@@ -16,13 +16,20 @@
 # against the application's own time on the target storage, in %.
 # Besides the default replay (--compute mean --comm delay) two columns show what the other
 # pacings cost, A->B under MPI: as fast as possible (--compute none) and open-loop
-# (--open-loop: every call issued at its traced start, whatever the replayed calls took).
+# (--open-loop: every call issued at its traced start, whatever the replayed calls took); two
+# more give both directions under MPI with --comm real --compute work (the mode for a trace
+# taken where ranks shared cores: real waits on other ranks, the gaps' CPU time burnt).
 # Closing lines: the worse direction of each program (the larger |error| of A->B and B->A,
-# MPI), and the median of those.
+# MPI, default replay), and the median of those; the same for --comm real --compute work.
 #   Target: every program's worse direction within 6%, their median within 3%.
-# Environment: REPEAT (default 3), NPS (default "4 8"), PROGS (names to run, default all that
+# Then the whole prediction (EXTRAP, default "pseudo fitness"; EXTRAP= skips it): each program
+# traced once on A at each of EXTRAP_FROM (default "4 8 12 16") ranks, `iotrex extrap` to
+# EXTRAP_TO (default 32), the extrapolation replayed on B under MPI (default replay and --comm
+# real --compute work, REPEAT times each), against the application's own time at EXTRAP_TO on
+# B (median of REPEAT).   Target: within 10%.
+# Environment: REPEAT (default 3), NPS (default "4 8"; NPS= runs no rows), PROGS (names to run, default all that
 # can run here: LAMMPS needs lmp, particles needs python3-h5py-mpi), IOTREX_REPLAY_ARGS (extra
-# replay arguments, e.g. --comm real --compute work), IOTREX_GAP_WAITS=0 (trace without the
+# replay arguments for every replay), IOTREX_GAP_WAITS=0 (trace without the
 # off-CPU time of the gaps: as before format minor 11).
 # Needs root (the storage rig). Binaries come from $CARGO_TARGET_DIR/release (default
 # target/release).
@@ -38,7 +45,7 @@ for f in "$LIB" "$BIN/iotrex" "$BIN/iotrex-replay"; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench-xstorage.sh: needs root (the storage rig, drop_caches)" >&2; exit 1; }
 REPEAT=${REPEAT:-3}
-NPS=${NPS:-"4 8"}
+NPS=${NPS-"4 8"}
 EXTRA=(${IOTREX_REPLAY_ARGS:-})
 # IOTREX_GAP_WAITS=0 traces without the off-CPU gap time (docs/xstorage.md): the "before".
 TRACE_ENV=()
@@ -126,15 +133,21 @@ replay() {
 
 # err REPLAY APP: the replay's error against the application's time, in %.
 err() { awk -v r="$1" -v a="$2" 'BEGIN { if (r == "" || a == "") print "-"; else printf "%+.1f", (r - a) / a * 100 }'; }
+# worse_of E1 E2: the larger |error| of two directions.
+worse_of() {
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") { print "-"; exit }
+    x = a < 0 ? -a : a; y = b < 0 ? -b : b; printf "%.1f", (x > y ? x : y) }'
+}
 
 echo "## Cross-storage replay: A = tmpfs, B = ext4 throttled to 40 MiB/s, 400 IOPS"
 echo
 echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at start; medians of $REPEAT (--threads: 1 run);" \
   "cells: replay's wall time vs the app's own time on the target storage${EXTRA[*]:+; replay args: ${EXTRA[*]}}${IOTREX_GAP_WAITS:+; IOTREX_GAP_WAITS=$IOTREX_GAP_WAITS}"
 echo
-echo "| program | ranks | app on B | app on A | A→B MPI | A→B threads | B→A MPI | B→A threads | A→B fast | A→B open-loop | worse |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| program | ranks | app on B | app on A | A→B MPI | A→B threads | B→A MPI | B→A threads | A→B fast | A→B open-loop | worse | A→B real+work | B→A real+work | worse real+work |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 : > "$W/worse"
+: > "$W/worse_rw"
 for np in $NPS; do
   for spec in "${PROGRAMS[@]}"; do
     name=${spec%%|*}; cmd=${spec#*|}
@@ -152,7 +165,7 @@ for np in $NPS; do
       rm -rf "$mnt/app"
     done
     if [ -z "${app[A]:-}" ] || [ -z "${app[B]:-}" ]; then
-      echo "| $name | $np | failed | | | | | | | | |"; continue
+      echo "| $name | $np | failed | | | | | | | | | | | |"; continue
     fi
     ta=$W/$name.$np.A.iotrex tb=$W/$name.$np.B.iotrex
     ab=$(err "$(replay mpi "$ta" "$np" "$MNT_B")" "${app[B]}")
@@ -161,16 +174,55 @@ for np in $NPS; do
     bat=$(err "$(replay threads "$tb" "$np" "$MNT_A")" "${app[A]}")
     fast=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --compute none)" "${app[B]}")
     open=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --open-loop)" "${app[B]}")
-    worse=$(awk -v a="$ab" -v b="$ba" 'BEGIN { if (a == "-" || b == "-") { print "-"; exit }
-      x = a < 0 ? -a : a; y = b < 0 ? -b : b; printf "%.1f", (x > y ? x : y) }')
+    abrw=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --comm real --compute work)" "${app[B]}")
+    barw=$(err "$(replay mpi "$tb" "$np" "$MNT_A" --comm real --compute work)" "${app[A]}")
+    worse=$(worse_of "$ab" "$ba")
+    worse_rw=$(worse_of "$abrw" "$barw")
     [ "$worse" != "-" ] && echo "$worse" >> "$W/worse"
-    printf '| %s | %d | %.2f s | %.2f s | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% |\n' \
-      "$name" "$np" "${app[B]}" "${app[A]}" "$ab" "$abt" "$ba" "$bat" "$fast" "$open" "$worse"
+    [ "$worse_rw" != "-" ] && echo "$worse_rw" >> "$W/worse_rw"
+    printf '| %s | %d | %.2f s | %.2f s | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% |\n' \
+      "$name" "$np" "${app[B]}" "${app[A]}" "$ab" "$abt" "$ba" "$bat" "$fast" "$open" "$worse" \
+      "$abrw" "$barw" "$worse_rw"
     rm -rf "$MNT_A/replay" "$MNT_B/replay"
   done
 done
 echo
-if [ -s "$W/worse" ]; then
-  awk -v m="$(median < "$W/worse")" '{ if ($1 > max) max = $1 } END {
-    printf "worse direction (MPI): largest %.1f%%, median %.1f%% over %d program/rank rows   target: each <= 6%%, median <= 3%%\n", max, m, NR }' "$W/worse"
-fi
+for f in worse worse_rw; do
+  [ -s "$W/$f" ] || continue
+  what="default replay"; [ $f = worse_rw ] && what="--comm real --compute work"
+  awk -v m="$(median < "$W/$f")" -v what="$what" '{ if ($1 > max) max = $1 } END {
+    printf "worse direction (MPI, %s): largest %.1f%%, median %.1f%% over %d program/rank rows   target: each <= 6%%, median <= 3%%\n", what, max, m, NR }' "$W/$f"
+done
+
+# The whole prediction: traced on A at EXTRAP_FROM ranks, extrapolated to EXTRAP_TO, replayed
+# on B, against the application at EXTRAP_TO on B.
+EXTRAP=${EXTRAP-"pseudo fitness"}
+EXTRAP_FROM=${EXTRAP_FROM:-"4 8 12 16"}
+EXTRAP_TO=${EXTRAP_TO:-32}
+[ -n "$EXTRAP" ] || exit 0
+echo
+echo "### Traced on A at $EXTRAP_FROM ranks, extrapolated to $EXTRAP_TO, replayed on B"
+echo
+echo "load $(cut -d' ' -f1-3 /proc/loadavg); medians of $REPEAT; cells: the replay's wall time on B vs the app's own time at $EXTRAP_TO on B"
+echo
+echo "| program | app on B at $EXTRAP_TO | extrapolation's predicted time | replay on B, default | replay on B, real+work |"
+echo "|---|---|---|---|---|"
+for spec in "${PROGRAMS[@]}"; do
+  name=${spec%%|*}; cmd=${spec#*|}
+  case " $EXTRAP " in *" $name "*) ;; *) continue ;; esac
+  ins=()
+  for np in $EXTRAP_FROM; do
+    run_app "$np" "$cmd" "$MNT_A" "$W/$name.x$np.iotrex" > /dev/null && ins+=("$W/$name.x$np.iotrex")
+  done
+  out=$W/$name.x$EXTRAP_TO.iotrex
+  if ! "$BIN/iotrex" extrap --ranks "$EXTRAP_TO" -o "$out" "${ins[@]}" > "$W/extrap.log" 2>&1; then
+    echo "| $name | extrap failed: $(tail -1 "$W/extrap.log") | | | |"; continue
+  fi
+  pred=$("$BIN/iotrex" show --json "$out" | jq '.header.wall_ns / 1e9')
+  appb=$(for i in $(seq "$REPEAT"); do run_app "$EXTRAP_TO" "$cmd" "$MNT_B" "$W/$name.b$EXTRAP_TO.iotrex"; done | median)
+  rm -rf "$MNT_A/app" "$MNT_B/app"
+  def=$(err "$(replay mpi "$out" "$EXTRAP_TO" "$MNT_B")" "$appb")
+  rw=$(err "$(replay mpi "$out" "$EXTRAP_TO" "$MNT_B" --comm real --compute work)" "$appb")
+  printf '| %s | %.2f s | %.2f s | %s%% | %s%% |\n' "$name" "$appb" "$pred" "$def" "$rw"
+  rm -rf "$MNT_B/replay"
+done

@@ -2,13 +2,15 @@
 //! under the tracer once as is, once per group of ranks with that group's I/O calls delayed,
 //! and once with every rank's delayed; each rank's timeline of I/O calls in each run says
 //! whose delayed I/O it waited for (`rsd::sensitivity::analyze`) and the run times say how
-//! the program's time grows with I/O latency. The baseline run's trace is written with the
-//! result in its header.
+//! the program's time grows with I/O latency. With `--bandwidth`, one more configuration
+//! holds every rank's I/O to a bandwidth (each call followed by a sleep of its bytes over it),
+//! whose run time says how the program's time grows with lost bandwidth. The baseline run's
+//! trace is written with the result in its header.
 
 use crate::cmd_trace::{command_line, detect, find_lib};
 use anyhow::{Context, Result};
 use clap::Args;
-use rsd::sensitivity::{Sensitivity, THROTTLE_VAR, Throttle, Timeline};
+use rsd::sensitivity::{BandwidthRun, Sensitivity, THROTTLE_VAR, Throttle, Timeline};
 use rsd::{Layer, LoggedEvent, Op, TraceFile};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -24,12 +26,16 @@ use std::process::{Command, Stdio};
                   for that rank: through a barrier, a token passed by messages, or a file the \
                   other rank writes. Dependencies implied through a third rank are left out, so \
                   a token chain shows as its links. The run with every rank delayed gives the \
-                  run time's growth per unit of added I/O latency. Runs: (2 + groups) x --runs; \
+                  run time's growth per unit of added I/O latency; with --bandwidth, one more run \
+                  holds every rank's I/O to that bandwidth (a call that moved b bytes is followed \
+                  by a sleep of b / bandwidth), which gives the growth per lost bandwidth. \
+                  Runs: (2 + groups, + 1 with --bandwidth) x --runs; \
                   node sampling is choosing few groups with --ranks. The baseline run's trace is \
-                  written to --output with the result in its header (format minor 12): `show` \
+                  written to --output with the result in its header (format minor 12; 13 with \
+                  --bandwidth): `show` \
                   and `report` print it, `replay` says it. A run that fails stops everything \
                   with an error naming it.",
-    after_help = "Examples:\n  iotrex sensitivity -o app.4.iotrex -- mpirun -np 4 ./app\n  iotrex sensitivity --delay 50ms --ranks 0,2-3 --runs 3 -o app.iotrex -- mpirun -np 4 ./app\n  iotrex sensitivity --ranks 0+1,2+3 -o app.iotrex -- mpirun -np 4 ./app   (two groups of two)"
+    after_help = "Examples:\n  iotrex sensitivity -o app.4.iotrex -- mpirun -np 4 ./app\n  iotrex sensitivity --delay 50ms --ranks 0,2-3 --runs 3 -o app.iotrex -- mpirun -np 4 ./app\n  iotrex sensitivity --ranks 0+1,2+3 -o app.iotrex -- mpirun -np 4 ./app   (two groups of two)\n  iotrex sensitivity --bandwidth 20MiB/s -o app.iotrex -- mpirun -np 4 ./app"
 )]
 pub struct SensitivityArgs {
     /// The delay added to each I/O call of the delayed ranks: `20ms`, `500us`, `1s`, `250000ns`.
@@ -40,6 +46,11 @@ pub struct SensitivityArgs {
     /// runs), `+` joins ranks into one group (`0+1`). Default: every rank, one per run.
     #[arg(long, value_name = "SPEC")]
     pub ranks: Option<String>,
+    /// Also run once (times --runs) with every rank's I/O held to this bandwidth: `20MiB/s`,
+    /// `500KB/s`, `1GiB/s` (a bare number is bytes/s). Choose it so that the added time
+    /// (the busiest rank's bytes over it) is well above the run-to-run noise.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub bandwidth: Option<u64>,
     /// Runs of each configuration; the median start of each call is used.
     #[arg(long, default_value_t = 1, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=99))]
     pub runs: u32,
@@ -117,6 +128,36 @@ fn parse_duration(s: &str) -> Result<u64, String> {
     }
 }
 
+/// `20MiB/s`, `500KB/s`, `1GiB/s`, `1000000` (bytes/s), as bytes/s.
+fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("/s").unwrap_or(t);
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "" | "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1048576.0,
+        "GiB" => 1073741824.0,
+        _ => {
+            return Err(format!(
+                "bad bandwidth `{s}`: use forms like 20MiB/s, 500KB/s"
+            ));
+        }
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v * scale >= 1.0 && v * scale < 1e15 => Ok((v * scale).round() as u64),
+        _ => Err(format!(
+            "bad bandwidth `{s}`: a positive rate of at least 1 byte/s, like 20MiB/s"
+        )),
+    }
+}
+
 /// The groups `--ranks` names (syntax only; ranges checked against the run later).
 fn parse_groups(spec: &str) -> Result<Vec<Vec<u32>>, SensitivityError> {
     let bad = |why: String| SensitivityError::BadRanks {
@@ -154,10 +195,12 @@ struct Config {
     throttle: Option<Throttle>,
 }
 
-/// What one run left: its trace and every rank's timeline.
+/// What one run left: its trace, every rank's timeline, and the bytes each rank's timed I/O
+/// calls moved.
 struct Run {
     trace: TraceFile,
     timelines: Vec<Timeline>,
+    bytes: Vec<u64>,
 }
 
 /// Runs `iotrex sensitivity`.
@@ -186,8 +229,9 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
         what: "baseline, no delay".into(),
         throttle: None,
     };
+    let extra = 2 + usize::from(a.bandwidth.is_some());
     runner.total =
-        2 * a.runs as usize + a.runs as usize * groups_asked.as_ref().map_or(2, Vec::len);
+        extra * a.runs as usize + a.runs as usize * groups_asked.as_ref().map_or(2, Vec::len);
     runner.start_bar();
     let mut base_runs = vec![runner.run(&base_cfg)?];
     let nranks = base_runs[0].trace.header.nranks;
@@ -195,7 +239,7 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
         Some(g) => check_groups(a.ranks.as_deref().unwrap_or(""), g, nranks)?,
         None => (0..nranks).map(|r| vec![r]).collect(),
     };
-    runner.total = (2 + groups.len()) * a.runs as usize;
+    runner.total = (extra + groups.len()) * a.runs as usize;
     for _ in 1..a.runs {
         base_runs.push(runner.run(&base_cfg)?);
     }
@@ -205,6 +249,7 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
             what: format!("rank {}'s I/O delayed", rsd::RankSet::from_sorted(g)),
             throttle: Some(Throttle {
                 delay_ns: a.delay,
+                bps: 0,
                 ranks: Some(g.clone()),
             }),
         };
@@ -217,12 +262,17 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
         what: "every rank's I/O delayed".into(),
         throttle: Some(Throttle {
             delay_ns: a.delay,
+            bps: 0,
             ranks: None,
         }),
     };
     let all_runs = (0..a.runs)
         .map(|_| runner.run(&all_cfg))
         .collect::<Result<Vec<_>>>()?;
+    let bandwidth = a
+        .bandwidth
+        .map(|bps| bandwidth_run(&mut runner, bps, &base_runs))
+        .transpose()?;
     runner.finish();
     let base = median_timelines(&base_runs, nranks);
     let s = Sensitivity {
@@ -233,6 +283,7 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
         all_ns: median(all_runs.iter().map(|r| r.trace.header.wall_ns).collect()),
         deps: rsd::sensitivity::analyze(a.delay, &base, &delayed),
         groups,
+        bandwidth,
     };
     let mut tf = base_runs.swap_remove(0).trace;
     tf.header.sensitivity = Some(s.clone());
@@ -248,6 +299,27 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
         ));
         crate::output::print_text(&text)
     }
+}
+
+/// The runs with every rank's I/O held to `bps` bytes/s: their median wall time, and the most
+/// bytes one rank moved in the baseline.
+fn bandwidth_run(runner: &mut Runner, bps: u64, base_runs: &[Run]) -> Result<BandwidthRun> {
+    let cfg = Config {
+        what: format!("every rank's I/O held to {bps} bytes/s"),
+        throttle: Some(Throttle {
+            delay_ns: 0,
+            bps,
+            ranks: None,
+        }),
+    };
+    let runs = (0..runner.a.runs)
+        .map(|_| runner.run(&cfg))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(BandwidthRun {
+        bps,
+        wall_ns: median(runs.iter().map(|r| r.trace.header.wall_ns).collect()),
+        max_bytes: base_runs[0].bytes.iter().copied().max().unwrap_or(0),
+    })
 }
 
 /// The groups, each rank checked against the run's rank count.
@@ -387,6 +459,7 @@ fn read_run(out: &Path, n: usize, what: &str) -> Result<Run> {
         .trim_end_matches(".iotrex")
         .to_string();
     let mut timelines = Vec::new();
+    let mut bytes = Vec::new();
     for r in 0..trace.header.nranks {
         let p = PathBuf::from(format!("{stem}.rank{r}.jsonl"));
         let text = std::fs::read_to_string(&p).map_err(|e| no(format!("{}: {e}", p.display())))?;
@@ -395,29 +468,42 @@ fn read_run(out: &Path, n: usize, what: &str) -> Result<Run> {
             .map(serde_json::from_str::<LoggedEvent>)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| no(format!("{}: {e}", p.display())))?;
-        timelines.push(timeline(&events));
+        let (t, b) = timeline(&events);
+        timelines.push(t);
+        bytes.push(b);
     }
-    Ok(Run { trace, timelines })
+    Ok(Run {
+        trace,
+        timelines,
+        bytes,
+    })
 }
 
 /// When each I/O call started, ns after the end of `MPI_Init` (which every rank leaves at
-/// about the same time), or after the first call without one.
-fn timeline(events: &[LoggedEvent]) -> Timeline {
+/// about the same time), or after the first call without one; and the bytes those calls
+/// moved. (The replay numbers the calls alike: `replay::deps`.)
+fn timeline(events: &[LoggedEvent]) -> (Timeline, u64) {
     let mut t = 0u64;
     let mut anchor = None;
     let mut starts = Vec::new();
+    let mut bytes = 0u64;
     for e in events {
         let start = t + e.gap_ns;
         t = start + e.dur_ns;
         if e.call.op == Op::Init && anchor.is_none() {
             anchor = Some(t);
             starts.clear();
+            bytes = 0;
         } else if e.call.op.layer() != Layer::Mpi {
             starts.push(start);
+            bytes += e.call.op.data_bytes(&e.call.params);
         }
     }
     let a = anchor.unwrap_or(0);
-    starts.into_iter().map(|s| s.saturating_sub(a)).collect()
+    (
+        starts.into_iter().map(|s| s.saturating_sub(a)).collect(),
+        bytes,
+    )
 }
 
 /// Each rank's median start of each call over the runs (the calls all runs made).
@@ -456,5 +542,9 @@ mod tests {
             vec![vec![0], vec![1], vec![2], vec![3, 5]]
         );
         assert!(parse_groups("x").is_err() && parse_groups(",").is_err());
+        assert_eq!(parse_rate("20MiB/s"), Ok(20 << 20));
+        assert_eq!(parse_rate("500KB/s"), Ok(500_000));
+        assert_eq!(parse_rate("4096"), Ok(4096));
+        assert!(parse_rate("0MiB/s").is_err() && parse_rate("fast").is_err());
     }
 }

@@ -18,6 +18,11 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// `iotrex sensitivity EXTRA -o out -- mpirun -np 4 xstorage ARGS`, under a timeout.
 fn sensitivity(extra: &[&str], out: &Path, app_args: &[String]) -> Output {
+    sensitivity_np(4, extra, out, app_args)
+}
+
+/// As [`sensitivity`] with `np` ranks.
+fn sensitivity_np(np: u32, extra: &[&str], out: &Path, app_args: &[String]) -> Output {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut c = Command::new("timeout");
     c.args([
@@ -36,7 +41,7 @@ fn sensitivity(extra: &[&str], out: &Path, app_args: &[String]) -> Output {
         "--",
         "mpirun",
         "-np",
-        "4",
+        &np.to_string(),
         "--oversubscribe",
         "--mca",
         "btl",
@@ -226,4 +231,100 @@ fn sensitivity_ranks_out_of_range_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--ranks `1+x`"), "{err}");
     assert!(!out.exists());
+}
+
+/// `iotrex-replay` (under `mpirun -np NP`) or `iotrex replay --threads` of `trace` into a
+/// fresh root with `extra` options: its JSON report.
+fn replay(trace: &Path, np: u32, mpi: bool, extra: &[&str], root: &Path) -> serde_json::Value {
+    let _ = std::fs::remove_dir_all(root);
+    std::fs::create_dir_all(root).unwrap();
+    let json = root.with_extension("json");
+    let mut c = Command::new("timeout");
+    c.args(["-k", "5", "120"]);
+    if mpi {
+        c.args(["mpirun", "-np", &np.to_string(), "--oversubscribe"])
+            .args(["--mca", "btl", "self,vader"])
+            .arg(common::target_dir().join("release/iotrex-replay"))
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+    } else {
+        c.args([env!("CARGO_BIN_EXE_iotrex"), "replay", "--threads"]);
+    }
+    c.env("LD_PRELOAD", "")
+        .arg(trace)
+        .arg("--root")
+        .arg(root)
+        .args(extra)
+        .arg("--json-out")
+        .arg(&json);
+    let o = c.output().expect("run the replay");
+    assert!(o.status.success(), "{}", common::status_text(&o));
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+}
+
+/// poll (with the bandwidth run of `sensitivity --bandwidth`): rank 1 reads a file once its size says rank 0 has written it; no MPI call is between
+/// them, so only the dependency `sensitivity` measured (rank 1's open waits for rank 0's I/O
+/// calls up to its last write) orders them in a replay. Rank 0 computes ~0.1 s before each write and rank
+/// 1's polling was blocked time, which the replay leaves out: rank 1 reaches its open long
+/// before rank 0 has written. Honoured, under MPI and threads and either --comm, rank 1 waits
+/// and reads every byte the trace read; not honoured (`--ignore-io-deps`), it opens a file
+/// that is missing or short, and its calls fail.
+#[test]
+fn replay_honours_a_dependency_through_a_polled_file() {
+    let d = scratch();
+    let out = d.path().join("poll.iotrex");
+    let dir = d.path().display().to_string();
+    let o = sensitivity_np(
+        2,
+        &["--delay", "80ms", "--runs", "1", "--bandwidth", "1MiB/s"],
+        &out,
+        &args(&["poll", &dir, "3", "65536", "1000"]),
+    );
+    let (tf, s) = result(&o, &out);
+    let text = String::from_utf8_lossy(&o.stdout);
+    // The bandwidth run: every call slept its bytes over 1 MiB/s; rank 1's reads waited for
+    // rank 0's writes, so the run grew by both ranks' added time, about twice one's.
+    let bw = s.bandwidth.clone().expect("the bandwidth run is stored");
+    assert_eq!((bw.bps, s.runs), (1 << 20, 5), "{text}");
+    assert!(
+        (3 * 65536..3 * 65536 + 4096).contains(&bw.max_bytes),
+        "{text}"
+    );
+    assert!(s.growth_per_bandwidth() > Some(1.0), "{text}");
+    let shown = common::iotrex(&["show", out.to_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("throttle   I/O held to 1.0 MiB/s"),
+        "{shown}"
+    );
+    // The file reaches its full size with rank 0's last write.
+    let ops0 = io_ops(&tf, 0);
+    let written = 1 + ops0
+        .iter()
+        .rposition(|&op| op == Op::Pwrite)
+        .expect("rank 0 writes") as u32;
+    assert!(
+        s.deps
+            .iter()
+            .any(|d| d.from == [0] && d.to == 1 && d.at == 0 && d.after.abs_diff(written) <= 1),
+        "rank 1's open waits for rank 0's calls up to its last write: {text}"
+    );
+    let root = d.path().join("root");
+    for (mpi, comm) in [
+        (true, "delay"),
+        (true, "real"),
+        (false, "delay"),
+        (false, "real"),
+    ] {
+        let v = replay(&out, 2, mpi, &["--comm", comm], &root);
+        let what = format!("mpi {mpi}, --comm {comm}: {v}");
+        assert_eq!(v["failed"], 0, "{what}");
+        assert_eq!(v["mismatches"], serde_json::json!([]), "{what}");
+        assert!(v["io_deps"]["not_honoured"].is_null(), "{what}");
+        assert!(v["io_deps"]["blocked"].as_u64() >= Some(1), "{what}");
+    }
+    let v = replay(&out, 2, false, &["--ignore-io-deps"], &root);
+    assert!(v["failed"].as_u64() > Some(0), "{v}");
+    assert_eq!(v["io_deps"]["waits"], 0, "{v}");
 }

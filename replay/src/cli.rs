@@ -79,6 +79,12 @@ pub struct ReplayArgs {
     /// instead of after the previous call's replayed end plus the traced gap.
     #[arg(long)]
     pub open_loop: bool,
+    /// Do not honour the I/O dependencies `iotrex sensitivity` stored in the trace. By
+    /// default a rank's I/O call that waited for other ranks' I/O calls when measured (through
+    /// a barrier, a token, or a file another rank writes, which no MPI call shows) is issued
+    /// only once those calls have ended here, under every --comm mode and with --threads.
+    #[arg(long)]
+    pub ignore_io_deps: bool,
     /// Issue application calls (app) or only the POSIX view (posix).
     #[arg(long, default_value = "app", value_parser = options::parse_layer)]
     pub layer: LayerView,
@@ -170,6 +176,7 @@ impl ReplayArgs {
             collective_io: self.collective_io,
             stall_timeout: self.stall_timeout,
             open_loop: self.open_loop,
+            io_deps: !self.ignore_io_deps,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! MPI-IO calls to a [`Runtime`] (threads in one process, or real MPI).
 
 use crate::clock::Waiter;
+use crate::deps::{IoCounter, IoDeps};
 use crate::error::ReplayError;
 use crate::local::{Local, Resolve};
 use crate::options::{CommMode, ComputeMode, LayerView, Options};
@@ -12,7 +13,7 @@ use crate::watchdog::Watch;
 use filetable::{Effect, FileTable};
 use rsd::op::{Dir, Handle, Layer, Op, Param};
 use rsd::timing::{Stats, Timing};
-use rsd::trace::{Event, FlatEvent, Node, NodeKind, flatten_event, visit_calls};
+use rsd::trace::{Event, FlatEvent, Node, NodeKind, flatten_event, visit, visit_calls};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -70,6 +71,10 @@ pub struct RankEngine<'a, R: Runtime> {
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// The watchdog's view of this rank: the watch and this rank's slot in it.
     watch: Option<(std::sync::Arc<Watch>, usize)>,
+    /// The measured I/O dependencies honoured ([`crate::deps`]), and this rank's count of
+    /// its I/O calls as they number them.
+    deps: Option<std::sync::Arc<IoDeps>>,
+    io_count: IoCounter,
 }
 
 impl<'a, R: Runtime> RankEngine<'a, R> {
@@ -98,7 +103,18 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             fatal: None,
             progress: None,
             watch: None,
+            deps: None,
+            io_count: IoCounter::default(),
         }
+    }
+
+    /// Honours the I/O dependencies of `deps` (the same table on every rank).
+    pub fn with_deps(mut self, deps: Option<std::sync::Arc<IoDeps>>) -> Self {
+        if let Some(d) = &deps {
+            self.io_count = IoCounter::new(d.from_init);
+        }
+        self.deps = deps;
+        self
     }
 
     /// Tells `watch` (slot `slot`) what this rank is in, so that a stall is seen and reported.
@@ -138,12 +154,11 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         let mut done = 0u64;
         let watch = self.watch.clone();
         let (stall, scale) = (self.opts.stall_timeout, self.opts.time_scale);
-        // Library calls above MPI-IO (HDF5) are containers: what they made is issued.
-        visit_calls(nodes, rank, &mut idx, &mut |e, idx| {
+        let mut one = |s: &mut Self, e: &Event, idx: &mut Vec<u64>, top: bool| {
             // A loaded trace is resolved (`crate::load`); one that is not stops here rather
             // than replaying each model's start as the offset.
             let Some(flat) = flatten_event(e, rank, idx) else {
-                self.fatal = Some(ReplayError::Unresolved {
+                s.fatal = Some(ReplayError::Unresolved {
                     rank,
                     op: e.op.name(),
                     sig: e.sig,
@@ -154,17 +169,31 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 let b = crate::watchdog::bound(stall, e.timing.dur.max as f64, scale);
                 w.enter(*slot, &flat, done, b);
             }
-            self.step(&flat, e);
+            // Only top-level calls are numbered, as the sensitivity's timelines number them.
+            let io_call = match (&s.deps, top) {
+                (Some(_), true) => s.io_count.next(e.op),
+                _ => None,
+            };
+            s.step(&flat, e, io_call);
             if let Some((w, slot)) = &watch {
                 w.leave(*slot);
             }
             done += 1;
             if done.is_multiple_of(crate::progress::EVERY)
-                && let Some(p) = &self.progress
+                && let Some(p) = &s.progress
             {
                 p.store(done, std::sync::atomic::Ordering::Relaxed);
             }
-            self.fatal.is_none() && !self.rt.aborted()
+            s.fatal.is_none() && !s.rt.aborted()
+        };
+        // Library calls above MPI-IO (HDF5) are containers: what they made is issued, after
+        // the container (as `visit_calls` hands them out).
+        visit(nodes, rank, &mut idx, &mut |e, idx| {
+            one(&mut self, e, idx, true)
+                && (!e.op.layer().is_container()
+                    || visit_calls(&e.children, rank, idx, &mut |c, idx| {
+                        one(&mut self, c, idx, false)
+                    }))
         });
         // Close what the trace left open, flushing stdio buffers, inside the timed run.
         if let Some((w, slot)) = &watch {
@@ -256,9 +285,14 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         self.stats.compute_ns += t0.elapsed().as_nanos() as u64;
     }
 
-    fn step(&mut self, e: &FlatEvent, ev: &Event) {
+    /// Replays one call; `io_call`: its number among this rank's I/O calls, when dependencies
+    /// are honoured.
+    fn step(&mut self, e: &FlatEvent, ev: &Event, io_call: Option<u32>) {
         let t = &ev.timing;
         self.wait_gap(t);
+        if let Some(k) = io_call {
+            self.await_deps(k);
+        }
         self.traced_dur = t.dur.mean;
         match e.op.layer() {
             Layer::Posix | Layer::Stdio => {
@@ -307,6 +341,50 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             Layer::Hdf5 | Layer::Pnetcdf | Layer::Netcdf => {
                 self.stats.count(e.op, e.op.data_bytes(&e.params), true)
             }
+        }
+        if let Some(k) = io_call {
+            self.signal_deps(k + 1);
+        }
+    }
+
+    /// Waits, before issuing I/O call `k`, until the ranks it depends on have ended the calls
+    /// it waited for when measured. What follows is planned from the end of the wait, as
+    /// after a real MPI call that waited for other ranks.
+    fn await_deps(&mut self, k: u32) {
+        let Some(deps) = self.deps.clone() else {
+            return;
+        };
+        let waits = deps.waits(self.rank, k);
+        if waits.is_empty() {
+            return;
+        }
+        let t0 = Instant::now();
+        for &(from, after) in waits {
+            self.stats.io_dep_waits += 1;
+            match self.rt.wait_io(from, after) {
+                Ok(true) => self.stats.io_dep_blocked += 1,
+                Ok(false) => {}
+                Err(m) => self.stats.fail(format!(
+                    "I/O call {k} waiting for rank {from}'s first {after} I/O calls: {m}"
+                )),
+            }
+        }
+        let t1 = Instant::now();
+        self.stats.io_dep_wait_ns += (t1 - t0).as_nanos() as u64;
+        self.deadline = self.deadline.max(t1);
+    }
+
+    /// Tells the ranks waiting for this rank's first `count` I/O calls that they have ended.
+    fn signal_deps(&mut self, count: u32) {
+        let Some(deps) = self.deps.clone() else {
+            return;
+        };
+        let to = deps.signals(self.rank, count);
+        if !to.is_empty()
+            && let Err(m) = self.rt.io_ended(count, to)
+        {
+            self.stats
+                .fail(format!("signalling the end of I/O call {count}: {m}"));
         }
     }
 

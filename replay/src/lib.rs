@@ -21,6 +21,7 @@
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod clock;
+pub mod deps;
 mod direct;
 pub mod engine;
 pub mod error;
@@ -285,6 +286,11 @@ pub fn run_threads_capped(
             && collectives_have_io_children(&tf.trace.nodes),
         std::sync::atomic::Ordering::Relaxed,
     );
+    if opts.io_deps
+        && let Some(d) = deps::IoDeps::of(tf, n)
+    {
+        let _ = shared.io_deps.set(std::sync::Arc::new(d));
+    }
     // Rank 0's calls stand for the whole replay's progress (all ranks' totals would take a
     // walk of every rank first).
     let done0 = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -364,8 +370,9 @@ fn replay_rank(
     watch: &std::sync::Arc<watchdog::Watch>,
 ) -> Result<report::RankStats, ReplayError> {
     let rt = threads::ThreadsRuntime::new(rank, sh.clone());
-    let mut eng =
-        engine::RankEngine::new(rank, opts, root, rt).with_watch(watch.clone(), rank as usize);
+    let mut eng = engine::RankEngine::new(rank, opts, root, rt)
+        .with_watch(watch.clone(), rank as usize)
+        .with_deps(sh.io_deps.get().cloned());
     if rank == 0 {
         eng = eng.with_progress(done0.clone());
     }

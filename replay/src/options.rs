@@ -80,6 +80,9 @@ pub struct Options {
     /// took here, so every call is issued at its traced start (or at once when the one before
     /// overran it): timing-accurate issue, whatever the storage answers.
     pub open_loop: bool,
+    /// Honour the I/O dependencies `iotrex sensitivity` stored in the trace ([`crate::deps`]);
+    /// `--ignore-io-deps` turns it off.
+    pub io_deps: bool,
 }
 
 impl Default for Options {
@@ -92,6 +95,7 @@ impl Default for Options {
             collective_io: CollectiveIo::Library,
             stall_timeout: crate::watchdog::DEFAULT_STALL_TIMEOUT,
             open_loop: false,
+            io_deps: true,
         }
     }
 }

@@ -54,6 +54,16 @@ pub struct RankStats {
     /// Why the first of them was.
     #[serde(default)]
     pub buffered_direct_why: Option<String>,
+    /// Measured I/O dependencies this rank honoured ([`crate::deps`]): one per call that
+    /// waited and rank it waited for.
+    #[serde(default)]
+    pub io_dep_waits: u64,
+    /// Those where the other rank's calls had not all ended yet, so that this rank waited.
+    #[serde(default)]
+    pub io_dep_blocked: u64,
+    /// Time spent waiting for them, ns.
+    #[serde(default)]
+    pub io_dep_wait_ns: u64,
 }
 
 /// How many failure messages a rank keeps.
@@ -176,9 +186,10 @@ pub struct Report {
     /// Sleeping ranks wake tens of microseconds late, and lateness shows it.
     pub waits: String,
     /// The I/O dependencies `iotrex sensitivity` measured (the header's `sensitivity`), as
-    /// `from->to` pairs of ranks; the replay orders ranks only by the MPI calls it replays,
-    /// which may not hold them all (a rank waiting for a file another writes).
+    /// `from->to` pairs of ranks.
     pub io_dependencies: Vec<String>,
+    /// Whether and how they were honoured ([`crate::deps`]).
+    pub io_deps: IoDepsNote,
     /// Where the ranks ran against where the traced ones did.
     pub layout: Option<LayoutNote>,
     /// The predicted run time of the application on the storage replayed on, with its
@@ -187,6 +198,45 @@ pub struct Report {
     /// The compute time's spread the prediction's interval adds (set by [`Report::against`]).
     #[serde(skip)]
     pub compute_spread: Option<ComputeSpread>,
+}
+
+/// What the replay did with the measured I/O dependencies.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct IoDepsNote {
+    /// Why they were not honoured (`None`: honoured, or there are none).
+    pub not_honoured: Option<String>,
+    /// Dependencies of groups of several ranks, said and not honoured.
+    pub groups_left: usize,
+    /// Waits, summed over ranks ([`RankStats::io_dep_waits`]).
+    pub waits: u64,
+    /// Waits that blocked ([`RankStats::io_dep_blocked`]).
+    pub blocked: u64,
+    /// Time waited, summed over ranks, ns.
+    pub wait_ns: u64,
+}
+
+impl IoDepsNote {
+    /// The report's line about them, after the list of pairs.
+    fn render(&self) -> String {
+        match &self.not_honoured {
+            Some(why) => format!("not honoured: {why}"),
+            None => {
+                let mut s = format!(
+                    "honoured: {} waits, {} of them blocked, {} in all",
+                    self.waits,
+                    self.blocked,
+                    fmt_ns(self.wait_ns as f64)
+                );
+                if self.groups_left > 0 {
+                    s += &format!(
+                        "; {} dependencies on groups of ranks are not (which rank's calls were waited for is not known)",
+                        self.groups_left
+                    );
+                }
+                s
+            }
+        }
+    }
 }
 
 /// The fields of a replay's JSON report (`--json-out`) that other tools read back (`iotrex
@@ -226,6 +276,13 @@ impl Report {
         self.io_dependencies = tf.header.sensitivity.as_ref().map_or_else(Vec::new, |s| {
             s.pairs().iter().map(|(a, b)| format!("{a}->{b}")).collect()
         });
+        self.io_deps.not_honoured = if !opts.io_deps {
+            Some("--ignore-io-deps".into())
+        } else {
+            crate::deps::not_honoured(tf, self.ranks).map(str::to_string)
+        };
+        self.io_deps.groups_left =
+            crate::deps::IoDeps::of(tf, self.ranks).map_or(0, |d| d.groups_left);
         self.compute_spread = Some(ComputeSpread::of(tf, self.ranks, opts));
     }
 
@@ -276,6 +333,9 @@ impl Report {
             r.comm_ns += s.comm_ns;
             r.failed += s.failed;
             r.buffered_direct += s.buffered_direct;
+            r.io_deps.waits += s.io_dep_waits;
+            r.io_deps.blocked += s.io_dep_blocked;
+            r.io_deps.wait_ns += s.io_dep_wait_ns;
             if r.buffered_direct_why.is_none()
                 && let Some(w) = &s.buffered_direct_why
             {
@@ -456,8 +516,9 @@ impl Report {
             let _ = writeln!(
                 s,
                 "I/O dependencies measured by iotrex sensitivity (rank->rank that waits for its \
-                 I/O): {}; this replay orders ranks only by the MPI calls it replays, not by these",
-                self.io_dependencies.join(" ")
+                 I/O): {} ; {}",
+                self.io_dependencies.join(" "),
+                self.io_deps.render()
             );
         }
         if let Some(p) = &self.prediction {

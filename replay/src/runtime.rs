@@ -58,4 +58,16 @@ pub trait Runtime: FileEnv {
     ) -> Result<u64, String> {
         self.mpiio(e, path, files, fx, data)
     }
+
+    /// Tells ranks `to` that this rank has ended its first `count` I/O calls (the measured
+    /// dependencies, [`crate::deps`]). A runtime that cannot carry the signal says so.
+    fn io_ended(&mut self, _count: u32, _to: &[u32]) -> Result<(), String> {
+        Err("this runtime cannot honour I/O dependencies".into())
+    }
+
+    /// Waits until rank `from` has said it ended its first `count` I/O calls. Returns
+    /// whether it had to wait (the calls had not all ended yet when asked).
+    fn wait_io(&mut self, _from: u32, _count: u32) -> Result<bool, String> {
+        Err("this runtime cannot honour I/O dependencies".into())
+    }
 }

@@ -381,14 +381,19 @@ fn replay_once(
             )
         })
         .flatten();
+    let deps = opts
+        .io_deps
+        .then(|| replay::deps::IoDeps::of(tf, replay::nranks(tf)))
+        .flatten()
+        .map(std::sync::Arc::new);
+    // Collective (a communicator of its own), before the timed run.
+    let rt = mpi_glue::MpiRuntime::new(*p)
+        .with_cache_hints(&tf.header)
+        .with_io_deps(deps.is_some())
+        .map_err(|m| (ReplayError::Mpi(m), true))?;
     barrier(p);
     let t0 = Instant::now();
-    let mut engine = RankEngine::new(
-        rank as u32,
-        opts,
-        root,
-        mpi_glue::MpiRuntime::new(*p).with_cache_hints(&tf.header),
-    );
+    let mut engine = RankEngine::new(rank as u32, opts, root, rt).with_deps(deps);
     if bar.is_some() {
         engine = engine.with_progress(done);
     }

@@ -48,6 +48,9 @@
 //! - a run value of the calling process's own pid ([`crate::runvalue::RunKind::OwnPid`], run
 //!   value kind 4) is minor 13 ([`OWN_PID_MINOR`]), and so is the header's `shared_machines`
 //!   (the 10th field).
+//! - the sensitivity's `bandwidth` (an 8th element of its array, the run with the I/O held
+//!   to a bandwidth) is minor 14 ([`SENSITIVITY_BANDWIDTH_MINOR`]): a result that holds one
+//!   is written with at least that minor, one that holds none as before.
 //!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
@@ -71,12 +74,13 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 13, a run
-/// value of a process's own pid and the header's `shared_machines`; 12, the header's
-/// `sensitivity`; 11, off-CPU time in the gaps; 10, run values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
+/// The newest minor version this build writes and reads (see the module's text): 14, the
+/// sensitivity's `bandwidth`; 13, a run value of a process's own pid and the header's
+/// `shared_machines`; 12, the header's `sensitivity`; 11, off-CPU time in the gaps; 10, run
+/// values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
 /// records laid out by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both
 /// format versions store the header alike, so one minor counts for both.
-pub const FORMAT_MINOR: u32 = OWN_PID_MINOR;
+pub const FORMAT_MINOR: u32 = SENSITIVITY_BANDWIDTH_MINOR;
 /// The minor version of a file whose trace holds a run value of kind
 /// [`crate::runvalue::RunKind::OwnPid`] (a kind older readers do not know), or whose header
 /// holds `shared_machines` (its 10th field after version 1's eight).
@@ -98,6 +102,10 @@ pub const NODE_LAYOUT_MINOR: u32 = 9;
 /// The minor version of a file whose header holds `sensitivity` (its 9th field after version
 /// 1's eight; 10 was taken by run values, 11 is kept for the compute-time records).
 pub const SENSITIVITY_MINOR: u32 = 12;
+/// The minor version of a file whose `sensitivity` holds its `bandwidth` run
+/// ([`crate::sensitivity::BandwidthRun`]), an element older readers cannot decode. A file
+/// without one keeps the minor (and the bytes) it had.
+pub const SENSITIVITY_BANDWIDTH_MINOR: u32 = 14;
 
 /// The minor version of a file whose last header field is the `later`-th after version 1's
 /// eight: 0 up to `node_cores` (before the rule), the field's number up to `run_id`, its
@@ -545,6 +553,14 @@ impl TraceFile {
         minor = minor.max(crate::runvalue::minor_needed(&self.trace.nodes));
         if self.holds_gap_waits() {
             minor = minor.max(GAP_WAITS_MINOR);
+        }
+        if self
+            .header
+            .sensitivity
+            .as_ref()
+            .is_some_and(|s| s.bandwidth.is_some())
+        {
+            minor = minor.max(SENSITIVITY_BANDWIDTH_MINOR);
         }
         minor
     }

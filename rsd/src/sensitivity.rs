@@ -6,8 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The variable `iotrex sensitivity` sets for the ranks: `DELAY_NS@RANKS`, `RANKS` being
-/// `all` or a rank list (`0-3`, `1,5`, as [`crate::RankSet::parse`]). Absent: no delay.
+/// The variable `iotrex sensitivity` sets for the ranks: `DELAY_NS@RANKS` or
+/// `DELAY_NS/BYTES_PER_S@RANKS`, `RANKS` being `all` or a rank list (`0-3`, `1,5`, as
+/// [`crate::RankSet::parse`]). Absent: no delay.
 pub const THROTTLE_VAR: &str = "IOTREX_THROTTLE";
 
 /// What [`THROTTLE_VAR`] asks of the tracer.
@@ -15,6 +16,9 @@ pub const THROTTLE_VAR: &str = "IOTREX_THROTTLE";
 pub struct Throttle {
     /// Added before each I/O call the application makes, ns.
     pub delay_ns: u64,
+    /// A bandwidth each I/O call is held to, bytes/s (0: none): a call that moved `b` bytes
+    /// is followed by a sleep of `b` / this, as if the storage had lost that bandwidth.
+    pub bps: u64,
     /// The ranks whose I/O is delayed; `None`: all.
     pub ranks: Option<Vec<u32>>,
 }
@@ -22,19 +26,31 @@ pub struct Throttle {
 impl Throttle {
     /// The variable's value.
     pub fn to_var(&self) -> String {
+        let what = match self.bps {
+            0 => self.delay_ns.to_string(),
+            bps => format!("{}/{bps}", self.delay_ns),
+        };
         match &self.ranks {
-            None => format!("{}@all", self.delay_ns),
+            None => format!("{what}@all"),
             Some(r) => {
                 let list: Vec<String> = r.iter().map(u32::to_string).collect();
-                format!("{}@{}", self.delay_ns, list.join(","))
+                format!("{what}@{}", list.join(","))
             }
         }
     }
 
     /// Parses the variable's value.
     pub fn parse(s: &str) -> Result<Throttle, String> {
-        let bad = || format!("bad {THROTTLE_VAR} `{s}`: use DELAY_NS@all or DELAY_NS@0,2-3");
+        let bad = || {
+            format!(
+                "bad {THROTTLE_VAR} `{s}`: use DELAY_NS@all, DELAY_NS@0,2-3 or DELAY_NS/BYTES_PER_S@all"
+            )
+        };
         let (d, r) = s.trim().split_once('@').ok_or_else(bad)?;
+        let (d, bps) = match d.split_once('/') {
+            Some((d, b)) => (d, b.trim().parse::<u64>().map_err(|_| bad())?),
+            None => (d, 0),
+        };
         let delay_ns = d.trim().parse::<u64>().map_err(|_| bad())?;
         let ranks = match r.trim() {
             "all" => None,
@@ -43,15 +59,57 @@ impl Throttle {
                 Some(set.to_vec())
             }
         };
-        Ok(Throttle { delay_ns, ranks })
+        Ok(Throttle {
+            delay_ns,
+            bps,
+            ranks,
+        })
     }
 
     /// The delay for `rank`'s I/O calls (0: none).
     pub fn delay_for(&self, rank: u32) -> u64 {
-        match &self.ranks {
-            Some(r) if !r.contains(&rank) => 0,
-            _ => self.delay_ns,
+        if self.applies_to(rank) {
+            self.delay_ns
+        } else {
+            0
         }
+    }
+
+    /// The bandwidth `rank`'s I/O calls are held to, bytes/s (0: none).
+    pub fn bps_for(&self, rank: u32) -> u64 {
+        if self.applies_to(rank) { self.bps } else { 0 }
+    }
+
+    fn applies_to(&self, rank: u32) -> bool {
+        self.ranks.as_ref().is_none_or(|r| r.contains(&rank))
+    }
+}
+
+/// The sleep after an I/O call that moved `bytes`, held to `bps` bytes/s, ns.
+pub fn bandwidth_delay_ns(bytes: u64, bps: u64) -> u64 {
+    if bps == 0 {
+        return 0;
+    }
+    (u128::from(bytes) * 1_000_000_000 / u128::from(bps)).min(u128::from(u64::MAX)) as u64
+}
+
+/// The run with every rank's I/O held to a bandwidth (`iotrex sensitivity --bandwidth`):
+/// the header's `sensitivity.bandwidth`, minor version 13.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BandwidthRun {
+    /// The bandwidth each I/O call was held to: it was followed by a sleep of its bytes over
+    /// this, bytes/s.
+    pub bps: u64,
+    /// The program's wall time so (median of the repeats), ns.
+    pub wall_ns: u64,
+    /// The most bytes one rank's I/O calls moved: its added time was this over `bps`.
+    pub max_bytes: u64,
+}
+
+impl BandwidthRun {
+    /// One rank's added time: its bytes over the bandwidth, ns.
+    pub fn added_ns(&self) -> u64 {
+        bandwidth_delay_ns(self.max_bytes, self.bps)
     }
 }
 
@@ -75,6 +133,10 @@ pub struct Sensitivity {
     pub max_calls: u32,
     /// Which rank's I/O which rank's progress waited for, after transitive reduction.
     pub deps: Vec<Dependency>,
+    /// The run with every rank's I/O held to a bandwidth, when measured (minor version 13;
+    /// left out of the file when absent, so that a result without it keeps minor 12's bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<BandwidthRun>,
 }
 
 /// Rank `to`'s I/O call number `at` (0-based, counting its I/O calls) started only after the
@@ -105,6 +167,15 @@ impl Sensitivity {
         self.calls_on_path() / f64::from(self.max_calls.max(1))
     }
 
+    /// Run-time growth per lost bandwidth: how much the run grew with every rank's I/O held
+    /// to the bandwidth, over one rank's added time (its bytes over the bandwidth): 1 when the
+    /// run grew by the busiest rank's added transfer time, above 1 when ranks' transfers are
+    /// serialised, below when they overlap compute or each other. `None`: not measured.
+    pub fn growth_per_bandwidth(&self) -> Option<f64> {
+        let b = self.bandwidth.as_ref()?;
+        Some((b.wall_ns as f64 - self.base_ns as f64) / b.added_ns().max(1) as f64)
+    }
+
     /// The ordered pairs (from, to) of single-rank dependencies, deduplicated.
     pub fn pairs(&self) -> Vec<(u32, u32)> {
         let mut p: Vec<(u32, u32)> = self
@@ -129,6 +200,17 @@ impl Sensitivity {
             self.calls_on_path(),
             self.growth_per_latency()
         )];
+        if let (Some(b), Some(g)) = (&self.bandwidth, self.growth_per_bandwidth()) {
+            out.push(format!(
+                "I/O held to {:.1} MiB/s: run time {:.3} s -> {:.3} s, {:.2}x the busiest rank's added transfer time ({:.3} s for {:.1} MiB)",
+                b.bps as f64 / 1048576.0,
+                self.base_ns as f64 / 1e9,
+                b.wall_ns as f64 / 1e9,
+                g,
+                b.added_ns() as f64 / 1e9,
+                b.max_bytes as f64 / 1048576.0
+            ));
+        }
         if self.deps.is_empty() {
             out.push("no rank waited for another rank's I/O".into());
         }
@@ -246,14 +328,51 @@ mod tests {
 
     #[test]
     fn throttle_variable_round_trips() {
-        for s in ["20000000@all", "5@0,2,3"] {
+        for s in ["20000000@all", "5@0,2,3", "0/20971520@all", "3/100@1"] {
             assert_eq!(Throttle::parse(s).unwrap().to_var(), s);
         }
+        let t = Throttle::parse("0/1000@1").unwrap();
+        assert_eq!((t.bps_for(1), t.bps_for(0), t.delay_for(1)), (1000, 0, 0));
+        assert_eq!(bandwidth_delay_ns(500, 1000), 500_000_000);
+        assert_eq!(bandwidth_delay_ns(500, 0), 0);
         assert_eq!(Throttle::parse("7@1-2").unwrap().delay_for(2), 7);
         assert_eq!(Throttle::parse("7@1-2").unwrap().delay_for(0), 0);
-        for bad in ["", "7", "x@all", "7@", "7@a"] {
+        for bad in ["", "7", "x@all", "7@", "7@a", "7/x@all", "/5@all"] {
             assert!(Throttle::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn bandwidth_is_left_out_when_absent_and_read_back_when_present() {
+        let mut s = Sensitivity {
+            delay_ns: 5,
+            deps: vec![Dependency {
+                from: vec![0],
+                to: 1,
+                after: 2,
+                at: 0,
+            }],
+            ..Sensitivity::default()
+        };
+        // Without it, minor 12's array of seven fields, byte for byte.
+        let bytes = rmp_serde::to_vec(&s).unwrap();
+        assert_eq!(bytes[0], 0x97);
+        assert_eq!(rmp_serde::from_slice::<Sensitivity>(&bytes).unwrap(), s);
+        s.bandwidth = Some(BandwidthRun {
+            bps: 1 << 20,
+            wall_ns: 3_000_000_000,
+            max_bytes: 1 << 21,
+        });
+        s.base_ns = 1_000_000_000;
+        let bytes = rmp_serde::to_vec(&s).unwrap();
+        assert_eq!(bytes[0], 0x98);
+        assert_eq!(rmp_serde::from_slice::<Sensitivity>(&bytes).unwrap(), s);
+        assert_eq!(s.growth_per_bandwidth(), Some(1.0));
+        assert!(
+            s.lines()[1].contains("I/O held to 1.0 MiB/s"),
+            "{:?}",
+            s.lines()
+        );
     }
 
     /// A token chain of 3 ranks, 2 reads each, d = 10: rank r reads after rank r-1's reads.

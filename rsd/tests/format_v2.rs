@@ -927,6 +927,7 @@ fn golden_sensitivity() -> rsd::sensitivity::Sensitivity {
             dep(vec![1], 2, 9, 4),
             dep(vec![2, 3], 0, 2, 3),
         ],
+        bandwidth: None,
     }
 }
 
@@ -1045,6 +1046,28 @@ fn golden_v2_13_file_holds_an_own_pid_and_a_shared_machine_and_nothing_else_chan
     }
 }
 
+/// Minor version 14, the sensitivity's bandwidth run: a file holding one is written as 2.14
+/// and reads back; the 2.12 file above keeps its minor and bytes (checked there).
+#[test]
+fn a_sensitivity_with_its_bandwidth_run_is_minor_14_and_reads_back() {
+    let (_, v1) = read(&data("v1/spmd_4x10.iotrex"));
+    let mut made = v1.clone();
+    let mut s = golden_sensitivity();
+    s.bandwidth = Some(rsd::sensitivity::BandwidthRun {
+        bps: 20 << 20,
+        wall_ns: 2_100_000_000,
+        max_bytes: 8 << 20,
+    });
+    made.header.sensitivity = Some(s.clone());
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    for enc in [Encoding::V1, Encoding::V2_7] {
+        let b = made.to_bytes_as(enc).unwrap();
+        assert_eq!(word(&b, 12), rsd::format::SENSITIVITY_BANDWIDTH_MINOR);
+        let back = TraceFile::from_bytes(&b, Path::new("v2.14")).unwrap();
+        assert_eq!(back.header.sensitivity, Some(s.clone()));
+    }
+}
+
 fn sensitivity() -> impl Strategy<Value = rsd::sensitivity::Sensitivity> {
     let dep = (
         prop::collection::vec(0u32..64, 1..3),
@@ -1066,9 +1089,10 @@ fn sensitivity() -> impl Strategy<Value = rsd::sensitivity::Sensitivity> {
         any::<u64>(),
         any::<u32>(),
         prop::collection::vec(dep, 0..8),
+        prop::option::of((any::<u64>(), any::<u64>(), any::<u64>())),
     )
         .prop_map(
-            |(delay_ns, runs, groups, base_ns, all_ns, max_calls, deps)| {
+            |(delay_ns, runs, groups, base_ns, all_ns, max_calls, deps, bw)| {
                 rsd::sensitivity::Sensitivity {
                     delay_ns,
                     runs,
@@ -1077,6 +1101,11 @@ fn sensitivity() -> impl Strategy<Value = rsd::sensitivity::Sensitivity> {
                     all_ns,
                     max_calls,
                     deps,
+                    bandwidth: bw.map(|(bps, wall_ns, max_bytes)| rsd::sensitivity::BandwidthRun {
+                        bps,
+                        wall_ns,
+                        max_bytes,
+                    }),
                 }
             },
         )
@@ -1085,9 +1114,9 @@ fn sensitivity() -> impl Strategy<Value = rsd::sensitivity::Sensitivity> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
 
-    /// A header with a sensitivity round-trips in both versions as minor 12 (with a node
-    /// layout before it or not) and re-encodes to its bytes; without it, the file is what it
-    /// was before.
+    /// A header with a sensitivity round-trips in both versions as minor 12, or 14 with its
+    /// bandwidth run (with a node layout before it or not) and re-encodes to its bytes;
+    /// without it, the file is what it was before.
     #[test]
     fn sensitivity_round_trips(
         header in header(),
@@ -1101,10 +1130,11 @@ proptest! {
             plain.header.node_layout = Some(l);
         }
         let mut tf = plain.clone();
+        let minor = if sens.bandwidth.is_some() { 14 } else { 12 };
         tf.header.sensitivity = Some(sens);
         for enc in [Encoding::V2_7, Encoding::V1] {
             let b = tf.to_bytes_as(enc).unwrap();
-            prop_assert_eq!(u32::from_le_bytes(b[12..16].try_into().unwrap()), 12);
+            prop_assert_eq!(u32::from_le_bytes(b[12..16].try_into().unwrap()), minor);
             let back = TraceFile::from_bytes(&b, Path::new("mem")).unwrap();
             prop_assert_eq!(&back.header.sensitivity, &tf.header.sensitivity);
             prop_assert_eq!(&back.header.node_layout, &tf.header.node_layout);

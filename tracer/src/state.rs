@@ -697,11 +697,15 @@ pub fn record<P: AsRef<[i64]>>(
 ) {
     let mut out = None;
     let mut read_after = false;
+    let mut owed = 0;
     with_state(|st| {
         let (params, path) = build(st)?;
         let params = params.as_ref();
         let path = path.map(|p| st.norm_path(p));
         let dur = call.t1.saturating_sub(call.t0);
+        if !child {
+            owed = crate::throttle::owed(call.op, params);
+        }
         let event = |path, gap_ns| RawEvent {
             op: call.op,
             sig: call.sig,
@@ -732,6 +736,7 @@ pub fn record<P: AsRef<[i64]>>(
         // Outside the lock: the reading is a few system calls.
         crate::waits::read_at_end();
     }
+    crate::throttle::settle(owed);
     if let Some(ev) = out {
         push_child(ev, call.t0, call.t1);
     }
@@ -846,9 +851,11 @@ pub fn record_parent(
     build: impl FnOnce(&mut State) -> Option<(Vec<i64>, Option<String>)>,
 ) {
     let mut read_after = false;
+    let mut owed = 0;
     with_state(|st| {
         let (params, path) = build(st)?;
         let path = path.map(|p| st.norm_path(p));
+        owed = crate::throttle::owed(call.op, &params);
         let gap = call.t0.saturating_sub(st.last_end);
         st.last_end = call.t1;
         let (waits, read) = crate::waits::in_gap(call.t0, call.t1, gap);
@@ -872,6 +879,7 @@ pub fn record_parent(
     if read_after {
         crate::waits::read_at_end();
     }
+    crate::throttle::settle(owed);
 }
 
 #[cfg(test)]

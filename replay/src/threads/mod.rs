@@ -26,8 +26,8 @@ use rsd::op::{Creation as Made, Op, P2p, Param};
 use rsd::trace::FlatEvent;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// How often a blocked thread checks whether the replay was aborted.
@@ -55,6 +55,13 @@ pub struct Shared {
     /// Intercomm_create), keyed by (parent uid, tag or kind, members, occurrence): the first
     /// member to arrive builds it, the last one to take it removes the entry.
     listed: Mutex<HashMap<ListedKey, (Arc<CommObj>, usize)>>,
+    /// Each rank's count of I/O calls ended, as last signalled ([`crate::deps`]); written
+    /// under `io_lock`, so that a rank waiting on `io_cv` never misses a signal.
+    io_done: Vec<AtomicU32>,
+    io_lock: Mutex<()>,
+    io_cv: Condvar,
+    /// The dependencies every rank honours, set once before the ranks start.
+    pub io_deps: std::sync::OnceLock<Arc<crate::deps::IoDeps>>,
 }
 
 /// (parent uid, tag or kind, members in order, occurrence of this key at each member).
@@ -84,6 +91,10 @@ impl Shared {
             nfinished: AtomicUsize::new(0),
             children_io: AtomicBool::new(false),
             listed: Mutex::new(HashMap::new()),
+            io_done: (0..nranks).map(|_| AtomicU32::new(0)).collect(),
+            io_lock: Mutex::new(()),
+            io_cv: Condvar::new(),
+            io_deps: std::sync::OnceLock::new(),
         })
     }
 
@@ -112,6 +123,55 @@ impl Shared {
         }
         *seen = now;
         self.check(members)
+    }
+
+    /// Rank `rank` has ended `count` I/O calls: the ranks `to` waiting for it re-check.
+    fn io_ended(&self, rank: u32, count: u32, to: &[u32]) -> Result<(), String> {
+        let done = self.io_done.get(rank as usize).ok_or("rank out of range")?;
+        {
+            let _g = self.io_lock.lock().map_err(|_| "poisoned I/O signal")?;
+            done.fetch_max(count, Ordering::SeqCst);
+            self.io_cv.notify_all();
+        }
+        crate::sched::notify_tasks(to.iter().map(|&r| r as usize));
+        Ok(())
+    }
+
+    /// Waits until rank `from` has ended `count` I/O calls; whether it had to wait. A rank
+    /// that finished short of them never will: an error naming it.
+    fn wait_io(&self, from: u32, count: u32) -> Result<bool, String> {
+        let done = self.io_done.get(from as usize).ok_or("rank out of range")?;
+        let reached = || done.load(Ordering::SeqCst) >= count;
+        if reached() {
+            return Ok(false);
+        }
+        let gone = || -> Result<(), String> {
+            self.check(&[])?;
+            if self.finished[from as usize].load(Ordering::SeqCst) && !reached() {
+                return Err(format!(
+                    "rank {from} finished before ending the {count} I/O calls this call waits for"
+                ));
+            }
+            Ok(())
+        };
+        if crate::sched::in_task() {
+            return crate::sched::wait_until(|| {
+                if reached() {
+                    return Some(Ok(true));
+                }
+                gone().err().map(Err)
+            });
+        }
+        let mut g = self.io_lock.lock().map_err(|_| "poisoned I/O signal")?;
+        while !reached() {
+            gone()?;
+            g = self
+                .io_cv
+                .wait_timeout(g, POLL)
+                .map_err(|_| "poisoned I/O signal")?
+                .0;
+        }
+        Ok(true)
     }
 
     fn check(&self, members: &[u32]) -> Result<(), String> {
@@ -251,6 +311,14 @@ fn collective_op(op: Op) -> bool {
 }
 
 impl Runtime for ThreadsRuntime {
+    fn io_ended(&mut self, count: u32, to: &[u32]) -> Result<(), String> {
+        self.sh.io_ended(self.rank, count, to)
+    }
+
+    fn wait_io(&mut self, from: u32, count: u32) -> Result<bool, String> {
+        self.sh.wait_io(from, count)
+    }
+
     fn mpiio(
         &mut self,
         e: &FlatEvent,

@@ -21,6 +21,7 @@ mod coll;
 mod comm;
 mod datatypes;
 mod file;
+mod iodeps;
 mod local;
 mod neighbor;
 mod p2p;
@@ -149,6 +150,8 @@ pub struct MpiRuntime {
     /// The hints of each traced file that say how its data will be accessed
     /// ([`file::CACHE_HINTS`]), passed to its open as the program passed them.
     cache_hints: HashMap<String, Vec<(String, String)>>,
+    /// The signals of the measured I/O dependencies, when the replay honours some.
+    io: Option<iodeps::IoSignals>,
 }
 
 fn len(n: i64) -> c_int {
@@ -174,7 +177,17 @@ impl MpiRuntime {
             attached: None,
             split: HashMap::new(),
             cache_hints: HashMap::new(),
+            io: None,
         }
+    }
+
+    /// Carries the measured I/O dependencies' signals (`on`: the replay honours some; the
+    /// same on every rank, since the communicator it copies is made collectively).
+    pub fn with_io_deps(mut self, on: bool) -> Result<MpiRuntime, String> {
+        if on {
+            self.io = Some(iodeps::IoSignals::new(&self.p)?);
+        }
+        Ok(self)
     }
 
     /// Passes each file's access hints the trace recorded (rank 0's files) to its opens.
@@ -185,6 +198,9 @@ impl MpiRuntime {
 
     /// Frees what the replay opened and MPI still holds, before `MPI_Finalize`.
     pub fn finish(&mut self) {
+        if let Some(mut io) = self.io.take() {
+            io.finish(&self.p);
+        }
         let _ = self.wait(None);
         let _ = self.detach();
         for (_, mut r) in self.persist.drain() {
@@ -213,6 +229,22 @@ impl MpiRuntime {
 impl FileEnv for MpiRuntime {}
 
 impl Runtime for MpiRuntime {
+    fn io_ended(&mut self, count: u32, to: &[u32]) -> Result<(), String> {
+        let p = self.p;
+        match &mut self.io {
+            Some(io) => io.ended(&p, count, to),
+            None => Err("no communicator for I/O dependencies".into()),
+        }
+    }
+
+    fn wait_io(&mut self, from: u32, count: u32) -> Result<bool, String> {
+        let p = self.p;
+        match &mut self.io {
+            Some(io) => io.wait(&p, from, count),
+            None => Err("no communicator for I/O dependencies".into()),
+        }
+    }
+
     fn mpiio(
         &mut self,
         e: &FlatEvent,
