@@ -542,6 +542,21 @@ pub(crate) fn insert(
     p: &Plan,
     max_memory: u64,
 ) -> Result<Vec<Explain>, Underived> {
+    match insert_with(tf, p, max_memory, true)? {
+        Some(ex) => Ok(ex),
+        None => Ok(insert_with(tf, p, max_memory, false)?.unwrap_or_default()),
+    }
+}
+
+/// [`insert`]; with `sampling`, the nested calls of the ranks that are no sample are not
+/// kept while every collective call so far allows [`Sampled`], and `None` says that one did
+/// not in the end (run again without).
+fn insert_with(
+    tf: &mut TraceFile,
+    p: &Plan,
+    max_memory: u64,
+    sampling: bool,
+) -> Result<Option<Vec<Explain>>, Underived> {
     let np = tf.header.nranks;
     let trace = &tf.trace;
     let cut = intervals(&trace.nodes, np)
@@ -585,6 +600,7 @@ pub(crate) fn insert(
     let mut with_calls = vec![false; np as usize];
     // The bytes the nested calls the model gave take while they are held.
     let mut held = 0u64;
+    let mut skipped = false;
     for key in keys {
         let sites: BTreeSet<Site> = parts.iter().map(|q| q.calls[key].site).collect();
         let is_derived = sites.iter().filter(|s| p.derived.contains(s)).count();
@@ -645,7 +661,16 @@ pub(crate) fn insert(
         }
         let site = parts[0].calls[key].site;
         if from_samples.is_some() && !sampled.holds(p, site, out.route, &out.calls) {
+            if skipped {
+                return Ok(None);
+            }
             from_samples = None;
+        }
+        // Every rank's calls kept only where the samples may not stand for them.
+        let keep = !(sampling && from_samples.is_some());
+        if !keep {
+            skipped = true;
+            held = 0;
         }
         if let Some(m) = &mut from_samples {
             for r in sampled.ranks() {
@@ -661,7 +686,7 @@ pub(crate) fn insert(
                 continue;
             }
             with_calls[r] = true;
-            if too_many.is_none() {
+            if keep && too_many.is_none() {
                 derived
                     .entry(r as u32)
                     .or_default()
@@ -690,8 +715,9 @@ pub(crate) fn insert(
             Ok(t) => {
                 tf.trace = t;
                 record_made_up(&mut tf.header, notes);
-                return Ok(explain.into_values().collect());
+                return Ok(Some(explain.into_values().collect()));
             }
+            Err(Underived::Why(_)) if skipped => return Ok(None),
             Err(Underived::Why(why)) if too_many.is_some() => {
                 return Err(Underived::Why(format!(
                     "{}; from a few ranks of each interval: {why}",
@@ -701,6 +727,9 @@ pub(crate) fn insert(
             Err(Underived::Why(_)) => {}
             Err(e) => return Err(e),
         }
+    }
+    if skipped {
+        return Ok(None);
     }
     if let Some(why) = too_many {
         return Err(Underived::Why(why));
@@ -718,14 +747,14 @@ pub(crate) fn insert(
         Ok(t) => {
             tf.trace = t;
             record_made_up(&mut tf.header, notes);
-            return Ok(explain.into_values().collect());
+            return Ok(Some(explain.into_values().collect()));
         }
         Err(Underived::Why(_)) => {}
         Err(e) => return Err(e),
     }
     tf.trace = reexpanded(trace, p, &derived, np, &mut made_up)?;
     record_made_up(&mut tf.header, made_up);
-    Ok(explain.into_values().collect())
+    Ok(Some(explain.into_values().collect()))
 }
 
 /// Collective call `key` (path, index) as the model takes it: every rank's regions, starts
