@@ -72,6 +72,12 @@ pub struct ExtrapArgs {
     /// passes of the extrapolation that acted, in the order they ran (`passes` in --json).
     #[arg(long)]
     pub explain: bool,
+    /// The most memory the parts of the extrapolation that do not stay compressed may take
+    /// (bytes, or with K, M, G, T: KiB to TiB), such as a layer of collective buffering whose
+    /// nested calls are one per rank's request: past it extrap refuses before it starts them,
+    /// naming the part and the memory it would take. Default: half the machine's memory.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_memory: Option<u64>,
     /// When the inputs disagree in structure (a scale took another path), extrapolate from
     /// the largest group of at least 3 scales that agree with each other instead of refusing;
     /// the output's header (its provenance, and a note) lists the scales used and dropped.
@@ -204,7 +210,8 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
         } else {
             extrap::Inconsistent::Refuse
         })
-        .oracle(crate::oracle::next_to_this_binary());
+        .oracle(crate::oracle::next_to_this_binary())
+        .max_memory(a.max_memory);
     let x = extrap::run(&req, &inputs)?;
     for g in &x.summarised {
         eprintln!("note: --approx-unfit: {g} fits no exact model; summarised");
@@ -260,6 +267,31 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
 /// Says which parameters named with --ignore no input summarised: extrap summarises them
 /// itself, after checking its models of the MPI library against the exact values, so what
 /// the user named is looked for here once, for the notes.
+/// `--max-memory`'s size: a byte count, or a number with K, M, G or T (KiB to TiB).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("{s:?}: the unit must be K, M, G or T")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (bytes, or a number with K, M, G or T)"))?;
+    if !(n.is_finite() && n > 0.0) {
+        return Err(format!("{s:?}: the size must be more than 0"));
+    }
+    Ok((n * (1u64 << shift) as f64).min(u64::MAX as f64) as u64)
+}
+
 fn note_ignored_unused(inputs: &[Input], ignored: &[extrap::approx::Ignore]) {
     if ignored.is_empty() {
         return;

@@ -68,6 +68,69 @@ fn ior_collective_under_romio_to_more_nodes() {
     ior_collective_under_romio(Grow::Nodes);
 }
 
+/// The same inputs (2, 3, 4, 5 nodes x 2) to targets of 32 ranks per node: the derivation
+/// that works the nested calls out at a few ranks of each rank interval (every rank writes on
+/// its own: from 1,024 ranks on) gives every rank the calls the per-rank one gives it, at 64,
+/// 1,024 and 4,096 ranks; at 2^20 ranks (32,768 nodes) the calls are still derived, not
+/// fitted, within twice the largest input's bytes.
+#[test]
+fn ior_collective_under_romio_at_32_ranks_per_node() {
+    use extrap::diff::{DiffOptions, diff};
+    use extrap::{Derivation, Input, Request, TargetShape};
+    let p = ior_romio();
+    let paths: Vec<_> = scales(Grow::Nodes)
+        .iter()
+        .map(|&k| common::nodes::trace(&p, Grow::Nodes, k))
+        .collect();
+    let ins: Vec<Input> = (paths.iter())
+        .map(|f| Input {
+            name: f.display().to_string(),
+            file: rsd::TraceFile::read(f).unwrap(),
+        })
+        .collect();
+    let with = |t: u32, how: Derivation| {
+        let req = Request::new(t)
+            .shape(Some(TargetShape::RanksPerNode(32)))
+            .derivation(how);
+        extrap::run(&req, &ins).unwrap_or_else(|e| panic!("{how:?} at {t}: {e}"))
+    };
+    for t in [64, 1024, 4096] {
+        let comp = with(t, Derivation::Compressed);
+        let full = with(t, Derivation::PerRank);
+        assert!(
+            comp.explain
+                .iter()
+                .any(|e| e.model.contains("in compressed form")),
+            "at {t}: {:?}",
+            comp.explain.first()
+        );
+        let r = diff(&comp.file, &full.file, &DiffOptions::default());
+        assert!(r.identical, "at {t}: {:?}", r.differences);
+    }
+    let x = with(1 << 20, Derivation::Auto);
+    assert!(
+        x.explain
+            .iter()
+            .any(|e| e.model.contains("in compressed form")),
+        "{:?}",
+        x.explain.first()
+    );
+    let notes = &x.file.header.notes;
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.starts_with(extrap::FITTED_NOT_DERIVED)),
+        "{notes:?}"
+    );
+    let largest = paths.iter().map(|f| f.metadata().unwrap().len()).max();
+    let dir = common::scratch();
+    let size = x.file.write(&dir.path().join("x.iotrex")).unwrap();
+    assert!(
+        size <= 2 * largest.unwrap(),
+        "{size} B, inputs up to {largest:?} B"
+    );
+}
+
 /// HDF5's interleaved collective writes: ROMIO's two-phase aggregators, one per node of the
 /// target, `aggregators` as `extrap --explain` names them.
 fn hdf5_under_romio(grow: Grow, aggregators: &str) {

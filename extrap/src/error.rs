@@ -5,6 +5,9 @@ mod refusal;
 pub use crate::consistent::{Differing, ScaleGroup, ScaleGroups};
 pub use refusal::{Guess, Irregular, Quantity, Reason, Reasons, Shape, Site, Unusable};
 
+/// Bytes in a GiB, as the memory bound is said.
+const GIB: f64 = (1u64 << 30) as f64;
+
 /// Why an extrapolation was refused or could not start. Serialized (`iotrex --json extrap`),
 /// each variant is an object of its fields, with its name in snake case as `kind`.
 #[derive(Debug, thiserror::Error, serde::Serialize)]
@@ -122,6 +125,24 @@ pub enum ExtrapError {
         tried: String,
         /// What would help.
         hint: String,
+    },
+    /// A part of the extrapolation that does not stay compressed would take more memory than
+    /// `--max-memory` allows: refused before it starts.
+    #[error(
+        "extrapolating to {target} ranks would take about {:.1} GiB for {part}, more than \
+         --max-memory ({:.1} GiB)",
+        *needs as f64 / GIB,
+        *max as f64 / GIB
+    )]
+    OverMemory {
+        /// The target rank count.
+        target: u32,
+        /// The part of the trace that does not stay compressed, and why.
+        part: String,
+        /// The bytes it would take (an estimate).
+        needs: u64,
+        /// The bound (`--max-memory`).
+        max: u64,
     },
     /// The MPI library's configuration for a file (its hints, the control variables)
     /// differs between the inputs: the collective calls' nested I/O depends on it.
@@ -286,6 +307,10 @@ impl ExtrapError {
             ExtrapError::StructureDiffers { .. } => Some(
                 "the program takes a different path at different scales; trace scales where it \
                  behaves alike, or extrapolate from the scales that agree",
+            ),
+            ExtrapError::OverMemory { .. } => Some(
+                "extrapolate to fewer ranks, or raise --max-memory (it defaults to half the \
+                 machine's memory) on a machine that has it",
             ),
             ExtrapError::ConfigDiffers { .. } => Some(
                 "trace every scale with the same MPI-IO hints and library settings (a hint the \

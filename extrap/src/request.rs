@@ -55,6 +55,20 @@ pub struct Request {
     /// per node where every input has the same, one node where every input ran on one
     /// ([`crate::nodes::target`]).
     pub shape: Option<TargetShape>,
+    /// The most memory, in bytes, the parts of the extrapolation that do not stay compressed
+    /// may take (`--max-memory`): past it the extrapolation refuses before it starts them,
+    /// naming the part. `None`: half the machine's memory ([`default_max_memory`]).
+    pub max_memory: Option<u64>,
+}
+
+/// Half the machine's memory (`MemTotal` of `/proc/meminfo`): the default `--max-memory`. On
+/// a system without `/proc/meminfo` there is no default bound.
+pub fn default_max_memory() -> u64 {
+    let kb = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        line.split_whitespace().nth(1)?.parse::<u64>().ok()
+    });
+    kb.map_or(u64::MAX, |kb| kb.saturating_mul(1024) / 2)
 }
 
 impl Request {
@@ -69,7 +83,14 @@ impl Request {
             derivation: Derivation::default(),
             oracle: None,
             shape: None,
+            max_memory: None,
         }
+    }
+
+    /// This request with at most `bytes` of memory for the parts that do not stay compressed.
+    pub fn max_memory(mut self, bytes: Option<u64>) -> Request {
+        self.max_memory = bytes;
+        self
     }
 
     /// This request with the models `models`.
@@ -139,6 +160,8 @@ pub(crate) struct Cx<'a> {
     pub(crate) lifts: Option<&'a rsd::trace::Lifts>,
     /// The target's node layout, where known.
     pub(crate) layout: Option<Layout>,
+    /// The most memory, in bytes, the parts that do not stay compressed may take.
+    pub(crate) max_memory: u64,
 }
 
 impl<'a> Cx<'a> {
@@ -193,6 +216,7 @@ fn once(
         target: req.target,
         models: &req.models,
         how: req.derivation,
+        max_memory: req.max_memory.unwrap_or_else(default_max_memory),
         ignored,
         inconsistent: req.inconsistent,
         oracle,

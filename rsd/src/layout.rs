@@ -399,6 +399,11 @@ pub fn recognise(trace: &mut Trace) -> Vec<Recognised> {
 /// files where the inputs had the model are known, not found.
 pub fn files(trace: &Trace) -> HashSet<(usize, i64)> {
     let mut out = HashSet::new();
+    // Without any write on the model the answer is known without expanding every rank's
+    // calls (`collect`), which at an extrapolation's target of 2^20 ranks took seconds.
+    if !any_model(&trace.nodes) {
+        return out;
+    }
     for (file, calls) in collect(trace) {
         if calls.values().flatten().any(|(_, c)| {
             event_ref(&trace.nodes, &c.path).is_some_and(|e| model(e).is_some())
@@ -426,6 +431,14 @@ fn triggers(e: &Event) -> bool {
         !e.params[l.size].is_approx()
             && !e.params[l.extent].is_approx()
             && irregular(&e.params[l.offset])
+    })
+}
+
+/// Whether some write of `nodes` (in loops, or a call's children) holds the model.
+fn any_model(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => model(e).is_some() || any_model(&e.children),
+        NodeKind::Loop(l) => any_model(&l.body),
     })
 }
 

@@ -821,6 +821,7 @@ mod tests {
             oracle,
             lifts: None,
             layout: None,
+            max_memory: u64::MAX,
         }
     }
 

@@ -112,7 +112,7 @@ fn derived_around(
     let stripped: Vec<Vec<&Input>> = stripped.iter().map(|g| g.iter().collect()).collect();
     let mut out = fit(&stripped).map_err(with_model)?;
     match prefix::keeping_model(&mut out.file, |f| {
-        derive::insert(cx.lifts, f, &plan, cx.how)
+        derive::insert(cx.lifts, f, &plan, cx.how, cx.max_memory)
     }) {
         Ok(ex) => {
             for (k, e) in ex.into_iter().enumerate() {
@@ -126,7 +126,13 @@ fn derived_around(
             out.acted(PassId::CollectiveBuffering);
             Ok(out)
         }
-        Err(why) => {
+        Err(derive::Underived::OverMemory { part, needs }) => Err(ExtrapError::OverMemory {
+            target,
+            part,
+            needs,
+            max: cx.max_memory,
+        }),
+        Err(derive::Underived::Why(why)) => {
             let at_target =
                 format!("the nested calls of the collective writes at {target} ranks: {why}");
             match stage.refuse_underived(&at_target) {
@@ -135,7 +141,12 @@ fn derived_around(
                 // The model cannot say what happens at the target: fit the nested calls
                 // instead.
                 None => {
-                    fit(groups).map_err(|e| e.not_derived(&format!("at {target} ranks: {why}")))
+                    let why = format!("at {target} ranks: {why}");
+                    let mut out = fit(groups).map_err(|e| e.not_derived(&why))?;
+                    // Said, as where the inputs cannot be modelled: an output whose nested
+                    // calls were fitted looked derived.
+                    fitted_not_derived(&mut out, &why);
+                    Ok(out)
                 }
             }
         }

@@ -889,37 +889,58 @@ fn why_aggregators(cfg: &Config, np: u32, out: &ompio::Outcome) -> String {
     )
 }
 
+/// Why [`insert`] did not derive the nested calls at the target.
+#[derive(Debug)]
+pub(crate) enum Underived {
+    /// The model cannot say what happens there (the nested calls may be fitted instead).
+    Why(String),
+    /// A part that does not stay compressed would take more memory than the bound: the part
+    /// and the bytes it would take (an estimate). Refused, never fitted instead.
+    OverMemory { part: String, needs: u64 },
+}
+
+impl From<String> for Underived {
+    fn from(why: String) -> Underived {
+        Underived::Why(why)
+    }
+}
+
 /// Puts the model's nested calls into every derived collective call of the extrapolated
-/// trace `tf` (at `tf.header.nranks` ranks), as `how` says. Returns an `--explain` entry per
-/// derived call site, or why the calls cannot be derived at the target.
+/// trace `tf` (at `tf.header.nranks` ranks), as `how` says, in at most about `max_memory`
+/// bytes for the parts that do not stay compressed. Returns an `--explain` entry per derived
+/// call site, or why the calls cannot be derived at the target.
 pub(crate) fn insert(
     lifts: Option<&rsd::trace::Lifts>,
     tf: &mut TraceFile,
     p: &Plan,
     how: Derivation,
-) -> Result<Vec<Explain>, String> {
+    max_memory: u64,
+) -> Result<Vec<Explain>, Underived> {
     let np = tf.header.nranks;
     let per_rank = |tf: &mut TraceFile, why: Option<String>| {
         if np > DERIVE_LIMIT {
             let why = why.map_or(String::new(), |w| format!("{w}; "));
-            return Err(format!(
+            return Err(Underived::Why(format!(
                 "{why}the per-rank derivation expands every rank and runs up to \
                  {DERIVE_LIMIT} ranks only (target {np})"
-            ));
+            )));
         }
-        insert_per_rank(lifts, tf, p)
+        insert_per_rank(lifts, tf, p).map_err(Underived::Why)
     };
     match how {
         Derivation::PerRank => per_rank(tf, None),
-        Derivation::Compressed => scaled::insert(tf, p),
+        Derivation::Compressed => scaled::insert(tf, p, max_memory),
         Derivation::Auto => {
             let mut work = tf.clone();
-            match scaled::insert(&mut work, p) {
+            match scaled::insert(&mut work, p, max_memory) {
                 Ok(ex) => {
                     *tf = work;
                     Ok(ex)
                 }
-                Err(why) => per_rank(tf, Some(format!("the compressed derivation: {why}"))),
+                Err(Underived::Why(why)) => {
+                    per_rank(tf, Some(format!("the compressed derivation: {why}")))
+                }
+                Err(e) => Err(e),
             }
         }
     }

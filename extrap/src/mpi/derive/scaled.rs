@@ -16,7 +16,10 @@
 //! cannot be done, the aggregators are expanded, given their calls, re-compressed and merged
 //! as the tracer would, after the stripped trace restricted to the other ranks.
 
-use super::{Group, MadeUp, Plan, Route, Site, config, issued, model, record_made_up, walk_rank};
+use super::{
+    ChildTemplate, Group, MadeUp, Plan, Route, Site, Underived, config, issued, model,
+    record_made_up, walk_rank,
+};
 
 /// One rank's derived nested calls: per collective call (path, index on that path), the
 /// library's path and the calls.
@@ -35,6 +38,194 @@ const MAX_INTERVALS: usize = 4096;
 /// The most ranks with nested calls (aggregators) this path expands; beyond it the layer
 /// is not compact anyway (OMPIO's `individual` fcoll gives every rank its calls).
 const MAX_AGGREGATORS: usize = 1 << 16;
+
+/// The bytes one nested call takes while the derivation holds it: the model's call, then the
+/// event it is issued as, with its parameters and a run (an estimate for `--max-memory`).
+const NESTED_BYTES: u64 = 256;
+
+/// The bytes every rank's regions of collective call `key` take laid out for the model
+/// (`group_at`): an estimate for `--max-memory`.
+fn regions_bytes(key: &(String, usize), parts: &[IntervalCalls]) -> u64 {
+    parts
+        .iter()
+        .map(|q| {
+            let per_rank = 16 * q.calls[key].access.regions.len() as u64 + 64;
+            u64::from(q.hi - q.lo) * per_rank
+        })
+        .sum()
+}
+
+/// The fewest ranks with nested calls from which they are worked out at a few ranks of each
+/// rank interval and stretched over it ([`Sampled`]) when they allow it; below it every rank
+/// with nested calls is walked.
+const SAMPLED_FROM: usize = 1 << 10;
+
+/// The rank intervals on which the trace is uniform, and the few ranks of each (its first
+/// two and its last) that stand for it where every rank of the interval issues its nested
+/// calls in one shape (the same runs of the same calls, see [`runs`]) with parameters affine
+/// in the rank: a value affine in the rank that is right at two ranks of an interval is right
+/// on all of it. ROMIO's independent accesses give every rank its calls: at 2^20 ranks, walked
+/// and held rank by rank, they were over the aggregators' bound and fitted instead.
+struct Sampled {
+    /// The intervals in rank order; none: every rank stands for itself.
+    cut: Vec<(u32, u32)>,
+}
+
+impl Sampled {
+    fn new(cut: &[(u32, u32)]) -> Sampled {
+        Sampled { cut: cut.to_vec() }
+    }
+
+    /// Every rank for itself (the derivation that walks every rank with nested calls).
+    fn every() -> Sampled {
+        Sampled { cut: Vec::new() }
+    }
+
+    /// The sample ranks of the interval `lo..hi`, in order.
+    fn of(lo: u32, hi: u32) -> Vec<u32> {
+        let mut v = vec![lo, lo + 1, hi - 1];
+        v.retain(|&r| r < hi);
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Every interval's sample ranks.
+    fn ranks(&self) -> impl Iterator<Item = u32> + '_ {
+        self.cut.iter().flat_map(|&(lo, hi)| Sampled::of(lo, hi))
+    }
+
+    fn interval(&self, r: u32) -> Option<(u32, u32)> {
+        let i = self
+            .cut
+            .partition_point(|&(lo, _)| lo <= r)
+            .checked_sub(1)?;
+        let (lo, hi) = self.cut[i];
+        (r < hi).then_some((lo, hi))
+    }
+
+    /// How many ranks the sample `r` stands for: the first of an interval stands for the
+    /// ranks that are no sample.
+    fn weight(&self, r: u32) -> u64 {
+        match self.interval(r) {
+            Some((lo, hi)) if r == lo && !self.cut.is_empty() => {
+                u64::from(hi - lo) + 1 - Sampled::of(lo, hi).len() as u64
+            }
+            _ => 1,
+        }
+    }
+
+    /// The whole intervals whose samples `s` holds, or `None` where it holds some of an
+    /// interval's samples only.
+    fn stretch(&self, s: &RankSet) -> Option<RankSet> {
+        if self.cut.is_empty() {
+            return Some(s.clone());
+        }
+        let v = s.to_vec();
+        let mut out = RankSet::default();
+        let mut i = 0;
+        while i < v.len() {
+            let (lo, hi) = self.interval(v[i])?;
+            let want = Sampled::of(lo, hi);
+            if v.get(i..i + want.len())? != want.as_slice() {
+                return None;
+            }
+            out.union_with(&RankSet {
+                runs: vec![rsd::ranks::Prsd {
+                    start: lo,
+                    dims: vec![(hi - lo, u32::from(hi - lo > 1))],
+                }],
+            });
+            i += want.len();
+        }
+        Some(out)
+    }
+
+    /// A derived loop count and parameters fitted over the samples, stretched over their
+    /// intervals: only constants and lines in the rank hold there.
+    fn stretch_values(
+        &self,
+        iters: Elastic,
+        params: Vec<Elastic>,
+    ) -> Result<(Elastic, Vec<Elastic>), String> {
+        if self.cut.is_empty() {
+            return Ok((iters, params));
+        }
+        let one = |mut e: Elastic| -> Result<Elastic, String> {
+            for g in &mut e.groups {
+                let mut leaves = Vec::new();
+                g.val.leaves(&mut leaves);
+                if let Some(f) = leaves
+                    .iter()
+                    .find(|f| !matches!(f, RankFn::Const(_) | RankFn::Affine { .. }))
+                {
+                    return Err(format!(
+                        "a derived value is {f:?} over the sample ranks, not a line"
+                    ));
+                }
+                g.ranks = self
+                    .stretch(&g.ranks)
+                    .ok_or("a derived value's rank group is not whole rank intervals")?;
+            }
+            Ok(e)
+        };
+        let params = params.into_iter().map(one).collect::<Result<_, _>>()?;
+        Ok((one(iters)?, params))
+    }
+
+    /// Whether every rank of each interval issues `calls` (its calls, per rank, in a
+    /// collective call of `site` on `route`) in one shape, its parameters affine in the rank.
+    fn holds(&self, p: &Plan, site: Site, route: Route, calls: &[Vec<collio::Call>]) -> bool {
+        self.cut.iter().all(|&(lo, hi)| {
+            // The nested calls' call sites, as the derivation gives them: the same on every
+            // rank whose ops are the same.
+            let (mut scratch, mut after, mut sigs) = (BTreeSet::new(), None, Vec::new());
+            for c in &calls[lo as usize] {
+                match p.template(site, route, c, after, &mut scratch) {
+                    Ok(t) => sigs.push(t.sig),
+                    Err(_) => return false,
+                }
+                after = Some(c);
+            }
+            let runs_of = |r: u32| -> Option<Vec<Run>> {
+                let cs = &calls[r as usize];
+                (cs.len() == sigs.len()).then(|| {
+                    let t = |sig| ChildTemplate {
+                        sig,
+                        ..ChildTemplate::default()
+                    };
+                    let ev: Vec<RawEvent> = cs
+                        .iter()
+                        .zip(&sigs)
+                        .map(|(c, &s)| issued(c, 0, &t(s)))
+                        .collect();
+                    runs(&ev)
+                })
+            };
+            let (Some(a), Some(b)) = (runs_of(lo), runs_of((lo + 1).min(hi - 1))) else {
+                return false;
+            };
+            let line = |x: &[i64], y: &[i64], z: &[i64], k: i64| {
+                x.iter()
+                    .zip(y)
+                    .zip(z)
+                    .all(|((x, y), z)| x.wrapping_add(y.wrapping_sub(*x).wrapping_mul(k)) == *z)
+            };
+            (lo + 1..hi).all(|r| {
+                let k = i64::from(r - lo);
+                runs_of(r).is_some_and(|c| {
+                    c.len() == a.len()
+                        && c.iter().zip(a.iter().zip(&b)).all(|(z, (x, y))| {
+                            z.kind() == x.kind()
+                                && z.count == x.count
+                                && line(&x.first, &y.first, &z.first, k)
+                                && line(&x.step, &y.step, &z.step, k)
+                        })
+                })
+            })
+        })
+    }
+}
 
 /// Cuts `0..np` where the trace stops being uniform (see the module's text), or says why it
 /// cannot be cut into such intervals.
@@ -346,7 +537,26 @@ fn restrict(nodes: &[Node], minus: &[u32], memo: &mut HashMap<RankSet, RankSet>)
 
 /// Puts the model's nested calls into every derived collective call of the extrapolated
 /// trace `tf` without expanding every rank (see the module's text), or says why it cannot.
-pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, String> {
+pub(crate) fn insert(
+    tf: &mut TraceFile,
+    p: &Plan,
+    max_memory: u64,
+) -> Result<Vec<Explain>, Underived> {
+    match insert_with(tf, p, max_memory, true)? {
+        Some(ex) => Ok(ex),
+        None => Ok(insert_with(tf, p, max_memory, false)?.unwrap_or_default()),
+    }
+}
+
+/// [`insert`]; with `sampling`, the nested calls of the ranks that are no sample are not
+/// kept while every collective call so far allows [`Sampled`], and `None` says that one did
+/// not in the end (run again without).
+fn insert_with(
+    tf: &mut TraceFile,
+    p: &Plan,
+    max_memory: u64,
+    sampling: bool,
+) -> Result<Option<Vec<Explain>>, Underived> {
     let np = tf.header.nranks;
     let trace = &tf.trace;
     let cut = intervals(&trace.nodes, np)
@@ -369,18 +579,28 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
         .iter()
         .find(|q| q.calls.len() != keys.len() || !keys.iter().all(|k| q.calls.contains_key(*k)))
     {
-        return Err(format!(
+        return Err(Underived::Why(format!(
             "ranks {}-{} and {}-{} make different collective calls",
             parts[0].lo,
             parts[0].hi - 1,
             q.lo,
             q.hi - 1
-        ));
+        )));
     }
     let mut explain: BTreeMap<Site, Explain> = BTreeMap::new();
     let mut made_up = BTreeSet::new();
-    // Per rank with nested calls: (path, index) -> the calls.
+    // Per rank with nested calls: (path, index) -> the calls; past MAX_AGGREGATORS ranks,
+    // why it was given up.
     let mut derived: BTreeMap<u32, RankDerived> = BTreeMap::new();
+    let mut too_many: Option<String> = None;
+    // The same for the sample ranks of each interval, while every rank of each interval
+    // issues its calls in one shape affine in the rank (see `Sampled`).
+    let sampled = Sampled::new(&cut);
+    let mut from_samples: Option<BTreeMap<u32, RankDerived>> = Some(BTreeMap::new());
+    let mut with_calls = vec![false; np as usize];
+    // The bytes the nested calls the model gave take while they are held.
+    let mut held = 0u64;
+    let mut skipped = false;
     for key in keys {
         let sites: BTreeSet<Site> = parts.iter().map(|q| q.calls[key].site).collect();
         let is_derived = sites.iter().filter(|s| p.derived.contains(s)).count();
@@ -388,15 +608,41 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
             continue;
         }
         if is_derived != sites.len() {
-            return Err(format!(
+            return Err(Underived::Why(format!(
                 "{}: collective call {} is made from call sites of which only some are derived",
                 key.0, key.1
-            ));
+            )));
+        }
+        let op = parts[0].calls[key].access.op;
+        let what = || format!("collective call {} ({}) on {}", key.1, op.name(), key.0);
+        let needs = regions_bytes(key, &parts);
+        if needs > max_memory {
+            return Err(Underived::OverMemory {
+                part: format!(
+                    "every rank's file regions in {}, which the model of the MPI library reads \
+                     whole",
+                    what()
+                ),
+                needs,
+            });
         }
         let g = group_at(key, &parts, np, cart_rows.get(&key.0).copied())?;
         let cfg = config(&tf.header, &key.0, np)?;
         let out = model(&g, &cfg)?;
         drop(g);
+        held += out.calls.iter().map(|c| c.len() as u64).sum::<u64>() * NESTED_BYTES;
+        if held > max_memory {
+            let issuing = out.calls.iter().filter(|c| !c.is_empty()).count();
+            return Err(Underived::OverMemory {
+                part: format!(
+                    "the nested calls up to {} ({} ranks issue them; {}), held one by one",
+                    what(),
+                    issuing,
+                    out.how
+                ),
+                needs: held,
+            });
+        }
         for site in &sites {
             explain.entry(*site).or_insert_with(|| Explain {
                 event: format!("{} (call site {:#x})", site.0.name(), site.1),
@@ -413,33 +659,102 @@ pub(crate) fn insert(tf: &mut TraceFile, p: &Plan) -> Result<Vec<Explain>, Strin
                 curve: None,
             });
         }
+        let site = parts[0].calls[key].site;
+        if from_samples.is_some() && !sampled.holds(p, site, out.route, &out.calls) {
+            if skipped {
+                return Ok(None);
+            }
+            from_samples = None;
+        }
+        // Every rank's calls kept only where the samples may not stand for them.
+        let keep = !(sampling && from_samples.is_some());
+        if !keep {
+            skipped = true;
+            held = 0;
+        }
+        if let Some(m) = &mut from_samples {
+            for r in sampled.ranks() {
+                let calls = &out.calls[r as usize];
+                if !calls.is_empty() {
+                    let e = m.entry(r).or_default();
+                    e.insert(key.clone(), (out.route, calls.clone()));
+                }
+            }
+        }
         for (r, calls) in out.calls.into_iter().enumerate() {
-            if !calls.is_empty() {
+            if calls.is_empty() {
+                continue;
+            }
+            with_calls[r] = true;
+            if keep && too_many.is_none() {
                 derived
                     .entry(r as u32)
                     .or_default()
                     .insert(key.clone(), (out.route, calls));
             }
         }
-        if derived.len() > MAX_AGGREGATORS {
-            return Err(format!(
-                "more than {MAX_AGGREGATORS} ranks issue nested calls at {np} ranks"
+        if derived.len() > MAX_AGGREGATORS && too_many.is_none() {
+            held = 0;
+            too_many = Some(format!(
+                "more than {MAX_AGGREGATORS} ranks issue nested calls at {np} ranks, and \
+                 they do not issue them in one shape affine in the rank on each rank interval"
             ));
+            derived.clear();
         }
+    }
+    let issuing = with_calls.iter().filter(|&&w| w).count();
+    drop(with_calls);
+    // Many ranks issuing their calls in one shape on each interval: worked out at a few
+    // ranks of each and stretched over it.
+    if let Some(m) = from_samples.filter(|_| issuing >= SAMPLED_FROM) {
+        let mut notes = BTreeSet::new();
+        let t = by_node(trace, p, &m, np, &mut notes)
+            .map_err(Underived::Why)
+            .and_then(|b| attach(trace, b, &sampled, max_memory));
+        match t {
+            Ok(t) => {
+                tf.trace = t;
+                record_made_up(&mut tf.header, notes);
+                return Ok(Some(explain.into_values().collect()));
+            }
+            Err(Underived::Why(_)) if skipped => return Ok(None),
+            Err(Underived::Why(why)) if too_many.is_some() => {
+                return Err(Underived::Why(format!(
+                    "{}; from a few ranks of each interval: {why}",
+                    too_many.unwrap_or_default()
+                )));
+            }
+            Err(Underived::Why(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if skipped {
+        return Ok(None);
+    }
+    if let Some(why) = too_many {
+        return Err(Underived::Why(why));
     }
     // First, the nested calls put into the trace's own collective events, in one shape for
     // every rank (see `attach`); where that cannot be done (a derived call in a loop whose
     // count depends on the rank), the ranks with nested calls are expanded, given their
     // calls, re-compressed and merged.
     let mut notes = BTreeSet::new();
-    if let Ok(t) = by_node(trace, p, &derived, np, &mut notes).and_then(|b| attach(trace, b)) {
-        tf.trace = t;
-        record_made_up(&mut tf.header, notes);
-        return Ok(explain.into_values().collect());
+    let every = Sampled::every();
+    match by_node(trace, p, &derived, np, &mut notes)
+        .map_err(Underived::Why)
+        .and_then(|b| attach(trace, b, &every, max_memory))
+    {
+        Ok(t) => {
+            tf.trace = t;
+            record_made_up(&mut tf.header, notes);
+            return Ok(Some(explain.into_values().collect()));
+        }
+        Err(Underived::Why(_)) => {}
+        Err(e) => return Err(e),
     }
     tf.trace = reexpanded(trace, p, &derived, np, &mut made_up)?;
     record_made_up(&mut tf.header, made_up);
-    Ok(explain.into_values().collect())
+    Ok(Some(explain.into_values().collect()))
 }
 
 /// Collective call `key` (path, index) as the model takes it: every rank's regions, starts
@@ -933,25 +1248,30 @@ type ByNode = BTreeMap<usize, BTreeMap<u32, Vec<Vec<RawEvent>>>>;
 /// and the enclosing loops. An OMPIO aggregator's file domain cuts the ranks' blocks at
 /// another place on every aggregator, so the partial blocks exist on some aggregators only:
 /// as separate shapes they scattered the aggregators into hundreds of rank groups.
-fn attach(trace: &Trace, by_node: ByNode) -> Result<Trace, String> {
+fn attach(
+    trace: &Trace,
+    by_node: ByNode,
+    sampled: &Sampled,
+    max_memory: u64,
+) -> Result<Trace, Underived> {
     let mut dims = Vec::new();
     loop_dims(&trace.nodes, &mut Vec::new(), &mut dims);
     let mut kids: HashMap<usize, Vec<Node>> = HashMap::new();
     for (id, per_rank) in by_node {
         let Some(d) = dims.get(id).cloned().flatten() else {
-            return Err(
+            return Err(Underived::Why(
                 "a derived collective call sits in a loop whose count depends on the rank".into(),
-            );
+            ));
         };
         let occurrences: u64 = d.iter().product();
         // Per rank, per occurrence, its runs.
         let mut all: Vec<(u32, Vec<Vec<Run>>)> = Vec::with_capacity(per_rank.len());
         for (r, occ) in per_rank {
             if occ.len() as u64 != occurrences {
-                return Err(format!(
+                return Err(Underived::Why(format!(
                     "rank {r} makes a derived collective call {} times where its loops run {occurrences} times",
                     occ.len()
-                ));
+                )));
             }
             all.push((r, occ.iter().map(|c| runs(c)).collect()));
         }
@@ -964,6 +1284,20 @@ fn attach(trace: &Trace, by_node: ByNode) -> Result<Trace, String> {
         }
         let mut shape: Vec<Kind> = Vec::new();
         for k in &distinct {
+            // The alignment's table: quadratic in the runs where they do not compress.
+            let needs = (shape.len() as u64 + 1) * (k.len() as u64 + 1) * 8;
+            if needs > max_memory {
+                return Err(Underived::OverMemory {
+                    part: format!(
+                        "aligning the nested calls of {} ranks' collective calls, {} and {} \
+                         runs of calls that do not compress into loops",
+                        all.len(),
+                        shape.len(),
+                        k.len()
+                    ),
+                    needs,
+                });
+            }
             shape = supersequence(&shape, k);
         }
         // Per rank, per occurrence, the run in each slot of the shape.
@@ -972,7 +1306,8 @@ fn attach(trace: &Trace, by_node: ByNode) -> Result<Trace, String> {
             let mut per = Vec::with_capacity(occ.len());
             for rs in occ {
                 let kinds: Vec<Kind> = rs.iter().map(Run::kind).collect();
-                let at = embed(&kinds, &shape).ok_or("the runs do not embed in their shape")?;
+                let at = embed(&kinds, &shape)
+                    .ok_or_else(|| Underived::Why("the runs do not embed in their shape".into()))?;
                 let mut s: Vec<Option<&Run>> = vec![None; shape.len()];
                 for (run, &k) in rs.iter().zip(&at) {
                     s[k] = Some(run);
@@ -982,7 +1317,11 @@ fn attach(trace: &Trace, by_node: ByNode) -> Result<Trace, String> {
             slots.push((*r, per));
         }
         let ranks: Vec<u32> = slots.iter().map(|s| s.0).collect();
-        let set = RankSet::from_sorted(&ranks);
+        let set = sampled
+            .stretch(&RankSet::from_sorted(&ranks))
+            .ok_or_else(|| {
+                Underived::Why("the ranks with nested calls are not whole rank intervals".into())
+            })?;
         let mut out = Vec::with_capacity(shape.len());
         for (s, &(op, sig, _)) in shape.iter().enumerate() {
             let nparams = slots
@@ -991,10 +1330,10 @@ fn attach(trace: &Trace, by_node: ByNode) -> Result<Trace, String> {
                 .find_map(|o| o[s].map(|r| r.first.len()))
                 .unwrap_or(0);
             let (mut total, mut timing) = (0u64, None);
-            for (_, per) in &slots {
+            for (r, per) in &slots {
                 for o in per {
                     if let Some(run) = o[s] {
-                        total += run.count;
+                        total += run.count * sampled.weight(*r);
                         timing.get_or_insert((run.gap_ns, run.dur_ns));
                     }
                 }
@@ -1038,6 +1377,7 @@ fn attach(trace: &Trace, by_node: ByNode) -> Result<Trace, String> {
                     Elastic::canonical_free(&pts, &free, MAX_PERIOD)
                 })
                 .collect();
+            let (iters, params) = sampled.stretch_values(iters, params)?;
             let first = ranks[0];
             let event = Event {
                 op,
