@@ -38,7 +38,12 @@ for a in ior_like md_like h5_coll pnc_more; do build $a; done
 lammps_in=$root/tests/apps/lammps_weak.in
 
 # name | iotrex trace options | mpirun options | program and arguments (DATA: the run's data
-# directory, NP: the rank count) | extrap options | diff options
+# directory, NP: the rank count) | extrap options | diff options | the ranks per node of the
+# "ppn" series' inputs (default 1 2 3 4)
+# LAMMPS runs the small deck of tests/extrap_nodes_apps.rs (3 x 3 x 3 cells per rank, 40
+# steps) on a line grid; at 2 x 1 it calls differently (one exchange where both neighbours
+# are one rank), so it is run from 2 x 1-4 (refused, naming 2 x 5 to trace instead) and from
+# 2 x 2-5 ("lammps-from-2x2").
 PROGRAMS=(
   "ior-posix-fpp||-|$W/ior_like -N -F -t 4096 -b 8192 -s 2 -o DATA/f||"
   "ior-mpiio-indep||-|$W/ior_like -a mpiio -t 4096 -b 8192 -s 2 -o DATA/f||"
@@ -49,7 +54,8 @@ PROGRAMS=(
   "h5_coll-ompio-noR||-|$W/h5_coll DATA/ckpt.h5 -s 2||"
   "h5_coll-romio-i||--mca io romio321|$W/h5_coll DATA/ckpt.h5 -s 2 -i||"
   "pnc_more|--pnetcdf|-|$W/pnc_more DATA/t.nc -k 4096 -s 3||"
-  "lammps||-|lmp -in $lammps_in -var d DATA -var px NP -var py 1 -var pz 1 -log none -screen none|--approx-unfit|--tolerance 10%"
+  "lammps||-|lmp -in $lammps_in -var d DATA -var px NP -var py 1 -var pz 1 -var c 3 -var steps 40 -log none -screen none|--approx-unfit|--tolerance 10%|"
+  "lammps-from-2x2||-|lmp -in $lammps_in -var d DATA -var px NP -var py 1 -var pz 1 -var c 3 -var steps 40 -log none -screen none|--approx-unfit|--tolerance 10%|2 3 4 5"
 )
 
 trace() { # dir nodes ppn tflags mflags cmd
@@ -65,14 +71,14 @@ trace() { # dir nodes ppn tflags mflags cmd
     $mflags -np "$np" $cmd >"$d/log.${k}x$p" 2>&1)
 }
 
-series() { # name grow tflags mflags cmd xflags dflags
-  local name=$1 grow=$2 tflags=$3 mflags=$4 cmd=$5 xflags=$6 dflags=$7
-  local d=$W/$name.$grow layouts target shape ins=() l
+series() { # name grow tflags mflags cmd xflags dflags ppns
+  local name=$1 grow=$2 tflags=$3 mflags=$4 cmd=$5 xflags=$6 dflags=$7 ppns=${8:-1 2 3 4}
+  local d=$W/$name.$grow layouts target shape ins=() l p
   mkdir -p "$d"
   if [ "$grow" = nodes ]; then
     layouts="2x2 3x2 4x2 5x2" target=8x2 shape=
   else
-    layouts="2x1 2x2 2x3 2x4" target=2x8 shape="--ranks-per-node 8"
+    layouts=$(for p in $ppns; do printf '2x%s ' "$p"; done) target=2x8 shape="--ranks-per-node 8"
   fi
   for l in $layouts $target; do
     if ! trace "$d" "${l%x*}" "${l#*x}" "$tflags" "$mflags" "$cmd"; then
@@ -86,6 +92,7 @@ series() { # name grow tflags mflags cmd xflags dflags
   # shellcheck disable=SC2086
   if ! "$BIN" extrap "${ins[@]}" --ranks 16 $shape $xflags -o "$d/x.iotrex" >"$d/extrap.log" 2>&1; then
     said="refused: $(grep -m1 '^error' "$d/extrap.log" | cut -c1-160)"
+    grep -q 'in their place' "$d/extrap.log" && said+=" ($(grep -o 'trace [^,]* in their place' "$d/extrap.log"))"
   else
     e=$(date +%s%N)
     # shellcheck disable=SC2086
@@ -100,13 +107,17 @@ series() { # name grow tflags mflags cmd xflags dflags
 
 echo "== real programs: 2 x 1-4 -> 2 x 8 (ppn) and 2-5 x 2 -> 8 x 2 (nodes), diff against real runs"
 for p in "${PROGRAMS[@]}"; do
-  IFS='|' read -r name tflags mflags cmd xflags dflags <<<"$p"
+  IFS='|' read -r name tflags mflags cmd xflags dflags ppns <<<"$p"
   if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$name"; then continue; fi
-  if [ "$name" = lammps ] && ! command -v lmp >/dev/null; then
+  if [[ $name = lammps* ]] && ! command -v lmp >/dev/null; then
     echo "lammps: skipped, lmp not installed (scripts/install-deps.sh)"
     continue
   fi
-  for grow in ppn nodes; do series "$name" "$grow" "$tflags" "$mflags" "$cmd" "$xflags" "$dflags"; done
+  grows="ppn nodes"
+  [ "$name" = lammps-from-2x2 ] && grows=ppn # its "nodes" series is lammps's
+  for grow in $grows; do
+    series "$name" "$grow" "$tflags" "$mflags" "$cmd" "$xflags" "$dflags" "$ppns"
+  done
 done
 
 echo

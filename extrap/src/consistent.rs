@@ -303,6 +303,80 @@ fn list(s: &[u32]) -> String {
     }
 }
 
+/// Where only scales below every scale of the largest agreeing group took another path, which
+/// scales to trace in their place: as many more beyond the largest, grown as the inputs grow.
+/// A program can call differently with few ranks for good (LAMMPS exchanges once on a line of
+/// two ranks, where the neighbours on both sides are one rank, and twice on longer lines:
+/// fewer calls, which no rank function holds), so the advice is to trace where it does not.
+fn smallest_differ(inputs: &[Input], gs: &[Group]) -> Option<String> {
+    let (first, rest) = gs.split_first()?;
+    let low = scales(inputs, &first.members).first().copied()?;
+    let odd: Vec<usize> = rest.iter().flat_map(|g| g.members.clone()).collect();
+    let odd_scales = scales(inputs, &odd);
+    if odd_scales.is_empty() || odd_scales.iter().any(|&s| s >= low) {
+        return None;
+    }
+    let layouts: Option<Vec<(u32, u32)>> = (first.members.iter())
+        .map(
+            |&i| match inputs[i].file.header.mpi_config.as_ref()?.node_ranks[..] {
+                [(ppn, nodes)] => Some((nodes, ppn)),
+                _ => None,
+            },
+        )
+        .collect();
+    let want = layouts
+        .and_then(|l| grown_layouts(&l, odd_scales.len()))
+        .unwrap_or_else(|| {
+            let more = grown(&scales(inputs, &first.members), odd_scales.len());
+            format!("{} ranks", list(&more))
+        });
+    Some(format!(
+        "{} ranks, the smallest, took another path than the larger scales (a program that calls \
+         differently with few ranks: with two ranks on a line both neighbours are one rank): \
+         trace {want} in their place, ",
+        list(&odd_scales)
+    ))
+}
+
+/// `count` more values beyond the largest of `xs` (distinct, increasing), with the step of the
+/// last two (1 for one value).
+fn grown(xs: &[u32], count: usize) -> Vec<u32> {
+    let last = xs.last().copied().unwrap_or(1);
+    let step = match xs {
+        [.., a, b] => b - a,
+        _ => 1,
+    };
+    (1..=count as u32).map(|k| last + k * step.max(1)).collect()
+}
+
+/// `count` more layouts (nodes, ranks per node) beyond `layouts`, as `2 x 5`, where one of
+/// the two is the same in all of them and the other grows; `None` otherwise.
+fn grown_layouts(layouts: &[(u32, u32)], count: usize) -> Option<String> {
+    let distinct = |f: fn(&(u32, u32)) -> u32| -> Vec<u32> {
+        let mut v: Vec<u32> = layouts.iter().map(f).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let (nodes, ppn) = (distinct(|l| l.0), distinct(|l| l.1));
+    let names: Vec<String> = match (&nodes[..], &ppn[..]) {
+        ([k], p) if p.len() > 1 => grown(p, count)
+            .iter()
+            .map(|p| format!("{k} x {p}"))
+            .collect(),
+        (k, [p]) if k.len() > 1 => grown(k, count)
+            .iter()
+            .map(|k| format!("{k} x {p}"))
+            .collect(),
+        _ => return None,
+    };
+    let v: Vec<&str> = names.iter().map(String::as_str).collect();
+    Some(match v.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => v.join(""),
+    })
+}
+
 /// The groups as one sentence per group, for refusals and notes.
 fn describe(inputs: &[Input], gs: &[Group]) -> ScaleGroups {
     ScaleGroups(
@@ -445,14 +519,17 @@ fn consistent_or_grouped(
                  exactly; ",
             )
         };
+        let smallest = smallest_differ(inputs, &gs).unwrap_or_default();
+        let or = if smallest.is_empty() { "" } else { "or " };
         return Err(ExtrapError::Inconsistent {
             groups: text,
             also,
             hint: order.to_string()
                 + advice
+                + &smallest
                 + &if kept.len() >= 3 {
                     format!(
-                        "pass --drop-inconsistent to extrapolate from {} ranks only",
+                        "{or}pass --drop-inconsistent to extrapolate from {} ranks only",
                         list(&kept)
                     )
                 } else {
@@ -480,4 +557,26 @@ fn consistent_or_grouped(
     mark_dropped(&mut out.file.header, &kept, &dropped, &text.to_string());
     out.acted(PassId::Dropped);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{grown, grown_layouts};
+
+    #[test]
+    fn scales_to_trace_grow_as_the_inputs_grow() {
+        assert_eq!(grown(&[4, 6, 8], 1), [10]);
+        assert_eq!(grown(&[8], 2), [9, 10]);
+        // 2 x 1 took another path: 2 x 2, 2 x 3 and 2 x 4 agree, one more ranks per node.
+        assert_eq!(
+            grown_layouts(&[(2, 2), (2, 3), (2, 4)], 1).unwrap(),
+            "2 x 5"
+        );
+        assert_eq!(
+            grown_layouts(&[(2, 2), (4, 2), (6, 2)], 2).unwrap(),
+            "8 x 2 and 10 x 2"
+        );
+        // Both grow: no layout to name (the refusal names rank counts instead).
+        assert_eq!(grown_layouts(&[(2, 2), (3, 3), (4, 4)], 1), None);
+    }
 }
