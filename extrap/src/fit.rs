@@ -809,52 +809,67 @@ impl Fitter<'_> {
                     Ok(e)
                 }
                 Err(second) => {
-                    let missed = match self.elastic_held_out(els, target_ranks) {
-                        HeldOut::Fitted(e, held_out) => {
-                            let at = held_out
-                                .iter()
-                                .map(i64::to_string)
-                                .collect::<Vec<_>>()
-                                .join(", ");
-                            self.note(
-                                event,
-                                param,
-                                format!(
-                                    "{e}  [fitted over the larger scales; at {at} ranks, where \
-                                     the rank groups take another form, reproduced rank by rank]"
-                                ),
-                            );
-                            return Ok(e);
-                        }
-                        HeldOut::Missed(hint) => Some(hint),
-                        HeldOut::Unfitted => None,
-                    };
-                    if let Some(e) = self.elastic_by_iterations(els, target_ranks) {
-                        self.note(
-                            event,
-                            param,
-                            format!("{e}  [fitted iteration by iteration]"),
-                        );
-                        return Ok(e);
-                    }
-                    let mut refusal = self.refuse(
-                        site,
-                        quantity,
-                        Failure {
-                            detail: per_rank_too(first.detail, second.detail),
-                            values: first.values,
-                            tried: format!("{} (per rank: {})", first.tried, second.tried),
-                            digits: first.digits.or(second.digits),
-                            widths_disagree: first.widths_disagree,
-                        },
-                    );
-                    if let (Some(m), ExtrapError::Refused { hint, .. }) = (missed, &mut refusal) {
-                        *hint = m;
-                    }
-                    Err(refusal)
+                    self.elastic_last(els, target_ranks, (site, event), quantity, [first, second])
                 }
             },
         }
+    }
+
+    /// After the fits by groups and per rank failed: the fit iteration by iteration, then the
+    /// smallest scales held out ([`crate::degenerate`]), else the refusal (with the held-out
+    /// scales' hint where the larger scales fit and the smallest does not follow).
+    fn elastic_last(
+        &mut self,
+        els: &[&Elastic],
+        target_ranks: &RankSet,
+        (site, event): (&Site, &str),
+        quantity: Quantity,
+        [first, second]: [Failure; 2],
+    ) -> Result<Elastic, ExtrapError> {
+        let param = &quantity.to_string();
+        if let Some(e) = self.elastic_by_iterations(els, target_ranks) {
+            self.note(
+                event,
+                param,
+                format!("{e}  [fitted iteration by iteration]"),
+            );
+            return Ok(e);
+        }
+        let missed = match self.elastic_held_out(els, target_ranks) {
+            HeldOut::Fitted(e, held_out) => {
+                let at = held_out
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                self.note(
+                    event,
+                    param,
+                    format!(
+                        "{e}  [fitted over the larger scales; at {at} ranks, where the rank \
+                         groups take another form, reproduced rank by rank]"
+                    ),
+                );
+                return Ok(e);
+            }
+            HeldOut::Missed(hint) => Some(hint),
+            HeldOut::Unfitted => None,
+        };
+        let mut refusal = self.refuse(
+            site,
+            quantity,
+            Failure {
+                detail: per_rank_too(first.detail, second.detail),
+                values: first.values,
+                tried: format!("{} (per rank: {})", first.tried, second.tried),
+                digits: first.digits.or(second.digits),
+                widths_disagree: first.widths_disagree,
+            },
+        );
+        if let (Some(m), ExtrapError::Refused { hint, .. }) = (missed, &mut refusal) {
+            *hint = m;
+        }
+        Err(refusal)
     }
 
     /// The last resort for a value affine in its loops' indices, `base + Σ s_d * i_d`: fit it
