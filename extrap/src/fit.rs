@@ -835,7 +835,22 @@ impl Fitter<'_> {
             );
             return Ok(e);
         }
-        let missed = match self.elastic_held_out(els, target_ranks) {
+        // Models that fit every scale and disagree at the target are an ambiguity the inputs
+        // leave open: fewer scales cannot settle it.
+        let ambiguous = [&first, &second].iter().any(|f| {
+            f.detail.any(|r| {
+                matches!(
+                    r,
+                    Reason::ModelsDisagree { .. } | Reason::PerRankModelsDisagree { .. }
+                )
+            })
+        });
+        let held_out = if ambiguous {
+            HeldOut::Unfitted
+        } else {
+            self.elastic_held_out(els, target_ranks)
+        };
+        let missed = match held_out {
             HeldOut::Fitted(e, held_out) => {
                 let at = held_out
                     .iter()
