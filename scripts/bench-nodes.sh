@@ -54,6 +54,7 @@ PROGRAMS=(
   "h5_coll-ompio-noR||-|$W/h5_coll DATA/ckpt.h5 -s 2||"
   "h5_coll-romio-i||--mca io romio321|$W/h5_coll DATA/ckpt.h5 -s 2 -i||"
   "pnc_more|--pnetcdf|-|$W/pnc_more DATA/t.nc -k 4096 -s 3||"
+  "pnc_more-k2048|--pnetcdf|-|$W/pnc_more DATA/t.nc -k 2048 -s 3||"
   "lammps||-|lmp -in $lammps_in -var d DATA -var px NP -var py 1 -var pz 1 -var c 3 -var steps 40 -log none -screen none|--approx-unfit|--tolerance 10%|"
   "lammps-from-2x2||-|lmp -in $lammps_in -var d DATA -var px NP -var py 1 -var pz 1 -var c 3 -var steps 40 -log none -screen none|--approx-unfit|--tolerance 10%|2 3 4 5"
 )

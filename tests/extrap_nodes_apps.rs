@@ -10,10 +10,16 @@
 //!   two-phase collective buffering takes one aggregator per node (`cb_config_list *:1`): the
 //!   target's aggregators are derived at the target's layout, 8 at 8 x 2 and 2 at 2 x 8, for
 //!   the same 16 ranks;
+//! - parallel HDF5 with read-back of the neighbour's part (`h5_coll -R`) under Open MPI's
+//!   defaults (OMPIO), more ranks per node: the neighbour's start `((rank+1)%n)*floor(T/n)` is
+//!   one line through both ranks at 2 ranks and two rank groups at more; it is fitted over
+//!   the larger scales and the 2-rank input is reproduced rank by rank (`extrap`'s held-out
+//!   scales);
 //! - PnetCDF (`pnc_more`, the PnetCDF layer traced) under Open MPI's defaults (OMPIO). With
-//!   `-k 4096` the file is larger than PnetCDF's header read (256 KiB) already at 2 ranks;
-//!   with less, `ncmpi_open` reads the whole, smaller file at 2 ranks, a size no model of
-//!   the scale gives.
+//!   `-k 4096` the file is larger than PnetCDF's header read (256 KiB) already at 2 ranks.
+//!   With `-k 2048`, `ncmpi_open` reads the whole, smaller file at 2 ranks (min(request, file
+//!   size), and the file's size is no quantity the fit sees): from 2 x 1-4 it is refused,
+//!   naming the 2-rank scale and the scales to trace instead, and from 2 x 2-5 it extrapolates.
 //!
 //! - LAMMPS from Debian (`lmp`, `tests/apps/lammps_weak.in` on a line grid `NP x 1 x 1`, a
 //!   small deck: 3 x 3 x 3 cells per rank, 40 steps, dumps through MPI-IO at 0, 20 and 40)
@@ -33,7 +39,7 @@
 //! `scripts/bench-nodes.sh`.
 
 mod common;
-use common::nodes::{Grow, Program, extrapolates_as_run};
+use common::nodes::{Grow, Program, extrapolates_as_run, refused};
 use std::path::PathBuf;
 
 const ROMIO: &[&str] = &["--mca", "io", "romio321"];
@@ -266,6 +272,45 @@ fn lammps_from_two_ranks_on_a_line_is_refused_naming_the_scale_to_trace() {
              calls differently with few ranks: with two ranks on a line both neighbours are \
              one rank): trace 2 x 5 in their place"
         ),
+        "{said}"
+    );
+}
+
+/// HDF5's read-back of the neighbour's part under OMPIO, 2 x 1-4 -> 2 x 8: the 2-rank input's
+/// neighbour start, one line there, is held out of the fit and reproduced.
+#[test]
+fn hdf5_readback_under_ompio_to_more_ranks_per_node() {
+    let grow = Grow::RanksPerNode;
+    let p = Program::app("h5_coll", &["DATA/ckpt.h5", "-s", "2", "-R"]);
+    let said = extrapolates_as_run(&p, grow, scales(grow), 8, shape(grow), &[]);
+    assert!(
+        said.contains(
+            "at 2 ranks, where the rank groups take another form, reproduced rank by rank"
+        ),
+        "{said}"
+    );
+}
+
+/// PnetCDF with a file smaller than its header read at 2 ranks: refused from 2 x 1-4, naming
+/// the scale; from 2 x 2-5, as the refusal says, identical at 2 x 8.
+#[test]
+fn pnetcdf_small_file_to_more_ranks_per_node() {
+    let grow = Grow::RanksPerNode;
+    let p = Program {
+        trace: &["--pnetcdf"],
+        ..Program::app("pnc_more", &["DATA/t.nc", "-k", "2048", "-s", "3"])
+    };
+    let said = refused(&p, grow, [1, 2, 3, 4], 8, shape(grow));
+    for want in [
+        "at 2 ranks this value takes another form than at 4, 6 and 8 ranks",
+        "min(request, file size)",
+        "trace scales above 2 ranks instead of it (for example add 10 ranks and leave out 2)",
+    ] {
+        assert!(said.contains(want), "{want}:\n{said}");
+    }
+    let said = extrapolates_as_run(&p, grow, [2, 3, 4, 5], 8, shape(grow), &[]);
+    assert!(
+        said.contains("derived by the model of Open MPI 4.1's OMPIO"),
         "{said}"
     );
 }

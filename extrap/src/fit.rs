@@ -1,6 +1,7 @@
 //! The walk over aligned traces: every numeric quantity of every node is fitted against the
 //! rank count and evaluated at the target.
 
+use crate::degenerate::HeldOut;
 use crate::error::{ExtrapError, Guess, Quantity, Reason, Reasons, Shape, Site, Unusable};
 use crate::{Curve, Explain};
 use models::ModelSet;
@@ -54,6 +55,11 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
+    /// Whether the quantity is the size of the data a call moves.
+    pub(crate) fn data_size(&self) -> bool {
+        self.data_size.get()
+    }
+
     fn text_width_allowed(&self) -> bool {
         self.data_size.get() && !self.in_collective
     }
@@ -77,6 +83,10 @@ pub(crate) struct Fitter<'a> {
     pub cursor: usize,
     /// Where the quantity being fitted is.
     pub scope: Scope,
+    /// The rank count and ranks per node where the models of `n` are chosen (they must agree
+    /// there), when not at `target`: checking a held-out scale (`degenerate`), the model the
+    /// output at the real target takes is evaluated at the held-out `target`.
+    pub chosen_at: Option<(i64, i64)>,
 }
 
 fn values_text<T: std::fmt::Display>(scales: &[i64], vals: &[T]) -> String {
@@ -245,7 +255,19 @@ impl Fitter<'_> {
             })
             .collect();
         let fits = self.allowed(fit_exact(&self.ms.models, Vars::N, &pts));
-        match agree(fits, |f| f.eval_node(self.target, self.target_ppn, 0)) {
+        let (cn, cp) = self.chosen_at.unwrap_or((self.target, self.target_ppn));
+        let mut agreed = agree(fits, |f| f.eval_node(cn, cp, 0));
+        // Checking a held-out scale: the model chosen where the output is made, evaluated
+        // here (nothing where it does not evaluate here).
+        if self.chosen_at.is_some()
+            && let Agreement::Agree(f, _) = agreed
+        {
+            agreed = match f.eval_node(self.target, self.target_ppn, 0) {
+                Some(v) => Agreement::Agree(f, v),
+                None => Agreement::None,
+            };
+        }
+        match agreed {
             Agreement::Agree(f, v) => {
                 let samples = crate::sample_ns(scales[0], self.target)
                     .into_iter()
@@ -533,7 +555,7 @@ impl Fitter<'_> {
 
     /// The groups of an elastic value fitted one by one (same count, shapes and forms at every
     /// scale).
-    fn elastic_groups(
+    pub(crate) fn elastic_groups(
         &self,
         els: &[&Elastic],
         notes: &mut Vec<(String, String)>,
@@ -639,7 +661,7 @@ impl Fitter<'_> {
 
     /// The fallback: each leaf of the per-rank value as a function of (n, rank), evaluated for
     /// every target rank and re-encoded canonically.
-    fn elastic_per_rank(
+    pub(crate) fn elastic_per_rank(
         &self,
         els: &[&Elastic],
         target_ranks: &RankSet,
@@ -786,29 +808,83 @@ impl Fitter<'_> {
                     self.note(event, param, desc);
                     Ok(e)
                 }
-                Err(second) => match self.elastic_by_iterations(els, target_ranks) {
-                    Some(e) => {
-                        self.note(
-                            event,
-                            param,
-                            format!("{e}  [fitted iteration by iteration]"),
-                        );
-                        Ok(e)
-                    }
-                    None => Err(self.refuse(
-                        site,
-                        quantity,
-                        Failure {
-                            detail: per_rank_too(first.detail, second.detail),
-                            values: first.values,
-                            tried: format!("{} (per rank: {})", first.tried, second.tried),
-                            digits: first.digits.or(second.digits),
-                            widths_disagree: first.widths_disagree,
-                        },
-                    )),
-                },
+                Err(second) => {
+                    self.elastic_last(els, target_ranks, (site, event), quantity, [first, second])
+                }
             },
         }
+    }
+
+    /// After the fits by groups and per rank failed: the fit iteration by iteration, then the
+    /// smallest scales held out ([`crate::degenerate`]), else the refusal (with the held-out
+    /// scales' hint where the larger scales fit and the smallest does not follow).
+    fn elastic_last(
+        &mut self,
+        els: &[&Elastic],
+        target_ranks: &RankSet,
+        (site, event): (&Site, &str),
+        quantity: Quantity,
+        [first, second]: [Failure; 2],
+    ) -> Result<Elastic, ExtrapError> {
+        let param = &quantity.to_string();
+        if let Some(e) = self.elastic_by_iterations(els, target_ranks) {
+            self.note(
+                event,
+                param,
+                format!("{e}  [fitted iteration by iteration]"),
+            );
+            return Ok(e);
+        }
+        // Models that fit every scale and disagree at the target are an ambiguity the inputs
+        // leave open: fewer scales cannot settle it.
+        let ambiguous = [&first, &second].iter().any(|f| {
+            f.detail.any(|r| {
+                matches!(
+                    r,
+                    Reason::ModelsDisagree { .. } | Reason::PerRankModelsDisagree { .. }
+                )
+            })
+        });
+        let held_out = if ambiguous {
+            HeldOut::Unfitted
+        } else {
+            self.elastic_held_out(els, target_ranks)
+        };
+        let missed = match held_out {
+            HeldOut::Fitted(e, held_out) => {
+                let at = held_out
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                self.note(
+                    event,
+                    param,
+                    format!(
+                        "{e}  [fitted over the larger scales; at {at} ranks, where the rank \
+                         groups take another form, reproduced rank by rank]"
+                    ),
+                );
+                return Ok(e);
+            }
+            HeldOut::Missed(hint) => Some(hint),
+            HeldOut::Unfitted => None,
+        };
+        let mut refusal = self.refuse(
+            site,
+            quantity,
+            Failure {
+                detail: per_rank_too(first.detail, second.detail),
+                values: first.values,
+                tried: format!("{} (per rank: {})", first.tried, second.tried),
+                digits: first.digits.or(second.digits),
+                widths_disagree: first.widths_disagree,
+            },
+        );
+        if let (Some(m), ExtrapError::Refused { hint, .. }) = (missed, &mut refusal) {
+            *hint = m;
+        }
+        Err(refusal)
     }
 
     /// The last resort for a value affine in its loops' indices, `base + Σ s_d * i_d`: fit it

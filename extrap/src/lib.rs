@@ -41,6 +41,7 @@
 pub mod approx;
 pub mod consistent;
 mod containers;
+mod degenerate;
 pub mod diff;
 pub mod error;
 mod fit;
@@ -318,6 +319,7 @@ fn fit_sorted(
         repeats,
         cursor: 0,
         scope: Default::default(),
+        chosen_at: None,
     };
     let lists: Vec<&[Node]> = sorted
         .iter()

@@ -156,6 +156,23 @@ pub fn extrapolates_as_run(
     super::text(&o)
 }
 
+/// Extrapolates `p` from the scales `ks` of `grow` to the scale `target` (with `extra`
+/// options), which must be refused, without a real run there; returns what `extrap` said.
+pub fn refused(p: &Program, grow: Grow, ks: [u32; 4], target: u32, extra: &[&str]) -> String {
+    let inputs: Vec<PathBuf> = ks.iter().map(|&k| trace(p, grow, k)).collect();
+    let (nodes, ppn) = grow.layout(target);
+    let scratch = super::scratch();
+    let out = scratch.path().join(format!("{}.refused.iotrex", p.name));
+    let o = super::extrap(&inputs, nodes * ppn, &out, extra);
+    let said = super::text(&o);
+    assert!(
+        !o.status.success() && !out.exists(),
+        "{} {grow:?} to {nodes} x {ppn} was not refused:\n{said}",
+        p.name
+    );
+    said
+}
+
 /// `iotrex diff OPTIONS EXTRAPOLATED REAL`.
 fn diffed(extrapolated: &Path, real: &Path, options: &[&str]) -> Output {
     let mut a = vec!["diff"];
