@@ -149,18 +149,16 @@ big() { # dir
   return 0
 }
 
-echo "== extrap to 2^20 ranks as 32,768 nodes x 32 (ior_like -a mpiio -c under ROMIO, 2-5 x 2); load: $(uptime | sed 's/.*load/load/')"
-d=$W/big
-mkdir -p "$d"
-for k in 2 3 4 5; do
-  trace "$d" $k 2 "" "--mca io romio321" "$W/ior_like -a mpiio -c -t 4096 -b 8192 -s 2 -o DATA/f"
-done
-big "$d"
+# big_from NAME WHAT TFLAGS MFLAGS CMD: traces CMD at 2-5 x 2 and extrapolates to 2^20.
+big_from() {
+  echo "== extrap to 2^20 ranks as 32,768 nodes x 32 ($2, 2-5 x 2); load: $(uptime | sed 's/.*load/load/')"
+  local d=$W/$1
+  mkdir -p "$d"
+  for k in 2 3 4 5; do trace "$d" $k 2 "$3" "$4" "$5"; done
+  big "$d"
+}
 
-echo "== extrap to 2^20 ranks as 32,768 nodes x 32 (pnc_more -k 4096 -s 3, PnetCDF under OMPIO, 2-5 x 2); load: $(uptime | sed 's/.*load/load/')"
-d=$W/bigpnc
-mkdir -p "$d"
-for k in 2 3 4 5; do
-  trace "$d" $k 2 "--pnetcdf" "" "$W/pnc_more DATA/t.nc -k 4096 -s 3"
-done
-big "$d"
+big_from big "ior_like -a mpiio -c under ROMIO" "" "--mca io romio321" \
+  "$W/ior_like -a mpiio -c -t 4096 -b 8192 -s 2 -o DATA/f"
+big_from bigpnc "pnc_more -k 4096 -s 3, PnetCDF under OMPIO" "--pnetcdf" "" \
+  "$W/pnc_more DATA/t.nc -k 4096 -s 3"

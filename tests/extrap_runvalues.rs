@@ -141,6 +141,21 @@ fn lock_names(tf: &TraceFile, data: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// `iotrex replay --threads --compute none` of `trace` into `root` with `extra` succeeds with
+/// the trace's op counts and bytes.
+fn replays_as_traced(trace: &Path, root: &Path, extra: &[&str]) {
+    let mut args = vec!["replay", "--threads", "--compute", "none"];
+    args.extend(extra);
+    args.extend(["--root", root.to_str().unwrap(), trace.to_str().unwrap()]);
+    let o = common::iotrex(&args);
+    assert!(o.status.success(), "replay: {}", text(&o));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains("op counts and bytes equal the trace's"),
+        "{said}"
+    );
+}
+
 fn read(p: &Path) -> TraceFile {
     TraceFile::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
@@ -228,25 +243,7 @@ fn a_replay_names_fresh_lock_files() {
     );
     assert_ne!(first, second, "two replays drew the same name");
     let root = common::scratch();
-    let o = common::iotrex(&[
-        "replay",
-        "--threads",
-        "--layer",
-        "posix",
-        "--compute",
-        "none",
-        "--comm",
-        "skip",
-        "--root",
-        root.path().to_str().unwrap(),
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "replay: {}", text(&o));
-    let said = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        said.contains("op counts and bytes equal the trace's"),
-        "{said}"
-    );
+    replays_as_traced(&out, root.path(), &["--layer", "posix", "--comm", "skip"]);
     // Whatever lock files the replay left in its root carry none of the traced names.
     let dir = root
         .path()
@@ -375,20 +372,5 @@ fn numbers_that_are_the_runs_own_ids_are_run_values_from_the_trace() {
     assert!(d.status.success(), "diff: {}", text(&d));
     assert!(diffed.starts_with("identical"), "{diffed}");
     assert!(diffed.contains("compared as run values"), "{diffed}");
-    let root = common::scratch();
-    let o = common::iotrex(&[
-        "replay",
-        "--threads",
-        "--compute",
-        "none",
-        "--root",
-        root.path().to_str().unwrap(),
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "replay: {}", text(&o));
-    let said = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        said.contains("op counts and bytes equal the trace's"),
-        "{said}"
-    );
+    replays_as_traced(&out, common::scratch().path(), &[]);
 }

@@ -22,6 +22,12 @@ use rsd::value::{Elastic, Val};
 /// The fewest scales a value held out at smaller scales is fitted over.
 pub(crate) const MIN_FITTED: usize = 3;
 
+/// The most ranks a held-out scale has: the degenerate form is that of 2 ranks (both
+/// neighbours one rank, one line through two points). A larger scale that fits no model with
+/// the others is not held out: three larger scales fit too many models for a fourth to be set
+/// aside on their word (loop counts 10, 10, 13, 10 at 4-16 ranks are irregular, not 10).
+const MAX_HELD_OUT_RANKS: i64 = 2;
+
 /// Largest held-out scale compared rank by rank (the smallest inputs are held out).
 const HELD_OUT_LIMIT: u64 = 1 << 16;
 
@@ -44,6 +50,12 @@ impl Fitter<'_> {
         let Some(most) = els.len().checked_sub(MIN_FITTED) else {
             return HeldOut::Unfitted;
         };
+        let most = most.min(
+            self.scales
+                .iter()
+                .take_while(|&&n| n <= MAX_HELD_OUT_RANKS)
+                .count(),
+        );
         let mut missed = None;
         for k in 1..=most {
             let fitted = self.on(k, self.target, self.target_ppn);
