@@ -221,12 +221,18 @@ mod tests {
     #[test]
     fn this_thread_can_be_read() {
         let a = read(0).expect("/proc/thread-self/schedstat");
+        // The kernel adds a running thread's time at its ticks and switches, so a few
+        // milliseconds of work may not show yet: work until it does, for a second at most.
+        let start = std::time::Instant::now();
         let mut x = 0u64;
-        for i in 0..2_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
+        let mut b = a;
+        while b.cpu <= a.cpu && start.elapsed() < std::time::Duration::from_secs(1) {
+            for i in 0..2_000_000u64 {
+                x = x.wrapping_mul(31).wrapping_add(i);
+            }
+            std::hint::black_box(x);
+            b = read(1).unwrap();
         }
-        std::hint::black_box(x);
-        let b = read(1).unwrap();
         assert!(b.cpu > a.cpu, "{a:?} then {b:?}");
     }
 }
