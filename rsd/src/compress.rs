@@ -727,6 +727,13 @@ impl Compressor {
         }
     }
 
+    /// A compressor for one call's nested calls: this one's rank, window and run ids.
+    fn nested(&self) -> Compressor {
+        let mut c = Compressor::with_window(self.rank, self.window);
+        c.run_ids.clone_from(&self.run_ids);
+        c
+    }
+
     /// The nested calls of one call, compressed, and how many calls they are. They are all
     /// known at once, so alternatives are weighed too: the first call, the last call, or both
     /// kept apart from the rest. An MPI library's collective buffering often starts and ends a
@@ -735,13 +742,6 @@ impl Compressor {
     /// last call that continues the run's offsets with a shorter length makes the run's
     /// lengths explicit, either way vectors as long as the run. The smallest (in values kept)
     /// wins, the greedy one on a tie.
-    /// A compressor for one call's nested calls: this one's rank, window and run ids.
-    fn nested(&self) -> Compressor {
-        let mut c = Compressor::with_window(self.rank, self.window);
-        c.run_ids.clone_from(&self.run_ids);
-        c
-    }
-
     fn children(&self, calls: &[RawEvent]) -> (Vec<CNode>, u64) {
         let compress = |calls: &[RawEvent]| {
             let mut sub = self.nested();
