@@ -1,6 +1,7 @@
 //! Prints figures: time to extrapolate each synthetic pattern from 4, 8, 12 and 16 ranks to 64
 //! and to 1,048,576 ranks, and the input and output sizes. Run with
-//! `cargo bench -p extrap --bench extrap`.
+//! `cargo bench -p extrap --bench extrap`; `ONLY=Groups` runs the patterns whose name holds
+//! `Groups`, and `TARGET=64` one target, to profile one.
 
 use extrap::patterns::{Pattern, trace_file};
 use extrap::{Inconsistent, Input, ModelSet, Request};
@@ -12,7 +13,11 @@ fn main() {
         "{:<10} {:>9} {:>12} {:>12} {:>10} {:>8}",
         "pattern", "target", "time", "largest in", "out bytes", "out/in"
     );
-    for p in Pattern::EXACT {
+    let only = std::env::var("ONLY").unwrap_or_default();
+    for p in Pattern::EXACT
+        .into_iter()
+        .filter(|p| format!("{p:?}").contains(&only))
+    {
         let inputs: Vec<Input> = [4, 8, 12, 16]
             .iter()
             .map(|&n| Input {
@@ -25,7 +30,11 @@ fn main() {
             .map(|i| i.file.to_bytes().expect("encode").len())
             .max()
             .unwrap_or(1);
-        for target in [64u32, 1 << 20] {
+        let targets: Vec<u32> = match std::env::var("TARGET").ok().and_then(|t| t.parse().ok()) {
+            Some(t) => vec![t],
+            None => vec![64, 1 << 20],
+        };
+        for target in targets {
             // Best of 5, after one warm-up run.
             let mut best = f64::MAX;
             let mut out = None;

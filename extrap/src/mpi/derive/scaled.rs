@@ -17,20 +17,24 @@
 //! as the tracer would, after the stripped trace restricted to the other ranks.
 
 use super::{
-    ChildTemplate, Group, MadeUp, Plan, Route, Site, Underived, config, issued, model,
+    ChildTemplate, Group, MadeUp, Modelled, Plan, Route, Site, Underived, config, issued, model,
     record_made_up, walk_rank,
 };
+
+use crate::Explain;
+use collio::Collective;
+use collio::traced::{self, RankAccess, TracedCall};
+use rsd::trace::{Node, NodeKind};
+use rsd::value::{Elastic, RankFn, Val};
+use rsd::{Compressor, RankSet, RawEvent, Trace, TraceFile};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+mod shape;
+use shape::{Run, attach, runs};
 
 /// One rank's derived nested calls: per collective call (path, index on that path), the
 /// library's path and the calls.
 type RankDerived = HashMap<(String, usize), (Route, Vec<collio::Call>)>;
-use crate::Explain;
-use collio::Collective;
-use collio::traced::{self, RankAccess, TracedCall};
-use rsd::trace::{Event, Node, NodeKind};
-use rsd::value::{Elastic, RankFn, Val};
-use rsd::{Compressor, RankSet, RawEvent, Trace, TraceFile};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The most rank intervals the trace may fall into: each is walked at a few ranks.
 const MAX_INTERVALS: usize = 4096;
@@ -558,121 +562,219 @@ fn insert_with(
     sampling: bool,
 ) -> Result<Option<Vec<Explain>>, Underived> {
     let np = tf.header.nranks;
-    let trace = &tf.trace;
-    let cut = intervals(&trace.nodes, np)
-        .map_err(|why| format!("the trace is not uniform on rank intervals: {why}"))?;
-    let parts: Vec<IntervalCalls> = cut
-        .iter()
-        .map(|&(lo, hi)| interval_calls(trace, &p.world, lo, hi))
-        .collect::<Result<_, _>>()?;
-    // Every rank makes the same collective calls (a collective call is made by the whole
-    // communicator; files opened on MPI_COMM_WORLD only, as checked above).
-    let keys: Vec<&(String, usize)> = parts[0].calls.keys().collect();
-    // Each file's Cartesian grid, if its communicator has one: the same on every rank (the
-    // communicator is every rank's), so rank 0's open says it.
-    let cart_rows: HashMap<String, u64> = super::walk_rank(trace, 0, &p.world)
-        .colls
-        .into_iter()
-        .filter_map(|c| Some((c.path, c.cart_rows?)))
-        .collect();
-    if let Some(q) = parts
-        .iter()
-        .find(|q| q.calls.len() != keys.len() || !keys.iter().all(|k| q.calls.contains_key(*k)))
-    {
+    let cut = Cut::of(&tf.trace, p, np)?;
+    let sampled = Sampled::new(&cut.cut);
+    let mut g = Gathered::new(np, max_memory);
+    for key in cut.keys() {
+        let Some((sites, out)) = model_call(&tf.header, p, &cut, key, max_memory)? else {
+            continue;
+        };
+        g.hold(&out, &call_name(key, cut.parts[0].calls[key].access.op))?;
+        g.explain(&sites, &out, cut.parts.len());
+        let site = cut.parts[0].calls[key].site;
+        if !g.take(key, out, (p, site), &sampled, sampling) {
+            return Ok(None);
+        }
+    }
+    g.finish(tf, p, &sampled)
+}
+
+/// The extrapolated trace cut into the rank intervals on which it is uniform, with each
+/// interval's collective calls and each file's Cartesian grouping: what the model of every
+/// collective call reads.
+struct Cut {
+    cut: Vec<(u32, u32)>,
+    parts: Vec<IntervalCalls>,
+    /// Each file's Cartesian grid, if its communicator has one: the same on every rank (the
+    /// communicator is every rank's), so rank 0's open says it.
+    cart_rows: HashMap<String, u64>,
+}
+
+impl Cut {
+    fn of(trace: &Trace, p: &Plan, np: u32) -> Result<Cut, Underived> {
+        let cut = intervals(&trace.nodes, np)
+            .map_err(|why| format!("the trace is not uniform on rank intervals: {why}"))?;
+        let parts: Vec<IntervalCalls> = cut
+            .iter()
+            .map(|&(lo, hi)| interval_calls(trace, &p.world, lo, hi))
+            .collect::<Result<_, _>>()?;
+        let cart_rows = super::walk_rank(trace, 0, &p.world)
+            .colls
+            .into_iter()
+            .filter_map(|c| Some((c.path, c.cart_rows?)))
+            .collect();
+        let c = Cut {
+            cut,
+            parts,
+            cart_rows,
+        };
+        c.same_calls()?;
+        Ok(c)
+    }
+
+    /// The collective calls, (path, index on that path), in order.
+    fn keys(&self) -> impl Iterator<Item = &(String, usize)> {
+        self.parts[0].calls.keys()
+    }
+
+    /// Every rank makes the same collective calls (a collective call is made by the whole
+    /// communicator; files opened on MPI_COMM_WORLD only, as checked before).
+    fn same_calls(&self) -> Result<(), Underived> {
+        let first = &self.parts[0];
+        match self.parts.iter().find(|q| {
+            q.calls.len() != first.calls.len()
+                || !first.calls.keys().all(|k| q.calls.contains_key(k))
+        }) {
+            Some(q) => Err(Underived::Why(format!(
+                "ranks {}-{} and {}-{} make different collective calls",
+                first.lo,
+                first.hi - 1,
+                q.lo,
+                q.hi - 1
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `what` of collective call `key`, as messages name it.
+fn call_name(key: &(String, usize), op: rsd::Op) -> String {
+    format!("collective call {} ({}) on {}", key.1, op.name(), key.0)
+}
+
+/// The nested calls the library's model gives collective call `key`, with the call sites it
+/// is made from; `None` where none of them is derived.
+fn model_call(
+    h: &rsd::Header,
+    p: &Plan,
+    cut: &Cut,
+    key: &(String, usize),
+    max_memory: u64,
+) -> Result<Option<(BTreeSet<Site>, Modelled)>, Underived> {
+    let parts = &cut.parts;
+    let sites: BTreeSet<Site> = parts.iter().map(|q| q.calls[key].site).collect();
+    let is_derived = sites.iter().filter(|s| p.derived.contains(s)).count();
+    if is_derived == 0 {
+        return Ok(None);
+    }
+    if is_derived != sites.len() {
         return Err(Underived::Why(format!(
-            "ranks {}-{} and {}-{} make different collective calls",
-            parts[0].lo,
-            parts[0].hi - 1,
-            q.lo,
-            q.hi - 1
+            "{}: collective call {} is made from call sites of which only some are derived",
+            key.0, key.1
         )));
     }
-    let mut explain: BTreeMap<Site, Explain> = BTreeMap::new();
-    let mut made_up = BTreeSet::new();
-    // Per rank with nested calls: (path, index) -> the calls; past MAX_AGGREGATORS ranks,
-    // why it was given up.
-    let mut derived: BTreeMap<u32, RankDerived> = BTreeMap::new();
-    let mut too_many: Option<String> = None;
-    // The same for the sample ranks of each interval, while every rank of each interval
-    // issues its calls in one shape affine in the rank (see `Sampled`).
-    let sampled = Sampled::new(&cut);
-    let mut from_samples: Option<BTreeMap<u32, RankDerived>> = Some(BTreeMap::new());
-    let mut with_calls = vec![false; np as usize];
-    // The bytes the nested calls the model gave take while they are held.
-    let mut held = 0u64;
-    let mut skipped = false;
-    for key in keys {
-        let sites: BTreeSet<Site> = parts.iter().map(|q| q.calls[key].site).collect();
-        let is_derived = sites.iter().filter(|s| p.derived.contains(s)).count();
-        if is_derived == 0 {
-            continue;
+    let needs = regions_bytes(key, parts);
+    if needs > max_memory {
+        return Err(Underived::OverMemory {
+            part: format!(
+                "every rank's file regions in {}, which the model of the MPI library reads \
+                 whole",
+                call_name(key, parts[0].calls[key].access.op)
+            ),
+            needs,
+        });
+    }
+    let np = h.nranks;
+    let g = group_at(key, parts, np, cut.cart_rows.get(&key.0).copied())?;
+    let cfg = config(h, &key.0, np)?;
+    Ok(Some((sites, model(&g, &cfg)?)))
+}
+
+/// What the walk over the collective calls gathers: per rank with nested calls, (path,
+/// index) -> the calls (until more than [`MAX_AGGREGATORS`] ranks have them: then why it was
+/// given up); the same for the sample ranks of each interval, while every rank of each
+/// interval issues its calls in one shape affine in the rank (see [`Sampled`]); and what
+/// `--explain` says.
+struct Gathered {
+    np: u32,
+    max_memory: u64,
+    explain: BTreeMap<Site, Explain>,
+    derived: BTreeMap<u32, RankDerived>,
+    too_many: Option<String>,
+    from_samples: Option<BTreeMap<u32, RankDerived>>,
+    with_calls: Vec<bool>,
+    /// The bytes the nested calls the model gave take while they are held.
+    held: u64,
+    /// Whether some call's calls were kept for the samples only.
+    skipped: bool,
+}
+
+impl Gathered {
+    fn new(np: u32, max_memory: u64) -> Gathered {
+        Gathered {
+            np,
+            max_memory,
+            explain: BTreeMap::new(),
+            derived: BTreeMap::new(),
+            too_many: None,
+            from_samples: Some(BTreeMap::new()),
+            with_calls: vec![false; np as usize],
+            held: 0,
+            skipped: false,
         }
-        if is_derived != sites.len() {
-            return Err(Underived::Why(format!(
-                "{}: collective call {} is made from call sites of which only some are derived",
-                key.0, key.1
-            )));
+    }
+
+    /// Counts `out`'s calls as held, refusing past `--max-memory` (`what`: the call).
+    fn hold(&mut self, out: &Modelled, what: &str) -> Result<(), Underived> {
+        self.held += out.calls.iter().map(|c| c.len() as u64).sum::<u64>() * NESTED_BYTES;
+        if self.held <= self.max_memory {
+            return Ok(());
         }
-        let op = parts[0].calls[key].access.op;
-        let what = || format!("collective call {} ({}) on {}", key.1, op.name(), key.0);
-        let needs = regions_bytes(key, &parts);
-        if needs > max_memory {
-            return Err(Underived::OverMemory {
-                part: format!(
-                    "every rank's file regions in {}, which the model of the MPI library reads \
-                     whole",
-                    what()
-                ),
-                needs,
-            });
-        }
-        let g = group_at(key, &parts, np, cart_rows.get(&key.0).copied())?;
-        let cfg = config(&tf.header, &key.0, np)?;
-        let out = model(&g, &cfg)?;
-        drop(g);
-        held += out.calls.iter().map(|c| c.len() as u64).sum::<u64>() * NESTED_BYTES;
-        if held > max_memory {
-            let issuing = out.calls.iter().filter(|c| !c.is_empty()).count();
-            return Err(Underived::OverMemory {
-                part: format!(
-                    "the nested calls up to {} ({} ranks issue them; {}), held one by one",
-                    what(),
-                    issuing,
-                    out.how
-                ),
-                needs: held,
-            });
-        }
-        for site in &sites {
-            explain.entry(*site).or_insert_with(|| Explain {
+        let issuing = out.calls.iter().filter(|c| !c.is_empty()).count();
+        Err(Underived::OverMemory {
+            part: format!(
+                "the nested calls up to {what} ({issuing} ranks issue them; {}), held one by one",
+                out.how
+            ),
+            needs: self.held,
+        })
+    }
+
+    /// What `--explain` says of each call site of a derived call (`intervals`: how many rank
+    /// intervals the trace was laid out from).
+    fn explain(&mut self, sites: &BTreeSet<Site>, out: &Modelled, intervals: usize) {
+        let np = self.np;
+        for site in sites {
+            self.explain.entry(*site).or_insert_with(|| Explain {
                 event: format!("{} (call site {:#x})", site.0.name(), site.1),
                 quantity: "nested POSIX calls".into(),
                 model: format!(
                     "derived by the model of {} (the model reproduced every input scale \
                      exactly), in compressed form: the model ran on the regions of all {np} \
-                     ranks, laid out from {} rank intervals where the trace is affine in the \
-                     rank, and only the ranks with nested calls were walked again; timing: the \
-                     inputs' mean per nested op",
-                    out.how,
-                    parts.len()
+                     ranks, laid out from {intervals} rank intervals where the trace is affine \
+                     in the rank, and only the ranks with nested calls were walked again; \
+                     timing: the inputs' mean per nested op",
+                    out.how
                 ),
                 curve: None,
             });
         }
-        let site = parts[0].calls[key].site;
-        if from_samples.is_some() && !sampled.holds(p, site, out.route, &out.calls) {
-            if skipped {
-                return Ok(None);
+    }
+
+    /// Keeps collective call `key`'s nested calls `out` (made at `site`): for the samples
+    /// while they stand for their intervals, for every rank where they may not (or without
+    /// `sampling`). `false`: the samples stopped standing for their intervals after other
+    /// calls were kept for the samples only (run again without sampling).
+    fn take(
+        &mut self,
+        key: &(String, usize),
+        out: Modelled,
+        (p, site): (&Plan, Site),
+        sampled: &Sampled,
+        sampling: bool,
+    ) -> bool {
+        if self.from_samples.is_some() && !sampled.holds(p, site, out.route, &out.calls) {
+            if self.skipped {
+                return false;
             }
-            from_samples = None;
+            self.from_samples = None;
         }
-        // Every rank's calls kept only where the samples may not stand for them.
-        let keep = !(sampling && from_samples.is_some());
+        let keep = !(sampling && self.from_samples.is_some());
         if !keep {
-            skipped = true;
-            held = 0;
+            self.skipped = true;
+            self.held = 0;
         }
-        if let Some(m) = &mut from_samples {
+        if let Some(m) = &mut self.from_samples {
             for r in sampled.ranks() {
                 let calls = &out.calls[r as usize];
                 if !calls.is_empty() {
@@ -681,80 +783,104 @@ fn insert_with(
                 }
             }
         }
+        self.keep_every_rank(key, out, keep);
+        true
+    }
+
+    /// Marks the ranks `out` gives calls, and keeps their calls where `keep`, until more than
+    /// [`MAX_AGGREGATORS`] ranks have them.
+    fn keep_every_rank(&mut self, key: &(String, usize), out: Modelled, keep: bool) {
         for (r, calls) in out.calls.into_iter().enumerate() {
             if calls.is_empty() {
                 continue;
             }
-            with_calls[r] = true;
-            if keep && too_many.is_none() {
-                derived
+            self.with_calls[r] = true;
+            if keep && self.too_many.is_none() {
+                self.derived
                     .entry(r as u32)
                     .or_default()
                     .insert(key.clone(), (out.route, calls));
             }
         }
-        if derived.len() > MAX_AGGREGATORS && too_many.is_none() {
-            held = 0;
-            too_many = Some(format!(
-                "more than {MAX_AGGREGATORS} ranks issue nested calls at {np} ranks, and \
-                 they do not issue them in one shape affine in the rank on each rank interval"
+        if self.derived.len() > MAX_AGGREGATORS && self.too_many.is_none() {
+            self.held = 0;
+            self.too_many = Some(format!(
+                "more than {MAX_AGGREGATORS} ranks issue nested calls at {} ranks, and they do \
+                 not issue them in one shape affine in the rank on each rank interval",
+                self.np
             ));
-            derived.clear();
+            self.derived.clear();
         }
     }
-    let issuing = with_calls.iter().filter(|&&w| w).count();
-    drop(with_calls);
-    // Many ranks issuing their calls in one shape on each interval: worked out at a few
-    // ranks of each and stretched over it.
-    if let Some(m) = from_samples.filter(|_| issuing >= SAMPLED_FROM) {
-        let mut notes = BTreeSet::new();
-        let t = by_node(trace, p, &m, np, &mut notes)
-            .map_err(Underived::Why)
-            .and_then(|b| attach(trace, b, &sampled, max_memory));
-        match t {
-            Ok(t) => {
-                tf.trace = t;
-                record_made_up(&mut tf.header, notes);
-                return Ok(Some(explain.into_values().collect()));
+
+    /// Puts the gathered calls into `tf`'s collective events: from the samples where many
+    /// ranks issue their calls in one shape on each interval, else from every rank's calls;
+    /// `None`: run again without sampling.
+    fn finish(
+        self,
+        tf: &mut TraceFile,
+        p: &Plan,
+        sampled: &Sampled,
+    ) -> Result<Option<Vec<Explain>>, Underived> {
+        let issuing = self.with_calls.iter().filter(|&&w| w).count();
+        if let Some(m) = self
+            .from_samples
+            .as_ref()
+            .filter(|_| issuing >= SAMPLED_FROM)
+        {
+            match attached(tf, p, m, sampled, self.max_memory) {
+                Ok(()) => return Ok(Some(self.explain.into_values().collect())),
+                Err(Underived::Why(_)) if self.skipped => return Ok(None),
+                Err(Underived::Why(why)) if self.too_many.is_some() => {
+                    return Err(Underived::Why(format!(
+                        "{}; from a few ranks of each interval: {why}",
+                        self.too_many.unwrap_or_default()
+                    )));
+                }
+                Err(Underived::Why(_)) => {}
+                Err(e) => return Err(e),
             }
-            Err(Underived::Why(_)) if skipped => return Ok(None),
-            Err(Underived::Why(why)) if too_many.is_some() => {
-                return Err(Underived::Why(format!(
-                    "{}; from a few ranks of each interval: {why}",
-                    too_many.unwrap_or_default()
-                )));
-            }
+        }
+        if self.skipped {
+            return Ok(None);
+        }
+        if let Some(why) = self.too_many {
+            return Err(Underived::Why(why));
+        }
+        self.every_rank(tf, p)?;
+        Ok(Some(self.explain.into_values().collect()))
+    }
+
+    /// The nested calls of every rank that has them put into `tf`'s own collective events, in
+    /// one shape for every rank (see `attach`); where that cannot be done (a derived call in
+    /// a loop whose count depends on the rank), the ranks with nested calls are expanded,
+    /// given their calls, re-compressed and merged.
+    fn every_rank(&self, tf: &mut TraceFile, p: &Plan) -> Result<(), Underived> {
+        match attached(tf, p, &self.derived, &Sampled::every(), self.max_memory) {
             Err(Underived::Why(_)) => {}
-            Err(e) => return Err(e),
+            done => return done,
         }
+        let mut made_up = BTreeSet::new();
+        tf.trace = reexpanded(&tf.trace, p, &self.derived, self.np, &mut made_up)?;
+        record_made_up(&mut tf.header, made_up);
+        Ok(())
     }
-    if skipped {
-        return Ok(None);
-    }
-    if let Some(why) = too_many {
-        return Err(Underived::Why(why));
-    }
-    // First, the nested calls put into the trace's own collective events, in one shape for
-    // every rank (see `attach`); where that cannot be done (a derived call in a loop whose
-    // count depends on the rank), the ranks with nested calls are expanded, given their
-    // calls, re-compressed and merged.
+}
+
+/// `derived` (per rank, or per sample rank standing for its interval) attached to `tf`'s
+/// collective events, the made-up call sites recorded.
+fn attached(
+    tf: &mut TraceFile,
+    p: &Plan,
+    derived: &BTreeMap<u32, RankDerived>,
+    sampled: &Sampled,
+    max_memory: u64,
+) -> Result<(), Underived> {
     let mut notes = BTreeSet::new();
-    let every = Sampled::every();
-    match by_node(trace, p, &derived, np, &mut notes)
-        .map_err(Underived::Why)
-        .and_then(|b| attach(trace, b, &every, max_memory))
-    {
-        Ok(t) => {
-            tf.trace = t;
-            record_made_up(&mut tf.header, notes);
-            return Ok(Some(explain.into_values().collect()));
-        }
-        Err(Underived::Why(_)) => {}
-        Err(e) => return Err(e),
-    }
-    tf.trace = reexpanded(trace, p, &derived, np, &mut made_up)?;
-    record_made_up(&mut tf.header, made_up);
-    Ok(Some(explain.into_values().collect()))
+    let b = by_node(&tf.trace, p, derived, tf.header.nranks, &mut notes).map_err(Underived::Why)?;
+    tf.trace = attach(&tf.trace, b, sampled, max_memory)?;
+    record_made_up(&mut tf.header, notes);
+    Ok(())
 }
 
 /// Collective call `key` (path, index) as the model takes it: every rank's regions, starts
@@ -824,6 +950,34 @@ fn group_at(
     })
 }
 
+/// The events rank `r` issues inside collective call `c` for the model's calls `issue` (on
+/// `route`), each on the file's descriptor after its template (`np`: the ranks, for the
+/// messages).
+fn issued_children(
+    p: &Plan,
+    c: &super::RankColl,
+    (route, issue): &(Route, Vec<collio::Call>),
+    (r, np): (u32, u32),
+    made_up: &mut BTreeSet<MadeUp>,
+) -> Result<Vec<RawEvent>, String> {
+    let Some(fd) = c.fd else {
+        return Err(format!(
+            "{}: rank {r} has no traced descriptor for the file",
+            c.path
+        ));
+    };
+    let mut children = Vec::with_capacity(issue.len());
+    let mut after = None;
+    for call in issue {
+        let t = p
+            .template(c.site, *route, call, after, made_up)
+            .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
+        children.push(issued(call, fd, &t));
+        after = Some(call);
+    }
+    Ok(children)
+}
+
 /// `trace` with the ranks that have nested calls (`derived`) each expanded, given its calls,
 /// re-compressed and merged beside the other ranks (`np` in all): for a derived call in a
 /// loop whose count depends on the rank, which one shape for every rank cannot hold.
@@ -844,25 +998,10 @@ fn reexpanded(
             let k = seen.entry(c.path.as_str()).or_default();
             let index = *k;
             *k += 1;
-            let Some((route, issue)) = calls.get(&(c.path.clone(), index)) else {
+            let Some(d) = calls.get(&(c.path.clone(), index)) else {
                 continue;
             };
-            let Some(fd) = c.fd else {
-                return Err(format!(
-                    "{}: rank {r} has no traced descriptor for the file",
-                    c.path
-                ));
-            };
-            let mut children = Vec::with_capacity(issue.len());
-            let mut after = None;
-            for call in issue {
-                let t = p
-                    .template(c.site, *route, call, after, made_up)
-                    .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
-                children.push(issued(call, fd, &t));
-                after = Some(call);
-            }
-            events[c.event].children = children;
+            events[c.event].children = issued_children(p, c, d, (r, np), made_up)?;
         }
         let mut comp = Compressor::new(r);
         for e in &events {
@@ -880,133 +1019,9 @@ fn reexpanded(
     Ok(Trace { nodes })
 }
 
-/// One run of a collective call's nested calls on one rank: the same call (op, call site,
-/// descriptor) repeated `count` times with every parameter affine in the position.
-#[derive(Debug, Clone)]
-struct Run {
-    op: rsd::Op,
-    sig: u64,
-    first: Vec<i64>,
-    step: Vec<i64>,
-    count: u64,
-    gap_ns: u64,
-    dur_ns: u64,
-}
-
-impl Run {
-    /// The run's kind in the shape: the call, and whether it repeats (a single call is a run
-    /// of one whose steps are 0).
-    fn kind(&self) -> (rsd::Op, u64, bool) {
-        (self.op, self.sig, self.count > 1)
-    }
-}
-
-/// `calls` cut into maximal runs affine in the position (as the compressor's affine runs: a
-/// run of two that the third call breaks is not started, its first call stands alone).
-fn runs(calls: &[RawEvent]) -> Vec<Run> {
-    let same = |a: &RawEvent, b: &RawEvent| {
-        a.op == b.op && a.sig == b.sig && a.params.len() == b.params.len()
-    };
-    let single = |c: &RawEvent| Run {
-        op: c.op,
-        sig: c.sig,
-        first: c.params.clone(),
-        step: vec![0; c.params.len()],
-        count: 1,
-        gap_ns: c.gap_ns,
-        dur_ns: c.dur_ns,
-    };
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < calls.len() {
-        let c = &calls[i];
-        if i + 1 == calls.len() || !same(c, &calls[i + 1]) {
-            out.push(single(c));
-            i += 1;
-            continue;
-        }
-        let step: Vec<i64> = c
-            .params
-            .iter()
-            .zip(&calls[i + 1].params)
-            .map(|(a, b)| b.wrapping_sub(*a))
-            .collect();
-        let mut j = i + 2;
-        while j < calls.len()
-            && same(c, &calls[j])
-            && calls[j]
-                .params
-                .iter()
-                .enumerate()
-                .all(|(p, &v)| c.params[p].wrapping_add(step[p].wrapping_mul((j - i) as i64)) == v)
-        {
-            j += 1;
-        }
-        if j == i + 2 && j < calls.len() {
-            out.push(single(c));
-            i += 1;
-            continue;
-        }
-        out.push(Run {
-            count: (j - i) as u64,
-            step,
-            ..single(c)
-        });
-        i = j;
-    }
-    out
-}
-
-type Kind = (rsd::Op, u64, bool);
-
-/// The shortest common supersequence of `a` and `b` (by longest common subsequence).
-fn supersequence(a: &[Kind], b: &[Kind]) -> Vec<Kind> {
-    let (n, m) = (a.len(), b.len());
-    let mut l = vec![vec![0usize; m + 1]; n + 1];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            l[i][j] = if a[i] == b[j] {
-                l[i + 1][j + 1] + 1
-            } else {
-                l[i + 1][j].max(l[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, Vec::with_capacity(n + m));
-    while i < n && j < m {
-        if a[i] == b[j] {
-            out.push(a[i]);
-            i += 1;
-            j += 1;
-        } else if l[i + 1][j] >= l[i][j + 1] {
-            out.push(a[i]);
-            i += 1;
-        } else {
-            out.push(b[j]);
-            j += 1;
-        }
-    }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
-}
-
-/// Where each of `kinds` goes in `shape` (leftmost embedding).
-fn embed(kinds: &[Kind], shape: &[Kind]) -> Option<Vec<usize>> {
-    let mut at = Vec::with_capacity(kinds.len());
-    let mut s = 0;
-    for k in kinds {
-        while s < shape.len() && shape[s] != *k {
-            s += 1;
-        }
-        if s == shape.len() {
-            return None;
-        }
-        at.push(s);
-        s += 1;
-    }
-    Some(at)
-}
+/// Per event node id: per aggregator rank, per occurrence (in the rank's visit order), the
+/// nested calls issued there.
+type ByNode = BTreeMap<usize, BTreeMap<u32, Vec<Vec<RawEvent>>>>;
 
 /// Calls `f(id, idx)` for every event node `rank` executes, in order (as
 /// [`rsd::trace::visit`]), `id` the node's position among the event nodes of `nodes` in
@@ -1055,361 +1070,6 @@ fn event_nodes(nodes: &[Node]) -> usize {
         .sum()
 }
 
-/// The loop counts around each event node (by id), from the trace's structure: constant
-/// counts only (the intervals are uniform).
-fn loop_dims(nodes: &[Node], dims: &mut Vec<u64>, out: &mut Vec<Option<Vec<u64>>>) {
-    for n in nodes {
-        match &n.kind {
-            NodeKind::Event(_) => out.push(Some(dims.clone())),
-            NodeKind::Loop(l) => {
-                let c = match l.iters.groups.as_slice() {
-                    [g] => match g.val {
-                        Val::Const(RankFn::Const(c)) => Some(c.max(0) as u64),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                match c {
-                    Some(c) => {
-                        dims.push(c);
-                        loop_dims(&l.body, dims, out);
-                        dims.pop();
-                    }
-                    None => {
-                        let from = out.len();
-                        loop_dims(&l.body, &mut Vec::new(), out);
-                        out[from..].iter_mut().for_each(|d| *d = None);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Sets the children of event node `id` (depth-first order) from `kids`.
-fn set_children(nodes: &mut [Node], next: &mut usize, kids: &mut HashMap<usize, Vec<Node>>) {
-    for n in nodes {
-        match &mut n.kind {
-            NodeKind::Event(e) => {
-                if let Some(k) = kids.remove(next) {
-                    e.children = k;
-                }
-                *next += 1;
-            }
-            NodeKind::Loop(l) => set_children(&mut l.body, next, kids),
-        }
-    }
-}
-
-/// A value over the loops `dims` (outermost first) as nested explicit vectors, with `leaf`
-/// at the innermost: the same shape on every rank, so the ranks' values join leaf by leaf.
-fn grid(dims: &[u64], at: &mut Vec<u64>, leaf: &mut dyn FnMut(&[u64]) -> Val<i64>) -> Val<i64> {
-    match dims.split_first() {
-        None => leaf(at),
-        Some((&d, rest)) => Val::Seq(
-            (0..d)
-                .map(|i| {
-                    at.push(i);
-                    let v = grid(rest, at, leaf);
-                    at.pop();
-                    v
-                })
-                .collect(),
-        ),
-    }
-}
-
-/// The most interleaved classes a derived value is split into (see
-/// [`Elastic::canonical_free`]).
-const MAX_PERIOD: usize = 8;
-
-/// One leaf of a derived value at one grid position: its value and its step along the
-/// run's own loop, either of which may be free (`None`: the run does not happen there, or
-/// has one call and so no step).
-type Cell = Option<(i64, Option<i64>)>;
-
-/// Per rank, a value given at every position of the grid `dims` (row-major), in the simplest
-/// form that has the same shape on every rank: a constant, affine in the loop indices, or
-/// explicit over the grid; with `inner`, affine along the run's own loop too. Returns the
-/// points and, per point, which of its leaves are free.
-type Points = (Vec<(u32, Val<i64>)>, Vec<Vec<bool>>);
-
-fn uniform(dims: &[u64], per_rank: Vec<(u32, Vec<Cell>)>, inner: bool) -> Points {
-    let known = |v: &[Cell]| -> Vec<(i64, Option<i64>)> { v.iter().flatten().copied().collect() };
-    // One value, one step (or none known) per rank.
-    let constant = per_rank.iter().all(|(_, v)| {
-        let k = known(v);
-        k.iter().all(|x| x.0 == k[0].0) && (!inner || k.iter().all(|x| x.1.unwrap_or(0) == 0))
-    });
-    if constant {
-        return per_rank
-            .into_iter()
-            .map(|(r, v)| {
-                let k = known(&v);
-                (
-                    (r, Val::Const(k.first().map_or(0, |x| x.0))),
-                    vec![k.is_empty()],
-                )
-            })
-            .unzip();
-    }
-    // Strides of the grid dimensions when every position is known and affine in the indices.
-    let mut spans = vec![0usize; dims.len()];
-    let mut span = 1usize;
-    for (k, &n) in dims.iter().enumerate().rev() {
-        spans[k] = span;
-        span *= n as usize;
-    }
-    let affine = |v: &[Cell]| -> Option<(i64, Vec<i64>, Option<i64>)> {
-        let b = v.first()?.as_ref()?.0;
-        let strides: Vec<i64> = dims
-            .iter()
-            .enumerate()
-            .map(|(k, &n)| {
-                if n > 1 {
-                    v[spans[k]].map_or(0, |x| x.0.wrapping_sub(b))
-                } else {
-                    0
-                }
-            })
-            .collect();
-        let steps: Vec<i64> = v.iter().flatten().filter_map(|x| x.1).collect();
-        if steps.iter().any(|&x| x != steps[0]) {
-            return None;
-        }
-        for (p, c) in v.iter().enumerate() {
-            let c = c.as_ref()?;
-            let want = (0..dims.len()).fold(b, |acc, k| {
-                let i = (p / spans[k]) as u64 % dims[k];
-                acc.wrapping_add(strides[k].wrapping_mul(i as i64))
-            });
-            if c.0 != want {
-                return None;
-            }
-        }
-        Some((b, strides, steps.first().copied()))
-    };
-    if per_rank.iter().all(|(_, v)| affine(v).is_some()) {
-        return per_rank
-            .into_iter()
-            .map(|(r, v)| {
-                let (base, mut strides, step) = affine(&v).expect("checked");
-                let mut free = vec![false; 1 + strides.len()];
-                if inner {
-                    strides.push(step.unwrap_or(0));
-                    free.push(step.is_none());
-                }
-                ((r, Val::Lin { base, strides }), free)
-            })
-            .unzip();
-    }
-    let pos = |at: &[u64]| at.iter().zip(dims).fold(0u64, |acc, (&i, &n)| acc * n + i) as usize;
-    per_rank
-        .into_iter()
-        .map(|(r, v)| {
-            let mut free = Vec::new();
-            let val = grid(dims, &mut Vec::new(), &mut |at| {
-                let c = v[pos(at)];
-                free.push(c.is_none());
-                let (b, st) = c.unwrap_or((0, None));
-                if inner {
-                    free.push(st.is_none());
-                    Val::Lin {
-                        base: b,
-                        strides: vec![st.unwrap_or(0)],
-                    }
-                } else {
-                    Val::Const(b)
-                }
-            });
-            ((r, val), free)
-        })
-        .unzip()
-}
-
-/// Stats of `count` equal samples `ns`.
-fn repeated(ns: u64, count: u64, rank: u32) -> rsd::timing::Stats {
-    let mut s = rsd::timing::Stats::one(ns, rank);
-    s.count = count;
-    s.bins[rsd::timing::bin_of(ns)] = count;
-    s
-}
-
-/// Per event node id: per aggregator rank, per occurrence (in the rank's visit order), the
-/// nested calls issued there.
-type ByNode = BTreeMap<usize, BTreeMap<u32, Vec<Vec<RawEvent>>>>;
-
-/// The derived nested calls put into the extrapolated trace's collective events themselves,
-/// in one shape for every aggregator and every occurrence of the call: the calls of each
-/// occurrence are cut into affine runs, the runs of all occurrences aligned into one sequence
-/// of loops (the shortest common supersequence of their kinds), and each loop's trip count
-/// (0 where an occurrence has no such run: a file domain that starts or ends between two
-/// blocks, a cycle that ends on a block boundary) and values become functions of the rank
-/// and the enclosing loops. An OMPIO aggregator's file domain cuts the ranks' blocks at
-/// another place on every aggregator, so the partial blocks exist on some aggregators only:
-/// as separate shapes they scattered the aggregators into hundreds of rank groups.
-fn attach(
-    trace: &Trace,
-    by_node: ByNode,
-    sampled: &Sampled,
-    max_memory: u64,
-) -> Result<Trace, Underived> {
-    let mut dims = Vec::new();
-    loop_dims(&trace.nodes, &mut Vec::new(), &mut dims);
-    let mut kids: HashMap<usize, Vec<Node>> = HashMap::new();
-    for (id, per_rank) in by_node {
-        let Some(d) = dims.get(id).cloned().flatten() else {
-            return Err(Underived::Why(
-                "a derived collective call sits in a loop whose count depends on the rank".into(),
-            ));
-        };
-        let occurrences: u64 = d.iter().product();
-        // Per rank, per occurrence, its runs.
-        let mut all: Vec<(u32, Vec<Vec<Run>>)> = Vec::with_capacity(per_rank.len());
-        for (r, occ) in per_rank {
-            if occ.len() as u64 != occurrences {
-                return Err(Underived::Why(format!(
-                    "rank {r} makes a derived collective call {} times where its loops run {occurrences} times",
-                    occ.len()
-                )));
-            }
-            all.push((r, occ.iter().map(|c| runs(c)).collect()));
-        }
-        // The shape: every occurrence's kinds as a subsequence.
-        let mut distinct: BTreeSet<Vec<Kind>> = BTreeSet::new();
-        for (_, occ) in &all {
-            for rs in occ {
-                distinct.insert(rs.iter().map(Run::kind).collect());
-            }
-        }
-        let mut shape: Vec<Kind> = Vec::new();
-        for k in &distinct {
-            // The alignment's table: quadratic in the runs where they do not compress.
-            let needs = (shape.len() as u64 + 1) * (k.len() as u64 + 1) * 8;
-            if needs > max_memory {
-                return Err(Underived::OverMemory {
-                    part: format!(
-                        "aligning the nested calls of {} ranks' collective calls, {} and {} \
-                         runs of calls that do not compress into loops",
-                        all.len(),
-                        shape.len(),
-                        k.len()
-                    ),
-                    needs,
-                });
-            }
-            shape = supersequence(&shape, k);
-        }
-        // Per rank, per occurrence, the run in each slot of the shape.
-        let mut slots: Vec<(u32, Vec<Vec<Option<&Run>>>)> = Vec::with_capacity(all.len());
-        for (r, occ) in &all {
-            let mut per = Vec::with_capacity(occ.len());
-            for rs in occ {
-                let kinds: Vec<Kind> = rs.iter().map(Run::kind).collect();
-                let at = embed(&kinds, &shape)
-                    .ok_or_else(|| Underived::Why("the runs do not embed in their shape".into()))?;
-                let mut s: Vec<Option<&Run>> = vec![None; shape.len()];
-                for (run, &k) in rs.iter().zip(&at) {
-                    s[k] = Some(run);
-                }
-                per.push(s);
-            }
-            slots.push((*r, per));
-        }
-        let ranks: Vec<u32> = slots.iter().map(|s| s.0).collect();
-        let set = sampled
-            .stretch(&RankSet::from_sorted(&ranks))
-            .ok_or_else(|| {
-                Underived::Why("the ranks with nested calls are not whole rank intervals".into())
-            })?;
-        let mut out = Vec::with_capacity(shape.len());
-        for (s, &(op, sig, _)) in shape.iter().enumerate() {
-            let nparams = slots
-                .iter()
-                .flat_map(|(_, p)| p.iter())
-                .find_map(|o| o[s].map(|r| r.first.len()))
-                .unwrap_or(0);
-            let (mut total, mut timing) = (0u64, None);
-            for (r, per) in &slots {
-                for o in per {
-                    if let Some(run) = o[s] {
-                        total += run.count * sampled.weight(*r);
-                        timing.get_or_insert((run.gap_ns, run.dur_ns));
-                    }
-                }
-            }
-            let (gap, dur) = timing.unwrap_or((0, 0));
-            let (pts, free) = uniform(
-                &d,
-                slots
-                    .iter()
-                    .map(|(r, per)| {
-                        let v = per
-                            .iter()
-                            .map(|o| Some((o[s].map_or(0, |run| run.count as i64), None)))
-                            .collect();
-                        (*r, v)
-                    })
-                    .collect(),
-                false,
-            );
-            let iters = Elastic::canonical_free(&pts, &free, MAX_PERIOD);
-            let params: Vec<Elastic> = (0..nparams)
-                .map(|p| {
-                    let (pts, free) = uniform(
-                        &d,
-                        slots
-                            .iter()
-                            .map(|(r, per)| {
-                                let v = per
-                                    .iter()
-                                    .map(|o| {
-                                        o[s].map(|run| {
-                                            (run.first[p], (run.count > 1).then_some(run.step[p]))
-                                        })
-                                    })
-                                    .collect();
-                                (*r, v)
-                            })
-                            .collect(),
-                        true,
-                    );
-                    Elastic::canonical_free(&pts, &free, MAX_PERIOD)
-                })
-                .collect();
-            let (iters, params) = sampled.stretch_values(iters, params)?;
-            let first = ranks[0];
-            let event = Event {
-                op,
-                sig,
-                path: None,
-                params,
-                timing: rsd::timing::Timing {
-                    gap: repeated(gap, total, first),
-                    dur: repeated(dur, total, first),
-                    interval: None,
-                    waits: None,
-                },
-                children: Vec::new(),
-            };
-            out.push(Node {
-                ranks: set.clone(),
-                kind: NodeKind::Loop(rsd::trace::Loop {
-                    iters,
-                    body: vec![Node {
-                        ranks: set.clone(),
-                        kind: NodeKind::Event(event),
-                    }],
-                }),
-            });
-        }
-        kids.insert(id, out);
-    }
-    let mut t = trace.clone();
-    set_children(&mut t.nodes, &mut 0, &mut kids);
-    Ok(t)
-}
-
 /// The derived calls by event node (see [`ByNode`]): each rank with nested calls walked
 /// once, its collective calls matched with the nodes it executes them at.
 fn by_node(
@@ -1438,24 +1098,7 @@ fn by_node(
                 continue;
             }
             let issue = match calls.get(&(c.path.clone(), index)) {
-                Some((route, issue)) => {
-                    let Some(fd) = c.fd else {
-                        return Err(format!(
-                            "{}: rank {r} has no traced descriptor for the file",
-                            c.path
-                        ));
-                    };
-                    let mut v = Vec::with_capacity(issue.len());
-                    let mut after = None;
-                    for call in issue {
-                        let t = p
-                            .template(c.site, *route, call, after, made_up)
-                            .map_err(|e| format!("at {np} ranks, rank {r}: {e}"))?;
-                        v.push(issued(call, fd, &t));
-                        after = Some(call);
-                    }
-                    v
-                }
+                Some(d) => issued_children(p, c, d, (r, np), made_up)?,
                 None => Vec::new(),
             };
             out.entry(ids[c.event])
