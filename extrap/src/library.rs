@@ -108,9 +108,16 @@ pub(crate) type Fit<'f> = &'f dyn Fn(&[Vec<&Input>]) -> Result<Extrapolated, Ext
 
 /// One library's behaviour in the extrapolation.
 pub(crate) trait LibraryModel: Sync {
+    /// The model, where it hands something on in the [`Stage`]: a model whose handoff the
+    /// stage holds already acted further out (around `consistent`'s grouping), and is not
+    /// run again: it would find nothing left to take out, and add to any refusal why not.
+    fn id(&self) -> Option<PassId> {
+        None
+    }
+
     /// Runs `inner` on `inputs` with this library's calls modelled: taken out before, put
-    /// back at the target after. Where the inputs do not show the library, or `stage` says
-    /// this model already acted further out, `inner` runs on the inputs as they are.
+    /// back at the target after. Where the inputs do not show the library, `inner` runs on
+    /// the inputs as they are.
     fn around(
         &self,
         cx: Cx,
@@ -154,21 +161,27 @@ pub(crate) fn around_all(
     stage: Stage<'_>,
     inner: Inner<'_>,
 ) -> Result<Extrapolated, ExtrapError> {
-    fn chain(
-        models: &[&dyn LibraryModel],
-        cx: Cx,
-        inputs: &[Input],
-        stage: Stage<'_>,
-        inner: Inner<'_>,
-    ) -> Result<Extrapolated, ExtrapError> {
-        match models.split_first() {
-            None => inner(cx, inputs, stage),
-            Some((m, rest)) => m.around(cx, inputs, stage, &mut |cx, inputs, stage| {
-                chain(rest, cx, inputs, stage, inner)
-            }),
+    around_each(MODELS, cx, inputs, stage, inner)
+}
+
+/// Runs `inner` inside each of `models`' [`LibraryModel::around`], the first outermost,
+/// leaving out the models that already acted further out.
+fn around_each(
+    models: &[&dyn LibraryModel],
+    cx: Cx,
+    inputs: &[Input],
+    stage: Stage<'_>,
+    inner: Inner<'_>,
+) -> Result<Extrapolated, ExtrapError> {
+    match models.split_first() {
+        None => inner(cx, inputs, stage),
+        Some((m, rest)) if m.id().is_some_and(|id| stage.has(id)) => {
+            around_each(rest, cx, inputs, stage, inner)
         }
+        Some((m, rest)) => m.around(cx, inputs, stage, &mut |cx, inputs, stage| {
+            around_each(rest, cx, inputs, stage, inner)
+        }),
     }
-    chain(MODELS, cx, inputs, stage, inner)
 }
 
 /// Runs `fit` on `groups` inside every model's [`LibraryModel::around_fit`], in [`MODELS`]'
@@ -295,5 +308,72 @@ mod tests {
         let none = Stage::default();
         assert_eq!(none.derivation_inputs(&[&b])[0].name, "8.iotrex");
         assert!(none.refuse_underived("why").is_none());
+    }
+
+    /// A model that records that it ran, under the id it hands on (if any).
+    struct Ran<'a> {
+        id: Option<PassId>,
+        log: &'a Mutex<Vec<Option<PassId>>>,
+    }
+
+    impl LibraryModel for Ran<'_> {
+        fn id(&self) -> Option<PassId> {
+            self.id
+        }
+        fn around(
+            &self,
+            cx: Cx,
+            inputs: &[Input],
+            stage: Stage<'_>,
+            inner: Inner<'_>,
+        ) -> Result<Extrapolated, ExtrapError> {
+            self.log.lock().unwrap().push(self.id);
+            inner(cx, inputs, stage)
+        }
+    }
+
+    /// A model whose handoff the stage holds acted further out and is left out; the others
+    /// run, outermost first, and the rest runs inside them.
+    #[test]
+    fn a_model_that_acted_further_out_is_not_run_again() {
+        let log = Mutex::new(Vec::new());
+        let (grids, flushes, plain) = (
+            Ran {
+                id: Some(PassId::Grids),
+                log: &log,
+            },
+            Ran {
+                id: Some(PassId::CollectiveFlushes),
+                log: &log,
+            },
+            Ran {
+                id: None,
+                log: &log,
+            },
+        );
+        let models: [&dyn LibraryModel; 3] = [&grids, &flushes, &plain];
+        let handed = Recording {
+            by: PassId::CollectiveFlushes,
+            log: &Mutex::new(Vec::new()),
+            inputs: None,
+        };
+        let ms = crate::ModelSet::builtin();
+        let mut ran_inner = false;
+        let r = Stage::default().with(&handed, |stage| {
+            around_each(
+                &models,
+                Cx::for_tests(&ms),
+                &[input(4)],
+                stage,
+                &mut |_, _, _| {
+                    ran_inner = true;
+                    Err(ExtrapError::ConfigDiffers {
+                        why: "inner".into(),
+                    })
+                },
+            )
+        });
+        assert!(r.is_err() && ran_inner);
+        assert_eq!(*log.lock().unwrap(), [Some(PassId::Grids), None]);
     }
 }

@@ -165,6 +165,22 @@ pub(crate) struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
+    /// A context for unit tests: 64 ranks, `models`, nothing else.
+    #[cfg(test)]
+    pub(crate) fn for_tests(models: &'a ModelSet) -> Cx<'a> {
+        Cx {
+            target: 64,
+            models,
+            how: Default::default(),
+            ignored: &[],
+            inconsistent: Default::default(),
+            oracle: None,
+            lifts: None,
+            layout: None,
+            max_memory: u64::MAX,
+        }
+    }
+
     /// This context once the containers were lifted with `lifts`.
     pub(crate) fn lifted(self, lifts: Option<&'a rsd::trace::Lifts>) -> Cx<'a> {
         Cx { lifts, ..self }

@@ -1259,6 +1259,10 @@ pub(crate) fn around(
 pub(crate) struct CollectiveFlushes;
 
 impl LibraryModel for CollectiveFlushes {
+    fn id(&self) -> Option<PassId> {
+        Some(PassId::CollectiveFlushes)
+    }
+
     fn around(
         &self,
         cx: Cx,
@@ -1266,10 +1270,6 @@ impl LibraryModel for CollectiveFlushes {
         stage: Stage<'_>,
         inner: Inner<'_>,
     ) -> Result<Extrapolated, ExtrapError> {
-        // Taken out further out already (around `consistent`'s grouping).
-        if stage.has(PassId::CollectiveFlushes) {
-            return inner(cx, inputs, stage);
-        }
         around(cx, inputs, |inputs, flushes| match flushes {
             Some(at) => {
                 let mut out = stage.with(at, |stage| inner(cx, inputs, stage))?;

@@ -1381,6 +1381,10 @@ pub(crate) fn around(
 pub(crate) struct DealtWrites;
 
 impl LibraryModel for DealtWrites {
+    fn id(&self) -> Option<PassId> {
+        Some(PassId::DealtWrites)
+    }
+
     fn around(
         &self,
         cx: Cx,
@@ -1388,12 +1392,6 @@ impl LibraryModel for DealtWrites {
         stage: Stage<'_>,
         inner: Inner<'_>,
     ) -> Result<Extrapolated, ExtrapError> {
-        // Taken out around `consistent`'s grouping already, with the HDF5 oracle: modelling
-        // them again would find none, and add to any refusal why the split index is not
-        // modelled.
-        if stage.has(PassId::DealtWrites) {
-            return inner(cx, inputs, stage);
-        }
         around(cx, inputs, |inputs, reloc| match reloc {
             Some(r) => stage.with(r, |stage| inner(cx, inputs, stage)),
             None => inner(cx, inputs, stage),

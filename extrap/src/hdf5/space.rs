@@ -813,15 +813,8 @@ mod tests {
 
     fn cx<'a>(models: &'a crate::ModelSet, oracle: Option<&'a Remembered<'a>>) -> Cx<'a> {
         Cx {
-            target: 64,
-            models,
-            how: Default::default(),
-            ignored: &[],
-            inconsistent: Default::default(),
             oracle,
-            lifts: None,
-            layout: None,
-            max_memory: u64::MAX,
+            ..Cx::for_tests(models)
         }
     }
 

@@ -26,6 +26,10 @@ impl Handoff for Narrowed {
 }
 
 impl LibraryModel for ProcessGrids {
+    fn id(&self) -> Option<PassId> {
+        Some(PassId::Grids)
+    }
+
     fn around(
         &self,
         cx: Cx,
@@ -33,9 +37,6 @@ impl LibraryModel for ProcessGrids {
         stage: Stage<'_>,
         inner: Inner<'_>,
     ) -> Result<Extrapolated, ExtrapError> {
-        if stage.has(PassId::Grids) {
-            return inner(cx, inputs, stage);
-        }
         // The grid models take the dimension counts the program asked MPI_Dims_create for.
         let ndims = grid_ndims(inputs);
         let models = cx.models.for_grids(&ndims);
