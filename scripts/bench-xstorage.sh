@@ -19,6 +19,8 @@
 # (--open-loop: every call issued at its traced start, whatever the replayed calls took); two
 # more give both directions under MPI with --comm real --compute work (the mode for a trace
 # taken where ranks shared cores: real waits on other ranks, the gaps' CPU time burnt).
+# The last column is the application's own run-to-run spread on B and on A ((slowest -
+# fastest) / median of its REPEAT runs): the noise floor of the row's cells.
 # Closing lines: the worse direction of each program (the larger |error| of A->B and B->A,
 # MPI, default replay), and the median of those; the same for --comm real --compute work.
 #   Target: every program's worse direction within 6%, their median within 3%.
@@ -31,6 +33,8 @@
 # can run here: LAMMPS needs lmp, particles needs python3-h5py-mpi), IOTREX_REPLAY_ARGS (extra
 # replay arguments for every replay), IOTREX_GAP_WAITS=0 (trace without the
 # off-CPU time of the gaps: as before format minor 11).
+# NICE (default -15): the niceness of every measured command (applications, traces, replays),
+# so that builds at nice 0 on the same machine barely take CPU from them; NICE=0 turns it off.
 # Needs root (the storage rig). Binaries come from $CARGO_TARGET_DIR/release (default
 # target/release).
 set -euo pipefail
@@ -45,6 +49,8 @@ for f in "$LIB" "$BIN/iotrex" "$BIN/iotrex-replay"; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench-xstorage.sh: needs root (the storage rig, drop_caches)" >&2; exit 1; }
 REPEAT=${REPEAT:-3}
+NICE=${NICE:--15}
+RUN=(nice -n "$NICE")
 NPS=${NPS-"4 8"}
 EXTRA=(${IOTREX_REPLAY_ARGS:-})
 # IOTREX_GAP_WAITS=0 traces without the off-CPU gap time (docs/xstorage.md): the "before".
@@ -78,7 +84,9 @@ PROGRAMS=(
   "ior-coll|$W/ior_like -a mpiio -c -t 65536 -b 1048576 -s 4 -i 1 -o DIR/ior.dat"
 )
 if command -v lmp >/dev/null; then
-  PROGRAMS+=("lammps|lmp -in $PWD/tests/apps/lammps_melt.in -log none -screen none -var d DIR")
+  # Weak-scaled (864 atoms a rank), its MPI-IO dumps every 20 steps and a restart file; the
+  # process grid PX x PY x PZ is filled in from the rank count by grid().
+  PROGRAMS+=("lammps|lmp -in $PWD/tests/apps/lammps_weak.in -log none -screen none -var d DIR -var px PX -var py PY -var pz PZ")
 fi
 if /usr/bin/python3 -c 'import h5py, mpi4py' 2>/dev/null; then
   PROGRAMS+=("particles|/usr/bin/python3 $PWD/tests/apps/particles.py DIR/particles.h5")
@@ -96,13 +104,26 @@ drop_caches() {
   echo 3 > /proc/sys/vm/drop_caches
 }
 
+# grid NP: a process grid "PX PY PZ" for NP ranks, factors as even as the powers of 2 allow
+# (4: 2 2 1, 8: 2 2 2, 12: 3 2 2, 32: 4 4 2).
+grid() {
+  awk -v n="$1" 'BEGIN { d[1] = d[2] = d[3] = 1; m = n
+    for (f = 2; m > 1; ) { if (m % f) { f++; continue } ; i = 1; for (j = 2; j <= 3; j++) if (d[j] < d[i]) i = j
+      d[i] *= f; m /= f }
+    # largest first
+    for (a = 1; a <= 3; a++) for (b = a + 1; b <= 3; b++) if (d[b] > d[a]) { t = d[a]; d[a] = d[b]; d[b] = t }
+    print d[1], d[2], d[3] }'
+}
+
 # run_app NP CMD MNT TRACE: runs CMD traced on the storage at MNT (DIR -> MNT/app), prints its
 # own time in seconds.
 run_app() {
-  local np=$1 cmd=$2 mnt=$3 tr=$4 d=$3/app t
+  local np=$1 cmd=$2 mnt=$3 tr=$4 d=$3/app t px py pz
+  read -r px py pz < <(grid "$np")
+  cmd=${cmd//PX/$px}; cmd=${cmd//PY/$py}; cmd=${cmd//PZ/$pz}
   rm -rf "$d"; mkdir -p "$d"
   drop_caches
-  (cd "$d" && timeout -k 5 300 "${MPIRUN[@]}" -np "$np" -x LD_PRELOAD="$LIB" -x IOTREX_OUT="$tr" "${TRACE_ENV[@]}" \
+  (cd "$d" && "${RUN[@]}" timeout -k 5 300 "${MPIRUN[@]}" -np "$np" -x LD_PRELOAD="$LIB" -x IOTREX_OUT="$tr" "${TRACE_ENV[@]}" \
     ${cmd//DIR/$d} > "$W/app.log" 2>&1) || { echo "run failed: $cmd" >&2; tail -5 "$W/app.log" >&2; return 1; }
   t=$(awk '/^app_time/ {print $2}' "$W/app.log")
   [ -n "$t" ] || t=$("$BIN/iotrex" show --json "$tr" | jq '.header.wall_ns / 1e9')
@@ -116,9 +137,9 @@ replay() {
   shift 4
   local -a cmd
   if [ "$mode" = threads ]; then
-    n=1; cmd=("$BIN/iotrex-replay" "$tr" --threads)
+    n=1; cmd=("${RUN[@]}" timeout -k 5 300 "$BIN/iotrex-replay" "$tr" --threads)
   else
-    cmd=(timeout -k 5 300 "${MPIRUN[@]}" -np "$np" "$BIN/iotrex-replay" "$tr")
+    cmd=("${RUN[@]}" timeout -k 5 300 "${MPIRUN[@]}" -np "$np" "$BIN/iotrex-replay" "$tr")
   fi
   for _ in $(seq "$n"); do
     rm -rf "$r"; mkdir -p "$r"
@@ -142,16 +163,16 @@ worse_of() {
 echo "## Cross-storage replay: A = tmpfs, B = ext4 throttled to 40 MiB/s, 400 IOPS"
 echo
 echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at start; medians of $REPEAT (--threads: 1 run);" \
-  "cells: replay's wall time vs the app's own time on the target storage${EXTRA[*]:+; replay args: ${EXTRA[*]}}${IOTREX_GAP_WAITS:+; IOTREX_GAP_WAITS=$IOTREX_GAP_WAITS}"
+  "cells: replay's wall time vs the app's own time on the target storage; measured commands under nice -n $NICE${EXTRA[*]:+; replay args: ${EXTRA[*]}}${IOTREX_GAP_WAITS:+; IOTREX_GAP_WAITS=$IOTREX_GAP_WAITS}"
 echo
-echo "| program | ranks | app on B | app on A | A→B MPI | A→B threads | B→A MPI | B→A threads | A→B fast | A→B open-loop | worse | A→B real+work | B→A real+work | worse real+work |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| program | ranks | app on B | app on A | A→B MPI | A→B threads | B→A MPI | B→A threads | A→B fast | A→B open-loop | worse | A→B real+work | B→A real+work | worse real+work | app spread B / A |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 : > "$W/worse"
 : > "$W/worse_rw"
 for np in $NPS; do
   for spec in "${PROGRAMS[@]}"; do
     name=${spec%%|*}; cmd=${spec#*|}
-    declare -A app=()
+    declare -A app=() spread=()
     for s in A B; do
       mnt=$MNT_A; [ $s = B ] && mnt=$MNT_B
       : > "$W/times"
@@ -161,11 +182,15 @@ for np in $NPS; do
       [ -s "$W/times" ] || continue
       read -r t i < <(sort -g "$W/times" | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
       app[$s]=$t
+      # The application's own run-to-run spread: (slowest - fastest) / median, in %: the
+      # noise floor of every cell of the row (a replay reproduces one run of it).
+      spread[$s]=$(awk -v m="$t" 'NR == 1 || $1 < lo { lo = $1 } $1 > hi { hi = $1 }
+        END { printf "%.0f", (hi - lo) / m * 100 }' "$W/times")
       cp "$W/$s.$i.iotrex" "$W/$name.$np.$s.iotrex"
       rm -rf "$mnt/app"
     done
     if [ -z "${app[A]:-}" ] || [ -z "${app[B]:-}" ]; then
-      echo "| $name | $np | failed | | | | | | | | | | | |"; continue
+      echo "| $name | $np | failed | | | | | | | | | | | | |"; continue
     fi
     ta=$W/$name.$np.A.iotrex tb=$W/$name.$np.B.iotrex
     ab=$(err "$(replay mpi "$ta" "$np" "$MNT_B")" "${app[B]}")
@@ -180,9 +205,9 @@ for np in $NPS; do
     worse_rw=$(worse_of "$abrw" "$barw")
     [ "$worse" != "-" ] && echo "$worse" >> "$W/worse"
     [ "$worse_rw" != "-" ] && echo "$worse_rw" >> "$W/worse_rw"
-    printf '| %s | %d | %.2f s | %.2f s | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% |\n' \
+    printf '| %s | %d | %.2f s | %.2f s | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% / %s%% |\n' \
       "$name" "$np" "${app[B]}" "${app[A]}" "$ab" "$abt" "$ba" "$bat" "$fast" "$open" "$worse" \
-      "$abrw" "$barw" "$worse_rw"
+      "$abrw" "$barw" "$worse_rw" "${spread[B]}" "${spread[A]}"
     rm -rf "$MNT_A/replay" "$MNT_B/replay"
   done
 done

@@ -38,10 +38,13 @@ use std::process::{Command, Stdio};
     after_help = "Examples:\n  iotrex sensitivity -o app.4.iotrex -- mpirun -np 4 ./app\n  iotrex sensitivity --delay 50ms --ranks 0,2-3 --runs 3 -o app.iotrex -- mpirun -np 4 ./app\n  iotrex sensitivity --ranks 0+1,2+3 -o app.iotrex -- mpirun -np 4 ./app   (two groups of two)\n  iotrex sensitivity --bandwidth 20MiB/s -o app.iotrex -- mpirun -np 4 ./app"
 )]
 pub struct SensitivityArgs {
-    /// The delay added to each I/O call of the delayed ranks: `20ms`, `500us`, `1s`, `250000ns`.
-    /// Choose it well above the run-to-run noise of one call's start (a few ms on a busy node).
-    #[arg(long, default_value = "20ms", value_parser = parse_duration)]
-    pub delay: u64,
+    /// The delay added to each I/O call of the delayed ranks: `auto`, or `20ms`, `500us`, `1s`,
+    /// `250000ns`. `auto` runs the baseline at least 3 times and takes 4 times the widest
+    /// run-to-run spread of a call's start (at least 1 ms). A fixed delay with 2 or more
+    /// baseline runs (--runs) is refused when it is not above twice that spread: the
+    /// dependencies would be the noise's.
+    #[arg(long, default_value = "auto", value_parser = parse_delay)]
+    pub delay: Delay,
     /// The groups delayed one per run: ranks and ranges delay one rank per run (`0-3` is four
     /// runs), `+` joins ranks into one group (`0+1`). Default: every rank, one per run.
     #[arg(long, value_name = "SPEC")]
@@ -70,6 +73,21 @@ pub struct SensitivityArgs {
     pub command: Vec<OsString>,
 }
 
+/// `--delay`: chosen from the baselines' noise, or given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delay {
+    Auto,
+    Fixed(u64),
+}
+
+/// `auto`, or a duration ([`parse_duration`]).
+fn parse_delay(s: &str) -> Result<Delay, String> {
+    if s.trim() == "auto" {
+        return Ok(Delay::Auto);
+    }
+    parse_duration(s).map(Delay::Fixed)
+}
+
 /// Why `iotrex sensitivity` stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum SensitivityError {
@@ -92,6 +110,20 @@ pub enum SensitivityError {
         command: String,
         status: String,
         tail: String,
+    },
+    /// The delay given is within the run-to-run noise the baselines showed.
+    #[error(
+        "--delay {delay_ms:.3}ms is within the run-to-run noise: over {runs} baseline runs a call's \
+         start varied by up to {spread_ms:.3}ms, so a wait for a delayed call cannot be told \
+         from noise (the delay must be above {factor} times that); use --delay auto, or \
+         --delay {suggest_ms:.0}ms or more"
+    )]
+    BelowNoise {
+        delay_ms: f64,
+        runs: usize,
+        spread_ms: f64,
+        factor: u64,
+        suggest_ms: f64,
     },
     /// A run left no trace or raw log to read.
     #[error("run {run} ({what}) left no usable trace: {why}")]
@@ -229,9 +261,15 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
         what: "baseline, no delay".into(),
         throttle: None,
     };
-    let extra = 2 + usize::from(a.bandwidth.is_some());
-    runner.total =
-        extra * a.runs as usize + a.runs as usize * groups_asked.as_ref().map_or(2, Vec::len);
+    let extra = 1 + usize::from(a.bandwidth.is_some());
+    // `auto` needs a spread: at least 3 baselines.
+    let nbase = match a.delay {
+        Delay::Auto => a.runs.max(3) as usize,
+        Delay::Fixed(_) => a.runs as usize,
+    };
+    runner.total = nbase
+        + extra * a.runs as usize
+        + a.runs as usize * groups_asked.as_ref().map_or(2, Vec::len);
     runner.start_bar();
     let mut base_runs = vec![runner.run(&base_cfg)?];
     let nranks = base_runs[0].trace.header.nranks;
@@ -239,16 +277,17 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
         Some(g) => check_groups(a.ranks.as_deref().unwrap_or(""), g, nranks)?,
         None => (0..nranks).map(|r| vec![r]).collect(),
     };
-    runner.total = (extra + groups.len()) * a.runs as usize;
-    for _ in 1..a.runs {
+    runner.total = nbase + (extra + groups.len()) * a.runs as usize;
+    for _ in 1..nbase {
         base_runs.push(runner.run(&base_cfg)?);
     }
+    let (delay, spread) = choose_delay(a.delay, &base_runs)?;
     let mut delayed = Vec::new();
     for g in &groups {
         let cfg = Config {
             what: format!("rank {}'s I/O delayed", rsd::RankSet::from_sorted(g)),
             throttle: Some(Throttle {
-                delay_ns: a.delay,
+                delay_ns: delay,
                 bps: 0,
                 ranks: Some(g.clone()),
             }),
@@ -261,7 +300,7 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
     let all_cfg = Config {
         what: "every rank's I/O delayed".into(),
         throttle: Some(Throttle {
-            delay_ns: a.delay,
+            delay_ns: delay,
             bps: 0,
             ranks: None,
         }),
@@ -276,15 +315,16 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
     runner.finish();
     let base = median_timelines(&base_runs, nranks);
     let s = Sensitivity {
-        delay_ns: a.delay,
+        delay_ns: delay,
         runs: runner.done as u32,
         max_calls: base.iter().map(|t| t.len() as u32).max().unwrap_or(0),
         base_ns: median(base_runs.iter().map(|r| r.trace.header.wall_ns).collect()),
         all_ns: median(all_runs.iter().map(|r| r.trace.header.wall_ns).collect()),
-        deps: rsd::sensitivity::analyze(a.delay, &base, &delayed),
+        deps: rsd::sensitivity::analyze(delay, &base, &delayed),
         groups,
         bandwidth,
     };
+    let nbase = base_runs.len();
     let mut tf = base_runs.swap_remove(0).trace;
     tf.header.sensitivity = Some(s.clone());
     tf.write(&a.output)
@@ -292,12 +332,58 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
     if json {
         crate::output::print_json(&s)
     } else {
-        let mut text = s.lines().join("\n");
+        let mut text = noise_line(a.delay, delay, spread, nbase);
+        text.push_str(&s.lines().join("\n"));
         text.push_str(&format!(
             "\ntrace with the result: {}\n",
             a.output.display()
         ));
         crate::output::print_text(&text)
+    }
+}
+
+/// The delay to use and the baselines' spread of a call's start (`None`: one baseline, no
+/// estimate): `auto` takes [`rsd::sensitivity::auto_delay_ns`] of it; a fixed delay within
+/// the noise is refused.
+fn choose_delay(asked: Delay, base_runs: &[Run]) -> Result<(u64, Option<u64>)> {
+    let tls: Vec<Vec<Timeline>> = base_runs.iter().map(|r| r.timelines.clone()).collect();
+    let spread = rsd::sensitivity::start_spread(&tls);
+    let delay = match (asked, spread) {
+        (Delay::Fixed(d), Some(sp)) if rsd::sensitivity::delay_below_noise(d, sp) => {
+            return Err(SensitivityError::BelowNoise {
+                delay_ms: d as f64 / 1e6,
+                runs: base_runs.len(),
+                spread_ms: sp as f64 / 1e6,
+                factor: rsd::sensitivity::NOISE_REFUSE_FACTOR,
+                suggest_ms: (rsd::sensitivity::auto_delay_ns(sp) as f64 / 1e6).ceil(),
+            }
+            .into());
+        }
+        (Delay::Fixed(d), _) => d,
+        (Delay::Auto, sp) => rsd::sensitivity::auto_delay_ns(sp.unwrap_or(0)),
+    };
+    Ok((delay, spread))
+}
+
+/// The line that says the noise and the delay it allowed or chose.
+fn noise_line(asked: Delay, delay: u64, spread: Option<u64>, nbase: usize) -> String {
+    let how = match asked {
+        Delay::Auto => format!(
+            "chosen as {}x that (--delay auto)",
+            rsd::sensitivity::NOISE_AUTO_FACTOR
+        ),
+        Delay::Fixed(_) => "as given".to_string(),
+    };
+    match spread {
+        Some(sp) => format!(
+            "run-to-run noise: a call's start varied by up to {:.3} ms over {nbase} baseline runs; delay {:.3} ms, {how}\n",
+            sp as f64 / 1e6,
+            delay as f64 / 1e6
+        ),
+        None => format!(
+            "run-to-run noise not measured (one baseline run: --runs 2 or more, or --delay auto, measures it); delay {:.3} ms\n",
+            delay as f64 / 1e6
+        ),
     }
 }
 
@@ -534,6 +620,8 @@ mod tests {
     #[test]
     fn durations_and_groups_parse() {
         assert_eq!(parse_duration("20ms"), Ok(20_000_000));
+        assert_eq!(parse_delay("auto"), Ok(Delay::Auto));
+        assert_eq!(parse_delay("2ms"), Ok(Delay::Fixed(2_000_000)));
         assert_eq!(parse_duration("1.5s"), Ok(1_500_000_000));
         assert_eq!(parse_duration("500us"), Ok(500_000));
         assert!(parse_duration("0ms").is_err() && parse_duration("3 parsecs").is_err());

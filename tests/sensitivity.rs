@@ -328,3 +328,87 @@ fn replay_honours_a_dependency_through_a_polled_file() {
     assert!(v["failed"].as_u64() > Some(0), "{v}");
     assert_eq!(v["io_deps"]["waits"], 0, "{v}");
 }
+
+/// A dependency measured on a group of ranks (`--ranks 0+2,1+3`, //TRACE's node sampling) is
+/// reduced to the member whose calls were waited for, where the group's run tells: in poll
+/// at 4 ranks (ranks 2 and 3 make no I/O call), rank 1's open waited for the delays of rank
+/// 0's calls up to its last write, which only rank 0 of the group {0, 2} had made by then. So
+/// the replay honours it, as a single rank's, and rank 1 waits for the file.
+#[test]
+fn a_group_dependency_is_reduced_to_its_member_and_honoured() {
+    let d = scratch();
+    let out = d.path().join("poll-groups.iotrex");
+    let dir = d.path().display().to_string();
+    let o = sensitivity_np(
+        4,
+        &["--delay", "80ms", "--runs", "1", "--ranks", "0+2,1+3"],
+        &out,
+        &args(&["poll", &dir, "3", "65536", "1000"]),
+    );
+    let (tf, s) = result(&o, &out);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(s.groups, vec![vec![0, 2], vec![1, 3]], "{text}");
+    let written = 1 + io_ops(&tf, 0)
+        .iter()
+        .rposition(|&op| op == Op::Pwrite)
+        .expect("rank 0 writes") as u32;
+    assert!(
+        s.deps
+            .iter()
+            .any(|d| d.from == [0] && d.to == 1 && d.at == 0 && d.after.abs_diff(written) <= 1),
+        "rank 1's open waits for rank 0's calls up to its last write: {text}"
+    );
+    // Rank 1's wait is the member's, not the group's; another group dependency can be the
+    // noise of a single run per configuration, and is said, not honoured.
+    assert!(
+        !s.deps
+            .iter()
+            .any(|d| d.from.len() > 1 && d.to == 1 && d.at == 0),
+        "{text}"
+    );
+    let groups = s.deps.iter().filter(|d| d.from.len() > 1).count();
+    let root = d.path().join("root");
+    for mpi in [true, false] {
+        let v = replay(&out, 4, mpi, &[], &root);
+        let what = format!("mpi {mpi}: {v}");
+        assert_eq!(v["failed"], 0, "{what}");
+        assert!(v["io_deps"]["not_honoured"].is_null(), "{what}");
+        assert_eq!(v["io_deps"]["groups_left"], groups, "{what}");
+        assert!(v["io_deps"]["blocked"].as_u64() >= Some(1), "{what}");
+    }
+}
+
+/// The noise estimate: a delay within the run-to-run spread of a call's start over the
+/// baselines is refused, naming the spread, before any delayed run; `--delay auto` (the
+/// default) runs 3 baselines and takes 4 times the spread, which still finds poll's
+/// dependency.
+#[test]
+fn sensitivity_refuses_a_delay_within_the_noise_and_auto_chooses_one() {
+    let d = scratch();
+    let out = d.path().join("poll-noise.iotrex");
+    let dir = d.path().display().to_string();
+    let app_args = args(&["poll", &dir, "3", "65536", "1000"]);
+    let o = sensitivity_np(2, &["--delay", "1us", "--runs", "2"], &out, &app_args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{}", common::status_text(&o));
+    assert!(
+        err.contains("--delay 0.001ms is within the run-to-run noise: over 2 baseline runs"),
+        "{err}"
+    );
+    assert!(!out.exists(), "no result written");
+    let o = sensitivity_np(2, &["--runs", "1"], &out, &app_args);
+    let (_, s) = result(&o, &out);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("over 3 baseline runs") && text.contains("(--delay auto)"),
+        "{text}"
+    );
+    assert!(s.delay_ns >= rsd::sensitivity::MIN_AUTO_DELAY_NS, "{text}");
+    assert_eq!(s.runs, 3 + 2 + 1, "3 baselines, 2 ranks, all: {text}");
+    assert!(
+        s.deps
+            .iter()
+            .any(|d| d.from == [0] && d.to == 1 && d.at == 0),
+        "{text}"
+    );
+}

@@ -28,8 +28,9 @@ pub struct IoDeps {
     /// Whether the trace has an `MPI_Init`: calls are counted from its end.
     pub from_init: bool,
     /// Dependencies of groups of more than one rank, which are said, not honoured: the
-    /// delayed group's calls that were waited for are a sum over its ranks, with no telling
-    /// which rank's calls they were.
+    /// delayed group's calls that were waited for are a sum over its ranks. The analysis
+    /// (`rsd::sensitivity::analyze`) reduces to single members those whose runs tell which
+    /// member's calls they were; these are the rest.
     pub groups_left: usize,
 }
 

@@ -229,7 +229,7 @@ impl IoDepsNote {
                 );
                 if self.groups_left > 0 {
                     s += &format!(
-                        "; {} dependencies on groups of ranks are not (which rank's calls were waited for is not known)",
+                        "; {} dependencies on groups of ranks are not (the sensitivity's runs could not tell which member's calls were waited for)",
                         self.groups_left
                     );
                 }

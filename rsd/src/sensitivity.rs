@@ -231,6 +231,48 @@ impl Sensitivity {
 /// When each I/O call of one rank started, ns from the rank's anchor (the end of `MPI_Init`).
 pub type Timeline = Vec<u64>;
 
+/// A delayed call's lateness is read as `round(e / delay)` delayed calls, with `e` the
+/// difference of two medians of starts, each off by up to the run-to-run spread: below
+/// this many spreads the delay is refused, as a wrong count of waits is then possible.
+pub const NOISE_REFUSE_FACTOR: u64 = 2;
+/// `--delay auto` takes the delay as this many spreads: twice what the rounding needs, for
+/// noise the few baseline runs did not show.
+pub const NOISE_AUTO_FACTOR: u64 = 4;
+/// The least delay `--delay auto` takes, however quiet the baselines: a sleep shorter than
+/// this is within the kernel's timer slack and the tracer's own cost.
+pub const MIN_AUTO_DELAY_NS: u64 = 1_000_000;
+
+/// The run-to-run noise of the baselines (`runs[i][rank]` is run `i`'s timeline of `rank`):
+/// the largest spread (latest less earliest) of one call's start over the runs, ns, over the
+/// calls every run made. `None` with fewer than two runs.
+pub fn start_spread(runs: &[Vec<Timeline>]) -> Option<u64> {
+    if runs.len() < 2 {
+        return None;
+    }
+    let nranks = runs.iter().map(Vec::len).min().unwrap_or(0);
+    let mut most = 0u64;
+    for r in 0..nranks {
+        let calls = runs.iter().map(|x| x[r].len()).min().unwrap_or(0);
+        for k in 0..calls {
+            let (lo, hi) = runs.iter().fold((u64::MAX, 0), |(lo, hi), x| {
+                (lo.min(x[r][k]), hi.max(x[r][k]))
+            });
+            most = most.max(hi - lo);
+        }
+    }
+    Some(most)
+}
+
+/// The delay the noise asks for under `--delay auto`.
+pub fn auto_delay_ns(spread_ns: u64) -> u64 {
+    (spread_ns.saturating_mul(NOISE_AUTO_FACTOR)).max(MIN_AUTO_DELAY_NS)
+}
+
+/// Whether `delay_ns` is too short for the runs to count waits with a spread of `spread_ns`.
+pub fn delay_below_noise(delay_ns: u64, spread_ns: u64) -> bool {
+    delay_ns <= spread_ns.saturating_mul(NOISE_REFUSE_FACTOR)
+}
+
 /// The dependencies the runs show. `base[r]` is rank `r`'s timeline without delay; each run
 /// gives the delayed group and every rank's timeline with it. A call of rank `r` that started
 /// later by `k * delay` (rounded, beyond `r`'s own delays) than in the baseline waited for
@@ -257,18 +299,58 @@ pub fn analyze(
             let mut prev = 0;
             for (k, &after) in ks.iter().enumerate() {
                 if after > prev && !implied(runs, &waited, g, r, k, after) {
-                    deps.push(Dependency {
-                        from: group.clone(),
-                        to: r,
-                        after,
-                        at: k as u32,
-                    });
+                    let reduced = to_members(base, group, &waited[g], r, k, after);
+                    if reduced.is_empty() {
+                        deps.push(Dependency {
+                            from: group.clone(),
+                            to: r,
+                            after,
+                            at: k as u32,
+                        });
+                    }
+                    deps.extend(reduced);
                 }
                 prev = prev.max(after);
             }
         }
     }
     deps
+}
+
+/// A dependency of rank `r`'s call `k` on `after` delayed calls of a group of several ranks,
+/// reduced to the members whose calls those were, where the group's run tells: a member `m`
+/// had been delayed, by the end of its call `i`, by its own `i + 1` calls plus the group's
+/// calls it waited for (`waited[m][i]`). A wait of `r` for `after` delays ended with the call
+/// of a member whose delay had then reached `after`, and that started before `r`'s call `k` in
+/// the baseline. Every member that fits is kept (the ranks of a barrier all do); a member's
+/// delay grows by at least one a call, so at most one of its calls fits. None fitting (noise
+/// between the runs): empty, and the dependency stays the group's. A single rank: empty.
+fn to_members(
+    base: &[Timeline],
+    group: &[u32],
+    waited: &[Vec<u32>],
+    r: u32,
+    k: usize,
+    after: u32,
+) -> Vec<Dependency> {
+    if group.len() < 2 {
+        return Vec::new();
+    }
+    let start = base.get(r as usize).and_then(|b| b.get(k)).copied();
+    group
+        .iter()
+        .filter_map(|&m| {
+            let w = waited.get(m as usize)?;
+            let i = (0..w.len()).find(|&i| i as u32 + 1 + w[i] == after)?;
+            let began = base.get(m as usize)?.get(i)?;
+            (start? > *began).then(|| Dependency {
+                from: vec![m],
+                to: r,
+                after: i as u32 + 1,
+                at: k as u32,
+            })
+        })
+        .collect()
 }
 
 /// For each rank, for each of its I/O calls, how many delayed calls of `group` it waited for.
@@ -375,6 +457,18 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_noise_is_the_widest_spread_of_a_calls_start() {
+        let a = vec![vec![0, 100], vec![50]];
+        let b = vec![vec![10, 130], vec![40, 999]];
+        assert_eq!(start_spread(std::slice::from_ref(&a)), None);
+        assert_eq!(start_spread(&[a.clone(), b.clone()]), Some(30));
+        assert_eq!(auto_delay_ns(30), MIN_AUTO_DELAY_NS);
+        assert_eq!(auto_delay_ns(5_000_000), 20_000_000);
+        assert!(delay_below_noise(10_000_000, 5_000_000));
+        assert!(!delay_below_noise(10_000_001, 5_000_000));
+    }
+
     /// A token chain of 3 ranks, 2 reads each, d = 10: rank r reads after rank r-1's reads.
     fn chain(delayed: Option<u32>) -> Vec<Timeline> {
         let d = 10u64;
@@ -389,6 +483,42 @@ mod tests {
             out.push(tl);
         }
         out
+    }
+
+    /// The chain's runs with ranks 0 and 1 delayed together: rank 2's first read waited for
+    /// 4 delays, rank 0's 2 reads and rank 1's 2 reads after them, which were rank 1's: the
+    /// group's dependency is rank 1's, reduced. Rank 0's own 2 delays fit no such wait.
+    #[test]
+    fn a_group_dependency_reduces_to_the_member_whose_calls_were_waited_for() {
+        let d = 10u64;
+        let mut t = 0u64;
+        let mut tl = Vec::new();
+        for r in 0..3u32 {
+            let mut calls = Vec::new();
+            for _ in 0..2 {
+                calls.push(t);
+                t += 1 + if r < 2 { d } else { 0 };
+            }
+            tl.push(calls);
+        }
+        let deps = analyze(10, &chain(None), &[(vec![0, 1], tl)]);
+        assert_eq!(
+            deps,
+            vec![Dependency {
+                from: vec![1],
+                to: 2,
+                after: 2,
+                at: 0
+            }]
+        );
+        // Both members ended their calls when the waiting rank went on (a barrier): both kept.
+        let base = vec![vec![0, 1], vec![0, 1], vec![5]];
+        let runs = vec![(vec![0, 1], vec![vec![0, 11], vec![0, 11], vec![25]])];
+        let pairs: Vec<_> = analyze(10, &base, &runs)
+            .iter()
+            .map(|d| (d.from.clone(), d.after))
+            .collect();
+        assert_eq!(pairs, vec![(vec![0], 2), (vec![1], 2)]);
     }
 
     #[test]
