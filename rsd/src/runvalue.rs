@@ -328,29 +328,23 @@ pub fn kind_of(e: &Elastic) -> Option<RunKind> {
         .then_some(first)
 }
 
-/// Whether any value of `nodes` (nested calls included) is a run value.
+/// Whether any value of `nodes` (nested calls included) is a run value, or a path holds the
+/// host name ([`crate::path::HOST`]).
 pub fn present(nodes: &[Node]) -> bool {
-    nodes.iter().any(|n| match &n.kind {
-        NodeKind::Event(e) => e.params.iter().any(has) || present(&e.children),
-        NodeKind::Loop(l) => has(&l.iters) || present(&l.body),
-    })
-}
-
-fn has(e: &Elastic) -> bool {
-    e.groups.iter().any(|g| g.val.holds_run())
+    minor_needed(nodes) > 0
 }
 
 /// The minor version the run values of `nodes` need ([`RunKind::minor`], the most of any
-/// kind present), 0 where there is none.
+/// kind present; [`crate::format::HOST_MINOR`] for a path holding the host name), 0 where
+/// there is none.
 pub fn minor_needed(nodes: &[Node]) -> u32 {
-    fn val(v: &Val<RankFn>) -> u32 {
-        match v {
-            Val::Run(k) => k.minor(),
-            Val::Seq(items) | Val::Cycle(items) => items.iter().map(val).max().unwrap_or(0),
-            _ => 0,
-        }
-    }
-    let elastic = |e: &Elastic| e.groups.iter().map(|g| val(&g.val)).max().unwrap_or(0);
+    let elastic = |e: &Elastic| {
+        e.groups
+            .iter()
+            .map(|g| g.val.run_minor())
+            .max()
+            .unwrap_or(0)
+    };
     nodes
         .iter()
         .map(|n| match &n.kind {
