@@ -212,8 +212,8 @@ pub fn marked(nodes: &[Node]) -> bool {
     })
 }
 
-/// Every value of `nodes` that holds a run value's [`marker`] made that run value again, over
-/// the ranks of its groups; how many values.
+/// Every value of `nodes` that holds a run value's [`marker`] made that run value again
+/// ([`restored`]); how many values.
 pub fn restore(nodes: &mut [Node]) -> usize {
     let mut count = 0;
     for n in nodes {
@@ -223,9 +223,7 @@ pub fn restore(nodes: &mut [Node]) -> usize {
                     if kind_of(p).is_none()
                         && let Some(k) = kind_in(p)
                     {
-                        let mut ranks = crate::RankSet::default();
-                        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
-                        *p = elastic(k, ranks);
+                        *p = restored(p, k);
                         count += 1;
                     }
                 }
@@ -237,10 +235,47 @@ pub fn restore(nodes: &mut [Node]) -> usize {
     count
 }
 
+/// The value `p`, which holds run values' [`marker`]s of kind `k` ([`kind_in`]), with them
+/// made run values. Each rank matched the numbers in its paths against its own ids, so a
+/// marker says only that the number was an id *on the ranks of its group*:
+/// - where every group holds a marker, the value is the run value over all its ranks;
+/// - where the other groups share one value, that value is the program's and the marked
+///   ranks' number only happened to equal their id (one rank's pid equal to a number every
+///   rank names): they take the shared value, so every rank keeps naming one file;
+/// - otherwise only the marked groups are run values, each on its own ranks.
+fn restored(p: &Elastic, k: RunKind) -> Elastic {
+    let marks = |g: &Group| match g.val {
+        Val::Run(_) => true,
+        Val::Const(RankFn::Const(x)) => of_marker(x).is_some(),
+        _ => false,
+    };
+    let mut plain = p.groups.iter().filter(|g| !marks(g));
+    let Some(first) = plain.next() else {
+        let mut ranks = crate::RankSet::default();
+        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
+        return elastic(k, ranks);
+    };
+    if plain.all(|g| g.val == first.val) {
+        let mut ranks = crate::RankSet::default();
+        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
+        return Elastic {
+            groups: vec![Group {
+                ranks,
+                val: first.val.clone(),
+            }],
+        };
+    }
+    let mut out = p.clone();
+    for g in out.groups.iter_mut().filter(|g| marks(g)) {
+        g.val = Val::Run(k);
+    }
+    out
+}
+
 /// The numbers a consumer fills run values with: one per kind, the same for every rank and
 /// every call of one replay or export, so that a file rank 0 creates under such a name is the
 /// one the other ranks open and rank 0 removes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fresh {
     /// For [`RunKind::JobId`].
     pub job: i64,
@@ -436,6 +471,74 @@ mod tests {
         };
         assert_eq!(ev.params[0], elastic(RunKind::Pid, RankSet::single(3)));
         assert_eq!(kind_of(&ev.params[1]), None);
+    }
+
+    /// Rank 3's pid happens to be 12345, a number every rank names: rank 3 recorded it as its
+    /// own pid's marker, the others as the number. The merged value stays the number on every
+    /// rank (one file), never a run value that would give rank 3 a file of its own.
+    #[test]
+    fn a_shared_number_equal_to_one_ranks_pid_stays_a_number() {
+        let group = |ranks: &[u32], x: i64| Group {
+            ranks: RankSet::from_sorted(ranks),
+            val: Val::Const(RankFn::Const(x)),
+        };
+        let own = marker(RunKind::OwnPid);
+        let p = Elastic {
+            groups: vec![group(&[0, 1, 2, 4, 5, 6, 7], 12345), group(&[3], own)],
+        };
+        assert_eq!(kind_in(&p), Some(RunKind::OwnPid));
+        let mut nodes = vec![open_with(p)];
+        assert_eq!(restore(&mut nodes), 1);
+        let shared = Elastic {
+            groups: vec![Group {
+                ranks: RankSet::all(8),
+                val: Val::Const(RankFn::Const(12345)),
+            }],
+        };
+        assert_eq!(param(&nodes), shared);
+        assert!(!marked(&nodes));
+        // Every rank matched its own id (rank 0 the run's pid): a run value on all of them.
+        let p = Elastic {
+            groups: vec![group(&[0], marker(RunKind::Pid)), group(&[1, 2, 3], own)],
+        };
+        let mut nodes = vec![open_with(p)];
+        restore(&mut nodes);
+        assert_eq!(param(&nodes), elastic(RunKind::OwnPid, RankSet::all(4)));
+        // The others differ among themselves: the match holds only on the marked rank.
+        let p = Elastic {
+            groups: vec![group(&[0], 5), group(&[1], 6), group(&[2], own)],
+        };
+        let mut nodes = vec![open_with(p)];
+        restore(&mut nodes);
+        let g = param(&nodes).groups;
+        assert_eq!(g[2].val, Val::Run(RunKind::OwnPid));
+        assert_eq!(
+            (&g[0].val, &g[1].val),
+            (&Val::Const(RankFn::Const(5)), &Val::Const(RankFn::Const(6)))
+        );
+    }
+
+    fn open_with(p: Elastic) -> Node {
+        let mut ranks = RankSet::default();
+        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
+        Node {
+            ranks,
+            kind: NodeKind::Event(crate::trace::Event {
+                op: crate::Op::Open,
+                sig: 1,
+                path: None,
+                params: vec![p],
+                timing: Default::default(),
+                children: Vec::new(),
+            }),
+        }
+    }
+
+    fn param(nodes: &[Node]) -> Elastic {
+        let NodeKind::Event(ev) = &nodes[0].kind else {
+            unreachable!()
+        };
+        ev.params[0].clone()
     }
 
     #[test]
