@@ -720,8 +720,8 @@ impl Compressor {
         let mut params = self.spare.pop().unwrap_or_default();
         params.extend(ev.params.iter().map(|&v| Val::Const(v)));
         let path = ev.path.as_ref().map(|p| {
-            let (t, fields) = PathTemplate::parse(p);
             let ids = self.run_ids.as_ref();
+            let (t, fields) = PathTemplate::parse_on(p, ids.and_then(|i| i.host.as_deref()));
             params.extend(
                 fields
                     .into_iter()

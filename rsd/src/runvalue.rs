@@ -127,6 +127,9 @@ pub struct RunIds {
     pub jobs: Vec<i64>,
     /// When the process started, seconds since the epoch.
     pub start_secs: i64,
+    /// This process's host name: where a path holds it as a whole token, the template holds
+    /// [`crate::path::HOST`] instead ([`crate::path::PathTemplate::parse_on`]).
+    pub host: Option<String>,
 }
 
 /// Numbers below this are not matched against the run's ids: a short pid or job id is too
@@ -151,7 +154,8 @@ pub const JOB_ID_VARS: [&str; 7] = [
 ];
 
 impl RunIds {
-    /// The ids of this process from its environment (`var` looks a variable up) and clock.
+    /// The ids of this process from its environment (`var` looks a variable up) and clock;
+    /// the caller sets [`RunIds::host`] (the tracer with `gethostname`, which reads no file).
     pub fn here(var: impl Fn(&str) -> Option<String>) -> RunIds {
         let jobs = JOB_ID_VARS
             .iter()
@@ -166,6 +170,7 @@ impl RunIds {
             root_pid: None,
             jobs,
             start_secs,
+            host: None,
         }
     }
 
@@ -190,6 +195,14 @@ impl RunIds {
             None
         }
     }
+}
+
+/// This machine's host name as the kernel gives it to the process (its UTS namespace's, as
+/// `gethostname` does), `None` where it cannot be read.
+pub fn host_name() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
 }
 
 /// The number a job id starts with (`1234.server` -> 1234), when it is one.
@@ -285,6 +298,9 @@ pub struct Fresh {
     pub time: i64,
     /// For [`RunKind::Varies`].
     pub other: i64,
+    /// For the host name in a path ([`crate::path::HOST`]): the host of the rank that fills
+    /// it, unlike the numbers (each rank its own; a replay's ranks on one node share it).
+    pub host: String,
 }
 
 impl Fresh {
@@ -306,6 +322,7 @@ impl Fresh {
             pid: i64::from(pid),
             time: secs as i64,
             other: i64::from(mix(nonce ^ 0x5eed) as u32),
+            host: host_name().unwrap_or_else(|| "localhost".to_string()),
         }
     }
 
@@ -389,15 +406,20 @@ pub fn minor_needed(nodes: &[Node]) -> u32 {
                 .map(elastic)
                 .max()
                 .unwrap_or(0)
-                .max(minor_needed(&e.children)),
+                .max(minor_needed(&e.children))
+                .max(if e.path.as_ref().is_some_and(|t| t.holds_host()) {
+                    crate::format::HOST_MINOR
+                } else {
+                    0
+                }),
             NodeKind::Loop(l) => elastic(&l.iters).max(minor_needed(&l.body)),
         })
         .max()
         .unwrap_or(0)
 }
 
-/// Fills every run value of `trace` with `fresh`'s number of its kind: what replay and the
-/// exports read is then an exact trace.
+/// Fills every run value of `trace` with `fresh`'s number of its kind, and the host name in
+/// its paths with `fresh`'s host: what replay and the exports read is then an exact trace.
 pub fn fill(trace: &mut Trace, fresh: &Fresh) {
     fn val(v: &mut Val<RankFn>, fresh: &Fresh) {
         match v {
@@ -412,6 +434,9 @@ pub fn fill(trace: &mut Trace, fresh: &Fresh) {
                 NodeKind::Event(e) => {
                     for p in &mut e.params {
                         p.groups.iter_mut().for_each(|g| val(&mut g.val, fresh));
+                    }
+                    if let Some(t) = e.path.as_mut().filter(|t| t.holds_host()) {
+                        *t = t.on_host(&fresh.host);
                     }
                     nodes(&mut e.children, fresh);
                 }

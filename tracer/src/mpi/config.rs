@@ -191,6 +191,11 @@ fn host_name() -> [c_int; NAME_INTS] {
     out
 }
 
+/// This host's name as text (what [`host_name`] gathers), `None` where it is empty.
+pub fn host_text() -> Option<String> {
+    names_of(&host_name()).pop().filter(|n| !n.is_empty())
+}
+
 /// The names of `names` (`NAME_INTS` ints per rank) as text.
 fn names_of(names: &[c_int]) -> Vec<String> {
     names
