@@ -102,16 +102,38 @@ pub fn of_marker(x: i64) -> Option<RunKind> {
 /// Where some ranks hold the run's pid and the others their own, it is each rank's own pid:
 /// rank 0's own pid is the run's ([`RunIds::kind`] names it so).
 pub fn kind_in(e: &Elastic) -> Option<RunKind> {
-    let mut kinds = e.groups.iter().filter_map(|g| match g.val {
-        Val::Run(k) => Some(k),
-        Val::Const(RankFn::Const(x)) => of_marker(x),
-        _ => None,
+    e.groups
+        .iter()
+        .filter_map(group_kind)
+        .reduce(|a, k| match (a, k) {
+            (RunKind::Pid, RunKind::OwnPid) | (RunKind::OwnPid, RunKind::Pid) => RunKind::OwnPid,
+            _ => a,
+        })
+}
+
+/// The run value a group holds, as [`Val::Run`] or as [`marker`]s on its ranks. The merge
+/// of ranks may fit one function through two markers (rank 0's `Pid` and rank 1's `OwnPid`
+/// are `3 * rank + marker(Pid)`), so a function whose first rank gives a marker is asked on
+/// every rank, and is `OwnPid` where its ranks give `Pid` and `OwnPid`.
+fn group_kind(g: &Group) -> Option<RunKind> {
+    let f = match &g.val {
+        Val::Run(k) => return Some(*k),
+        Val::Const(f) => f,
+        _ => return None,
+    };
+    of_marker(f.eval(g.ranks.first()?))?;
+    let mut kinds: Option<Option<RunKind>> = None;
+    g.ranks.for_each(|r| {
+        let k = of_marker(f.eval(r));
+        kinds = Some(match (kinds, k) {
+            (None, k) => k,
+            (Some(Some(RunKind::Pid)), Some(RunKind::OwnPid))
+            | (Some(Some(RunKind::OwnPid)), Some(RunKind::Pid)) => Some(RunKind::OwnPid),
+            (Some(Some(a)), Some(b)) if a == b => Some(a),
+            _ => None,
+        });
     });
-    let first = kinds.next()?;
-    Some(kinds.fold(first, |a, k| match (a, k) {
-        (RunKind::Pid, RunKind::OwnPid) | (RunKind::OwnPid, RunKind::Pid) => RunKind::OwnPid,
-        _ => a,
-    }))
+    kinds.flatten()
 }
 
 /// The run's own ids, as a traced process knows them, against which the numbers in the paths
@@ -257,11 +279,7 @@ pub fn restore(nodes: &mut [Node]) -> usize {
 ///   rank names): they take the shared value, so every rank keeps naming one file;
 /// - otherwise only the marked groups are run values, each on its own ranks.
 fn restored(p: &Elastic, k: RunKind) -> Elastic {
-    let marks = |g: &Group| match g.val {
-        Val::Run(_) => true,
-        Val::Const(RankFn::Const(x)) => of_marker(x).is_some(),
-        _ => false,
-    };
+    let marks = |g: &Group| group_kind(g).is_some();
     let mut plain = p.groups.iter().filter(|g| !marks(g));
     let Some(first) = plain.next() else {
         let mut ranks = crate::RankSet::default();
@@ -529,6 +547,22 @@ mod tests {
         let mut nodes = vec![open_with(p)];
         restore(&mut nodes);
         assert_eq!(param(&nodes), elastic(RunKind::OwnPid, RankSet::all(4)));
+        // The merge fitted one function through rank 0's and rank 1's markers: still markers.
+        let p = Elastic {
+            groups: vec![
+                Group {
+                    ranks: RankSet::from_sorted(&[0, 1]),
+                    val: Val::Const(RankFn::Affine {
+                        a: 3,
+                        b: marker(RunKind::Pid),
+                    }),
+                },
+                group(&[2, 3, 4, 5], own),
+            ],
+        };
+        let mut nodes = vec![open_with(p)];
+        restore(&mut nodes);
+        assert_eq!(param(&nodes), elastic(RunKind::OwnPid, RankSet::all(6)));
         // The others differ among themselves: the match holds only on the marked rank.
         let p = Elastic {
             groups: vec![group(&[0], 5), group(&[1], 6), group(&[2], own)],
