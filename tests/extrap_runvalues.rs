@@ -431,5 +431,9 @@ fn host_names_in_paths_are_filled_with_the_replay_nodes_names() {
     let o = c.run(&argv, &[]);
     assert!(o.status.success(), "replay: {}", text(&o));
     let replayed = root.path().join(data.strip_prefix("/").unwrap());
-    assert_eq!(listing(&replayed), made, "the replay's names against the real run's");
+    assert_eq!(
+        listing(&replayed),
+        made,
+        "the replay's names against the real run's"
+    );
 }

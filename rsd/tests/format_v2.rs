@@ -1328,25 +1328,27 @@ fn golden_v2_15_file_holds_a_host_name_and_nothing_else_changes() {
     assert_eq!(v215, made);
     assert_eq!(v215.to_bytes().unwrap(), b215, "re-encodes to its bytes");
     let mut without = v215.clone();
-    let e = without.trace.nodes.iter_mut().find_map(|n| match &mut n.kind {
-        NodeKind::Event(e) if e.path.is_some() => Some(e),
-        _ => None,
-    });
+    let e = without
+        .trace
+        .nodes
+        .iter_mut()
+        .find_map(|n| match &mut n.kind {
+            NodeKind::Event(e) if e.path.is_some() => Some(e),
+            _ => None,
+        });
     e.unwrap().path = Some(was);
-    assert_eq!(without.to_bytes().unwrap(), b27, "without it, the 2.7 bytes");
+    assert_eq!(
+        without.to_bytes().unwrap(),
+        b27,
+        "without it, the 2.7 bytes"
+    );
     let old = TraceFile::frame(&b215[PREFIX_LEN..], FORMAT_V2, 14);
     assert!(TraceFile::from_bytes(&old, Path::new("old.iotrex")).is_err());
     let mut filled = v215.clone();
     let mut fresh = rsd::runvalue::Fresh::new(77, 1);
     fresh.host = "nodeX".into();
     rsd::runvalue::fill(&mut filled.trace, &fresh);
-    let first = |tf: &TraceFile| {
-        tf.trace
-            .expand(1)
-            .into_iter()
-            .find_map(|e| e.path)
-            .unwrap()
-    };
+    let first = |tf: &TraceFile| tf.trace.expand(1).into_iter().find_map(|e| e.path).unwrap();
     assert!(first(&v215).ends_with(".%h"), "{}", first(&v215));
     assert!(first(&filled).ends_with(".nodeX"), "{}", first(&filled));
 }
