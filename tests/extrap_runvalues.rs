@@ -374,3 +374,66 @@ fn numbers_that_are_the_runs_own_ids_are_run_values_from_the_trace() {
     assert!(diffed.contains("compared as run values"), "{diffed}");
     replays_as_traced(&out, common::scratch().path(), &[]);
 }
+
+/// The names in `dir`, sorted.
+fn listing(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// A program that names its output and a node-wide lock with the host it runs on
+/// (`tests/apps/host_names.c`: `out.<host>.<rank>.dat`, `lock.<host>`): the tracer holds the
+/// host name as the template's `%h`, so inputs at 2-5 nodes x 2 (node1-node5) extrapolate to
+/// 8 x 2, `diff` against a real 8 x 2 run says identical, and `iotrex-replay` on the cluster's
+/// 8 x 2 names the files with the replay nodes' own names (node6-node8 included, which no
+/// input saw): the same names the real run made.
+#[test]
+fn host_names_in_paths_are_filled_with_the_replay_nodes_names() {
+    let c = cluster_of(TARGET_NODES);
+    let dir = common::scratch();
+    let data = dir.path().join("hosts");
+    let run = |nodes: u32| {
+        let _ = std::fs::remove_dir_all(&data);
+        std::fs::create_dir_all(&data).unwrap();
+        let t = dir.path().join(format!("hosts.{nodes}x{PPN}.iotrex"));
+        trace_app(&c, nodes, "host_names", &[], &[data.to_str().unwrap()], &t);
+        t
+    };
+    let inputs: Vec<PathBuf> = INPUT_NODES.iter().map(|&n| run(n)).collect();
+    let real = run(TARGET_NODES);
+    let made = listing(&data);
+    assert_eq!(made.len(), (TARGET_NODES * (PPN + 1)) as usize, "{made:?}");
+    assert!(made.contains("out.node8.15.dat"), "{made:?}");
+    let said = shown(&inputs[0]);
+    for name in ["out.%h.%d.dat", "lock.%h"] {
+        assert!(said.contains(name), "{name}: {said}");
+    }
+    let out = dir.path().join("hosts.extrap.iotrex");
+    extrap(&inputs, TARGET_NODES * PPN, &out);
+    let said = shown(&out);
+    assert!(said.contains("out.%h.%d.dat"), "{said}");
+    assert!(
+        said.contains(&format!("format version 2.{}", rsd::format::HOST_MINOR)),
+        "{said}"
+    );
+    let d = common::iotrex(&["diff", out.to_str().unwrap(), real.to_str().unwrap()]);
+    let diffed = String::from_utf8_lossy(&d.stdout);
+    assert!(d.status.success(), "diff: {}", text(&d));
+    assert!(diffed.starts_with("identical"), "{diffed}");
+    let root = common::scratch();
+    let mut argv = c.openmpi(TARGET_NODES, PPN);
+    argv.push(common::target_dir().join("release/iotrex-replay").into());
+    argv.push(out.into());
+    argv.extend(["--root".into(), root.path().into()]);
+    argv.extend(["--comm", "real"].map(OsString::from));
+    let o = c.run(&argv, &[]);
+    assert!(o.status.success(), "replay: {}", text(&o));
+    let replayed = root.path().join(data.strip_prefix("/").unwrap());
+    assert_eq!(
+        listing(&replayed),
+        made,
+        "the replay's names against the real run's"
+    );
+}

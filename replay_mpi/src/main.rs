@@ -141,7 +141,7 @@ fn barrier(p: &mpi_glue::Predef) {
 
 /// The numbers this replay fills the trace's run values with ([`rsd::runvalue::Fresh`]):
 /// rank 0's, broadcast, so that every rank names the same files (a lock file rank 0 creates
-/// and the others open).
+/// and the others open); the host name each rank's own.
 fn fresh_run_values(p: &mpi_glue::Predef, rank: c_int) -> rsd::runvalue::Fresh {
     let mine = rsd::runvalue::Fresh::here();
     let mut v: [i64; 4] = if rank == 0 {
@@ -165,6 +165,8 @@ fn fresh_run_values(p: &mpi_glue::Predef, rank: c_int) -> rsd::runvalue::Fresh {
         pid: v[1],
         time: v[2],
         other: v[3],
+        // Each rank its own node's name, as each traced rank named its own.
+        host: mine.host,
     }
 }
 

@@ -272,14 +272,16 @@ struct Next {
 /// recorded as one `MPI_Waitsome` that completes the whole array, its ids in ascending
 /// order, its gap the first call's and its duration from the first call's start to the
 /// last one's end. Calls that turn out not to be a drain (another call comes first, an id
-/// completes twice) are recorded one by one as they were.
+/// completes twice) are recorded one by one as they were. Off-CPU time measured in a held
+/// call's gap ([`GapWaits`], more often under load) does not interrupt the drain: the first
+/// call's is the whole call's gap's, the later ones' lie within its duration.
 #[derive(Debug, Clone)]
 struct Drain {
     sig: u64,
     count: i64,
     ids: Vec<i64>,
-    /// Each held call: parameters, gap, duration.
-    calls: Vec<(Vec<i64>, u64, u64)>,
+    /// Each held call: parameters, gap, duration, off-CPU time in its gap.
+    calls: Vec<(Vec<i64>, u64, u64, GapWaits)>,
 }
 
 impl Compressor {
@@ -352,7 +354,8 @@ impl Compressor {
     pub fn push(&mut self, ev: &RawEvent) {
         if self.coalesce {
             if ev.path.is_none() && ev.children.is_empty() {
-                if self.hold(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns) {
+                let zero = GapWaits::default();
+                if self.hold(ev.op, ev.sig, &ev.params, (ev.gap_ns, ev.dur_ns), zero) {
                     return;
                 }
             } else {
@@ -376,6 +379,13 @@ impl Compressor {
         if waits.is_zero() {
             return self.push(ev);
         }
+        let plain = ev.path.is_none() && ev.children.is_empty();
+        if self.coalesce
+            && plain
+            && self.hold(ev.op, ev.sig, &ev.params, (ev.gap_ns, ev.dur_ns), waits)
+        {
+            return;
+        }
         self.release_drain();
         // The cursor's calls go in first, so that this one lands after them.
         self.settle();
@@ -397,7 +407,7 @@ impl Compressor {
     /// rest is out of line.
     #[inline(always)]
     pub fn push_call(&mut self, op: Op, sig: u64, params: &[i64], gap_ns: u64, dur_ns: u64) {
-        if self.coalesce && self.hold(op, sig, params, gap_ns, dur_ns) {
+        if self.coalesce && self.hold(op, sig, params, (gap_ns, dur_ns), GapWaits::default()) {
             return;
         }
         self.push_plain(op, sig, params, gap_ns, dur_ns);
@@ -405,8 +415,15 @@ impl Compressor {
 
     /// Whether this call is held back as part of a drain ([`Drain`]): it continues the one
     /// held (and may complete it, which records it), or starts one. Any other call first
-    /// records the held calls one by one.
-    fn hold(&mut self, op: Op, sig: u64, params: &[i64], gap: u64, dur: u64) -> bool {
+    /// records the held calls one by one. `waits`: the off-CPU time in the call's gap.
+    fn hold(
+        &mut self,
+        op: Op,
+        sig: u64,
+        params: &[i64],
+        (gap, dur): (u64, u64),
+        waits: GapWaits,
+    ) -> bool {
         let waitsome = op == Op::Waitsome && params.len() >= 2;
         if let Some(d) = &mut self.drain {
             let ids = op.list(params);
@@ -419,7 +436,7 @@ impl Compressor {
             if fits {
                 self.events += 1;
                 d.ids.extend_from_slice(ids);
-                d.calls.push((params.to_vec(), gap, dur));
+                d.calls.push((params.to_vec(), gap, dur, waits));
                 if d.ids.len() == d.count as usize {
                     self.complete_drain();
                 }
@@ -447,7 +464,7 @@ impl Compressor {
             sig,
             count,
             ids: ids.to_vec(),
-            calls: vec![(params.to_vec(), gap, dur)],
+            calls: vec![(params.to_vec(), gap, dur, waits)],
         });
         true
     }
@@ -460,7 +477,7 @@ impl Compressor {
         d.ids.sort_unstable();
         let mut params = vec![d.count, d.count];
         params.extend_from_slice(&d.ids);
-        let gap = d.calls[0].1;
+        let (gap, waits) = (d.calls[0].1, d.calls[0].3);
         // From the first call's start to the last one's end: the time the program waited.
         let dur = d.calls.iter().map(|c| c.2).sum::<u64>()
             + d.calls[1..].iter().map(|c| c.1).sum::<u64>();
@@ -468,7 +485,7 @@ impl Compressor {
         // cursor applies its iteration), the held calls count the rest.
         let held = d.calls.len() as u64;
         self.events -= held;
-        self.push_plain(Op::Waitsome, d.sig, &params, gap, dur);
+        self.push_with_waits(Op::Waitsome, d.sig, &params, (gap, dur), waits);
         self.events += held - 1;
         self.drains += 1;
     }
@@ -478,10 +495,29 @@ impl Compressor {
         if let Some(d) = self.drain.take() {
             // Counted as they were held; each counts itself again as it is pushed.
             self.events -= d.calls.len() as u64;
-            for (p, gap, dur) in &d.calls {
-                self.push_plain(Op::Waitsome, d.sig, p, *gap, *dur);
+            for (p, gap, dur, waits) in &d.calls {
+                self.push_with_waits(Op::Waitsome, d.sig, p, (*gap, *dur), *waits);
             }
         }
+    }
+
+    /// A held call pushed as it came: through the general path when its gap held off-CPU
+    /// time, as [`Compressor::push_waited`] does (the fast paths carry no waits).
+    fn push_with_waits(
+        &mut self,
+        op: Op,
+        sig: u64,
+        params: &[i64],
+        (gap, dur): (u64, u64),
+        waits: GapWaits,
+    ) {
+        if waits.is_zero() {
+            return self.push_plain(op, sig, params, gap, dur);
+        }
+        self.settle();
+        self.pending = waits;
+        self.push_call_slow(op, sig, params, gap, dur);
+        self.pending = GapWaits::default();
     }
 
     /// [`Compressor::push_call`] past the drain check.
@@ -684,8 +720,8 @@ impl Compressor {
         let mut params = self.spare.pop().unwrap_or_default();
         params.extend(ev.params.iter().map(|&v| Val::Const(v)));
         let path = ev.path.as_ref().map(|p| {
-            let (t, fields) = PathTemplate::parse(p);
             let ids = self.run_ids.as_ref();
+            let (t, fields) = PathTemplate::parse_on(p, ids.and_then(|i| i.host.as_deref()));
             params.extend(
                 fields
                     .into_iter()

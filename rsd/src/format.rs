@@ -51,6 +51,8 @@
 //! - the sensitivity's `bandwidth` (an 8th element of its array, the run with the I/O held
 //!   to a bandwidth) is minor 14 ([`SENSITIVITY_BANDWIDTH_MINOR`]): a result that holds one
 //!   is written with at least that minor, one that holds none as before.
+//! - the rank's host name in a path template ([`crate::path::HOST`], `%h`, which an older
+//!   reader would take for a number's field) is minor 15 ([`HOST_MINOR`]).
 //!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
@@ -74,13 +76,18 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 14, the
+/// The newest minor version this build writes and reads (see the module's text): 15, the
+/// host name in a path template ([`crate::path::HOST`]); 14, the
 /// sensitivity's `bandwidth`; 13, a run value of a process's own pid and the header's
 /// `shared_machines`; 12, the header's `sensitivity`; 11, off-CPU time in the gaps; 10, run
 /// values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
 /// records laid out by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both
 /// format versions store the header alike, so one minor counts for both.
-pub const FORMAT_MINOR: u32 = SENSITIVITY_BANDWIDTH_MINOR;
+pub const FORMAT_MINOR: u32 = HOST_MINOR;
+/// The minor version of a file whose trace holds the rank's host name in a path template
+/// ([`crate::path::HOST`], `%h`): an older reader would take it for a number's field. A file
+/// without one keeps the minor (and the bytes) it had.
+pub const HOST_MINOR: u32 = 15;
 /// The minor version of a file whose trace holds a run value of kind
 /// [`crate::runvalue::RunKind::OwnPid`] (a kind older readers do not know), or whose header
 /// holds `shared_machines` (its 10th field after version 1's eight).
@@ -682,8 +689,8 @@ impl TraceFile {
         } else {
             Self::decode_body(body, path)
         }?;
-        // A run value is a minor-10 variant (its own-pid kind minor 13): in a file of an
-        // older minor it is damage.
+        // A run value is a minor-10 variant (its own-pid kind minor 13, the host name in a
+        // path 15): in a file of an older minor it is damage.
         if minor < crate::runvalue::minor_needed(&tf.trace.nodes) {
             return Err(RsdError::Corrupt {
                 path: p(),

@@ -3,6 +3,12 @@
 //! `out/file.00000012` becomes the template `out/file.%08d` with the field `12`; `dir/file_3`
 //! becomes `dir/file_%d` with `3`. The template is part of an event's structure and the fields
 //! are ordinary elastic parameters, so `file_<rank>` compresses to one affine value.
+//!
+//! The calling rank's host name, where the tracer found it in a path as a whole token
+//! ([`PathTemplate::parse_on`]), is [`HOST`] (`%h`) in the template: a run value that is
+//! not a number, filled by the consumers that issue calls with their own rank's host name
+//! ([`PathTemplate::on_host`]; format minor [`crate::format::HOST_MINOR`]). Until filled, a
+//! rendered path holds `%h` itself, which [`PathTemplate::parse`] reads back as the host.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,19 +16,53 @@ use serde::{Deserialize, Serialize};
 /// value fits in an i64.
 const MAX_FIELD_DIGITS: usize = 18;
 
-/// A path with `%d` / `%0Nd` placeholders (and `%%` for a literal `%`).
+/// The calling rank's host name in a template, and in a path rendered from it before a
+/// consumer filled it ([`PathTemplate::on_host`]). A concrete path that holds `%h` itself
+/// reads as the host too: a URL-encoded name never does (`h` is no hex digit).
+pub const HOST: &str = "%h";
+
+/// Host names shorter than this are not matched in paths: a short name (`n1`, `a`) is too
+/// likely a word of the program's own.
+pub const MIN_HOST_LEN: usize = 3;
+
+/// A path with `%d` / `%0Nd` placeholders, [`HOST`] for the rank's host name (and `%%` for a
+/// literal `%`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PathTemplate(pub String);
+
+/// Whether `host` is at byte `i` of `path` as a whole token: bounded by the path's ends or
+/// by characters that are not ASCII letters or digits (`out.node3.7`, `node3/lock`, never
+/// `mynode3` nor `node31`).
+fn host_at(path: &str, i: usize, host: &str) -> bool {
+    let b = path.as_bytes();
+    path[i..].starts_with(host)
+        && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
+        && b.get(i + host.len())
+            .is_none_or(|c| !c.is_ascii_alphanumeric())
+}
 
 impl PathTemplate {
     /// Splits a concrete path into a template and its fields.
     pub fn parse(path: &str) -> (PathTemplate, Vec<i64>) {
+        PathTemplate::parse_on(path, None)
+    }
+
+    /// [`PathTemplate::parse`], with every whole-token occurrence of `host` (the calling
+    /// rank's host name, ignored when shorter than [`MIN_HOST_LEN`]) made [`HOST`].
+    pub fn parse_on(path: &str, host: Option<&str>) -> (PathTemplate, Vec<i64>) {
+        let host = host.filter(|h| h.len() >= MIN_HOST_LEN);
         let b = path.as_bytes();
         let mut t = String::with_capacity(path.len() + 4);
         let mut fields = Vec::new();
         let mut i = 0;
         while i < b.len() {
-            if b[i].is_ascii_digit() {
+            if path[i..].starts_with(HOST) {
+                t.push_str(HOST);
+                i += HOST.len();
+            } else if let Some(h) = host.filter(|h| host_at(path, i, h)) {
+                t.push_str(HOST);
+                i += h.len();
+            } else if b[i].is_ascii_digit() {
                 let mut j = i;
                 while j < b.len() && b[j].is_ascii_digit() {
                     j += 1;
@@ -53,14 +93,14 @@ impl PathTemplate {
         (PathTemplate(t), fields)
     }
 
-    /// Number of fields the template takes.
+    /// Number of fields the template takes ([`HOST`] is none).
     pub fn nfields(&self) -> usize {
         let b = self.0.as_bytes();
         let mut n = 0;
         let mut i = 0;
         while i < b.len() {
             if b[i] == b'%' {
-                if b.get(i + 1) == Some(&b'%') {
+                if matches!(b.get(i + 1), Some(b'%' | b'h')) {
                     i += 2;
                     continue;
                 }
@@ -69,6 +109,42 @@ impl PathTemplate {
             i += 1;
         }
         n
+    }
+
+    /// Where the template holds [`HOST`]: byte offsets of each.
+    fn hosts(&self) -> Vec<usize> {
+        let b = self.0.as_bytes();
+        let (mut out, mut i) = (Vec::new(), 0);
+        while i < b.len() {
+            if b[i] == b'%' {
+                if b.get(i + 1) == Some(&b'h') {
+                    out.push(i);
+                }
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// Whether the template holds the rank's host name ([`HOST`]).
+    pub fn holds_host(&self) -> bool {
+        !self.hosts().is_empty()
+    }
+
+    /// The template with [`HOST`] made `host` (a consumer's own rank's host name; a `%` in
+    /// it is kept literal).
+    pub fn on_host(&self, host: &str) -> PathTemplate {
+        let mut out = String::with_capacity(self.0.len() + host.len());
+        let mut last = 0;
+        for at in self.hosts() {
+            out.push_str(&self.0[last..at]);
+            out.push_str(&host.replace('%', "%%"));
+            last = at + HOST.len();
+        }
+        out.push_str(&self.0[last..]);
+        PathTemplate(out)
     }
 
     /// Fills in the fields. Missing fields print as 0; a corrupt template never panics.
@@ -85,6 +161,11 @@ impl PathTemplate {
             if let Some(&(_, '%')) = chars.peek() {
                 chars.next();
                 out.push('%');
+                continue;
+            }
+            if let Some(&(_, 'h')) = chars.peek() {
+                chars.next();
+                out.push_str(HOST);
                 continue;
             }
             let mut width = 0usize;
@@ -124,6 +205,33 @@ mod tests {
         assert_eq!(t.0, "/a%%b/%d/x");
         assert_eq!(t.render(&f), "/a%b/0/x");
         assert_eq!(t.nfields(), 1);
+    }
+
+    #[test]
+    fn a_host_name_is_matched_as_a_whole_token_only() {
+        let on = |p: &str| PathTemplate::parse_on(p, Some("node3"));
+        let (t, f) = on("/d/out.node3.7.dat");
+        assert_eq!((t.0.as_str(), f.as_slice()), ("/d/out.%h.%d.dat", &[7][..]));
+        assert!(t.holds_host());
+        assert_eq!(t.nfields(), 1);
+        // Rendered before it is filled, the path holds %h, which parses back as the host.
+        assert_eq!(t.render(&f), "/d/out.%h.7.dat");
+        assert_eq!(PathTemplate::parse(&t.render(&f)).0, t);
+        assert_eq!(t.on_host("node12").render(&f), "/d/out.node12.7.dat");
+        assert_eq!(on("node3/lock").0.0, "%h/lock");
+        assert_eq!(on("/x/node3").0.0, "/x/%h");
+        // Inside a longer word or number: not the host.
+        assert_eq!(on("/d/mynode3.dat").0.0, "/d/mynode%d.dat");
+        assert_eq!(on("/d/node31.dat").0.0, "/d/node%d.dat");
+        // A short host name is never matched; a literal %% stays one.
+        assert_eq!(
+            PathTemplate::parse_on("/d/n1.dat", Some("n1")).0.0,
+            "/d/n%d.dat"
+        );
+        let (t, f) = on("/a%b/node3");
+        assert_eq!(t.0, "/a%%b/%h");
+        assert_eq!(t.on_host("z%").render(&f), "/a%b/z%");
+        assert!(!PathTemplate::parse("/a/b").0.holds_host());
     }
 
     proptest! {

@@ -102,16 +102,38 @@ pub fn of_marker(x: i64) -> Option<RunKind> {
 /// Where some ranks hold the run's pid and the others their own, it is each rank's own pid:
 /// rank 0's own pid is the run's ([`RunIds::kind`] names it so).
 pub fn kind_in(e: &Elastic) -> Option<RunKind> {
-    let mut kinds = e.groups.iter().filter_map(|g| match g.val {
-        Val::Run(k) => Some(k),
-        Val::Const(RankFn::Const(x)) => of_marker(x),
-        _ => None,
+    e.groups
+        .iter()
+        .filter_map(group_kind)
+        .reduce(|a, k| match (a, k) {
+            (RunKind::Pid, RunKind::OwnPid) | (RunKind::OwnPid, RunKind::Pid) => RunKind::OwnPid,
+            _ => a,
+        })
+}
+
+/// The run value a group holds, as [`Val::Run`] or as [`marker`]s on its ranks. The merge
+/// of ranks may fit one function through two markers (rank 0's `Pid` and rank 1's `OwnPid`
+/// are `3 * rank + marker(Pid)`), so a function whose first rank gives a marker is asked on
+/// every rank, and is `OwnPid` where its ranks give `Pid` and `OwnPid`.
+fn group_kind(g: &Group) -> Option<RunKind> {
+    let f = match &g.val {
+        Val::Run(k) => return Some(*k),
+        Val::Const(f) => f,
+        _ => return None,
+    };
+    of_marker(f.eval(g.ranks.first()?))?;
+    let mut kinds: Option<Option<RunKind>> = None;
+    g.ranks.for_each(|r| {
+        let k = of_marker(f.eval(r));
+        kinds = Some(match (kinds, k) {
+            (None, k) => k,
+            (Some(Some(RunKind::Pid)), Some(RunKind::OwnPid))
+            | (Some(Some(RunKind::OwnPid)), Some(RunKind::Pid)) => Some(RunKind::OwnPid),
+            (Some(Some(a)), Some(b)) if a == b => Some(a),
+            _ => None,
+        });
     });
-    let first = kinds.next()?;
-    Some(kinds.fold(first, |a, k| match (a, k) {
-        (RunKind::Pid, RunKind::OwnPid) | (RunKind::OwnPid, RunKind::Pid) => RunKind::OwnPid,
-        _ => a,
-    }))
+    kinds.flatten()
 }
 
 /// The run's own ids, as a traced process knows them, against which the numbers in the paths
@@ -127,6 +149,9 @@ pub struct RunIds {
     pub jobs: Vec<i64>,
     /// When the process started, seconds since the epoch.
     pub start_secs: i64,
+    /// This process's host name: where a path holds it as a whole token, the template holds
+    /// [`crate::path::HOST`] instead ([`crate::path::PathTemplate::parse_on`]).
+    pub host: Option<String>,
 }
 
 /// Numbers below this are not matched against the run's ids: a short pid or job id is too
@@ -151,7 +176,8 @@ pub const JOB_ID_VARS: [&str; 7] = [
 ];
 
 impl RunIds {
-    /// The ids of this process from its environment (`var` looks a variable up) and clock.
+    /// The ids of this process from its environment (`var` looks a variable up) and clock;
+    /// the caller sets [`RunIds::host`] (the tracer with `gethostname`, which reads no file).
     pub fn here(var: impl Fn(&str) -> Option<String>) -> RunIds {
         let jobs = JOB_ID_VARS
             .iter()
@@ -166,6 +192,7 @@ impl RunIds {
             root_pid: None,
             jobs,
             start_secs,
+            host: None,
         }
     }
 
@@ -192,6 +219,14 @@ impl RunIds {
     }
 }
 
+/// This machine's host name as the kernel gives it to the process (its UTS namespace's, as
+/// `gethostname` does), `None` where it cannot be read.
+pub fn host_name() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
 /// The number a job id starts with (`1234.server` -> 1234), when it is one.
 fn leading_number(s: &str) -> Option<i64> {
     let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
@@ -212,8 +247,8 @@ pub fn marked(nodes: &[Node]) -> bool {
     })
 }
 
-/// Every value of `nodes` that holds a run value's [`marker`] made that run value again, over
-/// the ranks of its groups; how many values.
+/// Every value of `nodes` that holds a run value's [`marker`] made that run value again
+/// ([`restored`]); how many values.
 pub fn restore(nodes: &mut [Node]) -> usize {
     let mut count = 0;
     for n in nodes {
@@ -223,9 +258,7 @@ pub fn restore(nodes: &mut [Node]) -> usize {
                     if kind_of(p).is_none()
                         && let Some(k) = kind_in(p)
                     {
-                        let mut ranks = crate::RankSet::default();
-                        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
-                        *p = elastic(k, ranks);
+                        *p = restored(p, k);
                         count += 1;
                     }
                 }
@@ -237,10 +270,43 @@ pub fn restore(nodes: &mut [Node]) -> usize {
     count
 }
 
+/// The value `p`, which holds run values' [`marker`]s of kind `k` ([`kind_in`]), with them
+/// made run values. Each rank matched the numbers in its paths against its own ids, so a
+/// marker says only that the number was an id *on the ranks of its group*:
+/// - where every group holds a marker, the value is the run value over all its ranks;
+/// - where the other groups share one value, that value is the program's and the marked
+///   ranks' number only happened to equal their id (one rank's pid equal to a number every
+///   rank names): they take the shared value, so every rank keeps naming one file;
+/// - otherwise only the marked groups are run values, each on its own ranks.
+fn restored(p: &Elastic, k: RunKind) -> Elastic {
+    let marks = |g: &Group| group_kind(g).is_some();
+    let mut plain = p.groups.iter().filter(|g| !marks(g));
+    let Some(first) = plain.next() else {
+        let mut ranks = crate::RankSet::default();
+        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
+        return elastic(k, ranks);
+    };
+    if plain.all(|g| g.val == first.val) {
+        let mut ranks = crate::RankSet::default();
+        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
+        return Elastic {
+            groups: vec![Group {
+                ranks,
+                val: first.val.clone(),
+            }],
+        };
+    }
+    let mut out = p.clone();
+    for g in out.groups.iter_mut().filter(|g| marks(g)) {
+        g.val = Val::Run(k);
+    }
+    out
+}
+
 /// The numbers a consumer fills run values with: one per kind, the same for every rank and
 /// every call of one replay or export, so that a file rank 0 creates under such a name is the
 /// one the other ranks open and rank 0 removes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fresh {
     /// For [`RunKind::JobId`].
     pub job: i64,
@@ -250,6 +316,9 @@ pub struct Fresh {
     pub time: i64,
     /// For [`RunKind::Varies`].
     pub other: i64,
+    /// For the host name in a path ([`crate::path::HOST`]): the host of the rank that fills
+    /// it, unlike the numbers (each rank its own; a replay's ranks on one node share it).
+    pub host: String,
 }
 
 impl Fresh {
@@ -271,6 +340,7 @@ impl Fresh {
             pid: i64::from(pid),
             time: secs as i64,
             other: i64::from(mix(nonce ^ 0x5eed) as u32),
+            host: host_name().unwrap_or_else(|| "localhost".to_string()),
         }
     }
 
@@ -328,29 +398,23 @@ pub fn kind_of(e: &Elastic) -> Option<RunKind> {
         .then_some(first)
 }
 
-/// Whether any value of `nodes` (nested calls included) is a run value.
+/// Whether any value of `nodes` (nested calls included) is a run value, or a path holds the
+/// host name ([`crate::path::HOST`]).
 pub fn present(nodes: &[Node]) -> bool {
-    nodes.iter().any(|n| match &n.kind {
-        NodeKind::Event(e) => e.params.iter().any(has) || present(&e.children),
-        NodeKind::Loop(l) => has(&l.iters) || present(&l.body),
-    })
-}
-
-fn has(e: &Elastic) -> bool {
-    e.groups.iter().any(|g| g.val.holds_run())
+    minor_needed(nodes) > 0
 }
 
 /// The minor version the run values of `nodes` need ([`RunKind::minor`], the most of any
-/// kind present), 0 where there is none.
+/// kind present; [`crate::format::HOST_MINOR`] for a path holding the host name), 0 where
+/// there is none.
 pub fn minor_needed(nodes: &[Node]) -> u32 {
-    fn val(v: &Val<RankFn>) -> u32 {
-        match v {
-            Val::Run(k) => k.minor(),
-            Val::Seq(items) | Val::Cycle(items) => items.iter().map(val).max().unwrap_or(0),
-            _ => 0,
-        }
-    }
-    let elastic = |e: &Elastic| e.groups.iter().map(|g| val(&g.val)).max().unwrap_or(0);
+    let elastic = |e: &Elastic| {
+        e.groups
+            .iter()
+            .map(|g| g.val.run_minor())
+            .max()
+            .unwrap_or(0)
+    };
     nodes
         .iter()
         .map(|n| match &n.kind {
@@ -360,15 +424,20 @@ pub fn minor_needed(nodes: &[Node]) -> u32 {
                 .map(elastic)
                 .max()
                 .unwrap_or(0)
-                .max(minor_needed(&e.children)),
+                .max(minor_needed(&e.children))
+                .max(if e.path.as_ref().is_some_and(|t| t.holds_host()) {
+                    crate::format::HOST_MINOR
+                } else {
+                    0
+                }),
             NodeKind::Loop(l) => elastic(&l.iters).max(minor_needed(&l.body)),
         })
         .max()
         .unwrap_or(0)
 }
 
-/// Fills every run value of `trace` with `fresh`'s number of its kind: what replay and the
-/// exports read is then an exact trace.
+/// Fills every run value of `trace` with `fresh`'s number of its kind, and the host name in
+/// its paths with `fresh`'s host: what replay and the exports read is then an exact trace.
 pub fn fill(trace: &mut Trace, fresh: &Fresh) {
     fn val(v: &mut Val<RankFn>, fresh: &Fresh) {
         match v {
@@ -383,6 +452,9 @@ pub fn fill(trace: &mut Trace, fresh: &Fresh) {
                 NodeKind::Event(e) => {
                     for p in &mut e.params {
                         p.groups.iter_mut().for_each(|g| val(&mut g.val, fresh));
+                    }
+                    if let Some(t) = e.path.as_mut().filter(|t| t.holds_host()) {
+                        *t = t.on_host(&fresh.host);
                     }
                     nodes(&mut e.children, fresh);
                 }
@@ -442,6 +514,90 @@ mod tests {
         };
         assert_eq!(ev.params[0], elastic(RunKind::Pid, RankSet::single(3)));
         assert_eq!(kind_of(&ev.params[1]), None);
+    }
+
+    /// Rank 3's pid happens to be 12345, a number every rank names: rank 3 recorded it as its
+    /// own pid's marker, the others as the number. The merged value stays the number on every
+    /// rank (one file), never a run value that would give rank 3 a file of its own.
+    #[test]
+    fn a_shared_number_equal_to_one_ranks_pid_stays_a_number() {
+        let group = |ranks: &[u32], x: i64| Group {
+            ranks: RankSet::from_sorted(ranks),
+            val: Val::Const(RankFn::Const(x)),
+        };
+        let own = marker(RunKind::OwnPid);
+        let p = Elastic {
+            groups: vec![group(&[0, 1, 2, 4, 5, 6, 7], 12345), group(&[3], own)],
+        };
+        assert_eq!(kind_in(&p), Some(RunKind::OwnPid));
+        let mut nodes = vec![open_with(p)];
+        assert_eq!(restore(&mut nodes), 1);
+        let shared = Elastic {
+            groups: vec![Group {
+                ranks: RankSet::all(8),
+                val: Val::Const(RankFn::Const(12345)),
+            }],
+        };
+        assert_eq!(param(&nodes), shared);
+        assert!(!marked(&nodes));
+        // Every rank matched its own id (rank 0 the run's pid): a run value on all of them.
+        let p = Elastic {
+            groups: vec![group(&[0], marker(RunKind::Pid)), group(&[1, 2, 3], own)],
+        };
+        let mut nodes = vec![open_with(p)];
+        restore(&mut nodes);
+        assert_eq!(param(&nodes), elastic(RunKind::OwnPid, RankSet::all(4)));
+        // The merge fitted one function through rank 0's and rank 1's markers: still markers.
+        let p = Elastic {
+            groups: vec![
+                Group {
+                    ranks: RankSet::from_sorted(&[0, 1]),
+                    val: Val::Const(RankFn::Affine {
+                        a: 3,
+                        b: marker(RunKind::Pid),
+                    }),
+                },
+                group(&[2, 3, 4, 5], own),
+            ],
+        };
+        let mut nodes = vec![open_with(p)];
+        restore(&mut nodes);
+        assert_eq!(param(&nodes), elastic(RunKind::OwnPid, RankSet::all(6)));
+        // The others differ among themselves: the match holds only on the marked rank.
+        let p = Elastic {
+            groups: vec![group(&[0], 5), group(&[1], 6), group(&[2], own)],
+        };
+        let mut nodes = vec![open_with(p)];
+        restore(&mut nodes);
+        let g = param(&nodes).groups;
+        assert_eq!(g[2].val, Val::Run(RunKind::OwnPid));
+        assert_eq!(
+            (&g[0].val, &g[1].val),
+            (&Val::Const(RankFn::Const(5)), &Val::Const(RankFn::Const(6)))
+        );
+    }
+
+    fn open_with(p: Elastic) -> Node {
+        let mut ranks = RankSet::default();
+        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
+        Node {
+            ranks,
+            kind: NodeKind::Event(crate::trace::Event {
+                op: crate::Op::Open,
+                sig: 1,
+                path: None,
+                params: vec![p],
+                timing: Default::default(),
+                children: Vec::new(),
+            }),
+        }
+    }
+
+    fn param(nodes: &[Node]) -> Elastic {
+        let NodeKind::Event(ev) = &nodes[0].kind else {
+            unreachable!()
+        };
+        ev.params[0].clone()
     }
 
     #[test]

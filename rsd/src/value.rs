@@ -140,10 +140,16 @@ impl<T: Clone> Val<T> {
 
     /// Whether this value is or holds a run value ([`Val::Run`]).
     pub fn holds_run(&self) -> bool {
+        self.run_minor() > 0
+    }
+
+    /// The format minor version the run values this value is or holds need (the most of
+    /// their kinds' [`crate::runvalue::RunKind::minor`]), 0 where it holds none.
+    pub fn run_minor(&self) -> u32 {
         match self {
-            Val::Run(_) => true,
-            Val::Seq(v) | Val::Cycle(v) => v.iter().any(Val::holds_run),
-            _ => false,
+            Val::Run(k) => k.minor(),
+            Val::Seq(v) | Val::Cycle(v) => v.iter().map(Val::run_minor).max().unwrap_or(0),
+            _ => 0,
         }
     }
 

@@ -154,3 +154,56 @@ fn order_is_a_word_of_iotrex_approx_and_not_in_the_default() {
     let e = Policy::parse_layers("orders").unwrap_err().to_string();
     assert!(e.contains("order"), "{e}");
 }
+
+/// Under load the tracer measures off-CPU time in the gaps between the calls of a drain
+/// (`Compressor::push_waited`): the drain is still one call, so a loaded run has the
+/// structure of an idle one; the first call's waits are the coalesced call's.
+#[test]
+fn waits_measured_inside_a_drain_do_not_break_it() {
+    use rsd::timing::GapWaits;
+    let splits: [&[&[i64]]; 2] = [&[&[0, 1, 2, 3]], &[&[2], &[0, 3], &[1]]];
+    let mut calls = Vec::new();
+    for i in 0..20 {
+        calls.extend(exchange(splits[i % 2]));
+    }
+    let (idle, _, _) = compress(&calls, true);
+    let mut c = Compressor::new(0);
+    c.coalesce_drains(true);
+    let w = GapWaits {
+        runq_ns: 5,
+        blocked_ns: 0,
+    };
+    for (i, e) in calls.iter().enumerate() {
+        // Every Waitsome call of every third exchange waited in its gap.
+        if e.op == Op::Waitsome && (i / 6) % 3 == 0 {
+            c.push_waited(e, w);
+        } else {
+            c.push(e);
+        }
+    }
+    let loaded = c.finish();
+    assert_eq!(c.drains(), 10);
+    let (mut a, mut b) = (String::new(), String::new());
+    skeleton(&idle.nodes, &mut a);
+    skeleton(&loaded.nodes, &mut b);
+    assert_eq!(a, b);
+    let ws: Vec<_> = loaded
+        .expand(0)
+        .into_iter()
+        .filter(|e| e.op == Op::Waitsome)
+        .map(|e| e.params)
+        .collect();
+    assert_eq!(ws.len(), 20);
+    assert!(ws.iter().all(|p| p == &[4, 4, 0, 1, 2, 3]), "{ws:?}");
+    let NodeKind::Loop(l) = &loaded.nodes[0].kind else {
+        panic!("{b}")
+    };
+    let NodeKind::Event(ev) = &l.body[4].kind else {
+        panic!("{b}")
+    };
+    assert!(
+        ev.timing.waits.is_some_and(|x| x.runq_ns > 0),
+        "{:?}",
+        ev.timing.waits
+    );
+}

@@ -1291,3 +1291,64 @@ fn golden_v2_11_file_holds_gap_waits_and_nothing_else_changes() {
     let e = TraceFile::from_bytes(&old, Path::new("old.iotrex")).unwrap_err();
     assert!(e.to_string().contains("off-CPU gap time"), "{e}");
 }
+
+/// `v1`'s first path with the rank's host name appended as `%h`, and the template it had.
+fn with_host(v1: TraceFile) -> (TraceFile, PathTemplate) {
+    let mut tf = v1;
+    let e = tf.trace.nodes.iter_mut().find_map(|n| match &mut n.kind {
+        NodeKind::Event(e) if e.path.is_some() => Some(e),
+        _ => None,
+    });
+    let p = e.expect("an event with a path").path.as_mut().unwrap();
+    let was = p.clone();
+    *p = PathTemplate(format!("{}.{}", p.0, rsd::path::HOST));
+    tf.header.encoding = Encoding::V2_7;
+    (tf, was)
+}
+
+/// Minor version 15: the rank's host name in a path template (`%h`). The golden file reads
+/// as made and re-encodes to its bytes; without it it is the 2.7 file to the byte; the same
+/// body claiming minor 14 is refused (an older reader would take `%h` for a field); a
+/// consumer's fill puts its own host name there.
+#[test]
+fn golden_v2_15_file_holds_a_host_name_and_nothing_else_changes() {
+    let (_, v1) = read(&data("v1/spmd_4x10.iotrex"));
+    let (b27, _) = read(&data("v2.7/spmd_4x10.iotrex"));
+    let (made, was) = with_host(v1);
+    let path = data("v2.15/spmd_4x10_host.iotrex");
+    if std::env::var_os("IOTREX_WRITE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, made.to_bytes().unwrap()).unwrap();
+    }
+    let (b215, v215) = read(&path);
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!((word(&b215, 8), word(&b215, 12)), (FORMAT_V2, 15));
+    assert_eq!(rsd::format::HOST_MINOR, 15);
+    assert_eq!(v215.version_name(), "2.15");
+    assert_eq!(v215, made);
+    assert_eq!(v215.to_bytes().unwrap(), b215, "re-encodes to its bytes");
+    let mut without = v215.clone();
+    let e = without
+        .trace
+        .nodes
+        .iter_mut()
+        .find_map(|n| match &mut n.kind {
+            NodeKind::Event(e) if e.path.is_some() => Some(e),
+            _ => None,
+        });
+    e.unwrap().path = Some(was);
+    assert_eq!(
+        without.to_bytes().unwrap(),
+        b27,
+        "without it, the 2.7 bytes"
+    );
+    let old = TraceFile::frame(&b215[PREFIX_LEN..], FORMAT_V2, 14);
+    assert!(TraceFile::from_bytes(&old, Path::new("old.iotrex")).is_err());
+    let mut filled = v215.clone();
+    let mut fresh = rsd::runvalue::Fresh::new(77, 1);
+    fresh.host = "nodeX".into();
+    rsd::runvalue::fill(&mut filled.trace, &fresh);
+    let first = |tf: &TraceFile| tf.trace.expand(1).into_iter().find_map(|e| e.path).unwrap();
+    assert!(first(&v215).ends_with(".%h"), "{}", first(&v215));
+    assert!(first(&filled).ends_with(".nodeX"), "{}", first(&filled));
+}

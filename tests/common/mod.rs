@@ -272,13 +272,17 @@ pub fn assert_expand_matches_raw(run: &Run, rank: u32) {
 }
 
 /// `raw` with the path fields that `traced` holds as run values (the tracer matched them
-/// against the run's ids; the raw log keeps the numbers) given those run values' markers,
+/// against the run's ids; the raw log keeps the numbers, and the host name) given those run
+/// values' markers (and `%h`),
 /// nested calls included: equal to `traced` where nothing else differs.
 fn with_run_values_of(traced: &FlatEvent, raw: &FlatEvent) -> FlatEvent {
     use rsd::path::PathTemplate;
     let mut out = raw.clone();
     if let (Some(t), Some(r)) = (&traced.path, &raw.path) {
-        let ((tt, tf), (rt, mut rf)) = (PathTemplate::parse(t), PathTemplate::parse(r));
+        // The host name the tracer made `%h` (this machine's: these runs are local).
+        let host = rsd::runvalue::host_name();
+        let (tt, tf) = PathTemplate::parse(t);
+        let (rt, mut rf) = PathTemplate::parse_on(r, host.as_deref().filter(|_| tt.holds_host()));
         if tt == rt && tf.len() == rf.len() {
             for (x, y) in tf.iter().zip(rf.iter_mut()) {
                 if rsd::runvalue::of_marker(*x).is_some() {

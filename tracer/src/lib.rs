@@ -126,8 +126,12 @@ fn init() {
                 std::env::var(rsd::approx::APPROX_ENV).ok().as_deref(),
             ),
             build_id: elf::build_id("/proc/self/exe"),
-            run_ids: (std::env::var("IOTREX_RUN_IDS").as_deref() != Ok("0"))
-                .then(|| rsd::runvalue::RunIds::here(|v| std::env::var(v).ok())),
+            run_ids: (std::env::var("IOTREX_RUN_IDS").as_deref() != Ok("0")).then(|| {
+                rsd::runvalue::RunIds {
+                    host: mpi::config::host_text(),
+                    ..rsd::runvalue::RunIds::here(|v| std::env::var(v).ok())
+                }
+            }),
         };
         clock::init();
         waits::init();

@@ -53,7 +53,7 @@ mod record;
 mod abort;
 mod coll;
 mod comm;
-mod config;
+pub(crate) mod config;
 mod file;
 pub mod fortran;
 pub mod fortran_f08;

@@ -136,20 +136,16 @@ fn machines_of(
     boots: &[c_int],
     masks: Option<&[c_int]>,
 ) -> Vec<rsd::nodes::SharedMachine> {
-    let mut nodes: Vec<c_int> = Vec::new();
     // Per machine: its boot id, its nodes' indices, the union of its ranks' masks.
     let mut machines: Vec<(&[c_int], Vec<u32>, [c_int; MASK_INTS])> = Vec::new();
-    for (r, (l, b)) in leaders.iter().zip(boots.chunks(BOOT_INTS)).enumerate() {
+    for (r, (&node, b)) in node_of(leaders)
+        .iter()
+        .zip(boots.chunks(BOOT_INTS))
+        .enumerate()
+    {
         if b.iter().all(|&x| x == 0) {
             return Vec::new();
         }
-        let node = match nodes.iter().position(|n| n == l) {
-            Some(i) => i,
-            None => {
-                nodes.push(*l);
-                nodes.len() - 1
-            }
-        } as u32;
         let m = match machines.iter().position(|(id, _, _)| *id == b) {
             Some(i) => i,
             None => {
@@ -193,6 +189,11 @@ fn host_name() -> [c_int; NAME_INTS] {
         *o = c_int::from_ne_bytes(b.try_into().expect("an int's bytes"));
     }
     out
+}
+
+/// This host's name as text (what [`host_name`] gathers), `None` where it is empty.
+pub fn host_text() -> Option<String> {
+    names_of(&host_name()).pop().filter(|n| !n.is_empty())
 }
 
 /// The names of `names` (`NAME_INTS` ints per rank) as text.
@@ -309,21 +310,15 @@ fn node_layout(comm: H, rank: i64, size: i64) -> Option<Layout> {
 /// the bits set in the union of the masks (`MASK_INTS` ints per rank) of the ranks with the
 /// same leader. Empty when some node's union is empty (a mask that could not be read).
 fn cores_of(leaders: &[c_int], masks: &[c_int]) -> Vec<(u32, u32)> {
-    let mut nodes: Vec<(c_int, [c_int; MASK_INTS])> = Vec::new();
-    for (l, m) in leaders.iter().zip(masks.chunks(MASK_INTS)) {
-        let i = match nodes.iter().position(|(k, _)| k == l) {
-            Some(i) => i,
-            None => {
-                nodes.push((*l, [0; MASK_INTS]));
-                nodes.len() - 1
-            }
-        };
-        for (a, b) in nodes[i].1.iter_mut().zip(m) {
+    let of = node_of(leaders);
+    let mut nodes = vec![[0 as c_int; MASK_INTS]; of.iter().max().map_or(0, |&n| n as usize + 1)];
+    for (&i, m) in of.iter().zip(masks.chunks(MASK_INTS)) {
+        for (a, b) in nodes[i as usize].iter_mut().zip(m) {
             *a |= *b;
         }
     }
     let mut rle: Vec<(u32, u32)> = Vec::new();
-    for (_, m) in nodes {
+    for m in nodes {
         let c: u32 = m.iter().map(|w| w.count_ones()).sum();
         if c == 0 {
             return Vec::new();
@@ -334,6 +329,22 @@ fn cores_of(leaders: &[c_int], masks: &[c_int]) -> Vec<(u32, u32)> {
         }
     }
     rle
+}
+
+/// Each rank's node index, from each rank's node leader: the nodes numbered in order of
+/// their first rank.
+fn node_of(leaders: &[c_int]) -> Vec<u32> {
+    let mut seen: Vec<c_int> = Vec::new();
+    leaders
+        .iter()
+        .map(|l| match seen.iter().position(|k| k == l) {
+            Some(i) => i as u32,
+            None => {
+                seen.push(*l);
+                seen.len() as u32 - 1
+            }
+        })
+        .collect()
 }
 
 /// Run-length encoded ranks per node (in order of each node's first rank) and whether every
