@@ -821,6 +821,26 @@ fn run_values_alike<'t>(p: Pair<'t>) -> (Pair<'t>, Option<(usize, usize)>) {
     }
 }
 
+/// The sizes set ahead of a dump ([`rsd::layout`]: `MPI_File_set_size` before writes at the
+/// end of the file) recognised on both sides where the writes hold the model: an
+/// extrapolation's inputs get them in extrap where the tracer left a value (a trace of an
+/// earlier tracer, or a call the tracer's search did not take), and a model facing a value
+/// would resolve both sides, comparing sizes from summaries as exact values.
+fn sizes_at_the_end<'t>(p: Pair<'t>) -> Pair<'t> {
+    let (mut x, mut y) = (p.0.as_ref().clone(), p.1.as_ref().clone());
+    let a = rsd::prefix::recognise(&mut x.trace)
+        .iter()
+        .any(|r| rsd::layout::sets_size(r.op));
+    let b = rsd::prefix::recognise(&mut y.trace)
+        .iter()
+        .any(|r| rsd::layout::sets_size(r.op));
+    if a || b {
+        (Cow::Owned(x), Cow::Owned(y))
+    } else {
+        p
+    }
+}
+
 /// Values that are the prefix sum of another call's size (h5py's hyperslab displacements: an
 /// extrapolation holds the model, a real run each rank's values) compared as that model where
 /// both sides hold it: the sizes it sums are compared on their own (as summaries when they
@@ -911,7 +931,7 @@ fn comparable<'t>(
         );
     }
     let (p, run_values) = run_values_alike(p);
-    let p = resolved_where_models_differ(other_call_sums(p));
+    let p = resolved_where_models_differ(other_call_sums(sizes_at_the_end(p)));
     let approx = rsd::approx::count(&p.0.trace) + rsd::approx::count(&p.1.trace) > 0;
     let found = Found {
         set_aside,

@@ -15,6 +15,12 @@
 //! library's `pwrite` of the header) holds it with no `of`: the end of its parent's file before
 //! its parent's turn.
 //!
+//! A call that sets the file's size before the writes that fill it (LAMMPS's
+//! `MPI_File_set_size(end of the dump)` before the dump, and the `ftruncate` OMPIO makes inside
+//! it) holds the same value on its size ([`sizing`]): there "end of file" is the end the
+//! file's writes reach before the file's next sizing call that follows a write (or after its
+//! last write), not the end before the call's turn. The op says which end a [`FileEnd`] is.
+//!
 //! A "turn" is the `c`-th call of one call site on one handle (as in [`crate::prefix`]); the
 //! turns of a file are ordered by every rank's own order of its calls (a topological merge: the
 //! header of dump `k` comes after rank 0's block of dump `k-1` and before its block of dump `k`,
@@ -35,7 +41,9 @@ use crate::value::{Elastic, Group, RankFn, Val};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
-/// `offset = start + end of file + exscan(of)` ([`Val::FileEnd`]).
+/// `offset = start + end of file + exscan(of)` ([`Val::FileEnd`]); on a call that sets the
+/// file's size ([`sizing`]), `size = start + the end the file's writes reach before its next
+/// sizing call`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FileEnd<T> {
     /// The index of the parameter whose exclusive prefix sum over the ranks of the same turn is
@@ -81,7 +89,43 @@ fn io(op: Op) -> Option<Io> {
     })
 }
 
-/// One write of one rank to a file.
+/// Where a call that sets a file's size keeps its handle and the size it sets.
+struct Sizing {
+    handle: usize,
+    size: usize,
+}
+
+/// The calls that set a file's size to a value a program computes from what it then writes
+/// (`MPI_File_set_size`, `ftruncate`): their model is the end the writes that follow reach.
+fn sizing(op: Op) -> Option<Sizing> {
+    let ps = op.params();
+    let at = |p: Param| ps.iter().position(|&q| q == p);
+    match op {
+        Op::FileSetSize => Some(Sizing {
+            handle: at(Param::Fh)?,
+            size: at(Param::Size)?,
+        }),
+        Op::Ftruncate => Some(Sizing {
+            handle: at(Param::Fd)?,
+            size: at(Param::Length)?,
+        }),
+        _ => None,
+    }
+}
+
+/// Whether `op` sets a file's size ([`sizing`]): its [`FileEnd`] is the end ahead of it.
+pub fn sets_size(op: Op) -> bool {
+    sizing(op).is_some()
+}
+
+/// The parameter the model sits on: a write's offset, a sizing call's size.
+fn slot(op: Op) -> Option<usize> {
+    io(op)
+        .map(|l| l.offset)
+        .or_else(|| sizing(op).map(|s| s.size))
+}
+
+/// One write of one rank to a file, or a call that sets its size (`sets`).
 struct Call {
     path: Path,
     idx: Vec<u64>,
@@ -97,6 +141,9 @@ struct Call {
     /// Where the bytes it wrote end as its nested calls wrote them (the library's POSIX
     /// writes, a collective call's on its aggregators), when it made any.
     below: Option<i64>,
+    /// A call that sets the file's size (`offset` holds the size; it moves no end), its
+    /// `nested` the sizing calls inside it (OMPIO's `ftruncate`).
+    sets: bool,
 }
 
 /// Whether an `MPI_File_set_view` leaves offsets byte positions: displacement 0, and the
@@ -165,7 +212,7 @@ fn walk(
 
 /// Every rank's writes per file, those inside containers included ([`walk`]), with their
 /// turns by lifted call site (offsets as the trace evaluates them: resolve models first where
-/// they matter).
+/// they matter), and the calls that set a file's size ([`sizing`]).
 fn collect(trace: &Trace) -> Calls {
     let mut files: Calls = HashMap::new();
     trace.ranks().for_each(|rank| {
@@ -185,72 +232,119 @@ fn collect(trace: &Trace) -> Calls {
                     }
                     return;
                 }
-                let Some(l) = io(e.op) else { return };
-                let p = |k: usize| e.params[k].start_member(rank, idx);
-                let file = (l.handle, p(l.handle));
-                let bytes = e.op.params()[l.handle] != Param::Fh
-                    || views.get(&file.1).copied().unwrap_or(true);
-                let mut nested = Vec::new();
-                let mut below: Option<i64> = None;
-                walk(
-                    &e.children,
-                    rank,
-                    None,
-                    &mut idx.to_vec(),
-                    &mut Vec::new(),
-                    &mut |c, _, cidx, _| {
-                        if let Some(cl) = io(c.op) {
-                            let o = c.params[cl.offset].start_member(rank, cidx);
-                            let len = c.params[cl.extent].start_member(rank, cidx);
-                            let end = o.wrapping_add(len);
-                            below = Some(below.map_or(end, |b| b.max(end)));
-                        }
-                    },
-                );
-                // A collective write's nested calls are the library's collective buffering,
-                // which extrap derives from the ranks' regions (`collio`): not modelled here.
-                if e.op != Op::FileWriteAtAll {
-                    let mut cpath = path.clone();
-                    cpath.push(CHILDREN);
-                    walk(
-                        &e.children,
-                        rank,
-                        None,
-                        &mut idx.to_vec(),
-                        &mut cpath,
-                        &mut |c, _, cidx, cp| {
-                            if let Some(cl) = io(c.op) {
-                                let o = c.params[cl.offset].start_member(rank, cidx);
-                                nested.push((cp.clone(), cidx.to_vec(), o));
-                            }
-                        },
-                    );
-                }
+                let Some((file, call)) = write_call(e, rank, idx, path, &views)
+                    .or_else(|| size_call(e, rank, idx, path))
+                else {
+                    return;
+                };
                 let ord = seen.entry((file, e.op, site)).or_default();
                 let turn = (e.op, site, *ord);
                 *ord += 1;
-                files
-                    .entry(file)
-                    .or_default()
-                    .entry(rank)
-                    .or_default()
-                    .push((
-                        turn,
-                        Call {
-                            path: path.clone(),
-                            idx: idx.to_vec(),
-                            offset: p(l.offset),
-                            size: p(l.size),
-                            extent: p(l.extent),
-                            bytes,
-                            nested,
-                            below,
-                        },
-                    ));
+                let calls = files.entry(file).or_default().entry(rank).or_default();
+                calls.push((turn, call));
             },
         );
     });
     files
+}
+
+/// A write of `rank` to its file: its offset and sizes, where its nested calls' bytes end, and
+/// (an independent call's) its nested writes.
+fn write_call(
+    e: &Event,
+    rank: u32,
+    idx: &[u64],
+    path: &Path,
+    views: &HashMap<i64, bool>,
+) -> Option<(File, Call)> {
+    let l = io(e.op)?;
+    let p = |k: usize| e.params[k].start_member(rank, idx);
+    let file = (l.handle, p(l.handle));
+    let bytes = e.op.params()[l.handle] != Param::Fh || views.get(&file.1).copied().unwrap_or(true);
+    let mut below: Option<i64> = None;
+    walk(
+        &e.children,
+        rank,
+        None,
+        &mut idx.to_vec(),
+        &mut Vec::new(),
+        &mut |c, _, cidx, _| {
+            if let Some(cl) = io(c.op) {
+                let o = c.params[cl.offset].start_member(rank, cidx);
+                let len = c.params[cl.extent].start_member(rank, cidx);
+                let end = o.wrapping_add(len);
+                below = Some(below.map_or(end, |b| b.max(end)));
+            }
+        },
+    );
+    // A collective write's nested calls are the library's collective buffering, which extrap
+    // derives from the ranks' regions (`collio`): not modelled here.
+    let nested = if e.op == Op::FileWriteAtAll {
+        Vec::new()
+    } else {
+        nested_values(e, rank, idx, path, &|op| io(op).map(|l| l.offset))
+    };
+    let call = Call {
+        path: path.clone(),
+        idx: idx.to_vec(),
+        offset: p(l.offset),
+        size: p(l.size),
+        extent: p(l.extent),
+        bytes,
+        nested,
+        below,
+        sets: false,
+    };
+    Some((file, call))
+}
+
+/// A call of `rank` that sets its file's size, with the sizing calls nested in it; it writes
+/// nothing, so it moves no end.
+fn size_call(e: &Event, rank: u32, idx: &[u64], path: &Path) -> Option<(File, Call)> {
+    let s = sizing(e.op)?;
+    let p = |k: usize| e.params[k].start_member(rank, idx);
+    let call = Call {
+        path: path.clone(),
+        idx: idx.to_vec(),
+        offset: p(s.size),
+        size: 0,
+        extent: 0,
+        bytes: false,
+        nested: nested_values(e, rank, idx, path, &|op| sizing(op).map(|s| s.size)),
+        below: None,
+        sets: true,
+    };
+    Some(((s.handle, p(s.handle)), call))
+}
+
+/// The calls nested in `e` whose parameter `at` gives: path, loop indices, value.
+fn nested_values(
+    e: &Event,
+    rank: u32,
+    idx: &[u64],
+    path: &Path,
+    at: &dyn Fn(Op) -> Option<usize>,
+) -> Vec<(Path, Vec<u64>, i64)> {
+    let mut out = Vec::new();
+    let mut cpath = path.clone();
+    cpath.push(CHILDREN);
+    walk(
+        &e.children,
+        rank,
+        None,
+        &mut idx.to_vec(),
+        &mut cpath,
+        &mut |c, _, cidx, cp| {
+            if let Some(k) = at(c.op) {
+                out.push((
+                    cp.clone(),
+                    cidx.to_vec(),
+                    c.params[k].start_member(rank, cidx),
+                ));
+            }
+        },
+    );
+    out
 }
 
 /// The turns of a file in an order every rank's own order agrees with (a topological merge,
@@ -304,7 +398,9 @@ fn order(calls: &BTreeMap<u32, Vec<(Turn, Call)>>) -> Option<Vec<Turn>> {
 
 /// Walks a file's calls turn by turn: `f(rank, call, end, lower)` gets the end of the file
 /// before the call's turn and the lower ranks' sizes in it, and returns the call's offset
-/// (which the end after the turn is taken from). `None` when the turns have no order.
+/// (which the end after the turn is taken from). A call that sets the size gets the end ahead
+/// of it instead: the end before the file's next sizing turn that follows a write, or after
+/// the file's last turn (its return is not used). `None` when the turns have no order.
 fn turns(
     calls: &BTreeMap<u32, Vec<(Turn, Call)>>,
     f: &mut dyn FnMut(u32, &Call, i64, i64) -> i64,
@@ -316,8 +412,29 @@ fn turns(
             by_turn.entry(*t).or_default().push((rank, c));
         }
     }
+    // The sizing turns that wait for the end ahead of them: settled by the next sizing turn
+    // after a write (from any call site: LAMMPS sets the size of its first dump from its
+    // setup and of the others from its time-step loop), or by the file's last turn.
+    let mut waiting: Vec<Turn> = Vec::new();
+    let mut wrote = false;
+    let settle = |ts: &mut Vec<Turn>, end: i64, f: &mut dyn FnMut(u32, &Call, i64, i64) -> i64| {
+        for t in ts.drain(..) {
+            for &(rank, c) in &by_turn[&t] {
+                f(rank, c, end, 0);
+            }
+        }
+    };
     let mut end = 0i64;
     for t in order {
+        if by_turn[&t].iter().any(|(_, c)| c.sets) {
+            if wrote {
+                settle(&mut waiting, end, f);
+                wrote = false;
+            }
+            waiting.push(t);
+            continue;
+        }
+        wrote = true;
         let mut lower = 0i64;
         let mut after = end;
         for &(rank, c) in &by_turn[&t] {
@@ -334,6 +451,7 @@ fn turns(
         }
         end = after;
     }
+    settle(&mut waiting, end, f);
     Some(())
 }
 
@@ -442,6 +560,22 @@ fn any_model(nodes: &[Node]) -> bool {
     })
 }
 
+/// Whether `e` sets a file's size to an exact value that does not hold the model yet.
+fn size_open(e: &Event) -> bool {
+    sizing(e.op).is_some_and(|s| {
+        let v = &e.params[s.size];
+        !v.is_approx() && !v.is_file_end()
+    })
+}
+
+/// Whether some call of `nodes` (in loops, or a call's children) is [`size_open`].
+fn any_size_open(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => size_open(e) || any_size_open(&e.children),
+        NodeKind::Loop(l) => any_size_open(&l.body),
+    })
+}
+
 /// Whether some write of `nodes` (in loops, or a call's children: a library layer's calls
 /// hold the writes the model follows) [`triggers`].
 fn any_trigger(nodes: &[Node]) -> bool {
@@ -452,10 +586,15 @@ fn any_trigger(nodes: &[Node]) -> bool {
 }
 
 fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec<Recognised> {
-    // A first search only looks at files where some write triggers it: when none does, the
-    // answer is known without expanding every rank's calls (`collect`), which at rank 0's
-    // finalize cost ~0.1 s of CPU for 16 ranks of 16,384 writes (docs/tracer-cost.md).
-    if again.is_none() && !any_trigger(&trace.nodes) {
+    // A first search only looks at files where some write triggers it, or where the writes
+    // hold the model and a sizing call does not yet (a trace of an older tracer): when none
+    // does, the answer is known without expanding every rank's calls (`collect`), which at
+    // rank 0's finalize cost ~0.1 s of CPU for 16 ranks of 16,384 writes
+    // (docs/tracer-cost.md).
+    if again.is_none()
+        && !any_trigger(&trace.nodes)
+        && !(any_model(&trace.nodes) && any_size_open(&trace.nodes))
+    {
         return Vec::new();
     }
     // The events' offsets with the prefix-sum model resolved, at the same paths.
@@ -473,100 +612,141 @@ fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec
         if again.is_some_and(|f| !f.contains(file)) {
             continue;
         }
-        // A call whose offset is no byte position (through a view) cannot be at the end.
-        let not_bytes: HashSet<&Path> = calls
-            .values()
-            .flatten()
-            .filter(|(_, c)| !c.bytes)
-            .map(|(_, c)| &c.path)
-            .collect();
-        let paths: HashSet<&Path> = calls
-            .values()
-            .flatten()
-            .map(|(_, c)| &c.path)
-            .filter(|p| !not_bytes.contains(p))
-            .collect();
-        let trigger = paths
-            .iter()
-            .any(|p| event_ref(&trace.nodes, p).is_some_and(triggers));
-        if !trigger && again.is_none() {
-            continue;
-        }
-        // The events with a call in a turn that other ranks' calls share.
-        let mut callers: HashMap<Turn, usize> = HashMap::new();
-        for (t, _) in calls.values().flatten() {
-            *callers.entry(*t).or_default() += 1;
-        }
-        let shared: HashSet<&Path> = calls
-            .values()
-            .flatten()
-            .filter(|(t, _)| callers[t] > 1)
-            .map(|(_, c)| &c.path)
-            .collect();
-        // Per event: the starts under each model (with a sum, without), None once two calls
-        // disagree.
-        let mut with: HashMap<Path, Option<i64>> = HashMap::new();
-        let mut without: HashMap<Path, Option<i64>> = HashMap::new();
-        let mut nested: HashMap<Path, Option<i64>> = HashMap::new();
-        let mut parent_of: HashMap<Path, Path> = HashMap::new();
-        fn agree(m: &mut HashMap<Path, Option<i64>>, p: &Path, x: i64) {
-            let e = m.entry(p.clone()).or_insert(Some(x));
-            if *e != Some(x) {
-                *e = None;
-            }
-        }
-        let ok = turns(calls, &mut |_, c, end, lower| {
+        search(trace, calls, again.is_some(), &mut found);
+    }
+    apply(trace, found)
+}
+
+/// Per event: a start its calls agree on, `None` once two calls disagree.
+type Starts = HashMap<Path, Option<i64>>;
+
+fn agree(m: &mut Starts, p: &Path, x: i64) {
+    let e = m.entry(p.clone()).or_insert(Some(x));
+    if *e != Some(x) {
+        *e = None;
+    }
+}
+
+/// The starts of one file's events that fit the model (with a sum or not), into `found`;
+/// `again`: whatever the sizes, on a file known to hold it.
+fn search(
+    trace: &Trace,
+    calls: &BTreeMap<u32, Vec<(Turn, Call)>>,
+    again: bool,
+    found: &mut BTreeMap<Path, (bool, i64)>,
+) {
+    // A call whose offset is no byte position (through a view) cannot be at the end.
+    let not_bytes: HashSet<&Path> = calls
+        .values()
+        .flatten()
+        .filter(|(_, c)| !c.bytes)
+        .map(|(_, c)| &c.path)
+        .collect();
+    let all = || calls.values().flatten().map(|(_, c)| &c.path);
+    let paths: HashSet<&Path> = all().filter(|p| !not_bytes.contains(p)).collect();
+    let sizers: HashSet<&Path> = calls
+        .values()
+        .flatten()
+        .filter(|(_, c)| c.sets)
+        .map(|(_, c)| &c.path)
+        .collect();
+    let on = |p: &&Path, f: fn(&Event) -> bool| event_ref(&trace.nodes, p).is_some_and(f);
+    let trigger = paths.iter().any(|p| on(p, triggers))
+        || (paths.iter().any(|p| on(p, |e| model(e).is_some()))
+            && sizers.iter().any(|p| on(p, size_open)));
+    if !trigger && !again {
+        return;
+    }
+    // The events with a call in a turn that other ranks' calls share.
+    let mut callers: HashMap<Turn, usize> = HashMap::new();
+    for (t, _) in calls.values().flatten() {
+        *callers.entry(*t).or_default() += 1;
+    }
+    let shared: HashSet<&Path> = calls
+        .values()
+        .flatten()
+        .filter(|(t, _)| callers[t] > 1)
+        .map(|(_, c)| &c.path)
+        .collect();
+    // The starts under each model (with a sum, without, the end ahead of a sizing call), and
+    // of the calls nested in a candidate.
+    let (mut with, mut without, mut ahead) = (Starts::new(), Starts::new(), Starts::new());
+    let mut nested = Starts::new();
+    let mut parent_of: HashMap<Path, Path> = HashMap::new();
+    let ok = turns(calls, &mut |_, c, end, lower| {
+        if c.sets {
+            agree(&mut ahead, &c.path, c.offset.wrapping_sub(end));
+        } else {
             agree(
                 &mut with,
                 &c.path,
                 c.offset.wrapping_sub(end).wrapping_sub(lower),
             );
             agree(&mut without, &c.path, c.offset.wrapping_sub(end));
-            // A nested call holds the model only with its parent.
-            if paths.contains(&c.path) {
-                for (p, _, o) in &c.nested {
-                    agree(&mut nested, p, o.wrapping_sub(end));
-                    parent_of.insert(p.clone(), c.path.clone());
-                }
+        }
+        // A nested call holds the model only with its parent.
+        if c.sets || paths.contains(&c.path) {
+            for (p, _, o) in &c.nested {
+                agree(&mut nested, p, o.wrapping_sub(end));
+                parent_of.insert(p.clone(), c.path.clone());
             }
-            c.offset
-        });
-        if ok.is_none() {
+        }
+        c.offset
+    });
+    if ok.is_none() {
+        return;
+    }
+    // Sizes must be exact where they are summed.
+    let exact_sizes = |p: &Path| {
+        event_ref(&trace.nodes, p).is_some_and(|e| {
+            io(e.op)
+                .is_some_and(|l| !e.params[l.size].is_approx() && !e.params[l.extent].is_approx())
+        })
+    };
+    let before = found.len();
+    for p in paths {
+        if !again && !exact_sizes(p) {
             continue;
         }
-        // Sizes must be exact where they are summed.
-        let exact_sizes = |p: &Path| {
-            event_ref(&trace.nodes, p).is_some_and(|e| {
-                io(e.op).is_some_and(|l| {
-                    !e.params[l.size].is_approx() && !e.params[l.extent].is_approx()
-                })
-            })
+        // A call one rank makes alone (the header) sums nothing; where ranks share a turn,
+        // the sum is tried first (rank 0's own event of a collective write sums too).
+        let (first, second) = if shared.contains(p) {
+            ((&with, true), (&without, false))
+        } else {
+            ((&without, false), (&with, true))
         };
-        for p in paths {
-            if again.is_none() && !exact_sizes(p) {
-                continue;
-            }
-            // A call one rank makes alone (the header) sums nothing; where ranks share a
-            // turn, the sum is tried first (rank 0's own event of a collective write sums too).
-            let (first, second) = if shared.contains(p) {
-                ((&with, true), (&without, false))
-            } else {
-                ((&without, false), (&with, true))
-            };
-            if let Some(Some(s)) = first.0.get(p) {
-                found.insert(p.clone(), (first.1, *s));
-            } else if let Some(Some(s)) = second.0.get(p) {
-                found.insert(p.clone(), (second.1, *s));
-            }
+        if let Some(Some(s)) = first.0.get(p) {
+            found.insert(p.clone(), (first.1, *s));
+        } else if let Some(Some(s)) = second.0.get(p) {
+            found.insert(p.clone(), (second.1, *s));
         }
-        for (p, s) in nested {
-            if let Some(s) = s
-                && parent_of.get(&p).is_some_and(|q| found.contains_key(q))
-            {
+    }
+    // A size set ahead of the writes is taken only on a file whose writes hold the model (a
+    // single call fits any end ahead of it by some start).
+    let writes_hold = found.len() > before
+        || calls
+            .values()
+            .flatten()
+            .any(|(_, c)| !c.sets && on(&&c.path, |e| model(e).is_some()));
+    if writes_hold {
+        for (p, s) in ahead {
+            if let Some(s) = s {
                 found.insert(p, (false, s));
             }
         }
     }
+    for (p, s) in nested {
+        if let Some(s) = s
+            && parent_of.get(&p).is_some_and(|q| found.contains_key(q))
+        {
+            found.insert(p, (false, s));
+        }
+    }
+}
+
+/// Stores the model at the events of `found` (their starts never negative: the model
+/// appends); returns what it stored.
+fn apply(trace: &mut Trace, found: BTreeMap<Path, (bool, i64)>) -> Vec<Recognised> {
     let mut done = Vec::new();
     for (p, (sum, s)) in found {
         // The model appends: a call starts at or after the end of the data so far. A negative
@@ -578,8 +758,8 @@ fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec
         let Some(e) = event_at(&mut trace.nodes, &p) else {
             continue;
         };
-        let Some(l) = io(e.op) else { continue };
-        let v = &mut e.params[l.offset];
+        let Some(k) = slot(e.op) else { continue };
+        let v = &mut e.params[k];
         if v.is_approx() {
             continue;
         }
@@ -587,7 +767,7 @@ fn recognise_in(trace: &mut Trace, again: Option<&HashSet<(usize, i64)>>) -> Vec
             .groups
             .iter()
             .fold(RankSet::default(), |a, g| a.union(&g.ranks));
-        let of = sum.then_some(l.size as u32);
+        let of = io(e.op).filter(|_| sum).map(|l| l.size as u32);
         done.push(Recognised {
             op: e.op,
             of: of.map(|k| e.op.params()[k as usize].name()),
@@ -618,8 +798,7 @@ pub fn present(trace: &Trace) -> bool {
 }
 
 fn model(e: &Event) -> Option<&FileEnd<RankFn>> {
-    let l = io(e.op)?;
-    match e.params[l.offset].groups.as_slice() {
+    match e.params[slot(e.op)?].groups.as_slice() {
         [g] => match &g.val {
             Val::FileEnd(x) => Some(x),
             _ => None,
@@ -709,9 +888,9 @@ pub fn resolve_where(trace: &mut Trace, which: &dyn Fn(&Event) -> bool) -> usize
         let Some(e) = event_at(&mut trace.nodes, &p) else {
             continue;
         };
-        let Some(l) = io(e.op) else { continue };
+        let Some(k) = slot(e.op) else { continue };
         let pts: Vec<(u32, Val<i64>)> = per.into_iter().collect();
-        e.params[l.offset] = Elastic::canonical(&pts);
+        e.params[k] = Elastic::canonical(&pts);
         n += 1;
     }
     // Models no rank reached: their start.
@@ -740,10 +919,12 @@ pub fn resolve_where(trace: &mut Trace, which: &dyn Fn(&Event) -> bool) -> usize
     n
 }
 
-/// `end of file`, `end of file + exscan(count)`, with a start other than 0 first.
-pub fn render(x: &FileEnd<RankFn>, of: Option<&str>, depth0: usize) -> String {
+/// `end of file`, `end of file + exscan(count)`, and on a call that sets the size (`ahead`)
+/// `end of file after the writes that follow`, with a start other than 0 first.
+pub fn render(x: &FileEnd<RankFn>, of: Option<&str>, ahead: bool, depth0: usize) -> String {
     let end = match of {
         Some(of) => format!("end of file + exscan({of})"),
+        None if ahead => "end of file after the writes that follow".to_string(),
         None => "end of file".to_string(),
     };
     match &x.start {
@@ -848,6 +1029,140 @@ mod tests {
         assert!(crate::prefix::resolve(&mut back) >= 2);
         assert!(!present(&back) && !crate::prefix::present(&back));
         assert_eq!(blocks(&back, n), want);
+    }
+
+    /// [`dump`] with every rank setting the file's size to the end of the dump before writing
+    /// it (`MPI_File_set_size`; rank 0's `ftruncate` inside it, as OMPIO makes it), and the
+    /// file closed after `steps` dumps.
+    fn sized_dump(n: u32, steps: u32) -> Trace {
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let mut evs = Vec::new();
+                let mut end = 0;
+                for s in 0..steps {
+                    let total: i64 = head(s) + (0..n).map(|q| len(q, s)).sum::<i64>();
+                    let mut set =
+                        RawEvent::new(Op::FileSetSize, 3, args::file_set_size(0, end + total));
+                    if r == 0 {
+                        set.children = vec![RawEvent::new(
+                            Op::Ftruncate,
+                            8,
+                            args::ftruncate(7, end + total),
+                        )];
+                    }
+                    evs.push(set);
+                    if r == 0 {
+                        let h = head(s);
+                        evs.push(RawEvent::new(
+                            Op::FileWriteAt,
+                            4,
+                            args::file_write_at(0, end, h, 1, h),
+                        ));
+                    }
+                    let off: i64 = end + head(s) + (0..r).map(|q| len(q, s)).sum::<i64>();
+                    let c = len(r, s);
+                    evs.push(RawEvent::new(
+                        Op::FileWriteAtAll,
+                        5,
+                        args::file_write_at_all(0, off, c, 1, c),
+                    ));
+                    end += total;
+                }
+                compress(r, &evs)
+            })
+            .collect();
+        crate::merge::merge_tree(ts).unwrap()
+    }
+
+    /// Every rank's sizes set (`MPI_File_set_size` and the nested `ftruncate`), in order.
+    fn sizes_set(t: &Trace, n: u32) -> Vec<Vec<i64>> {
+        (0..n)
+            .map(|r| {
+                let mut out = Vec::new();
+                for e in t.expand(r) {
+                    if e.op == Op::FileSetSize {
+                        out.push(e.p(Param::Size));
+                    }
+                    for c in &e.children {
+                        if c.op == Op::Ftruncate {
+                            out.push(c.p(Param::Length));
+                        }
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_size_set_before_a_dump_is_the_end_of_the_writes_that_follow() {
+        let n = 6;
+        let t = sized_dump(n, 4);
+        let want = sizes_set(&t, n);
+        let mut m = t.clone();
+        let rec = crate::prefix::recognise(&mut m);
+        for op in [Op::FileSetSize, Op::Ftruncate] {
+            assert!(rec.iter().any(|r| r.op == op), "{op:?}: {rec:?}");
+        }
+        let mut shown = String::new();
+        crate::notation::render_nodes(&m.nodes, None, 0, &mut shown);
+        assert!(
+            shown.contains("size = end of file after the writes that follow")
+                && shown.contains("length = end of file after the writes that follow"),
+            "{shown}"
+        );
+        crate::format::assert_round_trips(n, &m);
+        let mut back = m.clone();
+        crate::prefix::resolve(&mut back);
+        assert!(!present(&back));
+        assert_eq!(sizes_set(&back, n), want);
+        // Drawn sizes: each size set is the end of the dump that follows it.
+        let p = crate::approx::Policy {
+            comm: false,
+            io: true,
+            budget: 4,
+        };
+        crate::approx::bound(&mut m, &p);
+        assert!(crate::approx::count(&m) > 0, "sizes summarised");
+        crate::draw::realize(&mut m, 5).unwrap();
+        let ends: Vec<i64> = {
+            let mut b = blocks(&m, n);
+            b.sort();
+            let mut ends = Vec::new();
+            let mut end = 0;
+            for (o, c) in b {
+                end = end.max(o + c);
+                ends.push(end);
+            }
+            ends
+        };
+        let set = &sizes_set(&m, n)[1];
+        for s in set {
+            assert!(ends.contains(s), "{s} is the end of a dump: {ends:?}");
+        }
+        assert_eq!(set.last(), ends.last());
+    }
+
+    /// A size set once ahead of a file whose writes fit no end-of-file model stays a value.
+    #[test]
+    fn a_size_set_on_a_file_without_the_model_stays_a_value() {
+        let n = 4;
+        let ts: Vec<Trace> = (0..n)
+            .map(|r| {
+                let evs = vec![
+                    RawEvent::new(Op::FileSetSize, 3, args::file_set_size(0, 4096)),
+                    RawEvent::new(
+                        Op::FileWriteAt,
+                        4,
+                        args::file_write_at(0, i64::from(r) * 100, 100, 1, 100),
+                    ),
+                ];
+                compress(r, &evs)
+            })
+            .collect();
+        let mut t = crate::merge::merge_tree(ts).unwrap();
+        crate::prefix::recognise(&mut t);
+        assert!(!present(&t));
     }
 
     #[test]

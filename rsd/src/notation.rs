@@ -134,7 +134,7 @@ pub fn render_val(v: &Val<RankFn>, depth0: usize) -> String {
         // Without its event the summed parameter has no name here; `render_event` names it.
         Val::Exscan(x) => crate::prefix::render(x, &format!("#{}", x.of), depth0),
         Val::FileEnd(x) => {
-            crate::layout::render(x, x.of.map(|k| format!("#{k}")).as_deref(), depth0)
+            crate::layout::render(x, x.of.map(|k| format!("#{k}")).as_deref(), false, depth0)
         }
         Val::Run(k) => format!("run({})", k.name()),
     }
@@ -279,6 +279,7 @@ pub fn render_params(e: &Event) -> Vec<(String, String)> {
                     Val::FileEnd(x) => crate::layout::render(
                         x,
                         x.of.map(|k| e.op.param_name(k as usize, n, nf)).as_deref(),
+                        crate::layout::sets_size(e.op),
                         0,
                     ),
                     _ => render_elastic(v),

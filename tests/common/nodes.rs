@@ -65,13 +65,14 @@ impl<'a> Program<'a> {
 }
 
 /// The trace of `p` at scale `k` of `grow`, traced on the cluster through Open MPI's launch
-/// line (once per test binary).
+/// line (once per test binary: a layout both series hold, 2 x 2, is traced once for both).
 pub fn trace(p: &Program, grow: Grow, k: u32) -> PathBuf {
+    let (nodes, ppn) = grow.layout(k);
+    // Keyed by the ranks per node, so that the rank count says the layout.
     let key = format!(
-        "{} {:?} {:?} {:?} {grow:?}",
+        "{} {:?} {:?} {:?} {ppn} per node",
         p.name, p.args, p.mpirun, p.trace
     );
-    let (nodes, ppn) = grow.layout(k);
     shared::trace(&RUNS, &key, nodes * ppn, |dir| {
         let c = cluster_of(nodes.max(2));
         let _held = DATA.lock().unwrap_or_else(|p| p.into_inner());
