@@ -379,23 +379,20 @@ impl Compressor {
         if waits.is_zero() {
             return self.push(ev);
         }
-        let plain = ev.path.is_none() && ev.children.is_empty();
-        if self.coalesce
-            && plain
-            && self.hold(ev.op, ev.sig, &ev.params, (ev.gap_ns, ev.dur_ns), waits)
-        {
-            return;
+        let times = (ev.gap_ns, ev.dur_ns);
+        if ev.path.is_none() && ev.children.is_empty() {
+            if self.coalesce && self.hold(ev.op, ev.sig, &ev.params, times, waits) {
+                return;
+            }
+            self.release_drain();
+            return self.push_with_waits(ev.op, ev.sig, &ev.params, times, waits);
         }
         self.release_drain();
         // The cursor's calls go in first, so that this one lands after them.
         self.settle();
         self.pending = waits;
-        if ev.path.is_none() && ev.children.is_empty() {
-            self.push_call_slow(ev.op, ev.sig, &ev.params, ev.gap_ns, ev.dur_ns);
-        } else {
-            let node = self.convert(ev);
-            self.push_node(node);
-        }
+        let node = self.convert(ev);
+        self.push_node(node);
         self.pending = GapWaits::default();
     }
 
@@ -501,8 +498,9 @@ impl Compressor {
         }
     }
 
-    /// A held call pushed as it came: through the general path when its gap held off-CPU
-    /// time, as [`Compressor::push_waited`] does (the fast paths carry no waits).
+    /// A call without path or children pushed as it came: through the general path when its
+    /// gap held off-CPU time, the cursor's calls settled first so that it lands after them
+    /// (the fast paths carry no waits).
     fn push_with_waits(
         &mut self,
         op: Op,

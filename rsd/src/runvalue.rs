@@ -280,15 +280,13 @@ pub fn restore(nodes: &mut [Node]) -> usize {
 /// - otherwise only the marked groups are run values, each on its own ranks.
 fn restored(p: &Elastic, k: RunKind) -> Elastic {
     let marks = |g: &Group| group_kind(g).is_some();
+    let mut ranks = crate::RankSet::default();
+    p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
     let mut plain = p.groups.iter().filter(|g| !marks(g));
     let Some(first) = plain.next() else {
-        let mut ranks = crate::RankSet::default();
-        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
         return elastic(k, ranks);
     };
     if plain.all(|g| g.val == first.val) {
-        let mut ranks = crate::RankSet::default();
-        p.groups.iter().for_each(|g| ranks.union_with(&g.ranks));
         return Elastic {
             groups: vec![Group {
                 ranks,
