@@ -346,7 +346,7 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
 /// estimate): `auto` takes [`rsd::sensitivity::auto_delay_ns`] of it; a fixed delay within
 /// the noise is refused.
 fn choose_delay(asked: Delay, base_runs: &[Run]) -> Result<(u64, Option<u64>)> {
-    let tls: Vec<Vec<Timeline>> = base_runs.iter().map(|r| r.timelines.clone()).collect();
+    let tls: Vec<&[Timeline]> = base_runs.iter().map(|r| r.timelines.as_slice()).collect();
     let spread = rsd::sensitivity::start_spread(&tls);
     let delay = match (asked, spread) {
         (Delay::Fixed(d), Some(sp)) if rsd::sensitivity::delay_below_noise(d, sp) => {

@@ -245,17 +245,18 @@ pub const MIN_AUTO_DELAY_NS: u64 = 1_000_000;
 /// The run-to-run noise of the baselines (`runs[i][rank]` is run `i`'s timeline of `rank`):
 /// the largest spread (latest less earliest) of one call's start over the runs, ns, over the
 /// calls every run made. `None` with fewer than two runs.
-pub fn start_spread(runs: &[Vec<Timeline>]) -> Option<u64> {
+pub fn start_spread<T: AsRef<[Timeline]>>(runs: &[T]) -> Option<u64> {
     if runs.len() < 2 {
         return None;
     }
-    let nranks = runs.iter().map(Vec::len).min().unwrap_or(0);
+    let nranks = runs.iter().map(|x| x.as_ref().len()).min().unwrap_or(0);
     let mut most = 0u64;
     for r in 0..nranks {
-        let calls = runs.iter().map(|x| x[r].len()).min().unwrap_or(0);
+        let calls = runs.iter().map(|x| x.as_ref()[r].len()).min().unwrap_or(0);
         for k in 0..calls {
             let (lo, hi) = runs.iter().fold((u64::MAX, 0), |(lo, hi), x| {
-                (lo.min(x[r][k]), hi.max(x[r][k]))
+                let t = x.as_ref()[r][k];
+                (lo.min(t), hi.max(t))
             });
             most = most.max(hi - lo);
         }
