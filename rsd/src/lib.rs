@@ -31,6 +31,7 @@
 
 pub mod approx;
 pub mod atomic;
+pub mod classes;
 pub mod comms;
 pub mod compress;
 pub mod draw;

@@ -1415,21 +1415,31 @@ impl Op {
     /// MPI-IO uses `bytes`; POSIX uses the result `ret` (clamped at 0 for failures); stdio uses
     /// `size * ret` for fread/fwrite and `ret` for fprintf.
     pub fn data_bytes(self, params: &[i64]) -> u64 {
-        if self.dir() == Dir::None {
-            return 0;
-        }
         let get = |p: Param| self.param(params, p);
-        let v = match self.layer() {
-            Layer::MpiIo => get(Param::Bytes),
-            Layer::Posix => get(Param::Ret),
-            Layer::Stdio => match self {
-                Op::Fprintf => get(Param::Ret),
-                _ => get(Param::Size).saturating_mul(get(Param::Ret)),
-            },
-            Layer::Hdf5 | Layer::Pnetcdf | Layer::Netcdf => get(Param::Bytes),
-            Layer::Mpi => 0,
+        let v = match self.data_params() {
+            [] => 0,
+            [p] => get(*p),
+            // stdio's fread/fwrite: items of a size.
+            [size, ret, ..] => get(*size).saturating_mul(get(*ret)),
         };
         v.max(0) as u64
+    }
+
+    /// The parameters [`Op::data_bytes`] reads: a reader that sums data sizes tells ranks
+    /// apart by these ([`crate::classes`]).
+    pub fn data_params(self) -> &'static [Param] {
+        if self.dir() == Dir::None {
+            return &[];
+        }
+        match self.layer() {
+            Layer::MpiIo | Layer::Hdf5 | Layer::Pnetcdf | Layer::Netcdf => &[Param::Bytes],
+            Layer::Posix => &[Param::Ret],
+            Layer::Stdio => match self {
+                Op::Fprintf => &[Param::Ret],
+                _ => &[Param::Size, Param::Ret],
+            },
+            Layer::Mpi => &[],
+        }
     }
 }
 

@@ -198,8 +198,9 @@ pub(crate) fn loop_skey(body: impl Iterator<Item = u64>) -> u64 {
     mix(h, TAG_LOOP)
 }
 
+/// A multiply-xorshift step: the structural keys' hash, and [`crate::classes`]'.
 #[inline]
-fn mix(h: u64, x: u64) -> u64 {
+pub(crate) fn mix(h: u64, x: u64) -> u64 {
     let v = (h ^ x.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     v ^ (v >> 29)
 }
@@ -366,6 +367,20 @@ impl Trace {
     /// offsets resolved ([`Resolved::expand_with`]). Stops early when `f` returns `false`.
     pub fn expand_with(&self, rank: u32, f: &mut dyn FnMut(&FlatEvent) -> bool) {
         self.resolved().expand_with(rank, f)
+    }
+
+    /// Calls `f` with every event of `rank`, as [`Trace::expand_with`] does, but with the
+    /// values that need the other ranks' calls (offsets: [`crate::Val::Exscan`],
+    /// [`crate::Val::FileEnd`]) left at their model's start instead of resolved: for readers
+    /// of counts, sizes and paths, which would otherwise resolve every rank's offsets of a
+    /// large trace to read none of them.
+    pub fn expand_unresolved_with(&self, rank: u32, f: &mut dyn FnMut(&FlatEvent) -> bool) {
+        let mut idx = Vec::new();
+        visit(&self.nodes, rank, &mut idx, &mut |e, idx| {
+            f(&flatten_with(e, rank, idx, &|p, rank, idx| {
+                p.start_member(rank, idx)
+            }))
+        });
     }
 
     /// Every call of `rank`, nested calls included, each with its node's mean timing

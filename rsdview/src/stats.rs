@@ -1,12 +1,13 @@
 //! Totals over a trace: calls and bytes per layer and op, per-rank totals, files touched.
 //!
-//! Counts and bytes come from expanding every rank, so they are exact; time comes from the
-//! events' merged timing statistics.
+//! Counts and bytes come from expanding one rank of each class of ranks whose calls agree
+//! ([`rsd::classes`]), so they are exact; time comes from the events' merged timing
+//! statistics.
 
 use rsd::op::{Layer, Op};
-use rsd::trace::{FlatEvent, Node, NodeKind, Trace};
+use rsd::trace::{Event, FlatEvent, Node, NodeKind, Trace};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// Totals for one operation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -64,18 +65,22 @@ impl Summary {
     }
 }
 
-fn spread(v: &[(u64, u32)]) -> Spread {
-    if v.is_empty() {
+/// The spread of a per-rank quantity given per class: ((value, first rank), ranks). The
+/// smallest and largest values name their smallest rank, which is a class's first.
+fn spread(v: &[((u64, u32), u64)]) -> Spread {
+    let ranks: u64 = v.iter().map(|x| x.1).sum();
+    if ranks == 0 {
         return Spread::default();
     }
-    let min = *v.iter().min_by_key(|x| (x.0, x.1)).expect("non-empty");
-    let max = *v
+    let min = v.iter().map(|x| x.0).min().expect("non-empty");
+    let max = v
         .iter()
+        .map(|x| x.0)
         .max_by_key(|x| (x.0, std::cmp::Reverse(x.1)))
         .expect("non-empty");
     Spread {
         min,
-        mean: v.iter().map(|x| x.0 as f64).sum::<f64>() / v.len() as f64,
+        mean: v.iter().map(|x| x.0.0 as f64 * x.1 as f64).sum::<f64>() / ranks as f64,
         max,
     }
 }
@@ -110,50 +115,274 @@ fn count_nodes(
     n
 }
 
-/// Computes the summary of a trace.
+/// Computes the summary of a trace: one expansion per class of ranks that agree in their
+/// calls and sizes ([`rsd::classes`]), weighted by the class's size, so that a trace of a
+/// million ranks that differ in a few rank sets reads as fast as one of a few ranks. Files
+/// whose names hold a rank function (a lock file per rank) are listed rank by rank, their
+/// events only.
 pub fn summarize(trace: &Trace) -> Summary {
     let mut s = Summary::default();
     s.nodes = count_nodes(&trace.nodes, &mut s.ops, &mut s.approximate);
-    let ranks = trace.ranks();
-    s.ranks = ranks.len();
-    let mut calls = Vec::new();
-    let mut bytes = Vec::new();
-    ranks.for_each(|r| {
-        let (mut c, mut b) = (0u64, 0u64);
-        trace.expand_with(r, &mut |e| {
-            tally(e, &mut s, &mut c, &mut b);
+    let per_rank = per_rank_paths(&trace.nodes);
+    let classes = rsd::classes::classes(trace, &reads);
+    s.ranks = classes.iter().map(|c| c.size).sum();
+    let mut calls = Vec::with_capacity(classes.len());
+    let mut bytes = Vec::with_capacity(classes.len());
+    for c in &classes {
+        let mut rank = RankTotals {
+            weight: c.size,
+            per_rank: &per_rank,
+            calls: 0,
+            bytes: 0,
+        };
+        trace.expand_unresolved_with(c.first, &mut |e| {
+            rank.tally(e, &mut s, true);
             true
         });
-        calls.push((c, r));
-        bytes.push((b, r));
-    });
+        calls.push(((rank.calls, c.first), c.size));
+        bytes.push(((rank.bytes, c.first), c.size));
+    }
     s.rank_calls = spread(&calls);
     s.rank_bytes = spread(&bytes);
+    per_rank_files(trace, &per_rank, &mut s.files);
     s
 }
 
-/// Per-layer totals count every call, nested ones included (that is each layer's view). The
-/// per-rank totals count only the calls the application made itself, so an MPI-IO write and
-/// the POSIX write the library issued for it are not counted twice.
-fn tally(e: &FlatEvent, s: &mut Summary, calls: &mut u64, bytes: &mut u64) {
-    tally_nested(e, s, calls, bytes, true)
+/// What sets ranks apart for the summary: the data sizes ([`rsd::Op::data_params`]) and the
+/// path's fields where each group of ranks names one file (names that vary along the ranks are
+/// listed apart, [`per_rank_files`]).
+fn reads(e: &Event, k: usize) -> bool {
+    let field = k >= e.params.len() - e.nfields();
+    (field && rsd::classes::uniform_in_groups(&e.params[k]))
+        || e.op
+            .params()
+            .get(k)
+            .is_some_and(|p| e.op.data_params().contains(p))
 }
 
-fn tally_nested(e: &FlatEvent, s: &mut Summary, calls: &mut u64, bytes: &mut u64, top: bool) {
-    let t = s.ops.entry((e.op.layer(), e.op)).or_default();
-    let b = e.op.data_bytes(&e.params);
-    t.count += 1;
-    t.bytes += b;
-    if top {
-        *calls += 1;
-        *bytes += b;
+/// The events (op and call site) some of whose path fields vary along the ranks.
+fn per_rank_paths(nodes: &[Node]) -> HashSet<(Op, u64)> {
+    let mut out = HashSet::new();
+    fn walk(nodes: &[Node], out: &mut HashSet<(Op, u64)>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    let fields = &e.params[e.params.len() - e.nfields()..];
+                    if !fields.iter().all(rsd::classes::uniform_in_groups) {
+                        out.insert((e.op, e.sig));
+                    }
+                    walk(&e.children, out);
+                }
+                NodeKind::Loop(l) => walk(&l.body, out),
+            }
+        }
     }
-    if let Some(p) = &e.path
-        && !s.files.contains(p)
-    {
-        s.files.insert(p.clone());
+    walk(nodes, &mut out);
+    out
+}
+
+/// Adds the files of the events of `per_rank` on every rank, walking only the nodes that lead
+/// to them.
+fn per_rank_files(trace: &Trace, per_rank: &HashSet<(Op, u64)>, files: &mut BTreeSet<String>) {
+    if per_rank.is_empty() {
+        return;
     }
-    for c in &e.children {
-        tally_nested(c, s, calls, bytes, false);
+    let pruned = leading_to(&trace.nodes, per_rank);
+    let mut idx = Vec::new();
+    let mut named = Vec::new();
+    trace
+        .ranks()
+        .for_each(|r| name_files(&pruned, r, &mut idx, &mut named));
+    // Sorted first: a set built from a sorted sequence is built in one pass, where a million
+    // inserts of names with a long common prefix spent most of their time comparing it.
+    named.sort_unstable();
+    named.dedup();
+    files.extend(named);
+}
+
+/// The nodes that are or hold an event of `wanted`, with only those below them.
+fn leading_to(nodes: &[Node], wanted: &HashSet<(Op, u64)>) -> Vec<Node> {
+    let mut out = Vec::new();
+    for n in nodes {
+        let kind = match &n.kind {
+            NodeKind::Event(e) => {
+                let children = leading_to(&e.children, wanted);
+                if children.is_empty() && !wanted.contains(&(e.op, e.sig)) {
+                    continue;
+                }
+                NodeKind::Event(Event {
+                    children,
+                    ..e.clone()
+                })
+            }
+            NodeKind::Loop(l) => {
+                let body = leading_to(&l.body, wanted);
+                if body.is_empty() {
+                    continue;
+                }
+                NodeKind::Loop(rsd::trace::Loop {
+                    iters: l.iters.clone(),
+                    body,
+                })
+            }
+        };
+        out.push(Node {
+            ranks: n.ranks.clone(),
+            kind,
+        });
+    }
+    out
+}
+
+/// The files the events of `nodes` name on `rank`.
+fn name_files(nodes: &[Node], rank: u32, idx: &mut Vec<u64>, files: &mut Vec<String>) {
+    for n in nodes {
+        if !n.ranks.contains(rank) {
+            continue;
+        }
+        match &n.kind {
+            NodeKind::Event(e) => {
+                if let Some(t) = &e.path {
+                    let fields: Vec<i64> = e.params[e.params.len() - e.nfields()..]
+                        .iter()
+                        .map(|p| p.start_member(rank, idx))
+                        .collect();
+                    files.push(t.render(&fields));
+                }
+                name_files(&e.children, rank, idx, files);
+            }
+            NodeKind::Loop(l) => {
+                if idx.len() >= rsd::value::MAX_DEPTH {
+                    return;
+                }
+                let iters = l.iters.start_member(rank, idx).max(0) as u64;
+                idx.push(0);
+                for i in 0..iters {
+                    *idx.last_mut().expect("pushed") = i;
+                    name_files(&l.body, rank, idx, files);
+                }
+                idx.pop();
+            }
+        }
+    }
+}
+
+/// One class's calls and bytes, and how many ranks it stands for.
+struct RankTotals<'a> {
+    weight: u64,
+    /// Events whose files [`per_rank_files`] lists.
+    per_rank: &'a HashSet<(Op, u64)>,
+    calls: u64,
+    bytes: u64,
+}
+
+impl RankTotals<'_> {
+    /// Per-layer totals count every call, nested ones included (that is each layer's view),
+    /// once per rank of the class. The per-rank totals count only the calls the application
+    /// made itself, so an MPI-IO write and the POSIX write the library issued for it are not
+    /// counted twice.
+    fn tally(&mut self, e: &FlatEvent, s: &mut Summary, top: bool) {
+        let t = s.ops.entry((e.op.layer(), e.op)).or_default();
+        let b = e.op.data_bytes(&e.params);
+        t.count += self.weight;
+        t.bytes += b * self.weight;
+        if top {
+            self.calls += 1;
+            self.bytes += b;
+        }
+        if let Some(p) = &e.path
+            && !self.per_rank.contains(&(e.op, e.sig))
+            && !s.files.contains(p)
+        {
+            s.files.insert(p.clone());
+        }
+        for c in &e.children {
+            self.tally(c, s, false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rsd::compress::Compressor;
+    use rsd::trace::RawEvent;
+
+    /// The summary as every rank's expansion gives it: what [`summarize`] must equal.
+    fn rank_by_rank(trace: &Trace) -> Summary {
+        let mut s = Summary::default();
+        s.nodes = count_nodes(&trace.nodes, &mut s.ops, &mut s.approximate);
+        let none = HashSet::new();
+        let (mut calls, mut bytes) = (Vec::new(), Vec::new());
+        trace.ranks().for_each(|r| {
+            let mut t = RankTotals {
+                weight: 1,
+                per_rank: &none,
+                calls: 0,
+                bytes: 0,
+            };
+            trace.expand_with(r, &mut |e| {
+                t.tally(e, &mut s, true);
+                true
+            });
+            calls.push(((t.calls, r), 1));
+            bytes.push(((t.bytes, r), 1));
+        });
+        s.ranks = calls.len() as u64;
+        s.rank_calls = spread(&calls);
+        s.rank_bytes = spread(&bytes);
+        s
+    }
+
+    /// Ranks that differ in loop counts, sizes, files and which calls they make: rank `r`
+    /// writes `(r % 3 + 1)` KiB `r / 2 + 1` times to a shared file, opens a lock file of its
+    /// own, and every fifth rank writes a log.
+    fn uneven(nranks: u32) -> Trace {
+        let traces = (0..nranks)
+            .map(|r| {
+                let mut c = Compressor::new(r);
+                let ev = |op, site, params: Vec<i64>, path: Option<String>| RawEvent {
+                    path,
+                    ..RawEvent::new(op, site, params)
+                };
+                c.push(&ev(
+                    Op::Open,
+                    1,
+                    vec![0o101, 0o644, 3],
+                    Some(format!("lock.{r}")),
+                ));
+                c.push(&ev(Op::Open, 2, vec![0o1, 0o644, 4], Some("shared".into())));
+                let size = (r as i64 % 3 + 1) * 1024;
+                for i in 0..(r / 2 + 1) as i64 {
+                    c.push(&ev(Op::Pwrite, 3, vec![4, size, i * size, size], None));
+                }
+                if r % 5 == 0 {
+                    c.push(&ev(Op::Write, 4, vec![5, 40, 40], None));
+                }
+                c.finish()
+            })
+            .collect();
+        rsd::merge::merge_tree(traces).expect("disjoint ranks")
+    }
+
+    #[test]
+    fn classes_of_ranks_give_what_every_rank_gives() {
+        for n in [1, 2, 3, 7, 16, 33] {
+            let t = uneven(n);
+            assert_eq!(summarize(&t), rank_by_rank(&t), "uneven at {n} ranks");
+            for iters in [1, 5] {
+                let t = crate::synth::spmd(n, iters);
+                assert_eq!(summarize(&t), rank_by_rank(&t), "spmd {n} x {iters}");
+            }
+        }
+    }
+
+    /// At 4,096 ranks the synthetic program's summary is the same as every rank's, while the
+    /// classes are two (rank 0 and the others) besides the files named per rank.
+    #[test]
+    fn a_large_regular_trace_is_summarised_by_its_classes() {
+        let t = crate::synth::spmd(4096, 3);
+        assert_eq!(summarize(&t), rank_by_rank(&t));
+        assert_eq!(rsd::classes::classes(&t, &reads).len(), 2);
     }
 }
