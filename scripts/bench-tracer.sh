@@ -147,7 +147,7 @@ cg() { # mode n traced(0/1) -> callgrind output file
 total() { callgrind_annotate "$1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'; }
 # Inclusive instructions of the tracer's `pwrite` hook (libc's call and the system call's
 # user-space part included).
-incl() { callgrind_annotate --inclusive=yes "$1" 2>/dev/null | awk 'index($0, ":pwrite [") && index($0, "libiotrex_tracer") {gsub(",", "", $1); print $1; exit}'; }
+incl() { callgrind_annotate --inclusive=yes "$1" 2>/dev/null | awk '!d && index($0, "tracer/src/hook.rs:pwrite") {gsub(",", "", $1); print $1; d = 1}'; }
 N=2000
 for mode in at at_all; do
   u1=$(cg $mode $N 0); u2=$(cg $mode $((2 * N)) 0); t1=$(cg $mode $N 1); t2=$(cg $mode $((2 * N)) 1)
