@@ -14,18 +14,23 @@
 //!    environment);
 //! 2. the environment, `OMPI_MCA_<name>`: what `mpirun --mca name value` and `-x` give the
 //!    ranks;
-//! 3. the tune files (`mca_base_envar_file_prefix`, `mpirun --tune`), then the AMCA files
-//!    (`mca_base_param_file_prefix`, `mpirun -am`), each list's leftmost file first;
+//! 3. the tune files (`mca_base_envar_file_prefix`, `mpirun --tune`), leftmost first;
 //! 4. the parameter files, `mca_base_param_files` (by default
 //!    `$HOME/.openmpi/mca-params.conf,<sysconfdir>/openmpi-mca-params.conf`), leftmost first;
 //! 5. the default, which is not recorded.
 //!
 //! Within one file the last line of a name wins (`mca_base_parse_paramfile.c`, `save_value`).
 //! A name is the variable's full name (`io_ompio_bytes_per_agg`) or its long name, with the
-//! project in front (`ompi_io_ompio_bytes_per_agg`); both are looked for. Relative AMCA and
-//! tune file names are looked up in `mca_base_param_file_path` (by default
+//! project in front (`ompi_io_ompio_bytes_per_agg`); both are looked for. Relative tune file
+//! names are looked up in `mca_base_param_file_path` (by default
 //! `<sysconfdir>/amca-param-sets:<cwd>`). `<sysconfdir>` is the loaded library's own
 //! (`opal_install_dirs`, which Open MPI documents as public once `opal_init` ran).
+//!
+//! AMCA files (`mpirun --am`, `mca_base_param_file_prefix`) are not read: Open MPI 4.1.4's
+//! ranks do not apply them (`resolve_relative_paths` joins the AMCA list to the parameter
+//! files with `:` and `read_files` splits that list on `,`). Checked against MPI_T: a variable
+//! set only in an `--am` file keeps its default, with or without a parameter-file list; the
+//! environment, parameter files and `--tune` give what MPI_T gives.
 //!
 //! Values are recorded as MPI_T would read them where the text alone says it: integers with
 //! Open MPI's `k`/`m`/`g` suffixes (powers of 1024) or in hex as decimal numbers, boolean words
@@ -50,8 +55,8 @@ pub(crate) struct Sources {
     pub overrides: Vec<(String, String)>,
     /// `OMPI_MCA_*` variables of the environment, the prefix removed.
     pub env: Vec<(String, String)>,
-    /// Each file's lines, in file order; the files in precedence order (tune, AMCA, parameter
-    /// files, each list leftmost first).
+    /// Each file's lines, in file order; the files in precedence order (tune files, then
+    /// parameter files, each list leftmost first).
     pub files: Vec<Vec<(String, String)>>,
 }
 
@@ -132,10 +137,11 @@ pub(crate) fn parse_file(text: &str) -> Vec<(String, String)> {
             if let (Some(k), Some(v)) = (it.next(), it.next()) {
                 out.push((k.to_string(), v.trim().to_string()));
             }
-        } else if let Some((k, v)) = line.split_once('=') {
-            if !k.trim().is_empty() && !k.trim().starts_with('-') {
-                out.push((k.trim().to_string(), v.trim().to_string()));
-            }
+        } else if let Some((k, v)) = line.split_once('=')
+            && !k.trim().is_empty()
+            && !k.trim().starts_with('-')
+        {
+            out.push((k.trim().to_string(), v.trim().to_string()));
         }
     }
     out
@@ -168,11 +174,11 @@ fn env_var(name: &str, alt: &str) -> Option<String> {
         .ok()
 }
 
-/// The files named by the comma-separated `prefix` (AMCA or tune), each absolute or found
+/// The files named by the comma-separated `prefix` (the tune files), each absolute or found
 /// in a directory of `search` (`:`-separated).
 fn prefix_files(prefix: &str, search: &str) -> Vec<PathBuf> {
     prefix
-        .split([',', ':'])
+        .split(',')
         .filter(|f| !f.is_empty())
         .filter_map(|f| {
             let f = Path::new(f);
@@ -207,10 +213,8 @@ pub(crate) fn sources() -> Sources {
         )
     });
     let mut files: Vec<PathBuf> = Vec::new();
-    for var in ["mca_base_envar_file_prefix", "mca_base_param_file_prefix"] {
-        if let Some(p) = env_var(var, var) {
-            files.extend(prefix_files(&p, &search));
-        }
+    if let Some(p) = env_var("mca_base_envar_file_prefix", "mca_base_envar_file_prefix") {
+        files.extend(prefix_files(&p, &search));
     }
     files.extend(param_files.split(',').map(PathBuf::from));
     let overrides = env_var(
@@ -300,8 +304,8 @@ mod tests {
     }
 
     #[test]
-    fn amca_files_are_found_absolute_or_in_the_search_path() {
-        let dir = std::env::temp_dir().join(format!("iotrex-amca-{}", std::process::id()));
+    fn tune_files_are_found_absolute_or_in_the_search_path() {
+        let dir = std::env::temp_dir().join(format!("iotrex-tune-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("set"), "io = romio321\n").unwrap();
         let search = format!("/nonexistent:{}", dir.display());
