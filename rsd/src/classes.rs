@@ -130,6 +130,14 @@ impl Signatures {
     }
 }
 
+/// Whether parameter `k` of `e` is one of the data sizes ([`crate::Op::data_params`]): what a
+/// reader of calls and bytes tells ranks apart by.
+pub fn data_size(e: &Event, k: usize) -> bool {
+    e.op.params()
+        .get(k)
+        .is_some_and(|p| e.op.data_params().contains(p))
+}
+
 /// Whether each group of a value holds the same value on all its ranks (groups may differ):
 /// ranks of one class then agree on it.
 pub fn uniform_in_groups(v: &Elastic) -> bool {

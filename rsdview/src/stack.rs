@@ -9,7 +9,7 @@
 //! calls. Nothing here names a layer: the layers come from [`Layer::STACK`] and the nesting is
 //! followed to any depth.
 //!
-//! Counts and bytes are exact (every rank is expanded). Time comes from each event's timing
+//! Counts and bytes are exact (one rank of each class of ranks that agree is expanded). Time comes from each event's timing
 //! statistics, merged over ranks and iterations: a node's inclusive time is its mean duration
 //! times its exact call count, which for a recorded trace is the sum of the recorded durations.
 //! In an extrapolated trace the means are fitted by the timing models (and nested calls derived
@@ -190,7 +190,8 @@ fn key(e: &Event) -> usize {
     e as *const Event as usize
 }
 
-fn count(nodes: &[Node], rank: u32, idx: &mut Vec<u64>, out: &mut Counts) {
+/// Adds the calls and bytes of `rank`'s events, `weight` times (the ranks of its class).
+fn count(nodes: &[Node], rank: u32, weight: u64, idx: &mut Vec<u64>, out: &mut Counts) {
     visit(nodes, rank, idx, &mut |e, idx| {
         let n = e.params.len() - e.nfields();
         let params: Vec<i64> = e.params[..n]
@@ -198,10 +199,10 @@ fn count(nodes: &[Node], rank: u32, idx: &mut Vec<u64>, out: &mut Counts) {
             .map(|p| p.eval(rank, idx).unwrap_or(0))
             .collect();
         let c = out.entry(key(e)).or_default();
-        c.0 += 1;
-        c.1 += e.op.data_bytes(&params);
+        c.0 += weight;
+        c.1 += e.op.data_bytes(&params) * weight;
         if !e.children.is_empty() {
-            count(&e.children, rank, idx, out);
+            count(&e.children, rank, weight, idx, out);
         }
         true
     });
@@ -309,13 +310,20 @@ impl Walk<'_> {
     }
 }
 
-/// Computes the stack analysis of a trace. Expands every rank once (for exact counts and
-/// bytes).
-pub fn analyze(trace: &Trace) -> StackAnalysis {
-    let ranks = trace.ranks();
+/// Every event node's calls and bytes over the ranks, from one rank of each class.
+fn counts_of(trace: &Trace) -> Counts {
     let mut counts = Counts::new();
     let mut idx = Vec::new();
-    ranks.for_each(|r| count(&trace.nodes, r, &mut idx, &mut counts));
+    for c in rsd::classes::classes(trace, &rsd::classes::data_size) {
+        count(&trace.nodes, c.first, c.size, &mut idx, &mut counts);
+    }
+    counts
+}
+
+/// Computes the stack analysis of a trace. Expands one rank of each class of ranks that agree
+/// in their calls and sizes ([`rsd::classes`]), for exact counts and bytes.
+pub fn analyze(trace: &Trace) -> StackAnalysis {
+    let counts = counts_of(trace);
     let mut w = Walk {
         counts: &counts,
         ops: BTreeMap::new(),
@@ -369,7 +377,7 @@ pub fn analyze(trace: &Trace) -> StackAnalysis {
         .collect();
     sites.sort_by(|a, b| b.t.inclusive_ns.total_cmp(&a.t.inclusive_ns));
     StackAnalysis {
-        ranks: ranks.len(),
+        ranks: trace.ranks().len(),
         modelled: w.modelled,
         total_ns,
         layers,
@@ -631,6 +639,18 @@ mod tests {
             traces.push(c.finish());
         }
         rsd::merge_tree(traces).unwrap()
+    }
+
+    #[test]
+    fn counts_by_class_are_every_ranks_counts() {
+        for n in [1, 2, 7, 33] {
+            for t in [crate::synth::uneven(n), crate::synth::spmd(n, 3)] {
+                let mut each = Counts::new();
+                t.ranks()
+                    .for_each(|r| count(&t.nodes, r, 1, &mut Vec::new(), &mut each));
+                assert_eq!(counts_of(&t), each, "at {n} ranks");
+            }
+        }
     }
 
     #[test]

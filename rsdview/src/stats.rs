@@ -305,8 +305,6 @@ impl RankTotals<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rsd::compress::Compressor;
-    use rsd::trace::RawEvent;
 
     /// The summary as every rank's expansion gives it: what [`summarize`] must equal.
     fn rank_by_rank(trace: &Trace) -> Summary {
@@ -334,41 +332,10 @@ mod tests {
         s
     }
 
-    /// Ranks that differ in loop counts, sizes, files and which calls they make: rank `r`
-    /// writes `(r % 3 + 1)` KiB `r / 2 + 1` times to a shared file, opens a lock file of its
-    /// own, and every fifth rank writes a log.
-    fn uneven(nranks: u32) -> Trace {
-        let traces = (0..nranks)
-            .map(|r| {
-                let mut c = Compressor::new(r);
-                let ev = |op, site, params: Vec<i64>, path: Option<String>| RawEvent {
-                    path,
-                    ..RawEvent::new(op, site, params)
-                };
-                c.push(&ev(
-                    Op::Open,
-                    1,
-                    vec![0o101, 0o644, 3],
-                    Some(format!("lock.{r}")),
-                ));
-                c.push(&ev(Op::Open, 2, vec![0o1, 0o644, 4], Some("shared".into())));
-                let size = (r as i64 % 3 + 1) * 1024;
-                for i in 0..(r / 2 + 1) as i64 {
-                    c.push(&ev(Op::Pwrite, 3, vec![4, size, i * size, size], None));
-                }
-                if r % 5 == 0 {
-                    c.push(&ev(Op::Write, 4, vec![5, 40, 40], None));
-                }
-                c.finish()
-            })
-            .collect();
-        rsd::merge::merge_tree(traces).expect("disjoint ranks")
-    }
-
     #[test]
     fn classes_of_ranks_give_what_every_rank_gives() {
         for n in [1, 2, 3, 7, 16, 33] {
-            let t = uneven(n);
+            let t = crate::synth::uneven(n);
             assert_eq!(summarize(&t), rank_by_rank(&t), "uneven at {n} ranks");
             for iters in [1, 5] {
                 let t = crate::synth::spmd(n, iters);

@@ -95,3 +95,34 @@ pub fn spmd(nranks: u32, iters: u64) -> Trace {
     let traces = (0..nranks).map(|r| rank_trace(r, nranks, iters)).collect();
     merge_tree(traces).expect("synthetic ranks are disjoint")
 }
+
+/// A program whose ranks differ in loop counts, sizes, files and which calls they make: rank `r`
+/// writes `(r % 3 + 1)` KiB `r / 2 + 1` times to a shared file, opens a lock file of its
+/// own, and every fifth rank writes a log.
+pub fn uneven(nranks: u32) -> Trace {
+    let traces = (0..nranks)
+        .map(|r| {
+            let mut c = Compressor::new(r);
+            let ev = |op, site, params: Vec<i64>, path: Option<String>| RawEvent {
+                path,
+                ..RawEvent::new(op, site, params)
+            };
+            c.push(&ev(
+                Op::Open,
+                1,
+                vec![0o101, 0o644, 3],
+                Some(format!("lock.{r}")),
+            ));
+            c.push(&ev(Op::Open, 2, vec![0o1, 0o644, 4], Some("shared".into())));
+            let size = (r as i64 % 3 + 1) * 1024;
+            for i in 0..(r / 2 + 1) as i64 {
+                c.push(&ev(Op::Pwrite, 3, vec![4, size, i * size, size], None));
+            }
+            if r % 5 == 0 {
+                c.push(&ev(Op::Write, 4, vec![5, 40, 40], None));
+            }
+            c.finish()
+        })
+        .collect();
+    rsd::merge::merge_tree(traces).expect("disjoint ranks")
+}
