@@ -19,11 +19,13 @@
 # caches dropped before each. A replay's time is its own report's wall time (barrier, replay,
 # barrier: MPI start-up and reading the trace left out). Each cell is the replay's error
 # against the application's own time on the target storage, in %.
-# Besides the default replay (--compute mean --comm delay) two columns show what the other
-# pacings cost, A->B under MPI: as fast as possible (--compute none) and open-loop
-# (--open-loop: every call issued at its traced start, whatever the replayed calls took); two
-# more give both directions under MPI with --comm real --compute work (the mode for a trace
-# taken where ranks shared cores: real waits on other ranks, the gaps' CPU time burnt).
+# Besides the default replay (--compute mean, MPI calls issued for real: --comm real unless
+# the trace's messages do not match) two columns show what the other pacings cost, A->B under
+# MPI: as fast as possible (--compute none) and open-loop (--open-loop: every call issued at
+# its traced start, whatever the replayed calls took); "B->A delay" is B->A under MPI with
+# --comm delay (the default before: the traced waits on other ranks slept); two more give both
+# directions under MPI with --comm real --compute work (the gaps' CPU time burnt, for ranks
+# sharing cores).
 # "traced B / A": the median traced run's own time against the untraced reference, on each
 # storage (the tracer's cost as the application sees it; a replay reproduces a traced run).
 # The last column is the application's own run-to-run spread on B and on A ((slowest -
