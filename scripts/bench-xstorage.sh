@@ -42,8 +42,9 @@
 # can run here: LAMMPS needs lmp, particles needs python3-h5py-mpi), IOTREX_REPLAY_ARGS (extra
 # replay arguments for every replay), IOTREX_GAP_WAITS=0 (trace without the
 # off-CPU time of the gaps: as before format minor 11).
-# NICE (default -15): the niceness of every measured command (applications, traces, replays),
-# so that builds at nice 0 on the same machine barely take CPU from them; NICE=0 turns it off.
+# NICE (default -15): the niceness of every measured command (applications, traces, replays)
+# and of this session's autogroup, so that builds at nice 0 on the same machine, in this
+# session or another, barely take CPU from them; NICE=0 turns it off.
 # Needs root (the storage rig). Binaries come from $CARGO_TARGET_DIR/release (default
 # target/release).
 set -euo pipefail
@@ -60,6 +61,12 @@ done
 REPEAT=${REPEAT:-3}
 NICE=${NICE:--15}
 RUN=(nice -n "$NICE")
+# With the scheduler's autogroups (kernel.sched_autogroup_enabled=1) a process's niceness only
+# counts against its own session's: builds in other sessions take an equal share whatever the
+# measured commands' nice. The session's own autogroup is given the same niceness.
+if [ "$NICE" != 0 ] && [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ]; then
+  echo "$NICE" > /proc/self/autogroup 2>/dev/null || echo "bench-xstorage.sh: could not renice this session's autogroup" >&2
+fi
 NPS=${NPS-"4 8"}
 EXTRA=(${IOTREX_REPLAY_ARGS:-})
 # IOTREX_GAP_WAITS=0 traces without the off-CPU gap time (docs/xstorage.md): the "before".
