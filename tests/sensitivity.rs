@@ -1,10 +1,7 @@
 //! `iotrex sensitivity` (//TRACE's throttling) on real runs of `tests/apps/xstorage.c` at 4
 //! ranks on tmpfs: the delays are the tracer's own, so the storage does not matter. The
 //! assertions are on the dependencies found, which come from whole multiples of the delay,
-//! not on times. The tests that count delays take `--delay auto` (four times the spread of a
-//! call's start over 3 baselines): a fixed delay that suits a quiet machine is refused, or
-//! miscounted, under CI's load (at load 12-14 the baselines spread 80 ms, and a spread of
-//! 26 ms made an 80 ms delay find wrong dependencies).
+//! not on times. fitness and sync count delays over 3 runs each: see [`DELAY`].
 
 mod common;
 use common::{app, args, scratch, tracer_lib};
@@ -14,6 +11,13 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Mutex;
+
+/// The delay of the tests that count every pair's delays: 80 ms was refused at load 12-14
+/// (the baselines spread 80.1 ms, and a delay must be above twice the spread) and miscounted
+/// with a spread of 25.8 ms; `--delay auto` (four times the spread of 3 baselines) chose 2.1
+/// ms after baselines that spread 0.5 ms and miscounted the noise of the delayed runs. 200 ms
+/// is above twice the largest spread seen under CI's load.
+const DELAY: &str = "200ms";
 
 /// One sensitivity at a time: each makes 18 runs of 4 ranks on a 2-core machine (each
 /// configuration 3 times: a single baseline run on a loaded machine was seen 80 ms slow).
@@ -97,7 +101,7 @@ fn sensitivity_finds_the_token_chain_of_fitness() {
     let out = d.path().join("fitness.iotrex");
     let dir = d.path().display().to_string();
     let o = sensitivity(
-        &["--delay", "auto", "--runs", "3"],
+        &["--delay", DELAY, "--runs", "3"],
         &out,
         &args(&["fitness", &dir, "3", "4096", "5"]),
     );
@@ -163,7 +167,7 @@ fn sensitivity_finds_the_barrier_coupling_of_sync() {
     let out = d.path().join("sync.iotrex");
     let dir = d.path().display().to_string();
     let o = sensitivity(
-        &["--delay", "auto", "--runs", "3"],
+        &["--delay", DELAY, "--runs", "3"],
         &out,
         &args(&["sync", &dir, "3", "4096", "5"]),
     );
