@@ -6,19 +6,28 @@
 #   storage B  ext4 on a loop device throttled to 40 MiB/s and 400 IOPS, read and write
 #              (scripts/storage.sh up ... throttled:40M:400)
 #
-# For each program and rank count: the application is run (traced) REPEAT times on A and on B,
-# caches dropped before each run; its own time is the median of what it prints (`app_time S`)
-# or, for a program that prints none, of its trace's wall time (end of MPI_Init to
-# MPI_Finalize). The trace of the median run on A is replayed on B and the one from B on A,
+# For each program and rank count: the application is run REPEAT times untraced on A and on B,
+# caches dropped before each run: its own time (the reference) is the median of what it
+# prints (`app_time S`, column "ref" = app) or, for a program that prints none, of its MPI
+# wall time (ref = wall): from a barrier after MPI_Init to one before MPI_Finalize, measured by
+# a PMPI shim that wraps those two calls and nothing else (mpi_wall.so, built below), so MPI
+# start-up is left out as the replay's report leaves it out. Untraced, because a traced run's
+# time holds the tracer's own costs. Then it is run traced REPEAT times on each storage; the
+# trace of the median traced run (by its wall time) on A is replayed on B and the one from B
+# on A,
 # REPEAT times each, under MPI (`mpirun -np N iotrex-replay`) and once with `--threads`,
 # caches dropped before each. A replay's time is its own report's wall time (barrier, replay,
 # barrier: MPI start-up and reading the trace left out). Each cell is the replay's error
 # against the application's own time on the target storage, in %.
-# Besides the default replay (--compute mean --comm delay) two columns show what the other
-# pacings cost, A->B under MPI: as fast as possible (--compute none) and open-loop
-# (--open-loop: every call issued at its traced start, whatever the replayed calls took); two
-# more give both directions under MPI with --comm real --compute work (the mode for a trace
-# taken where ranks shared cores: real waits on other ranks, the gaps' CPU time burnt).
+# Besides the default replay (--compute mean, MPI calls issued for real: --comm real unless
+# the trace's messages do not match) two columns show what the other pacings cost, A->B under
+# MPI: as fast as possible (--compute none) and open-loop (--open-loop: every call issued at
+# its traced start, whatever the replayed calls took); "B->A delay" is B->A under MPI with
+# --comm delay (the default before: the traced waits on other ranks slept); two more give both
+# directions under MPI with --comm real --compute work (the gaps' CPU time burnt, for ranks
+# sharing cores).
+# "traced B / A": the median traced run's own time against the untraced reference, on each
+# storage (the tracer's cost as the application sees it; a replay reproduces a traced run).
 # The last column is the application's own run-to-run spread on B and on A ((slowest -
 # fastest) / median of its REPEAT runs): the noise floor of the row's cells.
 # Closing lines: the worse direction of each program (the larger |error| of A->B and B->A,
@@ -33,8 +42,9 @@
 # can run here: LAMMPS needs lmp, particles needs python3-h5py-mpi), IOTREX_REPLAY_ARGS (extra
 # replay arguments for every replay), IOTREX_GAP_WAITS=0 (trace without the
 # off-CPU time of the gaps: as before format minor 11).
-# NICE (default -15): the niceness of every measured command (applications, traces, replays),
-# so that builds at nice 0 on the same machine barely take CPU from them; NICE=0 turns it off.
+# NICE (default -15): the niceness of every measured command (applications, traces, replays)
+# and of this session's autogroup, so that builds at nice 0 on the same machine, in this
+# session or another, barely take CPU from them; NICE=0 turns it off.
 # Needs root (the storage rig). Binaries come from $CARGO_TARGET_DIR/release (default
 # target/release).
 set -euo pipefail
@@ -51,6 +61,12 @@ done
 REPEAT=${REPEAT:-3}
 NICE=${NICE:--15}
 RUN=(nice -n "$NICE")
+# With the scheduler's autogroups (kernel.sched_autogroup_enabled=1) a process's niceness only
+# counts against its own session's: builds in other sessions take an equal share whatever the
+# measured commands' nice. The session's own autogroup is given the same niceness.
+if [ "$NICE" != 0 ] && [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ]; then
+  echo "$NICE" > /proc/self/autogroup 2>/dev/null || echo "bench-xstorage.sh: could not renice this session's autogroup" >&2
+fi
 NPS=${NPS-"4 8"}
 EXTRA=(${IOTREX_REPLAY_ARGS:-})
 # IOTREX_GAP_WAITS=0 traces without the off-CPU gap time (docs/xstorage.md): the "before".
@@ -69,6 +85,36 @@ export IOTREX_STORAGE_SIZE=${IOTREX_STORAGE_SIZE:-256M}
 MNT_A=$(scripts/storage.sh up "$RA" tmpfs)
 MNT_B=$(scripts/storage.sh up "$RB" throttled:40M:400)
 for a in xstorage ior_like; do mpicc -O2 -o "$W/$a" tests/apps/$a.c; done
+# The reference's clock for programs that print no time of their own: rank 0 writes the time
+# from a barrier after MPI_Init(_thread) to a barrier in MPI_Finalize to $IOTREX_BENCH_WALL.
+cat > "$W/mpi_wall.c" <<'SHIM'
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double t0;
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+static void start(void) { PMPI_Barrier(MPI_COMM_WORLD); t0 = now(); }
+int MPI_Init(int *c, char ***v) { int r = PMPI_Init(c, v); start(); return r; }
+int MPI_Init_thread(int *c, char ***v, int q, int *p) {
+  int r = PMPI_Init_thread(c, v, q, p); start(); return r;
+}
+int MPI_Finalize(void) {
+  int rank;
+  PMPI_Barrier(MPI_COMM_WORLD);
+  double t = now() - t0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const char *f = getenv("IOTREX_BENCH_WALL");
+  FILE *o = rank == 0 && f ? fopen(f, "w") : NULL;
+  if (o) { fprintf(o, "%.6f\n", t); fclose(o); }
+  return PMPI_Finalize();
+}
+SHIM
+mpicc -O2 -shared -fPIC -o "$W/mpi_wall.so" "$W/mpi_wall.c"
 
 # Open MPI's defaults, as in bench-replay.sh.
 MPIRUN=(mpirun --mca btl self,vader)
@@ -115,19 +161,25 @@ grid() {
     print d[1], d[2], d[3] }'
 }
 
-# run_app NP CMD MNT TRACE: runs CMD traced on the storage at MNT (DIR -> MNT/app), prints its
-# own time in seconds.
+# run_app NP CMD MNT [TRACE]: runs CMD on the storage at MNT (DIR -> MNT/app), traced into
+# TRACE when given, else untraced under the mpi_wall.so shim; prints its own time in seconds
+# and where it comes from: "S app" (what it printed) or "S wall" (the shim's, or the trace's
+# wall time, for a program that prints none).
 run_app() {
-  local np=$1 cmd=$2 mnt=$3 tr=$4 d=$3/app t px py pz
+  local np=$1 cmd=$2 mnt=$3 tr=${4:-} d=$3/app t px py pz
+  local -a env=(-x LD_PRELOAD="$W/mpi_wall.so" -x IOTREX_BENCH_WALL="$W/wall")
+  [ -n "$tr" ] && env=(-x LD_PRELOAD="$LIB" -x IOTREX_OUT="$tr" "${TRACE_ENV[@]}")
   read -r px py pz < <(grid "$np")
   cmd=${cmd//PX/$px}; cmd=${cmd//PY/$py}; cmd=${cmd//PZ/$pz}
-  rm -rf "$d"; mkdir -p "$d"
+  rm -rf "$d" "$W/wall"; mkdir -p "$d"
   drop_caches
-  (cd "$d" && "${RUN[@]}" timeout -k 5 300 "${MPIRUN[@]}" -np "$np" -x LD_PRELOAD="$LIB" -x IOTREX_OUT="$tr" "${TRACE_ENV[@]}" \
+  (cd "$d" && "${RUN[@]}" timeout -k 5 300 "${MPIRUN[@]}" -np "$np" "${env[@]}" \
     ${cmd//DIR/$d} > "$W/app.log" 2>&1) || { echo "run failed: $cmd" >&2; tail -5 "$W/app.log" >&2; return 1; }
   t=$(awk '/^app_time/ {print $2}' "$W/app.log")
-  [ -n "$t" ] || t=$("$BIN/iotrex" show --json "$tr" | jq '.header.wall_ns / 1e9')
-  echo "$t"
+  if [ -n "$t" ]; then echo "$t app"; return; fi
+  if [ -n "$tr" ]; then t=$("$BIN/iotrex" show --json "$tr" | jq '.header.wall_ns / 1e9'); else t=$(cat "$W/wall" 2>/dev/null || true); fi
+  [ -n "$t" ] || { echo "no time from: $cmd" >&2; return 1; }
+  echo "$t wall"
 }
 
 # replay MODE TRACE NP MNT [ARGS...]: the median of the replay's own wall time (s) on the
@@ -165,32 +217,40 @@ echo
 echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at start; medians of $REPEAT (--threads: 1 run);" \
   "cells: replay's wall time vs the app's own time on the target storage; measured commands under nice -n $NICE${EXTRA[*]:+; replay args: ${EXTRA[*]}}${IOTREX_GAP_WAITS:+; IOTREX_GAP_WAITS=$IOTREX_GAP_WAITS}"
 echo
-echo "| program | ranks | app on B | app on A | A→B MPI | A→B threads | B→A MPI | B→A threads | A→B fast | A→B open-loop | worse | A→B real+work | B→A real+work | worse real+work | app spread B / A |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| program | ranks | ref | app on B | app on A | traced B / A | A→B MPI | A→B threads | B→A MPI | B→A threads | A→B fast | A→B open-loop | worse | B→A delay | A→B real+work | B→A real+work | worse real+work | app spread B / A |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 : > "$W/worse"
 : > "$W/worse_rw"
 for np in $NPS; do
   for spec in "${PROGRAMS[@]}"; do
     name=${spec%%|*}; cmd=${spec#*|}
-    declare -A app=() spread=()
+    declare -A app=() spread=() ref=() traced=()
     for s in A B; do
       mnt=$MNT_A; [ $s = B ] && mnt=$MNT_B
+      # The reference: untraced runs.
       : > "$W/times"
-      for i in $(seq "$REPEAT"); do
-        t=$(run_app "$np" "$cmd" "$mnt" "$W/$s.$i.iotrex") && echo "$t $i" >> "$W/times"
+      for _ in $(seq "$REPEAT"); do
+        run_app "$np" "$cmd" "$mnt" >> "$W/times" || true
       done
-      [ -s "$W/times" ] || continue
-      read -r t i < <(sort -g "$W/times" | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
+      # The traces: traced runs, the median one (by its own time) replayed.
+      : > "$W/ttimes"
+      for i in $(seq "$REPEAT"); do
+        t=$(run_app "$np" "$cmd" "$mnt" "$W/$s.$i.iotrex") && echo "${t%% *} $i" >> "$W/ttimes"
+      done
+      rm -rf "$mnt/app"
+      [ -s "$W/times" ] && [ -s "$W/ttimes" ] || continue
+      read -r t ref[$s] < <(sort -g "$W/times" | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
       app[$s]=$t
       # The application's own run-to-run spread: (slowest - fastest) / median, in %: the
       # noise floor of every cell of the row (a replay reproduces one run of it).
       spread[$s]=$(awk -v m="$t" 'NR == 1 || $1 < lo { lo = $1 } $1 > hi { hi = $1 }
         END { printf "%.0f", (hi - lo) / m * 100 }' "$W/times")
+      read -r t i < <(sort -g "$W/ttimes" | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
+      traced[$s]=$t
       cp "$W/$s.$i.iotrex" "$W/$name.$np.$s.iotrex"
-      rm -rf "$mnt/app"
     done
     if [ -z "${app[A]:-}" ] || [ -z "${app[B]:-}" ]; then
-      echo "| $name | $np | failed | | | | | | | | | | | | |"; continue
+      echo "| $name | $np | failed | | | | | | | | | | | | | | | |"; continue
     fi
     ta=$W/$name.$np.A.iotrex tb=$W/$name.$np.B.iotrex
     ab=$(err "$(replay mpi "$ta" "$np" "$MNT_B")" "${app[B]}")
@@ -199,14 +259,16 @@ for np in $NPS; do
     bat=$(err "$(replay threads "$tb" "$np" "$MNT_A")" "${app[A]}")
     fast=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --compute none)" "${app[B]}")
     open=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --open-loop)" "${app[B]}")
+    badelay=$(err "$(replay mpi "$tb" "$np" "$MNT_A" --comm delay)" "${app[A]}")
     abrw=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --comm real --compute work)" "${app[B]}")
     barw=$(err "$(replay mpi "$tb" "$np" "$MNT_A" --comm real --compute work)" "${app[A]}")
     worse=$(worse_of "$ab" "$ba")
     worse_rw=$(worse_of "$abrw" "$barw")
     [ "$worse" != "-" ] && echo "$worse" >> "$W/worse"
     [ "$worse_rw" != "-" ] && echo "$worse_rw" >> "$W/worse_rw"
-    printf '| %s | %d | %.2f s | %.2f s | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% / %s%% |\n' \
-      "$name" "$np" "${app[B]}" "${app[A]}" "$ab" "$abt" "$ba" "$bat" "$fast" "$open" "$worse" \
+    printf '| %s | %d | %s | %.2f s | %.2f s | %s / %s | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% / %s%% |\n' \
+      "$name" "$np" "${ref[B]}" "${app[B]}" "${app[A]}" "$(err "${traced[B]}" "${app[B]}")%" "$(err "${traced[A]}" "${app[A]}")%" \
+      "$ab" "$abt" "$ba" "$bat" "$fast" "$open" "$worse" "$badelay" \
       "$abrw" "$barw" "$worse_rw" "${spread[B]}" "${spread[A]}"
     rm -rf "$MNT_A/replay" "$MNT_B/replay"
   done
@@ -244,7 +306,7 @@ for spec in "${PROGRAMS[@]}"; do
     echo "| $name | extrap failed: $(tail -1 "$W/extrap.log") | | | |"; continue
   fi
   pred=$("$BIN/iotrex" show --json "$out" | jq '.header.wall_ns / 1e9')
-  appb=$(for i in $(seq "$REPEAT"); do run_app "$EXTRAP_TO" "$cmd" "$MNT_B" "$W/$name.b$EXTRAP_TO.iotrex"; done | median)
+  appb=$(for i in $(seq "$REPEAT"); do run_app "$EXTRAP_TO" "$cmd" "$MNT_B"; done | median)
   rm -rf "$MNT_A/app" "$MNT_B/app"
   def=$(err "$(replay mpi "$out" "$EXTRAP_TO" "$MNT_B")" "$appb")
   rw=$(err "$(replay mpi "$out" "$EXTRAP_TO" "$MNT_B" --comm real --compute work)" "$appb")

@@ -1,7 +1,7 @@
 //! `iotrex sensitivity` (//TRACE's throttling) on real runs of `tests/apps/xstorage.c` at 4
 //! ranks on tmpfs: the delays are the tracer's own, so the storage does not matter. The
-//! assertions are on the dependencies found, which come from whole multiples of the delay
-//! (80 ms a call, far above a call's run-to-run jitter here), not on times.
+//! assertions are on the dependencies found, which come from whole multiples of the delay,
+//! not on times. fitness and sync count delays over 3 runs each: see [`DELAY`].
 
 mod common;
 use common::{app, args, scratch, tracer_lib};
@@ -11,6 +11,13 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Mutex;
+
+/// The delay of the tests that count every pair's delays: 80 ms was refused at load 12-14
+/// (the baselines spread 80.1 ms, and a delay must be above twice the spread) and miscounted
+/// with a spread of 25.8 ms; `--delay auto` (four times the spread of 3 baselines) chose 2.1
+/// ms after baselines that spread 0.5 ms and miscounted the noise of the delayed runs. 200 ms
+/// is above twice the largest spread seen under CI's load.
+const DELAY: &str = "200ms";
 
 /// One sensitivity at a time: each makes 18 runs of 4 ranks on a 2-core machine (each
 /// configuration 3 times: a single baseline run on a loaded machine was seen 80 ms slow).
@@ -94,7 +101,7 @@ fn sensitivity_finds_the_token_chain_of_fitness() {
     let out = d.path().join("fitness.iotrex");
     let dir = d.path().display().to_string();
     let o = sensitivity(
-        &["--delay", "80ms", "--runs", "3"],
+        &["--delay", DELAY, "--runs", "3"],
         &out,
         &args(&["fitness", &dir, "3", "4096", "5"]),
     );
@@ -160,7 +167,7 @@ fn sensitivity_finds_the_barrier_coupling_of_sync() {
     let out = d.path().join("sync.iotrex");
     let dir = d.path().display().to_string();
     let o = sensitivity(
-        &["--delay", "80ms", "--runs", "3"],
+        &["--delay", DELAY, "--runs", "3"],
         &out,
         &args(&["sync", &dir, "3", "4096", "5"]),
     );
@@ -263,6 +270,40 @@ fn replay(trace: &Path, np: u32, mpi: bool, extra: &[&str], root: &Path) -> serd
     serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
 }
 
+/// poll's arguments: rank 0 writes 3 blocks of 64 KiB into `dir`, computing ~0.1 s before
+/// each; rank 1 polls the file's size, then reads it.
+fn poll_args(dir: &Path) -> Vec<String> {
+    args(&["poll", &dir.display().to_string(), "3", "65536", "1000"])
+}
+
+/// `iotrex sensitivity --delay auto --runs 1 EXTRA` of poll ([`poll_args`]) at `np` ranks in
+/// `dir`, asserting what every use of it needs: rank 1's open waited for rank 0's
+/// calls up to its last write, the one that gives the file its full size. Returns the trace's
+/// path, the result and the text output.
+fn poll_sensitivity(
+    dir: &Path,
+    np: u32,
+    extra: &[&str],
+) -> (std::path::PathBuf, Sensitivity, String) {
+    let out = dir.join(format!("poll-{np}.iotrex"));
+    let mut opts = vec!["--delay", "auto", "--runs", "1"];
+    opts.extend_from_slice(extra);
+    let o = sensitivity_np(np, &opts, &out, &poll_args(dir));
+    let (tf, s) = result(&o, &out);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let written = 1 + io_ops(&tf, 0)
+        .iter()
+        .rposition(|&op| op == Op::Pwrite)
+        .expect("rank 0 writes") as u32;
+    assert!(
+        s.deps
+            .iter()
+            .any(|d| d.from == [0] && d.to == 1 && d.at == 0 && d.after.abs_diff(written) <= 1),
+        "rank 1's open waits for rank 0's calls up to its last write: {text}"
+    );
+    (out, s, text)
+}
+
 /// poll (with the bandwidth run of `sensitivity --bandwidth`): rank 1 reads a file once its size says rank 0 has written it; no MPI call is between
 /// them, so only the dependency `sensitivity` measured (rank 1's open waits for rank 0's I/O
 /// calls up to its last write) orders them in a replay. Rank 0 computes ~0.1 s before each write and rank
@@ -273,20 +314,11 @@ fn replay(trace: &Path, np: u32, mpi: bool, extra: &[&str], root: &Path) -> serd
 #[test]
 fn replay_honours_a_dependency_through_a_polled_file() {
     let d = scratch();
-    let out = d.path().join("poll.iotrex");
-    let dir = d.path().display().to_string();
-    let o = sensitivity_np(
-        2,
-        &["--delay", "80ms", "--runs", "1", "--bandwidth", "1MiB/s"],
-        &out,
-        &args(&["poll", &dir, "3", "65536", "1000"]),
-    );
-    let (tf, s) = result(&o, &out);
-    let text = String::from_utf8_lossy(&o.stdout);
+    let (out, s, text) = poll_sensitivity(d.path(), 2, &["--bandwidth", "1MiB/s"]);
     // The bandwidth run: every call slept its bytes over 1 MiB/s; rank 1's reads waited for
     // rank 0's writes, so the run grew by both ranks' added time, about twice one's.
     let bw = s.bandwidth.clone().expect("the bandwidth run is stored");
-    assert_eq!((bw.bps, s.runs), (1 << 20, 5), "{text}");
+    assert_eq!((bw.bps, s.runs), (1 << 20, 3 + 2 + 1 + 1), "{text}");
     assert!(
         (3 * 65536..3 * 65536 + 4096).contains(&bw.max_bytes),
         "{text}"
@@ -297,18 +329,6 @@ fn replay_honours_a_dependency_through_a_polled_file() {
     assert!(
         shown.contains("throttle   I/O held to 1.0 MiB/s"),
         "{shown}"
-    );
-    // The file reaches its full size with rank 0's last write.
-    let ops0 = io_ops(&tf, 0);
-    let written = 1 + ops0
-        .iter()
-        .rposition(|&op| op == Op::Pwrite)
-        .expect("rank 0 writes") as u32;
-    assert!(
-        s.deps
-            .iter()
-            .any(|d| d.from == [0] && d.to == 1 && d.at == 0 && d.after.abs_diff(written) <= 1),
-        "rank 1's open waits for rank 0's calls up to its last write: {text}"
     );
     let root = d.path().join("root");
     for (mpi, comm) in [
@@ -337,27 +357,8 @@ fn replay_honours_a_dependency_through_a_polled_file() {
 #[test]
 fn a_group_dependency_is_reduced_to_its_member_and_honoured() {
     let d = scratch();
-    let out = d.path().join("poll-groups.iotrex");
-    let dir = d.path().display().to_string();
-    let o = sensitivity_np(
-        4,
-        &["--delay", "80ms", "--runs", "1", "--ranks", "0+2,1+3"],
-        &out,
-        &args(&["poll", &dir, "3", "65536", "1000"]),
-    );
-    let (tf, s) = result(&o, &out);
-    let text = String::from_utf8_lossy(&o.stdout);
+    let (out, s, text) = poll_sensitivity(d.path(), 4, &["--ranks", "0+2,1+3"]);
     assert_eq!(s.groups, vec![vec![0, 2], vec![1, 3]], "{text}");
-    let written = 1 + io_ops(&tf, 0)
-        .iter()
-        .rposition(|&op| op == Op::Pwrite)
-        .expect("rank 0 writes") as u32;
-    assert!(
-        s.deps
-            .iter()
-            .any(|d| d.from == [0] && d.to == 1 && d.at == 0 && d.after.abs_diff(written) <= 1),
-        "rank 1's open waits for rank 0's calls up to its last write: {text}"
-    );
     // Rank 1's wait is the member's, not the group's; another group dependency can be the
     // noise of a single run per configuration, and is said, not honoured.
     assert!(
@@ -386,8 +387,7 @@ fn a_group_dependency_is_reduced_to_its_member_and_honoured() {
 fn sensitivity_refuses_a_delay_within_the_noise_and_auto_chooses_one() {
     let d = scratch();
     let out = d.path().join("poll-noise.iotrex");
-    let dir = d.path().display().to_string();
-    let app_args = args(&["poll", &dir, "3", "65536", "1000"]);
+    let app_args = poll_args(d.path());
     let o = sensitivity_np(2, &["--delay", "1us", "--runs", "2"], &out, &app_args);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{}", common::status_text(&o));

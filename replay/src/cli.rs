@@ -42,13 +42,17 @@ pub struct ReplayArgs {
     /// many I/O calls are in flight and timing is coarser than one thread per rank.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = options::parse_max_threads)]
     pub max_threads: Option<u32>,
-    /// Non-I/O MPI calls: delay (sleep the recorded mean), real (issue them), or skip. Under
+    /// Non-I/O MPI calls: real (issue them), delay (sleep the recorded mean), or skip. Under
     /// MPI, real vector collectives (Gatherv, Scatterv, Allgatherv) first exchange each rank's
     /// recorded count, then move those counts; Alltoallv's trace keeps only per-rank totals, so
     /// the pairs are a matrix with those sums. With --threads, collectives (vector ones
     /// included) are thread barriers and move no data, point-to-point calls are channels.
-    #[arg(long, default_value = "delay", value_parser = options::parse_comm)]
-    pub comm: CommMode,
+    /// Default: real, so that a barrier or message that waited for the traced storage waits
+    /// for this one's instead (a replay on other storage); delay, with a note, for a trace
+    /// whose messages do not match or are too many to check. delay replays the traced
+    /// machine's waits: for a replay on the storage the trace was taken on.
+    #[arg(long, value_parser = options::parse_comm)]
+    pub comm: Option<CommMode>,
     /// Compute gaps: mean (sleep the recorded mean), sample (a draw from the recorded
     /// histogram), work (compute, burning this thread's CPU time, for the gaps' recorded CPU
     /// time, or in traces older than format 2.11 the gap's shortest
@@ -159,7 +163,12 @@ impl ReplayArgs {
     /// `ranks_here` ranks share this node's cores.
     pub fn render(&self, r: &Report, ranks_here: usize) -> String {
         let mut text = r.render();
-        if let Some(a) = crate::advice(&self.options(), ranks_here) {
+        // The comm mode replayed, which the default may have turned into delay.
+        let opts = Options {
+            comm: r.comm,
+            ..self.options()
+        };
+        if let Some(a) = crate::advice(&opts, ranks_here) {
             text += &a;
             text.push('\n');
         }
@@ -169,7 +178,8 @@ impl ReplayArgs {
     /// The options every rank shares.
     pub fn options(&self) -> Options {
         Options {
-            comm: self.comm,
+            comm: self.comm.unwrap_or_default(),
+            comm_auto: self.comm.is_none(),
             compute: self.compute,
             time_scale: self.time_scale,
             layer: self.layer,
@@ -198,8 +208,8 @@ mod tests {
         let c = Cli::try_parse_from(["x", "t.iotrex", "--root", "r"]).unwrap();
         let (o, d) = (c.args.options(), Options::default());
         assert_eq!(
-            (o.comm, o.compute, o.layer, o.collective_io),
-            (d.comm, d.compute, d.layer, d.collective_io)
+            (o.comm, o.comm_auto, o.compute, o.layer, o.collective_io),
+            (d.comm, d.comm_auto, d.compute, d.layer, d.collective_io)
         );
         assert_eq!(
             (o.time_scale, o.stall_timeout),
@@ -211,7 +221,8 @@ mod tests {
     fn a_repeated_flag_takes_its_last_value() {
         let c = Cli::try_parse_from(["x", "t", "--root", "r", "--comm", "real", "--comm", "skip"])
             .unwrap();
-        assert_eq!(c.args.comm, CommMode::Skip);
+        assert_eq!(c.args.comm, Some(CommMode::Skip));
+        assert!(!c.args.options().comm_auto);
     }
 
     #[test]

@@ -232,15 +232,35 @@ pub fn run_threads(tf: &TraceFile, root: &Root, opts: &Options) -> Result<Report
     run_threads_capped(tf, root, opts, Cap::default())
 }
 
-/// Under `--comm real`, warns of the MPI functions the program imports that the trace does not
-/// record, and refuses a trace whose messages, communicators or collectives do not match
-/// ([`matching`]): its replay would wait forever.
-pub fn check_matching(tf: &TraceFile, opts: &Options) -> Result<(), ReplayError> {
+/// The comm mode to replay `tf` with. Under `--comm real`, warns of the MPI functions the
+/// program imports that the trace does not record, and refuses a trace whose messages,
+/// communicators or collectives do not match ([`matching`]): its replay would wait forever.
+/// Without `--comm` ([`Options::comm_auto`]) such a trace, or one too large to check, is
+/// replayed with [`CommMode::Delay`] instead, with a note saying why.
+pub fn check_matching(tf: &TraceFile, opts: &Options) -> Result<CommMode, ReplayError> {
     if opts.comm != CommMode::Real {
-        return Ok(());
+        return Ok(opts.comm);
+    }
+    let checked = matching::check(&tf.trace, nranks(tf));
+    if opts.comm_auto {
+        let why = match &checked {
+            Ok(matching::Outcome::Matched { .. }) => None,
+            Ok(matching::Outcome::TooLarge { calls }) => Some(format!(
+                "the trace is too large to check that its messages match (stopped after {calls} calls)"
+            )),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(why) = why {
+            eprintln!(
+                "note: MPI calls are replayed as their traced durations (--comm delay), not issued: {why}; give --comm real to issue them anyway"
+            );
+            return Ok(CommMode::Delay);
+        }
     }
     let unseen = &tf.header.unrecorded_mpi;
-    if !unseen.is_empty() {
+    // Said when --comm real was asked for; the default, which passed the check, would say it
+    // on nearly every replay (most programs import MPI_Wtime, which moves nothing).
+    if !unseen.is_empty() && !opts.comm_auto {
         // Communication through them is missing from the trace: the check below may refuse
         // it, and if it passes, timing through them is still lost.
         eprintln!(
@@ -249,12 +269,12 @@ pub fn check_matching(tf: &TraceFile, opts: &Options) -> Result<(), ReplayError>
             unseen.join(", ")
         );
     }
-    if let matching::Outcome::TooLarge { calls } = matching::check(&tf.trace, nranks(tf))? {
+    if let matching::Outcome::TooLarge { calls } = checked? {
         eprintln!(
             "warning: --comm real: the trace is too large to check that its messages match (stopped after {calls} calls); if they do not, the watchdog ends the replay (--stall-timeout)"
         );
     }
-    Ok(())
+    Ok(CommMode::Real)
 }
 
 /// Replays every rank of `tf` in this process on at most `max_threads` OS threads.
@@ -582,7 +602,10 @@ pub fn run_threads_job(job: &ThreadsJob, opts: &Options) -> Result<Report, Repla
         layout::check_wanted(p, n, None, true)?;
     }
     plan(n, max_threads, max_map_count())?;
-    check_matching(&tf, opts)?;
+    let opts = &Options {
+        comm: check_matching(&tf, opts)?,
+        ..opts.clone()
+    };
     let root = Root::new(job.root)?;
     if job.prep {
         prep::prep(&tf.trace, &root)?;

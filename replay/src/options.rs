@@ -7,15 +7,30 @@ use crate::error::ReplayError;
 use std::time::Duration;
 
 /// What to do with MPI calls that move no file data (`--comm`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CommMode {
-    /// Sleep for the recorded mean duration.
-    #[default]
+    /// Sleep for the recorded mean duration: the traced run's waits on other ranks, right
+    /// where the replay's storage and machine are the traced ones.
     Delay,
-    /// Issue the call for real (thread barriers and channels, or MPI).
+    /// Issue the call for real (thread barriers and channels, or MPI): waits on other ranks
+    /// are what this replay's I/O makes them, so a barrier or token that waited for slow
+    /// storage when traced does not hold a replay on fast storage (docs/xstorage.md).
+    #[default]
     Real,
     /// Do nothing.
     Skip,
+}
+
+impl CommMode {
+    /// The mode as `--comm` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CommMode::Delay => "delay",
+            CommMode::Real => "real",
+            CommMode::Skip => "skip",
+        }
+    }
 }
 
 /// How compute gaps are replayed (`--compute`).
@@ -65,6 +80,11 @@ pub enum CollectiveIo {
 pub struct Options {
     /// Non-I/O MPI calls.
     pub comm: CommMode,
+    /// `--comm` was not given: `comm` is [`CommMode::Real`], and [`crate::check_matching`]
+    /// turns it into [`CommMode::Delay`], saying so, for a trace real calls cannot be shown to
+    /// replay (its messages do not match, or it is too large to check), where an explicit
+    /// `--comm real` is refused or warned about.
+    pub comm_auto: bool,
     /// Compute gaps.
     pub compute: ComputeMode,
     /// Factor applied to every delay.
@@ -88,7 +108,8 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            comm: CommMode::Delay,
+            comm: CommMode::Real,
+            comm_auto: true,
             compute: ComputeMode::Mean,
             time_scale: 1.0,
             layer: LayerView::App,
@@ -116,11 +137,7 @@ pub fn parse_comm(s: &str) -> Result<CommMode, ReplayError> {
     choice(
         "--comm",
         s,
-        &[
-            ("delay", CommMode::Delay),
-            ("real", CommMode::Real),
-            ("skip", CommMode::Skip),
-        ],
+        &[CommMode::Delay, CommMode::Real, CommMode::Skip].map(|m| (m.name(), m)),
     )
 }
 

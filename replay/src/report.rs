@@ -159,6 +159,9 @@ pub struct Report {
     pub compute_plan_ns: u64,
     /// Time in communication, summed over ranks, ns.
     pub comm_ns: u64,
+    /// How non-I/O MPI calls were replayed (the default chosen by [`crate::check_matching`]
+    /// when `--comm` was not given). Set with [`Report::against`].
+    pub comm: crate::CommMode,
     /// Per layer and op.
     pub ops: Vec<OpRow>,
     /// Lateness of I/O calls.
@@ -273,6 +276,7 @@ impl Report {
     /// out, for the prediction's interval.
     pub fn against(&mut self, tf: &rsd::TraceFile, opts: &crate::Options) {
         self.predicted = tf.header.prediction.as_ref().map(|p| p.wall);
+        self.comm = opts.comm;
         self.io_dependencies = tf.header.sensitivity.as_ref().map_or_else(Vec::new, |s| {
             s.pairs().iter().map(|(a, b)| format!("{a}->{b}")).collect()
         });
@@ -443,11 +447,12 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "time in I/O {}  compute {} (planned {})  comm {} (summed over ranks)",
+            "time in I/O {}  compute {} (planned {})  comm {} (summed over ranks; --comm {})",
             f(self.io_ns),
             f(self.compute_ns),
             f(self.compute_plan_ns),
-            f(self.comm_ns)
+            f(self.comm_ns),
+            self.comm.name()
         );
         let _ = writeln!(
             s,

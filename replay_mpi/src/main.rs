@@ -13,7 +13,7 @@ use replay::cli::ReplayArgs;
 use replay::engine::RankEngine;
 use replay::layout::LayoutNote;
 use replay::report::{RankStats, Report};
-use replay::{Options, ReplayError, Root};
+use replay::{CommMode, Options, ReplayError, Root};
 use std::os::raw::{c_int, c_void};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -289,13 +289,24 @@ fn mpi_replay(
     let matched = if rank == 0 {
         replay::check_matching(&tf, opts)
     } else {
-        Ok(())
+        Ok(opts.comm)
     };
     if !all_ok(p, matched.is_ok()) {
         return Err(everywhere(matched.err().unwrap_or(ReplayError::Mpi(
             "rank 0 found the trace's messages do not match".into(),
         ))));
     }
+    // The mode rank 0 chose: the others only know the one asked for, which rank 0 keeps or,
+    // for the default, turns from real into delay (the minimum of "kept" over the ranks).
+    let kept = matched.is_ok_and(|m| m == opts.comm);
+    let opts = &Options {
+        comm: if all_ok(p, kept) {
+            opts.comm
+        } else {
+            CommMode::Delay
+        },
+        ..opts.clone()
+    };
     let prep = if rank == 0 && args.prep {
         replay::prep::prep(&tf.trace, &root).map(|_| ())
     } else {

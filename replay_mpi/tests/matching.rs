@@ -27,6 +27,8 @@ fn remove_first_send(nodes: &mut Vec<Node>) -> bool {
     })
 }
 
+/// `iotrex-replay TRACE --root ROOT --comm COMM` (no `--comm` when COMM is empty), under
+/// `mpirun -np 4` or `--threads`.
 fn replay(trace: &Path, root: &Path, mpi: bool, comm: &str) -> Output {
     let _ = std::fs::remove_dir_all(root);
     std::fs::create_dir_all(root).unwrap();
@@ -38,8 +40,10 @@ fn replay(trace: &Path, root: &Path, mpi: bool, comm: &str) -> Output {
     } else {
         c.arg(bin);
     }
-    c.arg(trace)
-        .args(["--root", root.to_str().unwrap(), "--comm", comm]);
+    c.arg(trace).args(["--root", root.to_str().unwrap()]);
+    if !comm.is_empty() {
+        c.args(["--comm", comm]);
+    }
     if !mpi {
         c.arg("--threads");
     }
@@ -102,6 +106,30 @@ fn a_send_removed_from_a_real_trace_is_refused_before_any_io() {
     // As delays, the same trace replays.
     let o = replay(&broken, &root, false, "delay");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Without --comm (real by default), it replays as delays too, saying why, on every rank
+    // under MPI; the real trace is issued for real.
+    for mpi in [false, true] {
+        let o = replay(&broken, &root, mpi, "");
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(o.status.success(), "mpi={mpi}: {err}");
+        assert!(
+            err.contains("note: MPI calls are replayed as their traced durations (--comm delay)")
+                && err.contains("from rank 0 with tag 7"),
+            "mpi={mpi}: {err}"
+        );
+        assert!(out.contains("--comm delay)"), "mpi={mpi}: {out}");
+        let o = replay(&trace, &root, mpi, "");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "mpi={mpi}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(out.contains("--comm real)"), "mpi={mpi}: {out}");
+    }
 }
 
 #[test]

@@ -295,7 +295,14 @@ impl Compressor {
         let Acc::One { gap, dur } = e.timing else {
             return;
         };
-        if e.path.is_some() || !e.children.is_empty() || e.params.len() > NEXT_MAX {
+        // A call whose gap held off-CPU time stays in the list, where the general path folds
+        // it into the loop with its waits: the cursor keeps only gaps and durations, and
+        // taking it aside lost every waited iteration's waits after the loop's second.
+        if e.path.is_some()
+            || !e.children.is_empty()
+            || e.params.len() > NEXT_MAX
+            || !e.waits.is_zero()
+        {
             return;
         }
         let mut params = [0i64; NEXT_MAX];
