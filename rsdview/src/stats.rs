@@ -148,10 +148,11 @@ fn tally_nested(e: &FlatEvent, s: &mut Summary, calls: &mut u64, bytes: &mut u64
         *calls += 1;
         *bytes += b;
     }
-    if let Some(p) = &e.path
-        && !s.files.contains(p)
-    {
-        s.files.insert(p.clone());
+    // Both paths of a rename or a link are files touched.
+    for p in e.path.as_deref().into_iter().flat_map(rsd::op::paths_of) {
+        if !s.files.contains(p) {
+            s.files.insert(p.to_string());
+        }
     }
     for c in &e.children {
         tally_nested(c, s, calls, bytes, false);
