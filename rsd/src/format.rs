@@ -1154,6 +1154,44 @@ mod tests {
         );
     }
 
+    /// A rename written before minor 16 (its paths joined by a newline) reads as the NUL pair;
+    /// written back, it is minor 16 and reads the same.
+    #[test]
+    fn old_path_pairs_are_converted_and_new_ones_are_minor_16() {
+        let mut tf = TraceFile::from_bytes(&sample(), Path::new("x")).unwrap();
+        fn with_path(nodes: &mut [Node]) -> Option<&mut crate::trace::Event> {
+            nodes.iter_mut().find_map(|n| match &mut n.kind {
+                NodeKind::Event(e) if e.path.is_some() => Some(e),
+                NodeKind::Event(_) => None,
+                NodeKind::Loop(l) => with_path(&mut l.body),
+            })
+        }
+        let e = with_path(&mut tf.trace.nodes).unwrap();
+        let old = e.path.clone().unwrap().0;
+        e.op = crate::Op::Rename;
+        e.path = Some(crate::path::PathTemplate(format!("{old}\nnew name")));
+        let w = tf.to_bytes().unwrap();
+        let version = u32::from_le_bytes(w[8..12].try_into().unwrap());
+        let as15 = TraceFile::frame(&w[PREFIX_LEN..], version, HOST_MINOR);
+        let back = TraceFile::from_bytes(&as15, Path::new("x")).unwrap();
+        let mut back_trace = back.trace.clone();
+        let p = with_path(&mut back_trace.nodes).unwrap().path.clone().unwrap();
+        assert_eq!(
+            crate::op::split_path_pair(&p.0),
+            Some((old.as_str(), "new name"))
+        );
+        let w16 = back.to_bytes().unwrap();
+        assert_eq!(u32::from_le_bytes(w16[12..16].try_into().unwrap()), PATH_PAIR_MINOR);
+        assert_eq!(TraceFile::from_bytes(&w16, Path::new("x")).unwrap().trace, back.trace);
+        // A newline in a minor-16 file is a file name's own.
+        let mut nl = back.clone();
+        with_path(&mut nl.trace.nodes).unwrap().path = Some(crate::path::PathTemplate(format!(
+            "{old}\0new\nname"
+        )));
+        let again = TraceFile::from_bytes(&nl.to_bytes().unwrap(), Path::new("x")).unwrap();
+        assert_eq!(again.trace, nl.trace);
+    }
+
     #[test]
     fn a_newer_minor_version_is_named_and_damage_is_still_damage() {
         let mut tf = TraceFile::from_bytes(&sample(), Path::new("x")).unwrap();
