@@ -34,7 +34,7 @@ use std::sync::LazyLock;
 /// (and which version it writes: a version-1 file read and rewritten stays version 1).
 static VERSION: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{} ({})",
+        "{}, {}",
         env!("CARGO_PKG_VERSION"),
         rsd::format::formats_text()
     )
