@@ -1175,19 +1175,28 @@ mod tests {
         let as15 = TraceFile::frame(&w[PREFIX_LEN..], version, HOST_MINOR);
         let back = TraceFile::from_bytes(&as15, Path::new("x")).unwrap();
         let mut back_trace = back.trace.clone();
-        let p = with_path(&mut back_trace.nodes).unwrap().path.clone().unwrap();
+        let p = with_path(&mut back_trace.nodes)
+            .unwrap()
+            .path
+            .clone()
+            .unwrap();
         assert_eq!(
             crate::op::split_path_pair(&p.0),
             Some((old.as_str(), "new name"))
         );
         let w16 = back.to_bytes().unwrap();
-        assert_eq!(u32::from_le_bytes(w16[12..16].try_into().unwrap()), PATH_PAIR_MINOR);
-        assert_eq!(TraceFile::from_bytes(&w16, Path::new("x")).unwrap().trace, back.trace);
+        assert_eq!(
+            u32::from_le_bytes(w16[12..16].try_into().unwrap()),
+            PATH_PAIR_MINOR
+        );
+        assert_eq!(
+            TraceFile::from_bytes(&w16, Path::new("x")).unwrap().trace,
+            back.trace
+        );
         // A newline in a minor-16 file is a file name's own.
         let mut nl = back.clone();
-        with_path(&mut nl.trace.nodes).unwrap().path = Some(crate::path::PathTemplate(format!(
-            "{old}\0new\nname"
-        )));
+        with_path(&mut nl.trace.nodes).unwrap().path =
+            Some(crate::path::PathTemplate(format!("{old}\0new\nname")));
         let again = TraceFile::from_bytes(&nl.to_bytes().unwrap(), Path::new("x")).unwrap();
         assert_eq!(again.trace, nl.trace);
     }
