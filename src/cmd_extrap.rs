@@ -70,8 +70,18 @@ pub struct ExtrapArgs {
     pub plugin: Vec<PathBuf>,
     /// Print the model chosen for every quantity that varies with the rank count, then the
     /// passes of the extrapolation that acted, in the order they ran (`passes` in --json).
-    #[arg(long)]
-    pub explain: bool,
+    /// The timing fits of calls and gaps that take under 1 us at every input scale are left
+    /// out of the text (and counted): `--explain=all` prints them too. --json lists every
+    /// model either way.
+    #[arg(
+        long,
+        value_enum,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "default",
+        value_name = "WHAT"
+    )]
+    pub explain: Option<ExplainLevel>,
     /// The most memory the parts of the extrapolation that do not stay compressed may take
     /// (bytes, or with K, M, G, T: KiB to TiB), such as a layer of collective buffering whose
     /// nested calls are one per rank's request: past it extrap refuses before it starts them,
@@ -228,7 +238,7 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
         .filter(|n| !x.scales.contains(n))
         .collect();
     dropped.sort_unstable();
-    let bytes = x.file.write(&a.output)?;
+    let bytes = crate::output::write_trace(&x.file, &a.output, "-o")?;
     if json {
         return crate::output::print_json(&Report {
             output: &a.output,
@@ -236,8 +246,8 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
             ranks: a.ranks,
             from: &x.scales,
             dropped: &dropped,
-            explain: if a.explain { &x.explain } else { &[] },
-            passes: if a.explain { &x.passes } else { &[] },
+            explain: if a.explain.is_some() { &x.explain } else { &[] },
+            passes: if a.explain.is_some() { &x.passes } else { &[] },
         });
     }
     let from: Vec<String> = x.scales.iter().map(u32::to_string).collect();
@@ -254,14 +264,49 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
             d.join(", ")
         ));
     }
-    if a.explain {
+    if let Some(level) = a.explain {
+        let mut hidden = 0;
         for e in &x.explain {
+            if level == ExplainLevel::Default && negligible_timing(e) {
+                hidden += 1;
+                continue;
+            }
             text.push_str(&format!("{}  {}: {}\n", e.event, e.quantity, e.model));
+        }
+        if hidden > 0 {
+            text.push_str(&format!(
+                "({hidden} timing fit{} of calls and gaps under {} ns at every scale not shown; \
+                 --explain=all shows them)\n",
+                if hidden == 1 { "" } else { "s" },
+                NEGLIGIBLE_NS
+            ));
         }
         let passes: Vec<String> = x.passes.iter().map(|p| p.to_string()).collect();
         text.push_str(&format!("passes that acted: {}\n", passes.join(", ")));
     }
     crate::output::print_text(&text)
+}
+
+/// How much `--explain` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExplainLevel {
+    /// The structural models and the timing fits of what takes time.
+    Default,
+    /// Every model, the timing fits of sub-microsecond calls too.
+    All,
+}
+
+/// A mean duration or gap below this at every input scale is not worth a line of
+/// `--explain` by default: a quadratic fitted to `MPI_Comm_rank`'s 200 ns says nothing.
+const NEGLIGIBLE_NS: f64 = 1000.0;
+
+/// Whether `e` is the timing fit (`gap mean`, `duration mean`) of a quantity under
+/// [`NEGLIGIBLE_NS`] at every input scale.
+fn negligible_timing(e: &extrap::Explain) -> bool {
+    matches!(e.quantity.as_str(), "gap mean" | "duration mean")
+        && e.curve
+            .as_ref()
+            .is_some_and(|c| c.points.iter().all(|&(_, y)| y.abs() < NEGLIGIBLE_NS))
 }
 
 /// Says which parameters named with --ignore no input summarised: extrap summarises them

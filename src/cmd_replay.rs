@@ -25,7 +25,16 @@ use replay::cli::ReplayArgs;
                   predicted run time of the application on this storage with an interval \
                   (--repeat K replays K times for it). Under MPI, run `mpirun -np N \
                   iotrex-replay TRACE --root DIR`.",
-    after_help = "Example:\n  iotrex replay app.64.iotrex --root /tmp/replay --comm real\n  mpirun -np 8 iotrex-replay app.8.iotrex --root /scratch/replay"
+    after_help = "Example:\n  iotrex replay app.64.iotrex --root /tmp/replay --comm real\n  mpirun -np 8 iotrex-replay app.8.iotrex --root /scratch/replay\n\n\
+                  The report's table of ops, per layer and op:\n  \
+                  calls     calls the replay accounted for, over all ranks: issued plus credited \
+                  (equal to the trace's, as `iotrex stats` counts them)\n  \
+                  bytes     file bytes of those calls\n  \
+                  credited  of those calls, how many were counted without being issued: the \
+                  POSIX calls nested in an MPI-IO call, which the MPI-IO call the replay \
+                  issues makes again itself (except the POSIX calls of a collective data call \
+                  with threads, which are issued); with --layer posix, the MPI-IO calls, whose \
+                  nested POSIX calls are issued instead"
 )]
 pub struct ReplayCmd {
     #[command(flatten)]

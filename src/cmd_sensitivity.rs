@@ -327,8 +327,7 @@ pub fn run(a: &SensitivityArgs, json: bool) -> Result<()> {
     let nbase = base_runs.len();
     let mut tf = base_runs.swap_remove(0).trace;
     tf.header.sensitivity = Some(s.clone());
-    tf.write(&a.output)
-        .with_context(|| format!("cannot write the trace {} (--output)", a.output.display()))?;
+    crate::output::write_trace(&tf, &a.output, "--output")?;
     if json {
         crate::output::print_json(&s)
     } else {

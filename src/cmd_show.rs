@@ -1,6 +1,7 @@
 //! `iotrex show`, `iotrex stats` and `iotrex expand`: a trace printed as stored, summarised,
 //! or expanded for one rank. The text comes from `rsd_view::show`, so other front ends get the same.
 
+use crate::cmd_merge::read_or_rank_files;
 use crate::exit::Usage;
 use crate::output::{print_json, print_text};
 use anyhow::{Context, Result};
@@ -113,70 +114,6 @@ pub fn show(a: &ShowArgs, json: bool) -> Result<()> {
     }
     text.push_str(&show::render_trace_file(&tf));
     print_text(&text)
-}
-
-/// The per-rank files a shown trace was merged from, and those left out.
-struct RankFiles {
-    used: Vec<String>,
-    /// Files of another run (another run id, or none where the latest run has one).
-    ignored: Vec<String>,
-}
-
-/// `file`, or when it does not exist, the per-rank files beside it merged into one trace
-/// flagged incomplete, with the names of those files. Only one run's files are merged: the
-/// run of the most recently written file ([`rsd::Header::run_id`]); files of any other run
-/// (an earlier run into the same place that left its own) are ignored.
-fn read_or_rank_files(file: &std::path::Path) -> Result<(TraceFile, Option<RankFiles>)> {
-    let ranks = if file.exists() {
-        Vec::new()
-    } else {
-        rsd::job::rank_files(file)
-    };
-    if ranks.is_empty() {
-        return Ok((TraceFile::read(file)?, None));
-    }
-    let mut read = Vec::new();
-    for (_, p) in &ranks {
-        let tf = TraceFile::read(p)?;
-        let when = std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        read.push((p, tf, when));
-    }
-    let latest = read
-        .iter()
-        .max_by_key(|(_, _, when)| *when)
-        .map(|(_, tf, _)| tf.header.run_id.clone())
-        .expect("at least one per-rank file");
-    let mut merged: Option<TraceFile> = None;
-    let mut files = RankFiles {
-        used: Vec::new(),
-        ignored: Vec::new(),
-    };
-    for (p, tf, _) in read {
-        if tf.header.run_id != latest {
-            files.ignored.push(p.display().to_string());
-            continue;
-        }
-        files.used.push(p.display().to_string());
-        merged = Some(match merged {
-            None => tf,
-            Some(mut m) => {
-                m.trace = rsd::merge(&m.trace, &tf.trace).with_context(|| {
-                    format!("cannot merge {} with the files before it", p.display())
-                })?;
-                m.header.wall_ns = m.header.wall_ns.max(tf.header.wall_ns);
-                m.header.nranks = m.header.nranks.max(tf.header.nranks);
-                for n in tf.header.notes {
-                    if !m.header.notes.contains(&n) {
-                        m.header.notes.push(n);
-                    }
-                }
-                m
-            }
-        });
-    }
-    let mut tf = merged.expect("the latest file's run has a file");
-    tf.header.incomplete = true;
-    Ok((tf, Some(files)))
 }
 
 /// Runs `iotrex stats`.

@@ -57,7 +57,7 @@ pub fn run(a: &SynthArgs, json: bool) -> Result<()> {
         header,
         trace: rsd_view::synth::spmd(a.ranks, a.iters),
     };
-    let bytes = tf.write(&a.output)?;
+    let bytes = crate::output::write_trace(&tf, &a.output, "-o")?;
     let report = SynthReport {
         file: &a.output,
         bytes,

@@ -354,15 +354,17 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
             .as_deref()
             .is_some_and(|o| !others(o, start).is_empty()) => {}
         None => {
-            eprintln!(
-                "iotrex: no trace was written{}; the command exited with status {code}",
-                a.output
-                    .as_ref()
-                    .map(|o| format!(" to {}", o.display()))
-                    .unwrap_or_default()
-            );
-            if code == 0 {
-                return Ok(1);
+            if !left_elsewhere(a.output.as_deref(), start, code) {
+                eprintln!(
+                    "iotrex: no trace was written{}; the command exited with status {code}",
+                    a.output
+                        .as_ref()
+                        .map(|o| format!(" to {}", o.display()))
+                        .unwrap_or_default()
+                );
+                if code == 0 {
+                    return Ok(1);
+                }
             }
         }
     }
@@ -376,6 +378,69 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
         }
     }
     Ok(code)
+}
+
+/// Where the trace of `out` went when it is not there, said on stderr: the temporary
+/// directory (the tracer's fallback when `out` refused it: a warning, the exit status stays
+/// the command's), or the per-rank files a job that ended before its merge left, with the
+/// command that merges them. False when there is neither.
+fn left_elsewhere(out: Option<&Path>, start: SystemTime, code: i32) -> bool {
+    let Some(out) = out else { return false };
+    let since = start.checked_sub(Duration::from_secs(1)).unwrap_or(start);
+    let fresh = |p: &Path| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m >= since)
+    };
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned());
+    let tmp = rsd::job::tmp_dir(std::env::var("TMPDIR").ok().as_deref());
+    let moved: Vec<PathBuf> = std::fs::read_dir(&tmp)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            name.as_deref()
+                .is_some_and(|n| rsd::job::is_fallback_of(&e.file_name().to_string_lossy(), n))
+        })
+        .map(|e| e.path())
+        .filter(|p| fresh(p))
+        .collect();
+    if let Some(p) = moved.first() {
+        let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        eprintln!(
+            "iotrex: warning: {} refused the trace; it was written to {} instead ({size} bytes)",
+            out.display(),
+            p.display()
+        );
+        return true;
+    }
+    let ranks: Vec<PathBuf> = rsd::job::rank_files(out)
+        .into_iter()
+        .map(|(_, p)| p)
+        .filter(|p| fresh(p))
+        .collect();
+    if ranks.is_empty() {
+        return false;
+    }
+    let shown: Vec<String> = ranks
+        .iter()
+        .take(4)
+        .map(|p| p.display().to_string())
+        .collect();
+    let more = ranks.len().saturating_sub(shown.len());
+    eprintln!(
+        "iotrex: no merged trace at {o}: the command (status {code}) ended before MPI_Finalize          merged it; its ranks left {} files of their own: {}{}
+         iotrex: merge them with `iotrex merge {o} -o {o}` (`iotrex show {o}` reads them as          they are)",
+        ranks.len(),
+        shown.join(" "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        },
+        o = out.display()
+    );
+    true
 }
 
 /// The traces written beside `out` by the other processes of a plain command

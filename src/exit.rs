@@ -40,6 +40,9 @@ fn hint(e: &anyhow::Error) -> Option<String> {
     if let Some(h) = crate::cmd_replay::hint(e) {
         return Some(h);
     }
+    if let Some(o) = e.downcast_ref::<crate::output::OutputError>() {
+        return Some(o.hint());
+    }
     if e.downcast_ref::<extrap::provenance::ProvenanceError>()
         .is_some()
     {
@@ -70,9 +73,9 @@ fn hint(e: &anyhow::Error) -> Option<String> {
         RsdError::UnknownOperation { .. } => Some(
             "the file was written by a newer iotrex; read it with that version (or newer)".into(),
         ),
-        RsdError::Io { error, .. } if error.kind() == io::ErrorKind::NotFound => {
-            Some("check the path".into())
-        }
+        RsdError::Io { path, error } if error.kind() == io::ErrorKind::NotFound => Some(
+            crate::cmd_merge::hint_for_missing(path).unwrap_or_else(|| "check the path".into()),
+        ),
         _ => None,
     }
 }

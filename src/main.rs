@@ -13,6 +13,7 @@ mod cmd_codes;
 mod cmd_diff;
 mod cmd_export;
 mod cmd_extrap;
+mod cmd_merge;
 mod cmd_replay;
 mod cmd_report;
 mod cmd_sensitivity;
@@ -26,7 +27,6 @@ mod output;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use exit::ChildExit;
-use rsd::format::{FORMAT_MINOR, FORMAT_VERSION, NEWEST_VERSION};
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
@@ -34,8 +34,9 @@ use std::sync::LazyLock;
 /// (and which version it writes: a version-1 file read and rewritten stays version 1).
 static VERSION: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{} (trace format version {NEWEST_VERSION}.{FORMAT_MINOR}; reads versions {FORMAT_VERSION} to {NEWEST_VERSION})",
-        env!("CARGO_PKG_VERSION")
+        "{}, {}",
+        env!("CARGO_PKG_VERSION"),
+        rsd::format::formats_text()
     )
 });
 
@@ -61,9 +62,11 @@ Exit status: 0 success, 1 unreadable or invalid input, 2 bad arguments (diff: 0 
                   run and nearly constant in size whatever the rank or loop count; extrapolates \
                   traces taken at three or more rank counts to a rank count nobody ran \
                   (`extrap`, exact or refused with the reason); compares two traces (`diff`); \
-                  replays a trace's I/O (`replay`); exports it to the CODES simulator or \
-                  Chrome/Perfetto (`export`); writes an HTML report (`report`); and shows, \
-                  summarises or expands a trace (`show`, `stats`, `expand`).",
+                  replays a trace's I/O (`replay`); exports it to the CODES simulator, \
+                  Chrome/Perfetto, Parquet tables (DuckDB, pandas) or an OTF2 archive \
+                  (Vampir, Score-P's tools) (`export`); writes an HTML report (`report`); \
+                  shows, summarises or expands a trace (`show`, `stats`, `expand`); and merges \
+                  the per-rank files a killed job left (`merge`).",
     after_help = TOP_HELP
 )]
 struct Cli {
@@ -90,6 +93,7 @@ enum Cmd {
     Replay(cmd_replay::ReplayCmd),
     Extrap(cmd_extrap::ExtrapArgs),
     Diff(cmd_diff::DiffArgs),
+    Merge(cmd_merge::MergeArgs),
 }
 
 fn run(cli: &Cli) -> Result<()> {
@@ -105,6 +109,7 @@ fn run(cli: &Cli) -> Result<()> {
         Cmd::Replay(a) => cmd_replay::run(a, json),
         Cmd::Extrap(a) => cmd_extrap::run(a, json),
         Cmd::Diff(a) => cmd_diff::run(a, json),
+        Cmd::Merge(a) => cmd_merge::run(a, json),
         Cmd::Sensitivity(a) => cmd_sensitivity::run(a, json),
         Cmd::Trace(a) => match cmd_trace::run(a)? {
             0 => Ok(()),

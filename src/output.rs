@@ -20,3 +20,54 @@ pub fn print_text(text: &str) -> Result<()> {
     out.flush()?;
     Ok(())
 }
+
+/// A trace that could not be written where an option said: named as the output, so the
+/// message and its hint are not those of an input that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the output {} ({flag}): {error}", path.display())]
+pub struct OutputError {
+    /// Where the output was to go.
+    pub path: std::path::PathBuf,
+    /// The option that named it (`-o`).
+    pub flag: &'static str,
+    /// The OS error.
+    pub error: io::Error,
+}
+
+impl OutputError {
+    /// What to do about it.
+    pub fn hint(&self) -> String {
+        let parent = match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        match self.error.kind() {
+            io::ErrorKind::IsADirectory => format!(
+                "{} names a directory: give the path of the file to write in it, such as {}",
+                self.flag,
+                self.path.join("out.iotrex").display()
+            ),
+            io::ErrorKind::NotFound if !parent.is_dir() => format!(
+                "the directory {} does not exist: create it, or give {} a path in one that does",
+                parent.display(),
+                self.flag
+            ),
+            _ => format!(
+                "{} refuses new files (a read-only or special file system such as /proc, or \
+                 permissions): give {} a path where you can write",
+                parent.display(),
+                self.flag
+            ),
+        }
+    }
+}
+
+/// Writes `tf` to `path`, the output named by the option `flag`; an I/O error says it is
+/// the output ([`OutputError`]). Returns the bytes written.
+pub fn write_trace(tf: &rsd::TraceFile, path: &std::path::Path, flag: &'static str) -> Result<u64> {
+    match tf.write(path) {
+        Ok(n) => Ok(n),
+        Err(rsd::RsdError::Io { path, error }) => Err(OutputError { path, flag, error }.into()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -108,11 +108,12 @@ fn version_names_the_format() {
     assert!(v.contains(env!("CARGO_PKG_VERSION")), "{v}");
     assert!(
         v.contains(&format!(
-            "trace format version {}.{}; reads versions {} to {}",
+            "trace format {}.{} (reads formats {} to {} up to minor {})",
             rsd::format::NEWEST_VERSION,
             rsd::format::FORMAT_MINOR,
             rsd::FORMAT_VERSION,
-            rsd::format::NEWEST_VERSION
+            rsd::format::NEWEST_VERSION,
+            rsd::format::FORMAT_MINOR
         )),
         "{v}"
     );

@@ -354,3 +354,183 @@ fn extrap_below_the_inputs_says_so() {
     assert!(t.contains("mpirun -np 1"), "{t}");
     assert!(!out.exists());
 }
+
+/// `--version` and the report name the same trace format, the one this build writes (the
+/// report said "format version 2" while `--version` said 2.7).
+#[test]
+fn version_and_report_name_the_format_alike() {
+    let want = rsd::format::formats_text();
+    let v = text(&iotrex(&["--version"]));
+    assert!(v.contains(&want), "{v}");
+    assert!(
+        want.contains(&format!(
+            "{}.{}",
+            rsd::format::NEWEST_VERSION,
+            rsd::format::FORMAT_MINOR
+        )),
+        "{want}"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let t = synth(d.path(), 4);
+    let html = d.path().join("r.html");
+    let o = iotrex(&["report", s(&t), "-o", s(&html)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(&want), "the report does not say {want}");
+    assert!(
+        !page.contains("trace format version 2)"),
+        "the old wording is back"
+    );
+}
+
+/// The top-level help names every export format `export --help` lists, and `merge`.
+#[test]
+fn top_level_help_names_every_export_format() {
+    let long = text(&iotrex(&["--help"]));
+    let about = long.split("Usage:").next().unwrap();
+    let export = text(&iotrex(&["export", "--help"]));
+    let formats: Vec<&str> = export
+        .split("Commands:")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .take_while(|w| *w != "Options:")
+        .filter(|w| *w != "help")
+        .collect();
+    assert!(formats.len() >= 4, "{export}");
+    for f in formats {
+        let name = match f {
+            "codes" => "CODES",
+            "chrome" => "Chrome",
+            "parquet" => "Parquet",
+            "otf2" => "OTF2",
+            other => panic!("a new export format {other}: name it in the top-level help"),
+        };
+        assert!(about.contains(name), "--help leaves out {name}:\n{about}");
+    }
+    assert!(about.contains("`merge`"), "{about}");
+}
+
+/// An output that cannot be written is named as the output, with a hint about outputs; a
+/// directory given as `-o` does not get the hint about traces (`iotrex trace`) that an input
+/// directory gets.
+#[test]
+fn an_unwritable_output_is_named_as_the_output() {
+    let d = tempfile::tempdir().unwrap();
+    let ins: Vec<PathBuf> = [4, 8, 16].iter().map(|&n| synth(d.path(), n)).collect();
+    let extrap = |out: &str| {
+        iotrex(&[
+            "extrap",
+            s(&ins[0]),
+            s(&ins[1]),
+            s(&ins[2]),
+            "--ranks",
+            "32",
+            "-o",
+            out,
+        ])
+    };
+    let o = extrap("/proc/x.iotrex");
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("cannot write the output /proc/x.iotrex (-o)"),
+        "{t}"
+    );
+    assert!(!t.contains("check the path"), "{t}");
+    assert!(t.contains("hint: /proc refuses new files"), "{t}");
+    let o = extrap(&format!("{}/no/such/dir/x.iotrex", s(d.path())));
+    let t = text(&o);
+    assert!(t.contains("does not exist: create it"), "{t}");
+    let o = extrap(s(d.path()));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("cannot write the output"), "{t}");
+    assert!(t.contains("-o names a directory"), "{t}");
+    assert!(!t.contains("iotrex trace"), "{t}");
+}
+
+/// `replay --help` says what the report's `credited` column counts, and so do the docs.
+#[test]
+fn the_credited_column_is_explained() {
+    let h = text(&iotrex(&["replay", "--help"]));
+    assert!(
+        h.contains("credited  of those calls, how many were counted without being issued"),
+        "{h}"
+    );
+    let docs = std::fs::read_to_string(root().join("docs/crates.md")).unwrap();
+    assert!(
+        docs.contains("`credited`"),
+        "docs/crates.md does not explain `credited`"
+    );
+}
+
+/// `--explain` leaves out the timing fits of what takes under 1 us at every scale (and
+/// counts them); `--explain=all` prints every model, as `--json` lists them.
+#[test]
+fn explain_hides_timing_fits_of_sub_microsecond_calls() {
+    let d = tempfile::tempdir().unwrap();
+    let ins: Vec<PathBuf> = [4, 8, 16].iter().map(|&n| synth(d.path(), n)).collect();
+    let out = d.path().join("x.iotrex");
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "extrap",
+            s(&ins[0]),
+            s(&ins[1]),
+            s(&ins[2]),
+            "--ranks",
+            "32",
+            "-o",
+            s(&out),
+        ];
+        a.extend(extra);
+        let o = iotrex(&a);
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let v: serde_json::Value = serde_json::from_str(&run(&["--json", "--explain"])).unwrap();
+    let rows = v["explain"].as_array().unwrap();
+    let small: Vec<String> = rows
+        .iter()
+        .filter(|e| {
+            matches!(e["quantity"].as_str(), Some("gap mean" | "duration mean"))
+                && e["curve"]["points"]
+                    .as_array()
+                    .is_some_and(|p| p.iter().all(|xy| xy[1].as_f64().unwrap().abs() < 1000.0))
+        })
+        .map(|e| {
+            format!(
+                "{}  {}: {}",
+                e["event"].as_str().unwrap(),
+                e["quantity"].as_str().unwrap(),
+                e["model"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        !small.is_empty(),
+        "no sub-microsecond timing fit to hide: {v}"
+    );
+    let default = run(&["--explain"]);
+    let all = run(&["--explain=all"]);
+    for line in &small {
+        assert!(
+            all.contains(line.as_str()),
+            "--explain=all lacks {line}:\n{all}"
+        );
+        assert!(!default.contains(line.as_str()), "--explain shows {line}");
+    }
+    assert!(
+        default.contains(&format!(
+            "({} timing fits of calls and gaps under 1000 ns",
+            small.len()
+        )) || (small.len() == 1 && default.contains("(1 timing fit of")),
+        "{default}"
+    );
+    assert_eq!(
+        all.lines().count(),
+        default.lines().count() + small.len() - 1,
+        "--explain=all adds the hidden lines and drops the count line"
+    );
+}

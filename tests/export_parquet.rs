@@ -84,6 +84,36 @@ fn duckdb_counts_calls_and_bytes_per_op_as_stats_does() {
             .any(|(op, n, _)| op == "MPI_File_write_at_all" && *n == 16),
         "{got:?}"
     );
+    // Each call keeps the duration it was given: the time per op adds up to what `stats`
+    // says, the aggregators' nested POSIX writes included (their means need not fit in their
+    // parent's placed span, and used to be clamped to it, down to 0).
+    let times = duckdb(&format!(
+        "SELECT op, sum(dur_ns), min(dur_ns) FROM '{}' GROUP BY op ORDER BY op",
+        calls.display()
+    ));
+    for o in stats["ops"].as_array().unwrap() {
+        let op = o["op"].as_str().unwrap();
+        let want = o["time_ns"].as_f64().unwrap();
+        let row = times.iter().find(|r| r[0] == op).unwrap();
+        let got = row[1].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= 1e-6 * want.max(1.0),
+            "{op}: Parquet's dur_ns sums to {got} ns, stats says {want} ns"
+        );
+        // A call that moved data took time.
+        if o["bytes"].as_u64().unwrap() > 0 {
+            assert!(
+                row[2].as_f64().unwrap() > 0.0,
+                "{op}: a call of 0 ns: {times:?}"
+            );
+        }
+    }
+    // MPI_Finalize has a time (the wait for the last rank to reach it), in both.
+    let fin = times.iter().find(|r| r[0] == "MPI_Finalize").unwrap();
+    assert!(
+        fin[2].as_f64().unwrap() > 0.0,
+        "MPI_Finalize at 0 ns: {times:?}"
+    );
     // Every nested call has a parent of its rank one level up, made before it; the
     // aggregators' POSIX writes sit under the collective writes.
     let orphans = duckdb(&format!(

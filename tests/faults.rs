@@ -268,6 +268,7 @@ fn assert_rank_files(out: &Path, o: &Output) -> Vec<u32> {
         );
         assert!(s.contains(&want), "expected {want:?} in:\n{s}");
     }
+    assert_merge(out, &have, &missing);
     // Nothing half-written beside them.
     let dir = out.parent().unwrap();
     assert!(
@@ -276,6 +277,78 @@ fn assert_rank_files(out: &Path, o: &Output) -> Vec<u32> {
         names(dir)
     );
     have
+}
+
+/// `iotrex ARGS`.
+fn iotrex(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iotrex"))
+        .args(args)
+        .output()
+        .expect("run iotrex")
+}
+
+/// The per-rank files beside `out` (of ranks `have`): `stats` on `out` points to `iotrex
+/// merge`, which writes one trace of those ranks, says which are `missing`, and whose
+/// `stats` count each rank's pwrites.
+fn assert_merge(out: &Path, have: &[u32], missing: &[u32]) {
+    let o = iotrex(&["stats".as_ref(), out.as_os_str()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains(&format!(
+            "merge them with `iotrex merge {} -o {}`",
+            out.display(),
+            out.display()
+        )),
+        "{t}"
+    );
+    let merged = out.with_file_name("merged.iotrex");
+    let o = iotrex(&[
+        "merge".as_ref(),
+        out.as_os_str(),
+        "-o".as_ref(),
+        merged.as_os_str(),
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    if missing.is_empty() {
+        assert!(t.contains("every rank left a file"), "{t}");
+    } else {
+        let want = format!(
+            "missing: {} rank{} without a file",
+            missing.len(),
+            if missing.len() == 1 { "" } else { "s" }
+        );
+        assert!(t.contains(&want), "{t}");
+    }
+    let tf = TraceFile::read(&merged).unwrap();
+    assert!(tf.header.incomplete);
+    assert_eq!(tf.trace.ranks().to_vec(), have);
+    let o = iotrex(&["stats".as_ref(), "--json".as_ref(), merged.as_os_str()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pw = v["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["op"] == "pwrite")
+        .unwrap_or_else(|| panic!("no pwrite in {v}"));
+    assert_eq!(pw["calls"].as_u64(), Some(10 * have.len() as u64), "{v}");
+    // The directory form finds the same job's files (merged.iotrex has none).
+    let again = out.with_file_name("again.iotrex");
+    let o = iotrex(&[
+        "merge".as_ref(),
+        out.parent().unwrap().as_os_str(),
+        "-o".as_ref(),
+        again.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        TraceFile::read(&again).unwrap().trace.ranks().to_vec(),
+        have
+    );
+    std::fs::remove_file(merged).unwrap();
+    std::fs::remove_file(again).unwrap();
 }
 
 /// The notes of rank `r`'s own file beside `out`.
@@ -648,6 +721,60 @@ fn mpi_abort_keeps_the_ranks_files_and_show_names_the_missing() {
         "{:?}",
         rank_notes(&out, 1)
     );
+}
+
+/// `iotrex trace` of a job that aborts: its exit status is the program's, and it names the
+/// per-rank files the ranks left and the command that merges them.
+#[test]
+fn iotrex_trace_names_the_files_an_aborted_job_left() {
+    let root = scratch();
+    let data = dir(root.path(), "data");
+    let out = dir(root.path(), "out").join("t.4.iotrex");
+    let _g = MPIRUN.lock().unwrap_or_else(|p| p.into_inner());
+    let o = Command::new("timeout")
+        .args(["-k", "5", "120"])
+        .arg(env!("CARGO_BIN_EXE_iotrex"))
+        .args(["trace", "--lib"])
+        .arg(tracer_lib())
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "mpirun", "-np"])
+        .arg(NP.to_string())
+        .args(["--oversubscribe", "--mca", "btl", "self,vader"])
+        .arg(common::app("fault_app"))
+        .arg(&data)
+        .args([ITERS, "abort"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env_remove("LD_PRELOAD")
+        .env_remove("IOTREX_JOB")
+        .output()
+        .expect("run iotrex trace");
+    drop(_g);
+    let t = text(&o);
+    assert_ne!(o.status.code(), Some(124), "hung: {t}");
+    assert_eq!(o.status.code(), Some(3), "the program's status: {t}");
+    let files = rsd::job::rank_files(&out);
+    assert!(!files.is_empty(), "{t}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "its ranks left {} files of their own",
+            files.len()
+        )),
+        "{err}"
+    );
+    assert!(err.contains(&files[0].1.display().to_string()), "{err}");
+    assert!(
+        err.contains(&format!(
+            "iotrex merge {} -o {}",
+            out.display(),
+            out.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("no trace was written"), "{err}");
 }
 
 #[test]

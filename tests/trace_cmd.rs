@@ -409,3 +409,57 @@ fn the_variadic_exec_forms_write_the_trace_before_the_image_goes() {
         assert_eq!(written, 4, "{mode}: {}", text(&o));
     }
 }
+
+/// When the output's directory refuses the trace, the tracer writes it to `$TMPDIR`;
+/// `iotrex trace` says where with a warning and exits with the program's status (0), not 1.
+#[test]
+fn a_trace_moved_to_the_fallback_directory_keeps_the_programs_status() {
+    let dir = common::scratch();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let src = dir.path().join("src");
+    std::fs::write(&src, b"some bytes").unwrap();
+    let out = dir.path().join("no-such-dir").join("cp.iotrex");
+    let o = iotrex(
+        &[
+            "trace",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "cp",
+            src.to_str().unwrap(),
+            dir.path().join("dst").to_str().unwrap(),
+        ],
+        &[("TMPDIR", tmp.to_str().unwrap())],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let moved: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            rsd::job::is_fallback_of(&p.file_name().unwrap().to_string_lossy(), "cp.iotrex")
+        })
+        .collect();
+    assert_eq!(moved.len(), 1, "{}", text(&o));
+    assert!(
+        err.contains(&format!(
+            "iotrex: warning: {} refused the trace; it was written to {} instead",
+            out.display(),
+            moved[0].display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("no trace was written"), "{err}");
+    // The moved trace is the program's: cp read and wrote the 10 bytes.
+    let tf = rsd::TraceFile::read(&moved[0]).unwrap();
+    let written: u64 = tf
+        .trace
+        .expand(0)
+        .iter()
+        .filter(|c| c.op.dir() == rsd::op::Dir::Write)
+        .map(|c| c.op.data_bytes(&c.params))
+        .sum();
+    assert_eq!(written, 10);
+}

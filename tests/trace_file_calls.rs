@@ -88,6 +88,77 @@ fn cat_into_a_file_records_the_read() {
     assert_eq!(bytes(&calls, Dir::Read, |_| true), MIB3, "{calls:?}");
 }
 
+/// The two paths of `rename`, `link` and `symlink` (in `w`, traced into `out`) read back as
+/// two: `expand` gives each call one line with the second path named; `stats` counts each
+/// path as a file, neither holding the other; Parquet's `path` and `path2` hold one each;
+/// and the file says the format minor that holds them.
+fn two_paths_read_back(out: &Path, w: &str) {
+    let o = common::iotrex(&["expand", out.to_str().unwrap(), "--rank", "0"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let lines = String::from_utf8_lossy(&o.stdout).into_owned();
+    let n = rsd::TraceFile::read(out).unwrap().trace.expand(0).len();
+    assert_eq!(
+        lines.lines().filter(|l| !l.starts_with(' ')).count(),
+        n,
+        "{lines}"
+    );
+    for (op, a, b, name) in [
+        ("rename", "a", "b", "newpath"),
+        ("link", "b", "c", "newpath"),
+        ("symlink", "b", "d", "linkpath"),
+    ] {
+        let want = format!("{op} {w}/{a} {name}={w}/{b}");
+        assert!(
+            lines.lines().any(|l| l.starts_with(&want)),
+            "no {want:?} in:\n{lines}"
+        );
+    }
+    let o = common::iotrex(&["stats", "--json", out.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let files: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    for f in ["a", "b", "c", "d"] {
+        assert!(
+            files.contains(&format!("{w}/{f}").as_str()),
+            "{f}: {files:?}"
+        );
+    }
+    assert!(files.iter().all(|f| !f.contains(['\n', '\0'])), "{files:?}");
+    let pq = out.with_extension("pq");
+    let o = common::iotrex(&[
+        "export",
+        "parquet",
+        out.to_str().unwrap(),
+        "-o",
+        pq.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = common::duckdb(&format!(
+        "SELECT op, path, path2 FROM '{}' WHERE path2 IS NOT NULL ORDER BY op",
+        pq.join("calls.parquet").display()
+    ));
+    let got: Vec<[String; 3]> = rows
+        .iter()
+        .map(|r| [0, 1, 2].map(|i| r[i].as_str().unwrap().to_string()))
+        .collect();
+    let want: Vec<[String; 3]> = [
+        ("link", "b", "c"),
+        ("rename", "a", "b"),
+        ("symlink", "b", "d"),
+    ]
+    .iter()
+    .map(|(op, a, b)| [op.to_string(), format!("{w}/{a}"), format!("{w}/{b}")])
+    .collect();
+    assert_eq!(got, want);
+    let bytes = std::fs::read(out).unwrap();
+    let minor = u32::from_le_bytes(bytes[12..16].try_into().unwrap());
+    assert!(minor >= rsd::format::PATH_PAIR_MINOR, "minor {minor}");
+}
+
 #[test]
 fn the_other_file_calls_are_recorded_and_replay() {
     let d = common::scratch();
@@ -236,6 +307,7 @@ fn the_other_file_calls_are_recorded_and_replay() {
     pair(Op::Rename, "a", "b");
     pair(Op::Link, "b", "c");
     pair(Op::Symlink, "b", "d");
+    two_paths_read_back(&out, &w);
     let tr = of(Op::Truncate);
     assert_eq!(tr.len(), 1);
     assert_eq!(Op::Truncate.param(&tr[0].params, Param::Length), 100);

@@ -58,6 +58,15 @@ struct Walk<'a> {
     files: FileTable,
 }
 
+/// A call's path and, for a call that names two (`rename`, `link`, `symlink`), its second.
+pub(crate) fn split_pair(path: Option<&str>) -> (Option<&str>, Option<&str>) {
+    match path.map(|p| (p, rsd::op::split_path_pair(p))) {
+        Some((_, Some((a, b)))) => (Some(a), Some(b)),
+        Some((p, None)) => (Some(p), None),
+        None => (None, None),
+    }
+}
+
 /// Writes the calls of every rank of `tf` to `path`.
 pub fn write_calls(
     tf: &rsd::TraceFile,
@@ -131,7 +140,9 @@ impl Walk<'_> {
         w.text(e.op.layer().name());
         w.text(e.op.name());
         w.text(&format!("{:016x}", e.sig));
-        w.opt_text(r.path.as_deref());
+        let (path, path2) = split_pair(r.path.as_deref());
+        w.opt_text(path);
+        w.opt_text(path2);
         let get = |p| flat.get(p);
         w.opt_int(get(Param::Fd).or(get(Param::Fh)).or(get(Param::Stream)));
         w.opt_int(get(Param::Offset));
@@ -145,7 +156,11 @@ impl Walk<'_> {
                 .collect();
         w.text(&serde_json::Value::Object(params).to_string());
         w.float(start);
-        w.float(dur);
+        // The call's own duration as recorded, not what the placement below kept of it: a
+        // nested call whose mean overruns its parent's placed span (means of different
+        // calls need not nest) is placed at the span's end but keeps its time, so the
+        // column's sum per op is the time `iotrex stats` reports.
+        w.float(e.timing.dur.mean);
         w.text(self.source);
         w.flag(approx);
         if let Err(x) = w.end_row() {

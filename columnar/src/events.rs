@@ -40,7 +40,9 @@ fn nodes(
                 w.text(e.op.layer().name());
                 w.text(e.op.name());
                 w.text(&format!("{:016x}", e.sig));
-                w.opt_text(e.path.as_ref().map(|p| p.0.as_str()));
+                let (path, path2) = crate::calls::split_pair(e.path.as_ref().map(|p| p.0.as_str()));
+                w.opt_text(path);
+                w.opt_text(path2);
                 let params: serde_json::Map<String, serde_json::Value> =
                     rsd::notation::render_params(e)
                         .into_iter()
@@ -69,8 +71,8 @@ fn nodes(
                 w.int(depth);
                 w.text(&n.ranks.to_string());
                 w.int(i64::try_from(n.ranks.len()).unwrap_or(i64::MAX));
-                for _ in 0..5 {
-                    w.null(); // layer, op, call site, path, params
+                for _ in 0..6 {
+                    w.null(); // layer, op, call site, path, path2, params
                 }
                 w.text(&render_elastic(&l.iters));
                 for _ in 0..9 {

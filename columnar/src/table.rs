@@ -79,7 +79,8 @@ columns! {
     "calls" "layer" Utf8 false "MPIIO, MPI, POSIX or STDIO";
     "calls" "op" Utf8 false "the call's C name (MPI_File_write_at_all, pwrite, ...)";
     "calls" "call_site" Utf8 false "call-site signature (hex): equal for calls from one place in the code";
-    "calls" "path" Utf8 true "the file the call names or acts on (a handle's file, through the rank's open-file table)";
+    "calls" "path" Utf8 true "the file the call names or acts on (a handle's file, through the rank's open-file table); for rename and link the old path, for symlink the target";
+    "calls" "path2" Utf8 true "the second path of a call that names two: rename's and link's newpath, symlink's linkpath (null for other calls)";
     "calls" "handle" Int64 true "open-file table index the call acts on or returns (fd, MPI file, stream)";
     "calls" "offset" Int64 true "the offset parameter (explicit-offset calls and seeks), as passed";
     "calls" "file_offset" Int64 true "byte offset in the file where the call's data starts (views and file pointers applied)";
@@ -87,7 +88,7 @@ columns! {
     "calls" "ret" Int64 true "return value, where the trace keeps it";
     "calls" "params" Utf8 false "every parameter as a JSON object, names as iotrex show gives them";
     "calls" "start_ns" Double false "start, ns from the rank's first call (rebuilt, see time_source)";
-    "calls" "dur_ns" Double false "duration, ns (see time_source)";
+    "calls" "dur_ns" Double false "duration, ns, as recorded (see time_source); its sum per op is what iotrex stats reports. A nested call keeps it even where it overruns its parent's span as start_ns places it";
     "calls" "time_source" Utf8 false "'event mean': the mean over the event's calls (traces keep statistics, not timestamps); 'model': predicted by extrapolation";
     "calls" "approximate" Bool false "whether a parameter was drawn from a statistical summary rather than kept exactly";
     "events" "id" Int64 false "node number, depth first over the compressed trace";
@@ -100,7 +101,8 @@ columns! {
     "events" "layer" Utf8 true "layer of an event (null for loops)";
     "events" "op" Utf8 true "call of an event (null for loops)";
     "events" "call_site" Utf8 true "call-site signature (hex) of an event";
-    "events" "path" Utf8 true "path template of an event that names files";
+    "events" "path" Utf8 true "path template of an event that names files (the first of a call that names two)";
+    "events" "path2" Utf8 true "template of the second path of rename, link and symlink (see calls.path2)";
     "events" "params" Utf8 true "the event's parameters as iotrex show renders them (functions of rank and loop indices)";
     "events" "iters" Utf8 true "iteration count of a loop, as a function of rank";
     "events" "calls" Int64 true "calls the event stands for over all ranks";

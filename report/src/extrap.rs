@@ -243,9 +243,16 @@ impl ModelSource for ExtrapModels {
             let samples = c.samples;
             let target = samples.last().map(|s| s.1);
             let (op, event) = names.human(&e.event, &e.quantity);
-            let quantity = e.quantity.clone();
+            // A parameter's curve is of the one number of its model that varies, which may be
+            // a rank group's size rather than the value: the name says which.
+            let part = if timing { None } else { plotted(&e.model) };
+            let quantity = match part {
+                Some(p) => format!("{}, {p}", e.quantity),
+                None => e.quantity.clone(),
+            };
             // POSIX and stdio sizes and offsets are bytes; MPI-IO's count in datatypes.
-            let bytes = matches!(quantity.as_str(), "count" | "offset" | "ret")
+            let bytes = matches!(e.quantity.as_str(), "count" | "offset" | "ret")
+                && part.is_none_or(|p| p.ends_with("value"))
                 && op.is_some_and(|o| matches!(o.layer(), Layer::Posix | Layer::Stdio));
             qs.push(Quantity {
                 name: if event.is_empty() {
@@ -390,6 +397,16 @@ fn formula(model: &str, timing: bool) -> String {
             _ => model.to_string(),
         }
     }
+}
+
+/// Which number of a parameter's model its curve follows, as extrap names it
+/// (`134217728*i  [group 0 leaf 1 value = 1048576*n]` -> `group 0 leaf 1 value`; a rank
+/// group's size, `group 1 ranks: count of run 0`, is not the parameter's value); `None` where
+/// the model names none.
+fn plotted(model: &str) -> Option<&str> {
+    let inner = model.get(model.rfind('[')? + 1..model.rfind(']')?)?;
+    let last = inner.rsplit("; ").next()?;
+    last.rfind(" = ").map(|i| last[..i].trim())
 }
 
 /// The nanosecond coefficients of a timing term (`1.0914e3`, `-2.6575e2*log2(n)`) as times
@@ -622,6 +639,15 @@ mod tests {
             formula("134217728*i  [group 0 leaf 1 value = 1048576*n]", false),
             "1048576*n"
         );
+        assert_eq!(
+            plotted("134217728*i  [group 0 leaf 1 value = 1048576*n]"),
+            Some("group 0 leaf 1 value")
+        );
+        assert_eq!(
+            plotted("[0: 1; 1..: 0]  [group 1 ranks: count of run 0 = n-1]"),
+            Some("group 1 ranks: count of run 0")
+        );
+        assert_eq!(plotted("1048576*rank"), None);
         let mut n = EventNames::default();
         assert_eq!(
             n.human(

@@ -289,12 +289,12 @@ impl Page {
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
              <title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>{}</h1>\n\
-             <p class=\"note\">Written by iotrex {} (trace format version {}). \
+             <p class=\"note\">Written by iotrex {}, {}. \
              Self-contained: no scripts, no network resources.</p>\n<nav>",
             esc(title),
             esc(title),
             env!("CARGO_PKG_VERSION"),
-            rsd::format::NEWEST_VERSION
+            esc(&rsd::format::formats_text())
         );
         for (id, name) in nav {
             let _ = write!(h, "<a href=\"#{}\">{}</a>", esc(id), esc(name));

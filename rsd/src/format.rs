@@ -54,6 +54,10 @@
 //! - the rank's host name in a path template ([`crate::path::HOST`], `%h`, which an older
 //!   reader would take for a number's field) is minor 15 ([`HOST_MINOR`]).
 //!
+//! - the two paths of `rename`, `link` and `symlink` joined by NUL ([`crate::op::PATH_PAIR_SEP`]),
+//!   where older files joined them by a newline, which a file name may hold, are minor 16
+//!   ([`PATH_PAIR_MINOR`]); a file of an older minor is converted when read.
+//!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
 //! still safe on arbitrary bytes (fuzzed in `tests/format_fuzz.rs`).
@@ -76,14 +80,30 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 15, the
+/// The newest minor version this build writes and reads (see the module's text): 16, the
+/// two paths of `rename`, `link`, `symlink` joined by NUL ([`PATH_PAIR_MINOR`]); 15, the
 /// host name in a path template ([`crate::path::HOST`]); 14, the
 /// sensitivity's `bandwidth`; 13, a run value of a process's own pid and the header's
 /// `shared_machines`; 12, the header's `sensitivity`; 11, off-CPU time in the gaps; 10, run
 /// values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
 /// records laid out by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both
 /// format versions store the header alike, so one minor counts for both.
-pub const FORMAT_MINOR: u32 = HOST_MINOR;
+pub const FORMAT_MINOR: u32 = PATH_PAIR_MINOR;
+/// What this build reads and writes, as `--version` and the report say it:
+/// `trace format 2.16 (reads formats 1 and 2 up to minor 16)`. A file is written with the
+/// lowest minor that holds what it holds, so most files name a lower one.
+pub fn formats_text() -> String {
+    format!(
+        "trace format {NEWEST_VERSION}.{FORMAT_MINOR} (reads formats {FORMAT_VERSION} to \
+         {NEWEST_VERSION} up to minor {FORMAT_MINOR})"
+    )
+}
+
+/// The minor version of a file whose trace holds the two paths of a call that names two
+/// joined by [`crate::op::PATH_PAIR_SEP`] (NUL). Older files joined them by a newline: a
+/// reader of such a file converts them ([`crate::op::upgrade_path_pairs`]); an older reader of
+/// a newer file would show the NUL. A file without such a call keeps its minor and bytes.
+pub const PATH_PAIR_MINOR: u32 = 16;
 /// The minor version of a file whose trace holds the rank's host name in a path template
 /// ([`crate::path::HOST`], `%h`): an older reader would take it for a number's field. A file
 /// without one keeps the minor (and the bytes) it had.
@@ -548,7 +568,13 @@ impl TraceFile {
     /// minor 10 either, so a trace with run values is written with the sized records.
     fn holding(&self, encoding: Encoding) -> Encoding {
         match encoding.holding(&self.header) {
-            Encoding::V2 if self.holds_run_values() || self.holds_gap_waits() => Encoding::V2_7,
+            Encoding::V2
+                if self.holds_run_values()
+                    || self.holds_gap_waits()
+                    || crate::op::holds_path_pairs(&self.trace.nodes) =>
+            {
+                Encoding::V2_7
+            }
             e => e,
         }
     }
@@ -560,6 +586,9 @@ impl TraceFile {
         minor = minor.max(crate::runvalue::minor_needed(&self.trace.nodes));
         if self.holds_gap_waits() {
             minor = minor.max(GAP_WAITS_MINOR);
+        }
+        if crate::op::holds_path_pairs(&self.trace.nodes) {
+            minor = minor.max(PATH_PAIR_MINOR);
         }
         if self
             .header
@@ -682,7 +711,7 @@ impl TraceFile {
                 ),
             });
         }
-        let tf = if version == FORMAT_V2 && minor >= v2::SIZED_TIMING_MINOR {
+        let mut tf = if version == FORMAT_V2 && minor >= v2::SIZED_TIMING_MINOR {
             Self::decode_body_v2_7(body, path)
         } else if version == FORMAT_V2 {
             Self::decode_body_v2(body, path)
@@ -702,6 +731,9 @@ impl TraceFile {
                 path: p(),
                 detail: format!("off-CPU gap time in a file of minor version {minor}"),
             });
+        }
+        if minor < PATH_PAIR_MINOR {
+            crate::op::upgrade_path_pairs(&mut tf.trace.nodes);
         }
         Ok(tf)
     }
@@ -1120,6 +1152,53 @@ mod tests {
                 .unwrap(),
             b
         );
+    }
+
+    /// A rename written before minor 16 (its paths joined by a newline) reads as the NUL pair;
+    /// written back, it is minor 16 and reads the same.
+    #[test]
+    fn old_path_pairs_are_converted_and_new_ones_are_minor_16() {
+        let mut tf = TraceFile::from_bytes(&sample(), Path::new("x")).unwrap();
+        fn with_path(nodes: &mut [Node]) -> Option<&mut crate::trace::Event> {
+            nodes.iter_mut().find_map(|n| match &mut n.kind {
+                NodeKind::Event(e) if e.path.is_some() => Some(e),
+                NodeKind::Event(_) => None,
+                NodeKind::Loop(l) => with_path(&mut l.body),
+            })
+        }
+        let e = with_path(&mut tf.trace.nodes).unwrap();
+        let old = e.path.clone().unwrap().0;
+        e.op = crate::Op::Rename;
+        e.path = Some(crate::path::PathTemplate(format!("{old}\nnew name")));
+        let w = tf.to_bytes().unwrap();
+        let version = u32::from_le_bytes(w[8..12].try_into().unwrap());
+        let as15 = TraceFile::frame(&w[PREFIX_LEN..], version, HOST_MINOR);
+        let back = TraceFile::from_bytes(&as15, Path::new("x")).unwrap();
+        let mut back_trace = back.trace.clone();
+        let p = with_path(&mut back_trace.nodes)
+            .unwrap()
+            .path
+            .clone()
+            .unwrap();
+        assert_eq!(
+            crate::op::split_path_pair(&p.0),
+            Some((old.as_str(), "new name"))
+        );
+        let w16 = back.to_bytes().unwrap();
+        assert_eq!(
+            u32::from_le_bytes(w16[12..16].try_into().unwrap()),
+            PATH_PAIR_MINOR
+        );
+        assert_eq!(
+            TraceFile::from_bytes(&w16, Path::new("x")).unwrap().trace,
+            back.trace
+        );
+        // A newline in a minor-16 file is a file name's own.
+        let mut nl = back.clone();
+        with_path(&mut nl.trace.nodes).unwrap().path =
+            Some(crate::path::PathTemplate(format!("{old}\0new\nname")));
+        let again = TraceFile::from_bytes(&nl.to_bytes().unwrap(), Path::new("x")).unwrap();
+        assert_eq!(again.trace, nl.trace);
     }
 
     #[test]

@@ -28,6 +28,23 @@ pub fn tmp_dir(tmpdir: Option<&str>) -> String {
         .to_string()
 }
 
+/// Where the tracer of process `pid` writes a file meant for `path` when `path` refuses it (a
+/// read-only or full directory): `<tmp>/iotrex-<pid>-<file name>`, `tmp` from [`tmp_dir`].
+pub fn fallback_path(tmp: &str, pid: i64, path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    format!("{}/iotrex-{pid}-{name}", tmp.trim_end_matches('/'))
+}
+
+/// Whether the file name `found` (in the temporary directory) is a [`fallback_path`] of a
+/// file named `name`.
+pub fn is_fallback_of(found: &str, name: &str) -> bool {
+    found
+        .strip_prefix("iotrex-")
+        .and_then(|r| r.strip_suffix(name))
+        .and_then(|r| r.strip_suffix('-'))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// `app.8.iotrex` -> `app.8.rank3.<ext>`: where rank `rank` of a run whose trace goes to
 /// `out` writes on its own (its calls when the merged trace could not hold them, or its raw
 /// log with `ext` `jsonl`).
@@ -68,6 +85,24 @@ pub fn rank_files(out: &std::path::Path) -> Vec<(u32, std::path::PathBuf)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fallback_paths_are_recognised() {
+        let p = super::fallback_path("/tmp/", 42, "/ro/app.8.iotrex");
+        assert_eq!(p, "/tmp/iotrex-42-app.8.iotrex");
+        assert!(super::is_fallback_of(
+            "iotrex-42-app.8.iotrex",
+            "app.8.iotrex"
+        ));
+        assert!(!super::is_fallback_of(
+            "iotrex--app.8.iotrex",
+            "app.8.iotrex"
+        ));
+        assert!(!super::is_fallback_of(
+            "iotrex-42-xapp.8.iotrex",
+            "app.8.iotrex"
+        ));
+    }
+
     #[test]
     fn rank_files_are_found_by_name() {
         let dir = std::env::temp_dir().join(format!("iotrex-rankfiles-{}", std::process::id()));

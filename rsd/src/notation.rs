@@ -249,16 +249,16 @@ fn render_timing_stats(t: &Timing) -> String {
 
 /// The path of an event: template plus the values of its fields, `out/file_%d [rank]`.
 fn render_path(e: &Event) -> Option<String> {
-    let t = e.path.as_ref()?;
+    let t = crate::op::show_path(e.op, &e.path.as_ref()?.0);
     let nf = e.nfields();
     if nf == 0 {
-        return Some(t.0.clone());
+        return Some(t);
     }
     let fields: Vec<String> = e.params[e.params.len() - nf..]
         .iter()
         .map(render_elastic)
         .collect();
-    Some(format!("{} [{}]", t.0, fields.join(", ")))
+    Some(format!("{t} [{}]", fields.join(", ")))
 }
 
 /// An event's parameters (fields excluded) as (name, shown value) pairs: the one rendering

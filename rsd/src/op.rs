@@ -565,7 +565,9 @@ ops! {
     // alone for) and `write`/`pwrite` on a traced destination, so every consumer counts,
     // places and replays their bytes as it does any read or write.
     //
-    // Two paths, old then new, joined by [`PATH_PAIR_SEP`] into the event's path.
+    // Two paths, old then new, joined by [`PATH_PAIR_SEP`] into the event's path (one
+    // template, so the numbers of both extrapolate as one path's do); read them with
+    // [`split_path_pair`].
     Rename => Posix, "rename", None, [Ret];
     Link => Posix, "link", None, [Ret];
     Symlink => Posix, "symlink", None, [Ret];
@@ -823,8 +825,16 @@ ops! {
 }
 
 /// Separates the two paths of a call that names two (`rename`, `link`, `symlink`: old, new)
-/// in its event's path.
-pub const PATH_PAIR_SEP: char = '\n';
+/// in its event's path: NUL, the one byte no path can hold, so the pair splits back exactly
+/// whatever the names. Traces of format minor below [`crate::format::PATH_PAIR_MINOR`] joined
+/// them with [`OLD_PATH_PAIR_SEP`], which a file name may hold; they are converted when read
+/// ([`upgrade_path_pairs`]). Every consumer goes through [`split_path_pair`],
+/// [`paths_of`] or [`show_path`], never through the separator itself.
+pub const PATH_PAIR_SEP: char = '\0';
+
+/// The separator of the two paths in traces of minor versions below
+/// [`crate::format::PATH_PAIR_MINOR`].
+pub const OLD_PATH_PAIR_SEP: char = '\n';
 
 /// The path of a call that names two (see [`PATH_PAIR_SEP`]).
 pub fn path_pair(old: &str, new: &str) -> String {
@@ -834,6 +844,68 @@ pub fn path_pair(old: &str, new: &str) -> String {
 /// The two paths of a call that names two, or `None` when `path` holds one.
 pub fn split_path_pair(path: &str) -> Option<(&str, &str)> {
     path.split_once(PATH_PAIR_SEP)
+}
+
+/// Every file an event's path names: one path, or both of a pair.
+pub fn paths_of(path: &str) -> impl Iterator<Item = &str> {
+    path.split(PATH_PAIR_SEP)
+}
+
+impl Op {
+    /// The name of the second path of a call that names two, as its manual page has it
+    /// (`rename(oldpath, newpath)`, `symlink(target, linkpath)`); `None` for other ops.
+    pub fn second_path_name(self) -> Option<&'static str> {
+        match self {
+            Op::Rename | Op::Link => Some("newpath"),
+            Op::Symlink => Some("linkpath"),
+            _ => None,
+        }
+    }
+}
+
+/// A path (concrete or a template) as one line shows it: a pair as `old newpath=new`, the
+/// second path a parameter named by [`Op::second_path_name`].
+pub fn show_path(op: Op, path: &str) -> String {
+    match split_path_pair(path) {
+        Some((a, b)) => format!("{a} {}={b}", op.second_path_name().unwrap_or("path2")),
+        None => path.to_string(),
+    }
+}
+
+/// Converts the path pairs of a trace read from a file of a minor version below
+/// [`crate::format::PATH_PAIR_MINOR`] (joined by [`OLD_PATH_PAIR_SEP`]) to
+/// [`PATH_PAIR_SEP`]: only the ops that name two paths, at their first old separator (the
+/// tracer wrote exactly one).
+pub fn upgrade_path_pairs(nodes: &mut [crate::trace::Node]) {
+    use crate::trace::NodeKind;
+    for n in nodes {
+        match &mut n.kind {
+            NodeKind::Event(e) => {
+                if e.op.second_path_name().is_some()
+                    && let Some(t) = &mut e.path
+                    && !t.0.contains(PATH_PAIR_SEP)
+                {
+                    t.0 =
+                        t.0.replacen(OLD_PATH_PAIR_SEP, &PATH_PAIR_SEP.to_string(), 1);
+                }
+                upgrade_path_pairs(&mut e.children);
+            }
+            NodeKind::Loop(l) => upgrade_path_pairs(&mut l.body),
+        }
+    }
+}
+
+/// Whether any event of `nodes` holds a path pair in [`PATH_PAIR_SEP`]'s form (format minor
+/// [`crate::format::PATH_PAIR_MINOR`]).
+pub fn holds_path_pairs(nodes: &[crate::trace::Node]) -> bool {
+    use crate::trace::NodeKind;
+    nodes.iter().any(|n| match &n.kind {
+        NodeKind::Event(e) => {
+            e.path.as_ref().is_some_and(|t| t.0.contains(PATH_PAIR_SEP))
+                || holds_path_pairs(&e.children)
+        }
+        NodeKind::Loop(l) => holds_path_pairs(&l.body),
+    })
 }
 
 /// What a point-to-point call does with a message.

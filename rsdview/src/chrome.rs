@@ -137,7 +137,11 @@ fn span(
         args.insert(e.op.param_name(i, names, nf), (*v).into());
     }
     if let Some(p) = &flat.path {
-        args.insert("path".into(), p.clone().into());
+        let (first, second) = rsd::op::split_path_pair(p).unwrap_or((p, ""));
+        args.insert("path".into(), first.into());
+        if let Some(name) = e.op.second_path_name() {
+            args.insert(name.into(), second.into());
+        }
     }
     let s = Span {
         name: e.op.name(),

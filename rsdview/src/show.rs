@@ -285,8 +285,12 @@ pub struct CallView {
     pub op: &'static str,
     /// Call-site signature.
     pub sig: u64,
-    /// The concrete path, for calls that name a file.
+    /// The concrete path, for calls that name a file (the first of a call that names two).
     pub path: Option<String>,
+    /// The second path of a call that names two (`rename`'s and `link`'s newpath,
+    /// `symlink`'s linkpath).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path2: Option<String>,
     /// Parameters by name, in schema order.
     pub params: NamedParams,
     /// Nested POSIX calls.
@@ -310,7 +314,15 @@ impl CallView {
             layer: e.op.layer().name(),
             op: e.op.name(),
             sig: e.sig,
-            path: e.path.clone(),
+            path: e
+                .path
+                .as_deref()
+                .and_then(|p| rsd::op::paths_of(p).next().map(String::from)),
+            path2: e
+                .path
+                .as_deref()
+                .and_then(rsd::op::split_path_pair)
+                .map(|(_, b)| b.to_string()),
             params: NamedParams(named_params(e)),
             children: e.children.iter().map(CallView::new).collect(),
         }
@@ -326,7 +338,7 @@ pub fn write_call(
     let mut line = INDENT.repeat(depth);
     line.push_str(e.op.name());
     if let Some(p) = &e.path {
-        let _ = write!(line, " {p}");
+        let _ = write!(line, " {}", rsd::op::show_path(e.op, p));
     }
     for (k, v) in named_params(e) {
         let _ = write!(line, " {k}={v}");

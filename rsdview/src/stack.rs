@@ -154,7 +154,7 @@ impl Part {
     /// The call site's name: the op, and its path template when it names a file.
     pub fn label(&self) -> String {
         match &self.path {
-            Some(p) => format!("{} {p}", self.op.name()),
+            Some(p) => format!("{} {}", self.op.name(), rsd::op::show_path(self.op, p)),
             None => self.op.name().to_string(),
         }
     }

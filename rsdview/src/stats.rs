@@ -153,11 +153,7 @@ pub fn summarize(trace: &Trace) -> Summary {
 /// listed apart, [`per_rank_files`]).
 fn reads(e: &Event, k: usize) -> bool {
     let field = k >= e.params.len() - e.nfields();
-    (field && rsd::classes::uniform_in_groups(&e.params[k]))
-        || e.op
-            .params()
-            .get(k)
-            .is_some_and(|p| e.op.data_params().contains(p))
+    (field && rsd::classes::uniform_in_groups(&e.params[k])) || rsd::classes::data_size(e, k)
 }
 
 /// The events (op and call site) some of whose path fields vary along the ranks.
@@ -247,7 +243,8 @@ fn name_files(nodes: &[Node], rank: u32, idx: &mut Vec<u64>, files: &mut Vec<Str
                         .iter()
                         .map(|p| p.start_member(rank, idx))
                         .collect();
-                    files.push(t.render(&fields));
+                    let path = t.render(&fields);
+                    files.extend(rsd::op::paths_of(&path).map(str::to_string));
                 }
                 name_files(&e.children, rank, idx, files);
             }
@@ -290,11 +287,13 @@ impl RankTotals<'_> {
             self.calls += 1;
             self.bytes += b;
         }
-        if let Some(p) = &e.path
-            && !self.per_rank.contains(&(e.op, e.sig))
-            && !s.files.contains(p)
-        {
-            s.files.insert(p.clone());
+        // Both paths of a rename or a link are files touched.
+        if !self.per_rank.contains(&(e.op, e.sig)) {
+            for p in e.path.as_deref().into_iter().flat_map(rsd::op::paths_of) {
+                if !s.files.contains(p) {
+                    s.files.insert(p.to_string());
+                }
+            }
         }
         for c in &e.children {
             self.tally(c, s, false);

@@ -549,6 +549,30 @@ fn set_pending(st: &State, out: &str, nranks: u32, own: &Payload) {
     }
 }
 
+/// `MPI_Finalize` is recorded when it is entered, before the merge it hosts, so it would keep
+/// 0 ns. Once every rank has reached it (the tracer's barrier), its duration is set to the
+/// time from `since` (the start of the tracer's work in it, microseconds after the call's
+/// entry) to now: the wait for the last rank, which `MPI_Finalize`'s own synchronisation would
+/// have had, plus the encoding of this rank's fallback file. The merge, the write and
+/// `PMPI_Finalize` itself come after the trace is taken and are not in it.
+fn time_finalize(trace: &mut Trace, since: u64, rank: u32) {
+    let last = trace
+        .nodes
+        .iter_mut()
+        .rev()
+        .find_map(|n| match &mut n.kind {
+            rsd::trace::NodeKind::Event(e)
+                if e.op == rsd::Op::Finalize && e.timing.dur.count == 1 =>
+            {
+                Some(e)
+            }
+            _ => None,
+        });
+    if let Some(e) = last {
+        e.timing.dur = rsd::timing::Stats::one(now_ns().saturating_sub(since), rank);
+    }
+}
+
 /// Inside `MPI_Finalize`: merges every rank's trace over a binary radix tree (in round k, rank
 /// r receives from r + 2^k when r is a multiple of 2^(k+1), otherwise sends to r - 2^k and is
 /// done) and rank 0 writes the file, then tells the ranks it holds, down the same tree. Every
@@ -603,6 +627,7 @@ pub fn merge_and_write(comm: H) {
         write_pending("no merge", true);
         return;
     }
+    time_finalize(&mut payload.trace, t_start, rank as u32);
     let t0 = Instant::now();
     let t = merge_timeout();
     let at = |rounds: u32| Some(t0 + t * rounds);

@@ -40,10 +40,9 @@ pub fn init() {
 /// `<$TMPDIR or /tmp>/iotrex-<pid>-<file name>`; `None` when `path` is there already.
 pub fn fallback(path: &str) -> Option<Dest> {
     let tmp = TMP.get()?;
-    let name = path.rsplit('/').next().unwrap_or(path);
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::syscall(libc::SYS_getpid) };
-    let alt = format!("{}/iotrex-{pid}-{name}", tmp.trim_end_matches('/'));
+    let alt = rsd::job::fallback_path(tmp, pid, path);
     (alt != path).then(|| Dest::new(&alt)).flatten()
 }
 
