@@ -131,6 +131,11 @@ impl Event {
             .map_or(0, |p| p.nfields())
             .min(self.params.len())
     }
+
+    /// The path's fields: the last [`Event::nfields`] parameters.
+    pub fn path_fields(&self) -> &[Elastic] {
+        &self.params[self.params.len() - self.nfields()..]
+    }
 }
 
 /// A loop: `iters` repetitions of `body`.

@@ -152,7 +152,7 @@ pub fn summarize(trace: &Trace) -> Summary {
 /// path's fields where each group of ranks names one file (names that vary along the ranks are
 /// listed apart, [`per_rank_files`]).
 fn reads(e: &Event, k: usize) -> bool {
-    let field = k >= e.params.len() - e.nfields();
+    let field = k >= e.params.len() - e.path_fields().len();
     (field && rsd::classes::uniform_in_groups(&e.params[k])) || rsd::classes::data_size(e, k)
 }
 
@@ -163,8 +163,7 @@ fn per_rank_paths(nodes: &[Node]) -> HashSet<(Op, u64)> {
         for n in nodes {
             match &n.kind {
                 NodeKind::Event(e) => {
-                    let fields = &e.params[e.params.len() - e.nfields()..];
-                    if !fields.iter().all(rsd::classes::uniform_in_groups) {
+                    if !e.path_fields().iter().all(rsd::classes::uniform_in_groups) {
                         out.insert((e.op, e.sig));
                     }
                     walk(&e.children, out);
@@ -230,38 +229,21 @@ fn leading_to(nodes: &[Node], wanted: &HashSet<(Op, u64)>) -> Vec<Node> {
     out
 }
 
-/// The files the events of `nodes` name on `rank`.
+/// The files the events of `nodes` name on `rank`, nested calls included.
 fn name_files(nodes: &[Node], rank: u32, idx: &mut Vec<u64>, files: &mut Vec<String>) {
-    for n in nodes {
-        if !n.ranks.contains(rank) {
-            continue;
+    rsd::trace::visit(nodes, rank, idx, &mut |e, idx| {
+        if let Some(t) = &e.path {
+            let fields: Vec<i64> = e
+                .path_fields()
+                .iter()
+                .map(|p| p.start_member(rank, idx))
+                .collect();
+            let path = t.render(&fields);
+            files.extend(rsd::op::paths_of(&path).map(str::to_string));
         }
-        match &n.kind {
-            NodeKind::Event(e) => {
-                if let Some(t) = &e.path {
-                    let fields: Vec<i64> = e.params[e.params.len() - e.nfields()..]
-                        .iter()
-                        .map(|p| p.start_member(rank, idx))
-                        .collect();
-                    let path = t.render(&fields);
-                    files.extend(rsd::op::paths_of(&path).map(str::to_string));
-                }
-                name_files(&e.children, rank, idx, files);
-            }
-            NodeKind::Loop(l) => {
-                if idx.len() >= rsd::value::MAX_DEPTH {
-                    return;
-                }
-                let iters = l.iters.start_member(rank, idx).max(0) as u64;
-                idx.push(0);
-                for i in 0..iters {
-                    *idx.last_mut().expect("pushed") = i;
-                    name_files(&l.body, rank, idx, files);
-                }
-                idx.pop();
-            }
-        }
-    }
+        name_files(&e.children, rank, idx, files);
+        true
+    });
 }
 
 /// One class's calls and bytes, and how many ranks it stands for.
