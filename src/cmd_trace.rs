@@ -81,6 +81,15 @@ pub struct TraceArgs {
     /// fills afresh (sets `IOTREX_RUN_IDS=0`).
     #[arg(long)]
     pub no_run_ids: bool,
+    /// Leave out the calls on files under DIR (repeatable): they are not recorded, only
+    /// counted per directory in the trace's header. `none` drops the default exclusions.
+    /// Adds to `IOTREX_EXCLUDE`.
+    #[arg(long, value_name = "DIR", long_help = exclude_help())]
+    pub exclude: Vec<String>,
+    /// Trace the files under DIR even inside an excluded directory (repeatable; adds to
+    /// `IOTREX_INCLUDE`): `--include /etc`, `--include /` for every file.
+    #[arg(long, value_name = "DIR")]
+    pub include: Vec<String>,
     /// The preload library. Default: `$IOTREX_TRACER_LIB`, else `libiotrex_tracer.so` next to
     /// this `iotrex` binary.
     #[arg(long, value_name = "PATH")]
@@ -213,6 +222,50 @@ pub fn variables(a: &TraceArgs, lib: &Path) -> Result<Vec<(String, String)>> {
         if on || off {
             v.push((var.into(), if off { "0" } else { "1" }.into()));
         }
+    }
+    v.extend(exclusion_variables(a)?);
+    Ok(v)
+}
+
+/// `--exclude`'s help, with the default rules from the one place that holds them.
+fn exclude_help() -> String {
+    use rsd::exclude::{DEFAULT_EXCLUDE, DEFAULT_INCLUDE, INTERPRETER_VARS};
+    format!(
+        "Leave out the calls on files under DIR (repeatable): they are not recorded, only \
+         counted per directory in the trace's header (`iotrex show`, `iotrex stats`). The \
+         system's directories are left out by default: {} (but not {}), and the `lib` of \
+         ${} when set (an interpreter's modules). Only absolute paths are matched; the \
+         longest rule that holds a path decides. `--exclude none` drops the defaults. Adds to \
+         `IOTREX_EXCLUDE`.",
+        DEFAULT_EXCLUDE.join(", "),
+        DEFAULT_INCLUDE.join(", "),
+        INTERPRETER_VARS.join(" or $"),
+    )
+}
+
+/// `IOTREX_EXCLUDE` and `IOTREX_INCLUDE` from `--exclude` and `--include` added to the
+/// inherited ones, checked here so that a bad rule fails before the run.
+fn exclusion_variables(a: &TraceArgs) -> Result<Vec<(String, String)>> {
+    use rsd::exclude::{EXCLUDE_VAR, INCLUDE_VAR, Rules};
+    let joined = |var: &str, more: &[String]| -> String {
+        let inherited = std::env::var(var).ok().filter(|s| !s.is_empty());
+        inherited
+            .into_iter()
+            .chain(more.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let (ex, inc) = (
+        joined(EXCLUDE_VAR, &a.exclude),
+        joined(INCLUDE_VAR, &a.include),
+    );
+    Rules::parse(&ex, &inc).map_err(|e| anyhow::anyhow!("{e} (--exclude/--include)"))?;
+    let mut v = Vec::new();
+    if !a.exclude.is_empty() {
+        v.push((EXCLUDE_VAR.to_string(), ex));
+    }
+    if !a.include.is_empty() {
+        v.push((INCLUDE_VAR.to_string(), inc));
     }
     Ok(v)
 }

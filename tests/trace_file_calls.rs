@@ -1,6 +1,7 @@
 //! The file calls that went unseen: `cp` copies with `copy_file_range`,
 //! `cat` with it or `sendfile`; renames, links, `fstat`, directory streams, `truncate`,
-//! `fallocate`, `fdopen` and shared mappings are recorded, and the trace still replays.
+//! `fallocate`, `fdopen` and shared mappings are recorded, and the trace still replays. The
+//! system's files (and directories the user names) are left out and counted.
 
 mod common;
 use common::status_text as text;
@@ -367,4 +368,132 @@ fn the_other_file_calls_are_recorded_and_replay() {
         codes.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
+}
+
+/// Debian's Python, which has mpi4py (a `python3` first on `PATH` may be a shim that runs
+/// another).
+const PYTHON: &str = "/usr/bin/python3";
+
+/// `stats --json`'s files and what it says the tracer left out, as (directory, calls, bytes).
+fn files_and_excluded(out: &Path) -> (Vec<String>, Vec<(String, u64, u64)>) {
+    let o = common::iotrex(&["stats", "--json", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let files = v["files"].as_array().unwrap();
+    let files = files.iter().map(|f| f.as_str().unwrap().to_string());
+    let excluded = v["excluded"].as_array().unwrap().iter().map(|e| {
+        let n = |k: &str| e[k].as_u64().unwrap();
+        (
+            e["prefix"].as_str().unwrap().to_string(),
+            n("calls"),
+            n("bytes"),
+        )
+    });
+    (files.collect(), excluded.collect())
+}
+
+/// Python's modules under `/usr` are left out by default and counted in the header; the
+/// program's own file is traced; no file under a default exclusion is in the trace.
+#[test]
+fn the_systems_files_are_counted_not_traced() {
+    let d = common::scratch();
+    let data = d.path().join("data");
+    let out = d.path().join("py.iotrex");
+    let prog = "import sys; open(sys.argv[1], 'w').write('x' * 1000)";
+    let o = iotrex(&[
+        "trace",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        PYTHON,
+        "-c",
+        prog,
+        data.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (files, excluded) = files_and_excluded(&out);
+    assert!(files.contains(&data.display().to_string()), "{files:?}");
+    let system = |f: &str| {
+        rsd::exclude::DEFAULT_EXCLUDE
+            .iter()
+            .any(|d| f.starts_with(&format!("{d}/")))
+            && !f.starts_with("/dev/shm/")
+    };
+    assert!(!files.iter().any(|f| system(f)), "{files:?}");
+    let usr = excluded.iter().find(|e| e.0 == "/usr");
+    assert!(
+        usr.is_some_and(|u| u.1 > 10 && u.2 > 10_000),
+        "{excluded:?}"
+    );
+    let show = common::iotrex(&["show", out.to_str().unwrap()]);
+    assert!(text(&show).contains("excluded   "), "{}", text(&show));
+}
+
+/// `--exclude` and `--include` add rules, the longest deciding; the bytes read under an
+/// excluded directory are counted exactly, summed over the ranks of an MPI run.
+#[test]
+fn exclusions_count_the_bytes_of_every_rank() {
+    let d = common::scratch();
+    let env = d.path().join("env");
+    let keep = env.join("keep");
+    std::fs::create_dir_all(&keep).unwrap();
+    std::fs::write(env.join("a"), vec![1u8; 12345]).unwrap();
+    std::fs::write(keep.join("b"), vec![2u8; 100]).unwrap();
+    let out = d.path().join("mpi.iotrex");
+    let prog = "import sys; from mpi4py import MPI; [open(p, 'rb').read() for p in sys.argv[1:]]";
+    let (a, b) = (env.join("a"), keep.join("b"));
+    let o = iotrex(&[
+        "trace",
+        "-o",
+        out.to_str().unwrap(),
+        "--exclude",
+        env.to_str().unwrap(),
+        "--include",
+        keep.to_str().unwrap(),
+        "--",
+        "mpirun",
+        "-np",
+        "2",
+        PYTHON,
+        "-c",
+        prog,
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (files, excluded) = files_and_excluded(&out);
+    assert!(files.contains(&b.display().to_string()), "{files:?}");
+    assert!(!files.contains(&a.display().to_string()), "{files:?}");
+    let e = excluded.iter().find(|e| e.0 == env.display().to_string());
+    // Each rank opens, reads (to the end) and closes: at least 3 calls and the bytes.
+    assert!(
+        e.is_some_and(|e| e.1 >= 6 && e.2 == 2 * 12345),
+        "{excluded:?}"
+    );
+}
+
+/// A rule that is not an absolute directory fails before anything runs, naming it.
+#[test]
+fn a_bad_exclusion_is_refused_before_the_run() {
+    let d = common::scratch();
+    let out = d.path().join("x.iotrex");
+    let marker = d.path().join("ran");
+    let o = iotrex(&[
+        "trace",
+        "-o",
+        out.to_str().unwrap(),
+        "--exclude",
+        "scratch",
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("`scratch` is not an absolute directory"),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains("--exclude"), "{}", text(&o));
+    assert!(!marker.exists() && !out.exists());
 }

@@ -58,6 +58,9 @@
 //!   where older files joined them by a newline, which a file name may hold, are minor 16
 //!   ([`PATH_PAIR_MINOR`]); a file of an older minor is converted when read.
 //!
+//! - the header's `excluded` (the 11th field, calls left out under excluded directories) is
+//!   minor 17 ([`EXCLUDED_MINOR`]).
+//!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
 //! still safe on arbitrary bytes (fuzzed in `tests/format_fuzz.rs`).
@@ -80,7 +83,8 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 16, the
+/// The newest minor version this build writes and reads (see the module's text): 17, the
+/// header's `excluded` ([`EXCLUDED_MINOR`]); 16, the
 /// two paths of `rename`, `link`, `symlink` joined by NUL ([`PATH_PAIR_MINOR`]); 15, the
 /// host name in a path template ([`crate::path::HOST`]); 14, the
 /// sensitivity's `bandwidth`; 13, a run value of a process's own pid and the header's
@@ -88,9 +92,9 @@ pub const NEWEST_VERSION: u32 = FORMAT_V2;
 /// values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
 /// records laid out by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both
 /// format versions store the header alike, so one minor counts for both.
-pub const FORMAT_MINOR: u32 = PATH_PAIR_MINOR;
+pub const FORMAT_MINOR: u32 = EXCLUDED_MINOR;
 /// What this build reads and writes, as `--version` and the report say it:
-/// `trace format 2.16 (reads formats 1 and 2 up to minor 16)`. A file is written with the
+/// `trace format 2.17 (reads formats 1 and 2 up to minor 17)`. A file is written with the
 /// lowest minor that holds what it holds, so most files name a lower one.
 pub fn formats_text() -> String {
     format!(
@@ -99,6 +103,9 @@ pub fn formats_text() -> String {
     )
 }
 
+/// The minor version of a file whose header holds `excluded` (its 11th field after version
+/// 1's eight): the calls left out under excluded directories ([`crate::exclude`]).
+pub const EXCLUDED_MINOR: u32 = 17;
 /// The minor version of a file whose trace holds the two paths of a call that names two
 /// joined by [`crate::op::PATH_PAIR_SEP`] (NUL). Older files joined them by a newline: a
 /// reader of such a file converts them ([`crate::op::upgrade_path_pairs`]); an older reader of
@@ -145,7 +152,8 @@ const fn minor_of_field(later: u32) -> u32 {
         6 => 6,
         7 | 8 => later + 1,
         9 => SENSITIVITY_MINOR,
-        _ => OWN_PID_MINOR,
+        10 => OWN_PID_MINOR,
+        _ => EXCLUDED_MINOR,
     }
 }
 
@@ -299,6 +307,11 @@ pub struct Header {
     /// when every node was a machine of its own. Minor version 13.
     #[serde(default)]
     pub shared_machines: Vec<crate::nodes::SharedMachine>,
+    /// Calls the tracer left out because their files were under an excluded directory (the
+    /// system's and the interpreter's files, [`crate::exclude`]), counted per directory and
+    /// summed over the ranks; empty when none were left out. Minor version 17.
+    #[serde(default)]
+    pub excluded: Vec<crate::exclude::Excluded>,
     /// The format version the trace is written in: version 2 for a new header, the file's
     /// version for a header read from a file (so re-encoding a version-1 file gives its bytes
     /// back). Not stored in the body: the prefix's version word says it.
@@ -394,6 +407,9 @@ impl Serialize for Header {
         if later >= 10 {
             st.serialize_field("shared_machines", &self.shared_machines)?;
         }
+        if later >= 11 {
+            st.serialize_field("excluded", &self.excluded)?;
+        }
         st.end()
     }
 }
@@ -432,6 +448,7 @@ impl Header {
             node_layout: None,
             sensitivity: None,
             shared_machines: Vec::new(),
+            excluded: Vec::new(),
             encoding: Encoding::V2_7,
         }
     }
@@ -439,7 +456,9 @@ impl Header {
     /// How many of the fields after version 1's eight are written: up to the last one that
     /// holds something.
     fn later_fields(&self) -> u32 {
-        if !self.shared_machines.is_empty() {
+        if !self.excluded.is_empty() {
+            11
+        } else if !self.shared_machines.is_empty() {
             10
         } else if self.sensitivity.is_some() {
             9
@@ -724,6 +743,17 @@ impl TraceFile {
             return Err(RsdError::Corrupt {
                 path: p(),
                 detail: format!("a run value in a file of minor version {minor}"),
+            });
+        }
+        // A header field is written only by a build that knows its minor: one newer than the
+        // file says is damage (an older reader would take it for that anyway).
+        if minor < tf.header.minor() {
+            return Err(RsdError::Corrupt {
+                path: p(),
+                detail: format!(
+                    "a header field of minor version {} in a file of minor version {minor}",
+                    tf.header.minor()
+                ),
             });
         }
         if minor < GAP_WAITS_MINOR && tf.holds_gap_waits() {

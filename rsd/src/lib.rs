@@ -17,6 +17,7 @@
 //! - [`provenance`]: how an extrapolated trace was made, as the header says it.
 //! - [`nodes`]: the nodes a run ran on and which rank ran where, as the header says it.
 //! - [`runvalue`]: numbers that belong to the run (a job id, a pid), filled in afresh.
+//! - [`exclude`]: the system's and the interpreter's files, which the tracer leaves out.
 //! - [`draw`]: exact values drawn from summaries, for consumers that must issue calls.
 //!
 //! The views of a trace (`show`, `stats`, `stack`, the Chrome export) and the synthetic traces
@@ -36,6 +37,7 @@ pub mod comms;
 pub mod compress;
 pub mod draw;
 pub mod error;
+pub mod exclude;
 pub mod format;
 pub mod job;
 pub mod layout;

@@ -1352,3 +1352,46 @@ fn golden_v2_15_file_holds_a_host_name_and_nothing_else_changes() {
     assert!(first(&v215).ends_with(".%h"), "{}", first(&v215));
     assert!(first(&filled).ends_with(".nodeX"), "{}", first(&filled));
 }
+
+/// Minor 17: the header's `excluded` (the calls the tracer left out under the system's
+/// directories). The golden file is the 2.7 one with two directories' counts; without them
+/// it is the 2.7 file to the byte; a body claiming minor 16 is refused (an older reader would
+/// take the field for damage).
+#[test]
+fn golden_v2_17_file_holds_what_was_excluded_and_nothing_else_changes() {
+    let (b27, v27) = read(&data("v2.7/spmd_4x10.iotrex"));
+    let mut made = v27.clone();
+    made.header.excluded = vec![
+        rsd::exclude::Excluded {
+            prefix: "/proc".into(),
+            calls: 12,
+            bytes: 3000,
+        },
+        rsd::exclude::Excluded {
+            prefix: "/usr".into(),
+            calls: 4431,
+            bytes: 83_886_080,
+        },
+    ];
+    let path = data("v2.17/spmd_4x10_excluded.iotrex");
+    if std::env::var_os("IOTREX_WRITE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, made.to_bytes().unwrap()).unwrap();
+    }
+    let (b217, v217) = read(&path);
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!((word(&b217, 8), word(&b217, 12)), (FORMAT_V2, 17));
+    assert_eq!(rsd::format::EXCLUDED_MINOR, 17);
+    assert_eq!(v217.version_name(), "2.17");
+    assert_eq!(v217, made);
+    assert_eq!(v217.to_bytes().unwrap(), b217, "re-encodes to its bytes");
+    let mut without = v217.clone();
+    without.header.excluded.clear();
+    assert_eq!(
+        without.to_bytes().unwrap(),
+        b27,
+        "without it, the 2.7 bytes"
+    );
+    let old = TraceFile::frame(&b217[PREFIX_LEN..], FORMAT_V2, 16);
+    assert!(TraceFile::from_bytes(&old, Path::new("old.iotrex")).is_err());
+}

@@ -117,6 +117,9 @@ pub fn render_header_as(h: &Header, version: &str, out: &mut String) {
             h.unrecorded_mpi.join(", ")
         );
     }
+    if !h.excluded.is_empty() {
+        let _ = writeln!(out, "{INDENT}excluded   {}", excluded_line(&h.excluded));
+    }
     if let Some(l) = &h.node_layout {
         let _ = writeln!(out, "{INDENT}layout     {}", layout_line(l, h.nranks));
     }
@@ -451,12 +454,16 @@ pub struct StatsView {
     pub approximate: Vec<String>,
     /// Where the run's ranks ran (`Header::node_layout`), when recorded; `null` otherwise.
     pub node_layout: Option<NodesView>,
+    /// Calls the tracer left out under excluded directories (`Header::excluded`).
+    pub excluded: Vec<rsd::exclude::Excluded>,
 }
 
 impl StatsView {
-    /// The view with the run's node layout from `h` ([`NodesView`]).
+    /// The view with what `h` says of the run: its node layout ([`NodesView`]) and what the
+    /// tracer left out.
     pub fn with_layout(mut self, h: &Header) -> StatsView {
         self.node_layout = h.node_layout.as_ref().map(|l| NodesView::new(l, h.nranks));
+        self.excluded = h.excluded.clone();
         self
     }
 
@@ -493,6 +500,7 @@ impl StatsView {
             files: s.files.iter().cloned().collect(),
             approximate: s.approximate.clone(),
             node_layout: None,
+            excluded: Vec::new(),
         }
     }
 }
@@ -589,6 +597,27 @@ impl NodesView {
     }
 }
 
+/// What the tracer left out: `12433 calls, 83886080 (80.0 MiB) under /usr; 310 calls, 0
+/// under /proc (files under the system's directories are not traced: iotrex trace --include)`.
+pub fn excluded_line(excluded: &[rsd::exclude::Excluded]) -> String {
+    let dirs: Vec<String> = excluded
+        .iter()
+        .map(|e| {
+            let s = if e.calls == 1 { "" } else { "s" };
+            format!(
+                "{} call{s}, {} under {}",
+                e.calls,
+                fmt_bytes(e.bytes),
+                e.prefix
+            )
+        })
+        .collect();
+    format!(
+        "{} (the system's files are not traced; iotrex trace --include DIR traces them)",
+        dirs.join("; ")
+    )
+}
+
 /// Bytes exactly, with a binary-unit approximation for large values: `3145728 (3.0 MiB)`.
 pub fn fmt_bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -620,6 +649,9 @@ pub fn render_stats_view(v: &StatsView) -> String {
             .ranks_per_node
             .map_or(String::new(), |p| format!(", {p} ranks per node"));
         let _ = writeln!(out, "run:   {} machine nodes {}{per}", l.nodes, l.kind);
+    }
+    if !v.excluded.is_empty() {
+        let _ = writeln!(out, "excluded: {}", excluded_line(&v.excluded));
     }
     out.push('\n');
     let _ = writeln!(out, "{:<8} {:>12}  bytes", "layer", "calls");
@@ -764,6 +796,29 @@ mod tests {
                 "extrap     from 4, 8, 16 ranks to 64; dropped 12 (another structure); set aside \
                  MPI_Comm_size; 2 call sites made up; HDF5 file space from the oracle\n"
             ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn header_counts_what_was_excluded() {
+        let mut h = Header::new(2);
+        h.excluded = vec![
+            rsd::exclude::Excluded {
+                prefix: "/proc".into(),
+                calls: 1,
+                bytes: 0,
+            },
+            rsd::exclude::Excluded {
+                prefix: "/usr".into(),
+                calls: 12,
+                bytes: 3 << 20,
+            },
+        ];
+        let mut out = String::new();
+        render_header(&h, &mut out);
+        assert!(
+            out.contains("excluded   1 call, 0 under /proc; 12 calls, 3145728 (3.0 MiB) under /usr (the system's"),
             "{out}"
         );
     }

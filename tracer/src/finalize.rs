@@ -30,6 +30,9 @@ struct Payload {
     wall_ns: u64,
     incomplete: bool,
     notes: Vec<String>,
+    /// Calls left out under excluded directories, summed over the ranks merged so far.
+    #[serde(default)]
+    excluded: Vec<rsd::exclude::Excluded>,
 }
 
 /// The trace path: `IOTREX_OUT`, or `./<exe>.<nranks>.iotrex`.
@@ -243,6 +246,10 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h.node_cores = st.node_cores.clone();
     h.node_layout = st.node_layout.clone();
     h.shared_machines = st.shared_machines.clone();
+    h.excluded = p.excluded.clone();
+    if let Some(e) = &st.cfg.exclude_error {
+        h.notes.push(e.clone());
+    }
     // The layers this tracer recorded: a library's above MPI-IO on top when it was on and
     // its calls are in the trace. The layers are on by default; a program without the library
     // keeps the header it had before they existed.
@@ -513,6 +520,7 @@ fn set_pending(st: &State, out: &str, nranks: u32, own: &Payload) {
         wall_ns: own.wall_ns,
         incomplete: true,
         notes,
+        excluded: own.excluded.clone(),
     };
     let mut header = header(st, nranks, &p);
     header.run_id = run_id();
@@ -596,6 +604,7 @@ pub fn merge_and_write(comm: H) {
                 .cloned()
                 .chain(crate::posix_more::unrecorded_note(st.rank))
                 .collect(),
+            excluded: crate::exclude::taken(),
         },
         None => Payload {
             incomplete: true,
@@ -663,6 +672,7 @@ pub fn merge_and_write(comm: H) {
                         payload.wall_ns = payload.wall_ns.max(p.wall_ns);
                         payload.incomplete |= p.incomplete;
                         payload.notes.extend(p.notes);
+                        rsd::exclude::add(&mut payload.excluded, &p.excluded);
                     }
                     Err(Missed::Timeout) => {
                         let last = (src + step).min(size) - 1;
@@ -843,6 +853,7 @@ fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
             wall_ns: now_ns().saturating_sub(st.start_ns),
             incomplete: true,
             notes,
+            excluded: crate::exclude::taken(),
         };
         let mut header = header(st, nranks, &p);
         header.run_id = run_id();
@@ -881,6 +892,7 @@ fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
             wall_ns: now_ns().saturating_sub(st.start_ns),
             incomplete: st.incomplete || why.is_some(),
             notes,
+            excluded: crate::exclude::taken(),
         };
         Some(Alone {
             path: out.clone(),

@@ -43,6 +43,7 @@ pub mod callsite;
 pub mod clock;
 pub mod dup;
 pub mod elf;
+pub mod exclude;
 pub mod exec;
 pub mod finalize;
 pub mod guard;
@@ -105,6 +106,7 @@ fn init() {
             .or_else(|| env_num("PMI_RANK"));
         let env_size = env_num("OMPI_COMM_WORLD_SIZE").or_else(|| env_num("PMI_SIZE"));
         throttle::init(env_rank);
+        let exclude_error = exclude::init();
         let (approx, approx_error) = match rsd::approx::Policy::from_env() {
             Ok(p) => (p, None),
             Err(e) => (rsd::approx::Policy::default(), Some(e.to_string())),
@@ -122,6 +124,7 @@ fn init() {
             verbose: std::env::var("IOTREX_VERBOSE").is_ok_and(|v| v == "1"),
             approx,
             approx_error,
+            exclude_error,
             drains: rsd::approx::Policy::orders(
                 std::env::var(rsd::approx::APPROX_ENV).ok().as_deref(),
             ),

@@ -53,6 +53,10 @@ pub(crate) trait Handle: Copy {
     fn pass<T>(self, call: impl FnOnce() -> T) -> T {
         call()
     }
+    /// The slot of the excluded directory the handle's file is under ([`crate::exclude`]).
+    fn excluded(self) -> Option<usize> {
+        None
+    }
 }
 
 // Inlined into every hook: with more hooks on descriptors, the compiler stopped inlining
@@ -65,6 +69,10 @@ impl Handle for c_int {
     #[inline(always)]
     fn id(self, st: &mut crate::state::State) -> Option<i64> {
         st.fd(self)
+    }
+    #[inline(always)]
+    fn excluded(self) -> Option<usize> {
+        crate::exclude::of_fd(self)
     }
 }
 
@@ -86,7 +94,10 @@ pub(crate) fn on_handle<T: Copy, P: AsRef<[i64]>>(
             return call();
         };
         if !h.traced() {
-            return h.pass(call);
+            return match h.excluded() {
+                Some(slot) => excluded_call(slot, op, || h.pass(call), ret),
+                None => h.pass(call),
+            };
         }
         run_recorded_in(t, op, child, call, |st, r| {
             Some((params(h.id(st)?, ret(r)), None))
@@ -113,10 +124,35 @@ pub(crate) fn path_op<T: Copy>(
     if child && p.as_deref().is_some_and(is_shared_library) {
         return call();
     }
+    if let Some(slot) = p.as_deref().and_then(crate::exclude::slot) {
+        return excluded_call(slot, op, call, |r| {
+            let rv = ret(r);
+            if matches!(op, Op::Open | Op::Openat | Op::Creat) && rv >= 0 {
+                crate::exclude::opened(rv, slot);
+            }
+            rv
+        });
+    }
     run_recorded(op, child, call, |st, r| {
         let rv = ret(r);
         Some((params(st, rv), p))
     })
+}
+
+/// Runs a call on a file under an excluded directory: not recorded, only counted, with the
+/// bytes it moved when it is a read or a write ([`crate::exclude`]).
+#[inline(never)]
+pub(crate) fn excluded_call<T: Copy>(
+    slot: usize,
+    op: Op,
+    call: impl FnOnce() -> T,
+    ret: impl FnOnce(T) -> i64,
+) -> T {
+    let r = call();
+    let rv = ret(r);
+    let moved = op.dir() != rsd::op::Dir::None;
+    crate::exclude::count(slot, if moved { rv } else { 0 });
+    r
 }
 
 /// `lib.so` or `lib.so.1.2`: a shared library.
@@ -240,10 +276,16 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         if fd_traced(fd) && crate::guard::mode() == BUSY {
             crate::state::with_state(|st| st.fd_close(fd));
         }
+        crate::exclude::forget(fd);
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(fd) };
     };
     if !fd_traced(fd) {
+        if let Some(slot) = crate::exclude::of_fd(fd) {
+            crate::exclude::forget(fd);
+            // SAFETY: forwarding the caller's argument.
+            return excluded_call(slot, Op::Close, || unsafe { f(fd) }, |r| r as i64);
+        }
         // SAFETY: forwarding the caller's argument.
         return unsafe { f(fd) };
     }

@@ -189,7 +189,17 @@ fn two_paths(
         return call();
     };
     let child = false;
-    let p = match (cpath(old), cpath(new)) {
+    let (a, b) = (cpath(old), cpath(new));
+    // Left out only when both files are the system's: a program's file moved there or back
+    // is the program's.
+    let slots = (
+        a.as_deref().and_then(crate::exclude::slot),
+        b.as_deref().and_then(crate::exclude::slot),
+    );
+    if let (Some(slot), Some(_)) = slots {
+        return crate::posix::excluded_call(slot, op, call, |r| r as i64);
+    }
+    let p = match (a, b) {
         (Some(a), Some(b)) => Some(rsd::op::path_pair(&a, &b)),
         _ => None,
     };

@@ -220,6 +220,9 @@ pub struct Config {
     pub approx: rsd::approx::Policy,
     /// Why the approximation settings were not taken (the defaults apply), for the notes.
     pub approx_error: Option<String>,
+    /// Why `IOTREX_EXCLUDE`/`IOTREX_INCLUDE` were not taken (the default exclusions apply),
+    /// for the notes.
+    pub exclude_error: Option<String>,
     /// Drains of `MPI_Waitsome` calls recorded as one call each (`IOTREX_APPROX` with
     /// `order`, [`rsd::approx::ORDER`]).
     pub drains: bool,
@@ -453,6 +456,7 @@ impl State {
     /// Adds a descriptor to the table.
     pub fn fd_open(&mut self, fd: i32) -> i64 {
         fd_mark(fd, true);
+        crate::exclude::forget(fd);
         self.fds.insert(fd as usize)
     }
 

@@ -76,6 +76,17 @@ macro_rules! fopen_hook {
             };
             let _g = Enter::new(BUSY);
             let p = cpath(path);
+            if let Some(slot) = p.as_deref().and_then(crate::exclude::slot) {
+                // Its stream stays out of the table: its calls are neither recorded nor
+                // counted (the open is).
+                // SAFETY: forwarding the caller's arguments to the real function.
+                return crate::posix::excluded_call(
+                    slot,
+                    Op::Fopen,
+                    || unsafe { f(path, mode) },
+                    |_| 0,
+                );
+            }
             let m = cpath(mode).map_or(0, |m| mode_bits(&m));
             run_recorded(
                 Op::Fopen,
