@@ -457,8 +457,9 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
     /// a POSIX or stdio call issued late (its rank lost the core) keeps the plan, and the gaps
     /// after it shrink until the rank is back on time (planning from the late call's end added
     /// every lost time slice to the rank's time, and hid all but the first late call). An
-    /// MPI-IO call may wait for other ranks (collectives, shared pointers), so what follows it
-    /// is planned from its end, as the application's next call followed it.
+    /// MPI-IO call that waits for other ranks (collectives, shared pointers) is planned the
+    /// same way, as a real MPI call is (see `mpi`): had the rank been on time it would have
+    /// waited longer, so the lateness it absorbed comes off the gaps after it.
     fn timed_io(&mut self, op: Op, f: impl FnOnce(&mut Self) -> Result<u64, String>) {
         let t0 = Instant::now();
         if !matches!(self.opts.compute, ComputeMode::None | ComputeMode::Work) {
@@ -471,8 +472,6 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         self.stats.io_ns += dur.as_nanos() as u64;
         self.deadline = if self.opts.open_loop {
             self.deadline + self.scaled(self.traced_dur)
-        } else if op.layer() == Layer::MpiIo {
-            self.deadline.max(t0) + dur
         } else {
             self.deadline + dur
         };
