@@ -30,8 +30,10 @@
 # storage (the tracer's cost as the application sees it; a replay reproduces a traced run).
 # The last column is the application's own run-to-run spread on B and on A ((slowest -
 # fastest) / median of its REPEAT runs): the noise floor of the row's cells.
-# Closing lines: the worse direction of each program (the larger |error| of A->B and B->A,
-# MPI, default replay), and the median of those; the same for --comm real --compute work.
+# Closing lines: the rows whose worse direction (default replay) is within the application's
+# own spread (the larger of B's and A's); the worse direction of each program (the larger
+# |error| of A->B and B->A, MPI, default replay), and the median of those; the same for
+# --comm real --compute work.
 #   Target: every program's worse direction within 6%, their median within 3%.
 # Then the whole prediction (EXTRAP, default "pseudo fitness"; EXTRAP= skips it): each program
 # traced once on A at each of EXTRAP_FROM (default "4 8 12 16") ranks, `iotrex extrap` to
@@ -221,6 +223,7 @@ echo "| program | ranks | ref | app on B | app on A | traced B / A | A→B MPI |
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 : > "$W/worse"
 : > "$W/worse_rw"
+: > "$W/noise"
 for np in $NPS; do
   for spec in "${PROGRAMS[@]}"; do
     name=${spec%%|*}; cmd=${spec#*|}
@@ -266,6 +269,10 @@ for np in $NPS; do
     worse_rw=$(worse_of "$abrw" "$barw")
     [ "$worse" != "-" ] && echo "$worse" >> "$W/worse"
     [ "$worse_rw" != "-" ] && echo "$worse_rw" >> "$W/worse_rw"
+    # Within noise: the worse direction no larger than the larger of the application's own
+    # spreads on B and A.
+    [ "$worse" != "-" ] && awk -v w="$worse" -v b="${spread[B]}" -v a="${spread[A]}" -v n="$name/$np" \
+      'BEGIN { s = a > b ? a : b; print (w <= s ? "noise" : "beyond"), n }' >> "$W/noise"
     printf '| %s | %d | %s | %.2f s | %.2f s | %s / %s | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% | %s%% / %s%% |\n' \
       "$name" "$np" "${ref[B]}" "${app[B]}" "${app[A]}" "$(err "${traced[B]}" "${app[B]}")%" "$(err "${traced[A]}" "${app[A]}")%" \
       "$ab" "$abt" "$ba" "$bat" "$fast" "$open" "$worse" "$badelay" \
@@ -274,6 +281,8 @@ for np in $NPS; do
   done
 done
 echo
+[ -s "$W/noise" ] && awk '$1 == "noise" { k++; l = l " " $2 } END {
+  printf "within noise (default replay, worse direction <= the larger of the app spreads B / A): %d of %d rows:%s\n", k, NR, l }' "$W/noise"
 for f in worse worse_rw; do
   [ -s "$W/$f" ] || continue
   what="default replay"; [ $f = worse_rw ] && what="--comm real --compute work"
