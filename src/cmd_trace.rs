@@ -227,6 +227,16 @@ pub fn variables(a: &TraceArgs, lib: &Path) -> Result<Vec<(String, String)>> {
     Ok(v)
 }
 
+/// Why a program that ran well may leave no trace: a process writes one only when it made a
+/// traced call, and calls on the system's files are left out.
+fn nothing_traced_hint() -> String {
+    format!(
+        "hint: a program writes a trace only when it makes a traced call; calls on files under \
+         {} are left out by default: `iotrex trace --include DIR` traces them",
+        rsd::exclude::DEFAULT_EXCLUDE.join(", ")
+    )
+}
+
 /// `--exclude`'s help, with the default rules from the one place that holds them.
 fn exclude_help() -> String {
     use rsd::exclude::{DEFAULT_EXCLUDE, DEFAULT_INCLUDE, INTERPRETER_VARS};
@@ -416,6 +426,7 @@ pub fn run(a: &TraceArgs) -> Result<i32> {
                         .unwrap_or_default()
                 );
                 if code == 0 {
+                    eprintln!("{}", nothing_traced_hint());
                     return Ok(1);
                 }
             }

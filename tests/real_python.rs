@@ -75,8 +75,11 @@ fn every_rank_of_an_mpi4py_program_is_traced() {
     }
 }
 
-/// The trace stays near-constant in size from 4 to 64 ranks (bound: 1.5x), though
-/// every rank imports hundreds of modules and its message sizes are data-dependent.
+/// The trace stays near-constant in size from 4 to 64 ranks (bound: 2x), though its
+/// particle counts and message sizes are data-dependent. With the Python modules' reads left
+/// out (463 KB at 4 ranks before, 19 KB now), what grows is those counts, kept exact up to
+/// the value budget (64 numbers a parameter, then a summary), which caps it: 18.9, 21.8 and
+/// 32.2 KB at 4, 16 and 64 ranks, +13 KB where the modules' calls added +27 KB.
 #[test]
 fn trace_size_is_bounded_from_4_to_64_ranks() {
     let sizes: Vec<(u32, u64)> = [4u32, 16, 64]
@@ -91,8 +94,8 @@ fn trace_size_is_bounded_from_4_to_64_ranks() {
     let max = sizes.iter().map(|s| s.1).max().unwrap();
     eprintln!("particles.py trace sizes: {sizes:?}");
     assert!(
-        max as f64 <= 1.5 * min as f64,
-        "trace sizes grow more than 1.5x: {sizes:?}"
+        max as f64 <= 2.0 * min as f64,
+        "trace sizes grow more than 2x: {sizes:?}"
     );
 }
 
@@ -239,7 +242,9 @@ fn particles_extrapolate_from_4_8_12_16_to_32_and_match_a_real_run() {
     ]);
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let ap = &j["approx"];
-    assert!(ap["exact_compared"].as_u64().unwrap() > 1000, "{ap}");
+    // 507 exact values at this writing (5,971 before the Python modules' reads were left
+    // out): enough that a diff comparing nothing cannot pass.
+    assert!(ap["exact_compared"].as_u64().unwrap() > 400, "{ap}");
     assert!(!ap["parts"].as_array().unwrap().is_empty(), "{ap}");
     assert_eq!(ap["outside"].as_u64(), Some(0), "{ap}");
 }

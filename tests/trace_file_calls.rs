@@ -497,3 +497,35 @@ fn a_bad_exclusion_is_refused_before_the_run() {
     assert!(text(&o).contains("--exclude"), "{}", text(&o));
     assert!(!marker.exists() && !out.exists());
 }
+
+/// A command that only reads a system file leaves no trace and is told why; with that
+/// directory included, its read is traced.
+#[test]
+fn a_program_of_system_files_only_is_told_why_it_left_no_trace() {
+    let d = common::scratch();
+    let out = d.path().join("c.iotrex");
+    let o = iotrex(&[
+        "trace",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "cat",
+        "/etc/hostname",
+    ]);
+    assert!(!o.status.success() && !out.exists(), "{}", text(&o));
+    assert!(text(&o).contains("--include DIR"), "{}", text(&o));
+    let o = iotrex(&[
+        "trace",
+        "-o",
+        out.to_str().unwrap(),
+        "--include",
+        "/etc",
+        "--",
+        "cat",
+        "/etc/hostname",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (files, excluded) = files_and_excluded(&out);
+    assert!(files.contains(&"/etc/hostname".to_string()), "{files:?}");
+    assert!(!excluded.iter().any(|e| e.0 == "/etc"), "{excluded:?}");
+}
