@@ -4,8 +4,11 @@
 //!
 //! - At `MPI_Init` (every rank, collectively on the tracer's communicator): the node layout,
 //!   from `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`; rank 0 also reads the library version.
-//! - At rank 0's first `MPI_File_open` (when the I/O components are loaded and their control
-//!   variables registered): the MPI_T control variables that steer collective I/O.
+//! - At rank 0's first `MPI_File_open`: the control variables that steer collective I/O.
+//!   Under Open MPI only those someone set, read where Open MPI reads them ([`super::mca`]),
+//!   since its `MPI_T_init_thread` opens every MCA component (about 0.2 s); under MPICH all of
+//!   them through MPI_T (its variables are registered at `MPI_Init`, and initializing MPI_T
+//!   costs little there).
 //! - At each `MPI_File_open` of rank 0: the file's hints, once per path: what
 //!   `MPI_File_get_info` reports, and the hints the program passed to the open.
 //! - At each `MPI_File_set_view` of rank 0: the hints the program passed to it, for keys the
@@ -467,9 +470,7 @@ fn cvars() -> Vec<(String, String)> {
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }
             .to_string_lossy()
             .to_string();
-        let wanted = CVAR_NAMES.contains(&name.as_str())
-            || CVAR_PREFIXES.iter().any(|p| name.starts_with(p));
-        if !wanted || CVAR_NOISE.iter().any(|n| name.ends_with(n)) {
+        if !wanted_cvar(&name) {
             continue;
         }
         // Bound to no object: a handle without one.
@@ -534,6 +535,26 @@ fn read_value(
     })
 }
 
+/// Whether a control variable is one the trace keeps: one that steers collective I/O, not
+/// noise.
+fn wanted_cvar(name: &str) -> bool {
+    (CVAR_NAMES.contains(&name) || CVAR_PREFIXES.iter().any(|p| name.starts_with(p)))
+        && !CVAR_NOISE.iter().any(|n| name.ends_with(n))
+}
+
+/// Open MPI's control variables that steer collective I/O and were set (environment, MCA
+/// parameter files: [`super::mca`]), without MPI_T, whose initialization costs Open MPI about
+/// 0.2 s; the component selections (`io`, `fcoll`, ...) always, empty where unset (the
+/// library's own choice), as MPI_T gives them. The defaults are not recorded: the models start
+/// from them.
+fn set_cvars() -> Vec<(String, String)> {
+    let mut set = super::mca::resolve(&super::mca::sources(), wanted_cvar);
+    for name in CVAR_NAMES {
+        set.entry(name.to_string()).or_default();
+    }
+    set.into_iter().collect()
+}
+
 /// Whether the MPI_T control variables were read (see [`at_file_open`]).
 static CVARS_READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -573,7 +594,10 @@ pub(crate) fn at_file_open(fh: H, path: Option<&str>, info: H) {
     // crashed the program at its second file (found by darray.c, which opens five).
     let first = with_state(|st| st.mpi_config.as_ref().is_some_and(|c| c.cvars.is_empty()));
     let vars = if first == Some(true) && !CVARS_READ.swap(true, Ordering::Relaxed) {
-        cvars()
+        match abi::flavour() {
+            Flavour::OpenMpi => set_cvars(),
+            Flavour::Mpich => cvars(),
+        }
     } else {
         Vec::new()
     };
