@@ -216,7 +216,7 @@ fn p2p_modes_counts() {
 /// The MPI library's I/O configuration lands in the header, under the library's defaults and
 /// with ROMIO selected: the library, the node layout (one host here), the control variables
 /// that steer collective I/O (the component a run selected, and a variable set through the
-/// environment as `mpirun --mca` sets it; a default is not recorded), and an
+/// environment as `mpirun --mca` sets it; a default is not recorded), the thread level, and an
 /// entry for the file opened (Open MPI 4.1.4's MPI_File_get_info reports no hints of its own,
 /// so the entry is empty, as the library says).
 #[test]
@@ -274,6 +274,11 @@ fn mpi_configuration_is_recorded() {
         // models start from them).
         assert_eq!(c.cvar("io_ompio_bytes_per_agg"), Some("1048576"));
         assert_eq!(c.cvar("io_ompio_max_aggregators_ratio"), None);
+        // The thread level MPI_Init gives (which decides OMPIO's write sieving).
+        assert_eq!(
+            c.cvar(rsd::format::THREAD_LEVEL),
+            Some("MPI_THREAD_SINGLE")
+        );
         assert!(
             c.cvar("io_ompio_major_version").is_none(),
             "versions are noise"

@@ -8,7 +8,8 @@
 //!   Under Open MPI only those someone set, read where Open MPI reads them ([`super::mca`]),
 //!   since its `MPI_T_init_thread` opens every MCA component (about 0.2 s); under MPICH all of
 //!   them through MPI_T (its variables are registered at `MPI_Init`, and initializing MPI_T
-//!   costs little there).
+//!   costs little there). With them, the thread level the library provides
+//!   (`MPI_Query_thread`), which decides OMPIO's write sieving.
 //! - At each `MPI_File_open` of rank 0: the file's hints, once per path: what
 //!   `MPI_File_get_info` reports, and the hints the program passed to the open.
 //! - At each `MPI_File_set_view` of rank 0: the hints the program passed to it, for keys the
@@ -555,6 +556,28 @@ fn set_cvars() -> Vec<(String, String)> {
     set.into_iter().collect()
 }
 
+/// The thread level the library provides, by its constant's name. OMPIO's posix fbtl does no
+/// write sieving under `MPI_THREAD_MULTIPLE` (mpi4py's default): a collective write over
+/// holes is a `pread` and a `pwrite` of the whole span, or one `pwritev` per piece, as this
+/// says. Asked with `MPI_Query_thread`, which changes nothing: Open MPI 4.1's
+/// `MPI_T_init_thread`, which the tracer called here before, sets the library's thread level
+/// to the one it is given, and turned write sieving back on in rank 0 of an
+/// `MPI_THREAD_MULTIPLE` program.
+fn thread_level() -> Option<&'static str> {
+    let query = real!(
+        "PMPI_Query_thread",
+        unsafe extern "C" fn(*mut c_int) -> c_int
+    )?;
+    let mut level: c_int = -1;
+    // SAFETY: a valid out-parameter; MPI is initialized (a file was opened).
+    if unsafe { query(&mut level) } != MPI_SUCCESS {
+        return None;
+    }
+    abi::THREAD_LEVELS
+        .get(usize::try_from(level).ok()?)
+        .copied()
+}
+
 /// Whether the MPI_T control variables were read (see [`at_file_open`]).
 static CVARS_READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -594,10 +617,14 @@ pub(crate) fn at_file_open(fh: H, path: Option<&str>, info: H) {
     // crashed the program at its second file (found by darray.c, which opens five).
     let first = with_state(|st| st.mpi_config.as_ref().is_some_and(|c| c.cvars.is_empty()));
     let vars = if first == Some(true) && !CVARS_READ.swap(true, Ordering::Relaxed) {
-        match abi::flavour() {
+        let mut vars = match abi::flavour() {
             Flavour::OpenMpi => set_cvars(),
             Flavour::Mpich => cvars(),
-        }
+        };
+        let level = thread_level().map(|l| (rsd::format::THREAD_LEVEL.to_string(), l.into()));
+        vars.extend(level);
+        vars.sort();
+        vars
     } else {
         Vec::new()
     };
