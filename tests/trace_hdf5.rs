@@ -752,7 +752,7 @@ fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
     );
     assert!(
         notes.iter().any(
-            |n| n.starts_with("the model issues pwrite inside MPI_File_write_at_all")
+            |n| n.starts_with("the model issues pwritev inside MPI_File_write_at_all")
                 && n.ends_with("is made up")
         ),
         "no made-up site said: {notes:?}"
