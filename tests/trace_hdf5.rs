@@ -751,10 +751,9 @@ fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
         text(&o)
     );
     assert!(
-        notes.iter().any(
-            |n| n.starts_with("the model issues pwritev inside MPI_File_write_at_all")
-                && n.ends_with("is made up")
-        ),
+        notes.iter().any(|n| n
+            .starts_with("the model issues pwritev inside MPI_File_write_at_all")
+            && n.ends_with("is made up")),
         "no made-up site said: {notes:?}"
     );
     let o = diff(&[]);

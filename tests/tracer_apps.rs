@@ -275,10 +275,7 @@ fn mpi_configuration_is_recorded() {
         assert_eq!(c.cvar("io_ompio_bytes_per_agg"), Some("1048576"));
         assert_eq!(c.cvar("io_ompio_max_aggregators_ratio"), None);
         // The thread level MPI_Init gives (which decides OMPIO's write sieving).
-        assert_eq!(
-            c.cvar(rsd::format::THREAD_LEVEL),
-            Some("MPI_THREAD_SINGLE")
-        );
+        assert_eq!(c.cvar(rsd::format::THREAD_LEVEL), Some("MPI_THREAD_SINGLE"));
         assert!(
             c.cvar("io_ompio_major_version").is_none(),
             "versions are noise"
