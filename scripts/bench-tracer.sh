@@ -7,20 +7,27 @@
 #  2. wall-time overhead on ior_like at 16 ranks and io_sample at 8 ranks, and on the
 #     loop-heavy pattern (ior_like POSIX, 4 KiB transfers, 16 ranks: median of 7
 #     alternating runs, with the CPU time of all ranks, which a loaded machine blurs less);
-#  3. finalize merge time and trace size at 4..64 ranks (IOTREX_VERBOSE reports the merge).
-# PARTS="2b" (any of 1 2 2b 3, default all) runs only those parts.
+#  3. finalize merge time and trace size at 4..64 ranks (IOTREX_VERBOSE reports the merge);
+#  4. fixed costs at 4 and 16 ranks: MPI_Init, the first MPI_File_open (with a barrier after
+#     it) and MPI_Finalize (the merge included), rank 0's wall times, median of 5 alternating
+#     runs (tracer/bench/fixed_cost.c);
+#  5. per-call instructions of MPI_File_write_at, MPI_File_write_at_all and of the pwrite the
+#     aggregator makes inside the collective (callgrind on one rank, tracer/bench/mpiio_loop.c).
+# PARTS="2b" (any of 1 2 2b 3 4 5, default all) runs only those parts. Run it under
+# `nice -n -15` on a machine shared with builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 LIB=${CARGO_TARGET_DIR:-$PWD/target}/release/libiotrex_tracer.so
-[ -f "$LIB" ] || { echo "build first: cargo build --release -p tracer" >&2; exit 1; }
-PARTS=" ${PARTS:-1 2 2b 3} "
+[ -f "$LIB" ] || { echo "build first: cargo build --release --workspace --lib --bins --tests --examples" >&2; exit 1; }
+PARTS=" ${PARTS:-1 2 2b 3 4 5} "
 want() { [[ "$PARTS" == *" $1 "* ]]; }
 W=$(mktemp -d /dev/shm/iotrex-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 cc -O2 -o "$W/pwrite_loop" tracer/bench/pwrite_loop.c
 cc -O2 -o "$W/rank_rusage" tracer/bench/rank_rusage.c
 for a in ior_like io_sample; do mpicc -O2 -o "$W/$a" tests/apps/$a.c; done
+for a in fixed_cost mpiio_loop; do mpicc -O2 -g -o "$W/$a" tracer/bench/$a.c; done
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 per_call() { for _ in 1 2 3 4 5; do env "$@" "$W/pwrite_loop" 1000000 | awk '{print $1}'; done | median; }
@@ -102,6 +109,55 @@ awk -v uw="$(col 1 "$W/lh.u")" -v tw="$(col 1 "$W/lh.t")" -v uc="$(col 2 "$W/lh.
   printf "cpu, rank 0:     untraced %7.1f ms, traced %7.1f ms\n", u0, t0
   printf "minor faults:    untraced %7d,    traced %7d\n", uf, tf
   printf "rank 0 peak RSS: untraced %7d KB, traced %7d KB\n", ur, tr }'
+fi
+
+if want 4; then
+echo
+echo "== 4. fixed costs (rank 0's wall ms, median of 5 alternating runs)"
+fixed() { # np traced(0/1) -> "init_ms open_ms finalize_ms"
+  local env=()
+  [ "$2" = 1 ] && env=(-x LD_PRELOAD="$LIB" -x IOTREX_OUT="$W/f.iotrex")
+  rm -f "$W/fixed.dat"
+  timeout 120 mpirun -np "$1" --mca btl self,vader "${env[@]}" "$W/fixed_cost" "$W/fixed.dat" 2>/dev/null | tail -1
+}
+for np in 4 16; do
+  : >"$W/fx.u"; : >"$W/fx.t"
+  for _ in 1 2 3 4 5; do fixed "$np" 0 >>"$W/fx.u"; fixed "$np" 1 >>"$W/fx.t"; done
+  for k in 1 2 3; do
+    name=$(echo "MPI_Init first_MPI_File_open MPI_Finalize" | cut -d' ' -f$k)
+    u=$(awk -v k=$k '{print $k}' "$W/fx.u" | median); t=$(awk -v k=$k '{print $k}' "$W/fx.t" | median)
+    awk -v n="$name" -v np="$np" -v u="$u" -v t="$t" 'BEGIN {
+      printf "%2d ranks  %-20s untraced %8.2f ms, traced %8.2f ms  (%+.2f ms)\n", np, n, u, t, t-u }'
+  done
+done
+echo "  target: the first MPI_File_open adds under 1 ms at 16 ranks"
+fi
+
+if want 5 && command -v valgrind >/dev/null; then
+echo
+echo "== 5. MPI-IO per-call instructions (callgrind, one rank, 8 B writes, (2N - N calls) / N)"
+cg() { # mode n traced(0/1) -> callgrind output file
+  local env=() f="$W/cg.$1.$2.$3"
+  [ "$3" = 1 ] && env=(-x LD_PRELOAD="$LIB" -x IOTREX_OUT="$W/c.iotrex")
+  rm -f "$W/cg.dat"
+  timeout 600 mpirun -np 1 "${env[@]}" valgrind --tool=callgrind --callgrind-out-file="$f" \
+    "$W/mpiio_loop" "$1" "$2" "$W/cg.dat" >/dev/null 2>&1
+  echo "$f"
+}
+total() { callgrind_annotate "$1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'; }
+# Inclusive instructions of the tracer's `pwrite` hook (libc's call and the system call's
+# user-space part included).
+incl() { callgrind_annotate --inclusive=yes "$1" 2>/dev/null | awk '!d && index($0, "tracer/src/hook.rs:pwrite") {gsub(",", "", $1); print $1; d = 1}'; }
+N=2000
+for mode in at at_all; do
+  u1=$(cg $mode $N 0); u2=$(cg $mode $((2 * N)) 0); t1=$(cg $mode $N 1); t2=$(cg $mode $((2 * N)) 1)
+  u=$(( ($(total "$u2") - $(total "$u1")) / N )); t=$(( ($(total "$t2") - $(total "$t1")) / N ))
+  echo "MPI_File_write_$mode: untraced $u, traced $t instructions/call (+$((t - u)))   target: +400"
+  if [ $mode = at_all ]; then
+    h=$(( ($(incl "$t2") - $(incl "$t1")) / N ))
+    echo "  nested pwrite (the aggregator's, inside the collective): $h instructions/call, the hook with libc's call   (a plain pwrite: part 1)"
+  fi
+done
 fi
 
 want 3 || exit 0

@@ -82,15 +82,18 @@ fn reaches_a_million(name: &str, ins: &[Input]) -> extrap::Extrapolated {
     // `aio_write`, which the tracer records as collected; they were left out, as the tracer
     // did not see them): the segmented program's output grew to 44.4 KB, 8.7x its 5.1 KB
     // input, a loop of writes per aggregator class whose cycles cut the segments at other
-    // places: the bound is 10x the input where the aggregators write so.
+    // places: the bound is 10x the input where the aggregators write so. Since the tracer
+    // records only the control variables someone set (not Open MPI's ~100 defaults), every
+    // header lost about 1 KB: the input is 4.1 KB and the output 43.6 KB, 10.6x for the same
+    // body: the bound is 11x.
     let largest = ins
         .iter()
         .map(|i| std::fs::metadata(&i.name).unwrap().len())
         .max()
         .unwrap();
     let size = x.file.to_bytes().unwrap().len() as u64;
-    // In halves of the input: 2.5x, or 10x where the aggregators write asynchronously.
-    let halves = if async_writes(&x) { 20 } else { 5 };
+    // In halves of the input: 2.5x, or 11x where the aggregators write asynchronously.
+    let halves = if async_writes(&x) { 22 } else { 5 };
     assert!(
         size * 2 <= halves * largest,
         "{name}: {size} B at 2^20 ranks vs {largest} B input"

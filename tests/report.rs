@@ -334,7 +334,6 @@ fn report_shows_the_mpi_configuration_of_a_real_run() {
         "<tr><th>ranks per node</th><td>4 on 1 node</td></tr>".into(),
         "<tr><th>io component</th><td><code>romio321</code></td></tr>".into(),
         "<tr><th>fcoll component</th><td>not set".into(),
-        "<code>io_romio321_priority</code></td><td><code>10</code>".into(),
         format!(
             "<tr><td><code>{data}</code></td><td><code>cb_config_list=*:*</code> \
              <code>cb_nodes=2</code></td></tr>"

@@ -715,9 +715,12 @@ fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
     assert_identical("h5py_lowlevel at 32", &x32, &real32);
     // At 64 the new nodes sit between chunks and before the third step's dataset: the data's
     // addresses follow the oracle's storage, and every rank's calls are the real run's.
-    // Rank 0's chunk fill then writes across a node's hole (OMPIO reads the hole and writes
-    // it back), nested calls no input made: their call sites inside the MPI library are
-    // unknown, made up and said in the notes, and `diff` compares those calls without them.
+    // Rank 0's chunk fill then writes across the new nodes' holes: mpi4py initializes MPI
+    // with MPI_THREAD_MULTIPLE, under which OMPIO's fbtl does no write sieving, so it writes
+    // each run of chunks with a `pwritev` of its own (single-threaded it would read the span
+    // and write it back). Nested calls no input made: their call sites inside the MPI library
+    // are unknown, made up and said in the notes, and `diff` compares those calls without
+    // them.
     let (o, x64) = extrap(64);
     assert!(o.status.success(), "{}", text(&o));
     let notes = TraceFile::read(&x64).unwrap().header.notes;
@@ -726,6 +729,15 @@ fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
         "no relocation note: {notes:?}"
     );
     let real64 = keep(64);
+    for t in [&inputs[0], &real64, &x64] {
+        let c = TraceFile::read(t).unwrap().header.mpi_config.unwrap();
+        assert_eq!(
+            c.cvar(rsd::format::THREAD_LEVEL),
+            Some("MPI_THREAD_MULTIPLE"),
+            "{}",
+            t.display()
+        );
+    }
     let diff = |extra: &[&str]| {
         let mut a = vec!["diff"];
         a.extend(extra);
@@ -739,10 +751,9 @@ fn h5py_low_level_extrapolates_across_its_chunk_index_split() {
         text(&o)
     );
     assert!(
-        notes.iter().any(
-            |n| n.starts_with("the model issues pwrite inside MPI_File_write_at_all")
-                && n.ends_with("is made up")
-        ),
+        notes.iter().any(|n| n
+            .starts_with("the model issues pwritev inside MPI_File_write_at_all")
+            && n.ends_with("is made up")),
         "no made-up site said: {notes:?}"
     );
     let o = diff(&[]);

@@ -215,7 +215,8 @@ fn p2p_modes_counts() {
 
 /// The MPI library's I/O configuration lands in the header, under the library's defaults and
 /// with ROMIO selected: the library, the node layout (one host here), the control variables
-/// that steer collective I/O (the defaults' values, and the component a run selected), and an
+/// that steer collective I/O (the component a run selected, and a variable set through the
+/// environment as `mpirun --mca` sets it; a default is not recorded), the thread level, and an
 /// entry for the file opened (Open MPI 4.1.4's MPI_File_get_info reports no hints of its own,
 /// so the entry is empty, as the library says).
 #[test]
@@ -242,6 +243,7 @@ fn mpi_configuration_is_recorded() {
             &dir.path().join("ior.iotrex"),
             &Opts {
                 io,
+                env: vec![("OMPI_MCA_io_ompio_bytes_per_agg", "1m".into())],
                 ..Opts::default()
             },
         );
@@ -268,11 +270,12 @@ fn mpi_configuration_is_recorded() {
             text(&show)
         );
         assert_eq!(c.cvar("io"), Some(io.unwrap_or("")));
-        // OMPIO's variables exist where OMPIO was loaded: under the defaults.
-        if io.is_none() {
-            assert_eq!(c.cvar("io_ompio_bytes_per_agg"), Some("33554432"));
-            assert_eq!(c.cvar("io_ompio_max_aggregators_ratio"), Some("8"));
-        }
+        // What was set, as MPI_T gives it (1m is 2^20); the defaults are not recorded (the
+        // models start from them).
+        assert_eq!(c.cvar("io_ompio_bytes_per_agg"), Some("1048576"));
+        assert_eq!(c.cvar("io_ompio_max_aggregators_ratio"), None);
+        // The thread level MPI_Init gives (which decides OMPIO's write sieving).
+        assert_eq!(c.cvar(rsd::format::THREAD_LEVEL), Some("MPI_THREAD_SINGLE"));
         assert!(
             c.cvar("io_ompio_major_version").is_none(),
             "versions are noise"

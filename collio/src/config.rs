@@ -12,6 +12,7 @@
 use crate::mca;
 use crate::ompio;
 use crate::romio;
+use rsd::format::THREAD_LEVEL;
 use rsd::{Header, MpiConfig};
 
 /// The library's configuration a model runs with.
@@ -220,6 +221,7 @@ pub fn ompio_config(mc: &MpiConfig, path: &str) -> Result<ompio::Config, ConfigE
     if let Some(v) = boolean(mca::FBTL_WRITE_DATASIEVING)? {
         cfg.fbtl.write_datasieving = v;
     }
+    cfg.fbtl.thread_multiple = thread_multiple(mc)?;
     cfg.map_by_node = !mc.nodes_contiguous && mc.nodes() > 1;
     let hint = Hints { mc, path };
     match hint.get("collective_buffering").map(str::trim) {
@@ -235,6 +237,23 @@ pub fn ompio_config(mc: &MpiConfig, path: &str) -> Result<ompio::Config, ConfigE
         );
     }
     Ok(cfg)
+}
+
+/// Whether the library provided `MPI_THREAD_MULTIPLE` (OMPIO's fbtl then does no write
+/// sieving), as the tracer records it ([`THREAD_LEVEL`]). A trace from before it was recorded
+/// is taken as single-threaded, as the model did before.
+fn thread_multiple(mc: &MpiConfig) -> Result<bool, ConfigError> {
+    match mc.cvar(THREAD_LEVEL).map(str::trim) {
+        None | Some("MPI_THREAD_SINGLE" | "MPI_THREAD_FUNNELED" | "MPI_THREAD_SERIALIZED") => {
+            Ok(false)
+        }
+        Some("MPI_THREAD_MULTIPLE") => Ok(true),
+        Some(v) => Err(ConfigError::ControlVariable {
+            name: THREAD_LEVEL.into(),
+            value: v.into(),
+            expected: "an MPI thread level (MPI_THREAD_SINGLE to MPI_THREAD_MULTIPLE)",
+        }),
+    }
 }
 
 /// ROMIO's configuration for `path` at `np` ranks from the file's hints (Open MPI 4.1.4
@@ -408,6 +427,23 @@ mod tests {
             panic!("OMPIO expected");
         };
         assert_eq!(c.cb_nodes, None);
+    }
+
+    #[test]
+    fn the_recorded_thread_level_decides_write_sieving() {
+        let fbtl = |level: Option<&str>| {
+            let mut cvars = vec![("io", "")];
+            cvars.extend(level.map(|l| (THREAD_LEVEL, l)));
+            ompio_config(&recorded(vec![(16, 1)], &cvars, &[]), "/f").map(|c| c.fbtl)
+        };
+        // mpi4py's default: no write sieving.
+        assert!(fbtl(Some("MPI_THREAD_MULTIPLE")).unwrap().thread_multiple);
+        assert!(!fbtl(Some("MPI_THREAD_SERIALIZED")).unwrap().thread_multiple);
+        assert!(!fbtl(Some("MPI_THREAD_SINGLE")).unwrap().thread_multiple);
+        // Not recorded (an older trace): as before.
+        assert!(!fbtl(None).unwrap().thread_multiple);
+        let e = fbtl(Some("3")).unwrap_err();
+        assert!(e.to_string().contains(THREAD_LEVEL), "{e}");
     }
 
     #[test]

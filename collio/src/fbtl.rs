@@ -240,4 +240,43 @@ mod tests {
         let c = run(Dir::Read, &e, false);
         assert_eq!(c.len(), 1);
     }
+
+    /// h5py's chunk fill at 64 ranks (rank 0's io array: its chunk, then 57 and 6 ranks'
+    /// chunks across the chunk index's holes): sieved under a single thread, one `pwritev` per
+    /// piece under `MPI_THREAD_MULTIPLE` (mpi4py's default), as real runs under each did.
+    #[test]
+    fn writes_are_not_sieved_under_thread_multiple() {
+        let e = [(1032760, 64), (1038056, 3648), (1044320, 384)];
+        let calls = |thread_multiple: bool| {
+            let cfg = FbtlConfig {
+                thread_multiple,
+                ..FbtlConfig::default()
+            };
+            let (mut out, mut size) = (Vec::new(), 1032760);
+            issue(&cfg, Dir::Write, &e, true, &mut size, &mut out);
+            let ops = out.iter().map(|c| (c.op, c.offset, c.bytes, c.ret));
+            (ops.collect::<Vec<_>>(), size)
+        };
+        assert_eq!(
+            calls(false),
+            (
+                vec![
+                    (Op::Pread, 1032760, 11944, 0),
+                    (Op::Pwrite, 1032760, 11944, 11944)
+                ],
+                1044704
+            )
+        );
+        assert_eq!(
+            calls(true),
+            (
+                vec![
+                    (Op::Pwritev, 1032760, 64, 64),
+                    (Op::Pwritev, 1038056, 3648, 3648),
+                    (Op::Pwritev, 1044320, 384, 384)
+                ],
+                1044704
+            )
+        );
+    }
 }

@@ -30,8 +30,9 @@
 //! - the file system: on Lustre OMPIO selects `dynamic_gen2`, not modelled; on NFS OMPIO's
 //!   fbtl locks ranges with `fcntl`, which the model does not issue;
 //! - whether the file's communicator is cartesian with 2+ dimensions (OMPIO then groups by
-//!   the topology, not modelled) and whether the program runs `MPI_THREAD_MULTIPLE` (no
-//!   write sieving in OMPIO's fbtl);
+//!   the topology, not modelled); whether the program runs `MPI_THREAD_MULTIPLE` (no write
+//!   sieving in OMPIO's fbtl) is recorded (`rsd::format::THREAD_LEVEL`), but a trace from
+//!   before it was is taken as single-threaded;
 //! - the file's size when nothing in the trace wrote or sized it (what reads return), and
 //!   the size at a data-sieving read that races with another aggregator's write;
 //! - the user's memory datatype (taken as contiguous: a noncontiguous buffer splits OMPIO's

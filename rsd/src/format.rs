@@ -333,12 +333,20 @@ pub struct MpiConfig {
     /// counts them but does not place them.
     pub nodes_contiguous: bool,
     /// MPI_T control variables that steer collective I/O (for Open MPI the selected `io` and
-    /// `fcoll` components and the `io_ompio_*` / `fcoll_*` parameters), name and value as text.
+    /// `fcoll` components and the `io_ompio_*` / `fcoll_*` parameters), name and value as text;
+    /// and, under [`THREAD_LEVEL`], the thread level the library provided (no control
+    /// variable says it, and OMPIO's write sieving depends on it). Traces from before it was
+    /// recorded lack it.
     pub cvars: Vec<(String, String)>,
     /// The hints `MPI_File_get_info` gave at each distinct file opened: the traced path and
     /// its (key, value) pairs.
     pub file_hints: Vec<(String, Vec<(String, String)>)>,
 }
+
+/// The entry of [`MpiConfig::cvars`] that holds the thread level the MPI library provided
+/// (`MPI_Query_thread`), by its constant's name (`MPI_THREAD_SINGLE` ... `MPI_THREAD_MULTIPLE`):
+/// written by the tracer, read by the collective-I/O models.
+pub const THREAD_LEVEL: &str = "mpi_thread_level";
 
 impl MpiConfig {
     /// The value of control variable `name`.

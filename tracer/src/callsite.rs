@@ -513,10 +513,13 @@ mod slots {
     }
 
     /// Stack pointers of calls in one loop nest differ by multiples of 16 (the ABI's
-    /// alignment): direct-mapped by those bits, nearby ones never collide.
+    /// alignment): direct-mapped by those bits, nearby ones never collide. The bits above
+    /// them are folded in: a call nested in another (the aggregator's `pwrite` inside
+    /// `MPI_File_write_at_all`) lies some frames deeper, and where that distance was a
+    /// multiple of 512 bytes both took one entry and evicted each other at every call.
     #[inline(always)]
     fn index(sp: usize) -> usize {
-        (sp >> 4) % SLOTS
+        ((sp >> 4) ^ (sp >> 9)) % SLOTS
     }
 
     /// The signature of a stack seen before at this stack pointer, if its slots still hold the

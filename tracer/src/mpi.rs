@@ -61,6 +61,7 @@ mod handles;
 mod init;
 pub mod kinds;
 mod local;
+mod mca;
 mod p2p;
 mod topo;
 mod types;

@@ -223,6 +223,14 @@ pub fn info_null() -> usize {
 
 /// `MPI_THREAD_SINGLE` (0 in both).
 pub const THREAD_SINGLE: libc::c_int = 0;
+/// The thread levels' constants by value: `MPI_THREAD_SINGLE` (0) to `MPI_THREAD_MULTIPLE`
+/// (3), the same in both.
+pub const THREAD_LEVELS: [&str; 4] = [
+    "MPI_THREAD_SINGLE",
+    "MPI_THREAD_FUNNELED",
+    "MPI_THREAD_SERIALIZED",
+    "MPI_THREAD_MULTIPLE",
+];
 /// `MPI_T_BIND_NO_OBJECT` (0 in both).
 pub const T_BIND_NO_OBJECT: libc::c_int = 0;
 /// `MPI_MAX_LIBRARY_VERSION_STRING` of the larger library (MPICH's 8192; Open MPI's is 256).

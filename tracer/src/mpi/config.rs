@@ -4,8 +4,12 @@
 //!
 //! - At `MPI_Init` (every rank, collectively on the tracer's communicator): the node layout,
 //!   from `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`; rank 0 also reads the library version.
-//! - At rank 0's first `MPI_File_open` (when the I/O components are loaded and their control
-//!   variables registered): the MPI_T control variables that steer collective I/O.
+//! - At rank 0's first `MPI_File_open`: the control variables that steer collective I/O.
+//!   Under Open MPI only those someone set, read where Open MPI reads them ([`super::mca`]),
+//!   since its `MPI_T_init_thread` opens every MCA component (about 0.2 s); under MPICH all of
+//!   them through MPI_T (its variables are registered at `MPI_Init`, and initializing MPI_T
+//!   costs little there). With them, the thread level the library provides
+//!   (`MPI_Query_thread`), which decides OMPIO's write sieving.
 //! - At each `MPI_File_open` of rank 0: the file's hints, once per path: what
 //!   `MPI_File_get_info` reports, and the hints the program passed to the open.
 //! - At each `MPI_File_set_view` of rank 0: the hints the program passed to it, for keys the
@@ -467,9 +471,7 @@ fn cvars() -> Vec<(String, String)> {
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }
             .to_string_lossy()
             .to_string();
-        let wanted = CVAR_NAMES.contains(&name.as_str())
-            || CVAR_PREFIXES.iter().any(|p| name.starts_with(p));
-        if !wanted || CVAR_NOISE.iter().any(|n| name.ends_with(n)) {
+        if !wanted_cvar(&name) {
             continue;
         }
         // Bound to no object: a handle without one.
@@ -534,6 +536,48 @@ fn read_value(
     })
 }
 
+/// Whether a control variable is one the trace keeps: one that steers collective I/O, not
+/// noise.
+fn wanted_cvar(name: &str) -> bool {
+    (CVAR_NAMES.contains(&name) || CVAR_PREFIXES.iter().any(|p| name.starts_with(p)))
+        && !CVAR_NOISE.iter().any(|n| name.ends_with(n))
+}
+
+/// Open MPI's control variables that steer collective I/O and were set (environment, MCA
+/// parameter files: [`super::mca`]), without MPI_T, whose initialization costs Open MPI about
+/// 0.2 s; the component selections (`io`, `fcoll`, ...) always, empty where unset (the
+/// library's own choice), as MPI_T gives them. The defaults are not recorded: the models start
+/// from them.
+fn set_cvars() -> Vec<(String, String)> {
+    let mut set = super::mca::resolve(&super::mca::sources(), wanted_cvar);
+    for name in CVAR_NAMES {
+        set.entry(name.to_string()).or_default();
+    }
+    set.into_iter().collect()
+}
+
+/// The thread level the library provides, by its constant's name. OMPIO's posix fbtl does no
+/// write sieving under `MPI_THREAD_MULTIPLE` (mpi4py's default): a collective write over
+/// holes is a `pread` and a `pwrite` of the whole span, or one `pwritev` per piece, as this
+/// says. Asked with `MPI_Query_thread`, which changes nothing: Open MPI 4.1's
+/// `MPI_T_init_thread`, which the tracer called here before, sets the library's thread level
+/// to the one it is given, and turned write sieving back on in rank 0 of an
+/// `MPI_THREAD_MULTIPLE` program.
+fn thread_level() -> Option<&'static str> {
+    let query = real!(
+        "PMPI_Query_thread",
+        unsafe extern "C" fn(*mut c_int) -> c_int
+    )?;
+    let mut level: c_int = -1;
+    // SAFETY: a valid out-parameter; MPI is initialized (a file was opened).
+    if unsafe { query(&mut level) } != MPI_SUCCESS {
+        return None;
+    }
+    abi::THREAD_LEVELS
+        .get(usize::try_from(level).ok()?)
+        .copied()
+}
+
 /// Whether the MPI_T control variables were read (see [`at_file_open`]).
 static CVARS_READ: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -573,7 +617,14 @@ pub(crate) fn at_file_open(fh: H, path: Option<&str>, info: H) {
     // crashed the program at its second file (found by darray.c, which opens five).
     let first = with_state(|st| st.mpi_config.as_ref().is_some_and(|c| c.cvars.is_empty()));
     let vars = if first == Some(true) && !CVARS_READ.swap(true, Ordering::Relaxed) {
-        cvars()
+        let mut vars = match abi::flavour() {
+            Flavour::OpenMpi => set_cvars(),
+            Flavour::Mpich => cvars(),
+        };
+        let level = thread_level().map(|l| (rsd::format::THREAD_LEVEL.to_string(), l.into()));
+        vars.extend(level);
+        vars.sort();
+        vars
     } else {
         Vec::new()
     };
