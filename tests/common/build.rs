@@ -136,11 +136,24 @@ pub fn shared_lib(name: &str) -> PathBuf {
 }
 
 /// A scratch directory in /dev/shm (tmpfs: fast, small runs only).
+///
+/// Its name holds no digit: the tracer matches the numbers in paths against the run's own ids
+/// (a rank's pid), and a random suffix such as `b2284bsLK` made `2284` a run value on the ranks
+/// whose pid it was, so that extrap refused the path.
 pub fn scratch_with(prefix: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in("/dev/shm")
-        .expect("create a scratch dir in /dev/shm")
+    loop {
+        let d = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in("/dev/shm")
+            .expect("create a scratch dir in /dev/shm");
+        let name = d
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        if !name.unwrap_or_default().bytes().any(|b| b.is_ascii_digit()) {
+            return d;
+        }
+    }
 }
 
 /// Extra compiler and linker arguments for the app whose source is `src` (after the source
