@@ -137,9 +137,11 @@ pub fn shared_lib(name: &str) -> PathBuf {
 
 /// A scratch directory in /dev/shm (tmpfs: fast, small runs only).
 ///
-/// Its name holds no digit: the tracer matches the numbers in paths against the run's own ids
-/// (a rank's pid), and a random suffix such as `b2284bsLK` made `2284` a run value on the ranks
-/// whose pid it was, so that extrap refused the path.
+/// Its random suffix holds no digit: the tracer matches the numbers in paths against the
+/// run's own ids (a rank's pid), and a suffix such as `b2284bsLK` made `2284` a run value on
+/// the ranks whose pid it was, so that extrap refused the path. Only the suffix is checked: a
+/// prefix's digits (`h5` of `iotrex-h5oracle-`) are the same in every run, and checking them
+/// would never end.
 pub fn scratch_with(prefix: &str) -> tempfile::TempDir {
     loop {
         let d = tempfile::Builder::new()
@@ -149,8 +151,10 @@ pub fn scratch_with(prefix: &str) -> tempfile::TempDir {
         let name = d
             .path()
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned());
-        if !name.unwrap_or_default().bytes().any(|b| b.is_ascii_digit()) {
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let suffix = name.strip_prefix(prefix).unwrap_or(&name);
+        if !suffix.bytes().any(|b| b.is_ascii_digit()) {
             return d;
         }
     }
