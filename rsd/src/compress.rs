@@ -719,15 +719,14 @@ impl Compressor {
         params.extend(ev.params.iter().map(|&v| Val::Const(v)));
         let path = ev.path.as_ref().map(|p| {
             let ids = self.run_ids.as_ref();
-            let (t, fields) = PathTemplate::parse_on(p, ids.and_then(|i| i.host.as_deref()));
-            params.extend(
-                fields
-                    .into_iter()
-                    .map(|x| match ids.and_then(|i| i.kind(x)) {
-                        Some(k) => Val::Const(crate::runvalue::marker(k)),
-                        None => Val::Const(x),
-                    }),
-            );
+            let (t, fields) =
+                PathTemplate::parse_fields_on(p, ids.and_then(|i| i.host.as_deref()));
+            params.extend(fields.into_iter().map(|f| {
+                match ids.filter(|_| !f.in_word).and_then(|i| i.kind(f.value)) {
+                    Some(k) => Val::Const(crate::runvalue::marker(k)),
+                    None => Val::Const(f.value),
+                }
+            }));
             t
         });
         let children = if ev.children.is_empty() {
@@ -1444,6 +1443,30 @@ mod tests {
             }
             assert_eq!(c.finish(), checked(0, &evs), "step {odd} with {inner}");
         }
+    }
+
+    /// A number equal to the process's pid is its run value where the program set it off
+    /// (`log.4711`), never inside a random word (`b4711bs`, a temporary directory's suffix).
+    #[test]
+    fn a_pid_inside_a_word_stays_a_number() {
+        let mut c = Compressor::new(0);
+        c.set_run_ids(crate::runvalue::RunIds {
+            own_pid: 4711,
+            root_pid: None,
+            jobs: Vec::new(),
+            start_secs: 0,
+            host: None,
+        });
+        let mut e = RawEvent::new(Op::Open, 1, vec![0]);
+        e.path = Some("/dev/shm/t-b4711bs/log.4711".into());
+        c.push(&e);
+        let t = c.finish();
+        let NodeKind::Event(ev) = &t.nodes[0].kind else {
+            panic!("one open: {:?}", t.nodes)
+        };
+        let own = crate::runvalue::marker(crate::runvalue::RunKind::OwnPid);
+        let fields: Vec<_> = ev.params[1..].iter().map(|p| p.eval(0, &[])).collect();
+        assert_eq!(fields, [Some(4711), Some(own)]);
     }
 
     #[test]

@@ -30,6 +30,18 @@ pub const MIN_HOST_LEN: usize = 3;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PathTemplate(pub String);
 
+/// A number taken out of a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// The number.
+    pub value: i64,
+    /// Letters on both sides (`b2284bs`): a piece of a random name (a temporary directory's
+    /// suffix) rather than a number the program put there, so never one of the run's own ids
+    /// ([`crate::runvalue::RunIds`]), which programs set off with punctuation (`log.4711`,
+    /// `f-4711.lock`, `pid4711.`).
+    pub in_word: bool,
+}
+
 /// Whether `host` is at byte `i` of `path` as a whole token: bounded by the path's ends or
 /// by characters that are not ASCII letters or digits (`out.node3.7`, `node3/lock`, never
 /// `mynode3` nor `node31`).
@@ -50,6 +62,12 @@ impl PathTemplate {
     /// [`PathTemplate::parse`], with every whole-token occurrence of `host` (the calling
     /// rank's host name, ignored when shorter than [`MIN_HOST_LEN`]) made [`HOST`].
     pub fn parse_on(path: &str, host: Option<&str>) -> (PathTemplate, Vec<i64>) {
+        let (t, fields) = PathTemplate::parse_fields_on(path, host);
+        (t, fields.into_iter().map(|f| f.value).collect())
+    }
+
+    /// [`PathTemplate::parse_on`], each field with where it stood ([`Field::in_word`]).
+    pub fn parse_fields_on(path: &str, host: Option<&str>) -> (PathTemplate, Vec<Field>) {
         let host = host.filter(|h| h.len() >= MIN_HOST_LEN);
         let b = path.as_bytes();
         let mut t = String::with_capacity(path.len() + 4);
@@ -75,7 +93,11 @@ impl PathTemplate {
                     } else {
                         t.push_str("%d");
                     }
-                    fields.push(v);
+                    let letter = |k: Option<&u8>| k.is_some_and(u8::is_ascii_alphabetic);
+                    fields.push(Field {
+                        value: v,
+                        in_word: i > 0 && letter(b.get(i - 1)) && letter(b.get(j)),
+                    });
                 } else {
                     t.push_str(run);
                 }
@@ -232,6 +254,17 @@ mod tests {
         assert_eq!(t.0, "/a%%b/%h");
         assert_eq!(t.on_host("z%").render(&f), "/a%b/z%");
         assert!(!PathTemplate::parse("/a/b").0.holds_host());
+    }
+
+    #[test]
+    fn a_number_with_letters_on_both_sides_is_in_a_word() {
+        let words = |p: &str| -> Vec<bool> {
+            let (_, f) = PathTemplate::parse_fields_on(p, None);
+            f.iter().map(|f| f.in_word).collect()
+        };
+        assert_eq!(words("/dev/shm/iotrex-b2284bsLK/x.7"), [true, false]);
+        assert_eq!(words("pid4711.x/f-4711.lock/a4711"), [false, false, false]);
+        assert_eq!(words("4711b/h5oracle"), [false, true]);
     }
 
     proptest! {
