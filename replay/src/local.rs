@@ -172,7 +172,7 @@ impl Local {
         root: &crate::Root,
     ) -> Result<u64, String> {
         match e.op {
-            Op::Open | Op::Openat | Op::Creat => self.open(e, map_path),
+            op if op.opens_descriptor() => self.open(e, map_path),
             Op::Close => {
                 let id = e.p(Param::Fd);
                 self.fds.remove(&id);

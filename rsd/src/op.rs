@@ -941,6 +941,12 @@ pub enum Creation {
 }
 
 impl Op {
+    /// The POSIX calls that open a file descriptor, which their return value (`fd`) holds:
+    /// `open`, `openat`, `creat` (`creat`'s flags are implied: `O_WRONLY|O_CREAT|O_TRUNC`).
+    pub fn opens_descriptor(self) -> bool {
+        matches!(self, Op::Open | Op::Openat | Op::Creat)
+    }
+
     /// Whether the op is one of MPI's local queries and settings (`MPI_Comm_rank`,
     /// `MPI_Comm_size`, the Cartesian queries, `MPI_Get_processor_name`, `MPI_Finalized`,
     /// `MPI_Comm_set_errhandler`, `MPI_Dims_create`): no message, no I/O, nothing another rank sees. A program may

@@ -127,7 +127,7 @@ pub(crate) fn path_op<T: Copy>(
     if let Some(slot) = p.as_deref().and_then(crate::exclude::slot) {
         return excluded_call(slot, op, call, |r| {
             let rv = ret(r);
-            if matches!(op, Op::Open | Op::Openat | Op::Creat) && rv >= 0 {
+            if op.opens_descriptor() && rv >= 0 {
                 crate::exclude::opened(rv, slot);
             }
             rv
