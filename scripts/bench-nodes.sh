@@ -40,7 +40,7 @@ lammps_in=$root/tests/apps/lammps_weak.in
 # name | iotrex trace options | mpirun options | program and arguments (DATA: the run's data
 # directory, NP: the rank count) | extrap options | diff options | the ranks per node of the
 # "ppn" series' inputs (default 1 2 3 4)
-# LAMMPS runs the small deck of tests/extrap_nodes_apps.rs (3 x 3 x 3 cells per rank, 40
+# LAMMPS runs the small deck of tests/it/extrap_nodes_apps.rs (3 x 3 x 3 cells per rank, 40
 # steps) on a line grid; at 2 x 1 it calls differently (one exchange where both neighbours
 # are one rank), so it is run from 2 x 1-4 (refused, naming 2 x 5 to trace instead) and from
 # 2 x 2-5 ("lammps-from-2x2").

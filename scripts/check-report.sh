@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renders an `iotrex report` page in headless Chromium and saves a screenshot, so a person (or
-# a session) can look at it. tests/report_screens.rs renders the pages of real traces the same
+# a session) can look at it. tests/it/report_screens.rs renders the pages of real traces the same
 # way and measures them (`scripts/install-deps.sh` installs Chromium).
 #
 #   scripts/check-report.sh [REPORT.html] [SHOT.png] [HEIGHT]

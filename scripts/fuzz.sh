@@ -80,7 +80,7 @@ corpus() {
                 io_sample) args="out 20 4096" flags="" ;;
                 h5_coll) args="out/h.h5" flags=$(pkg-config --cflags --libs hdf5-openmpi 2>/dev/null) || continue ;;
                 pnc_more) args="out/p.nc" flags=$(pkg-config --cflags --libs pnetcdf 2>/dev/null) || continue ;;
-                # (Its pkg-config file leaves out its own include directory: tests/common/build.rs.)
+                # (Its pkg-config file leaves out its own include directory: tests/it/common/build.rs.)
                 nc4_par) args="out/n.nc" flags="-I$(pkg-config --variable=prefix netcdf-mpi 2>/dev/null)/include $(pkg-config --cflags --libs netcdf-mpi 2>/dev/null)" || continue ;;
                 *) args="" flags="" ;;
             esac

@@ -28,19 +28,19 @@ command -v ncmpidump >/dev/null 2>&1 || missing+=(pnetcdf-bin)
 # ncdump, to look at what they wrote.
 pkg-config --exists netcdf-mpi 2>/dev/null || missing+=(libnetcdf-mpi-dev)
 command -v ncdump >/dev/null 2>&1 || missing+=(netcdf-bin)
-# A real MPI application for replay's end-to-end test (replay_mpi/tests/lammps.rs).
+# A real MPI application for replay's end-to-end test (replay_mpi/tests/it/lammps.rs).
 command -v lmp >/dev/null 2>&1 || missing+=(lammps)
-# The second real application (tests/real_python.rs): a Python program on Debian's
+# The second real application (tests/it/real_python.rs): a Python program on Debian's
 # mpi4py and parallel h5py, under Debian's own interpreter.
 /usr/bin/python3 -c 'import mpi4py' >/dev/null 2>&1 || missing+=(python3-mpi4py)
 ls /usr/lib/python3/dist-packages/h5py._debian_h5py_mpi* >/dev/null 2>&1 || missing+=(python3-h5py-mpi)
-# Meep (FDTD, parallel HDF5 output) for tests/real_meep.rs and scripts/meep-scales.sh.
+# Meep (FDTD, parallel HDF5 output) for tests/it/real_meep.rs and scripts/meep-scales.sh.
 command -v meep >/dev/null 2>&1 || missing+=(meep-openmpi)
-# Headless Chromium renders `iotrex report` pages for tests/report_screens.rs (layout, text
+# Headless Chromium renders `iotrex report` pages for tests/it/report_screens.rs (layout, text
 # overlap, screenshots) and scripts/check-report.sh.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # OTF2 (loaded at run time by `iotrex export otf2`) and otf2-print, which reads the
-# exports back in tests/export_otf2.rs.
+# exports back in tests/it/export_otf2.rs.
 ldconfig -p 2>/dev/null | grep -q 'libopen-trace-format2\.so' || missing+=(libotf2-trace-dev)
 command -v otf2-print >/dev/null 2>&1 || missing+=(otf2-tools)
 # The emulated cluster (scripts/cluster.sh: namespaces, veths, a bridge) and the storage rig
@@ -53,7 +53,7 @@ command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 
 # DuckDB (from PyPI: Debian has no package) reads `iotrex export parquet` back in
-# tests/export_parquet.rs, into target/pydeps so Debian's own Python stays untouched.
+# tests/it/export_parquet.rs, into target/pydeps so Debian's own Python stays untouched.
 pydeps() {
   local dir
   dir="$(cd "$here/.." && pwd)/target/pydeps"
@@ -62,7 +62,7 @@ pydeps() {
     /usr/bin/python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --target "$dir" duckdb
   fi
   # PyPI's h5py wheel, which bundles a private serial HDF5 1.14 (Debian's is 1.10), for
-  # tests/trace_hdf5_wheel.rs; apart from duckdb and without dependencies, so Debian's NumPy
+  # tests/it/trace_hdf5_wheel.rs; apart from duckdb and without dependencies, so Debian's NumPy
   # (1.24) and mpi4py serve. 3.11.0 bundles HDF5 1.14.2 and is built for NumPy 1.x.
   if ! PYTHONPATH="$dir/h5py-1.14" /usr/bin/python3 -c 'import h5py, sys; sys.exit(not h5py.version.hdf5_version.startswith("1.14."))' >/dev/null 2>&1; then
     echo "install-deps: installing h5py 3.11.0 (PyPI wheel, HDF5 1.14) into $dir/h5py-1.14"

@@ -102,7 +102,7 @@ mod tests {
 
     #[test]
     fn dims_as_open_mpi_gives_them() {
-        // Values printed by MPI_Dims_create under Open MPI 4.1.4 (tests/extrap_grid.rs
+        // Values printed by MPI_Dims_create under Open MPI 4.1.4 (tests/it/extrap_grid.rs
         // compares every n up to 256 with the installed library).
         assert_eq!(dims_create(12, 3).unwrap(), [3, 2, 2]);
         assert_eq!(dims_create(16, 3).unwrap(), [4, 2, 2]);

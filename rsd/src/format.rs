@@ -63,7 +63,7 @@
 //!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
-//! still safe on arbitrary bytes (fuzzed in `tests/format_fuzz.rs`).
+//! still safe on arbitrary bytes (fuzzed in `tests/it/format_fuzz.rs`).
 
 use crate::error::RsdError;
 use crate::op::Layer;

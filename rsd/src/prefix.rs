@@ -449,7 +449,7 @@ fn recognise_sums(trace: &mut Trace) -> Vec<Recognised> {
 /// prefix sum of another call's size (h5py's hyperslab displacements). Off: on h5_coll
 /// (parallel HDF5, regular per-rank counts) it was recognised at 4, 8 and 12 ranks but not at
 /// 16, and extrap then refused on the rank groups of `MPI_Type_create_hindexed
-/// displacements[0]` (tests/extrap_hdf5.rs), where the rank functions had fitted before. A
+/// displacements[0]` (tests/it/extrap_hdf5.rs), where the rank functions had fitted before. A
 /// consumer that sees every scale recognises them itself where every trace holds them alike
 /// ([`recognise_other_calls`] with [`other_call_slots`]: extrap and diff).
 const FROM_OTHER_CALLS: bool = false;

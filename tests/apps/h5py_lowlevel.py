@@ -1,7 +1,7 @@
 """Parallel HDF5 through h5py's low-level API (Debian's python3-h5py-mpi and python3-mpi4py),
 so that every HDF5 call the program makes is one this script names: it counts them itself
 and rank 0 prints, for every rank, `COUNT <rank> <H5 function> <calls> <bytes>` (bytes: the elements a
-transfer moved), which `tests/trace_hdf5.rs` compares with the trace's HDF5 layer.
+transfer moved), which `tests/it/trace_hdf5.rs` compares with the trace's HDF5 layer.
 
 Each step creates a 1-D dataset of `PER` float64 per rank, selects the rank's block and
 writes it collectively, then an extendible chunked dataset grows by a block of rows per step

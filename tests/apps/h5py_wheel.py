@@ -3,7 +3,7 @@ bundles its own HDF5 1.14, serial) under mpirun with Debian's mpi4py for the ran
 
 Every HDF5 call the script makes is one it names and counts; rank 0 prints, for every rank,
 `COUNT <rank> <H5 function> <calls> <bytes>` (bytes: what a transfer moved) and
-`VERSION <HDF5 version h5py was built with and runs on>`, which `tests/trace_hdf5_wheel.rs`
+`VERSION <HDF5 version h5py was built with and runs on>`, which `tests/it/trace_hdf5_wheel.rs`
 compares with the trace. The transfers are 128 KiB, more than HDF5's 64 KiB sieve buffer, so
 each goes to the file inside its own `H5Dwrite`/`H5Dread` (a smaller one may wait in the
 buffer for a later call).

@@ -12,7 +12,7 @@
 //! compares them by their statistics: within tolerance against the real run, outside it
 //! against a doctored or a different-scale trace.
 
-mod common;
+use crate::common;
 
 use common::{Opts, app, args, mpirun, scratch};
 use rsd::trace::{Node, NodeKind};

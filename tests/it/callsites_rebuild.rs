@@ -5,7 +5,7 @@
 //! traces of both builds together; `--ignore-call-sites` compares traces whose call sites
 //! differ (here: one traced with `--stack-depth 0`).
 
-mod common;
+use crate::common;
 use common::status_text as text;
 
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! statistics and the rest of the trace (the checkpoint's pwrite offsets) stays exact, as a
 //! real run at the target shows. A misspelt op or parameter is a bad argument naming it.
 
-mod common;
+use crate::common;
 
 use common::{Opts, app, args, iotrex, mpirun, scratch, text};
 use rsd::trace::{Node, NodeKind};

@@ -2,7 +2,7 @@
 //! trace itself says under the documented mapping (POSIX view: POSIX and stdio calls, with
 //! MPI-IO calls replaced by the POSIX calls nested in them).
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::op::{Dir, Layer};
 

@@ -4,7 +4,7 @@
 //! nested calls included, I/O records carrying the bytes each rank moved, and an MpiSend for
 //! every blocking send on MPI_COMM_WORLD.
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::{FlatEvent, Op, TraceFile};
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! nested POSIX calls point at their MPI-IO parent, and the README's query (bytes written
 //! per rank and file) answers from the table.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

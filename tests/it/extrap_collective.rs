@@ -5,7 +5,7 @@
 //! records. Each program is traced at 4, 8, 12 and 16 ranks, extrapolated to 32 and 64, and
 //! `iotrex diff` against a real run at that scale must say identical.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

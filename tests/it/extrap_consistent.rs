@@ -4,7 +4,7 @@
 //! with `--drop-inconsistent` extrapolate from the largest agreeing group, listing the scales
 //! used and dropped; the result matches a real run.
 
-mod common;
+use crate::common;
 
 use common::{Opts, app, mpirun, scratch};
 use std::process::{Command, Output};

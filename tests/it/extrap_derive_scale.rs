@@ -4,7 +4,7 @@
 //! expanding every rank); and the same inputs extrapolate to 2^20 ranks, in at most twice the
 //! largest input's bytes.
 
-mod common;
+use crate::common;
 use common::*;
 use extrap::diff::{DiffOptions, diff};
 use extrap::{Derivation, Inconsistent, Input, Request};

@@ -5,7 +5,7 @@
 //! and diffed against real runs; scales that leave the step to a single input are refused
 //! with a hint that says the values grow with the decimal width of n.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

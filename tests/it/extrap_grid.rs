@@ -14,7 +14,7 @@
 //! neighbours `MPI_Cart_shift` names, and the file opened on the Cartesian communicator, where
 //! OMPIO takes one aggregator per row of the grid (`collio`'s Cartesian grouping).
 
-mod common;
+use crate::common;
 
 use common::{app, assert_identical, extrap, extrap_explained, scratch, text, trace_in};
 use rsd::{Op, TraceFile};

@@ -19,7 +19,7 @@
 //! The tests share their runs of one library and hints (`common::shared`): the scales 12 and
 //! 16 serve both sets of inputs, 32 and 64 every check, 4 to 16 the refusal too.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

@@ -9,7 +9,7 @@
 //! `cb_config_list=*:*` to get 2 and 3 aggregators; the checkpoints' third file passes
 //! `cb_nodes` alone and gets ROMIO's cap.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@
 //! split's color is the node leader `ppn*(rank/ppn)`, the rank on the node `rank%ppn`, and
 //! the gather's receive count exists on the root alone.
 
-mod common;
+use crate::common;
 use common::nodes::{Grow, Program, extrapolates_as_run, trace};
 use std::path::PathBuf;
 

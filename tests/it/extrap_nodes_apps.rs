@@ -39,7 +39,7 @@
 //! Open MPI's default OMPIO under HDF5 and the IOR-like app are in `extrap_runvalues` and
 //! `scripts/bench-nodes.sh`.
 
-mod common;
+use crate::common;
 use common::nodes::{Grow, Program, extrapolates_as_run, refused};
 use std::path::PathBuf;
 

@@ -5,7 +5,7 @@
 //! must say identical. MPICH's node queries and its ROMIO differ from Open MPI's, so these are
 //! their own runs.
 
-mod common;
+use crate::common;
 use common::cluster::cluster_of;
 use std::path::{Path, PathBuf};
 

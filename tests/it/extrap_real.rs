@@ -11,7 +11,7 @@
 //! them (`common::shared`): the codes export reads ior_mpiio_collective_segmented's, the
 //! stdio checkpoints' second set of inputs the first one's.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

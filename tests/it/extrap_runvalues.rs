@@ -1,4 +1,4 @@
-//! Run values on the emulated cluster (`tests/common/cluster.rs`), under Open MPI's defaults:
+//! Run values on the emulated cluster (`tests/it/common/cluster.rs`), under Open MPI's defaults:
 //! numbers that belong to the run, not the program, carried as run values.
 //!
 //! - Across nodes OMPIO's shared-file-pointer component is `lockedfile`, which names its lock
@@ -12,7 +12,7 @@
 //!   id, the start time) is recorded as a run value by the tracer itself: one run per scale
 //!   suffices (`tests/apps/run_names.c`).
 
-mod common;
+use crate::common;
 use common::cluster::{Cluster, cluster_of};
 use rsd::TraceFile;
 use rsd::trace::FlatEvent;

@@ -12,7 +12,7 @@
 //! point untraced); the trace is complete, or flagged incomplete with the per-rank files kept
 //! and `iotrex show` naming the missing ranks; and nothing hangs.
 
-mod common;
+use crate::common;
 
 use common::{shared_lib, tracer_lib};
 use rsd::TraceFile;

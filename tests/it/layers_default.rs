@@ -7,7 +7,7 @@
 //! an `IOTREX_HDF5=0` in the environment. A program without those libraries (`io_sample`)
 //! keeps the header it had before the layers existed.
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::TraceFile;
 use rsd::op::Layer;

@@ -7,7 +7,7 @@
 //! The communication chapters (point-to-point, collectives, communicator, group and topology
 //! creation) and MPI-IO data access have no category: all of them must be recorded.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -10,7 +10,7 @@
 //! quadratic in the rank (no rank function); the model extrapolates them to 32 ranks, where a
 //! real run must agree.
 
-mod common;
+use crate::common;
 
 use common::{Opts, app, args, iotrex, mpirun, scratch, text};
 use rsd::trace::{Node, NodeKind};

@@ -25,7 +25,7 @@
 //! The line grids' runs at 8, 12 and 16 ranks are made once and shared by the two tests that
 //! read them (`common::shared`).
 
-mod common;
+use crate::common;
 
 use common::{Opts, args, iotrex, mpirun, scratch, shared, text};
 use rsd::TraceFile;

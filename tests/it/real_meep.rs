@@ -36,7 +36,7 @@
 //! layout decides: `iotrex extrap` sets those calls aside (`extrap/src/local.rs`), says so in
 //! the output's notes, and `diff` leaves them out on both sides.
 
-mod common;
+use crate::common;
 
 use common::{iotrex, scratch, text};
 use rsd::TraceFile;

@@ -8,7 +8,7 @@
 //! Every test runs the same script: each scale is traced once and its trace shared by the
 //! tests that need it (`common::shared`).
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@
 //! `--ranks-per-node` the launch does not give, or that does not divide the ranks, is a clear
 //! error.
 
-mod common;
+use crate::common;
 use common::cluster::cluster;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

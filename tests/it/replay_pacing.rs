@@ -17,7 +17,7 @@
 //! wake-up shrink until the rank is back on plan: the waits sum to the plan plus the last
 //! wake-up's lateness.
 
-mod common;
+use crate::common;
 use common::{Opts, app, mpirun, scratch};
 use std::process::Command;
 
@@ -40,6 +40,7 @@ fn compute_waited_and_planned(name: &str, argv: &[&str]) -> (u64, u64) {
     let bin = common::target_dir().join("release/iotrex-replay");
     assert!(bin.exists(), "{} is not built", bin.display());
     let json = dir.path().join("replay.json");
+    let _alone = common::alone();
     let o = Command::new("timeout")
         .args(["-k", "5", "120", "mpirun", "-np", &NP.to_string()])
         .args(["--oversubscribe", "--mca", "btl", "self,vader"])

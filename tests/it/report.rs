@@ -1,7 +1,7 @@
 //! `iotrex report` from the command line: synthetic traces, a real traced ior_like run
 //! (collective MPI-IO), and errors that name the input.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::Path;
 use std::process::{Command, Output};

@@ -10,7 +10,7 @@
 //! Needs `chromium` (`scripts/install-deps.sh` installs it). With `IOTREX_REPORT_SHOTS=DIR`
 //! the pages and their screenshots are also copied to DIR for a person to look at.
 
-mod common;
+use crate::common;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@
 //! The OTF2 export is not compared: its I/O records carry no offset (OTF2's
 //! `IoOperationBegin` has none).
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::{FlatEvent, Param, TraceFile};
 use std::collections::BTreeMap;
@@ -109,7 +109,7 @@ fn expanded(trace: &Path) -> Offsets {
         .collect()
 }
 
-/// What `calls.parquet` holds, read by DuckDB (as tests/export_parquet.rs does).
+/// What `calls.parquet` holds, read by DuckDB (as tests/it/export_parquet.rs does).
 fn parquet(trace: &Path, dir: &Path) -> Offsets {
     let o = iotrex(&[
         "export",

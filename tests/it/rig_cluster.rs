@@ -1,11 +1,11 @@
-//! The emulated cluster (`scripts/cluster.sh`, through `tests/common/cluster.rs`): under Open
+//! The emulated cluster (`scripts/cluster.sh`, through `tests/it/common/cluster.rs`): under Open
 //! MPI and under MPICH, 4 ranks on 2 nodes see 2 nodes of 2 ranks (their processor names,
 //! their shared-memory communicators, and the node layout `iotrex trace` records: by slot,
 //! and by node under Open MPI's `--map-by node`, as `show`, `stats --json`, the Parquet
 //! export and the CODES iolang export say it); launches naming a node that is not up, and the
 //! script without root, fail saying so.
 
-mod common;
+use crate::common;
 use common::cluster::{Cluster, cluster, run_script};
 use std::ffi::OsString;
 use std::path::Path;

@@ -1,9 +1,9 @@
-//! The storage rig (`scripts/storage.sh`, through `tests/common/storage.rs`): each profile
+//! The storage rig (`scripts/storage.sh`, through `tests/it/common/storage.rs`): each profile
 //! mounts what it says, the device counts say where reads and writes were served, a throttle
 //! rule exists exactly while its rig is up, and teardown leaves nothing. Mechanisms, not
 //! times: nothing here depends on the machine's speed or load.
 
-mod common;
+use crate::common;
 use common::storage::{DevStats, Storage, run_script};
 use std::io::{Read, Write};
 use std::path::Path;

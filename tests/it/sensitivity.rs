@@ -3,7 +3,7 @@
 //! assertions are on the dependencies found, which come from whole multiples of the delay,
 //! not on times. fitness and sync count delays over 3 runs each: see [`DELAY`].
 
-mod common;
+use crate::common;
 use common::{app, args, scratch, tracer_lib};
 use rsd::sensitivity::Sensitivity;
 use rsd::{Layer, Op, TraceFile};

@@ -8,7 +8,7 @@
 //! Also: an extrapolated trace is said to carry modelled timing, and bad input is refused
 //! naming the file.
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::TraceFile;
 use rsd::trace::{Node, NodeKind};

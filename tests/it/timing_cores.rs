@@ -5,7 +5,7 @@
 //! when every input and the target have more ranks than cores; carried to 2^20 ranks, every
 //! predicted time stays finite and non-negative.
 
-mod common;
+use crate::common;
 use common::*;
 
 /// The CPUs this test process may run on (`sched_getaffinity`, which the ranks inherit).

@@ -1,7 +1,7 @@
 //! `iotrex trace`, the launcher: it must put the tracer into the ranks (not into mpirun), pass
 //! the output path, report the trace, and keep the command's exit status.
 
-mod common;
+use crate::common;
 use common::{iotrex_traced as iotrex, status_text as text};
 
 use std::path::Path;

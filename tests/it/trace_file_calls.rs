@@ -3,7 +3,7 @@
 //! `fallocate`, `fdopen` and shared mappings are recorded, and the trace still replays. The
 //! system's files (and directories the user names) are left out and counted.
 
-mod common;
+use crate::common;
 use common::status_text as text;
 
 use rsd::op::Dir;

@@ -16,7 +16,7 @@
 //! The tests share the runs of one program with the same arguments (`common::shared`): the
 //! trace's size is checked on the extrapolation's inputs, the counts on its 4-rank run.
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::op::{Layer, Op, Param};
 use rsd::trace::{Node, NodeKind};

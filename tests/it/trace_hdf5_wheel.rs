@@ -7,7 +7,7 @@
 //! byte for byte, each transfer's POSIX calls are its children and move its bytes, and the
 //! header names the HDF5 version the hooks ran on, the one h5py reports.
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::op::{Dir, Layer, Op, Param};
 use rsd::{FlatEvent, TraceFile};

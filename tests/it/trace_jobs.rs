@@ -3,7 +3,7 @@
 //! script runs (`cp`) leave nothing, or with `IOTREX_ALL_PROCESSES=1` files named as theirs.
 //! Without MPI, the first traced process owns the output as before.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -10,7 +10,7 @@
 //! HDF5 -> MPI-IO -> POSIX); with NetCDF's alone, HDF5's MPI, MPI-IO and POSIX calls are its
 //! children directly.
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::op::{Layer, Op, Param};
 use rsd::{FlatEvent, TraceFile};

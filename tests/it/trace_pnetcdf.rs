@@ -22,7 +22,7 @@
 //! puts every variable off a multiple), and what it reads depends on the timing. With K =
 //! 2048 the gap is large and OMPIO writes both ends with `pwritev`, without a read.
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::op::{Layer, Op, Param};
 use rsd::trace::{Node, NodeKind};

@@ -4,7 +4,7 @@
 //!
 //! Needs `cargo build --release -p tracer` first (the tests say so if the library is missing).
 
-mod common;
+use crate::common;
 use common::*;
 
 fn check(np: u32, app_name: &str, a: &[&str], io: Option<&str>, ranks: &[u32]) -> Run {

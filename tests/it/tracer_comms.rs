@@ -2,7 +2,7 @@
 //! `MPI_Comm_create` from a group): the tracer records them as the split that builds the same
 //! communicator, so a replay can rebuild it and an extrapolation can model it.
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::Op;
 

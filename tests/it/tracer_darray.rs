@@ -6,7 +6,7 @@
 //! size from 4 to 16 ranks. The type maps iotrex derives from a recorded darray must be those
 //! Open MPI builds, for hundreds of darrays (`darray_typemap.c`). MPICH: `tracer_mpich.rs`.
 
-mod common;
+use crate::common;
 use common::darray::{
     TrueExtent, assert_placement_matches_files, assert_typemaps_agree, cases, typemap_input,
 };

@@ -3,7 +3,7 @@
 //! and no merged file. The trace must be complete, its counts must equal the program's own,
 //! and expanding a rank must give back its IOTREX_RAW log.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::PathBuf;
 use std::process::Command;

@@ -8,7 +8,7 @@
 //!
 //! Needs `cargo build --release -p tracer` first.
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::TraceFile;
 use std::path::Path;

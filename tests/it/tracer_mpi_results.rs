@@ -1,10 +1,10 @@
 //! MPI-IO byte counts come from what the call did, not only from what it was asked: a read
 //! across the end of the file moves fewer bytes than count times the type size, and the trace
 //! must say how many (from the call's status, also when the application passed
-//! MPI_STATUS_IGNORE). Under Open MPI here; tests/tracer_mpich.rs runs the same app under MPICH
+//! MPI_STATUS_IGNORE). Under Open MPI here; tests/it/tracer_mpich.rs runs the same app under MPICH
 //! with MPI-4's large-count calls.
 
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

@@ -4,7 +4,7 @@
 //! expanding a rank must give back its IOTREX_RAW log, exactly as under Open MPI. This is what
 //! proves the tracer's MPICH ABI (integer handles, 4-byte request arrays, `MPI_IN_PLACE` = -1).
 
-mod common;
+use crate::common;
 use common::mpich::{app as mpich_app, ld_library_path, libdir};
 use common::*;
 use std::path::{Path, PathBuf};

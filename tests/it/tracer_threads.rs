@@ -3,7 +3,7 @@
 //! under the preload. The trace must be readable and complete, and its call and byte counts
 //! must be exactly what the threads did, whatever the interleaving.
 
-mod common;
+use crate::common;
 use common::*;
 use rsd::TraceFile;
 

@@ -2,7 +2,7 @@
 //! does not record are listed in the header (read from the loaded objects' dynamic symbol
 //! tables at MPI_Init, against the tracer's own exported hooks) and shown by `iotrex show`.
 
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

@@ -8,7 +8,7 @@
 //! failing one (`EIO`), a read-only directory (`EROFS`, `EACCES`) or a directory in the way
 //! (`EISDIR`) leaves the old file, if any, untouched. What this module adds is the policy:
 //! the data goes through the next `write` after this library (libc's, or an I/O interposer
-//! preloaded after it: a site's monitor, or the fault injector of `tests/faults.rs`), and
+//! preloaded after it: a site's monitor, or the fault injector of `tests/it/faults.rs`), and
 //! when the path refuses it the trace goes to the temporary directory instead (`$TMPDIR`,
 //! else `/tmp`: [`fallback`]), with one line on stderr saying where, or that it is lost: a
 //! production run of hours must not lose its trace to an output path that filled up.

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../../../tests/common/build.rs"]
+#[path = "../../../tests/it/common/build.rs"]
 mod build;
 
 use collio::ompio::{self, Config};

@@ -2,7 +2,7 @@
 //! modes sleep: checked by the CPU time the replay process used, read from the kernel when it
 //! is reaped (wait4's rusage), not by wall time.
 
-mod common;
+use crate::common;
 
 use rsd::trace::RawEvent;
 use rsd::{Op, TraceFile};

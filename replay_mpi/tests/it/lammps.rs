@@ -4,7 +4,7 @@
 //! `--comm real` to completion in both runtimes, with the trace's op counts and bytes.
 //! Skipped (saying so) where `lmp` is not installed (`scripts/install-deps.sh` installs it).
 
-mod common;
+use crate::common;
 
 use common::{have_mpirun, ops_of, trace_app, tracer_lib};
 use std::path::Path;

@@ -13,7 +13,7 @@
 //! It needs the tracer's hooks for these calls: without them the counts differ and the test
 //! fails. It skips, saying so, only where the tracer library, mpirun or mpicc are missing.
 
-mod common;
+use crate::common;
 
 use common::{app_setup, ops_of};
 use rsd::mpi::{COMM_WORLD, Peer, decode_peer, errhandler};

@@ -3,7 +3,7 @@
 //! runtimes, before any file is written; `--comm delay` still replays it. A trace of every
 //! send mode replays with real communication in both runtimes.
 
-mod common;
+use crate::common;
 
 use common::{app_setup, trace_app};
 use rsd::Op;

@@ -5,7 +5,7 @@
 //! `--threads`, every op's count equal to the trace's; the same trace with a persistent send
 //! or a neighbourhood send removed is refused before any I/O, in both runtimes.
 
-mod common;
+use crate::common;
 
 use common::{build, have_mpirun, ops_of, with_path};
 use rsd::Op;

@@ -10,7 +10,7 @@
 //! fails (it does not skip). It skips, saying so, only where the tracer library, mpirun or
 //! mpicc are missing.
 
-mod common;
+use crate::common;
 
 use common::{app_setup, ops_of};
 use std::collections::BTreeMap;

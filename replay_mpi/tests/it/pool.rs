@@ -3,7 +3,7 @@
 //! bytes, the files' sizes and contents), at 1,024 ranks too, and a failing rank must make the
 //! others give up instead of hanging.
 
-mod common;
+use crate::common;
 use common::*;
 use replay::{CommMode, ComputeMode, Options, Report, Root};
 use rsd::trace::RawEvent;

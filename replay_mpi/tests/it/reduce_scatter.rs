@@ -2,7 +2,7 @@
 //! MPI_Reduce_scatter_block are recorded and replay with `--comm real` in both runtimes, with
 //! the trace's counts.
 
-mod common;
+use crate::common;
 
 use common::{app_setup, ops_of, trace_app};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! under a real `mpirun` (through the `iotrex-replay` binary); counts, bytes and file sizes are
 //! checked against the trace, and bad inputs against their error messages.
 
-mod common;
+use crate::common;
 use common::*;
 use replay::{CollectiveIo, CommMode, ComputeMode, LayerView, Options, Report, Root};
 use rsd::trace::RawEvent;

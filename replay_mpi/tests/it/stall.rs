@@ -2,7 +2,7 @@
 //! `--comm real`, and the watchdog must end the replay, in both runtimes, saying where each
 //! rank is blocked, with a non-zero status.
 
-mod common;
+use crate::common;
 
 use common::{build, have_mpirun};
 use rsd::Op;

@@ -9,7 +9,7 @@
 //! MPI-IO calls themselves, through the file table, which is where they used to disagree (the
 //! CODES view added etype offsets as bytes and ignored the filetype).
 
-mod common;
+use crate::common;
 use common::*;
 use replay::{CollectiveIo, CommMode, ComputeMode, Options, Root};
 use rsd::trace::{Node, NodeKind};

@@ -1,5 +1,5 @@
 //! Building and finding what the end-to-end tests run, for both test harnesses (the
-//! workspace's `tests/common` and collio's, which includes this file by path): the preload
+//! workspace's `tests/it/common` and collio's, which includes this file by path): the preload
 //! library, the C mini-apps of `tests/apps` (built with mpicc, linking parallel HDF5 for the
 //! apps that include `<hdf5.h>`, parallel NetCDF-4 for those that include `<netcdf.h>`), and
 //! scratch directories.

@@ -53,6 +53,13 @@ impl Drop for Ranks {
     }
 }
 
+/// The whole rank budget, held by a test whose figure the machine's load moves (a replay's
+/// pacing) while it measures: it waits for the runs under way and no other run starts beside
+/// it (a run of `np` ranks inside it would wait for ever: take it after the test's own runs).
+pub fn alone() -> impl Drop {
+    Ranks::take(RANK_BUDGET)
+}
+
 pub use build::tracer_lib;
 // Only some test binaries use it (each includes this module).
 #[allow(unused_imports)]
