@@ -719,8 +719,7 @@ impl Compressor {
         params.extend(ev.params.iter().map(|&v| Val::Const(v)));
         let path = ev.path.as_ref().map(|p| {
             let ids = self.run_ids.as_ref();
-            let (t, fields) =
-                PathTemplate::parse_fields_on(p, ids.and_then(|i| i.host.as_deref()));
+            let (t, fields) = PathTemplate::parse_fields_on(p, ids.and_then(|i| i.host.as_deref()));
             params.extend(fields.into_iter().map(|f| {
                 match ids.filter(|_| !f.in_word).and_then(|i| i.kind(f.value)) {
                     Some(k) => Val::Const(crate::runvalue::marker(k)),
