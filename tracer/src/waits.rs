@@ -261,7 +261,11 @@ mod tests {
         }
         let r = read().expect("/proc/thread-self/schedstat");
         let clock = thread_cpu();
-        assert!(clock - before > 5_000_000, "the work took {} ns", clock - before);
+        assert!(
+            clock - before > 5_000_000,
+            "the work took {} ns",
+            clock - before
+        );
         // The reading's own system calls and the clock's: microseconds.
         assert!(
             clock >= r.cpu && clock - r.cpu < 200_000,
