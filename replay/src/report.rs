@@ -455,13 +455,13 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "time in I/O {}  compute {} (planned {})  comm {} (summed over ranks; --comm {}, --compute {})",
+            "time in I/O {}  compute {} (planned {})  comm {} (summed over ranks; --compute {}, --comm {})",
             f(self.io_ns),
             f(self.compute_ns),
             f(self.compute_plan_ns),
             f(self.comm_ns),
-            self.comm.name(),
-            self.compute.name()
+            self.compute.name(),
+            self.comm.name()
         );
         if let Some(why) = &self.compute_note {
             let _ = writeln!(s, "compute replayed as CPU work (--compute work): {why}");
