@@ -288,7 +288,7 @@ done
 echo
 [ -s "$W/noise" ] && awk '$1 == "noise" { k++; l = l " " $2 } END {
   printf "within noise (default replay, worse direction <= the larger of the app spreads B / A): %d of %d rows:%s\n", k, NR, l }' "$W/noise"
-[ -s "$W/modes" ] && echo "compute mode of the default replays: $(sort "$W/modes" | uniq -c | awk '{printf "%s%s %d", NR > 1 ? ", " : "", $2, $1}')"
+[ -s "$W/modes" ] && echo "compute mode of the default replays: $(sort "$W/modes" | uniq -c | awk '{printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1}')"
 for f in worse worse_rw; do
   [ -s "$W/$f" ] || continue
   what="default replay"; [ $f = worse_rw ] && what="--comm real --compute mean"
