@@ -172,7 +172,9 @@ impl ReplayArgs {
             compute: r.compute,
             ..self.options()
         };
-        if let Some(a) = crate::advice(&opts, ranks_here) {
+        // The default's choice is said in the report (with an extrapolated trace on a crowded
+        // node it keeps mean on purpose); the advice is for a mode asked for.
+        if let Some(a) = crate::advice(&opts, ranks_here).filter(|_| !opts.compute_auto) {
             text += &a;
             text.push('\n');
         }

@@ -14,6 +14,13 @@
 //! `--compute work` is chosen only with `--comm real` (the mode replayed, after the default's
 //! own check): under `--comm delay` the traced MPI waits are slept, already holding the traced
 //! run's contention, and nothing in the replay waits on a rank's burnt CPU.
+//!
+//! Nor for an extrapolated trace: its gaps' off-CPU time is the largest input's share of the
+//! predicted gap (`extrap`'s `waits_like`), so its CPU time grows with the predicted gap, which
+//! holds the target's contention: `xstorage pseudo` traced at 4-16 ranks on 2 CPUs and
+//! extrapolated to 32 plans 11.7 ms of CPU for a gap that computes 4.4 ms (5.2 ms at 16), and
+//! the 32-rank replays on slow storage were 8-26% long under `work` in three runs, within 3.5%
+//! under `mean` (docs/xstorage.md).
 
 use crate::clock;
 use crate::options::{CommMode, ComputeMode, Options};
@@ -37,9 +44,9 @@ pub fn crowded(tf: &TraceFile, ranks_here: usize) -> Option<String> {
 }
 
 /// The options with the compute mode resolved: unchanged when `--compute` was given
-/// ([`Options::compute_auto`] false) or the comm mode is not [`CommMode::Real`]; else
-/// [`ComputeMode::Work`] with its reason in [`Options::compute_note`] when [`crowded`] says
-/// so, [`ComputeMode::Mean`] otherwise.
+/// ([`Options::compute_auto`] false); else, when [`crowded`] says so and the comm mode is
+/// [`CommMode::Real`], [`ComputeMode::Work`], or [`ComputeMode::Mean`] for an extrapolated
+/// trace, with the reason in [`Options::compute_note`]; [`ComputeMode::Mean`] otherwise.
 pub fn choose(tf: &TraceFile, opts: &Options, ranks_here: usize) -> Options {
     let mut o = opts.clone();
     if !opts.compute_auto {
@@ -47,11 +54,18 @@ pub fn choose(tf: &TraceFile, opts: &Options, ranks_here: usize) -> Options {
     }
     o.compute = ComputeMode::Mean;
     o.compute_note = None;
-    if opts.comm == CommMode::Real
-        && let Some(why) = crowded(tf, ranks_here)
-    {
-        o.compute = ComputeMode::Work;
-        o.compute_note = Some(why);
+    if opts.comm != CommMode::Real {
+        return o;
+    }
+    if let Some(why) = crowded(tf, ranks_here) {
+        if tf.header.prediction.is_some() {
+            o.compute_note = Some(format!(
+                "{why}, but the trace is extrapolated: its gaps' CPU time is a share of the predicted gaps, not measured"
+            ));
+        } else {
+            o.compute = ComputeMode::Work;
+            o.compute_note = Some(why);
+        }
     }
     o
 }
@@ -95,6 +109,20 @@ mod tests {
         let o = choose(&trace(2, 2), &auto, 1 << 20);
         assert_eq!(o.compute, ComputeMode::Work);
         assert!(o.compute_note.unwrap().contains("cores here"));
+        // An extrapolated trace keeps mean, saying why.
+        let mut extrapolated = trace(8, 2);
+        let p = rsd::timing::Predicted {
+            value: 1.0,
+            interval: rsd::timing::Interval { lo: 1.0, hi: 1.0 },
+        };
+        extrapolated.header.prediction = Some(rsd::timing::Prediction {
+            inputs: vec![(4, 1), (8, 1)],
+            wall: p,
+            parts: Vec::new(),
+        });
+        let o = choose(&extrapolated, &auto, 1);
+        assert_eq!(o.compute, ComputeMode::Mean);
+        assert!(o.compute_note.unwrap().contains("extrapolated"));
         // --comm delay, or an explicit --compute, is kept.
         let delay = Options {
             comm: CommMode::Delay,

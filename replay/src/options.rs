@@ -104,7 +104,8 @@ pub struct Options {
     /// from the trace and this node. False in [`Options::default`], so that a library user's
     /// `compute` is replayed as set.
     pub compute_auto: bool,
-    /// Why the default chose `work` ([`crate::compute_choice::choose`]), for the report.
+    /// Why the default chose `work`, or `mean` where ranks shared cores
+    /// ([`crate::compute_choice::choose`]), for the report.
     pub compute_note: Option<String>,
     /// Factor applied to every delay.
     pub time_scale: f64,

@@ -165,8 +165,8 @@ pub struct Report {
     /// How compute gaps were replayed (`--compute`, or the default's choice,
     /// [`crate::compute_choice::choose`]). Set with [`Report::against`].
     pub compute: crate::ComputeMode,
-    /// Why the default chose `work`; `None` when `--compute` was given or the default kept
-    /// `mean`.
+    /// Why the default chose `work`, or `mean` though ranks shared cores (an extrapolated
+    /// trace); `None` when `--compute` was given or no rank shared a core.
     pub compute_note: Option<String>,
     /// Per layer and op.
     pub ops: Vec<OpRow>,
@@ -464,7 +464,7 @@ impl Report {
             self.comm.name()
         );
         if let Some(why) = &self.compute_note {
-            let _ = writeln!(s, "compute replayed as CPU work (--compute work): {why}");
+            let _ = writeln!(s, "--compute {} chosen: {why}", self.compute.name());
         }
         let _ = writeln!(
             s,
