@@ -63,7 +63,8 @@ pub struct ReplayArgs {
     /// issued (--comm real) and ranks shared cores, in the traced run (the trace's CPUs and
     /// ranks per node) or here (this node's ranks against its online CPUs): there slept gaps
     /// leave idle the cores the application kept busy, so real MPI calls end too soon; mean
-    /// otherwise. The report says the mode and why.
+    /// otherwise, and for an extrapolated trace (its gaps' CPU time is predicted as a share of
+    /// the predicted gap, which grows with the contention). The report says the mode and why.
     #[arg(long, value_parser = options::parse_compute)]
     pub compute: Option<ComputeMode>,
     /// With --threads, collective MPI-IO data calls: library (issue, after a barrier, the
