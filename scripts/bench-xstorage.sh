@@ -19,13 +19,15 @@
 # caches dropped before each. A replay's time is its own report's wall time (barrier, replay,
 # barrier: MPI start-up and reading the trace left out). Each cell is the replay's error
 # against the application's own time on the target storage, in %.
-# Besides the default replay (--compute mean, MPI calls issued for real: --comm real unless
-# the trace's messages do not match) two columns show what the other pacings cost, A->B under
+# Besides the default replay (MPI calls issued for real: --comm real unless the trace's messages
+# do not match; --compute chosen from the trace and the node: work where ranks share cores, in
+# the traced run or here, else mean; on a machine with fewer cores than ranks, work) two
+# columns show what the other pacings cost, A->B under
 # MPI: as fast as possible (--compute none) and open-loop (--open-loop: every call issued at
 # its traced start, whatever the replayed calls took); "B->A delay" is B->A under MPI with
 # --comm delay (the default before: the traced waits on other ranks slept); two more give both
-# directions under MPI with --comm real --compute work (the gaps' CPU time burnt, for ranks
-# sharing cores).
+# directions under MPI with --comm real --compute mean (the gaps' wall time slept: the default
+# before the compute mode was chosen).
 # "traced B / A": the median traced run's own time against the untraced reference, on each
 # storage (the tracer's cost as the application sees it; a replay reproduces a traced run).
 # The last column is the application's own run-to-run spread on B and on A ((slowest -
@@ -33,12 +35,12 @@
 # Closing lines: the rows whose worse direction (default replay) is within the application's
 # own spread (the larger of B's and A's); the worse direction of each program (the larger
 # |error| of A->B and B->A, MPI, default replay), and the median of those; the same for
-# --comm real --compute work.
+# --comm real --compute mean.
 #   Target: every program's worse direction within 6%, their median within 3%.
 # Then the whole prediction (EXTRAP, default "pseudo fitness"; EXTRAP= skips it): each program
 # traced once on A at each of EXTRAP_FROM (default "4 8 12 16") ranks, `iotrex extrap` to
 # EXTRAP_TO (default 32), the extrapolation replayed on B under MPI (default replay and --comm
-# real --compute work, REPEAT times each), against the application's own time at EXTRAP_TO on
+# real --compute mean, REPEAT times each), against the application's own time at EXTRAP_TO on
 # B (median of REPEAT).   Target: within 10%.
 # Environment: REPEAT (default 3), NPS (default "4 8"; NPS= runs no rows), PROGS (names to run, default all that
 # can run here: LAMMPS needs lmp, particles needs python3-h5py-mpi), IOTREX_REPLAY_ARGS (extra
@@ -199,6 +201,8 @@ replay() {
     rm -rf "$r"; mkdir -p "$r"
     drop_caches
     if "${cmd[@]}" --root "$r" --prep "${EXTRA[@]}" "$@" --json "$W/r.json" > "$W/replay.log" 2>&1; then
+      # The compute mode the default chose (no arguments of the column's own).
+      [ $# -eq 0 ] && jq -r '.compute' "$W/r.json" >> "$W/modes"
       jq '.wall_ns / 1e9' "$W/r.json"
     else
       echo "replay of $tr ($mode $*) failed:" >&2; tail -5 "$W/replay.log" >&2
@@ -219,11 +223,12 @@ echo
 echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at start; medians of $REPEAT (--threads: 1 run);" \
   "cells: replay's wall time vs the app's own time on the target storage; measured commands under nice -n $NICE${EXTRA[*]:+; replay args: ${EXTRA[*]}}${IOTREX_GAP_WAITS:+; IOTREX_GAP_WAITS=$IOTREX_GAP_WAITS}"
 echo
-echo "| program | ranks | ref | app on B | app on A | traced B / A | A→B MPI | A→B threads | B→A MPI | B→A threads | A→B fast | A→B open-loop | worse | B→A delay | A→B real+work | B→A real+work | worse real+work | app spread B / A |"
+echo "| program | ranks | ref | app on B | app on A | traced B / A | A→B MPI | A→B threads | B→A MPI | B→A threads | A→B fast | A→B open-loop | worse | B→A delay | A→B real+mean | B→A real+mean | worse real+mean | app spread B / A |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 : > "$W/worse"
 : > "$W/worse_rw"
 : > "$W/noise"
+: > "$W/modes"
 for np in $NPS; do
   for spec in "${PROGRAMS[@]}"; do
     name=${spec%%|*}; cmd=${spec#*|}
@@ -263,8 +268,8 @@ for np in $NPS; do
     fast=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --compute none)" "${app[B]}")
     open=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --open-loop)" "${app[B]}")
     badelay=$(err "$(replay mpi "$tb" "$np" "$MNT_A" --comm delay)" "${app[A]}")
-    abrw=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --comm real --compute work)" "${app[B]}")
-    barw=$(err "$(replay mpi "$tb" "$np" "$MNT_A" --comm real --compute work)" "${app[A]}")
+    abrw=$(err "$(replay mpi "$ta" "$np" "$MNT_B" --comm real --compute mean)" "${app[B]}")
+    barw=$(err "$(replay mpi "$tb" "$np" "$MNT_A" --comm real --compute mean)" "${app[A]}")
     worse=$(worse_of "$ab" "$ba")
     worse_rw=$(worse_of "$abrw" "$barw")
     [ "$worse" != "-" ] && echo "$worse" >> "$W/worse"
@@ -283,9 +288,10 @@ done
 echo
 [ -s "$W/noise" ] && awk '$1 == "noise" { k++; l = l " " $2 } END {
   printf "within noise (default replay, worse direction <= the larger of the app spreads B / A): %d of %d rows:%s\n", k, NR, l }' "$W/noise"
+[ -s "$W/modes" ] && echo "compute mode of the default replays: $(sort "$W/modes" | uniq -c | awk '{printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1}')"
 for f in worse worse_rw; do
   [ -s "$W/$f" ] || continue
-  what="default replay"; [ $f = worse_rw ] && what="--comm real --compute work"
+  what="default replay"; [ $f = worse_rw ] && what="--comm real --compute mean"
   awk -v m="$(median < "$W/$f")" -v what="$what" '{ if ($1 > max) max = $1 } END {
     printf "worse direction (MPI, %s): largest %.1f%%, median %.1f%% over %d program/rank rows   target: each <= 6%%, median <= 3%%\n", what, max, m, NR }' "$W/$f"
 done
@@ -301,7 +307,7 @@ echo "### Traced on A at $EXTRAP_FROM ranks, extrapolated to $EXTRAP_TO, replaye
 echo
 echo "load $(cut -d' ' -f1-3 /proc/loadavg); medians of $REPEAT; cells: the replay's wall time on B vs the app's own time at $EXTRAP_TO on B"
 echo
-echo "| program | app on B at $EXTRAP_TO | extrapolation's predicted time | replay on B, default | replay on B, real+work |"
+echo "| program | app on B at $EXTRAP_TO | extrapolation's predicted time | replay on B, default | replay on B, real+mean |"
 echo "|---|---|---|---|---|"
 for spec in "${PROGRAMS[@]}"; do
   name=${spec%%|*}; cmd=${spec#*|}
@@ -318,7 +324,7 @@ for spec in "${PROGRAMS[@]}"; do
   appb=$(for i in $(seq "$REPEAT"); do run_app "$EXTRAP_TO" "$cmd" "$MNT_B"; done | median)
   rm -rf "$MNT_A/app" "$MNT_B/app"
   def=$(err "$(replay mpi "$out" "$EXTRAP_TO" "$MNT_B")" "$appb")
-  rw=$(err "$(replay mpi "$out" "$EXTRAP_TO" "$MNT_B" --comm real --compute work)" "$appb")
+  rw=$(err "$(replay mpi "$out" "$EXTRAP_TO" "$MNT_B" --comm real --compute mean)" "$appb")
   printf '| %s | %.2f s | %.2f s | %s%% | %s%% |\n' "$name" "$appb" "$pred" "$def" "$rw"
   rm -rf "$MNT_B/replay"
 done

@@ -55,14 +55,18 @@ pub struct ReplayArgs {
     pub comm: Option<CommMode>,
     /// Compute gaps: mean (sleep the recorded mean), sample (a draw from the recorded
     /// histogram), work (compute, burning this thread's CPU time, for the gaps' recorded CPU
-    /// time, or in traces older than format 2.11 the gap's shortest
-    /// recorded instance: ranks sharing cores then compete for them as the traced ones did and
-    /// the time they waited for a core is not replayed twice; use with --comm real when the
-    /// traced or replaying node has fewer cores than ranks; lateness is not measured), or none.
-    /// Mean and sample leave out the time the traced rank was blocked between calls (format
-    /// 2.11: a page fault its storage served), which this replay's storage decides.
-    #[arg(long, default_value = "mean", value_parser = options::parse_compute)]
-    pub compute: ComputeMode,
+    /// time, or in traces older than format 2.11 the gap's shortest recorded instance: ranks
+    /// sharing cores then compete for them as the traced ones did and the time they waited for
+    /// a core is not replayed twice; lateness is not measured), or none. Mean and sample leave
+    /// out the time the traced rank was blocked between calls (format 2.11: a page fault its
+    /// storage served), which this replay's storage decides. Default: work when MPI calls are
+    /// issued (--comm real) and ranks shared cores, in the traced run (the trace's CPUs and
+    /// ranks per node) or here (this node's ranks against its online CPUs): there slept gaps
+    /// leave idle the cores the application kept busy, so real MPI calls end too soon; mean
+    /// otherwise, and for an extrapolated trace (its gaps' CPU time is predicted as a share of
+    /// the predicted gap, which grows with the contention). The report says the mode and why.
+    #[arg(long, value_parser = options::parse_compute)]
+    pub compute: Option<ComputeMode>,
     /// With --threads, collective MPI-IO data calls: library (issue, after a barrier, the
     /// POSIX calls the MPI library made for them when traced: collective buffering's
     /// aggregator writes, nothing from the other ranks; used when the trace recorded such
@@ -163,12 +167,15 @@ impl ReplayArgs {
     /// `ranks_here` ranks share this node's cores.
     pub fn render(&self, r: &Report, ranks_here: usize) -> String {
         let mut text = r.render();
-        // The comm mode replayed, which the default may have turned into delay.
+        // The modes replayed, which the defaults chose.
         let opts = Options {
             comm: r.comm,
+            compute: r.compute,
             ..self.options()
         };
-        if let Some(a) = crate::advice(&opts, ranks_here) {
+        // The default's choice is said in the report (with an extrapolated trace on a crowded
+        // node it keeps mean on purpose); the advice is for a mode asked for.
+        if let Some(a) = crate::advice(&opts, ranks_here).filter(|_| !opts.compute_auto) {
             text += &a;
             text.push('\n');
         }
@@ -180,7 +187,9 @@ impl ReplayArgs {
         Options {
             comm: self.comm.unwrap_or_default(),
             comm_auto: self.comm.is_none(),
-            compute: self.compute,
+            compute: self.compute.unwrap_or_default(),
+            compute_auto: self.compute.is_none(),
+            compute_note: None,
             time_scale: self.time_scale,
             layer: self.layer,
             collective_io: self.collective_io,
@@ -215,6 +224,10 @@ mod tests {
             (o.time_scale, o.stall_timeout),
             (d.time_scale, d.stall_timeout)
         );
+        // Without --compute the replay chooses (the library's default replays as set).
+        assert!(o.compute_auto && !d.compute_auto);
+        let c = Cli::try_parse_from(["x", "t", "--root", "r", "--compute", "mean"]).unwrap();
+        assert!(!c.args.options().compute_auto);
     }
 
     #[test]

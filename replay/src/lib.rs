@@ -21,6 +21,7 @@
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod clock;
+pub mod compute_choice;
 pub mod deps;
 mod direct;
 pub mod engine;
@@ -606,6 +607,8 @@ pub fn run_threads_job(job: &ThreadsJob, opts: &Options) -> Result<Report, Repla
         comm: check_matching(&tf, opts)?,
         ..opts.clone()
     };
+    // Every rank runs on this node, in this process.
+    let opts = &compute_choice::choose(&tf, opts, n as usize);
     let root = Root::new(job.root)?;
     if job.prep {
         prep::prep(&tf.trace, &root)?;

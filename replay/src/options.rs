@@ -34,7 +34,8 @@ impl CommMode {
 }
 
 /// How compute gaps are replayed (`--compute`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ComputeMode {
     /// The recorded mean gap.
     #[default]
@@ -50,6 +51,18 @@ pub enum ComputeMode {
     /// meet again. With `--comm real` on such a node this reproduces the run; on a node with a
     /// core per rank it only costs the cores the application used anyway.
     Work,
+}
+
+impl ComputeMode {
+    /// The mode as `--compute` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeMode::Mean => "mean",
+            ComputeMode::Sample => "sample",
+            ComputeMode::None => "none",
+            ComputeMode::Work => "work",
+        }
+    }
 }
 
 /// Which view of the I/O is issued (`--layer`).
@@ -87,6 +100,13 @@ pub struct Options {
     pub comm_auto: bool,
     /// Compute gaps.
     pub compute: ComputeMode,
+    /// `--compute` was not given: [`crate::compute_choice::choose`] picks `work` or `mean`
+    /// from the trace and this node. False in [`Options::default`], so that a library user's
+    /// `compute` is replayed as set.
+    pub compute_auto: bool,
+    /// Why the default chose `work`, or `mean` where ranks shared cores
+    /// ([`crate::compute_choice::choose`]), for the report.
+    pub compute_note: Option<String>,
     /// Factor applied to every delay.
     pub time_scale: f64,
     /// Which layer's calls are issued.
@@ -111,6 +131,8 @@ impl Default for Options {
             comm: CommMode::Real,
             comm_auto: true,
             compute: ComputeMode::Mean,
+            compute_auto: false,
+            compute_note: None,
             time_scale: 1.0,
             layer: LayerView::App,
             collective_io: CollectiveIo::Library,
@@ -147,11 +169,12 @@ pub fn parse_compute(s: &str) -> Result<ComputeMode, ReplayError> {
         "--compute",
         s,
         &[
-            ("mean", ComputeMode::Mean),
-            ("sample", ComputeMode::Sample),
-            ("work", ComputeMode::Work),
-            ("none", ComputeMode::None),
-        ],
+            ComputeMode::Mean,
+            ComputeMode::Sample,
+            ComputeMode::Work,
+            ComputeMode::None,
+        ]
+        .map(|m| (m.name(), m)),
     )
 }
 

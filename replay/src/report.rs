@@ -162,6 +162,12 @@ pub struct Report {
     /// How non-I/O MPI calls were replayed (the default chosen by [`crate::check_matching`]
     /// when `--comm` was not given). Set with [`Report::against`].
     pub comm: crate::CommMode,
+    /// How compute gaps were replayed (`--compute`, or the default's choice,
+    /// [`crate::compute_choice::choose`]). Set with [`Report::against`].
+    pub compute: crate::ComputeMode,
+    /// Why the default chose `work`, or `mean` though ranks shared cores (an extrapolated
+    /// trace); `None` when `--compute` was given or no rank shared a core.
+    pub compute_note: Option<String>,
     /// Per layer and op.
     pub ops: Vec<OpRow>,
     /// Lateness of I/O calls.
@@ -277,6 +283,8 @@ impl Report {
     pub fn against(&mut self, tf: &rsd::TraceFile, opts: &crate::Options) {
         self.predicted = tf.header.prediction.as_ref().map(|p| p.wall);
         self.comm = opts.comm;
+        self.compute = opts.compute;
+        self.compute_note = opts.compute_note.clone();
         self.io_dependencies = tf.header.sensitivity.as_ref().map_or_else(Vec::new, |s| {
             s.pairs().iter().map(|(a, b)| format!("{a}->{b}")).collect()
         });
@@ -447,13 +455,17 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "time in I/O {}  compute {} (planned {})  comm {} (summed over ranks; --comm {})",
+            "time in I/O {}  compute {} (planned {})  comm {} (summed over ranks; --compute {}, --comm {})",
             f(self.io_ns),
             f(self.compute_ns),
             f(self.compute_plan_ns),
             f(self.comm_ns),
+            self.compute.name(),
             self.comm.name()
         );
+        if let Some(why) = &self.compute_note {
+            let _ = writeln!(s, "--compute {} chosen: {why}", self.compute.name());
+        }
         let _ = writeln!(
             s,
             "{:<6} {:<26} {:>10} {:>14} {:>9}",

@@ -13,7 +13,7 @@ use replay::cli::ReplayArgs;
 use replay::engine::RankEngine;
 use replay::layout::LayoutNote;
 use replay::report::{RankStats, Report};
-use replay::{CommMode, Options, ReplayError, Root};
+use replay::{CommMode, ComputeMode, Options, ReplayError, Root};
 use std::os::raw::{c_int, c_void};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -307,6 +307,7 @@ fn mpi_replay(
         },
         ..opts.clone()
     };
+    let opts = &choose_compute(&tf, opts, p, rank);
     let prep = if rank == 0 && args.prep {
         replay::prep::prep(&tf.trace, &root).map(|_| ())
     } else {
@@ -341,6 +342,28 @@ fn mpi_replay(
         args.write_json(&report).map_err(|e| (e, false))?;
     }
     Ok(())
+}
+
+/// The compute mode every rank replays with ([`replay::compute_choice::choose`]): each rank
+/// judges its own node (one rank per process), and `work` anywhere is `work` everywhere, so
+/// that the ranks pace their gaps alike. Rank 0's note says why.
+fn choose_compute(
+    tf: &rsd::TraceFile,
+    opts: &Options,
+    p: &mpi_glue::Predef,
+    rank: c_int,
+) -> Options {
+    let mut mine = replay::compute_choice::choose(tf, opts, 1);
+    if !opts.compute_auto {
+        return mine;
+    }
+    let mean_everywhere = all_ok(p, mine.compute != ComputeMode::Work);
+    if !mean_everywhere && mine.compute != ComputeMode::Work {
+        mine.compute = ComputeMode::Work;
+        mine.compute_note = (rank == 0)
+            .then(|| "another node of this replay has more ranks than cores".to_string());
+    }
+    mine
 }
 
 /// Learns where the replay's ranks run (collective) and, on rank 0, compares it with the

@@ -36,6 +36,7 @@ mod prefixsum;
 mod real_lammps;
 mod real_meep;
 mod real_python;
+mod replay_compute_choice;
 mod replay_confine;
 mod replay_nodes;
 mod replay_pacing;

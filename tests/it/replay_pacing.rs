@@ -3,10 +3,10 @@
 //!
 //! `tests/apps/halo3d.c` (an MD code's halo exchange: 12 `MPI_Sendrecv` and an `MPI_Allreduce`
 //! a step, microseconds of work between them, no dump) traced at 4 ranks on this machine's 2
-//! cores, then replayed with `iotrex-replay --comm real`. (The same for MPI-IO calls, 1000
-//! collective writes of `ior_like -a mpiio -c`, is not tested: their trace plans 1-15 ms of
-//! compute a rank, less than one late wake-up under CI's load, so a bound on it failed with
-//! the fix in place.)
+//! cores, then replayed with `iotrex-replay --comm real --compute mean` (slept gaps; the
+//! default on such a trace burns them). (The same for MPI-IO calls, 1000 collective writes of
+//! `ior_like -a mpiio -c`, is not tested: their trace plans 1-15 ms of compute a rank, less
+//! than one late wake-up under CI's load, so a bound on it failed with the fix in place.)
 //! On an oversubscribed node a rank that sleeps out a gap wakes late (the other ranks poll in
 //! their MPI calls on the cores it needs); the replay planned what followed a real MPI or
 //! MPI-IO call from the call's late start, so every wake-up's lateness was added to the rank's
@@ -24,8 +24,8 @@ use std::process::Command;
 const NP: u32 = 4;
 
 /// Traces `name` with the arguments `argv` (`DATA` stands for a directory of its own) at
-/// [`NP`] ranks, replays it with `--comm real`; returns the report's compute waited out and
-/// planned, in ns.
+/// [`NP`] ranks, replays it with `--comm real --compute mean`; returns the report's compute
+/// waited out and planned, in ns.
 fn compute_waited_and_planned(name: &str, argv: &[&str]) -> (u64, u64) {
     let dir = scratch();
     let data = dir.path().join("data");
@@ -52,7 +52,9 @@ fn compute_waited_and_planned(name: &str, argv: &[&str]) -> (u64, u64) {
         .arg(&trace)
         .arg("--root")
         .arg(&root)
-        .args(["--comm", "real", "--json-out"])
+        // Slept gaps, whose wake-ups are late: the default on this trace (ranks sharing
+        // cores) would burn them instead.
+        .args(["--comm", "real", "--compute", "mean", "--json-out"])
         .arg(&json)
         .output()
         .unwrap();
