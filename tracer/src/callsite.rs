@@ -8,8 +8,9 @@
 //! module offset. Debug information (file:line) is not read.
 //! The stack comes from libunwind's `unw_backtrace` when libunwind.so.8 is installed, else
 //! from glibc's `backtrace()` (both use unwind tables, so no frame pointers are needed);
-//! frames inside this library are skipped. Address-to-module lookups (`dladdr`) are cached,
-//! and neither the unwinder nor `dladdr` runs while the state lock is held.
+//! frames inside this library are skipped. Address-to-module lookups (a map of the loaded
+//! objects, [`crate::modules`]) are cached, and neither the unwinder nor the lookups run while
+//! the state lock is held.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -76,25 +77,8 @@ fn syms_of(base: usize, path: &[u8]) -> Option<std::sync::Arc<crate::elf::Syms>>
 /// hashed, when the module has a symbol for it (a rebuild that changes other functions, data
 /// or the link order leaves it alone); otherwise the offset from the module's base.
 fn module_of(addr: usize, symbolize: bool) -> Option<(usize, u64, u64)> {
-    let mut info = libc::Dl_info {
-        dli_fname: std::ptr::null(),
-        dli_fbase: std::ptr::null_mut(),
-        dli_sname: std::ptr::null(),
-        dli_saddr: std::ptr::null_mut(),
-    };
-    // SAFETY: `info` is a valid out-parameter; dladdr accepts any address and returns 0 when
-    // it is not inside a loaded object.
-    if unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0 {
-        return None;
-    }
-    let base = info.dli_fbase as usize;
-    let name = if info.dli_fname.is_null() {
-        &b""[..]
-    } else {
-        // SAFETY: dladdr gave a NUL-terminated name owned by the loader, live while the
-        // object is loaded, and we copy what we need from it now.
-        unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_bytes()
-    };
+    let m = crate::modules::module_at(addr)?;
+    let (base, name) = (m.base, &m.name[..]);
     // The file name only: the same binary launched as `./app` or `/abs/app` is one module.
     let base_name = name.rsplit(|&c| c == b'/').next().unwrap_or(name);
     let offset = (addr - base) as u64;
@@ -311,8 +295,8 @@ fn signature_of(addrs: &[usize], depth: usize) -> (u64, usize) {
     if let Some(h) = hash_cached(addrs, depth, &mut misses) {
         return h;
     }
-    // Slow path: resolve the missing frames without holding the cache lock (dladdr takes the
-    // loader's lock), then hash again.
+    // Slow path: resolve the missing frames without holding the cache lock (the module map
+    // takes the loader's lock), then hash again.
     let found: Vec<(usize, (u64, u64))> = misses
         .iter()
         .map(|&a| {

@@ -49,6 +49,7 @@ pub mod finalize;
 pub mod guard;
 pub mod hdf5;
 pub mod job;
+pub mod modules;
 pub mod mpi;
 pub mod netcdf;
 pub mod outfile;

@@ -313,6 +313,7 @@ impl Compressor {
             *x = *v;
         }
         let (op, sig, len) = (e.op, e.sig, e.params.len());
+        self.nested = false;
         let last = self.items.pop().expect("checked above");
         let meta = self.meta.pop().expect("one per item");
         self.speculate();
