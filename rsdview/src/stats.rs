@@ -355,7 +355,9 @@ pub fn processes(trace: &Trace, h: &rsd::Header) -> Option<ProcessTotals> {
             GroupTotals {
                 processes: g.slots.len(),
                 slots: g.slots.to_string(),
-                parent: g.parent.map_or("rank".to_string(), |k| format!("child {k}")),
+                parent: g
+                    .parent
+                    .map_or("rank".to_string(), |k| format!("child {k}")),
                 site: format!("{:#x}", g.site),
                 end: g.end.to_string(),
                 read,
