@@ -791,7 +791,11 @@ fn fork_without_exec_in_a_rank_puts_the_child_under_its_rank() {
     let tf = TraceFile::read(&out).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
     assert!(!tf.header.incomplete, "{:?}", tf.header.notes);
     assert_eq!(tf.header.nranks, NP);
-    assert_eq!(tf.trace.ranks().len(), u64::from(NP) + 1, "the ranks and the child");
+    assert_eq!(
+        tf.trace.ranks().len(),
+        u64::from(NP) + 1,
+        "the ranks and the child"
+    );
     // The child writes no trace of its own and records nothing into its parent's calls: it is
     // a process of rank 1 in the trace, under a slot of its own (`docs/processes.md`).
     assert_eq!(names(&outdir), vec!["t.4.iotrex".to_string()]);
@@ -807,7 +811,11 @@ fn fork_without_exec_in_a_rank_puts_the_child_under_its_rank() {
     for r in 0..NP {
         assert_eq!(pwrites(&tf, r), 10, "rank {r}");
     }
-    let p = tf.header.processes.as_ref().expect("rank 1's child is listed");
+    let p = tf
+        .header
+        .processes
+        .as_ref()
+        .expect("rank 1's child is listed");
     assert_eq!(p.groups.len(), 1, "{p:?}");
     assert_eq!(p.groups[0].end, rsd::process::End::Exit(Some(7)));
     let slot = p.groups[0].slots.first().unwrap();

@@ -58,7 +58,11 @@ fn traced(dir: &Path, modes: [&str; 2], envs: &[(&str, &str)]) -> (TraceFile, St
 }
 
 fn ends(tf: &TraceFile) -> Vec<(u64, End)> {
-    let p = tf.header.processes.as_ref().expect("the header lists processes");
+    let p = tf
+        .header
+        .processes
+        .as_ref()
+        .expect("the header lists processes");
     p.groups.iter().map(|g| (g.slots.len(), g.end)).collect()
 }
 
@@ -80,7 +84,11 @@ fn forked_children_write_into_the_parents_trace_however_they_end() {
     assert_eq!((p.children(), p.missing(), p.untraced), (2, 0, 0));
     assert!(p.groups.iter().all(|g| g.parent.is_none() && g.site != 0));
     for name in ["parent.0", "child0.0", "child1.0"] {
-        assert_eq!(std::fs::metadata(d.join(name)).unwrap().len(), MIB, "{name}");
+        assert_eq!(
+            std::fs::metadata(d.join(name)).unwrap().len(),
+            MIB,
+            "{name}"
+        );
     }
 
     // A child that dies of SIGTERM writes its record; one killed by SIGKILL is named missing

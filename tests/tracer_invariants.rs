@@ -194,7 +194,11 @@ int main(int argc, char **argv) {
     assert_eq!(tf.header.nranks, 1);
     assert!(!tf.header.incomplete);
     let c = trace_counts(&tf);
-    assert_eq!(c["pwrite"], (57, 57 * 512), "the program's 50 and its child's 7");
+    assert_eq!(
+        c["pwrite"],
+        (57, 57 * 512),
+        "the program's 50 and its child's 7"
+    );
     assert_eq!(c["open"].0, 2);
     assert_eq!(c["close"].0, 2);
     let p = tf.header.processes.as_ref().expect("the child is listed");
@@ -218,7 +222,11 @@ int main(int argc, char **argv) {
         .filter_map(|e| e.ok())
         .map(|e| e.file_name())
         .collect();
-    assert_eq!(files.len(), 5, "no trace of the child's, no spool left: {files:?}");
+    assert_eq!(
+        files.len(),
+        5,
+        "no trace of the child's, no spool left: {files:?}"
+    );
 }
 
 #[test]

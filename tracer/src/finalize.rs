@@ -1028,9 +1028,7 @@ pub fn at_exit() {
 fn at_end(end: rsd::process::End) {
     if crate::procs::is_child() {
         let end = match (end, crate::procs::EXIT_STATUS.load(Ordering::SeqCst)) {
-            (rsd::process::End::Exit(None), s) if s != i32::MIN => {
-                rsd::process::End::Exit(Some(s))
-            }
+            (rsd::process::End::Exit(None), s) if s != i32::MIN => rsd::process::End::Exit(Some(s)),
             (e, _) => e,
         };
         crate::procs::write_record(end);
@@ -1066,7 +1064,10 @@ fn at_end(end: rsd::process::End) {
 /// exit handler runs. Inside the merge (an error handler that aborts), the file written when
 /// it began stays. Once only: the state is taken.
 pub fn on_abort(code: c_int) {
-    if crate::procs::is_child() || crate::state::FORKED.load(Ordering::SeqCst) || mpi::WRONG_MPI.load(Ordering::SeqCst) {
+    if crate::procs::is_child()
+        || crate::state::FORKED.load(Ordering::SeqCst)
+        || mpi::WRONG_MPI.load(Ordering::SeqCst)
+    {
         return;
     }
     let why = format!("called MPI_Abort (error code {code})");

@@ -78,7 +78,8 @@ impl Tree {
 
     fn entry(&self, k: u32) -> &Entry {
         debug_assert!(k < self.max);
-        let at = self.shared + std::mem::size_of::<Shared>() + k as usize * std::mem::size_of::<Entry>();
+        let at =
+            self.shared + std::mem::size_of::<Shared>() + k as usize * std::mem::size_of::<Entry>();
         // SAFETY: the mapping holds `max` entries after the header (aligned: the header's
         // size is a multiple of 8) and `k < max`.
         unsafe { &*(at as *const Entry) }
@@ -221,7 +222,9 @@ pub fn write_record(end: End) {
     if k == u32::MAX {
         return;
     }
-    let Ok(mut done) = WRITTEN.try_lock() else { return };
+    let Ok(mut done) = WRITTEN.try_lock() else {
+        return;
+    };
     if *done {
         return;
     }
@@ -293,9 +296,9 @@ pub fn fold(trace: &mut rsd::Trace) -> Folded {
     for k in 0..given {
         let Some(slot) = t.slot(k) else { continue };
         let path = t.path(slot);
-        let rec = std::fs::read(&path).ok().and_then(|b| {
-            rsd::TraceFile::from_bytes(&b, std::path::Path::new(&path)).ok()
-        });
+        let rec = std::fs::read(&path)
+            .ok()
+            .and_then(|b| rsd::TraceFile::from_bytes(&b, std::path::Path::new(&path)).ok());
         let _ = std::fs::remove_file(&path);
         let merged = rec.and_then(|r| {
             let m = rsd::merge(trace, &r.trace).ok()?;
