@@ -156,7 +156,13 @@ pub fn run(a: &ExtrapArgs, json: bool) -> Result<()> {
         .map(|p| {
             Ok(Input {
                 name: p.display().to_string(),
-                file: TraceFile::read(p)?,
+                file: {
+                    let tf = TraceFile::read(p)?;
+                    if let Some(why) = rsd::process::unsupported(&tf.header, "extrapolation") {
+                        return Err(anyhow::anyhow!("{}: {why}", p.display()));
+                    }
+                    tf
+                },
             })
         })
         .collect::<Result<Vec<_>>>()?;

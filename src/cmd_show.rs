@@ -133,7 +133,9 @@ pub fn stats(a: &StatsArgs, json: bool) -> Result<()> {
     let size = std::fs::metadata(&a.file)
         .with_context(|| format!("{}: cannot read file size", a.file.display()))?
         .len();
-    let view = StatsView::new(&rsd_view::stats::summarize(&tf.trace), size).with_layout(&tf.header);
+    let view = StatsView::new(&rsd_view::stats::summarize(&tf.trace), size)
+        .with_layout(&tf.header)
+        .with_processes(&tf);
     if json {
         print_json(&view)
     } else {

@@ -23,6 +23,15 @@ pub enum ReplayError {
         /// Its call site.
         sig: u64,
     },
+    /// The trace holds forked processes besides its ranks (`docs/processes.md`), which
+    /// replay does not recreate yet: replaying the ranks alone would issue part of the I/O.
+    #[error("{path}: {why}")]
+    Processes {
+        /// The trace file.
+        path: PathBuf,
+        /// What it holds.
+        why: String,
+    },
     /// The trace is flagged incomplete.
     #[error(
         "{path}: the trace is incomplete ({why}); replaying it would issue only part of the run's I/O (pass --allow-incomplete to replay it anyway)"

@@ -82,6 +82,12 @@ pub fn load_fresh(
     fresh: &rsd::runvalue::Fresh,
 ) -> Result<TraceFile, ReplayError> {
     let mut tf = TraceFile::read(path)?;
+    if let Some(why) = rsd::process::unsupported(&tf.header, "replay") {
+        return Err(ReplayError::Processes {
+            path: path.to_path_buf(),
+            why,
+        });
+    }
     rsd::draw::realize(&mut tf.trace, seed)?;
     rsd::runvalue::fill(&mut tf.trace, fresh);
     // Library calls above MPI-IO (HDF5) are containers: replay issues what they made, each

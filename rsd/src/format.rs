@@ -60,6 +60,8 @@
 //!
 //! - the header's `excluded` (the 11th field, calls left out under excluded directories) is
 //!   minor 17 ([`EXCLUDED_MINOR`]).
+//! - the header's `processes` (the 12th field, the forked children held as slots of the rank
+//!   dimension, [`crate::process`]) is minor 18 ([`PROCESSES_MINOR`]).
 //!
 //! Whoever adds a header field (or anything else older readers cannot decode) gives it the
 //! next minor version and raises [`FORMAT_MINOR`]. The checksum catches corruption before the decoder sees it, and the decoder is
@@ -83,7 +85,8 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_V2: u32 = 2;
 /// The newest format version this build reads and the one it writes by default.
 pub const NEWEST_VERSION: u32 = FORMAT_V2;
-/// The newest minor version this build writes and reads (see the module's text): 17, the
+/// The newest minor version this build writes and reads (see the module's text): 18, the
+/// header's `processes` ([`PROCESSES_MINOR`]); 17, the
 /// header's `excluded` ([`EXCLUDED_MINOR`]); 16, the
 /// two paths of `rename`, `link`, `symlink` joined by NUL ([`PATH_PAIR_MINOR`]); 15, the
 /// host name in a path template ([`crate::path::HOST`]); 14, the
@@ -92,9 +95,9 @@ pub const NEWEST_VERSION: u32 = FORMAT_V2;
 /// values; 9 the header's `node_layout`; 8 the header's `provenance`; 7 version 2's timing
 /// records laid out by rank set ([`v2::TimingLayout::Sized`]), 6 the header's `run_id`. Both
 /// format versions store the header alike, so one minor counts for both.
-pub const FORMAT_MINOR: u32 = EXCLUDED_MINOR;
+pub const FORMAT_MINOR: u32 = PROCESSES_MINOR;
 /// What this build reads and writes, as `--version` and the report say it:
-/// `trace format 2.17 (reads formats 1 and 2 up to minor 17)`. A file is written with the
+/// `trace format 2.18 (reads formats 1 and 2 up to minor 18)`. A file is written with the
 /// lowest minor that holds what it holds, so most files name a lower one.
 pub fn formats_text() -> String {
     format!(
@@ -103,6 +106,9 @@ pub fn formats_text() -> String {
     )
 }
 
+/// The minor version of a file whose header holds `processes` (its 12th field after version
+/// 1's eight): the forked children, slots of the rank dimension ([`crate::process`]).
+pub const PROCESSES_MINOR: u32 = 18;
 /// The minor version of a file whose header holds `excluded` (its 11th field after version
 /// 1's eight): the calls left out under excluded directories ([`crate::exclude`]).
 pub const EXCLUDED_MINOR: u32 = 17;
@@ -153,7 +159,8 @@ const fn minor_of_field(later: u32) -> u32 {
         7 | 8 => later + 1,
         9 => SENSITIVITY_MINOR,
         10 => OWN_PID_MINOR,
-        _ => EXCLUDED_MINOR,
+        11 => EXCLUDED_MINOR,
+        _ => PROCESSES_MINOR,
     }
 }
 
@@ -312,6 +319,10 @@ pub struct Header {
     /// summed over the ranks; empty when none were left out. Minor version 17.
     #[serde(default)]
     pub excluded: Vec<crate::exclude::Excluded>,
+    /// The processes beyond the ranks' own (forked children) and how each ended; `None` when
+    /// no traced process forked. Minor version 18.
+    #[serde(default)]
+    pub processes: Option<crate::process::Processes>,
     /// The format version the trace is written in: version 2 for a new header, the file's
     /// version for a header read from a file (so re-encoding a version-1 file gives its bytes
     /// back). Not stored in the body: the prefix's version word says it.
@@ -418,6 +429,9 @@ impl Serialize for Header {
         if later >= 11 {
             st.serialize_field("excluded", &self.excluded)?;
         }
+        if later >= 12 {
+            st.serialize_field("processes", &self.processes)?;
+        }
         st.end()
     }
 }
@@ -457,6 +471,7 @@ impl Header {
             sensitivity: None,
             shared_machines: Vec::new(),
             excluded: Vec::new(),
+            processes: None,
             encoding: Encoding::V2_7,
         }
     }
@@ -464,7 +479,9 @@ impl Header {
     /// How many of the fields after version 1's eight are written: up to the last one that
     /// holds something.
     fn later_fields(&self) -> u32 {
-        if !self.excluded.is_empty() {
+        if self.processes.is_some() {
+            12
+        } else if !self.excluded.is_empty() {
             11
         } else if !self.shared_machines.is_empty() {
             10
@@ -856,6 +873,9 @@ impl TraceFile {
         if let Some(l) = &self.header.node_layout {
             l.validate(self.header.nranks)
                 .map_err(|e| format!("node layout of the header: {e}"))?;
+        }
+        if let Some(p) = &self.header.processes {
+            p.validate()?;
         }
         fn val_ok<T>(v: &Val<T>, depth: usize) -> Result<(), String> {
             if depth > MAX_DEPTH {

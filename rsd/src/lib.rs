@@ -50,6 +50,7 @@ pub mod notes;
 pub mod op;
 pub mod path;
 pub mod prefix;
+pub mod process;
 pub mod provenance;
 pub mod ranks;
 pub mod runvalue;

@@ -120,6 +120,12 @@ pub fn render_header_as(h: &Header, version: &str, out: &mut String) {
     if !h.excluded.is_empty() {
         let _ = writeln!(out, "{INDENT}excluded   {}", excluded_line(&h.excluded));
     }
+    if let Some(p) = &h.processes {
+        let _ = writeln!(out, "{INDENT}processes  {}", processes_line(p, h.nranks));
+        for g in &p.groups {
+            let _ = writeln!(out, "{INDENT}           {}", group_line(g));
+        }
+    }
     if let Some(l) = &h.node_layout {
         let _ = writeln!(out, "{INDENT}layout     {}", layout_line(l, h.nranks));
     }
@@ -456,9 +462,18 @@ pub struct StatsView {
     pub node_layout: Option<NodesView>,
     /// Calls the tracer left out under excluded directories (`Header::excluded`).
     pub excluded: Vec<rsd::exclude::Excluded>,
+    /// The processes beyond the ranks' own, by group (`Header::processes`); `null` when the
+    /// traced processes never forked. The per-rank spreads then count every process.
+    pub processes: Option<crate::stats::ProcessTotals>,
 }
 
 impl StatsView {
+    /// The view with the trace's processes ([`crate::stats::processes`]).
+    pub fn with_processes(mut self, tf: &TraceFile) -> StatsView {
+        self.processes = crate::stats::processes(&tf.trace, &tf.header);
+        self
+    }
+
     /// The view with what `h` says of the run: its node layout ([`NodesView`]) and what the
     /// tracer left out.
     pub fn with_layout(mut self, h: &Header) -> StatsView {
@@ -501,6 +516,7 @@ impl StatsView {
             approximate: s.approximate.clone(),
             node_layout: None,
             excluded: Vec::new(),
+            processes: None,
         }
     }
 }
@@ -618,6 +634,52 @@ pub fn excluded_line(excluded: &[rsd::exclude::Excluded]) -> String {
     )
 }
 
+/// The processes in one line: `3 processes: 1 rank's own, 2 forked children (1 missing)`.
+pub fn processes_line(p: &rsd::process::Processes, nranks: u32) -> String {
+    let children = p.children();
+    let mut extra = Vec::new();
+    if p.missing() > 0 {
+        extra.push(format!(
+            "{} missing: no record, still running when the trace was written or killed",
+            p.missing()
+        ));
+    }
+    if p.untraced > 0 {
+        extra.push(format!(
+            "{} more not traced, beyond {} ({} per rank)",
+            p.untraced,
+            rsd::process::MAX_VAR,
+            p.stride
+        ));
+    }
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", extra.join("; "))
+    };
+    format!(
+        "{} processes: {nranks} rank{} own, {children} forked child{}{extra}",
+        u64::from(nranks) + children,
+        if nranks == 1 { "'s" } else { "s'" },
+        if children == 1 { "" } else { "ren" },
+    )
+}
+
+/// One process group in one line: `slots 1-2 (2): forked by the rank at 0x2f1c, ended by exit 0`.
+pub fn group_line(g: &rsd::process::Group) -> String {
+    let by = g
+        .parent
+        .map_or("the rank".to_string(), |k| format!("its child {k}"));
+    format!(
+        "slot{} {} ({}): forked by {by} at {:#x}, ended by {}",
+        if g.slots.len() == 1 { "" } else { "s" },
+        g.slots,
+        g.slots.len(),
+        g.site,
+        g.end
+    )
+}
+
 /// Bytes exactly, with a binary-unit approximation for large values: `3145728 (3.0 MiB)`.
 pub fn fmt_bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -631,6 +693,46 @@ pub fn fmt_bytes(b: u64) -> String {
         u += 1;
     }
     format!("{b} ({v:.1} {})", UNITS[u])
+}
+
+/// `stats`' lines on the processes: the ranks' own, then each group of children.
+fn render_processes(p: &crate::stats::ProcessTotals, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "(per rank counts every process: {} ranks' own and {} forked)",
+        p.rank_processes,
+        p.children - p.missing
+    );
+    let _ = writeln!(
+        out,
+        "processes  {} rank process{}: read {}, written {}",
+        p.rank_processes,
+        if p.rank_processes == 1 { "" } else { "es" },
+        fmt_bytes(p.rank_read),
+        fmt_bytes(p.rank_written)
+    );
+    for g in &p.groups {
+        let _ = writeln!(
+            out,
+            "           {} child{} (slots {}), forked by {} at {}, {}: read {}, written {}",
+            g.processes,
+            if g.processes == 1 { "" } else { "ren" },
+            g.slots,
+            g.parent,
+            g.site,
+            g.end,
+            fmt_bytes(g.read),
+            fmt_bytes(g.written)
+        );
+    }
+    if p.untraced > 0 {
+        let _ = writeln!(
+            out,
+            "           {} more children not traced (beyond {})",
+            p.untraced,
+            rsd::process::MAX_VAR
+        );
+    }
 }
 
 /// File name patterns listed by the text form of `iotrex stats`; `--json` lists every file.
@@ -693,6 +795,9 @@ pub fn render_stats_view(v: &StatsView) -> String {
             s.max,
             s.max_rank
         );
+    }
+    if let Some(p) = &v.processes {
+        render_processes(p, &mut out);
     }
     out.push('\n');
     if !v.approximate.is_empty() {

@@ -283,6 +283,99 @@ impl RankTotals<'_> {
     }
 }
 
+/// One process group (`rsd::process::Group`) as `stats` and `show` list it: its children,
+/// and the file bytes their own calls read and wrote (nested calls not counted twice, as in
+/// the per-rank totals).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupTotals {
+    /// Children in the group.
+    pub processes: u64,
+    /// Their slots in the trace's rank dimension (`expand --rank SLOT` shows one).
+    pub slots: String,
+    /// Who forked them: `rank` (the rank's own process) or `child K` (of the same rank).
+    pub parent: String,
+    /// Call-site signature of the fork, hex.
+    pub site: String,
+    /// How they ended (`exit 0`, `_exit 3`, `signal 15`, `exec`, `missing`).
+    pub end: String,
+    /// Bytes read.
+    pub read: u64,
+    /// Bytes written.
+    pub written: u64,
+}
+
+/// The trace's processes: the ranks' own and their forked children, by group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProcessTotals {
+    /// The ranks' own processes.
+    pub rank_processes: u64,
+    /// Bytes the ranks' own processes read and wrote.
+    pub rank_read: u64,
+    /// See `rank_read`.
+    pub rank_written: u64,
+    /// Forked children in the header (missing ones included).
+    pub children: u64,
+    /// Children with no record (still running when the trace was written, or killed).
+    pub missing: u64,
+    /// Children forked beyond `IOTREX_MAX_PROCESSES`, not traced.
+    pub untraced: u64,
+    /// The children by group.
+    pub groups: Vec<GroupTotals>,
+}
+
+/// Bytes read and written by the top-level calls of `slots`.
+fn read_written(trace: &Trace, slots: &rsd::RankSet) -> (u64, u64) {
+    let (mut r, mut w) = (0, 0);
+    slots.for_each(|s| {
+        trace.expand_unresolved_with(s, &mut |e| {
+            match e.op.dir() {
+                rsd::op::Dir::Read => r += e.op.data_bytes(&e.params),
+                rsd::op::Dir::Write => w += e.op.data_bytes(&e.params),
+                rsd::op::Dir::None => {}
+            }
+            true
+        });
+    });
+    (r, w)
+}
+
+/// The processes of a trace whose header has any beyond the ranks' own; `None` otherwise.
+pub fn processes(trace: &Trace, h: &rsd::Header) -> Option<ProcessTotals> {
+    let p = h.processes.as_ref()?;
+    let (rank_read, rank_written) = read_written(trace, &rsd::RankSet::all(h.nranks));
+    let groups = p
+        .groups
+        .iter()
+        .map(|g| {
+            let (read, written) = if g.end == rsd::process::End::Missing {
+                (0, 0)
+            } else {
+                read_written(trace, &g.slots)
+            };
+            GroupTotals {
+                processes: g.slots.len(),
+                slots: g.slots.to_string(),
+                parent: g
+                    .parent
+                    .map_or("rank".to_string(), |k| format!("child {k}")),
+                site: format!("{:#x}", g.site),
+                end: g.end.to_string(),
+                read,
+                written,
+            }
+        })
+        .collect();
+    Some(ProcessTotals {
+        rank_processes: u64::from(h.nranks),
+        rank_read,
+        rank_written,
+        children: p.children(),
+        missing: p.missing(),
+        untraced: p.untraced,
+        groups,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

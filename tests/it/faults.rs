@@ -778,7 +778,7 @@ fn iotrex_trace_names_the_files_an_aborted_job_left() {
 }
 
 #[test]
-fn fork_without_exec_in_a_rank_changes_nothing() {
+fn fork_without_exec_in_a_rank_puts_the_child_under_its_rank() {
     let root = scratch();
     let outdir = dir(root.path(), "out");
     let out = outdir.join("t.4.iotrex");
@@ -788,18 +788,39 @@ fn fork_without_exec_in_a_rank_changes_nothing() {
     };
     let o = both(root.path(), &s, Vec::new(), &out);
     assert!(o.status.success(), "{}", text(&o));
-    let tf = complete(&out, &o);
-    // The child neither records into its parent's trace nor writes one of its own.
+    let tf = TraceFile::read(&out).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
+    assert!(!tf.header.incomplete, "{:?}", tf.header.notes);
+    assert_eq!(tf.header.nranks, NP);
+    assert_eq!(
+        tf.trace.ranks().len(),
+        u64::from(NP) + 1,
+        "the ranks and the child"
+    );
+    // The child writes no trace of its own and records nothing into its parent's calls: it is
+    // a process of rank 1 in the trace, under a slot of its own (`docs/processes.md`).
     assert_eq!(names(&outdir), vec!["t.4.iotrex".to_string()]);
-    let mut child_paths = 0;
-    tf.trace.expand_with(1, &mut |e| {
-        child_paths += usize::from(format!("{e:?}").contains("child_1"));
-        true
-    });
-    assert_eq!(child_paths, 0, "the child's open is not rank 1's");
+    let child_paths = |slot: u32| {
+        let mut n = 0;
+        tf.trace.expand_with(slot, &mut |e| {
+            n += usize::from(format!("{e:?}").contains("child_1"));
+            true
+        });
+        n
+    };
+    assert_eq!(child_paths(1), 0, "the child's open is not rank 1's");
     for r in 0..NP {
         assert_eq!(pwrites(&tf, r), 10, "rank {r}");
     }
+    let p = tf
+        .header
+        .processes
+        .as_ref()
+        .expect("rank 1's child is listed");
+    assert_eq!(p.groups.len(), 1, "{p:?}");
+    assert_eq!(p.groups[0].end, rsd::process::End::Exit(Some(7)));
+    let slot = p.groups[0].slots.first().unwrap();
+    assert_eq!(p.owner(NP, slot), Some((1, 0)));
+    assert_eq!(child_paths(slot), 1, "the child's open is its own");
 }
 
 #[test]

@@ -55,6 +55,7 @@ mod trace_hdf5_wheel;
 mod trace_jobs;
 mod trace_netcdf;
 mod trace_pnetcdf;
+mod trace_processes;
 mod tracer_apps;
 mod tracer_comms;
 mod tracer_darray;

@@ -149,7 +149,8 @@ int main(int argc, char **argv) {
     int fd = open(argv[1], O_CREAT | O_WRONLY | O_TRUNC, 0644);
     for (int i = 0; i < 50; i++) pwrite(fd, buf, sizeof buf, (off_t)i * 512);
     close(fd);
-    /* A forked child's I/O is not traced, and the child writes no trace at exit. */
+    /* A forked child's I/O is traced as a process of its own in the parent's trace
+       (docs/processes.md), and the child writes no trace of its own at exit. */
     pid_t pid = fork();
     if (pid == 0) {
         int cfd = open(argv[1], O_WRONLY);
@@ -193,9 +194,18 @@ int main(int argc, char **argv) {
     assert_eq!(tf.header.nranks, 1);
     assert!(!tf.header.incomplete);
     let c = trace_counts(&tf);
-    assert_eq!(c["pwrite"], (50, 50 * 512));
-    assert_eq!(c["open"].0, 1);
-    assert_eq!(c["close"].0, 1);
+    assert_eq!(
+        c["pwrite"],
+        (57, 57 * 512),
+        "the program's 50 and its child's 7"
+    );
+    assert_eq!(c["open"].0, 2);
+    assert_eq!(c["close"].0, 2);
+    let p = tf.header.processes.as_ref().expect("the child is listed");
+    assert_eq!(p.children(), 1);
+    assert_eq!(p.groups[0].end, rsd::process::End::Exit(Some(0)));
+    let own = tf.trace.expand(0);
+    assert_eq!(own.iter().filter(|e| e.op == rsd::Op::Pwrite).count(), 50);
     assert_eq!(c["fopen"].0, 1);
     assert_eq!(c["fprintf"].0, 20);
     assert_eq!(c["fclose"].0, 1);
@@ -206,7 +216,17 @@ int main(int argc, char **argv) {
         "the program's own output is intact"
     );
     // 50 pwrites fold into one loop: the trace stays small.
-    assert!(rsd_view::stats::summarize(&tf.trace).nodes < 12);
+    assert!(rsd_view::stats::summarize(&tf.trace).nodes < 16);
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        files.len(),
+        5,
+        "no trace of the child's, no spool left: {files:?}"
+    );
 }
 
 #[test]

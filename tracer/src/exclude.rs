@@ -69,6 +69,15 @@ pub fn forget(fd: i32) {
     }
 }
 
+/// Counts nothing left out so far: a forked child starts its own counts (its parent's stay
+/// the parent's).
+pub fn reset_counts() {
+    for (c, b) in CALLS.iter().zip(&BYTES) {
+        c.store(0, Ordering::Relaxed);
+        b.store(0, Ordering::Relaxed);
+    }
+}
+
 /// What was left out so far, per excluded directory that had any call.
 pub fn taken() -> Vec<Excluded> {
     let Some(rules) = RULES.get() else {

@@ -30,6 +30,15 @@ pub fn remember_pid() {
 }
 
 fn write_before_exec() {
+    if crate::procs::is_child() {
+        // A traced child's record: its image ends here (the new one traces on its own).
+        if getpid() == PID.load(Ordering::SeqCst) {
+            let e = crate::posix::errno();
+            crate::procs::write_record(rsd::process::End::Exec);
+            set_errno(e);
+        }
+        return;
+    }
     if crate::state::traceable().is_none() {
         return;
     }
@@ -86,10 +95,14 @@ naked_jumps! {
 }
 
 /// `_exit` ends the process without running exit handlers, and shells (dash) end that way, so
-/// the trace is written here as at exit. Forked and vfork'd children, which also leave through
-/// `_exit`, write nothing (they do not trace).
-fn write_before_exit() {
+/// the trace is written here as at exit; a traced forked child writes its record. Untraced
+/// children (vfork'd, past the bound) write nothing.
+fn write_before_exit(status: c_int) {
     if crate::state::FORKED.load(Ordering::SeqCst) || getpid() != PID.load(Ordering::SeqCst) {
+        return;
+    }
+    if crate::procs::is_child() {
+        crate::procs::write_record(rsd::process::End::QuickExit(status));
         return;
     }
     let _g = Enter::new(BUSY);
@@ -103,7 +116,7 @@ macro_rules! exit_hook {
         /// Hook: `_exit`/`_Exit`.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(status: c_int) -> ! {
-            write_before_exit();
+            write_before_exit(status);
             match real!($sym, unsafe extern "C" fn(c_int) -> !) {
                 // SAFETY: forwarding the caller's argument to the real function.
                 Some(f) => unsafe { f(status) },
@@ -118,6 +131,22 @@ macro_rules! exit_hook {
 }
 exit_hook!(_exit, "_exit");
 exit_hook!(_Exit, "_Exit");
+
+/// Hook: `exit`. Only notes the status, for the record a traced child writes from the
+/// destructor (the exit handlers run inside the real call).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn exit(status: c_int) -> ! {
+    crate::procs::EXIT_STATUS.store(status, Ordering::SeqCst);
+    match real!("exit", unsafe extern "C" fn(c_int) -> !) {
+        // SAFETY: forwarding the caller's argument to the real function.
+        Some(f) => unsafe { f(status) },
+        // SAFETY: the exit_group system call ends the process and never returns.
+        None => unsafe {
+            libc::syscall(libc::SYS_exit_group, status);
+            std::hint::unreachable_unchecked()
+        },
+    }
+}
 
 /// Hook: `vfork`, served by `fork`. A vfork child shares the parent's memory and runs no fork
 /// handlers, so every hook it passes through (a shell sets up a command's redirections with

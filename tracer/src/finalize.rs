@@ -33,6 +33,30 @@ struct Payload {
     /// Calls left out under excluded directories, summed over the ranks merged so far.
     #[serde(default)]
     excluded: Vec<rsd::exclude::Excluded>,
+    /// The forked children of the ranks merged so far (`crate::procs`).
+    #[serde(default)]
+    processes: Option<rsd::process::Processes>,
+}
+
+impl Payload {
+    /// Folds this rank's forked children in (`crate::procs::fold`): their calls, groups,
+    /// notes and excluded counts.
+    fn with_children(mut self) -> Payload {
+        let f = crate::procs::fold(&mut self.trace);
+        self.notes.extend(f.notes);
+        rsd::exclude::add(&mut self.excluded, &f.excluded);
+        self.processes = f.processes;
+        self
+    }
+
+    /// Joins the children of the ranks merged in.
+    fn add_children(&mut self, more: Option<&rsd::process::Processes>) {
+        match (&mut self.processes, more) {
+            (Some(p), Some(m)) => p.add(m),
+            (None, Some(m)) => self.processes = Some(m.clone()),
+            _ => {}
+        }
+    }
 }
 
 /// The trace path: `IOTREX_OUT`, or `./<exe>.<nranks>.iotrex`.
@@ -247,6 +271,7 @@ fn header(st: &State, nranks: u32, p: &Payload) -> Header {
     h.node_layout = st.node_layout.clone();
     h.shared_machines = st.shared_machines.clone();
     h.excluded = p.excluded.clone();
+    h.processes = p.processes.clone();
     if let Some(e) = &st.cfg.exclude_error {
         h.notes.push(e.clone());
     }
@@ -297,7 +322,7 @@ fn containers_in(nodes: &[rsd::trace::Node], out: &mut Vec<rsd::op::Layer>) {
 /// The bytes of `tf`, its numbers that matched the run's own ids (recorded as run-value
 /// markers by the compressor, [`rsd::runvalue::RunIds`]) made run values: every file the
 /// tracer writes goes through here, merged or one rank's.
-fn encoded(tf: &TraceFile) -> Result<Vec<u8>, rsd::RsdError> {
+pub(crate) fn encoded(tf: &TraceFile) -> Result<Vec<u8>, rsd::RsdError> {
     if !rsd::runvalue::marked(&tf.trace.nodes) {
         return tf.to_bytes();
     }
@@ -521,6 +546,7 @@ fn set_pending(st: &State, out: &str, nranks: u32, own: &Payload) {
         incomplete: true,
         notes,
         excluded: own.excluded.clone(),
+        processes: own.processes.clone(),
     };
     let mut header = header(st, nranks, &p);
     header.run_id = run_id();
@@ -605,7 +631,9 @@ pub fn merge_and_write(comm: H) {
                 .chain(crate::posix_more::unrecorded_note(st.rank))
                 .collect(),
             excluded: crate::exclude::taken(),
-        },
+            processes: None,
+        }
+        .with_children(),
         None => Payload {
             incomplete: true,
             notes: vec![format!("rank {rank}: no trace (tracer state lost)")],
@@ -673,6 +701,7 @@ pub fn merge_and_write(comm: H) {
                         payload.incomplete |= p.incomplete;
                         payload.notes.extend(p.notes);
                         rsd::exclude::add(&mut payload.excluded, &p.excluded);
+                        payload.add_children(p.processes.as_ref());
                     }
                     Err(Missed::Timeout) => {
                         let last = (src + step).min(size) - 1;
@@ -854,7 +883,9 @@ fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
             incomplete: true,
             notes,
             excluded: crate::exclude::taken(),
-        };
+            processes: None,
+        }
+        .with_children();
         let mut header = header(st, nranks, &p);
         header.run_id = run_id();
         Some(Alone {
@@ -893,7 +924,9 @@ fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
             incomplete: st.incomplete || why.is_some(),
             notes,
             excluded: crate::exclude::taken(),
-        };
+            processes: None,
+        }
+        .with_children();
         Some(Alone {
             path: out.clone(),
             out,
@@ -987,6 +1020,20 @@ static CLAIMED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new
 /// `MPI_Finalize` writes what it recorded on its own, flagged incomplete (no communication, so
 /// it cannot hang).
 pub fn at_exit() {
+    at_end(rsd::process::End::Exit(None));
+}
+
+/// [`at_exit`], and before `exec`: a traced forked child writes its record, ended by `end`
+/// (an `exit` status the hook saw replaces `Exit(None)`).
+fn at_end(end: rsd::process::End) {
+    if crate::procs::is_child() {
+        let end = match (end, crate::procs::EXIT_STATUS.load(Ordering::SeqCst)) {
+            (rsd::process::End::Exit(None), s) if s != i32::MIN => rsd::process::End::Exit(Some(s)),
+            (e, _) => e,
+        };
+        crate::procs::write_record(end);
+        return;
+    }
     if crate::state::FORKED.load(Ordering::SeqCst) || mpi::WRONG_MPI.load(Ordering::SeqCst) {
         return;
     }
@@ -1005,6 +1052,8 @@ pub fn at_exit() {
             crate::job::note_written(&at, st.cfg.out.as_deref(), &st.cfg.exe);
         }
     }
+    // A process that wrote no trace leaves no spool of children behind.
+    crate::procs::discard();
     crate::job::cleanup_if_root();
     EXITING.store(false, Ordering::SeqCst);
     crate::signals::raise_held();
@@ -1015,7 +1064,10 @@ pub fn at_exit() {
 /// exit handler runs. Inside the merge (an error handler that aborts), the file written when
 /// it began stays. Once only: the state is taken.
 pub fn on_abort(code: c_int) {
-    if crate::state::FORKED.load(Ordering::SeqCst) || mpi::WRONG_MPI.load(Ordering::SeqCst) {
+    if crate::procs::is_child()
+        || crate::state::FORKED.load(Ordering::SeqCst)
+        || mpi::WRONG_MPI.load(Ordering::SeqCst)
+    {
         return;
     }
     let why = format!("called MPI_Abort (error code {code})");
@@ -1037,7 +1089,7 @@ pub fn on_abort(code: c_int) {
 /// process recorded is written now, as at exit, and recording stops (a failed `exec` leaves
 /// the rest of the process untraced). Used for shells that `exec` their last command.
 pub fn before_exec() {
-    at_exit();
+    at_end(rsd::process::End::Exec);
 }
 
 /// In the handler of a terminating signal: writes what this process recorded, the way
@@ -1049,6 +1101,14 @@ pub fn before_exec() {
 /// or another thread is recording), it says so in one line and writes nothing. The file is
 /// encoded under the lock and written after releasing it, with raw syscalls.
 pub fn on_signal(why: &str, last: bool) {
+    if crate::procs::is_child() {
+        // A child that survives the signal (its handler returns) goes on recording.
+        if last {
+            let n = crate::signals::SIGNALLED.load(Ordering::SeqCst);
+            crate::procs::write_record(rsd::process::End::Signal(n));
+        }
+        return;
+    }
     if crate::state::FORKED.load(Ordering::SeqCst) || mpi::WRONG_MPI.load(Ordering::SeqCst) {
         return;
     }

@@ -11,6 +11,7 @@
 //! `IOTREX_RAW=1` (also write `<out>.rank<r>.jsonl`, `<out>` being `IOTREX_OUT` without its
 //! `.iotrex`: `app.8.rank0.jsonl` for `app.8.iotrex`; one flat event per line, for tests),
 //! `IOTREX_MAX_NODES` (compressed nodes per rank before recording stops, flagged),
+//! `IOTREX_MAX_PROCESSES` (forked children traced per rank, default 1024, see [`procs`]),
 //! `IOTREX_APPROX` (`comm` by default, `none`, `io`, `comm,io`: which parameters may be kept
 //! as statistical summaries when their exact form exceeds `IOTREX_VALUE_BUDGET` values,
 //! default 64; see [`rsd::approx`]), `IOTREX_DISABLE=1` (pass everything through), `IOTREX_VERBOSE=1` (rank 0 prints where the
@@ -33,7 +34,12 @@
 //! Rules the code keeps: a thread-local re-entry guard ([`guard`]) makes the tracer's own
 //! work and everything inside MPI calls pass straight through; no std I/O or printing happens
 //! inside a hook on the application's path; panics are caught before they reach an `extern "C"`
-//! boundary and disable the tracer with one line on stderr; a forked child stops tracing.
+//! boundary and disable the tracer with one line on stderr.
+//!
+//! A child forked through `fork` is traced as a process of its rank ([`procs`],
+//! `docs/processes.md`; `IOTREX_MAX_PROCESSES` bounds how many, default 1024 per rank); a
+//! child forked any other way (`vfork`, served by `fork` in [`exec`], or the raw system call)
+//! stops tracing.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -57,6 +63,7 @@ pub mod paths;
 pub mod pnetcdf;
 pub mod posix;
 pub mod posix_more;
+pub mod procs;
 pub(crate) mod real;
 pub mod signals;
 pub mod state;
@@ -170,6 +177,42 @@ fn init() {
 extern "C" fn after_fork_child() {
     state::FORKED.store(true, Ordering::SeqCst);
     state::RECORDING.store(false, Ordering::SeqCst);
+    // Not its parent's process: the `fork` hook makes it a traced child of its own after
+    // this, when it is one.
+    procs::forget_in_child();
+}
+
+/// Hook: `fork`. A traced child gets its number and slot before the real call ([`procs`]),
+/// with the state lock held across it (the child must not inherit it held by a thread it does
+/// not have), and its state reset after it. Under the re-entry guard (the tracer's own forks,
+/// none of which exist, or a fork inside an MPI call) it is the real call alone.
+///
+/// # Safety
+/// Same contract as `fork`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fork() -> libc::pid_t {
+    let Some(real) = real::real!("fork", unsafe extern "C" fn() -> libc::pid_t) else {
+        posix::set_errno(libc::ENOSYS);
+        return -1;
+    };
+    if state::traceable().is_none() {
+        // SAFETY: fork has no preconditions.
+        return unsafe { real() };
+    }
+    let plan = procs::before_fork(callsite::signature());
+    let _g = guard::Enter::new(guard::BUSY);
+    if plan.is_some() {
+        state::STATE.hold_for_fork();
+    }
+    // SAFETY: fork has no preconditions.
+    let pid = unsafe { real() };
+    if let Some(p) = plan {
+        state::STATE.release_after_fork(pid == 0);
+        if pid == 0 {
+            procs::in_child(p);
+        }
+    }
+    pid
 }
 
 extern "C" fn ctor() {

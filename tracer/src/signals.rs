@@ -27,6 +27,8 @@ static APP: [AtomicUsize; 3] = [const { AtomicUsize::new(libc::SIG_DFL) }; 3];
 static APP_FLAGS: [AtomicI32; 3] = [const { AtomicI32::new(0) }; 3];
 /// A signal that arrived while `at_exit` was writing, raised again once it is done.
 static HELD: AtomicI32 = AtomicI32::new(0);
+/// The terminating signal being handled, for a forked child's record (`crate::procs`).
+pub static SIGNALLED: AtomicI32 = AtomicI32::new(0);
 
 type SigactionFn =
     unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
@@ -95,6 +97,7 @@ extern "C" fn handler(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
     }
     {
         let _g = Enter::new(BUSY);
+        SIGNALLED.store(sig, Ordering::SeqCst);
         let why = format!("killed by signal {sig} ({})", name(sig));
         let r = std::panic::catch_unwind(|| crate::finalize::on_signal(&why, !chained));
         if r.is_err() {

@@ -121,6 +121,21 @@ impl StateLock {
         }
     }
 
+    /// Takes the lock around a traced `fork` (the hook), so the child never inherits it held
+    /// by a thread it does not have, nor the state half-changed.
+    pub fn hold_for_fork(&self) {
+        std::mem::forget(self.lock());
+    }
+
+    /// Releases it after the fork: in the parent as a guard would; in the child, where no
+    /// other thread exists, the waiters' count goes too.
+    pub fn release_after_fork(&self, child: bool) {
+        if child {
+            self.sleepers.store(0, Ordering::Relaxed);
+        }
+        drop(StateGuard(self));
+    }
+
     #[cold]
     #[inline(never)]
     fn wake(&self) {
@@ -451,6 +466,26 @@ impl State {
             done: false,
             cfg,
         }
+    }
+
+    /// The state of a forked child of slot `slot` (`crate::procs`): a fresh compressor and
+    /// timing, no notes, no MPI; the descriptor, stream, file and mapping tables kept, since
+    /// the child inherits what they name.
+    pub fn reset_for_child(&mut self, slot: u32, now: u64) {
+        let mut cfg = self.cfg.clone();
+        cfg.raw = false;
+        cfg.env_rank = Some(slot);
+        if let Some(ids) = &mut cfg.run_ids {
+            // SAFETY: getpid has no preconditions.
+            ids.own_pid = i64::from(unsafe { libc::getpid() });
+        }
+        let fresh = State::new(cfg, now);
+        let old = std::mem::replace(self, fresh);
+        self.fds = old.fds;
+        self.streams = old.streams;
+        self.files = old.files;
+        self.dirs = old.dirs;
+        self.maps = old.maps;
     }
 
     /// Adds a descriptor to the table.

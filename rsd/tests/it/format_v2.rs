@@ -1395,3 +1395,55 @@ fn golden_v2_17_file_holds_what_was_excluded_and_nothing_else_changes() {
     let old = TraceFile::frame(&b217[PREFIX_LEN..], FORMAT_V2, 16);
     assert!(TraceFile::from_bytes(&old, Path::new("old.iotrex")).is_err());
 }
+
+/// Minor 18: the header's `processes` (forked children as slots after the ranks). The golden
+/// file is the 2.7 one with two groups of children, one of them missing, and some untraced;
+/// without them it is the 2.7 file to the byte; a body claiming minor 17 is refused.
+#[test]
+fn golden_v2_18_file_holds_the_processes_and_nothing_else_changes() {
+    use rsd::process::{End, Group, Processes};
+    let (b27, v27) = read(&data("v2.7/spmd_4x10.iotrex"));
+    let mut made = v27.clone();
+    let nranks = made.header.nranks;
+    made.header.processes = Some(Processes {
+        stride: 1024,
+        groups: vec![
+            Group {
+                slots: rsd::RankSet::from_sorted(&[nranks, nranks + 1]),
+                parent: None,
+                site: 0x1234_5678_9abc,
+                command: Vec::new(),
+                end: End::Exit(Some(0)),
+            },
+            Group {
+                slots: rsd::RankSet::single(nranks + 1024 + 2),
+                parent: Some(0),
+                site: 0x42,
+                command: Vec::new(),
+                end: End::Missing,
+            },
+        ],
+        untraced: 3,
+    });
+    let path = data("v2.18/spmd_4x10_processes.iotrex");
+    if std::env::var_os("IOTREX_WRITE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, made.to_bytes().unwrap()).unwrap();
+    }
+    let (b218, v218) = read(&path);
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!((word(&b218, 8), word(&b218, 12)), (FORMAT_V2, 18));
+    assert_eq!(rsd::format::PROCESSES_MINOR, 18);
+    assert_eq!(v218.version_name(), "2.18");
+    assert_eq!(v218, made);
+    assert_eq!(v218.to_bytes().unwrap(), b218, "re-encodes to its bytes");
+    let mut without = v218.clone();
+    without.header.processes = None;
+    assert_eq!(
+        without.to_bytes().unwrap(),
+        b27,
+        "without it, the 2.7 bytes"
+    );
+    let old = TraceFile::frame(&b218[PREFIX_LEN..], FORMAT_V2, 17);
+    assert!(TraceFile::from_bytes(&old, Path::new("old.iotrex")).is_err());
+}

@@ -1,0 +1,188 @@
+//! The processes of a trace beyond its ranks' own: forked children, as slots of the rank
+//! dimension (`docs/processes.md`).
+//!
+//! Slot `r < nranks` is rank `r`'s own process; child `k` of rank `r` is slot
+//! `nranks + r * stride + k` ([`slot`]), so every rank set, merge, expansion and class of the
+//! trace covers the children as it covers the ranks. The header's [`Processes`] says which
+//! slots are children, of whom, forked where, and how each ended, grouped by kind as rank
+//! sets group ranks.
+
+use crate::ranks::RankSet;
+use serde::{Deserialize, Serialize};
+
+/// The default bound on the children traced per rank (`IOTREX_MAX_PROCESSES`), and the slots
+/// each rank has for them.
+pub const DEFAULT_MAX: u32 = 1024;
+
+/// The variable that bounds the children traced per rank.
+pub const MAX_VAR: &str = "IOTREX_MAX_PROCESSES";
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum End {
+    /// `exit(status)`, or a return from `main` (`None`: the status is not seen there).
+    Exit(Option<i32>),
+    /// `_exit(status)` or `_Exit(status)`: no exit handlers ran.
+    QuickExit(i32),
+    /// A terminating signal the tracer caught (SIGTERM, SIGINT, SIGHUP): its number.
+    Signal(i32),
+    /// Its image was replaced by `exec`.
+    Exec,
+    /// No record of it: still running when the trace was written, or killed by a signal
+    /// that leaves no chance to write (SIGKILL). Its calls are not in the trace.
+    Missing,
+}
+
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            End::Exit(Some(s)) => write!(f, "exit {s}"),
+            End::Exit(None) => write!(f, "return from main"),
+            End::QuickExit(s) => write!(f, "_exit {s}"),
+            End::Signal(n) => write!(f, "signal {n}"),
+            End::Exec => write!(f, "exec"),
+            End::Missing => write!(f, "missing"),
+        }
+    }
+}
+
+/// Children of one kind: same parent (relative to their rank), fork site, command and end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    /// The children's slots.
+    pub slots: RankSet,
+    /// `None`: forked by the rank's own process; `Some(k)`: by child `k` of the same rank.
+    pub parent: Option<u32>,
+    /// Call-site signature of the parent's `fork` (as an event's `sig`; 0 when call sites
+    /// are off).
+    pub site: u64,
+    /// The command line, when it differs from the parent's; empty for a forked image.
+    pub command: Vec<String>,
+    /// How they ended.
+    pub end: End,
+}
+
+impl Group {
+    fn same_kind(&self, o: &Group) -> bool {
+        self.parent == o.parent
+            && self.site == o.site
+            && self.command == o.command
+            && self.end == o.end
+    }
+}
+
+/// The header's `processes`: the trace's children.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Processes {
+    /// Slots per rank for its children (the bound they were traced under).
+    pub stride: u32,
+    /// The children, by kind.
+    pub groups: Vec<Group>,
+    /// Children forked beyond the bound, not traced, over all ranks.
+    pub untraced: u64,
+}
+
+/// The slot of child `k` of rank `rank` in a trace of `nranks` ranks; `None` past `u32`.
+pub fn slot(nranks: u32, stride: u32, rank: u32, k: u32) -> Option<u32> {
+    let s = u64::from(nranks) + u64::from(rank) * u64::from(stride) + u64::from(k);
+    u32::try_from(s).ok()
+}
+
+impl Processes {
+    /// Joins `more` into `self` (a rank's children folded in, or another rank's in the
+    /// merge): groups of the same kind take each other's slots.
+    pub fn add(&mut self, more: &Processes) {
+        self.stride = self.stride.max(more.stride);
+        self.untraced += more.untraced;
+        for g in &more.groups {
+            match self.groups.iter_mut().find(|h| h.same_kind(g)) {
+                Some(h) => h.slots.union_with(&g.slots),
+                None => self.groups.push(g.clone()),
+            }
+        }
+        self.groups
+            .sort_by_key(|g| (g.slots.first().unwrap_or(u32::MAX), g.site));
+    }
+
+    /// Children in all (traced or missing).
+    pub fn children(&self) -> u64 {
+        self.groups.iter().map(|g| g.slots.len()).sum()
+    }
+
+    /// Children named missing.
+    pub fn missing(&self) -> u64 {
+        self.groups
+            .iter()
+            .filter(|g| g.end == End::Missing)
+            .map(|g| g.slots.len())
+            .sum()
+    }
+
+    /// The rank a child's slot belongs to, and its number there; `None` for a rank's own
+    /// slot or a slot past the children's.
+    pub fn owner(&self, nranks: u32, slot: u32) -> Option<(u32, u32)> {
+        let off = slot.checked_sub(nranks)?;
+        let stride = self.stride.max(1);
+        Some((off / stride, off % stride))
+    }
+
+    /// Checks what the decoder cannot: a stride of 0 with children.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.stride == 0 && !self.groups.is_empty() {
+            return Err("processes: a stride of 0 slots per rank with children".into());
+        }
+        Ok(())
+    }
+}
+
+/// What the readers say of a trace with children that they cannot handle yet (`extrap`,
+/// `replay`): `None` when it has none.
+pub fn unsupported(h: &crate::Header, what: &str) -> Option<String> {
+    let p = h.processes.as_ref()?;
+    let traced = p.children() - p.missing();
+    (traced > 0).then(|| {
+        format!(
+            "the trace holds {traced} forked process{} besides its {} rank{}; {what} of forked processes is not supported yet (docs/processes.md)",
+            if traced == 1 { "" } else { "es" },
+            h.nranks,
+            if h.nranks == 1 { "" } else { "s" }
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(slots: &[u32], end: End) -> Group {
+        Group {
+            slots: RankSet::from_sorted(slots),
+            parent: None,
+            site: 7,
+            command: Vec::new(),
+            end,
+        }
+    }
+
+    #[test]
+    fn children_of_one_kind_join_over_ranks() {
+        let mut a = Processes {
+            stride: 4,
+            groups: vec![g(&[2, 3], End::Exit(Some(0)))],
+            untraced: 1,
+        };
+        let b = Processes {
+            stride: 4,
+            groups: vec![g(&[6, 7], End::Exit(Some(0))), g(&[8], End::Missing)],
+            untraced: 2,
+        };
+        a.add(&b);
+        assert_eq!(a.groups.len(), 2);
+        assert_eq!(a.groups[0].slots.to_vec(), vec![2, 3, 6, 7]);
+        assert_eq!((a.children(), a.missing(), a.untraced), (5, 1, 3));
+        assert_eq!(a.owner(2, 7), Some((1, 1)));
+        assert_eq!(a.owner(2, 1), None);
+        assert_eq!(slot(2, 4, 1, 1), Some(7));
+        assert_eq!(slot(u32::MAX, 4, 1, 1), None);
+    }
+}

@@ -1,0 +1,186 @@
+//! Forked children in their parent's trace (`docs/processes.md`): `tests/apps/fork_app.c`'s
+//! process and two children each write 1 MiB; the trace holds every process's bytes, under
+//! its own slot, with how each child ended, alone and under mpirun.
+
+use crate::common;
+use common::{iotrex_traced, status_text as text};
+use rsd::process::End;
+use rsd::{Op, TraceFile};
+use std::path::Path;
+
+const MIB: u64 = 1 << 20;
+
+/// Bytes written by each slot of the trace (top-level calls).
+fn written_per_slot(tf: &TraceFile) -> Vec<(u32, u64)> {
+    let mut out = Vec::new();
+    tf.trace.ranks().for_each(|s| {
+        let mut w = 0;
+        tf.trace.expand_with(s, &mut |e| {
+            if e.op == Op::Write {
+                w += e.op.data_bytes(&e.params);
+            }
+            true
+        });
+        out.push((s, w));
+    });
+    out
+}
+
+/// Runs `fork_app DIR MODE1 MODE2` under `iotrex trace`, with `envs`; the trace and stdout.
+fn traced(dir: &Path, modes: [&str; 2], envs: &[(&str, &str)]) -> (TraceFile, String) {
+    let app = common::app("fork_app");
+    let out = dir.join("fx.iotrex");
+    let o = iotrex_traced(
+        &[
+            "trace",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            app.to_str().unwrap(),
+            dir.to_str().unwrap(),
+            modes[0],
+            modes[1],
+        ],
+        envs,
+    );
+    assert!(o.status.success(), "{modes:?}: {}", text(&o));
+    let tf = TraceFile::read(&out).unwrap_or_else(|e| panic!("{modes:?}: {e}\n{}", text(&o)));
+    // The spool the children wrote into is gone, and no other trace was written.
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".iotrex-procs") || (n.ends_with(".iotrex") && n != "fx.iotrex"))
+        .collect();
+    assert!(left.is_empty(), "{modes:?}: left behind {left:?}");
+    std::fs::remove_file(&out).unwrap();
+    (tf, String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn ends(tf: &TraceFile) -> Vec<(u64, End)> {
+    let p = tf
+        .header
+        .processes
+        .as_ref()
+        .expect("the header lists processes");
+    p.groups.iter().map(|g| (g.slots.len(), g.end)).collect()
+}
+
+#[test]
+fn forked_children_write_into_the_parents_trace_however_they_end() {
+    let dir = common::scratch();
+    let d = dir.path();
+    // exit and _exit: 3 MiB in 3 processes, each 1 MiB under its own slot.
+    let (tf, stdout) = traced(d, ["exit", "_exit"], &[]);
+    assert!(stdout.contains("CHILD 0 1 exited 3"), "{stdout}");
+    assert_eq!(tf.header.nranks, 1);
+    assert!(!tf.header.incomplete, "{:?}", tf.header.notes);
+    assert_eq!(written_per_slot(&tf), vec![(0, MIB), (1, MIB), (2, MIB)]);
+    assert_eq!(
+        ends(&tf),
+        vec![(1, End::Exit(Some(0))), (1, End::QuickExit(3))]
+    );
+    let p = tf.header.processes.as_ref().unwrap();
+    assert_eq!((p.children(), p.missing(), p.untraced), (2, 0, 0));
+    assert!(p.groups.iter().all(|g| g.parent.is_none() && g.site != 0));
+    for name in ["parent.0", "child0.0", "child1.0"] {
+        assert_eq!(
+            std::fs::metadata(d.join(name)).unwrap().len(),
+            MIB,
+            "{name}"
+        );
+    }
+
+    // A child that dies of SIGTERM writes its record; one killed by SIGKILL is named missing
+    // and its megabyte is not in the trace.
+    let (tf, stdout) = traced(d, ["term", "kill"], &[]);
+    assert!(stdout.contains("CHILD 0 1 signal 9"), "{stdout}");
+    assert_eq!(written_per_slot(&tf), vec![(0, MIB), (1, MIB)]);
+    assert_eq!(ends(&tf), vec![(1, End::Signal(15)), (1, End::Missing)]);
+
+    // Two children of one kind are one group; a return from main is an exit.
+    let (tf, _) = traced(d, ["exit", "exit"], &[]);
+    assert_eq!(ends(&tf), vec![(2, End::Exit(Some(0)))]);
+    let (tf, _) = traced(d, ["return", "_exit"], &[]);
+    assert_eq!(ends(&tf)[0], (1, End::Exit(None)));
+
+    // Past IOTREX_MAX_PROCESSES the children are counted, not traced.
+    let (tf, _) = traced(d, ["exit", "exit"], &[("IOTREX_MAX_PROCESSES", "1")]);
+    assert_eq!(written_per_slot(&tf), vec![(0, MIB), (1, MIB)]);
+    assert_eq!(tf.header.processes.as_ref().unwrap().untraced, 1);
+}
+
+#[test]
+fn show_and_stats_list_the_processes() {
+    let dir = common::scratch();
+    let app = common::app("fork_app");
+    let out = dir.path().join("fx.iotrex");
+    let o = iotrex_traced(
+        &[
+            "trace",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            app.to_str().unwrap(),
+            dir.path().to_str().unwrap(),
+            "exit",
+            "kill",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let f = out.to_str().unwrap();
+    let show = common::iotrex(&["show", f]);
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        show.contains("processes  3 processes: 1 rank's own, 2 forked children (1 missing"),
+        "{show}"
+    );
+    assert!(show.contains("ended by exit 0"), "{show}");
+    let stats = common::iotrex(&["stats", "--json", f]);
+    let v: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let p = &v["processes"];
+    assert_eq!(p["rank_written"], MIB, "{v}");
+    assert_eq!(p["groups"][0]["written"], MIB, "{v}");
+    assert_eq!(p["groups"][1]["end"], "missing", "{v}");
+    let stats = common::iotrex(&["stats", f]);
+    let stats = String::from_utf8_lossy(&stats.stdout);
+    assert!(
+        stats.contains("1 child (slots 1), forked by rank at"),
+        "{stats}"
+    );
+    // extrap and replay say they cannot handle the children yet, naming them.
+    let e = common::iotrex(&["extrap", f, f, f, "--ranks", "4", "-o", "/dev/null"]);
+    assert!(!e.status.success());
+    assert!(
+        String::from_utf8_lossy(&e.stderr).contains("1 forked process besides its 1 rank"),
+        "{}",
+        text(&e)
+    );
+}
+
+#[test]
+fn each_rank_of_an_mpi_run_folds_its_forked_children_in() {
+    let dir = common::scratch();
+    let app = common::app("fork_app");
+    let trace = dir.path().join("fx.2.iotrex");
+    let d = dir.path().display().to_string();
+    let args = [d, "exit".into(), "_exit".into(), "mpi".into()];
+    let run = common::mpirun(2, &app, &args, &trace, &common::Opts::default());
+    let tf = run.read();
+    assert_eq!(tf.header.nranks, 2);
+    assert!(!tf.header.incomplete, "{:?}", tf.header.notes);
+    let per = written_per_slot(&tf);
+    assert_eq!(per.len(), 6, "{per:?}");
+    assert!(per.iter().all(|&(_, w)| w == MIB), "{per:?}");
+    // Each rank's children of one kind join over the ranks: two groups of two.
+    let p = tf.header.processes.as_ref().unwrap();
+    assert_eq!(
+        ends(&tf),
+        vec![(2, End::Exit(Some(0))), (2, End::QuickExit(3))]
+    );
+    let stride = p.stride;
+    let slots: Vec<u32> = p.groups[0].slots.to_vec();
+    assert_eq!(slots, vec![2, 2 + stride], "child 0 of ranks 0 and 1");
+    assert_eq!(p.owner(2, 2 + stride), Some((1, 0)));
+}
