@@ -476,10 +476,15 @@ pub(crate) fn fit(
     let min_c = pick(&col(&|s| s.min as f64), 0.0);
     let max_c = pick(&col(&|s| s.max as f64), 0.0);
     let value = |c: &Option<TimingChoice>, fallback: f64| c.as_ref().map_or(fallback, |c| c.value);
-    let mean = value(&mean_c, last.mean).max(0.0);
+    // A mean lies between the smallest and largest value: where the mean's trend leaves the
+    // extremes' own models (a noisy mean's slope through a few scales, extrapolated far), the
+    // extremes, fitted each on its own, bound it.
+    let lo = value(&min_c, last.min as f64).max(0.0);
+    let hi = value(&max_c, last.max as f64).max(lo);
+    let mean = value(&mean_c, last.mean).max(0.0).clamp(lo, hi);
     let sd = value(&sd_c, last.variance().sqrt()).max(0.0);
-    let min = value(&min_c, last.min as f64).max(0.0).min(mean).floor();
-    let max = value(&max_c, last.max as f64).max(mean).ceil();
+    let min = lo.min(mean).floor();
+    let max = hi.max(mean).ceil();
     // The histogram: the largest input's shape scaled to the new count, the rounding put in
     // the fullest bin so that the bins add up to the count (as timing does).
     let mut bins = [0u64; BINS];
