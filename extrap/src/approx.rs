@@ -653,6 +653,66 @@ mod tests {
         assert!(e.contains("sends.16") && e.contains("`count`"), "{e}");
     }
 
+    /// Every count is 24 or 32; the share of 32s falls with n, so the mean is 31, 30, 29, 28
+    /// at 4, 8, 12, 16 ranks: a line that reaches 16 at 64, below every value there is. The
+    /// extremes, 24 and 32 at every scale, bound it.
+    #[test]
+    fn a_summary_mean_stays_between_its_extremes() {
+        let input = |n: u32, m: u32| -> Input {
+            let ranks: Vec<Trace> = (0..n)
+                .map(|rank| {
+                    let evs: Vec<rsd::RawEvent> = (0..32u32)
+                        .map(|i| {
+                            let c = if i % 8 < m { 32 } else { 24 };
+                            rsd::RawEvent::new(Op::Send, 1, rsd::op::args::send(c, 7, 1, 0, 0, c))
+                        })
+                        .collect();
+                    compress(rank, &evs)
+                })
+                .collect();
+            let mut trace = rsd::merge_tree(ranks).unwrap();
+            let p = Policy {
+                comm: true,
+                io: false,
+                budget: 1,
+            };
+            bound(&mut trace, &p);
+            Input {
+                name: format!("shares.{n}"),
+                file: TraceFile {
+                    header: rsd::Header::new(n),
+                    trace,
+                },
+            }
+        };
+        let ins: Vec<Input> = [(4, 7), (8, 6), (12, 5), (16, 4)]
+            .iter()
+            .map(|&(n, m)| input(n, m))
+            .collect();
+        let x = crate::request::as_given(&ins, 64, &crate::ModelSet::builtin()).unwrap();
+        let mut means = Vec::new();
+        fn walk(nodes: &[Node], out: &mut Vec<Stats>) {
+            for n in nodes {
+                match &n.kind {
+                    NodeKind::Event(e) => {
+                        if let Val::Approx(x) = &e.params[0].groups[0].val {
+                            out.push(x.stats.clone());
+                        }
+                    }
+                    NodeKind::Loop(l) => walk(&l.body, out),
+                }
+            }
+        }
+        walk(&x.file.trace.nodes, &mut means);
+        assert!(!means.is_empty(), "the count is summarised");
+        for s in &means {
+            assert!(
+                (24.0..=32.0).contains(&s.mean) && s.min >= 24 && s.max <= 32,
+                "{s:?}"
+            );
+        }
+    }
+
     #[test]
     fn ignore_names_an_op_and_a_parameter_or_says_what_exists() {
         let g = Ignore::parse("fprintf.ret").unwrap();
