@@ -19,8 +19,9 @@ type Argv = *const *const c_char;
 /// The pid the constructor ran in.
 static PID: AtomicI64 = AtomicI64::new(0);
 
-fn getpid() -> i64 {
-    // SAFETY: getpid has no preconditions (the raw call: glibc's may not see a vfork child).
+/// This process's pid, by the raw call: glibc's may not see a vfork child.
+pub(crate) fn getpid() -> i64 {
+    // SAFETY: getpid has no preconditions.
     unsafe { libc::syscall(libc::SYS_getpid) }
 }
 

@@ -54,11 +54,6 @@ static ME: AtomicU32 = AtomicU32::new(u32::MAX);
 /// `exit`'s status, for the record the destructor writes (`i32::MIN`: main returned).
 pub static EXIT_STATUS: AtomicI32 = AtomicI32::new(i32::MIN);
 
-fn getpid() -> i64 {
-    // SAFETY: getpid has no preconditions (the raw call, as `exec.rs`).
-    unsafe { libc::syscall(libc::SYS_getpid) }
-}
-
 /// In every forked child (the fork handler): it is not the process its parent was, so it
 /// writes no record of its parent's number (only atomics: a fork handler).
 pub fn forget_in_child() {
@@ -143,7 +138,7 @@ fn tree(st: &State) -> Option<&'static Tree> {
             .map(|d| d.to_string_lossy().into_owned())
             .unwrap_or_else(|_| ".".into()),
     };
-    let root_pid = getpid();
+    let root_pid = crate::exec::getpid();
     let spool = format!("{dir}/.iotrex-procs.{root_pid}");
     let _ = std::fs::create_dir(&spool);
     let _ = TREE.set(Tree {
@@ -283,7 +278,7 @@ pub struct Folded {
 pub fn fold(trace: &mut rsd::Trace) -> Folded {
     let mut out = Folded::default();
     let Some(t) = TREE.get() else { return out };
-    if is_child() || t.root_pid != getpid() {
+    if is_child() || t.root_pid != crate::exec::getpid() {
         return out;
     }
     let sh = t.shared();
