@@ -227,6 +227,10 @@ pub struct Compressor {
     /// place ([`Compressor::push_nested_fast`]): worked out for the list as it is now, and
     /// cleared by every change to the list but that fast path's.
     nested: bool,
+    /// The count of that loop at which the general folding may fold it into an earlier
+    /// node (an outer loop, or an earlier loop of the same calls): the fast path stops short
+    /// of it ([`Compressor::fold_count`]).
+    nested_stop: i64,
     /// The prediction through the body of a loop with a longer body ([`cursor`]).
     cursor: cursor::Cursor,
     /// Whether drains of `MPI_Waitsome` calls become one call ([`Drain`]).
@@ -320,6 +324,7 @@ impl Compressor {
                 upto: 0,
             },
             nested: false,
+            nested_stop: 0,
             cursor: cursor::Cursor::default(),
             coalesce: false,
             drain: None,
@@ -405,6 +410,10 @@ impl Compressor {
         let CKind::Event(e) = &mut body.kind else {
             unreachable!("`nested` is set for a loop around one call")
         };
+        // At `nested_stop` the general folding may fold the loop further: it decides.
+        if *cnt + 1 >= self.nested_stop {
+            return false;
+        }
         let n = *cnt as u64;
         let same_shape = e.op == ev.op
             && e.sig == ev.sig
@@ -429,17 +438,13 @@ impl Compressor {
             return false;
         }
         // What `extend_node` does with the node `convert` would make of the call.
-        for (v, &x) in e.params.iter_mut().zip(&ev.params) {
-            v.extend(n, Val::Const(x), 0);
-        }
+        extend_consts(&mut e.params, n, &ev.params);
         e.timing.add(ev.gap_ns, ev.dur_ns);
         for (c, r) in e.children.iter_mut().zip(&ev.children) {
             let CKind::Event(c) = &mut c.kind else {
                 unreachable!("checked above")
             };
-            for (v, &x) in c.params.iter_mut().zip(&r.params) {
-                v.extend(n, Val::Const(x), 0);
-            }
+            extend_consts(&mut c.params, n, &r.params);
             c.timing.add(r.gap_ns, r.dur_ns);
         }
         *cnt += 1;
@@ -450,20 +455,18 @@ impl Compressor {
     /// Works out whether the next call with children may take
     /// [`Compressor::push_nested_fast`]: the list ends with a loop of constant count whose
     /// body is one call without path whose children are calls without path or children of
-    /// pairwise different structural keys, and nothing within the window before the loop
-    /// has the loop's key or is a loop whose body ends with a node of that key.
+    /// pairwise different structural keys, and the count at which the general folding could
+    /// fold that loop further is known ([`Compressor::fold_count`]).
     ///
     /// Then a call of the same shape (see `push_nested_fast`) is what the general folding
-    /// appends to the loop and nothing else: its children compress to one node each (no two
-    /// keys repeat, so nothing folds, and constants hold no vector, so `children` keeps the
-    /// greedy result), which gives the call the body's structural key; the loop is not
-    /// closed (`closes_last`) while its structural values stay regular, so `try_extend`
-    /// takes the call into the loop at once; and after that nothing folds further:
-    /// `try_extend` needs a loop whose body ends with the loop's key, `try_fold` an earlier
-    /// node of that key, within the window, and the list before the loop does not change.
+    /// appends to the loop and nothing else, below that count: its children compress to one
+    /// node each (no two keys repeat, so nothing folds, and constants hold no vector, so
+    /// `children` keeps the greedy result), which gives the call the body's structural key;
+    /// the loop is not closed (`closes_last`) while its structural values stay regular, so
+    /// `try_extend` takes the call into the loop at once; and after that nothing folds
+    /// further before the loop reaches that count.
     fn predict_nested(&mut self) {
         self.nested = false;
-        let n = self.items.len();
         let Some(CNode {
             skey,
             kind: CKind::Loop(l),
@@ -471,7 +474,7 @@ impl Compressor {
         else {
             return;
         };
-        let (Val::Const(_), [body]) = (&l.iters, l.body.as_slice()) else {
+        let (Val::Const(cnt), [body]) = (&l.iters, l.body.as_slice()) else {
             return;
         };
         let CKind::Event(e) = &body.kind else {
@@ -484,12 +487,72 @@ impl Compressor {
             matches!(&c.kind, CKind::Event(c) if c.path.is_none() && c.children.is_empty())
                 && !e.children[i + 1..].iter().any(|d| d.skey == c.skey)
         });
-        let reach = &self.items[(n - 1).saturating_sub(self.window)..n - 1];
-        let touches = |c: &CNode| {
-            c.skey == *skey
-                || matches!(&c.kind, CKind::Loop(pl) if pl.body.last().is_some_and(|b| b.skey == *skey))
+        if !flat {
+            return;
+        }
+        if let Some(stop) = self.fold_count(*skey, *cnt) {
+            self.nested_stop = stop;
+            self.nested = true;
+        }
+    }
+
+    /// The least count above `cnt` at which the loop ending the list (structural key `key`,
+    /// `cnt` iterations now) may fold with an earlier node once one more iteration of the
+    /// same calls is appended to it (`i64::MAX` if none), or `None` if that cannot be told.
+    ///
+    /// After the tail loop grows, the strict folding (`reduce(true)`) tries the same places
+    /// as before, whose structural keys have not changed: `try_extend`, an outer loop whose
+    /// body ends with a node of `key` that the tail completes, and `try_fold`, an earlier
+    /// node of `key` whose following nodes the tail repeats. Neither folded at `cnt` (the
+    /// list is the general folding's fixpoint, or was extended only below this count), and
+    /// what differs at the next count is `open_mismatch`: such a node (a loop, since it has
+    /// the tail's key) matches only where its count continues to the tail's, which is one
+    /// number for a constant, affine or cyclic count ([`Val::next_const`]) and none for an
+    /// explicit one. Only there can the values (`keeps_regular`) let it fold.
+    fn fold_count(&self, key: u64, cnt: i64) -> Option<i64> {
+        let (items, meta) = (&self.items, &self.meta);
+        let n = items.len();
+        let mut stop = i64::MAX;
+        // One place where a fold may happen: at the count `other`'s continues to.
+        let mut at = |other: &CNode, i: u64| match &other.kind {
+            CKind::Loop(o) => {
+                if let Some(c) = o.iters.next_const(i).filter(|&c| c > cnt) {
+                    stop = stop.min(c);
+                }
+                true
+            }
+            CKind::Event(_) => false,
         };
-        self.nested = flat && !reach.iter().any(touches);
+        for b in 1..=self.window.min(n.saturating_sub(1)) {
+            let p = n - 1 - b;
+            let CKind::Loop(l) = &items[p].kind else {
+                continue;
+            };
+            if meta[p].1 != b
+                || !l
+                    .body
+                    .iter()
+                    .zip(&meta[p + 1..])
+                    .all(|(x, m)| x.skey == m.0)
+            {
+                continue;
+            }
+            let Val::Const(lc) = l.iters else {
+                return None;
+            };
+            if !at(&l.body[b - 1], lc as u64) {
+                return None;
+            }
+        }
+        for w in 1..=self.window.min(n / 2) {
+            if meta[n - 1 - w].0 == key
+                && (0..w).all(|k| meta[n - 2 * w + k].0 == meta[n - w + k].0)
+                && !at(&items[n - 1 - w], 1)
+            {
+                return None;
+            }
+        }
+        Some(stop)
     }
 
     /// Adds one call whose gap held `waits` of off-CPU time ([`GapWaits`]): [`Self::push`]
@@ -1280,6 +1343,17 @@ fn wrap_node(a: CNode, b: CNode, inner: usize) -> CNode {
     CNode { skey: a.skey, kind }
 }
 
+/// Appends the plain numbers `xs` as iteration `n` of `vals` (values over no inner loop):
+/// `Val::extend` of each, which leaves a value the number continues as it is; that check is
+/// made first without building a value (the steady state of a loop).
+fn extend_consts(vals: &mut [Val<i64>], n: u64, xs: &[i64]) {
+    for (v, &x) in vals.iter_mut().zip(xs) {
+        if !v.continues_const(n, x) {
+            v.extend(n, Val::Const(x), 0);
+        }
+    }
+}
+
 /// Appends `c` as iteration `n` of the outer loop that `a` is already folded into. `c`'s
 /// values are moved out, leaving its allocations for the caller to reuse.
 fn extend_node(a: &mut CNode, n: u64, c: &mut CNode, inner: usize) {
@@ -1629,6 +1703,137 @@ mod tests {
             }
             prop_assert_eq!(c.finish(), g.finish());
         }
+    }
+
+    /// Loop nests around MPI-IO calls with children: `for a { for o { for i in 0..m(o) {
+    /// call } } }` with inner counts constant, affine, periodic or arbitrary in the outer
+    /// iteration, offsets that restart, advance or stay with each outer iteration, children
+    /// whose values follow the offset or not, a plain call now and then between inner loops,
+    /// random timings.
+    fn nest_stream() -> impl Strategy<Value = Vec<RawEvent>> {
+        // (inner count kind, base count, offset kind, children kinds, plain call kind, outer, outermost)
+        let nest = (
+            0u8..5,
+            1i64..6,
+            0u8..4,
+            prop::collection::vec(0u8..4, 0..3),
+            0u8..4,
+            1i64..6,
+            1i64..3,
+        );
+        prop::collection::vec(nest, 1..3).prop_map(|nests| {
+            let mut out = Vec::new();
+            let mut t = 11u64;
+            let mut timed = |mut e: RawEvent| {
+                t = t
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                e.gap_ns = (t >> 40) % 5000;
+                e.dur_ns = (t >> 20) % 300;
+                e
+            };
+            for (k, &(mkind, m, okind, ref children, plain, outer, outermost)) in
+                nests.iter().enumerate()
+            {
+                for a in 0..outermost {
+                    for o in 0..outer {
+                        let inner = match mkind {
+                            0 => m,
+                            1 => m + o,
+                            2 => [m, m + 2][(o % 2) as usize],
+                            3 => (o * 7 + a * 3) % 5 + 1,
+                            _ => m + a,
+                        };
+                        for i in 0..inner {
+                            let off = match okind {
+                                0 => i * 8,
+                                1 => (a * outer + o) * 1000 + i * 8,
+                                2 => 4096,
+                                _ => [0, 16][(i % 2) as usize] + o * 64,
+                            };
+                            let mut e = RawEvent::new(
+                                [Op::FileWriteAt, Op::FileWriteAtAll][k % 2],
+                                k as u64,
+                                vec![5, off, 8, 1, 8],
+                            );
+                            for (j, &ck) in children.iter().enumerate() {
+                                let v = match ck {
+                                    0 => off,
+                                    1 => 77,
+                                    2 => (i * 31 + o) % 7,
+                                    _ => off + i * 8,
+                                };
+                                let op = [Op::Pwrite, Op::Lseek][j % 2];
+                                e.children.push(timed(RawEvent::new(
+                                    op,
+                                    100 + j as u64,
+                                    vec![3, 8, v, 8],
+                                )));
+                            }
+                            out.push(timed(e));
+                        }
+                        if plain == 0 || (plain == 1 && o % 2 == 1) {
+                            out.push(timed(RawEvent::new(Op::Lseek, 200, vec![3, 0, 1, o])));
+                        }
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+        /// In loop nests, the innermost loop around a call with children extended in place
+        /// gives what the general folding gives, after every call.
+        #[test]
+        fn nested_fast_path_in_loop_nests_equals_general_folding(evs in nest_stream()) {
+            let mut c = Compressor::new(3);
+            let mut g = Compressor::new(3);
+            for e in &evs {
+                c.push(e);
+                if e.path.is_none() && e.children.is_empty() {
+                    g.push(e);
+                } else {
+                    g.settle();
+                    let n = g.convert(e);
+                    g.push_node(n);
+                }
+                prop_assert_eq!(c.len(), g.len());
+                prop_assert_eq!(c.events(), g.events());
+                prop_assert_eq!(c.finish(), g.finish());
+            }
+        }
+    }
+
+    #[test]
+    fn nested_fast_path_takes_the_inner_loop_of_a_nest() {
+        // `for i { MPI_File_write_at(fh, (i % 64) * 8) }` with the library's pwrite: from the
+        // second inner loop on, every call but the ones where the inner loop completes an
+        // outer iteration (and the two that start the next) is extended in place.
+        let mut c = Compressor::new(0);
+        let mut g = Compressor::new(0);
+        let mut general = 0;
+        for i in 0..64 * 6i64 {
+            let off = (i % 64) * 8;
+            let mut e = RawEvent::new(Op::FileWriteAt, 1, vec![5, off, 8, 1, 8]);
+            e.children
+                .push(RawEvent::new(Op::Pwrite, 2, vec![3, 8, off, 8]));
+            e.gap_ns = 10 + i as u64 % 7;
+            e.dur_ns = 100 + i as u64 % 5;
+            let before = (c.items.len(), c.nested);
+            c.push(&e);
+            if i >= 64 && !(before.1 && c.items.len() == before.0) {
+                general += 1;
+            }
+            g.settle();
+            let n = g.convert(&e);
+            g.push_node(n);
+        }
+        assert_eq!(c.finish(), g.finish());
+        // Per later inner loop: its first two calls (a call, then a loop of two) and its last.
+        assert_eq!(general, 5 * 3);
     }
 
     #[test]

@@ -330,6 +330,22 @@ impl Val<i64> {
         }
     }
 
+    /// The one plain number `x` for which [`Val::continues_const`]`(n, x)` holds, if any: what
+    /// a compressor can know in advance about where a value over no inner loops goes next.
+    pub fn next_const(&self, n: u64) -> Option<i64> {
+        match self {
+            Val::Const(c) => Some(*c),
+            Val::Lin { base, strides } if strides.len() == 1 => strides[0]
+                .checked_mul(n as i64)
+                .and_then(|d| base.checked_add(d)),
+            Val::Cycle(v) => match v[(n % v.len() as u64) as usize] {
+                Val::Const(x) => Some(x),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Whether the value is a constant or affine in the loop indices.
     pub fn is_regular(&self) -> bool {
         matches!(self, Val::Const(_) | Val::Lin { .. })
@@ -1178,6 +1194,33 @@ impl fmt::Display for Elastic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `next_const` names exactly the one number `continues_const` accepts, over
+        /// constants, affine values (near overflow too), cycles and explicit vectors.
+        #[test]
+        fn next_const_is_what_continues_const_accepts(
+            kind in 0u8..5,
+            a in any::<i64>(),
+            b in any::<i64>(),
+            small in -5i64..5,
+            n in 0u64..40,
+            probe in any::<i64>(),
+        ) {
+            let v = match kind {
+                0 => Val::Const(small),
+                1 => Val::Lin { base: small, strides: vec![b % 9] },
+                2 => Val::Lin { base: a, strides: vec![b] },
+                3 => Val::Cycle(vec![Val::Const(small), Val::Const(a), Val::Lin { base: 1, strides: vec![2] }]),
+                _ => Val::Seq(vec![Val::Const(small), Val::Const(a)]),
+            };
+            let next = v.next_const(n);
+            for x in [probe, small, a, next.unwrap_or(probe)] {
+                prop_assert_eq!(v.continues_const(n, x), next == Some(x));
+            }
+        }
+    }
 
     fn seq_to_val(values: &[i64]) -> Val<i64> {
         let mut v = Val::Const(values[0]);
