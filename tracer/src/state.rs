@@ -551,6 +551,19 @@ impl State {
         }
     }
 
+    /// [`State::push`], giving the call back unless the raw log keeps it (its vectors can
+    /// then be reused).
+    pub fn push_back(&mut self, ev: RawEvent) -> Option<RawEvent> {
+        if self.admit() {
+            self.comp.push(&ev);
+            if let Some(r) = &mut self.raw {
+                r.push(ev);
+                return None;
+            }
+        }
+        Some(ev)
+    }
+
     /// Records a top-level call whose gap held `waits` of off-CPU time ([`crate::waits`]).
     #[cold]
     pub fn push_waited(&mut self, ev: RawEvent, waits: rsd::timing::GapWaits) {
@@ -666,26 +679,45 @@ pub fn traceable_in(t: &guard::Thread) -> Option<bool> {
     Some(m == guard::IN_MPIIO || m == guard::IN_HDF5 || m == guard::IN_NETCDF)
 }
 
-thread_local! {
-    /// The calls made inside the running container calls of this thread, innermost last: an
-    /// HDF5 call's frame below the frame of an MPI-IO call it made. Each frame holds the
+/// The calls made inside the running container calls of one thread, and the vectors of the
+/// calls recorded before, kept for the next ones: a traced MPI-IO call and its children
+/// then allocate no vector for the children or their parameters in the steady state.
+struct Frames {
+    /// Innermost last (an HDF5 call's frame below the frame of an MPI-IO call it made): the
     /// children recorded so far and the end of the previous one, for the gaps.
-    static CHILDREN: std::cell::RefCell<Vec<(Vec<RawEvent>, u64)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+    open: Vec<(Vec<RawEvent>, u64)>,
+    /// Emptied children vectors.
+    lists: Vec<Vec<RawEvent>>,
+    /// Emptied parameter vectors.
+    params: Vec<Vec<i64>>,
+}
+
+/// How many emptied vectors of each kind a thread keeps.
+const SPARE_VECS: usize = 64;
+
+thread_local! {
+    static CHILDREN: std::cell::RefCell<Frames> = const {
+        std::cell::RefCell::new(Frames {
+            open: Vec::new(),
+            lists: Vec::new(),
+            params: Vec::new(),
+        })
+    };
 }
 
 /// Opens a frame for the children of a call that starts at `t0`.
 pub fn open_frame(t0: u64) {
     CHILDREN.with(|c| {
         if let Ok(mut c) = c.try_borrow_mut() {
-            c.push((Vec::new(), t0));
+            let list = c.lists.pop().unwrap_or_default();
+            c.open.push((list, t0));
         }
     });
 }
 
 /// Whether a call of this thread has a frame open for children.
 pub fn frame_open() -> bool {
-    CHILDREN.with(|c| c.try_borrow().is_ok_and(|c| !c.is_empty()))
+    CHILDREN.with(|c| c.try_borrow().is_ok_and(|c| !c.open.is_empty()))
 }
 
 /// Closes the innermost frame, giving its children.
@@ -693,10 +725,46 @@ pub fn close_frame() -> Vec<RawEvent> {
     CHILDREN.with(|c| {
         c.try_borrow_mut()
             .ok()
-            .and_then(|mut c| c.pop())
+            .and_then(|mut c| c.open.pop())
             .map(|f| f.0)
             .unwrap_or_default()
     })
+}
+
+/// `params` in a vector kept from an earlier call if there is one.
+fn params_vec(params: &[i64]) -> Vec<i64> {
+    let mut v = CHILDREN
+        .with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.params.pop()))
+        .unwrap_or_default();
+    v.extend_from_slice(params);
+    v
+}
+
+/// Keeps the vectors of a recorded call (its parameters, its children and theirs) for the
+/// next calls of this thread.
+fn recycle(ev: RawEvent) {
+    CHILDREN.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            keep(&mut c, ev);
+        }
+    });
+}
+
+fn keep(f: &mut Frames, mut ev: RawEvent) {
+    if f.params.len() < SPARE_VECS && ev.params.capacity() > 0 {
+        ev.params.clear();
+        f.params.push(ev.params);
+    }
+    if ev.children.capacity() == 0 {
+        return;
+    }
+    let mut list = ev.children;
+    for c in list.drain(..) {
+        keep(f, c);
+    }
+    if f.lists.len() < SPARE_VECS {
+        f.lists.push(list);
+    }
 }
 
 /// Adds a finished call to the innermost frame, its gap measured from the previous child's
@@ -704,7 +772,7 @@ pub fn close_frame() -> Vec<RawEvent> {
 fn push_child(mut ev: RawEvent, t0: u64, t1: u64) {
     CHILDREN.with(|c| {
         if let Ok(mut c) = c.try_borrow_mut()
-            && let Some(f) = c.last_mut()
+            && let Some(f) = c.open.last_mut()
         {
             ev.gap_ns = t0.saturating_sub(f.1);
             f.1 = t1;
@@ -745,28 +813,28 @@ pub fn record<P: AsRef<[i64]>>(
         if !child {
             owed = crate::throttle::owed(call.op, params);
         }
-        let event = |path, gap_ns| RawEvent {
+        let event = |path, gap_ns, params| RawEvent {
             op: call.op,
             sig: call.sig,
             path,
-            params: params.to_vec(),
+            params,
             gap_ns,
             dur_ns: dur,
             children: Vec::new(),
         };
         if child {
-            out = Some(event(path, 0));
+            out = Some(event(path, 0, params_vec(params)));
         } else {
             let gap = call.t0.saturating_sub(st.last_end);
             st.last_end = call.t1;
             let (waits, read) = crate::waits::in_gap(call.t0, call.t1, gap);
             read_after = read;
             if !waits.is_zero() {
-                st.push_waited(event(path, gap), waits);
+                st.push_waited(event(path, gap, params.to_vec()), waits);
             } else if path.is_none() {
                 st.push_call(call.op, call.sig, params, gap, dur);
             } else {
-                st.push(event(path, gap));
+                st.push(event(path, gap, params.to_vec()));
             }
         }
         Some(())
@@ -891,7 +959,7 @@ pub fn record_parent(
 ) {
     let mut read_after = false;
     let mut owed = 0;
-    with_state(|st| {
+    let done = with_state(|st| {
         let (params, path) = build(st)?;
         let path = path.map(|p| st.norm_path(p));
         owed = crate::throttle::owed(call.op, &params);
@@ -909,12 +977,16 @@ pub fn record_parent(
             children,
         };
         if waits.is_zero() {
-            st.push(ev);
+            st.push_back(ev)
         } else {
             st.push_waited(ev, waits);
+            None
         }
-        Some(())
     });
+    if let Some(Some(ev)) = done {
+        // Outside the lock.
+        recycle(ev);
+    }
     if read_after {
         crate::waits::read_at_end();
     }
