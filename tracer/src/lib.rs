@@ -65,6 +65,7 @@ pub mod pnetcdf;
 pub mod posix;
 pub mod posix_more;
 pub mod procs;
+pub(crate) mod rawfd;
 pub(crate) mod real;
 pub mod signals;
 pub mod state;

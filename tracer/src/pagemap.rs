@@ -15,7 +15,7 @@ const CHUNK: usize = 512;
 
 /// Bytes of `[addr, addr + len)` present in this process's page tables, or `None` where the
 /// pagemap cannot be read. Raw system calls: the tracer's own `open`/`pread` hooks are not to
-/// see it.
+/// see it ([`crate::rawfd`]).
 pub fn present_bytes(addr: usize, len: usize) -> Option<u64> {
     if len == 0 || len > MAX_LEN {
         return None;
@@ -25,22 +25,9 @@ pub fn present_bytes(addr: usize, len: usize) -> Option<u64> {
     let page = usize::try_from(page).ok().filter(|p| *p > 0)?;
     let first = addr / page;
     let pages = (addr + len).div_ceil(page) - first;
-    let path = c"/proc/self/pagemap";
-    // SAFETY: a NUL-terminated path and flags; openat has no other precondition.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
+    let fd = crate::rawfd::open_read(c"/proc/self/pagemap")?;
     let counted = count_present(fd, first, pages);
-    // SAFETY: closes the descriptor opened above, which nothing else holds.
-    unsafe { libc::syscall(libc::SYS_close, fd) };
+    crate::rawfd::close(fd);
     counted.map(|n| n * page as u64)
 }
 
