@@ -182,11 +182,13 @@ pick() {
 }
 
 cmd_hostfile() {
-  local p=${1:-1} k=${2:-} f list
+  local p=${1:-1} k=${2:-} f list tmp
   list=$(pick "$p" "$k")
   f=$STATE/hostfile.$p${k:+.$k}
-  echo "$list" | sed "s/\$/ slots=$p/" >"$f.tmp"
-  mv "$f.tmp" "$f"
+  # A temporary file of its own: launches made at once write the same hostfile.
+  tmp=$(mktemp "$f.XXXXXX") && chmod 644 "$tmp"
+  echo "$list" | sed "s/\$/ slots=$p/" >"$tmp"
+  mv "$tmp" "$f"
   echo "$f"
 }
 

@@ -1096,13 +1096,62 @@ impl Fitter<'_> {
             (Some(gap), Some(dur)) => Some(Intervals { gap, dur }),
             _ => None,
         };
-        let waits = waits_like(ts.last().copied(), &gap);
+        let waits = self
+            .waits_fitted(&runs, &gap, event)
+            .or_else(|| waits_like(ts.last().copied(), &gap));
         Timing {
             gap,
             dur,
             interval,
             waits,
         }
+    }
+
+    /// An extrapolated event's off-CPU time in its gaps, where every run recorded it: the CPU
+    /// time and the blocked time of a gap, per call, each fitted over the scales as the gap's
+    /// mean is, and the time waiting for a core what is left of the predicted gap. A rank's
+    /// own work between two calls (its CPU time) is what the program does, whatever the
+    /// contention; what grows with the ranks per core is the wait for one. The largest
+    /// input's share of waiting applied to a longer predicted gap made the CPU time grow with
+    /// the contention instead, so a replay burning it (`--compute work`) overshot.
+    fn waits_fitted(
+        &mut self,
+        runs: &[Vec<Timing>],
+        gap: &Stats,
+        event: &str,
+    ) -> Option<rsd::timing::GapWaits> {
+        if gap.count == 0 {
+            return None;
+        }
+        let mut cpu: Vec<Vec<f64>> = Vec::new();
+        let mut blocked: Vec<Vec<f64>> = Vec::new();
+        for r in runs {
+            let (mut c, mut b) = (Vec::new(), Vec::new());
+            for t in r.iter().filter(|t| t.gap.count > 0) {
+                let w = t.waits?;
+                let n = t.gap.count as f64;
+                let total = t.gap.mean * n;
+                let off = (w.runq_ns + w.blocked_ns) as f64;
+                c.push((total - off).max(0.0) / n);
+                b.push(w.blocked_ns as f64 / n);
+            }
+            if c.is_empty() {
+                return None;
+            }
+            cpu.push(c);
+            blocked.push(b);
+        }
+        let per_call_cpu = self.choose(&cpu, 0.0, event, "", false)?.value.max(0.0);
+        let per_call_blocked = self.choose(&blocked, 0.0, event, "", false)?.value.max(0.0);
+        let n = gap.count as f64;
+        let predicted = gap.mean.max(0.0) * n;
+        let cpu_total = (per_call_cpu * n).min(predicted);
+        let blocked_total = (per_call_blocked * n).min(predicted - cpu_total);
+        let w = rsd::timing::GapWaits {
+            runq_ns: (predicted - cpu_total - blocked_total).max(0.0).round() as u64,
+            blocked_ns: blocked_total.round() as u64,
+        };
+        (!w.is_zero()).then_some(w)
     }
 
     /// One timed quantity's model chosen over every run's value (`ys[s]`: the runs of scale
@@ -1443,6 +1492,67 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    /// Every rank writes once after a gap of 1 ms of its own CPU work and 0.2 ms blocked,
+    /// plus its wait for a core: n ranks on 2 cores wait n/2 - 1 slices of 1 ms.
+    fn contended(n: u32) -> Input {
+        const MS: u64 = 1_000_000;
+        let runq = (u64::from(n) / 2 - 1) * MS;
+        let ranks = (0..n)
+            .map(|r| {
+                let mut c = rsd::Compressor::new(r);
+                let mut e = RawEvent::new(Op::Pwrite, 2, args::pwrite(3, 4096, 0, 4096));
+                e.gap_ns = MS + MS / 5 + runq;
+                c.push(&e);
+                c.finish()
+            })
+            .collect();
+        let mut trace = rsd::merge_tree(ranks).unwrap();
+        for node in &mut trace.nodes {
+            if let rsd::trace::NodeKind::Event(e) = &mut node.kind {
+                e.timing.waits = Some(rsd::timing::GapWaits {
+                    runq_ns: runq * u64::from(n),
+                    blocked_ns: MS / 5 * u64::from(n),
+                });
+            }
+        }
+        let mut header = rsd::Header::new(n);
+        header.command = vec!["contended".into()];
+        Input {
+            name: format!("c.{n}.iotrex"),
+            file: rsd::TraceFile { header, trace },
+        }
+    }
+
+    #[test]
+    fn a_gaps_cpu_time_stays_the_ranks_own_as_the_wait_for_a_core_grows() {
+        let inputs: Vec<Input> = [4, 8, 12, 16].into_iter().map(contended).collect();
+        let x = extrapolate(&inputs, 32, &ModelSet::builtin()).unwrap();
+        let e = x
+            .file
+            .trace
+            .nodes
+            .iter()
+            .find_map(|n| match &n.kind {
+                rsd::trace::NodeKind::Event(e) if e.op == Op::Pwrite => Some(e),
+                _ => None,
+            })
+            .expect("the write");
+        let t = &e.timing;
+        let n = t.gap.count as f64;
+        let w = t.waits.expect("waits extrapolated");
+        let cpu = (t.gap.mean * n - (w.runq_ns + w.blocked_ns) as f64) / n;
+        let blocked = w.blocked_ns as f64 / n;
+        // 32 ranks on 2 cores: 15 ms waiting for a core per gap, the rank's own 1 ms of CPU
+        // and 0.2 ms blocked as at every input (the largest input's share of waiting, 85% of
+        // its gap, applied to the longer gap would make it 2 ms of CPU).
+        assert!((cpu - 1e6).abs() < 0.05e6, "CPU per gap {cpu} ns: {t:?}");
+        assert!(
+            (blocked - 0.2e6).abs() < 0.01e6,
+            "blocked per gap {blocked} ns"
+        );
+        assert!((t.gap.mean - 16.2e6).abs() < 0.5e6, "gap {}", t.gap.mean);
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //!   error (grown with the distance to the target in doublings) and the noise, spanning the
 //!   plausible families not clearly worse, never above the growth bound. A sum of parts (the
 //!   wall time) combines its parts' intervals in quadrature, widened to its own held-out
-//!   error ([`sum_interval`]).
+//!   error but never beyond its parts' extremes added up ([`sum_interval`]).
 
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
@@ -772,7 +772,11 @@ pub fn held_out_predictions(model: TimingModel, ns: &[f64], ys: &[f64]) -> Optio
 /// each scale (the sum of the parts' refits). Each side is the wider of two: the parts'
 /// half-widths combined in quadrature (independent parts), and the total's own held-out error
 /// carried to the target like a part's (the parts' errors are not independent where a loaded
-/// machine slows them all, and then the total's own errors say so).
+/// machine slows them all, and then the total's own errors say so). Neither side goes beyond
+/// the parts' own sides added up (the parts fully correlated): each part's interval is already
+/// held within its growth bound, and the sum of their extremes is the sum's extreme; the
+/// total's held-out error, carried over many doublings, says where between independent and
+/// correlated the sum lies, not that the sum may exceed every part at once.
 pub fn sum_interval(
     parts: &[(f64, (f64, f64))],
     ns: &[f64],
@@ -807,7 +811,9 @@ pub fn sum_interval(
         lo = lo.min(value * (-s).exp());
         hi = hi.max(value * s.exp());
     }
-    (value, (lo.max(0.0), hi))
+    let lo_all: f64 = parts.iter().map(|(_, (l, _))| l).sum();
+    let hi_all: f64 = parts.iter().map(|(_, (_, h))| h).sum();
+    (value, (lo.max(lo_all).max(0.0), hi.min(hi_all)))
 }
 
 /// The chosen model for `ys` at `ns` (see [`choose`]), without noise information.
@@ -1027,6 +1033,23 @@ mod tests {
         let off: Vec<(f64, f64)> = ns.iter().map(|&n| (n, 420.0)).collect();
         let (_, (lo2, hi2)) = sum_interval(&parts, &ns, &ys, &off, 20.0);
         assert!(hi2 > hi && lo2 < lo, "{lo2} {hi2}");
+    }
+
+    #[test]
+    fn the_interval_of_a_sum_stays_within_its_parts_added_up() {
+        // The total's held-out predictions off by 300% carried 2^17-fold would give the sum a
+        // factor of hundreds; the parts' own extremes added up (400 over, 200 under) hold it.
+        let parts = [(100.0, (50.0, 150.0)), (200.0, (150.0, 250.0))];
+        let ns = [4.0, 6.0, 8.0];
+        let ys = [300.0; 3];
+        let off: Vec<(f64, f64)> = ns.iter().map(|&n| (n, 1200.0)).collect();
+        let (v, (lo, hi)) = sum_interval(&parts, &ns, &ys, &off, 1048576.0);
+        assert_eq!(v, 300.0);
+        assert_eq!((lo, hi), (200.0, 400.0));
+        // Independent parts within it: the quadrature, narrower than the extremes.
+        let exact: Vec<(f64, f64)> = ns.iter().map(|&n| (n, 300.0)).collect();
+        let (_, (lo, hi)) = sum_interval(&parts, &ns, &ys, &exact, 1048576.0);
+        assert!(lo > 200.0 && hi < 400.0, "{lo} {hi}");
     }
 
     #[test]

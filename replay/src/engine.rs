@@ -552,6 +552,12 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             .apply(e.op, &e.params, None, None, &mut filetable::Offline);
         let t0 = Instant::now();
         let creates_comm = e.op.creates_comm();
+        // MPI_Init's own exchange lets no rank out before all have come in, and the traced
+        // wall time starts when it returns: the ranks leave it together here too (the
+        // runtime's barrier), and the replay's wall time starts there, so that what a program
+        // does before MPI_Init (an interpreter's start-up, imports) is replayed but not
+        // counted, as the trace does not count it.
+        let init = e.op == Op::Init && self.opts.comm != CommMode::Skip;
         match self.opts.comm {
             CommMode::Real => {
                 if let Err(m) = self.rt.mpi(e, self.files.types(), false) {
@@ -559,7 +565,9 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 }
             }
             CommMode::Delay | CommMode::Skip => {
-                if creates_comm && let Err(m) = self.rt.mpi(e, self.files.types(), true) {
+                if (creates_comm || init)
+                    && let Err(m) = self.rt.mpi(e, self.files.types(), !init)
+                {
                     self.stats.fail(format!("{}: {m}", e.op.name()));
                 }
                 if self.opts.comm == CommMode::Delay && !matches!(e.op, Op::Init | Op::Finalize) {
@@ -588,6 +596,12 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         }
         self.stats.comm_ns += (t1 - t0).as_nanos() as u64;
         self.stats.count(e.op, 0, false);
+        if init {
+            // The plan starts again where the ranks left MPI_Init together: a rank that waited
+            // there for the others does not make up for it in its next gaps.
+            self.deadline = t1;
+            self.stats.before_init_ns = Some((t1 - self.start).as_nanos() as u64);
+        }
     }
 
     /// Issues a POSIX or stdio call. Returns the bytes it moved.

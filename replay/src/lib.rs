@@ -28,6 +28,7 @@ pub mod engine;
 pub mod error;
 pub mod layout;
 mod local;
+mod mapping;
 pub mod matching;
 pub mod options;
 pub mod pattern;

@@ -455,6 +455,12 @@ impl Local {
             // were on the device, as fdatasync does.
             Op::Pwrite | Op::Pwritev | Op::Msync | Op::Munmap => {
                 let f = fd_in(&mut self.fds, e)?;
+                // What the program faulted in through the mapping before unmapping it.
+                if let Some(&[t]) = e.op.array_values(&e.params, "touched")
+                    && t > 0
+                {
+                    crate::mapping::fault_in(f, off(), t as u64).map_err(|er| io(e, "", er))?;
+                }
                 f.write_all_at(data.get(n), off())
                     .map_err(|er| io(e, "", er))?;
                 let flags = e.op.array_values(&e.params, "flags");

@@ -114,7 +114,7 @@ impl Prediction {
             hi_ns: hi + compute.above_ns,
             walls_ns: walls.to_vec(),
             covers: format!(
-                "{runs}, widened by {}; start-up (MPI_Init, the replay's loading) left out",
+                "{runs}, widened by {}; start-up (MPI_Init, what ran before it, the replay's loading) left out",
                 compute.source
             ),
             compute,

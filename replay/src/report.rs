@@ -30,6 +30,10 @@ pub struct RankStats {
     pub ops: BTreeMap<Op, OpCount>,
     /// Time from the rank's start to its last event, ns.
     pub time_ns: u64,
+    /// Time from the rank's start to the end of its replayed `MPI_Init` (where every rank
+    /// leaves it together), ns; `None` without one. The traced wall time starts there.
+    #[serde(default)]
+    pub before_init_ns: Option<u64>,
     /// Time inside I/O calls, ns.
     pub io_ns: u64,
     /// Time spent in compute gaps, ns.
@@ -147,9 +151,13 @@ pub struct Report {
     pub mode: String,
     /// Ranks replayed.
     pub ranks: u32,
-    /// Wall time of the replay, ns.
+    /// Wall time of the replay, ns: from the end of the replayed `MPI_Init` where the trace
+    /// has one (as the traced wall time), else from the start.
     pub wall_ns: u64,
-    /// Per-rank replay time.
+    /// The replayed time before `MPI_Init`'s end (the program's start-up), left out of
+    /// [`Self::wall_ns`], ns; `None` for a trace without `MPI_Init`.
+    pub before_init_ns: Option<u64>,
+    /// Per-rank replay time (from `MPI_Init`'s end, as [`Self::wall_ns`]).
     pub rank_time: Spread,
     /// Time in I/O, summed over ranks, ns.
     pub io_ns: u64,
@@ -359,7 +367,20 @@ impl Report {
                 }
             }
         }
-        let times: Vec<u64> = ranks.iter().map(|s| s.time_ns).collect();
+        // Every rank leaves the replayed MPI_Init together; the latest of them is where the
+        // wall time starts, when all ranks have one.
+        if !ranks.is_empty() && ranks.iter().all(|s| s.before_init_ns.is_some()) {
+            let before = ranks.iter().filter_map(|s| s.before_init_ns).max();
+            r.before_init_ns = before;
+            r.wall_ns = wall_ns.saturating_sub(before.unwrap_or(0));
+        }
+        let times: Vec<u64> = ranks
+            .iter()
+            .map(|s| {
+                let before = r.before_init_ns.and(s.before_init_ns).unwrap_or(0);
+                s.time_ns.saturating_sub(before)
+            })
+            .collect();
         if !times.is_empty() {
             r.rank_time = Spread {
                 min: *times.iter().min().expect("non-empty"),
@@ -426,7 +447,7 @@ impl Report {
         );
         if traced_wall_ns > 0 {
             r.vs_traced_pct =
-                Some((wall_ns as f64 - traced_wall_ns as f64) / traced_wall_ns as f64 * 100.0);
+                Some((r.wall_ns as f64 - traced_wall_ns as f64) / traced_wall_ns as f64 * 100.0);
         }
         r
     }
@@ -443,6 +464,14 @@ impl Report {
             self.ranks,
             f(self.wall_ns)
         );
+        if let Some(b) = self.before_init_ns {
+            let _ = writeln!(
+                s,
+                "before MPI_Init: {} replayed, left out of the wall time as the trace leaves it \
+                 out (the program's start-up)",
+                f(b)
+            );
+        }
         if let Some(l) = &self.layout {
             let _ = writeln!(s, "layout: {}", l.text);
         }

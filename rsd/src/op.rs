@@ -594,7 +594,10 @@ ops! {
     // write of `ret` bytes at file offset `offset` (0 bytes for other mappings). The pages
     // the program really dirtied are not known: this is the most the mapping could write.
     // `msync` is followed by its flags as passed (MS_SYNC, MS_ASYNC, MS_INVALIDATE; older
-    // traces have none): MS_SYNC returns once the range is on the device.
+    // traces have none): MS_SYNC returns once the range is on the device. `munmap` is followed
+    // by `touched`, the bytes of the range the program had faulted in (its reads and writes
+    // through the mapping, page faults no hook sees; older traces have none), where the
+    // tracer could read its page tables.
     Msync => Posix, "msync", Write, [Fd, Offset, Ret];
     Munmap => Posix, "munmap", Write, [Fd, Offset, Ret];
 
@@ -1451,6 +1454,7 @@ impl Op {
             Op::H5DsetExtent | Op::H5PsetChunk => &["dims"],
             Op::Fcntl => &["setfl"],
             Op::Msync => &["flags"],
+            Op::Munmap => &["touched"],
             Op::NcmpiDefVar | Op::NcDefVar => &["dimids"],
             Op::NcDefVarChunking => &["chunks"],
             Op::NcPutVara | Op::NcGetVara => &["start", "count"],

@@ -602,3 +602,32 @@ fn replay_on_fast_storage_of_a_slow_storage_trace_plans_the_fast_runs_compute() 
         err * 100.0
     );
 }
+
+#[test]
+fn replay_of_reads_through_a_mapping_faults_them_in_from_the_device() {
+    // Traced on a tmpfs, whose page faults no device serves; replayed on an ext4 rig, whose
+    // device serves the replay's, as it served the application's there.
+    let (a, b) = (Storage::up("tmpfs"), Storage::up("ext4"));
+    let dir = common::scratch();
+    let trace = trace_mapped_on(&a, "mapped", dir.path());
+    let tf = rsd::TraceFile::read(&trace).unwrap();
+    let per_rank = 8 * 262_144;
+    for r in 0..NP {
+        let touched: Vec<i64> = tf
+            .trace
+            .expand(r)
+            .iter()
+            .filter(|c| c.op == rsd::Op::Munmap)
+            .filter_map(|c| c.op.array_values(&c.params, "touched").map(|t| t[0]))
+            .collect();
+        // Every page of its part, read once through the mapping (fault-around adds none: the
+        // mapping is the rank's part, and every page of it is read).
+        assert_eq!(touched, [per_rank], "rank {r}'s munmap");
+    }
+    let (_, replay) = replay_on(&b, &trace);
+    assert!(
+        replay.read_bytes >= NP as u64 * per_rank as u64,
+        "the ranks read {} bytes through their mappings; the replay's device served {replay:?}",
+        NP as u64 * per_rank as u64
+    );
+}

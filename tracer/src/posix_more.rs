@@ -595,6 +595,13 @@ fn on_mapping(
     let Some((base, m)) = mapping_of(addr) else {
         return call();
     };
+    // What the program touched through the mapping, read before the pages go.
+    let touched = (op == Op::Munmap)
+        .then(|| {
+            let _g = crate::guard::Enter::new(crate::guard::BUSY);
+            crate::pagemap::present_bytes(a, len.min(m.len - (a - base)))
+        })
+        .flatten();
     run_recorded(op, child, call, |st, r| {
         let off = m.off + (a - base) as i64;
         let bytes = if r != 0 || !m.writes {
@@ -616,7 +623,12 @@ fn on_mapping(
             match flags {
                 // Its flags follow (the op's comment in `rsd::op`).
                 Some(fl) => [&fixed::msync(m.fd, off, bytes)[..], &[fl as i64]].concat(),
-                None => args::munmap(m.fd, off, bytes),
+                // The bytes it touched follow (`rsd::op`), when the pagemap said.
+                None => [
+                    &fixed::munmap(m.fd, off, bytes)[..],
+                    touched.map(|t| t as i64).as_slice(),
+                ]
+                .concat(),
             },
             None,
         ))

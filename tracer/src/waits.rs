@@ -159,25 +159,14 @@ fn read() -> Option<Reading> {
             ts.as_mut_ptr(),
         )
     };
-    let path = c"/proc/thread-self/schedstat";
     let mut buf = [0u8; 128];
-    // SAFETY: a NUL-terminated path and flags; openat has no other precondition.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
+    let Some(fd) = crate::rawfd::open_read(c"/proc/thread-self/schedstat") else {
         UNAVAILABLE.store(true, Ordering::Relaxed);
         return None;
-    }
+    };
     // SAFETY: `buf` is writable for its length; `fd` is ours until the close below.
     let n = unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) };
-    // SAFETY: closes the descriptor opened above, which nothing else holds.
-    unsafe { libc::syscall(libc::SYS_close, fd) };
+    crate::rawfd::close(fd);
     let at = crate::state::now_ns();
     let r = (n > 0)
         .then(|| parse(&buf[..n as usize]))

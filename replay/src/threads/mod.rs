@@ -368,6 +368,9 @@ impl Runtime for ThreadsRuntime {
                 let (c, _) = self.comm(e.p(Param::Comm))?;
                 c.barrier(&self.sh)
             }
+            // MPI_Init's exchange: no rank leaves before every rank has come (the engine
+            // starts the wall time there).
+            Op::Init => self.sh.world.barrier(&self.sh),
             // Every send mode delivers to a mailbox; what differs is when the sender may go on,
             // which a thread replay does not model.
             _ if matches!(op.p2p(), Some(P2p::Send { .. })) => {

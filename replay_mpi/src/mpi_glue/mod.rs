@@ -303,6 +303,13 @@ impl Runtime for MpiRuntime {
             | Op::Testsome
             | Op::Cancel
             | Op::Waitall => self.complete(e),
+            // MPI_Init's exchange: no rank leaves before every rank has come (the engine
+            // starts the wall time there).
+            Op::Init => {
+                let c = self.comm(rsd::mpi::COMM_WORLD)?;
+                // SAFETY: a valid communicator.
+                check(unsafe { ffi::MPI_Barrier(c) }, "MPI_Barrier")
+            }
             Op::BufferAttach | Op::BufferDetach => self.buffer(e),
             Op::CommFree => self.comm_free(e),
             Op::CommRank

@@ -14,4 +14,5 @@ mod pool;
 mod reduce_scatter;
 mod replay;
 mod stall;
+mod start_up;
 mod views_agree;
