@@ -558,12 +558,27 @@ mod tests {
     /// `n` ranks of 30 sends each, whose counts follow no pattern (mean about 50), summarised
     /// where their exact form exceeds `budget` numbers.
     fn sends(n: u32, budget: usize) -> Input {
+        sends_of("sends", n, 30, budget, |rank, i| {
+            let c = i64::from((rank * 7919 + i * 131) % 97 + 3);
+            (c, 4 * c)
+        })
+    }
+
+    /// `n` ranks each sending `calls` messages of `msg(rank, i)` = (count, bytes), bounded
+    /// by `budget` distinct values.
+    fn sends_of(
+        name: &str,
+        n: u32,
+        calls: u32,
+        budget: usize,
+        msg: impl Fn(u32, u32) -> (i64, i64),
+    ) -> Input {
         let ranks: Vec<Trace> = (0..n)
             .map(|rank| {
-                let evs: Vec<rsd::RawEvent> = (0..30u32)
+                let evs: Vec<rsd::RawEvent> = (0..calls)
                     .map(|i| {
-                        let c = i64::from((rank * 7919 + i * 131) % 97 + 3);
-                        rsd::RawEvent::new(Op::Send, 1, rsd::op::args::send(c, 7, 1, 0, 0, 4 * c))
+                        let (c, b) = msg(rank, i);
+                        rsd::RawEvent::new(Op::Send, 1, rsd::op::args::send(c, 7, 1, 0, 0, b))
                     })
                     .collect();
                 compress(rank, &evs)
@@ -577,7 +592,7 @@ mod tests {
         };
         bound(&mut trace, &p);
         Input {
-            name: format!("sends.{n}"),
+            name: format!("{name}.{n}"),
             file: TraceFile {
                 header: rsd::Header::new(n),
                 trace,
@@ -659,31 +674,10 @@ mod tests {
     #[test]
     fn a_summary_mean_stays_between_its_extremes() {
         let input = |n: u32, m: u32| -> Input {
-            let ranks: Vec<Trace> = (0..n)
-                .map(|rank| {
-                    let evs: Vec<rsd::RawEvent> = (0..32u32)
-                        .map(|i| {
-                            let c = if i % 8 < m { 32 } else { 24 };
-                            rsd::RawEvent::new(Op::Send, 1, rsd::op::args::send(c, 7, 1, 0, 0, c))
-                        })
-                        .collect();
-                    compress(rank, &evs)
-                })
-                .collect();
-            let mut trace = rsd::merge_tree(ranks).unwrap();
-            let p = Policy {
-                comm: true,
-                io: false,
-                budget: 1,
-            };
-            bound(&mut trace, &p);
-            Input {
-                name: format!("shares.{n}"),
-                file: TraceFile {
-                    header: rsd::Header::new(n),
-                    trace,
-                },
-            }
+            sends_of("shares", n, 32, 1, |_, i| {
+                let c = if i % 8 < m { 32 } else { 24 };
+                (c, c)
+            })
         };
         let ins: Vec<Input> = [(4, 7), (8, 6), (12, 5), (16, 4)]
             .iter()
