@@ -1679,6 +1679,35 @@ mod tests {
         })
     }
 
+    /// Pushes `evs` through the compressor and, calls with a path or children by
+    /// `convert`/`push_node` (never the fast path), through the general folding: their sizes
+    /// and call counts equal after every call, and their traces at the end or, with
+    /// `every_call`, after every call.
+    fn against_general_folding(
+        evs: &[RawEvent],
+        every_call: bool,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let mut c = Compressor::new(3);
+        let mut g = Compressor::new(3);
+        for e in evs {
+            c.push(e);
+            if e.path.is_none() && e.children.is_empty() {
+                g.push(e);
+            } else {
+                g.settle();
+                let n = g.convert(e);
+                g.push_node(n);
+            }
+            prop_assert_eq!(c.len(), g.len());
+            prop_assert_eq!(c.events(), g.events());
+            if every_call {
+                prop_assert_eq!(c.finish(), g.finish());
+            }
+        }
+        prop_assert_eq!(c.finish(), g.finish());
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
@@ -1687,21 +1716,7 @@ mod tests {
         /// size and call count after every call.
         #[test]
         fn nested_fast_path_equals_general_folding(evs in nested_stream()) {
-            let mut c = Compressor::new(3);
-            let mut g = Compressor::new(3);
-            for e in &evs {
-                c.push(e);
-                if e.path.is_none() && e.children.is_empty() {
-                    g.push(e);
-                } else {
-                    g.settle();
-                    let n = g.convert(e);
-                    g.push_node(n);
-                }
-                prop_assert_eq!(c.len(), g.len());
-                prop_assert_eq!(c.events(), g.events());
-            }
-            prop_assert_eq!(c.finish(), g.finish());
+            against_general_folding(&evs, false)?;
         }
     }
 
@@ -1789,21 +1804,7 @@ mod tests {
         /// gives what the general folding gives, after every call.
         #[test]
         fn nested_fast_path_in_loop_nests_equals_general_folding(evs in nest_stream()) {
-            let mut c = Compressor::new(3);
-            let mut g = Compressor::new(3);
-            for e in &evs {
-                c.push(e);
-                if e.path.is_none() && e.children.is_empty() {
-                    g.push(e);
-                } else {
-                    g.settle();
-                    let n = g.convert(e);
-                    g.push_node(n);
-                }
-                prop_assert_eq!(c.len(), g.len());
-                prop_assert_eq!(c.events(), g.events());
-                prop_assert_eq!(c.finish(), g.finish());
-            }
+            against_general_folding(&evs, true)?;
         }
     }
 
