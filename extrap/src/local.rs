@@ -6,12 +6,17 @@
 //! between two of its I/O calls a loop of them stands at 12 and 20 ranks where 8 and 16
 //! ranks have one call, and the traces disagree in structure there and nowhere else.
 //!
-//! Where the inputs disagree in structure and setting aside the local queries found where
-//! they differ makes them agree, the extrapolation sets those ops aside in every input and
-//! extrapolates the rest; the output's provenance and notes say which ([`NOTE`]), `--explain` says it too,
-//! and `diff` sets the same ops aside on both sides before comparing. The time of a call set
-//! aside goes into the gap before the next call kept, so wall time keeps it. Only the ops
-//! found where the structures differ are set aside: a program whose queries agree between
+//! A program may also make them at times the clock decides: Meep's progress line asks
+//! `MPI_Comm_rank` once four seconds of wall time have passed, which cuts its time-step loop
+//! at a step the machine's load picks, on some ranks of some runs.
+//!
+//! Where the inputs disagree in structure and setting aside local queries makes them agree,
+//! the extrapolation sets those ops aside in every input and extrapolates the rest; the
+//! output's provenance and notes say which ([`NOTE`]), `--explain` says it too, and `diff`
+//! sets the same ops aside on both sides before comparing. The time of a call set aside goes
+//! into the gap before the next call kept, so wall time keeps it. Only ops the agreement
+//! needs are set aside (those found where the structures differ first, else the fewest of
+//! all the inputs make): a program whose queries agree between
 //! scales keeps every one, and extrapolates them (ranks as returned, sizes as `n`).
 
 use crate::Input;
@@ -55,6 +60,12 @@ pub fn ops_in_notes(notes: &[String]) -> BTreeSet<Op> {
 /// `inputs`, which disagree in structure, with the local queries set aside that make them
 /// agree, and those ops; `None` where the local queries are not what differs. `found`: the
 /// local queries where the inputs' groups differ ([`groups_and_ops`], which the caller ran).
+///
+/// The ops found where the structures differ are tried first, growing by those found where
+/// they still differ. A query can split a loop away from that place (Meep's progress line,
+/// which asks `MPI_Comm_rank` when four seconds of wall time have passed, cuts its time-step
+/// loop at a step the machine's load decides), so then every local query the inputs make is
+/// tried, and those the agreement does not need are kept.
 pub(crate) fn set_aside(
     lifts: Option<&Lifts>,
     inputs: &[Input],
@@ -65,15 +76,9 @@ pub(crate) fn set_aside(
     // Each round sets aside at least one more op: there are only so many.
     for _ in 0..=Op::ALL.len() {
         if ops.is_empty() {
-            return None;
+            break;
         }
-        let mut kept = Vec::with_capacity(inputs.len());
-        for i in inputs {
-            kept.push(Input {
-                name: i.name.clone(),
-                file: without(lifts, &i.file, &ops, in_place).ok()?.0,
-            });
-        }
+        let kept = without_in_all(lifts, inputs, &ops, in_place)?;
         let (groups, more) = groups_and_ops(lifts, &kept, Op::is_local_query);
         if groups.len() <= 1 {
             return Some((kept, ops));
@@ -81,10 +86,87 @@ pub(crate) fn set_aside(
         let before = ops.len();
         ops.extend(more);
         if ops.len() == before {
-            return None;
+            break;
         }
     }
-    None
+    fewest_that_agree(lifts, inputs, in_place)
+}
+
+/// Every local query `inputs` make set aside, if that makes them agree, then each op put back
+/// whose calls the agreement does not need; `None` where setting all aside is not enough.
+fn fewest_that_agree(
+    lifts: Option<&Lifts>,
+    inputs: &[Input],
+    in_place: bool,
+) -> Option<(Vec<Input>, BTreeSet<Op>)> {
+    let mut ops = local_queries_in(inputs);
+    let mut kept = agreeing(lifts, inputs, &ops, in_place)?;
+    for op in ops.clone() {
+        let mut fewer = ops.clone();
+        fewer.remove(&op);
+        if fewer.is_empty() {
+            continue;
+        }
+        if let Some(k) = agreeing(lifts, inputs, &fewer, in_place) {
+            (kept, ops) = (k, fewer);
+        }
+    }
+    Some((kept, ops))
+}
+
+/// `inputs` without their calls of `ops`, where that makes them agree in structure.
+fn agreeing(
+    lifts: Option<&Lifts>,
+    inputs: &[Input],
+    ops: &BTreeSet<Op>,
+    in_place: bool,
+) -> Option<Vec<Input>> {
+    if ops.is_empty() {
+        return None;
+    }
+    let kept = without_in_all(lifts, inputs, ops, in_place)?;
+    let (groups, _) = groups_and_ops(lifts, &kept, |_| false);
+    (groups.len() <= 1).then_some(kept)
+}
+
+/// Every input [`without`] its calls of `ops`; `None` where one cannot be re-compressed.
+fn without_in_all(
+    lifts: Option<&Lifts>,
+    inputs: &[Input],
+    ops: &BTreeSet<Op>,
+    in_place: bool,
+) -> Option<Vec<Input>> {
+    inputs
+        .iter()
+        .map(|i| {
+            Some(Input {
+                name: i.name.clone(),
+                file: without(lifts, &i.file, ops, in_place).ok()?.0,
+            })
+        })
+        .collect()
+}
+
+/// The local queries any of `inputs` makes, at any depth.
+fn local_queries_in(inputs: &[Input]) -> BTreeSet<Op> {
+    fn walk(nodes: &[Node], out: &mut BTreeSet<Op>) {
+        for n in nodes {
+            match &n.kind {
+                NodeKind::Event(e) => {
+                    if e.op.is_local_query() {
+                        out.insert(e.op);
+                    }
+                    walk(&e.children, out);
+                }
+                NodeKind::Loop(l) => walk(&l.body, out),
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    inputs
+        .iter()
+        .for_each(|i| walk(&i.file.trace.nodes, &mut out));
+    out
 }
 
 /// `tf` without its calls of `ops`, and how many calls that took out (over every rank). Each

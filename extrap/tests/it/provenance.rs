@@ -10,15 +10,22 @@ use rsd::{Compressor, Op, Provenance, RawEvent, TraceFile};
 /// The `Groups` pattern at `n` ranks, with `queries` MPI_Comm_size calls after MPI_Init and,
 /// where `barrier`, a barrier before MPI_Finalize (another structure).
 fn groups(n: u32, queries: usize, barrier: bool) -> TraceFile {
+    groups_with(n, |_, calls| {
+        let query = RawEvent::new(Op::CommSize, 0xe7a1_0001, vec![0, i64::from(n)]);
+        calls.splice(1..1, std::iter::repeat_n(query, queries));
+        if barrier {
+            let at = calls.len() - 1;
+            calls.insert(at, RawEvent::new(Op::Barrier, 0xe7a1_0002, vec![1]));
+        }
+    })
+}
+
+/// The `Groups` pattern at `n` ranks, each rank's calls changed by `edit` (given the rank).
+fn groups_with(n: u32, edit: impl Fn(u32, &mut Vec<RawEvent>)) -> TraceFile {
     let per_rank = (0..n)
         .map(|r| {
             let mut calls = events(Pattern::Groups, r, n);
-            let query = RawEvent::new(Op::CommSize, 0xe7a1_0001, vec![0, i64::from(n)]);
-            calls.splice(1..1, std::iter::repeat_n(query, queries));
-            if barrier {
-                let at = calls.len() - 1;
-                calls.insert(at, RawEvent::new(Op::Barrier, 0xe7a1_0002, vec![1]));
-            }
+            edit(r, &mut calls);
             let mut c = Compressor::new(r);
             calls.iter().for_each(|e| c.push(e));
             c.finish()
@@ -131,4 +138,58 @@ fn local_queries_set_aside_are_in_the_provenance_and_diff_reads_them() {
     let mut neither = old_style(&f);
     neither.header.notes.clear();
     assert!(!diff(&neither, &real, &opts).identical);
+}
+
+/// Two outputs of ten time steps each after MPI_Init, an `MPI_Comm_size` before them; where
+/// `progress` is `Some((rank, step))`, that rank asks `MPI_Comm_rank` before that step of the
+/// second output, as a progress line printed by wall time does.
+fn stepped(n: u32, progress: Option<(u32, usize)>) -> TraceFile {
+    groups_with(n, |r, calls| {
+        let mut steps = vec![RawEvent::new(
+            Op::CommSize,
+            0xe7a1_0003,
+            vec![0, i64::from(n)],
+        )];
+        for output in 0..2 {
+            for step in 0..10 {
+                if output == 1 && progress == Some((r, step)) {
+                    steps.push(RawEvent::new(Op::CommRank, 0xe7a1_0004, vec![0, r.into()]));
+                }
+                steps.push(RawEvent::new(Op::Barrier, 0xe7a1_0005, vec![0]));
+            }
+            steps.push(RawEvent::new(
+                Op::Allreduce,
+                0xe7a1_0006,
+                vec![1, 7, 3, 0, 4],
+            ));
+        }
+        calls.splice(1..1, steps);
+    })
+}
+
+#[test]
+fn a_query_that_splits_a_loop_away_from_the_first_difference_is_set_aside_alone() {
+    // At 12 ranks rank 0 asked once, in the middle of the second output's steps: the outer
+    // loop over the outputs is gone there, and the first difference (that loop against the
+    // first output's steps) holds no query.
+    let ins = inputs(vec![
+        stepped(4, None),
+        stepped(8, None),
+        stepped(12, Some((0, 3))),
+        stepped(16, None),
+    ]);
+    let x = extrap::run(&Request::new(32), &ins).unwrap();
+    let p = on_disk(&x).header.provenance.clone().expect("provenance");
+    // MPI_Comm_size agrees at every scale: kept.
+    assert_eq!(p.set_aside, [Op::CommRank]);
+    let real = stepped(32, Some((5, 7)));
+    let d = diff(&on_disk(&x), &real, &DiffOptions::default());
+    assert!(d.identical, "{}", render(&d, "extrapolated", "real"));
+    // A structure the queries do not explain is still refused.
+    let mut other = ins;
+    other[3] = Input {
+        name: "groups.16.iotrex".into(),
+        file: groups(16, 0, true),
+    };
+    assert!(extrap::run(&Request::new(32), &other).is_err());
 }
