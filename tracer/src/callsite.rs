@@ -191,13 +191,13 @@ fn tl_slot(addrs: &[usize]) -> usize {
 /// This thread's cache of call stacks recognised by their stack slots ([`slots`]), kept in
 /// the thread's one block of tracer state ([`crate::guard::Thread`]).
 pub struct Sites {
-    slots: [slots::Entry; slots::SLOTS],
+    sets: [slots::Set; slots::SETS],
 }
 
 impl Sites {
     /// No stack seen yet.
     pub const EMPTY: Sites = Sites {
-        slots: [slots::EMPTY; slots::SLOTS],
+        sets: [slots::EMPTY_SET; slots::SETS],
     };
 }
 
@@ -434,8 +434,8 @@ mod slots {
     /// libunwind's register numbers on x86-64.
     const UNW_X86_64_RSP: libc::c_int = 7;
     const UNW_X86_64_RIP: libc::c_int = 16;
-    /// Entries of the per-thread cache (direct-mapped by stack pointer).
-    pub(super) const SLOTS: usize = 32;
+    /// Sets of the per-thread cache (indexed by stack pointer), of two entries each.
+    pub(super) const SETS: usize = 32;
     /// Slots every lookup reads (a call at depth 4 from `main`'s loop has 5 to check).
     const FIXED: usize = 6;
     const _: () = assert!(FIXED <= TL_FRAMES);
@@ -451,11 +451,27 @@ mod slots {
         sig: u64,
     }
 
-    pub(super) const EMPTY: Entry = Entry {
+    const EMPTY: Entry = Entry {
         sp: 0,
         n: 0,
         slots: [(0, 0); TL_FRAMES],
         sig: 0,
+    };
+
+    /// Two entries whose stack pointers share an index, and which of them was used last.
+    /// Two ways: a call nested in another (the aggregator's `pwrite` inside
+    /// `MPI_File_write_at_all`) alternates with it at every call, and wherever address-space
+    /// randomisation put the stack, the two can share an index; direct-mapped, each then
+    /// evicted the other and every call unwound (about 17,000 instructions).
+    #[derive(Clone, Copy)]
+    pub(super) struct Set {
+        ways: [Entry; 2],
+        last: usize,
+    }
+
+    pub(super) const EMPTY_SET: Set = Set {
+        ways: [EMPTY; 2],
+        last: 0,
     };
 
     /// Resolves libunwind's stepping API from its handle (only where the slot layout is known).
@@ -497,24 +513,31 @@ mod slots {
     }
 
     /// Stack pointers of calls in one loop nest differ by multiples of 16 (the ABI's
-    /// alignment): direct-mapped by those bits, nearby ones never collide. The bits above
-    /// them are folded in: a call nested in another (the aggregator's `pwrite` inside
-    /// `MPI_File_write_at_all`) lies some frames deeper, and where that distance was a
-    /// multiple of 512 bytes both took one entry and evicted each other at every call.
+    /// alignment): indexed by those bits, nearby ones never collide. The bits above them are
+    /// folded in, so that two stack pointers a multiple of 512 bytes apart (a call nested some
+    /// frames deeper in another) rarely share a set.
     #[inline(always)]
     fn index(sp: usize) -> usize {
-        ((sp >> 4) ^ (sp >> 9)) % SLOTS
+        ((sp >> 4) ^ (sp >> 9)) % SETS
     }
 
     /// The signature of a stack seen before at this stack pointer, if its slots still hold the
     /// same return addresses.
     #[inline(always)]
-    pub(super) fn lookup(sites: &Sites, sp: usize) -> Option<u64> {
-        let e = &sites.slots[index(sp)];
+    pub(super) fn lookup(sites: &mut Sites, sp: usize) -> Option<u64> {
+        let set = &mut sites.sets[index(sp)];
         // An empty entry has sp 0, which no stack pointer is (0 is returned where unsupported).
-        if e.sp != sp || sp == 0 {
+        let way = if set.ways[0].sp == sp {
+            0
+        } else if set.ways[1].sp == sp {
+            1
+        } else {
+            return None;
+        };
+        if sp == 0 {
             return None;
         }
+        let e = &set.ways[way];
         // The first FIXED slots without a branch each (unused ones read `PAD`), the rest of a
         // deeper stack in a loop.
         let mut diff = 0;
@@ -531,7 +554,11 @@ mod slots {
                 diff |= unsafe { std::ptr::read_volatile(slot as *const usize) } ^ ra;
             }
         }
-        (diff == 0).then_some(e.sig)
+        if diff != 0 {
+            return None;
+        }
+        set.last = way;
+        Some(e.sig)
     }
 
     type GetContextFn = unsafe extern "C" fn(*mut u64) -> libc::c_int;
@@ -632,11 +659,19 @@ mod slots {
         for s in &mut slots[ns..] {
             *s = (&PAD as *const usize as usize, 0);
         }
-        let e = &mut sites.slots[index(sp)];
-        e.sp = sp;
-        e.n = ns;
-        e.slots = slots;
-        e.sig = sig;
+        let set = &mut sites.sets[index(sp)];
+        // The entry of this stack pointer (whose stack changed) if there is one, else the
+        // one not used last.
+        let way = (0..2)
+            .find(|&w| set.ways[w].sp == sp)
+            .unwrap_or(1 - set.last);
+        set.ways[way] = Entry {
+            sp,
+            n: ns,
+            slots,
+            sig,
+        };
+        set.last = way;
         Some(sig)
     }
 }
