@@ -71,7 +71,7 @@ pub fn call_start(child: bool) -> u64 {
 #[cold]
 #[inline(never)]
 fn read_at_start() -> u64 {
-    let r = read();
+    let r = read().map(|(r, _)| r);
     let _ = ENTRY.try_with(|e| e.set(r));
     // The reading's own cost belongs to the gap (CPU time, counted as such), not the call.
     crate::state::now_ns()
@@ -127,14 +127,32 @@ fn split(l: Reading, e: Reading, gap: u64) -> GapWaits {
 #[cold]
 #[inline(never)]
 pub fn read_at_end() {
-    let r = read();
-    if r.is_some() {
-        let _ = LAST.try_with(|l| l.set(r));
+    if let Some((r, started)) = read() {
+        let _ = LAST.try_with(|l| l.set(Some(dated_at_start(r, started))));
+    }
+}
+
+/// A reading's own system calls take about 5 us of CPU; one that took longer waited inside.
+const READ_CPU_NS: u64 = 20_000;
+
+/// Reading `r`, which started at `started`, dated at its start, the wait inside it (a switch
+/// its clock update brought about) taken out of its waiting for a core. A reading at the end
+/// of a call opens the window of the gap after it, which starts at the call's end: dated
+/// after that wait, with the wait in its counters, the window missed it, and the gap took it
+/// for CPU time (0.2-0.3 ms a gap of 5 ms, 8 ranks on 2 cores). A reading at the start of a
+/// call closes its window, so a wait inside it is in the window as it is.
+fn dated_at_start(r: Reading, started: u64) -> Reading {
+    let wait = r.at.saturating_sub(started).saturating_sub(READ_CPU_NS);
+    Reading {
+        at: started.min(r.at),
+        cpu: r.cpu,
+        runq: r.runq.saturating_sub(wait),
     }
 }
 
 /// Reads `/proc/thread-self/schedstat` ("cpu_ns runq_ns timeslices") with raw system calls
-/// (the tracer's own `open` and `read` hooks are not to see it), dated after it is read.
+/// (the tracer's own `open` and `read` hooks are not to see it), dated after it is read; and
+/// when it started.
 ///
 /// The file gives the kernel's `sum_exec_runtime`, which for the running thread is only
 /// brought up to date at a scheduler tick (4 ms at HZ=250) or a switch: read as it is, a
@@ -146,10 +164,11 @@ pub fn read_at_end() {
 /// kernel add the time since the last update (`task_sched_runtime`), about 0.3 us more. A
 /// switch it brings about (the update may end the thread's slice) comes before the file is
 /// read, and the date after it, so the wait is in the window it is counted in.
-fn read() -> Option<Reading> {
+fn read() -> Option<(Reading, u64)> {
     if UNAVAILABLE.load(Ordering::Relaxed) {
         return None;
     }
+    let started = crate::state::now_ns();
     let mut ts = std::mem::MaybeUninit::<libc::timespec>::uninit();
     // SAFETY: a clock id and a writable timespec; the value is not used (only its effect).
     unsafe {
@@ -175,7 +194,7 @@ fn read() -> Option<Reading> {
     if r.is_none() {
         UNAVAILABLE.store(true, Ordering::Relaxed);
     }
-    r
+    r.map(|r| (r, started))
 }
 
 /// The first two numbers of a schedstat line.
@@ -219,6 +238,28 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_inside_an_end_reading_opens_the_next_window() {
+        // Started at 1 ms, dated at 4 ms: 3 ms inside, of which all but the reading's own
+        // cost was waiting for a core (in the counters already).
+        let l = dated_at_start(r(4_000_000, 700_000, 3_500_000), 1_000_000);
+        assert_eq!(l.at, 1_000_000);
+        assert_eq!(l.runq, 3_500_000 - (3_000_000 - READ_CPU_NS));
+        assert_eq!(l.cpu, 700_000);
+        // A window from it over a 10 ms gap of 6 ms compute holds that wait: 3 ms (less the
+        // reading's cost) of the gap waited for a core, not computed.
+        let e = Reading {
+            at: 11_000_000,
+            cpu: 6_700_000,
+            runq: 3_500_000 + 1_000_000,
+        };
+        let w = split(l, e, 10_000_000);
+        assert_eq!(w.runq_ns, 1_000_000 + 3_000_000 - READ_CPU_NS);
+        // A quick reading is only dated earlier.
+        let q = dated_at_start(r(1_005_000, 1, 2), 1_000_000);
+        assert_eq!((q.at, q.cpu, q.runq), (1_000_000, 1, 2));
+    }
+
+    #[test]
     fn schedstat_lines_parse() {
         assert_eq!(
             parse(b"94877079 536007917 37\n"),
@@ -248,7 +289,7 @@ mod tests {
         for i in 0..20_000_000u64 {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
         }
-        let r = read().expect("/proc/thread-self/schedstat");
+        let (r, _) = read().expect("/proc/thread-self/schedstat");
         let clock = thread_cpu();
         assert!(
             clock - before > 5_000_000,
