@@ -1483,13 +1483,8 @@ mod tests {
                                 _ => (noise as i64 * (i + 1)) % 997,
                             };
                             let op = [Op::Pwrite, Op::Pread, Op::Lseek][op];
-                            let mut e = RawEvent::new(op, (s * 10 + k) as u64, vec![3, 8, off, 8]);
-                            t = t
-                                .wrapping_mul(6364136223846793005)
-                                .wrapping_add(1442695040888963407);
-                            e.gap_ns = (t >> 40) % 5000;
-                            e.dur_ns = (t >> 20) % 300;
-                            out.push(e);
+                            let e = RawEvent::new(op, (s * 10 + k) as u64, vec![3, 8, off, 8]);
+                            out.push(random_timing(&mut t, e));
                         }
                     }
                 }
@@ -1513,6 +1508,17 @@ mod tests {
         }
     }
 
+    /// `e` with a gap and a duration drawn from the generator state `t`, which it advances
+    /// (the strategies' events get random timings, the same for the same stream).
+    fn random_timing(t: &mut u64, mut e: RawEvent) -> RawEvent {
+        *t = t
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        e.gap_ns = (*t >> 40) % 5000;
+        e.dur_ns = (*t >> 20) % 300;
+        e
+    }
+
     /// Timestep loops whose bodies hold calls and inner loops around one call (the cursor's
     /// case), with constant, affine (in the step, the inner loop or both), periodic and
     /// arbitrary values, inner counts that sometimes change, call sites shared between
@@ -1531,13 +1537,10 @@ mod tests {
             let mut t = 11u64;
             let mut push = |out: &mut Vec<RawEvent>, op: usize, sig: u64, off: i64| {
                 let op = [Op::Pwrite, Op::Pread, Op::Lseek][op];
-                let mut e = RawEvent::new(op, sig, vec![3, 8, off, 8]);
-                t = t
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                e.gap_ns = (t >> 40) % 5000;
-                e.dur_ns = (t >> 20) % 300;
-                out.push(e);
+                out.push(random_timing(
+                    &mut t,
+                    RawEvent::new(op, sig, vec![3, 8, off, 8]),
+                ));
             };
             for (items, steps, noise, pre) in &blocks {
                 for &op in pre {
@@ -1618,14 +1621,7 @@ mod tests {
         prop::collection::vec(block, 1..4).prop_map(|blocks| {
             let mut out = Vec::new();
             let mut t = 5u64;
-            let mut timed = |mut e: RawEvent| {
-                t = t
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                e.gap_ns = (t >> 40) % 5000;
-                e.dur_ns = (t >> 20) % 300;
-                e
-            };
+            let mut timed = |e: RawEvent| random_timing(&mut t, e);
             for (b, (calls, inner, outer)) in blocks.iter().enumerate() {
                 for o in 0..*outer {
                     for i in 0..*inner {
@@ -1739,14 +1735,7 @@ mod tests {
         prop::collection::vec(nest, 1..3).prop_map(|nests| {
             let mut out = Vec::new();
             let mut t = 11u64;
-            let mut timed = |mut e: RawEvent| {
-                t = t
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                e.gap_ns = (t >> 40) % 5000;
-                e.dur_ns = (t >> 20) % 300;
-                e
-            };
+            let mut timed = |e: RawEvent| random_timing(&mut t, e);
             for (k, &(mkind, m, okind, ref children, plain, outer, outermost)) in
                 nests.iter().enumerate()
             {
