@@ -215,6 +215,19 @@ pub fn groups(inputs: &[Input]) -> Vec<Group> {
     grouped(None, inputs, |_, _| {})
 }
 
+/// The ops of `n` and of everything under it for which `wanted` holds, added to `out`.
+pub(crate) fn ops_in(n: &Node, wanted: &dyn Fn(Op) -> bool, out: &mut BTreeSet<Op>) {
+    match &n.kind {
+        NodeKind::Event(e) => {
+            if wanted(e.op) {
+                out.insert(e.op);
+            }
+            e.children.iter().for_each(|c| ops_in(c, wanted, out));
+        }
+        NodeKind::Loop(l) => l.body.iter().for_each(|c| ops_in(c, wanted, out)),
+    }
+}
+
 /// [`groups`], and the ops `wanted` picks among the nodes where the groups first differ from
 /// the first (loop bodies and nested calls included).
 pub(crate) fn groups_and_ops(
@@ -222,17 +235,6 @@ pub(crate) fn groups_and_ops(
     inputs: &[Input],
     wanted: impl Fn(Op) -> bool,
 ) -> (Vec<Group>, BTreeSet<Op>) {
-    fn ops_in(n: &Node, wanted: &dyn Fn(Op) -> bool, out: &mut BTreeSet<Op>) {
-        match &n.kind {
-            NodeKind::Event(e) => {
-                if wanted(e.op) {
-                    out.insert(e.op);
-                }
-                e.children.iter().for_each(|c| ops_in(c, wanted, out));
-            }
-            NodeKind::Loop(l) => l.body.iter().for_each(|c| ops_in(c, wanted, out)),
-        }
-    }
     let mut ops = BTreeSet::new();
     let gs = grouped(lifts, inputs, |x, y| {
         for n in [x, y].into_iter().flatten() {

@@ -20,7 +20,7 @@
 //! scales keeps every one, and extrapolates them (ranks as returned, sizes as `n`).
 
 use crate::Input;
-use crate::consistent::groups_and_ops;
+use crate::consistent::{groups_and_ops, ops_in};
 use crate::ranks::{any_summary, compress_ranks};
 use rsd::trace::Lifts;
 use rsd::trace::{Node, NodeKind, RawEvent};
@@ -78,11 +78,10 @@ pub(crate) fn set_aside(
         if ops.is_empty() {
             break;
         }
-        let kept = without_in_all(lifts, inputs, &ops, in_place)?;
-        let (groups, more) = groups_and_ops(lifts, &kept, Op::is_local_query);
-        if groups.len() <= 1 {
-            return Some((kept, ops));
-        }
+        let more = match without_ops(lifts, inputs, &ops, in_place)? {
+            Ok(kept) => return Some((kept, ops)),
+            Err(more) => more,
+        };
         let before = ops.len();
         ops.extend(more);
         if ops.len() == before {
@@ -100,43 +99,32 @@ fn fewest_that_agree(
     in_place: bool,
 ) -> Option<(Vec<Input>, BTreeSet<Op>)> {
     let mut ops = local_queries_in(inputs);
-    let mut kept = agreeing(lifts, inputs, &ops, in_place)?;
+    if ops.is_empty() {
+        return None;
+    }
+    let mut kept = without_ops(lifts, inputs, &ops, in_place)?.ok()?;
     for op in ops.clone() {
         let mut fewer = ops.clone();
         fewer.remove(&op);
         if fewer.is_empty() {
             continue;
         }
-        if let Some(k) = agreeing(lifts, inputs, &fewer, in_place) {
+        if let Some(Ok(k)) = without_ops(lifts, inputs, &fewer, in_place) {
             (kept, ops) = (k, fewer);
         }
     }
     Some((kept, ops))
 }
 
-/// `inputs` without their calls of `ops`, where that makes them agree in structure.
-fn agreeing(
+/// `inputs` without their calls of `ops`: `Ok` where that makes them agree in structure,
+/// else the local queries where they still differ; `None` where one cannot be re-compressed.
+fn without_ops(
     lifts: Option<&Lifts>,
     inputs: &[Input],
     ops: &BTreeSet<Op>,
     in_place: bool,
-) -> Option<Vec<Input>> {
-    if ops.is_empty() {
-        return None;
-    }
-    let kept = without_in_all(lifts, inputs, ops, in_place)?;
-    let (groups, _) = groups_and_ops(lifts, &kept, |_| false);
-    (groups.len() <= 1).then_some(kept)
-}
-
-/// Every input [`without`] its calls of `ops`; `None` where one cannot be re-compressed.
-fn without_in_all(
-    lifts: Option<&Lifts>,
-    inputs: &[Input],
-    ops: &BTreeSet<Op>,
-    in_place: bool,
-) -> Option<Vec<Input>> {
-    inputs
+) -> Option<Result<Vec<Input>, BTreeSet<Op>>> {
+    let kept = inputs
         .iter()
         .map(|i| {
             Some(Input {
@@ -144,28 +132,21 @@ fn without_in_all(
                 file: without(lifts, &i.file, ops, in_place).ok()?.0,
             })
         })
-        .collect()
+        .collect::<Option<Vec<Input>>>()?;
+    let (groups, more) = groups_and_ops(lifts, &kept, Op::is_local_query);
+    Some(if groups.len() <= 1 {
+        Ok(kept)
+    } else {
+        Err(more)
+    })
 }
 
 /// The local queries any of `inputs` makes, at any depth.
 fn local_queries_in(inputs: &[Input]) -> BTreeSet<Op> {
-    fn walk(nodes: &[Node], out: &mut BTreeSet<Op>) {
-        for n in nodes {
-            match &n.kind {
-                NodeKind::Event(e) => {
-                    if e.op.is_local_query() {
-                        out.insert(e.op);
-                    }
-                    walk(&e.children, out);
-                }
-                NodeKind::Loop(l) => walk(&l.body, out),
-            }
-        }
-    }
     let mut out = BTreeSet::new();
-    inputs
-        .iter()
-        .for_each(|i| walk(&i.file.trace.nodes, &mut out));
+    for n in inputs.iter().flat_map(|i| &i.file.trace.nodes) {
+        ops_in(n, &Op::is_local_query, &mut out);
+    }
     out
 }
 
