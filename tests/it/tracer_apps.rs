@@ -213,15 +213,15 @@ fn p2p_modes_counts() {
     let _ = std::fs::remove_dir_all(run.trace.parent().unwrap());
 }
 
-/// The MPI library's I/O configuration lands in the header, under the library's defaults and
-/// with ROMIO selected: the library, the node layout (one host here), the control variables
-/// that steer collective I/O (the component a run selected, and a variable set through the
-/// environment as `mpirun --mca` sets it; a default is not recorded), the thread level, and an
-/// entry for the file opened (Open MPI 4.1.4's MPI_File_get_info reports no hints of its own,
-/// so the entry is empty, as the library says).
+/// The MPI library's I/O configuration lands in the header, under the library's defaults, with
+/// ROMIO selected, and with a variable set through the environment as `mpirun --mca` sets it:
+/// the library, the node layout (one host here), the control variables that steer collective
+/// I/O (the component a run selected, and the variable where it was set; a default is not
+/// recorded), the thread level, and an entry for the file opened (Open MPI 4.1.4's
+/// MPI_File_get_info reports no hints of its own, so the entry is empty, as the library says).
 #[test]
 fn mpi_configuration_is_recorded() {
-    for io in [None, Some("romio321")] {
+    for (io, set) in [(None, false), (Some("romio321"), false), (None, true)] {
         let dir = scratch();
         let file = dir.path().join("ior.dat");
         let run = mpirun(
@@ -243,7 +243,11 @@ fn mpi_configuration_is_recorded() {
             &dir.path().join("ior.iotrex"),
             &Opts {
                 io,
-                env: vec![("OMPI_MCA_io_ompio_bytes_per_agg", "1m".into())],
+                env: if set {
+                    vec![("OMPI_MCA_io_ompio_bytes_per_agg", "1m".into())]
+                } else {
+                    Vec::new()
+                },
                 ..Opts::default()
             },
         );
@@ -272,7 +276,11 @@ fn mpi_configuration_is_recorded() {
         assert_eq!(c.cvar("io"), Some(io.unwrap_or("")));
         // What was set, as MPI_T gives it (1m is 2^20); the defaults are not recorded (the
         // models start from them).
-        assert_eq!(c.cvar("io_ompio_bytes_per_agg"), Some("1048576"));
+        assert_eq!(
+            c.cvar("io_ompio_bytes_per_agg"),
+            set.then_some("1048576"),
+            "io {io:?}"
+        );
         assert_eq!(c.cvar("io_ompio_max_aggregators_ratio"), None);
         // The thread level MPI_Init gives (which decides OMPIO's write sieving).
         assert_eq!(c.cvar(rsd::format::THREAD_LEVEL), Some("MPI_THREAD_SINGLE"));

@@ -249,9 +249,9 @@ mod tests {
     #[test]
     fn the_override_file_beats_the_environment_which_beats_the_files() {
         let s = Sources {
-            overrides: pairs(&[("io_ompio_num_aggregators", "3")]),
+            overrides: pairs(&[("io_ompio_cycle_buffer_size", "3")]),
             env: pairs(&[
-                ("io_ompio_num_aggregators", "5"),
+                ("io_ompio_cycle_buffer_size", "5"),
                 ("io_ompio_bytes_per_agg", "1m"),
                 ("btl", "self"),
             ]),
@@ -265,7 +265,7 @@ mod tests {
             ("io", "romio321"),
             ("io_ompio_bytes_per_agg", "1048576"),
             ("io_ompio_grouping_option", "2"),
-            ("io_ompio_num_aggregators", "3"),
+            ("io_ompio_cycle_buffer_size", "3"),
         ])
         .into_iter()
         .collect();
