@@ -144,6 +144,11 @@ fn local_queries_set_aside_are_in_the_provenance_and_diff_reads_them() {
 /// `progress` is `Some((rank, step))`, that rank asks `MPI_Comm_rank` before that step of the
 /// second output, as a progress line printed by wall time does.
 fn stepped(n: u32, progress: Option<(u32, usize)>) -> TraceFile {
+    stepped_then(n, progress, false)
+}
+
+/// [`stepped`], with a barrier ahead of MPI_Finalize where `barrier`.
+fn stepped_then(n: u32, progress: Option<(u32, usize)>, barrier: bool) -> TraceFile {
     groups_with(n, |r, calls| {
         let mut steps = vec![RawEvent::new(
             Op::CommSize,
@@ -164,6 +169,10 @@ fn stepped(n: u32, progress: Option<(u32, usize)>) -> TraceFile {
             ));
         }
         calls.splice(1..1, steps);
+        if barrier {
+            let at = calls.len() - 1;
+            calls.insert(at, RawEvent::new(Op::Barrier, 0xe7a1_0002, vec![1]));
+        }
     })
 }
 
@@ -192,4 +201,32 @@ fn a_query_that_splits_a_loop_away_from_the_first_difference_is_set_aside_alone(
         file: groups(16, 0, true),
     };
     assert!(extrap::run(&Request::new(32), &other).is_err());
+}
+
+#[test]
+fn a_query_only_the_real_run_makes_is_set_aside_by_diff_and_named() {
+    // No input asked (the runs were quick); the real run's rank 5 asked in its second output
+    // (it passed four seconds): the extrapolation cannot predict that call.
+    let ins = inputs([4, 8, 12, 16].map(|n| stepped(n, None)).to_vec());
+    let x = on_disk(&extrap::run(&Request::new(32), &ins).unwrap());
+    assert!(x.header.provenance.as_ref().unwrap().set_aside.is_empty());
+    let real = stepped(32, Some((5, 7)));
+    let d = diff(&x, &real, &DiffOptions::default());
+    let text = render(&d, "extrapolated", "real");
+    assert!(d.identical, "{text}");
+    let aside = d.set_aside.as_ref().expect("set aside");
+    assert_eq!(
+        (aside.ops.as_slice(), aside.calls),
+        (["MPI_Comm_rank"].as_slice(), (0, 1))
+    );
+    assert_eq!(aside.unpredicted, ["MPI_Comm_rank"]);
+    assert!(
+        text.contains("no extrapolation set aside MPI_Comm_rank"),
+        "{text}"
+    );
+    // Two real runs are compared call by call: the query counts against them.
+    assert!(!diff(&stepped(32, None), &real, &DiffOptions::default()).identical);
+    // A difference beyond the queries still shows.
+    let other = stepped_then(32, Some((5, 7)), true);
+    assert!(!diff(&x, &other, &DiffOptions::default()).identical);
 }
