@@ -30,8 +30,25 @@ pub const YIELD_NS: u64 = 20_000;
 /// Ranks of this process currently holding a [`Waiter`].
 static RANKS_HERE: AtomicUsize = AtomicUsize::new(0);
 
-/// MPI ranks on this node, from the launcher (Open MPI, MPICH/Hydra, Slurm); 1 if unknown.
+/// The job's processes on this machine, where the MPI replay learnt them
+/// ([`set_machine_procs`]).
+static MACHINE_PROCS: OnceLock<usize> = OnceLock::new();
+
+/// Says that `n` processes of the job run on this machine, as the MPI replay learns at start
+/// from the ranks' machine ids ([`rsd::nodes::machine_id`]). The launcher counts the ranks of
+/// its node only, and the emulated nodes of one machine (network and UTS namespaces) share
+/// its cores: 2 nodes x 2 ranks on 2 cores are 4 ranks on 2 cores, not 2. Only the first
+/// call counts.
+pub fn set_machine_procs(n: usize) {
+    let _ = MACHINE_PROCS.set(n.max(1));
+}
+
+/// MPI ranks on this machine: as learnt ([`set_machine_procs`]), else on this node from the
+/// launcher (Open MPI, MPICH/Hydra, Slurm); 1 if unknown.
 fn local_procs() -> usize {
+    if let Some(&n) = MACHINE_PROCS.get() {
+        return n;
+    }
     static N: OnceLock<usize> = OnceLock::new();
     *N.get_or_init(|| {
         [
@@ -78,7 +95,7 @@ fn count_cpu_list(s: &str) -> Option<usize> {
     (n > 0).then_some(n)
 }
 
-/// Ranks on this node when this process holds `ranks_here` of them, and the node's cores.
+/// Ranks on this machine when this process holds `ranks_here` of them, and its cores.
 pub fn node_load(ranks_here: usize) -> (usize, usize) {
     (ranks_here.max(1) * local_procs(), cores())
 }

@@ -283,6 +283,9 @@ fn mpi_replay(
         }));
     }
     let layout = learn_layout(args, &tf, p, rank, size)?;
+    if let Some(n) = nodes::machine_procs(p, rank) {
+        replay::clock::set_machine_procs(n);
+    }
     let root = Root::new(&args.root).map_err(everywhere)?;
     // Rank 0 checks the matching of the whole trace (one walk of every rank's calls, not one
     // per rank) before anything is issued; every rank stops on its verdict, rank 0 says why.

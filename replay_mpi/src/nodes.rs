@@ -96,3 +96,26 @@ pub fn learn(p: &Predef, rank: c_int, size: c_int) -> Option<rsd::NodeLayout> {
         .collect();
     Some(rsd::NodeLayout::from_leaders(&leaders, &hosts))
 }
+
+/// The processes of the job on this machine ([`rsd::nodes::machine_id`]), which may be more
+/// than the node's (emulated nodes share one machine's cores); `None` where this rank's id
+/// cannot be read or MPI refused the split. Collective over MPI_COMM_WORLD.
+pub fn machine_procs(p: &Predef, rank: c_int) -> Option<usize> {
+    let id = rsd::nodes::machine_id();
+    // A color is a non-negative int: 31 bits of the id tell machines apart.
+    let color = id.map_or(p.undefined, |x| (x & 0x7fff_ffff) as c_int);
+    let mut same: ffi::MPI_Comm = p.self_;
+    // SAFETY: MPI is initialised; every rank of MPI_COMM_WORLD makes this call; `same` is a
+    // valid out-parameter (MPI_COMM_NULL where the color is MPI_UNDEFINED).
+    let rc = unsafe { ffi::MPI_Comm_split(p.world, color, rank, &mut same) };
+    if rc != 0 || id.is_none() {
+        return None;
+    }
+    let mut n: c_int = 0;
+    // SAFETY: `same` was just created on this rank, and is freed once its size is read.
+    unsafe {
+        ffi::MPI_Comm_size(same, &mut n);
+        ffi::MPI_Comm_free(&mut same);
+    }
+    usize::try_from(n).ok().filter(|&n| n > 0)
+}

@@ -27,6 +27,18 @@ pub struct NodeLayout {
     pub placement: Placement,
 }
 
+/// This machine's kernel, as a number: its boot id (`/proc/sys/kernel/random/boot_id`)
+/// hashed, never 0. It is not namespaced, so it is the same on every node of one machine (the
+/// emulated nodes of a cluster in network and UTS namespaces), and another on every other
+/// machine; `None` where it cannot be read.
+pub fn machine_id() -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.trim().hash(&mut h);
+    Some(h.finish() | 1)
+}
+
 /// Nodes that were one machine ([`crate::Header::shared_machines`]): MPI saw them as nodes
 /// (each its own host name and shared-memory domain), but they ran on one kernel, so their
 /// ranks shared its CPUs. Without it, five emulated nodes of two ranks on a two-core host

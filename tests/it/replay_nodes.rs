@@ -255,3 +255,59 @@ fn the_prediction_has_an_interval_and_report_shows_it_beside_the_traced_time() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("not a replay's JSON report"), "{err}");
 }
+
+/// The emulated nodes share this machine's cores: a replay at 2 nodes x one rank per core
+/// (no node oversubscribed as the launcher counts its ranks) has twice as many ranks as the
+/// machine's cores, so the default compute mode under `--comm real` burns the gaps' CPU time
+/// and says so, counting the machine's ranks. The trace (synthetic) records no cores, so
+/// only this machine decides.
+#[test]
+fn emulated_nodes_count_their_ranks_together_against_the_machines_cores() {
+    // The online CPUs, as the replay counts them (not this process's affinity).
+    let o = std::process::Command::new("getconf")
+        .arg("_NPROCESSORS_ONLN")
+        .output()
+        .unwrap();
+    let cores: u32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    let dir = common::scratch();
+    let trace = dir.path().join("synth.iotrex");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_iotrex"))
+        .args([
+            "synth",
+            "--ranks",
+            &(2 * cores).to_string(),
+            "--iters",
+            "3",
+            "-o",
+        ])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::status_text(&o));
+    assert_eq!(
+        rsd::TraceFile::read(&trace)
+            .unwrap()
+            .header
+            .ranks_per_core(),
+        None
+    );
+    let c = cluster();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let mut argv = c.openmpi(2, cores);
+    argv.push(replay_bin().into());
+    argv.push(trace.into());
+    argv.extend(["--root".into(), root.into()]);
+    argv.extend(["--comm", "real"].map(OsString::from));
+    let o = c.run(&argv, &[]);
+    assert!(o.status.success(), "{}", common::status_text(&o));
+    let want = format!(
+        "--compute work chosen: {} ranks share {cores} cores here",
+        2 * cores
+    );
+    assert!(
+        stdout(&o).contains(&want),
+        "no {want:?} in:\n{}",
+        stdout(&o)
+    );
+}

@@ -118,16 +118,9 @@ struct Layout {
 /// Ints of a kernel's boot id gathered per rank (a hash of `/proc/sys/kernel/random/boot_id`).
 const BOOT_INTS: usize = 2;
 
-/// This kernel's boot id, hashed, as ints: the same on every node that is this machine (the
-/// id is not namespaced), different on every other machine; zeros where it cannot be read.
+/// This kernel's boot id as ints ([`rsd::nodes::machine_id`]): zeros where it cannot be read.
 fn boot_id() -> [c_int; BOOT_INTS] {
-    use std::hash::{Hash, Hasher};
-    let Ok(id) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
-        return [0; BOOT_INTS];
-    };
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    id.trim().hash(&mut h);
-    let x = h.finish() | 1;
+    let x = rsd::nodes::machine_id().unwrap_or(0);
     [x as c_int, (x >> 32) as c_int]
 }
 
