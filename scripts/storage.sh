@@ -16,10 +16,14 @@
 #                         (default 40M:400; BPS takes K/M/G suffixes, powers of 1024)
 #   sync                  the ext4 device mounted -o sync
 # IOTREX_STORAGE_SIZE sets the file system's size (default 128M), IOTREX_STORAGE_DIR where
-# rigs live (default /var/tmp/iotrex-storage: backing files on a real disk, not in memory).
+# rigs live (default /dev/shm/iotrex-storage: backing files in memory, so that the device is
+# as fast as its throttle says and no faster or slower; see docs/rigs.md).
 set -euo pipefail
 
-BASE=${IOTREX_STORAGE_DIR:-/var/tmp/iotrex-storage}
+# In memory: a backing file on the machine's own disk made the device as slow as that disk at
+# times (a virtual disk shared with other machines, whose flushes every fsync waits for), and
+# the throttled rig's run times swung by up to 7x between consecutive runs.
+BASE=${IOTREX_STORAGE_DIR:-/dev/shm/iotrex-storage}
 SIZE=${IOTREX_STORAGE_SIZE:-128M}
 # The root blkio cgroup (cgroup v1). Throttling there also throttles write-back, which the
 # kernel's flusher threads issue from the root cgroup; a child cgroup's rules would not.
@@ -117,7 +121,11 @@ cmd_up() {
     command -v mkfs.ext4 >/dev/null || die "needs mkfs.ext4 (e2fsprogs)"
     [ -e /dev/loop-control ] || modprobe loop 2>/dev/null || true
     [ -e /dev/loop-control ] || die "no loop devices: /dev/loop-control is missing (modprobe loop, or a container without /dev/loop*)"
-    truncate -s "$SIZE" "$d/disk.img"
+    # Allocated now, not sparse: a backing directory without room for the whole file (a small
+    # /dev/shm) is an error here rather than I/O errors on the device later.
+    local why
+    why=$(fallocate -l "$SIZE" "$d/disk.img" 2>&1) ||
+      die "no room for a $SIZE backing file in $d (free: $(df -h --output=avail "$BASE" | tail -1 | tr -d ' '); ${why#fallocate: }); set IOTREX_STORAGE_DIR to a directory with room, or IOTREX_STORAGE_SIZE smaller"
     # Inode tables and journal written now, not by ext4lazyinit in the background, whose
     # writes would show in the device's counts.
     mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$d/disk.img" ||

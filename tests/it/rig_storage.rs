@@ -193,6 +193,24 @@ fn bad_profiles_and_no_root_are_clear_errors() {
         let e = Storage::try_up(profile).err().expect(profile);
         assert!(e.contains(says), "{profile}: {e}");
     }
+    // A backing file the backing directory has no room for is refused at once, naming the
+    // variables to change, and leaves nothing behind.
+    let name = format!("test-{}-huge", std::process::id());
+    let out = std::process::Command::new("bash")
+        .arg(common::storage::script())
+        .args(["up", &name, "ext4"])
+        .env("IOTREX_STORAGE_SIZE", "64T")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("no room for a 64T backing file") && err.contains("IOTREX_STORAGE_DIR"),
+        "{err}"
+    );
+    assert!(common::storage::run_script(&["down", &name]).status.success());
+    let listed = common::storage::run_script(&["list"]);
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains(&name));
     // A user without root is told what root is needed for; nothing is set up.
     let out = common::as_nobody(&common::storage::script(), &["up", "nonroot", "ext4"]);
     assert!(!out.status.success());
