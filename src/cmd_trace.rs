@@ -34,8 +34,8 @@ pub struct TraceArgs {
     #[arg(long, value_name = "N")]
     pub stack_depth: Option<u32>,
     /// Which parameters may be kept as statistical summaries when their exact form exceeds
-    /// the value budget: `comm` (message sizes of communication calls), `none` (an exact trace,
-    /// the tracer's default for now), `io` (sizes and offsets of I/O calls) or `comm,io`; with
+    /// the value budget: `comm` (message sizes of communication calls; the default), `none` (an
+    /// exact trace), `io` (sizes and offsets of I/O calls) or `comm,io`; with
     /// `order` (e.g. `comm,order`) a drain of `MPI_Waitsome` calls, which together complete
     /// their whole request array, is recorded as one call. Sets `IOTREX_APPROX` for every rank.
     #[arg(long, value_name = "LIST", value_parser = parse_approx)]

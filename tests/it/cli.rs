@@ -119,6 +119,19 @@ fn version_names_the_format() {
     );
 }
 
+/// `trace --help` names the tracer's default approximation, the one the code uses.
+#[test]
+fn trace_help_names_the_default_approximation() {
+    let h = ok(&["trace", "--help"]);
+    let default = rsd::approx::DEFAULT_APPROX;
+    assert!(
+        h.contains(&format!(
+            "`{default}` (message sizes of communication calls; the default)"
+        )),
+        "{h}"
+    );
+}
+
 #[test]
 fn every_command_has_help_with_an_example() {
     for cmd in ["show", "stats", "expand", "synth"] {
