@@ -5,7 +5,7 @@
 # the predicted wall time with its interval, the real runs' median [min-max], the error of the
 # prediction against the median and whether the median falls inside the interval; then the
 # same per kind of time (per rank: I/O, communication, collective, compute gaps,
-# compensation). Last, the two figures of the issue's "done when": the share of cases whose
+# compensation). Last, the two target figures: the share of cases whose
 # real median is inside the interval (target >= 80%) and the median absolute wall-time error
 # (target < 15%).
 #

@@ -8,7 +8,7 @@
 #   scripts/fuzz.sh all SECONDS           every target, SECONDS each, one after another
 #   scripts/fuzz.sh list                  the targets
 #
-# Campaigns run at nice 19 (FUZZ_NICE=N to change) under the limits: a panic, an input taking over 1 s of CPU
+# Campaigns run at nice 19 (FUZZ_NICE=N to change) under these limits: a panic, an input taking over 1 s of CPU
 # time (checked by the harness, IOTREX_FUZZ_CPU_LIMIT; libFuzzer's -timeout is wall time,
 # which this shared machine stretches several times over, so it is set to 10 s and catches
 # inputs that never end) or memory over 1 GiB (-rss_limit_mb / -malloc_limit_mb) is a crash, saved under
@@ -80,7 +80,7 @@ corpus() {
                 io_sample) args="out 20 4096" flags="" ;;
                 h5_coll) args="out/h.h5" flags=$(pkg-config --cflags --libs hdf5-openmpi 2>/dev/null) || continue ;;
                 pnc_more) args="out/p.nc" flags=$(pkg-config --cflags --libs pnetcdf 2>/dev/null) || continue ;;
-                # (Its pkg-config file leaves out its own include directory: tests/it/common/build.rs.)
+                # (Its pkg-config file leaves out its own include directory: testkit/src/lib.rs.)
                 nc4_par) args="out/n.nc" flags="-I$(pkg-config --variable=prefix netcdf-mpi 2>/dev/null)/include $(pkg-config --cflags --libs netcdf-mpi 2>/dev/null)" || continue ;;
                 *) args="" flags="" ;;
             esac

@@ -116,7 +116,7 @@ fn cpu_seconds() -> f64 {
 /// The most CPU time one input may take (`IOTREX_FUZZ_CPU_LIMIT`, 1 s). libFuzzer's
 /// `-timeout` is wall time, which a shared machine under load stretches several times over,
 /// so scripts/fuzz.sh gives it a wide margin (it still catches inputs that never end) and this
-/// check holds each input that does end to the 1 s of its own work.
+/// check holds each input that does end to the limit of 1 s of its own work.
 static CPU_LIMIT: LazyLock<f64> = LazyLock::new(|| {
     std::env::var("IOTREX_FUZZ_CPU_LIMIT")
         .ok()

@@ -930,7 +930,7 @@ mod tests {
 
     #[test]
     fn a_quadratic_through_four_noisy_points_is_not_chosen() {
-        // The case: flat data whose noise bends a quadratic; in-sample the quadratic
+        // The reported case: flat data whose noise bends a quadratic; in-sample the quadratic
         // fits best, out of sample it does not.
         let ys = [1000.0, 1100.0, 950.0, 1300.0];
         let q = fit_model(TimingModel::Quadratic, &NS, &ys).unwrap();

@@ -139,7 +139,7 @@ fn hdf5_under_romio() {
     check(Some("romio321"), "ROMIO");
 }
 
-/// The scales, under Open MPI's defaults: at 4 and 8 ranks the 9 metadata entries
+/// The scales that were refused, under Open MPI's defaults: at 4 and 8 ranks the 9 metadata entries
 /// are dealt 3-2-2-2 and 2-1-...-1, at 12 and 16 one each on ranks 0-8; extrapolated to 32
 /// and 64 ranks, identical to real runs.
 #[test]
