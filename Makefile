@@ -11,11 +11,12 @@ export CARGO_TERM_COLOR := never
 
 CARGO ?= cargo
 
-.PHONY: help deps build test lint bench demo clean-demo fuzz
+.PHONY: help deps build test check lint bench demo clean-demo fuzz
 
 help:
 	@echo "make demo   - install deps, build (release), run the pipeline on the bundled data"
 	@echo "make test   - install deps, build (release), fmt + clippy + every test"
+	@echo "make check  - fmt + clippy + the tests that need no MPI run, root or rig (minutes)"
 	@echo "make bench  - criterion benchmarks and size tables (figures printed)"
 	@echo "make fuzz   - a short libFuzzer campaign on every reader (scripts/fuzz.sh; not part of make test)"
 
@@ -37,6 +38,14 @@ lint: deps
 test: lint deps
 	$(CARGO) build --release --workspace --lib --bins --tests --examples
 	$(CARGO) test --release --workspace
+
+# What needs no MPI run, no root and no rig: every package's unit tests, and the integration
+# tests of the packages that work on traces in memory or on disk (the format, extrapolation,
+# the CODES and Parquet exports, the report). The tracer's, collio's, h5oracle's and the
+# replays' integration tests run programs under mpirun: `make test`.
+check: lint deps
+	$(CARGO) test --release --workspace --lib --bins
+	$(CARGO) test --release -p rsd -p extrap -p codes_bridge -p columnar -p report --test '*'
 
 bench: build
 	$(CARGO) bench -p rsd

@@ -5,8 +5,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../../../tests/it/common/build.rs"]
-mod build;
+use testkit as build;
 
 use collio::ompio::{self, Config};
 use collio::traced;

@@ -1,11 +1,10 @@
 //! Real runs for the oracle's tests: the workspace's `tests/apps`, the release `iotrex` (whose
 //! `trace` preloads the tracer next to it) and scratch directories, found as the workspace's
-//! own tests find them (`tests/it/common/build.rs`, included by path as collio's tests do).
+//! own tests find them (the `testkit` dev-dependency).
 
 #![allow(dead_code)]
 
-#[path = "../../../tests/it/common/build.rs"]
-mod build;
+use testkit as build;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

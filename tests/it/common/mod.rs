@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-mod build;
+use testkit as build;
 pub mod cluster;
 pub mod darray;
 pub mod h5file;
