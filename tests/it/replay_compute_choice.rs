@@ -5,7 +5,9 @@
 //! `taskset` on one CPU and on two. The replays run with `--threads` (2 ranks in this process,
 //! so this node is crowded only on a machine with one CPU, where the test needs two anyway).
 //! An explicit `--compute mean` is kept, and plans the gaps' wall time where `work` planned
-//! their CPU time: the ranks waited for their shared core, so `work` plans less.
+//! their CPU time: the ranks waited for their shared core, so `work` plans less. An
+//! extrapolation of traces on one CPU (2, 3 and 4 ranks to 6) holds its gaps' CPU time, fitted
+//! apart from the wait for the core, and replays as `work` too.
 
 use crate::common;
 use common::{app, scratch, text, tracer_lib};
@@ -31,10 +33,23 @@ fn allowed_cpus() -> Vec<u32> {
 
 /// Traces `xstorage sync` at 2 ranks into `trace`, each rank confined to `cpus` by taskset.
 fn trace_on(cpus: &[u32], trace: &Path, data: &Path) {
+    trace_ranks_on(2, cpus, trace, data)
+}
+
+/// Traces `xstorage sync` at `np` ranks into `trace`, each rank confined to `cpus` by taskset.
+fn trace_ranks_on(np: u32, cpus: &[u32], trace: &Path, data: &Path) {
     std::fs::create_dir_all(data).unwrap();
     let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
     let o = Command::new("timeout")
-        .args(["-k", "5", "120", "mpirun", "-np", "2", "--oversubscribe"])
+        .args([
+            "-k",
+            "5",
+            "120",
+            "mpirun",
+            "-np",
+            &np.to_string(),
+            "--oversubscribe",
+        ])
         .args(["--mca", "btl", "self,vader"])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -53,7 +68,7 @@ fn trace_on(cpus: &[u32], trace: &Path, data: &Path) {
     assert!(o.status.success(), "traced run failed: {}", text(&o));
     let tf = rsd::TraceFile::read(trace).unwrap();
     let rpc = tf.header.ranks_per_core().expect("ranks per core recorded");
-    let want = 2.0 / cpus.len() as f64;
+    let want = f64::from(np) / cpus.len() as f64;
     assert!((rpc - want).abs() < 1e-9, "{cpus:?}: {rpc} ranks per core");
 }
 
@@ -122,5 +137,42 @@ fn a_trace_whose_ranks_shared_cores_replays_as_work_by_default_one_that_did_not_
     assert_eq!(
         (&alone["compute"], &alone["compute_note"]),
         (&"mean".into(), &serde_json::Value::Null)
+    );
+}
+
+#[test]
+fn an_extrapolation_of_traces_whose_ranks_shared_a_core_replays_its_cpu_time_as_work() {
+    let cpus = allowed_cpus();
+    let dir = scratch();
+    let traces: Vec<std::path::PathBuf> = [2u32, 3, 4]
+        .iter()
+        .map(|&np| {
+            let t = dir.path().join(format!("sync.{np}.iotrex"));
+            trace_ranks_on(np, &cpus[..1], &t, &dir.path().join(format!("d{np}")));
+            t
+        })
+        .collect();
+    let out = dir.path().join("sync.6.iotrex");
+    let o = Command::new(env!("CARGO_BIN_EXE_iotrex"))
+        .arg("extrap")
+        .args(&traces)
+        .args(["--ranks", "6", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let root = dir.path().join("root");
+    let auto = replay(&out, &root, &[]);
+    assert_eq!(auto["compute"], "work", "{auto}");
+    // The CPU time a rank's gaps plan is the program's own work, which `xstorage sync` does
+    // alike at every scale: as at 4 ranks, where the wait for the core is measured apart.
+    let per_rank =
+        |v: &serde_json::Value, n: f64| v["compute_plan_ns"].as_u64().unwrap() as f64 / n;
+    let at4 = replay(&traces[2], &root, &[]);
+    assert_eq!(at4["compute"], "work", "{at4}");
+    let (work6, work4) = (per_rank(&auto, 6.0), per_rank(&at4, 4.0));
+    assert!(
+        (work6 / work4 - 1.0).abs() < 0.25,
+        "a rank's CPU time: {work6:.0} ns at 6 ranks (extrapolated), {work4:.0} ns at 4 (traced)"
     );
 }
