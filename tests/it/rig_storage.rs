@@ -208,7 +208,11 @@ fn bad_profiles_and_no_root_are_clear_errors() {
         err.contains("no room for a 64T backing file") && err.contains("IOTREX_STORAGE_DIR"),
         "{err}"
     );
-    assert!(common::storage::run_script(&["down", &name]).status.success());
+    assert!(
+        common::storage::run_script(&["down", &name])
+            .status
+            .success()
+    );
     let listed = common::storage::run_script(&["list"]);
     assert!(!String::from_utf8_lossy(&listed.stdout).contains(&name));
     // A user without root is told what root is needed for; nothing is set up.
