@@ -364,7 +364,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
             match self.rt.wait_io(from, after) {
                 Ok(true) => self.stats.io_dep_blocked += 1,
                 Ok(false) => {}
-                Err(m) => self.stats.fail(format!(
+                Err(m) => self.fail(format!(
                     "I/O call {k} waiting for rank {from}'s first {after} I/O calls: {m}"
                 )),
             }
@@ -383,9 +383,14 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         if !to.is_empty()
             && let Err(m) = self.rt.io_ended(count, to)
         {
-            self.stats
-                .fail(format!("signalling the end of I/O call {count}: {m}"));
+            self.fail(format!("signalling the end of I/O call {count}: {m}"));
         }
+    }
+
+    /// Records a failed call, with when it failed.
+    fn fail(&mut self, msg: String) {
+        let at = self.start.elapsed().as_nanos() as u64;
+        self.stats.fail(at, msg);
     }
 
     /// Counts a call without issuing it, with its own nested calls.
@@ -485,7 +490,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
                 // stops the replay; other failures are reported.
                 self.stats.count(op, 0, false);
                 if self.fatal.is_none() {
-                    self.stats.fail(msg);
+                    self.fail(msg);
                 }
             }
         }
@@ -561,14 +566,14 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         match self.opts.comm {
             CommMode::Real => {
                 if let Err(m) = self.rt.mpi(e, self.files.types(), false) {
-                    self.stats.fail(format!("{}: {m}", e.op.name()));
+                    self.fail(format!("{}: {m}", e.op.name()));
                 }
             }
             CommMode::Delay | CommMode::Skip => {
                 if (creates_comm || init)
                     && let Err(m) = self.rt.mpi(e, self.files.types(), !init)
                 {
-                    self.stats.fail(format!("{}: {m}", e.op.name()));
+                    self.fail(format!("{}: {m}", e.op.name()));
                 }
                 if self.opts.comm == CommMode::Delay && !matches!(e.op, Op::Init | Op::Finalize) {
                     // Absolute, like a compute gap: a delay that starts late ends on plan.
@@ -620,7 +625,7 @@ impl<'a, R: Runtime> RankEngine<'a, R> {
         let bytes = self.local.issue(e, &mut self.data, &mut map_path, root)?;
         let op = e.op;
         if op.dir() == Dir::Read && bytes != op.data_bytes(&e.params) {
-            self.stats.fail(format!(
+            self.fail(format!(
                 "{}: read {bytes} bytes, the trace recorded {} (the file is shorter: try --prep)",
                 op.name(),
                 op.data_bytes(&e.params)

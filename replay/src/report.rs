@@ -51,6 +51,11 @@ pub struct RankStats {
     pub failed: u64,
     /// The first few failures, for the report.
     pub failures: Vec<String>,
+    /// When the first of them happened, ns from the rank's start: the report lists the
+    /// ranks that failed first ahead of the cascade that follows (one rank's early end fails
+    /// every call that waited for it, on all ranks).
+    #[serde(default)]
+    pub first_failure_ns: Option<u64>,
     /// Traced O_DIRECT transfers issued through the page cache: not aligned as this file
     /// system's direct I/O needs, or on a file system that refuses O_DIRECT.
     #[serde(default)]
@@ -84,13 +89,38 @@ impl RankStats {
         }
     }
 
-    /// Records a failed call.
-    pub fn fail(&mut self, msg: String) {
+    /// Records a failed call, `at_ns` from the rank's start.
+    pub fn fail(&mut self, at_ns: u64, msg: String) {
         self.failed += 1;
+        self.first_failure_ns.get_or_insert(at_ns);
         if self.failures.len() < KEEP_FAILURES {
             self.failures.push(msg);
         }
     }
+}
+
+/// Up to `keep` failure messages, from the ranks whose first failure came earliest (time from
+/// leaving `MPI_Init` where every rank has one, so that ranks' clocks agree): the first
+/// failure names the cause, the later ones are mostly its cascade.
+fn first_failures(ranks: &[RankStats], keep: usize) -> Vec<String> {
+    let aligned = ranks.iter().all(|s| s.before_init_ns.is_some());
+    let mut failing: Vec<(u64, &RankStats)> = ranks
+        .iter()
+        .filter_map(|s| {
+            let before = if aligned {
+                s.before_init_ns.unwrap_or(0)
+            } else {
+                0
+            };
+            Some((s.first_failure_ns?.saturating_sub(before), s))
+        })
+        .collect();
+    failing.sort_by_key(|&(t, s)| (t, s.rank));
+    failing
+        .iter()
+        .flat_map(|(_, s)| s.failures.iter().map(|f| format!("rank {}: {f}", s.rank)))
+        .take(keep)
+        .collect()
 }
 
 /// One row of the per-op table.
@@ -361,12 +391,8 @@ impl Report {
             {
                 r.buffered_direct_why = Some(format!("rank {}: {w}", s.rank));
             }
-            for f in &s.failures {
-                if r.failures.len() < 10 {
-                    r.failures.push(format!("rank {}: {f}", s.rank));
-                }
-            }
         }
+        r.failures = first_failures(ranks, 10);
         // Every rank leaves the replayed MPI_Init together; the latest of them is where the
         // wall time starts, when all ranks have one.
         if !ranks.is_empty() && ranks.iter().all(|s| s.before_init_ns.is_some()) {
