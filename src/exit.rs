@@ -43,6 +43,12 @@ fn hint(e: &anyhow::Error) -> Option<String> {
     if let Some(o) = e.downcast_ref::<crate::output::OutputError>() {
         return Some(o.hint());
     }
+    if let Some(codes_bridge::CodesError::OutputDir { dir, source }) = e.downcast_ref() {
+        return Some(crate::output::output_hint(dir, "-o", source.kind()));
+    }
+    if let Some(otf2out::Otf2Error::Output { dir, source }) = e.downcast_ref() {
+        return Some(crate::output::output_hint(dir, "-o", source.kind()));
+    }
     if e.downcast_ref::<extrap::provenance::ProvenanceError>()
         .is_some()
     {

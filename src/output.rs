@@ -37,28 +37,31 @@ pub struct OutputError {
 impl OutputError {
     /// What to do about it.
     pub fn hint(&self) -> String {
-        let parent = match self.path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => std::path::PathBuf::from("."),
-        };
-        match self.error.kind() {
-            io::ErrorKind::IsADirectory => format!(
-                "{} names a directory: give the path of the file to write in it, such as {}",
-                self.flag,
-                self.path.join("out.iotrex").display()
-            ),
-            io::ErrorKind::NotFound if !parent.is_dir() => format!(
-                "the directory {} does not exist: create it, or give {} a path in one that does",
-                parent.display(),
-                self.flag
-            ),
-            _ => format!(
-                "{} refuses new files (a read-only or special file system such as /proc, or \
-                 permissions): give {} a path where you can write",
-                parent.display(),
-                self.flag
-            ),
-        }
+        output_hint(&self.path, self.flag, self.error.kind())
+    }
+}
+
+/// What to do about an output `path` (named by the option `flag`) that could not be written
+/// or created, from the OS error's kind: shared by every command whose output can be refused.
+pub fn output_hint(path: &std::path::Path, flag: &str, kind: io::ErrorKind) -> String {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    match kind {
+        io::ErrorKind::IsADirectory => format!(
+            "{flag} names a directory: give the path of the file to write in it, such as {}",
+            path.join("out.iotrex").display()
+        ),
+        io::ErrorKind::NotFound if !parent.is_dir() => format!(
+            "the directory {} does not exist: create it, or give {flag} a path in one that does",
+            parent.display(),
+        ),
+        _ => format!(
+            "{} refuses new files (a read-only or special file system such as /proc, or \
+             permissions): give {flag} a path where you can write",
+            parent.display(),
+        ),
     }
 }
 

@@ -26,6 +26,16 @@ pub enum CodesError {
         dir: PathBuf,
     },
 
+    /// The output directory could not be created or listed: named as the output, so that the
+    /// OS error ("No such file or directory") is not read as being about the trace.
+    #[error("cannot create the output directory {} (-o): {source}", dir.display())]
+    OutputDir {
+        /// The directory given with `-o`.
+        dir: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {

@@ -156,7 +156,7 @@ fn prepare_dir<W: Workload>(dir: &Path, opts: &ExportOptions) -> Result<(), Code
             });
         }
         Ok(_) => {
-            let rd = std::fs::read_dir(dir).map_err(|e| CodesError::io(dir, e))?;
+            let rd = std::fs::read_dir(dir).map_err(|e| out_dir(dir, e))?;
             let mut nonempty = false;
             for ent in rd {
                 let ent = ent.map_err(|e| CodesError::io(dir, e))?;
@@ -177,11 +177,19 @@ fn prepare_dir<W: Workload>(dir: &Path, opts: &ExportOptions) -> Result<(), Code
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir).map_err(|e| CodesError::io(dir, e))?;
+            std::fs::create_dir_all(dir).map_err(|e| out_dir(dir, e))?;
         }
-        Err(e) => return Err(CodesError::io(dir, e)),
+        Err(e) => return Err(out_dir(dir, e)),
     }
     Ok(())
+}
+
+/// The output directory `dir` refused: the error says it is the output.
+fn out_dir(dir: &Path, source: std::io::Error) -> CodesError {
+    CodesError::OutputDir {
+        dir: dir.to_path_buf(),
+        source,
+    }
 }
 
 fn check_nranks(tf: &TraceFile) -> Result<(), CodesError> {

@@ -36,6 +36,16 @@ pub enum Otf2Error {
         "{0} already exists: OTF2 writes a new archive directory; remove it or pick another --output"
     )]
     Exists(PathBuf),
+    /// The archive's directory cannot be made where the output is to go (a missing parent, a
+    /// read-only or special file system): named as the output, not by the hidden directory
+    /// it is first written into.
+    #[error("cannot write the OTF2 archive {} (-o): {source}", dir.display())]
+    Output {
+        /// The directory given with `-o`.
+        dir: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// The finished archive could not be moved to its name.
     #[error("cannot move the OTF2 archive into {0}: {1}")]
     Rename(PathBuf, std::io::Error),
@@ -207,6 +217,14 @@ pub fn export_otf2(
     // place once closed, so an interrupted export never leaves a half archive under the name.
     let tmp = tmp_dir(dir);
     let _ = std::fs::remove_dir_all(&tmp);
+    // Made and removed here first: OTF2 reports a directory it cannot make by its own lines
+    // on stderr and an error code on the hidden name; this names the output and the OS error.
+    std::fs::create_dir(&tmp)
+        .and_then(|()| std::fs::remove_dir(&tmp))
+        .map_err(|source| Otf2Error::Output {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
     // Run values (numbers that belong to the traced run) are this export's own numbers.
     let filled;
     let tf = if rsd::runvalue::present(&tf.trace.nodes) {

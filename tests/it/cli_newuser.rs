@@ -451,6 +451,51 @@ fn an_unwritable_output_is_named_as_the_output() {
     assert!(!t.contains("iotrex trace"), "{t}");
 }
 
+/// The exports that write a directory (CODES, OTF2) name it as the output when it cannot be
+/// made: OTF2's said only the hidden name it writes into first (after the OTF2 library's own
+/// lines on stderr), CODES' gave the bare OS error.
+#[test]
+fn an_export_directory_that_cannot_be_made_is_named_as_the_output() {
+    let d = tempfile::tempdir().unwrap();
+    let t = synth(d.path(), 4);
+    let missing = d.path().join("no/such");
+    for format in ["codes", "otf2"] {
+        let o = iotrex(&["export", format, s(&t), "-o", "/proc/x"]);
+        let t2 = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{format}: {t2}");
+        assert!(t2.contains("/proc/x (-o): "), "{format}: {t2}");
+        assert!(
+            t2.contains("hint: /proc refuses new files"),
+            "{format}: {t2}"
+        );
+        assert!(!t2.contains("iotrex-tmp"), "{format}: {t2}");
+        assert!(!t2.contains("[OTF2]"), "{format}: {t2}");
+    }
+    // A missing parent: OTF2 makes one directory, so the hint says to create the parent
+    // (CODES makes the parents itself).
+    let out = missing.join("x");
+    let o = iotrex(&["export", "otf2", s(&t), "-o", s(&out)]);
+    let t2 = text(&o);
+    assert!(
+        t2.contains(&format!(
+            "cannot write the OTF2 archive {} (-o)",
+            out.display()
+        )),
+        "{t2}"
+    );
+    assert!(
+        t2.contains(&format!(
+            "the directory {} does not exist: create it",
+            missing.display()
+        )),
+        "{t2}"
+    );
+    assert!(!missing.exists());
+    let o = iotrex(&["export", "codes", s(&t), "-o", s(&out)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.join("log.0").is_file(), "{}", text(&o));
+}
+
 /// `replay --help` says what the report's `credited` column counts, and so do the docs.
 #[test]
 fn the_credited_column_is_explained() {
