@@ -511,6 +511,24 @@ fn the_credited_column_is_explained() {
     );
 }
 
+/// `MPI_Finalize`'s duration in a trace is not the library's finalisation (the trace is
+/// taken before `PMPI_Finalize`): the tracer's documentation says what it is instead.
+#[test]
+fn the_finalize_duration_is_explained() {
+    let doc = std::fs::read_to_string(root().join("tracer/README.md")).unwrap();
+    let para = doc
+        .split("\n\n")
+        .find(|p| p.contains("`MPI_Finalize`'s recorded duration"))
+        .expect("tracer/README.md does not say what MPI_Finalize's duration is");
+    for what in [
+        "`PMPI_Finalize`",
+        "the wait for the last rank",
+        "time_finalize",
+    ] {
+        assert!(para.contains(what), "{what} not in:\n{para}");
+    }
+}
+
 /// `--explain` leaves out the timing fits of what takes under 1 us at every scale (and
 /// counts them); `--explain=all` prints every model, as `--json` lists them.
 #[test]
