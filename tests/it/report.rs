@@ -1,5 +1,6 @@
 //! `iotrex report` from the command line: synthetic traces, a real traced ior_like run
-//! (collective MPI-IO), and errors that name the input.
+//! (collective MPI-IO), the titles of a real comm_mix run's parameter plots, and errors that
+//! name the input.
 
 use crate::common;
 use common::*;
@@ -381,4 +382,81 @@ fn report_of_dropped_scales_reads_the_provenance_or_the_older_notes() {
     old.write(Path::new(&x)).unwrap();
     let from_notes = report_of(&d("old.html"));
     assert_eq!(from_notes, new);
+}
+
+/// The text elements of a page's plots: their titles, axis names and legends.
+fn svg_texts(html: &str) -> Vec<String> {
+    html.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
+}
+
+/// A parameter's plot of a real run says which number of its model it draws: comm_mix's ring
+/// peers are -1 and +1 except on the ranks that wrap around, whose peer grows as n - 1; that
+/// curve was titled `MPI_Irecv: peer` as if it were every rank's peer (as `MPI_Gather:
+/// recvcount` showed a rank group's size). Each plotted part is the one `extrap --explain`
+/// names in its model.
+#[test]
+fn report_plots_of_parameters_name_the_number_they_draw() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let ins: Vec<std::path::PathBuf> = [4, 8, 16]
+        .iter()
+        .map(|&n| {
+            let t = dir.path().join(format!("cm.{n}.iotrex"));
+            trace_in(&t, &data, n, "comm_mix", &["{d}", "3", "100", "4096"], None);
+            t
+        })
+        .collect();
+    let x = dir.path().join("cm.64.iotrex");
+    let o = extrap(&ins, 64, &x, &["--json", "--explain"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // (quantity, the part of its model the curve follows) for every parameter with a curve.
+    let parts: Vec<(String, String)> = v["explain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e["curve"].is_null())
+        .filter_map(|e| {
+            let m = e["model"].as_str()?;
+            let inner = &m[m.rfind('[')? + 1..m.rfind(']')?];
+            let last = inner.rsplit("; ").next()?;
+            let part = last[..last.rfind(" = ")?].trim();
+            Some((e["quantity"].as_str()?.to_string(), part.to_string()))
+        })
+        .filter(|(_, part)| part.starts_with("group ") || part.starts_with("ranks "))
+        .collect();
+    assert!(
+        !parts.is_empty(),
+        "no parameter of comm_mix follows a group: {v}"
+    );
+    let html_path = dir.path().join("r.html");
+    let mut a: Vec<&str> = vec!["report"];
+    a.extend(ins.iter().map(|p| p.to_str().unwrap()));
+    a.extend([
+        "--extrap",
+        x.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]);
+    ok(&a);
+    let texts = svg_texts(&page(&html_path));
+    let mut drawn = 0;
+    for (q, part) in &parts {
+        assert!(
+            !texts.iter().any(|t| t.ends_with(&format!(": {q}"))),
+            "a plot of {q} does not say it draws {part}: {texts:?}"
+        );
+        drawn += texts
+            .iter()
+            .filter(|t| t.ends_with(&format!(": {q}, {part}")))
+            .count();
+    }
+    assert!(drawn > 0, "no plot of {parts:?} among {texts:?}");
 }
