@@ -46,6 +46,9 @@ fn hint(e: &anyhow::Error) -> Option<String> {
     if let Some(codes_bridge::CodesError::OutputDir { dir, source }) = e.downcast_ref() {
         return Some(crate::output::output_hint(dir, "-o", source.kind()));
     }
+    if let Some(columnar::ExportError::OutputDir { dir, source }) = e.downcast_ref() {
+        return Some(crate::output::output_hint(dir, "-o", source.kind()));
+    }
     if let Some(otf2out::Otf2Error::Output { dir, source }) = e.downcast_ref() {
         return Some(crate::output::output_hint(dir, "-o", source.kind()));
     }

@@ -53,6 +53,11 @@ pub fn output_hint(path: &std::path::Path, flag: &str, kind: io::ErrorKind) -> S
             "{flag} names a directory: give the path of the file to write in it, such as {}",
             path.join("out.iotrex").display()
         ),
+        // A file where the path needs a directory (`-o notes.txt/out`).
+        io::ErrorKind::NotADirectory => format!(
+            "a part of {} is a file, not a directory: give {flag} a path under a directory",
+            path.display(),
+        ),
         io::ErrorKind::NotFound if !parent.is_dir() => format!(
             "the directory {} does not exist: create it, or give {flag} a path in one that does",
             parent.display(),

@@ -33,6 +33,15 @@ pub enum ExportError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// The output directory could not be created: named as the output, so that the OS error
+    /// is not read as being about the trace.
+    #[error("cannot create the output directory {} (-o): {source}", dir.display())]
+    OutputDir {
+        /// The directory given with `-o`.
+        dir: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
     /// The Parquet writer refused (a schema or encoding error: a bug, reported as such).
     #[error("cannot write Parquet to {path}: {source}")]
     Parquet {
@@ -77,8 +86,8 @@ pub fn export_parquet(
     rows_per_group: usize,
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<ParquetReport, ExportError> {
-    std::fs::create_dir_all(dir).map_err(|source| ExportError::Io {
-        path: dir.to_path_buf(),
+    std::fs::create_dir_all(dir).map_err(|source| ExportError::OutputDir {
+        dir: dir.to_path_buf(),
         source,
     })?;
     let calls_file = dir.join(CALLS_FILE);

@@ -451,15 +451,15 @@ fn an_unwritable_output_is_named_as_the_output() {
     assert!(!t.contains("iotrex trace"), "{t}");
 }
 
-/// The exports that write a directory (CODES, OTF2) name it as the output when it cannot be
-/// made: OTF2's said only the hidden name it writes into first (after the OTF2 library's own
-/// lines on stderr), CODES' gave the bare OS error.
+/// The exports that write a directory (CODES, OTF2, Parquet) name it as the output when it
+/// cannot be made: OTF2's said only the hidden name it writes into first (after the OTF2
+/// library's own lines on stderr), CODES' gave the bare OS error, neither gave a hint.
 #[test]
 fn an_export_directory_that_cannot_be_made_is_named_as_the_output() {
     let d = tempfile::tempdir().unwrap();
     let t = synth(d.path(), 4);
     let missing = d.path().join("no/such");
-    for format in ["codes", "otf2"] {
+    for format in ["codes", "otf2", "parquet"] {
         let o = iotrex(&["export", format, s(&t), "-o", "/proc/x"]);
         let t2 = text(&o);
         assert_eq!(o.status.code(), Some(1), "{format}: {t2}");
@@ -470,6 +470,23 @@ fn an_export_directory_that_cannot_be_made_is_named_as_the_output() {
         );
         assert!(!t2.contains("iotrex-tmp"), "{format}: {t2}");
         assert!(!t2.contains("[OTF2]"), "{format}: {t2}");
+    }
+    // A file where a directory is needed: the hint says so, not that the file refuses files.
+    let blocker = d.path().join("notes.txt");
+    std::fs::write(&blocker, b"x").unwrap();
+    let under = blocker.join("out");
+    for format in ["codes", "otf2", "parquet"] {
+        let o = iotrex(&["export", format, s(&t), "-o", s(&under)]);
+        let t2 = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{format}: {t2}");
+        assert!(
+            t2.contains(&format!("{} (-o): ", under.display())),
+            "{format}: {t2}"
+        );
+        assert!(
+            t2.contains("is a file, not a directory: give -o a path under a directory"),
+            "{format}: {t2}"
+        );
     }
     // A missing parent: OTF2 makes one directory, so the hint says to create the parent
     // (CODES makes the parents itself).
