@@ -1,7 +1,8 @@
 //! `iotrex export parquet` on real traces, read back by DuckDB (from PyPI, installed by
 //! scripts/install-deps.sh into target/pydeps): calls and bytes per op equal `iotrex stats`,
-//! nested POSIX calls point at their MPI-IO parent, and the README's query (bytes written
-//! per rank and file) answers from the table.
+//! nested POSIX calls point at their MPI-IO parent and keep their durations when those overrun
+//! the parent's, and the README's query (bytes written per rank and file) answers from the
+//! table.
 
 use crate::common;
 use common::*;
@@ -257,5 +258,68 @@ fn events_name_the_prefix_sum_model_as_show_does() {
             off.starts_with("exscan(count"),
             "offset rendered as {off:?}"
         );
+    }
+}
+
+/// A nested call whose time overruns its parent's keeps it in `dur_ns`: a compressed event's
+/// means come from different calls and ranks, so nested calls' means need not fit in their
+/// parent's (here they overrun it outright, which no single call does). The column's sum per
+/// op is still what `iotrex stats` says, and each nested call keeps its time; placing them on
+/// the parent's span clamped the first and set the second to 0 ns.
+#[test]
+fn nested_calls_longer_than_their_parent_keep_their_duration() {
+    let dir = scratch();
+    let n = 2;
+    let per_rank = (0..n)
+        .map(|r| {
+            let mut c = rsd::Compressor::new(r);
+            for mut e in rsd_view::synth::events(r, n, 3) {
+                if !e.children.is_empty() {
+                    e.dur_ns = 1_000;
+                    for k in &mut e.children {
+                        k.gap_ns = 100;
+                        k.dur_ns = 5_000;
+                    }
+                }
+                c.push(&e);
+            }
+            c.finish()
+        })
+        .collect();
+    let tf = rsd::TraceFile {
+        header: rsd::Header::new(n),
+        trace: rsd::merge_tree(per_rank).unwrap(),
+    };
+    let t = dir.path().join("nested.2.iotrex");
+    tf.write(&t).unwrap();
+    let pq = dir.path().join("pq");
+    export(&t, &pq, &[]);
+    let stats: serde_json::Value =
+        serde_json::from_slice(&iotrex(&["stats", "--json", t.to_str().unwrap()]).stdout).unwrap();
+    let calls = pq.join("calls.parquet");
+    let times = duckdb(&format!(
+        "SELECT op, sum(dur_ns) FROM '{}' GROUP BY op ORDER BY op",
+        calls.display()
+    ));
+    for o in stats["ops"].as_array().unwrap() {
+        let op = o["op"].as_str().unwrap();
+        let want = o["time_ns"].as_f64().unwrap();
+        let row = times.iter().find(|r| r[0] == op).unwrap();
+        let got = row[1].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= 1e-6 * want.max(1.0),
+            "{op}: Parquet's dur_ns sums to {got} ns, stats says {want} ns"
+        );
+    }
+    // Every nested call keeps its 5 us, the second of each parent included.
+    let nested = duckdb(&format!(
+        "SELECT op, count(*), min(dur_ns), max(dur_ns) FROM '{}' WHERE depth > 0 GROUP BY op",
+        calls.display()
+    ));
+    assert!(!nested.is_empty(), "no nested call: {times:?}");
+    for r in &nested {
+        assert!(r[1].as_u64().unwrap() >= 2, "{nested:?}");
+        assert_eq!(r[2].as_f64(), Some(5_000.0), "{nested:?}");
+        assert_eq!(r[3].as_f64(), Some(5_000.0), "{nested:?}");
     }
 }
