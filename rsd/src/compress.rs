@@ -1223,6 +1223,17 @@ impl Compressor {
         self.items.push(node);
     }
 
+    /// The compressed trace of this rank's calls as another rank's (a process that handed
+    /// its rank's place to the image it exec'd keeps its calls under a slot of its own).
+    pub fn finish_as(&self, rank: u32) -> Trace {
+        if rank == self.rank {
+            return self.finish();
+        }
+        let mut c = self.clone();
+        c.rank = rank;
+        c.finish()
+    }
+
     /// The compressed trace of this rank.
     pub fn finish(&self) -> Trace {
         if self.cursor.pending() > 0 {

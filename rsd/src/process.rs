@@ -17,6 +17,11 @@ pub const DEFAULT_MAX: u32 = 1024;
 /// The variable that bounds the children traced per rank.
 pub const MAX_VAR: &str = "IOTREX_MAX_PROCESSES";
 
+/// The variable through which a process that `exec`s hands the image it becomes its place in
+/// the process tree (set by the tracer's `exec` hook, read and removed by the new image's
+/// tracer at start-up).
+pub const PROCESS_VAR: &str = "IOTREX_PROCESS";
+
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum End {
@@ -60,6 +65,61 @@ pub struct Group {
     pub command: Vec<String>,
     /// How they ended.
     pub end: End,
+}
+
+/// What the `exec` hook hands the image it starts, through [`PROCESS_VAR`]: its place in the
+/// process tree of its rank. `pid` is the process that called `exec`: an image that sees
+/// another pid (a process that inherited the variable without being exec'd by the hook)
+/// ignores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handoff {
+    /// The process that exec'd.
+    pub pid: i64,
+    /// The new image's number in the tree; `None`: it stays the rank's own process.
+    pub k: Option<u32>,
+    /// The tree's bound (slots per rank).
+    pub max: u32,
+    /// The job's rank count as the launcher's environment gives it (0 without one) and the
+    /// rank whose tree it is: an image that finds itself another rank (a launcher's child
+    /// exec'ing an MPI program) starts a tree of its own.
+    pub nranks: u32,
+    /// See `nranks`.
+    pub rank: u32,
+    /// The pid of the rank's own process, which folds the spool.
+    pub root_pid: i64,
+    /// The spool directory: the children's records and the counter page.
+    pub spool: String,
+}
+
+impl Handoff {
+    /// `pid:k:max:nranks:rank:root_pid:spool`, `k` being `root` for the rank's own process;
+    /// the spool last, since a path may hold colons.
+    pub fn encode(&self) -> String {
+        let k = self.k.map_or("root".to_string(), |k| k.to_string());
+        format!(
+            "{}:{k}:{}:{}:{}:{}:{}",
+            self.pid, self.max, self.nranks, self.rank, self.root_pid, self.spool
+        )
+    }
+
+    /// The inverse of [`Handoff::encode`]; `None` for anything else.
+    pub fn decode(s: &str) -> Option<Handoff> {
+        let mut it = s.splitn(7, ':');
+        let pid = it.next()?.parse().ok()?;
+        let k = match it.next()? {
+            "root" => None,
+            k => Some(k.parse().ok()?),
+        };
+        Some(Handoff {
+            pid,
+            k,
+            max: it.next()?.parse().ok()?,
+            nranks: it.next()?.parse().ok()?,
+            rank: it.next()?.parse().ok()?,
+            root_pid: it.next()?.parse().ok()?,
+            spool: it.next().filter(|p| !p.is_empty())?.to_string(),
+        })
+    }
 }
 
 impl Group {
@@ -184,5 +244,34 @@ mod tests {
         assert_eq!(a.owner(2, 1), None);
         assert_eq!(slot(2, 4, 1, 1), Some(7));
         assert_eq!(slot(u32::MAX, 4, 1, 1), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_handoff_reads_back_as_written(
+            pid in 1i64..1 << 22,
+            k in proptest::option::of(0u32..1 << 20),
+            max in 0u32..1 << 20,
+            nranks in 0u32..1 << 20,
+            rank in 0u32..1 << 20,
+            root_pid in 1i64..1 << 22,
+            spool in "/[a-z:./-]{1,40}",
+        ) {
+            let h = Handoff { pid, k, max, nranks, rank, root_pid, spool };
+            proptest::prop_assert_eq!(Handoff::decode(&h.encode()), Some(h));
+        }
+    }
+
+    #[test]
+    fn anything_else_is_no_handoff() {
+        for s in [
+            "",
+            "1",
+            "1:root:2:3:4:5:",
+            "x:1:2:3:4:5:/d",
+            "1:-1:2:3:4:5:/d",
+        ] {
+            assert_eq!(Handoff::decode(s), None, "{s:?}");
+        }
     }
 }
