@@ -12,6 +12,7 @@ use crate::guard::{BUSY, Enter};
 use crate::posix::set_errno;
 use crate::real::real;
 use libc::{c_char, c_int};
+use std::ffi::CStr;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 type Argv = *const *const c_char;
@@ -30,54 +31,147 @@ pub fn remember_pid() {
     PID.store(getpid(), Ordering::SeqCst);
 }
 
-fn write_before_exec() {
-    if crate::procs::is_child() {
-        // A traced child's record: its image ends here (the new one traces on its own).
-        if getpid() == PID.load(Ordering::SeqCst) {
-            let e = crate::posix::errno();
-            crate::procs::write_record(rsd::process::End::Exec);
-            set_errno(e);
-        }
-        return;
-    }
-    if crate::state::traceable().is_none() {
-        return;
-    }
-    // A `vfork` child (shells start commands that way) shares the parent's memory and runs no
-    // fork handlers, so it still looks like the parent here; its exec must not write, and
-    // end, the parent's trace.
-    if getpid() != PID.load(Ordering::SeqCst) {
-        return;
-    }
-    let _g = Enter::new(BUSY);
+/// Before an `exec`: what this image recorded is written (a traced child's record, or the
+/// rank's own process's trace, or its record when it hands its place over), and the
+/// `IOTREX_PROCESS=...` entry for the new image's environment is returned, if any
+/// ([`crate::procs::before_exec`]).
+fn before_exec() -> Option<&'static CStr> {
+    let site = crate::callsite::signature();
     let e = crate::posix::errno();
-    if std::panic::catch_unwind(crate::finalize::before_exec).is_err() {
-        crate::state::say("internal error writing the trace before exec");
-    }
+    let h = handoff_and_write(site);
     set_errno(e);
+    h
 }
 
-// The exec calls: the trace is written, then the real call replaces the process.
-macro_rules! exec_hooks {
-    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {$(
-        #[doc = concat!("Hook: `", stringify!($name), "`.")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            let Some(f) = real!(stringify!($name), unsafe extern "C" fn($($ty),*) -> c_int) else {
-                return crate::posix::enosys();
-            };
-            write_before_exec();
-            // SAFETY: forwarding the caller's arguments to the real function.
-            unsafe { f($($arg),*) }
+fn handoff_and_write(site: u64) -> Option<&'static CStr> {
+    if crate::procs::is_child() {
+        // A traced child's record: its image ends here, and the new one is its child.
+        if getpid() != PID.load(Ordering::SeqCst) {
+            return None;
         }
-    )*};
+        let h = crate::procs::before_exec(site);
+        crate::procs::write_record(rsd::process::End::Exec);
+        return h;
+    }
+    if crate::procs::is_vfork_child() {
+        return crate::procs::before_exec(site);
+    }
+    if crate::procs::exec_own_record() {
+        // A later attempt of the same `exec` (a shell trying each directory of PATH).
+        return crate::procs::before_exec(site);
+    }
+    // Only the process the constructor ran in writes its trace (a child that is no traced
+    // process, forked before the tracer knew, writes nothing).
+    if crate::state::traceable().is_none() || getpid() != PID.load(Ordering::SeqCst) {
+        return None;
+    }
+    let h = crate::procs::before_exec(site);
+    if !crate::procs::exec_own_record() {
+        let _g = Enter::new(BUSY);
+        if std::panic::catch_unwind(crate::finalize::before_exec).is_err() {
+            crate::state::say("internal error writing the trace before exec");
+        }
+    }
+    h
 }
-exec_hooks! {
-    execve(path: *const c_char, argv: Argv, envp: Argv);
-    execv(path: *const c_char, argv: Argv);
-    execvp(file: *const c_char, argv: Argv);
-    execvpe(file: *const c_char, argv: Argv, envp: Argv);
-    fexecve(fd: c_int, argv: Argv, envp: Argv);
+
+unsafe extern "C" {
+    static environ: Argv;
+}
+
+/// `envp` with `entry` in place of any `IOTREX_PROCESS=` it holds, NULL-terminated.
+///
+/// # Safety
+/// `envp` is NULL or a NULL-terminated vector of C strings.
+unsafe fn with_entry(envp: Argv, entry: &CStr) -> Vec<*const c_char> {
+    let key = rsd::process::PROCESS_VAR.as_bytes();
+    let mut v = Vec::new();
+    let mut p = envp;
+    // SAFETY: the caller's vector, read up to its NULL.
+    unsafe {
+        while !p.is_null() && !(*p).is_null() {
+            let s = CStr::from_ptr(*p).to_bytes();
+            if !(s.starts_with(key) && s.get(key.len()) == Some(&b'=')) {
+                v.push(*p);
+            }
+            p = p.add(1);
+        }
+    }
+    v.push(entry.as_ptr());
+    v.push(std::ptr::null());
+    v
+}
+
+/// Calls `f` with the environment `envp`, or with it and `entry` when there is one.
+///
+/// # Safety
+/// As [`with_entry`].
+unsafe fn with_env(envp: Argv, entry: Option<&CStr>, f: impl FnOnce(Argv) -> c_int) -> c_int {
+    match entry {
+        None => f(envp),
+        Some(e) => {
+            // SAFETY: the caller's contract.
+            let v = unsafe { with_entry(envp, e) };
+            f(v.as_ptr())
+        }
+    }
+}
+
+// The exec calls: the trace is written, then the real call replaces the process, with the new
+// image's place in the process tree in its environment. `execv` and `execvp` are the `execve`
+// and `execvpe` of `environ`, so that the entry can be added without touching `environ`.
+
+/// Hook: `execve`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
+    let Some(f) = real!(
+        "execve",
+        unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int
+    ) else {
+        return crate::posix::enosys();
+    };
+    let h = before_exec();
+    // SAFETY: forwarding the caller's arguments, its environment with the entry added.
+    unsafe { with_env(envp, h, |env| f(path, argv, env)) }
+}
+
+/// Hook: `execvpe`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int {
+    let Some(f) = real!(
+        "execvpe",
+        unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int
+    ) else {
+        return crate::posix::enosys();
+    };
+    let h = before_exec();
+    // SAFETY: as in `execve`.
+    unsafe { with_env(envp, h, |env| f(file, argv, env)) }
+}
+
+/// Hook: `fexecve`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
+    let Some(f) = real!("fexecve", unsafe extern "C" fn(c_int, Argv, Argv) -> c_int) else {
+        return crate::posix::enosys();
+    };
+    let h = before_exec();
+    // SAFETY: as in `execve`.
+    unsafe { with_env(envp, h, |env| f(fd, argv, env)) }
+}
+
+/// Hook: `execv`, as `execve` of `environ`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execv(path: *const c_char, argv: Argv) -> c_int {
+    // SAFETY: `environ` is the process's environment, read once here.
+    unsafe { execve(path, argv, environ) }
+}
+
+/// Hook: `execvp`, as `execvpe` of `environ`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn execvp(file: *const c_char, argv: Argv) -> c_int {
+    // SAFETY: as in `execv`.
+    unsafe { execvpe(file, argv, environ) }
 }
 
 shim_targets! {
@@ -161,6 +255,17 @@ pub unsafe extern "C" fn vfork() -> libc::pid_t {
         set_errno(libc::ENOSYS);
         return -1;
     };
+    // The image the child execs joins the tree, as a child of this process.
+    let parent = crate::state::traceable()
+        .is_some()
+        .then(|| (crate::callsite::signature(), crate::procs::before_vfork()))
+        .and_then(|(site, p)| Some((site, p?)));
     // SAFETY: fork has no preconditions; both processes return from here normally.
-    unsafe { f() }
+    let pid = unsafe { f() };
+    if pid == 0
+        && let Some((site, parent)) = parent
+    {
+        crate::procs::mark_vfork_child(parent, site);
+    }
+    pid
 }

@@ -897,9 +897,12 @@ fn alone(st: &State, why: Option<&str>) -> Option<Alone> {
                 trace: p.trace,
             },
         })
-    } else if st.cfg.env_size.is_none() && st.comp.events() > 0 {
+    } else if st.cfg.env_size.is_none() && (st.comp.events() > 0 || crate::procs::holds_processes())
+    {
         // A process that recorded nothing writes nothing: a preloaded wrapper (`timeout`,
         // `env`) exits after the program it ran and must not overwrite that program's trace.
+        // Unless its tree holds processes: the program it forked and exec'd is one of them
+        // (`crate::procs`), and wrote no trace of its own.
         // Nor does a process of a job whose ranks own the trace (a launcher, a helper of the
         // job script), unless asked to keep it under a name that says what it is.
         let of_mpi_job = crate::job::has_ranks();

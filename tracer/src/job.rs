@@ -51,6 +51,12 @@ pub fn init(now_ns: u64) {
     );
     let tmp = rsd::job::tmp_dir(std::env::var("TMPDIR").ok().as_deref());
     let id = match std::env::var(rsd::job::JOB_VAR) {
+        // An id this process made up in an image it exec'd from (`<pid>-<time>`): it is still
+        // the job's first process, and removes the directory at exit.
+        Ok(id) if id.split('-').next() == Some(pid().to_string().as_str()) => {
+            ROOT.store(true, Ordering::SeqCst);
+            id
+        }
         Ok(id) if !id.is_empty() => id,
         _ => {
             let id = format!("{}-{now_ns}", pid());

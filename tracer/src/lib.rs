@@ -168,6 +168,8 @@ fn init() {
         netcdf::ENABLED.store(layer_on("IOTREX_NETCDF"), Ordering::SeqCst);
         state::RECORDING.store(true, Ordering::SeqCst);
         exec::remember_pid();
+        // An image a traced process exec'd: its place in that process's tree.
+        procs::join_from_env();
         // After the state exists: a signal from here on finds something to write.
         signals::install();
     });

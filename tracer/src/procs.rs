@@ -7,12 +7,17 @@
 //! records as any process does. When it ends (exit, `_exit`, a terminating signal, `exec`)
 //! it writes its record, a trace file of its slot, into the spool of its rank's own process
 //! (`.iotrex-procs.<pid>/<slot>.iotrex` beside the trace), which folds the spool in when it
-//! writes the trace ([`fold`]). Nothing here runs in a program that never forks.
+//! writes the trace ([`fold`]). Nothing here runs in a program that never forks or execs.
+//!
+//! An image started by `exec` joins the tree of the process that exec'd ([`before_exec`],
+//! [`join_from_env`]): the counter page is a file in the spool, so that it survives the
+//! `exec`, and the new image learns its place through [`rsd::process::PROCESS_VAR`].
 
 use crate::guard::{BUSY, Enter};
 use crate::state::{RECORDING, STATE, State, now_ns, say};
-use rsd::process::{End, Group, Processes};
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use rsd::process::{End, Group, Handoff, Processes};
+use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// What one fork leaves in the shared page for its child `k`: who forked it and where, so a
@@ -41,6 +46,8 @@ struct Tree {
     /// Children traced at most, and slots per rank.
     max: u32,
     nranks: u32,
+    /// The rank count from the launcher's environment, 0 without one ([`rank_of`]).
+    launched: u32,
     rank: u32,
     spool: String,
     /// The pid of the rank's own process: the one that folds the spool.
@@ -51,6 +58,18 @@ static TREE: OnceLock<Tree> = OnceLock::new();
 
 /// This process's number in its tree, `u32::MAX` in the rank's own process.
 static ME: AtomicU32 = AtomicU32::new(u32::MAX);
+/// This image was started by `exec` and joined its tree: its record names its command.
+static EXECED: AtomicBool = AtomicBool::new(false);
+/// In a child the `vfork` hook forked (untraced: it only sets up descriptors and execs), the
+/// number of the process that forked it (`u32::MAX`: the rank's own process) and the call
+/// site, so that the image it execs joins the tree as that process's child.
+static VFORK_PARENT: AtomicU32 = AtomicU32::new(u32::MAX);
+static VFORK_SITE: AtomicU64 = AtomicU64::new(0);
+static IS_VFORK_CHILD: AtomicBool = AtomicBool::new(false);
+/// What this image hands the one its `exec` starts (`IOTREX_PROCESS=...`), decided at the
+/// first attempt: a shell tries `execve` on each directory of `PATH` in turn, and every
+/// attempt must hand the same place.
+static HANDOFF: OnceLock<Option<CString>> = OnceLock::new();
 /// `exit`'s status, for the record the destructor writes (`i32::MIN`: main returned).
 pub static EXIT_STATUS: AtomicI32 = AtomicI32::new(i32::MIN);
 
@@ -58,6 +77,7 @@ pub static EXIT_STATUS: AtomicI32 = AtomicI32::new(i32::MIN);
 /// writes no record of its parent's number (only atomics: a fork handler).
 pub fn forget_in_child() {
     ME.store(u32::MAX, Ordering::SeqCst);
+    IS_VFORK_CHILD.store(false, Ordering::SeqCst);
 }
 
 /// Whether this process is a traced child.
@@ -107,29 +127,67 @@ fn max_from_env() -> u32 {
     }
 }
 
-/// The tree, made at the first fork of the rank's own process: the shared page and the spool
-/// directory beside the trace. `None` when the page cannot be mapped (children then stay
-/// untraced, as before).
-fn tree(st: &State) -> Option<&'static Tree> {
-    if let Some(t) = TREE.get() {
-        return Some(t);
+/// The counter page's file in a spool.
+fn counter_path(spool: &str) -> String {
+    format!("{spool}/counter")
+}
+
+/// The counter page's size for a bound.
+fn counter_len(max: u32) -> usize {
+    std::mem::size_of::<Shared>() + max as usize * std::mem::size_of::<Entry>()
+}
+
+/// The counter page mapped shared from its file (made, zeroed, when `create`): a file, not an
+/// anonymous mapping, because `exec` drops mappings and an exec'd image numbers its own
+/// children from the same counter. `None` when it cannot be.
+fn map_counter(spool: &str, max: u32, create: bool) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let len = counter_len(max);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(create)
+        .open(counter_path(spool))
+        .ok()?;
+    if create {
+        f.set_len(len as u64).ok()?;
+    } else if f.metadata().ok()?.len() < len as u64 {
+        return None;
     }
-    let max = max_from_env();
-    let len = std::mem::size_of::<Shared>() + max as usize * std::mem::size_of::<Entry>();
-    // SAFETY: an anonymous shared mapping; no address hint; checked below.
+    // SAFETY: a shared mapping of the file just opened, at least `len` long; no address
+    // hint; checked below. The mapping outlives the descriptor.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
             0,
         )
     };
-    if p == libc::MAP_FAILED {
-        return None;
+    (p != libc::MAP_FAILED).then_some(p as usize)
+}
+
+/// The rank count and rank a tree made here belongs to, the count as the launcher's
+/// environment gives it (0 without one: an MPI program's rank 0 of 1 is not its launcher's
+/// process).
+fn rank_of(st: &State) -> (u32, u32) {
+    (
+        st.cfg.env_size.unwrap_or(0),
+        st.cfg.env_rank.unwrap_or(st.rank),
+    )
+}
+
+/// The tree, made at the first fork (or exec) of the rank's own process: the spool
+/// directory beside the trace and the counter page in it. `None` when the page cannot be
+/// mapped (children then stay untraced, as before).
+fn tree(st: &State) -> Option<&'static Tree> {
+    if let Some(t) = TREE.get() {
+        return Some(t);
     }
+    let max = max_from_env();
     let out = st.cfg.out.as_deref().filter(|o| !o.is_empty());
     let dir = match out.and_then(|o| o.rfind('/').map(|i| &o[..i])) {
         Some("") => "/".to_string(),
@@ -141,15 +199,37 @@ fn tree(st: &State) -> Option<&'static Tree> {
     let root_pid = crate::exec::getpid();
     let spool = format!("{dir}/.iotrex-procs.{root_pid}");
     let _ = std::fs::create_dir(&spool);
+    let Some(shared) = map_counter(&spool, max, true) else {
+        let _ = std::fs::remove_file(counter_path(&spool));
+        let _ = std::fs::remove_dir(&spool);
+        return None;
+    };
+    let (launched, rank) = rank_of(st);
     let _ = TREE.set(Tree {
-        shared: p as usize,
+        shared,
         max,
-        nranks: st.cfg.env_size.unwrap_or(1).max(1),
-        rank: st.cfg.env_rank.unwrap_or(st.rank),
+        nranks: launched.max(1),
+        launched,
+        rank,
         spool,
         root_pid,
     });
     TREE.get()
+}
+
+/// Takes the next number of the tree for a process whose parent is `parent` (`u32::MAX`: the
+/// rank's own process), started at `site`; past the bound it is counted as untraced.
+fn take(t: &Tree, parent: u32, site: u64) -> u32 {
+    let sh = t.shared();
+    let k = sh.next.fetch_add(1, Ordering::SeqCst);
+    if k < t.max && t.slot(k).is_some() {
+        let e = t.entry(k);
+        e.parent.store(parent, Ordering::SeqCst);
+        e.site.store(site, Ordering::SeqCst);
+    } else {
+        sh.untraced.fetch_add(1, Ordering::SeqCst);
+    }
+    k
 }
 
 /// What the parent decided before the real `fork`, for the child.
@@ -165,16 +245,8 @@ pub fn before_fork(site: u64) -> Option<Plan> {
     let _g = Enter::new(BUSY);
     let made = crate::state::with_state(|st| tree(st).is_some())?;
     let t = TREE.get().filter(|_| made)?;
-    let sh = t.shared();
-    let k = sh.next.fetch_add(1, Ordering::SeqCst);
-    let slot = (k < t.max).then(|| t.slot(k)).flatten();
-    let Some(slot) = slot else {
-        sh.untraced.fetch_add(1, Ordering::SeqCst);
-        return None;
-    };
-    let e = t.entry(k);
-    e.parent.store(ME.load(Ordering::Relaxed), Ordering::SeqCst);
-    e.site.store(site, Ordering::SeqCst);
+    let k = take(t, ME.load(Ordering::Relaxed), site);
+    let slot = (k < t.max).then(|| t.slot(k)).flatten()?;
     Some(Plan { k, slot })
 }
 
@@ -193,15 +265,145 @@ pub fn in_child(p: Plan) {
     }
 }
 
-/// The `fork` hook's site of child `k` and its parent, from the shared page.
-fn group_of(t: &Tree, k: u32, end: End) -> Option<Group> {
+/// In the `vfork` hook's parent, before the real `fork` (recording): the tree made, and this
+/// process's number, for the child's [`mark_vfork_child`]. `None` when there is no tree.
+pub fn before_vfork() -> Option<u32> {
+    let _g = Enter::new(BUSY);
+    crate::state::with_state(|st| tree(st).is_some())?.then(|| ME.load(Ordering::Relaxed))
+}
+
+/// In the `vfork` hook's child (untraced, as the fork handler left it): the image it execs
+/// joins the tree as a child of `parent`, started at `site`.
+pub fn mark_vfork_child(parent: u32, site: u64) {
+    VFORK_PARENT.store(parent, Ordering::SeqCst);
+    VFORK_SITE.store(site, Ordering::SeqCst);
+    IS_VFORK_CHILD.store(true, Ordering::SeqCst);
+}
+
+/// Whether this process is a child of the `vfork` hook.
+pub fn is_vfork_child() -> bool {
+    IS_VFORK_CHILD.load(Ordering::Relaxed)
+}
+
+/// Before a successful `exec` would replace this image: the `IOTREX_PROCESS=...` entry for
+/// the new image's environment, or `None` to hand nothing (the image then starts a trace of
+/// its own, as a process that was never exec'd by a traced one). Decided once per image.
+/// - A traced child hands its successor a number of its own, as its child; the caller
+///   writes the child's record (ended by `exec`).
+/// - A child of the `vfork` hook hands its successor a number as its parent's child.
+/// - The rank's own process writes what it recorded as a process of its own (its command,
+///   ended by `exec`) and hands over its place: the image it becomes is the rank's own
+///   process, which writes the trace ([`exec_own_record`] tells the caller so).
+pub fn before_exec(site: u64) -> Option<&'static std::ffi::CStr> {
+    HANDOFF
+        .get_or_init(|| {
+            let _g = Enter::new(BUSY);
+            let h = handoff(site)?;
+            CString::new(format!("{}={}", rsd::process::PROCESS_VAR, h.encode())).ok()
+        })
+        .as_deref()
+}
+
+/// Whether this image handed its place to the image its `exec` starts and wrote its own
+/// record: the rank's own process then writes no trace before `exec`.
+pub fn exec_own_record() -> bool {
+    matches!(HANDOFF.get(), Some(Some(_))) && !is_child() && !IS_VFORK_CHILD.load(Ordering::SeqCst)
+}
+
+fn handoff(site: u64) -> Option<Handoff> {
+    let pid = crate::exec::getpid();
+    let of = |t: &Tree, k: Option<u32>| Handoff {
+        pid,
+        k,
+        max: t.max,
+        nranks: t.launched,
+        rank: t.rank,
+        root_pid: t.root_pid,
+        spool: t.spool.clone(),
+    };
+    if IS_VFORK_CHILD.load(Ordering::SeqCst) {
+        let t = TREE.get()?;
+        let k = take(
+            t,
+            VFORK_PARENT.load(Ordering::SeqCst),
+            VFORK_SITE.load(Ordering::SeqCst),
+        );
+        return Some(of(t, Some(k)));
+    }
+    if is_child() {
+        let t = TREE.get()?;
+        return Some(of(t, Some(take(t, ME.load(Ordering::SeqCst), site))));
+    }
+    // The rank's own process: its record is a process of the tree, the new image the rank's.
+    let t = crate::state::with_state(|st| tree(st))??;
+    let k = take(t, u32::MAX, site);
+    if k >= t.max {
+        return None;
+    }
+    write_as(k, End::Exec, true);
+    Some(of(t, None))
+}
+
+/// At start-up (the constructor, before the program runs): an image a traced process exec'd
+/// takes its place in that process's tree from [`rsd::process::PROCESS_VAR`], which is
+/// removed from the environment (the program's own children must not see it). An image of
+/// another rank (a launcher's child exec'ing an MPI program) or of another pid ignores it.
+pub fn join_from_env() {
+    let Ok(v) = std::env::var(rsd::process::PROCESS_VAR) else {
+        return;
+    };
+    // SAFETY: the constructor runs before the program's own threads exist.
+    unsafe { std::env::remove_var(rsd::process::PROCESS_VAR) };
+    let Some(h) = Handoff::decode(&v).filter(|h| h.pid == crate::exec::getpid()) else {
+        return;
+    };
+    let _g = Enter::new(BUSY);
+    crate::state::with_state(|st| join(st, h));
+}
+
+fn join(st: &mut State, h: Handoff) {
+    if rank_of(st) != (h.nranks, h.rank) {
+        return;
+    }
+    let Some(shared) = map_counter(&h.spool, h.max, false) else {
+        return;
+    };
+    let t = Tree {
+        shared,
+        max: h.max,
+        nranks: h.nranks.max(1),
+        launched: h.nranks,
+        rank: h.rank,
+        spool: h.spool,
+        root_pid: h.root_pid,
+    };
+    let slot = h.k.and_then(|k| (k < t.max).then(|| t.slot(k)).flatten());
+    if TREE.set(t).is_err() {
+        return;
+    }
+    let Some(k) = h.k else { return };
+    ME.store(k, Ordering::SeqCst);
+    EXECED.store(true, Ordering::SeqCst);
+    match slot {
+        Some(slot) => st.reset_for_child(slot, now_ns()),
+        // Past the bound: counted as untraced by the process that exec'd; nothing recorded.
+        None => RECORDING.store(false, Ordering::SeqCst),
+    }
+}
+
+/// The `fork` (or `exec`) hook's site of process `k` and its parent, from the shared page;
+/// `command` for an image `exec` started (empty for a forked one).
+fn group_of(t: &Tree, k: u32, end: End, command: Vec<String>) -> Option<Group> {
+    if k >= t.max {
+        return None;
+    }
     let e = t.entry(k);
     let parent = e.parent.load(Ordering::SeqCst);
     Some(Group {
         slots: rsd::RankSet::single(t.slot(k)?),
         parent: (parent != u32::MAX).then_some(parent),
         site: e.site.load(Ordering::SeqCst),
-        command: Vec::new(),
+        command,
         end,
     })
 }
@@ -212,9 +414,17 @@ static WRITTEN: Mutex<bool> = Mutex::new(false);
 /// In a traced child that ends by `end`: its record written into the spool, once; recording
 /// stops. Never blocks on the state lock (the signal path calls it).
 pub fn write_record(end: End) {
-    let Some(t) = TREE.get() else { return };
     let k = ME.load(Ordering::SeqCst);
     if k == u32::MAX {
+        return;
+    }
+    write_as(k, end, EXECED.load(Ordering::SeqCst));
+}
+
+/// [`write_record`] as process `k`, naming the image's command when `named`.
+fn write_as(k: u32, end: End, named: bool) {
+    let Some(t) = TREE.get() else { return };
+    if k >= t.max {
         return;
     }
     let Ok(mut done) = WRITTEN.try_lock() else {
@@ -224,6 +434,19 @@ pub fn write_record(end: End) {
         return;
     }
     *done = true;
+    // A terminating signal that arrives while the record is written (a pool's `terminate`
+    // sends SIGTERM to workers that are already leaving through `_exit`) waits for it: dying
+    // half-way would leave the process missing from the trace.
+    let exiting = crate::finalize::EXITING.swap(true, Ordering::SeqCst);
+    write_locked(t, k, end, named);
+    if !exiting {
+        crate::finalize::EXITING.store(false, Ordering::SeqCst);
+        crate::signals::raise_held();
+    }
+}
+
+/// [`write_as`] once the record is this process's to write.
+fn write_locked(t: &Tree, k: u32, end: End, named: bool) {
     let _g = Enter::new(BUSY);
     let bytes = {
         let mut g = match STATE.try_lock() {
@@ -233,7 +456,12 @@ pub fn write_record(end: End) {
         let Some(st) = g.as_mut() else { return };
         RECORDING.store(false, Ordering::SeqCst);
         st.done = true;
-        record_bytes(t, k, st, end)
+        let command = if named {
+            st.cfg.argv.clone()
+        } else {
+            Vec::new()
+        };
+        record_bytes(t, k, st, end, command)
     };
     let Some(bytes) = bytes else { return };
     let Some(slot) = t.slot(k) else { return };
@@ -243,8 +471,8 @@ pub fn write_record(end: End) {
 }
 
 /// The child's record: its trace, its notes, and its group of one.
-fn record_bytes(t: &Tree, k: u32, st: &State, end: End) -> Option<Vec<u8>> {
-    let group = group_of(t, k, end)?;
+fn record_bytes(t: &Tree, k: u32, st: &State, end: End, command: Vec<String>) -> Option<Vec<u8>> {
+    let group = group_of(t, k, end, command)?;
     let mut h = rsd::Header::new(1);
     h.command = st.cfg.argv.clone();
     h.wall_ns = now_ns().saturating_sub(st.start_ns);
@@ -258,9 +486,19 @@ fn record_bytes(t: &Tree, k: u32, st: &State, end: End) -> Option<Vec<u8>> {
     });
     let tf = rsd::TraceFile {
         header: h,
-        trace: st.comp.finish(),
+        trace: st.comp.finish_as(t.slot(k)?),
     };
     crate::finalize::encoded(&tf).ok()
+}
+
+/// Whether this is the rank's own process of a tree that took numbers: it has processes to
+/// fold in, and writes a trace for them even if it recorded no call of its own.
+pub fn holds_processes() -> bool {
+    TREE.get().is_some_and(|t| {
+        !is_child()
+            && t.root_pid == crate::exec::getpid()
+            && t.shared().next.load(Ordering::SeqCst) > 0
+    })
 }
 
 /// What the rank's own process folds in when it writes: its children's calls and groups.
@@ -309,7 +547,7 @@ pub fn fold(trace: &mut rsd::Trace) -> Folded {
                 rsd::exclude::add(&mut out.excluded, &h.excluded);
             }
             None => {
-                if let Some(g) = group_of(t, k, End::Missing) {
+                if let Some(g) = group_of(t, k, End::Missing, Vec::new()) {
                     p.add(&Processes {
                         stride: t.max,
                         groups: vec![g],
@@ -319,6 +557,7 @@ pub fn fold(trace: &mut rsd::Trace) -> Folded {
             }
         }
     }
+    let _ = std::fs::remove_file(counter_path(&t.spool));
     let _ = std::fs::remove_dir(&t.spool);
     if given > 0 || p.untraced > 0 {
         out.processes = Some(p);
