@@ -671,12 +671,24 @@ pub fn group_line(g: &rsd::process::Group) -> String {
         .parent
         .map_or("the rank".to_string(), |k| format!("its child {k}"));
     format!(
-        "slot{} {} ({}): forked by {by} at {:#x}, ended by {}",
+        "slot{} {} ({}): {}, ended by {}",
         if g.slots.len() == 1 { "" } else { "s" },
         g.slots,
         g.slots.len(),
-        g.site,
+        started(&g.command, &by, &format!("{:#x}", g.site)),
         g.end
+    )
+}
+
+/// How a group's processes started: `forked by BY at SITE`, or, for an image `exec` started,
+/// `running \`CMD\` (exec'd under BY, site SITE)`.
+fn started(command: &[String], by: &str, site: &str) -> String {
+    if command.is_empty() {
+        return format!("forked by {by} at {site}");
+    }
+    format!(
+        "running `{}` (exec'd under {by}, site {site})",
+        command.join(" ")
     )
 }
 
@@ -714,12 +726,11 @@ fn render_processes(p: &crate::stats::ProcessTotals, out: &mut String) {
     for g in &p.groups {
         let _ = writeln!(
             out,
-            "           {} child{} (slots {}), forked by {} at {}, {}: read {}, written {}",
+            "           {} child{} (slots {}), {}, {}: read {}, written {}",
             g.processes,
             if g.processes == 1 { "" } else { "ren" },
             g.slots,
-            g.parent,
-            g.site,
+            started(&g.command, &g.parent, &g.site),
             g.end,
             fmt_bytes(g.read),
             fmt_bytes(g.written)

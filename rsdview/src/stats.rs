@@ -296,6 +296,10 @@ pub struct GroupTotals {
     pub parent: String,
     /// Call-site signature of the fork, hex.
     pub site: String,
+    /// The command line of an image `exec` started (the process that exec'd is in the
+    /// tree as another process, ended by `exec`); empty for a forked image.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
     /// How they ended (`exit 0`, `_exit 3`, `signal 15`, `exec`, `missing`).
     pub end: String,
     /// Bytes read.
@@ -359,6 +363,7 @@ pub fn processes(trace: &Trace, h: &rsd::Header) -> Option<ProcessTotals> {
                     .parent
                     .map_or("rank".to_string(), |k| format!("child {k}")),
                 site: format!("{:#x}", g.site),
+                command: g.command.clone(),
                 end: g.end.to_string(),
                 read,
                 written,
