@@ -80,7 +80,8 @@ fn plain_program_gets_the_environment() {
     );
     assert!(o.status.success(), "{}", text(&o));
     let tf = rsd::TraceFile::read(&out).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
-    let calls = tf.trace.expand(0);
+    // tee runs in a process of the shell's trace (the pipeline's forked side, which execs it).
+    let calls = every_call(&tf);
     let path = data.display().to_string();
     // tee opens its file with fopen; that the call is in the trace shows the library reached
     // the program.
@@ -120,8 +121,9 @@ fn the_commands_exit_status_is_kept() {
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
 }
 
-/// The trace files of a plain command traced to `out`: `out` first, then the
-/// `<stem>.pid<PID>.iotrex` files the other processes wrote.
+/// The trace files of a plain command traced to `out`: `out` first, then any
+/// `<stem>.pid<PID>.iotrex` files other processes wrote (processes that started apart from
+/// the traced command's tree).
 fn traces_of(out: &Path) -> Vec<(String, rsd::TraceFile)> {
     let stem = out.file_stem().unwrap().to_string_lossy().into_owned();
     let mut names: Vec<String> = std::fs::read_dir(out.parent().unwrap())
@@ -141,72 +143,11 @@ fn traces_of(out: &Path) -> Vec<(String, rsd::TraceFile)> {
         .collect()
 }
 
-#[test]
-fn every_process_of_a_plain_command_keeps_its_own_trace() {
-    let dir = common::scratch();
-    let out = dir.path().join("sh.iotrex");
-    let data = dir.path().join("data.txt");
-    // Three traced processes: the shell (it opens and writes data.txt for the redirection and
-    // ends with _exit, or execs the last cat in its place), and two cats that read it. They
-    // all inherit IOTREX_OUT; none may overwrite another's trace.
-    let script = "printf one > \"$0\"; cat \"$0\" > /dev/null; cat \"$0\" > /dev/null";
-    for run in 0..2 {
-        let o = iotrex(
-            &[
-                "trace",
-                "-o",
-                out.to_str().unwrap(),
-                "--",
-                "/bin/sh",
-                "-c",
-                script,
-                data.to_str().unwrap(),
-            ],
-            &[],
-        );
-        assert!(o.status.success(), "{}", text(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
-        // The second run starts by removing the first run's files: still three.
-        let traces = traces_of(&out);
-        let names: Vec<&str> = traces.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(traces.len(), 3, "run {run}: {names:?}\n{}", text(&o));
-        assert_eq!(names[0], "sh.iotrex");
-        assert!(
-            names[1..].iter().all(|n| n.starts_with("sh.pid")),
-            "{names:?}"
-        );
-        assert_eq!(
-            err.matches("another process of the command wrote its own trace")
-                .count(),
-            2,
-            "{}",
-            text(&o)
-        );
-        let reads = traces
-            .iter()
-            .filter(|(_, tf)| {
-                tf.trace
-                    .expand(0)
-                    .iter()
-                    .any(|c| c.op == rsd::Op::Read && c.params[2] == 3)
-            })
-            .count();
-        assert_eq!(reads, 2, "both cats' reads are kept");
-        // The shell's redirection: open, dup2 onto stdout, printf's write through the copy.
-        let shell = traces
-            .iter()
-            .find(|(_, tf)| tf.trace.expand(0).iter().any(|c| c.op == rsd::Op::Dup))
-            .unwrap_or_else(|| panic!("no trace has the shell's dup2: {names:?}"));
-        let calls = shell.1.trace.expand(0);
-        let dup = calls.iter().position(|c| c.op == rsd::Op::Dup).unwrap();
-        let newfd = calls[dup].params[1];
-        assert!(
-            calls[dup..]
-                .iter()
-                .any(|c| c.op == rsd::Op::Write && c.params[0] == newfd && c.params[2] == 3),
-            "{calls:?}"
-        );
-    }
+/// Every call of a trace, over all its processes' slots.
+fn every_call(tf: &rsd::TraceFile) -> Vec<rsd::FlatEvent> {
+    let mut v = Vec::new();
+    tf.trace.ranks().for_each(|s| v.extend(tf.trace.expand(s)));
+    v
 }
 
 #[test]
@@ -399,10 +340,12 @@ fn the_variadic_exec_forms_write_the_trace_before_the_image_goes() {
         );
         assert!(o.status.success(), "{mode}: {}", text(&o));
         assert_eq!(std::fs::read_to_string(&data).unwrap(), "data");
-        // The write happened before the exec: some trace of the command must hold it.
-        let written: u64 = traces_of(&out)
+        // The write happened before the exec: the trace holds it, under the process the
+        // image that exec'd became, and no other file was written.
+        let traces = traces_of(&out);
+        assert_eq!(traces.len(), 1, "{mode}: {}", text(&o));
+        let written: u64 = every_call(&traces[0].1)
             .iter()
-            .flat_map(|(_, tf)| tf.trace.expand(0))
             .filter(|c| c.op == rsd::Op::Write)
             .map(|c| c.op.data_bytes(&c.params))
             .sum();

@@ -15,7 +15,8 @@ fn iotrex(args: &[&str]) -> std::process::Output {
     common::iotrex_traced(args, &[])
 }
 
-/// Every call of every trace the command left beside `out` (`out` and `<stem>.pid*`).
+/// Every call of every process of every trace the command left beside `out` (`out` and
+/// `<stem>.pid*`).
 fn calls_beside(out: &Path) -> Vec<FlatEvent> {
     let stem = out.file_stem().unwrap().to_string_lossy().into_owned();
     std::fs::read_dir(out.parent().unwrap())
@@ -26,7 +27,12 @@ fn calls_beside(out: &Path) -> Vec<FlatEvent> {
             let n = p.file_name().unwrap().to_string_lossy();
             n.starts_with(&stem) && n.ends_with(".iotrex")
         })
-        .flat_map(|p| rsd::TraceFile::read(&p).unwrap().trace.expand(0))
+        .flat_map(|p| {
+            let t = rsd::TraceFile::read(&p).unwrap().trace;
+            let mut v = Vec::new();
+            t.ranks().for_each(|s| v.extend(t.expand(s)));
+            v
+        })
         .collect()
 }
 

@@ -184,3 +184,198 @@ fn each_rank_of_an_mpi_run_folds_its_forked_children_in() {
     assert_eq!(slots, vec![2, 2 + stride], "child 0 of ranks 0 and 1");
     assert_eq!(p.owner(2, 2 + stride), Some((1, 0)));
 }
+
+// ---- images `exec` starts ----
+
+/// `iotrex trace -o DIR/NAME -- ARGS` in `dir`: the trace, after checking that it is the only
+/// trace file and no spool was left behind.
+fn traced_alone(dir: &Path, name: &str, args: &[&str]) -> (TraceFile, String) {
+    let out = dir.join(name);
+    let mut all = vec!["trace", "-o", out.to_str().unwrap(), "--"];
+    all.extend_from_slice(args);
+    let o = iotrex_traced(&all, &[]);
+    assert!(o.status.success(), "{args:?}: {}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("another process"), "{}", text(&o));
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".iotrex-procs") || (n.ends_with(".iotrex") && n != name))
+        .collect();
+    assert!(left.is_empty(), "{args:?}: left behind {left:?}");
+    let tf = TraceFile::read(&out).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
+    (tf, String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// Bytes each slot moved in calls of `op` of exactly `size` bytes.
+fn sized_per_slot(tf: &TraceFile, op: Op, size: u64) -> Vec<(u32, u64)> {
+    let mut out = Vec::new();
+    tf.trace.ranks().for_each(|s| {
+        let mut n = 0;
+        tf.trace.expand_with(s, &mut |e| {
+            if e.op == op && e.op.data_bytes(&e.params) == size {
+                n += size;
+            }
+            true
+        });
+        if n > 0 {
+            out.push((s, n));
+        }
+    });
+    out
+}
+
+/// The group whose command runs `exe`: its first word, or its script's (a shebang's
+/// interpreter comes first), ends in `exe`.
+fn group_running<'a>(tf: &'a TraceFile, exe: &str) -> &'a rsd::process::Group {
+    let p = tf
+        .header
+        .processes
+        .as_ref()
+        .expect("the header lists processes");
+    p.groups
+        .iter()
+        .find(|g| g.command.iter().take(2).any(|c| c.ends_with(exe)))
+        .unwrap_or_else(|| panic!("no group runs {exe}: {:?}", p.groups))
+}
+
+#[test]
+fn a_shells_commands_are_processes_of_its_one_trace() {
+    let dir = common::scratch();
+    let data = dir.path().join("data.txt");
+    // The shell writes data.txt through a redirection (open, dup2, printf's write) and starts
+    // two cats that read it: one trace holds the three processes, the cats as images exec'd
+    // under the shell. Twice: the second run finds the first one's trace in place.
+    let script = "printf one > \"$0\"; cat \"$0\" > /dev/null; cat \"$0\" > /dev/null";
+    for run in 0..2 {
+        let (tf, _) = traced_alone(
+            dir.path(),
+            "sh.iotrex",
+            &["/bin/sh", "-c", script, data.to_str().unwrap()],
+        );
+        let reads = sized_per_slot(&tf, Op::Read, 3);
+        assert_eq!(
+            reads.len(),
+            2,
+            "run {run}: both cats' reads, each in its slot: {reads:?}"
+        );
+        let cats = group_running(&tf, "cat");
+        assert!(
+            reads.iter().all(|(s, _)| cats.slots.contains(*s)),
+            "{reads:?} {cats:?}"
+        );
+        // The shell's redirection: dup2 onto stdout, then printf's write through the copy.
+        let calls = tf.trace.expand(0);
+        let dup = calls
+            .iter()
+            .position(|c| c.op == Op::Dup)
+            .expect("the shell's dup2");
+        let newfd = calls[dup].params[1];
+        assert!(
+            calls[dup..]
+                .iter()
+                .any(|c| c.op == Op::Write && c.params[0] == newfd && c.params[2] == 3),
+            "{calls:?}"
+        );
+    }
+}
+
+#[test]
+fn the_image_a_shell_execs_in_its_place_is_the_trace_and_the_shell_a_process_of_it() {
+    let dir = common::scratch();
+    let data = dir.path().join("data.txt");
+    let (tf, _) = traced_alone(
+        dir.path(),
+        "sh.iotrex",
+        &[
+            "/bin/sh",
+            "-c",
+            "printf one > \"$0\"; exec cat \"$0\"",
+            data.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(tf.header.command.first().map(String::as_str), Some("cat"));
+    let sh = group_running(&tf, "sh");
+    assert_eq!((sh.end, sh.parent, sh.slots.len()), (End::Exec, None, 1));
+    let slot = sh.slots.to_vec()[0];
+    assert_eq!(
+        sized_per_slot(&tf, Op::Write, 3),
+        vec![(slot, 3)],
+        "the shell wrote"
+    );
+    assert_eq!(
+        sized_per_slot(&tf, Op::Read, 3),
+        vec![(0, 3)],
+        "cat, in the rank's slot, read"
+    );
+}
+
+#[test]
+fn a_python_pool_behind_a_shell_shim_is_one_trace_holding_every_workers_bytes() {
+    let dir = common::scratch();
+    let d = dir.path();
+    // A shim that execs the interpreter, as pyenv's and conda's do.
+    let shim = d.join("python3");
+    std::fs::write(&shim, "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n").unwrap();
+    std::fs::set_permissions(&shim, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let pool = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/apps/pool.py");
+    let (tf, stdout) = traced_alone(
+        d,
+        "mp.iotrex",
+        &[
+            shim.to_str().unwrap(),
+            pool.to_str().unwrap(),
+            d.to_str().unwrap(),
+            "4",
+            "8",
+        ],
+    );
+    assert!(stdout.contains("wrote 8388608 read 8388608"), "{stdout}");
+    assert!(
+        tf.header.command.iter().any(|a| a.ends_with("pool.py")),
+        "{:?}",
+        tf.header.command
+    );
+    // The workers' files: 8 MiB written and read back, by the workers, not the main process.
+    let total = |v: Vec<(u32, u64)>| -> u64 {
+        assert!(v.iter().all(|&(s, _)| s != 0), "{v:?}");
+        v.iter().map(|&(_, n)| n).sum()
+    };
+    assert_eq!(total(sized_per_slot(&tf, Op::Write, MIB)), 8 * MIB);
+    assert_eq!(total(sized_per_slot(&tf, Op::Read, MIB)), 8 * MIB);
+    assert_eq!(group_running(&tf, "python3").end, End::Exec, "the shim");
+}
+
+#[test]
+fn a_forked_child_that_execs_has_its_image_as_its_own_child() {
+    let dir = common::scratch();
+    let data = dir.path().join("data.txt");
+    std::fs::write(&data, "four").unwrap();
+    // os.fork and os.execv: a traced child (its record ends by exec), and the image it starts
+    // (cat) its child in the tree.
+    let prog = "import os, sys\n\
+        pid = os.fork()\n\
+        if pid == 0:\n    os.execv('/bin/cat', ['cat', sys.argv[1]])\n\
+        os.waitpid(pid, 0)\n";
+    let (tf, stdout) = traced_alone(
+        dir.path(),
+        "fx.iotrex",
+        &["/usr/bin/python3", "-c", prog, data.to_str().unwrap()],
+    );
+    assert_eq!(stdout, "four");
+    let p = tf.header.processes.as_ref().unwrap();
+    let forked = p
+        .groups
+        .iter()
+        .find(|g| g.command.is_empty())
+        .expect("the forked child");
+    assert_eq!((forked.end, forked.parent), (End::Exec, None));
+    let cat = group_running(&tf, "cat");
+    assert!(matches!(cat.end, End::Exit(_)), "{cat:?}");
+    assert_eq!(cat.parent, Some(0), "child 0, the forked one, exec'd it");
+    assert_eq!(
+        sized_per_slot(&tf, Op::Read, 4),
+        vec![(cat.slots.to_vec()[0], 4)]
+    );
+}
