@@ -379,3 +379,34 @@ fn a_forked_child_that_execs_has_its_image_as_its_own_child() {
         vec![(cat.slots.to_vec()[0], 4)]
     );
 }
+
+#[test]
+fn a_shell_whose_exec_fails_keeps_its_calls_once() {
+    let dir = common::scratch();
+    let data = dir.path().join("data.txt");
+    let out = dir.path().join("sh.iotrex");
+    // dash tries execve in each directory of PATH, all fail, and it exits 127: the calls it
+    // made before are in the trace once, as the process that handed its place over.
+    let o = iotrex_traced(
+        &[
+            "trace",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "/bin/sh",
+            "-c",
+            "printf one > \"$0\"; exec iotrex-no-such-command",
+            data.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(127), "{}", text(&o));
+    let tf = TraceFile::read(&out).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
+    let sh = group_running(&tf, "sh");
+    assert_eq!(
+        sized_per_slot(&tf, Op::Write, 3),
+        vec![(sh.slots.to_vec()[0], 3)],
+        "{}",
+        text(&o)
+    );
+}

@@ -1040,6 +1040,9 @@ fn at_end(end: rsd::process::End) {
     if crate::state::FORKED.load(Ordering::SeqCst) || mpi::WRONG_MPI.load(Ordering::SeqCst) {
         return;
     }
+    if crate::procs::exec_own_record() {
+        crate::procs::restart_after_failed_exec();
+    }
     EXITING.store(true, Ordering::SeqCst);
     // Exiting inside MPI_Finalize, before the merged trace was confirmed (an MPI error
     // handler that exits, say): this rank's own calls.

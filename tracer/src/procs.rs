@@ -310,6 +310,17 @@ pub fn exec_own_record() -> bool {
     matches!(HANDOFF.get(), Some(Some(_))) && !is_child() && !IS_VFORK_CHILD.load(Ordering::SeqCst)
 }
 
+/// At the exit of the rank's own process after every `exec` it tried failed (a shell's
+/// `exec` of a command it cannot find): its calls are already in its record, a process of the
+/// tree, so the state starts over empty (its start kept) and the trace it writes holds them
+/// there once, not twice. Calls after the failed `exec` are not recorded.
+pub fn restart_after_failed_exec() {
+    crate::state::with_state(|st| {
+        let start = st.start_ns;
+        *st = State::new(st.cfg.clone(), start);
+    });
+}
+
 fn handoff(site: u64) -> Option<Handoff> {
     let pid = crate::exec::getpid();
     let of = |t: &Tree, k: Option<u32>| Handoff {
