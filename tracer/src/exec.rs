@@ -120,44 +120,25 @@ unsafe fn with_env(envp: Argv, entry: Option<&CStr>, f: impl FnOnce(Argv) -> c_i
 // The exec calls: the trace is written, then the real call replaces the process, with the new
 // image's place in the process tree in its environment. `execv` and `execvp` are the `execve`
 // and `execvpe` of `environ`, so that the entry can be added without touching `environ`.
-
-/// Hook: `execve`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
-    let Some(f) = real!(
-        "execve",
-        unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int
-    ) else {
-        return crate::posix::enosys();
-    };
-    let h = before_exec();
-    // SAFETY: forwarding the caller's arguments, its environment with the entry added.
-    unsafe { with_env(envp, h, |env| f(path, argv, env)) }
+macro_rules! exec_hooks {
+    ($($name:ident($first:ident: $fty:ty);)*) => {$(
+        #[doc = concat!("Hook: `", stringify!($name), "`.")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($first: $fty, argv: Argv, envp: Argv) -> c_int {
+            let Some(f) = real!(stringify!($name), unsafe extern "C" fn($fty, Argv, Argv) -> c_int)
+            else {
+                return crate::posix::enosys();
+            };
+            let h = before_exec();
+            // SAFETY: forwarding the caller's arguments, its environment with the entry added.
+            unsafe { with_env(envp, h, |env| f($first, argv, env)) }
+        }
+    )*};
 }
-
-/// Hook: `execvpe`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int {
-    let Some(f) = real!(
-        "execvpe",
-        unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int
-    ) else {
-        return crate::posix::enosys();
-    };
-    let h = before_exec();
-    // SAFETY: as in `execve`.
-    unsafe { with_env(envp, h, |env| f(file, argv, env)) }
-}
-
-/// Hook: `fexecve`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
-    let Some(f) = real!("fexecve", unsafe extern "C" fn(c_int, Argv, Argv) -> c_int) else {
-        return crate::posix::enosys();
-    };
-    let h = before_exec();
-    // SAFETY: as in `execve`.
-    unsafe { with_env(envp, h, |env| f(fd, argv, env)) }
+exec_hooks! {
+    execve(path: *const c_char);
+    execvpe(file: *const c_char);
+    fexecve(fd: c_int);
 }
 
 /// Hook: `execv`, as `execve` of `environ`.
