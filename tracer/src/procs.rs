@@ -346,7 +346,15 @@ fn handoff(site: u64) -> Option<Handoff> {
         return Some(of(t, Some(take(t, ME.load(Ordering::SeqCst), site))));
     }
     // The rank's own process: its record is a process of the tree, the new image the rank's.
-    let t = crate::state::with_state(|st| tree(st))??;
+    // A wrapper that recorded nothing and forked nothing (`taskset`, `numactl`, `env` in front
+    // of an MPI program) hands nothing: the image it becomes is simply the process, as before,
+    // and its trace holds no process for the wrapper.
+    let t = crate::state::with_state(|st| {
+        if st.comp.events() == 0 && TREE.get().is_none() {
+            return None;
+        }
+        tree(st)
+    })??;
     let k = take(t, u32::MAX, site);
     if k >= t.max {
         return None;
