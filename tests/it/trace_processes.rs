@@ -26,6 +26,16 @@ fn written_per_slot(tf: &TraceFile) -> Vec<(u32, u64)> {
     out
 }
 
+/// What a traced run left in `dir` besides its trace `name`: spools, or other traces.
+fn left_beside(dir: &Path, name: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".iotrex-procs") || (n.ends_with(".iotrex") && n != name))
+        .collect()
+}
+
 /// Runs `fork_app DIR MODE1 MODE2` under `iotrex trace`, with `envs`; the trace and stdout.
 fn traced(dir: &Path, modes: [&str; 2], envs: &[(&str, &str)]) -> (TraceFile, String) {
     let app = common::app("fork_app");
@@ -46,12 +56,7 @@ fn traced(dir: &Path, modes: [&str; 2], envs: &[(&str, &str)]) -> (TraceFile, St
     assert!(o.status.success(), "{modes:?}: {}", text(&o));
     let tf = TraceFile::read(&out).unwrap_or_else(|e| panic!("{modes:?}: {e}\n{}", text(&o)));
     // The spool the children wrote into is gone, and no other trace was written.
-    let left: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".iotrex-procs") || (n.ends_with(".iotrex") && n != "fx.iotrex"))
-        .collect();
+    let left = left_beside(dir, "fx.iotrex");
     assert!(left.is_empty(), "{modes:?}: left behind {left:?}");
     std::fs::remove_file(&out).unwrap();
     (tf, String::from_utf8_lossy(&o.stdout).into_owned())
@@ -197,12 +202,7 @@ fn traced_alone(dir: &Path, name: &str, args: &[&str]) -> (TraceFile, String) {
     assert!(o.status.success(), "{args:?}: {}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("another process"), "{}", text(&o));
-    let left: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".iotrex-procs") || (n.ends_with(".iotrex") && n != name))
-        .collect();
+    let left = left_beside(dir, name);
     assert!(left.is_empty(), "{args:?}: left behind {left:?}");
     let tf = TraceFile::read(&out).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
     (tf, String::from_utf8_lossy(&o.stdout).into_owned())
