@@ -67,14 +67,17 @@ pub struct Group {
     pub end: End,
 }
 
-/// What the `exec` hook hands the image it starts, through [`PROCESS_VAR`]: its place in the
-/// process tree of its rank. `pid` is the process that called `exec`: an image that sees
-/// another pid (a process that inherited the variable without being exec'd by the hook)
-/// ignores it.
+/// What the `exec` and spawn hooks hand the image they start, through [`PROCESS_VAR`]: its
+/// place in the process tree of its rank. `pid` is the process that called `exec`, or, when
+/// `spawned`, the parent of the process `posix_spawn`, `system` or `popen` made: an image
+/// that sees another pid (a process that inherited the variable without being started by a
+/// hook) ignores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handoff {
-    /// The process that exec'd.
+    /// The process that exec'd, or the spawned image's parent.
     pub pid: i64,
+    /// Whether `pid` is the new image's parent (a spawn) rather than its own pid (an `exec`).
+    pub spawned: bool,
     /// The new image's number in the tree; `None`: it stays the rank's own process.
     pub k: Option<u32>,
     /// The tree's bound (slots per rank).
@@ -92,26 +95,38 @@ pub struct Handoff {
 }
 
 impl Handoff {
-    /// `pid:k:max:nranks:rank:root_pid:spool`, `k` being `root` for the rank's own process;
-    /// the spool last, since a path may hold colons.
+    /// `pid:k:max:nranks:rank:root_pid:spool`, `k` being `root` for the rank's own process
+    /// and `pid` written `s<pid>` for a spawn; the spool last, since a path may hold colons.
     pub fn encode(&self) -> String {
         let k = self.k.map_or("root".to_string(), |k| k.to_string());
+        let s = if self.spawned { "s" } else { "" };
         format!(
-            "{}:{k}:{}:{}:{}:{}:{}",
+            "{s}{}:{k}:{}:{}:{}:{}:{}",
             self.pid, self.max, self.nranks, self.rank, self.root_pid, self.spool
         )
+    }
+
+    /// Whether the image `pid` (its parent `ppid`) is the one this was handed to.
+    pub fn is_for(&self, pid: i64, ppid: i64) -> bool {
+        self.pid == if self.spawned { ppid } else { pid }
     }
 
     /// The inverse of [`Handoff::encode`]; `None` for anything else.
     pub fn decode(s: &str) -> Option<Handoff> {
         let mut it = s.splitn(7, ':');
-        let pid = it.next()?.parse().ok()?;
+        let first = it.next()?;
+        let (spawned, pid) = match first.strip_prefix('s') {
+            Some(p) => (true, p),
+            None => (false, first),
+        };
+        let pid = pid.parse().ok()?;
         let k = match it.next()? {
             "root" => None,
             k => Some(k.parse().ok()?),
         };
         Some(Handoff {
             pid,
+            spawned,
             k,
             max: it.next()?.parse().ok()?,
             nranks: it.next()?.parse().ok()?,
@@ -250,6 +265,7 @@ mod tests {
         #[test]
         fn a_handoff_reads_back_as_written(
             pid in 1i64..1 << 22,
+            spawned: bool,
             k in proptest::option::of(0u32..1 << 20),
             max in 0u32..1 << 20,
             nranks in 0u32..1 << 20,
@@ -257,7 +273,7 @@ mod tests {
             root_pid in 1i64..1 << 22,
             spool in "/[a-z:./-]{1,40}",
         ) {
-            let h = Handoff { pid, k, max, nranks, rank, root_pid, spool };
+            let h = Handoff { pid, spawned, k, max, nranks, rank, root_pid, spool };
             proptest::prop_assert_eq!(Handoff::decode(&h.encode()), Some(h));
         }
     }
@@ -270,6 +286,8 @@ mod tests {
             "1:root:2:3:4:5:",
             "x:1:2:3:4:5:/d",
             "1:-1:2:3:4:5:/d",
+            "s:1:2:3:4:5:/d",
+            "ss1:1:2:3:4:5:/d",
         ] {
             assert_eq!(Handoff::decode(s), None, "{s:?}");
         }

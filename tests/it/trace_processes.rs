@@ -410,3 +410,76 @@ fn a_shell_whose_exec_fails_keeps_its_calls_once() {
         text(&o)
     );
 }
+
+// ---- programs spawned without the fork and exec hooks ----
+
+/// Bytes the processes of group `g` wrote (every write-like call).
+fn written_by(tf: &TraceFile, g: &rsd::process::Group) -> u64 {
+    g.slots
+        .to_vec()
+        .into_iter()
+        .map(|s| written_by_slot(tf, s))
+        .sum()
+}
+
+#[test]
+fn programs_that_system_popen_and_posix_spawn_start_are_processes_of_the_one_trace() {
+    let dir = common::scratch();
+    let d = dir.path();
+    let app = common::app("spawn_app");
+    // glibc spawns these by internal calls, past the fork and exec hooks: each started image
+    // used to begin a trace of its own on the same output, the last to end replacing the
+    // program's. Now one trace holds them, as children of the program.
+    let (tf, stdout) = traced_alone(
+        d,
+        "sp.iotrex",
+        &[app.to_str().unwrap(), d.to_str().unwrap()],
+    );
+    assert!(stdout.contains("missing command 2"), "{stdout}");
+    assert!(
+        tf.header
+            .command
+            .first()
+            .is_some_and(|c| c.ends_with("spawn_app")),
+        "the program's own trace: {:?}",
+        tf.header.command
+    );
+    let p = tf
+        .header
+        .processes
+        .as_ref()
+        .expect("the header lists processes");
+    // system's and popen's shells and the dd each execs in its place, the two spawned dd: the
+    // failed spawn is no process (not missing).
+    assert_eq!((p.children(), p.missing(), p.untraced), (6, 0, 0), "{p:?}");
+    let running = |exe: &str| -> Vec<&rsd::process::Group> {
+        let first = |g: &&rsd::process::Group| g.command.first().is_some_and(|c| c == exe);
+        p.groups.iter().filter(first).collect()
+    };
+    let shells = running("sh");
+    assert_eq!(shells.len(), 2, "system's and popen's shells: {p:?}");
+    assert!(shells.iter().all(|g| g.parent.is_none()), "{p:?}");
+    let mut dds: Vec<_> = running("dd")
+        .into_iter()
+        .map(|g| (g.parent.is_some(), written_by(&tf, g)))
+        .collect();
+    dds.sort();
+    // Two under the program (posix_spawnp, posix_spawn), two under their shells.
+    assert_eq!(
+        dds,
+        [(false, MIB), (false, MIB), (true, MIB), (true, MIB)],
+        "{p:?}"
+    );
+}
+
+/// Bytes slot `s` wrote (every write-like call).
+fn written_by_slot(tf: &TraceFile, s: u32) -> u64 {
+    let mut n = 0;
+    tf.trace.expand_with(s, &mut |e| {
+        if e.op.dir() == rsd::op::Dir::Write {
+            n += e.op.data_bytes(&e.params);
+        }
+        true
+    });
+    n
+}

@@ -15,7 +15,7 @@ use libc::{c_char, c_int};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-type Argv = *const *const c_char;
+pub(crate) type Argv = *const *const c_char;
 
 /// The pid the constructor ran in.
 static PID: AtomicI64 = AtomicI64::new(0);
@@ -83,7 +83,7 @@ unsafe extern "C" {
 ///
 /// # Safety
 /// `envp` is NULL or a NULL-terminated vector of C strings.
-unsafe fn with_entry(envp: Argv, entry: &CStr) -> Vec<*const c_char> {
+pub(crate) unsafe fn with_entry(envp: Argv, entry: &CStr) -> Vec<*const c_char> {
     let key = rsd::process::PROCESS_VAR.as_bytes();
     let mut v = Vec::new();
     let mut p = envp;

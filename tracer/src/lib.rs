@@ -68,6 +68,7 @@ pub mod procs;
 pub(crate) mod rawfd;
 pub(crate) mod real;
 pub mod signals;
+pub mod spawn;
 pub mod state;
 pub mod stdio;
 pub mod throttle;

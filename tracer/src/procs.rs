@@ -29,6 +29,9 @@ struct Entry {
     site: AtomicU64,
 }
 
+/// An [`Entry`]'s parent for a number whose spawn failed: no process had it.
+const NOT_STARTED: u32 = u32::MAX - 1;
+
 /// The page shared by a rank's process tree.
 #[repr(C)]
 struct Shared {
@@ -298,8 +301,7 @@ pub fn before_exec(site: u64) -> Option<&'static std::ffi::CStr> {
     HANDOFF
         .get_or_init(|| {
             let _g = Enter::new(BUSY);
-            let h = handoff(site)?;
-            CString::new(format!("{}={}", rsd::process::PROCESS_VAR, h.encode())).ok()
+            entry_of(&handoff(site)?)
         })
         .as_deref()
 }
@@ -321,17 +323,63 @@ pub fn restart_after_failed_exec() {
     });
 }
 
-fn handoff(site: u64) -> Option<Handoff> {
-    let pid = crate::exec::getpid();
-    let of = |t: &Tree, k: Option<u32>| Handoff {
-        pid,
+/// The place `k` of tree `t` (`None`: the rank's own process) handed by this process, to the
+/// image its `exec` starts or, when `spawned`, to its spawned child.
+/// A spawn: what `posix_spawn`, `system` or `popen` hand the image they start, as this
+/// process's child.
+pub struct Spawn {
+    /// The `IOTREX_PROCESS=...` entry for the image's environment.
+    pub entry: CString,
+    k: u32,
+}
+
+/// Before a spawn by this traced process at `site`: the image it starts takes the next
+/// number as this process's child (past the bound it is handed one too, and records nothing).
+/// glibc execs inside a clone of its own there, where no `exec` hook runs, so the image's
+/// place goes in the environment the spawn is given. `None` when there is no tree.
+pub fn before_spawn(site: u64) -> Option<Spawn> {
+    if IS_VFORK_CHILD.load(Ordering::SeqCst) {
+        return None;
+    }
+    let _g = Enter::new(BUSY);
+    let made = crate::state::with_state(|st| tree(st).is_some())?;
+    let t = TREE.get().filter(|_| made)?;
+    let k = take(t, ME.load(Ordering::Relaxed), site);
+    let entry = entry_of(&place(t, Some(k), true))?;
+    Some(Spawn { entry, k })
+}
+
+/// After a spawn that started no image: its number names no process (not missing, not
+/// untraced).
+pub fn spawn_failed(s: Spawn) {
+    let Some(t) = TREE.get() else { return };
+    if s.k < t.max && t.slot(s.k).is_some() {
+        t.entry(s.k).parent.store(NOT_STARTED, Ordering::SeqCst);
+    } else {
+        t.shared().untraced.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn place(t: &Tree, k: Option<u32>, spawned: bool) -> Handoff {
+    Handoff {
+        pid: crate::exec::getpid(),
+        spawned,
         k,
         max: t.max,
         nranks: t.launched,
         rank: t.rank,
         root_pid: t.root_pid,
         spool: t.spool.clone(),
-    };
+    }
+}
+
+/// `IOTREX_PROCESS=...` for `h`.
+fn entry_of(h: &Handoff) -> Option<CString> {
+    CString::new(format!("{}={}", rsd::process::PROCESS_VAR, h.encode())).ok()
+}
+
+fn handoff(site: u64) -> Option<Handoff> {
+    let of = |t: &Tree, k: Option<u32>| place(t, k, false);
     if IS_VFORK_CHILD.load(Ordering::SeqCst) {
         let t = TREE.get()?;
         let k = take(
@@ -373,7 +421,9 @@ pub fn join_from_env() {
     };
     // SAFETY: the constructor runs before the program's own threads exist.
     unsafe { std::env::remove_var(rsd::process::PROCESS_VAR) };
-    let Some(h) = Handoff::decode(&v).filter(|h| h.pid == crate::exec::getpid()) else {
+    // SAFETY: getppid has no preconditions.
+    let ppid = i64::from(unsafe { libc::getppid() });
+    let Some(h) = Handoff::decode(&v).filter(|h| h.is_for(crate::exec::getpid(), ppid)) else {
         return;
     };
     let _g = Enter::new(BUSY);
@@ -565,6 +615,7 @@ pub fn fold(trace: &mut rsd::Trace) -> Folded {
                 out.notes.extend(h.notes);
                 rsd::exclude::add(&mut out.excluded, &h.excluded);
             }
+            None if t.entry(k).parent.load(Ordering::SeqCst) == NOT_STARTED => {}
             None => {
                 if let Some(g) = group_of(t, k, End::Missing, Vec::new()) {
                     p.add(&Processes {
@@ -578,7 +629,7 @@ pub fn fold(trace: &mut rsd::Trace) -> Folded {
     }
     let _ = std::fs::remove_file(counter_path(&t.spool));
     let _ = std::fs::remove_dir(&t.spool);
-    if given > 0 || p.untraced > 0 {
+    if !p.groups.is_empty() || p.untraced > 0 {
         out.processes = Some(p);
     }
     out
