@@ -45,7 +45,8 @@
 # Environment: REPEAT (default 3), NPS (default "4 8"; NPS= runs no rows), PROGS (names to run, default all that
 # can run here: LAMMPS needs lmp, particles needs python3-h5py-mpi), IOTREX_REPLAY_ARGS (extra
 # replay arguments for every replay), IOTREX_GAP_WAITS=0 (trace without the
-# off-CPU time of the gaps: as before format minor 11).
+# off-CPU time of the gaps: as before format minor 11), FPP_SEGMENTS, COLL_SEGMENTS,
+# LAMMPS_STEPS, PARTICLES_STEPS (the sizes of the short runs, below).
 # NICE (default -15): the niceness of every measured command (applications, traces, replays)
 # and of this session's autogroup, so that builds at nice 0 on the same machine, in this
 # session or another, barely take CPU from them; NICE=0 turns it off.
@@ -84,8 +85,20 @@ cleanup() {
   rm -rf "$W"
 }
 trap cleanup EXIT
-# 256 MiB: the largest program (ior_like at 8 ranks) writes about 64 MiB.
-export IOTREX_STORAGE_SIZE=${IOTREX_STORAGE_SIZE:-256M}
+# The sizes of the runs that are short by default (10-300 ms at 4 ranks on this machine, where
+# a few ms of the replay's own start are whole percent): IOR-like segments of 1 MiB per rank,
+# LAMMPS steps, particles.py steps: FPP_SEGMENTS=16 COLL_SEGMENTS=32 LAMMPS_STEPS=300
+# PARTICLES_STEPS=30 runs them for 0.15-3.4 s.
+FPP_SEGMENTS=${FPP_SEGMENTS:-4}
+COLL_SEGMENTS=${COLL_SEGMENTS:-4}
+LAMMPS_STEPS=${LAMMPS_STEPS:-60}
+PARTICLES_STEPS=${PARTICLES_STEPS:-6}
+# The rig: at least 256 MiB, and four times what ior_like writes at the most ranks (1 MiB per
+# segment and rank) and 128 MiB more when that is larger.
+max_np=$(printf '%s\n' $NPS 8 | sort -n | tail -1)
+max_seg=$(printf '%s\n' "$FPP_SEGMENTS" "$COLL_SEGMENTS" | sort -n | tail -1)
+rig_mib=$((max_np * max_seg * 4 + 128))
+export IOTREX_STORAGE_SIZE=${IOTREX_STORAGE_SIZE:-$((rig_mib > 256 ? rig_mib : 256))M}
 MNT_A=$(scripts/storage.sh up "$RA" tmpfs)
 MNT_B=$(scripts/storage.sh up "$RB" throttled:40M:400)
 for a in xstorage ior_like; do mpicc -O2 -o "$W/$a" tests/apps/$a.c; done
@@ -130,16 +143,16 @@ PROGRAMS=(
   "sync|$W/xstorage sync DIR"
   "fitness|$W/xstorage fitness DIR"
   "mapped|$W/xstorage mapped DIR"
-  "ior-fpp-fsync|$W/ior_like -a posix -F -e -t 65536 -b 1048576 -s 4 -i 1 -o DIR/ior.dat"
-  "ior-coll|$W/ior_like -a mpiio -c -t 65536 -b 1048576 -s 4 -i 1 -o DIR/ior.dat"
+  "ior-fpp-fsync|$W/ior_like -a posix -F -e -t 65536 -b 1048576 -s $FPP_SEGMENTS -i 1 -o DIR/ior.dat"
+  "ior-coll|$W/ior_like -a mpiio -c -t 65536 -b 1048576 -s $COLL_SEGMENTS -i 1 -o DIR/ior.dat"
 )
 if command -v lmp >/dev/null; then
   # Weak-scaled (864 atoms a rank), its MPI-IO dumps every 20 steps and a restart file; the
   # process grid PX x PY x PZ is filled in from the rank count by grid().
-  PROGRAMS+=("lammps|lmp -in $PWD/tests/apps/lammps_weak.in -log none -screen none -var d DIR -var px PX -var py PY -var pz PZ")
+  PROGRAMS+=("lammps|lmp -in $PWD/tests/apps/lammps_weak.in -log none -screen none -var d DIR -var px PX -var py PY -var pz PZ -var steps $LAMMPS_STEPS")
 fi
 if /usr/bin/python3 -c 'import h5py, mpi4py' 2>/dev/null; then
-  PROGRAMS+=("particles|/usr/bin/python3 $PWD/tests/apps/particles.py DIR/particles.h5")
+  PROGRAMS+=("particles|/usr/bin/python3 $PWD/tests/apps/particles.py DIR/particles.h5 $PARTICLES_STEPS")
 fi
 if [ -n "${PROGS:-}" ]; then
   sel=()
