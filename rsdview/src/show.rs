@@ -45,7 +45,7 @@ pub fn render_header_as(h: &Header, version: &str, out: &mut String) {
     let cmd = if h.command.is_empty() {
         "(not recorded)".to_string()
     } else {
-        h.command.join(" ")
+        command_line(&h.command)
     };
     let _ = writeln!(out, "{INDENT}command    {cmd}");
     if let Some(b) = &h.build_id {
@@ -688,8 +688,22 @@ fn started(command: &[String], by: &str, site: &str) -> String {
     }
     format!(
         "running `{}` (exec'd under {by}, site {site})",
-        command.join(" ")
+        command_line(command)
     )
+}
+
+/// A command's words on one line: control characters in them (a `python3 -c` script's
+/// newlines) are written as escapes, so the header keeps one line per field.
+fn command_line(words: &[String]) -> String {
+    let one = |w: &String| -> String {
+        w.chars()
+            .map(|c| match c {
+                c if c.is_control() => c.escape_default().to_string(),
+                c => c.to_string(),
+            })
+            .collect()
+    };
+    words.iter().map(one).collect::<Vec<_>>().join(" ")
 }
 
 /// Bytes exactly, with a binary-unit approximation for large values: `3145728 (3.0 MiB)`.
@@ -1033,6 +1047,17 @@ mod tests {
         render_header(&h, &mut out);
         assert!(out.contains("ranks      8\n"), "{out}");
         assert!(out.contains("command    ./ior -w\n"), "{out}");
+        h.command = vec![
+            "python3".into(),
+            "-c".into(),
+            "import os\nos.sync()\t".into(),
+        ];
+        out.clear();
+        render_header(&h, &mut out);
+        assert!(
+            out.contains("command    python3 -c import os\\nos.sync()\\t\n"),
+            "{out}"
+        );
         assert!(out.contains("wall time  3.40ms\n"), "{out}");
         assert!(
             out.contains("complete   NO: this trace is incomplete\n"),
