@@ -47,7 +47,11 @@ struct Walk<'a> {
     /// The trace with the offsets the other ranks' calls decide resolved, as the rank's calls
     /// had them: the column `offset` of a call is what the call asked for.
     trace: &'a Resolved<'a>,
+    /// The slot walked: a rank, or a process of a rank (`rsd::process`).
+    slot: u32,
+    /// The rank it belongs to, and its process number there (`None`: the rank's own).
     rank: u32,
+    process: Option<i64>,
     /// The rank's node and its name (`rsd::Header::node_layout`), when known.
     node: Option<i64>,
     node_name: Option<&'a str>,
@@ -85,12 +89,17 @@ pub fn write_calls(
     let total = ranks.len() as u32;
     let mut approximate = 0;
     let layout = tf.header.node_layout.as_ref();
-    for (done, &rank) in ranks.iter().enumerate() {
+    let processes = tf.header.processes.as_ref();
+    for (done, &slot) in ranks.iter().enumerate() {
+        let owner = processes.and_then(|p| p.owner(tf.header.nranks, slot));
+        let rank = owner.map_or(slot, |(r, _)| r);
         let node = layout.and_then(|l| l.node_of(rank, tf.header.nranks));
         let mut walk = Walk {
             w: &mut w,
             trace: &trace,
+            slot,
             rank,
+            process: owner.map(|(_, k)| i64::from(k)),
             node: node.map(i64::from),
             node_name: node.and_then(|n| layout?.name(n)),
             seq: 0,
@@ -101,7 +110,7 @@ pub fn write_calls(
         };
         let mut at = Cursor::top(1.0);
         let mut idx = Vec::new();
-        visit(&trace.nodes, rank, &mut idx, &mut |e, idx| {
+        visit(&trace.nodes, slot, &mut idx, &mut |e, idx| {
             let (start, dur) = at.place(&e.timing);
             walk.call(e, idx, Nest::TOP, start, dur)
         });
@@ -124,7 +133,7 @@ impl Walk<'_> {
     /// Writes `e` and the calls made inside it; false stops the walk on an error.
     fn call(&mut self, e: &Event, idx: &mut Vec<u64>, at: Nest, start: f64, dur: f64) -> bool {
         let Nest { depth, parent, ctx } = at;
-        let flat = self.trace.flatten(e, self.rank, idx);
+        let flat = self.trace.flatten(e, self.slot, idx);
         let r = self.files.resolve_call(&flat, ctx);
         let seq = self.seq;
         self.seq += 1;
@@ -132,6 +141,7 @@ impl Walk<'_> {
         self.approximate += u64::from(approx);
         let w = &mut *self.w;
         w.int(i64::from(self.rank));
+        w.opt_int(self.process);
         w.opt_int(self.node);
         w.opt_text(self.node_name);
         w.int(seq);
@@ -169,7 +179,7 @@ impl Walk<'_> {
         }
         // Calls made inside: laid out inside the parent's span (`rsd_view::timeline`).
         let mut inner = Cursor::within(start, dur, 1.0);
-        visit(&e.children, self.rank, idx, &mut |c, idx| {
+        visit(&e.children, self.slot, idx, &mut |c, idx| {
             let (cs, cd) = inner.place(&c.timing);
             let inside = Nest {
                 depth: depth + 1,

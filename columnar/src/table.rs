@@ -70,7 +70,8 @@ macro_rules! columns {
 }
 
 columns! {
-    "calls" "rank" Int64 false "rank that made the call";
+    "calls" "rank" Int64 false "rank that made the call, or whose process made it (see process)";
+    "calls" "process" Int64 true "null for a call of the rank's own process; k for one of the rank's k-th other process (a child it forked, or a program it started; the trace's header lists them): rank, process and seq identify a call";
     "calls" "node" Int64 true "the node (machine) the rank ran on, numbered in the order of each node's lowest rank (node 0 holds rank 0); null where the trace has no node layout";
     "calls" "node_name" Utf8 true "that node's host name; null where not known (an extrapolated trace's target machine)";
     "calls" "seq" Int64 false "position of the call in the rank's sequence (nested calls counted, depth first)";

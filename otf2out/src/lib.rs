@@ -415,6 +415,7 @@ unsafe fn write_archive(
             g,
             &mut defs,
             &ranks,
+            &|s| rsd::process::slot_name(tf.header.processes.as_ref(), tf.header.nranks, s),
             &rep.events_per_location,
             end_time,
         )?;
@@ -432,6 +433,7 @@ unsafe fn write_defs(
     g: *mut ffi::GlobalDefWriter,
     defs: &mut Defs,
     ranks: &[u32],
+    names: &dyn Fn(u32) -> String,
     events: &[u64],
     end_time: u64,
 ) -> Result<(), Otf2Error> {
@@ -441,11 +443,9 @@ unsafe fn write_defs(
     let group_name = defs.string("");
     let rank_names: Vec<(u32, u32)> = ranks
         .iter()
-        .map(|r| {
-            (
-                defs.string(&format!("rank {r}")),
-                defs.string(&format!("rank {r} thread 0")),
-            )
+        .map(|&r| {
+            let name = names(r);
+            (defs.string(&name), defs.string(&format!("{name} thread 0")))
         })
         .collect();
     let paradigm_names: Vec<(u32, u32)> = IO_PARADIGMS

@@ -210,6 +210,16 @@ impl Processes {
     }
 }
 
+/// How readers name slot `slot` of a trace of `nranks` ranks: `rank R`, or `rank R process K`
+/// for the rank's K-th other process (a child, or a program it started; `processes` lists
+/// them).
+pub fn slot_name(processes: Option<&Processes>, nranks: u32, slot: u32) -> String {
+    match processes.and_then(|p| p.owner(nranks, slot)) {
+        Some((r, k)) => format!("rank {r} process {k}"),
+        None => format!("rank {slot}"),
+    }
+}
+
 /// What the readers say of a trace with children that they cannot handle yet (`extrap`,
 /// `replay`): `None` when it has none.
 pub fn unsupported(h: &crate::Header, what: &str) -> Option<String> {
@@ -257,6 +267,9 @@ mod tests {
         assert_eq!((a.children(), a.missing(), a.untraced), (5, 1, 3));
         assert_eq!(a.owner(2, 7), Some((1, 1)));
         assert_eq!(a.owner(2, 1), None);
+        assert_eq!(slot_name(Some(&a), 2, 7), "rank 1 process 1");
+        assert_eq!(slot_name(Some(&a), 2, 1), "rank 1");
+        assert_eq!(slot_name(None, 2, 7), "rank 7");
         assert_eq!(slot(2, 4, 1, 1), Some(7));
         assert_eq!(slot(u32::MAX, 4, 1, 1), None);
     }

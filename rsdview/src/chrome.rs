@@ -40,9 +40,10 @@ struct Span<'a> {
 }
 
 /// Writes the spans of `ranks` (all ranks of the trace when `None`), at most `max_events`
-/// spans in all.
+/// spans in all, each slot's track named `name(slot)` (`rsd::process::slot_name`).
 pub fn write_chrome(
     trace: &Trace,
+    name: &dyn Fn(u32) -> String,
     ranks: Option<&RankSet>,
     max_events: u64,
     out: &mut dyn Write,
@@ -66,9 +67,9 @@ pub fn write_chrome(
     let mut first = true;
     let mut err = None;
     for &rank in &chosen {
-        // Process name, so Perfetto labels the track "rank N".
+        // Process name, so Perfetto labels the track "rank N" (or "rank N process K").
         let meta = serde_json::json!({"name": "process_name", "ph": "M", "pid": rank,
-            "args": {"name": format!("rank {rank}")}});
+            "args": {"name": name(rank)}});
         sep(out, &mut first)?;
         serde_json::to_writer(&mut *out, &meta)?;
         let mut at = Cursor::top(NS_PER_US);
@@ -182,7 +183,7 @@ mod tests {
     fn spans_equal_expanded_calls_and_json_is_valid() {
         let t = crate::synth::spmd(4, 5);
         let mut buf = Vec::new();
-        let rep = write_chrome(&t, None, u64::MAX, &mut buf).unwrap();
+        let rep = write_chrome(&t, &|r| format!("rank {r}"), None, u64::MAX, &mut buf).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
         let spans = v["traceEvents"]
             .as_array()
@@ -214,7 +215,14 @@ mod tests {
     fn cap_is_reported() {
         let t = crate::synth::spmd(4, 50);
         let mut buf = Vec::new();
-        let rep = write_chrome(&t, Some(&RankSet::from_sorted(&[1, 2])), 30, &mut buf).unwrap();
+        let rep = write_chrome(
+            &t,
+            &|r| format!("rank {r}"),
+            Some(&RankSet::from_sorted(&[1, 2])),
+            30,
+            &mut buf,
+        )
+        .unwrap();
         assert!(rep.truncated);
         assert_eq!(rep.spans, 30);
         let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();

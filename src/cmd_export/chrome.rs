@@ -46,10 +46,17 @@ impl Exporter for ExportChromeArgs {
     fn export(&self, tf: &TraceFile, _progress: &mut dyn FnMut(u32, u32)) -> Result<ChromeReport> {
         let mut w = rsd::atomic::AtomicFile::create(&self.output)
             .with_context(|| format!("cannot create {} (--output)", self.output.display()))?;
-        let rep =
-            rsd_view::chrome::write_chrome(&tf.trace, self.ranks.as_ref(), self.max_events, &mut w)
-                .and_then(|r| w.commit().map(|()| r))
-                .with_context(|| format!("cannot write {} (--output)", self.output.display()))?;
+        let h = &tf.header;
+        let name = |s| rsd::process::slot_name(h.processes.as_ref(), h.nranks, s);
+        let rep = rsd_view::chrome::write_chrome(
+            &tf.trace,
+            &name,
+            self.ranks.as_ref(),
+            self.max_events,
+            &mut w,
+        )
+        .and_then(|r| w.commit().map(|()| r))
+        .with_context(|| format!("cannot write {} (--output)", self.output.display()))?;
         Ok(rep)
     }
 

@@ -188,6 +188,63 @@ fn each_rank_of_an_mpi_run_folds_its_forked_children_in() {
     let slots: Vec<u32> = p.groups[0].slots.to_vec();
     assert_eq!(slots, vec![2, 2 + stride], "child 0 of ranks 0 and 1");
     assert_eq!(p.owner(2, 2 + stride), Some((1, 0)));
+    exports_name_ranks_and_processes(&trace, dir.path());
+}
+
+/// Parquet's calls and Perfetto's tracks of a 2-rank trace whose ranks each forked two
+/// children name a call's rank and process, not the slot it is kept in.
+fn exports_name_ranks_and_processes(trace: &Path, dir: &Path) {
+    let pq = dir.join("pq");
+    let o = common::iotrex(&[
+        "export",
+        "parquet",
+        trace.to_str().unwrap(),
+        "-o",
+        pq.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = common::duckdb(&format!(
+        "SELECT rank, process, sum(bytes)::BIGINT FROM '{}' WHERE depth = 0 AND op LIKE '%write%' \
+         GROUP BY ALL ORDER BY rank, process NULLS FIRST",
+        pq.join("calls.parquet").display()
+    ));
+    let m = MIB;
+    let want = serde_json::json!([
+        [0, null, m],
+        [0, 0, m],
+        [0, 1, m],
+        [1, null, m],
+        [1, 0, m],
+        [1, 1, m]
+    ]);
+    assert_eq!(serde_json::Value::from(rows), want);
+    let json = dir.join("fx.json");
+    let o = common::iotrex(&[
+        "export",
+        "chrome",
+        trace.to_str().unwrap(),
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut names: Vec<&str> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    names.sort();
+    let want = [
+        "rank 0",
+        "rank 0 process 0",
+        "rank 0 process 1",
+        "rank 1",
+        "rank 1 process 0",
+        "rank 1 process 1",
+    ];
+    assert_eq!(names, want);
 }
 
 // ---- images `exec` starts ----
