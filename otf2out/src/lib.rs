@@ -409,13 +409,22 @@ unsafe fn write_archive(
             "OTF2_Archive_GetGlobalDefWriter",
             (api.get_global_def_writer)(archive),
         )?;
+        let h = &tf.header;
+        let locations: Vec<(u32, String)> = ranks
+            .iter()
+            .map(|&s| {
+                (
+                    s,
+                    rsd::process::slot_name(h.processes.as_ref(), h.nranks, s),
+                )
+            })
+            .collect();
         write_defs(
             api,
             ck,
             g,
             &mut defs,
-            &ranks,
-            &|s| rsd::process::slot_name(tf.header.processes.as_ref(), tf.header.nranks, s),
+            &locations,
             &rep.events_per_location,
             end_time,
         )?;
@@ -432,21 +441,18 @@ unsafe fn write_defs(
     ck: &Check,
     g: *mut ffi::GlobalDefWriter,
     defs: &mut Defs,
-    ranks: &[u32],
-    names: &dyn Fn(u32) -> String,
+    locations: &[(u32, String)],
     events: &[u64],
     end_time: u64,
 ) -> Result<(), Otf2Error> {
+    let ranks: Vec<u32> = locations.iter().map(|(r, _)| *r).collect();
     let machine = defs.string("iotrex machine");
     let machine_class = defs.string("machine");
     let world = defs.string("MPI_COMM_WORLD");
     let group_name = defs.string("");
-    let rank_names: Vec<(u32, u32)> = ranks
+    let rank_names: Vec<(u32, u32)> = locations
         .iter()
-        .map(|&r| {
-            let name = names(r);
-            (defs.string(&name), defs.string(&format!("{name} thread 0")))
-        })
+        .map(|(_, name)| (defs.string(name), defs.string(&format!("{name} thread 0"))))
         .collect();
     let paradigm_names: Vec<(u32, u32)> = IO_PARADIGMS
         .iter()

@@ -245,6 +245,28 @@ fn exports_name_ranks_and_processes(trace: &Path, dir: &Path) {
         "rank 1 process 1",
     ];
     assert_eq!(names, want);
+    // OTF2's locations, as otf2-print lists the global definitions.
+    let otf = dir.join("otf2");
+    let o = common::iotrex(&[
+        "export",
+        "otf2",
+        trace.to_str().unwrap(),
+        "-o",
+        otf.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let defs = std::process::Command::new("otf2-print")
+        .arg("-G")
+        .arg(otf.join("traces.otf2"))
+        .output()
+        .expect("run otf2-print (otf2-tools, installed by scripts/install-deps.sh)");
+    let defs = String::from_utf8_lossy(&defs.stdout);
+    for name in want {
+        assert!(
+            defs.contains(&format!("\"{name} thread 0\"")),
+            "{name}:\n{defs}"
+        );
+    }
 }
 
 // ---- images `exec` starts ----
