@@ -191,18 +191,18 @@ fn each_rank_of_an_mpi_run_folds_its_forked_children_in() {
     exports_name_ranks_and_processes(&trace, dir.path());
 }
 
+/// `iotrex export KIND TRACE -o OUT`, which must succeed.
+fn export(trace: &Path, kind: &str, out: &Path) {
+    let (t, o) = (trace.to_str().unwrap(), out.to_str().unwrap());
+    let run = common::iotrex(&["export", kind, t, "-o", o]);
+    assert!(run.status.success(), "{kind}: {}", text(&run));
+}
+
 /// Parquet's calls and Perfetto's tracks of a 2-rank trace whose ranks each forked two
 /// children name a call's rank and process, not the slot it is kept in.
 fn exports_name_ranks_and_processes(trace: &Path, dir: &Path) {
     let pq = dir.join("pq");
-    let o = common::iotrex(&[
-        "export",
-        "parquet",
-        trace.to_str().unwrap(),
-        "-o",
-        pq.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    export(trace, "parquet", &pq);
     let rows = common::duckdb(&format!(
         "SELECT rank, process, sum(bytes)::BIGINT FROM '{}' WHERE depth = 0 AND op LIKE '%write%' \
          GROUP BY ALL ORDER BY rank, process NULLS FIRST",
@@ -219,14 +219,7 @@ fn exports_name_ranks_and_processes(trace: &Path, dir: &Path) {
     ]);
     assert_eq!(serde_json::Value::from(rows), want);
     let json = dir.join("fx.json");
-    let o = common::iotrex(&[
-        "export",
-        "chrome",
-        trace.to_str().unwrap(),
-        "-o",
-        json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    export(trace, "chrome", &json);
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let mut names: Vec<&str> = v["traceEvents"]
         .as_array()
@@ -247,14 +240,7 @@ fn exports_name_ranks_and_processes(trace: &Path, dir: &Path) {
     assert_eq!(names, want);
     // OTF2's locations, as otf2-print lists the global definitions.
     let otf = dir.join("otf2");
-    let o = common::iotrex(&[
-        "export",
-        "otf2",
-        trace.to_str().unwrap(),
-        "-o",
-        otf.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
+    export(trace, "otf2", &otf);
     let defs = std::process::Command::new("otf2-print")
         .arg("-G")
         .arg(otf.join("traces.otf2"))
