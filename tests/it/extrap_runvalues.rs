@@ -74,7 +74,8 @@ fn trace_app(
 
 /// MPI-IO on one shared file, traced at every input scale and at the target.
 struct Shared {
-    dir: tempfile::TempDir,
+    /// A shared directory, removed when the binary exits (a `TempDir` in a static never is).
+    dir: PathBuf,
     inputs: Vec<PathBuf>,
     real: PathBuf,
 }
@@ -83,11 +84,11 @@ struct Shared {
 fn shared(cell: &'static OnceLock<Shared>, extra: &'static [&'static str]) -> &'static Shared {
     cell.get_or_init(|| {
         let c = cluster_of(TARGET_NODES);
-        let dir = common::scratch();
-        let data = dir.path().join("shared.dat");
+        let dir = common::shared::dir(&format!("extrap_runvalues mpiio {extra:?}"));
+        let data = dir.join("shared.dat");
         let mut args = vec!["-a", "mpiio", "-o", data.to_str().unwrap()];
         args.extend(extra);
-        let at = |n: u32| dir.path().join(format!("run.{n}x{PPN}.iotrex"));
+        let at = |n: u32| dir.join(format!("run.{n}x{PPN}.iotrex"));
         let inputs: Vec<PathBuf> = INPUT_NODES.iter().map(|&n| at(n)).collect();
         for (&n, t) in INPUT_NODES.iter().zip(&inputs) {
             trace(&c, n, &args, t);
@@ -163,10 +164,7 @@ fn read(p: &Path) -> TraceFile {
 /// The inputs extrapolate to 8 x 2; the output holds the lock file's job id and pid as run
 /// values and `diff` against the real 8 x 2 run says identical, comparing them as such.
 fn extrapolates_identical(s: &Shared) {
-    let out = s
-        .dir
-        .path()
-        .join(format!("extrap.{TARGET_NODES}x{PPN}.iotrex"));
+    let out = s.dir.join(format!("extrap.{TARGET_NODES}x{PPN}.iotrex"));
     extrap(&s.inputs, TARGET_NODES * PPN, &out);
     let show = common::iotrex(&["show", out.to_str().unwrap()]);
     let shown = String::from_utf8_lossy(&show.stdout);
@@ -185,7 +183,7 @@ fn extrapolates_identical(s: &Shared) {
     // Every run names one lock file, the real one too; the tracer recorded its job id and
     // rank 0's pid as run values where it matched them (a pid under 1,000 it never matches,
     // and the library's named rule finds it instead).
-    let data = s.dir.path().join("shared.dat");
+    let data = s.dir.join("shared.dat");
     for t in s.inputs.iter().chain([&s.real]) {
         assert_eq!(lock_names(&read(t), &data).len(), 1, "{}", t.display());
     }
@@ -215,9 +213,9 @@ fn mpiio_collective_across_nodes_extrapolates_with_run_values() {
 #[test]
 fn a_replay_names_fresh_lock_files() {
     let s = independent();
-    let out = s.dir.path().join("replayed.iotrex");
+    let out = s.dir.join("replayed.iotrex");
     extrap(&s.inputs, TARGET_NODES * PPN, &out);
-    let data = s.dir.path().join("shared.dat");
+    let data = s.dir.join("shared.dat");
     let mut traced = lock_names(&read(&s.real), &data);
     for i in &s.inputs {
         traced.extend(lock_names(&read(i), &data));

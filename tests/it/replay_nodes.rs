@@ -15,15 +15,16 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
-/// The trace of `ior_like -N -F` at 2 x 2 on the cluster, shared by the tests of this file.
-fn traced() -> &'static (tempfile::TempDir, PathBuf) {
-    static T: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+/// The trace of `ior_like -N -F` at 2 x 2 on the cluster, shared by the tests of this file
+/// (in a shared directory, removed when the binary exits: a `TempDir` in a static never is).
+fn traced() -> &'static (PathBuf, PathBuf) {
+    static T: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     T.get_or_init(|| {
         let c = cluster();
-        let dir = common::scratch();
-        let data = dir.path().join("data");
+        let dir = common::shared::dir("replay_nodes ior_like -N -F at 2x2");
+        let data = dir.join("data");
         std::fs::create_dir_all(&data).unwrap();
-        let out = dir.path().join("ior.2x2.iotrex");
+        let out = dir.join("ior.2x2.iotrex");
         let mut argv = common::trace_prefix(&out, &[]);
         argv.extend(c.openmpi(2, 2));
         argv.push(common::app("ior_like").into());

@@ -195,6 +195,10 @@ fn two_runs_identical_under_mpich() {
     assert_eq!(runs[0], runs[1], "two runs under MPICH differ");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(dir.with_extension("iotrex"));
+    // IOTREX_RAW's logs beside the trace.
+    for r in 0..4 {
+        let _ = std::fs::remove_file(dir.with_extension(format!("rank{r}.jsonl")));
+    }
 }
 
 #[test]
