@@ -37,10 +37,7 @@ pub fn remember_pid() {
 /// ([`crate::procs::before_exec`]).
 fn before_exec() -> Option<&'static CStr> {
     let site = crate::callsite::signature();
-    let e = crate::posix::errno();
-    let h = handoff_and_write(site);
-    set_errno(e);
-    h
+    crate::posix::keeping_errno(|| handoff_and_write(site))
 }
 
 fn handoff_and_write(site: u64) -> Option<&'static CStr> {

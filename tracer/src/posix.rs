@@ -23,6 +23,14 @@ pub(crate) fn set_errno(e: c_int) {
     unsafe { *libc::__errno_location() = e };
 }
 
+/// Runs `f` (a hook's own work around the real call) with this thread's errno kept as it was.
+pub(crate) fn keeping_errno<R>(f: impl FnOnce() -> R) -> R {
+    let e = errno();
+    let r = f();
+    set_errno(e);
+    r
+}
+
 /// Fails like a missing system call when the real function cannot be found.
 pub(crate) fn enosys<T: From<i8>>() -> T {
     set_errno(libc::ENOSYS);

@@ -103,8 +103,11 @@ impl Tree {
         unsafe { &*(at as *const Entry) }
     }
 
+    /// The slot of number `k`; `None` past the bound (an untraced process).
     fn slot(&self, k: u32) -> Option<u32> {
-        rsd::process::slot(self.nranks, self.max, self.rank, k)
+        (k < self.max)
+            .then(|| rsd::process::slot(self.nranks, self.max, self.rank, k))
+            .flatten()
     }
 
     fn path(&self, slot: u32) -> String {
@@ -225,7 +228,7 @@ fn tree(st: &State) -> Option<&'static Tree> {
 fn take(t: &Tree, parent: u32, site: u64) -> u32 {
     let sh = t.shared();
     let k = sh.next.fetch_add(1, Ordering::SeqCst);
-    if k < t.max && t.slot(k).is_some() {
+    if t.slot(k).is_some() {
         let e = t.entry(k);
         e.parent.store(parent, Ordering::SeqCst);
         e.site.store(site, Ordering::SeqCst);
@@ -233,6 +236,14 @@ fn take(t: &Tree, parent: u32, site: u64) -> u32 {
         sh.untraced.fetch_add(1, Ordering::SeqCst);
     }
     k
+}
+
+/// The tree (made at this process's first child) and the next number in it, for a child of
+/// this process started at `site` (a fork, or a spawn). `None` when there is no tree.
+fn take_child(site: u64) -> Option<(&'static Tree, u32)> {
+    let made = crate::state::with_state(|st| tree(st).is_some())?;
+    let t = TREE.get().filter(|_| made)?;
+    Some((t, take(t, ME.load(Ordering::Relaxed), site)))
 }
 
 /// What the parent decided before the real `fork`, for the child.
@@ -246,10 +257,8 @@ pub struct Plan {
 /// number and slot, or `None` when it is not traced (past the bound, or no page).
 pub fn before_fork(site: u64) -> Option<Plan> {
     let _g = Enter::new(BUSY);
-    let made = crate::state::with_state(|st| tree(st).is_some())?;
-    let t = TREE.get().filter(|_| made)?;
-    let k = take(t, ME.load(Ordering::Relaxed), site);
-    let slot = (k < t.max).then(|| t.slot(k)).flatten()?;
+    let (t, k) = take_child(site)?;
+    let slot = t.slot(k)?;
     Some(Plan { k, slot })
 }
 
@@ -323,8 +332,6 @@ pub fn restart_after_failed_exec() {
     });
 }
 
-/// The place `k` of tree `t` (`None`: the rank's own process) handed by this process, to the
-/// image its `exec` starts or, when `spawned`, to its spawned child.
 /// A spawn: what `posix_spawn`, `system` or `popen` hand the image they start, as this
 /// process's child.
 pub struct Spawn {
@@ -342,9 +349,7 @@ pub fn before_spawn(site: u64) -> Option<Spawn> {
         return None;
     }
     let _g = Enter::new(BUSY);
-    let made = crate::state::with_state(|st| tree(st).is_some())?;
-    let t = TREE.get().filter(|_| made)?;
-    let k = take(t, ME.load(Ordering::Relaxed), site);
+    let (t, k) = take_child(site)?;
     let entry = entry_of(&place(t, Some(k), true))?;
     Some(Spawn { entry, k })
 }
@@ -353,13 +358,15 @@ pub fn before_spawn(site: u64) -> Option<Spawn> {
 /// untraced).
 pub fn spawn_failed(s: Spawn) {
     let Some(t) = TREE.get() else { return };
-    if s.k < t.max && t.slot(s.k).is_some() {
+    if t.slot(s.k).is_some() {
         t.entry(s.k).parent.store(NOT_STARTED, Ordering::SeqCst);
     } else {
         t.shared().untraced.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
+/// The place `k` of tree `t` (`None`: the rank's own process) handed by this process, to the
+/// image its `exec` starts or, when `spawned`, to its spawned child.
 fn place(t: &Tree, k: Option<u32>, spawned: bool) -> Handoff {
     Handoff {
         pid: crate::exec::getpid(),
@@ -446,7 +453,7 @@ fn join(st: &mut State, h: Handoff) {
         spool: h.spool,
         root_pid: h.root_pid,
     };
-    let slot = h.k.and_then(|k| (k < t.max).then(|| t.slot(k)).flatten());
+    let slot = h.k.and_then(|k| t.slot(k));
     if TREE.set(t).is_err() {
         return;
     }

@@ -30,7 +30,7 @@ static HELD: AtomicI32 = AtomicI32::new(0);
 /// The terminating signal being handled, for a forked child's record (`crate::procs`).
 pub static SIGNALLED: AtomicI32 = AtomicI32::new(0);
 
-type SigactionFn =
+pub(crate) type SigactionFn =
     unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
 type SignalFn = unsafe extern "C" fn(c_int, sighandler_t) -> sighandler_t;
 

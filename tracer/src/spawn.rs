@@ -10,6 +10,7 @@
 use crate::exec::{Argv, with_entry};
 use crate::procs::Spawn;
 use crate::real::real;
+use crate::signals::SigactionFn;
 use libc::{FILE, c_char, c_int, pid_t, posix_spawn_file_actions_t, posix_spawnattr_t};
 use std::sync::Mutex;
 
@@ -21,11 +22,18 @@ unsafe extern "C" {
 fn before_spawn() -> Option<Spawn> {
     crate::state::traceable()?;
     let site = crate::callsite::signature();
-    let e = crate::posix::errno();
-    let s = crate::procs::before_spawn(site);
-    crate::posix::set_errno(e);
-    s
+    crate::posix::keeping_errno(|| crate::procs::before_spawn(site))
 }
+
+/// `posix_spawn`'s and `posix_spawnp`'s signature.
+type SpawnFn = unsafe extern "C" fn(
+    *mut pid_t,
+    *const c_char,
+    *const posix_spawn_file_actions_t,
+    *const posix_spawnattr_t,
+    Argv,
+    Argv,
+) -> c_int;
 
 macro_rules! spawn_hooks {
     ($($name:ident($what:ident);)*) => {$(
@@ -39,11 +47,7 @@ macro_rules! spawn_hooks {
             argv: Argv,
             envp: Argv,
         ) -> c_int {
-            type F = unsafe extern "C" fn(
-                *mut pid_t, *const c_char, *const posix_spawn_file_actions_t,
-                *const posix_spawnattr_t, Argv, Argv,
-            ) -> c_int;
-            let Some(f) = real!(stringify!($name), F) else {
+            let Some(f) = real!(stringify!($name), SpawnFn) else {
                 return libc::ENOSYS;
             };
             let Some(s) = before_spawn() else {
@@ -126,9 +130,6 @@ pub unsafe extern "C" fn popen(command: *const c_char, mode: *const c_char) -> *
     with_environ(s, || unsafe { f(command, mode) }, |r| !r.is_null())
 }
 
-type SigactionFn =
-    unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
-
 /// SIGINT's and SIGQUIT's dispositions while `system` commands run: how many run, and what
 /// to put back when the last ends. Concurrent calls share them, as in glibc.
 static IGNORED: Mutex<(u32, Option<[libc::sigaction; 2]>)> = Mutex::new((0, None));
@@ -138,15 +139,10 @@ static IGNORED: Mutex<(u32, Option<[libc::sigaction; 2]>)> = Mutex::new((0, None
 /// `/bin/sh -c COMMAND` spawned with them back at their defaults, waited for; status 127 when
 /// no shell could start. The real `sigaction` and `posix_spawn` are called, not the hooks.
 fn shell(command: *const c_char, s: Spawn) -> c_int {
-    type F = unsafe extern "C" fn(
-        *mut pid_t,
-        *const c_char,
-        *const posix_spawn_file_actions_t,
-        *const posix_spawnattr_t,
-        Argv,
-        Argv,
-    ) -> c_int;
-    let (Some(sa), Some(spawn)) = (real!("sigaction", SigactionFn), real!("posix_spawn", F)) else {
+    let (Some(sa), Some(spawn)) = (
+        real!("sigaction", SigactionFn),
+        real!("posix_spawn", SpawnFn),
+    ) else {
         crate::procs::spawn_failed(s);
         crate::posix::set_errno(libc::ENOSYS);
         return -1;
