@@ -10,20 +10,26 @@ use std::path::Path;
 
 const MIB: u64 = 1 << 20;
 
+/// Bytes slot `s` moved in the top-level calls `keep(op, bytes)` takes.
+fn bytes_of(tf: &TraceFile, s: u32, keep: impl Fn(Op, u64) -> bool) -> u64 {
+    let mut n = 0;
+    tf.trace.expand_with(s, &mut |e| {
+        let b = e.op.data_bytes(&e.params);
+        if keep(e.op, b) {
+            n += b;
+        }
+        true
+    });
+    n
+}
+
 /// Bytes written by each slot of the trace (top-level calls).
 fn written_per_slot(tf: &TraceFile) -> Vec<(u32, u64)> {
-    let mut out = Vec::new();
-    tf.trace.ranks().for_each(|s| {
-        let mut w = 0;
-        tf.trace.expand_with(s, &mut |e| {
-            if e.op == Op::Write {
-                w += e.op.data_bytes(&e.params);
-            }
-            true
-        });
-        out.push((s, w));
-    });
-    out
+    let slots = tf.trace.ranks().to_vec();
+    slots
+        .into_iter()
+        .map(|s| (s, bytes_of(tf, s, |op, _| op == Op::Write)))
+        .collect()
 }
 
 /// What a traced run left in `dir` besides its trace `name`: spools, or other traces.
@@ -275,20 +281,12 @@ fn traced_alone(dir: &Path, name: &str, args: &[&str]) -> (TraceFile, String) {
 
 /// Bytes each slot moved in calls of `op` of exactly `size` bytes.
 fn sized_per_slot(tf: &TraceFile, op: Op, size: u64) -> Vec<(u32, u64)> {
-    let mut out = Vec::new();
-    tf.trace.ranks().for_each(|s| {
-        let mut n = 0;
-        tf.trace.expand_with(s, &mut |e| {
-            if e.op == op && e.op.data_bytes(&e.params) == size {
-                n += size;
-            }
-            true
-        });
-        if n > 0 {
-            out.push((s, n));
-        }
-    });
-    out
+    let slots = tf.trace.ranks().to_vec();
+    slots
+        .into_iter()
+        .map(|s| (s, bytes_of(tf, s, |o, b| o == op && b == size)))
+        .filter(|&(_, n)| n > 0)
+        .collect()
 }
 
 /// The group whose command runs `exe`: its first word, or its script's (a shebang's
@@ -483,7 +481,7 @@ fn written_by(tf: &TraceFile, g: &rsd::process::Group) -> u64 {
     g.slots
         .to_vec()
         .into_iter()
-        .map(|s| written_by_slot(tf, s))
+        .map(|s| bytes_of(tf, s, |op, _| op.dir() == rsd::op::Dir::Write))
         .sum()
 }
 
@@ -493,8 +491,8 @@ fn programs_that_system_popen_and_posix_spawn_start_are_processes_of_the_one_tra
     let d = dir.path();
     let app = common::app("spawn_app");
     // glibc spawns these by internal calls, past the fork and exec hooks: each started image
-    // used to begin a trace of its own on the same output, the last to end replacing the
-    // program's. Now one trace holds them, as children of the program.
+    // used to begin a trace of its own (a `sp.pid*.iotrex` beside this one, which
+    // traced_alone finds). Now one trace holds them, as children of the program.
     let (tf, stdout) = traced_alone(
         d,
         "sp.iotrex",
@@ -535,16 +533,4 @@ fn programs_that_system_popen_and_posix_spawn_start_are_processes_of_the_one_tra
         [(false, MIB), (false, MIB), (true, MIB), (true, MIB)],
         "{p:?}"
     );
-}
-
-/// Bytes slot `s` wrote (every write-like call).
-fn written_by_slot(tf: &TraceFile, s: u32) -> u64 {
-    let mut n = 0;
-    tf.trace.expand_with(s, &mut |e| {
-        if e.op.dir() == rsd::op::Dir::Write {
-            n += e.op.data_bytes(&e.params);
-        }
-        true
-    });
-    n
 }
