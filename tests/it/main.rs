@@ -7,6 +7,7 @@ mod common;
 
 mod approx;
 mod atomic_outputs;
+mod callsites_cache;
 mod callsites_rebuild;
 mod cli;
 mod cli_approx;

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 unsafe extern "C" {
     // glibc <execinfo.h>; the libc crate does not declare it.
@@ -227,10 +227,29 @@ pub fn signature_in(t: &crate::guard::Thread) -> u64 {
     miss(sites, sp, depth)
 }
 
+/// How many stacks this process unwound to identify a call site (the cache missed): what
+/// `IOTREX_VERBOSE=1` reports, so that a cache that stops recognising stacks shows.
+static UNWOUND: AtomicU64 = AtomicU64::new(0);
+
+/// How many stacks this process unwound to identify call sites.
+pub fn unwound() -> u64 {
+    UNWOUND.load(Ordering::Relaxed)
+}
+
 /// The stack was not recognised: unwind it (and remember its slots, or its return addresses).
+/// Its time is the tracer's own, left out of the gap before a top-level call ([`crate::own`]).
 #[cold]
 #[inline(never)]
 fn miss(sites: &mut Sites, sp: usize, depth: usize) -> u64 {
+    UNWOUND.fetch_add(1, Ordering::Relaxed);
+    let t = crate::state::now_ns();
+    let sig = unwind_site(sites, sp, depth);
+    crate::own::charge_site_since(t);
+    sig
+}
+
+/// The signature of a stack not seen before, from the cheapest unwind that decides it.
+fn unwind_site(sites: &mut Sites, sp: usize, depth: usize) -> u64 {
     let want = depth + OWN_FAST;
     if want > TL_FRAMES {
         return signature_slow(depth);
@@ -434,8 +453,11 @@ mod slots {
     /// libunwind's register numbers on x86-64.
     const UNW_X86_64_RSP: libc::c_int = 7;
     const UNW_X86_64_RIP: libc::c_int = 16;
-    /// Sets of the per-thread cache (indexed by stack pointer), of two entries each.
-    pub(super) const SETS: usize = 32;
+    /// Sets of the per-thread cache (indexed by stack pointer), of [`WAYS`] entries each.
+    pub(super) const SETS: usize = 16;
+    /// Entries per set: the calls one function makes from one loop (a write of a header,
+    /// then of the data) share a stack pointer, and each needs an entry of its own.
+    const WAYS: usize = 4;
     /// Slots every lookup reads (a call at depth 4 from `main`'s loop has 5 to check).
     const FIXED: usize = 6;
     const _: () = assert!(FIXED <= TL_FRAMES);
@@ -458,20 +480,22 @@ mod slots {
         sig: 0,
     };
 
-    /// Two entries whose stack pointers share an index, and which of them was used last.
-    /// Two ways: a call nested in another (the aggregator's `pwrite` inside
+    /// Entries whose stack pointers share an index, and the way the next new chain replaces.
+    /// Several ways: a call nested in another (the aggregator's `pwrite` inside
     /// `MPI_File_write_at_all`) alternates with it at every call, and wherever address-space
     /// randomisation put the stack, the two can share an index; direct-mapped, each then
-    /// evicted the other and every call unwound (about 17,000 instructions).
+    /// evicted the other and every call unwound (about 17,000 instructions). Calls made from
+    /// one function share its stack pointer itself: with one entry per stack pointer, two
+    /// `pwrite`s in one loop evicted each other and both unwound at every call (12 us each).
     #[derive(Clone, Copy)]
     pub(super) struct Set {
-        ways: [Entry; 2],
-        last: usize,
+        ways: [Entry; WAYS],
+        next: usize,
     }
 
     pub(super) const EMPTY_SET: Set = Set {
-        ways: [EMPTY; 2],
-        last: 0,
+        ways: [EMPTY; WAYS],
+        next: 0,
     };
 
     /// Resolves libunwind's stepping API from its handle (only where the slot layout is known).
@@ -524,20 +548,21 @@ mod slots {
     /// The signature of a stack seen before at this stack pointer, if its slots still hold the
     /// same return addresses.
     #[inline(always)]
-    pub(super) fn lookup(sites: &mut Sites, sp: usize) -> Option<u64> {
-        let set = &mut sites.sets[index(sp)];
+    pub(super) fn lookup(sites: &Sites, sp: usize) -> Option<u64> {
         // An empty entry has sp 0, which no stack pointer is (0 is returned where unsupported).
-        let way = if set.ways[0].sp == sp {
-            0
-        } else if set.ways[1].sp == sp {
-            1
-        } else {
-            return None;
-        };
         if sp == 0 {
             return None;
         }
-        let e = &set.ways[way];
+        let set = &sites.sets[index(sp)];
+        set.ways
+            .iter()
+            .find(|e| e.sp == sp && holds(e))
+            .map(|e| e.sig)
+    }
+
+    /// Whether the stack's slots hold the entry's return addresses.
+    #[inline(always)]
+    fn holds(e: &Entry) -> bool {
         // The first FIXED slots without a branch each (unused ones read `PAD`), the rest of a
         // deeper stack in a loop.
         let mut diff = 0;
@@ -554,11 +579,7 @@ mod slots {
                 diff |= unsafe { std::ptr::read_volatile(slot as *const usize) } ^ ra;
             }
         }
-        if diff != 0 {
-            return None;
-        }
-        set.last = way;
-        Some(e.sig)
+        diff == 0
     }
 
     type GetContextFn = unsafe extern "C" fn(*mut u64) -> libc::c_int;
@@ -660,18 +681,15 @@ mod slots {
             *s = (&PAD as *const usize as usize, 0);
         }
         let set = &mut sites.sets[index(sp)];
-        // The entry of this stack pointer (whose stack changed) if there is one, else the
-        // one not used last.
-        let way = (0..2)
-            .find(|&w| set.ways[w].sp == sp)
-            .unwrap_or(1 - set.last);
+        // In turn: the entries of this set are replaced oldest first.
+        let way = set.next;
+        set.next = (way + 1) % WAYS;
         set.ways[way] = Entry {
             sp,
             n: ns,
             slots,
             sig,
         };
-        set.last = way;
         Some(sig)
     }
 }

@@ -768,8 +768,10 @@ pub fn merge_and_write(comm: H) {
             {
                 let bytes = std::fs::metadata(w).map(|m| m.len()).unwrap_or(0);
                 say(&format!(
-                    "{size} ranks merged in {:.1} ms; trace {w} ({bytes} bytes)",
-                    now_ns().saturating_sub(t_start) as f64 / 1e6
+                    "{size} ranks merged in {:.1} ms; trace {w} ({bytes} bytes); rank 0 unwound \
+                     {} call-site stacks",
+                    now_ns().saturating_sub(t_start) as f64 / 1e6,
+                    crate::callsite::unwound()
                 ));
             }
             w.is_some()
@@ -1052,10 +1054,18 @@ fn at_end(end: rsd::process::End) {
     {
         write_raw(&st, &a.out);
         let path = if a.serial { claim(&a.path) } else { a.path };
-        if let Some(at) = write_trace(&path, &a.tf)
+        let at = write_trace(&path, &a.tf);
+        if let Some(at) = &at
             && a.serial
         {
-            crate::job::note_written(&at, st.cfg.out.as_deref(), &st.cfg.exe);
+            crate::job::note_written(at, st.cfg.out.as_deref(), &st.cfg.exe);
+        }
+        if st.cfg.verbose {
+            say(&format!(
+                "trace {}; {} call-site stacks unwound",
+                at.as_deref().unwrap_or("not written"),
+                crate::callsite::unwound()
+            ));
         }
     }
     // A process that wrote no trace leaves no spool of children behind.

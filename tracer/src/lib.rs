@@ -59,6 +59,7 @@ pub mod modules;
 pub mod mpi;
 pub mod netcdf;
 pub mod outfile;
+pub mod own;
 pub mod pagemap;
 pub mod paths;
 pub mod pnetcdf;

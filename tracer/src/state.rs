@@ -825,7 +825,7 @@ pub fn record<P: AsRef<[i64]>>(
         if child {
             out = Some(event(path, 0, params_vec(params)));
         } else {
-            let gap = call.t0.saturating_sub(st.last_end);
+            let gap = crate::own::gap(call.t0, st.last_end);
             st.last_end = call.t1;
             let (waits, read) = crate::waits::in_gap(call.t0, call.t1, gap);
             read_after = read;
@@ -963,7 +963,7 @@ pub fn record_parent(
         let (params, path) = build(st)?;
         let path = path.map(|p| st.norm_path(p));
         owed = crate::throttle::owed(call.op, &params);
-        let gap = call.t0.saturating_sub(st.last_end);
+        let gap = crate::own::gap(call.t0, st.last_end);
         st.last_end = call.t1;
         let (waits, read) = crate::waits::in_gap(call.t0, call.t1, gap);
         read_after = read;
@@ -990,6 +990,8 @@ pub fn record_parent(
     if read_after {
         crate::waits::read_at_end();
     }
+    // Folding a call with its children is the tracer's own time, not the application's.
+    crate::own::charge_since(call.t1);
     crate::throttle::settle(owed);
 }
 
