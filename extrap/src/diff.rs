@@ -1280,7 +1280,7 @@ pub fn render(r: &DiffReport, left: &str, right: &str) -> String {
         let _ = writeln!(
             s,
             "set aside on both sides (an extrapolation's notes say their counts follow the \
-             data): {} ({} calls in {left}, {} in {right})",
+             data or what a directory held): {} ({} calls in {left}, {} in {right})",
             a.ops.join(", "),
             a.calls.0,
             a.calls.1

@@ -47,6 +47,7 @@ pub mod error;
 mod fit;
 pub mod hdf5;
 mod library;
+pub mod listings;
 pub mod local;
 mod mpi;
 pub mod nodes;

@@ -35,11 +35,12 @@ pub(crate) fn of_mut(h: &mut Header) -> &mut Provenance {
 
 /// How the trace of `h` was extrapolated, or `None` when it says it was not (a traced or
 /// synthetic trace). The header's field where it has one; for a trace written before the
-/// field existed, what its notes say ([`from_notes`]). Only the MPI local queries are taken
-/// as set aside, whatever the file says: `diff` would otherwise leave real calls out.
+/// field existed, what its notes say ([`from_notes`]). Only the ops extrapolation sets aside
+/// (MPI's local queries, directory listings) are taken as set aside, whatever the file says:
+/// `diff` would otherwise leave real calls out.
 pub fn of(h: &Header) -> Option<Provenance> {
     let mut p = h.provenance.clone().or_else(|| from_notes(&h.notes))?;
-    p.set_aside.retain(|o| o.is_local_query());
+    p.set_aside.retain(|o| o.may_be_set_aside());
     Some(p)
 }
 

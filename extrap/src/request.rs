@@ -201,14 +201,29 @@ pub fn run(req: &Request, inputs: &[Input]) -> Result<Extrapolated, ExtrapError>
     let layout = crate::nodes::target(req.target, req.shape, inputs)?;
     let remembered = req.oracle.as_ref().map(|o| Remembered::new(o.as_ref()));
     let mut ignored = req.ignore.clone();
+    // Set when a refusal named a directory listing: the inputs without their listings.
+    let mut unlisted: Option<Vec<Input>> = None;
     loop {
-        let e = match once(req, layout, remembered.as_ref(), inputs, &ignored) {
+        let given = unlisted.as_deref().unwrap_or(inputs);
+        let e = match once(req, layout, remembered.as_ref(), given, &ignored) {
             Ok(mut x) => {
                 x.summarised = ignored[req.ignore.len()..].to_vec();
+                if unlisted.is_some() {
+                    crate::listings::mark(&mut x);
+                }
                 return Ok(x);
             }
             Err(e) => e,
         };
+        if unlisted.is_none() && crate::listings::refused(&e) {
+            match crate::listings::without(inputs) {
+                Some(kept) => {
+                    unlisted = Some(kept);
+                    continue;
+                }
+                None => return Err(e),
+            }
+        }
         let unfit = e
             .refused_param()
             .filter(|_| req.approx_unfit)

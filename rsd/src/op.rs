@@ -950,6 +950,20 @@ impl Op {
         matches!(self, Op::Open | Op::Openat | Op::Creat)
     }
 
+    /// Whether the op reads a directory's entries (`readdir`): how many calls a listing makes
+    /// follows what the directory holds when the run looks (files earlier runs and other jobs
+    /// left), not the program or its scale.
+    pub fn lists_directory(self) -> bool {
+        matches!(self, Op::Readdir)
+    }
+
+    /// Whether extrapolation may set the op's calls aside where their counts are what stops
+    /// it: MPI's local queries (their counts follow the data) and directory listings (their
+    /// lengths follow the directory's contents). Nothing another rank sees, no file's data.
+    pub fn may_be_set_aside(self) -> bool {
+        self.is_local_query() || self.lists_directory()
+    }
+
     /// Whether the op is one of MPI's local queries and settings (`MPI_Comm_rank`,
     /// `MPI_Comm_size`, the Cartesian queries, `MPI_Get_processor_name`, `MPI_Finalized`,
     /// `MPI_Comm_set_errhandler`, `MPI_Dims_create`): no message, no I/O, nothing another rank sees. A program may

@@ -25,6 +25,7 @@ mod extrap_digits;
 mod extrap_grid;
 mod extrap_hdf5;
 mod extrap_hints;
+mod extrap_listings;
 mod extrap_nodes;
 mod extrap_nodes_apps;
 mod extrap_nodes_mpich;
