@@ -15,12 +15,9 @@ fn run(iters: u32) -> (std::process::Output, Vec<(i64, u64)>) {
     let out = dir.path().join("sites.iotrex");
     let data = dir.path().join("data");
     let app = common::app("site_loop");
-    let o = common::iotrex_traced(
+    let o = common::trace_command(
+        &out,
         &[
-            "trace",
-            "-o",
-            out.to_str().unwrap(),
-            "--",
             app.to_str().unwrap(),
             data.to_str().unwrap(),
             &iters.to_string(),

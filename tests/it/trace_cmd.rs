@@ -233,17 +233,7 @@ fn a_vfork_child_does_not_touch_the_parents_trace() {
     let out = dir.path().join("vfork.iotrex");
     let data = dir.path().join("data.txt");
     let app = common::app("vfork_app");
-    let o = iotrex(
-        &[
-            "trace",
-            "-o",
-            out.to_str().unwrap(),
-            "--",
-            app.to_str().unwrap(),
-            data.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let o = common::trace_command(&out, &[app.to_str().unwrap(), data.to_str().unwrap()], &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(&data).unwrap(), "data");
     let tf = rsd::TraceFile::read(&out).unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));

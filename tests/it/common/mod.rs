@@ -463,6 +463,13 @@ pub fn iotrex_traced(args: &[&str], envs: &[(&str, &str)]) -> Output {
     c.output().expect("run iotrex")
 }
 
+/// `iotrex trace -o OUT -- CMD...` as a user runs it ([`iotrex_traced`]), with `envs`.
+pub fn trace_command(out: &Path, cmd: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut a = vec!["trace", "-o", out.to_str().unwrap(), "--"];
+    a.extend_from_slice(cmd);
+    iotrex_traced(&a, envs)
+}
+
 /// A command's status, stdout and stderr, labelled, for assertion messages.
 pub fn status_text(o: &Output) -> String {
     format!(
