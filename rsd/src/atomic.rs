@@ -19,8 +19,13 @@
 //!   linked under the temporary name only once every byte is in, then renamed: a process
 //!   killed mid-write leaves nothing at all. Where the file system has no `O_TMPFILE`, the
 //!   named temporary is created directly and removed on failure.
+//!
+//! A name that holds a device, a FIFO or a socket (`-o /dev/null`, `/dev/stdout`, a named
+//! pipe) is written in place ([`special`]): a rename would put a regular file where the device
+//! was. Run as root, `iotrex extrap ... -o /dev/null` did replace the system's `/dev/null`,
+//! and every later `> /dev/null` of every process wrote into that file.
 
-use rustix::fs::{AtFlags, CWD, Mode, OFlags};
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -68,9 +73,31 @@ fn tmp_name(path: &Path) -> io::Result<PathBuf> {
     Ok(path.with_file_name(t))
 }
 
+/// Whether `path` names an existing file that is neither a regular file nor a directory (a
+/// device, a FIFO, a socket): written in place, never replaced (see the module's text).
+fn special(path: &CStr) -> bool {
+    rustix::fs::statat(CWD, path, AtFlags::empty()).is_ok_and(|st| {
+        !matches!(
+            FileType::from_raw_mode(st.st_mode),
+            FileType::RegularFile | FileType::Directory
+        )
+    })
+}
+
 impl AtomicFile {
-    /// Starts writing `path` (created at its temporary name, which must not exist).
+    /// Starts writing `path` (created at its temporary name, which must not exist; a device,
+    /// FIFO or socket is opened in place, [`special`]).
     pub fn create(path: &Path) -> io::Result<AtomicFile> {
+        let c = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+        if special(&c) {
+            let f = File::options().write(true).open(path)?;
+            return Ok(AtomicFile {
+                w: Some(BufWriter::with_capacity(1 << 16, f)),
+                tmp: PathBuf::new(),
+                path: path.to_path_buf(),
+            });
+        }
         let tmp = tmp_name(path)?;
         let f = File::options().write(true).create_new(true).open(&tmp)?;
         Ok(AtomicFile {
@@ -90,7 +117,8 @@ impl AtomicFile {
     }
 
     /// Flushes, syncs (so the data is on disk before the name is: a crash of the machine
-    /// leaves the old file or the new one, not an empty one) and renames into place.
+    /// leaves the old file or the new one, not an empty one) and renames into place. A file
+    /// written in place is only flushed.
     pub fn commit(mut self) -> io::Result<()> {
         let f = self
             .w
@@ -98,6 +126,9 @@ impl AtomicFile {
             .expect("present until commit")
             .into_inner()
             .map_err(|e| e.into_error())?;
+        if self.tmp.as_os_str().is_empty() {
+            return Ok(());
+        }
         f.sync_all()?;
         drop(f);
         std::fs::rename(&self.tmp, &self.path)?;
@@ -231,6 +262,16 @@ fn unlink(p: &CStr) {
 /// directory in the way (`EISDIR`) leaves the old file, if any, untouched.
 pub fn put(d: &Dest, bytes: &[u8], durable: bool, write: Option<WriteFn>) -> Result<(), i32> {
     let errno = |e: Errno| e.raw_os_error();
+    if special(&d.c_path) {
+        let fd = rustix::fs::openat(
+            CWD,
+            &d.c_path,
+            OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno)?;
+        return write_all(fd.as_fd(), bytes, write);
+    }
     let finish = |fd: BorrowedFd<'_>| {
         write_all(fd, bytes, write)?;
         if durable {
@@ -308,6 +349,37 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    /// A FIFO at `dir/name`, and a thread reading it to the end.
+    fn fifo(dir: &Path, name: &str) -> (PathBuf, std::thread::JoinHandle<Vec<u8>>) {
+        let p = dir.join(name);
+        rustix::fs::mknodat(CWD, &p, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        let q = p.clone();
+        let reader = std::thread::spawn(move || std::fs::read(&q).unwrap());
+        (p, reader)
+    }
+
+    fn is_fifo(p: &Path) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::symlink_metadata(p).unwrap().file_type().is_fifo()
+    }
+
+    #[test]
+    fn a_fifo_is_written_in_place_not_replaced() {
+        let s = Scratch::new("fifo");
+        let (p, reader) = fifo(s.path(), "out");
+        write(&p, b"whole").unwrap();
+        // Asked first: had the FIFO been replaced, the reader would wait for a writer forever.
+        assert!(is_fifo(&p), "the FIFO was replaced by a file");
+        assert_eq!(reader.join().unwrap(), b"whole");
+        assert_eq!(names(s.path()), ["out"]);
+        let (p, reader) = fifo(s.path(), "raw");
+        let d = Dest::new(p.to_str().unwrap()).unwrap();
+        put(&d, b"raw bytes", true, None).unwrap();
+        assert!(is_fifo(&p), "put replaced the FIFO by a file");
+        assert_eq!(reader.join().unwrap(), b"raw bytes");
+        assert_eq!(names(s.path()), ["out", "raw"]);
     }
 
     #[test]
