@@ -41,28 +41,13 @@ fn lists(s: &Site) -> bool {
 
 /// `inputs` without their directory listings; `None` where one cannot be re-compressed.
 pub(crate) fn without(inputs: &[Input]) -> Option<Vec<Input>> {
-    let ops = listing_ops();
     let in_place = crate::ranks::any_summary(inputs.iter().map(|i| &i.file));
-    inputs
-        .iter()
-        .map(|i| {
-            let (file, _) = crate::local::without(None, &i.file, &ops, in_place).ok()?;
-            Some(Input {
-                name: i.name.clone(),
-                file,
-            })
-        })
-        .collect()
+    crate::local::all_without(None, inputs, &listing_ops(), in_place)
 }
 
 /// Says in `x` that the listings were set aside: provenance, note, `--explain`.
 pub(crate) fn mark(x: &mut Extrapolated) {
-    let p = crate::provenance::of_mut(&mut x.file.header);
-    for op in listing_ops() {
-        if !p.set_aside.contains(&op) {
-            p.set_aside.push(op);
-        }
-    }
+    crate::local::add_set_aside(&mut x.file.header, &listing_ops());
     x.file.header.notes.push(NOTE.to_string());
     x.explain.insert(
         0,

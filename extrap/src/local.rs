@@ -40,8 +40,19 @@ pub(crate) fn note(ops: &BTreeSet<Op>) -> String {
 
 /// Says in `h` that `ops` were set aside: the typed provenance and the note.
 pub(crate) fn mark_set_aside(h: &mut rsd::Header, ops: &BTreeSet<Op>) {
-    crate::provenance::of_mut(h).set_aside = ops.iter().copied().collect();
+    add_set_aside(h, ops);
     h.notes.push(note(ops));
+}
+
+/// Adds `ops` to the ops the provenance of `h` says were set aside (directory listings are
+/// set aside by another pass than the local queries: each adds its own).
+pub(crate) fn add_set_aside(h: &mut rsd::Header, ops: &BTreeSet<Op>) {
+    let p = crate::provenance::of_mut(h);
+    for &op in ops {
+        if !p.set_aside.contains(&op) {
+            p.set_aside.push(op);
+        }
+    }
 }
 
 /// The ops the notes say were set aside ([`NOTE`]); names no op has are skipped. The
@@ -124,7 +135,24 @@ fn without_ops(
     ops: &BTreeSet<Op>,
     in_place: bool,
 ) -> Option<Result<Vec<Input>, BTreeSet<Op>>> {
-    let kept = inputs
+    let kept = all_without(lifts, inputs, ops, in_place)?;
+    let (groups, more) = groups_and_ops(lifts, &kept, Op::is_local_query);
+    Some(if groups.len() <= 1 {
+        Ok(kept)
+    } else {
+        Err(more)
+    })
+}
+
+/// Every one of `inputs` without its calls of `ops` ([`without`]); `None` where one cannot be
+/// re-compressed.
+pub(crate) fn all_without(
+    lifts: Option<&Lifts>,
+    inputs: &[Input],
+    ops: &BTreeSet<Op>,
+    in_place: bool,
+) -> Option<Vec<Input>> {
+    inputs
         .iter()
         .map(|i| {
             Some(Input {
@@ -132,13 +160,7 @@ fn without_ops(
                 file: without(lifts, &i.file, ops, in_place).ok()?.0,
             })
         })
-        .collect::<Option<Vec<Input>>>()?;
-    let (groups, more) = groups_and_ops(lifts, &kept, Op::is_local_query);
-    Some(if groups.len() <= 1 {
-        Ok(kept)
-    } else {
-        Err(more)
-    })
+        .collect()
 }
 
 /// The local queries any of `inputs` makes, at any depth.
